@@ -1,0 +1,55 @@
+// Attributes defined by the OpenTelemetry MCP, RPC, HTTP and GenAI semantic conventions.
+export const ATTR_MCP_METHOD_NAME = 'mcp.method.name';
+export const ATTR_MCP_SESSION_ID = 'mcp.session.id';
+export const ATTR_MCP_PROTOCOL_VERSION = 'mcp.protocol.version';
+export const ATTR_MCP_RESOURCE_URI = 'mcp.resource.uri';
+export const ATTR_JSONRPC_REQUEST_ID = 'jsonrpc.request.id';
+export const ATTR_JSONRPC_PROTOCOL_VERSION = 'jsonrpc.protocol.version';
+export const ATTR_RPC_RESPONSE_STATUS_CODE = 'rpc.response.status_code';
+export const ATTR_GEN_AI_TOOL_NAME = 'gen_ai.tool.name';
+export const ATTR_GEN_AI_PROMPT_NAME = 'gen_ai.prompt.name';
+export const ATTR_GEN_AI_OPERATION_NAME = 'gen_ai.operation.name';
+export const ATTR_ERROR_TYPE = 'error.type';
+export const ATTR_HTTP_REQUEST_METHOD = 'http.request.method';
+export const ATTR_HTTP_RESPONSE_STATUS_CODE = 'http.response.status_code';
+export const ATTR_SERVER_ADDRESS = 'server.address';
+export const ATTR_SERVER_PORT = 'server.port';
+export const ATTR_NETWORK_TRANSPORT = 'network.transport';
+export const ATTR_NETWORK_PROTOCOL_NAME = 'network.protocol.name';
+/** Resource attribute; the detector's `service` label. */
+export const ATTR_SERVICE_NAME = 'service.name';
+
+// Attributes of the resumewatch extension.
+/** Why a session id was presented again: see ReattachTrigger. */
+export const ATTR_MCP_REATTACH_TRIGGER = 'mcp.reattach.trigger';
+/** The stream of this session that ended before the reattach. */
+export const ATTR_MCP_STREAM_PREVIOUS_ID = 'mcp.stream.previous.id';
+/** Whether the server accepted the session id (2xx). */
+export const ATTR_MCP_REATTACH_ACCEPTED = 'mcp.reattach.accepted';
+/** Identity of one HTTP response body, assigned by the instrumentation; a resumed stream gets a new one. */
+export const ATTR_MCP_STREAM_ID = 'mcp.stream.id';
+/** The stream the Last-Event-ID cursor was taken from. */
+export const ATTR_MCP_STREAM_RESUMED_FROM_ID = 'mcp.stream.resumed_from.id';
+/** The Last-Event-ID sent (client) or received (server). */
+export const ATTR_MCP_RESUME_LAST_EVENT_ID = 'mcp.resume.last_event_id';
+/**
+ * Client: a terminal event for the request had already been seen when the cursor was sent.
+ * Server: the stream had already delivered its terminal response before the replay.
+ */
+export const ATTR_MCP_REQUEST_TERMINAL_OBSERVED = 'mcp.request.terminal_observed';
+/** See ResumeOutcome. */
+export const ATTR_MCP_RESUME_OUTCOME = 'mcp.resume.outcome';
+/** Number of events delivered on the resumed stream within the replay window. */
+export const ATTR_MCP_RESUME_REPLAYED_EVENTS = 'mcp.resume.replayed_events';
+/** Whether a terminal event was among the replayed events. */
+export const ATTR_MCP_RESUME_REPLAYED_TERMINAL = 'mcp.resume.replayed_terminal';
+/** The SSE `id:` of the event, when it had one. */
+export const ATTR_MCP_EVENT_ID = 'mcp.event.id';
+/** See TerminalOutcome. */
+export const ATTR_MCP_TERMINAL_OUTCOME = 'mcp.terminal.outcome';
+/** A terminal event for this (session, request) had already been seen. */
+export const ATTR_MCP_TERMINAL_DUPLICATE = 'mcp.terminal.duplicate';
+/** See TerminalDelivery. */
+export const ATTR_MCP_TERMINAL_DELIVERY = 'mcp.terminal.delivery';
+/** What the guard did on this request or event, when it was enforced: see GuardAction. */
+export const ATTR_MCP_GUARD_ACTION = 'mcp.guard.action';

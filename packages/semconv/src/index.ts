@@ -1,0 +1,5 @@
+export * from './spans.js';
+export * from './attributes.js';
+export * from './values.js';
+export * from './metrics.js';
+export type { ValuesOf } from './types.js';

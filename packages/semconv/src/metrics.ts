@@ -1,0 +1,103 @@
+// Prometheus metrics exported by the detector. No session, request, event or trace id is ever a label.
+
+export const LABEL_KIND = 'kind';
+export const LABEL_SERVICE = 'service';
+export const LABEL_DUPLICATE = 'duplicate';
+export const LABEL_OUTCOME = 'outcome';
+export const LABEL_ACCEPTED = 'accepted';
+export const LABEL_RESULT = 'result';
+/** Exemplar label on the findings counter (OpenMetrics only). */
+export const EXEMPLAR_TRACE_ID = 'trace_id';
+
+export const METRIC_FINDINGS_TOTAL = 'resumewatch_findings_total';
+export const METRIC_TERMINAL_EVENTS_TOTAL = 'resumewatch_terminal_events_total';
+export const METRIC_RESUME_ATTEMPTS_TOTAL = 'resumewatch_resume_attempts_total';
+export const METRIC_SESSION_REATTACH_TOTAL = 'resumewatch_session_reattach_total';
+export const METRIC_RECONNECT_STORMS_ACTIVE = 'resumewatch_reconnect_storms_active';
+export const METRIC_RECONNECT_STORM_ATTEMPTS = 'resumewatch_reconnect_storm_attempts';
+export const METRIC_SPANS_RECEIVED_TOTAL = 'resumewatch_spans_received_total';
+export const METRIC_TRACKED_REQUESTS = 'resumewatch_tracked_requests';
+export const METRIC_STATE_EVICTIONS_TOTAL = 'resumewatch_state_evictions_total';
+export const METRIC_DETECTION_LAG_SECONDS = 'resumewatch_detection_lag_seconds';
+
+export type MetricType = 'counter' | 'gauge' | 'histogram';
+
+export interface MetricDescriptor {
+  readonly name: string;
+  readonly type: MetricType;
+  readonly help: string;
+  readonly labelNames: readonly string[];
+  readonly buckets?: readonly number[];
+}
+
+export const METRICS: readonly MetricDescriptor[] = [
+  {
+    name: METRIC_FINDINGS_TOTAL,
+    type: 'counter',
+    help: 'Findings emitted by the detector, by kind and service. Carries trace_id exemplars under OpenMetrics.',
+    labelNames: [LABEL_KIND, LABEL_SERVICE],
+  },
+  {
+    name: METRIC_TERMINAL_EVENTS_TOTAL,
+    type: 'counter',
+    help: 'Terminal events (JSON-RPC results and errors) seen, by service and whether one had already been seen for the same session and request.',
+    labelNames: [LABEL_SERVICE, LABEL_DUPLICATE],
+  },
+  {
+    name: METRIC_RESUME_ATTEMPTS_TOTAL,
+    type: 'counter',
+    help: 'Requests carrying Last-Event-ID, by service and outcome.',
+    labelNames: [LABEL_SERVICE, LABEL_OUTCOME],
+  },
+  {
+    name: METRIC_SESSION_REATTACH_TOTAL,
+    type: 'counter',
+    help: 'Requests that presented an existing Mcp-Session-Id on a new stream, by service and whether the server accepted it.',
+    labelNames: [LABEL_SERVICE, LABEL_ACCEPTED],
+  },
+  {
+    name: METRIC_RECONNECT_STORMS_ACTIVE,
+    type: 'gauge',
+    help: 'Reconnect storms in progress, by service.',
+    labelNames: [LABEL_SERVICE],
+  },
+  {
+    name: METRIC_RECONNECT_STORM_ATTEMPTS,
+    type: 'histogram',
+    help: 'Reattach and resume attempts per ended reconnect storm, by service.',
+    labelNames: [LABEL_SERVICE],
+    buckets: [3, 5, 10, 20, 50, 100, 200, 500, 1000],
+  },
+  {
+    name: METRIC_SPANS_RECEIVED_TOTAL,
+    type: 'counter',
+    help: 'Spans received by the detector, by result: accepted, duplicate (same span id again), invalid (malformed), ignored (not part of the contract or missing attributes).',
+    labelNames: [LABEL_RESULT],
+  },
+  {
+    name: METRIC_TRACKED_REQUESTS,
+    type: 'gauge',
+    help: 'Requests (service, session, request) whose state the detector currently holds.',
+    labelNames: [],
+  },
+  {
+    name: METRIC_STATE_EVICTIONS_TOTAL,
+    type: 'counter',
+    help: 'Request states evicted because the cap was reached (rather than released after retention).',
+    labelNames: [],
+  },
+  {
+    name: METRIC_DETECTION_LAG_SECONDS,
+    type: 'histogram',
+    help: 'Seconds from the end of the span that completed a finding to the emission of the finding.',
+    labelNames: [],
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+  },
+];
+
+/** Names of the series each metric exposes (histograms expose _bucket, _sum and _count). */
+export function exportedSeriesNames(): string[] {
+  return METRICS.flatMap((m) =>
+    m.type === 'histogram' ? [`${m.name}_bucket`, `${m.name}_sum`, `${m.name}_count`] : [m.name],
+  );
+}

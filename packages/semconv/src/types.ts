@@ -1,0 +1,1 @@
+export type ValuesOf<T> = T[keyof T];

@@ -1,0 +1,90 @@
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import * as semconv from '../src/index.js';
+
+const repoRoot = join(import.meta.dirname, '../../..');
+
+function stringConstants(prefix: string): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const [key, value] of Object.entries(semconv)) {
+    if (key.startsWith(prefix) && typeof value === 'string') out.set(key, value);
+  }
+  return out;
+}
+
+function sourceFiles(dir: string): string[] {
+  const out: string[] = [];
+  for (const entry of readdirSync(dir)) {
+    if (entry === 'node_modules' || entry === 'dist') continue;
+    const path = join(dir, entry);
+    if (statSync(path).isDirectory()) out.push(...sourceFiles(path));
+    else if (/\.(ts|tsx|mts)$/.test(entry)) out.push(path);
+  }
+  return out;
+}
+
+describe('telemetry contract', () => {
+  it('keeps the names the issues fixed', () => {
+    expect(semconv.SPAN_SESSION_REATTACH).toBe('mcp.session.reattach');
+    expect(semconv.SPAN_STREAM_RESUME).toBe('mcp.stream.resume');
+    expect(semconv.SPAN_REQUEST_TERMINAL).toBe('mcp.request.terminal');
+    expect(semconv.TRACER_SCOPE).toBe('@resumewatch/instrumentation');
+    expect(Object.values(semconv.ResumeOutcome).sort()).toEqual(
+      ['continuation', 'cursor_rejected', 'empty_replay', 'error', 'session_not_found'],
+    );
+    expect(semconv.FINDING_KINDS).toHaveLength(6);
+  });
+
+  it('names the request span as the MCP semantic conventions do', () => {
+    expect(semconv.mcpRequestSpanName('tools/call', 'stream_progress')).toBe('tools/call stream_progress');
+    expect(semconv.mcpRequestSpanName('initialize')).toBe('initialize');
+  });
+
+  it('has no two attribute constants with one name', () => {
+    const values = [...stringConstants('ATTR_').values()];
+    expect(new Set(values).size).toBe(values.length);
+  });
+
+  it('follows Prometheus naming for every metric', () => {
+    const names = semconv.METRICS.map((m) => m.name);
+    expect(new Set(names).size).toBe(names.length);
+    for (const metric of semconv.METRICS) {
+      expect(metric.name).toMatch(/^resumewatch_[a-z_]+$/);
+      if (metric.type === 'counter') expect(metric.name).toMatch(/_total$/);
+      else expect(metric.name).not.toMatch(/_total$/);
+      for (const label of metric.labelNames) {
+        expect(['kind', 'service', 'duplicate', 'outcome', 'accepted', 'result']).toContain(label);
+      }
+      if (metric.type === 'histogram') expect(metric.buckets?.length).toBeGreaterThan(0);
+    }
+    expect(stringConstants('METRIC_').size).toBe(semconv.METRICS.length);
+  });
+
+  it('is the only place that spells span, attribute and metric names', () => {
+    const names = new Set([
+      ...stringConstants('SPAN_').values(),
+      ...stringConstants('ATTR_').values(),
+      ...stringConstants('METRIC_').values(),
+    ]);
+    const offenders: string[] = [];
+    const roots = ['packages', 'dashboards/src'].map((d) => join(repoRoot, d));
+    for (const root of roots) {
+      let files: string[] = [];
+      try {
+        files = sourceFiles(root);
+      } catch {
+        continue;
+      }
+      for (const file of files) {
+        const rel = relative(repoRoot, file);
+        if (rel.startsWith('packages/semconv/') || rel.includes('/test/')) continue;
+        const text = readFileSync(file, 'utf8');
+        for (const literal of text.matchAll(/(['"`])([a-z_.]+)\1/g)) {
+          if (names.has(literal[2]!)) offenders.push(`${rel}: ${literal[0]}`);
+        }
+      }
+    }
+    expect(offenders).toEqual([]);
+  });
+});
