@@ -1,1 +1,7 @@
-export {};
+export { SseParser, readSse } from './sse.js';
+export type { SseEvent, SseEventHandler } from './sse.js';
+export { WireObserver } from './observer.js';
+export type { FetchLike } from './observer.js';
+export { BoundedMap } from './bounded-map.js';
+export * from './jsonrpc.js';
+export type * from './types.js';

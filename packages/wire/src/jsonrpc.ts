@@ -1,0 +1,79 @@
+export type JsonRpcId = string | number;
+
+export interface JsonRpcRequest {
+  jsonrpc: '2.0';
+  id: JsonRpcId;
+  method: string;
+  params?: Record<string, unknown>;
+}
+
+export interface JsonRpcNotification {
+  jsonrpc: '2.0';
+  method: string;
+  params?: Record<string, unknown>;
+}
+
+export interface JsonRpcResult {
+  jsonrpc: '2.0';
+  id: JsonRpcId;
+  result: unknown;
+}
+
+export interface JsonRpcErrorResponse {
+  jsonrpc: '2.0';
+  id: JsonRpcId | null;
+  error: { code: number; message: string; data?: unknown };
+}
+
+export type JsonRpcResponse = JsonRpcResult | JsonRpcErrorResponse;
+export type JsonRpcMessage = JsonRpcRequest | JsonRpcNotification | JsonRpcResponse;
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function isId(value: unknown): value is JsonRpcId {
+  return typeof value === 'string' || typeof value === 'number';
+}
+
+export function isJsonRpcMessage(value: unknown): value is JsonRpcMessage {
+  return isObject(value) && (typeof value.method === 'string' || 'result' in value || 'error' in value);
+}
+
+export function isRequest(message: JsonRpcMessage): message is JsonRpcRequest {
+  return 'method' in message && 'id' in message && isId((message as JsonRpcRequest).id);
+}
+
+/** A response (result or error) to a request: the request's terminal event. */
+export function isResponse(message: JsonRpcMessage): message is JsonRpcResponse {
+  return !('method' in message) && ('result' in message || 'error' in message);
+}
+
+export function isErrorResponse(message: JsonRpcMessage): message is JsonRpcErrorResponse {
+  return isResponse(message) && 'error' in message;
+}
+
+/** JSON-RPC messages in a parsed body: one message or a batch. Anything else gives none. */
+export function messagesOf(parsed: unknown): JsonRpcMessage[] {
+  if (Array.isArray(parsed)) return parsed.filter(isJsonRpcMessage);
+  return isJsonRpcMessage(parsed) ? [parsed] : [];
+}
+
+/** Parses a body as JSON-RPC; text that is not JSON gives no messages. */
+export function parseMessages(text: string): JsonRpcMessage[] {
+  if (text.length === 0) return [];
+  try {
+    return messagesOf(JSON.parse(text));
+  } catch {
+    return [];
+  }
+}
+
+/** The target of an MCP request span: the tool, prompt or resource the request names. */
+export function requestTarget(request: JsonRpcRequest): string | undefined {
+  const params = request.params;
+  if (!params) return undefined;
+  if (typeof params.name === 'string') return params.name;
+  if (typeof params.uri === 'string') return params.uri;
+  return undefined;
+}

@@ -1,0 +1,156 @@
+import type { JsonRpcMessage, JsonRpcRequest } from './jsonrpc.js';
+import type { SseEvent } from './sse.js';
+
+export type StreamEnd = 'clean' | 'error' | 'abort';
+export type ReattachTrigger = 'stream_closed' | 'stream_error' | 'new_transport';
+
+/** One logical MCP session as this process has seen it. */
+export interface SessionRecord {
+  readonly id: string;
+  /** The session id arrived on an initialize response seen by this observer. */
+  initializedHere: boolean;
+  protocolVersion: string | undefined;
+  /** Recent streams of the session, oldest first, capped. */
+  readonly streams: StreamRecord[];
+  /** The most recent stream opened by a GET without Last-Event-ID (the standalone stream). */
+  lastStandalone: StreamRecord | undefined;
+  /** Requests for this session have already been seen (distinguishes a first use). */
+  used: boolean;
+}
+
+/** One JSON-RPC request, keyed by (session, id). */
+export interface RequestRecord {
+  /** `${sessionId}\n${id}`, unique per observer. */
+  readonly key: string;
+  readonly sessionId: string;
+  readonly id: string;
+  readonly method: string;
+  readonly target: string | undefined;
+  readonly message: JsonRpcRequest;
+  readonly startedAt: number;
+  /** Terminal events seen for this request so far, duplicates included. */
+  terminalCount: number;
+  /** The stream the first terminal event arrived on. */
+  firstTerminalStream: StreamRecord | undefined;
+  /** The last SSE event id seen on a stream of this request. */
+  lastEventId: string | undefined;
+}
+
+/** One HTTP response body: a stream. A resumed stream is a new stream. */
+export interface StreamRecord {
+  /** Assigned by the observer, unique in the process. */
+  readonly id: string;
+  readonly sessionId: string;
+  readonly httpMethod: string;
+  readonly kind: 'sse' | 'json';
+  /** Requests whose responses this stream carries (inherited by streams resumed from it). */
+  readonly requests: RequestRecord[];
+  /** The stream the Last-Event-ID came from, when this stream is a resume. */
+  readonly resumedFrom: StreamRecord | undefined;
+  /** Opened with Last-Event-ID. */
+  readonly isResume: boolean;
+  readonly openedAt: number;
+  lastEventId: string | undefined;
+  /** Events that carried at least one JSON-RPC message. */
+  messageEvents: number;
+  terminalEvents: number;
+  ended: StreamEnd | undefined;
+  endedAt: number | undefined;
+}
+
+export interface ResumeInfo {
+  readonly lastEventId: string;
+  /** The stream the cursor was taken from, when this observer saw it. */
+  readonly from: StreamRecord | undefined;
+  /** The requests that stream carried. */
+  readonly requests: readonly RequestRecord[];
+  /** A terminal event for (one of) those requests had been seen when the cursor was sent. */
+  readonly terminalObserved: boolean;
+}
+
+export interface ReattachInfo {
+  readonly trigger: ReattachTrigger;
+  readonly previous: StreamRecord | undefined;
+}
+
+/** One HTTP request through the observed fetch. */
+export interface WireRequest {
+  readonly seq: number;
+  readonly httpMethod: string;
+  readonly url: string;
+  readonly sessionId: string | undefined;
+  readonly protocolVersion: string | undefined;
+  readonly session: SessionRecord | undefined;
+  /** JSON-RPC messages in the request body. */
+  readonly messages: readonly JsonRpcMessage[];
+  /** Records of the JSON-RPC requests in the body. */
+  readonly requests: readonly RequestRecord[];
+  readonly resume: ResumeInfo | undefined;
+  readonly reattach: ReattachInfo | undefined;
+  readonly startedAt: number;
+}
+
+export interface WireResponse {
+  readonly status: number;
+  readonly contentType: string;
+  /** Session id assigned or echoed by the server. */
+  readonly sessionId: string | undefined;
+  /** The stream of the body, when it is SSE or JSON. */
+  readonly stream: StreamRecord | undefined;
+}
+
+export interface TerminalObservation {
+  readonly request: RequestRecord;
+  readonly outcome: 'result' | 'error';
+  readonly errorCode: number | undefined;
+  /** A terminal event had already been seen for this (session, request). */
+  readonly duplicate: boolean;
+  readonly delivery: 'live' | 'replay';
+}
+
+/** One SSE event, or one JSON response body. */
+export interface WireEvent {
+  readonly request: WireRequest;
+  readonly stream: StreamRecord;
+  /** Absent for JSON bodies. */
+  readonly sse: SseEvent | undefined;
+  readonly eventId: string | undefined;
+  readonly messages: readonly JsonRpcMessage[];
+  readonly terminals: readonly TerminalObservation[];
+  readonly at: number;
+}
+
+/**
+ * What the guard, the instrumentation and the lab's clients hook into. Calls are synchronous and
+ * in wire order; the records are live objects, valid until the observer releases them.
+ */
+export interface WireListener {
+  /** Before the request leaves the process. Throwing refuses it: the fetch rejects with that error. */
+  onRequest?(request: WireRequest): void;
+  /** A listener refused the request; nothing was sent. */
+  onRefused?(request: WireRequest, error: unknown): void;
+  onResponse?(request: WireRequest, response: WireResponse): void;
+  /** The fetch itself failed (no response). */
+  onFetchError?(request: WireRequest, error: unknown): void;
+  /** An event on a stream. Returning false removes an SSE event from the body the client reads. */
+  onEvent?(event: WireEvent): boolean | void;
+  /** An event removed by a listener: told to every listener. */
+  onEventDropped?(event: WireEvent): void;
+  onStreamEnd?(request: WireRequest, stream: StreamRecord, end: StreamEnd, error: unknown): void;
+}
+
+export interface WireObserverOptions {
+  /** Most sessions kept. Default 10,000. */
+  maxSessions?: number;
+  /** Most requests kept. Default 100,000. */
+  maxRequests?: number;
+  /** How long a finished request stays known, so a late resume of it is still recognised. Default 10 min. */
+  requestRetentionMs?: number;
+  /** How long an idle session stays known. Default 1 h. */
+  sessionRetentionMs?: number;
+  /** Streams remembered per session for cursor look-ups. Default 32. */
+  streamsPerSession?: number;
+  /** Largest JSON body parsed for JSON-RPC messages; larger ones pass unparsed. Default 8 MiB. */
+  maxJsonBodyBytes?: number;
+  now?: () => number;
+}
