@@ -113,7 +113,7 @@ export class WireObserver {
     if (sessionId !== undefined) {
       session = this.sessions.get(sessionId);
       if (!session) {
-        session = { id: sessionId, initializedHere: false, protocolVersion, streams: [], lastStandalone: undefined, used: false };
+        session = newSession(sessionId, protocolVersion);
         this.sessions.set(sessionId, session);
       } else {
         this.sessions.touch(sessionId);
@@ -179,10 +179,8 @@ export class WireObserver {
   private describeReattach(session: SessionRecord, httpMethod: string, resume: ResumeInfo | undefined): ReattachInfo | undefined {
     if (!session.initializedHere && !session.used) return { trigger: 'new_transport', previous: undefined };
     if (httpMethod !== 'GET') return undefined;
-    const previous = resume ? resume.from : session.lastStandalone;
-    if (resume && !previous) return { trigger: 'new_transport', previous: undefined };
-    if (!previous) return undefined;
-    if (!resume && previous.ended === undefined) return undefined;
+    const previous = resume ? (resume.from ?? lastEnded(session)) : session.lastStandalone;
+    if (!previous || (!resume && previous.ended === undefined)) return undefined;
     return { trigger: previous.ended === 'clean' ? 'stream_closed' : 'stream_error', previous };
   }
 
@@ -211,7 +209,7 @@ export class WireObserver {
   private initializedSession(sessionId: string, protocolVersion: string | undefined): SessionRecord {
     let session = this.sessions.get(sessionId);
     if (!session) {
-      session = { id: sessionId, initializedHere: true, protocolVersion, streams: [], lastStandalone: undefined, used: false };
+      session = newSession(sessionId, protocolVersion);
       this.sessions.set(sessionId, session);
     }
     session.initializedHere = true;
@@ -360,8 +358,12 @@ export class WireObserver {
   private observeTerminal(stream: StreamRecord, message: JsonRpcResponse): TerminalObservation | undefined {
     if (message.id === null) return undefined;
     const id = String(message.id);
-    const record = stream.requests.find((r) => r.id === id) ?? this.requests.get(requestKey(stream.sessionId, id));
-    if (!record) return undefined;
+    let record = stream.requests.find((r) => r.id === id);
+    if (!record) {
+      record = this.requests.get(requestKey(stream.sessionId, id));
+      if (!record) return undefined;
+      stream.requests.push(record);
+    }
     const duplicate = record.terminalCount > 0;
     record.terminalCount++;
     if (!duplicate) record.firstTerminalStream = stream;
@@ -383,6 +385,15 @@ export class WireObserver {
     const version = (result as { protocolVersion?: unknown } | null)?.protocolVersion;
     if (session && typeof version === 'string') session.protocolVersion ??= version;
   }
+}
+
+function newSession(id: string, protocolVersion: string | undefined): SessionRecord {
+  return { id, initializedHere: false, protocolVersion, streams: [], lastStandalone: undefined, used: false };
+}
+
+function lastEnded(session: SessionRecord): StreamRecord | undefined {
+  for (let i = session.streams.length - 1; i >= 0; i--) if (session.streams[i]!.ended) return session.streams[i];
+  return undefined;
 }
 
 function requestKey(sessionId: string | undefined, id: string): string {

@@ -43,7 +43,10 @@ export interface StreamRecord {
   readonly sessionId: string;
   readonly httpMethod: string;
   readonly kind: 'sse' | 'json';
-  /** Requests whose responses this stream carries (inherited by streams resumed from it). */
+  /**
+   * Requests whose responses this stream carries: those of its POST, those inherited from the stream
+   * it resumes, and any whose response arrives on it.
+   */
   readonly requests: RequestRecord[];
   /** The stream the Last-Event-ID came from, when this stream is a resume. */
   readonly resumedFrom: StreamRecord | undefined;
