@@ -1,0 +1,125 @@
+// resumewatch — detector health: are the detectors scraped, fed, and within their caps.
+import * as dashboard from '@grafana/grafana-foundation-sdk/dashboard';
+import { datasourceVariable, instanceVariable, row, serviceVariable, series, single } from './panels.js';
+import { detector as q } from './queries.js';
+
+export const DETECTOR_HEALTH_UID = 'resumewatch-detector-health';
+
+export function detectorHealthDashboard(): dashboard.Dashboard {
+  return new dashboard.DashboardBuilder('resumewatch — detector health')
+    .uid(DETECTOR_HEALTH_UID)
+    .description('The detector replicas (resumewatch serve): scrape health, spans received, state held and evicted.')
+    .tags(['resumewatch', 'detector'])
+    .editable()
+    .tooltip(dashboard.DashboardCursorSync.Crosshair)
+    .refresh('30s')
+    .time({ from: 'now-1h', to: 'now' })
+    .timezone('browser')
+    .link(
+      new dashboard.DashboardLinkBuilder('Overview')
+        .type(dashboard.DashboardLinkType.Dashboards)
+        .tags(['resumewatch'])
+        .asDropdown(false)
+        .includeVars(true)
+        .keepTime(true),
+    )
+    .withVariable(datasourceVariable())
+    .withVariable(instanceVariable())
+    .withVariable(serviceVariable())
+    .withRow(row(100, 'Scrape and intake'))
+    .withPanel(
+      single({
+        id: 1,
+        title: 'Replicas up',
+        description: 'up of each detector replica as Prometheus scrapes it. Alert: ResumewatchDetectorDown.',
+        unit: 'none',
+        query: { expr: q.up, legend: '{{instance}}' },
+        at: { w: 8, h: 6 },
+        red: 0,
+        mappings: [
+          {
+            type: dashboard.MappingType.ValueToText,
+            options: { '0': { text: 'DOWN', color: 'red' }, '1': { text: 'UP', color: 'green' } },
+          },
+        ],
+      }),
+    )
+    .withPanel(
+      series({
+        id: 2,
+        title: 'Spans received by result',
+        description:
+          'accepted, duplicate (same span id again), invalid (malformed: alert ResumewatchDetectorRejectingSpans), ' +
+          'ignored (not part of the contract). Zero everywhere: alert ResumewatchDetectorNoSpans.',
+        unit: 'cps',
+        queries: [{ expr: q.spansByResult, legend: '{{result}}' }],
+        at: { w: 8, h: 6 },
+        stacked: true,
+      }),
+    )
+    .withPanel(
+      series({
+        id: 3,
+        title: 'Spans received by replica',
+        description: 'How the collector\'s load-balancing exporter spreads spans (keyed by session) over the replicas.',
+        unit: 'cps',
+        queries: [{ expr: q.spansByReplica, legend: '{{instance}}' }],
+        at: { w: 8, h: 6 },
+      }),
+    )
+    .withPanel(
+      series({
+        id: 4,
+        title: 'Invalid span ratio',
+        description: 'Share of received spans that were malformed. The alert threshold is 1%.',
+        unit: 'percentunit',
+        queries: [{ expr: q.invalidRatio, legend: '{{instance}}' }],
+        at: { w: 8, h: 7 },
+        max: 1,
+      }),
+    )
+    .withPanel(
+      series({
+        id: 5,
+        title: 'Terminal events seen by service',
+        description: 'Which instrumented services the detectors hear from.',
+        unit: 'cps',
+        queries: [{ expr: q.terminalEventsByService, legend: '{{service}}' }],
+        at: { w: 16, h: 7 },
+      }),
+    )
+    .withRow(row(101, 'State'))
+    .withPanel(
+      series({
+        id: 6,
+        title: 'Tracked requests',
+        description: 'Requests (service, session, request) whose state each replica holds. Flat at the cap means evictions.',
+        unit: 'short',
+        queries: [{ expr: q.trackedRequests, legend: '{{instance}}' }],
+        at: { w: 8, h: 8 },
+      }),
+    )
+    .withPanel(
+      series({
+        id: 7,
+        title: 'State evictions at the cap',
+        description:
+          'Request states evicted because the cap was reached (not released after retention). Anything above zero ' +
+          'means missed findings. Alert: ResumewatchDetectorEvictingState.',
+        unit: 'cps',
+        queries: [{ expr: q.evictions, legend: '{{instance}}' }],
+        at: { w: 8, h: 8 },
+      }),
+    )
+    .withPanel(
+      series({
+        id: 8,
+        title: 'Detection lag p99 by replica',
+        description: 'Seconds from the end of the span that completed a finding to the finding. Alert: ResumewatchDetectionLagHigh.',
+        unit: 's',
+        queries: [{ expr: q.detectionLagP99, legend: '{{instance}}' }],
+        at: { w: 8, h: 8 },
+      }),
+    )
+    .build();
+}

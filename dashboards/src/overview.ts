@@ -1,0 +1,193 @@
+// resumewatch — overview: is the resumption failure happening, to whom, and how badly.
+import * as dashboard from '@grafana/grafana-foundation-sdk/dashboard';
+import { datasourceVariable, row, serviceVariable, series, single } from './panels.js';
+import { overview as q } from './queries.js';
+
+export const OVERVIEW_UID = 'resumewatch-overview';
+
+export function overviewDashboard(): dashboard.Dashboard {
+  return new dashboard.DashboardBuilder('resumewatch — overview')
+    .uid(OVERVIEW_UID)
+    .description(
+      'MCP Streamable HTTP: session reattachment treated as stream continuation. Duplicate terminal events ' +
+        'under distinct streams, reconnect storms, ambiguous empty replays and lost cursors, per service.',
+    )
+    .tags(['resumewatch', 'mcp'])
+    .editable()
+    .tooltip(dashboard.DashboardCursorSync.Crosshair)
+    .refresh('30s')
+    .time({ from: 'now-1h', to: 'now' })
+    .timezone('browser')
+    .link(
+      new dashboard.DashboardLinkBuilder('Runbooks')
+        .type(dashboard.DashboardLinkType.Link)
+        .url('https://github.com/resumewatch/resumewatch/blob/main/docs/runbooks.md')
+        .targetBlank(true),
+    )
+    .link(
+      new dashboard.DashboardLinkBuilder('Detector health')
+        .type(dashboard.DashboardLinkType.Dashboards)
+        .tags(['resumewatch'])
+        .asDropdown(false)
+        .includeVars(true)
+        .keepTime(true),
+    )
+    .withVariable(datasourceVariable())
+    .withVariable(serviceVariable())
+    .withRow(row(100, 'The damage'))
+    .withPanel(
+      single({
+        id: 1,
+        title: 'Duplicate terminal events, last 10m',
+        description:
+          'Terminal events (JSON-RPC results and errors) delivered again for a (session, request) that already had one. ' +
+          'Each one can run a side effect twice. Alert: McpDuplicateTerminalDelivered.',
+        unit: 'short',
+        query: { expr: q.duplicateTerminals10m, legend: 'duplicates' },
+        at: { w: 6, h: 5 },
+        red: 1,
+      }),
+    )
+    .withPanel(
+      single({
+        id: 2,
+        title: 'Full signatures, last 10m',
+        description:
+          'Duplicate terminals under distinct stream identities followed by a reconnect storm. Alert: McpResumeLoopSignature.',
+        unit: 'short',
+        query: { expr: q.signatures10m, legend: 'signatures' },
+        at: { w: 6, h: 5 },
+        red: 1,
+      }),
+    )
+    .withPanel(
+      single({
+        id: 3,
+        title: 'Reconnect storms active',
+        description: 'Storms in progress now, all replicas. Alert: McpReconnectStorm.',
+        unit: 'short',
+        query: { expr: q.stormsActiveNow, legend: 'storms' },
+        at: { w: 6, h: 5 },
+        red: 1,
+      }),
+    )
+    .withPanel(
+      series({
+        id: 4,
+        title: 'Reconnect storm size (p50, p90)',
+        description: 'Reattach and resume attempts per ended storm: how long clients loop before the cursor is evicted.',
+        unit: 'short',
+        queries: [
+          { expr: q.stormAttemptsP50, legend: 'p50 {{service}}' },
+          { expr: q.stormAttemptsP90, legend: 'p90 {{service}}' },
+        ],
+        at: { w: 6, h: 5 },
+      }),
+    )
+    .withPanel(
+      series({
+        id: 5,
+        title: 'Duplicate terminal events by service',
+        description: 'Rate of terminal events that were duplicates (duplicate="true"), by service.',
+        unit: 'cps',
+        queries: [{ expr: q.duplicateTerminalRate, legend: '{{service}}' }],
+        at: { w: 8, h: 8 },
+      }),
+    )
+    .withPanel(
+      series({
+        id: 6,
+        title: 'Signatures by service',
+        description: 'Rate of full-signature findings by service. Exemplar dots link to the trace of the finding.',
+        unit: 'cps',
+        queries: [{ expr: q.signatureRate, legend: '{{service}}', exemplar: true }],
+        at: { w: 8, h: 8 },
+      }),
+    )
+    .withPanel(
+      series({
+        id: 7,
+        title: 'Reconnect storms active by service',
+        description: 'Storms in progress, by service, summed over detector replicas.',
+        unit: 'short',
+        queries: [{ expr: q.stormsActive, legend: '{{service}}' }],
+        at: { w: 8, h: 8 },
+      }),
+    )
+    .withRow(row(101, 'Resumption'))
+    .withPanel(
+      series({
+        id: 8,
+        title: 'Findings by kind',
+        description:
+          'Every finding of the detector by kind. Exemplar dots carry the trace_id of the span that completed the finding ' +
+          'and open the trace in the trace backend.',
+        unit: 'cps',
+        queries: [{ expr: q.findingsByKind, legend: '{{kind}}', exemplar: true }],
+        at: { w: 12, h: 9 },
+        stacked: true,
+      }),
+    )
+    .withPanel(
+      series({
+        id: 9,
+        title: 'Resume outcomes',
+        description:
+          'Requests carrying Last-Event-ID by outcome: continuation, empty_replay, cursor_rejected, session_not_found, error.',
+        unit: 'reqps',
+        queries: [{ expr: q.resumeOutcomes, legend: '{{outcome}}' }],
+        at: { w: 12, h: 9 },
+        stacked: true,
+      }),
+    )
+    .withPanel(
+      series({
+        id: 10,
+        title: 'Session reattaches by acceptance',
+        description: 'Requests that re-presented an existing Mcp-Session-Id on a new stream, by whether the server accepted it.',
+        unit: 'reqps',
+        queries: [{ expr: q.reattachByAcceptance, legend: 'accepted={{accepted}}' }],
+        at: { w: 8, h: 8 },
+        stacked: true,
+      }),
+    )
+    .withPanel(
+      series({
+        id: 11,
+        title: 'Reattach acceptance ratio',
+        description:
+          'Share of reattaches the server accepted. A high ratio with duplicate terminals means servers keep cursors of ' +
+          'finished streams; a drop after a server restart means sessions were lost.',
+        unit: 'percentunit',
+        queries: [{ expr: q.reattachAcceptedRatio, legend: '{{service}}' }],
+        at: { w: 8, h: 8 },
+        max: 1,
+      }),
+    )
+    .withPanel(
+      series({
+        id: 12,
+        title: 'Terminal events: first vs duplicate',
+        description: 'All terminal events seen, split by duplicate="false" (first delivery) and duplicate="true".',
+        unit: 'cps',
+        queries: [{ expr: q.terminalEventsByDuplicate, legend: 'duplicate={{duplicate}}' }],
+        at: { w: 8, h: 8 },
+        stacked: true,
+      }),
+    )
+    .withRow(row(102, 'Detection'))
+    .withPanel(
+      series({
+        id: 13,
+        title: 'Detection lag (p50, p99)',
+        description: 'Seconds from the end of the span that completed a finding to the finding.',
+        unit: 's',
+        queries: [
+          { expr: q.detectionLagP50, legend: 'p50' },
+          { expr: q.detectionLagP99, legend: 'p99' },
+        ],
+        at: { w: 24, h: 7 },
+      }),
+    )
+    .build();
+}

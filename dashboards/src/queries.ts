@@ -1,0 +1,83 @@
+// PromQL of the dashboards, built from the names of the telemetry contract (@resumewatch/semconv) and
+// the recording rules of alerts/rules/recording.yaml. No metric name is spelled here as a literal.
+import {
+  FindingKind,
+  LABEL_ACCEPTED,
+  LABEL_DUPLICATE,
+  LABEL_KIND,
+  LABEL_OUTCOME,
+  LABEL_RESULT,
+  LABEL_SERVICE,
+  METRIC_DETECTION_LAG_SECONDS,
+  METRIC_FINDINGS_TOTAL,
+  METRIC_RECONNECT_STORM_ATTEMPTS,
+  METRIC_RECONNECT_STORMS_ACTIVE,
+  METRIC_RESUME_ATTEMPTS_TOTAL,
+  METRIC_SESSION_REATTACH_TOTAL,
+  METRIC_SPANS_RECEIVED_TOTAL,
+  METRIC_STATE_EVICTIONS_TOTAL,
+  METRIC_TERMINAL_EVENTS_TOTAL,
+  METRIC_TRACKED_REQUESTS,
+  SpanReceivedResult,
+} from '@resumewatch/semconv';
+
+/** The Prometheus job that scrapes the detectors (alerts/rules/detector.yaml uses the same). */
+export const DETECTOR_JOB = 'resumewatch-detector';
+
+/** Recording rules of alerts/rules/recording.yaml that the dashboards read (checked by a test). */
+export const RECORDED = {
+  duplicateTerminalsIncrease10m: 'service:resumewatch_duplicate_terminal_events:increase10m',
+  findingsIncrease10m: 'service_kind:resumewatch_findings:increase10m',
+  stormsActive: 'service:resumewatch_reconnect_storms:active',
+} as const;
+
+/** Dashboard variables. */
+export const VAR_DATASOURCE = 'datasource';
+export const VAR_SERVICE = 'service';
+export const VAR_INSTANCE = 'instance';
+
+const RATE = '$__rate_interval';
+const service = `${LABEL_SERVICE}=~"$${VAR_SERVICE}"`;
+const instance = `job="${DETECTOR_JOB}", instance=~"$${VAR_INSTANCE}"`;
+
+function rate(metric: string, matchers: string): string {
+  return `rate(${metric}{${matchers}}[${RATE}])`;
+}
+
+function quantile(q: number, histogram: string, matchers: string, by: string[] = []): string {
+  const labels = ['le', ...by].join(', ');
+  return `histogram_quantile(${q}, sum by (${labels}) (${rate(`${histogram}_bucket`, matchers)}))`;
+}
+
+export const overview = {
+  duplicateTerminals10m: `sum(${RECORDED.duplicateTerminalsIncrease10m}{${service}}) or vector(0)`,
+  signatures10m: `sum(${RECORDED.findingsIncrease10m}{${service}, ${LABEL_KIND}="${FindingKind.SIGNATURE}"}) or vector(0)`,
+  stormsActiveNow: `sum(${RECORDED.stormsActive}{${service}}) or vector(0)`,
+  duplicateTerminalRate: `sum by (${LABEL_SERVICE}) (${rate(METRIC_TERMINAL_EVENTS_TOTAL, `${service}, ${LABEL_DUPLICATE}="true"`)})`,
+  signatureRate: `sum by (${LABEL_SERVICE}) (${rate(METRIC_FINDINGS_TOTAL, `${service}, ${LABEL_KIND}="${FindingKind.SIGNATURE}"`)})`,
+  stormsActive: `sum by (${LABEL_SERVICE}) (${METRIC_RECONNECT_STORMS_ACTIVE}{${service}})`,
+  stormAttemptsP50: quantile(0.5, METRIC_RECONNECT_STORM_ATTEMPTS, service, [LABEL_SERVICE]),
+  stormAttemptsP90: quantile(0.9, METRIC_RECONNECT_STORM_ATTEMPTS, service, [LABEL_SERVICE]),
+  terminalEventsByDuplicate: `sum by (${LABEL_DUPLICATE}) (${rate(METRIC_TERMINAL_EVENTS_TOTAL, service)})`,
+  resumeOutcomes: `sum by (${LABEL_OUTCOME}) (${rate(METRIC_RESUME_ATTEMPTS_TOTAL, service)})`,
+  reattachByAcceptance: `sum by (${LABEL_ACCEPTED}) (${rate(METRIC_SESSION_REATTACH_TOTAL, service)})`,
+  reattachAcceptedRatio:
+    `sum by (${LABEL_SERVICE}) (${rate(METRIC_SESSION_REATTACH_TOTAL, `${service}, ${LABEL_ACCEPTED}="true"`)})` +
+    ` / sum by (${LABEL_SERVICE}) (${rate(METRIC_SESSION_REATTACH_TOTAL, service)})`,
+  findingsByKind: `sum by (${LABEL_KIND}) (${rate(METRIC_FINDINGS_TOTAL, service)})`,
+  detectionLagP50: quantile(0.5, METRIC_DETECTION_LAG_SECONDS, `job="${DETECTOR_JOB}"`),
+  detectionLagP99: quantile(0.99, METRIC_DETECTION_LAG_SECONDS, `job="${DETECTOR_JOB}"`),
+};
+
+export const detector = {
+  up: `up{${instance}}`,
+  spansByResult: `sum by (${LABEL_RESULT}) (${rate(METRIC_SPANS_RECEIVED_TOTAL, instance)})`,
+  spansByReplica: `sum by (instance) (${rate(METRIC_SPANS_RECEIVED_TOTAL, instance)})`,
+  invalidRatio:
+    `sum by (instance) (${rate(METRIC_SPANS_RECEIVED_TOTAL, `${instance}, ${LABEL_RESULT}="${SpanReceivedResult.INVALID}"`)})` +
+    ` / sum by (instance) (${rate(METRIC_SPANS_RECEIVED_TOTAL, instance)})`,
+  trackedRequests: `sum by (instance) (${METRIC_TRACKED_REQUESTS}{${instance}})`,
+  evictions: `sum by (instance) (${rate(METRIC_STATE_EVICTIONS_TOTAL, instance)})`,
+  detectionLagP99: quantile(0.99, METRIC_DETECTION_LAG_SECONDS, instance, ['instance']),
+  terminalEventsByService: `sum by (${LABEL_SERVICE}) (${rate(METRIC_TERMINAL_EVENTS_TOTAL, `${instance}, ${service}`)})`,
+};
