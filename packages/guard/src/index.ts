@@ -1,1 +1,9 @@
-export {};
+export { InvalidResumptionError } from './errors.js';
+export { ResumeDecision, decideResume, isCursorGoneStatus, isFailedResumption } from './decision.js';
+export { StreamResumptionGuard } from './resumption-guard.js';
+export type { ResumeHeaders, StreamResumptionGuardOptions } from './resumption-guard.js';
+export { createGuardListener } from './listener.js';
+export type { GuardListener, GuardOptions } from './listener.js';
+export { guardedFetch } from './guarded-fetch.js';
+export type { GuardedFetch, GuardedFetchOptions } from './guarded-fetch.js';
+export type { DroppedTerminal, FailedResumption, GuardAction, RefusedResume, ResumeReport } from './reports.js';

@@ -166,7 +166,7 @@ export class WireObserver {
     if (session) {
       for (let i = session.streams.length - 1; i >= 0; i--) {
         const stream = session.streams[i]!;
-        if (stream.lastEventId === lastEventId) {
+        if (stream.lastEventId === lastEventId || stream.deliveredEventId === lastEventId) {
           from = stream;
           break;
         }
@@ -228,6 +228,7 @@ export class WireObserver {
       isResume: request.resume !== undefined,
       openedAt: this.now(),
       lastEventId: undefined,
+      deliveredEventId: request.resume?.lastEventId,
       messageEvents: 0,
       terminalEvents: 0,
       ended: undefined,
@@ -243,20 +244,20 @@ export class WireObserver {
 
   private observeSse(request: WireRequest, stream: StreamRecord, source: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
     const filtering = this.filtering;
-    let kept: Uint8Array[] = [];
+    const kept: Uint8Array[] = [];
     const parser = new SseParser((event) => {
-      if (this.handleSseEvent(request, stream, event) || !filtering) {
-        if (filtering) kept.push(event.raw);
-      }
+      if (this.handleSseEvent(request, stream, event) && filtering) kept.push(event.raw);
     });
     return this.pipeBody(request, stream, source, (chunk, controller) => {
       parser.push(chunk);
       if (!filtering) {
         controller.enqueue(chunk);
-        return;
+        return true;
       }
-      for (const raw of kept) controller.enqueue(raw);
-      kept = [];
+      if (kept.length === 0) return false;
+      enqueueRuns(kept, controller);
+      kept.length = 0;
+      return true;
     }, (controller) => {
       const rest = parser.end();
       if (filtering && rest.length > 0) controller.enqueue(rest);
@@ -270,6 +271,7 @@ export class WireObserver {
       size += chunk.length;
       if (size <= this.maxJsonBodyBytes) chunks.push(chunk);
       controller.enqueue(chunk);
+      return true;
     }, () => {
       if (size > this.maxJsonBodyBytes) return;
       const messages = parseMessages(Buffer.concat(chunks).toString('utf8'));
@@ -283,7 +285,8 @@ export class WireObserver {
     request: WireRequest,
     stream: StreamRecord,
     source: ReadableStream<Uint8Array>,
-    onChunk: (chunk: Uint8Array, controller: ReadableStreamDefaultController<Uint8Array>) => void,
+    /** Returns whether anything was enqueued. */
+    onChunk: (chunk: Uint8Array, controller: ReadableStreamDefaultController<Uint8Array>) => boolean,
     onCleanEnd: (controller: ReadableStreamDefaultController<Uint8Array>) => void,
   ): ReadableStream<Uint8Array> {
     const reader = source.getReader();
@@ -296,21 +299,25 @@ export class WireObserver {
     return new ReadableStream<Uint8Array>(
       {
         pull: async (controller) => {
-          let result: Awaited<ReturnType<typeof reader.read>>;
-          try {
-            result = await reader.read();
-          } catch (error) {
-            end(isAbort(error) ? 'abort' : 'error', error);
-            controller.error(error);
-            return;
+          // A pull that enqueues nothing is not called again, so read on until something is given
+          // to the client (every event of a chunk may have been removed) or the body ends.
+          for (;;) {
+            let result: Awaited<ReturnType<typeof reader.read>>;
+            try {
+              result = await reader.read();
+            } catch (error) {
+              end(isAbort(error) ? 'abort' : 'error', error);
+              controller.error(error);
+              return;
+            }
+            if (result.done) {
+              onCleanEnd(controller);
+              end('clean', undefined);
+              controller.close();
+              return;
+            }
+            if (onChunk(result.value, controller)) return;
           }
-          if (result.done) {
-            onCleanEnd(controller);
-            end('clean', undefined);
-            controller.close();
-            return;
-          }
-          onChunk(result.value, controller);
         },
         cancel: async (reason) => {
           end('abort', reason);
@@ -328,7 +335,9 @@ export class WireObserver {
       for (const record of stream.requests) record.lastEventId = event.id;
     }
     const messages = event.hasData ? parseMessages(event.data) : NO_MESSAGES;
-    return this.dispatchEvent(request, stream, event, event.id, messages);
+    const kept = this.dispatchEvent(request, stream, event, event.id, messages) || !this.filtering;
+    if (kept && event.id !== undefined) stream.deliveredEventId = event.id;
+    return kept;
   }
 
   private dispatchEvent(
@@ -394,6 +403,26 @@ function newSession(id: string, protocolVersion: string | undefined): SessionRec
 function lastEnded(session: SessionRecord): StreamRecord | undefined {
   for (let i = session.streams.length - 1; i >= 0; i--) if (session.streams[i]!.ended) return session.streams[i];
   return undefined;
+}
+
+/**
+ * Enqueues kept event bytes, joining events that lie next to each other in one buffer (the usual case:
+ * every event of a chunk kept) into one chunk, so the client reads once per network chunk, not per event.
+ */
+function enqueueRuns(raws: readonly Uint8Array[], controller: ReadableStreamDefaultController<Uint8Array>): void {
+  let i = 0;
+  while (i < raws.length) {
+    const first = raws[i]!;
+    let length = first.length;
+    let j = i + 1;
+    for (; j < raws.length; j++) {
+      const next = raws[j]!;
+      if (next.buffer !== first.buffer || next.byteOffset !== first.byteOffset + length) break;
+      length += next.length;
+    }
+    controller.enqueue(j === i + 1 ? first : new Uint8Array(first.buffer, first.byteOffset, length));
+    i = j;
+  }
 }
 
 function requestKey(sessionId: string | undefined, id: string): string {

@@ -54,6 +54,12 @@ export interface StreamRecord {
   readonly isResume: boolean;
   readonly openedAt: number;
   lastEventId: string | undefined;
+  /**
+   * The cursor a client reading this stream holds: the id of the last event it was given (events a
+   * listener removed do not count), or, on a resumed stream, the Last-Event-ID it was opened with
+   * until then. A client resumes from this, which differs from `lastEventId` once an event was removed.
+   */
+  deliveredEventId: string | undefined;
   /** Events that carried at least one JSON-RPC message. */
   messageEvents: number;
   terminalEvents: number;
