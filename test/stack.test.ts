@@ -1,0 +1,258 @@
+// The docker-compose stack, checked without Docker: structure of docker-compose.yml (pinned images,
+// ports, depends_on, mounts that exist), the Prometheus config with promtool, the Alertmanager config
+// with amtool, the collector's routing to the detectors, and Grafana's provisioning.
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { isAbsolute, join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { parseYaml, repoRoot, semconv } from '../dashboards/test/support/promql.js';
+
+type Dict = Record<string, unknown>;
+
+interface Service {
+  image?: string;
+  build?: unknown;
+  command?: string[] | string;
+  ports?: string[];
+  depends_on?: string[] | Record<string, { condition?: string }>;
+  volumes?: string[];
+  environment?: Record<string, string>;
+  network_mode?: string;
+}
+
+function load(path: string): Dict {
+  return parseYaml(readFileSync(join(repoRoot, path), 'utf8'), { merge: true }) as Dict;
+}
+
+const compose = load('docker-compose.yml') as { services: Record<string, Service>; name?: string };
+const services = compose.services;
+const names = Object.keys(services);
+const tmp = mkdtempSync(join(tmpdir(), 'resumewatch-stack-'));
+afterAll(() => rmSync(tmp, { recursive: true, force: true }));
+
+function run(cmd: string, args: string[]): { status: number | null; output: string } {
+  const r = spawnSync(cmd, args, { cwd: repoRoot, encoding: 'utf8', timeout: 60_000 });
+  if (r.error) throw r.error;
+  return { status: r.status, output: `${r.stdout}\n${r.stderr}` };
+}
+
+function commandOf(s: Service): string[] {
+  return Array.isArray(s.command) ? s.command : String(s.command ?? '').split(/\s+/);
+}
+
+function flag(args: string[], name: string): string | undefined {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : undefined;
+}
+
+describe('docker-compose.yml', () => {
+  it('has the services of the stack', () => {
+    for (const s of ['otel-collector', 'detector-1', 'detector-2', 'tempo', 'prometheus', 'alertmanager', 'grafana', 'lab-server']) {
+      expect(names).toContain(s);
+    }
+    const scenarios = names.filter((n) => n.startsWith('lab-') && n !== 'lab-server').map((n) => flag(commandOf(services[n]!), 'run'));
+    for (const s of ['seed-loop', 'per-stream-dedup', 'network-cut', 'server-restart', 'cursor-evicted', 'sdk-error-resume', 'healthy']) {
+      expect(scenarios).toContain(s);
+    }
+  });
+
+  it('pins every image to an explicit tag, never latest', () => {
+    for (const [name, s] of Object.entries(services)) {
+      expect(s.image, `${name} has an image`).toBeDefined();
+      const m = /^(?:[a-z0-9.-]+(?::\d+)?\/)?[a-z0-9._/-]+:([A-Za-z0-9._-]+)$/.exec(s.image!);
+      expect(m, `${name}: ${s.image} has a tag`).not.toBeNull();
+      expect(m![1]).not.toBe('latest');
+      expect(m![1], `${name}: ${s.image} is a version`).toMatch(/\d/);
+    }
+  });
+
+  it('builds the resumewatch image from the Dockerfile at the root, node:20 based', () => {
+    const built = Object.entries(services).filter(([, s]) => s.build);
+    expect(built.length).toBeGreaterThan(0);
+    for (const [, s] of built) {
+      expect(s.build).toEqual({ context: '.', dockerfile: 'Dockerfile' });
+      expect(s.image).toBe(built[0]![1].image);
+    }
+    const dockerfile = readFileSync(join(repoRoot, 'Dockerfile'), 'utf8');
+    const from = /^FROM\s+(\S+)/m.exec(dockerfile)?.[1];
+    expect(from).toMatch(/^node:20\.\d+\.\d+/);
+    expect(dockerfile).toMatch(/pnpm install --frozen-lockfile/);
+    expect(dockerfile).toMatch(/tsc -b/);
+    for (const [name, s] of Object.entries(services)) {
+      if (s.image === built[0]![1].image) expect(s.build, `${name} builds the same image`).toBeDefined();
+    }
+  });
+
+  it('publishes valid, distinct host ports', () => {
+    const hostPorts = new Map<number, string>();
+    for (const [name, s] of Object.entries(services)) {
+      if (s.network_mode) expect(s.ports, `${name} shares a network namespace, it cannot publish ports`).toBeUndefined();
+      for (const p of s.ports ?? []) {
+        const m = /^(?:(\d+\.\d+\.\d+\.\d+):)?(\d+):(\d+)(?:\/(tcp|udp))?$/.exec(p);
+        expect(m, `${name}: port ${p}`).not.toBeNull();
+        const host = Number(m![2]);
+        const container = Number(m![3]);
+        for (const n of [host, container]) expect(n > 0 && n < 65536).toBe(true);
+        expect(hostPorts.has(host), `host port ${host} of ${name} also used by ${hostPorts.get(host)}`).toBe(false);
+        hostPorts.set(host, name);
+      }
+    }
+    expect(hostPorts.get(3000)).toBe('grafana');
+    expect(hostPorts.get(9090)).toBe('prometheus');
+  });
+
+  it('depends only on services that exist, without cycles', () => {
+    const deps = (s: Service): string[] => (Array.isArray(s.depends_on) ? s.depends_on : Object.keys(s.depends_on ?? {}));
+    for (const [name, s] of Object.entries(services)) {
+      for (const d of deps(s)) expect(names, `${name} depends on ${d}`).toContain(d);
+      if (s.network_mode) {
+        const m = /^service:(.+)$/.exec(s.network_mode);
+        expect(m, `${name}: network_mode ${s.network_mode}`).not.toBeNull();
+        expect(deps(s)).toContain(m![1]);
+      }
+    }
+    const visiting = new Set<string>();
+    const done = new Set<string>();
+    const visit = (n: string): void => {
+      if (done.has(n)) return;
+      expect(visiting.has(n), `dependency cycle through ${n}`).toBe(false);
+      visiting.add(n);
+      for (const d of deps(services[n]!)) visit(d);
+      visiting.delete(n);
+      done.add(n);
+    };
+    names.forEach(visit);
+  });
+
+  it('mounts only paths that exist in the repository', () => {
+    let mounts = 0;
+    for (const [name, s] of Object.entries(services)) {
+      for (const v of s.volumes ?? []) {
+        const [source, target] = v.split(':');
+        expect(target, `${name}: ${v}`).toMatch(/^\//);
+        if (!source!.startsWith('.') && !isAbsolute(source!)) continue; // named volume
+        expect(source!.startsWith('./'), `${name}: ${v} is relative to the repository`).toBe(true);
+        expect(existsSync(join(repoRoot, source!)), `${name}: ${source} exists`).toBe(true);
+        mounts++;
+      }
+    }
+    expect(mounts).toBeGreaterThanOrEqual(8);
+  });
+
+  it('runs the detectors with the CLI flags and the lab through the instrumentation hook', () => {
+    for (const d of ['detector-1', 'detector-2']) {
+      const args = commandOf(services[d]!);
+      expect(args.slice(0, 3)).toEqual(['node', 'packages/detector/dist/cli.js', 'serve']);
+      expect(flag(args, '--grpc-port')).toBe('4317');
+      expect(flag(args, '--metrics-port')).toBe('9464');
+      expect(flag(args, '--host')).toBe('0.0.0.0');
+    }
+    for (const name of names.filter((n) => n.startsWith('lab-'))) {
+      const s = services[name]!;
+      const args = commandOf(s);
+      expect(flag(args, '--import'), name).toBe('/app/packages/instrumentation/dist/register.js');
+      expect(existsSync(join(repoRoot, 'packages/instrumentation/src/register.ts'))).toBe(true);
+      expect(s.environment?.OTEL_EXPORTER_OTLP_ENDPOINT, name).toBe('http://otel-collector:4318');
+      expect(s.environment?.OTEL_SERVICE_NAME, name).toBe(name);
+      if (name !== 'lab-server') expect(flag(args, '--server'), name).toBe(`http://127.0.0.1:${flag(commandOf(services['lab-server']!), '--port')}/mcp`);
+    }
+  });
+});
+
+describe('deploy/collector', () => {
+  const config = load('deploy/collector/config.yaml') as {
+    receivers: { otlp: { protocols: { grpc: { endpoint: string }; http: { endpoint: string } } } };
+    exporters: Record<string, Dict>;
+    service: { pipelines: Record<string, { receivers: string[]; exporters: string[]; processors?: string[] }> };
+  };
+
+  it('uses the contrib distribution (load-balancing exporter) at a version that routes on attributes', () => {
+    const tag = /:(\d+)\.(\d+)\.(\d+)$/.exec(services['otel-collector']!.image!)!;
+    expect(services['otel-collector']!.image).toMatch(/^otel\/opentelemetry-collector-contrib:/);
+    expect(Number(tag[1]) > 0 || Number(tag[2]) >= 124).toBe(true);
+  });
+
+  it('receives OTLP on 4317 and 4318 and feeds both detectors, keyed by session, and Tempo', () => {
+    expect(config.receivers.otlp.protocols.grpc.endpoint).toBe('0.0.0.0:4317');
+    expect(config.receivers.otlp.protocols.http.endpoint).toBe('0.0.0.0:4318');
+    const [lbName, lb] = Object.entries(config.exporters).find(([k]) => k.split('/')[0] === 'loadbalancing')! as [string, Dict];
+    expect(lb.routing_key).toBe('attributes');
+    expect(lb.routing_attributes).toEqual([semconv.ATTR_MCP_SESSION_ID]);
+    const hostnames = (lb.resolver as { static: { hostnames: string[] } }).static.hostnames;
+    expect(hostnames.sort()).toEqual(['detector-1:4317', 'detector-2:4317']);
+    for (const h of hostnames) {
+      const service = services[h.split(':')[0]!]!;
+      expect(flag(commandOf(service), '--grpc-port')).toBe(h.split(':')[1]);
+    }
+    const [tempoName, tempo] = Object.entries(config.exporters).find(([k]) => k.startsWith('otlp'))! as [string, { endpoint: string }];
+    expect(tempo.endpoint).toBe('tempo:4317');
+    const traces = config.service.pipelines.traces!;
+    expect(traces.receivers).toEqual(['otlp']);
+    expect(traces.exporters.sort()).toEqual([lbName, tempoName].sort());
+  });
+});
+
+describe('deploy/prometheus and deploy/alertmanager', () => {
+  it('passes promtool check config, with the rule files it mounts', () => {
+    const prom = services.prometheus!;
+    const rulesMount = prom.volumes!.find((v) => v.startsWith('./alerts/rules:'))!;
+    const inContainer = rulesMount.split(':')[1]!;
+    const text = readFileSync(join(repoRoot, 'deploy/prometheus/prometheus.yml'), 'utf8');
+    expect(text).toContain(`${inContainer}/*.yaml`);
+    const copy = join(tmp, 'prometheus.yml');
+    writeFileSync(copy, text.split(inContainer).join(join(repoRoot, 'alerts/rules')));
+    const r = run('promtool', ['check', 'config', copy]);
+    expect(r.status, r.output).toBe(0);
+    expect(r.output).toMatch(/SUCCESS: 3 rule files found/);
+    expect(prom.command).toContain('--enable-feature=exemplar-storage');
+  });
+
+  it('scrapes both detectors in the job the rules expect and alerts to the alertmanager service', () => {
+    const cfg = load('deploy/prometheus/prometheus.yml') as {
+      scrape_configs: { job_name: string; static_configs: { targets: string[] }[] }[];
+      alerting: { alertmanagers: { static_configs: { targets: string[] }[] }[] };
+    };
+    const job = cfg.scrape_configs.find((j) => j.job_name === 'resumewatch-detector')!;
+    const targets = job.static_configs.flatMap((c) => c.targets).sort();
+    expect(targets).toEqual(['detector-1:9464', 'detector-2:9464']);
+    for (const t of targets) expect(flag(commandOf(services[t.split(':')[0]!]!), '--metrics-port')).toBe(t.split(':')[1]);
+    const rules = readFileSync(join(repoRoot, 'alerts/rules/detector.yaml'), 'utf8');
+    expect(rules).toContain(`job="${job.job_name}"`);
+    expect(cfg.alerting.alertmanagers[0]!.static_configs[0]!.targets).toEqual(['alertmanager:9093']);
+  });
+
+  it('passes amtool check-config', () => {
+    const r = run('amtool', ['check-config', join(repoRoot, 'deploy/alertmanager/alertmanager.yml')]);
+    expect(r.status, r.output).toBe(0);
+    expect(r.output).toMatch(/SUCCESS/);
+  });
+});
+
+describe('deploy/grafana and deploy/tempo', () => {
+  it('provisions Prometheus with exemplars linked to Tempo by trace_id', () => {
+    const ds = load('deploy/grafana/provisioning/datasources/datasources.yaml') as {
+      datasources: { uid: string; type: string; url: string; jsonData?: { exemplarTraceIdDestinations?: { name: string; datasourceUid: string }[] } }[];
+    };
+    const prom = ds.datasources.find((d) => d.type === 'prometheus')!;
+    const tempo = ds.datasources.find((d) => d.type === 'tempo')!;
+    expect(prom.uid).toBe('prometheus'); // the default of the dashboards' datasource variable
+    expect(prom.url).toBe('http://prometheus:9090');
+    expect(tempo.url).toBe('http://tempo:3200');
+    expect(prom.jsonData?.exemplarTraceIdDestinations).toEqual([{ name: semconv.EXEMPLAR_TRACE_ID, datasourceUid: tempo.uid }]);
+  });
+
+  it('loads the generated dashboards from where compose mounts them', () => {
+    const p = load('deploy/grafana/provisioning/dashboards/dashboards.yaml') as { providers: { options: { path: string } }[] };
+    const mount = services.grafana!.volumes!.find((v) => v.startsWith('./dashboards/generated:'))!;
+    expect(mount.split(':')[1]).toBe(p.providers[0]!.options.path);
+    const home = services.grafana!.environment!.GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH!;
+    expect(existsSync(join(repoRoot, 'dashboards/generated', home.slice(p.providers[0]!.options.path.length)))).toBe(true);
+  });
+
+  it('has Tempo listen for OTLP/gRPC on all interfaces and serve its API on 3200', () => {
+    const t = load('deploy/tempo/tempo.yaml') as { server: { http_listen_port: number }; distributor: { receivers: { otlp: { protocols: { grpc: { endpoint: string } } } } } };
+    expect(t.server.http_listen_port).toBe(3200);
+    expect(t.distributor.receivers.otlp.protocols.grpc.endpoint).toBe('0.0.0.0:4317');
+  });
+});
