@@ -1,5 +1,5 @@
 import type { RequestRecord, StreamEnd, StreamRecord, WireEvent, WireListener, WireRequest, WireResponse } from '@resumewatch/wire';
-import { decideResume, isFailedResumption } from './decision.js';
+import { decideResume, isCursorGoneStatus, isFailedResumption } from './decision.js';
 import { InvalidResumptionError } from './errors.js';
 import type { DroppedTerminal, FailedResumption, RefusedResume, ResumeReport } from './reports.js';
 import { StreamResumptionGuard } from './resumption-guard.js';
@@ -53,10 +53,14 @@ export function createGuardListener(options: GuardOptions = {}): GuardListener {
   const isTerminal = (record: RequestRecord): boolean => record.terminalCount > 0 || guard.isTerminal(record.key);
 
   const report = (request: WireRequest, status: number, stream: StreamRecord | undefined, empty: boolean, messages: number): void => {
+    // Any 2xx accepts the resume; the table speaks of 200. Other statuses outside the table (405,
+    // 5xx, ...) are left to the client, which sees them itself.
+    const tableStatus = status >= 200 && status < 300 ? 200 : status;
+    if (tableStatus !== 200 && !isCursorGoneStatus(tableStatus)) return;
     const resume = request.resume!;
     const base = { sessionId: request.sessionId, lastEventId: resume.lastEventId, status, replayedMessages: messages, request, stream };
     if (resume.requests.length === 0) {
-      const decision = decideResume('', status, empty, false);
+      const decision = decideResume('', tableStatus, empty, false);
       const unattributed: ResumeReport = { ...base, requestId: undefined, record: undefined, decision };
       options.onResumeDecision?.(unattributed);
       // A cursor from a stream known to carry no request (the standalone GET stream) loses nothing;
@@ -67,7 +71,9 @@ export function createGuardListener(options: GuardOptions = {}): GuardListener {
       return;
     }
     for (const record of resume.requests) {
-      const decision = decideResume(record.id, status, empty, isTerminal(record));
+      // The guard's own flag: the observer has already counted a terminal carried by the event that
+      // settles this decision, which is part of the continuation, not something seen before it.
+      const decision = decideResume(record.id, tableStatus, empty, guard.isTerminal(record.key));
       const perRequest: ResumeReport = { ...base, requestId: record.id, record, decision };
       options.onResumeDecision?.(perRequest);
       if (isFailedResumption(decision)) options.onFailedResumption?.({ ...perRequest, action: 'resumption_failed_reported' });
@@ -112,12 +118,7 @@ export function createGuardListener(options: GuardOptions = {}): GuardListener {
         pending.set(stream, entry);
         return;
       }
-      try {
-        report(request, status, stream, true, 0);
-      } catch (error) {
-        // A status outside the decision table (405, 5xx, ...): the client sees it and handles it itself.
-        if (!(error instanceof InvalidResumptionError)) throw error;
-      }
+      report(request, status, stream, true, 0);
     },
 
     onEvent(event: WireEvent): boolean {
