@@ -1,0 +1,65 @@
+import { SpanStatusCode } from '@opentelemetry/api';
+import type { Attributes, Span } from '@opentelemetry/api';
+import type { WireEvent } from '@resumewatch/wire';
+import { ATTR_ERROR_TYPE, ATTR_SERVER_ADDRESS, ATTR_SERVER_PORT, ResumeOutcome } from './semconv.js';
+
+/** error.type values this package sets besides HTTP status codes, JSON-RPC error codes and exception names. */
+export const ErrorType = {
+  TIMEOUT: 'timeout',
+  ABORTED: 'aborted',
+  TOOL_ERROR: 'tool_error',
+  OTHER: '_OTHER',
+} as const;
+
+export function setError(span: Span, type: string): void {
+  span.setAttribute(ATTR_ERROR_TYPE, type);
+  span.setStatus({ code: SpanStatusCode.ERROR });
+}
+
+export function outcomeOfStatus(status: number): ResumeOutcome {
+  if (status === 404) return ResumeOutcome.SESSION_NOT_FOUND;
+  if (status === 400 || status === 409) return ResumeOutcome.CURSOR_REJECTED;
+  return ResumeOutcome.ERROR;
+}
+
+export function errorType(error: unknown): string {
+  if (!(error instanceof Error)) return ErrorType.OTHER;
+  return error.name === 'AbortError' ? ErrorType.ABORTED : error.name || ErrorType.OTHER;
+}
+
+/** A tools/call result with `isError: true` in this event. */
+export function isToolError(event: WireEvent, id: string): boolean {
+  for (const message of event.messages) {
+    if (!('result' in message) || String(message.id) !== id) continue;
+    return (message.result as { isError?: unknown } | null)?.isError === true;
+  }
+  return false;
+}
+
+/** Wall-clock milliseconds with sub-millisecond precision, for span start and end times. */
+export function nowMs(): number {
+  return performance.timeOrigin + performance.now();
+}
+
+/** server.address and server.port of the last URL seen: a client talks to one endpoint. */
+export class ServerAttributes {
+  private url = '';
+  private address: string | undefined;
+  private port: number | undefined;
+
+  addTo(attributes: Attributes, url: string): void {
+    if (url !== this.url) {
+      this.url = url;
+      try {
+        const parsed = new URL(url);
+        this.address = parsed.hostname;
+        this.port = parsed.port ? Number(parsed.port) : parsed.protocol === 'https:' ? 443 : 80;
+      } catch {
+        this.address = undefined;
+        this.port = undefined;
+      }
+    }
+    if (this.address !== undefined) attributes[ATTR_SERVER_ADDRESS] = this.address;
+    if (this.port !== undefined) attributes[ATTR_SERVER_PORT] = this.port;
+  }
+}

@@ -1,0 +1,46 @@
+import type { Tracer, TracerProvider } from '@opentelemetry/api';
+import type { InstrumentationConfig } from '@opentelemetry/instrumentation';
+import type { FetchLike, WireObserver, WireObserverOptions } from '@resumewatch/wire';
+
+export interface InstrumentFetchOptions {
+  /** Where spans go. Default: the global tracer provider (resolved at each span, so it may be set later). */
+  tracerProvider?: TracerProvider;
+  /**
+   * How long a resume span waits for replayed events after the response headers before it ends
+   * and decides its outcome (continuation if a JSON-RPC message arrived, else empty_replay).
+   * Default 2000 ms.
+   */
+  replayWindowMs?: number;
+  /**
+   * Longest a request span (and a reattach or resume span waiting for response headers) stays open.
+   * A request without a terminal event by then ends with `error.type` `timeout`. Default 300000 ms.
+   */
+  requestTimeoutMs?: number;
+  /** Caps and retention of the wire observer's session, request and stream state. */
+  observer?: WireObserverOptions;
+}
+
+/** Per-stream and per-request state the span recorder currently holds. */
+export interface RecorderStats {
+  /** Request spans not yet ended. */
+  openRequests: number;
+  /** Resume spans inside their replay window. */
+  openResumes: number;
+  /** HTTP requests with a reattach or resume span waiting for response headers. */
+  pendingHttp: number;
+}
+
+/** A fetch that reports what it carries as spans. */
+export interface InstrumentedFetch extends FetchLike {
+  readonly observer: WireObserver;
+  stats(): RecorderStats;
+}
+
+export interface McpResumeInstrumentationConfig extends InstrumentationConfig {
+  replayWindowMs?: number;
+  requestTimeoutMs?: number;
+  observer?: WireObserverOptions;
+}
+
+/** Internal: how the recorder obtains its tracer. */
+export type TracerSource = () => Tracer;
