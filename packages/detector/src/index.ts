@@ -1,1 +1,15 @@
-export {};
+export * from './core/index.js';
+export { ResumewatchSpanProcessor, toSpanRecord, type ResumewatchSpanProcessorOptions } from './doors/processor.js';
+export { startServer, type RunningServer, type ServeOptions } from './doors/serve.js';
+export { analyzeFiles, formatSummary, AnalyzeInputError, type AnalyzeResult } from './doors/analyze.js';
+export { DetectorMetrics } from './metrics.js';
+export {
+  DEFAULT_CONFIG,
+  OPTION_SPECS,
+  ConfigError,
+  parseDuration,
+  resolveConfig,
+  type OptionSpec,
+  type ResumewatchConfig,
+} from './config.js';
+export { decodeJsonRequest, decodeProtobufRequest, OtlpDecodeError, type DecodeResult } from './otlp/index.js';

@@ -1,0 +1,484 @@
+import {
+  ATTR_JSONRPC_REQUEST_ID,
+  ATTR_MCP_METHOD_NAME,
+  ATTR_MCP_REATTACH_ACCEPTED,
+  ATTR_MCP_REQUEST_TERMINAL_OBSERVED,
+  ATTR_MCP_RESUME_REPLAYED_TERMINAL,
+  ATTR_MCP_SESSION_ID,
+  ATTR_MCP_STREAM_ID,
+  ATTR_MCP_TERMINAL_DUPLICATE,
+  FindingKind,
+  ResumeOutcome,
+  SPAN_REQUEST_TERMINAL,
+  SPAN_SESSION_REATTACH,
+  SPAN_STREAM_RESUME,
+  SpanReceivedResult,
+} from '@resumewatch/semconv';
+import { FifoSet } from './fifo-set.js';
+import { hash32, hexWord, wordHex } from './ids.js';
+import { DEFAULT_DETECTOR_OPTIONS, type DetectorInit, type DetectorOptions } from './options.js';
+import { isCursorLoss, resumeOutcome, statusOf } from './outcome.js';
+import { RequestTable } from './table.js';
+import type { DetectorEvents, DetectorStats, Finding, SpanRecord } from './types.js';
+
+const TERMINAL = 1;
+const RESUME = 2;
+const REATTACH = 3;
+
+const F_DUP = 1;
+const F_RAT = 2;
+const F_STORM = 4;
+const F_ENDED = 8;
+const F_EVICT_LAST = 16;
+const F_SIG = 32;
+const F_EMPTY = 64;
+const F_LOST = 128;
+/** A storm of this request has been reported (its numbers are in stAttempts, stEnd). */
+const F_STORMED = 256;
+const F_STORM_EVICTED = 512;
+
+const SEP = '\u0000';
+const NONE = -1;
+
+/**
+ * The detection core: spans in, findings out, one span at a time and without I/O.
+ * Every decision is taken on event time (span start), so the order in which spans arrive does
+ * not decide whether a finding exists; see the package README for the exact guarantees.
+ */
+export class Detector {
+  readonly options: DetectorOptions;
+  private readonly table: RequestTable;
+  private readonly spanIds: FifoSet;
+  private readonly attemptStreams: FifoSet;
+  private readonly openStorms = new Set<number>();
+  private readonly onFinding: ((f: Finding) => void) | undefined;
+  private readonly events: DetectorEvents | undefined;
+  private readonly clock: () => number;
+  private now = -Infinity;
+  private evictions = 0;
+  private released = 0;
+  private readonly spanCounts: Record<SpanReceivedResult, number> = {
+    [SpanReceivedResult.ACCEPTED]: 0,
+    [SpanReceivedResult.DUPLICATE]: 0,
+    [SpanReceivedResult.INVALID]: 0,
+    [SpanReceivedResult.IGNORED]: 0,
+  };
+
+  constructor(init: DetectorInit = {}) {
+    const o: DetectorOptions = { ...DEFAULT_DETECTOR_OPTIONS };
+    for (const k of Object.keys(DEFAULT_DETECTOR_OPTIONS) as (keyof DetectorOptions)[]) {
+      const v = init[k];
+      if (v !== undefined) o[k] = v;
+    }
+    if (!(o.stormThreshold >= 1)) throw new RangeError('stormThreshold must be at least 1');
+    this.options = o;
+    this.table = new RequestTable(Math.max(1, o.maxRequests), Math.floor(o.stormThreshold));
+    this.spanIds = new FifoSet(o.dedupeCapacity);
+    this.attemptStreams = new FifoSet(o.dedupeCapacity);
+    this.onFinding = init.onFinding;
+    this.events = init.events;
+    this.clock = init.clock ?? Date.now;
+  }
+
+  /** Feeds one span; any finding it completes is delivered to onFinding before this returns. */
+  ingest(s: SpanRecord): SpanReceivedResult {
+    const name = s.name;
+    let type: number;
+    if (name === SPAN_REQUEST_TERMINAL) type = TERMINAL;
+    else if (name === SPAN_STREAM_RESUME) type = RESUME;
+    else if (name === SPAN_SESSION_REATTACH) type = REATTACH;
+    else {
+      return this.count(
+        typeof s.attributes[ATTR_MCP_METHOD_NAME] === 'string' ? SpanReceivedResult.ACCEPTED : SpanReceivedResult.IGNORED,
+      );
+    }
+    const t = s.startTimeUnixMs;
+    if (s.spanId.length !== 16 || s.traceId.length !== 32 || !(t >= 0) || !(s.endTimeUnixMs >= 0)) {
+      return this.count(SpanReceivedResult.INVALID);
+    }
+    const a = s.attributes;
+    const session = a[ATTR_MCP_SESSION_ID];
+    const req = a[ATTR_JSONRPC_REQUEST_ID];
+    const hasReq = typeof req === 'string' ? req.length > 0 : typeof req === 'number';
+    if (typeof session !== 'string' || session.length === 0 || (!hasReq && type !== REATTACH)) {
+      return this.count(SpanReceivedResult.IGNORED);
+    }
+    if (!this.spanIds.add(s.spanId)) return this.count(SpanReceivedResult.DUPLICATE);
+    const service = s.service || 'unknown';
+    let reattachEvicts = false;
+    if (type === REATTACH) {
+      const status = statusOf(a);
+      const acc = a[ATTR_MCP_REATTACH_ACCEPTED];
+      this.events?.reattach(service, typeof acc === 'boolean' ? acc : status >= 200 && status < 300);
+      if (!hasReq) return this.count(SpanReceivedResult.ACCEPTED);
+      reattachEvicts = status === 400 || status === 404 || status === 409;
+    }
+    const slot = this.slotFor(service + SEP + session + SEP + String(req));
+    const T = this.table;
+    const seen = s.endTimeUnixMs > this.now ? s.endTimeUnixMs : this.now;
+    if (!(T.seen[slot]! >= seen)) T.seen[slot] = seen;
+    T.touch(slot);
+    if (type === TERMINAL) this.terminal(slot, s, t, service);
+    else if (type === RESUME) this.resume(slot, s, t, service);
+    else this.attempt(slot, s, t, service, reattachEvicts);
+    return this.count(SpanReceivedResult.ACCEPTED);
+  }
+
+  /** Moves the detector's time forward (Unix ms): ends quiet storms, reports settled ones, releases idle state. */
+  advance(nowMs: number): void {
+    if (nowMs > this.now) this.now = nowMs;
+    const T = this.table;
+    const w = this.options.stormWindowMs;
+    for (const slot of this.openStorms) {
+      const f = T.flags[slot]!;
+      if (!(f & F_ENDED) && this.now > T.epLast[slot]! + w) this.endStorm(slot, T.epLast[slot]! + w, false);
+      if (T.flags[slot]! & F_ENDED && this.now >= T.stEnd[slot]! + this.options.settleMs) this.finalize(slot);
+    }
+    const horizon = this.now - this.options.retentionMs;
+    while (T.head !== NONE && T.seen[T.head]! < horizon) {
+      this.releaseSlot(T.head);
+      this.released++;
+    }
+  }
+
+  /** advance() to the clock's time. */
+  tick(): void {
+    this.advance(this.clock());
+  }
+
+  /** End of input: ends and reports every open storm now, whatever the windows say. */
+  flush(): void {
+    for (const slot of this.openStorms) this.forceFinalize(slot);
+  }
+
+  stats(): DetectorStats {
+    return {
+      tracked: this.table.size,
+      evictions: this.evictions,
+      released: this.released,
+      activeStorms: this.activeStorms(),
+      spans: { ...this.spanCounts },
+    };
+  }
+
+  private activeStorms(): number {
+    let n = 0;
+    for (const slot of this.openStorms) if (!(this.table.flags[slot]! & F_ENDED)) n++;
+    return n;
+  }
+
+  private count(r: SpanReceivedResult): SpanReceivedResult {
+    this.spanCounts[r]++;
+    this.events?.span(r);
+    return r;
+  }
+
+  private slotFor(key: string): number {
+    const T = this.table;
+    const found = T.index.get(key);
+    if (found !== undefined) return found;
+    if (T.size >= T.maxRequests) {
+      this.releaseSlot(T.head);
+      this.evictions++;
+    }
+    return T.create(key);
+  }
+
+  private releaseSlot(slot: number): void {
+    if (this.openStorms.has(slot)) this.forceFinalize(slot);
+    this.table.release(slot);
+  }
+
+  private terminal(slot: number, s: SpanRecord, t: number, service: string): void {
+    const T = this.table;
+    const a = s.attributes;
+    const stream = a[ATTR_MCP_STREAM_ID];
+    const h = hash32(typeof stream === 'string' && stream.length > 0 ? stream : s.spanId);
+    const had = T.termTotal[slot]! > 0;
+    const attrDup = a[ATTR_MCP_TERMINAL_DUPLICATE] === true;
+    T.termTotal[slot]!++;
+    if (attrDup) T.attrDups[slot]!++;
+    this.events?.terminal(service, had || attrDup);
+    let dupTime = t;
+    if (!had) {
+      T.termT[slot] = t;
+      T.termStream[slot] = h;
+      T.termOnFirst[slot] = 1;
+      setSpan(T.termSpan, slot, s.spanId);
+    } else if (h === T.termStream[slot]) {
+      T.termOnFirst[slot]!++;
+      if (t < T.termT[slot]!) {
+        T.termT[slot] = t;
+        setSpan(T.termSpan, slot, s.spanId);
+      }
+    } else if (t < T.termT[slot]!) {
+      // A delivery earlier than the one taken as first: that one becomes the duplicate.
+      dupTime = T.termT[slot]!;
+      if (!hasSpan(T.dupSpan, slot)) copySpan(T.dupSpan, T.termSpan, slot);
+      T.termT[slot] = t;
+      T.termStream[slot] = h;
+      T.termOnFirst[slot] = 1;
+      setSpan(T.termSpan, slot, s.spanId);
+    } else if (!hasSpan(T.dupSpan, slot)) {
+      setSpan(T.dupSpan, slot, s.spanId);
+    }
+    this.checkDuplicate(slot, s.traceId, dupTime, s.spanId);
+    const resT = T.resT[slot]!;
+    if (!(T.flags[slot]! & F_RAT) && resT >= T.termT[slot]!) {
+      T.flags[slot]! |= F_RAT;
+      this.emit(slot, FindingKind.RESUME_AFTER_TERMINAL, s.traceId, T.termT[slot]!, resT, [
+        spanHex(T.termSpan, slot),
+        spanHex(T.resSpan, slot),
+      ]);
+    }
+  }
+
+  private resume(slot: number, s: SpanRecord, t: number, service: string): void {
+    const T = this.table;
+    const a = s.attributes;
+    const status = statusOf(a);
+    const outcome = resumeOutcome(a, status);
+    this.events?.resume(service, outcome);
+    const observed = a[ATTR_MCP_REQUEST_TERMINAL_OBSERVED] === true;
+    if (observed && a[ATTR_MCP_RESUME_REPLAYED_TERMINAL] === true) {
+      T.replayDups[slot]!++;
+      this.checkDuplicate(slot, s.traceId, t, s.spanId);
+    }
+    if (!(t <= T.resT[slot]!)) {
+      T.resT[slot] = t;
+      setSpan(T.resSpan, slot, s.spanId);
+    }
+    const haveTerm = T.termTotal[slot]! > 0;
+    const f = T.flags[slot]!;
+    if (observed || (haveTerm && T.termT[slot]! <= t)) {
+      if (!(f & F_RAT)) {
+        T.flags[slot] = f | F_RAT;
+        const ids = haveTerm ? [spanHex(T.termSpan, slot), s.spanId] : [s.spanId];
+        this.emit(slot, FindingKind.RESUME_AFTER_TERMINAL, s.traceId, haveTerm ? Math.min(T.termT[slot]!, t) : t, t, ids);
+      }
+    } else if (outcome === ResumeOutcome.EMPTY_REPLAY && (status === 0 || (status >= 200 && status < 300))) {
+      if (!(f & F_EMPTY)) {
+        T.flags[slot] = f | F_EMPTY;
+        this.emit(slot, FindingKind.AMBIGUOUS_EMPTY_REPLAY, s.traceId, t, t, [s.spanId], { outcome, status_code: status });
+      }
+    } else if (isCursorLoss(outcome, status)) {
+      if (!(f & F_LOST)) {
+        T.flags[slot] = f | F_LOST;
+        this.emit(slot, FindingKind.CURSOR_LOST, s.traceId, t, t, [s.spanId], { outcome, status_code: status });
+      }
+    }
+    this.attempt(slot, s, t, service, outcome === ResumeOutcome.EMPTY_REPLAY || isCursorLoss(outcome, status));
+  }
+
+  private checkDuplicate(slot: number, traceId: string, t: number, spanId: string): void {
+    const T = this.table;
+    if (T.flags[slot]! & F_DUP) return;
+    const dups = this.duplicates(slot);
+    if (dups < 1) return;
+    T.flags[slot]! |= F_DUP;
+    const haveTerm = T.termTotal[slot]! > 0;
+    const first = haveTerm ? Math.min(T.termT[slot]!, t) : t;
+    const last = haveTerm ? Math.max(T.termT[slot]!, t) : t;
+    const ids: string[] = [];
+    if (haveTerm) ids.push(spanHex(T.termSpan, slot));
+    const dup = hasSpan(T.dupSpan, slot) ? spanHex(T.dupSpan, slot) : spanId;
+    if (!ids.includes(dup)) ids.push(dup);
+    this.emit(slot, FindingKind.DUPLICATE_TERMINAL, traceId, first, last, ids, { duplicates: dups });
+    // The storm was reported before any duplicate had arrived: the pattern is complete now.
+    if (T.flags[slot]! & F_STORMED) this.signature(slot, traceId, haveTerm ? Math.min(T.termT[slot]!, T.stEnd[slot]!) : first, T.stEnd[slot]!);
+  }
+
+  private duplicates(slot: number): number {
+    const T = this.table;
+    return Math.max(T.termTotal[slot]! - T.termOnFirst[slot]!, T.attrDups[slot]!, T.replayDups[slot]!);
+  }
+
+  /** One reattach/resume attempt; attempts are distinct new streams, so the two spans of one GET count once. */
+  private attempt(slot: number, s: SpanRecord, t: number, service: string, evicts: boolean): void {
+    const T = this.table;
+    const stream = s.attributes[ATTR_MCP_STREAM_ID];
+    let h: number;
+    if (typeof stream === 'string' && stream.length > 0) {
+      h = hash32(stream);
+      if (!this.attemptStreams.add(T.keys[slot]! + '\u0001' + stream)) {
+        if (evicts && T.epAttempts[slot]! > 0 && h === T.epLastStream[slot]) this.markEvicting(slot);
+        return;
+      }
+    } else {
+      h = hash32(s.spanId);
+    }
+    let f = T.flags[slot]!;
+    if (!(f & F_STORM) && t <= T.stEnd[slot]!) return;
+    const w = this.options.stormWindowMs;
+    if (T.epAttempts[slot]! > 0) {
+      if (t > T.epLast[slot]! + w) this.closeEpisode(slot);
+      else if (t < T.epFirst[slot]! - w) return;
+    }
+    T.epAttempts[slot]!++;
+    if (!(t >= T.epFirst[slot]!)) {
+      T.epFirst[slot] = t;
+      setSpan(T.epFirstSpan, slot, s.spanId);
+    }
+    f = T.flags[slot]!;
+    if (!(t < T.epLast[slot]!)) {
+      T.epLast[slot] = t;
+      T.epLastStream[slot] = h;
+      setSpan(T.epLastSpan, slot, s.spanId);
+      setTrace(T.epLastTrace, slot, s.traceId);
+      f = evicts ? f | F_EVICT_LAST : f & ~F_EVICT_LAST;
+      if (f & F_ENDED && !evicts) {
+        // A later attempt: the storm did not end where it seemed to.
+        f &= ~F_ENDED;
+        T.stEnd[slot] = NaN;
+        this.events?.stormStarted(service);
+      }
+      T.flags[slot] = f;
+    }
+    const n = this.table.ringSize;
+    const base = slot * n;
+    const ring = T.ring;
+    if (!(ring[base]! >= t)) {
+      ring[base] = t;
+      for (let i = base; i + 1 < base + n && !(ring[i + 1]! >= t); i++) {
+        ring[i] = ring[i + 1]!;
+        ring[i + 1] = t;
+      }
+    }
+    if (!(f & F_STORM) && ring[base + n - 1]! - ring[base]! <= w) {
+      T.flags[slot] = f |= F_STORM;
+      this.openStorms.add(slot);
+      this.events?.stormStarted(service);
+      this.emit(slot, FindingKind.RECONNECT_STORM, s.traceId, ring[base]!, ring[base + n - 1]!, uniq([spanHex(T.epFirstSpan, slot), s.spanId]), {
+        attempts: T.epAttempts[slot]!,
+      });
+    }
+    if (f & F_STORM && f & F_EVICT_LAST && !(f & F_ENDED)) this.endStorm(slot, T.epLast[slot]!, true);
+  }
+
+  private markEvicting(slot: number): void {
+    const T = this.table;
+    const f = T.flags[slot]! | F_EVICT_LAST;
+    T.flags[slot] = f;
+    if (f & F_STORM && !(f & F_ENDED)) this.endStorm(slot, T.epLast[slot]!, true);
+  }
+
+  private endStorm(slot: number, at: number, byEviction: boolean): void {
+    const T = this.table;
+    T.flags[slot]! |= F_ENDED;
+    T.stEnd[slot] = at;
+    this.events?.stormEnded(this.serviceOf(slot));
+    if (byEviction && this.options.settleMs <= 0) this.finalize(slot);
+  }
+
+  private forceFinalize(slot: number): void {
+    const T = this.table;
+    if (!(T.flags[slot]! & F_ENDED)) this.endStorm(slot, T.epLast[slot]! + this.options.stormWindowMs, false);
+    if (this.openStorms.has(slot)) this.finalize(slot);
+  }
+
+  /** Starts a new episode after a quiet gap, reporting the storm the old one was, if any. */
+  private closeEpisode(slot: number): void {
+    if (this.table.flags[slot]! & F_STORM) this.forceFinalize(slot);
+    else this.resetEpisode(slot);
+  }
+
+  private finalize(slot: number): void {
+    const T = this.table;
+    const attempts = T.epAttempts[slot]!;
+    this.events?.stormFinalized(this.serviceOf(slot), attempts);
+    const evicted = (T.flags[slot]! & F_EVICT_LAST) !== 0;
+    const first = T.epFirst[slot]!;
+    const last = T.epLast[slot]!;
+    this.resetEpisode(slot);
+    T.stEnd[slot] = last;
+    T.stAttempts[slot] = attempts;
+    T.flags[slot] = (T.flags[slot]! & ~F_STORM_EVICTED) | F_STORMED | (evicted ? F_STORM_EVICTED : 0);
+    this.openStorms.delete(slot);
+    const haveTerm = T.termTotal[slot]! > 0;
+    this.signature(slot, traceHex(T.epLastTrace, slot), haveTerm ? Math.min(T.termT[slot]!, first) : first, last);
+  }
+
+  /** Reports the seed pattern once: duplicates delivered and a reported storm, in whichever order they were learnt. */
+  private signature(slot: number, traceId: string, first: number, last: number): void {
+    const T = this.table;
+    const f = T.flags[slot]!;
+    const dups = this.duplicates(slot);
+    if (dups < 1 || f & F_SIG || !(f & F_STORMED)) return;
+    T.flags[slot] = f | F_SIG;
+    const ids = [spanHex(T.epFirstSpan, slot), spanHex(T.epLastSpan, slot)];
+    if (hasSpan(T.dupSpan, slot)) ids.unshift(spanHex(T.dupSpan, slot));
+    if (T.termTotal[slot]! > 0) ids.unshift(spanHex(T.termSpan, slot));
+    this.emit(slot, FindingKind.SIGNATURE, traceId, first, last, uniq(ids), {
+      duplicates: dups,
+      attempts: T.stAttempts[slot]!,
+      ended_by_eviction: (f & F_STORM_EVICTED) !== 0,
+    });
+  }
+
+  private resetEpisode(slot: number): void {
+    const T = this.table;
+    T.epAttempts[slot] = 0;
+    T.epFirst[slot] = NaN;
+    T.epLast[slot] = NaN;
+    T.flags[slot]! &= ~(F_STORM | F_ENDED | F_EVICT_LAST);
+    T.ring.fill(NaN, slot * T.ringSize, (slot + 1) * T.ringSize);
+  }
+
+  private serviceOf(slot: number): string {
+    const key = this.table.keys[slot]!;
+    return key.substring(0, key.indexOf(SEP));
+  }
+
+  private emit(
+    slot: number,
+    kind: FindingKind,
+    traceId: string,
+    first: number,
+    last: number,
+    spanIds: string[],
+    extra?: Partial<Finding>,
+  ): void {
+    if (!this.onFinding) return;
+    const key = this.table.keys[slot]!;
+    const i = key.indexOf(SEP);
+    const j = key.indexOf(SEP, i + 1);
+    const finding: Finding = {
+      kind,
+      service: key.substring(0, i),
+      session_id: key.substring(i + 1, j),
+      request_id: key.substring(j + 1),
+      trace_id: traceId,
+      first_time_unix_ms: first,
+      last_time_unix_ms: last,
+      span_ids: spanIds,
+      ...extra,
+    };
+    this.onFinding(finding);
+  }
+}
+
+function setSpan(a: Uint32Array, slot: number, hex: string): void {
+  a[slot * 2] = hexWord(hex, 0);
+  a[slot * 2 + 1] = hexWord(hex, 8);
+}
+function hasSpan(a: Uint32Array, slot: number): boolean {
+  return a[slot * 2] !== 0 || a[slot * 2 + 1] !== 0;
+}
+function copySpan(to: Uint32Array, from: Uint32Array, slot: number): void {
+  to[slot * 2] = from[slot * 2]!;
+  to[slot * 2 + 1] = from[slot * 2 + 1]!;
+}
+function spanHex(a: Uint32Array, slot: number): string {
+  return wordHex(a[slot * 2]!) + wordHex(a[slot * 2 + 1]!);
+}
+function setTrace(a: Uint32Array, slot: number, hex: string): void {
+  for (let i = 0; i < 4; i++) a[slot * 4 + i] = hexWord(hex, i * 8);
+}
+function traceHex(a: Uint32Array, slot: number): string {
+  let out = '';
+  for (let i = 0; i < 4; i++) out += wordHex(a[slot * 4 + i]!);
+  return out;
+}
+function uniq(ids: string[]): string[] {
+  return [...new Set(ids)];
+}

@@ -1,0 +1,35 @@
+import type { DetectorEvents, Finding } from './types.js';
+
+export interface DetectorOptions {
+  /** N: attempts for one (session, request) within the storm window that make a reconnect storm. */
+  stormThreshold: number;
+  /** W, ms: window for N attempts; a storm also ends when W passes without an attempt. */
+  stormWindowMs: number;
+  /**
+   * Ms a storm that has ended waits before its signature is reported, so that attempts arriving late
+   * and out of order are still counted. 0 reports at the moment the storm ends.
+   */
+  settleMs: number;
+  /** Cap on tracked (service, session, request) states; the least recently touched is evicted. */
+  maxRequests: number;
+  /** Ms without a span after which a request's state is released. */
+  retentionMs: number;
+  /** Span ids (and attempt stream ids) remembered for idempotency. */
+  dedupeCapacity: number;
+}
+
+export const DEFAULT_DETECTOR_OPTIONS: DetectorOptions = {
+  stormThreshold: 3,
+  stormWindowMs: 60_000,
+  settleMs: 0,
+  maxRequests: 200_000,
+  retentionMs: 600_000,
+  dedupeCapacity: 100_000,
+};
+
+export interface DetectorInit extends Partial<DetectorOptions> {
+  onFinding?: (finding: Finding) => void;
+  events?: DetectorEvents;
+  /** Unix ms; used by tick(). Defaults to Date.now. */
+  clock?: () => number;
+}

@@ -1,0 +1,39 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ResumewatchConfig } from '../config.js';
+import { authorized } from './auth.js';
+import type { Pipeline } from './pipeline.js';
+
+/** GET /metrics (Prometheus or OpenMetrics by Accept), GET /healthz, GET /findings. */
+export function metricsHandler(pipeline: Pipeline, config: ResumewatchConfig) {
+  return (req: IncomingMessage, res: ServerResponse): void => {
+    const path = (req.url ?? '').split('?')[0];
+    req.resume();
+    if (req.method !== 'GET' && req.method !== 'HEAD') return text(res, 405, 'use GET\n');
+    if (path === '/healthz') return text(res, 200, 'ok\n');
+    if (!authorized(config.token, req.headers.authorization)) {
+      res.setHeader('www-authenticate', 'Bearer');
+      return text(res, 401, 'missing or wrong bearer token\n');
+    }
+    if (path === '/findings') {
+      const body = JSON.stringify(pipeline.recent.toArray());
+      res.writeHead(200, { 'content-type': 'application/json' });
+      return void res.end(body);
+    }
+    if (path === '/metrics') {
+      pipeline.metrics.render(req.headers.accept).then(
+        ({ contentType, body }) => {
+          res.writeHead(200, { 'content-type': contentType });
+          res.end(body);
+        },
+        (e: Error) => text(res, 500, `metrics failed: ${e.message}\n`),
+      );
+      return;
+    }
+    text(res, 404, 'not found: try /metrics, /healthz or /findings\n');
+  };
+}
+
+function text(res: ServerResponse, status: number, body: string): void {
+  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8' });
+  res.end(body);
+}

@@ -1,0 +1,57 @@
+import { SpanReceivedResult } from '@resumewatch/semconv';
+import type { ResumewatchConfig } from '../config.js';
+import { Detector } from '../core/detector.js';
+import type { Finding, SpanRecord } from '../core/types.js';
+import { DetectorMetrics } from '../metrics.js';
+import type { DecodeResult } from '../otlp/errors.js';
+import { Ring } from './ring.js';
+
+export interface PipelineInit {
+  config: ResumewatchConfig;
+  /** Unix ms; drives storm windows and retention. Defaults to Date.now. */
+  clock?: () => number;
+  onFinding?: (f: Finding) => void;
+}
+
+/** What the serve door's receivers share: the detector, its metrics and the recent findings. */
+export class Pipeline {
+  readonly detector: Detector;
+  readonly metrics: DetectorMetrics;
+  readonly recent: Ring<Finding>;
+  private current: SpanRecord | undefined;
+  private readonly clock: () => number;
+  private readonly sink = (s: SpanRecord): void => {
+    this.current = s;
+    this.detector.ingest(s);
+    this.current = undefined;
+  };
+
+  constructor(init: PipelineInit) {
+    const { config } = init;
+    this.clock = init.clock ?? Date.now;
+    this.recent = new Ring(config.findingsBuffer);
+    this.metrics = new DetectorMetrics(config.maxServices, () => this.detector.stats());
+    this.detector = new Detector({
+      ...config,
+      clock: this.clock,
+      events: this.metrics,
+      onFinding: (f) => {
+        const lag = this.current ? (this.clock() - this.current.endTimeUnixMs) / 1000 : undefined;
+        this.metrics.finding(f, lag);
+        this.recent.push(f);
+        init.onFinding?.(f);
+      },
+    });
+  }
+
+  /** Runs a decoder over one request body, feeding every span to the detector. */
+  ingest(decode: (sink: (s: SpanRecord) => void) => DecodeResult): DecodeResult {
+    const result = decode(this.sink);
+    if (result.invalid > 0) this.metrics.spans(SpanReceivedResult.INVALID, result.invalid);
+    return result;
+  }
+
+  tick(): void {
+    this.detector.tick();
+  }
+}

@@ -1,0 +1,69 @@
+import type { Context } from '@opentelemetry/api';
+import type { ReadableSpan, Span, SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { ATTR_SERVICE_NAME } from '@resumewatch/semconv';
+import { Detector } from '../core/detector.js';
+import type { DetectorInit } from '../core/options.js';
+import type { AttributeValue, Finding, SpanKindCode, SpanRecord } from '../core/types.js';
+
+export interface ResumewatchSpanProcessorOptions extends Omit<DetectorInit, 'onFinding'> {
+  onFinding: (finding: Finding) => void;
+  /** How often the clock is applied (storm windows, retention). Default 1000 ms; 0 for never (call tick()). */
+  tickMs?: number;
+}
+
+/** Runs the detector in-process over the spans of one service's tracer provider. */
+export class ResumewatchSpanProcessor implements SpanProcessor {
+  readonly detector: Detector;
+  private readonly timer: ReturnType<typeof setInterval> | undefined;
+
+  constructor(options: ResumewatchSpanProcessorOptions) {
+    this.detector = new Detector(options);
+    const tickMs = options.tickMs ?? 1000;
+    if (tickMs > 0) {
+      this.timer = setInterval(() => this.detector.tick(), tickMs);
+      this.timer.unref();
+    }
+  }
+
+  onStart(_span: Span, _parentContext: Context): void {}
+
+  onEnd(span: ReadableSpan): void {
+    this.detector.ingest(toSpanRecord(span));
+  }
+
+  tick(): void {
+    this.detector.tick();
+  }
+
+  forceFlush(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  shutdown(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.detector.flush();
+    return Promise.resolve();
+  }
+}
+
+export function toSpanRecord(span: ReadableSpan): SpanRecord {
+  const ctx = span.spanContext();
+  const attributes: Record<string, AttributeValue> = {};
+  for (const key in span.attributes) {
+    const v = span.attributes[key];
+    if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') attributes[key] = v;
+  }
+  const service = span.resource.attributes[ATTR_SERVICE_NAME];
+  return {
+    traceId: ctx.traceId,
+    spanId: ctx.spanId,
+    parentSpanId: span.parentSpanContext?.spanId,
+    name: span.name,
+    // @opentelemetry/api numbers kinds from INTERNAL = 0; OTLP from UNSPECIFIED = 0.
+    kind: (span.kind + 1) as SpanKindCode,
+    startTimeUnixMs: span.startTime[0] * 1000 + span.startTime[1] / 1e6,
+    endTimeUnixMs: span.endTime[0] * 1000 + span.endTime[1] / 1e6,
+    attributes,
+    service: typeof service === 'string' ? service : 'unknown_service',
+  };
+}

@@ -1,0 +1,137 @@
+import { ATTR_SERVICE_NAME } from '@resumewatch/semconv';
+import type { AttributeValue, SpanRecord } from '../core/types.js';
+import { OtlpDecodeError, type DecodeResult } from './errors.js';
+import { spanKind } from './kind.js';
+
+const HEX = /^[0-9a-f]*$/;
+const UNKNOWN_SERVICE = 'unknown_service';
+
+type Json = Record<string, unknown>;
+
+/** Decodes an OTLP/JSON ExportTraceServiceRequest (text or already parsed) into span records. */
+export function decodeJsonRequest(body: string | unknown, sink: (s: SpanRecord) => void): DecodeResult {
+  let doc: unknown = body;
+  if (typeof body === 'string') {
+    try {
+      doc = JSON.parse(body);
+    } catch (e) {
+      throw new OtlpDecodeError(`malformed JSON: ${(e as Error).message}`);
+    }
+  }
+  if (!isObject(doc)) throw new OtlpDecodeError('malformed OTLP/JSON: the body is not a JSON object');
+  const result: DecodeResult = { spans: 0, invalid: 0 };
+  const rss = doc.resourceSpans;
+  if (rss === undefined) return result;
+  if (!Array.isArray(rss)) throw new OtlpDecodeError('malformed OTLP/JSON: resourceSpans is not an array');
+  for (let i = 0; i < rss.length; i++) {
+    const rs = rss[i];
+    if (!isObject(rs)) throw new OtlpDecodeError(`malformed OTLP/JSON: resourceSpans[${i}] is not an object`);
+    const service = serviceOf(rs.resource, i);
+    const sss = rs.scopeSpans;
+    if (sss === undefined) continue;
+    if (!Array.isArray(sss)) throw new OtlpDecodeError(`malformed OTLP/JSON: resourceSpans[${i}].scopeSpans is not an array`);
+    for (let j = 0; j < sss.length; j++) {
+      const ss = sss[j];
+      const spans = isObject(ss) ? ss.spans : undefined;
+      if (!isObject(ss) || (spans !== undefined && !Array.isArray(spans))) {
+        throw new OtlpDecodeError(`malformed OTLP/JSON: resourceSpans[${i}].scopeSpans[${j}] is not a ScopeSpans`);
+      }
+      if (spans === undefined) continue;
+      for (let k = 0; k < spans.length; k++) {
+        const span = toRecord(spans[k], service);
+        if (typeof span === 'string') {
+          result.invalid++;
+          result.firstError ??= `resourceSpans[${i}].scopeSpans[${j}].spans[${k}]: ${span}`;
+        } else {
+          result.spans++;
+          sink(span);
+        }
+      }
+    }
+  }
+  return result;
+}
+
+function serviceOf(resource: unknown, i: number): string {
+  if (resource === undefined) return UNKNOWN_SERVICE;
+  if (!isObject(resource)) throw new OtlpDecodeError(`malformed OTLP/JSON: resourceSpans[${i}].resource is not an object`);
+  const attrs = resource.attributes;
+  if (!Array.isArray(attrs)) return UNKNOWN_SERVICE;
+  for (const kv of attrs) {
+    if (isObject(kv) && kv.key === ATTR_SERVICE_NAME) {
+      const v = anyValue(kv.value);
+      if (typeof v === 'string' && v.length > 0) return v;
+    }
+  }
+  return UNKNOWN_SERVICE;
+}
+
+/** A span record, or why the span was rejected. */
+function toRecord(s: unknown, service: string): SpanRecord | string {
+  if (!isObject(s)) return 'not an object';
+  const traceId = id(s.traceId, 16);
+  if (traceId === undefined) return 'traceId is not 16 bytes of hex';
+  const spanId = id(s.spanId, 8);
+  if (spanId === undefined) return 'spanId is not 8 bytes of hex';
+  const parent = s.parentSpanId === undefined || s.parentSpanId === '' ? undefined : id(s.parentSpanId, 8);
+  const start = nanosToMs(s.startTimeUnixNano);
+  const end = nanosToMs(s.endTimeUnixNano);
+  if (start === undefined || end === undefined) return 'startTimeUnixNano/endTimeUnixNano is not an unsigned integer';
+  const attributes: Record<string, AttributeValue> = {};
+  const attrs = s.attributes;
+  if (Array.isArray(attrs)) {
+    for (let i = 0; i < attrs.length; i++) {
+      const kv = attrs[i];
+      if (!isObject(kv) || typeof kv.key !== 'string') continue;
+      const v = anyValue(kv.value);
+      if (v !== undefined) attributes[kv.key] = v;
+    }
+  }
+  return {
+    traceId,
+    spanId,
+    parentSpanId: parent,
+    name: typeof s.name === 'string' ? s.name : '',
+    kind: spanKind(s.kind),
+    startTimeUnixMs: start,
+    endTimeUnixMs: end,
+    attributes,
+    service,
+  };
+}
+
+function anyValue(v: unknown): AttributeValue | undefined {
+  if (!isObject(v)) return undefined;
+  if (typeof v.stringValue === 'string') return v.stringValue;
+  if (typeof v.boolValue === 'boolean') return v.boolValue;
+  if (v.intValue !== undefined) {
+    const n = typeof v.intValue === 'number' ? v.intValue : typeof v.intValue === 'string' ? Number(v.intValue) : NaN;
+    return Number.isFinite(n) ? n : undefined;
+  }
+  if (typeof v.doubleValue === 'number') return v.doubleValue;
+  if (typeof v.doubleValue === 'string') return Number(v.doubleValue);
+  return undefined;
+}
+
+/** OTLP/JSON ids are hex; some senders use base64 (the protobuf JSON mapping), accepted too. */
+function id(v: unknown, bytes: number): string | undefined {
+  if (typeof v !== 'string') return undefined;
+  if (v.length === bytes * 2) {
+    const lower = v.toLowerCase();
+    if (HEX.test(lower)) return lower;
+  }
+  if (v.length === Math.ceil(bytes / 3) * 4) {
+    const b = Buffer.from(v, 'base64');
+    if (b.length === bytes) return b.toString('hex');
+  }
+  return undefined;
+}
+
+function nanosToMs(v: unknown): number | undefined {
+  const n = typeof v === 'string' ? Number(v) : typeof v === 'number' ? v : NaN;
+  return n >= 0 ? n / 1e6 : undefined;
+}
+
+function isObject(v: unknown): v is Json {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}

@@ -1,0 +1,305 @@
+import { ATTR_SERVICE_NAME } from '@resumewatch/semconv';
+import type { AttributeValue, SpanKindCode, SpanRecord } from '../core/types.js';
+import { OtlpDecodeError, type DecodeResult } from './errors.js';
+import { readHex, readString } from './strings.js';
+
+/*
+ * A hand-rolled decoder for opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest that reads
+ * only what the detector needs and skips everything else by wire type:
+ *   ExportTraceServiceRequest { repeated ResourceSpans resource_spans = 1; }
+ *   ResourceSpans { Resource resource = 1; repeated ScopeSpans scope_spans = 2; }
+ *   Resource { repeated KeyValue attributes = 1; }
+ *   ScopeSpans { InstrumentationScope scope = 1; repeated Span spans = 2; }
+ *   Span { bytes trace_id = 1; bytes span_id = 2; bytes parent_span_id = 4; string name = 5;
+ *          SpanKind kind = 6; fixed64 start_time_unix_nano = 7; fixed64 end_time_unix_nano = 8;
+ *          repeated KeyValue attributes = 9; }
+ *   KeyValue { string key = 1; AnyValue value = 2; }
+ *   AnyValue { oneof { string string_value = 1; bool bool_value = 2; int64 int_value = 3; double double_value = 4; ... } }
+ */
+
+const UNKNOWN_SERVICE = 'unknown_service';
+const TWO_32 = 4294967296;
+const f64 = new Float64Array(1);
+const f64Bytes = new Uint8Array(f64.buffer);
+
+class Reader {
+  pos = 0;
+  constructor(readonly buf: Uint8Array) {}
+
+  varint(end: number): number {
+    const buf = this.buf;
+    let pos = this.pos;
+    let lo = 0;
+    let shift = 0;
+    let b: number;
+    do {
+      if (pos >= end) throw new OtlpDecodeError(`malformed protobuf: truncated varint at byte ${pos}`);
+      b = buf[pos++]!;
+      if (shift < 28) lo |= (b & 0x7f) << shift;
+      else if (shift === 28) {
+        lo = (lo >>> 0) + (b & 0x0f) * 0x10000000;
+        let hi = (b & 0x70) >>> 4;
+        let hs = 3;
+        while (b & 0x80) {
+          if (pos >= end) throw new OtlpDecodeError(`malformed protobuf: truncated varint at byte ${pos}`);
+          if (hs > 63) throw new OtlpDecodeError(`malformed protobuf: varint too long at byte ${pos}`);
+          b = buf[pos++]!;
+          if (hs < 32) hi |= (b & 0x7f) << hs;
+          hs += 7;
+        }
+        this.pos = pos;
+        hi >>>= 0;
+        // int64 two's complement: a set top bit is a negative number.
+        return hi & 0x80000000 ? -((~hi >>> 0) * TWO_32 + (TWO_32 - lo)) : hi * TWO_32 + lo;
+      }
+      shift += 7;
+    } while (b & 0x80);
+    this.pos = pos;
+    return lo >>> 0;
+  }
+
+  /** Reads a length prefix and returns the end of the field, checked against `end`. */
+  len(end: number): number {
+    const n = this.varint(end);
+    const stop = this.pos + n;
+    if (stop > end) throw new OtlpDecodeError(`malformed protobuf: length ${n} at byte ${this.pos} runs past the end of its message`);
+    return stop;
+  }
+
+  fixed64(end: number): number {
+    const p = this.pos;
+    if (p + 8 > end) throw new OtlpDecodeError(`malformed protobuf: truncated fixed64 at byte ${p}`);
+    const b = this.buf;
+    const lo = (b[p]! | (b[p + 1]! << 8) | (b[p + 2]! << 16) | (b[p + 3]! << 24)) >>> 0;
+    const hi = (b[p + 4]! | (b[p + 5]! << 8) | (b[p + 6]! << 16) | (b[p + 7]! << 24)) >>> 0;
+    this.pos = p + 8;
+    return hi * TWO_32 + lo;
+  }
+
+  double(end: number): number {
+    const p = this.pos;
+    if (p + 8 > end) throw new OtlpDecodeError(`malformed protobuf: truncated double at byte ${p}`);
+    for (let i = 0; i < 8; i++) f64Bytes[i] = this.buf[p + i]!;
+    this.pos = p + 8;
+    return f64[0]!;
+  }
+
+  skip(wireType: number, end: number): void {
+    switch (wireType) {
+      case 0:
+        this.varint(end);
+        return;
+      case 1:
+        if (this.pos + 8 > end) throw new OtlpDecodeError(`malformed protobuf: truncated fixed64 at byte ${this.pos}`);
+        this.pos += 8;
+        return;
+      case 2:
+        this.pos = this.len(end);
+        return;
+      case 5:
+        if (this.pos + 4 > end) throw new OtlpDecodeError(`malformed protobuf: truncated fixed32 at byte ${this.pos}`);
+        this.pos += 4;
+        return;
+      default:
+        throw new OtlpDecodeError(`malformed protobuf: unsupported wire type ${wireType} at byte ${this.pos}`);
+    }
+  }
+}
+
+/** Decodes a binary ExportTraceServiceRequest; throws OtlpDecodeError on a malformed message. */
+export function decodeProtobufRequest(buf: Uint8Array, sink: (s: SpanRecord) => void): DecodeResult {
+  const r = new Reader(buf);
+  const result: DecodeResult = { spans: 0, invalid: 0 };
+  const end = buf.length;
+  while (r.pos < end) {
+    const tag = r.varint(end);
+    if (tag >>> 3 === 1 && (tag & 7) === 2) {
+      const stop = r.len(end);
+      resourceSpans(r, stop, sink, result);
+      r.pos = stop;
+    } else r.skip(tag & 7, end);
+  }
+  return result;
+}
+
+function resourceSpans(r: Reader, end: number, sink: (s: SpanRecord) => void, result: DecodeResult): void {
+  const start = r.pos;
+  let service = UNKNOWN_SERVICE;
+  // The resource may follow its spans on the wire; read it first.
+  while (r.pos < end) {
+    const tag = r.varint(end);
+    if (tag === ((1 << 3) | 2)) {
+      const stop = r.len(end);
+      service = resourceService(r, stop) ?? service;
+      r.pos = stop;
+    } else r.skip(tag & 7, end);
+  }
+  r.pos = start;
+  while (r.pos < end) {
+    const tag = r.varint(end);
+    if (tag === ((2 << 3) | 2)) {
+      const stop = r.len(end);
+      scopeSpans(r, stop, service, sink, result);
+      r.pos = stop;
+    } else r.skip(tag & 7, end);
+  }
+}
+
+function resourceService(r: Reader, end: number): string | undefined {
+  let service: string | undefined;
+  while (r.pos < end) {
+    const tag = r.varint(end);
+    if (tag === ((1 << 3) | 2)) {
+      const stop = r.len(end);
+      const kv = keyValue(r, stop);
+      if (kv !== undefined && kv[0] === ATTR_SERVICE_NAME && typeof kv[1] === 'string' && kv[1].length > 0) service = kv[1];
+      r.pos = stop;
+    } else r.skip(tag & 7, end);
+  }
+  return service;
+}
+
+function scopeSpans(r: Reader, end: number, service: string, sink: (s: SpanRecord) => void, result: DecodeResult): void {
+  while (r.pos < end) {
+    const tag = r.varint(end);
+    if (tag === ((2 << 3) | 2)) {
+      const stop = r.len(end);
+      const s = span(r, stop, service);
+      if (typeof s === 'string') {
+        result.invalid++;
+        result.firstError ??= s;
+      } else {
+        result.spans++;
+        sink(s);
+      }
+      r.pos = stop;
+    } else r.skip(tag & 7, end);
+  }
+}
+
+function span(r: Reader, end: number, service: string): SpanRecord | string {
+  const buf = r.buf;
+  let traceId = '';
+  let spanId = '';
+  let parentSpanId: string | undefined;
+  let name = '';
+  let kind = 0;
+  let start = -1;
+  let stop = -1;
+  const attributes: Record<string, AttributeValue> = {};
+  while (r.pos < end) {
+    const tag = r.varint(end);
+    switch (tag) {
+      case (1 << 3) | 2: {
+        const e = r.len(end);
+        if (e - r.pos !== 16) return `span trace_id is ${e - r.pos} bytes, not 16`;
+        traceId = readHex(buf, r.pos, e);
+        r.pos = e;
+        break;
+      }
+      case (2 << 3) | 2: {
+        const e = r.len(end);
+        if (e - r.pos !== 8) return `span span_id is ${e - r.pos} bytes, not 8`;
+        spanId = readHex(buf, r.pos, e);
+        r.pos = e;
+        break;
+      }
+      case (4 << 3) | 2: {
+        const e = r.len(end);
+        if (e > r.pos) parentSpanId = readHex(buf, r.pos, e);
+        r.pos = e;
+        break;
+      }
+      case (5 << 3) | 2: {
+        const e = r.len(end);
+        name = readString(buf, r.pos, e);
+        r.pos = e;
+        break;
+      }
+      case (6 << 3) | 0:
+        kind = r.varint(end);
+        break;
+      case (7 << 3) | 1:
+        start = r.fixed64(end);
+        break;
+      case (8 << 3) | 1:
+        stop = r.fixed64(end);
+        break;
+      case (9 << 3) | 2: {
+        const e = r.len(end);
+        const kv = keyValue(r, e);
+        if (kv !== undefined) attributes[kv[0]] = kv[1];
+        r.pos = e;
+        break;
+      }
+      default:
+        r.skip(tag & 7, end);
+    }
+  }
+  if (traceId === '') return 'span without trace_id';
+  if (spanId === '') return 'span without span_id';
+  if (start < 0 || stop < 0) return 'span without start or end time';
+  return {
+    traceId,
+    spanId,
+    parentSpanId,
+    name,
+    kind: (kind <= 5 ? kind : 0) as SpanKindCode,
+    startTimeUnixMs: start / 1e6,
+    endTimeUnixMs: stop / 1e6,
+    attributes,
+    service,
+  };
+}
+
+const kvOut: [string, AttributeValue] = ['', ''];
+
+/** Returns a shared tuple (valid until the next call), or undefined for values the detector does not use. */
+function keyValue(r: Reader, end: number): [string, AttributeValue] | undefined {
+  const buf = r.buf;
+  let key = '';
+  let value: AttributeValue | undefined;
+  while (r.pos < end) {
+    const tag = r.varint(end);
+    if (tag === ((1 << 3) | 2)) {
+      const e = r.len(end);
+      key = readString(buf, r.pos, e);
+      r.pos = e;
+    } else if (tag === ((2 << 3) | 2)) {
+      const e = r.len(end);
+      value = anyValue(r, e);
+      r.pos = e;
+    } else r.skip(tag & 7, end);
+  }
+  if (value === undefined || key === '') return undefined;
+  kvOut[0] = key;
+  kvOut[1] = value;
+  return kvOut;
+}
+
+function anyValue(r: Reader, end: number): AttributeValue | undefined {
+  let value: AttributeValue | undefined;
+  while (r.pos < end) {
+    const tag = r.varint(end);
+    switch (tag) {
+      case (1 << 3) | 2: {
+        const e = r.len(end);
+        value = readString(r.buf, r.pos, e);
+        r.pos = e;
+        break;
+      }
+      case (2 << 3) | 0:
+        value = r.varint(end) !== 0;
+        break;
+      case (3 << 3) | 0:
+        value = r.varint(end);
+        break;
+      case (4 << 3) | 1:
+        value = r.double(end);
+        break;
+      default:
+        r.skip(tag & 7, end);
+    }
+  }
+  return value;
+}

@@ -1,0 +1,231 @@
+import { FindingKind, ResumeOutcome, SpanReceivedResult } from '@resumewatch/semconv';
+import { describe, expect, it } from 'vitest';
+import { Detector, type DetectorInit, type Finding, type SpanRecord } from '../src/index.js';
+import { T0, essence, reattach, resume, seedScenario, shuffle, span, terminal, type Req } from './spans.js';
+
+function run(spans: SpanRecord[], init: DetectorInit = {}, end?: number): Finding[] {
+  const findings: Finding[] = [];
+  const d = new Detector({ ...init, onFinding: (f) => findings.push(f) });
+  for (const s of spans) d.ingest(s);
+  if (end !== undefined) d.advance(end);
+  else d.flush();
+  return findings;
+}
+const kinds = (fs: Finding[]) => fs.map((f) => f.kind).sort();
+const r: Req = { session: 'sess-1', request: 7 };
+
+describe('detector core: finding kinds', () => {
+  it('reports the seed pattern: duplicate, resume after terminal, storm, then one signature', () => {
+    const fs = run(seedScenario(r, 4));
+    expect(kinds(fs)).toEqual(
+      [
+        FindingKind.DUPLICATE_TERMINAL,
+        FindingKind.RECONNECT_STORM,
+        FindingKind.RESUME_AFTER_TERMINAL,
+        FindingKind.SIGNATURE,
+      ].sort(),
+    );
+    const sig = fs.find((f) => f.kind === FindingKind.SIGNATURE)!;
+    expect(sig).toMatchObject({
+      service: 'client',
+      session_id: 'sess-1',
+      request_id: '7',
+      duplicates: 4,
+      attempts: 5,
+      ended_by_eviction: true,
+      first_time_unix_ms: T0,
+      last_time_unix_ms: T0 + 5000,
+    });
+    expect(sig.span_ids.length).toBeGreaterThanOrEqual(3);
+    const storm = fs.find((f) => f.kind === FindingKind.RECONNECT_STORM)!;
+    expect(storm.attempts).toBe(3);
+  });
+
+  it('duplicate_terminal needs a second terminal on another stream', () => {
+    expect(run([terminal(r, T0, 'A'), terminal(r, T0 + 1, 'A')])).toEqual([]);
+    const fs = run([terminal(r, T0, 'A'), terminal(r, T0 + 5, 'B')]);
+    expect(fs).toHaveLength(1);
+    expect(fs[0]).toMatchObject({ kind: FindingKind.DUPLICATE_TERMINAL, duplicates: 1, first_time_unix_ms: T0, last_time_unix_ms: T0 + 5 });
+    expect(fs[0]!.span_ids).toHaveLength(2);
+  });
+
+  it('resume_after_terminal by the client attribute, and by correlation when it is absent', () => {
+    const byAttr = run([resume(r, T0, 'B', 'A', { observed: true })]);
+    expect(kinds(byAttr)).toEqual([FindingKind.RESUME_AFTER_TERMINAL]);
+    const byCorrelation = run([terminal(r, T0, 'A'), resume(r, T0 + 100, 'B', 'A')]);
+    expect(kinds(byCorrelation)).toEqual([FindingKind.RESUME_AFTER_TERMINAL]);
+    // The terminal arrives after the resume but precedes it in event time.
+    const late = run([resume(r, T0 + 100, 'B', 'A'), terminal(r, T0, 'A')]);
+    expect(kinds(late)).toEqual([FindingKind.RESUME_AFTER_TERMINAL]);
+    expect(late[0]!.span_ids).toHaveLength(2);
+    // A resume before the terminal is an honest continuation.
+    expect(run([resume(r, T0, 'B', 'A', { observed: false }), terminal(r, T0 + 100, 'B')])).toEqual([]);
+  });
+
+  it('works from server-side resume spans alone', () => {
+    const srv: Req = { ...r, service: 'server' };
+    const spans = [1, 2, 3].map((i) =>
+      resume(srv, T0 + i * 1000, `S${i}`, 'S0', { observed: true, replayedTerminal: true, kind: 2 }),
+    );
+    spans.push(resume(srv, T0 + 4000, 'S4', 'S0', { observed: true, outcome: ResumeOutcome.CURSOR_REJECTED, status: 409, kind: 2 }));
+    const fs = run(spans);
+    expect(kinds(fs)).toEqual(
+      [FindingKind.DUPLICATE_TERMINAL, FindingKind.RECONNECT_STORM, FindingKind.RESUME_AFTER_TERMINAL, FindingKind.SIGNATURE].sort(),
+    );
+    expect(fs.find((f) => f.kind === FindingKind.SIGNATURE)).toMatchObject({ duplicates: 3, attempts: 4, ended_by_eviction: true });
+  });
+
+  it('reconnect_storm: N attempts within W; a reattach and a resume of one GET are one attempt', () => {
+    const pairs = [0, 1].flatMap((i) => [reattach(r, T0 + i * 1000, `G${i}`, 'A'), resume(r, T0 + i * 1000 + 1, `G${i}`, 'A')]);
+    expect(run(pairs)).toEqual([]);
+    const three = [...pairs, reattach(r, T0 + 2000, 'G2', 'A')];
+    const fs = run(three);
+    expect(kinds(fs)).toEqual([FindingKind.RECONNECT_STORM]);
+    expect(fs[0]!.attempts).toBe(3);
+    // Spread wider than W: no storm.
+    expect(run([0, 1, 2].map((i) => reattach(r, T0 + i * 40_000, `W${i}`, 'A')))).toEqual([]);
+    // Configurable threshold and window.
+    expect(kinds(run([0, 1].map((i) => reattach(r, T0 + i * 40_000, `X${i}`, 'A')), { stormThreshold: 2, stormWindowMs: 50_000 }))).toEqual([
+      FindingKind.RECONNECT_STORM,
+    ]);
+  });
+
+  it('a storm ends when W passes quietly: the signature then says it was not evicted', () => {
+    const spans = [terminal(r, T0, 'A'), terminal(r, T0 + 10, 'B', true)];
+    for (let i = 0; i < 4; i++) spans.push(reattach(r, T0 + 1000 + i * 1000, `R${i}`, 'A'));
+    const findings: Finding[] = [];
+    const d = new Detector({ onFinding: (f) => findings.push(f) });
+    for (const s of spans) d.ingest(s);
+    expect(d.stats().activeStorms).toBe(1);
+    d.advance(T0 + 4000 + 59_000);
+    expect(findings.some((f) => f.kind === FindingKind.SIGNATURE)).toBe(false);
+    d.advance(T0 + 4000 + 60_001);
+    expect(d.stats().activeStorms).toBe(0);
+    expect(findings.find((f) => f.kind === FindingKind.SIGNATURE)).toMatchObject({ attempts: 4, ended_by_eviction: false, duplicates: 1 });
+  });
+
+  it('ambiguous_empty_replay and cursor_lost only for requests without a terminal', () => {
+    const empty = resume(r, T0, 'B', 'A', { observed: false, replayed: 0, status: 200 });
+    expect(run([empty])).toMatchObject([{ kind: FindingKind.AMBIGUOUS_EMPTY_REPLAY, status_code: 200, outcome: ResumeOutcome.EMPTY_REPLAY }]);
+    for (const status of [400, 404, 409]) {
+      const fs = run([resume(r, T0, 'B', 'A', { status })]);
+      expect(fs).toMatchObject([{ kind: FindingKind.CURSOR_LOST, status_code: status }]);
+    }
+    // After a terminal, the same answers are the end of a storm, not a lost cursor.
+    expect(kinds(run([terminal(r, T0, 'A'), resume(r, T0 + 5, 'B', 'A', { status: 404 })]))).toEqual([FindingKind.RESUME_AFTER_TERMINAL]);
+    expect(run([resume(r, T0, 'B', 'A', { status: 200, replayed: 3 })])).toEqual([]);
+  });
+
+  it('emits the finding synchronously while ingesting the span that completes it', () => {
+    const seen: Finding[] = [];
+    const d = new Detector({ onFinding: (f) => seen.push(f) });
+    d.ingest(terminal(r, T0, 'A'));
+    expect(seen).toHaveLength(0);
+    d.ingest(terminal(r, T0 + 10, 'B', true));
+    expect(seen.map((f) => f.kind)).toEqual([FindingKind.DUPLICATE_TERMINAL]);
+  });
+});
+
+describe('detector core: messy delivery', () => {
+  it('counts a span delivered twice once', () => {
+    const spans = seedScenario(r, 3);
+    const once = run(spans).map(essence).sort();
+    const d = new Detector();
+    const twice: Finding[] = [];
+    const d2 = new Detector({ onFinding: (f) => twice.push(f) });
+    for (const s of spans) {
+      d2.ingest(s);
+      expect(d2.ingest({ ...s, attributes: { ...s.attributes } })).toBe(SpanReceivedResult.DUPLICATE);
+    }
+    for (const s of spans) d2.ingest(s);
+    d2.flush();
+    expect(twice.map(essence).sort()).toEqual(once);
+    expect(d.stats().spans.accepted).toBe(0);
+    expect(d2.stats().spans.duplicate).toBe(spans.length * 2);
+  });
+
+  it('gives the same findings for any arrival order (permutations)', () => {
+    const other: Req = { session: 'sess-2', request: 'abc', service: 'server' };
+    const spans = [
+      ...seedScenario(r, 4),
+      ...seedScenario({ session: 'sess-3', request: 1 }, 2, T0 + 3000),
+      terminal(other, T0, 'A'),
+      resume(other, T0 + 100, 'B', 'A'),
+      resume({ session: 'sess-4', request: 2 }, T0, 'X', 'W', { observed: false, status: 409 }),
+    ];
+    const reference = run(spans, { settleMs: 60_000 }).map(essence).sort();
+    expect(reference.length).toBeGreaterThanOrEqual(9);
+    const referenceKinds = run(spans).map((f) => JSON.stringify([f.kind, f.service, f.session_id, f.request_id])).sort();
+    for (let seed = 1; seed <= 300; seed++) {
+      const order = shuffle(spans, seed);
+      expect(run(order, { settleMs: 60_000 }).map(essence).sort()).toEqual(reference);
+      // Without a settle delay, which findings exist still does not depend on the order.
+      expect(run(order).map((f) => JSON.stringify([f.kind, f.service, f.session_id, f.request_id])).sort()).toEqual(referenceKinds);
+    }
+  });
+
+  it('a settle delay reports the signature once the window has passed', () => {
+    const findings: Finding[] = [];
+    const d = new Detector({ settleMs: 5000, onFinding: (f) => findings.push(f) });
+    for (const s of seedScenario(r, 3)) d.ingest(s);
+    expect(findings.some((f) => f.kind === FindingKind.SIGNATURE)).toBe(false);
+    d.advance(T0 + 4001 + 5000);
+    expect(findings.filter((f) => f.kind === FindingKind.SIGNATURE)).toHaveLength(1);
+  });
+
+  it('ignores spans that lack what the detection needs, without throwing', () => {
+    const d = new Detector();
+    expect(d.ingest(span('GET', T0, {}))).toBe(SpanReceivedResult.IGNORED);
+    expect(d.ingest(terminal({ session: '', request: 1 }, T0, 'A'))).toBe(SpanReceivedResult.IGNORED);
+    const bad = terminal(r, T0, 'A');
+    expect(d.ingest({ ...bad, spanId: 'xyz' })).toBe(SpanReceivedResult.INVALID);
+    expect(d.ingest({ ...bad, startTimeUnixMs: NaN })).toBe(SpanReceivedResult.INVALID);
+    expect(d.stats().tracked).toBe(0);
+  });
+});
+
+describe('detector core: bounded state', () => {
+  it('caps tracked requests and counts evictions', () => {
+    const d = new Detector({ maxRequests: 100 });
+    for (let i = 0; i < 1000; i++) d.ingest(terminal({ session: `flood-${i}`, request: 1 }, T0 + i, 'A'));
+    expect(d.stats().tracked).toBe(100);
+    expect(d.stats().evictions).toBe(900);
+  });
+
+  it('evicts the least recently touched request', () => {
+    const findings: Finding[] = [];
+    const d = new Detector({ maxRequests: 2, onFinding: (f) => findings.push(f) });
+    d.ingest(terminal({ session: 'keep', request: 1 }, T0, 'A'));
+    d.ingest(terminal({ session: 'old', request: 1 }, T0, 'A'));
+    d.ingest(resume({ session: 'keep', request: 1 }, T0 + 1, 'B', 'A', { observed: false }));
+    d.ingest(terminal({ session: 'new', request: 1 }, T0 + 2, 'A'));
+    // 'keep' survived and still correlates its earlier terminal.
+    expect(findings.map((f) => f.session_id)).toEqual(['keep']);
+    d.ingest(terminal({ session: 'old', request: 1 }, T0 + 3, 'B'));
+    expect(findings).toHaveLength(1);
+  });
+
+  it('releases state after the retention time, reporting an open storm first', () => {
+    const findings: Finding[] = [];
+    const d = new Detector({ retentionMs: 10_000, stormWindowMs: 600_000, onFinding: (f) => findings.push(f) });
+    for (const s of seedScenario(r, 3).slice(0, -2)) d.ingest(s);
+    d.ingest(terminal({ session: 'other', request: 1 }, T0, 'A'));
+    expect(d.stats().tracked).toBe(2);
+    d.advance(T0 + 9_000);
+    expect(d.stats().tracked).toBe(2);
+    d.advance(T0 + 3_100 + 10_001);
+    expect(d.stats()).toMatchObject({ tracked: 0, released: 2, evictions: 0 });
+    expect(findings.find((f) => f.kind === FindingKind.SIGNATURE)).toMatchObject({ attempts: 3, ended_by_eviction: false });
+  });
+
+  it('tick() follows the injected clock', () => {
+    let now = T0;
+    const d = new Detector({ retentionMs: 1000, clock: () => now });
+    d.ingest(terminal(r, T0, 'A'));
+    d.tick();
+    expect(d.stats().tracked).toBe(1);
+    now = T0 + 2000;
+    d.tick();
+    expect(d.stats().tracked).toBe(0);
+  });
+});

@@ -1,0 +1,179 @@
+import {
+  ATTR_HTTP_REQUEST_METHOD,
+  ATTR_HTTP_RESPONSE_STATUS_CODE,
+  ATTR_JSONRPC_REQUEST_ID,
+  ATTR_MCP_METHOD_NAME,
+  ATTR_MCP_REATTACH_ACCEPTED,
+  ATTR_MCP_REATTACH_TRIGGER,
+  ATTR_MCP_REQUEST_TERMINAL_OBSERVED,
+  ATTR_MCP_RESUME_LAST_EVENT_ID,
+  ATTR_MCP_RESUME_OUTCOME,
+  ATTR_MCP_RESUME_REPLAYED_EVENTS,
+  ATTR_MCP_RESUME_REPLAYED_TERMINAL,
+  ATTR_MCP_SESSION_ID,
+  ATTR_MCP_STREAM_ID,
+  ATTR_MCP_STREAM_PREVIOUS_ID,
+  ATTR_MCP_STREAM_RESUMED_FROM_ID,
+  ATTR_MCP_EVENT_ID,
+  ATTR_MCP_TERMINAL_DELIVERY,
+  ATTR_MCP_TERMINAL_DUPLICATE,
+  ATTR_MCP_TERMINAL_OUTCOME,
+  ReattachTrigger,
+  ResumeOutcome,
+  SPAN_REQUEST_TERMINAL,
+  SPAN_SESSION_REATTACH,
+  SPAN_STREAM_RESUME,
+  TerminalDelivery,
+  TerminalOutcome,
+} from '@resumewatch/semconv';
+import type { AttributeValue, Finding, SpanRecord } from '../src/index.js';
+
+let counter = 0;
+export function spanId(): string {
+  counter++;
+  return counter.toString(16).padStart(16, '0');
+}
+export const TRACE = 'abcdef0123456789abcdef0123456789';
+export const T0 = 1_700_000_000_000;
+
+export function span(
+  name: string,
+  t: number,
+  attributes: Record<string, AttributeValue>,
+  opts: { service?: string; kind?: SpanRecord['kind']; trace?: string } = {},
+): SpanRecord {
+  return {
+    traceId: opts.trace ?? TRACE,
+    spanId: spanId(),
+    name,
+    kind: opts.kind ?? 3,
+    startTimeUnixMs: t,
+    endTimeUnixMs: t + 5,
+    attributes,
+    service: opts.service ?? 'client',
+  };
+}
+
+export interface Req {
+  session: string;
+  request: string | number;
+  service?: string;
+}
+
+export function terminal(r: Req, t: number, stream: string, duplicate = false): SpanRecord {
+  return span(
+    SPAN_REQUEST_TERMINAL,
+    t,
+    {
+      [ATTR_MCP_SESSION_ID]: r.session,
+      [ATTR_JSONRPC_REQUEST_ID]: r.request,
+      [ATTR_MCP_METHOD_NAME]: 'tools/call',
+      [ATTR_MCP_STREAM_ID]: stream,
+      [ATTR_MCP_EVENT_ID]: `${stream}-ev`,
+      [ATTR_MCP_TERMINAL_OUTCOME]: TerminalOutcome.RESULT,
+      [ATTR_MCP_TERMINAL_DUPLICATE]: duplicate,
+      [ATTR_MCP_TERMINAL_DELIVERY]: duplicate ? TerminalDelivery.REPLAY : TerminalDelivery.LIVE,
+    },
+    { kind: 1, service: r.service },
+  );
+}
+
+export function reattach(r: Req, t: number, stream: string, previous: string, status = 200): SpanRecord {
+  return span(
+    SPAN_SESSION_REATTACH,
+    t,
+    {
+      [ATTR_MCP_SESSION_ID]: r.session,
+      [ATTR_JSONRPC_REQUEST_ID]: r.request,
+      [ATTR_MCP_REATTACH_TRIGGER]: ReattachTrigger.STREAM_CLOSED,
+      [ATTR_MCP_STREAM_PREVIOUS_ID]: previous,
+      [ATTR_MCP_STREAM_ID]: stream,
+      [ATTR_HTTP_REQUEST_METHOD]: 'GET',
+      [ATTR_HTTP_RESPONSE_STATUS_CODE]: status,
+      [ATTR_MCP_REATTACH_ACCEPTED]: status >= 200 && status < 300,
+    },
+    { service: r.service },
+  );
+}
+
+export interface ResumeOpts {
+  observed?: boolean;
+  outcome?: ResumeOutcome;
+  status?: number;
+  replayed?: number;
+  replayedTerminal?: boolean;
+  kind?: SpanRecord['kind'];
+}
+
+export function resume(r: Req, t: number, stream: string, from: string, o: ResumeOpts = {}): SpanRecord {
+  const attrs: Record<string, AttributeValue> = {
+    [ATTR_MCP_SESSION_ID]: r.session,
+    [ATTR_JSONRPC_REQUEST_ID]: r.request,
+    [ATTR_MCP_STREAM_ID]: stream,
+    [ATTR_MCP_STREAM_RESUMED_FROM_ID]: from,
+    [ATTR_MCP_RESUME_LAST_EVENT_ID]: `${from}-ev`,
+    [ATTR_HTTP_RESPONSE_STATUS_CODE]: o.status ?? 200,
+    [ATTR_MCP_RESUME_REPLAYED_EVENTS]: o.replayed ?? 1,
+    [ATTR_MCP_RESUME_REPLAYED_TERMINAL]: o.replayedTerminal ?? false,
+  };
+  if (o.observed !== undefined) attrs[ATTR_MCP_REQUEST_TERMINAL_OBSERVED] = o.observed;
+  if (o.outcome !== undefined) attrs[ATTR_MCP_RESUME_OUTCOME] = o.outcome;
+  return span(SPAN_STREAM_RESUME, t, attrs, { service: r.service, kind: o.kind ?? 3 });
+}
+
+/**
+ * The seed failure as a client records it: the live terminal on stream A, then `loops` reattach+resume
+ * pairs that each replay the terminal on a new stream, then an empty replay once the cursor is evicted.
+ */
+export function seedScenario(r: Req, loops = 4, start = T0): SpanRecord[] {
+  const out: SpanRecord[] = [terminal(r, start, 'A')];
+  let prev = 'A';
+  for (let i = 1; i <= loops; i++) {
+    const t = start + i * 1000;
+    const s = `B${i}`;
+    out.push(reattach(r, t, s, prev));
+    out.push(
+      resume(r, t + 1, s, prev, {
+        observed: true,
+        outcome: ResumeOutcome.CONTINUATION,
+        replayed: 1,
+        replayedTerminal: true,
+      }),
+    );
+    out.push(terminal(r, t + 10, s, true));
+    prev = s;
+  }
+  const t = start + (loops + 1) * 1000;
+  out.push(reattach(r, t, 'END', prev));
+  out.push(resume(r, t + 1, 'END', prev, { observed: true, outcome: ResumeOutcome.EMPTY_REPLAY, replayed: 0 }));
+  return out;
+}
+
+export function shuffle<T>(items: T[], seed: number): T[] {
+  const a = items.slice();
+  let x = seed >>> 0 || 1;
+  for (let i = a.length - 1; i > 0; i--) {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    const j = (x >>> 0) % (i + 1);
+    [a[i], a[j]] = [a[j]!, a[i]!];
+  }
+  return a;
+}
+
+/** The parts of a finding that do not depend on which piece of evidence arrived last. */
+export function essence(f: Finding): string {
+  return JSON.stringify([
+    f.kind,
+    f.service,
+    f.session_id,
+    f.request_id,
+    f.trace_id,
+    f.duplicates,
+    f.attempts,
+    f.ended_by_eviction,
+    f.outcome,
+    f.status_code,
+  ]);
+}
