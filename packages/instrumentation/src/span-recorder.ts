@@ -121,7 +121,7 @@ export class SpanRecorder implements WireListener {
     return { openRequests: this.openRequests, openResumes: this.windows.size, pendingHttp: this.pending.size };
   }
 
-  /** The contract's `mcp.stream.id` of a stream seen by this recorder's observer. */
+  /** The contract stream id (ATTR_MCP_STREAM_ID) of a stream seen by this recorder's observer. */
   streamId(stream: StreamRecord): string {
     return `${this.prefix}-${stream.id}`;
   }

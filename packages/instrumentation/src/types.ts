@@ -13,7 +13,7 @@ export interface InstrumentFetchOptions {
   replayWindowMs?: number;
   /**
    * Longest a request span (and a reattach or resume span waiting for response headers) stays open.
-   * A request without a terminal event by then ends with `error.type` `timeout`. Default 300000 ms.
+   * A request without a terminal event by then ends with error type `timeout`. Default 300000 ms.
    */
   requestTimeoutMs?: number;
   /** Caps and retention of the wire observer's session, request and stream state. */
