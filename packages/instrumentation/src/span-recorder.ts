@@ -52,6 +52,8 @@ import { ErrorType, ServerAttributes, errorType, isToolError, nowMs, outcomeOfSt
 import type { RecorderStats, TracerSource } from './types.js';
 
 const EXECUTE_TOOL = 'execute_tool';
+/** Event ids remembered per request-carrying stream, to place a cursor taken before a stream's last event. */
+const EVENT_IDS_PER_STREAM = 16;
 
 export interface SpanRecorderOptions {
   tracer: TracerSource;
@@ -78,6 +80,8 @@ interface Attempt {
   readonly req: WireRequest;
   readonly active: Context;
   readonly startTime: number;
+  /** The stream the cursor was taken from. */
+  readonly from: StreamRecord | undefined;
   /** The request the cursor (or the POST) concerns: from the observer, or from the first replayed terminal. */
   concerned: RequestRecord | undefined;
   terminalObserved: boolean;
@@ -105,6 +109,8 @@ export class SpanRecorder implements WireListener {
   private readonly requests = new WeakMap<RequestRecord, RequestState>();
   private readonly pending = new Map<WireRequest, Attempt>();
   private readonly windows = new Map<StreamRecord, Attempt>();
+  /** Recent event ids of streams that carry requests (released with the observer's stream records). */
+  private readonly eventIds = new WeakMap<StreamRecord, string[]>();
   /** What the guard did to an event or a request, told by the guard before this listener's hook runs. */
   private readonly guardActions = new WeakMap<WireEvent | WireRequest, GuardAction>();
   private readonly server = new ServerAttributes();
@@ -165,6 +171,7 @@ export class SpanRecorder implements WireListener {
   onEvent(event: WireEvent): void {
     try {
       const terminals = event.terminals;
+      if (event.eventId !== undefined && event.stream.requests.length > 0) this.rememberEventId(event.stream, event.eventId);
       if (this.windows.size > 0 && event.messages.length > 0) {
         const attempt = this.windows.get(event.stream);
         if (attempt) {
@@ -247,13 +254,38 @@ export class SpanRecorder implements WireListener {
     }
   }
 
+  private rememberEventId(stream: StreamRecord, id: string): void {
+    const ids = this.eventIds.get(stream);
+    if (!ids) this.eventIds.set(stream, [id]);
+    else if (ids.push(id) > EVENT_IDS_PER_STREAM) ids.shift();
+  }
+
+  /**
+   * The stream a cursor came from when the observer matched it to no stream's last event: a client
+   * that does not advance its cursor on terminal events sends an id from before the stream's end.
+   */
+  private placeCursor(req: WireRequest): StreamRecord | undefined {
+    const resume = req.resume;
+    if (!resume) return undefined;
+    if (resume.from || !req.session) return resume.from;
+    const streams = req.session.streams;
+    for (let i = streams.length - 1; i >= 0; i--) {
+      const stream = streams[i]!;
+      if (this.eventIds.get(stream)?.includes(resume.lastEventId)) return stream;
+    }
+    return undefined;
+  }
+
   private startAttempt(req: WireRequest, active: Context): void {
+    const from = this.placeCursor(req);
+    const requests = from === req.resume?.from ? req.resume?.requests : from?.requests;
     const attempt: Attempt = {
       req,
       active,
       startTime: nowMs(),
-      concerned: req.resume ? req.resume.requests[0] : req.requests[0],
-      terminalObserved: req.resume?.terminalObserved ?? false,
+      from,
+      concerned: req.resume ? requests?.[0] : req.requests[0],
+      terminalObserved: req.resume ? (requests?.some((r) => r.terminalCount > 0) ?? false) : false,
       responseTime: undefined,
       status: undefined,
       streamId: undefined,
@@ -347,7 +379,7 @@ export class SpanRecorder implements WireListener {
         [ATTR_MCP_RESUME_REPLAYED_EVENTS]: attempt.events,
         [ATTR_MCP_RESUME_REPLAYED_TERMINAL]: attempt.replayedTerminal,
       };
-      if (req.resume.from) attributes[ATTR_MCP_STREAM_RESUMED_FROM_ID] = this.streamId(req.resume.from);
+      if (attempt.from) attributes[ATTR_MCP_STREAM_RESUMED_FROM_ID] = this.streamId(attempt.from);
       const span = tracer.startSpan(SPAN_STREAM_RESUME, { kind: SpanKind.CLIENT, attributes, startTime: attempt.startTime }, parent);
       if (error !== undefined) setError(span, error);
       span.end(endTime);
