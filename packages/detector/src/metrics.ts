@@ -26,7 +26,6 @@ import type { DetectorEvents, DetectorStats, Finding } from './core/types.js';
 
 const OTHER_SERVICE = 'other';
 type Metric = Counter<string> | Gauge<string> | Histogram<string>;
-type Labels = Record<string, string>;
 
 /**
  * The contract's metrics, in a Prometheus-format registry and an OpenMetrics one (prom-client fixes the
@@ -37,8 +36,10 @@ export class DetectorMetrics implements DetectorEvents {
   readonly prometheus = new Registry();
   readonly openMetrics = new Registry<OpenMetricsContentType>();
   private readonly sets: Record<string, Metric>[] = [];
-  private readonly services = new Map<string, string>();
-  private readonly counts = new Map<string, Map<string, { labels: Labels; value: number }>>();
+  /** Plain counts per bounded service label, keyed by the raw service name while it has a label of its own. */
+  private readonly services = new Map<string, ServiceCounts>();
+  private readonly labels = new Map<string, ServiceCounts>();
+  private readonly spanResults = new Map<SpanReceivedResult, number>();
   private stats: DetectorStats | undefined;
 
   constructor(
@@ -58,44 +59,50 @@ export class DetectorMetrics implements DetectorEvents {
 
   /** The `service` label value: the service itself while fewer than maxServices are known, else `other`. */
   service(name: string): string {
+    return this.countsFor(name).label;
+  }
+
+  private countsFor(name: string): ServiceCounts {
     const known = this.services.get(name);
     if (known !== undefined) return known;
-    if (this.services.size >= this.maxServices) return OTHER_SERVICE;
-    this.services.set(name, name);
-    return name;
+    const label = this.labels.size >= this.maxServices ? OTHER_SERVICE : name;
+    let counts = this.labels.get(label);
+    if (counts === undefined) this.labels.set(label, (counts = new ServiceCounts(label)));
+    if (label !== OTHER_SERVICE || name === OTHER_SERVICE) this.services.set(name, counts);
+    return counts;
   }
 
   span(result: SpanReceivedResult): void {
-    this.add(METRIC_SPANS_RECEIVED_TOTAL, result, { [LABEL_RESULT]: result });
+    this.spans(result, 1);
   }
 
   spans(result: SpanReceivedResult, n: number): void {
-    this.add(METRIC_SPANS_RECEIVED_TOTAL, result, { [LABEL_RESULT]: result }, n);
+    this.spanResults.set(result, (this.spanResults.get(result) ?? 0) + n);
   }
 
   terminal(service: string, duplicate: boolean): void {
-    const s = this.service(service);
-    this.add(METRIC_TERMINAL_EVENTS_TOTAL, s + '|' + duplicate, { [LABEL_SERVICE]: s, [LABEL_DUPLICATE]: String(duplicate) });
+    const c = this.countsFor(service);
+    if (duplicate) c.terminalDuplicate++;
+    else c.terminalFirst++;
   }
 
   resume(service: string, outcome: ResumeOutcome): void {
-    const s = this.service(service);
-    this.add(METRIC_RESUME_ATTEMPTS_TOTAL, s + '|' + outcome, { [LABEL_SERVICE]: s, [LABEL_OUTCOME]: outcome });
+    const r = this.countsFor(service).resumes;
+    r.set(outcome, (r.get(outcome) ?? 0) + 1);
   }
 
   reattach(service: string, accepted: boolean): void {
-    const s = this.service(service);
-    this.add(METRIC_SESSION_REATTACH_TOTAL, s + '|' + accepted, { [LABEL_SERVICE]: s, [LABEL_ACCEPTED]: String(accepted) });
+    const c = this.countsFor(service);
+    if (accepted) c.reattachAccepted++;
+    else c.reattachRefused++;
   }
 
   stormStarted(service: string): void {
-    const s = this.service(service);
-    this.add(METRIC_RECONNECT_STORMS_ACTIVE, s, { [LABEL_SERVICE]: s }, 1);
+    this.countsFor(service).stormsActive++;
   }
 
   stormEnded(service: string): void {
-    const s = this.service(service);
-    this.add(METRIC_RECONNECT_STORMS_ACTIVE, s, { [LABEL_SERVICE]: s }, -1);
+    this.countsFor(service).stormsActive--;
   }
 
   stormFinalized(service: string, attempts: number): void {
@@ -122,24 +129,25 @@ export class DetectorMetrics implements DetectorEvents {
     return { contentType: this.prometheus.contentType, body: await this.prometheus.metrics() };
   }
 
-  private add(metric: string, key: string, labels: Labels, n = 1): void {
-    let byKey = this.counts.get(metric);
-    if (byKey === undefined) this.counts.set(metric, (byKey = new Map()));
-    const entry = byKey.get(key);
-    if (entry !== undefined) entry.value += n;
-    else byKey.set(key, { labels, value: n });
-  }
-
   private sync(): void {
     this.stats = this.statsSource?.();
     for (const set of this.sets) {
-      for (const [name, byKey] of this.counts) {
-        const m = set[name]!;
-        m.reset();
-        for (const { labels, value } of byKey.values()) {
-          if (m instanceof Gauge) m.set(labels, value);
-          else (m as Counter<string>).inc(labels, value);
-        }
+      const spans = set[METRIC_SPANS_RECEIVED_TOTAL] as Counter<string>;
+      const terminals = set[METRIC_TERMINAL_EVENTS_TOTAL] as Counter<string>;
+      const resumes = set[METRIC_RESUME_ATTEMPTS_TOTAL] as Counter<string>;
+      const reattaches = set[METRIC_SESSION_REATTACH_TOTAL] as Counter<string>;
+      const storms = set[METRIC_RECONNECT_STORMS_ACTIVE] as Gauge<string>;
+      for (const m of [spans, terminals, resumes, reattaches]) m.reset();
+      storms.reset();
+      for (const [result, n] of this.spanResults) spans.inc({ [LABEL_RESULT]: result }, n);
+      for (const c of this.labels.values()) {
+        const service = { [LABEL_SERVICE]: c.label };
+        if (c.terminalFirst) terminals.inc({ ...service, [LABEL_DUPLICATE]: 'false' }, c.terminalFirst);
+        if (c.terminalDuplicate) terminals.inc({ ...service, [LABEL_DUPLICATE]: 'true' }, c.terminalDuplicate);
+        for (const [outcome, n] of c.resumes) resumes.inc({ ...service, [LABEL_OUTCOME]: outcome }, n);
+        if (c.reattachAccepted) reattaches.inc({ ...service, [LABEL_ACCEPTED]: 'true' }, c.reattachAccepted);
+        if (c.reattachRefused) reattaches.inc({ ...service, [LABEL_ACCEPTED]: 'false' }, c.reattachRefused);
+        storms.set(service, c.stormsActive);
       }
       if (this.stats) {
         (set[METRIC_TRACKED_REQUESTS] as Gauge<string>).set(this.stats.tracked);
@@ -149,6 +157,16 @@ export class DetectorMetrics implements DetectorEvents {
       }
     }
   }
+}
+
+class ServiceCounts {
+  terminalFirst = 0;
+  terminalDuplicate = 0;
+  reattachAccepted = 0;
+  reattachRefused = 0;
+  stormsActive = 0;
+  readonly resumes = new Map<ResumeOutcome, number>();
+  constructor(readonly label: string) {}
 }
 
 function create(d: MetricDescriptor, registry: Registry<RegistryContentType>, openMetrics: boolean, collect?: () => void): Metric {

@@ -14,7 +14,7 @@ import {
   SPAN_STREAM_RESUME,
   SpanReceivedResult,
 } from '@resumewatch/semconv';
-import { FifoSet } from './fifo-set.js';
+import { IdSet } from './id-set.js';
 import { hash32, hexWord, wordHex } from './ids.js';
 import { DEFAULT_DETECTOR_OPTIONS, type DetectorInit, type DetectorOptions } from './options.js';
 import { isCursorLoss, resumeOutcome, statusOf } from './outcome.js';
@@ -37,8 +37,9 @@ const F_LOST = 128;
 const F_STORMED = 256;
 const F_STORM_EVICTED = 512;
 
-const SEP = '\u0000';
 const NONE = -1;
+const MAX_SERVICES = 4096;
+const OVERFLOW_SERVICE = 'other';
 
 /**
  * The detection core: spans in, findings out, one span at a time and without I/O.
@@ -48,8 +49,10 @@ const NONE = -1;
 export class Detector {
   readonly options: DetectorOptions;
   private readonly table: RequestTable;
-  private readonly spanIds: FifoSet;
-  private readonly attemptStreams: FifoSet;
+  private readonly spanIds: IdSet;
+  private readonly attemptStreams: IdSet;
+  private readonly serviceIndex = new Map<string, number>();
+  private readonly serviceNames: string[] = [];
   private readonly openStorms = new Set<number>();
   private readonly onFinding: ((f: Finding) => void) | undefined;
   private readonly events: DetectorEvents | undefined;
@@ -57,12 +60,10 @@ export class Detector {
   private now = -Infinity;
   private evictions = 0;
   private released = 0;
-  private readonly spanCounts: Record<SpanReceivedResult, number> = {
-    [SpanReceivedResult.ACCEPTED]: 0,
-    [SpanReceivedResult.DUPLICATE]: 0,
-    [SpanReceivedResult.INVALID]: 0,
-    [SpanReceivedResult.IGNORED]: 0,
-  };
+  private accepted = 0;
+  private duplicate = 0;
+  private invalid = 0;
+  private ignored = 0;
 
   constructor(init: DetectorInit = {}) {
     const o: DetectorOptions = { ...DEFAULT_DETECTOR_OPTIONS };
@@ -73,8 +74,8 @@ export class Detector {
     if (!(o.stormThreshold >= 1)) throw new RangeError('stormThreshold must be at least 1');
     this.options = o;
     this.table = new RequestTable(Math.max(1, o.maxRequests), Math.floor(o.stormThreshold));
-    this.spanIds = new FifoSet(o.dedupeCapacity);
-    this.attemptStreams = new FifoSet(o.dedupeCapacity);
+    this.spanIds = new IdSet(o.dedupeCapacity);
+    this.attemptStreams = new IdSet(o.dedupeCapacity);
     this.onFinding = init.onFinding;
     this.events = init.events;
     this.clock = init.clock ?? Date.now;
@@ -103,7 +104,7 @@ export class Detector {
     if (typeof session !== 'string' || session.length === 0 || (!hasReq && type !== REATTACH)) {
       return this.count(SpanReceivedResult.IGNORED);
     }
-    if (!this.spanIds.add(s.spanId)) return this.count(SpanReceivedResult.DUPLICATE);
+    if (!this.spanIds.add(hexWord(s.spanId, 0), hexWord(s.spanId, 8))) return this.count(SpanReceivedResult.DUPLICATE);
     const service = s.service || 'unknown';
     let reattachEvicts = false;
     if (type === REATTACH) {
@@ -113,7 +114,7 @@ export class Detector {
       if (!hasReq) return this.count(SpanReceivedResult.ACCEPTED);
       reattachEvicts = status === 400 || status === 404 || status === 409;
     }
-    const slot = this.slotFor(service + SEP + session + SEP + String(req));
+    const slot = this.slotFor(this.serviceId(service), session, typeof req === 'string' ? req : String(req));
     const T = this.table;
     const seen = s.endTimeUnixMs > this.now ? s.endTimeUnixMs : this.now;
     if (!(T.seen[slot]! >= seen)) T.seen[slot] = seen;
@@ -157,7 +158,12 @@ export class Detector {
       evictions: this.evictions,
       released: this.released,
       activeStorms: this.activeStorms(),
-      spans: { ...this.spanCounts },
+      spans: {
+        [SpanReceivedResult.ACCEPTED]: this.accepted,
+        [SpanReceivedResult.DUPLICATE]: this.duplicate,
+        [SpanReceivedResult.INVALID]: this.invalid,
+        [SpanReceivedResult.IGNORED]: this.ignored,
+      },
     };
   }
 
@@ -168,20 +174,35 @@ export class Detector {
   }
 
   private count(r: SpanReceivedResult): SpanReceivedResult {
-    this.spanCounts[r]++;
+    if (r === SpanReceivedResult.ACCEPTED) this.accepted++;
+    else if (r === SpanReceivedResult.DUPLICATE) this.duplicate++;
+    else if (r === SpanReceivedResult.INVALID) this.invalid++;
+    else this.ignored++;
     this.events?.span(r);
     return r;
   }
 
-  private slotFor(key: string): number {
+  private slotFor(service: number, session: string, request: string): number {
     const T = this.table;
-    const found = T.index.get(key);
-    if (found !== undefined) return found;
+    const h = RequestTable.hash(service, session, request);
+    const found = T.find(h, service, session, request);
+    if (found !== NONE) return found;
     if (T.size >= T.maxRequests) {
       this.releaseSlot(T.head);
       this.evictions++;
     }
-    return T.create(key);
+    return T.create(h, service, session, request);
+  }
+
+  /** Services are interned to a small number; past MAX_SERVICES they share one overflow entry. */
+  private serviceId(name: string): number {
+    let id = this.serviceIndex.get(name);
+    if (id !== undefined) return id;
+    if (this.serviceNames.length >= MAX_SERVICES) return this.serviceId(OVERFLOW_SERVICE);
+    id = this.serviceNames.length;
+    this.serviceNames.push(name);
+    this.serviceIndex.set(name, id);
+    return id;
   }
 
   private releaseSlot(slot: number): void {
@@ -300,7 +321,7 @@ export class Detector {
     let h: number;
     if (typeof stream === 'string' && stream.length > 0) {
       h = hash32(stream);
-      if (!this.attemptStreams.add(T.keys[slot]! + '\u0001' + stream)) {
+      if (!this.attemptStreams.add(h, Math.imul(T.hashes[slot]!, 0x9e3779b1) ^ T.serial[slot]!)) {
         if (evicts && T.epAttempts[slot]! > 0 && h === T.epLastStream[slot]) this.markEvicting(slot);
         return;
       }
@@ -425,8 +446,7 @@ export class Detector {
   }
 
   private serviceOf(slot: number): string {
-    const key = this.table.keys[slot]!;
-    return key.substring(0, key.indexOf(SEP));
+    return this.serviceNames[this.table.svc[slot]!]!;
   }
 
   private emit(
@@ -439,14 +459,11 @@ export class Detector {
     extra?: Partial<Finding>,
   ): void {
     if (!this.onFinding) return;
-    const key = this.table.keys[slot]!;
-    const i = key.indexOf(SEP);
-    const j = key.indexOf(SEP, i + 1);
     const finding: Finding = {
       kind,
-      service: key.substring(0, i),
-      session_id: key.substring(i + 1, j),
-      request_id: key.substring(j + 1),
+      service: this.serviceOf(slot),
+      session_id: this.table.sessions[slot]!,
+      request_id: this.table.requests[slot]!,
       trace_id: traceId,
       first_time_unix_ms: first,
       last_time_unix_ms: last,

@@ -1,17 +1,18 @@
-/** FNV-1a over UTF-16 code units: a 32-bit identity for stream ids, compared only within one request. */
-export function hash32(s: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < s.length; i++) {
-    h ^= s.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
+/** FNV-1a over UTF-16 code units, continuing from `h`. */
+export function hash32(s: string, h = 0x811c9dc5): number {
+  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 0x01000193);
   return h >>> 0;
 }
 
-/** Parses 8 hex digits at `at`; 0 when they are not hex. */
+/** Parses 8 hex digits at `at` without allocating; invalid digits read as 0. */
 export function hexWord(s: string, at: number): number {
-  const v = parseInt(s.substring(at, at + 8), 16);
-  return v === v ? v >>> 0 : 0;
+  let v = 0;
+  for (let i = at; i < at + 8; i++) {
+    const c = s.charCodeAt(i);
+    const d = c >= 48 && c <= 57 ? c - 48 : c >= 97 && c <= 102 ? c - 87 : c >= 65 && c <= 70 ? c - 55 : 0;
+    v = (v << 4) | d;
+  }
+  return v >>> 0;
 }
 
 export function wordHex(v: number): string {

@@ -1,14 +1,27 @@
+import { hash32 } from './ids.js';
+
 /**
- * Per-request state as columns of typed arrays indexed by a slot number, so that a tracked
- * request costs one Map entry, one key string and a fixed number of bytes (no object per request).
- * Slots are kept in least-recently-touched order by an intrusive doubly linked list.
+ * Per-request state as columns of typed arrays indexed by a slot number, so that a tracked request
+ * costs a fixed number of bytes plus references to its session and request id strings: no object,
+ * no Map entry and no composite key string per request. Lookup is an open-addressing hash index
+ * over (service, session, request); slots are kept in least-recently-touched order by an intrusive
+ * doubly linked list.
  */
 const NONE = -1;
 const MIN_CAPACITY = 1024;
 
 export class RequestTable {
-  readonly index = new Map<string, number>();
-  keys: (string | undefined)[] = [];
+  sessions: (string | undefined)[] = [];
+  requests: (string | undefined)[] = [];
+  /** Index into `serviceNames`. */
+  svc = new Uint32Array(0);
+  hashes = new Uint32Array(0);
+  /** Incarnation of the slot: a request evicted and seen again does not inherit what the old one saw. */
+  serial = new Uint32Array(0);
+  private serials = 0;
+  /** slot + 1, or 0 for an empty bucket. */
+  private buckets = new Int32Array(0);
+  private bucketMask = 0;
   capacity = 0;
   private freeList: number[] = [];
   private used = 0;
@@ -55,29 +68,79 @@ export class RequestTable {
     return this.used;
   }
 
-  /** Returns a fresh slot for `key`; the caller has made room if the table was full. */
-  create(key: string): number {
+  static hash(service: number, session: string, request: string): number {
+    return hash32(request, hash32(session, Math.imul(service + 1, 0x9e3779b1)));
+  }
+
+  /** The slot of (service, session, request) whose hash is `h`, or -1. */
+  find(h: number, service: number, session: string, request: string): number {
+    if (this.used === 0) return NONE;
+    const buckets = this.buckets;
+    for (let i = h & this.bucketMask; ; i = (i + 1) & this.bucketMask) {
+      const b = buckets[i]!;
+      if (b === 0) return NONE;
+      const slot = b - 1;
+      if (this.hashes[slot] === h && this.svc[slot] === service && this.requests[slot] === request && this.sessions[slot] === session) {
+        return slot;
+      }
+    }
+  }
+
+  /** Returns a fresh slot; the caller has made room if the table was full. */
+  create(h: number, service: number, session: string, request: string): number {
     let slot = this.freeList.pop();
     if (slot === undefined) {
       slot = this.used;
       if (slot >= this.capacity) this.grow();
     }
     this.used++;
-    this.index.set(key, slot);
-    this.keys[slot] = key;
+    this.sessions[slot] = session;
+    this.requests[slot] = request;
+    this.svc[slot] = service;
+    this.hashes[slot] = h;
+    this.serial[slot] = ++this.serials;
+    this.insertBucket(slot);
     this.reset(slot);
     this.linkTail(slot);
     return slot;
   }
 
   release(slot: number): void {
-    const key = this.keys[slot];
-    if (key === undefined) return;
-    this.index.delete(key);
-    this.keys[slot] = undefined;
+    if (this.sessions[slot] === undefined) return;
+    this.removeBucket(slot);
+    this.sessions[slot] = undefined;
+    this.requests[slot] = undefined;
     this.unlink(slot);
     this.freeList.push(slot);
     this.used--;
+  }
+
+  private insertBucket(slot: number): void {
+    let i = this.hashes[slot]! & this.bucketMask;
+    while (this.buckets[i] !== 0) i = (i + 1) & this.bucketMask;
+    this.buckets[i] = slot + 1;
+  }
+
+  /** Linear-probing deletion by backward shift, so that no tombstones accumulate. */
+  private removeBucket(slot: number): void {
+    const b = this.buckets;
+    const mask = this.bucketMask;
+    let i = this.hashes[slot]! & mask;
+    while (b[i] !== slot + 1) i = (i + 1) & mask;
+    let j = i;
+    for (;;) {
+      j = (j + 1) & mask;
+      const e = b[j]!;
+      if (e === 0) break;
+      const home = this.hashes[e - 1]! & mask;
+      // Move e back into the hole unless its home lies cyclically in (i, j].
+      const inRange = i <= j ? home > i && home <= j : home > i || home <= j;
+      if (!inRange) {
+        b[i] = e;
+        i = j;
+      }
+    }
+    b[i] = 0;
   }
 
   touch(slot: number): void {
@@ -93,7 +156,7 @@ export class RequestTable {
     this.epFirst[s] = NaN;
     this.epLast[s] = NaN;
     this.stEnd[s] = NaN;
-    this.ring.fill(NaN, s * this.ringSize, (s + 1) * this.ringSize);
+    for (let i = s * this.ringSize, end = i + this.ringSize; i < end; i++) this.ring[i] = NaN;
     this.flags[s] = 0;
     this.termStream[s] = 0;
     this.epLastStream[s] = 0;
@@ -103,12 +166,14 @@ export class RequestTable {
     this.replayDups[s] = 0;
     this.epAttempts[s] = 0;
     this.stAttempts[s] = 0;
-    this.termSpan.fill(0, s * 2, s * 2 + 2);
-    this.resSpan.fill(0, s * 2, s * 2 + 2);
-    this.epFirstSpan.fill(0, s * 2, s * 2 + 2);
-    this.epLastSpan.fill(0, s * 2, s * 2 + 2);
-    this.dupSpan.fill(0, s * 2, s * 2 + 2);
-    this.epLastTrace.fill(0, s * 4, s * 4 + 4);
+    const s2 = s * 2;
+    this.termSpan[s2] = this.termSpan[s2 + 1] = 0;
+    this.resSpan[s2] = this.resSpan[s2 + 1] = 0;
+    this.epFirstSpan[s2] = this.epFirstSpan[s2 + 1] = 0;
+    this.epLastSpan[s2] = this.epLastSpan[s2 + 1] = 0;
+    this.dupSpan[s2] = this.dupSpan[s2 + 1] = 0;
+    const s4 = s * 4;
+    this.epLastTrace[s4] = this.epLastTrace[s4 + 1] = this.epLastTrace[s4 + 2] = this.epLastTrace[s4 + 3] = 0;
   }
 
   private linkTail(s: number): void {
@@ -155,7 +220,15 @@ export class RequestTable {
     this.epLastSpan = growU(this.epLastSpan, cap * 2);
     this.dupSpan = growU(this.dupSpan, cap * 2);
     this.epLastTrace = growU(this.epLastTrace, cap * 4);
+    this.svc = growU(this.svc, cap);
+    this.hashes = growU(this.hashes, cap);
+    this.serial = growU(this.serial, cap);
     this.capacity = cap;
+    let buckets = 4;
+    while (buckets < cap * 2) buckets *= 2;
+    this.buckets = new Int32Array(buckets);
+    this.bucketMask = buckets - 1;
+    for (let slot = 0; slot < this.sessions.length; slot++) if (this.sessions[slot] !== undefined) this.insertBucket(slot);
   }
 }
 

@@ -3,7 +3,6 @@ import type { AttributeValue, SpanRecord } from '../core/types.js';
 import { OtlpDecodeError, type DecodeResult } from './errors.js';
 import { spanKind } from './kind.js';
 
-const HEX = /^[0-9a-f]*$/;
 const UNKNOWN_SERVICE = 'unknown_service';
 
 type Json = Record<string, unknown>;
@@ -117,8 +116,15 @@ function anyValue(v: unknown): AttributeValue | undefined {
 function id(v: unknown, bytes: number): string | undefined {
   if (typeof v !== 'string') return undefined;
   if (v.length === bytes * 2) {
-    const lower = v.toLowerCase();
-    if (HEX.test(lower)) return lower;
+    let upper = false;
+    let i = 0;
+    for (; i < v.length; i++) {
+      const c = v.charCodeAt(i);
+      if ((c >= 48 && c <= 57) || (c >= 97 && c <= 102)) continue;
+      if (c >= 65 && c <= 70) upper = true;
+      else break;
+    }
+    if (i === v.length) return upper ? v.toLowerCase() : v;
   }
   if (v.length === Math.ceil(bytes / 3) * 4) {
     const b = Buffer.from(v, 'base64');

@@ -1,0 +1,65 @@
+/**
+ * A bounded set of 64-bit identities (two 32-bit words), for idempotency: remembers at least the last
+ * `capacity / 2` and at most the last `capacity` identities added. Two open-addressing generations in
+ * typed arrays: when the current one is half full, the older one is dropped wholesale.
+ */
+export class IdSet {
+  private readonly mask: number;
+  private readonly perGeneration: number;
+  private cur: Uint32Array;
+  private old: Uint32Array;
+  private curCount = 0;
+
+  constructor(capacity: number) {
+    this.perGeneration = Math.max(1, Math.ceil(capacity / 2));
+    let size = 4;
+    while (size < this.perGeneration * 2) size *= 2;
+    this.mask = size - 1;
+    // Each entry is [hi, lo, used]; used is 1 so that the id 0:0 can be stored.
+    this.cur = new Uint32Array(size * 3);
+    this.old = new Uint32Array(size * 3);
+  }
+
+  /** Adds the identity; false when it was already present. */
+  add(hi: number, lo: number): boolean {
+    hi >>>= 0;
+    lo >>>= 0;
+    if (this.has(this.old, hi, lo)) return false;
+    const table = this.cur;
+    let i = this.slot(hi, lo);
+    for (;;) {
+      const at = i * 3;
+      if (table[at + 2] === 0) break;
+      if (table[at] === hi && table[at + 1] === lo) return false;
+      i = (i + 1) & this.mask;
+    }
+    if (this.curCount >= this.perGeneration) {
+      const spare = this.old;
+      spare.fill(0);
+      this.old = this.cur;
+      this.cur = spare;
+      this.curCount = 0;
+      return this.add(hi, lo);
+    }
+    const at = i * 3;
+    table[at] = hi;
+    table[at + 1] = lo;
+    table[at + 2] = 1;
+    this.curCount++;
+    return true;
+  }
+
+  private has(table: Uint32Array, hi: number, lo: number): boolean {
+    let i = this.slot(hi, lo);
+    for (;;) {
+      const at = i * 3;
+      if (table[at + 2] === 0) return false;
+      if (table[at] === hi && table[at + 1] === lo) return true;
+      i = (i + 1) & this.mask;
+    }
+  }
+
+  private slot(hi: number, lo: number): number {
+    return (Math.imul(hi ^ Math.imul(lo, 0x9e3779b1), 0x85ebca6b) >>> 7) & this.mask;
+  }
+}
