@@ -1,1 +1,28 @@
-export {};
+export { startLabServer, MCP_PATH, CONTROL_PATH } from './lab-server.js';
+export type {
+  LabServer,
+  LabServerOptions,
+  LabServerState,
+  RequestLogEntry,
+  ReplayLogEntry,
+  RestartReport,
+  EvictReport,
+} from './lab-server.js';
+export { BoundedEventStore } from './event-store.js';
+export type { BoundedEventStoreOptions, CursorState, EventStoreStats, EvictionReason, ReplayRecord } from './event-store.js';
+export { formatEventId, parseEventId } from './event-id.js';
+export type { ParsedEventId } from './event-id.js';
+export { startFaultProxy } from './fault-proxy.js';
+export type { CutRecord, CutRule, FaultProxy, FaultProxyOptions } from './fault-proxy.js';
+export { LabControlClient } from './control-client.js';
+export { McpHttpSession, LAB_PROTOCOL_VERSION, isResponseTo } from './mcp-http-client.js';
+export type { FetchLike, StreamEvent, StreamRead, ToolCall } from './mcp-http-client.js';
+export { LAB_TOOL_NAMES } from './lab-tools.js';
+export { runScenario } from './scenarios/index.js';
+export { SCENARIO_NAMES, isScenarioName, formatSummary } from './scenarios/summary.js';
+export type { ScenarioName, ScenarioSummary } from './scenarios/summary.js';
+export type { ScenarioOptions } from './scenarios/options.js';
+export { recordingFetch } from './scenarios/recording-fetch.js';
+export type { RecordedRequest } from './scenarios/recording-fetch.js';
+export { runLoad } from './load.js';
+export type { LoadOptions, LoadReport } from './load.js';

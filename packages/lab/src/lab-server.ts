@@ -1,0 +1,369 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { IncomingMessage, Server as HttpServer, ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
+import { BoundedMap } from '@resumewatch/wire';
+import { handleControlRequest } from './control-endpoint.js';
+import { BoundedEventStore } from './event-store.js';
+import type { BoundedEventStoreOptions, EventStoreStats, EvictionReason, ReplayRecord } from './event-store.js';
+import { BodyTooLargeError, header, readBody, sendJsonRpcError } from './http-util.js';
+import { registerLabTools } from './lab-tools.js';
+import { hostForUrl, isLoopbackAddress, reachableHost } from './loopback.js';
+import { RecentList } from './recent-list.js';
+import { restoreSession } from './session-restore.js';
+import { SessionRegistry } from './session-registry.js';
+import { SideEffectLedger } from './side-effects.js';
+import { ReplayCloseGate } from './replay-close-gate.js';
+
+export const MCP_PATH = '/mcp';
+export const CONTROL_PATH = '/control';
+/** Header pair the lab sends to itself to re-initialize a known session after a restart. */
+export const RESTORE_TOKEN_HEADER = 'x-resumewatch-lab-restore-token';
+export const RESTORE_SESSION_HEADER = 'x-resumewatch-lab-restore-session';
+
+const MAX_BODY_BYTES = 4 * 1024 * 1024;
+const SERVER_INFO = { name: 'resumewatch-lab', version: '0.1.0' };
+
+export interface LabServerOptions {
+  /** Default 0 (an ephemeral port). */
+  port?: number;
+  /** Default 127.0.0.1. `0.0.0.0` serves MCP to other hosts; the control endpoint stays loopback-only. */
+  host?: string;
+  /** Options of each session's event store. */
+  eventStore?: Omit<BoundedEventStoreOptions, 'onReplay'>;
+  /** `retry:` (ms) the SDK writes in priming events; the SDK client waits this long before resuming. Default 100. */
+  retryIntervalMs?: number;
+  /** Live sessions (transports) kept in this process. Default 1000. */
+  maxLiveSessions?: number;
+  /** Sessions remembered across restarts. Default 2000. */
+  maxKnownSessions?: number;
+  /** Idle retention of a session, ms. Default 1800000 (30 minutes). */
+  sessionIdleTtlMs?: number;
+}
+
+export interface RequestLogEntry {
+  at: number;
+  method: string;
+  path: string;
+  sessionId: string | undefined;
+  lastEventId: string | undefined;
+  status: number;
+  /** A request the lab sent itself to restore a session after a restart. */
+  restore: boolean;
+}
+
+export interface ReplayLogEntry extends ReplayRecord {
+  sessionId: string;
+  at: number;
+  /** Whether the lab ended the replayed response after the replay. */
+  closed: boolean;
+}
+
+export interface RestartReport {
+  generation: number;
+  droppedSessions: number;
+  droppedConnections: number;
+}
+
+export interface EvictReport {
+  sessionId: string;
+  eventId: string;
+  evictedEvents: number;
+}
+
+export interface LabServerState {
+  generation: number;
+  restarts: number;
+  liveSessions: number;
+  knownSessions: number;
+  requests: number;
+  eventStore: Omit<EventStoreStats, 'epoch'>;
+  recentReplays: ReplayLogEntry[];
+}
+
+export interface LabServer {
+  /** The MCP endpoint, e.g. http://127.0.0.1:43210/mcp */
+  url: string;
+  /** The control endpoint base, always on loopback, e.g. http://127.0.0.1:43210/control */
+  controlUrl: string;
+  host: string;
+  port: number;
+  /** Simulates a restart: connections cut, buffers and transports lost, session ids still accepted. */
+  restart(): Promise<RestartReport>;
+  /** Evicts the stream a cursor belongs to from the session's buffer. Undefined if the session is unknown. */
+  evictCursor(sessionId: string, eventId: string): EvictReport | undefined;
+  sideEffectCount(key: string): number;
+  state(): LabServerState;
+  requestLog(sessionId?: string): RequestLogEntry[];
+  close(): Promise<void>;
+}
+
+interface LiveSession {
+  transport: StreamableHTTPServerTransport;
+  server: Server;
+  store: BoundedEventStore;
+}
+
+interface Generation {
+  id: number;
+  live: BoundedMap<string, LiveSession>;
+}
+
+function emptyStats(): Omit<EventStoreStats, 'epoch'> {
+  return { events: 0, streams: 0, stored: 0, replays: 0, evicted: { capacity: 0, ttl: 0, 'replay-limit': 0, explicit: 0 } };
+}
+
+function addStats(total: Omit<EventStoreStats, 'epoch'>, stats: EventStoreStats): void {
+  total.events += stats.events;
+  total.streams += stats.streams;
+  total.stored += stats.stored;
+  total.replays += stats.replays;
+  for (const reason of Object.keys(total.evicted) as EvictionReason[]) total.evicted[reason] += stats.evicted[reason];
+}
+
+/**
+ * Starts the lab MCP server: the SDK's `StreamableHTTPServerTransport` in stateful mode, one bounded
+ * event store per session, the lab tools, and the loopback-only control endpoint.
+ */
+export async function startLabServer(options: LabServerOptions = {}): Promise<LabServer> {
+  const host = options.host ?? '127.0.0.1';
+  const retryInterval = options.retryIntervalMs ?? 100;
+  const maxLive = options.maxLiveSessions ?? 1000;
+  const idleTtl = options.sessionIdleTtlMs ?? 1_800_000;
+  const registry = new SessionRegistry(options.maxKnownSessions ?? 2000, idleTtl);
+  const ledger = new SideEffectLedger();
+  const restoreToken = randomBytes(16).toString('hex');
+  const requests = new RecentList<RequestLogEntry>(1000);
+  const replays = new RecentList<ReplayLogEntry>(200);
+  const gates = new BoundedMap<string, ReplayCloseGate>(10_000, 600_000);
+  const restoring = new BoundedMap<string, Promise<void>>(1000, 60_000);
+  const sockets = new Set<Socket>();
+  let restarts = 0;
+  let generation = newGeneration(1);
+  let selfUrl = '';
+
+  function newGeneration(id: number): Generation {
+    return { id, live: new BoundedMap(maxLive, idleTtl, Date.now, (_id, live) => void live.server.close()) };
+  }
+
+  async function createLiveSession(initialize: JSONRPCRequest, restoreId: string | undefined): Promise<LiveSession> {
+    const owner = generation;
+    let sessionId: string | undefined;
+    const store = new BoundedEventStore({
+      ...options.eventStore,
+      onReplay: (record) => {
+        const gate = sessionId === undefined ? undefined : gates.get(`${sessionId}\n${record.lastEventId}`);
+        // A replay of a finished stream, or of a stream this buffer never had, has nothing more to send.
+        const closed = gate !== undefined && (record.streamFinished || !record.cursorFound);
+        if (closed) gate.endAfter(record.sent);
+        replays.push({ ...record, sessionId: sessionId ?? '', at: Date.now(), closed });
+      },
+    });
+    const server = new Server(SERVER_INFO, { capabilities: { tools: {} } });
+    registerLabTools(server, ledger);
+    const live: LiveSession = { transport: undefined as unknown as StreamableHTTPServerTransport, server, store };
+    live.transport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => restoreId ?? randomUUID(),
+      eventStore: store,
+      retryInterval,
+      onsessioninitialized: (id) => {
+        sessionId = id;
+        owner.live.set(id, live);
+        if (restoreId === undefined) {
+          const protocolVersion = String((initialize.params as { protocolVersion?: unknown } | undefined)?.protocolVersion ?? '');
+          registry.remember({ sessionId: id, initialize, protocolVersion, createdAt: Date.now() });
+        }
+      },
+      onsessionclosed: (id) => {
+        registry.forget(id);
+        owner.live.delete(id);
+      },
+    });
+    await server.connect(live.transport);
+    return live;
+  }
+
+  /** The live session for an id, re-created (after a restart or idle drop) if the registry knows it. */
+  async function liveSession(sessionId: string): Promise<LiveSession | undefined> {
+    const live = generation.live.get(sessionId);
+    if (live) {
+      generation.live.touch(sessionId);
+      registry.get(sessionId);
+      return live;
+    }
+    const record = registry.get(sessionId);
+    if (!record) return undefined;
+    let pending = restoring.get(sessionId);
+    if (!pending) {
+      pending = restoreSession(selfUrl, record, { [RESTORE_TOKEN_HEADER]: restoreToken, [RESTORE_SESSION_HEADER]: sessionId }).finally(() =>
+        restoring.delete(sessionId),
+      );
+      restoring.set(sessionId, pending);
+    }
+    await pending;
+    return generation.live.get(sessionId);
+  }
+
+  async function handleMcp(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const sessionId = header(req, 'mcp-session-id');
+    if (req.method === 'POST') {
+      let body: unknown;
+      try {
+        body = JSON.parse(await readBody(req, MAX_BODY_BYTES));
+      } catch (error) {
+        if (error instanceof BodyTooLargeError) return sendJsonRpcError(res, 413, -32000, error.message);
+        return sendJsonRpcError(res, 400, -32700, 'Parse error: Invalid JSON');
+      }
+      if (sessionId === undefined) {
+        const initialize = body as JSONRPCRequest;
+        if (!isInitializeRequest(initialize)) return sendJsonRpcError(res, 400, -32000, 'Bad Request: No valid session ID provided');
+        const restoreId = restoreTarget(req);
+        if (restoreId === null) return sendJsonRpcError(res, 403, -32000, 'Forbidden: invalid session restore');
+        return (await createLiveSession(initialize, restoreId)).transport.handleRequest(req, res, body);
+      }
+      const live = await liveSession(sessionId);
+      if (!live) return sendJsonRpcError(res, 404, -32001, 'Session not found');
+      return live.transport.handleRequest(req, res, body);
+    }
+    if (req.method === 'GET' || req.method === 'DELETE') {
+      if (sessionId === undefined) return sendJsonRpcError(res, 400, -32000, 'Bad Request: Mcp-Session-Id header is required');
+      const live = await liveSession(sessionId);
+      if (!live) return sendJsonRpcError(res, 404, -32001, 'Session not found');
+      const lastEventId = header(req, 'last-event-id');
+      if (req.method === 'GET' && lastEventId !== undefined) {
+        if (live.store.cursorState(lastEventId) === 'evicted') {
+          // The lab's answer for a cursor its buffer has dropped; the session itself is still valid.
+          return sendJsonRpcError(res, 404, -32000, 'Event stream not found: the cursor was evicted from the event buffer');
+        }
+        const key = `${sessionId}\n${lastEventId}`;
+        gates.set(key, new ReplayCloseGate(res));
+        res.once('close', () => gates.delete(key));
+      }
+      return live.transport.handleRequest(req, res);
+    }
+    res.setHeader('allow', 'GET, POST, DELETE');
+    return sendJsonRpcError(res, 405, -32000, 'Method not allowed.');
+  }
+
+  /** undefined: not a restore; null: a restore request that must be refused; string: the session to restore. */
+  function restoreTarget(req: IncomingMessage): string | undefined | null {
+    const token = header(req, RESTORE_TOKEN_HEADER);
+    if (token === undefined) return undefined;
+    const target = header(req, RESTORE_SESSION_HEADER);
+    if (token !== restoreToken || target === undefined || !registry.get(target) || generation.live.has(target)) return null;
+    return target;
+  }
+
+  async function restart(keep?: Socket): Promise<RestartReport> {
+    const old = generation;
+    restarts++;
+    generation = newGeneration(old.id + 1);
+    let droppedConnections = 0;
+    for (const socket of sockets) {
+      if (socket === keep) continue;
+      socket.destroy();
+      droppedConnections++;
+    }
+    const dropped = [...old.live.values()];
+    // Closing the transports aborts the tool handlers still running: the work dies with the process.
+    await Promise.all(dropped.map((live) => live.server.close()));
+    return { generation: generation.id, droppedSessions: dropped.length, droppedConnections };
+  }
+
+  function evictCursor(sessionId: string, eventId: string): EvictReport | undefined {
+    const live = generation.live.get(sessionId);
+    if (!live) return undefined;
+    return { sessionId, eventId, evictedEvents: live.store.evictCursor(eventId) };
+  }
+
+  function state(): LabServerState {
+    const eventStore = emptyStats();
+    for (const live of generation.live.values()) addStats(eventStore, live.store.stats());
+    return {
+      generation: generation.id,
+      restarts,
+      liveSessions: generation.live.size,
+      knownSessions: registry.size,
+      requests: requests.total,
+      eventStore,
+      recentReplays: replays.toArray(),
+    };
+  }
+
+  function requestLog(sessionId?: string): RequestLogEntry[] {
+    const all = requests.toArray();
+    return sessionId === undefined ? all : all.filter((entry) => entry.sessionId === sessionId);
+  }
+
+  const control = {
+    restart,
+    evictCursor,
+    state,
+    requestLog,
+    sideEffectCount: (key: string) => ledger.count(key),
+  };
+
+  const httpServer: HttpServer = createServer((req, res) => {
+    const path = new URL(req.url ?? '/', 'http://lab').pathname;
+    if (path === MCP_PATH) {
+      res.once('finish', () =>
+        requests.push({
+          at: Date.now(),
+          method: req.method ?? '',
+          path,
+          sessionId: header(req, 'mcp-session-id') ?? (res.getHeader('mcp-session-id') as string | undefined),
+          lastEventId: header(req, 'last-event-id'),
+          status: res.statusCode,
+          restore: header(req, RESTORE_TOKEN_HEADER) !== undefined,
+        }),
+      );
+    }
+    const handled =
+      path === MCP_PATH
+        ? handleMcp(req, res)
+        : path.startsWith(`${CONTROL_PATH}/`) && isLoopbackAddress(req.socket.remoteAddress)
+          ? handleControlRequest(control, path.slice(CONTROL_PATH.length), req, res)
+          : Promise.resolve(sendJsonRpcError(res, path.startsWith(CONTROL_PATH) ? 403 : 404, -32000, 'Not found'));
+    handled.catch((error: unknown) => {
+      if (!res.headersSent) sendJsonRpcError(res, 500, -32603, `Internal error: ${error instanceof Error ? error.message : String(error)}`);
+      else res.destroy();
+    });
+  });
+  httpServer.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    httpServer.once('error', reject);
+    httpServer.listen(options.port ?? 0, host, () => {
+      httpServer.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (httpServer.address() as AddressInfo).port;
+  const local = `http://${hostForUrl(reachableHost(host))}:${port}`;
+  selfUrl = `${local}${MCP_PATH}`;
+  const loopbackBase = isLoopbackAddress(reachableHost(host)) ? local : `http://127.0.0.1:${port}`;
+
+  return {
+    url: selfUrl,
+    controlUrl: `${loopbackBase}${CONTROL_PATH}`,
+    host,
+    port,
+    restart: () => restart(),
+    evictCursor,
+    sideEffectCount: control.sideEffectCount,
+    state,
+    requestLog,
+    async close() {
+      await Promise.all([...generation.live.values()].map((live) => live.server.close()));
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => httpServer.close(() => resolve()));
+    },
+  };
+}

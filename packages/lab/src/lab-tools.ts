@@ -1,0 +1,96 @@
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import type { SideEffectLedger } from './side-effects.js';
+
+export const LAB_TOOL_NAMES = ['stream_progress', 'fail', 'side_effect'] as const;
+
+const streamProgressArgs = z.object({
+  count: z.number().int().min(0).max(10_000).default(3),
+  delay: z.number().int().min(0).max(60_000).default(10),
+});
+const failArgs = z.object({ message: z.string().max(1000).optional() });
+const sideEffectArgs = z.object({ key: z.string().min(1).max(200) });
+
+const TOOL_LIST = [
+  {
+    name: 'stream_progress',
+    description: 'Sends `count` progress notifications, `delay` ms apart, then its result.',
+    inputSchema: {
+      type: 'object' as const,
+      properties: { count: { type: 'integer', minimum: 0 }, delay: { type: 'integer', minimum: 0, description: 'ms between notifications' } },
+    },
+  },
+  {
+    name: 'fail',
+    description: 'Ends in a JSON-RPC error response (not a tool result with isError).',
+    inputSchema: { type: 'object' as const, properties: { message: { type: 'string' } } },
+  },
+  {
+    name: 'side_effect',
+    description: 'Charges the ledger under `key` and returns how many times that key has been charged.',
+    inputSchema: {
+      type: 'object' as const,
+      properties: { key: { type: 'string' } },
+      required: ['key'],
+    },
+  },
+];
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+function invalidParams(error: z.ZodError): McpError {
+  return new McpError(ErrorCode.InvalidParams, `Invalid arguments: ${error.issues.map((issue) => issue.message).join('; ')}`);
+}
+
+/**
+ * Registers the lab's tools on a low-level SDK `Server`. The low-level server is used because the
+ * high-level `McpServer` turns every thrown error into a tool result, and `fail` must end in a
+ * JSON-RPC error response.
+ */
+export function registerLabTools(server: Server, ledger: SideEffectLedger): void {
+  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: TOOL_LIST }));
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
+    const args = request.params.arguments ?? {};
+    switch (request.params.name) {
+      case 'stream_progress': {
+        const parsed = streamProgressArgs.safeParse(args);
+        if (!parsed.success) throw invalidParams(parsed.error);
+        const { count, delay } = parsed.data;
+        const progressToken = request.params._meta?.progressToken ?? `stream_progress:${String(extra.requestId)}`;
+        for (let progress = 1; progress <= count; progress++) {
+          await extra.sendNotification({ method: 'notifications/progress', params: { progressToken, progress, total: count } });
+          if (delay > 0) await sleep(delay, extra.signal);
+        }
+        return { content: [{ type: 'text', text: `streamed ${count} progress notifications` }], structuredContent: { count } };
+      }
+      case 'fail': {
+        const parsed = failArgs.safeParse(args);
+        if (!parsed.success) throw invalidParams(parsed.error);
+        throw new McpError(ErrorCode.InternalError, parsed.data.message ?? 'fail: this tool always ends in a JSON-RPC error');
+      }
+      case 'side_effect': {
+        const parsed = sideEffectArgs.safeParse(args);
+        if (!parsed.success) throw invalidParams(parsed.error);
+        const count = ledger.record(parsed.data.key);
+        return { content: [{ type: 'text', text: `${parsed.data.key} charged ${count} time(s)` }], structuredContent: { key: parsed.data.key, count } };
+      }
+      default:
+        throw new McpError(ErrorCode.InvalidParams, `Tool ${request.params.name} not found`);
+    }
+  });
+}

@@ -1,0 +1,98 @@
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { isResponseTo } from '../mcp-http-client.js';
+import type { McpHttpSession, StreamRead, ToolCall } from '../mcp-http-client.js';
+
+/** One arrival of the main request's terminal response. */
+export interface TerminalDelivery {
+  /** 0 for the POST response, n for the n-th reconnect. */
+  streamIndex: number;
+  eventId: string | undefined;
+  message: JSONRPCMessage;
+}
+
+export type SeedStopReason = 'error-status' | 'empty-replay' | 'no-cursor' | 'max-reconnects';
+
+export interface SeedLoopResult {
+  call: ToolCall;
+  deliveries: TerminalDelivery[];
+  distinctTerminalStreams: number;
+  reconnects: number;
+  resumeStatuses: number[];
+  /** The cursor the client sent on every reconnect. */
+  staleCursor: string | undefined;
+  stoppedBecause: SeedStopReason;
+  streams: Array<{ status: number; events: number; end: StreamRead['end'] }>;
+}
+
+export interface SeedLoopOptions {
+  count: number;
+  delay: number;
+  maxReconnects: number;
+  /** Called for every delivery of the terminal response, in order, before the next reconnect. */
+  onTerminal?: (delivery: TerminalDelivery) => Promise<void>;
+}
+
+/**
+ * The seed's client. Its reconnect layer treats every close, clean or not, as a transient drop and
+ * reconnects at once with `Last-Event-ID`. Its cursor advances only on events that are not the
+ * request's terminal response (those go straight to the request handler), so every reconnect sends
+ * the same stale cursor: the id of the last progress notification. It stops on an error status, on
+ * an empty replay, or at the safety cap.
+ */
+export async function runSeedClient(session: McpHttpSession, options: SeedLoopOptions): Promise<SeedLoopResult> {
+  const call = session.toolCall('stream_progress', { count: options.count, delay: options.delay });
+  const deliveries: TerminalDelivery[] = [];
+  const streams: SeedLoopResult['streams'] = [];
+  const resumeStatuses: number[] = [];
+  let cursor: string | undefined;
+  let reconnects = 0;
+
+  async function consume(read: StreamRead, streamIndex: number): Promise<void> {
+    streams.push({ status: read.status, events: read.events.length, end: read.end });
+    for (const event of read.events) {
+      if (isResponseTo(event.message, call.id)) {
+        const delivery = { streamIndex, eventId: event.id, message: event.message! };
+        deliveries.push(delivery);
+        await options.onTerminal?.(delivery);
+      } else if (event.id !== undefined) {
+        cursor = event.id;
+      }
+    }
+  }
+
+  let read = await session.post(call.message);
+  await consume(read, 0);
+  let stoppedBecause: SeedStopReason;
+  for (;;) {
+    if (read.status !== 200) {
+      stoppedBecause = 'error-status';
+      break;
+    }
+    if (reconnects > 0 && read.events.length === 0) {
+      stoppedBecause = 'empty-replay';
+      break;
+    }
+    if (cursor === undefined) {
+      stoppedBecause = 'no-cursor';
+      break;
+    }
+    if (reconnects >= options.maxReconnects) {
+      stoppedBecause = 'max-reconnects';
+      break;
+    }
+    reconnects++;
+    read = await session.get(cursor);
+    resumeStatuses.push(read.status);
+    await consume(read, reconnects);
+  }
+  return {
+    call,
+    deliveries,
+    distinctTerminalStreams: new Set(deliveries.map((delivery) => delivery.streamIndex)).size,
+    reconnects,
+    resumeStatuses,
+    staleCursor: cursor,
+    stoppedBecause,
+    streams,
+  };
+}

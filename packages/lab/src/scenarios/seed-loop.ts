@@ -1,0 +1,37 @@
+import { McpHttpSession } from '../mcp-http-client.js';
+import type { ScenarioOptions } from './options.js';
+import { resolveOptions } from './options.js';
+import { runSeedClient } from './seed-client.js';
+import type { ScenarioSummary } from './summary.js';
+
+/**
+ * The seed's failure: a finished request is "resumed" with a stale cursor after every clean close;
+ * the server replays the final result on a new stream each time, until its buffer evicts the cursor.
+ */
+export async function runSeedLoop(options: ScenarioOptions): Promise<ScenarioSummary> {
+  const started = Date.now();
+  const { serverUrl, fetch, maxReconnects } = resolveOptions(options);
+  const session = await McpHttpSession.open(serverUrl, fetch, 'seed-loop');
+  const loop = await runSeedClient(session, { count: 3, delay: 5, maxReconnects });
+  const last = loop.resumeStatuses.at(-1);
+  return {
+    scenario: 'seed-loop',
+    sessionId: session.sessionId,
+    terminalDeliveries: loop.deliveries.length,
+    distinctTerminalStreams: loop.distinctTerminalStreams,
+    reconnects: loop.reconnects,
+    resumeStatuses: loop.resumeStatuses,
+    finding:
+      `The final result of one tools/call arrived ${loop.deliveries.length} time(s) on ${loop.distinctTerminalStreams} distinct HTTP response(s); ` +
+      `the client reconnected ${loop.reconnects} time(s) with the stale cursor and stopped on ${loop.stoppedBecause}` +
+      (last === undefined ? '.' : ` (last resume answered ${last}).`),
+    durationMs: Date.now() - started,
+    details: {
+      requestId: loop.call.id,
+      staleCursor: loop.staleCursor,
+      stoppedBecause: loop.stoppedBecause,
+      terminalEventIds: loop.deliveries.map((delivery) => delivery.eventId),
+      streams: loop.streams,
+    },
+  };
+}

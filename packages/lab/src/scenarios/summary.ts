@@ -1,0 +1,49 @@
+export const SCENARIO_NAMES = [
+  'seed-loop',
+  'per-stream-dedup',
+  'network-cut',
+  'server-restart',
+  'cursor-evicted',
+  'sdk-error-resume',
+  'healthy',
+] as const;
+
+export type ScenarioName = (typeof SCENARIO_NAMES)[number];
+
+export function isScenarioName(name: string): name is ScenarioName {
+  return (SCENARIO_NAMES as readonly string[]).includes(name);
+}
+
+/** What one scenario run observed on the wire. */
+export interface ScenarioSummary {
+  scenario: ScenarioName;
+  sessionId: string | undefined;
+  /** Times the terminal response (result or error) of the scenario's main request reached the client. */
+  terminalDeliveries: number;
+  /** Distinct HTTP responses (streams) that carried that terminal response. */
+  distinctTerminalStreams: number;
+  /** Requests the client made to resume or reopen a stream after its first stream ended. */
+  reconnects: number;
+  /** HTTP status of every GET that carried Last-Event-ID, in order. */
+  resumeStatuses: number[];
+  /** Side effects the scenario's consumer ran (per-stream-dedup: the per-stream consumer). */
+  sideEffectCount?: number;
+  /** One line: what the run showed. */
+  finding: string;
+  durationMs: number;
+  /** Scenario-specific facts. */
+  details: Record<string, unknown>;
+}
+
+export function formatSummary(summary: ScenarioSummary): string {
+  const lines = [
+    `scenario               ${summary.scenario}`,
+    `session                ${summary.sessionId ?? '-'}`,
+    `terminal deliveries    ${summary.terminalDeliveries} on ${summary.distinctTerminalStreams} distinct stream(s)`,
+    `reconnects             ${summary.reconnects}`,
+    `resume statuses        ${summary.resumeStatuses.length > 0 ? summary.resumeStatuses.join(', ') : '-'}`,
+  ];
+  if (summary.sideEffectCount !== undefined) lines.push(`side effects           ${summary.sideEffectCount}`);
+  lines.push(`duration               ${summary.durationMs} ms`, '', summary.finding);
+  return lines.join('\n');
+}

@@ -1,0 +1,29 @@
+import type { SessionRecord } from './session-registry.js';
+
+/**
+ * Re-initializes a transport for a session id the registry knows, by sending the lab's own MCP
+ * endpoint the session's recorded initialize request (marked with a per-process restore token) and
+ * then `notifications/initialized`. The SDK has no public way to adopt an existing session id, so the
+ * restored transport goes through a real initialize, exactly as it did the first time.
+ */
+export async function restoreSession(mcpUrl: string, record: SessionRecord, restoreHeaders: Record<string, string>): Promise<void> {
+  const init = await fetch(mcpUrl, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...restoreHeaders },
+    body: JSON.stringify(record.initialize),
+  });
+  await init.text();
+  if (!init.ok) throw new Error(`restoring session ${record.sessionId} failed: initialize answered ${init.status}`);
+  const initialized = await fetch(mcpUrl, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-session-id': record.sessionId,
+      ...(record.protocolVersion ? { 'mcp-protocol-version': record.protocolVersion } : {}),
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
+  });
+  await initialized.text();
+  if (!initialized.ok) throw new Error(`restoring session ${record.sessionId} failed: initialized answered ${initialized.status}`);
+}
