@@ -2,3 +2,4 @@ export { instrumentFetch, isInstrumentedFetch, DEFAULT_REPLAY_WINDOW_MS, DEFAULT
 export { SpanRecorder } from './span-recorder.js';
 export { ErrorType } from './span-util.js';
 export type { InstrumentFetchOptions, InstrumentedFetch, RecorderStats, McpResumeInstrumentationConfig } from './types.js';
+export { McpResumeInstrumentation } from './instrumentation.js';

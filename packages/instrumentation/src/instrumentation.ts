@@ -1,0 +1,126 @@
+import {
+  InstrumentationBase,
+  InstrumentationNodeModuleDefinition,
+  InstrumentationNodeModuleFile,
+  isWrapped,
+} from '@opentelemetry/instrumentation';
+import type { FetchLike } from '@resumewatch/wire';
+import { Hook } from 'require-in-the-middle';
+import { createInstrumentedFetch, isInstrumentedFetch } from './instrument-fetch.js';
+import { TRACER_SCOPE } from './semconv.js';
+import type { McpResumeInstrumentationConfig } from './types.js';
+import { PACKAGE_VERSION } from './version.js';
+
+const SDK = '@modelcontextprotocol/sdk';
+const SDK_VERSIONS = ['>=1.10.0 <2'];
+const SDK_TRANSPORT_FILES = ['dist/cjs/client/streamableHttp.js', 'dist/esm/client/streamableHttp.js'];
+/**
+ * What CommonJS code requires. The SDK's CJS build has no main entry (its "." export points at a
+ * missing dist/cjs/index.js), so require-in-the-middle cannot place files inside the package and the
+ * file definitions above never fire for require(); a hook on the exact specifier does.
+ */
+const SDK_TRANSPORT_REQUIRE_IDS = [`${SDK}/client/streamableHttp.js`];
+const CLIENT_V2 = '@modelcontextprotocol/client';
+const CLIENT_V2_VERSIONS = ['>=2.0.0 <3'];
+/**
+ * Every method of StreamableHTTPClientTransport (v1 and v2) that reaches its `_fetch`: each makes sure
+ * the transport's fetch goes through instrumentFetch before it runs.
+ */
+const FETCHING_METHODS = ['send', '_send', '_startOrAuthSse', 'terminateSession'] as const;
+
+interface TransportLike {
+  _fetch?: FetchLike;
+}
+
+type TransportClass = { prototype: Record<string, unknown> } | undefined;
+
+/**
+ * Gives existing code using the MCP SDK's StreamableHTTPClientTransport the spans of instrumentFetch,
+ * without changes: the transport's `_fetch` (its `fetch` option, or the global fetch) is wrapped by a
+ * per-transport instrumentFetch the first time the transport sends. Patches
+ * `@modelcontextprotocol/sdk` 1.x (CJS and ESM builds of client/streamableHttp.js) and
+ * `@modelcontextprotocol/client` 2.x. ESM needs the loader hook (`--import .../register`, or
+ * `module.register('@opentelemetry/instrumentation/hook.mjs', import.meta.url)` before the SDK loads).
+ */
+export class McpResumeInstrumentation extends InstrumentationBase<McpResumeInstrumentationConfig> {
+  // Declared, not initialised: the base constructor calls enable() before field initialisers run.
+  declare private requiredTransports: Set<unknown> | undefined;
+
+  constructor(config: McpResumeInstrumentationConfig = {}) {
+    super(TRACER_SCOPE, PACKAGE_VERSION, config);
+  }
+
+  override enable(): void {
+    super.enable();
+    if (this.requiredTransports) {
+      for (const exports of this.requiredTransports) this.patchTransport(transportClass(exports));
+      return;
+    }
+    const required = new Set<unknown>();
+    this.requiredTransports = required;
+    new Hook(SDK_TRANSPORT_REQUIRE_IDS, { internals: true }, (exports) => {
+      required.add(exports);
+      if (this.isEnabled()) this.patchTransport(transportClass(exports));
+      return exports;
+    });
+  }
+
+  override disable(): void {
+    super.disable();
+    for (const exports of this.requiredTransports ?? []) this.unpatchTransport(transportClass(exports));
+  }
+
+  protected override init(): InstrumentationNodeModuleDefinition[] {
+    const patch = (exports: unknown): unknown => {
+      this.patchTransport(transportClass(exports));
+      return exports;
+    };
+    const unpatch = (exports: unknown): void => this.unpatchTransport(transportClass(exports));
+    return [
+      new InstrumentationNodeModuleDefinition(
+        SDK,
+        SDK_VERSIONS,
+        undefined,
+        undefined,
+        SDK_TRANSPORT_FILES.map((file) => new InstrumentationNodeModuleFile(`${SDK}/${file}`, SDK_VERSIONS, patch, unpatch)),
+      ),
+      new InstrumentationNodeModuleDefinition(CLIENT_V2, CLIENT_V2_VERSIONS, patch, unpatch),
+    ];
+  }
+
+  /** Routes a transport's fetch through instrumentFetch; exposed for transports built before enable(). */
+  instrumentTransport(transport: object): void {
+    const target = transport as TransportLike;
+    if (isInstrumentedFetch(target._fetch)) return;
+    const { replayWindowMs, requestTimeoutMs, observer } = this.getConfig();
+    target._fetch = createInstrumentedFetch(target._fetch, { replayWindowMs, requestTimeoutMs, observer }, () => this.tracer);
+  }
+
+  private patchTransport(cls: TransportClass): void {
+    if (!cls) {
+      this._diag.debug('StreamableHTTPClientTransport not found; nothing patched');
+      return;
+    }
+    const instrumentation = this;
+    for (const name of FETCHING_METHODS) {
+      if (typeof cls.prototype[name] !== 'function') continue;
+      this._wrap(cls.prototype, name, (original: unknown) => {
+        const method = original as (...args: unknown[]) => unknown;
+        return function (this: object, ...args: unknown[]): unknown {
+          instrumentation.instrumentTransport(this);
+          return method.apply(this, args);
+        };
+      });
+    }
+  }
+
+  private unpatchTransport(cls: TransportClass): void {
+    if (!cls) return;
+    for (const name of FETCHING_METHODS) if (isWrapped(cls.prototype[name])) this._unwrap(cls.prototype, name);
+  }
+}
+
+function transportClass(exports: unknown): TransportClass {
+  const cls = (exports as { StreamableHTTPClientTransport?: unknown } | null)?.StreamableHTTPClientTransport;
+  return typeof cls === 'function' ? (cls as unknown as TransportClass) : undefined;
+}
