@@ -1,0 +1,251 @@
+// End to end, without Docker: a real Prometheus (Debian's binary) scrapes real detectors
+// (`resumewatch serve`) that receive OTLP spans from the real OpenTelemetry SDK and exporter; the
+// shipped rules (with short `for:`) must raise each alert the traffic calls for, and every query of
+// every dashboard panel must return data.
+//
+// Detectors: `main` gets all traffic; `idle` gets none (ResumewatchDetectorNoSpans); `capped` gets all
+// traffic with a cap of 2 request states plus malformed spans (ResumewatchDetectorEvictingState,
+// ResumewatchDetectorRejectingSpans); a fourth target has nothing listening (ResumewatchDetectorDown).
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseYaml, repoRoot, semconv, stringifyYaml } from '../dashboards/test/support/promql.js';
+import { Scenario, Traffic, invalidSpansBody } from '../dashboards/test/support/traffic.js';
+
+const JOB = 'resumewatch-detector';
+const HOST = '127.0.0.1';
+const cliPath = join(repoRoot, 'packages/detector/dist/cli.js');
+
+interface Proc {
+  name: string;
+  child: ChildProcess;
+  log: string[];
+}
+const procs: Proc[] = [];
+let tmp = '';
+let traffic: Traffic | undefined;
+let pump: NodeJS.Timeout | undefined;
+let promUrl = '';
+const ports: Record<'main' | 'idle' | 'capped' | 'dead', { otlp: number; metrics: number }> = {} as never;
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, HOST, () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+function start(name: string, cmd: string, args: string[]): Proc {
+  const child = spawn(cmd, args, { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env } });
+  const p: Proc = { name, child, log: [] };
+  const keep = (b: Buffer): void => {
+    p.log.push(b.toString());
+    if (p.log.length > 200) p.log.shift();
+  };
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  procs.push(p);
+  return p;
+}
+
+async function stop(p: Proc): Promise<void> {
+  if (p.child.exitCode !== null || p.child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => p.child.once('exit', () => resolve()));
+  p.child.kill('SIGTERM');
+  const timer = setTimeout(() => p.child.kill('SIGKILL'), 3000);
+  await exited;
+  clearTimeout(timer);
+}
+
+async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs: number, everyMs = 250): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const v = await fn();
+      if (v !== undefined) return v;
+    } catch (e) {
+      last = e;
+    }
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+  const logs = procs.map((p) => `--- ${p.name}\n${p.log.join('').slice(-2000)}`).join('\n');
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}\n${logs}`);
+}
+
+async function startDetector(name: keyof typeof ports, extra: string[] = []): Promise<void> {
+  const otlp = await freePort();
+  const metrics = await freePort();
+  ports[name] = { otlp, metrics };
+  const flags = ['--host', HOST, '--port', String(otlp), '--grpc-port', 'off', '--metrics-port', String(metrics), '--storm-window', '3s', '--settle', '0', ...extra];
+  if (!existsSync(cliPath)) throw new Error(`${cliPath} is missing: build the workspace first (pnpm build)`);
+  start(`detector-${name}`, process.execPath, [cliPath, 'serve', ...flags]);
+  await waitFor(`detector ${name} /metrics`, async () => ((await fetch(`http://${HOST}:${metrics}/metrics`)).ok ? true : undefined), 20_000);
+}
+
+async function prom(path: string): Promise<{ status: string; data: unknown }> {
+  const r = await fetch(`${promUrl}${path}`);
+  return (await r.json()) as { status: string; data: unknown };
+}
+
+interface ActiveAlert {
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  state: 'pending' | 'firing';
+}
+
+beforeAll(async () => {
+  tmp = mkdtempSync(join(tmpdir(), 'resumewatch-e2e-'));
+  await startDetector('main');
+  await startDetector('idle');
+  await startDetector('capped', ['--max-requests', '2']);
+  ports.dead = { otlp: 0, metrics: await freePort() };
+
+  // The shipped rules, with short `for:` so that the test does not wait minutes.
+  const rulesDir = join(tmp, 'rules');
+  mkdirSync(rulesDir);
+  for (const f of readdirSync(join(repoRoot, 'alerts/rules')).filter((x) => x.endsWith('.yaml'))) {
+    const doc = parseYaml(readFileSync(join(repoRoot, 'alerts/rules', f), 'utf8')) as { groups: { rules: { for?: string }[] }[] };
+    for (const g of doc.groups) for (const r of g.rules) if (r.for) r.for = '2s';
+    writeFileSync(join(rulesDir, f), stringifyYaml(doc));
+  }
+  const target = (p: { metrics: number }): string => `${HOST}:${p.metrics}`;
+  writeFileSync(
+    join(tmp, 'prometheus.yml'),
+    stringifyYaml({
+      global: { scrape_interval: '1s', evaluation_interval: '1s', scrape_timeout: '900ms' },
+      rule_files: [join(rulesDir, '*.yaml')],
+      scrape_configs: [{ job_name: JOB, static_configs: [{ targets: [target(ports.main), target(ports.idle), target(ports.capped), target(ports.dead)] }] }],
+    }),
+  );
+  const promPort = await freePort();
+  promUrl = `http://${HOST}:${promPort}`;
+  start('prometheus', 'prometheus', [
+    `--config.file=${join(tmp, 'prometheus.yml')}`,
+    `--storage.tsdb.path=${join(tmp, 'data')}`,
+    `--web.listen-address=${HOST}:${promPort}`,
+    '--enable-feature=exemplar-storage',
+    '--log.level=warn',
+  ]);
+  await waitFor('Prometheus ready', async () => ((await fetch(`${promUrl}/-/ready`)).ok ? true : undefined), 30_000);
+
+  // Traffic: a wave of new sessions of every scenario each second, for the whole test, so that the
+  // counters keep moving; malformed spans to the capped detector alongside.
+  traffic = new Traffic([`http://${HOST}:${ports.main.otlp}/v1/traces`, `http://${HOST}:${ports.capped.otlp}/v1/traces`]);
+  const tick = (): void => {
+    traffic!.emitWave(2);
+    void fetch(`http://${HOST}:${ports.capped.otlp}/v1/traces`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: invalidSpansBody(20),
+    }).catch(() => undefined);
+  };
+  tick();
+  pump = setInterval(tick, 1000);
+}, 90_000);
+
+afterAll(async () => {
+  if (pump) clearInterval(pump);
+  await traffic?.shutdown();
+  await Promise.allSettled(procs.map(stop));
+  if (tmp) rmSync(tmp, { recursive: true, force: true });
+}, 30_000);
+
+describe('alerts and dashboards against a real Prometheus and real detectors', () => {
+  const inst = (name: keyof typeof ports): string => `${HOST}:${ports[name].metrics}`;
+
+  it('raises every alert the traffic calls for, with its labels and annotations', async () => {
+    const expected: [string, Record<string, string>][] = [
+      ['McpDuplicateTerminalDelivered', { service: Scenario.SEED_LOOP, severity: 'critical' }],
+      ['McpResumeLoopSignature', { service: Scenario.SEED_LOOP, kind: semconv.FindingKind.SIGNATURE, severity: 'critical' }],
+      ['McpReconnectStorm', { service: Scenario.SEED_LOOP, severity: 'warning' }],
+      ['McpResumeAfterTerminal', { service: Scenario.SEED_LOOP, severity: 'warning' }],
+      ['McpAmbiguousEmptyReplay', { service: Scenario.SERVER_RESTART, severity: 'warning' }],
+      ['McpResumeCursorLost', { service: Scenario.CURSOR_EVICTED, severity: 'warning' }],
+      ['ResumewatchDetectorDown', { instance: inst('dead'), job: JOB, severity: 'critical' }],
+      ['ResumewatchDetectorNoSpans', { instance: inst('idle'), job: JOB, severity: 'warning' }],
+      ['ResumewatchDetectorRejectingSpans', { instance: inst('capped'), job: JOB, severity: 'warning' }],
+      ['ResumewatchDetectorEvictingState', { instance: inst('capped'), job: JOB, severity: 'warning' }],
+    ];
+    const matches = (a: ActiveAlert, name: string, labels: Record<string, string>): boolean =>
+      a.state === 'firing' && a.labels.alertname === name && Object.entries(labels).every(([k, v]) => a.labels[k] === v);
+    let missing: string[] = [];
+    const alerts = await waitFor(
+      'every expected alert firing',
+      async () => {
+        const r = await prom('/api/v1/alerts');
+        const list = (r.data as { alerts: ActiveAlert[] }).alerts;
+        missing = expected.filter(([n, l]) => !list.some((a) => matches(a, n, l))).map(([n, l]) => `${n} ${JSON.stringify(l)}`);
+        if (missing.length > 0) throw new Error(`not firing: ${missing.join('; ')}; active: ${list.map((a) => `${a.labels.alertname}(${a.state})`).join(', ')}`);
+        return list;
+      },
+      75_000,
+      1000,
+    );
+    for (const [name, labels] of expected) {
+      const a = alerts.find((x) => matches(x, name, labels))!;
+      expect(a.annotations.runbook_url).toBe(`https://github.com/resumewatch/resumewatch/blob/main/docs/runbooks.md#${name.toLowerCase()}`);
+      expect(a.annotations.summary).not.toMatch(/\{\{|<no value>/);
+      expect(a.annotations.description).not.toMatch(/\{\{|<no value>|NaN/);
+      if (labels.service) expect(a.annotations.description).toContain(labels.service);
+      if (labels.instance) expect(a.annotations.description).toContain(labels.instance);
+    }
+    // the healthy service and the healthy detector raise nothing
+    expect(alerts.filter((a) => a.labels.service === Scenario.HEALTHY)).toEqual([]);
+    expect(alerts.filter((a) => a.labels.instance === inst('main'))).toEqual([]);
+  }, 90_000);
+
+  it('returns data for every query of every dashboard panel', async () => {
+    const generated = readdirSync(join(repoRoot, 'dashboards/generated')).filter((f) => f.endsWith('.json'));
+    expect(generated.length).toBeGreaterThanOrEqual(2);
+    const queries: { where: string; expr: string }[] = [];
+    for (const f of generated) {
+      const d = JSON.parse(readFileSync(join(repoRoot, 'dashboards/generated', f), 'utf8')) as {
+        panels: { type: string; title: string; targets?: { expr: string }[] }[];
+      };
+      for (const p of d.panels) for (const t of p.targets ?? []) queries.push({ where: `${f} / ${p.title}`, expr: t.expr });
+    }
+    const substitute = (e: string): string =>
+      e.replaceAll('$__rate_interval', '15s').replaceAll('$service', '.*').replaceAll('$instance', '.*');
+    const empty = await waitFor(
+      'data behind every panel',
+      async () => {
+        const missing: string[] = [];
+        for (const q of queries) {
+          const r = await prom(`/api/v1/query?query=${encodeURIComponent(substitute(q.expr))}`);
+          const result = (r.data as { result: unknown[] } | undefined)?.result ?? [];
+          if (r.status !== 'success' || result.length === 0) missing.push(`${q.where}: ${q.expr}`);
+        }
+        return missing.length === 0 ? missing : undefined;
+      },
+      45_000,
+      1000,
+    );
+    expect(empty).toEqual([]);
+  }, 60_000);
+
+  it('keeps the trace_id exemplars of the findings counter', async () => {
+    const found = await waitFor(
+      'exemplars on the findings counter',
+      async () => {
+        const end = Date.now() / 1000;
+        const r = await prom(
+          `/api/v1/query_exemplars?query=${encodeURIComponent(semconv.METRIC_FINDINGS_TOTAL)}&start=${end - 300}&end=${end}`,
+        );
+        const sets = (r.data as { exemplars: { labels: Record<string, string> }[] }[]) ?? [];
+        const ex = sets.flatMap((s) => s.exemplars);
+        return ex.length > 0 ? ex : undefined;
+      },
+      30_000,
+      1000,
+    );
+    expect(found[0]!.labels[semconv.EXEMPLAR_TRACE_ID]).toMatch(/^[0-9a-f]{32}$/);
+  }, 40_000);
+});
