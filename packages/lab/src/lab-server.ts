@@ -54,6 +54,8 @@ export interface RequestLogEntry {
   status: number;
   /** A request the lab sent itself to restore a session after a restart. */
   restore: boolean;
+  /** False when the connection closed before the response was complete (a cut, a restart, an abort). */
+  completed: boolean;
 }
 
 export interface ReplayLogEntry extends ReplayRecord {
@@ -208,7 +210,8 @@ export async function startLabServer(options: LabServerOptions = {}): Promise<La
     return generation.live.get(sessionId);
   }
 
-  async function handleMcp(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  /** `created` is set when the request initializes a session, so the request log can name it. */
+  async function handleMcp(req: IncomingMessage, res: ServerResponse, created: { transport?: StreamableHTTPServerTransport }): Promise<void> {
     const sessionId = header(req, 'mcp-session-id');
     if (req.method === 'POST') {
       let body: unknown;
@@ -223,7 +226,9 @@ export async function startLabServer(options: LabServerOptions = {}): Promise<La
         if (!isInitializeRequest(initialize)) return sendJsonRpcError(res, 400, -32000, 'Bad Request: No valid session ID provided');
         const restoreId = restoreTarget(req);
         if (restoreId === null) return sendJsonRpcError(res, 403, -32000, 'Forbidden: invalid session restore');
-        return (await createLiveSession(initialize, restoreId)).transport.handleRequest(req, res, body);
+        const live = await createLiveSession(initialize, restoreId);
+        created.transport = live.transport;
+        return live.transport.handleRequest(req, res, body);
       }
       const live = await liveSession(sessionId);
       if (!live) return sendJsonRpcError(res, 404, -32001, 'Session not found');
@@ -309,22 +314,24 @@ export async function startLabServer(options: LabServerOptions = {}): Promise<La
 
   const httpServer: HttpServer = createServer((req, res) => {
     const path = new URL(req.url ?? '/', 'http://lab').pathname;
+    const created: { transport?: StreamableHTTPServerTransport } = {};
     if (path === MCP_PATH) {
-      res.once('finish', () =>
+      res.once('close', () =>
         requests.push({
           at: Date.now(),
           method: req.method ?? '',
           path,
-          sessionId: header(req, 'mcp-session-id') ?? (res.getHeader('mcp-session-id') as string | undefined),
+          sessionId: header(req, 'mcp-session-id') ?? created.transport?.sessionId,
           lastEventId: header(req, 'last-event-id'),
           status: res.statusCode,
           restore: header(req, RESTORE_TOKEN_HEADER) !== undefined,
+          completed: res.writableFinished,
         }),
       );
     }
     const handled =
       path === MCP_PATH
-        ? handleMcp(req, res)
+        ? handleMcp(req, res, created)
         : path.startsWith(`${CONTROL_PATH}/`) && isLoopbackAddress(req.socket.remoteAddress)
           ? handleControlRequest(control, path.slice(CONTROL_PATH.length), req, res)
           : Promise.resolve(sendJsonRpcError(res, path.startsWith(CONTROL_PATH) ? 403 : 404, -32000, 'Not found'));

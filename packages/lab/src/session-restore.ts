@@ -19,6 +19,7 @@ export async function restoreSession(mcpUrl: string, record: SessionRecord, rest
     headers: {
       'content-type': 'application/json',
       accept: 'application/json, text/event-stream',
+      ...restoreHeaders,
       'mcp-session-id': record.sessionId,
       ...(record.protocolVersion ? { 'mcp-protocol-version': record.protocolVersion } : {}),
     },

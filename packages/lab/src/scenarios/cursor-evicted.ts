@@ -30,10 +30,14 @@ export async function runCursorEvicted(options: ScenarioOptions): Promise<Scenar
   const cursor = first.events.filter((event) => event.id !== undefined).at(-1)?.id;
   if (cursor === undefined) throw new Error('cursor-evicted: no event id arrived before the drop');
   const eviction = await control.evict(session.sessionId, cursor);
-  const resume = await session.get(cursor);
-  const resumeTerminal = resume.events.some((event) => isResponseTo(event.message, call.id));
+  let resumeError: string | undefined;
+  const resume = await session.get(cursor).catch((error: unknown) => {
+    resumeError = error instanceof Error ? error.message : String(error);
+    return undefined;
+  });
+  const resumeTerminal = resume?.events.some((event) => isResponseTo(event.message, call.id)) ?? false;
   // The seed's rule for a 404/409 on the stream: retry the request from scratch.
-  const retry = resume.status === 200 ? undefined : await session.callTool('stream_progress', { count: 3, delay: 5 });
+  const retry = resume?.status === 200 ? undefined : await session.callTool('stream_progress', { count: 3, delay: 5 });
   const retryTerminal = retry?.read.events.some((event) => isResponseTo(event.message, retry.call.id)) ?? false;
   await session.close().catch(() => undefined);
   return {
@@ -42,16 +46,17 @@ export async function runCursorEvicted(options: ScenarioOptions): Promise<Scenar
     terminalDeliveries: Number(resumeTerminal) + Number(retryTerminal),
     distinctTerminalStreams: Number(resumeTerminal) + Number(retryTerminal),
     reconnects: 1,
-    resumeStatuses: [resume.status],
+    resumeStatuses: resume ? [resume.status] : [],
     finding:
-      `The cursor was evicted (${eviction.evictedEvents} event(s) dropped); the resume answered ${resume.status}` +
+      `The cursor was evicted (${eviction.evictedEvents} event(s) dropped); the resume ${resume ? `answered ${resume.status}` : `was rejected (${resumeError ?? ''})`}` +
       (retry ? `, and the request retried from scratch ${retryTerminal ? 'completed' : 'did not complete'}.` : '.'),
     durationMs: Date.now() - started,
     details: {
       requestId: call.id,
       cursor,
       eviction,
-      resumeBody: resume.body,
+      resumeBody: resume?.body,
+      resumeError,
       retriedFromScratch: retry !== undefined,
       retryCompleted: retryTerminal,
     },

@@ -29,6 +29,7 @@ export async function runNetworkCut(options: ScenarioOptions): Promise<ScenarioS
     const progressDeliveries = new Map<number, number>();
     const terminalStreams = new Set<number>();
     const resumeStatuses: number[] = [];
+    const resumeErrors: string[] = [];
     let terminalDeliveries = 0;
     let cursor: string | undefined;
 
@@ -56,7 +57,13 @@ export async function runNetworkCut(options: ScenarioOptions): Promise<ScenarioS
     let reconnects = 0;
     while (terminalDeliveries === 0 && cursor !== undefined && reconnects < maxReconnects) {
       reconnects++;
-      const read = await session.get(cursor);
+      let read;
+      try {
+        read = await session.get(cursor);
+      } catch (error) {
+        resumeErrors.push(error instanceof Error ? error.message : String(error));
+        break;
+      }
       resumeStatuses.push(read.status);
       // 409: the server has not yet noticed the cut and still holds the old stream open.
       if (read.status === 409) {
@@ -93,6 +100,7 @@ export async function runNetworkCut(options: ScenarioOptions): Promise<ScenarioS
         duplicateEventIds,
         progressNotDeliveredExactlyOnce: missingProgress,
         everyEventExactlyOnce: exactlyOnce,
+        resumeErrors,
       },
     };
   } finally {

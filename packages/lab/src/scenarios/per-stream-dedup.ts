@@ -86,6 +86,7 @@ export async function runPerStreamDedup(options: ScenarioOptions): Promise<Scena
       sideEffects: charged,
       ledgerKeys: keys,
       stoppedBecause: loop.stoppedBecause,
+      resumeErrors: loop.resumeErrors,
     },
   };
 }

@@ -1,5 +1,3 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { ScenarioOptions } from './options.js';
 import { resolveOptions } from './options.js';
 import { recordingFetch } from './recording-fetch.js';
@@ -23,6 +21,12 @@ function sleep(ms: number): Promise<void> {
 export async function runSdkErrorResume(options: ScenarioOptions): Promise<ScenarioSummary> {
   const started = Date.now();
   const { serverUrl, fetch } = resolveOptions(options);
+  // Loaded on demand: importing the lab must not load the SDK client (and its eventsource-parser)
+  // for consumers that never run this scenario.
+  const [{ Client }, { StreamableHTTPClientTransport }] = await Promise.all([
+    import('@modelcontextprotocol/sdk/client/index.js'),
+    import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
+  ]);
   const log: RecordedRequest[] = [];
   const transport = new StreamableHTTPClientTransport(new URL(serverUrl), { fetch: recordingFetch(fetch, log) });
   const client = new Client({ name: 'resumewatch-lab-sdk-error-resume', version: '0.1.0' });

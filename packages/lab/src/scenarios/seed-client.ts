@@ -10,7 +10,8 @@ export interface TerminalDelivery {
   message: JSONRPCMessage;
 }
 
-export type SeedStopReason = 'error-status' | 'empty-replay' | 'no-cursor' | 'max-reconnects';
+/** `resume-rejected`: the fetch itself rejected the resume (e.g. a guard refused it). */
+export type SeedStopReason = 'error-status' | 'empty-replay' | 'no-cursor' | 'max-reconnects' | 'resume-rejected';
 
 export interface SeedLoopResult {
   call: ToolCall;
@@ -18,6 +19,8 @@ export interface SeedLoopResult {
   distinctTerminalStreams: number;
   reconnects: number;
   resumeStatuses: number[];
+  /** Messages of resumes the fetch rejected. */
+  resumeErrors: string[];
   /** The cursor the client sent on every reconnect. */
   staleCursor: string | undefined;
   stoppedBecause: SeedStopReason;
@@ -44,6 +47,7 @@ export async function runSeedClient(session: McpHttpSession, options: SeedLoopOp
   const deliveries: TerminalDelivery[] = [];
   const streams: SeedLoopResult['streams'] = [];
   const resumeStatuses: number[] = [];
+  const resumeErrors: string[] = [];
   let cursor: string | undefined;
   let reconnects = 0;
 
@@ -81,7 +85,13 @@ export async function runSeedClient(session: McpHttpSession, options: SeedLoopOp
       break;
     }
     reconnects++;
-    read = await session.get(cursor);
+    try {
+      read = await session.get(cursor);
+    } catch (error) {
+      resumeErrors.push(error instanceof Error ? error.message : String(error));
+      stoppedBecause = 'resume-rejected';
+      break;
+    }
     resumeStatuses.push(read.status);
     await consume(read, reconnects);
   }
@@ -91,6 +101,7 @@ export async function runSeedClient(session: McpHttpSession, options: SeedLoopOp
     distinctTerminalStreams: new Set(deliveries.map((delivery) => delivery.streamIndex)).size,
     reconnects,
     resumeStatuses,
+    resumeErrors,
     staleCursor: cursor,
     stoppedBecause,
     streams,

@@ -30,6 +30,7 @@ export async function runSeedLoop(options: ScenarioOptions): Promise<ScenarioSum
       requestId: loop.call.id,
       staleCursor: loop.staleCursor,
       stoppedBecause: loop.stoppedBecause,
+      resumeErrors: loop.resumeErrors,
       terminalEventIds: loop.deliveries.map((delivery) => delivery.eventId),
       streams: loop.streams,
     },

@@ -30,7 +30,14 @@ export async function runServerRestart(options: ScenarioOptions): Promise<Scenar
   const report = restart ? await restart : undefined;
   const cursor = first.events.filter((event) => event.id !== undefined).at(-1)?.id;
   const firstTerminal = first.events.some((event) => isResponseTo(event.message, call.id));
-  const resume = cursor === undefined || firstTerminal ? undefined : await session.get(cursor);
+  let resumeError: string | undefined;
+  const resume =
+    cursor === undefined || firstTerminal
+      ? undefined
+      : await session.get(cursor).catch((error: unknown) => {
+          resumeError = error instanceof Error ? error.message : String(error);
+          return undefined;
+        });
   const replayTerminal = resume?.events.some((event) => isResponseTo(event.message, call.id)) ?? false;
   await session.close().catch(() => undefined);
   const emptyReplay = resume !== undefined && resume.status === 200 && resume.events.length === 0;
@@ -39,7 +46,7 @@ export async function runServerRestart(options: ScenarioOptions): Promise<Scenar
     sessionId: session.sessionId,
     terminalDeliveries: Number(firstTerminal) + Number(replayTerminal),
     distinctTerminalStreams: Number(firstTerminal) + Number(replayTerminal),
-    reconnects: resume ? 1 : 0,
+    reconnects: resume || resumeError ? 1 : 0,
     resumeStatuses: resume ? [resume.status] : [],
     finding: emptyReplay
       ? `After the restart the server accepted session ${session.sessionId} and answered the resume of an unfinished request with 200, no events and a clean close: it looks like "nothing missed", but the request never finished.`
@@ -53,6 +60,7 @@ export async function runServerRestart(options: ScenarioOptions): Promise<Scenar
       cursor,
       replayedEvents: resume?.events.length ?? 0,
       replayEnd: resume?.end,
+      resumeError,
       emptyReplayOnUnfinishedRequest: emptyReplay && !firstTerminal && !replayTerminal,
     },
   };
