@@ -1,13 +1,7 @@
-import { execFile } from 'node:child_process';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runFixture } from './fixtures/run.js';
 import { startSdkServer } from './sdk-server.js';
 import type { SdkServer } from './sdk-server.js';
-
-const run = promisify(execFile);
-const repoRoot = join(import.meta.dirname, '../../..');
-const client = join(import.meta.dirname, 'fixtures/sdk-error-client.ts');
 
 interface ClientReport {
   callError: string;
@@ -17,14 +11,9 @@ interface ClientReport {
   errors: string[];
 }
 
-/** The SDK client runs in a plain Node process (see the fixture for why), with tsx for TypeScript. */
-async function runClient(url: string, mode: 'plain' | 'guarded'): Promise<ClientReport> {
-  const { stdout } = await run(process.execPath, ['--import', 'tsx', client, url, mode], {
-    cwd: repoRoot,
-    env: { ...process.env, NODE_OPTIONS: '' },
-    timeout: 60_000,
-  });
-  return JSON.parse(stdout.trim().split('\n').at(-1)!) as ClientReport;
+/** The SDK client runs in a plain Node process: see the fixture for why. */
+function runClient(url: string, mode: 'plain' | 'guarded'): Promise<ClientReport> {
+  return runFixture<ClientReport>('sdk-error-client.ts', [url, mode]);
 }
 
 let server: SdkServer;
