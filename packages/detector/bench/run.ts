@@ -22,17 +22,17 @@ function benchCore(failEvery: number): void {
   let findings = 0;
   const d = new Detector({ maxRequests: REQUESTS, onFinding: () => findings++ });
   const rates: number[] = [];
-  for (let round = 0; round < 8; round++) {
+  for (let round = 0; round < 14; round++) {
     const spans = w[round & 1]!;
     findings = 0;
     const start = process.hrtime.bigint();
     for (let i = 0; i < spans.length; i++) d.ingest(spans[i]!);
     const s = Number(process.hrtime.bigint() - start) / 1e9;
-    if (round >= 2) rates.push(spans.length / s);
+    if (round >= 4) rates.push(spans.length / s);
   }
   rates.sort((a, b) => a - b);
   console.log(
-    `core, 1 request in ${failEvery} failing: ${fmt(rates[rates.length >> 1]!)} spans/s median, ${fmt(rates[rates.length - 1]!)} best (6 rounds of ${fmt(w[0]!.length)} spans after 2 warm-up; ` +
+    `core, 1 request in ${failEvery} failing: ${fmt(rates[rates.length >> 1]!)} spans/s median, ${fmt(rates[rates.length - 1]!)} best (10 rounds of ${fmt(w[0]!.length)} spans after 4 warm-up; ` +
       `${fmt(findings)} findings a round; ${fmt(d.stats().evictions)} evictions)`,
   );
 }
