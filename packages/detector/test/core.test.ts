@@ -75,6 +75,14 @@ describe('detector core: finding kinds', () => {
     expect(fs.find((f) => f.kind === FindingKind.SIGNATURE)).toMatchObject({ duplicates: 3, attempts: 4, ended_by_eviction: true });
   });
 
+  it('server spans: two replays that each deliver the terminal are a duplicate, one is not', () => {
+    const srv: Req = { ...r, service: 'server' };
+    const first = resume(srv, T0, 'S1', 'S0', { observed: false, replayedTerminal: true, kind: 2 });
+    expect(run([first])).toEqual([]);
+    const second = resume(srv, T0 + 500, 'S2', 'S0', { observed: false, replayedTerminal: true, kind: 2 });
+    expect(kinds(run([first, second]))).toEqual([FindingKind.DUPLICATE_TERMINAL]);
+  });
+
   it('reconnect_storm: N attempts within W; a reattach and a resume of one GET are one attempt', () => {
     const pairs = [0, 1].flatMap((i) => [reattach(r, T0 + i * 1000, `G${i}`, 'A'), resume(r, T0 + i * 1000 + 1, `G${i}`, 'A')]);
     expect(run(pairs)).toEqual([]);

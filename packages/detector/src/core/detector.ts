@@ -261,8 +261,10 @@ export class Detector {
     const outcome = resumeOutcome(a, status);
     this.events?.resume(service, outcome);
     const observed = a[ATTR_MCP_REQUEST_TERMINAL_OBSERVED] === true;
-    if (observed && a[ATTR_MCP_RESUME_REPLAYED_TERMINAL] === true) {
-      T.replayDups[slot]!++;
+    if (a[ATTR_MCP_RESUME_REPLAYED_TERMINAL] === true) {
+      // A replayed terminal is a duplicate if one had been delivered before, or if it is not the first replay to deliver it.
+      if (observed) T.replayDups[slot]!++;
+      else T.replayFirsts[slot]!++;
       this.checkDuplicate(slot, s.traceId, t, s.spanId);
     }
     if (!(t <= T.resT[slot]!)) {
@@ -311,7 +313,8 @@ export class Detector {
 
   private duplicates(slot: number): number {
     const T = this.table;
-    return Math.max(T.termTotal[slot]! - T.termOnFirst[slot]!, T.attrDups[slot]!, T.replayDups[slot]!);
+    const replays = T.replayDups[slot]! + Math.max(0, T.replayFirsts[slot]! - 1);
+    return Math.max(T.termTotal[slot]! - T.termOnFirst[slot]!, T.attrDups[slot]!, replays);
   }
 
   /** One reattach/resume attempt; attempts are distinct new streams, so the two spans of one GET count once. */

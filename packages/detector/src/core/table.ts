@@ -45,6 +45,8 @@ export class RequestTable {
   termOnFirst = new Uint32Array(0);
   attrDups = new Uint32Array(0);
   replayDups = new Uint32Array(0);
+  /** Replays that delivered the terminal to a stream that had not delivered it before. */
+  replayFirsts = new Uint32Array(0);
   epAttempts = new Uint32Array(0);
   /** Attempts of the last storm reported. */
   stAttempts = new Uint32Array(0);
@@ -164,6 +166,7 @@ export class RequestTable {
     this.termOnFirst[s] = 0;
     this.attrDups[s] = 0;
     this.replayDups[s] = 0;
+    this.replayFirsts[s] = 0;
     this.epAttempts[s] = 0;
     this.stAttempts[s] = 0;
     const s2 = s * 2;
@@ -210,6 +213,7 @@ export class RequestTable {
     this.termOnFirst = growU(this.termOnFirst, cap);
     this.attrDups = growU(this.attrDups, cap);
     this.replayDups = growU(this.replayDups, cap);
+    this.replayFirsts = growU(this.replayFirsts, cap);
     this.epAttempts = growU(this.epAttempts, cap);
     this.stAttempts = growU(this.stAttempts, cap);
     this.prev = growI(this.prev, cap);
