@@ -13,9 +13,6 @@ import type {
   WireResponse,
 } from '@resumewatch/wire';
 import {
-  ATTR_GEN_AI_OPERATION_NAME,
-  ATTR_GEN_AI_PROMPT_NAME,
-  ATTR_GEN_AI_TOOL_NAME,
   ATTR_HTTP_REQUEST_METHOD,
   ATTR_HTTP_RESPONSE_STATUS_CODE,
   ATTR_JSONRPC_REQUEST_ID,
@@ -26,7 +23,6 @@ import {
   ATTR_MCP_REATTACH_ACCEPTED,
   ATTR_MCP_REATTACH_TRIGGER,
   ATTR_MCP_REQUEST_TERMINAL_OBSERVED,
-  ATTR_MCP_RESOURCE_URI,
   ATTR_MCP_RESUME_LAST_EVENT_ID,
   ATTR_MCP_RESUME_OUTCOME,
   ATTR_MCP_RESUME_REPLAYED_EVENTS,
@@ -48,10 +44,9 @@ import {
   SPAN_STREAM_RESUME,
   mcpRequestSpanName,
 } from './semconv.js';
-import { ErrorType, ServerAttributes, errorType, isToolError, nowMs, outcomeOfStatus, setError } from './span-util.js';
+import { ErrorType, ServerAttributes, addTargetAttributes, errorType, isToolError, nowMs, outcomeOfStatus, setError } from './span-util.js';
 import type { RecorderStats, TracerSource } from './types.js';
 
-const EXECUTE_TOOL = 'execute_tool';
 /** Event ids remembered per request-carrying stream, to place a cursor taken before a stream's last event. */
 const EVENT_IDS_PER_STREAM = 16;
 
@@ -220,16 +215,7 @@ export class SpanRecorder implements WireListener {
     if (req.sessionId !== undefined) attributes[ATTR_MCP_SESSION_ID] = req.sessionId;
     if (req.protocolVersion !== undefined) attributes[ATTR_MCP_PROTOCOL_VERSION] = req.protocolVersion;
     const target = record.target;
-    if (target !== undefined) {
-      if (record.method === 'tools/call') {
-        attributes[ATTR_GEN_AI_TOOL_NAME] = target;
-        attributes[ATTR_GEN_AI_OPERATION_NAME] = EXECUTE_TOOL;
-      } else if (record.method === 'prompts/get') {
-        attributes[ATTR_GEN_AI_PROMPT_NAME] = target;
-      } else if (record.method.startsWith('resources/')) {
-        attributes[ATTR_MCP_RESOURCE_URI] = target;
-      }
-    }
+    addTargetAttributes(attributes, record.method, target);
     const span = tracer.startSpan(mcpRequestSpanName(record.method, target), { kind: SpanKind.CLIENT, attributes }, parent);
     const state: RequestState = { span, spanContext: span.spanContext(), timer: undefined, sessionId: req.sessionId };
     state.timer = setTimeout(() => this.endRequest(state, ErrorType.TIMEOUT), this.requestTimeoutMs);

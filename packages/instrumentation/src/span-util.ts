@@ -1,7 +1,16 @@
 import { SpanStatusCode } from '@opentelemetry/api';
 import type { Attributes, Span } from '@opentelemetry/api';
 import type { WireEvent } from '@resumewatch/wire';
-import { ATTR_ERROR_TYPE, ATTR_SERVER_ADDRESS, ATTR_SERVER_PORT, ResumeOutcome } from './semconv.js';
+import {
+  ATTR_ERROR_TYPE,
+  ATTR_GEN_AI_OPERATION_NAME,
+  ATTR_GEN_AI_PROMPT_NAME,
+  ATTR_GEN_AI_TOOL_NAME,
+  ATTR_MCP_RESOURCE_URI,
+  ATTR_SERVER_ADDRESS,
+  ATTR_SERVER_PORT,
+  ResumeOutcome,
+} from './semconv.js';
 
 /** error.type values this package sets besides HTTP status codes, JSON-RPC error codes and exception names. */
 export const ErrorType = {
@@ -10,6 +19,21 @@ export const ErrorType = {
   TOOL_ERROR: 'tool_error',
   OTHER: '_OTHER',
 } as const;
+
+const EXECUTE_TOOL = 'execute_tool';
+
+/** The tool, prompt or resource a request names, as the MCP and GenAI conventions spell it. */
+export function addTargetAttributes(attributes: Attributes, method: string, target: string | undefined): void {
+  if (target === undefined) return;
+  if (method === 'tools/call') {
+    attributes[ATTR_GEN_AI_TOOL_NAME] = target;
+    attributes[ATTR_GEN_AI_OPERATION_NAME] = EXECUTE_TOOL;
+  } else if (method === 'prompts/get') {
+    attributes[ATTR_GEN_AI_PROMPT_NAME] = target;
+  } else if (method.startsWith('resources/')) {
+    attributes[ATTR_MCP_RESOURCE_URI] = target;
+  }
+}
 
 export function setError(span: Span, type: string): void {
   span.setAttribute(ATTR_ERROR_TYPE, type);

@@ -54,6 +54,9 @@ export interface SdkServerOptions {
   rejectUnknownCursors?: boolean;
   /** Answer POSTs with JSON bodies instead of SSE streams. */
   jsonResponse?: boolean;
+  /** Called with the store once, and with each session's transport before it connects. */
+  instrumentStore?: (store: MemoryEventStore) => void;
+  instrumentTransport?: (transport: StreamableHTTPServerTransport) => void;
 }
 
 export interface SdkServer {
@@ -71,6 +74,7 @@ export interface SdkServer {
 /** The real SDK server (low-level Server, StreamableHTTPServerTransport) on node:http, port 0. */
 export async function startSdkServer(options: SdkServerOptions = {}): Promise<SdkServer> {
   const store = new MemoryEventStore(options.rejectUnknownCursors);
+  options.instrumentStore?.(store);
   const transports = new Map<string, StreamableHTTPServerTransport>();
   const state: SdkServer = {
     url: '',
@@ -102,6 +106,7 @@ export async function startSdkServer(options: SdkServerOptions = {}): Promise<Sd
       }
       return { content: [{ type: 'text', text: `streamed ${count}` }] };
     });
+    options.instrumentTransport?.(transport);
     await server.connect(transport);
     return transport;
   }

@@ -1,0 +1,155 @@
+import { SpanKind, context as otelContext, diag, trace } from '@opentelemetry/api';
+import type { Attributes, Span, TracerProvider } from '@opentelemetry/api';
+import { requestTarget } from '@resumewatch/wire';
+import type { JsonRpcRequest } from '@resumewatch/wire';
+import { DEFAULT_REQUEST_TIMEOUT_MS, tracerSource } from './instrument-fetch.js';
+import {
+  ATTR_JSONRPC_REQUEST_ID,
+  ATTR_MCP_METHOD_NAME,
+  ATTR_MCP_PROTOCOL_VERSION,
+  ATTR_MCP_SESSION_ID,
+  ATTR_NETWORK_PROTOCOL_NAME,
+  ATTR_NETWORK_TRANSPORT,
+  ATTR_RPC_RESPONSE_STATUS_CODE,
+  mcpRequestSpanName,
+} from './semconv.js';
+import { ErrorType, addTargetAttributes, setError } from './span-util.js';
+
+/** The SDK's server transport, structurally (StreamableHTTPServerTransport and its web-standard base). */
+export interface ServerTransportLike {
+  readonly sessionId?: string | undefined;
+  onmessage?: ((message: never, extra?: never) => void) | undefined;
+  send(message: never, options?: never): Promise<void>;
+}
+
+export interface ServerTransportInstrumentationOptions {
+  tracerProvider?: TracerProvider;
+  /** Longest a server request span stays open without a response. Default 300000 ms. */
+  requestTimeoutMs?: number;
+  /** Most request spans open at once; beyond it new requests are not traced. Default 10,000. */
+  maxOpenRequests?: number;
+}
+
+interface Open {
+  span: Span;
+  method: string;
+  timer: ReturnType<typeof setTimeout>;
+}
+
+interface Message {
+  id?: unknown;
+  method?: unknown;
+  params?: { protocolVersion?: unknown };
+  result?: { isError?: unknown; protocolVersion?: unknown };
+  error?: { code?: unknown };
+}
+
+interface Extra {
+  requestInfo?: { headers?: Record<string, string | string[] | undefined> };
+}
+
+/**
+ * Server request spans (kind SERVER, named and attributed as the client's request spans) for an MCP
+ * SDK server transport: a span from each incoming JSON-RPC request to the response the transport
+ * sends for it. The request's handler runs inside the span's context. Patches the transport in place.
+ */
+export function instrumentServerTransport<T extends ServerTransportLike>(transport: T, options: ServerTransportInstrumentationOptions = {}): T {
+  const tracer = tracerSource(options.tracerProvider);
+  const timeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  const maxOpen = options.maxOpenRequests ?? 10_000;
+  const open = new Map<string, Open>();
+  /** Messages already given a span: a handler wrapped twice (assigned over itself) must not start two. */
+  const seen = new WeakSet<object>();
+
+  const end = (id: string, error: string | undefined, message: Message | undefined): void => {
+    const entry = open.get(id);
+    if (!entry) return;
+    open.delete(id);
+    clearTimeout(entry.timer);
+    if (transport.sessionId !== undefined) entry.span.setAttribute(ATTR_MCP_SESSION_ID, transport.sessionId);
+    const version = message?.result?.protocolVersion;
+    if (entry.method === 'initialize' && typeof version === 'string') entry.span.setAttribute(ATTR_MCP_PROTOCOL_VERSION, version);
+    if (error !== undefined) setError(entry.span, error);
+    entry.span.end();
+  };
+
+  const start = (message: Message, extra: Extra | undefined): Span | undefined => {
+    if (typeof message.method !== 'string' || (typeof message.id !== 'string' && typeof message.id !== 'number')) return undefined;
+    if (open.size >= maxOpen || seen.has(message)) return undefined;
+    seen.add(message);
+    const id = String(message.id);
+    const request = message as JsonRpcRequest;
+    const target = requestTarget(request);
+    const attributes: Attributes = {
+      [ATTR_MCP_METHOD_NAME]: request.method,
+      [ATTR_JSONRPC_REQUEST_ID]: id,
+      [ATTR_NETWORK_TRANSPORT]: 'tcp',
+      [ATTR_NETWORK_PROTOCOL_NAME]: 'http',
+    };
+    if (transport.sessionId !== undefined) attributes[ATTR_MCP_SESSION_ID] = transport.sessionId;
+    const header = extra?.requestInfo?.headers?.['mcp-protocol-version'];
+    if (typeof header === 'string') attributes[ATTR_MCP_PROTOCOL_VERSION] = header;
+    addTargetAttributes(attributes, request.method, target);
+    const span = tracer().startSpan(mcpRequestSpanName(request.method, target), { kind: SpanKind.SERVER, attributes }, otelContext.active());
+    end(id, ErrorType.ABORTED, undefined);
+    const timer = setTimeout(() => end(id, ErrorType.TIMEOUT, undefined), timeoutMs);
+    timer.unref();
+    open.set(id, { span, method: request.method, timer });
+    return span;
+  };
+
+  type Handler = (message: never, extra?: never) => void;
+  const wrap = (handler: Handler | undefined): Handler | undefined =>
+    handler &&
+    function (this: unknown, message: never, extra?: never): void {
+      let span: Span | undefined;
+      try {
+        span = start(message as Message, extra as Extra | undefined);
+      } catch (error) {
+        diag.error('resumewatch: recording a server request failed', error);
+      }
+      if (!span) return handler.call(this, message, extra);
+      return otelContext.with(trace.setSpan(otelContext.active(), span), () => handler.call(this, message, extra));
+    };
+
+  // The Node transport forwards onmessage to an inner web-standard transport through an accessor:
+  // keep going through it, so the handler still reaches the transport that calls it.
+  const inherited = findAccessor(transport, 'onmessage');
+  let handler = wrap(transport.onmessage);
+  if (inherited) inherited.set!.call(transport, handler);
+  Object.defineProperty(transport, 'onmessage', {
+    configurable: true,
+    enumerable: true,
+    get: () => (inherited ? (inherited.get!.call(transport) as Handler | undefined) : handler),
+    set: (next: Handler | undefined) => {
+      handler = wrap(next);
+      if (inherited) inherited.set!.call(transport, handler);
+    },
+  });
+
+  const send = transport.send.bind(transport);
+  transport.send = ((message: never, sendOptions?: never) => {
+    const m = message as Message;
+    if (m && typeof m === 'object' && m.method === undefined && m.id !== undefined && m.id !== null && open.size > 0) {
+      const id = String(m.id);
+      const entry = open.get(id);
+      if (entry && m.error !== undefined) {
+        const code = typeof m.error.code === 'number' ? String(m.error.code) : ErrorType.OTHER;
+        entry.span.setAttribute(ATTR_RPC_RESPONSE_STATUS_CODE, code);
+        end(id, code, m);
+      } else if (entry) {
+        end(id, entry.method === 'tools/call' && m.result?.isError === true ? ErrorType.TOOL_ERROR : undefined, m);
+      }
+    }
+    return send(message, sendOptions);
+  }) as T['send'];
+  return transport;
+}
+
+function findAccessor(object: object, name: string): PropertyDescriptor | undefined {
+  for (let o: object | null = object; o; o = Object.getPrototypeOf(o) as object | null) {
+    const descriptor = Object.getOwnPropertyDescriptor(o, name);
+    if (descriptor) return descriptor.get && descriptor.set ? descriptor : undefined;
+  }
+  return undefined;
+}
