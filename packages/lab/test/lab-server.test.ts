@@ -1,4 +1,3 @@
-import './helpers/external-conditions.js';
 import { networkInterfaces } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LabControlClient, McpHttpSession, isResponseTo, startFaultProxy, startLabServer } from '../src/index.js';

@@ -1,4 +1,3 @@
-import './helpers/external-conditions.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LabControlClient, SCENARIO_NAMES, runScenario, startLabServer } from '../src/index.js';
 import type { LabServer } from '../src/index.js';
