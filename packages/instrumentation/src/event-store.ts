@@ -60,7 +60,7 @@ function isMessage(message: unknown): boolean {
 }
 
 /**
- * Wraps an MCP SDK EventStore so that every replay it serves is a resume span (SPAN_STREAM_RESUME, (kind
+ * Wraps an MCP SDK EventStore so that every replay it serves is a resume span (SPAN_STREAM_RESUME,
  * kind SERVER) saying whether the stream had already delivered its terminal response before the replay,
  * how many events were replayed and whether the terminal was among them. Per-stream state is bounded.
  * The store is patched in place (its other methods and state are untouched) and returned.

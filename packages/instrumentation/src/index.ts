@@ -2,6 +2,7 @@ export { instrumentFetch, isInstrumentedFetch, DEFAULT_REPLAY_WINDOW_MS, DEFAULT
 export { SpanRecorder } from './span-recorder.js';
 export { ErrorType } from './span-util.js';
 export type { InstrumentFetchOptions, InstrumentedFetch, RecorderStats, McpResumeInstrumentationConfig } from './types.js';
+export type { GuardOptions } from '@resumewatch/guard';
 export { McpResumeInstrumentation } from './instrumentation.js';
 export { instrumentEventStore } from './event-store.js';
 export type { EventStoreLike, EventStoreInstrumentationOptions } from './event-store.js';

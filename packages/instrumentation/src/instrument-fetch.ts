@@ -1,8 +1,10 @@
 import { trace } from '@opentelemetry/api';
 import type { TracerProvider } from '@opentelemetry/api';
+import { createGuardListener } from '@resumewatch/guard';
+import type { GuardListener, GuardOptions } from '@resumewatch/guard';
 import { WireObserver } from '@resumewatch/wire';
 import type { FetchLike } from '@resumewatch/wire';
-import { TRACER_SCOPE } from './semconv.js';
+import { GuardAction, TRACER_SCOPE } from './semconv.js';
 import { SpanRecorder } from './span-recorder.js';
 import type { InstrumentFetchOptions, InstrumentedFetch, TracerSource } from './types.js';
 import { PACKAGE_VERSION } from './version.js';
@@ -45,19 +47,44 @@ export function createInstrumentedFetch(
   tracer: TracerSource,
 ): InstrumentedFetch {
   const observer = new WireObserver(options.observer);
+  const replayWindowMs = options.replayWindowMs ?? DEFAULT_REPLAY_WINDOW_MS;
   const recorder = new SpanRecorder({
     tracer,
     observer,
-    replayWindowMs: options.replayWindowMs ?? DEFAULT_REPLAY_WINDOW_MS,
+    replayWindowMs,
     requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
   });
+  // The guard goes first: it tells the recorder what it did before the recorder's hook for the same
+  // request or event runs.
+  const guard = options.guard ? guardListener(options.guard === true ? {} : options.guard, recorder, replayWindowMs) : undefined;
+  if (guard) observer.addListener(guard, { filters: true });
   observer.addListener(recorder);
   const target: FetchLike = fetch ?? ((input, init) => globalThis.fetch(input, init));
   const wrapped = observer.wrap(target);
   Object.defineProperties(wrapped, {
     observer: { value: observer },
+    guard: { value: guard },
     stats: { value: () => recorder.stats() },
   });
   instrumented.add(wrapped);
   return wrapped as InstrumentedFetch;
+}
+
+function guardListener(options: GuardOptions, recorder: SpanRecorder, replayWindowMs: number): GuardListener {
+  return createGuardListener({
+    replayWindowMs,
+    ...options,
+    onResumeRefused(report) {
+      recorder.noteGuardAction(report.request, GuardAction.RESUME_REFUSED);
+      options.onResumeRefused?.(report);
+    },
+    onDuplicateTerminalDropped(report) {
+      recorder.noteGuardAction(report.event, GuardAction.DUPLICATE_TERMINAL_DROPPED);
+      options.onDuplicateTerminalDropped?.(report);
+    },
+    onFailedResumption(report) {
+      recorder.noteGuardAction(report.request, GuardAction.RESUMPTION_FAILED_REPORTED);
+      options.onFailedResumption?.(report);
+    },
+  });
 }

@@ -92,8 +92,8 @@ export class McpResumeInstrumentation extends InstrumentationBase<McpResumeInstr
   instrumentTransport(transport: object): void {
     const target = transport as TransportLike;
     if (isInstrumentedFetch(target._fetch)) return;
-    const { replayWindowMs, requestTimeoutMs, observer } = this.getConfig();
-    target._fetch = createInstrumentedFetch(target._fetch, { replayWindowMs, requestTimeoutMs, observer }, () => this.tracer);
+    const { replayWindowMs, requestTimeoutMs, observer, guard } = this.getConfig();
+    target._fetch = createInstrumentedFetch(target._fetch, { replayWindowMs, requestTimeoutMs, observer, guard }, () => this.tracer);
   }
 
   private patchTransport(cls: TransportClass): void {

@@ -146,6 +146,8 @@ export class SpanRecorder implements WireListener {
   }
 
   onRefused(req: WireRequest, error: unknown): void {
+    // A listener added before this one (the guard) refused it before onRequest reached this recorder.
+    if ((req.reattach || req.resume) && !this.pending.has(req)) this.startAttempt(req, otelContext.active());
     this.failed(req, error, this.guardActions.get(req));
   }
 
@@ -346,7 +348,8 @@ export class SpanRecorder implements WireListener {
     if (req.protocolVersion !== undefined) base[ATTR_MCP_PROTOCOL_VERSION] = req.protocolVersion;
     if (concerned) base[ATTR_JSONRPC_REQUEST_ID] = concerned.id;
     if (attempt.status !== undefined) base[ATTR_HTTP_RESPONSE_STATUS_CODE] = attempt.status;
-    if (guardAction !== undefined) base[ATTR_MCP_GUARD_ACTION] = guardAction;
+    const action = guardAction ?? this.guardActions.get(req);
+    if (action !== undefined) base[ATTR_MCP_GUARD_ACTION] = action;
 
     if (req.reattach) {
       const accepted = attempt.status !== undefined && attempt.status >= 200 && attempt.status < 300;
@@ -391,7 +394,7 @@ export class SpanRecorder implements WireListener {
     if (event.eventId !== undefined) attributes[ATTR_MCP_EVENT_ID] = event.eventId;
     if (terminal.errorCode !== undefined) attributes[ATTR_RPC_RESPONSE_STATUS_CODE] = String(terminal.errorCode);
     const guardAction = this.guardActions.get(event);
-    if (guardAction !== undefined && terminal.duplicate) attributes[ATTR_MCP_GUARD_ACTION] = guardAction;
+    if (guardAction !== undefined) attributes[ATTR_MCP_GUARD_ACTION] = guardAction;
     this.tracer()
       .startSpan(SPAN_REQUEST_TERMINAL, { kind: SpanKind.INTERNAL, attributes }, this.parentOf(record, otelContext.active()))
       .end();

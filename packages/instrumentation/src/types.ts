@@ -1,5 +1,6 @@
 import type { Tracer, TracerProvider } from '@opentelemetry/api';
 import type { InstrumentationConfig } from '@opentelemetry/instrumentation';
+import type { GuardListener, GuardOptions } from '@resumewatch/guard';
 import type { FetchLike, WireObserver, WireObserverOptions } from '@resumewatch/wire';
 
 export interface InstrumentFetchOptions {
@@ -16,6 +17,12 @@ export interface InstrumentFetchOptions {
    * A request without a terminal event by then ends with error type `timeout`. Default 300000 ms.
    */
   requestTimeoutMs?: number;
+  /**
+   * Enforce the resumption guard (@resumewatch/guard) on the same observer: refuse a resume of a
+   * finished request, drop duplicate terminal events, report failed resumptions; each recorded on the
+   * spans as the guard action. Its replay window defaults to `replayWindowMs`.
+   */
+  guard?: boolean | GuardOptions;
   /** Caps and retention of the wire observer's session, request and stream state. */
   observer?: WireObserverOptions;
 }
@@ -33,12 +40,15 @@ export interface RecorderStats {
 /** A fetch that reports what it carries as spans. */
 export interface InstrumentedFetch extends FetchLike {
   readonly observer: WireObserver;
+  /** The enforced guard, when the `guard` option asked for it. */
+  readonly guard: GuardListener | undefined;
   stats(): RecorderStats;
 }
 
 export interface McpResumeInstrumentationConfig extends InstrumentationConfig {
   replayWindowMs?: number;
   requestTimeoutMs?: number;
+  guard?: boolean | GuardOptions;
   observer?: WireObserverOptions;
 }
 

@@ -1,0 +1,94 @@
+import './helpers/external-conditions.js';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import {
+  ATTR_ERROR_TYPE,
+  ATTR_HTTP_RESPONSE_STATUS_CODE,
+  ATTR_JSONRPC_REQUEST_ID,
+  ATTR_MCP_GUARD_ACTION,
+  ATTR_MCP_REQUEST_TERMINAL_OBSERVED,
+  ATTR_MCP_RESUME_OUTCOME,
+  ATTR_MCP_TERMINAL_DUPLICATE,
+  SPAN_REQUEST_TERMINAL,
+  SPAN_SESSION_REATTACH,
+  SPAN_STREAM_RESUME,
+} from '@resumewatch/semconv';
+import { afterEach, describe, expect, it } from 'vitest';
+import { instrumentFetch } from '../src/index.js';
+import { connectSdkClient } from './helpers/sdk-client.js';
+import { startSdkServer } from './helpers/sdk-server.js';
+import type { SdkServer, SdkServerOptions } from './helpers/sdk-server.js';
+import { RawClient } from './helpers/raw-client.js';
+import { captureSpans, waitFor } from './helpers/spans.js';
+
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function server(options: SdkServerOptions = {}): Promise<SdkServer> {
+  const s = await startSdkServer(options);
+  cleanups.push(() => s.close());
+  return s;
+}
+
+const a = (span: ReadableSpan, name: string): unknown => span.attributes[name];
+
+describe('guard: true', () => {
+  it('refuses a resume of a finished request before it leaves: resume span error, resume_refused, no HTTP status', async () => {
+    const s = await server({ closeReplays: true });
+    const capture = captureSpans();
+    const refused: string[] = [];
+    const fetch = instrumentFetch({ tracerProvider: capture.provider, guard: { onResumeRefused: (r) => void refused.push(r.lastEventId) } });
+    const client = new RawClient(s.url, fetch);
+    await client.initialize();
+    const call = await client.callTool('stream_progress', { count: 1 });
+    const cursor = call.eventIds.at(-1)!;
+    await expect(client.resume(cursor)).rejects.toThrow(/terminal; refusing to resume/);
+    expect(refused).toEqual([cursor]);
+
+    const resume = capture.spans(SPAN_STREAM_RESUME)[0]!;
+    expect(resume.attributes).toMatchObject({
+      [ATTR_MCP_RESUME_OUTCOME]: 'error',
+      [ATTR_MCP_GUARD_ACTION]: 'resume_refused',
+      [ATTR_MCP_REQUEST_TERMINAL_OBSERVED]: true,
+      [ATTR_JSONRPC_REQUEST_ID]: String(call.id),
+      [ATTR_ERROR_TYPE]: 'InvalidResumptionError',
+    });
+    expect(a(resume, ATTR_HTTP_RESPONSE_STATUS_CODE)).toBeUndefined();
+    const request = capture.spans('tools/call stream_progress')[0]!;
+    expect(resume.parentSpanContext?.spanId).toBe(request.spanContext().spanId);
+    expect(a(capture.spans(SPAN_SESSION_REATTACH)[0]!, ATTR_MCP_GUARD_ACTION)).toBe('resume_refused');
+    expect(fetch.stats()).toEqual({ openRequests: 0, openResumes: 0, pendingHttp: 0 });
+  });
+
+  it('drops a replayed duplicate terminal: the client does not read it, its terminal span says so', async () => {
+    const s = await server({ closeReplays: true });
+    const capture = captureSpans();
+    const fetch = instrumentFetch({ tracerProvider: capture.provider, guard: true });
+    const client = new RawClient(s.url, fetch);
+    await client.initialize();
+    const call = await client.callTool('stream_progress', { count: 2 });
+    // A cursor from before the stream's end, which the guard cannot tie to the finished request.
+    const replay = await client.resume(call.eventIds[0]!);
+    expect(replay.status).toBe(200);
+    expect(replay.text).toContain('notifications/progress');
+    expect(replay.text).not.toContain('streamed 2');
+
+    const terminals = capture.spans(SPAN_REQUEST_TERMINAL).filter((t) => a(t, ATTR_JSONRPC_REQUEST_ID) === String(call.id));
+    expect(terminals.map((t) => [a(t, ATTR_MCP_TERMINAL_DUPLICATE), a(t, ATTR_MCP_GUARD_ACTION)])).toEqual([
+      [false, undefined],
+      [true, 'duplicate_terminal_dropped'],
+    ]);
+  });
+
+  it('the SDK v1 resume after a JSON-RPC error is refused and recorded', async () => {
+    const s = await server();
+    const capture = captureSpans();
+    const fetch = instrumentFetch({ tracerProvider: capture.provider, guard: true });
+    const c = await connectSdkClient(s.url, fetch);
+    await expect(c.client.callTool({ name: 'fail' })).rejects.toThrow(/fail/);
+    const resume = await waitFor(() => capture.spans(SPAN_STREAM_RESUME)[0], 'the refused resume');
+    await c.close();
+    expect(resume.attributes).toMatchObject({ [ATTR_MCP_RESUME_OUTCOME]: 'error', [ATTR_MCP_GUARD_ACTION]: 'resume_refused' });
+  });
+});
