@@ -105,7 +105,7 @@ export class Detector {
       return this.count(SpanReceivedResult.IGNORED);
     }
     if (!this.spanIds.add(hexWord(s.spanId, 0), hexWord(s.spanId, 8))) return this.count(SpanReceivedResult.DUPLICATE);
-    const service = s.service || 'unknown';
+    const service = s.service || 'unknown_service';
     let reattachEvicts = false;
     if (type === REATTACH) {
       const status = statusOf(a);
