@@ -1,4 +1,3 @@
-import './helpers/external-conditions.js';
 import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client';
 import type { FetchLike } from '@resumewatch/wire';
 import { afterEach, describe, expect, it } from 'vitest';

@@ -1,4 +1,3 @@
-import './helpers/external-conditions.js';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { SpanKind } from '@opentelemetry/api';
 import {

@@ -1,4 +1,3 @@
-import './helpers/external-conditions.js';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import {

@@ -1,4 +1,3 @@
-import './helpers/external-conditions.js';
 import { SpanKind } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import {

@@ -1,4 +1,3 @@
-import './helpers/external-conditions.js';
 import { ATTR_ERROR_TYPE } from '@resumewatch/semconv';
 import { afterEach, describe, expect, it } from 'vitest';
 import { instrumentFetch } from '../src/index.js';

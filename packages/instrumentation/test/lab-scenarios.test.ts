@@ -1,0 +1,170 @@
+import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { runScenario, startLabServer } from '@resumewatch/lab';
+import type { LabServer, ScenarioName, ScenarioSummary } from '@resumewatch/lab';
+import {
+  ATTR_ERROR_TYPE,
+  ATTR_HTTP_RESPONSE_STATUS_CODE,
+  ATTR_JSONRPC_REQUEST_ID,
+  ATTR_MCP_METHOD_NAME,
+  ATTR_MCP_REATTACH_ACCEPTED,
+  ATTR_MCP_REQUEST_TERMINAL_OBSERVED,
+  ATTR_MCP_RESUME_OUTCOME,
+  ATTR_MCP_RESUME_REPLAYED_TERMINAL,
+  ATTR_MCP_SESSION_ID,
+  ATTR_MCP_STREAM_ID,
+  ATTR_MCP_TERMINAL_DELIVERY,
+  ATTR_MCP_TERMINAL_DUPLICATE,
+  ATTR_MCP_TERMINAL_OUTCOME,
+  SPAN_REQUEST_TERMINAL,
+  SPAN_SESSION_REATTACH,
+  SPAN_STREAM_RESUME,
+} from '@resumewatch/semconv';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { instrumentFetch } from '../src/index.js';
+import type { InstrumentedFetch } from '../src/index.js';
+import { captureSpans } from './helpers/spans.js';
+import type { SpanCapture } from './helpers/spans.js';
+
+let lab: LabServer;
+beforeAll(async () => {
+  lab = await startLabServer({ retryIntervalMs: 50 });
+});
+afterAll(async () => {
+  await lab.close();
+});
+
+interface Run {
+  summary: ScenarioSummary;
+  capture: SpanCapture;
+  fetch: InstrumentedFetch;
+  /** Every span of the scenario's main request: its request span and the spans parented to it. */
+  story(): { request: ReadableSpan; children: ReadableSpan[] };
+}
+
+async function run(name: ScenarioName, replayWindowMs = 500, requestTimeoutMs = 60_000): Promise<Run> {
+  const capture = captureSpans();
+  const fetch = instrumentFetch({ tracerProvider: capture.provider, replayWindowMs, requestTimeoutMs });
+  const summary = await runScenario(name, { serverUrl: lab.url, fetch, maxReconnects: 10 });
+  // The last resume span ends when its window closes (the server may hold the stream open).
+  await new Promise((r) => setTimeout(r, Math.max(replayWindowMs, requestTimeoutMs < 60_000 ? requestTimeoutMs : 0) + 200));
+  const story = () => {
+    const id = String(summary.details.requestId);
+    const request = capture
+      .spans()
+      .find((s) => s.attributes[ATTR_MCP_METHOD_NAME] === 'tools/call' && s.attributes[ATTR_JSONRPC_REQUEST_ID] === id && s.name.startsWith('tools/call'))!;
+    expect(request).toBeDefined();
+    const children = capture.spans().filter((s) => s.parentSpanContext?.spanId === request.spanContext().spanId);
+    for (const child of children) expect(child.spanContext().traceId).toBe(request.spanContext().traceId);
+    return { request, children };
+  };
+  return { summary, capture, fetch, story };
+}
+
+const a = (span: ReadableSpan, name: string): unknown => span.attributes[name];
+const named = (spans: ReadableSpan[], name: string) => spans.filter((s) => s.name === name);
+
+describe('spans on the lab scenarios (real SDK server, real HTTP)', () => {
+  it('healthy: request spans with live terminals, nothing resumed', async () => {
+    const { capture, summary, fetch } = await run('healthy');
+    expect(named(capture.spans(), SPAN_STREAM_RESUME)).toHaveLength(0);
+    expect(named(capture.spans(), SPAN_SESSION_REATTACH)).toHaveLength(0);
+    const terminals = named(capture.spans(), SPAN_REQUEST_TERMINAL);
+    expect(terminals.length).toBeGreaterThanOrEqual(3);
+    for (const t of terminals) {
+      expect(t.attributes).toMatchObject({ [ATTR_MCP_TERMINAL_DUPLICATE]: false, [ATTR_MCP_TERMINAL_DELIVERY]: 'live' });
+    }
+    for (const span of capture.spans()) {
+      if (a(span, ATTR_MCP_METHOD_NAME) !== 'initialize') expect(a(span, ATTR_MCP_SESSION_ID)).toBe(summary.sessionId);
+    }
+    expect(fetch.stats()).toEqual({ openRequests: 0, openResumes: 0, pendingHttp: 0 });
+  });
+
+  it('seed-loop: the result again on every new stream, each resume after the terminal was seen, one trace', async () => {
+    const { summary, story, fetch } = await run('seed-loop');
+    expect(summary.terminalDeliveries).toBeGreaterThanOrEqual(2);
+    const { children } = story();
+    const terminals = named(children, SPAN_REQUEST_TERMINAL);
+    expect(terminals.length).toBe(summary.terminalDeliveries);
+    expect(new Set(terminals.map((t) => a(t, ATTR_MCP_STREAM_ID))).size).toBe(terminals.length);
+    expect(terminals[0]!.attributes).toMatchObject({ [ATTR_MCP_TERMINAL_DUPLICATE]: false, [ATTR_MCP_TERMINAL_DELIVERY]: 'live' });
+    for (const t of terminals.slice(1)) {
+      expect(t.attributes).toMatchObject({ [ATTR_MCP_TERMINAL_DUPLICATE]: true, [ATTR_MCP_TERMINAL_DELIVERY]: 'replay' });
+    }
+    const resumes = named(children, SPAN_STREAM_RESUME);
+    expect(resumes).toHaveLength(summary.reconnects);
+    for (const resume of resumes) expect(a(resume, ATTR_MCP_REQUEST_TERMINAL_OBSERVED)).toBe(true);
+    const replaying = resumes.filter((r) => a(r, ATTR_MCP_RESUME_REPLAYED_TERMINAL) === true);
+    expect(replaying).toHaveLength(summary.terminalDeliveries - 1);
+    for (const r of replaying) expect(a(r, ATTR_MCP_RESUME_OUTCOME)).toBe('continuation');
+    // Each resume's new stream is the stream its replayed terminal arrived on.
+    expect(replaying.map((r) => a(r, ATTR_MCP_STREAM_ID)).sort()).toEqual(terminals.slice(1).map((t) => a(t, ATTR_MCP_STREAM_ID)).sort());
+    const last = resumes.at(-1)!;
+    expect(['empty_replay', 'cursor_rejected', 'session_not_found']).toContain(a(last, ATTR_MCP_RESUME_OUTCOME));
+    const reattaches = named(children, SPAN_SESSION_REATTACH);
+    expect(reattaches.map((r) => a(r, ATTR_MCP_STREAM_ID)).sort()).toEqual(resumes.map((r) => a(r, ATTR_MCP_STREAM_ID)).sort());
+    expect(fetch.stats()).toEqual({ openRequests: 0, openResumes: 0, pendingHttp: 0 });
+  });
+
+  it('per-stream-dedup: the same duplicate terminals as the seed loop', async () => {
+    const { summary, story } = await run('per-stream-dedup');
+    const terminals = named(story().children, SPAN_REQUEST_TERMINAL);
+    expect(terminals.length).toBe(summary.terminalDeliveries);
+    expect(terminals.filter((t) => a(t, ATTR_MCP_TERMINAL_DUPLICATE) === true)).toHaveLength(summary.terminalDeliveries - 1);
+  });
+
+  it('network-cut: one resume, a continuation, and no duplicate terminal', async () => {
+    const { summary, story } = await run('network-cut', 2_000);
+    const { request, children } = story();
+    const resumes = named(children, SPAN_STREAM_RESUME).filter((r) => a(r, ATTR_HTTP_RESPONSE_STATUS_CODE) === 200);
+    expect(resumes).toHaveLength(1);
+    expect(resumes[0]!.attributes).toMatchObject({
+      [ATTR_MCP_RESUME_OUTCOME]: 'continuation',
+      [ATTR_MCP_REQUEST_TERMINAL_OBSERVED]: false,
+      [ATTR_MCP_RESUME_REPLAYED_TERMINAL]: true,
+    });
+    const terminals = named(children, SPAN_REQUEST_TERMINAL);
+    expect(terminals).toHaveLength(1);
+    expect(terminals[0]!.attributes).toMatchObject({ [ATTR_MCP_TERMINAL_DUPLICATE]: false, [ATTR_MCP_TERMINAL_DELIVERY]: 'replay' });
+    expect(summary.terminalDeliveries).toBe(1);
+    expect(request.status.code).not.toBe(2);
+  });
+
+  it('server-restart: the resume of the unfinished request is an empty replay', async () => {
+    // The request never finishes (the restart killed its work): its span ends at requestTimeoutMs.
+    const { summary, story } = await run('server-restart', 500, 1_500);
+    expect(summary.resumeStatuses).toEqual([200]);
+    expect(story().request.attributes[ATTR_ERROR_TYPE]).toBe('timeout');
+    const resumes = named(story().children, SPAN_STREAM_RESUME);
+    expect(resumes).toHaveLength(1);
+    expect(resumes[0]!.attributes).toMatchObject({
+      [ATTR_MCP_RESUME_OUTCOME]: 'empty_replay',
+      [ATTR_MCP_REQUEST_TERMINAL_OBSERVED]: false,
+      [ATTR_HTTP_RESPONSE_STATUS_CODE]: 200,
+    });
+    expect(named(story().children, SPAN_REQUEST_TERMINAL)).toHaveLength(0);
+  });
+
+  it('cursor-evicted: the resume is rejected per its status and the reattach is not accepted', async () => {
+    const { summary, story } = await run('cursor-evicted');
+    const status = summary.resumeStatuses[0]!;
+    const resumes = named(story().children, SPAN_STREAM_RESUME);
+    expect(resumes).toHaveLength(1);
+    const expected = status === 404 ? 'session_not_found' : status === 409 || status === 400 ? 'cursor_rejected' : 'empty_replay';
+    expect(resumes[0]!.attributes).toMatchObject({ [ATTR_MCP_RESUME_OUTCOME]: expected, [ATTR_HTTP_RESPONSE_STATUS_CODE]: status });
+    const reattach = named(story().children, SPAN_SESSION_REATTACH)[0]!;
+    expect(a(reattach, ATTR_MCP_REATTACH_ACCEPTED)).toBe(status >= 200 && status < 300);
+  });
+
+  it('sdk-error-resume: after the error terminal the SDK resumes, and the resume span says the terminal was seen', async () => {
+    const { summary, capture } = await run('sdk-error-resume');
+    expect(summary.details.resumedWithErrorEventId).toBe(true);
+    const request = capture.spans('tools/call fail')[0]!;
+    const children = capture.spans().filter((s) => s.parentSpanContext?.spanId === request.spanContext().spanId);
+    const terminal = named(children, SPAN_REQUEST_TERMINAL);
+    expect(terminal[0]!.attributes).toMatchObject({ [ATTR_MCP_TERMINAL_OUTCOME]: 'error', [ATTR_MCP_TERMINAL_DUPLICATE]: false });
+    const resumes = named(children, SPAN_STREAM_RESUME);
+    expect(resumes.length).toBeGreaterThanOrEqual(1);
+    for (const resume of resumes) expect(a(resume, ATTR_MCP_REQUEST_TERMINAL_OBSERVED)).toBe(true);
+    expect(resumes[0]!.startTime >= terminal[0]!.startTime).toBe(true);
+  });
+});
