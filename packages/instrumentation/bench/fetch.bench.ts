@@ -1,0 +1,118 @@
+/**
+ * CPU cost of instrumentFetch on a streaming workload, measured side by side in one run.
+ *
+ * The lab server runs in a child process, so process.cpuUsage() here counts the client only: the SDK
+ * v1 Client and StreamableHTTPClientTransport calling the lab's `stream_progress` tool. Three clients
+ * run alternating rounds (the order reverses every round):
+ *   bare          the SDK's own fetch
+ *   wire          the wire observer with one listener that does nothing (what any listener costs)
+ *   instrumented  `fetch: instrumentFetch()`, spans through the OpenTelemetry SDK with a
+ *                 BatchSpanProcessor and an exporter that drops everything
+ * Each round starts after a full GC (with --expose-gc), so a round pays for the garbage it makes.
+ *
+ *   node --expose-gc --import tsx bench/fetch.bench.ts [--rounds 20] [--calls 10] [--progress 100]
+ */
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { ExportResult } from '@opentelemetry/core';
+import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
+import { WireObserver } from '@resumewatch/wire';
+import type { FetchLike } from '@resumewatch/wire';
+import { instrumentFetch } from '../src/index.js';
+
+const { values } = parseArgs({
+  options: { rounds: { type: 'string', default: '20' }, calls: { type: 'string', default: '10' }, progress: { type: 'string', default: '100' } },
+});
+const ROUNDS = Number(values.rounds);
+const CALLS = Number(values.calls);
+const PROGRESS = Number(values.progress);
+const gc = (globalThis as { gc?: () => void }).gc;
+
+class DroppingExporter implements SpanExporter {
+  exported = 0;
+  export(spans: ReadableSpan[], done: (result: ExportResult) => void): void {
+    this.exported += spans.length;
+    done({ code: 0 });
+  }
+  async shutdown(): Promise<void> {}
+}
+
+async function startLab(): Promise<{ url: string; stop(): void }> {
+  // The lab's bin, as the workspace links it into this package's node_modules.
+  const cli = fileURLToPath(new URL('../node_modules/@resumewatch/lab/dist/cli.js', import.meta.url));
+  const child = spawn(process.execPath, [cli, 'server', '--capacity', '100000'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      const match = /MCP\s+(\S+)/.exec(out);
+      if (match) resolve(match[1]!);
+    });
+    child.once('exit', (code) => reject(new Error(`lab server exited with ${code}`)));
+  });
+  return { url, stop: () => void child.kill('SIGTERM') };
+}
+
+async function connect(url: string, fetch: FetchLike | undefined): Promise<Client> {
+  const client = new Client({ name: 'bench', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), fetch ? { fetch } : {}));
+  return client;
+}
+
+async function round(client: Client): Promise<number> {
+  gc?.();
+  let progress = 0;
+  const start = process.cpuUsage();
+  for (let i = 0; i < CALLS; i++) {
+    await client.callTool({ name: 'stream_progress', arguments: { count: PROGRESS, delay: 0 } }, undefined, {
+      onprogress: () => void progress++,
+    });
+  }
+  const used = process.cpuUsage(start);
+  if (progress !== CALLS * PROGRESS) throw new Error(`expected ${CALLS * PROGRESS} progress notifications, got ${progress}`);
+  return (used.user + used.system) / 1000;
+}
+
+const lab = await startLab();
+const exporter = new DroppingExporter();
+const provider = new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(exporter)] });
+const variants = {
+  bare: undefined,
+  wire: new WireObserver().addListener({ onEvent: () => undefined }).wrap(),
+  instrumented: instrumentFetch({ tracerProvider: provider }),
+};
+type Variant = keyof typeof variants;
+const names = Object.keys(variants) as Variant[];
+const clients = {} as Record<Variant, Client>;
+for (const name of names) clients[name] = await connect(lab.url, variants[name]);
+const cpu = Object.fromEntries(names.map((name) => [name, [] as number[]])) as Record<Variant, number[]>;
+
+for (const name of names) await round(clients[name]);
+for (let r = 0; r < ROUNDS; r++) {
+  const order = r % 2 === 0 ? names : [...names].reverse();
+  for (const name of order) cpu[name].push(await round(clients[name]));
+}
+await provider.forceFlush();
+
+const total = (xs: number[]) => xs.reduce((sum, x) => sum + x, 0);
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const events = ROUNDS * CALLS * (PROGRESS + 1);
+console.log(`workload: ${ROUNDS} rounds x ${CALLS} tools/call stream_progress x ${PROGRESS} progress events; SDK v1 client; lab server in a child process`);
+console.log(`node ${process.version}; ${events} SSE events per variant; ${exporter.exported} spans exported (dropped)${gc ? '' : '; no --expose-gc'}`);
+console.log('variant        cpu total ms   median round ms   us per event   ratio to bare');
+for (const name of names) {
+  const ms = total(cpu[name]);
+  const cells = [ms.toFixed(0).padStart(12), median(cpu[name]).toFixed(1).padStart(15), ((ms * 1000) / events).toFixed(2).padStart(12)];
+  console.log(`${name.padEnd(14)} ${cells.join('   ')}   ${(ms / total(cpu.bare)).toFixed(3).padStart(13)}`);
+}
+const pairs = cpu.bare.map((bare, i) => cpu.instrumented[i]! / bare);
+console.log(`instrumented / bare: ${(total(cpu.instrumented) / total(cpu.bare)).toFixed(3)} (median of per-round ratios ${median(pairs).toFixed(3)})`);
+console.log(`instrumented / wire (the span recorder's own share): ${(total(cpu.instrumented) / total(cpu.wire)).toFixed(3)}`);
+
+for (const client of Object.values(clients)) await client.close();
+await provider.shutdown();
+lab.stop();
