@@ -1,20 +1,10 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runFixture } from './fixtures/run.js';
+import { InvalidResumptionError, guardedFetch } from '../src/index.js';
+import { recordGuard, until } from './helpers.js';
 import { startSdkServer } from './sdk-server.js';
 import type { SdkServer } from './sdk-server.js';
-
-interface ClientReport {
-  callError: string;
-  sent: string[];
-  refused: { requestIds: string[]; lastEventId: string; error: string; reason: string }[];
-  dropped: number;
-  errors: string[];
-}
-
-/** The SDK client runs in a plain Node process: see the fixture for why. */
-function runClient(url: string, mode: 'plain' | 'guarded'): Promise<ClientReport> {
-  return runFixture<ClientReport>('sdk-error-client.ts', [url, mode]);
-}
 
 let server: SdkServer;
 beforeAll(async () => {
@@ -24,24 +14,52 @@ afterAll(async () => {
   await server.close();
 });
 
+/** A fetch that records the Last-Event-ID of every request that leaves the process through it. */
+function recordingFetch(): { fetch: typeof globalThis.fetch; lastEventIds: string[] } {
+  const lastEventIds: string[] = [];
+  const fetch: typeof globalThis.fetch = (input, init) => {
+    const cursor = new Headers(init?.headers).get('last-event-id');
+    if (cursor !== null) lastEventIds.push(cursor);
+    return globalThis.fetch(input, init);
+  };
+  return { fetch, lastEventIds };
+}
+
+/** The unmodified SDK client calls the tool that answers with a JSON-RPC error. */
+async function callFailingTool(fetch: typeof globalThis.fetch, onerror: (e: Error) => void): Promise<Client> {
+  const client = new Client({ name: 'guard-test-client', version: '0.0.0' });
+  const transport = new StreamableHTTPClientTransport(new URL(server.url), { fetch });
+  await client.connect(transport);
+  transport.onerror = onerror;
+  await expect(client.callTool({ name: 'fail', arguments: {} })).rejects.toThrow(/always fails/);
+  return client;
+}
+
 describe('the unmodified MCP SDK client, against a tool that answers with a JSON-RPC error', () => {
   it('without the guard, resumes the stream of the error response it already has', async () => {
+    const beneath = recordingFetch();
     const before = server.lastEventIds.length;
-    const report = await runClient(server.url, 'plain');
-    expect(report.callError).toMatch(/always fails/);
-    expect(report.sent.length).toBeGreaterThan(0);
-    expect(server.lastEventIds.length).toBeGreaterThan(before);
-  }, 90_000);
+    const client = await callFailingTool(beneath.fetch, () => {});
+    await until(() => server.lastEventIds.length > before);
+    await client.close();
+    expect(beneath.lastEventIds.length).toBeGreaterThan(0);
+  });
 
   it('with guardedFetch, no Last-Event-ID request leaves the process after the error response', async () => {
+    const beneath = recordingFetch();
+    const seen = recordGuard();
+    const errors: Error[] = [];
     const before = server.lastEventIds.length;
-    const report = await runClient(server.url, 'guarded');
-    expect(report.callError).toMatch(/always fails/);
-    expect(report.sent).toEqual([]);
+    const client = await callFailingTool(guardedFetch(beneath.fetch, seen.options), (e) => void errors.push(e));
+    // The SDK tries to resume; the guard refuses every attempt before it leaves, until the SDK gives up.
+    await until(() => errors.some((e) => /Maximum reconnection attempts/.test(e.message)));
+    await client.close();
+    expect(beneath.lastEventIds).toEqual([]);
     expect(server.lastEventIds.length).toBe(before);
-    expect(report.refused.length).toBeGreaterThan(0);
-    expect(report.refused[0]).toMatchObject({ error: 'InvalidResumptionError', reason: 'terminal' });
-    expect(report.refused[0]!.requestIds).toHaveLength(1);
-    expect(report.dropped).toBe(0);
-  }, 90_000);
+    expect(seen.refused.length).toBeGreaterThan(0);
+    expect(seen.refused[0]!.error).toBeInstanceOf(InvalidResumptionError);
+    expect(seen.refused[0]!.error.reason).toBe('terminal');
+    expect(seen.refused[0]!.requestIds).toHaveLength(1);
+    expect(seen.dropped).toEqual([]);
+  });
 });

@@ -334,8 +334,16 @@ export class WireObserver {
       stream.lastEventId = event.id;
       for (const record of stream.requests) record.lastEventId = event.id;
     }
-    const messages = event.hasData ? parseMessages(event.data) : NO_MESSAGES;
-    const kept = this.dispatchEvent(request, stream, event, event.id, messages) || !this.filtering;
+    let kept: boolean;
+    if (event.hasData && !event.mayHoldId) {
+      // No "id" member anywhere: not a request or a response, so no terminal to look for. The
+      // messages (notifications) are parsed only if a listener asks for them.
+      if (event.dataLength > 0) stream.messageEvents++;
+      kept = this.notify(request, stream, event, event.id, undefined, NO_TERMINALS);
+    } else {
+      kept = this.dispatchEvent(request, stream, event, event.id, event.hasData ? parseMessages(event.data) : NO_MESSAGES);
+    }
+    kept ||= !this.filtering;
     if (kept && event.id !== undefined) stream.deliveredEventId = event.id;
     return kept;
   }
@@ -356,11 +364,24 @@ export class WireObserver {
         if (terminal) (terminals ??= []).push(terminal);
       }
     }
-    if (this.listeners.length === 0) return true;
-    const event: WireEvent = { request, stream, sse, eventId, messages, terminals: terminals ?? NO_TERMINALS, at: this.now() };
+    return this.notify(request, stream, sse, eventId, messages, terminals ?? NO_TERMINALS);
+  }
+
+  /** Tells the listeners of an event; `messages` undefined means parsed on first read. */
+  private notify(
+    request: WireRequest,
+    stream: StreamRecord,
+    sse: SseEvent | undefined,
+    eventId: string | undefined,
+    messages: readonly JsonRpcMessage[] | undefined,
+    terminals: readonly TerminalObservation[],
+  ): boolean {
+    const listeners = this.listeners;
+    if (listeners.length === 0) return true;
+    const event = new ObservedEvent(request, stream, sse, eventId, messages, terminals, this.now());
     let keep = true;
-    for (const listener of this.listeners) if (listener.onEvent?.(event) === false) keep = false;
-    if (!keep) for (const listener of this.listeners) listener.onEventDropped?.(event);
+    for (const listener of listeners) if (listener.onEvent?.(event) === false) keep = false;
+    if (!keep) for (const listener of listeners) listener.onEventDropped?.(event);
     return keep;
   }
 
@@ -403,6 +424,22 @@ function newSession(id: string, protocolVersion: string | undefined): SessionRec
 function lastEnded(session: SessionRecord): StreamRecord | undefined {
   for (let i = session.streams.length - 1; i >= 0; i--) if (session.streams[i]!.ended) return session.streams[i];
   return undefined;
+}
+
+class ObservedEvent implements WireEvent {
+  constructor(
+    readonly request: WireRequest,
+    readonly stream: StreamRecord,
+    readonly sse: SseEvent | undefined,
+    readonly eventId: string | undefined,
+    private parsed: readonly JsonRpcMessage[] | undefined,
+    readonly terminals: readonly TerminalObservation[],
+    readonly at: number,
+  ) {}
+
+  get messages(): readonly JsonRpcMessage[] {
+    return (this.parsed ??= this.sse?.hasData ? parseMessages(this.sse.data) : NO_MESSAGES);
+  }
 }
 
 /**

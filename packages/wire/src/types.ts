@@ -60,7 +60,10 @@ export interface StreamRecord {
    * until then. A client resumes from this, which differs from `lastEventId` once an event was removed.
    */
   deliveredEventId: string | undefined;
-  /** Events that carried at least one JSON-RPC message. */
+  /**
+   * Events that carried at least one JSON-RPC message. Data without an `"id"` member (notifications)
+   * is not parsed on the hot path and counts when it is not empty.
+   */
   messageEvents: number;
   terminalEvents: number;
   ended: StreamEnd | undefined;

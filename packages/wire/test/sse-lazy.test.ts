@@ -1,0 +1,55 @@
+import { describe, expect, it } from 'vitest';
+import { SseParser } from '../src/sse.js';
+import type { SseEvent } from '../src/sse.js';
+
+const encoder = new TextEncoder();
+
+function parse(chunks: string[] | Uint8Array[]): SseEvent[] {
+  const events: SseEvent[] = [];
+  const parser = new SseParser((event) => events.push(event));
+  for (const chunk of chunks) parser.push(typeof chunk === 'string' ? encoder.encode(chunk) : chunk);
+  parser.end();
+  return events;
+}
+
+describe('SseParser hints for the hot path', () => {
+  it('tells data that may hold a JSON "id" member from data that cannot', () => {
+    const events = parse([
+      'data: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}\n\n',
+      'data: {"jsonrpc":"2.0","id":7,"result":{}}\n\n',
+      'data: {"jsonrpc":"2.0",\ndata: "id":7,"result":{}}\n\n',
+      'data: {"\\u0069d":7,"result":{}}\n\n',
+      'data: {"paid":"x","identity":"y"}\n\n',
+      'id: 3\ndata: \n\n',
+    ]);
+    expect(events.map((e) => e.mayHoldId)).toEqual([false, true, true, true, false, false]);
+    expect(events.map((e) => e.dataLength)).toEqual(events.map((e) => encoder.encode(e.data.replaceAll('\n', '')).length));
+    expect(events.at(-1)!.dataLength).toBe(0);
+  });
+
+  it('finds "id" members wherever the chunks split them', () => {
+    const text = 'data: {"x":1}\n\ndata: {"id":1,"result":{}}\n\ndata: {"method":"m"}\n\n';
+    for (let cut = 1; cut < text.length; cut++) {
+      const events = parse([text.slice(0, cut), text.slice(cut)]);
+      expect(events.map((e) => e.mayHoldId), `cut at ${cut}`).toEqual([false, true, false]);
+    }
+  });
+
+  it('decodes UTF-8 data and ids, also split inside a character', () => {
+    const bytes = encoder.encode('id: é-1\nevent: méssage\ndata: {"text":"žluťoučký 🐎"}\n\n');
+    for (let cut = 1; cut < bytes.length; cut++) {
+      const [event] = parse([bytes.slice(0, cut), bytes.slice(cut)]);
+      expect([event!.id, event!.event, event!.data], `cut at ${cut}`).toEqual(['é-1', 'méssage', '{"text":"žluťoučký 🐎"}']);
+    }
+  });
+
+  it('keeps parsing a line longer than many chunks', () => {
+    const long = 'x'.repeat(50_000);
+    const text = `data: ${long}\n\n`;
+    const chunks: string[] = [];
+    for (let i = 0; i < text.length; i += 1000) chunks.push(text.slice(i, i + 1000));
+    const [event] = parse(chunks);
+    expect(event!.data).toBe(long);
+    expect(event!.dataLength).toBe(long.length);
+  });
+});
