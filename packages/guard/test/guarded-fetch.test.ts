@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { InvalidResumptionError, ResumeDecision, guardedFetch } from '../src/index.js';
 import type { GuardedFetch } from '../src/index.js';
+import type { WireObserverOptions } from '@resumewatch/wire';
 import { post, recordGuard, resumeInit, until } from './helpers.js';
 import type { GuardRecord } from './helpers.js';
 import { startSseServer } from './sse-server.js';
@@ -20,9 +21,9 @@ beforeEach(() => {
 });
 
 let nextId = 1;
-async function setup(extra = {}): Promise<{ fetch: GuardedFetch; seen: GuardRecord; sessionId: string }> {
+async function setup(extra = {}, wire?: WireObserverOptions): Promise<{ fetch: GuardedFetch; seen: GuardRecord; sessionId: string }> {
   const seen = recordGuard({ replayWindowMs: 300, ...extra });
-  const fetch = guardedFetch(seen.options);
+  const fetch = guardedFetch({ ...seen.options, wire });
   const init = await fetch(server.url, post({ jsonrpc: '2.0', id: 0, method: 'initialize', params: {} }));
   await init.text();
   return { fetch, seen, sessionId: init.headers.get('mcp-session-id')! };
@@ -56,13 +57,22 @@ describe('guardedFetch', () => {
     expect(server.resumes).toEqual([]);
   });
 
+  it('refuses a cursor from the middle of a finished stream, sending nothing', async () => {
+    server.progress = 2;
+    const { fetch, sessionId } = await setup();
+    const { id } = await call(fetch, sessionId);
+    await expect(fetch(server.url, resumeInit(sessionId, `s${id}-1`))).rejects.toBeInstanceOf(InvalidResumptionError);
+    expect(server.resumes).toEqual([]);
+  });
+
   it('removes a replayed terminal event the client already had, and then refuses the same cursor locally', async () => {
     server.progress = 2;
-    const { fetch, seen, sessionId } = await setup();
+    // Remembering one cursor per session, the observer forgets s<id>-1 once s<id>-3 arrives.
+    const { fetch, seen, sessionId } = await setup({}, { cursorsPerSession: 1 });
     const { id } = await call(fetch, sessionId);
 
-    // A cursor from the middle of the finished stream: the guard cannot attribute it before the
-    // replay, so the request reaches the server, and the replayed result is removed.
+    // A cursor the guard cannot attribute before the replay: the request reaches the server, and
+    // the replayed result is removed.
     const replay = await fetch(server.url, resumeInit(sessionId, `s${id}-1`));
     const replayed = await replay.text();
     const written = server.written.get(`GET s${id}-1`)!;

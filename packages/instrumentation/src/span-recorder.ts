@@ -47,8 +47,6 @@ import {
 import { ErrorType, ServerAttributes, addTargetAttributes, errorType, isToolError, nowMs, outcomeOfStatus, setError } from './span-util.js';
 import type { RecorderStats, TracerSource } from './types.js';
 
-/** Event ids remembered per request-carrying stream, to place a cursor taken before a stream's last event. */
-const EVENT_IDS_PER_STREAM = 16;
 
 export interface SpanRecorderOptions {
   tracer: TracerSource;
@@ -104,8 +102,6 @@ export class SpanRecorder implements WireListener {
   private readonly requests = new WeakMap<RequestRecord, RequestState>();
   private readonly pending = new Map<WireRequest, Attempt>();
   private readonly windows = new Map<StreamRecord, Attempt>();
-  /** Recent event ids of streams that carry requests (released with the observer's stream records). */
-  private readonly eventIds = new WeakMap<StreamRecord, string[]>();
   /** What the guard did to an event or a request, told by the guard before this listener's hook runs. */
   private readonly guardActions = new WeakMap<WireEvent | WireRequest, GuardAction>();
   private readonly server = new ServerAttributes();
@@ -168,7 +164,6 @@ export class SpanRecorder implements WireListener {
   onEvent(event: WireEvent): void {
     try {
       const terminals = event.terminals;
-      if (event.eventId !== undefined && event.stream.requests.length > 0) this.rememberEventId(event.stream, event.eventId);
       if (this.windows.size > 0 && event.messages.length > 0) {
         const attempt = this.windows.get(event.stream);
         if (attempt) {
@@ -242,31 +237,9 @@ export class SpanRecorder implements WireListener {
     }
   }
 
-  private rememberEventId(stream: StreamRecord, id: string): void {
-    const ids = this.eventIds.get(stream);
-    if (!ids) this.eventIds.set(stream, [id]);
-    else if (ids.push(id) > EVENT_IDS_PER_STREAM) ids.shift();
-  }
-
-  /**
-   * The stream a cursor came from when the observer matched it to no stream's last event: a client
-   * that does not advance its cursor on terminal events sends an id from before the stream's end.
-   */
-  private placeCursor(req: WireRequest): StreamRecord | undefined {
-    const resume = req.resume;
-    if (!resume) return undefined;
-    if (resume.from || !req.session) return resume.from;
-    const streams = req.session.streams;
-    for (let i = streams.length - 1; i >= 0; i--) {
-      const stream = streams[i]!;
-      if (this.eventIds.get(stream)?.includes(resume.lastEventId)) return stream;
-    }
-    return undefined;
-  }
-
   private startAttempt(req: WireRequest, active: Context): void {
-    const from = this.placeCursor(req);
-    const requests = from === req.resume?.from ? req.resume?.requests : from?.requests;
+    const from = req.resume?.from;
+    const requests = req.resume?.requests;
     const attempt: Attempt = {
       req,
       active,

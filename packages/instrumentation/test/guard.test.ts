@@ -63,11 +63,11 @@ describe('guard: true', () => {
   it('drops a replayed duplicate terminal: the client does not read it, its terminal span says so', async () => {
     const s = await server({ closeReplays: true });
     const capture = captureSpans();
-    const fetch = instrumentFetch({ tracerProvider: capture.provider, guard: true });
+    // Remembering one cursor per session, the observer cannot place a cursor from before the stream's end.
+    const fetch = instrumentFetch({ tracerProvider: capture.provider, guard: true, observer: { cursorsPerSession: 1 } });
     const client = new RawClient(s.url, fetch);
     await client.initialize();
     const call = await client.callTool('stream_progress', { count: 2 });
-    // A cursor from before the stream's end, which the guard cannot tie to the finished request.
     const replay = await client.resume(call.eventIds[0]!);
     expect(replay.status).toBe(200);
     expect(replay.text).toContain('notifications/progress');

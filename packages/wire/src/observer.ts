@@ -36,6 +36,7 @@ export class WireObserver {
   private readonly sessions: BoundedMap<string, SessionRecord>;
   private readonly requests: BoundedMap<string, RequestRecord>;
   private readonly streamsPerSession: number;
+  private readonly cursorsPerSession: number;
   private readonly maxJsonBodyBytes: number;
   private readonly now: () => number;
   private requestSeq = 0;
@@ -50,6 +51,7 @@ export class WireObserver {
     this.sessions = new BoundedMap(options.maxSessions ?? 10_000, options.sessionRetentionMs ?? 3_600_000, this.now);
     this.requests = new BoundedMap(options.maxRequests ?? 100_000, options.requestRetentionMs ?? 600_000, this.now);
     this.streamsPerSession = options.streamsPerSession ?? 32;
+    this.cursorsPerSession = options.cursorsPerSession ?? 256;
     this.maxJsonBodyBytes = options.maxJsonBodyBytes ?? 8 * 1024 * 1024;
   }
 
@@ -171,6 +173,7 @@ export class WireObserver {
           break;
         }
       }
+      from ??= session.cursors.get(lastEventId);
     }
     const requests = from?.requests ?? [];
     return { lastEventId, from, requests, terminalObserved: requests.some((r) => r.terminalCount > 0) };
@@ -344,7 +347,14 @@ export class WireObserver {
       kept = this.dispatchEvent(request, stream, event, event.id, event.hasData ? parseMessages(event.data) : NO_MESSAGES);
     }
     kept ||= !this.filtering;
-    if (kept && event.id !== undefined) stream.deliveredEventId = event.id;
+    if (kept && event.id !== undefined) {
+      stream.deliveredEventId = event.id;
+      const cursors = request.session?.cursors;
+      if (cursors) {
+        cursors.delete(event.id);
+        if (cursors.set(event.id, stream).size > this.cursorsPerSession) cursors.delete(cursors.keys().next().value!);
+      }
+    }
     return kept;
   }
 
@@ -418,7 +428,7 @@ export class WireObserver {
 }
 
 function newSession(id: string, protocolVersion: string | undefined): SessionRecord {
-  return { id, initializedHere: false, protocolVersion, streams: [], lastStandalone: undefined, used: false };
+  return { id, initializedHere: false, protocolVersion, streams: [], lastStandalone: undefined, cursors: new Map(), used: false };
 }
 
 function lastEnded(session: SessionRecord): StreamRecord | undefined {

@@ -14,6 +14,12 @@ export interface SessionRecord {
   readonly streams: StreamRecord[];
   /** The most recent stream opened by a GET without Last-Event-ID (the standalone stream). */
   lastStandalone: StreamRecord | undefined;
+  /**
+   * The stream each recently delivered SSE event id came from, oldest first, capped: a client may
+   * resume from any id it holds, not only a stream's last (one that does not advance its cursor on
+   * a final result sends an id from before it).
+   */
+  readonly cursors: Map<string, StreamRecord>;
   /** Requests for this session have already been seen (distinguishes a first use). */
   used: boolean;
 }
@@ -162,6 +168,8 @@ export interface WireObserverOptions {
   sessionRetentionMs?: number;
   /** Streams remembered per session for cursor look-ups. Default 32. */
   streamsPerSession?: number;
+  /** Delivered event ids remembered per session for cursor look-ups. Default 256. */
+  cursorsPerSession?: number;
   /** Largest JSON body parsed for JSON-RPC messages; larger ones pass unparsed. Default 8 MiB. */
   maxJsonBodyBytes?: number;
   now?: () => number;

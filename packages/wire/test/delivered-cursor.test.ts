@@ -33,12 +33,13 @@ describe('the cursor a client holds', () => {
     });
     await call.text();
 
-    // A cursor from the middle of the stream: the replayed result is a duplicate and is removed, so
-    // the client still holds s7-1 and will send it again.
+    // A cursor from the middle of the stream is still placed, on the stream that delivered it. The
+    // replayed result is a duplicate and is removed, so the client still holds s7-1 and sends it again.
     const first = await fetch(server.url, { headers: { 'mcp-session-id': sessionId, 'last-event-id': 's7-1' } });
     expect(await first.text()).toBe('');
-    const firstResume = requests.at(-1)!;
-    expect(firstResume.resume?.from).toBeUndefined();
+    const firstResume = requests.at(-1)!.resume!;
+    expect(firstResume.from?.isResume).toBe(false);
+    expect(firstResume.terminalObserved).toBe(true);
 
     const again = await fetch(server.url, { headers: { 'mcp-session-id': sessionId, 'last-event-id': 's7-1' } });
     await again.text();

@@ -70,10 +70,10 @@ describe('WireObserver', () => {
     // The stale cursor of a finished request: the client "resumes" and gets the result again.
     const replay = await fetch(server.url, { headers: { 'mcp-session-id': sessionId, 'last-event-id': 's1-1' } });
     expect(await replay.text()).toContain('"result"');
-    // s1-1 is not where the client stopped reading, so the observer cannot name the stream it came
-    // from; the replayed result still finds its request by id.
+    // s1-1 is not where the client stopped reading, yet it is an id the client was given on that stream.
     const resumeRequest = seen.requests[2]!;
-    expect(resumeRequest.resume?.from).toBeUndefined();
+    expect(resumeRequest.resume?.from?.id).toBe(callStream.id);
+    expect(resumeRequest.resume?.terminalObserved).toBe(true);
     expect(resumeRequest.reattach?.trigger).toBe('stream_closed');
     expect(observer.getRequest(sessionId, 1)?.terminalCount).toBe(2);
 
@@ -86,6 +86,32 @@ describe('WireObserver', () => {
     expect(staleRequest.resume?.terminalObserved).toBe(true);
     expect(staleRequest.reattach?.trigger).toBe('stream_closed');
     expect(staleRequest.reattach?.previous?.id).toBe(replayStream.id);
+  });
+
+  it('places a cursor it never delivered nowhere, and still finds the replayed response by its id', async () => {
+    const observer = new WireObserver();
+    const seen = recorder();
+    observer.addListener(seen.listener);
+    const fetch = observer.wrap();
+    const sessionId = await initialize(fetch);
+    await (await fetch(server.url, post({ jsonrpc: '2.0', id: 6, method: 'tools/call', params: {} }, sessionId))).text();
+    // Another process's id for this session: the server replays it, the observer cannot place it.
+    const foreign = await initialize(globalThis.fetch);
+    await (await globalThis.fetch(server.url, post({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: {} }, foreign))).text();
+    await (await fetch(server.url, { headers: { 'mcp-session-id': sessionId, 'last-event-id': 's7-1' } })).text();
+    const resume = seen.requests.at(-1)!.resume!;
+    expect(resume.from).toBeUndefined();
+    expect(resume.terminalObserved).toBe(false);
+  });
+
+  it('forgets the oldest cursors beyond its per-session cap', async () => {
+    const observer = new WireObserver({ cursorsPerSession: 3 });
+    const fetch = observer.wrap();
+    const sessionId = await initialize(fetch);
+    for (const id of [30, 31]) {
+      await (await fetch(server.url, post({ jsonrpc: '2.0', id, method: 'tools/call', params: {} }, sessionId))).text();
+    }
+    expect([...observer.getSession(sessionId)!.cursors.keys()]).toEqual(['s30-2', 's31-1', 's31-2']);
   });
 
   it('marks a terminal replayed on a resumed stream as a duplicate replay', async () => {
