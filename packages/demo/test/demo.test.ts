@@ -1,0 +1,39 @@
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { FindingKind } from '@resumewatch/semconv';
+import { describe, expect, it } from 'vitest';
+import type { DemoRun } from '../src/index.js';
+
+const cli = join(import.meta.dirname, '../dist/cli.js');
+const run = promisify(execFile);
+
+describe('resumewatch-demo (the built CLI that `pnpm start` runs)', () => {
+  it('shows the failure found by the detector, then prevented by the guard', async () => {
+    const { stdout } = await run(process.execPath, [cli, '--json'], { timeout: 60_000 });
+    const [bare, guarded] = JSON.parse(stdout) as DemoRun[];
+
+    expect(bare!.guarded).toBe(false);
+    expect(bare!.summary.distinctTerminalStreams).toBeGreaterThanOrEqual(2);
+    expect(new Set(bare!.findings.map((f) => f.kind))).toEqual(
+      new Set([FindingKind.DUPLICATE_TERMINAL, FindingKind.RESUME_AFTER_TERMINAL, FindingKind.RECONNECT_STORM, FindingKind.SIGNATURE]),
+    );
+    expect(bare!.findings.every((f) => f.session_id === bare!.summary.sessionId)).toBe(true);
+
+    expect(guarded!.guarded).toBe(true);
+    expect(guarded!.summary.terminalDeliveries).toBe(1);
+    expect(guarded!.summary.resumeStatuses).toEqual([]);
+    const kinds = guarded!.findings.map((f) => f.kind);
+    expect(kinds).not.toContain(FindingKind.DUPLICATE_TERMINAL);
+    expect(kinds).not.toContain(FindingKind.SIGNATURE);
+  });
+
+  it('prints a readable report by default and rejects unknown flags with exit code 2', async () => {
+    const { stdout } = await run(process.execPath, [cli], { timeout: 60_000 });
+    expect(stdout).toContain('== seed-loop with instrumentFetch()');
+    expect(stdout).toContain('signature');
+    const failure = await run(process.execPath, [cli, '--nope']).catch((e: { code: number; stderr: string }) => e);
+    expect(failure).toMatchObject({ code: 2 });
+    expect((failure as { stderr: string }).stderr).toContain('usage: resumewatch-demo');
+  });
+});
