@@ -1,19 +1,23 @@
 // End to end, without Docker: a real Prometheus (Debian's binary) scrapes real detectors
-// (`resumewatch serve`) that receive OTLP spans from the real OpenTelemetry SDK and exporter; the
-// shipped rules (with short `for:`) must raise each alert the traffic calls for, and every query of
-// every dashboard panel must return data.
+// (`resumewatch serve`) fed by the lab's scenarios running against lab MCP servers through the real
+// instrumentation (`instrumentFetch`), whose spans the real OpenTelemetry SDK exports over OTLP/HTTP;
+// the shipped rules (with short `for:`) must raise each alert the scenarios call for, and every query
+// of every dashboard panel must return data.
 //
+// Traffic (dashboards/test/support/traffic.ts): seed-loop, server-restart and cursor-evicted, each
+// under its own service.name, and healthy load under another one, all back to back until the end.
 // Detectors: `main` gets all traffic; `idle` gets none (ResumewatchDetectorNoSpans); `capped` gets all
-// traffic with a cap of 2 request states plus malformed spans (ResumewatchDetectorEvictingState,
-// ResumewatchDetectorRejectingSpans); a fourth target has nothing listening (ResumewatchDetectorDown).
+// traffic with a cap of 2 request states (ResumewatchDetectorEvictingState) plus synthetic malformed
+// spans (ResumewatchDetectorRejectingSpans); a fourth target has nothing listening
+// (ResumewatchDetectorDown).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseYaml, repoRoot, semconv, stringifyYaml } from '../dashboards/test/support/promql.js';
-import { Scenario, Traffic, invalidSpansBody } from '../dashboards/test/support/traffic.js';
+import { loadRules, parseYaml, repoRoot, semconv, stringifyYaml } from '../dashboards/test/support/promql.js';
+import { LabTraffic, Service, invalidSpansBody } from '../dashboards/test/support/traffic.js';
 
 const JOB = 'resumewatch-detector';
 const HOST = '127.0.0.1';
@@ -26,7 +30,7 @@ interface Proc {
 }
 const procs: Proc[] = [];
 let tmp = '';
-let traffic: Traffic | undefined;
+let traffic: LabTraffic | undefined;
 let pump: NodeJS.Timeout | undefined;
 let promUrl = '';
 const ports: Record<'main' | 'idle' | 'capped' | 'dead', { otlp: number; metrics: number }> = {} as never;
@@ -41,6 +45,12 @@ async function freePort(): Promise<number> {
     });
   });
 }
+
+// Should the worker exit without afterAll (a crash), take the spawned processes with it.
+const killAll = (): void => {
+  for (const p of procs) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill('SIGKILL');
+};
+process.once('exit', killAll);
 
 function start(name: string, cmd: string, args: string[]): Proc {
   const child = spawn(cmd, args, { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env } });
@@ -77,7 +87,8 @@ async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeou
     await new Promise((r) => setTimeout(r, everyMs));
   }
   const logs = procs.map((p) => `--- ${p.name}\n${p.log.join('').slice(-2000)}`).join('\n');
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}\n${logs}`);
+  const runs = traffic ? `\n--- traffic\n${JSON.stringify(traffic.stats())}` : '';
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}${runs}\n${logs}`);
 }
 
 async function startDetector(name: keyof typeof ports, extra: string[] = []): Promise<void> {
@@ -136,11 +147,10 @@ beforeAll(async () => {
   ]);
   await waitFor('Prometheus ready', async () => ((await fetch(`${promUrl}/-/ready`)).ok ? true : undefined), 30_000);
 
-  // Traffic: a wave of new sessions of every scenario each second, for the whole test, so that the
-  // counters keep moving; malformed spans to the capped detector alongside.
-  traffic = new Traffic([`http://${HOST}:${ports.main.otlp}/v1/traces`, `http://${HOST}:${ports.capped.otlp}/v1/traces`]);
+  // Traffic: the lab's scenarios back to back for the whole test, so that the counters keep moving;
+  // malformed spans to the capped detector every second alongside.
+  traffic = await LabTraffic.start({ endpoints: [`http://${HOST}:${ports.main.otlp}/v1/traces`, `http://${HOST}:${ports.capped.otlp}/v1/traces`] });
   const tick = (): void => {
-    traffic!.emitWave(2);
     void fetch(`http://${HOST}:${ports.capped.otlp}/v1/traces`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -149,26 +159,30 @@ beforeAll(async () => {
   };
   tick();
   pump = setInterval(tick, 1000);
-}, 90_000);
+}, 120_000);
 
 afterAll(async () => {
   if (pump) clearInterval(pump);
-  await traffic?.shutdown();
-  await Promise.allSettled(procs.map(stop));
-  if (tmp) rmSync(tmp, { recursive: true, force: true });
-}, 30_000);
+  try {
+    await traffic?.stop();
+  } finally {
+    await Promise.allSettled(procs.map(stop));
+    process.removeListener('exit', killAll);
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+  }
+}, 90_000);
 
 describe('alerts and dashboards against a real Prometheus and real detectors', () => {
   const inst = (name: keyof typeof ports): string => `${HOST}:${ports[name].metrics}`;
 
   it('raises every alert the traffic calls for, with its labels and annotations', async () => {
     const expected: [string, Record<string, string>][] = [
-      ['McpDuplicateTerminalDelivered', { service: Scenario.SEED_LOOP, severity: 'critical' }],
-      ['McpResumeLoopSignature', { service: Scenario.SEED_LOOP, kind: semconv.FindingKind.SIGNATURE, severity: 'critical' }],
-      ['McpReconnectStorm', { service: Scenario.SEED_LOOP, severity: 'warning' }],
-      ['McpResumeAfterTerminal', { service: Scenario.SEED_LOOP, severity: 'warning' }],
-      ['McpAmbiguousEmptyReplay', { service: Scenario.SERVER_RESTART, severity: 'warning' }],
-      ['McpResumeCursorLost', { service: Scenario.CURSOR_EVICTED, severity: 'warning' }],
+      ['McpDuplicateTerminalDelivered', { service: Service.SEED_LOOP, severity: 'critical' }],
+      ['McpResumeLoopSignature', { service: Service.SEED_LOOP, kind: semconv.FindingKind.SIGNATURE, severity: 'critical' }],
+      ['McpReconnectStorm', { service: Service.SEED_LOOP, severity: 'warning' }],
+      ['McpResumeAfterTerminal', { service: Service.SEED_LOOP, severity: 'warning' }],
+      ['McpAmbiguousEmptyReplay', { service: Service.SERVER_RESTART, severity: 'warning' }],
+      ['McpResumeCursorLost', { service: Service.CURSOR_EVICTED, severity: 'warning' }],
       ['ResumewatchDetectorDown', { instance: inst('dead'), job: JOB, severity: 'critical' }],
       ['ResumewatchDetectorNoSpans', { instance: inst('idle'), job: JOB, severity: 'warning' }],
       ['ResumewatchDetectorRejectingSpans', { instance: inst('capped'), job: JOB, severity: 'warning' }],
@@ -186,21 +200,32 @@ describe('alerts and dashboards against a real Prometheus and real detectors', (
         if (missing.length > 0) throw new Error(`not firing: ${missing.join('; ')}; active: ${list.map((a) => `${a.labels.alertname}(${a.state})`).join(', ')}`);
         return list;
       },
-      75_000,
+      150_000,
       1000,
     );
+    const shipped = new Map(loadRules().filter((r) => r.alert).map((r) => [r.alert!, r.annotations ?? {}]));
     for (const [name, labels] of expected) {
       const a = alerts.find((x) => matches(x, name, labels))!;
-      expect(a.annotations.runbook_url).toBe(`https://github.com/resumewatch/resumewatch/blob/main/docs/runbooks.md#${name.toLowerCase()}`);
+      // the shipped link (its base is checked by alerts/test/rules.test.ts), anchored at the alert
+      expect(a.annotations.runbook_url).toBe(shipped.get(name)?.runbook_url);
+      expect(a.annotations.runbook_url).toMatch(new RegExp(`/docs/runbooks\\.md#${name.toLowerCase()}$`));
       expect(a.annotations.summary).not.toMatch(/\{\{|<no value>/);
       expect(a.annotations.description).not.toMatch(/\{\{|<no value>|NaN/);
       if (labels.service) expect(a.annotations.description).toContain(labels.service);
       if (labels.instance) expect(a.annotations.description).toContain(labels.instance);
     }
-    // the healthy service and the healthy detector raise nothing
-    expect(alerts.filter((a) => a.labels.service === Scenario.HEALTHY)).toEqual([]);
+    // and nothing else: no alert the scenarios do not call for, on any service or replica
+    const unexpected = alerts.filter((a) => !expected.some(([n, l]) => matches({ ...a, state: 'firing' }, n, l)));
+    expect(unexpected.map((a) => `${a.labels.alertname} ${a.labels.service ?? a.labels.instance ?? ''} (${a.state})`)).toEqual([]);
+    // the healthy service, whose spans do reach the detectors, and the healthy detector raise nothing
+    expect(traffic!.stats()[Service.HEALTHY]!.runs).toBeGreaterThan(0);
+    const healthyTerminals = await prom(
+      `/api/v1/query?query=${encodeURIComponent(`${semconv.METRIC_TERMINAL_EVENTS_TOTAL}{${semconv.LABEL_SERVICE}="${Service.HEALTHY}"}`)}`,
+    );
+    expect((healthyTerminals.data as { result: unknown[] }).result.length).toBeGreaterThan(0);
+    expect(alerts.filter((a) => a.labels.service === Service.HEALTHY)).toEqual([]);
     expect(alerts.filter((a) => a.labels.instance === inst('main'))).toEqual([]);
-  }, 90_000);
+  }, 180_000);
 
   it('returns data for every query of every dashboard panel', async () => {
     const generated = readdirSync(join(repoRoot, 'dashboards/generated')).filter((f) => f.endsWith('.json'));
@@ -225,11 +250,11 @@ describe('alerts and dashboards against a real Prometheus and real detectors', (
         }
         return missing.length === 0 ? missing : undefined;
       },
-      45_000,
+      90_000,
       1000,
     );
     expect(empty).toEqual([]);
-  }, 60_000);
+  }, 120_000);
 
   it('keeps the trace_id exemplars of the findings counter', async () => {
     const found = await waitFor(
@@ -243,9 +268,9 @@ describe('alerts and dashboards against a real Prometheus and real detectors', (
         const ex = sets.flatMap((s) => s.exemplars);
         return ex.length > 0 ? ex : undefined;
       },
-      30_000,
+      60_000,
       1000,
     );
     expect(found[0]!.labels[semconv.EXEMPLAR_TRACE_ID]).toMatch(/^[0-9a-f]{32}$/);
-  }, 40_000);
+  }, 90_000);
 });

@@ -1,184 +1,165 @@
-// Spans shaped like the instrumentation's, produced with the real OpenTelemetry SDK and OTLP/HTTP
-// exporter, for the end-to-end test of alerts and dashboards against a real detector and Prometheus.
-// Each scenario is one service.name; every wave opens new sessions.
-import { type Attributes, SpanKind, type Tracer } from '@opentelemetry/api';
+// Real traffic for the end-to-end test of alerts and dashboards (test/e2e-prometheus.test.ts): the
+// lab's scenarios run over loopback HTTP against lab MCP servers (the real MCP SDK server transport),
+// through the real instrumentation (`instrumentFetch`), and their spans leave through the real
+// OpenTelemetry SDK (BatchSpanProcessor) and OTLP/HTTP exporter for the detectors. Each scenario has
+// its own service.name and its own lab server (server-restart restarts the whole server), and runs back
+// to back until stopped, so the counters keep moving while Prometheus scrapes.
+//
+// Only `invalidSpansBody` is synthetic: the instrumentation never emits malformed spans.
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import {
-  ATTR_HTTP_RESPONSE_STATUS_CODE,
-  ATTR_JSONRPC_REQUEST_ID,
-  ATTR_MCP_METHOD_NAME,
-  ATTR_MCP_REATTACH_ACCEPTED,
-  ATTR_MCP_REATTACH_TRIGGER,
-  ATTR_MCP_REQUEST_TERMINAL_OBSERVED,
-  ATTR_MCP_RESUME_LAST_EVENT_ID,
-  ATTR_MCP_RESUME_OUTCOME,
-  ATTR_MCP_RESUME_REPLAYED_EVENTS,
-  ATTR_MCP_RESUME_REPLAYED_TERMINAL,
-  ATTR_MCP_SESSION_ID,
-  ATTR_MCP_STREAM_ID,
-  ATTR_MCP_STREAM_RESUMED_FROM_ID,
-  ATTR_MCP_TERMINAL_DELIVERY,
-  ATTR_MCP_TERMINAL_DUPLICATE,
-  ATTR_MCP_TERMINAL_OUTCOME,
-  ATTR_SERVICE_NAME,
-  ReattachTrigger,
-  ResumeOutcome,
-  SPAN_REQUEST_TERMINAL,
-  SPAN_SESSION_REATTACH,
-  SPAN_STREAM_RESUME,
-  TRACER_SCOPE,
-  TerminalDelivery,
-  TerminalOutcome,
-  mcpRequestSpanName,
-} from '@resumewatch/semconv';
+import { instrumentFetch } from '@resumewatch/instrumentation';
+import { runLoad, runScenario, startLabServer } from '@resumewatch/lab';
+import type { LabServer, ScenarioName } from '@resumewatch/lab';
+import { ATTR_SERVICE_NAME, SPAN_REQUEST_TERMINAL, TRACER_SCOPE } from '@resumewatch/semconv';
 
-export const Scenario = {
-  /** The seed: the result replayed on each reconnect after a clean close, until the cursor is evicted. */
+/** service.name of each scenario's traffic. */
+export const Service = {
+  /** seed-loop: the result replayed on each reconnect after a clean close, until the cursor is evicted (404). */
   SEED_LOOP: 'e2e-seed-loop',
-  /** Server restarted and lost its buffer: 200 and no event on an unfinished request. */
+  /** server-restart: the restarted server accepts the session and answers the resume with 200 and no event. */
   SERVER_RESTART: 'e2e-server-restart',
-  /** Cursor evicted while the request was still running: 409. */
+  /** cursor-evicted: the client drops mid-request, the cursor is evicted, the resume gets 404. */
   CURSOR_EVICTED: 'e2e-cursor-evicted',
-  /** Requests that complete once, no resume. */
+  /** healthy: streaming tool calls and side effects answered once, no resume (runLoad). */
   HEALTHY: 'e2e-healthy',
 } as const;
+export type ServiceName = (typeof Service)[keyof typeof Service];
 
-const METHOD = 'tools/call';
-const TOOL = 'slow_report';
+const SCENARIOS: [ServiceName, ScenarioName][] = [
+  [Service.SEED_LOOP, 'seed-loop'],
+  [Service.SERVER_RESTART, 'server-restart'],
+  [Service.CURSOR_EVICTED, 'cursor-evicted'],
+  [Service.HEALTHY, 'healthy'],
+];
 
-export class Traffic {
-  private readonly providers = new Map<string, BasicTracerProvider>();
-  private wave = 0;
+export interface LabTrafficOptions {
+  /** OTLP/HTTP trace URLs (…/v1/traces); every span goes to each of them. */
+  endpoints: string[];
+  /** Pause between two runs of a failing scenario. Default 300 ms. */
+  pauseMs?: number;
+  /** Healthy traffic: concurrent clients of each runLoad round. Default 1. */
+  healthyClients?: number;
+  /** Healthy traffic: length of each runLoad round. Default 2000 ms. */
+  healthyRoundMs?: number;
+}
 
-  /** endpoints: OTLP/HTTP trace URLs (…/v1/traces); every span goes to each of them. */
-  constructor(private readonly endpoints: string[]) {
-    for (const service of Object.values(Scenario)) {
-      this.providers.set(
-        service,
-        new BasicTracerProvider({
+export interface ScenarioStats {
+  scenario: ScenarioName;
+  runs: number;
+  failures: number;
+  /** The first few failure messages. */
+  errors: string[];
+}
+
+interface Loop {
+  service: ServiceName;
+  scenario: ScenarioName;
+  lab: LabServer;
+  provider: BasicTracerProvider;
+  stats: ScenarioStats;
+  done?: Promise<void>;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Bounded wait: resolves when `p` settles or after `ms`, whichever is first. */
+async function within(p: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([p.then(() => undefined, () => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
+}
+
+export class LabTraffic {
+  private stopped = false;
+
+  private constructor(
+    private readonly loops: Loop[],
+    private readonly options: Required<LabTrafficOptions>,
+  ) {}
+
+  /** Starts a lab server and a tracer provider per scenario, then the scenario loops. */
+  static async start(options: LabTrafficOptions): Promise<LabTraffic> {
+    const resolved: Required<LabTrafficOptions> = { pauseMs: 300, healthyClients: 1, healthyRoundMs: 2000, ...options };
+    const loops: Loop[] = [];
+    const traffic = new LabTraffic(loops, resolved);
+    try {
+      for (const [service, scenario] of SCENARIOS) {
+        const provider = new BasicTracerProvider({
           resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: service }),
-          spanProcessors: endpoints.map(
+          spanProcessors: resolved.endpoints.map(
             (url) => new BatchSpanProcessor(new OTLPTraceExporter({ url }), { scheduledDelayMillis: 200, maxExportBatchSize: 512 }),
           ),
-        }),
-      );
+        });
+        const lab = await startLabServer({ retryIntervalMs: 50 }).catch(async (error: unknown) => {
+          await provider.shutdown().catch(() => undefined);
+          throw error;
+        });
+        loops.push({ service, scenario, lab, provider, stats: { scenario, runs: 0, failures: 0, errors: [] } });
+      }
+    } catch (error) {
+      await traffic.stop();
+      throw error;
+    }
+    for (const loop of loops) loop.done = loop.scenario === 'healthy' ? traffic.healthy(loop) : traffic.failing(loop);
+    return traffic;
+  }
+
+  /** Runs and failures per service, for test diagnostics. */
+  stats(): Record<string, ScenarioStats> {
+    return Object.fromEntries(this.loops.map((l) => [l.service, { ...l.stats, errors: [...l.stats.errors] }]));
+  }
+
+  /** Stops the loops, flushes and shuts down the tracer providers, closes the lab servers; bounded. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await within(Promise.allSettled(this.loops.map((l) => l.done)), 20_000);
+    await within(Promise.allSettled(this.loops.map((l) => l.provider.shutdown())), 15_000);
+    await within(Promise.allSettled(this.loops.map((l) => l.lab.close())), 10_000);
+  }
+
+  private fetchFor(loop: Loop): ReturnType<typeof instrumentFetch> {
+    // A short replay window and request timeout so that every span ends soon after its run
+    // (server-restart's request never completes; its span ends at requestTimeoutMs).
+    return instrumentFetch({ tracerProvider: loop.provider, replayWindowMs: 500, requestTimeoutMs: 3_000 });
+  }
+
+  private failed(loop: Loop, error: unknown): void {
+    loop.stats.failures++;
+    if (loop.stats.errors.length < 5) loop.stats.errors.push(error instanceof Error ? error.message : String(error));
+  }
+
+  /** One instrumented fetch per run, as per transport: the scenario opens a new session each run. */
+  private async failing(loop: Loop): Promise<void> {
+    while (!this.stopped) {
+      try {
+        await runScenario(loop.scenario, { serverUrl: loop.lab.url, fetch: this.fetchFor(loop), maxReconnects: 10 });
+        loop.stats.runs++;
+      } catch (error) {
+        this.failed(loop, error);
+      }
+      await sleep(this.options.pauseMs);
     }
   }
 
-  private tracer(service: string): Tracer {
-    return this.providers.get(service)!.getTracer(TRACER_SCOPE);
-  }
-
-  /** One wave: `sessions` new sessions of every scenario. */
-  emitWave(sessions = 2): void {
-    const w = ++this.wave;
-    for (let i = 0; i < sessions; i++) {
-      this.seedLoop(`${w}-${i}`);
-      this.serverRestart(`${w}-${i}`);
-      this.cursorEvicted(`${w}-${i}`);
-      this.healthy(`${w}-${i}`);
+  private async healthy(loop: Loop): Promise<void> {
+    while (!this.stopped) {
+      try {
+        const report = await runLoad('healthy', {
+          serverUrl: loop.lab.url,
+          fetch: this.fetchFor(loop),
+          clients: this.options.healthyClients,
+          durationMs: this.options.healthyRoundMs,
+        });
+        loop.stats.runs += report.runs;
+        loop.stats.failures += report.failures;
+        for (const e of report.errors) if (loop.stats.errors.length < 5) loop.stats.errors.push(e);
+      } catch (error) {
+        this.failed(loop, error);
+      }
+      await sleep(this.options.pauseMs);
     }
-  }
-
-  async flush(): Promise<void> {
-    await Promise.all([...this.providers.values()].map((p) => p.forceFlush()));
-  }
-
-  async shutdown(): Promise<void> {
-    await Promise.allSettled([...this.providers.values()].map((p) => p.shutdown()));
-  }
-
-  private span(service: string, name: string, kind: SpanKind, attributes: Attributes): void {
-    this.tracer(service).startSpan(name, { kind, attributes, root: true }).end();
-  }
-
-  private request(service: string, session: string): Attributes {
-    const base = { [ATTR_MCP_SESSION_ID]: session, [ATTR_JSONRPC_REQUEST_ID]: 1 };
-    this.span(service, mcpRequestSpanName(METHOD, TOOL), SpanKind.CLIENT, { ...base, [ATTR_MCP_METHOD_NAME]: METHOD });
-    return base;
-  }
-
-  private terminal(service: string, base: Attributes, stream: string, duplicate: boolean): void {
-    this.span(service, SPAN_REQUEST_TERMINAL, SpanKind.INTERNAL, {
-      ...base,
-      [ATTR_MCP_STREAM_ID]: stream,
-      [ATTR_MCP_TERMINAL_OUTCOME]: TerminalOutcome.RESULT,
-      [ATTR_MCP_TERMINAL_DUPLICATE]: duplicate,
-      [ATTR_MCP_TERMINAL_DELIVERY]: duplicate ? TerminalDelivery.REPLAY : TerminalDelivery.LIVE,
-    });
-  }
-
-  private resume(service: string, base: Attributes, stream: string, from: string, attrs: Attributes): void {
-    this.span(service, SPAN_STREAM_RESUME, SpanKind.CLIENT, {
-      ...base,
-      [ATTR_MCP_STREAM_ID]: stream,
-      [ATTR_MCP_STREAM_RESUMED_FROM_ID]: from,
-      [ATTR_MCP_RESUME_LAST_EVENT_ID]: `${from}-e9`,
-      ...attrs,
-    });
-  }
-
-  private seedLoop(id: string): void {
-    const service = Scenario.SEED_LOOP;
-    const base = this.request(service, `seed-${id}`);
-    this.terminal(service, base, `seed-${id}-s0`, false);
-    let previous = `seed-${id}-s0`;
-    for (let k = 1; k <= 4; k++) {
-      const stream = `seed-${id}-s${k}`;
-      this.span(service, SPAN_SESSION_REATTACH, SpanKind.CLIENT, {
-        ...base,
-        [ATTR_MCP_STREAM_ID]: stream,
-        [ATTR_MCP_REATTACH_TRIGGER]: ReattachTrigger.STREAM_CLOSED,
-        [ATTR_MCP_REATTACH_ACCEPTED]: true,
-        [ATTR_HTTP_RESPONSE_STATUS_CODE]: 200,
-      });
-      this.resume(service, base, stream, previous, {
-        [ATTR_MCP_REQUEST_TERMINAL_OBSERVED]: true,
-        [ATTR_MCP_RESUME_OUTCOME]: ResumeOutcome.CONTINUATION,
-        [ATTR_MCP_RESUME_REPLAYED_EVENTS]: 1,
-        [ATTR_MCP_RESUME_REPLAYED_TERMINAL]: true,
-        [ATTR_HTTP_RESPONSE_STATUS_CODE]: 200,
-      });
-      this.terminal(service, base, stream, true);
-      previous = stream;
-    }
-    // the buffer finally evicted the cursor: 200 and nothing
-    this.resume(service, base, `seed-${id}-s5`, previous, {
-      [ATTR_MCP_REQUEST_TERMINAL_OBSERVED]: true,
-      [ATTR_MCP_RESUME_OUTCOME]: ResumeOutcome.EMPTY_REPLAY,
-      [ATTR_MCP_RESUME_REPLAYED_EVENTS]: 0,
-      [ATTR_MCP_RESUME_REPLAYED_TERMINAL]: false,
-      [ATTR_HTTP_RESPONSE_STATUS_CODE]: 200,
-    });
-  }
-
-  private serverRestart(id: string): void {
-    const service = Scenario.SERVER_RESTART;
-    const base = this.request(service, `restart-${id}`);
-    this.resume(service, base, `restart-${id}-s1`, `restart-${id}-s0`, {
-      [ATTR_MCP_REQUEST_TERMINAL_OBSERVED]: false,
-      [ATTR_MCP_RESUME_OUTCOME]: ResumeOutcome.EMPTY_REPLAY,
-      [ATTR_MCP_RESUME_REPLAYED_EVENTS]: 0,
-      [ATTR_HTTP_RESPONSE_STATUS_CODE]: 200,
-    });
-  }
-
-  private cursorEvicted(id: string): void {
-    const service = Scenario.CURSOR_EVICTED;
-    const base = this.request(service, `evicted-${id}`);
-    this.resume(service, base, `evicted-${id}-s1`, `evicted-${id}-s0`, {
-      [ATTR_MCP_REQUEST_TERMINAL_OBSERVED]: false,
-      [ATTR_MCP_RESUME_OUTCOME]: ResumeOutcome.CURSOR_REJECTED,
-      [ATTR_HTTP_RESPONSE_STATUS_CODE]: 409,
-    });
-  }
-
-  private healthy(id: string): void {
-    const service = Scenario.HEALTHY;
-    const base = this.request(service, `healthy-${id}`);
-    this.terminal(service, base, `healthy-${id}-s0`, false);
   }
 }
 
