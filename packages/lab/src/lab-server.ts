@@ -4,6 +4,7 @@ import type { IncomingMessage, Server as HttpServer, ServerResponse } from 'node
 import type { AddressInfo, Socket } from 'node:net';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { EventStore } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
 import { BoundedMap } from '@resumewatch/wire';
@@ -43,6 +44,14 @@ export interface LabServerOptions {
   maxKnownSessions?: number;
   /** Idle retention of a session, ms. Default 1800000 (30 minutes). */
   sessionIdleTtlMs?: number;
+  /**
+   * Called with each session's event store when the session is created (again after a restart); the
+   * SDK transport gets what it returns, e.g. the store instrumented. The lab's own cursor checks and
+   * evictions keep using the store itself.
+   */
+  wrapEventStore?: (store: BoundedEventStore, sessionId: string) => EventStore;
+  /** Called with each session's transport before the MCP server connects to it, e.g. to instrument it in place. */
+  onTransport?: (transport: StreamableHTTPServerTransport, sessionId: string) => void;
 }
 
 export interface RequestLogEntry {
@@ -154,6 +163,7 @@ export async function startLabServer(options: LabServerOptions = {}): Promise<La
 
   async function createLiveSession(initialize: JSONRPCRequest, restoreId: string | undefined): Promise<LiveSession> {
     const owner = generation;
+    const newId = restoreId ?? randomUUID();
     let sessionId: string | undefined;
     const store = new BoundedEventStore({
       ...options.eventStore,
@@ -169,8 +179,8 @@ export async function startLabServer(options: LabServerOptions = {}): Promise<La
     registerLabTools(server, ledger);
     const live: LiveSession = { transport: undefined as unknown as StreamableHTTPServerTransport, server, store };
     live.transport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: () => restoreId ?? randomUUID(),
-      eventStore: store,
+      sessionIdGenerator: () => newId,
+      eventStore: options.wrapEventStore ? options.wrapEventStore(store, newId) : store,
       retryInterval,
       onsessioninitialized: (id) => {
         sessionId = id;
@@ -185,6 +195,7 @@ export async function startLabServer(options: LabServerOptions = {}): Promise<La
         owner.live.delete(id);
       },
     });
+    options.onTransport?.(live.transport, newId);
     await server.connect(live.transport);
     return live;
   }

@@ -46,6 +46,12 @@ describe('resumewatch-lab CLI', () => {
     expect(stdout).toContain('resume statuses        404');
   });
 
+  it('run healthy --json without --server starts its own server, prints one summary and exits on its own', async () => {
+    const lines = (await lab(['run', 'healthy', '--json'])).trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(JSON.parse(lines[0]!)).toMatchObject({ scenario: 'healthy', terminalDeliveries: 1, reconnects: 0, sideEffectCount: 1 });
+  });
+
   it('run --clients --duration generates load and reports totals', async () => {
     const stdout = await lab(['run', 'healthy', '--server', server.url, '--clients', '2', '--duration', '1', '--json']);
     const report = JSON.parse(stdout) as { runs: number; failures: number; clients: number; terminalDeliveries: number };

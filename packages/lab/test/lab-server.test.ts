@@ -95,6 +95,42 @@ describe('lab server', () => {
     }
   });
 
+  it('hands the event store and transport of each session to the wrap hooks, again when a restart re-creates the session', async () => {
+    const stores: { sessionId: string; replays: number }[] = [];
+    const transports: string[] = [];
+    const hooked = await startLabServer({
+      wrapEventStore: (store, sessionId) => {
+        const entry = { sessionId, replays: 0 };
+        stores.push(entry);
+        // A wrapper object, not the store itself: the SDK transport must replay through it.
+        return {
+          storeEvent: (streamId, message) => store.storeEvent(streamId, message),
+          getStreamIdForEventId: (eventId) => store.getStreamIdForEventId(eventId),
+          replayEventsAfter: (lastEventId, options) => {
+            entry.replays++;
+            return store.replayEventsAfter(lastEventId, options);
+          },
+        };
+      },
+      onTransport: (_transport, sessionId) => transports.push(sessionId),
+    });
+    try {
+      const session = await McpHttpSession.open(hooked.url);
+      const charged = await session.callTool('side_effect', { key: 'hooked' });
+      expect(stores).toEqual([{ sessionId: session.sessionId, replays: 0 }]);
+      expect(transports).toEqual([session.sessionId]);
+      await new LabControlClient(hooked.controlUrl).restart();
+      const resumed = await session.get(charged.read.events.at(-1)!.id!);
+      expect(resumed.status).toBe(200);
+      expect(stores.map((entry) => entry.sessionId)).toEqual([session.sessionId, session.sessionId]);
+      expect(stores[1]!.replays).toBe(1);
+      expect(transports).toEqual([session.sessionId, session.sessionId]);
+      await session.close();
+    } finally {
+      await hooked.close();
+    }
+  });
+
   it('can listen on all interfaces while its control URL stays on loopback', async () => {
     const open = await startLabServer({ host: '0.0.0.0' });
     try {

@@ -1,0 +1,129 @@
+import { runLoad, runScenario } from '@resumewatch/lab';
+import type { ScenarioName, ScenarioSummary } from '@resumewatch/lab';
+import { FindingKind } from '@resumewatch/semconv';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { startRig, waitFor } from './lab-rig.js';
+import type { Protocol, Rig, Side } from './lab-rig.js';
+
+// Every part is real: the lab's SDK server over loopback HTTP, the instrumentation, the OpenTelemetry
+// SDK and its OTLP exporters (JSON, protobuf, gRPC) and a `resumewatch serve` listening on free ports.
+
+const SEED = [FindingKind.DUPLICATE_TERMINAL, FindingKind.RESUME_AFTER_TERMINAL, FindingKind.RECONNECT_STORM, FindingKind.SIGNATURE];
+const TIMEOUT = 90_000;
+
+const rigs: Rig[] = [];
+async function rig(side: Side, protocol: Protocol): Promise<Rig> {
+  const r = await startRig(side, protocol);
+  rigs.push(r);
+  return r;
+}
+afterEach(async () => {
+  await Promise.allSettled(rigs.splice(0).map((r) => r.close()));
+});
+afterAll(async () => {
+  await Promise.allSettled(rigs.splice(0).map((r) => r.close()));
+});
+
+const sorted = (kinds: Iterable<string>): string[] => [...new Set(kinds)].sort();
+
+/** Runs one scenario through the rig and returns the exact set of finding kinds for its session. */
+async function findingsOf(r: Rig, name: ScenarioName, expected: readonly string[]): Promise<{ kinds: string[]; summary: ScenarioSummary }> {
+  const summary = await runScenario(name, { serverUrl: r.lab.url, controlUrl: r.lab.controlUrl, fetch: r.fetch, maxReconnects: 10 });
+  await r.settle();
+  const kinds = () => sorted(r.findings(summary.sessionId).map((f) => f.kind));
+  await waitFor(() => expected.every((k) => kinds().includes(k)), `${expected.join(', ') || 'no finding'} for ${name}`);
+  // Anything still in flight (a span that ended while the first flush ran) is in before the exact check.
+  await r.settle();
+  expect(r.detector.detector.stats().spans.accepted).toBeGreaterThan(0);
+  return { kinds: kinds(), summary };
+}
+
+async function healthyLoad(r: Rig): Promise<void> {
+  const report = await runLoad('healthy', { serverUrl: r.lab.url, controlUrl: r.lab.controlUrl, fetch: r.fetch, clients: 3, durationMs: 1_500 });
+  expect(report.failures).toBe(0);
+  expect(report.runs).toBeGreaterThanOrEqual(3);
+  await r.settle();
+  expect(r.detector.detector.stats().spans.accepted).toBeGreaterThan(0);
+  expect(r.findings()).toEqual([]);
+}
+
+describe('client spans (instrumentFetch) through real OTLP exporters to resumewatch serve', () => {
+  it('seed-loop (OTLP/JSON): duplicate_terminal, resume_after_terminal, reconnect_storm, signature', { timeout: TIMEOUT }, async () => {
+    const r = await rig('client', 'json');
+    const { kinds, summary } = await findingsOf(r, 'seed-loop', SEED);
+    expect(summary.resumeStatuses.at(-1)).toBe(404);
+    expect(kinds).toEqual(sorted(SEED));
+    // The lab's 404 is the eviction that ends the storm.
+    expect(r.findings(summary.sessionId).find((f) => f.kind === FindingKind.SIGNATURE)).toMatchObject({ ended_by_eviction: true });
+  });
+
+  it('per-stream-dedup (OTLP/protobuf): the seed signature', { timeout: TIMEOUT }, async () => {
+    const r = await rig('client', 'proto');
+    expect((await findingsOf(r, 'per-stream-dedup', SEED)).kinds).toEqual(sorted(SEED));
+  });
+
+  it('network-cut (OTLP/JSON): a valid continuation, no finding', { timeout: TIMEOUT }, async () => {
+    const r = await rig('client', 'json');
+    const { kinds, summary } = await findingsOf(r, 'network-cut', []);
+    expect(summary.details.everyEventExactlyOnce).toBe(true);
+    expect(kinds).toEqual([]);
+  });
+
+  it('server-restart (OTLP/protobuf): ambiguous_empty_replay', { timeout: TIMEOUT }, async () => {
+    const r = await rig('client', 'proto');
+    expect((await findingsOf(r, 'server-restart', [FindingKind.AMBIGUOUS_EMPTY_REPLAY])).kinds).toEqual([FindingKind.AMBIGUOUS_EMPTY_REPLAY]);
+  });
+
+  it('cursor-evicted (OTLP/gRPC): cursor_lost', { timeout: TIMEOUT }, async () => {
+    const r = await rig('client', 'grpc');
+    expect((await findingsOf(r, 'cursor-evicted', [FindingKind.CURSOR_LOST])).kinds).toEqual([FindingKind.CURSOR_LOST]);
+  });
+
+  it('sdk-error-resume (OTLP/JSON): resume_after_terminal', { timeout: TIMEOUT }, async () => {
+    const r = await rig('client', 'json');
+    expect((await findingsOf(r, 'sdk-error-resume', [FindingKind.RESUME_AFTER_TERMINAL])).kinds).toEqual([FindingKind.RESUME_AFTER_TERMINAL]);
+  });
+
+  it('steady healthy load (OTLP/protobuf): no finding', { timeout: TIMEOUT }, async () => {
+    await healthyLoad(await rig('client', 'proto'));
+  });
+});
+
+describe('server spans alone (instrumentEventStore, instrumentServerTransport on the lab server; plain client)', () => {
+  it('seed-loop (OTLP/gRPC): the whole signature, from replays of a stored terminal', { timeout: TIMEOUT }, async () => {
+    const r = await rig('server', 'grpc');
+    const { kinds, summary } = await findingsOf(r, 'seed-loop', SEED);
+    expect(kinds).toEqual(sorted(SEED));
+    // The lab's 404 is answered before any store replay: the storm ends when its window passes.
+    expect(r.findings(summary.sessionId).find((f) => f.kind === FindingKind.SIGNATURE)).toMatchObject({ ended_by_eviction: false });
+  });
+
+  it('per-stream-dedup (OTLP/JSON): the whole signature', { timeout: TIMEOUT }, async () => {
+    const r = await rig('server', 'json');
+    expect((await findingsOf(r, 'per-stream-dedup', SEED)).kinds).toEqual(sorted(SEED));
+  });
+
+  it('network-cut (OTLP/protobuf): no finding', { timeout: TIMEOUT }, async () => {
+    const r = await rig('server', 'proto');
+    expect((await findingsOf(r, 'network-cut', [])).kinds).toEqual([]);
+  });
+
+  it('server-restart (OTLP/JSON): no finding, the restarted server cannot name the request its lost buffer served', { timeout: TIMEOUT }, async () => {
+    const r = await rig('server', 'json');
+    expect((await findingsOf(r, 'server-restart', [])).kinds).toEqual([]);
+  });
+
+  it('cursor-evicted (OTLP/protobuf): no finding, the evicted cursor is answered before the store replays', { timeout: TIMEOUT }, async () => {
+    const r = await rig('server', 'proto');
+    expect((await findingsOf(r, 'cursor-evicted', [])).kinds).toEqual([]);
+  });
+
+  it('sdk-error-resume (OTLP/gRPC): resume_after_terminal', { timeout: TIMEOUT }, async () => {
+    const r = await rig('server', 'grpc');
+    expect((await findingsOf(r, 'sdk-error-resume', [FindingKind.RESUME_AFTER_TERMINAL])).kinds).toEqual([FindingKind.RESUME_AFTER_TERMINAL]);
+  });
+
+  it('steady healthy load (OTLP/JSON): no finding', { timeout: TIMEOUT }, async () => {
+    await healthyLoad(await rig('server', 'json'));
+  });
+});
