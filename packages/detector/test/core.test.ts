@@ -1,6 +1,6 @@
-import { FindingKind, ResumeOutcome, SpanReceivedResult } from '@resumewatch/semconv';
+import { ATTR_MCP_GUARD_ACTION, FindingKind, GuardAction, ResumeOutcome, SpanReceivedResult } from '@resumewatch/semconv';
 import { describe, expect, it } from 'vitest';
-import { Detector, type DetectorInit, type Finding, type SpanRecord } from '../src/index.js';
+import { Detector, type DetectorEvents, type DetectorInit, type Finding, type SpanRecord } from '../src/index.js';
 import { T0, essence, reattach, resume, seedScenario, shuffle, span, terminal, type Req } from './spans.js';
 
 function run(spans: SpanRecord[], init: DetectorInit = {}, end?: number): Finding[] {
@@ -11,6 +11,15 @@ function run(spans: SpanRecord[], init: DetectorInit = {}, end?: number): Findin
   else d.flush();
   return findings;
 }
+const noEvents: DetectorEvents = {
+  span: () => {},
+  terminal: () => {},
+  resume: () => {},
+  reattach: () => {},
+  stormStarted: () => {},
+  stormEnded: () => {},
+  stormFinalized: () => {},
+};
 const kinds = (fs: Finding[]) => fs.map((f) => f.kind).sort();
 const r: Req = { session: 'sess-1', request: 7 };
 
@@ -122,6 +131,26 @@ describe('detector core: finding kinds', () => {
     // After a terminal, the same answers are the end of a storm, not a lost cursor.
     expect(kinds(run([terminal(r, T0, 'A'), resume(r, T0 + 5, 'B', 'A', { status: 404 })]))).toEqual([FindingKind.RESUME_AFTER_TERMINAL]);
     expect(run([resume(r, T0, 'B', 'A', { status: 200, replayed: 3 })])).toEqual([]);
+  });
+
+  it('what the guard stopped in the client is no finding: a refused resume, a dropped duplicate', () => {
+    const guarded = (record: SpanRecord, action: string): SpanRecord => ({
+      ...record,
+      attributes: { ...record.attributes, [ATTR_MCP_GUARD_ACTION]: action },
+    });
+    const resumes: string[] = [];
+    const d = new Detector({ onFinding: () => expect.fail('no finding expected'), events: { ...noEvents, resume: (_s, o) => void resumes.push(o) } });
+    const spans = [
+      terminal(r, T0, 'A'),
+      guarded(reattach(r, T0 + 10, 'B', 'A'), GuardAction.RESUME_REFUSED),
+      guarded(resume(r, T0 + 10, 'B', 'A', { observed: true, outcome: ResumeOutcome.ERROR, status: 0 }), GuardAction.RESUME_REFUSED),
+      guarded(terminal(r, T0 + 20, 'C', true), GuardAction.DUPLICATE_TERMINAL_DROPPED),
+    ];
+    for (const record of spans) expect(d.ingest(record)).toBe(SpanReceivedResult.ACCEPTED);
+    d.flush();
+    expect(resumes).toEqual([ResumeOutcome.ERROR]);
+    // Without the guard's word the same resume is one.
+    expect(kinds(run([terminal(r, T0, 'A'), resume(r, T0 + 10, 'B', 'A', { observed: true })]))).toEqual([FindingKind.RESUME_AFTER_TERMINAL]);
   });
 
   it('emits the finding synchronously while ingesting the span that completes it', () => {

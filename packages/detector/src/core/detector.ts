@@ -11,6 +11,8 @@ import {
   ResumeOutcome,
   SPAN_REQUEST_TERMINAL,
   SPAN_SESSION_REATTACH,
+  ATTR_MCP_GUARD_ACTION,
+  GuardAction,
   SPAN_STREAM_RESUME,
   SpanReceivedResult,
 } from '@resumewatch/semconv';
@@ -106,6 +108,13 @@ export class Detector {
     }
     if (!this.spanIds.add(hexWord(s.spanId, 0), hexWord(s.spanId, 8))) return this.count(SpanReceivedResult.DUPLICATE);
     const service = s.service || 'unknown_service';
+    const guardAction = a[ATTR_MCP_GUARD_ACTION];
+    if (guardAction === GuardAction.RESUME_REFUSED || guardAction === GuardAction.DUPLICATE_TERMINAL_DROPPED) {
+      // The guard stopped it in the client: the resume never left the process, the duplicate never
+      // reached the application. The metrics still show it; the findings and alerts do not.
+      if (type === RESUME) this.events?.resume(service, ResumeOutcome.ERROR);
+      return this.count(SpanReceivedResult.ACCEPTED);
+    }
     let reattachEvicts = false;
     if (type === REATTACH) {
       const status = statusOf(a);
