@@ -8,7 +8,9 @@
  * The ratio is the median of the rounds' ratios (each round runs both, back to back), which keeps
  * a noisy neighbour from deciding the figure; the sums are printed too.
  *
- *   node --import tsx bench/guard.bench.ts [events per stream, default 100000] [rounds, default 10] [lean|sdk]
+ * Each timed run starts after a full GC (with --expose-gc).
+ *
+ *   node --expose-gc --import tsx bench/guard.bench.ts [events per stream, default 100000] [rounds, default 10] [lean|sdk]
  */
 import { fork } from 'node:child_process';
 import { once } from 'node:events';
@@ -19,6 +21,7 @@ import { guardedFetch } from '../src/index.js';
 type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 
 const EVENTS = Number(process.argv[2] ?? 100_000);
+const gc = (globalThis as { gc?: () => void }).gc;
 const ROUNDS = Number(process.argv[3] ?? 10);
 const ONLY = process.argv[4];
 
@@ -104,6 +107,8 @@ for (const [name, client] of Object.entries(clients)) {
     const spent = { plain: 0, guarded: 0 };
     for (const which of order) {
       const fetch = which === 'plain' ? plain : guardedFetch();
+      // Each run pays for its own garbage, not the previous run's.
+      gc?.();
       const start = process.cpuUsage();
       const messages = await client(fetch);
       spent[which] = cpuMs(start);
@@ -128,5 +133,5 @@ for (const [name, client] of Object.entries(clients)) {
 }
 server.kill();
 
-console.log(`${EVENTS} SSE events per stream, ${ROUNDS} alternating rounds, client process CPU (user + system), Node ${process.version}`);
+console.log(`${EVENTS} SSE events per stream, ${ROUNDS} alternating rounds, client process CPU (user + system), Node ${process.version}${gc ? '' : '; no --expose-gc'}`);
 console.table(results);

@@ -10,7 +10,7 @@
  *                 BatchSpanProcessor and an exporter that drops everything
  * Each round starts after a full GC (with --expose-gc), so a round pays for the garbage it makes.
  *
- *   node --expose-gc --import tsx bench/fetch.bench.ts [--rounds 20] [--calls 10] [--progress 100]
+ *   node --expose-gc --import tsx bench/fetch.bench.ts [--rounds 20] [--calls 10] [--progress 100] [--variants bare,wire]
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -25,7 +25,7 @@ import type { FetchLike } from '@resumewatch/wire';
 import { instrumentFetch } from '../src/index.js';
 
 const { values } = parseArgs({
-  options: { rounds: { type: 'string', default: '20' }, calls: { type: 'string', default: '10' }, progress: { type: 'string', default: '100' } },
+  options: { rounds: { type: 'string', default: '20' }, calls: { type: 'string', default: '10' }, progress: { type: 'string', default: '100' }, variants: { type: 'string' } },
 });
 const ROUNDS = Number(values.rounds);
 const CALLS = Number(values.calls);
@@ -86,7 +86,8 @@ const variants = {
   instrumented: instrumentFetch({ tracerProvider: provider }),
 };
 type Variant = keyof typeof variants;
-const names = Object.keys(variants) as Variant[];
+// --variants runs a subset, e.g. one variant alone under --cpu-prof.
+const names = (values.variants?.split(',') ?? Object.keys(variants)) as Variant[];
 const clients = {} as Record<Variant, Client>;
 for (const name of names) clients[name] = await connect(lab.url, variants[name]);
 const cpu = Object.fromEntries(names.map((name) => [name, [] as number[]])) as Record<Variant, number[]>;
@@ -103,16 +104,24 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 const events = ROUNDS * CALLS * (PROGRESS + 1);
 console.log(`workload: ${ROUNDS} rounds x ${CALLS} tools/call stream_progress x ${PROGRESS} progress events; SDK v1 client; lab server in a child process`);
 console.log(`node ${process.version}; ${events} SSE events per variant; ${exporter.exported} spans exported (dropped)${gc ? '' : '; no --expose-gc'}`);
-console.log('variant        cpu total ms   median round ms   us per event   ratio to bare');
+const pairMedian = (a: Variant, b: Variant): number => median(cpu[a].map((x, i) => x / cpu[b][i]!));
+const base: Variant = cpu.bare ? 'bare' : names[0]!;
+console.log(`variant        cpu total ms   median round ms   us per event   ratio to ${base} (sums)   median of round ratios`);
 for (const name of names) {
   const ms = total(cpu[name]);
-  const cells = [ms.toFixed(0).padStart(12), median(cpu[name]).toFixed(1).padStart(15), ((ms * 1000) / events).toFixed(2).padStart(12)];
-  console.log(`${name.padEnd(14)} ${cells.join('   ')}   ${(ms / total(cpu.bare)).toFixed(3).padStart(13)}`);
+  const cells = [
+    ms.toFixed(0).padStart(12),
+    median(cpu[name]).toFixed(1).padStart(15),
+    ((ms * 1000) / events).toFixed(2).padStart(12),
+    (ms / total(cpu[base])).toFixed(3).padStart(20),
+    pairMedian(name, base).toFixed(3).padStart(22),
+  ];
+  console.log(`${name.padEnd(14)} ${cells.join('   ')}`);
 }
-const pairs = cpu.bare.map((bare, i) => cpu.instrumented[i]! / bare);
-console.log(`instrumented / bare: ${(total(cpu.instrumented) / total(cpu.bare)).toFixed(3)} (median of per-round ratios ${median(pairs).toFixed(3)})`);
-console.log(`instrumented / wire (the span recorder's own share): ${(total(cpu.instrumented) / total(cpu.wire)).toFixed(3)}`);
+if (cpu.instrumented && cpu.wire) {
+  console.log(`instrumented / wire (the span recorder's own share): ${(total(cpu.instrumented) / total(cpu.wire)).toFixed(3)}`);
+}
 
-for (const client of Object.values(clients)) await client.close();
+for (const name of names) await clients[name].close();
 await provider.shutdown();
 lab.stop();

@@ -1,9 +1,10 @@
 import { BoundedMap } from './bounded-map.js';
 import { isErrorResponse, isRequest, isResponse, parseMessages, requestTarget } from './jsonrpc.js';
 import type { JsonRpcMessage, JsonRpcResponse } from './jsonrpc.js';
-import { SseParser } from './sse.js';
-import type { SseEvent } from './sse.js';
+import { ScannedEvent, SseScanner } from './sse.js';
+import type { SseSink } from './sse.js';
 import type {
+  CursorMemory,
   ReattachInfo,
   RequestRecord,
   ResumeInfo,
@@ -25,6 +26,7 @@ const HEADER_LAST_EVENT_ID = 'last-event-id';
 const HEADER_PROTOCOL_VERSION = 'mcp-protocol-version';
 const NO_MESSAGES: readonly JsonRpcMessage[] = [];
 const NO_TERMINALS: readonly TerminalObservation[] = [];
+const NO_BYTES = new Uint8Array(0);
 
 /**
  * The one observer of the Streamable HTTP wire. `wrap(fetch)` returns a fetch that reports every
@@ -33,6 +35,8 @@ const NO_TERMINALS: readonly TerminalObservation[] = [];
  */
 export class WireObserver {
   private readonly listeners: WireListener[] = [];
+  /** The listeners with an onEvent hook: without any, no event objects are made. */
+  private readonly eventListeners: WireListener[] = [];
   private readonly sessions: BoundedMap<string, SessionRecord>;
   private readonly requests: BoundedMap<string, RequestRecord>;
   private readonly streamsPerSession: number;
@@ -58,6 +62,7 @@ export class WireObserver {
   /** Adds a listener. `filters: true` declares that its onEvent may return false. */
   addListener(listener: WireListener, { filters = false }: { filters?: boolean } = {}): this {
     this.listeners.push(listener);
+    if (listener.onEvent) this.eventListeners.push(listener);
     if (filters) this.filtering = true;
     return this;
   }
@@ -115,7 +120,7 @@ export class WireObserver {
     if (sessionId !== undefined) {
       session = this.sessions.get(sessionId);
       if (!session) {
-        session = newSession(sessionId, protocolVersion);
+        session = newSession(sessionId, protocolVersion, this.cursorsPerSession);
         this.sessions.set(sessionId, session);
       } else {
         this.sessions.touch(sessionId);
@@ -212,7 +217,7 @@ export class WireObserver {
   private initializedSession(sessionId: string, protocolVersion: string | undefined): SessionRecord {
     let session = this.sessions.get(sessionId);
     if (!session) {
-      session = newSession(sessionId, protocolVersion);
+      session = newSession(sessionId, protocolVersion, this.cursorsPerSession);
       this.sessions.set(sessionId, session);
     }
     session.initializedHere = true;
@@ -246,152 +251,83 @@ export class WireObserver {
   }
 
   private observeSse(request: WireRequest, stream: StreamRecord, source: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
-    const filtering = this.filtering;
-    const kept: Uint8Array[] = [];
-    const parser = new SseParser((event) => {
-      if (this.handleSseEvent(request, stream, event) && filtering) kept.push(event.raw);
-    });
-    return this.pipeBody(request, stream, source, (chunk, controller) => {
-      parser.push(chunk);
-      if (!filtering) {
-        controller.enqueue(chunk);
-        return true;
-      }
-      if (kept.length === 0) return false;
-      enqueueRuns(kept, controller);
-      kept.length = 0;
-      return true;
-    }, (controller) => {
-      const rest = parser.end();
-      if (filtering && rest.length > 0) controller.enqueue(rest);
-    });
+    return this.tapBody(request, stream, source, new SseTap(this, request, stream, this.filtering));
   }
 
   private observeJson(request: WireRequest, stream: StreamRecord, source: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
-    const chunks: Uint8Array[] = [];
-    let size = 0;
-    return this.pipeBody(request, stream, source, (chunk, controller) => {
-      size += chunk.length;
-      if (size <= this.maxJsonBodyBytes) chunks.push(chunk);
-      controller.enqueue(chunk);
-      return true;
-    }, () => {
-      if (size > this.maxJsonBodyBytes) return;
-      const messages = parseMessages(Buffer.concat(chunks).toString('utf8'));
-      chunks.length = 0;
-      if (messages.length > 0) this.dispatchEvent(request, stream, undefined, undefined, messages);
-    });
+    return this.tapBody(request, stream, source, new JsonTap(this, request, stream, this.maxJsonBodyBytes));
   }
 
   /** A pull-driven copy of the body: nothing is read from the network before the client asks. */
-  private pipeBody(
-    request: WireRequest,
-    stream: StreamRecord,
-    source: ReadableStream<Uint8Array>,
-    /** Returns whether anything was enqueued. */
-    onChunk: (chunk: Uint8Array, controller: ReadableStreamDefaultController<Uint8Array>) => boolean,
-    onCleanEnd: (controller: ReadableStreamDefaultController<Uint8Array>) => void,
-  ): ReadableStream<Uint8Array> {
-    const reader = source.getReader();
-    const end = (how: StreamEnd, error: unknown): void => {
-      if (stream.ended) return;
-      stream.ended = how;
-      stream.endedAt = this.now();
-      for (const listener of this.listeners) listener.onStreamEnd?.(request, stream, how, error);
-    };
-    return new ReadableStream<Uint8Array>(
-      {
-        pull: async (controller) => {
-          // A pull that enqueues nothing is not called again, so read on until something is given
-          // to the client (every event of a chunk may have been removed) or the body ends.
-          for (;;) {
-            let result: Awaited<ReturnType<typeof reader.read>>;
-            try {
-              result = await reader.read();
-            } catch (error) {
-              end(isAbort(error) ? 'abort' : 'error', error);
-              controller.error(error);
-              return;
-            }
-            if (result.done) {
-              onCleanEnd(controller);
-              end('clean', undefined);
-              controller.close();
-              return;
-            }
-            if (onChunk(result.value, controller)) return;
-          }
-        },
-        cancel: async (reason) => {
-          end('abort', reason);
-          await reader.cancel(reason);
-        },
-      },
-      { highWaterMark: 0 },
-    );
+  private tapBody(request: WireRequest, stream: StreamRecord, source: ReadableStream<Uint8Array>, tap: BodyTap): ReadableStream<Uint8Array> {
+    return new ReadableStream<Uint8Array>(new TappedSource(this, request, stream, source, tap), { highWaterMark: 0 });
   }
 
-  /** Returns false when a listener removed the event. */
-  private handleSseEvent(request: WireRequest, stream: StreamRecord, event: SseEvent): boolean {
-    if (event.id !== undefined) {
-      stream.lastEventId = event.id;
-      for (const record of stream.requests) record.lastEventId = event.id;
+  /** @internal Tells the listeners how a body ended (once). */
+  streamEnded(request: WireRequest, stream: StreamRecord, how: StreamEnd, error: unknown): void {
+    if (stream.ended) return;
+    stream.ended = how;
+    stream.endedAt = this.now();
+    for (const listener of this.listeners) listener.onStreamEnd?.(request, stream, how, error);
+  }
+
+  /** @internal */
+  clock(): number {
+    return this.now();
+  }
+
+  /** @internal Observes an SSE event; returns false when a listener removed it. */
+  sseEvent(request: WireRequest, stream: StreamRecord, scan: SseScanner, at: number): boolean {
+    const id = scan.id;
+    if (id !== undefined) {
+      stream.lastEventId = id;
+      const records = stream.requests;
+      for (let i = 0; i < records.length; i++) records[i]!.lastEventId = id;
     }
     let kept: boolean;
-    if (event.hasData && !event.mayHoldId) {
+    if (scan.hasData && !scan.mayHoldId) {
       // No "id" member anywhere: not a request or a response, so no terminal to look for. The
       // messages (notifications) are parsed only if a listener asks for them.
-      if (event.dataLength > 0) stream.messageEvents++;
-      kept = this.notify(request, stream, event, event.id, undefined, NO_TERMINALS);
+      if (scan.dataLength > 0) stream.messageEvents++;
+      kept = this.eventListeners.length === 0 || this.notify(new SseWireEvent(scan, request, stream, undefined, undefined, NO_TERMINALS, at));
     } else {
-      kept = this.dispatchEvent(request, stream, event, event.id, event.hasData ? parseMessages(event.data) : NO_MESSAGES);
+      const data = scan.hasData ? scan.decodeData() : undefined;
+      const messages = data !== undefined ? parseMessages(data) : NO_MESSAGES;
+      const terminals = this.terminalsOf(stream, messages);
+      kept = this.eventListeners.length === 0 || this.notify(new SseWireEvent(scan, request, stream, data, messages, terminals, at));
     }
     kept ||= !this.filtering;
-    if (kept && event.id !== undefined) {
-      stream.deliveredEventId = event.id;
-      const cursors = request.session?.cursors;
-      if (cursors) {
-        cursors.delete(event.id);
-        if (cursors.set(event.id, stream).size > this.cursorsPerSession) cursors.delete(cursors.keys().next().value!);
-      }
+    if (kept && id !== undefined) {
+      stream.deliveredEventId = id;
+      (request.session?.cursors as CursorRing | undefined)?.add(id, stream);
     }
     return kept;
   }
 
-  private dispatchEvent(
-    request: WireRequest,
-    stream: StreamRecord,
-    sse: SseEvent | undefined,
-    eventId: string | undefined,
-    messages: readonly JsonRpcMessage[],
-  ): boolean {
+  /** Counts a message event and observes the terminals among its messages. */
+  private terminalsOf(stream: StreamRecord, messages: readonly JsonRpcMessage[]): readonly TerminalObservation[] {
+    if (messages.length === 0) return NO_TERMINALS;
+    stream.messageEvents++;
     let terminals: TerminalObservation[] | undefined;
-    if (messages.length > 0) {
-      stream.messageEvents++;
-      for (const message of messages) {
-        if (!isResponse(message)) continue;
-        const terminal = this.observeTerminal(stream, message);
-        if (terminal) (terminals ??= []).push(terminal);
-      }
+    for (const message of messages) {
+      if (!isResponse(message)) continue;
+      const terminal = this.observeTerminal(stream, message);
+      if (terminal) (terminals ??= []).push(terminal);
     }
-    return this.notify(request, stream, sse, eventId, messages, terminals ?? NO_TERMINALS);
+    return terminals ?? NO_TERMINALS;
   }
 
-  /** Tells the listeners of an event; `messages` undefined means parsed on first read. */
-  private notify(
-    request: WireRequest,
-    stream: StreamRecord,
-    sse: SseEvent | undefined,
-    eventId: string | undefined,
-    messages: readonly JsonRpcMessage[] | undefined,
-    terminals: readonly TerminalObservation[],
-  ): boolean {
-    const listeners = this.listeners;
-    if (listeners.length === 0) return true;
-    const event = new ObservedEvent(request, stream, sse, eventId, messages, terminals, this.now());
+  /** @internal Observes the messages of a JSON body. */
+  jsonBody(request: WireRequest, stream: StreamRecord, messages: readonly JsonRpcMessage[]): void {
+    const terminals = this.terminalsOf(stream, messages);
+    if (this.eventListeners.length > 0) this.notify(new JsonWireEvent(request, stream, messages, terminals, this.now()));
+  }
+
+  private notify(event: WireEvent): boolean {
+    const listeners = this.eventListeners;
     let keep = true;
-    for (const listener of listeners) if (listener.onEvent?.(event) === false) keep = false;
-    if (!keep) for (const listener of listeners) listener.onEventDropped?.(event);
+    for (let i = 0; i < listeners.length; i++) if (listeners[i]!.onEvent!(event) === false) keep = false;
+    if (!keep) for (const listener of this.listeners) listener.onEventDropped?.(event);
     return keep;
   }
 
@@ -427,8 +363,55 @@ export class WireObserver {
   }
 }
 
-function newSession(id: string, protocolVersion: string | undefined): SessionRecord {
-  return { id, initializedHere: false, protocolVersion, streams: [], lastStandalone: undefined, cursors: new Map(), used: false };
+function newSession(id: string, protocolVersion: string | undefined, cursors: number): SessionRecord {
+  return { id, initializedHere: false, protocolVersion, streams: [], lastStandalone: undefined, cursors: new CursorRing(cursors), used: false };
+}
+
+/** The last `cap` deliveries in a ring: two array writes per event, a scan only when a cursor is placed. */
+class CursorRing implements CursorMemory {
+  private readonly ids: string[] = [];
+  private readonly streams: StreamRecord[] = [];
+  private next = 0;
+
+  constructor(private readonly cap: number) {}
+
+  get size(): number {
+    return this.ids.length;
+  }
+
+  add(id: string, stream: StreamRecord): void {
+    if (this.ids.length < this.cap) {
+      this.ids.push(id);
+      this.streams.push(stream);
+      return;
+    }
+    this.ids[this.next] = id;
+    this.streams[this.next] = stream;
+    this.next = this.next + 1 === this.cap ? 0 : this.next + 1;
+  }
+
+  get(eventId: string): StreamRecord | undefined {
+    const n = this.ids.length;
+    for (let k = 1; k <= n; k++) {
+      const i = (this.next - k + n) % n;
+      if (this.ids[i] === eventId) return this.streams[i];
+    }
+    return undefined;
+  }
+
+  keys(): IterableIterator<string> {
+    const n = this.ids.length;
+    const seen = new Set<string>();
+    const newestFirst: string[] = [];
+    for (let k = 1; k <= n; k++) {
+      const id = this.ids[(this.next - k + n) % n]!;
+      if (!seen.has(id)) {
+        seen.add(id);
+        newestFirst.push(id);
+      }
+    }
+    return newestFirst.reverse().values();
+  }
 }
 
 function lastEnded(session: SessionRecord): StreamRecord | undefined {
@@ -436,39 +419,190 @@ function lastEnded(session: SessionRecord): StreamRecord | undefined {
   return undefined;
 }
 
-class ObservedEvent implements WireEvent {
+class JsonWireEvent implements WireEvent {
+  readonly sse = undefined;
+  readonly eventId = undefined;
+
   constructor(
     readonly request: WireRequest,
     readonly stream: StreamRecord,
-    readonly sse: SseEvent | undefined,
-    readonly eventId: string | undefined,
-    private parsed: readonly JsonRpcMessage[] | undefined,
+    readonly messages: readonly JsonRpcMessage[],
     readonly terminals: readonly TerminalObservation[],
     readonly at: number,
   ) {}
+}
+
+/** An SSE event as the listeners see it: the wire event and the SSE event in one object. */
+class SseWireEvent extends ScannedEvent implements WireEvent {
+  constructor(
+    scan: SseScanner,
+    readonly request: WireRequest,
+    readonly stream: StreamRecord,
+    data: string | undefined,
+    private parsed: readonly JsonRpcMessage[] | undefined,
+    readonly terminals: readonly TerminalObservation[],
+    readonly at: number,
+  ) {
+    super(scan, data);
+  }
+
+  get sse(): this {
+    return this;
+  }
+
+  get eventId(): string | undefined {
+    return this.id;
+  }
 
   get messages(): readonly JsonRpcMessage[] {
-    return (this.parsed ??= this.sse?.hasData ? parseMessages(this.sse.data) : NO_MESSAGES);
+    return (this.parsed ??= this.hasData ? parseMessages(this.data) : NO_MESSAGES);
   }
 }
 
+/** Sees each chunk of a body before the client does, and its clean end. */
+interface BodyTap {
+  /** Returns whether anything was enqueued. */
+  chunk(chunk: Uint8Array, controller: ReadableStreamDefaultController<Uint8Array>): boolean;
+  end(controller: ReadableStreamDefaultController<Uint8Array>): void;
+}
+
 /**
- * Enqueues kept event bytes, joining events that lie next to each other in one buffer (the usual case:
- * every event of a chunk kept) into one chunk, so the client reads once per network chunk, not per event.
+ * The underlying source of an observed body. The hot path goes through methods of a few classes
+ * rather than closures made per stream, so its optimised code outlives each stream.
  */
-function enqueueRuns(raws: readonly Uint8Array[], controller: ReadableStreamDefaultController<Uint8Array>): void {
-  let i = 0;
-  while (i < raws.length) {
-    const first = raws[i]!;
-    let length = first.length;
-    let j = i + 1;
-    for (; j < raws.length; j++) {
-      const next = raws[j]!;
-      if (next.buffer !== first.buffer || next.byteOffset !== first.byteOffset + length) break;
-      length += next.length;
+class TappedSource {
+  private readonly reader: ReadableStreamDefaultReader<Uint8Array>;
+
+  constructor(
+    private readonly observer: WireObserver,
+    private readonly request: WireRequest,
+    private readonly stream: StreamRecord,
+    source: ReadableStream<Uint8Array>,
+    private readonly tap: BodyTap,
+  ) {
+    this.reader = source.getReader();
+  }
+
+  async pull(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> {
+    // A pull that enqueues nothing is not called again, so read on until something is given to the
+    // client (every event of a chunk may have been removed) or the body ends.
+    for (;;) {
+      let result: Awaited<ReturnType<typeof this.reader.read>>;
+      try {
+        result = await this.reader.read();
+      } catch (error) {
+        this.observer.streamEnded(this.request, this.stream, isAbort(error) ? 'abort' : 'error', error);
+        controller.error(error);
+        return;
+      }
+      if (result.done) {
+        this.tap.end(controller);
+        this.observer.streamEnded(this.request, this.stream, 'clean', undefined);
+        controller.close();
+        return;
+      }
+      if (this.tap.chunk(result.value, controller)) return;
     }
-    controller.enqueue(j === i + 1 ? first : new Uint8Array(first.buffer, first.byteOffset, length));
-    i = j;
+  }
+
+  async cancel(reason: unknown): Promise<void> {
+    this.observer.streamEnded(this.request, this.stream, 'abort', reason);
+    await this.reader.cancel(reason);
+  }
+}
+
+class SseTap implements BodyTap, SseSink {
+  private readonly scanner = new SseScanner(this);
+  /**
+   * When the chunk being scanned arrived: one clock read per chunk. A double from the start, as every
+   * later value is, so the shape of SseTap instances never changes (see SHAPES).
+   */
+  private at = NaN;
+  private out: ReadableStreamDefaultController<Uint8Array> | undefined;
+  private chunkIn: Uint8Array = NO_BYTES;
+  private enqueued = false;
+  /** Kept event bytes not yet given to the client: one run of adjacent events in one buffer. */
+  private runBytes: Uint8Array = NO_BYTES;
+  private runStart = 0;
+  private runEnd = 0;
+
+  constructor(
+    private readonly observer: WireObserver,
+    private readonly request: WireRequest,
+    private readonly stream: StreamRecord,
+    private readonly filtering: boolean,
+  ) {}
+
+  chunk(chunk: Uint8Array, controller: ReadableStreamDefaultController<Uint8Array>): boolean {
+    this.at = this.observer.clock();
+    if (!this.filtering) {
+      this.scanner.push(chunk);
+      controller.enqueue(chunk);
+      return true;
+    }
+    this.out = controller;
+    this.chunkIn = chunk;
+    this.enqueued = false;
+    this.scanner.push(chunk);
+    this.flush();
+    this.runBytes = NO_BYTES;
+    this.chunkIn = NO_BYTES;
+    this.out = undefined;
+    return this.enqueued;
+  }
+
+  /** Called by the scanner for each event. */
+  event(scan: SseScanner): void {
+    const kept = this.observer.sseEvent(this.request, this.stream, scan, this.at);
+    if (!this.filtering || !kept) return;
+    if (scan.bytes !== this.runBytes || scan.rawStart !== this.runEnd) {
+      this.flush();
+      this.runBytes = scan.bytes;
+      this.runStart = scan.rawStart;
+    }
+    this.runEnd = scan.rawEnd;
+  }
+
+  end(controller: ReadableStreamDefaultController<Uint8Array>): void {
+    const rest = this.scanner.end();
+    if (this.filtering && rest.length > 0) controller.enqueue(rest);
+  }
+
+  private flush(): void {
+    if (this.runEnd === this.runStart) return;
+    const chunk = this.chunkIn;
+    const bytes = this.runBytes;
+    // Every event of the chunk kept and none carried over: the chunk itself, no view.
+    const whole = this.runStart === 0 && this.runEnd === chunk.length && bytes.buffer === chunk.buffer && bytes.byteOffset === chunk.byteOffset;
+    this.out!.enqueue(whole ? chunk : bytes.subarray(this.runStart, this.runEnd));
+    this.runStart = this.runEnd = 0;
+    this.enqueued = true;
+  }
+}
+
+class JsonTap implements BodyTap {
+  private readonly chunks: Uint8Array[] = [];
+  private size = 0;
+
+  constructor(
+    private readonly observer: WireObserver,
+    private readonly request: WireRequest,
+    private readonly stream: StreamRecord,
+    private readonly maxBytes: number,
+  ) {}
+
+  chunk(chunk: Uint8Array, controller: ReadableStreamDefaultController<Uint8Array>): boolean {
+    this.size += chunk.length;
+    if (this.size <= this.maxBytes) this.chunks.push(chunk);
+    controller.enqueue(chunk);
+    return true;
+  }
+
+  end(): void {
+    if (this.size > this.maxBytes) return;
+    const messages = parseMessages(Buffer.concat(this.chunks).toString('utf8'));
+    this.chunks.length = 0;
+    if (messages.length > 0) this.observer.jsonBody(this.request, this.stream, messages);
   }
 }
 
@@ -479,3 +613,28 @@ function requestKey(sessionId: string | undefined, id: string): string {
 function isAbort(error: unknown): boolean {
   return error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError');
 }
+
+/**
+ * One instance of each class on the hot path, alive as long as the module. V8 keeps the shape of a
+ * class's instances only while some instance lives: after a full GC between bursts of streams (no
+ * stream open), the shapes go, and every optimised function that relied on them is thrown away and
+ * recompiled, at tens of milliseconds of CPU each, more than parsing thousands of events costs.
+ */
+const SHAPES: readonly object[] = (() => {
+  const scanner = new SseScanner({ event: () => undefined });
+  scanner.push(new TextEncoder().encode('id: 1\nevent: message\ndata: {"jsonrpc":"2.0","id":1,"result":{}}\n\n'));
+  const observer = new WireObserver();
+  const request = {} as WireRequest;
+  const stream = {} as StreamRecord;
+  const cursors = new CursorRing(1);
+  cursors.add('1', stream);
+  return [
+    scanner,
+    new SseWireEvent(scanner, request, stream, undefined, undefined, NO_TERMINALS, Date.now()),
+    new JsonWireEvent(request, stream, NO_MESSAGES, NO_TERMINALS, Date.now()),
+    new SseTap(observer, request, stream, false),
+    new JsonTap(observer, request, stream, 0),
+    new TappedSource(observer, request, stream, new ReadableStream(), new JsonTap(observer, request, stream, 0)),
+    cursors,
+  ];
+})();

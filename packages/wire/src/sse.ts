@@ -32,42 +32,50 @@ export type SseEventHandler = (event: SseEvent) => void;
 
 const LF = 0x0a;
 const CR = 0x0d;
-const COLON = 0x3a;
 const SPACE = 0x20;
+const QUOTE = 0x22;
+const COLON = 0x3a;
+const D = 0x64;
+const I = 0x69;
 const EMPTY = new Uint8Array(0);
 const decoder = new TextDecoder();
 
-class ParsedEvent implements SseEvent {
-  private decoded: string | undefined;
-
-  constructor(
-    readonly id: string | undefined,
-    readonly event: string,
-    /** The value bytes of each data line: one view, or several. */
-    private readonly dataLines: Uint8Array | Uint8Array[] | undefined,
-    readonly hasData: boolean,
-    readonly mayHoldId: boolean,
-    readonly dataLength: number,
-    readonly retry: number | undefined,
-    readonly raw: Uint8Array,
-  ) {}
-
-  get data(): string {
-    if (this.decoded !== undefined) return this.decoded;
-    const lines = this.dataLines;
-    if (lines === undefined) this.decoded = '';
-    else if (lines instanceof Uint8Array) this.decoded = decoder.decode(lines);
-    else this.decoded = lines.map((line) => decoder.decode(line)).join('\n');
-    return this.decoded;
-  }
+/** Receives the scanner's events. An object with a method, not a closure: see `SseScanner`. */
+export interface SseSink {
+  event(scanner: SseScanner): void;
 }
 
 /**
- * The parser reads each chunk through a latin1 view of it: one character per byte, so character
- * positions are byte positions, and the searches for line ends, colons and `"id"` run natively.
- * Field values are decoded as UTF-8 from the bytes (ASCII values are taken from the view as is).
+ * The byte-level SSE parser behind `SseParser` and the wire observer. It reports each event through
+ * its own fields (offsets into `bytes`, valid during the call only, then reused), so the hot path
+ * allocates nothing per event but the id string: no event object, no views, no decoded text, and
+ * the event type is reused while it repeats.
+ *
+ * Each chunk is read through a latin1 view of it: one character per byte, so character positions are
+ * byte positions, and the searches for line ends, colons and `"id"` run natively.
+ *
+ * The sink is an object whose class's method is called: optimised code of `push` that inlined a
+ * per-stream closure is thrown away when that closure dies, and recompiling it costs more CPU than
+ * parsing thousands of events.
  */
-export class SseParser {
+export class SseScanner {
+  /** The buffer the offsets refer to: the chunk, or the unparsed rest of earlier chunks and the chunk. */
+  bytes: Uint8Array = EMPTY;
+  /** The event's bytes: comment lines since the previous event, its fields and its blank line. */
+  rawStart = 0;
+  rawEnd = 0;
+  id: string | undefined = undefined;
+  event = '';
+  hasData = false;
+  /** The value of the event's only data line, `bytes[dataStart, dataEnd)`, when it has exactly one. */
+  dataStart = 0;
+  dataEnd = 0;
+  /** The values of all data lines, when there is more than one. */
+  dataLines: Uint8Array[] | undefined = undefined;
+  mayHoldId = false;
+  dataLength = 0;
+  retry: number | undefined = undefined;
+
   private pending: Uint8Array = EMPTY;
   /** Offset in `pending` of the first line not yet parsed. */
   private scanFrom = 0;
@@ -75,30 +83,27 @@ export class SseParser {
   private searchFrom = 0;
   private skipLeadingLf = false;
   private atStreamStart = true;
-  private id: string | undefined;
-  private eventType = '';
-  private data: Uint8Array | Uint8Array[] | undefined;
-  private dataMayHoldId = false;
-  private dataLength = 0;
-  private retry: number | undefined;
   private sawField = false;
   /** Per push: the next `"id"` and backslash at or after the last look-up (Infinity: none left). */
   private nextIdMember = -1;
   private nextBackslash = -1;
+  private view: Buffer | undefined;
+  /** The last event type: reused while it repeats, as it usually does. */
+  private lastEventType = '';
 
-  constructor(private readonly onEvent: SseEventHandler) {}
+  constructor(private readonly sink: SseSink) {}
 
   push(chunk: Uint8Array): void {
     if (chunk.length === 0) return;
     let work: Uint8Array;
     if (this.pending.length === 0) {
-      // A plain Uint8Array view: Buffer's own subarray (chunks are often Buffers) costs more.
-      work = chunk.constructor === Uint8Array ? chunk : new Uint8Array(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+      work = chunk;
     } else {
       work = new Uint8Array(this.pending.length + chunk.length);
       work.set(this.pending, 0);
       work.set(chunk, this.pending.length);
     }
+    this.bytes = work;
     let base = this.scanFrom;
     if (this.atStreamStart && work.length - base >= 3) {
       if (work[base] === 0xef && work[base + 1] === 0xbb && work[base + 2] === 0xbf) base += 3;
@@ -107,8 +112,10 @@ export class SseParser {
       this.atStreamStart = false;
     }
     const length = work.length;
+    const view = Buffer.from(work.buffer, work.byteOffset, work.byteLength);
+    this.view = view;
     // Positions below are in `text`, which starts at byte `base` of `work`.
-    const text = Buffer.from(work.buffer, work.byteOffset, work.byteLength).toString('latin1', base, length);
+    const text = view.toString('latin1', base, length);
     const textLength = text.length;
     let nextCr = text.indexOf('\r');
     let searchFrom = Math.max(0, this.searchFrom - base);
@@ -145,7 +152,10 @@ export class SseParser {
       }
       if (end === pos) {
         if (this.sawField) {
-          this.dispatch(work.subarray(blockStart, base + next));
+          this.rawStart = blockStart;
+          this.rawEnd = base + next;
+          this.sink.event(this);
+          this.resetEvent();
           blockStart = base + next;
         }
       } else {
@@ -156,6 +166,11 @@ export class SseParser {
     this.pending = blockStart === length ? EMPTY : work.subarray(blockStart);
     this.scanFrom = base + pos - blockStart;
     this.searchFrom = pos < textLength ? base + searchFrom - blockStart : this.scanFrom;
+    if (blockStart > 0 && this.hasData && this.dataLines === undefined) {
+      this.dataStart -= blockStart;
+      this.dataEnd -= blockStart;
+    }
+    this.view = undefined;
   }
 
   /** Ends the stream. Returns the bytes of an unterminated last event, which the spec discards. */
@@ -168,6 +183,12 @@ export class SseParser {
     return rest;
   }
 
+  /** The event's data, decoded. */
+  decodeData(): string {
+    if (!this.hasData) return '';
+    return this.dataLines === undefined ? decoder.decode(this.bytes.subarray(this.dataStart, this.dataEnd)) : joinLines(this.dataLines);
+  }
+
   private parseLine(work: Uint8Array, text: string, base: number, start: number, end: number): void {
     const c0 = text.charCodeAt(start);
     if (c0 === COLON) return;
@@ -176,36 +197,44 @@ export class SseParser {
     let valueStart = colon < end ? colon + 1 : end;
     if (valueStart < end && text.charCodeAt(valueStart) === SPACE) valueStart++;
     const nameLength = colon - start;
-    if (nameLength === 4 && c0 === 0x64 && text.startsWith('data', start)) {
-      const value = work.subarray(base + valueStart, base + end);
-      const data = this.data;
-      if (data === undefined) this.data = value;
-      else if (data instanceof Uint8Array) this.data = [data, value];
-      else data.push(value);
-      this.dataLength += value.length;
-      if (!this.dataMayHoldId) this.dataMayHoldId = this.mayHoldId(text, valueStart, end);
+    if (nameLength === 4 && c0 === D && text.startsWith('data', start)) {
+      if (!this.hasData) {
+        this.hasData = true;
+        this.dataStart = base + valueStart;
+        this.dataEnd = base + end;
+      } else {
+        this.dataLines ??= [work.subarray(this.dataStart, this.dataEnd)];
+        this.dataLines.push(work.subarray(base + valueStart, base + end));
+      }
+      this.dataLength += end - valueStart;
+      if (!this.mayHoldId) this.mayHoldId = this.mayHoldIdIn(text, valueStart, end);
       this.sawField = true;
-    } else if (nameLength === 2 && c0 === 0x69 && text.charCodeAt(start + 1) === 0x64) {
-      const value = fieldValue(work, text, base, valueStart, end);
+    } else if (nameLength === 2 && c0 === I && text.charCodeAt(start + 1) === D) {
+      const value = this.fieldValue(work, text, base, valueStart, end);
       if (!value.includes('\0')) this.id = value;
       this.sawField = true;
     } else if (nameLength === 5 && c0 === 0x65 && text.startsWith('event', start)) {
-      this.eventType = fieldValue(work, text, base, valueStart, end);
+      const last = this.lastEventType;
+      if (end - valueStart === last.length && text.startsWith(last, valueStart)) {
+        this.event = last;
+      } else {
+        this.event = this.lastEventType = this.fieldValue(work, text, base, valueStart, end);
+      }
       this.sawField = true;
     } else if (nameLength === 5 && c0 === 0x72 && text.startsWith('retry', start)) {
-      const value = fieldValue(work, text, base, valueStart, end);
+      const value = this.fieldValue(work, text, base, valueStart, end);
       if (/^\d+$/.test(value)) this.retry = Number(value);
       this.sawField = true;
     }
   }
 
   /** Whether text[start, end) contains `"id"` or a backslash; look-ups only move forward within a push. */
-  private mayHoldId(text: string, start: number, end: number): boolean {
+  private mayHoldIdIn(text: string, start: number, end: number): boolean {
     if (this.nextIdMember < start) {
       // Searched as `id"` then checked for the opening quote: `"` is the commonest byte of JSON,
       // which would make a search led by it slow.
       let at = text.indexOf('id"', start + 1);
-      while (at !== -1 && text.charCodeAt(at - 1) !== 0x22) at = text.indexOf('id"', at + 1);
+      while (at !== -1 && text.charCodeAt(at - 1) !== QUOTE) at = text.indexOf('id"', at + 1);
       this.nextIdMember = at === -1 ? Infinity : at - 1;
     }
     if (this.nextBackslash < start) {
@@ -215,29 +244,108 @@ export class SseParser {
     return this.nextIdMember + 4 <= end || this.nextBackslash < end;
   }
 
-  private dispatch(raw: Uint8Array): void {
-    const event = new ParsedEvent(this.id, this.eventType, this.data, this.data !== undefined, this.dataMayHoldId, this.dataLength, this.retry, raw);
-    this.resetEvent();
-    this.onEvent(event);
+  /**
+   * A field value, UTF-8 decoded; ASCII values are copied from the chunk's bytes, not sliced from the
+   * latin1 view, which a kept slice would keep alive whole.
+   */
+  private fieldValue(work: Uint8Array, text: string, base: number, start: number, end: number): string {
+    for (let i = start; i < end; i++) {
+      if (text.charCodeAt(i) >= 0x80) return decoder.decode(work.subarray(base + start, base + end));
+    }
+    return this.view!.toString('latin1', base + start, base + end);
   }
 
   private resetEvent(): void {
     this.id = undefined;
-    this.eventType = '';
-    this.data = undefined;
-    this.dataMayHoldId = false;
+    this.event = '';
+    this.hasData = false;
+    this.dataLines = undefined;
+    this.mayHoldId = false;
     this.dataLength = 0;
     this.retry = undefined;
     this.sawField = false;
   }
 }
 
-/** A field value: taken from the latin1 view when it is ASCII, decoded from the bytes otherwise. */
-function fieldValue(work: Uint8Array, text: string, base: number, start: number, end: number): string {
-  for (let i = start; i < end; i++) {
-    if (text.charCodeAt(i) >= 0x80) return decoder.decode(work.subarray(base + start, base + end));
+function matches(work: Uint8Array, start: number, name: string): boolean {
+  for (let i = 0; i < name.length; i++) if (work[start + i] !== name.charCodeAt(i)) return false;
+  return true;
+}
+
+function joinLines(lines: readonly Uint8Array[]): string {
+  return lines.map((line) => decoder.decode(line)).join('\n');
+}
+
+/**
+ * An event taken from the scanner: its fields copied, its data and raw bytes kept as offsets into the
+ * scanned buffer (never written to after), made into views or text only when read.
+ */
+export class ScannedEvent implements SseEvent {
+  readonly id: string | undefined;
+  readonly event: string;
+  readonly hasData: boolean;
+  readonly mayHoldId: boolean;
+  readonly dataLength: number;
+  readonly retry: number | undefined;
+  private readonly bytes: Uint8Array;
+  private readonly rawStart: number;
+  private readonly rawEnd: number;
+  private readonly dataStart: number;
+  private readonly dataEnd: number;
+  private readonly dataLines: Uint8Array[] | undefined;
+  private decoded: string | undefined;
+
+  constructor(scanner: SseScanner, decoded?: string) {
+    this.id = scanner.id;
+    this.event = scanner.event;
+    this.hasData = scanner.hasData;
+    this.mayHoldId = scanner.mayHoldId;
+    this.dataLength = scanner.dataLength;
+    this.retry = scanner.retry;
+    this.bytes = scanner.bytes;
+    this.rawStart = scanner.rawStart;
+    this.rawEnd = scanner.rawEnd;
+    this.dataStart = scanner.dataStart;
+    this.dataEnd = scanner.dataEnd;
+    this.dataLines = scanner.dataLines;
+    this.decoded = decoded;
   }
-  return text.slice(start, end);
+
+  get data(): string {
+    if (this.decoded !== undefined) return this.decoded;
+    if (!this.hasData) this.decoded = '';
+    else if (this.dataLines === undefined) this.decoded = decoder.decode(this.bytes.subarray(this.dataStart, this.dataEnd));
+    else this.decoded = joinLines(this.dataLines);
+    return this.decoded;
+  }
+
+  get raw(): Uint8Array {
+    return this.bytes.subarray(this.rawStart, this.rawEnd);
+  }
+}
+
+/**
+ * Incremental parser of SSE bodies that reports an event object per event. The parser reads bytes
+ * (see `SseScanner`); field values are decoded as UTF-8.
+ */
+export class SseParser implements SseSink {
+  private readonly scanner = new SseScanner(this);
+
+  constructor(private readonly onEvent: SseEventHandler) {}
+
+  /** Called by the scanner. */
+  event(scanner: SseScanner): void {
+    this.onEvent(new ScannedEvent(scanner));
+  }
+
+  push(chunk: Uint8Array): void {
+    this.scanner.push(chunk);
+  }
+
+  /** Ends the stream. Returns the bytes of an unterminated last event, which the spec discards. */
+  end(): Uint8Array {
+    return this.scanner.end();
+  }
 }
 
 /**

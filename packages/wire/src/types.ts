@@ -15,13 +15,23 @@ export interface SessionRecord {
   /** The most recent stream opened by a GET without Last-Event-ID (the standalone stream). */
   lastStandalone: StreamRecord | undefined;
   /**
-   * The stream each recently delivered SSE event id came from, oldest first, capped: a client may
-   * resume from any id it holds, not only a stream's last (one that does not advance its cursor on
-   * a final result sends an id from before it).
+   * The stream each recently delivered SSE event id came from (the last `cursorsPerSession` deliveries):
+   * a client may resume from any id it holds, not only a stream's last (one that does not advance its
+   * cursor on a final result sends an id from before it).
    */
-  readonly cursors: Map<string, StreamRecord>;
+  readonly cursors: CursorMemory;
   /** Requests for this session have already been seen (distinguishes a first use). */
   used: boolean;
+}
+
+/** Recently delivered SSE event ids of a session and the streams that delivered them. */
+export interface CursorMemory {
+  /** The stream that last delivered this event id, if the delivery is still remembered. */
+  get(eventId: string): StreamRecord | undefined;
+  /** The remembered event ids, each once, oldest delivery first. */
+  keys(): IterableIterator<string>;
+  /** Deliveries remembered (an id delivered twice counts twice). */
+  readonly size: number;
 }
 
 /** One JSON-RPC request, keyed by (session, id). */
