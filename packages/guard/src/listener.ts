@@ -131,11 +131,9 @@ export function createGuardListener(options: GuardOptions = {}): GuardListener {
         }
       }
       const terminals = event.terminals;
-      if (terminals.length === 0) {
-        const eventId = event.eventId;
-        if (eventId !== undefined) for (const record of stream.requests) guard.observeEvent(record.key, eventId, false);
-        return true;
-      }
+      // Cursors of unfinished requests are the wire's (RequestRecord.lastEventId); the guard's own
+      // state is fed at the terminal event, so an event that is not one costs nothing here.
+      if (terminals.length === 0) return true;
       let keep = true;
       for (const terminal of terminals) {
         const record = terminal.request;

@@ -1,10 +1,12 @@
 import { BoundedMap } from './bounded-map.js';
 import { isErrorResponse, isRequest, isResponse, parseMessages, requestTarget } from './jsonrpc.js';
 import type { JsonRpcMessage, JsonRpcResponse } from './jsonrpc.js';
-import { ScannedEvent, SseScanner } from './sse.js';
-import type { SseSink } from './sse.js';
+import { JsonTap, SseTap, TappedSource } from './body-taps.js';
+import type { BodyTap, TapHost } from './body-taps.js';
+import { CursorRing } from './cursor-ring.js';
+import type { SseScanner } from './sse.js';
+import { JsonWireEvent, SseWireEvent } from './wire-events.js';
 import type {
-  CursorMemory,
   ReattachInfo,
   RequestRecord,
   ResumeInfo,
@@ -26,14 +28,13 @@ const HEADER_LAST_EVENT_ID = 'last-event-id';
 const HEADER_PROTOCOL_VERSION = 'mcp-protocol-version';
 const NO_MESSAGES: readonly JsonRpcMessage[] = [];
 const NO_TERMINALS: readonly TerminalObservation[] = [];
-const NO_BYTES = new Uint8Array(0);
 
 /**
  * The one observer of the Streamable HTTP wire. `wrap(fetch)` returns a fetch that reports every
  * request, response, SSE event and stream end to the listeners, keeping bounded per-session,
  * per-request and per-stream state that the listeners share.
  */
-export class WireObserver {
+export class WireObserver implements TapHost {
   private readonly listeners: WireListener[] = [];
   /** The listeners with an onEvent hook: without any, no event objects are made. */
   private readonly eventListeners: WireListener[] = [];
@@ -367,274 +368,11 @@ function newSession(id: string, protocolVersion: string | undefined, cursors: nu
   return { id, initializedHere: false, protocolVersion, streams: [], lastStandalone: undefined, cursors: new CursorRing(cursors), used: false };
 }
 
-/** The last `cap` deliveries in a ring: two array writes per event, a scan only when a cursor is placed. */
-class CursorRing implements CursorMemory {
-  private readonly ids: string[] = [];
-  private readonly streams: StreamRecord[] = [];
-  private next = 0;
-
-  constructor(private readonly cap: number) {}
-
-  get size(): number {
-    return this.ids.length;
-  }
-
-  add(id: string, stream: StreamRecord): void {
-    if (this.ids.length < this.cap) {
-      this.ids.push(id);
-      this.streams.push(stream);
-      return;
-    }
-    this.ids[this.next] = id;
-    this.streams[this.next] = stream;
-    this.next = this.next + 1 === this.cap ? 0 : this.next + 1;
-  }
-
-  get(eventId: string): StreamRecord | undefined {
-    const n = this.ids.length;
-    for (let k = 1; k <= n; k++) {
-      const i = (this.next - k + n) % n;
-      if (this.ids[i] === eventId) return this.streams[i];
-    }
-    return undefined;
-  }
-
-  keys(): IterableIterator<string> {
-    const n = this.ids.length;
-    const seen = new Set<string>();
-    const newestFirst: string[] = [];
-    for (let k = 1; k <= n; k++) {
-      const id = this.ids[(this.next - k + n) % n]!;
-      if (!seen.has(id)) {
-        seen.add(id);
-        newestFirst.push(id);
-      }
-    }
-    return newestFirst.reverse().values();
-  }
-}
-
 function lastEnded(session: SessionRecord): StreamRecord | undefined {
   for (let i = session.streams.length - 1; i >= 0; i--) if (session.streams[i]!.ended) return session.streams[i];
   return undefined;
 }
 
-class JsonWireEvent implements WireEvent {
-  readonly sse = undefined;
-  readonly eventId = undefined;
-
-  constructor(
-    readonly request: WireRequest,
-    readonly stream: StreamRecord,
-    readonly messages: readonly JsonRpcMessage[],
-    readonly terminals: readonly TerminalObservation[],
-    readonly at: number,
-  ) {}
-}
-
-/** An SSE event as the listeners see it: the wire event and the SSE event in one object. */
-class SseWireEvent extends ScannedEvent implements WireEvent {
-  constructor(
-    scan: SseScanner,
-    readonly request: WireRequest,
-    readonly stream: StreamRecord,
-    data: string | undefined,
-    private parsed: readonly JsonRpcMessage[] | undefined,
-    readonly terminals: readonly TerminalObservation[],
-    readonly at: number,
-  ) {
-    super(scan, data);
-  }
-
-  get sse(): this {
-    return this;
-  }
-
-  get eventId(): string | undefined {
-    return this.id;
-  }
-
-  get messages(): readonly JsonRpcMessage[] {
-    return (this.parsed ??= this.hasData ? parseMessages(this.data) : NO_MESSAGES);
-  }
-}
-
-/** Sees each chunk of a body before the client does, and its clean end. */
-interface BodyTap {
-  /** Returns whether anything was enqueued. */
-  chunk(chunk: Uint8Array, controller: ReadableStreamDefaultController<Uint8Array>): boolean;
-  end(controller: ReadableStreamDefaultController<Uint8Array>): void;
-}
-
-/**
- * The underlying source of an observed body. The hot path goes through methods of a few classes
- * rather than closures made per stream, so its optimised code outlives each stream.
- */
-class TappedSource {
-  private readonly reader: ReadableStreamDefaultReader<Uint8Array>;
-
-  constructor(
-    private readonly observer: WireObserver,
-    private readonly request: WireRequest,
-    private readonly stream: StreamRecord,
-    source: ReadableStream<Uint8Array>,
-    private readonly tap: BodyTap,
-  ) {
-    this.reader = source.getReader();
-  }
-
-  async pull(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> {
-    // A pull that enqueues nothing is not called again, so read on until something is given to the
-    // client (every event of a chunk may have been removed) or the body ends.
-    for (;;) {
-      let result: Awaited<ReturnType<typeof this.reader.read>>;
-      try {
-        result = await this.reader.read();
-      } catch (error) {
-        this.observer.streamEnded(this.request, this.stream, isAbort(error) ? 'abort' : 'error', error);
-        controller.error(error);
-        return;
-      }
-      if (result.done) {
-        this.tap.end(controller);
-        this.observer.streamEnded(this.request, this.stream, 'clean', undefined);
-        controller.close();
-        return;
-      }
-      if (this.tap.chunk(result.value, controller)) return;
-    }
-  }
-
-  async cancel(reason: unknown): Promise<void> {
-    this.observer.streamEnded(this.request, this.stream, 'abort', reason);
-    await this.reader.cancel(reason);
-  }
-}
-
-class SseTap implements BodyTap, SseSink {
-  private readonly scanner = new SseScanner(this);
-  /**
-   * When the chunk being scanned arrived: one clock read per chunk. A double from the start, as every
-   * later value is, so the shape of SseTap instances never changes (see SHAPES).
-   */
-  private at = NaN;
-  private out: ReadableStreamDefaultController<Uint8Array> | undefined;
-  private chunkIn: Uint8Array = NO_BYTES;
-  private enqueued = false;
-  /** Kept event bytes not yet given to the client: one run of adjacent events in one buffer. */
-  private runBytes: Uint8Array = NO_BYTES;
-  private runStart = 0;
-  private runEnd = 0;
-
-  constructor(
-    private readonly observer: WireObserver,
-    private readonly request: WireRequest,
-    private readonly stream: StreamRecord,
-    private readonly filtering: boolean,
-  ) {}
-
-  chunk(chunk: Uint8Array, controller: ReadableStreamDefaultController<Uint8Array>): boolean {
-    this.at = this.observer.clock();
-    if (!this.filtering) {
-      this.scanner.push(chunk);
-      controller.enqueue(chunk);
-      return true;
-    }
-    this.out = controller;
-    this.chunkIn = chunk;
-    this.enqueued = false;
-    this.scanner.push(chunk);
-    this.flush();
-    this.runBytes = NO_BYTES;
-    this.chunkIn = NO_BYTES;
-    this.out = undefined;
-    return this.enqueued;
-  }
-
-  /** Called by the scanner for each event. */
-  event(scan: SseScanner): void {
-    const kept = this.observer.sseEvent(this.request, this.stream, scan, this.at);
-    if (!this.filtering || !kept) return;
-    if (scan.bytes !== this.runBytes || scan.rawStart !== this.runEnd) {
-      this.flush();
-      this.runBytes = scan.bytes;
-      this.runStart = scan.rawStart;
-    }
-    this.runEnd = scan.rawEnd;
-  }
-
-  end(controller: ReadableStreamDefaultController<Uint8Array>): void {
-    const rest = this.scanner.end();
-    if (this.filtering && rest.length > 0) controller.enqueue(rest);
-  }
-
-  private flush(): void {
-    if (this.runEnd === this.runStart) return;
-    const chunk = this.chunkIn;
-    const bytes = this.runBytes;
-    // Every event of the chunk kept and none carried over: the chunk itself, no view.
-    const whole = this.runStart === 0 && this.runEnd === chunk.length && bytes.buffer === chunk.buffer && bytes.byteOffset === chunk.byteOffset;
-    this.out!.enqueue(whole ? chunk : bytes.subarray(this.runStart, this.runEnd));
-    this.runStart = this.runEnd = 0;
-    this.enqueued = true;
-  }
-}
-
-class JsonTap implements BodyTap {
-  private readonly chunks: Uint8Array[] = [];
-  private size = 0;
-
-  constructor(
-    private readonly observer: WireObserver,
-    private readonly request: WireRequest,
-    private readonly stream: StreamRecord,
-    private readonly maxBytes: number,
-  ) {}
-
-  chunk(chunk: Uint8Array, controller: ReadableStreamDefaultController<Uint8Array>): boolean {
-    this.size += chunk.length;
-    if (this.size <= this.maxBytes) this.chunks.push(chunk);
-    controller.enqueue(chunk);
-    return true;
-  }
-
-  end(): void {
-    if (this.size > this.maxBytes) return;
-    const messages = parseMessages(Buffer.concat(this.chunks).toString('utf8'));
-    this.chunks.length = 0;
-    if (messages.length > 0) this.observer.jsonBody(this.request, this.stream, messages);
-  }
-}
-
 function requestKey(sessionId: string | undefined, id: string): string {
   return `${sessionId ?? ''}\n${id}`;
 }
-
-function isAbort(error: unknown): boolean {
-  return error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError');
-}
-
-/**
- * One instance of each class on the hot path, alive as long as the module. V8 keeps the shape of a
- * class's instances only while some instance lives: after a full GC between bursts of streams (no
- * stream open), the shapes go, and every optimised function that relied on them is thrown away and
- * recompiled, at tens of milliseconds of CPU each, more than parsing thousands of events costs.
- */
-const SHAPES: readonly object[] = (() => {
-  const scanner = new SseScanner({ event: () => undefined });
-  scanner.push(new TextEncoder().encode('id: 1\nevent: message\ndata: {"jsonrpc":"2.0","id":1,"result":{}}\n\n'));
-  const observer = new WireObserver();
-  const request = {} as WireRequest;
-  const stream = {} as StreamRecord;
-  const cursors = new CursorRing(1);
-  cursors.add('1', stream);
-  return [
-    scanner,
-    new SseWireEvent(scanner, request, stream, undefined, undefined, NO_TERMINALS, Date.now()),
-    new JsonWireEvent(request, stream, NO_MESSAGES, NO_TERMINALS, Date.now()),
-    new SseTap(observer, request, stream, false),
-    new JsonTap(observer, request, stream, 0),
-    new TappedSource(observer, request, stream, new ReadableStream(), new JsonTap(observer, request, stream, 0)),
-    cursors,
-  ];
-})();

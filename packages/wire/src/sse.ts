@@ -267,11 +267,6 @@ export class SseScanner {
   }
 }
 
-function matches(work: Uint8Array, start: number, name: string): boolean {
-  for (let i = 0; i < name.length; i++) if (work[start + i] !== name.charCodeAt(i)) return false;
-  return true;
-}
-
 function joinLines(lines: readonly Uint8Array[]): string {
   return lines.map((line) => decoder.decode(line)).join('\n');
 }

@@ -1,0 +1,48 @@
+import { parseMessages } from './jsonrpc.js';
+import type { JsonRpcMessage } from './jsonrpc.js';
+import { ScannedEvent } from './sse.js';
+import type { SseScanner } from './sse.js';
+import type { StreamRecord, TerminalObservation, WireEvent, WireRequest } from './types.js';
+
+const NO_MESSAGES: readonly JsonRpcMessage[] = [];
+
+/** A JSON response body as the listeners see it. */
+export class JsonWireEvent implements WireEvent {
+  readonly sse = undefined;
+  readonly eventId = undefined;
+
+  constructor(
+    readonly request: WireRequest,
+    readonly stream: StreamRecord,
+    readonly messages: readonly JsonRpcMessage[],
+    readonly terminals: readonly TerminalObservation[],
+    readonly at: number,
+  ) {}
+}
+
+/** An SSE event as the listeners see it: the wire event and the SSE event in one object. */
+export class SseWireEvent extends ScannedEvent implements WireEvent {
+  constructor(
+    scan: SseScanner,
+    readonly request: WireRequest,
+    readonly stream: StreamRecord,
+    data: string | undefined,
+    private parsed: readonly JsonRpcMessage[] | undefined,
+    readonly terminals: readonly TerminalObservation[],
+    readonly at: number,
+  ) {
+    super(scan, data);
+  }
+
+  get sse(): this {
+    return this;
+  }
+
+  get eventId(): string | undefined {
+    return this.id;
+  }
+
+  get messages(): readonly JsonRpcMessage[] {
+    return (this.parsed ??= this.hasData ? parseMessages(this.data) : NO_MESSAGES);
+  }
+}
