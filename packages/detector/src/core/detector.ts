@@ -108,13 +108,6 @@ export class Detector {
     }
     if (!this.spanIds.add(hexWord(s.spanId, 0), hexWord(s.spanId, 8))) return this.count(SpanReceivedResult.DUPLICATE);
     const service = s.service || 'unknown_service';
-    const guardAction = a[ATTR_MCP_GUARD_ACTION];
-    if (guardAction === GuardAction.RESUME_REFUSED || guardAction === GuardAction.DUPLICATE_TERMINAL_DROPPED) {
-      // The guard stopped it in the client: the resume never left the process, the duplicate never
-      // reached the application. The metrics still show it; the findings and alerts do not.
-      if (type === RESUME) this.events?.resume(service, ResumeOutcome.ERROR);
-      return this.count(SpanReceivedResult.ACCEPTED);
-    }
     let reattachEvicts = false;
     if (type === REATTACH) {
       const status = statusOf(a);
@@ -225,6 +218,7 @@ export class Detector {
     const stream = a[ATTR_MCP_STREAM_ID];
     const h = hash32(typeof stream === 'string' && stream.length > 0 ? stream : s.spanId);
     const had = T.termTotal[slot]! > 0;
+    if (had && droppedByGuard(a)) return;
     const attrDup = a[ATTR_MCP_TERMINAL_DUPLICATE] === true;
     T.termTotal[slot]!++;
     if (attrDup) T.attrDups[slot]!++;
@@ -266,6 +260,10 @@ export class Detector {
   private resume(slot: number, s: SpanRecord, t: number, service: string): void {
     const T = this.table;
     const a = s.attributes;
+    if (refusedByGuard(a)) {
+      this.events?.resume(service, ResumeOutcome.ERROR);
+      return;
+    }
     const status = statusOf(a);
     const outcome = resumeOutcome(a, status);
     this.events?.resume(service, outcome);
@@ -328,6 +326,7 @@ export class Detector {
 
   /** One reattach/resume attempt; attempts are distinct new streams, so the two spans of one GET count once. */
   private attempt(slot: number, s: SpanRecord, t: number, service: string, evicts: boolean): void {
+    if (refusedByGuard(s.attributes)) return;
     const T = this.table;
     const stream = s.attributes[ATTR_MCP_STREAM_ID];
     let h: number;
@@ -510,4 +509,17 @@ function traceHex(a: Uint32Array, slot: number): string {
 }
 function uniq(ids: string[]): string[] {
   return [...new Set(ids)];
+}
+
+/**
+ * The guard refused this resume in the client: it never left the process. What the guard stopped
+ * (this, and a duplicate terminal it dropped before the application saw it) shows in the metrics,
+ * not in findings, so a protected client pages no one.
+ */
+function droppedByGuard(a: SpanRecord['attributes']): boolean {
+  return a[ATTR_MCP_GUARD_ACTION] === GuardAction.DUPLICATE_TERMINAL_DROPPED;
+}
+
+function refusedByGuard(a: SpanRecord['attributes']): boolean {
+  return a[ATTR_MCP_GUARD_ACTION] === GuardAction.RESUME_REFUSED;
 }
