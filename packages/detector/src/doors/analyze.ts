@@ -51,7 +51,7 @@ export async function analyzeFiles(
     }
     for (const doc of documents(text, name)) {
       try {
-        const r = decodeJsonRequest(doc.value, sink);
+        const r = decodeJsonRequest(doc.value, sink, { detectorAttributesOnly: true });
         result.spans += r.spans;
         result.invalidSpans += r.invalid;
       } catch (e) {

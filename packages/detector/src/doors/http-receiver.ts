@@ -10,6 +10,7 @@ import type { Pipeline } from './pipeline.js';
 import { RpcCode, sendStatus } from './status.js';
 
 const TRACES_PATH = '/v1/traces';
+const DETECTOR_ONLY = { detectorAttributesOnly: true } as const;
 
 type Encoding = 'json' | 'protobuf';
 
@@ -68,7 +69,7 @@ export function otlpHttpHandler(pipeline: Pipeline, config: ResumewatchConfig) {
       let invalid: number;
       let firstError: string | undefined;
       try {
-        const result = pipeline.ingest((sink) => (pb ? decodeProtobufRequest(body, sink) : decodeJsonRequest(body.toString('utf8'), sink)));
+        const result = pipeline.ingest((sink) => (pb ? decodeProtobufRequest(body, sink) : decodeJsonRequest(body.toString('utf8'), sink, DETECTOR_ONLY)));
         invalid = result.invalid;
         firstError = result.firstError;
       } catch (e) {

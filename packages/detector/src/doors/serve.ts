@@ -42,11 +42,21 @@ export async function startServer(options: ServeOptions = {}): Promise<RunningSe
     if (options[key] !== undefined) (config as unknown as Record<string, unknown>)[key] = options[key];
   }
   const output = options.output === undefined ? process.stdout : options.output;
+  // Findings of one request body are written together, in one write, once its ingest has returned.
+  let pending = '';
+  const flush = (): void => {
+    const text = pending;
+    pending = '';
+    output?.write(text);
+  };
   const pipeline = new Pipeline({
     config,
     ...(options.clock ? { clock: options.clock } : {}),
     onFinding: (f) => {
-      output?.write(JSON.stringify(f) + '\n');
+      if (output) {
+        if (pending === '') queueMicrotask(flush);
+        pending += JSON.stringify(f) + '\n';
+      }
       options.onFinding?.(f);
     },
   });

@@ -1,4 +1,4 @@
-import { ATTR_SERVICE_NAME } from '@resumewatch/semconv';
+import { ATTR_MCP_METHOD_NAME, ATTR_SERVICE_NAME, SPAN_REQUEST_TERMINAL, SPAN_SESSION_REATTACH, SPAN_STREAM_RESUME } from '@resumewatch/semconv';
 import type { AttributeValue, SpanRecord } from '../core/types.js';
 import { OtlpDecodeError, type DecodeResult } from './errors.js';
 import { spanKind } from './kind.js';
@@ -7,8 +7,17 @@ const UNKNOWN_SERVICE = 'unknown_service';
 
 type Json = Record<string, unknown>;
 
+export interface JsonDecodeOptions {
+  /**
+   * Convert only the attributes the detector reads: all of them on its contract spans (terminal, resume,
+   * reattach), only the MCP method name on any other span. For receivers that feed nothing but a Detector.
+   */
+  detectorAttributesOnly?: boolean;
+}
+
 /** Decodes an OTLP/JSON ExportTraceServiceRequest (text or already parsed) into span records. */
-export function decodeJsonRequest(body: string | unknown, sink: (s: SpanRecord) => void): DecodeResult {
+export function decodeJsonRequest(body: string | unknown, sink: (s: SpanRecord) => void, options?: JsonDecodeOptions): DecodeResult {
+  const slim = options?.detectorAttributesOnly === true;
   let doc: unknown = body;
   if (typeof body === 'string') {
     try {
@@ -37,7 +46,7 @@ export function decodeJsonRequest(body: string | unknown, sink: (s: SpanRecord) 
       }
       if (spans === undefined) continue;
       for (let k = 0; k < spans.length; k++) {
-        const span = toRecord(spans[k], service);
+        const span = toRecord(spans[k], service, slim);
         if (typeof span === 'string') {
           result.invalid++;
           result.firstError ??= `resourceSpans[${i}].scopeSpans[${j}].spans[${k}]: ${span}`;
@@ -66,7 +75,7 @@ function serviceOf(resource: unknown, i: number): string {
 }
 
 /** A span record, or why the span was rejected. */
-function toRecord(s: unknown, service: string): SpanRecord | string {
+function toRecord(s: unknown, service: string, slim: boolean): SpanRecord | string {
   if (!isObject(s)) return 'not an object';
   const traceId = id(s.traceId, 16);
   if (traceId === undefined) return 'traceId is not 16 bytes of hex';
@@ -76,21 +85,34 @@ function toRecord(s: unknown, service: string): SpanRecord | string {
   const start = nanosToMs(s.startTimeUnixNano);
   const end = nanosToMs(s.endTimeUnixNano);
   if (start === undefined || end === undefined) return 'startTimeUnixNano/endTimeUnixNano is not an unsigned integer';
-  const attributes: Record<string, AttributeValue> = {};
+  const name = typeof s.name === 'string' ? s.name : '';
   const attrs = s.attributes;
+  const attributes: Record<string, AttributeValue> = {};
   if (Array.isArray(attrs)) {
-    for (let i = 0; i < attrs.length; i++) {
-      const kv = attrs[i];
-      if (!isObject(kv) || typeof kv.key !== 'string') continue;
-      const v = anyValue(kv.value);
-      if (v !== undefined) attributes[kv.key] = v;
+    if (slim && name !== SPAN_REQUEST_TERMINAL && name !== SPAN_STREAM_RESUME && name !== SPAN_SESSION_REATTACH) {
+      for (let i = 0; i < attrs.length; i++) {
+        const kv = attrs[i];
+        if (isObject(kv) && kv.key === ATTR_MCP_METHOD_NAME) {
+          const v = anyValue(kv.value);
+          if (v !== undefined) attributes[ATTR_MCP_METHOD_NAME] = v;
+        }
+      }
+    } else {
+      for (let i = 0; i < attrs.length; i++) {
+        const kv = attrs[i] as Json | null;
+        if (typeof kv !== 'object' || kv === null) continue;
+        const key = kv.key;
+        if (typeof key !== 'string') continue;
+        const v = anyValue(kv.value);
+        if (v !== undefined) attributes[key] = v;
+      }
     }
   }
   return {
     traceId,
     spanId,
     parentSpanId: parent,
-    name: typeof s.name === 'string' ? s.name : '',
+    name,
     kind: spanKind(s.kind),
     startTimeUnixMs: start,
     endTimeUnixMs: end,
@@ -99,16 +121,22 @@ function toRecord(s: unknown, service: string): SpanRecord | string {
   };
 }
 
-function anyValue(v: unknown): AttributeValue | undefined {
-  if (!isObject(v)) return undefined;
-  if (typeof v.stringValue === 'string') return v.stringValue;
-  if (typeof v.boolValue === 'boolean') return v.boolValue;
-  if (v.intValue !== undefined) {
-    const n = typeof v.intValue === 'number' ? v.intValue : typeof v.intValue === 'string' ? Number(v.intValue) : NaN;
+function anyValue(value: unknown): AttributeValue | undefined {
+  if (typeof value !== 'object' || value === null) return undefined;
+  const v = value as Json;
+  const str = v.stringValue;
+  if (typeof str === 'string') return str;
+  const bool = v.boolValue;
+  if (typeof bool === 'boolean') return bool;
+  const int = v.intValue;
+  if (int !== undefined) {
+    if (typeof int === 'number') return Number.isFinite(int) ? int : undefined;
+    const n = typeof int === 'string' ? Number(int) : NaN;
     return Number.isFinite(n) ? n : undefined;
   }
-  if (typeof v.doubleValue === 'number') return v.doubleValue;
-  if (typeof v.doubleValue === 'string') return Number(v.doubleValue);
+  const dbl = v.doubleValue;
+  if (typeof dbl === 'number') return dbl;
+  if (typeof dbl === 'string') return Number(dbl);
   return undefined;
 }
 
@@ -134,6 +162,27 @@ function id(v: unknown, bytes: number): string | undefined {
 }
 
 function nanosToMs(v: unknown): number | undefined {
+  if (typeof v === 'string') {
+    // Number() on a 19-digit string takes V8's slow path; digits are summed instead, the last six
+    // (below a millisecond) apart so that the milliseconds stay exact.
+    const len = v.length;
+    if (len > 6 && len <= 21) {
+      let ms = 0;
+      let ns = 0;
+      let i = 0;
+      for (; i < len - 6; i++) {
+        const d = v.charCodeAt(i) - 48;
+        if (d < 0 || d > 9) break;
+        ms = ms * 10 + d;
+      }
+      for (; i < len; i++) {
+        const d = v.charCodeAt(i) - 48;
+        if (d < 0 || d > 9) break;
+        ns = ns * 10 + d;
+      }
+      if (i === len) return ms + ns / 1e6;
+    }
+  }
   const n = typeof v === 'string' ? Number(v) : typeof v === 'number' ? v : NaN;
   return n >= 0 ? n / 1e6 : undefined;
 }
