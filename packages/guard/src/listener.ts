@@ -131,8 +131,8 @@ export function createGuardListener(options: GuardOptions = {}): GuardListener {
         }
       }
       const terminals = event.terminals;
-      // Cursors of unfinished requests are the wire's (RequestRecord.lastEventId); the guard's own
-      // state is fed at the terminal event, so an event that is not one costs nothing here.
+      // Cursors are the wire's (the stream's delivered ids); the guard's own state is fed at the
+      // terminal event, so an event that is not one costs nothing here.
       if (terminals.length === 0) return true;
       let keep = true;
       for (const terminal of terminals) {

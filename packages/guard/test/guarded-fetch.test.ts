@@ -4,8 +4,8 @@ import type { GuardedFetch } from '../src/index.js';
 import type { WireObserverOptions } from '@resumewatch/wire';
 import { post, recordGuard, resumeInit, until } from './helpers.js';
 import type { GuardRecord } from './helpers.js';
-import { startSseServer } from './sse-server.js';
-import type { SseServer } from './sse-server.js';
+import { startSseServer } from '../../wire/test/sse-server.js';
+import type { SseServer } from '../../wire/test/sse-server.js';
 
 let server: SseServer;
 beforeAll(async () => {

@@ -7,7 +7,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import type { EventStore } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
-import { BoundedMap } from '@resumewatch/wire';
+import { BoundedMap, HEADER_LAST_EVENT_ID, HEADER_SESSION_ID } from '@resumewatch/wire';
 import { handleControlRequest } from './control-endpoint.js';
 import { BoundedEventStore } from './event-store.js';
 import type { BoundedEventStoreOptions, EventStoreStats, EvictionReason, ReplayRecord } from './event-store.js';
@@ -223,7 +223,7 @@ export async function startLabServer(options: LabServerOptions = {}): Promise<La
 
   /** `created` is set when the request initializes a session, so the request log can name it. */
   async function handleMcp(req: IncomingMessage, res: ServerResponse, created: { transport?: StreamableHTTPServerTransport }): Promise<void> {
-    const sessionId = header(req, 'mcp-session-id');
+    const sessionId = header(req, HEADER_SESSION_ID);
     if (req.method === 'POST') {
       let body: unknown;
       try {
@@ -249,7 +249,7 @@ export async function startLabServer(options: LabServerOptions = {}): Promise<La
       if (sessionId === undefined) return sendJsonRpcError(res, 400, -32000, 'Bad Request: Mcp-Session-Id header is required');
       const live = await liveSession(sessionId);
       if (!live) return sendJsonRpcError(res, 404, -32001, 'Session not found');
-      const lastEventId = header(req, 'last-event-id');
+      const lastEventId = header(req, HEADER_LAST_EVENT_ID);
       if (req.method === 'GET' && lastEventId !== undefined) {
         if (live.store.cursorState(lastEventId) === 'evicted') {
           // The lab's answer for a cursor its buffer has dropped; the session itself is still valid.
@@ -332,8 +332,8 @@ export async function startLabServer(options: LabServerOptions = {}): Promise<La
           at: Date.now(),
           method: req.method ?? '',
           path,
-          sessionId: header(req, 'mcp-session-id') ?? created.transport?.sessionId,
-          lastEventId: header(req, 'last-event-id'),
+          sessionId: header(req, HEADER_SESSION_ID) ?? created.transport?.sessionId,
+          lastEventId: header(req, HEADER_LAST_EVENT_ID),
           status: res.statusCode,
           restore: header(req, RESTORE_TOKEN_HEADER) !== undefined,
           completed: res.writableFinished,

@@ -1,5 +1,5 @@
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import { readSse } from '@resumewatch/wire';
+import { HEADER_LAST_EVENT_ID, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID, readSse } from '@resumewatch/wire';
 import type { FetchLike } from '@resumewatch/wire';
 
 export type { FetchLike };
@@ -97,7 +97,7 @@ export class McpHttpSession {
         params: { protocolVersion: LAB_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: clientName, version: '0.1.0' } },
       }),
     });
-    const sessionId = response.headers.get('mcp-session-id');
+    const sessionId = response.headers.get(HEADER_SESSION_ID);
     const read = await readResponse(response, {});
     if (response.status !== 200 || !sessionId) {
       throw new Error(`initialize answered ${response.status}${sessionId ? '' : ' without Mcp-Session-Id'}: ${read.body ?? ''}`);
@@ -129,7 +129,7 @@ export class McpHttpSession {
   /** GET the endpoint with `Last-Event-ID` (a resume), or without it (the standalone stream). */
   async get(lastEventId: string | undefined, options: ReadOptions = {}): Promise<StreamRead> {
     const headers: Record<string, string> = { ...this.headers(), accept: 'text/event-stream' };
-    if (lastEventId !== undefined) headers['last-event-id'] = lastEventId;
+    if (lastEventId !== undefined) headers[HEADER_LAST_EVENT_ID] = lastEventId;
     const response = await this.fetchImpl(this.url, { method: 'GET', headers, signal: options.signal });
     return readResponse(response, options);
   }
@@ -147,6 +147,6 @@ export class McpHttpSession {
   }
 
   private headers(): Record<string, string> {
-    return { 'mcp-session-id': this.sessionId, 'mcp-protocol-version': this.protocolVersion };
+    return { [HEADER_SESSION_ID]: this.sessionId, [HEADER_PROTOCOL_VERSION]: this.protocolVersion };
   }
 }

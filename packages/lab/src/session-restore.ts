@@ -1,3 +1,4 @@
+import { HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID } from '@resumewatch/wire';
 import type { SessionRecord } from './session-registry.js';
 
 /**
@@ -20,8 +21,8 @@ export async function restoreSession(mcpUrl: string, record: SessionRecord, rest
       'content-type': 'application/json',
       accept: 'application/json, text/event-stream',
       ...restoreHeaders,
-      'mcp-session-id': record.sessionId,
-      ...(record.protocolVersion ? { 'mcp-protocol-version': record.protocolVersion } : {}),
+      [HEADER_SESSION_ID]: record.sessionId,
+      ...(record.protocolVersion ? { [HEADER_PROTOCOL_VERSION]: record.protocolVersion } : {}),
     },
     body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
   });

@@ -1,4 +1,5 @@
 import { BoundedMap } from './bounded-map.js';
+import { HEADER_LAST_EVENT_ID, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID } from './headers.js';
 import { isErrorResponse, isRequest, isResponse, parseMessages, requestTarget } from './jsonrpc.js';
 import type { JsonRpcMessage, JsonRpcResponse } from './jsonrpc.js';
 import { JsonTap, SseTap, TappedSource } from './body-taps.js';
@@ -23,9 +24,6 @@ import type {
 
 export type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 
-const HEADER_SESSION_ID = 'mcp-session-id';
-const HEADER_LAST_EVENT_ID = 'last-event-id';
-const HEADER_PROTOCOL_VERSION = 'mcp-protocol-version';
 const NO_MESSAGES: readonly JsonRpcMessage[] = [];
 const NO_TERMINALS: readonly TerminalObservation[] = [];
 
@@ -144,7 +142,6 @@ export class WireObserver implements TapHost {
         startedAt,
         terminalCount: 0,
         firstTerminalStream: undefined,
-        lastEventId: undefined,
       };
       this.requests.set(key, record);
       requests.push(record);
@@ -233,15 +230,12 @@ export class WireObserver implements TapHost {
       httpMethod: request.httpMethod,
       kind,
       requests: request.resume ? [...request.resume.requests] : [...request.requests],
-      resumedFrom: request.resume?.from,
       isResume: request.resume !== undefined,
-      openedAt: this.now(),
       lastEventId: undefined,
       deliveredEventId: request.resume?.lastEventId,
       messageEvents: 0,
       terminalEvents: 0,
       ended: undefined,
-      endedAt: undefined,
     };
     if (session) {
       session.streams.push(stream);
@@ -268,7 +262,6 @@ export class WireObserver implements TapHost {
   streamEnded(request: WireRequest, stream: StreamRecord, how: StreamEnd, error: unknown): void {
     if (stream.ended) return;
     stream.ended = how;
-    stream.endedAt = this.now();
     for (const listener of this.listeners) listener.onStreamEnd?.(request, stream, how, error);
   }
 
@@ -280,11 +273,7 @@ export class WireObserver implements TapHost {
   /** @internal Observes an SSE event; returns false when a listener removed it. */
   sseEvent(request: WireRequest, stream: StreamRecord, scan: SseScanner, at: number): boolean {
     const id = scan.id;
-    if (id !== undefined) {
-      stream.lastEventId = id;
-      const records = stream.requests;
-      for (let i = 0; i < records.length; i++) records[i]!.lastEventId = id;
-    }
+    if (id !== undefined) stream.lastEventId = id;
     let kept: boolean;
     if (scan.hasData && !scan.mayHoldId) {
       // No "id" member anywhere: not a request or a response, so no terminal to look for. The

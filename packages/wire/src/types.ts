@@ -48,8 +48,6 @@ export interface RequestRecord {
   terminalCount: number;
   /** The stream the first terminal event arrived on. */
   firstTerminalStream: StreamRecord | undefined;
-  /** The last SSE event id seen on a stream of this request. */
-  lastEventId: string | undefined;
 }
 
 /** One HTTP response body: a stream. A resumed stream is a new stream. */
@@ -64,11 +62,9 @@ export interface StreamRecord {
    * it resumes, and any whose response arrives on it.
    */
   readonly requests: RequestRecord[];
-  /** The stream the Last-Event-ID came from, when this stream is a resume. */
-  readonly resumedFrom: StreamRecord | undefined;
   /** Opened with Last-Event-ID. */
   readonly isResume: boolean;
-  readonly openedAt: number;
+  /** The last SSE event id seen on this stream. */
   lastEventId: string | undefined;
   /**
    * The cursor a client reading this stream holds: the id of the last event it was given (events a
@@ -83,7 +79,6 @@ export interface StreamRecord {
   messageEvents: number;
   terminalEvents: number;
   ended: StreamEnd | undefined;
-  endedAt: number | undefined;
 }
 
 export interface ResumeInfo {

@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WireObserver } from '../src/index.js';
 import type { WireRequest } from '../src/index.js';
-import { startMiniServer } from './mini-server.js';
-import type { MiniServer } from './mini-server.js';
+import { startSseServer } from './sse-server.js';
+import type { SseServer } from './sse-server.js';
 
-let server: MiniServer;
+let server: SseServer;
 beforeAll(async () => {
-  server = await startMiniServer();
+  server = await startSseServer();
 });
 afterAll(async () => {
   await server.close();

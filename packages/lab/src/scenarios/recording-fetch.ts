@@ -1,4 +1,4 @@
-import { readSse } from '@resumewatch/wire';
+import { HEADER_LAST_EVENT_ID, readSse } from '@resumewatch/wire';
 import type { FetchLike } from '../mcp-http-client.js';
 
 export interface RecordedRequest {
@@ -39,7 +39,7 @@ export function recordingFetch(inner: FetchLike, log: RecordedRequest[], cap = 1
       at: Date.now(),
       method: init?.method ?? (input instanceof Request ? input.method : 'GET'),
       ...describeBody(init?.body),
-      lastEventId: headers.get('last-event-id') ?? undefined,
+      lastEventId: headers.get(HEADER_LAST_EVENT_ID) ?? undefined,
       status: undefined,
       eventIds: [],
       errorResponses: [],

@@ -3,11 +3,11 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 /**
- * A Streamable HTTP server written by hand, so the guard's tests control every byte and see every
- * request that arrives. POST initialize → JSON with a session id. POST tools/call → SSE: `progress`
- * progress events, then (unless cut) the result, then a clean close. GET with Last-Event-ID → what
- * `resumeMode` says: replay the stream's events after the cursor and close, answer with an empty
- * stream (closed or held open), or a status.
+ * A Streamable HTTP server written by hand, so the wire's and the guard's tests control every byte and
+ * see every request that arrives. POST initialize → JSON with a session id. POST tools/call → SSE:
+ * `progress` progress events, then (unless cut) a keepalive comment, the result and a clean close.
+ * GET with Last-Event-ID → what `resumeMode` says: replay the stream's events after the cursor and
+ * close, answer with an empty stream (closed or held open), or a status.
  */
 export type ResumeMode = 'replay' | 'empty-close' | 'empty-open' | { status: number };
 
@@ -114,6 +114,8 @@ export async function startSseServer(): Promise<SseServer> {
       state.written.set(`POST ${message.id}`, text);
       return;
     }
+    res.write(': keepalive\n\n');
+    text += ': keepalive\n\n';
     send({ jsonrpc: '2.0', id: message.id, result: { content: [] } });
     state.written.set(`POST ${message.id}`, text);
     res.end();
