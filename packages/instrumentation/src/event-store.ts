@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { SpanKind, context as otelContext, diag } from '@opentelemetry/api';
 import type { Span, TracerProvider } from '@opentelemetry/api';
-import { BoundedMap } from '@resumewatch/wire';
+import { BoundedMap, isJsonRpcMessage, isResponse } from '@resumewatch/wire';
 import { tracerSource } from './instrument-fetch.js';
 import {
   ATTR_JSONRPC_REQUEST_ID,
@@ -41,22 +41,11 @@ interface StreamState {
   requestId: string | undefined;
 }
 
-interface JsonRpcLike {
-  id?: unknown;
-  result?: unknown;
-  error?: unknown;
-  method?: unknown;
-}
-
+/** The request id of a response (result or error): the stream's terminal event. */
 function responseId(message: unknown): string | undefined {
-  const m = message as JsonRpcLike | null;
-  if (!m || typeof m !== 'object' || m.method !== undefined || (m.id !== undefined && typeof m.id !== 'string' && typeof m.id !== 'number')) return undefined;
-  return m.id !== undefined && ('result' in m || 'error' in m) ? String(m.id) : undefined;
-}
-
-function isMessage(message: unknown): boolean {
-  const m = message as JsonRpcLike | null;
-  return !!m && typeof m === 'object' && (m.method !== undefined || 'result' in m || 'error' in m);
+  if (!isJsonRpcMessage(message) || !isResponse(message)) return undefined;
+  const id = message.id;
+  return typeof id === 'string' || typeof id === 'number' ? String(id) : undefined;
 }
 
 /**
@@ -106,7 +95,7 @@ export function instrumentEventStore<S extends EventStoreLike<M>, M = Parameters
       try {
         const streamId = await replayEventsAfter(lastEventId, {
           send: (eventId, message) => {
-            if (isMessage(message)) events++;
+            if (isJsonRpcMessage(message)) events++;
             terminal ??= responseId(message);
             return send(eventId, message);
           },

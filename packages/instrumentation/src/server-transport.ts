@@ -1,7 +1,6 @@
 import { SpanKind, context as otelContext, diag, trace } from '@opentelemetry/api';
 import type { Attributes, Span, TracerProvider } from '@opentelemetry/api';
-import { requestTarget } from '@resumewatch/wire';
-import type { JsonRpcRequest } from '@resumewatch/wire';
+import { isJsonRpcMessage, isRequest, requestTarget } from '@resumewatch/wire';
 import { DEFAULT_REQUEST_TIMEOUT_MS, tracerSource } from './instrument-fetch.js';
 import {
   ATTR_JSONRPC_REQUEST_ID,
@@ -39,7 +38,6 @@ interface Open {
 interface Message {
   id?: unknown;
   method?: unknown;
-  params?: { protocolVersion?: unknown };
   result?: { isError?: unknown; protocolVersion?: unknown };
   error?: { code?: unknown };
 }
@@ -73,12 +71,11 @@ export function instrumentServerTransport<T extends ServerTransportLike>(transpo
     entry.span.end();
   };
 
-  const start = (message: Message, extra: Extra | undefined): Span | undefined => {
-    if (typeof message.method !== 'string' || (typeof message.id !== 'string' && typeof message.id !== 'number')) return undefined;
-    if (open.size >= maxOpen || seen.has(message)) return undefined;
-    seen.add(message);
-    const id = String(message.id);
-    const request = message as JsonRpcRequest;
+  const start = (request: unknown, extra: Extra | undefined): Span | undefined => {
+    if (!isJsonRpcMessage(request) || !isRequest(request)) return undefined;
+    if (open.size >= maxOpen || seen.has(request)) return undefined;
+    seen.add(request);
+    const id = String(request.id);
     const target = requestTarget(request);
     const attributes: Attributes = {
       [ATTR_MCP_METHOD_NAME]: request.method,
@@ -104,7 +101,7 @@ export function instrumentServerTransport<T extends ServerTransportLike>(transpo
     function (this: unknown, message: never, extra?: never): void {
       let span: Span | undefined;
       try {
-        span = start(message as Message, extra as Extra | undefined);
+        span = start(message, extra as Extra | undefined);
       } catch (error) {
         diag.error('resumewatch: recording a server request failed', error);
       }

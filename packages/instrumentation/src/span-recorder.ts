@@ -47,7 +47,6 @@ import {
 import { ErrorType, ServerAttributes, addTargetAttributes, errorType, isToolError, nowMs, outcomeOfStatus, setError } from './span-util.js';
 import type { RecorderStats, TracerSource } from './types.js';
 
-
 export interface SpanRecorderOptions {
   tracer: TracerSource;
   observer: WireObserver;
@@ -81,8 +80,9 @@ interface Attempt {
   responseTime: number | undefined;
   status: number | undefined;
   streamId: string | undefined;
-  /** Events carrying JSON-RPC messages on the resumed stream inside the window. */
+  /** Events carrying JSON-RPC messages on the resumed stream inside the window; read when it closes. */
   events: number;
+  /** A terminal event arrived on the resumed stream inside the window; read when it closes. */
   replayedTerminal: boolean;
   timer: ReturnType<typeof setTimeout> | undefined;
 }
@@ -162,22 +162,10 @@ export class SpanRecorder implements WireListener {
   }
 
   onEvent(event: WireEvent): void {
+    // A replay window reads its counts from the stream record when it closes: only terminals matter here.
+    const terminals = event.terminals;
+    if (terminals.length === 0) return;
     try {
-      const terminals = event.terminals;
-      if (this.windows.size > 0 && event.messages.length > 0) {
-        const attempt = this.windows.get(event.stream);
-        if (attempt) {
-          attempt.events++;
-          if (terminals.length > 0) {
-            attempt.replayedTerminal = true;
-            if (attempt.concerned === undefined) {
-              // The cursor was not one the observer could place; the replayed terminal names its request.
-              attempt.concerned = terminals[0]!.request;
-              attempt.terminalObserved = terminals[0]!.duplicate;
-            }
-          }
-        }
-      }
       for (let i = 0; i < terminals.length; i++) this.recordTerminal(event, terminals[i]!);
     } catch (error) {
       diag.error('resumewatch: recording an event failed', error);
@@ -238,15 +226,14 @@ export class SpanRecorder implements WireListener {
   }
 
   private startAttempt(req: WireRequest, active: Context): void {
-    const from = req.resume?.from;
-    const requests = req.resume?.requests;
+    const resume = req.resume;
     const attempt: Attempt = {
       req,
       active,
       startTime: nowMs(),
-      from,
-      concerned: req.resume ? requests?.[0] : req.requests[0],
-      terminalObserved: req.resume ? (requests?.some((r) => r.terminalCount > 0) ?? false) : false,
+      from: resume?.from,
+      concerned: resume ? resume.requests[0] : req.requests[0],
+      terminalObserved: resume?.terminalObserved ?? false,
       responseTime: undefined,
       status: undefined,
       streamId: undefined,
@@ -302,6 +289,16 @@ export class SpanRecorder implements WireListener {
     if (this.windows.get(stream) !== attempt) return;
     this.windows.delete(stream);
     clearTimeout(attempt.timer);
+    // The stream opened with the window, so its counts are those of the window.
+    attempt.events = stream.messageEvents;
+    attempt.replayedTerminal = stream.terminalEvents > 0;
+    const first = stream.requests[0];
+    if (attempt.concerned === undefined && first !== undefined) {
+      // The cursor was not one the observer could place; the first replayed terminal named its request
+      // (the stream carried none before it), and was a duplicate if its first terminal came on another stream.
+      attempt.concerned = first;
+      attempt.terminalObserved = first.firstTerminalStream !== stream;
+    }
     if (attempt.events > 0) this.emit(attempt, ResumeOutcome.CONTINUATION, undefined, undefined);
     else if (end === undefined || end === 'clean') this.emit(attempt, ResumeOutcome.EMPTY_REPLAY, undefined, undefined);
     else this.emit(attempt, ResumeOutcome.ERROR, end === 'abort' ? ErrorType.ABORTED : errorType(error), undefined);

@@ -45,12 +45,8 @@ export interface InstrumentedFetch extends FetchLike {
   stats(): RecorderStats;
 }
 
-export interface McpResumeInstrumentationConfig extends InstrumentationConfig {
-  replayWindowMs?: number;
-  requestTimeoutMs?: number;
-  guard?: boolean | GuardOptions;
-  observer?: WireObserverOptions;
-}
+/** The options of instrumentFetch but `tracerProvider`: the instrumentation's own provider is used. */
+export interface McpResumeInstrumentationConfig extends InstrumentationConfig, Omit<InstrumentFetchOptions, 'tracerProvider'> {}
 
 /** Internal: how the recorder obtains its tracer. */
 export type TracerSource = () => Tracer;

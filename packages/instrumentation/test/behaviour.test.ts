@@ -1,23 +1,14 @@
 import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client';
 import type { FetchLike } from '@resumewatch/wire';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { instrumentFetch } from '../src/index.js';
 import { connectSdkClient } from './helpers/sdk-client.js';
-import { startSdkServer } from './helpers/sdk-server.js';
-import type { SdkServer, SdkServerOptions } from './helpers/sdk-server.js';
+import { sdkServerPerTest } from './helpers/sdk-server.js';
+import type { SdkServer } from './helpers/sdk-server.js';
 import { RawClient } from './helpers/raw-client.js';
-import { captureSpans } from './helpers/spans.js';
+import { captureSpans, capturedFetch } from './helpers/spans.js';
 
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-
-async function server(options: SdkServerOptions = {}): Promise<SdkServer> {
-  const s = await startSdkServer(options);
-  cleanups.push(() => s.close());
-  return s;
-}
+const server = sdkServerPerTest();
 
 /** A fetch that keeps a copy of every body the network gave it. */
 function teeFetch(): { fetch: FetchLike; bodies: Promise<string>[] } {
@@ -76,18 +67,21 @@ describe('what the client observes is unchanged', () => {
   it('SDK v1: same messages, order and errors with and without instrumentFetch', async () => {
     const s = await server();
     const bare = await sdkV1Story(s.url, undefined, s);
-    const capture = captureSpans();
-    const instrumented = await sdkV1Story(s.url, instrumentFetch({ tracerProvider: capture.provider }), s);
+    const { capture, fetch } = capturedFetch();
+    const instrumented = await sdkV1Story(s.url, fetch, s);
     expect(instrumented).toEqual(bare);
     expect(bare).toContain('progress 3');
-    expect(capture.spans().length).toBeGreaterThan(5);
+    expect(capture.spans('tools/list')).toHaveLength(1);
+    expect(capture.spans('tools/call stream_progress')).toHaveLength(2);
+    expect(capture.spans('tools/call fail')).toHaveLength(1);
+    expect(capture.spans('tools/call tool_error')).toHaveLength(1);
   });
 
   it('SDK v2 (@modelcontextprotocol/client): same messages, order and errors with and without instrumentFetch', async () => {
     const s = await server();
     const bare = await sdkV2Story(s.url, undefined);
-    const capture = captureSpans();
-    const instrumented = await sdkV2Story(s.url, instrumentFetch({ tracerProvider: capture.provider }));
+    const { capture, fetch } = capturedFetch();
+    const instrumented = await sdkV2Story(s.url, fetch);
     expect(instrumented).toEqual(bare);
     expect(bare[1]).toMatch(/^error .*fail/);
     expect(capture.spans('tools/call fail')).toHaveLength(1);

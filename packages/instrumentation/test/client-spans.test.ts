@@ -1,5 +1,5 @@
-import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { SpanKind } from '@opentelemetry/api';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import {
   ATTR_ERROR_TYPE,
   ATTR_GEN_AI_OPERATION_NAME,
@@ -30,33 +30,20 @@ import {
   SPAN_REQUEST_TERMINAL,
   SPAN_SESSION_REATTACH,
   SPAN_STREAM_RESUME,
+  TRACER_SCOPE,
 } from '@resumewatch/semconv';
-import { afterEach, describe, expect, it } from 'vitest';
-import { instrumentFetch } from '../src/index.js';
+import { describe, expect, it } from 'vitest';
 import { connectSdkClient } from './helpers/sdk-client.js';
-import { startSdkServer } from './helpers/sdk-server.js';
-import type { SdkServer, SdkServerOptions } from './helpers/sdk-server.js';
+import { sdkServerPerTest } from './helpers/sdk-server.js';
 import { RawClient } from './helpers/raw-client.js';
-import { captureSpans, waitFor } from './helpers/spans.js';
+import { IDLE, attr as a, capturedFetch, ms, waitFor } from './helpers/spans.js';
 
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-
-async function server(options: SdkServerOptions = {}): Promise<SdkServer> {
-  const s = await startSdkServer(options);
-  cleanups.push(() => s.close());
-  return s;
-}
+const server = sdkServerPerTest();
 
 function setup(options: { replayWindowMs?: number; requestTimeoutMs?: number } = {}) {
-  const capture = captureSpans();
-  const fetch = instrumentFetch({ tracerProvider: capture.provider, replayWindowMs: options.replayWindowMs ?? 300, ...options });
-  return { capture, fetch };
+  return capturedFetch({ replayWindowMs: 300, ...options });
 }
 
-const a = (span: ReadableSpan, name: string): unknown => span.attributes[name];
 const byRequest = (spans: ReadableSpan[], id: string) => spans.filter((s) => a(s, ATTR_JSONRPC_REQUEST_ID) === id);
 
 function expectOneTrace(spans: ReadableSpan[], root: ReadableSpan): void {
@@ -79,7 +66,7 @@ describe('instrumentFetch with the SDK v1 client on the real SDK server', () => 
     const span = call[0]!;
     const sessionId = c.transport.sessionId;
     expect(span.kind).toBe(SpanKind.CLIENT);
-    expect(span.instrumentationScope.name).toBe('@resumewatch/instrumentation');
+    expect(span.instrumentationScope.name).toBe(TRACER_SCOPE);
     expect(span.attributes).toMatchObject({
       [ATTR_MCP_METHOD_NAME]: 'tools/call',
       [ATTR_GEN_AI_TOOL_NAME]: 'stream_progress',
@@ -110,7 +97,7 @@ describe('instrumentFetch with the SDK v1 client on the real SDK server', () => 
     expectOneTrace([span, terminal], span);
     expect(capture.spans(SPAN_STREAM_RESUME)).toHaveLength(0);
     expect(capture.spans(SPAN_SESSION_REATTACH)).toHaveLength(0);
-    expect(fetch.stats()).toEqual({ openRequests: 0, openResumes: 0, pendingHttp: 0 });
+    expect(fetch.stats()).toEqual(IDLE);
   });
 
   it('sdk-error-resume: after the JSON-RPC error the SDK resumes from the error event; the resume span says the terminal was seen', async () => {
@@ -225,7 +212,7 @@ describe('instrumentFetch with the SDK v1 client on the real SDK server', () => 
     const reattaches = capture.spans(SPAN_SESSION_REATTACH);
     expect(reattaches.map((r) => a(r, ATTR_MCP_STREAM_ID)).sort()).toEqual(resumes.map((r) => a(r, ATTR_MCP_STREAM_ID)).sort());
     expectOneTrace([request, ...terminals, ...resumes, ...reattaches], request);
-    expect(fetch.stats()).toEqual({ openRequests: 0, openResumes: 0, pendingHttp: 0 });
+    expect(fetch.stats()).toEqual(IDLE);
   });
 
   it('server-restart: the buffer is gone but the session is accepted, so the replay is empty', async () => {
@@ -270,7 +257,7 @@ describe('instrumentFetch with the SDK v1 client on the real SDK server', () => 
     const reattaches = capture.spans(SPAN_SESSION_REATTACH);
     expect(reattaches.map((r) => a(r, ATTR_MCP_REATTACH_ACCEPTED))).toEqual([false, false, false]);
     expect(reattaches.map((r) => a(r, ATTR_MCP_REATTACH_TRIGGER))).toEqual(['stream_closed', 'stream_closed', 'stream_closed']);
-    expect(fetch.stats()).toEqual({ openRequests: 0, openResumes: 0, pendingHttp: 0 });
+    expect(fetch.stats()).toEqual(IDLE);
   });
 
   it('ends a request span that gets no response at requestTimeoutMs, and still parents its late terminal to it', async () => {
@@ -282,7 +269,7 @@ describe('instrumentFetch with the SDK v1 client on the real SDK server', () => 
     const request = capture.spans('tools/call stream_progress')[0]!;
     expect(a(request, ATTR_ERROR_TYPE)).toBe('timeout');
     const terminal = byRequest(capture.spans(SPAN_REQUEST_TERMINAL), String(a(request, ATTR_JSONRPC_REQUEST_ID)))[0]!;
-    expect(terminal.startTime[0] * 1e3 + terminal.startTime[1] / 1e6).toBeGreaterThanOrEqual(request.endTime[0] * 1e3 + request.endTime[1] / 1e6);
+    expect(ms(terminal.startTime)).toBeGreaterThanOrEqual(ms(request.endTime));
     expectOneTrace([request, terminal], request);
   });
 

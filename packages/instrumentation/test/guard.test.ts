@@ -1,4 +1,3 @@
-import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import {
   ATTR_ERROR_TYPE,
   ATTR_HTTP_RESPONSE_STATUS_CODE,
@@ -11,33 +10,19 @@ import {
   SPAN_SESSION_REATTACH,
   SPAN_STREAM_RESUME,
 } from '@resumewatch/semconv';
-import { afterEach, describe, expect, it } from 'vitest';
-import { instrumentFetch } from '../src/index.js';
+import { describe, expect, it } from 'vitest';
 import { connectSdkClient } from './helpers/sdk-client.js';
-import { startSdkServer } from './helpers/sdk-server.js';
-import type { SdkServer, SdkServerOptions } from './helpers/sdk-server.js';
+import { sdkServerPerTest } from './helpers/sdk-server.js';
 import { RawClient } from './helpers/raw-client.js';
-import { captureSpans, waitFor } from './helpers/spans.js';
+import { IDLE, attr as a, capturedFetch, waitFor } from './helpers/spans.js';
 
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
-
-async function server(options: SdkServerOptions = {}): Promise<SdkServer> {
-  const s = await startSdkServer(options);
-  cleanups.push(() => s.close());
-  return s;
-}
-
-const a = (span: ReadableSpan, name: string): unknown => span.attributes[name];
+const server = sdkServerPerTest();
 
 describe('guard: true', () => {
   it('refuses a resume of a finished request before it leaves: resume span error, resume_refused, no HTTP status', async () => {
     const s = await server({ closeReplays: true });
-    const capture = captureSpans();
     const refused: string[] = [];
-    const fetch = instrumentFetch({ tracerProvider: capture.provider, guard: { onResumeRefused: (r) => void refused.push(r.lastEventId) } });
+    const { capture, fetch } = capturedFetch({ guard: { onResumeRefused: (r) => void refused.push(r.lastEventId) } });
     const client = new RawClient(s.url, fetch);
     await client.initialize();
     const call = await client.callTool('stream_progress', { count: 1 });
@@ -57,14 +42,13 @@ describe('guard: true', () => {
     const request = capture.spans('tools/call stream_progress')[0]!;
     expect(resume.parentSpanContext?.spanId).toBe(request.spanContext().spanId);
     expect(a(capture.spans(SPAN_SESSION_REATTACH)[0]!, ATTR_MCP_GUARD_ACTION)).toBe('resume_refused');
-    expect(fetch.stats()).toEqual({ openRequests: 0, openResumes: 0, pendingHttp: 0 });
+    expect(fetch.stats()).toEqual(IDLE);
   });
 
   it('drops a replayed duplicate terminal: the client does not read it, its terminal span says so', async () => {
     const s = await server({ closeReplays: true });
-    const capture = captureSpans();
     // Remembering one cursor per session, the observer cannot place a cursor from before the stream's end.
-    const fetch = instrumentFetch({ tracerProvider: capture.provider, guard: true, observer: { cursorsPerSession: 1 } });
+    const { capture, fetch } = capturedFetch({ guard: true, observer: { cursorsPerSession: 1 } });
     const client = new RawClient(s.url, fetch);
     await client.initialize();
     const call = await client.callTool('stream_progress', { count: 2 });
@@ -82,12 +66,17 @@ describe('guard: true', () => {
 
   it('the SDK v1 resume after a JSON-RPC error is refused and recorded', async () => {
     const s = await server();
-    const capture = captureSpans();
-    const fetch = instrumentFetch({ tracerProvider: capture.provider, guard: true });
+    const { capture, fetch } = capturedFetch({ guard: true });
     const c = await connectSdkClient(s.url, fetch);
     await expect(c.client.callTool({ name: 'fail' })).rejects.toThrow(/fail/);
     const resume = await waitFor(() => capture.spans(SPAN_STREAM_RESUME)[0], 'the refused resume');
     await c.close();
-    expect(resume.attributes).toMatchObject({ [ATTR_MCP_RESUME_OUTCOME]: 'error', [ATTR_MCP_GUARD_ACTION]: 'resume_refused' });
+    expect(resume.attributes).toMatchObject({
+      [ATTR_MCP_RESUME_OUTCOME]: 'error',
+      [ATTR_MCP_GUARD_ACTION]: 'resume_refused',
+      [ATTR_MCP_REQUEST_TERMINAL_OBSERVED]: true,
+      [ATTR_JSONRPC_REQUEST_ID]: a(capture.spans('tools/call fail')[0]!, ATTR_JSONRPC_REQUEST_ID),
+      [ATTR_ERROR_TYPE]: 'InvalidResumptionError',
+    });
   });
 });

@@ -1,5 +1,4 @@
 import { SpanKind } from '@opentelemetry/api';
-import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import {
   ATTR_ERROR_TYPE,
   ATTR_GEN_AI_TOOL_NAME,
@@ -15,32 +14,26 @@ import {
   ATTR_MCP_STREAM_RESUMED_FROM_ID,
   SPAN_STREAM_RESUME,
 } from '@resumewatch/semconv';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { instrumentEventStore, instrumentServerTransport } from '../src/index.js';
 import { connectSdkClient } from './helpers/sdk-client.js';
-import { MemoryEventStore, startSdkServer } from './helpers/sdk-server.js';
+import { MemoryEventStore, sdkServerPerTest } from './helpers/sdk-server.js';
 import type { SdkServer, SdkServerOptions } from './helpers/sdk-server.js';
 import { RawClient } from './helpers/raw-client.js';
-import { captureSpans, waitFor } from './helpers/spans.js';
+import { attr as a, captureSpans, waitFor } from './helpers/spans.js';
 import type { SpanCapture } from './helpers/spans.js';
 
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-});
+const sdkServer = sdkServerPerTest();
 
 async function instrumentedServer(options: SdkServerOptions = {}): Promise<{ server: SdkServer; capture: SpanCapture }> {
   const capture = captureSpans();
-  const server = await startSdkServer({
+  const server = await sdkServer({
     ...options,
     instrumentStore: (store) => void instrumentEventStore(store, { tracerProvider: capture.provider }),
     instrumentTransport: (transport) => void instrumentServerTransport(transport, { tracerProvider: capture.provider }),
   });
-  cleanups.push(() => server.close());
   return { server, capture };
 }
-
-const a = (span: ReadableSpan, name: string): unknown => span.attributes[name];
 
 describe('server side', () => {
   it('server request spans follow the client conventions, kind SERVER', async () => {

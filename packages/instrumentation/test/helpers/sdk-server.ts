@@ -7,6 +7,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import type { EventStore } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { afterEach } from 'vitest';
 
 /** A plain in-memory event store: ids are `${streamId}_${seq}`; `clear()` loses everything (a restart). */
 export class MemoryEventStore implements EventStore {
@@ -144,6 +145,19 @@ export async function startSdkServer(options: SdkServerOptions = {}): Promise<Sd
     await new Promise<void>((resolve) => server.close(() => resolve()));
   };
   return state;
+}
+
+/** For a test file: a starter of SDK servers, each closed after the test that started it. */
+export function sdkServerPerTest(): (options?: SdkServerOptions) => Promise<SdkServer> {
+  const started: SdkServer[] = [];
+  afterEach(async () => {
+    for (const server of started.splice(0).reverse()) await server.close();
+  });
+  return async (options = {}) => {
+    const server = await startSdkServer(options);
+    started.push(server);
+    return server;
+  };
 }
 
 function countEvents(chunk: unknown): number {

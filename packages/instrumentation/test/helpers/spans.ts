@@ -1,5 +1,8 @@
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import type { HrTime } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { instrumentFetch } from '../../src/index.js';
+import type { InstrumentFetchOptions, InstrumentedFetch, RecorderStats } from '../../src/index.js';
 
 export interface SpanCapture {
   provider: BasicTracerProvider;
@@ -19,6 +22,15 @@ export function captureSpans(): SpanCapture {
   };
 }
 
+/** A span capture and an instrumentFetch whose spans go to it. */
+export function capturedFetch(options: InstrumentFetchOptions = {}): { capture: SpanCapture; fetch: InstrumentedFetch } {
+  const capture = captureSpans();
+  return { capture, fetch: instrumentFetch({ ...options, tracerProvider: capture.provider }) };
+}
+
+/** What `stats()` says once every request and stream has ended. */
+export const IDLE: RecorderStats = { openRequests: 0, openResumes: 0, pendingHttp: 0 };
+
 /** Polls until `check` returns a truthy value; bounded, generous for a loaded machine. */
 export async function waitFor<T>(check: () => T | undefined | false, what: string, timeoutMs = 15_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -31,3 +43,6 @@ export async function waitFor<T>(check: () => T | undefined | false, what: strin
 }
 
 export const attr = (span: ReadableSpan, name: string): unknown => span.attributes[name];
+
+/** A span time in milliseconds, for comparing times (HrTime arrays do not compare with < or >=). */
+export const ms = (time: HrTime): number => time[0] * 1e3 + time[1] / 1e6;
