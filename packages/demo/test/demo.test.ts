@@ -14,10 +14,13 @@ describe('resumewatch-demo (the built CLI that `pnpm start` runs)', () => {
     const [bare, guarded] = JSON.parse(stdout) as DemoRun[];
 
     expect(bare!.guarded).toBe(false);
-    expect(bare!.summary.distinctTerminalStreams).toBeGreaterThanOrEqual(2);
-    expect(new Set(bare!.findings.map((f) => f.kind))).toEqual(
-      new Set([FindingKind.DUPLICATE_TERMINAL, FindingKind.RESUME_AFTER_TERMINAL, FindingKind.RECONNECT_STORM, FindingKind.SIGNATURE]),
+    // As the README tells it: the final result on 4 responses, resumes answered 200, 200, 200, then the eviction's 404.
+    expect(bare!.summary.distinctTerminalStreams).toBe(4);
+    expect(bare!.summary.resumeStatuses).toEqual([200, 200, 200, 404]);
+    expect(bare!.findings.map((f) => f.kind).sort()).toEqual(
+      [FindingKind.DUPLICATE_TERMINAL, FindingKind.RESUME_AFTER_TERMINAL, FindingKind.RECONNECT_STORM, FindingKind.SIGNATURE].sort(),
     );
+    expect(bare!.findings.find((f) => f.kind === FindingKind.SIGNATURE)).toMatchObject({ duplicates: 3, attempts: 4, ended_by_eviction: true });
     expect(bare!.findings.every((f) => f.session_id === bare!.summary.sessionId)).toBe(true);
 
     expect(guarded!.guarded).toBe(true);

@@ -11,15 +11,14 @@ import {
   ATTR_MCP_STREAM_ID,
   ATTR_MCP_STREAM_PREVIOUS_ID,
   ATTR_MCP_TERMINAL_DUPLICATE,
-  ATTR_SERVICE_NAME,
   ResumeOutcome,
   SPAN_REQUEST_TERMINAL,
   SPAN_SESSION_REATTACH,
   SPAN_STREAM_RESUME,
-  TRACER_SCOPE,
   mcpRequestSpanName,
 } from '@resumewatch/semconv';
 import type { AttributeValue, SpanRecord } from '../src/index.js';
+import { otlpJson } from '../test/otlp.js';
 
 const T0 = 1_700_000_000_000;
 let seq = 0;
@@ -70,37 +69,9 @@ export function workload(requests: number, tag = 'a', failEvery = 10): SpanRecor
   return out;
 }
 
-/** OTLP/JSON export request bodies of `perBody` spans each. */
+/** OTLP/JSON export request bodies of `perBody` spans each, under the service `bench`. */
 export function otlpBodies(spans: SpanRecord[], perBody: number): string[] {
   const bodies: string[] = [];
-  for (let i = 0; i < spans.length; i += perBody) {
-    const chunk = spans.slice(i, i + perBody);
-    bodies.push(
-      JSON.stringify({
-        resourceSpans: [
-          {
-            resource: { attributes: [{ key: ATTR_SERVICE_NAME, value: { stringValue: 'bench' } }] },
-            scopeSpans: [
-              {
-                scope: { name: TRACER_SCOPE },
-                spans: chunk.map((s) => ({
-                  traceId: s.traceId,
-                  spanId: s.spanId,
-                  name: s.name,
-                  kind: s.kind,
-                  startTimeUnixNano: String(s.startTimeUnixMs * 1e6),
-                  endTimeUnixNano: String(s.endTimeUnixMs * 1e6),
-                  attributes: Object.entries(s.attributes).map(([key, v]) => ({
-                    key,
-                    value: typeof v === 'string' ? { stringValue: v } : typeof v === 'boolean' ? { boolValue: v } : { intValue: String(v) },
-                  })),
-                })),
-              },
-            ],
-          },
-        ],
-      }),
-    );
-  }
+  for (let i = 0; i < spans.length; i += perBody) bodies.push(JSON.stringify(otlpJson(spans.slice(i, i + perBody), 'bench')));
   return bodies;
 }

@@ -22,9 +22,9 @@ import {
   type SpanReceivedResult,
 } from '@resumewatch/semconv';
 import { Counter, Gauge, Histogram, Registry, type OpenMetricsContentType, type RegistryContentType } from 'prom-client';
+import { OTHER_SERVICE } from './core/services.js';
 import type { DetectorEvents, DetectorStats, Finding } from './core/types.js';
 
-const OTHER_SERVICE = 'other';
 type Metric = Counter<string> | Gauge<string> | Histogram<string>;
 
 /**
@@ -40,7 +40,6 @@ export class DetectorMetrics implements DetectorEvents {
   private readonly services = new Map<string, ServiceCounts>();
   private readonly labels = new Map<string, ServiceCounts>();
   private readonly spanResults = new Map<SpanReceivedResult, number>();
-  private stats: DetectorStats | undefined;
 
   constructor(
     private readonly maxServices = 100,
@@ -130,7 +129,7 @@ export class DetectorMetrics implements DetectorEvents {
   }
 
   private sync(): void {
-    this.stats = this.statsSource?.();
+    const stats = this.statsSource?.();
     for (const set of this.sets) {
       const spans = set[METRIC_SPANS_RECEIVED_TOTAL] as Counter<string>;
       const terminals = set[METRIC_TERMINAL_EVENTS_TOTAL] as Counter<string>;
@@ -149,11 +148,11 @@ export class DetectorMetrics implements DetectorEvents {
         if (c.reattachRefused) reattaches.inc({ ...service, [LABEL_ACCEPTED]: 'false' }, c.reattachRefused);
         storms.set(service, c.stormsActive);
       }
-      if (this.stats) {
-        (set[METRIC_TRACKED_REQUESTS] as Gauge<string>).set(this.stats.tracked);
+      if (stats) {
+        (set[METRIC_TRACKED_REQUESTS] as Gauge<string>).set(stats.tracked);
         const ev = set[METRIC_STATE_EVICTIONS_TOTAL] as Counter<string>;
         ev.reset();
-        ev.inc(this.stats.evictions);
+        ev.inc(stats.evictions);
       }
     }
   }

@@ -25,7 +25,8 @@ const r: Req = { session: 'sess-1', request: 7 };
 
 describe('detector core: finding kinds', () => {
   it('reports the seed pattern: duplicate, resume after terminal, storm, then one signature', () => {
-    const fs = run(seedScenario(r, 4));
+    const spans = seedScenario(r, 4);
+    const fs = run(spans);
     expect(kinds(fs)).toEqual(
       [
         FindingKind.DUPLICATE_TERMINAL,
@@ -45,7 +46,9 @@ describe('detector core: finding kinds', () => {
       first_time_unix_ms: T0,
       last_time_unix_ms: T0 + 5000,
     });
-    expect(sig.span_ids.length).toBeGreaterThanOrEqual(3);
+    // The first terminal, the first duplicate, the storm's first and last attempts.
+    const [first, , , dup] = spans;
+    expect(sig.span_ids).toEqual([first!.spanId, dup!.spanId, spans[1]!.spanId, spans.at(-2)!.spanId]);
     const storm = fs.find((f) => f.kind === FindingKind.RECONNECT_STORM)!;
     expect(storm.attempts).toBe(3);
   });
@@ -227,6 +230,18 @@ describe('detector core: bounded state', () => {
     for (let i = 0; i < 1000; i++) d.ingest(terminal({ session: `flood-${i}`, request: 1 }, T0 + i, 'A'));
     expect(d.stats().tracked).toBe(100);
     expect(d.stats().evictions).toBe(900);
+  });
+
+  it('tracks services past the 4096th as other', () => {
+    const findings: Finding[] = [];
+    const d = new Detector({ onFinding: (f) => findings.push(f) });
+    for (let i = 0; i < 4100; i++) {
+      const req: Req = { session: `svc-${i}`, request: 1, service: `service-${i}` };
+      expect(d.ingest(terminal(req, T0, 'A'))).toBe(SpanReceivedResult.ACCEPTED);
+      d.ingest(terminal(req, T0 + 5, 'B', true));
+    }
+    expect(d.stats().tracked).toBe(4100);
+    expect(findings.map((f) => f.service).slice(4094)).toEqual(['service-4094', 'service-4095', 'other', 'other', 'other', 'other']);
   });
 
   it('evicts the least recently touched request', () => {

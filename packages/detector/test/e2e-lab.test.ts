@@ -26,8 +26,8 @@ afterAll(async () => {
 
 const sorted = (kinds: Iterable<string>): string[] => [...new Set(kinds)].sort();
 
-/** Runs one scenario through the rig and returns the exact set of finding kinds for its session. */
-async function findingsOf(r: Rig, name: ScenarioName, expected: readonly string[]): Promise<{ kinds: string[]; summary: ScenarioSummary }> {
+/** Runs one scenario through the rig and checks the exact set of finding kinds for its session. */
+async function expectFindings(r: Rig, name: ScenarioName, expected: readonly string[]): Promise<ScenarioSummary> {
   const summary = await runScenario(name, { serverUrl: r.lab.url, controlUrl: r.lab.controlUrl, fetch: r.fetch, maxReconnects: 10 });
   await r.settle();
   const kinds = () => sorted(r.findings(summary.sessionId).map((f) => f.kind));
@@ -35,7 +35,15 @@ async function findingsOf(r: Rig, name: ScenarioName, expected: readonly string[
   // Anything still in flight (a span that ended while the first flush ran) is in before the exact check.
   await r.settle();
   expect(r.detector.detector.stats().spans.accepted).toBeGreaterThan(0);
-  return { kinds: kinds(), summary };
+  expect(kinds()).toEqual(sorted(expected));
+  return summary;
+}
+
+/** seed-loop: the whole signature; whether its storm ended by eviction depends on which side's spans show the lab's 404. */
+async function expectSeedLoop(r: Rig, endedByEviction: boolean): Promise<void> {
+  const summary = await expectFindings(r, 'seed-loop', SEED);
+  expect(summary.resumeStatuses.at(-1)).toBe(404);
+  expect(r.findings(summary.sessionId).find((f) => f.kind === FindingKind.SIGNATURE)).toMatchObject({ ended_by_eviction: endedByEviction });
 }
 
 async function healthyLoad(r: Rig): Promise<void> {
@@ -49,39 +57,29 @@ async function healthyLoad(r: Rig): Promise<void> {
 
 describe('client spans (instrumentFetch) through real OTLP exporters to resumewatch serve', () => {
   it('seed-loop (OTLP/JSON): duplicate_terminal, resume_after_terminal, reconnect_storm, signature', { timeout: TIMEOUT }, async () => {
-    const r = await rig('client', 'json');
-    const { kinds, summary } = await findingsOf(r, 'seed-loop', SEED);
-    expect(summary.resumeStatuses.at(-1)).toBe(404);
-    expect(kinds).toEqual(sorted(SEED));
     // The lab's 404 is the eviction that ends the storm.
-    expect(r.findings(summary.sessionId).find((f) => f.kind === FindingKind.SIGNATURE)).toMatchObject({ ended_by_eviction: true });
+    await expectSeedLoop(await rig('client', 'json'), true);
   });
 
   it('per-stream-dedup (OTLP/protobuf): the seed signature', { timeout: TIMEOUT }, async () => {
-    const r = await rig('client', 'proto');
-    expect((await findingsOf(r, 'per-stream-dedup', SEED)).kinds).toEqual(sorted(SEED));
+    await expectFindings(await rig('client', 'proto'), 'per-stream-dedup', SEED);
   });
 
   it('network-cut (OTLP/JSON): a valid continuation, no finding', { timeout: TIMEOUT }, async () => {
-    const r = await rig('client', 'json');
-    const { kinds, summary } = await findingsOf(r, 'network-cut', []);
+    const summary = await expectFindings(await rig('client', 'json'), 'network-cut', []);
     expect(summary.details.everyEventExactlyOnce).toBe(true);
-    expect(kinds).toEqual([]);
   });
 
   it('server-restart (OTLP/protobuf): ambiguous_empty_replay', { timeout: TIMEOUT }, async () => {
-    const r = await rig('client', 'proto');
-    expect((await findingsOf(r, 'server-restart', [FindingKind.AMBIGUOUS_EMPTY_REPLAY])).kinds).toEqual([FindingKind.AMBIGUOUS_EMPTY_REPLAY]);
+    await expectFindings(await rig('client', 'proto'), 'server-restart', [FindingKind.AMBIGUOUS_EMPTY_REPLAY]);
   });
 
   it('cursor-evicted (OTLP/gRPC): cursor_lost', { timeout: TIMEOUT }, async () => {
-    const r = await rig('client', 'grpc');
-    expect((await findingsOf(r, 'cursor-evicted', [FindingKind.CURSOR_LOST])).kinds).toEqual([FindingKind.CURSOR_LOST]);
+    await expectFindings(await rig('client', 'grpc'), 'cursor-evicted', [FindingKind.CURSOR_LOST]);
   });
 
   it('sdk-error-resume (OTLP/JSON): resume_after_terminal', { timeout: TIMEOUT }, async () => {
-    const r = await rig('client', 'json');
-    expect((await findingsOf(r, 'sdk-error-resume', [FindingKind.RESUME_AFTER_TERMINAL])).kinds).toEqual([FindingKind.RESUME_AFTER_TERMINAL]);
+    await expectFindings(await rig('client', 'json'), 'sdk-error-resume', [FindingKind.RESUME_AFTER_TERMINAL]);
   });
 
   it('steady healthy load (OTLP/protobuf): no finding', { timeout: TIMEOUT }, async () => {
@@ -91,36 +89,28 @@ describe('client spans (instrumentFetch) through real OTLP exporters to resumewa
 
 describe('server spans alone (instrumentEventStore, instrumentServerTransport on the lab server; plain client)', () => {
   it('seed-loop (OTLP/gRPC): the whole signature, from replays of a stored terminal', { timeout: TIMEOUT }, async () => {
-    const r = await rig('server', 'grpc');
-    const { kinds, summary } = await findingsOf(r, 'seed-loop', SEED);
-    expect(kinds).toEqual(sorted(SEED));
     // The lab's 404 is answered before any store replay: the storm ends when its window passes.
-    expect(r.findings(summary.sessionId).find((f) => f.kind === FindingKind.SIGNATURE)).toMatchObject({ ended_by_eviction: false });
+    await expectSeedLoop(await rig('server', 'grpc'), false);
   });
 
   it('per-stream-dedup (OTLP/JSON): the whole signature', { timeout: TIMEOUT }, async () => {
-    const r = await rig('server', 'json');
-    expect((await findingsOf(r, 'per-stream-dedup', SEED)).kinds).toEqual(sorted(SEED));
+    await expectFindings(await rig('server', 'json'), 'per-stream-dedup', SEED);
   });
 
   it('network-cut (OTLP/protobuf): no finding', { timeout: TIMEOUT }, async () => {
-    const r = await rig('server', 'proto');
-    expect((await findingsOf(r, 'network-cut', [])).kinds).toEqual([]);
+    await expectFindings(await rig('server', 'proto'), 'network-cut', []);
   });
 
   it('server-restart (OTLP/JSON): no finding, the restarted server cannot name the request its lost buffer served', { timeout: TIMEOUT }, async () => {
-    const r = await rig('server', 'json');
-    expect((await findingsOf(r, 'server-restart', [])).kinds).toEqual([]);
+    await expectFindings(await rig('server', 'json'), 'server-restart', []);
   });
 
   it('cursor-evicted (OTLP/protobuf): no finding, the evicted cursor is answered before the store replays', { timeout: TIMEOUT }, async () => {
-    const r = await rig('server', 'proto');
-    expect((await findingsOf(r, 'cursor-evicted', [])).kinds).toEqual([]);
+    await expectFindings(await rig('server', 'proto'), 'cursor-evicted', []);
   });
 
   it('sdk-error-resume (OTLP/gRPC): resume_after_terminal', { timeout: TIMEOUT }, async () => {
-    const r = await rig('server', 'grpc');
-    expect((await findingsOf(r, 'sdk-error-resume', [FindingKind.RESUME_AFTER_TERMINAL])).kinds).toEqual([FindingKind.RESUME_AFTER_TERMINAL]);
+    await expectFindings(await rig('server', 'grpc'), 'sdk-error-resume', [FindingKind.RESUME_AFTER_TERMINAL]);
   });
 
   it('steady healthy load (OTLP/JSON): no finding', { timeout: TIMEOUT }, async () => {

@@ -20,6 +20,7 @@ import { IdSet } from './id-set.js';
 import { hash32, hexWord, wordHex } from './ids.js';
 import { DEFAULT_DETECTOR_OPTIONS, type DetectorInit, type DetectorOptions } from './options.js';
 import { isCursorLoss, resumeOutcome, statusOf } from './outcome.js';
+import { OTHER_SERVICE, UNKNOWN_SERVICE } from './services.js';
 import { RequestTable } from './table.js';
 import type { DetectorEvents, DetectorStats, Finding, SpanRecord } from './types.js';
 
@@ -41,7 +42,6 @@ const F_STORM_EVICTED = 512;
 
 const NONE = -1;
 const MAX_SERVICES = 4096;
-const OVERFLOW_SERVICE = 'other';
 
 /**
  * The detection core: spans in, findings out, one span at a time and without I/O.
@@ -107,7 +107,7 @@ export class Detector {
       return this.count(SpanReceivedResult.IGNORED);
     }
     if (!this.spanIds.add(hexWord(s.spanId, 0), hexWord(s.spanId, 8))) return this.count(SpanReceivedResult.DUPLICATE);
-    const service = s.service || 'unknown_service';
+    const service = s.service || UNKNOWN_SERVICE;
     let reattachEvicts = false;
     if (type === REATTACH) {
       const status = statusOf(a);
@@ -196,11 +196,11 @@ export class Detector {
     return T.create(h, service, session, request);
   }
 
-  /** Services are interned to a small number; past MAX_SERVICES they share one overflow entry. */
+  /** Services are interned to a small number; past MAX_SERVICES they share one overflow entry, `other`. */
   private serviceId(name: string): number {
     let id = this.serviceIndex.get(name);
     if (id !== undefined) return id;
-    if (this.serviceNames.length >= MAX_SERVICES) return this.serviceId(OVERFLOW_SERVICE);
+    if (this.serviceNames.length >= MAX_SERVICES && name !== OTHER_SERVICE) return this.serviceId(OTHER_SERVICE);
     id = this.serviceNames.length;
     this.serviceNames.push(name);
     this.serviceIndex.set(name, id);

@@ -2,7 +2,7 @@ import * as grpc from '@grpc/grpc-js';
 import type { ResumewatchConfig } from '../config.js';
 import { OtlpDecodeError } from '../otlp/errors.js';
 import { decodeProtobufRequest } from '../otlp/protobuf.js';
-import { encodeProtobufResponse } from '../otlp/response.js';
+import { encodeProtobufResponse, rejectionMessage } from '../otlp/response.js';
 import { authorized } from './auth.js';
 import type { Pipeline } from './pipeline.js';
 
@@ -34,8 +34,7 @@ export async function startGrpcReceiver(pipeline: Pipeline, config: ResumewatchC
       }
       try {
         const result = pipeline.ingest((sink) => decodeProtobufRequest(call.request, sink));
-        const message = result.invalid > 0 ? `${result.invalid} span(s) rejected; first: ${result.firstError ?? 'malformed'}` : '';
-        callback(null, encodeProtobufResponse(result.invalid, message));
+        callback(null, encodeProtobufResponse(result.invalid, rejectionMessage(result)));
       } catch (e) {
         if (e instanceof OtlpDecodeError) return callback({ code: grpc.status.INVALID_ARGUMENT, details: e.message });
         callback({ code: grpc.status.INTERNAL, details: (e as Error).message });

@@ -3,8 +3,8 @@ import { gunzip } from 'node:zlib';
 import type { ResumewatchConfig } from '../config.js';
 import { decodeJsonRequest } from '../otlp/json.js';
 import { decodeProtobufRequest } from '../otlp/protobuf.js';
-import { OtlpDecodeError } from '../otlp/errors.js';
-import { encodeProtobufResponse, jsonResponse } from '../otlp/response.js';
+import { OtlpDecodeError, type DecodeResult } from '../otlp/errors.js';
+import { encodeProtobufResponse, jsonResponse, rejectionMessage } from '../otlp/response.js';
 import { authorized } from './auth.js';
 import type { Pipeline } from './pipeline.js';
 import { RpcCode, sendStatus } from './status.js';
@@ -66,18 +66,15 @@ export function otlpHttpHandler(pipeline: Pipeline, config: ResumewatchConfig) {
     });
 
     function handle(body: Buffer): void {
-      let invalid: number;
-      let firstError: string | undefined;
+      let result: DecodeResult;
       try {
-        const result = pipeline.ingest((sink) => (pb ? decodeProtobufRequest(body, sink) : decodeJsonRequest(body.toString('utf8'), sink, DETECTOR_ONLY)));
-        invalid = result.invalid;
-        firstError = result.firstError;
+        result = pipeline.ingest((sink) => (pb ? decodeProtobufRequest(body, sink) : decodeJsonRequest(body.toString('utf8'), sink, DETECTOR_ONLY)));
       } catch (e) {
         if (e instanceof OtlpDecodeError) return sendStatus(res, 400, RpcCode.INVALID_ARGUMENT, e.message, pb);
         throw e;
       }
-      const message = invalid > 0 ? `${invalid} span(s) rejected; first: ${firstError ?? 'malformed'}` : '';
-      const out = pb ? encodeProtobufResponse(invalid, message) : Buffer.from(jsonResponse(invalid, message));
+      const message = rejectionMessage(result);
+      const out = pb ? encodeProtobufResponse(result.invalid, message) : Buffer.from(jsonResponse(result.invalid, message));
       res.writeHead(200, { 'content-type': pb ? 'application/x-protobuf' : 'application/json', 'content-length': out.length });
       res.end(out);
     }

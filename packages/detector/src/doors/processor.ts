@@ -3,6 +3,7 @@ import type { ReadableSpan, Span, SpanProcessor } from '@opentelemetry/sdk-trace
 import { ATTR_SERVICE_NAME } from '@resumewatch/semconv';
 import { Detector } from '../core/detector.js';
 import type { DetectorInit } from '../core/options.js';
+import { UNKNOWN_SERVICE } from '../core/services.js';
 import type { AttributeValue, Finding, SpanKindCode, SpanRecord } from '../core/types.js';
 
 export interface ResumewatchSpanProcessorOptions extends Omit<DetectorInit, 'onFinding'> {
@@ -64,6 +65,6 @@ export function toSpanRecord(span: ReadableSpan): SpanRecord {
     startTimeUnixMs: span.startTime[0] * 1000 + span.startTime[1] / 1e6,
     endTimeUnixMs: span.endTime[0] * 1000 + span.endTime[1] / 1e6,
     attributes,
-    service: typeof service === 'string' ? service : 'unknown_service',
+    service: typeof service === 'string' ? service : UNKNOWN_SERVICE,
   };
 }

@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import { varint } from '../otlp/response.js';
 
 /** google.rpc.Status codes used in OTLP error bodies. */
 export const RpcCode = {
@@ -21,12 +22,5 @@ export function sendStatus(res: ServerResponse, http: number, code: number, mess
 /** google.rpc.Status { int32 code = 1; string message = 2; } */
 function encodeStatus(code: number, message: string): Buffer {
   const msg = Buffer.from(message, 'utf8');
-  const len: number[] = [];
-  let n = msg.length;
-  while (n >= 0x80) {
-    len.push((n & 0x7f) | 0x80);
-    n >>>= 7;
-  }
-  len.push(n);
-  return Buffer.concat([Buffer.from([0x08, code, 0x12, ...len]), msg]);
+  return Buffer.concat([Buffer.from([0x08, code, 0x12]), varint(msg.length), msg]);
 }

@@ -1,9 +1,8 @@
 import { ATTR_MCP_METHOD_NAME, ATTR_SERVICE_NAME, SPAN_REQUEST_TERMINAL, SPAN_SESSION_REATTACH, SPAN_STREAM_RESUME } from '@resumewatch/semconv';
+import { UNKNOWN_SERVICE } from '../core/services.js';
 import type { AttributeValue, SpanRecord } from '../core/types.js';
 import { OtlpDecodeError, type DecodeResult } from './errors.js';
 import { spanKind } from './kind.js';
-
-const UNKNOWN_SERVICE = 'unknown_service';
 
 type Json = Record<string, unknown>;
 

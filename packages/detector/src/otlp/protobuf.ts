@@ -1,6 +1,8 @@
 import { ATTR_SERVICE_NAME } from '@resumewatch/semconv';
-import type { AttributeValue, SpanKindCode, SpanRecord } from '../core/types.js';
+import { UNKNOWN_SERVICE } from '../core/services.js';
+import type { AttributeValue, SpanRecord } from '../core/types.js';
 import { OtlpDecodeError, type DecodeResult } from './errors.js';
+import { spanKind } from './kind.js';
 import { readHex, readString } from './strings.js';
 
 /*
@@ -17,7 +19,6 @@ import { readHex, readString } from './strings.js';
  *   AnyValue { oneof { string string_value = 1; bool bool_value = 2; int64 int_value = 3; double double_value = 4; ... } }
  */
 
-const UNKNOWN_SERVICE = 'unknown_service';
 const TWO_32 = 4294967296;
 const f64 = new Float64Array(1);
 const f64Bytes = new Uint8Array(f64.buffer);
@@ -244,7 +245,7 @@ function span(r: Reader, end: number, service: string): SpanRecord | string {
     spanId,
     parentSpanId,
     name,
-    kind: (kind <= 5 ? kind : 0) as SpanKindCode,
+    kind: spanKind(kind),
     startTimeUnixMs: start / 1e6,
     endTimeUnixMs: stop / 1e6,
     attributes,

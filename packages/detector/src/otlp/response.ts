@@ -1,3 +1,10 @@
+import type { DecodeResult } from './errors.js';
+
+/** The partial-success message for a decoded request: how many spans were rejected, and the first reason. */
+export function rejectionMessage(result: DecodeResult): string {
+  return result.invalid > 0 ? `${result.invalid} span(s) rejected; first: ${result.firstError ?? 'malformed'}` : '';
+}
+
 /** ExportTraceServiceResponse { ExportTracePartialSuccess partial_success = 1 { int64 rejected_spans = 1; string error_message = 2; } } */
 export function encodeProtobufResponse(rejected: number, message: string): Buffer {
   if (rejected <= 0) return Buffer.alloc(0);
@@ -11,7 +18,8 @@ export function jsonResponse(rejected: number, message: string): string {
   return JSON.stringify({ partialSuccess: { rejectedSpans: String(rejected), errorMessage: message } });
 }
 
-function varint(n: number): Buffer {
+/** A protobuf base-128 varint. */
+export function varint(n: number): Buffer {
   const out: number[] = [];
   let v = n;
   while (v >= 0x80) {

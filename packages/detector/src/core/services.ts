@@ -1,0 +1,4 @@
+/** The `service` of a span whose resource names no service. */
+export const UNKNOWN_SERVICE = 'unknown_service';
+/** The one `service` value that stands for every service past a cap (the core's interning, the metrics' label). */
+export const OTHER_SERVICE = 'other';
