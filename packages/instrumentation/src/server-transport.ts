@@ -1,6 +1,6 @@
 import { SpanKind, context as otelContext, diag, trace } from '@opentelemetry/api';
 import type { Attributes, Span, TracerProvider } from '@opentelemetry/api';
-import { isJsonRpcMessage, isRequest, requestTarget } from '@resumewatch/wire';
+import { HEADER_PROTOCOL_VERSION, isJsonRpcMessage, isRequest, requestTarget } from '@resumewatch/wire';
 import { DEFAULT_REQUEST_TIMEOUT_MS, tracerSource } from './instrument-fetch.js';
 import {
   ATTR_JSONRPC_REQUEST_ID,
@@ -84,7 +84,7 @@ export function instrumentServerTransport<T extends ServerTransportLike>(transpo
       [ATTR_NETWORK_PROTOCOL_NAME]: 'http',
     };
     if (transport.sessionId !== undefined) attributes[ATTR_MCP_SESSION_ID] = transport.sessionId;
-    const header = extra?.requestInfo?.headers?.['mcp-protocol-version'];
+    const header = extra?.requestInfo?.headers?.[HEADER_PROTOCOL_VERSION];
     if (typeof header === 'string') attributes[ATTR_MCP_PROTOCOL_VERSION] = header;
     addTargetAttributes(attributes, request.method, target);
     const span = tracer().startSpan(mcpRequestSpanName(request.method, target), { kind: SpanKind.SERVER, attributes }, otelContext.active());
