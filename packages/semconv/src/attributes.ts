@@ -51,5 +51,24 @@ export const ATTR_MCP_TERMINAL_OUTCOME = 'mcp.terminal.outcome';
 export const ATTR_MCP_TERMINAL_DUPLICATE = 'mcp.terminal.duplicate';
 /** See TerminalDelivery. */
 export const ATTR_MCP_TERMINAL_DELIVERY = 'mcp.terminal.delivery';
+/**
+ * Which stream a span concerns: a request's stream (a POST response, or a resumption of one) or the
+ * session's listening stream (the standalone GET and its resumptions): see StreamKind.
+ */
+export const ATTR_MCP_STREAM_KIND = 'mcp.stream.kind';
+/** What the wire showed that decided `mcp.resume.outcome`: see ResumeEvidence. */
+export const ATTR_MCP_RESUME_EVIDENCE = 'mcp.resume.evidence';
+/**
+ * The terminal arrived on a stream that never carried its request (the listening stream, or a resumed
+ * stream of another request): the server replayed across streams, which the transport forbids.
+ */
+export const ATTR_MCP_TERMINAL_FOREIGN = 'mcp.terminal.foreign';
+/**
+ * A second terminal for this (session, request) whose content differs from the first one's: not a
+ * duplicate but a conflict (a server replayed another request's or another session's result).
+ */
+export const ATTR_MCP_TERMINAL_CONFLICT = 'mcp.terminal.conflict';
+/** On a duplicate or conflicting terminal: the stream whose terminal reached the application first. */
+export const ATTR_MCP_TERMINAL_FIRST_STREAM_ID = 'mcp.terminal.first_stream.id';
 /** What the guard did on this request or event, when it was enforced: see GuardAction. */
 export const ATTR_MCP_GUARD_ACTION = 'mcp.guard.action';

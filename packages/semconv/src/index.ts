@@ -3,3 +3,4 @@ export * from './attributes.js';
 export * from './values.js';
 export * from './metrics.js';
 export type { ValuesOf } from './types.js';
+export * from './resume-verdict.js';

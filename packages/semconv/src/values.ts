@@ -7,11 +7,27 @@ export const ReattachTrigger = {
 } as const;
 export type ReattachTrigger = ValuesOf<typeof ReattachTrigger>;
 
+export const StreamKind = {
+  /** The response stream of a POST, and every resumption of it. */
+  REQUEST: 'request',
+  /** The session's standalone GET stream (server-initiated messages), and every resumption of it. */
+  LISTENING: 'listening',
+} as const;
+export type StreamKind = ValuesOf<typeof StreamKind>;
+
 export const ResumeOutcome = {
-  /** The server replayed at least one event, or held the stream open for live events. */
+  /** At least one JSON-RPC message arrived on the resumed stream (priming events are not messages). */
   CONTINUATION: 'continuation',
-  /** 2xx and no event within the replay window. */
+  /**
+   * 2xx and the resumed body ended without any JSON-RPC message, the server not having announced
+   * polling; or the request's deadline passed with the resumed stream still silent. Never silence alone.
+   */
   EMPTY_REPLAY: 'empty_replay',
+  /**
+   * 2xx and the resumed body ended without a message after the server announced polling (SEP-1699: a
+   * priming event, an `id` with empty data, or a `retry` field): a valid poll, the client comes back later.
+   */
+  POLL: 'poll',
   /** 400 or 409: the cursor is not (or no longer) known. */
   CURSOR_REJECTED: 'cursor_rejected',
   /** 404: the session is gone. */
@@ -20,6 +36,21 @@ export const ResumeOutcome = {
   ERROR: 'error',
 } as const;
 export type ResumeOutcome = ValuesOf<typeof ResumeOutcome>;
+
+/** What the wire showed that decided a resume's outcome (`mcp.resume.evidence`). */
+export const ResumeEvidence = {
+  /** A JSON-RPC message on the resumed stream. */
+  MESSAGE: 'message',
+  /** The HTTP status of the resume (or no response at all: a network error, a refusal). */
+  STATUS: 'status',
+  /** The end of the resumed body (clean, broken or cancelled). */
+  BODY_END: 'body_end',
+  /** The request's deadline passed without its terminal while the resumed stream stayed silent. */
+  DEADLINE: 'deadline',
+  /** The client gave the request up (cancelled it, closed the transport) while the resumed stream was silent. */
+  REQUEST_END: 'request_end',
+} as const;
+export type ResumeEvidence = ValuesOf<typeof ResumeEvidence>;
 
 export const TerminalOutcome = {
   RESULT: 'result',
@@ -42,6 +73,11 @@ export const GuardAction = {
   DUPLICATE_TERMINAL_DROPPED: 'duplicate_terminal_dropped',
   /** An empty replay or lost cursor was reported to the application. */
   RESUMPTION_FAILED_REPORTED: 'resumption_failed_reported',
+  /**
+   * A terminal that differs from the one already delivered for the request was removed from the
+   * stream and reported to the application (which may hold the wrong result).
+   */
+  CONFLICTING_TERMINAL_REPORTED: 'conflicting_terminal_reported',
 } as const;
 export type GuardAction = ValuesOf<typeof GuardAction>;
 

@@ -31,7 +31,7 @@ describe('telemetry contract', () => {
     expect(semconv.SPAN_REQUEST_TERMINAL).toBe('mcp.request.terminal');
     expect(semconv.TRACER_SCOPE).toBe('@resumewatch/instrumentation');
     expect(Object.values(semconv.ResumeOutcome).sort()).toEqual(
-      ['continuation', 'cursor_rejected', 'empty_replay', 'error', 'session_not_found'],
+      ['continuation', 'cursor_rejected', 'empty_replay', 'error', 'poll', 'session_not_found'],
     );
     expect(semconv.FINDING_KINDS).toHaveLength(6);
   });
