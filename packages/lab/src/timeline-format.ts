@@ -45,9 +45,10 @@ function answer(x: TimelineExchange, resume = false): string {
 function ending(request: RequestTimeline, delivered: number, resumesAfterTerminal: number): string {
   const last = request.exchanges.at(-1);
   const streams = new Set(request.exchanges.filter((x) => x.terminals.some((t) => t.rpcId === request.rpcId)).map((x) => x.seq)).size;
-  const parts = [`the terminal response arrived ${delivered} time(s) on ${streams} HTTP response(s)`];
-  if (resumesAfterTerminal > 0) parts.push(`${resumesAfterTerminal} resume(s) after it`);
-  if (last?.rejected !== undefined) parts.push('the last was refused in the process');
+  const parts = [`the terminal response arrived ${delivered} time(s) on ${streams} HTTP response(s) (${Math.max(0, delivered - 1)} duplicate(s))`];
+  const refused = request.exchanges.filter((x) => x.rejected !== undefined).length;
+  if (resumesAfterTerminal > 0) parts.push(`${resumesAfterTerminal} resume attempt(s) after it${refused ? `, ${refused} refused in the process` : ''}`);
+  if (last?.rejected !== undefined) parts.push('the last was refused in the process, never sent');
   else if (last?.lastEventId !== undefined && last.status !== undefined) parts.push(`the last resume was answered ${last.status}`);
   return parts.join('; ') + '.';
 }

@@ -60,16 +60,24 @@ export function findingFacts(f: Finding): string {
   return facts.join(' ');
 }
 
+export interface FindingFormatOptions {
+  /** Prefix of every line. Default none. */
+  indent?: string;
+  /** Each finding's evidence time range. Default true. */
+  times?: boolean;
+}
+
 /** One block per request: a header with its identity and counts, then one line per finding. */
-export function formatFindingGroups(groups: readonly FindingGroup[], indent = ''): string {
+export function formatFindingGroups(groups: readonly FindingGroup[], options: FindingFormatOptions = {}): string {
+  const indent = options.indent ?? '';
   const out: string[] = [];
   for (const g of groups) {
     const counts = describeCounts(g);
     out.push(`${indent}service=${g.service} session=${g.session_id} request=${g.request_id} trace=${g.trace_ids.join(',')}${counts ? `: ${counts}` : ''}`);
     for (const f of g.findings) {
       const facts = findingFacts(f);
-      const at = `${new Date(f.first_time_unix_ms).toISOString()}..${new Date(f.last_time_unix_ms).toISOString()}`;
-      out.push(`${indent}  ${f.kind.padEnd(24)} ${at}${facts ? ` ${facts}` : ''}`);
+      const at = options.times === false ? '' : ` ${new Date(f.first_time_unix_ms).toISOString()}..${new Date(f.last_time_unix_ms).toISOString()}`;
+      out.push(`${indent}  ${f.kind.padEnd(24)}${at}${facts ? ` ${facts}` : ''}`.trimEnd());
     }
   }
   return out.join('\n');
