@@ -37,6 +37,7 @@ describe('resumewatch-demo (the built CLI that `pnpm start` runs)', () => {
     // Guarded: the request is shown with its one resume, refused in the process (no status: it was never sent).
     expect(guarded!.timelines).toHaveLength(1);
     expect(guarded!.timelines[0]).toMatchObject({ rpcId: '1', terminalDeliveries: 1, resumesAfterTerminal: 1 });
+    expect(guarded!.summary.finding).toMatch(/the client attempted 1 resume\(s\) with the stale cursor; 0 left the process, the last was refused in the process/);
     const refused = guarded!.timelines[0]!.exchanges.at(-1)!;
     expect(refused.status).toBeUndefined();
     expect(refused.rejected).toMatch(/^InvalidResumptionError: request "1" is terminal/);
