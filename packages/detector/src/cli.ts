@@ -59,7 +59,7 @@ function commandHelp(name: CommandName): string {
 const USAGE = `Usage:
   resumewatch serve [options]           ${COMMANDS.serve.summary.split(';')[0]}
   resumewatch analyze [--json] FILE...  detect over recorded OTLP/JSON (one request per line, or one document; - for stdin)
-  resumewatch <command> --help          the command's options, environment variables and defaults
+  resumewatch <command> --help          the command's options, environment variables and defaults (or: resumewatch help <command>)
 
 analyze exits 0 when there is no finding, 1 when there is one, 2 on bad input or usage.
 Findings are written to stdout as one JSON object a line (serve, analyze --json).
@@ -91,6 +91,12 @@ async function main(argv: string[]): Promise<number> {
   }
   const { values, positionals } = parsed;
   const [command, ...rest] = positionals;
+  if (command === 'help') {
+    const topic = rest[0];
+    if (topic !== undefined && !(topic in COMMANDS)) throw new UsageError(`no help on "${topic}"; one of ${Object.keys(COMMANDS).join(', ')}`);
+    process.stdout.write(topic === undefined ? USAGE : commandHelp(topic as CommandName));
+    return 0;
+  }
   if (command !== undefined && !(command in COMMANDS)) throw new UsageError(`unknown command "${command}"; one of ${Object.keys(COMMANDS).join(', ')}`);
   if (values.help) {
     process.stdout.write(command === undefined ? USAGE : commandHelp(command as CommandName));

@@ -178,6 +178,8 @@ async function serve(args: string[]): Promise<'serving' | void> {
 
 /** The URL of the last exchange that never got an HTTP answer: named in the one-line error. */
 let unreachableUrl: string | undefined;
+/** The control endpoint of the current run: the control calls (global fetch) are not noted one by one. */
+let runControlUrl: string | undefined;
 
 /** The scenario's fetch: the process's fetch (looked up per call, so a fetch patched by a hook is used), noting unreachable URLs. */
 const noteUnreachable: FetchLike = async (input, init) => {
@@ -204,6 +206,7 @@ async function run(args: string[]): Promise<void> {
   const progress = integer(values, 'progress') ?? 5;
   const local = server === undefined ? await startLabServer() : undefined;
   const serverUrl = server ?? local!.url;
+  runControlUrl = control ?? local?.controlUrl ?? new URL('/control', serverUrl).toString();
   const timeline = new RunTimeline();
   const options = {
     serverUrl,
@@ -228,11 +231,23 @@ async function run(args: string[]): Promise<void> {
     if (values.json) process.stdout.write(`${JSON.stringify(summary)}\n`);
     else process.stdout.write(`${formatSummary(summary)}\n${timelines(timeline)}`);
   } catch (error) {
-    if (isUnreachable(error)) throw unreachable(unreachableUrl ?? control ?? serverUrl, error);
+    if (isUnreachable(error)) {
+      // The MCP fetch notes the URL it could not reach; otherwise it was a control call (global fetch).
+      if (unreachableUrl !== undefined) throw unreachable(unreachableUrl, error);
+      throw controlUnreachable(error);
+    }
+    // The raw client's first request: the URL answers, but not as an MCP endpoint.
+    if (error instanceof Error && error.message.startsWith('initialize answered')) {
+      throw new UsageError(`run: ${serverUrl} is not a lab MCP endpoint: ${error.message.split('\n')[0]!.slice(0, 200)} (--server)`);
+    }
     throw error;
   } finally {
     await local?.close();
   }
+}
+
+function controlUnreachable(error: unknown): UsageError {
+  return new UsageError(`run: cannot reach the lab's control endpoint at ${runControlUrl ?? '-'} (${unreachableReason(error)}); it answers loopback clients only (--control)`);
 }
 
 function unreachable(target: string, error?: unknown): UsageError {
@@ -291,6 +306,26 @@ async function main(argv: string[]): Promise<'serving' | void> {
   }
 }
 
+/** The error as one line on stderr; returns the exit code: 2 for the user's input, 1 for anything else. */
+function report(error: unknown): number {
+  if (error instanceof UsageError) {
+    process.stderr.write(`resumewatch-lab: ${error.message}\n`);
+    return 2;
+  }
+  if (isUnreachable(error)) {
+    // A promise a scenario left unawaited (a control call): still the one-line answer.
+    return report(unreachableUrl !== undefined ? unreachable(unreachableUrl, error) : controlUnreachable(error));
+  }
+  // Not the user's mistake: still one line; the stack only on request.
+  const debug = process.env.RESUMEWATCH_DEBUG === '1';
+  const text = error instanceof Error ? (debug ? (error.stack ?? error.message) : `${error.name}: ${error.message.split('\n')[0]} (RESUMEWATCH_DEBUG=1 prints the stack)`) : String(error);
+  process.stderr.write(`resumewatch-lab: ${text}\n`);
+  return 1;
+}
+
+// A scenario may start a control call it awaits later; if that rejects first, Node would print the raw error.
+process.on('unhandledRejection', (error) => process.exit(report(error)));
+
 main(process.argv.slice(2)).then(
   (state) => {
     if (state === 'serving') return;
@@ -300,16 +335,7 @@ main(process.argv.slice(2)).then(
     setTimeout(() => process.exit(), 10_000).unref();
   },
   (error: unknown) => {
-    if (error instanceof UsageError) {
-      process.stderr.write(`resumewatch-lab: ${error.message}\n`);
-      process.exitCode = 2;
-    } else {
-      // Not the user's mistake: still one line; the stack only on request.
-      const debug = process.env.RESUMEWATCH_DEBUG === '1';
-      const text = error instanceof Error ? (debug ? (error.stack ?? error.message) : `${error.name}: ${error.message.split('\n')[0]} (RESUMEWATCH_DEBUG=1 prints the stack)`) : String(error);
-      process.stderr.write(`resumewatch-lab: ${text}\n`);
-      process.exitCode = 1;
-    }
+    process.exitCode = report(error);
     setTimeout(() => process.exit(), 10_000).unref();
   },
 );

@@ -138,6 +138,20 @@ describe('resumewatch-lab CLI', () => {
     }
   });
 
+  it('a control endpoint that cannot be reached, a URL that is not MCP: exit 2, one line naming the URL', async () => {
+    const control = `http://127.0.0.1:${await closedPort()}/control`;
+    // server-restart calls the control endpoint from inside its stream; cursor-evicted after a drop.
+    for (const scenario of ['server-restart', 'cursor-evicted']) {
+      const failure = await labFails(['run', scenario, '--server', server.url, '--control', control]);
+      expect(failure.code, scenario).toBe(2);
+      expect(oneLine(failure.stderr)).toBe(`resumewatch-lab: run: cannot reach the lab's control endpoint at ${control} (ECONNREFUSED); it answers loopback clients only (--control)`);
+    }
+    const wrong = server.url.replace(/\/mcp$/, '/nope');
+    const failure = await labFails(['run', 'seed-loop', '--server', wrong]);
+    expect(failure.code).toBe(2);
+    expect(oneLine(failure.stderr)).toMatch(new RegExp(`^resumewatch-lab: run: ${wrong.replace(/[.]/g, '\\.')} is not a lab MCP endpoint: initialize answered 404 .* \\(--server\\)$`));
+  });
+
   it('server on a port in use: exit 2, one line naming the port', async () => {
     const failure = await labFails(['server', '--port', String(server.port)]);
     expect(failure.code).toBe(2);
