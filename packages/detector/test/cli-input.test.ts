@@ -46,12 +46,13 @@ beforeAll(() => {
   writeFileSync(files.snake, JSON.stringify(snakeCase(otlpJson(seed))) + '\n');
   writeFileSync(files.camel, JSON.stringify(otlpJson(seed)) + '\n');
   writeFileSync(files.metricsOnly, JSON.stringify({ resourceMetrics: [{ scopeMetrics: [] }] }) + '\n');
-  // A redelivered export (the same request twice), a span that is not MCP's, a contract span without a session, a metrics line.
+  // A redelivered export (the same request twice), a span that is not MCP's, a contract span without a session, a malformed span, a metrics line.
   const other = { ...seed[0]!, spanId: 'ffffffffffffff01', name: 'GET /health', attributes: {} };
   const sessionless = { ...seed[0]!, spanId: 'ffffffffffffff02', name: SPAN_REQUEST_TERMINAL, attributes: {} };
+  const malformed = { ...seed[0]!, traceId: 'not-hex', spanId: 'ffffffffffffff03' };
   writeFileSync(
     files.mixed,
-    [otlpJson(seed), otlpJson(seed), otlpJson([other, sessionless]), { resourceMetrics: [] }].map((d) => JSON.stringify(d)).join('\n') + '\n',
+    [otlpJson(seed), otlpJson(seed), otlpJson([other, sessionless, malformed]), { resourceMetrics: [] }].map((d) => JSON.stringify(d)).join('\n') + '\n',
   );
 });
 
@@ -87,7 +88,7 @@ describe('resumewatch analyze: wrong input is not an all-clear', () => {
     const out = cli(['analyze', files.mixed]);
     expect(out.status).toBe(1);
     expect(out.stdout).toContain(
-      '26 span(s) read: 12 used, 12 duplicate(s) (redelivered span ids, counted once), 2 ignored (1 not an MCP span, 1 no mcp.session.id), 0 malformed.',
+      '27 span(s) read: 12 used, 12 duplicate(s) (redelivered span ids, counted once), 2 ignored (1 not an MCP span, 1 no mcp.session.id), 1 malformed.',
     );
     expect(out.stdout).toContain('1 document(s) without resource spans skipped.');
     // Redelivery changes no count: the request still has 3 duplicate terminal deliveries.
