@@ -18,6 +18,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadRules, parseYaml, repoRoot, semconv, stringifyYaml } from '../dashboards/test/support/promql.js';
 import { LabTraffic, Service, invalidSpansBody } from '../dashboards/test/support/traffic.js';
+import { requireTools } from './required-tools.js';
 
 const JOB = 'resumewatch-detector';
 const HOST = '127.0.0.1';
@@ -113,6 +114,7 @@ interface ActiveAlert {
 }
 
 beforeAll(async () => {
+  requireTools('prometheus');
   tmp = mkdtempSync(join(tmpdir(), 'resumewatch-e2e-'));
   await startDetector('main');
   await startDetector('idle');

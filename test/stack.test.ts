@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseYaml, repoRoot, semconv } from '../dashboards/test/support/promql.js';
+import { requireTools } from './required-tools.js';
 
 type Dict = Record<string, unknown>;
 
@@ -32,6 +33,7 @@ const tmp = mkdtempSync(join(tmpdir(), 'resumewatch-stack-'));
 afterAll(() => rmSync(tmp, { recursive: true, force: true }));
 
 function run(cmd: string, args: string[]): { status: number | null; output: string } {
+  requireTools(cmd);
   const r = spawnSync(cmd, args, { cwd: repoRoot, encoding: 'utf8', timeout: 60_000 });
   if (r.error) throw r.error;
   return { status: r.status, output: `${r.stdout}\n${r.stderr}` };

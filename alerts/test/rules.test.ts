@@ -5,6 +5,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { requireTools } from '../../test/required-tools.js';
 import {
   durationSeconds,
   loadRules,
@@ -25,6 +26,7 @@ const promtoolTests = readdirSync(promtoolTestsDir)
   .map((f) => join(promtoolTestsDir, f));
 
 function promtool(args: string[]): { status: number | null; output: string } {
+  requireTools('promtool');
   const r = spawnSync('promtool', args, { cwd: repoRoot, encoding: 'utf8', timeout: 60_000 });
   if (r.error) throw r.error;
   return { status: r.status, output: `${r.stdout}\n${r.stderr}` };
@@ -35,6 +37,7 @@ const alerts = rules.filter((r) => r.alert);
 
 describe('alerts/rules with promtool', () => {
   it('has promtool on the PATH (apt-get install prometheus)', () => {
+    requireTools('promtool');
     expect(execFileSync('promtool', ['--version'], { encoding: 'utf8' })).toMatch(/promtool, version/);
   });
 

@@ -5,7 +5,22 @@ import { formatRun } from './format.js';
 
 const USAGE = `resumewatch-demo: the MCP resumption failure detected, then prevented, against a lab server on loopback
 
-usage: resumewatch-demo [--json]`;
+usage: resumewatch-demo [--json]
+
+options:
+  --json    print the runs (guarded, summary, findings, timelines) as one JSON array (default: off)
+  --help    this help`;
+
+/** node:util's parse errors, cut to the part that names the flag. */
+function parseErrorText(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const flag = /'(-[^' ]+)/.exec(message)?.[1];
+  const code = (error as { code?: string }).code;
+  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && flag) return `unknown flag ${flag} (resumewatch-demo --help lists the options)`;
+  if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' && flag) return `${flag} takes no value`;
+  if (code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL') return `unexpected argument ${/'([^']+)'/.exec(message)?.[1] ?? ''} (resumewatch-demo takes no arguments)`;
+  return message.split('\n')[0]!;
+}
 
 async function main(): Promise<void> {
   let json = false;
@@ -17,10 +32,11 @@ async function main(): Promise<void> {
     }
     json = values.json ?? false;
   } catch (error) {
-    process.stderr.write(`${(error as Error).message}\n\n${USAGE}\n`);
+    process.stderr.write(`resumewatch-demo: ${parseErrorText(error)}\n`);
     process.exitCode = 2;
     return;
   }
+  if (!json) process.stderr.write('resumewatch-demo: running seed-loop twice against a lab server on loopback...\n');
   const runs = await runDemo();
   if (json) {
     process.stdout.write(`${JSON.stringify(runs)}\n`);
@@ -30,6 +46,9 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`resumewatch-demo: ${error instanceof Error ? error.stack : String(error)}\n`);
+  // The demo itself failed: one line; the stack only on request.
+  const debug = process.env.RESUMEWATCH_DEBUG === '1';
+  const text = error instanceof Error ? (debug ? (error.stack ?? error.message) : `${error.name}: ${error.message.split('\n')[0]} (RESUMEWATCH_DEBUG=1 prints the stack)`) : String(error);
+  process.stderr.write(`resumewatch-demo: ${text}\n`);
   process.exitCode = 1;
 });

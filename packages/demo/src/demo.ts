@@ -3,8 +3,8 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import { ResumewatchSpanProcessor } from '@resumewatch/detector';
 import type { Finding } from '@resumewatch/detector';
 import { instrumentFetch } from '@resumewatch/instrumentation';
-import { runScenario, startLabServer } from '@resumewatch/lab';
-import type { ScenarioSummary } from '@resumewatch/lab';
+import { RunTimeline, runScenario, startLabServer } from '@resumewatch/lab';
+import type { RequestTimeline, ScenarioSummary } from '@resumewatch/lab';
 import { ATTR_SERVICE_NAME } from '@resumewatch/semconv';
 
 /** One run of the seed scenario: what the client saw, and what the detector found in its spans. */
@@ -12,6 +12,8 @@ export interface DemoRun {
   guarded: boolean;
   summary: ScenarioSummary;
   findings: Finding[];
+  /** The wire timeline of each request that went wrong (terminal delivered again, or a resume after it, refused or not). */
+  timelines: RequestTimeline[];
 }
 
 /**
@@ -37,9 +39,11 @@ async function seedLoop(serverUrl: string, guarded: boolean): Promise<DemoRun> {
     resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: guarded ? 'demo-client-guarded' : 'demo-client' }),
     spanProcessors: [detector],
   });
-  const fetch = instrumentFetch({ tracerProvider: provider, guard: guarded, replayWindowMs: 500 });
+  // The timeline sits outside the instrumentation: it sees what the client asked for, including a resume the guard refused.
+  const timeline = new RunTimeline();
+  const fetch = timeline.wrap(instrumentFetch({ tracerProvider: provider, guard: guarded, replayWindowMs: 500 }));
   const summary = await runScenario('seed-loop', { serverUrl, fetch });
   await provider.forceFlush();
   await provider.shutdown();
-  return { guarded, summary, findings };
+  return { guarded, summary, findings, timelines: timeline.wentWrong() };
 }

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { FindingKind } from '@resumewatch/semconv';
@@ -28,6 +29,49 @@ describe('resumewatch-demo (the built CLI that `pnpm start` runs)', () => {
     expect(guarded!.summary.resumeStatuses).toEqual([]);
     // The one stale resume was refused before it left the process: nothing for the detector to report.
     expect(guarded!.findings).toEqual([]);
+
+    // The wire timeline of the request that went wrong agrees with the detector: 4 deliveries = 1 + 3 duplicates, 4 resumes after it.
+    expect(bare!.timelines).toHaveLength(1);
+    expect(bare!.timelines[0]).toMatchObject({ rpcId: '1', terminalDeliveries: 4, resumesAfterTerminal: 4 });
+    expect(bare!.timelines[0]!.exchanges.map((x) => x.status)).toEqual([200, 200, 200, 200, 404]);
+    // Guarded: the request is shown with its one resume, refused in the process (no status: it was never sent).
+    expect(guarded!.timelines).toHaveLength(1);
+    expect(guarded!.timelines[0]).toMatchObject({ rpcId: '1', terminalDeliveries: 1, resumesAfterTerminal: 1 });
+    expect(guarded!.summary.finding).toMatch(/the client attempted 1 resume\(s\) with the stale cursor; 0 left the process, the last was refused in the process/);
+    const refused = guarded!.timelines[0]!.exchanges.at(-1)!;
+    expect(refused.status).toBeUndefined();
+    expect(refused.rejected).toMatch(/^InvalidResumptionError: request "1" is terminal/);
+  });
+
+  it('prints one count per request, the timeline of the loop, and says the guarded resume was refused', async () => {
+    const { stdout, stderr } = await run(process.execPath, [cli], { timeout: 60_000 });
+    expect(stderr).toBe('resumewatch-demo: running seed-loop twice against a lab server on loopback...\n');
+    const [bare, guarded] = stdout.split(/^== /m).slice(1);
+    // One count for the request, not "(1 duplicate(s))" on duplicate_terminal and "(3 duplicate(s))" on signature.
+    expect(bare).toMatch(/^ {2}service=demo-client session=\S+ request=1 trace=[0-9a-f]{32}: 3 duplicate terminal deliveries, 4 resume\/reattach attempts$/m);
+    expect(bare).not.toMatch(/\(1 duplicate\(s\)\)|duplicates=/);
+    expect(bare).toContain('  terminal deliveries    4 on 4 distinct HTTP response(s) (3 duplicate(s))');
+    expect(bare).toContain('  resumes                4 sent with the stale cursor, answered 200, 200, 200, 404');
+    // The timeline: the request, its terminal, each reconnect with its cursor, each replay, the end.
+    expect(bare).toMatch(/^ +\d+ ms {2}POST tools\/call stream_progress {2}->  200, 5 event\(s\), clean close$/m);
+    expect(bare).toMatch(/^ +\d+ ms {4}terminal: the result \(event \S+\)$/m);
+    for (const n of [1, 2, 3, 4]) expect(bare).toMatch(new RegExp(`^ +\\d+ ms {2}reconnect ${n} with Last-Event-ID \\S+ \\(after the terminal\\)  ->  `, 'm'));
+    for (const n of [2, 3, 4]) expect(bare).toMatch(new RegExp(`^ +\\d+ ms {4}replay: the result again, delivery ${n} \\(event \\S+\\)$`, 'm'));
+    expect(bare).toContain(
+      '  end: the terminal response arrived 4 time(s) on 4 HTTP response(s) (3 duplicate(s)); 4 resume attempt(s) after it; the last resume was answered 404.',
+    );
+
+    expect(guarded).not.toMatch(/reconnected 1 time\(s\) with the stale cursor/);
+    expect(guarded).toContain('  resumes                1 attempted with the stale cursor: 0 sent, 1 refused in the process by the guard');
+    expect(guarded).toMatch(/reconnect 1 with Last-Event-ID \S+ \(after the terminal\)  ->  refused in the process, never sent \(InvalidResumptionError: request "1" is terminal\)$/m);
+    expect(guarded).toContain('  none: the stale resume never left the process, so nothing was replayed');
+  });
+
+  it('`pnpm start` says it is building before the silent first tsc -b', () => {
+    const root = JSON.parse(readFileSync(join(import.meta.dirname, '../../../package.json'), 'utf8')) as { scripts: { start: string } };
+    const [announce, build] = root.scripts.start.split(' && ');
+    expect(announce).toMatch(/building the workspace/);
+    expect(build).toBe('tsc -b');
   });
 
   it('prints a readable report by default and rejects unknown flags with exit code 2', async () => {
@@ -35,7 +79,6 @@ describe('resumewatch-demo (the built CLI that `pnpm start` runs)', () => {
     expect(stdout).toContain('== seed-loop with instrumentFetch()');
     expect(stdout).toContain('signature');
     const failure = await run(process.execPath, [cli, '--nope']).catch((e: { code: number; stderr: string }) => e);
-    expect(failure).toMatchObject({ code: 2 });
-    expect((failure as { stderr: string }).stderr).toContain('usage: resumewatch-demo');
+    expect(failure).toMatchObject({ code: 2, stderr: 'resumewatch-demo: unknown flag --nope (resumewatch-demo --help lists the options)\n' });
   });
 });

@@ -1,21 +1,15 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
+import { logVerbosity, setLogVerbosity } from '@grpc/grpc-js';
+import { COMMANDS, USAGE, commandHelp, isDetectorOption, parseErrorText, type CommandName } from './cli-help.js';
 import { ConfigError, OPTION_SPECS, configArgs, resolveConfig, type ResumewatchConfig } from './config.js';
 import { AnalyzeInputError, analyzeFiles, formatSummary } from './doors/analyze.js';
 import { startServer } from './doors/serve.js';
 
-const USAGE = `Usage:
-  resumewatch serve [options]           OTLP receivers (HTTP POST /v1/traces, gRPC) and /metrics, /healthz, /findings
-  resumewatch analyze [--json] FILE...  detect over recorded OTLP/JSON (one request per line, or one document; - for stdin)
-  resumewatch --help
-
-analyze exits 0 when there is no finding, 1 when there is one, 2 on bad input or usage.
-Findings are written to stdout as one JSON object a line (serve, analyze --json).
-
-Options (flag, environment variable, default):
-${OPTION_SPECS.map((s) => `  --${s.flag.padEnd(18)} ${s.env.padEnd(30)} ${s.help}`).join('\n')}
-Durations take ms, s, m or h (a bare number is seconds).
-`;
+/** A usage or input error: one line on stderr, exit code 2. */
+class UsageError extends Error {
+  override readonly name = 'UsageError';
+}
 
 async function main(argv: string[]): Promise<number> {
   let parsed;
@@ -26,33 +20,94 @@ async function main(argv: string[]): Promise<number> {
       options: { ...configArgs(), help: { type: 'boolean', short: 'h' }, json: { type: 'boolean' } },
     });
   } catch (e) {
-    process.stderr.write(`resumewatch: ${(e as Error).message}\n\n${USAGE}`);
-    return 2;
+    throw new UsageError(`${parseErrorText(e)} (resumewatch --help lists the options)`);
   }
   const { values, positionals } = parsed;
-  if (values.help) {
-    process.stdout.write(USAGE);
+  const [command, ...rest] = positionals;
+  if (command === 'help') {
+    const topic = rest[0];
+    if (topic !== undefined && !(topic in COMMANDS)) throw new UsageError(`no help on "${topic}"; one of ${Object.keys(COMMANDS).join(', ')}`);
+    process.stdout.write(topic === undefined ? USAGE : commandHelp(topic as CommandName));
     return 0;
   }
-  const [command, ...rest] = positionals;
+  if (command !== undefined && !(command in COMMANDS)) throw new UsageError(`unknown command "${command}"; one of ${Object.keys(COMMANDS).join(', ')}`);
+  if (values.help) {
+    process.stdout.write(command === undefined ? USAGE : commandHelp(command as CommandName));
+    return 0;
+  }
+  if (command === undefined) {
+    process.stderr.write(USAGE);
+    return 2;
+  }
   let config: ResumewatchConfig;
   try {
     config = resolveConfig(values);
   } catch (e) {
-    if (e instanceof ConfigError) {
-      process.stderr.write(`resumewatch: ${e.message}\n`);
-      return 2;
-    }
+    if (e instanceof ConfigError) throw new UsageError(e.message);
     throw e;
   }
-  if (command === 'serve' && rest.length === 0) return serve(config);
-  if (command === 'analyze' && rest.length > 0) return analyze(config, rest, values.json === true);
-  process.stderr.write(command === undefined ? USAGE : `resumewatch: bad usage of "${command}"\n\n${USAGE}`);
-  return 2;
+  if (command === 'serve') {
+    if (rest.length > 0) throw new UsageError(`serve takes no file or argument, got "${rest[0]}"`);
+    if (values.json) throw new UsageError('--json is an analyze flag; serve always writes findings as JSON lines');
+    return serve(config);
+  }
+  const serveOnly = OPTION_SPECS.find((s) => !isDetectorOption(s) && (values as Record<string, unknown>)[s.flag] !== undefined);
+  if (serveOnly) throw new UsageError(`--${serveOnly.flag} is a serve option; analyze takes ${OPTION_SPECS.filter(isDetectorOption).map((s) => `--${s.flag}`).join(', ')}, --json`);
+  if (rest.length === 0) throw new UsageError('analyze needs a FILE (an OTLP/JSON export, or - for stdin)');
+  return analyze(config, rest, values.json === true);
+}
+
+/** Two listeners on one port fail half-way with EADDRINUSE; say which flags collide instead. */
+function checkPorts(config: ResumewatchConfig): void {
+  const ports: Array<[string, number | false]> = [
+    ['--port', config.port],
+    ['--grpc-port', config.grpcPort],
+    ['--metrics-port', config.metricsPort],
+  ];
+  for (let i = 0; i < ports.length; i++) {
+    for (let j = i + 1; j < ports.length; j++) {
+      const [a, p] = ports[i]!;
+      const [b, q] = ports[j]!;
+      if (p !== false && p !== 0 && p === q) throw new UsageError(`${a} and ${b} are both ${p}; each listener needs its own port`);
+    }
+  }
+}
+
+/** One line for a listener that could not start: which port or host, and which flag sets it. */
+function listenError(e: unknown, config: ResumewatchConfig): UsageError | undefined {
+  const err = e as { code?: string; port?: number; message?: string };
+  const text = String(err.message ?? '');
+  const code = err.code && /^E[A-Z]+$/.test(err.code) ? err.code : /\b(EADDRINUSE|EACCES|EADDRNOTAVAIL|ENOTFOUND)\b/.exec(text)?.[1];
+  if (code === undefined) return undefined;
+  // A gRPC bind error does not carry the port: it is the one listener whose error is not a Node listen error.
+  const port = err.port ?? (config.grpcPort === false ? undefined : config.grpcPort);
+  const flag = port === config.port ? '--port' : port === config.metricsPort ? '--metrics-port' : '--grpc-port';
+  switch (code) {
+    case 'EADDRINUSE':
+      return new UsageError(`port ${port} on ${config.host} is in use (${flag}); stop what listens there or choose another port`);
+    case 'EACCES':
+      return new UsageError(`not allowed to listen on port ${port} on ${config.host} (${flag}; ports below 1024 need privileges)`);
+    case 'EADDRNOTAVAIL':
+    case 'ENOTFOUND':
+      return new UsageError(`cannot listen on host ${config.host}: no such local address (--host)`);
+    default:
+      return undefined;
+  }
 }
 
 async function serve(config: ResumewatchConfig): Promise<number> {
-  const server = await startServer(config);
+  checkPorts(config);
+  let server;
+  // grpc-js logs a failed bind itself; the one-line error below says it better. Its logging stays as configured otherwise.
+  const quiet = process.env.GRPC_VERBOSITY === undefined;
+  if (quiet) setLogVerbosity(logVerbosity.NONE);
+  try {
+    server = await startServer(config);
+  } catch (e) {
+    throw listenError(e, config) ?? e;
+  } finally {
+    if (quiet) setLogVerbosity(logVerbosity.ERROR);
+  }
   process.stderr.write(
     `resumewatch: OTLP/HTTP on http://${server.host}:${server.httpPort}/v1/traces` +
       (server.grpcPort !== undefined ? `, OTLP/gRPC on ${server.host}:${server.grpcPort}` : '') +
@@ -75,10 +130,7 @@ async function analyze(config: ResumewatchConfig, files: string[], json: boolean
     else process.stdout.write(formatSummary(result));
     return result.findings.length > 0 ? 1 : 0;
   } catch (e) {
-    if (e instanceof AnalyzeInputError) {
-      process.stderr.write(`resumewatch: ${e.message}\n`);
-      return 2;
-    }
+    if (e instanceof AnalyzeInputError) throw new UsageError(e.message);
     throw e;
   }
 }
@@ -88,7 +140,15 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (e: unknown) => {
-    process.stderr.write(`resumewatch: ${(e as Error).stack ?? String(e)}\n`);
+    if (e instanceof UsageError) {
+      process.stderr.write(`resumewatch: ${e.message}\n`);
+      process.exitCode = 2;
+      return;
+    }
+    // Not the user's mistake: still one line; the stack only on request.
+    const debug = process.env.RESUMEWATCH_DEBUG === '1';
+    const text = e instanceof Error ? (debug ? (e.stack ?? e.message) : `${e.name}: ${e.message.split('\n')[0]} (RESUMEWATCH_DEBUG=1 prints the stack)`) : String(e);
+    process.stderr.write(`resumewatch: ${text}\n`);
     process.exitCode = 2;
   },
 );

@@ -43,8 +43,15 @@ describe('analyze', () => {
   it('CLI: exit 1 and a readable summary when there are findings', () => {
     const out = cli(['analyze', files.seed]);
     expect(out.status).toBe(1);
-    expect(out.stdout).toMatch(/^signature\s+service=client session=file-1 request=3 .* duplicates=3 attempts=4 ended_by_eviction=true$/m);
-    expect(out.stdout).toMatch(/4 finding\(s\): /);
+    // Grouped by request; the request's counts stated once (signature's whole-storm figures), not per finding.
+    expect(out.stdout).toMatch(
+      /^service=client session=file-1 request=3 trace=[0-9a-f]{32}: 3 duplicate terminal deliveries, 4 resume\/reattach attempts$/m,
+    );
+    expect(out.stdout).toMatch(/^ {2}signature +\S+ ended_by_eviction=true$/m);
+    expect(out.stdout).toMatch(/^ {2}duplicate_terminal +\S+$/m);
+    expect(out.stdout).not.toMatch(/duplicates=/);
+    expect(out.stdout).toContain('12 span(s) read: 12 used, 0 duplicate(s) (redelivered span ids, counted once), 0 ignored, 0 malformed.');
+    expect(out.stdout).toMatch(/4 finding\(s\) on 1 request\(s\): /);
   });
 
   it('CLI: --json writes one finding a line; - reads stdin', () => {

@@ -26,3 +26,6 @@ export { recordingFetch } from './scenarios/recording-fetch.js';
 export type { RecordedRequest } from './scenarios/recording-fetch.js';
 export { runLoad } from './load.js';
 export type { LoadOptions, LoadReport } from './load.js';
+export { RunTimeline } from './timeline.js';
+export type { RequestTimeline, TimelineExchange } from './timeline.js';
+export { formatRequestTimeline } from './timeline-format.js';

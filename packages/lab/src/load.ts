@@ -6,6 +6,10 @@ export interface LoadOptions extends ScenarioOptions {
   /** Concurrent clients, each running the scenario in a loop. */
   clients: number;
   durationMs: number;
+  /** Called every `progressIntervalMs` with the totals so far (durationMs: elapsed), e.g. to print progress. */
+  onProgress?: (report: Readonly<LoadReport>) => void;
+  /** Default 5000. */
+  progressIntervalMs?: number;
 }
 
 export interface LoadReport {
@@ -59,7 +63,18 @@ export async function runLoad(name: ScenarioName, options: LoadOptions): Promise
       }
     }
   }
-  await Promise.all(Array.from({ length: Math.max(1, options.clients) }, () => worker()));
+  const progress = options.onProgress;
+  const timer =
+    progress &&
+    setInterval(() => {
+      report.durationMs = Date.now() - started;
+      progress(report);
+    }, options.progressIntervalMs ?? 5000);
+  try {
+    await Promise.all(Array.from({ length: Math.max(1, options.clients) }, () => worker()));
+  } finally {
+    if (timer) clearInterval(timer);
+  }
   report.durationMs = Date.now() - started;
   return report;
 }

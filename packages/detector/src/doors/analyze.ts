@@ -1,9 +1,19 @@
 import { readFile } from 'node:fs/promises';
+import {
+  ATTR_JSONRPC_REQUEST_ID,
+  ATTR_MCP_SESSION_ID,
+  SPAN_REQUEST_TERMINAL,
+  SPAN_SESSION_REATTACH,
+  SPAN_STREAM_RESUME,
+  SpanReceivedResult,
+} from '@resumewatch/semconv';
 import { Detector } from '../core/detector.js';
 import type { DetectorOptions } from '../core/options.js';
 import type { Finding, SpanRecord } from '../core/types.js';
 import { OtlpDecodeError } from '../otlp/errors.js';
 import { decodeJsonRequest } from '../otlp/json.js';
+import { formatFindingGroups, groupFindings } from './findings-format.js';
+import { camelCaseOtlpFieldNames, resourceSpansCount } from './otlp-json-names.js';
 
 /** Bad input: names the file and, when it is known, the line. */
 export class AnalyzeInputError extends Error {
@@ -19,8 +29,25 @@ export class AnalyzeInputError extends Error {
 
 export interface AnalyzeResult {
   findings: Finding[];
+  /** Spans decoded from the input, malformed ones included. */
   spans: number;
+  /** Spans with a malformed id or time (skipped by the decoder or the detector). */
   invalidSpans: number;
+  /** Spans whose span id had been read before: redeliveries (an exporter's retry, a file read twice), counted once. */
+  duplicateSpans: number;
+  /** Spans the detector has no use for, by reason. */
+  ignoredSpans: Record<string, number>;
+  /** JSON documents (lines) that held no resource spans, e.g. metrics or logs of a Collector file exporter. */
+  documentsWithoutSpans: number;
+}
+
+/** Why the detector ignored a span, in words. */
+function ignoredReason(s: SpanRecord): string {
+  const contract = s.name === SPAN_REQUEST_TERMINAL || s.name === SPAN_STREAM_RESUME || s.name === SPAN_SESSION_REATTACH;
+  if (!contract) return 'not an MCP span';
+  if (typeof s.attributes[ATTR_MCP_SESSION_ID] !== 'string' || s.attributes[ATTR_MCP_SESSION_ID] === '') return `no ${ATTR_MCP_SESSION_ID}`;
+  if (s.attributes[ATTR_JSONRPC_REQUEST_ID] === undefined) return `no ${ATTR_JSONRPC_REQUEST_ID}`;
+  return 'other';
 }
 
 /**
@@ -35,11 +62,17 @@ export async function analyzeFiles(
 ): Promise<AnalyzeResult> {
   const findings: Finding[] = [];
   const detector = new Detector({ ...options, onFinding: (f) => findings.push(f) });
-  const result: AnalyzeResult = { findings, spans: 0, invalidSpans: 0 };
+  const result: AnalyzeResult = { findings, spans: 0, invalidSpans: 0, duplicateSpans: 0, ignoredSpans: {}, documentsWithoutSpans: 0 };
   let latest = -Infinity;
   const sink = (s: SpanRecord): void => {
     if (s.endTimeUnixMs > latest) latest = s.endTimeUnixMs;
-    detector.ingest(s);
+    const r = detector.ingest(s);
+    if (r === SpanReceivedResult.DUPLICATE) result.duplicateSpans++;
+    else if (r === SpanReceivedResult.INVALID) result.invalidSpans++;
+    else if (r === SpanReceivedResult.IGNORED) {
+      const why = ignoredReason(s);
+      result.ignoredSpans[why] = (result.ignoredSpans[why] ?? 0) + 1;
+    }
   };
   for (const path of paths) {
     const name = path === '-' ? '<stdin>' : path;
@@ -49,16 +82,28 @@ export async function analyzeFiles(
     } catch (e) {
       throw new AnalyzeInputError(name, undefined, `cannot read: ${(e as Error).message}`);
     }
+    let resourceSpans = 0;
     for (const doc of documents(text, name)) {
+      if (typeof doc.value !== 'object' || doc.value === null || Array.isArray(doc.value)) {
+        throw new AnalyzeInputError(name, doc.line, 'not an OTLP/JSON export request (expected a JSON object with resourceSpans)');
+      }
+      camelCaseOtlpFieldNames(doc.value);
       try {
         const r = decodeJsonRequest(doc.value, sink, { detectorAttributesOnly: true });
-        result.spans += r.spans;
+        result.spans += r.spans + r.invalid;
         result.invalidSpans += r.invalid;
       } catch (e) {
         if (e instanceof OtlpDecodeError) throw new AnalyzeInputError(name, doc.line, e.message);
         throw e;
       }
+      const n = resourceSpansCount(doc.value);
+      if (n === 0) result.documentsWithoutSpans++;
+      resourceSpans += n;
       detector.advance(latest);
+    }
+    // An all-clear needs something to be clear of: input without a single ResourceSpans is the wrong input.
+    if (resourceSpans === 0) {
+      throw new AnalyzeInputError(name, undefined, 'no OTLP resource spans (expected OTLP/JSON export requests: {"resourceSpans": [...]}, one a line or one document)');
     }
   }
   detector.flush();
@@ -99,27 +144,26 @@ async function readAllStdin(): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-/** A readable report: one line per finding, then a count by kind. */
+/** A readable report: the findings grouped by (service, session, request), then what was read and what was left out. */
 export function formatSummary(result: AnalyzeResult): string {
   const out: string[] = [];
-  const byKind = new Map<string, number>();
-  for (const f of result.findings) {
-    byKind.set(f.kind, (byKind.get(f.kind) ?? 0) + 1);
-    const details = [
-      f.duplicates !== undefined ? `duplicates=${f.duplicates}` : '',
-      f.attempts !== undefined ? `attempts=${f.attempts}` : '',
-      f.ended_by_eviction !== undefined ? `ended_by_eviction=${f.ended_by_eviction}` : '',
-      f.status_code !== undefined ? `status=${f.status_code}` : '',
-    ].filter(Boolean);
+  const groups = groupFindings(result.findings);
+  if (groups.length > 0) out.push(formatFindingGroups(groups), '');
+  const used = result.spans - result.invalidSpans - result.duplicateSpans - Object.values(result.ignoredSpans).reduce((a, b) => a + b, 0);
+  const ignored = Object.entries(result.ignoredSpans);
+  const ignoredTotal = ignored.reduce((a, [, n]) => a + n, 0);
+  out.push(
+    `${result.spans} span(s) read: ${used} used, ${result.duplicateSpans} duplicate(s) (redelivered span ids, counted once), ` +
+      `${ignoredTotal} ignored${ignored.length ? ` (${ignored.map(([why, n]) => `${n} ${why}`).join(', ')})` : ''}, ${result.invalidSpans} malformed.`,
+  );
+  if (result.documentsWithoutSpans > 0) out.push(`${result.documentsWithoutSpans} document(s) without resource spans skipped.`);
+  if (result.findings.length === 0) out.push('No finding.');
+  else {
+    const byKind = new Map<string, number>();
+    for (const f of result.findings) byKind.set(f.kind, (byKind.get(f.kind) ?? 0) + 1);
     out.push(
-      `${f.kind.padEnd(22)} service=${f.service} session=${f.session_id} request=${f.request_id} trace=${f.trace_id} ` +
-        `at=${new Date(f.first_time_unix_ms).toISOString()}..${new Date(f.last_time_unix_ms).toISOString()}` +
-        (details.length ? ' ' + details.join(' ') : ''),
+      `${result.findings.length} finding(s) on ${groups.length} request(s): ` + [...byKind].map(([k, n]) => `${k} ${n}`).join(', ') + '.',
     );
   }
-  out.push('');
-  out.push(`${result.spans} span(s) read${result.invalidSpans ? `, ${result.invalidSpans} malformed span(s) skipped` : ''}.`);
-  if (result.findings.length === 0) out.push('No finding.');
-  else out.push(`${result.findings.length} finding(s): ` + [...byKind].map(([k, n]) => `${k} ${n}`).join(', ') + '.');
   return out.join('\n') + '\n';
 }

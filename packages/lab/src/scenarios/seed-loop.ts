@@ -23,8 +23,12 @@ export async function runSeedLoop(options: ScenarioOptions): Promise<ScenarioSum
     resumeStatuses: loop.resumeStatuses,
     finding:
       `The final result of one tools/call arrived ${loop.deliveries.length} time(s) on ${loop.distinctTerminalStreams} distinct HTTP response(s); ` +
-      `the client reconnected ${loop.reconnects} time(s) with the stale cursor and stopped on ${loop.stoppedBecause}` +
-      (last === undefined ? '.' : ` (last resume answered ${last}).`),
+      (loop.stoppedBecause === 'resume-rejected'
+        ? // The fetch (a guard) refused the last resume in the process: it was attempted, not sent.
+          `the client attempted ${loop.reconnects} resume(s) with the stale cursor; ${loop.resumeStatuses.length} left the process, ` +
+          `the last was refused in the process (${loop.resumeErrors.at(-1)?.split(';')[0] ?? 'resume-rejected'}).`
+        : `the client reconnected ${loop.reconnects} time(s) with the stale cursor and stopped on ${loop.stoppedBecause}` +
+          (last === undefined ? '.' : ` (last resume answered ${last}).`)),
     durationMs: Date.now() - started,
     details: {
       requestId: loop.call.id,
