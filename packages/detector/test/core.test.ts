@@ -1,7 +1,17 @@
-import { ATTR_MCP_GUARD_ACTION, FindingKind, GuardAction, ResumeOutcome, SpanReceivedResult } from '@resumewatch/semconv';
+import {
+  ATTR_MCP_GUARD_ACTION,
+  FindingKind,
+  FindingRecord,
+  GuardAction,
+  ResumeEvidence,
+  ResumeOutcome,
+  SpanReceivedResult,
+  StormEnd,
+  StreamKind,
+} from '@resumewatch/semconv';
 import { describe, expect, it } from 'vitest';
 import { Detector, type DetectorEvents, type DetectorInit, type Finding, type SpanRecord } from '../src/index.js';
-import { T0, essence, reattach, resume, seedScenario, shuffle, span, terminal, type Req } from './spans.js';
+import { T0, essence, net, reattach, resume, seedScenario, shuffle, span, terminal, type Req } from './spans.js';
 
 function run(spans: SpanRecord[], init: DetectorInit = {}, end?: number): Finding[] {
   const findings: Finding[] = [];
@@ -19,12 +29,16 @@ const noEvents: DetectorEvents = {
   stormStarted: () => {},
   stormEnded: () => {},
   stormFinalized: () => {},
+  serverDefect: () => {},
+  listeningResume: () => {},
 };
-const kinds = (fs: Finding[]) => fs.map((f) => f.kind).sort();
+/** Kinds of the findings proper (records about earlier findings left out). */
+const kinds = (fs: Finding[]) => fs.filter((f) => f.record === undefined).map((f) => f.kind).sort();
+const records = (fs: Finding[]) => fs.filter((f) => f.record !== undefined);
 const r: Req = { session: 'sess-1', request: 7 };
 
 describe('detector core: finding kinds', () => {
-  it('reports the seed pattern: duplicate, resume after terminal, storm, then one signature', () => {
+  it('reports the seed pattern: duplicate, resume after terminal, storm, one signature as soon as complete, then how the storm ended', () => {
     const spans = seedScenario(r, 4);
     const fs = run(spans);
     expect(kinds(fs)).toEqual(
@@ -36,21 +50,68 @@ describe('detector core: finding kinds', () => {
       ].sort(),
     );
     const sig = fs.find((f) => f.kind === FindingKind.SIGNATURE)!;
-    expect(sig).toMatchObject({
+    // Complete at the third attempt (the storm), duplicates having been replayed before it.
+    expect(sig).toEqual({
+      kind: FindingKind.SIGNATURE,
       service: 'client',
       session_id: 'sess-1',
       request_id: '7',
-      duplicates: 4,
-      attempts: 5,
-      ended_by_eviction: true,
+      trace_id: spans[0]!.traceId,
+      duplicates: 2,
+      attempts: 3,
       first_time_unix_ms: T0,
-      last_time_unix_ms: T0 + 5000,
+      last_time_unix_ms: T0 + 3000,
+      // The first terminal, the first duplicate, the storm's first and (then) latest attempts.
+      span_ids: [spans[0]!.spanId, spans[3]!.spanId, spans[1]!.spanId, spans[7]!.spanId],
     });
-    // The first terminal, the first duplicate, the storm's first and last attempts.
-    const [first, , , dup] = spans;
-    expect(sig.span_ids).toEqual([first!.spanId, dup!.spanId, spans[1]!.spanId, spans.at(-2)!.spanId]);
-    const storm = fs.find((f) => f.kind === FindingKind.RECONNECT_STORM)!;
+    const storm = fs.find((f) => f.kind === FindingKind.RECONNECT_STORM && f.record === undefined)!;
     expect(storm.attempts).toBe(3);
+    // The storm's end, once, after the signature: the whole storm, ended by the eviction.
+    expect(records(fs)).toEqual([
+      {
+        kind: FindingKind.RECONNECT_STORM,
+        record: FindingRecord.STORM_ENDED,
+        service: 'client',
+        session_id: 'sess-1',
+        request_id: '7',
+        trace_id: spans[0]!.traceId,
+        first_time_unix_ms: T0 + 1000,
+        last_time_unix_ms: T0 + 5000,
+        span_ids: [spans[1]!.spanId, spans.at(-2)!.spanId],
+        attempts: 5,
+        ended_by: StormEnd.EVICTED,
+        ended_by_eviction: true,
+      },
+    ]);
+    expect(fs.findIndex((f) => f.kind === FindingKind.SIGNATURE)).toBeLessThan(fs.findIndex((f) => f.record === FindingRecord.STORM_ENDED));
+  });
+
+  it('endless loop: the signature fires within the attempts that complete it, once, with no eviction and no quiet', () => {
+    const seen: Finding[] = [];
+    const d = new Detector({ onFinding: (f) => seen.push(f) });
+    d.ingest(terminal(r, T0, 'A'));
+    let prev = 'A';
+    let signatureAt = -1;
+    for (let i = 1; i <= 200; i++) {
+      const t = T0 + i * 200;
+      const stream = `L${i}`;
+      d.ingest(reattach(r, t, stream, prev));
+      d.ingest(resume(r, t, stream, prev, { observed: true, outcome: ResumeOutcome.CONTINUATION, evidence: ResumeEvidence.MESSAGE, replayedTerminal: true }));
+      d.ingest(terminal(r, t + 10, stream, true));
+      if (signatureAt < 0 && seen.some((f) => f.kind === FindingKind.SIGNATURE)) signatureAt = i;
+      d.advance(t + 20);
+      prev = stream;
+    }
+    // Threshold 3: the third attempt completes a storm whose duplicates are already known.
+    expect(signatureAt).toBe(3);
+    expect(kinds(seen)).toEqual([FindingKind.DUPLICATE_TERMINAL, FindingKind.RECONNECT_STORM, FindingKind.RESUME_AFTER_TERMINAL, FindingKind.SIGNATURE].sort());
+    expect(records(seen)).toEqual([]);
+    expect(d.stats().activeStorms).toBe(1);
+    // Shutdown ends it: one storm_ended record for the whole storm, no second signature.
+    d.flush();
+    expect(seen.filter((f) => f.kind === FindingKind.SIGNATURE)).toHaveLength(1);
+    expect(records(seen)).toMatchObject([{ record: FindingRecord.STORM_ENDED, attempts: 200, ended_by: StormEnd.SHUTDOWN, ended_by_eviction: false }]);
+    expect(d.stats().activeStorms).toBe(0);
   });
 
   it('duplicate_terminal needs a second terminal on another stream', () => {
@@ -84,7 +145,8 @@ describe('detector core: finding kinds', () => {
     expect(kinds(fs)).toEqual(
       [FindingKind.DUPLICATE_TERMINAL, FindingKind.RECONNECT_STORM, FindingKind.RESUME_AFTER_TERMINAL, FindingKind.SIGNATURE].sort(),
     );
-    expect(fs.find((f) => f.kind === FindingKind.SIGNATURE)).toMatchObject({ duplicates: 3, attempts: 4, ended_by_eviction: true });
+    expect(fs.find((f) => f.kind === FindingKind.SIGNATURE)).toMatchObject({ duplicates: 3, attempts: 3 });
+    expect(records(fs)).toMatchObject([{ record: FindingRecord.STORM_ENDED, attempts: 4, ended_by: StormEnd.EVICTED }]);
   });
 
   it('server spans: two replays that each deliver the terminal are a duplicate, one is not', () => {
@@ -96,7 +158,8 @@ describe('detector core: finding kinds', () => {
   });
 
   it('reconnect_storm: N attempts within W; a reattach and a resume of one GET are one attempt', () => {
-    const pairs = [0, 1].flatMap((i) => [reattach(r, T0 + i * 1000, `G${i}`, 'A'), resume(r, T0 + i * 1000 + 1, `G${i}`, 'A')]);
+    const failing = { outcome: ResumeOutcome.ERROR, status: 503 };
+    const pairs = [0, 1].flatMap((i) => [reattach(r, T0 + i * 1000, `G${i}`, 'A'), resume(r, T0 + i * 1000 + 1, `G${i}`, 'A', failing)]);
     expect(run(pairs)).toEqual([]);
     const three = [...pairs, reattach(r, T0 + 2000, 'G2', 'A')];
     const fs = run(three);
@@ -110,27 +173,29 @@ describe('detector core: finding kinds', () => {
     ]);
   });
 
-  it('a storm ends when W passes quietly: the signature then says it was not evicted', () => {
+  it('a storm ends when W passes quietly: its storm_ended record says so, the signature came before', () => {
     const spans = [terminal(r, T0, 'A'), terminal(r, T0 + 10, 'B', true)];
     for (let i = 0; i < 4; i++) spans.push(reattach(r, T0 + 1000 + i * 1000, `R${i}`, 'A'));
     const findings: Finding[] = [];
-    const d = new Detector({ onFinding: (f) => findings.push(f) });
+    const ended: [string, number, string][] = [];
+    const d = new Detector({ onFinding: (f) => findings.push(f), events: { ...noEvents, stormFinalized: (...a) => void ended.push(a) } });
     for (const s of spans) d.ingest(s);
     expect(d.stats().activeStorms).toBe(1);
+    expect(findings.find((f) => f.kind === FindingKind.SIGNATURE)).toMatchObject({ attempts: 3, duplicates: 1 });
     d.advance(T0 + 4000 + 59_000);
-    expect(findings.some((f) => f.kind === FindingKind.SIGNATURE)).toBe(false);
+    expect(records(findings)).toEqual([]);
     d.advance(T0 + 4000 + 60_001);
     expect(d.stats().activeStorms).toBe(0);
-    expect(findings.find((f) => f.kind === FindingKind.SIGNATURE)).toMatchObject({ attempts: 4, ended_by_eviction: false, duplicates: 1 });
+    expect(records(findings)).toMatchObject([{ record: FindingRecord.STORM_ENDED, attempts: 4, ended_by: StormEnd.QUIET, ended_by_eviction: false }]);
+    expect(ended).toEqual([['client', 4, StormEnd.QUIET]]);
+    expect(findings.filter((f) => f.kind === FindingKind.SIGNATURE)).toHaveLength(1);
   });
 
   it('ambiguous_empty_replay and cursor_lost only for requests without a terminal', () => {
-    const empty = resume(r, T0, 'B', 'A', { observed: false, replayed: 0, status: 200 });
+    const empty = resume(r, T0, 'B', 'A', { observed: false, replayed: 0, status: 200, evidence: ResumeEvidence.BODY_END });
     expect(run([empty])).toMatchObject([{ kind: FindingKind.AMBIGUOUS_EMPTY_REPLAY, status_code: 200, outcome: ResumeOutcome.EMPTY_REPLAY }]);
-    for (const status of [400, 404, 409]) {
-      const fs = run([resume(r, T0, 'B', 'A', { status })]);
-      expect(fs).toMatchObject([{ kind: FindingKind.CURSOR_LOST, status_code: status }]);
-    }
+    const fs = run([resume(r, T0, 'B', 'A', { status: 404 })]);
+    expect(fs).toMatchObject([{ kind: FindingKind.CURSOR_LOST, status_code: 404, outcome: ResumeOutcome.SESSION_NOT_FOUND }]);
     // After a terminal, the same answers are the end of a storm, not a lost cursor.
     expect(kinds(run([terminal(r, T0, 'A'), resume(r, T0 + 5, 'B', 'A', { status: 404 })]))).toEqual([FindingKind.RESUME_AFTER_TERMINAL]);
     expect(run([resume(r, T0, 'B', 'A', { status: 200, replayed: 3 })])).toEqual([]);
@@ -204,12 +269,16 @@ describe('detector core: messy delivery', () => {
     }
   });
 
-  it('a settle delay reports the signature once the window has passed', () => {
+  it('a settle delay reports the storm_ended record once the window has passed; the signature does not wait', () => {
     const findings: Finding[] = [];
     const d = new Detector({ settleMs: 5000, onFinding: (f) => findings.push(f) });
     for (const s of seedScenario(r, 3)) d.ingest(s);
-    expect(findings.some((f) => f.kind === FindingKind.SIGNATURE)).toBe(false);
+    expect(findings.filter((f) => f.kind === FindingKind.SIGNATURE)).toHaveLength(1);
+    expect(records(findings)).toEqual([]);
+    d.advance(T0 + 4001 + 4999);
+    expect(records(findings)).toEqual([]);
     d.advance(T0 + 4001 + 5000);
+    expect(records(findings)).toMatchObject([{ record: FindingRecord.STORM_ENDED, attempts: 4, ended_by: StormEnd.EVICTED }]);
     expect(findings.filter((f) => f.kind === FindingKind.SIGNATURE)).toHaveLength(1);
   });
 
@@ -267,7 +336,8 @@ describe('detector core: bounded state', () => {
     expect(d.stats().tracked).toBe(2);
     d.advance(T0 + 3_100 + 10_001);
     expect(d.stats()).toMatchObject({ tracked: 0, released: 2, evictions: 0 });
-    expect(findings.find((f) => f.kind === FindingKind.SIGNATURE)).toMatchObject({ attempts: 3, ended_by_eviction: false });
+    // The storm was still inside its window when its state went.
+    expect(records(findings)).toMatchObject([{ record: FindingRecord.STORM_ENDED, attempts: 3, ended_by: StormEnd.DROPPED }]);
   });
 
   it('tick() follows the injected clock', () => {
