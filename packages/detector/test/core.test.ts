@@ -1,5 +1,8 @@
 import {
   ATTR_MCP_GUARD_ACTION,
+  ATTR_MCP_REQUEST_TERMINAL_OBSERVED,
+  ATTR_MCP_STREAM_KIND,
+  SPAN_STREAM_RESUME,
   FindingKind,
   FindingRecord,
   GuardAction,
@@ -275,9 +278,9 @@ describe('detector core: messy delivery', () => {
     for (const s of seedScenario(r, 3)) d.ingest(s);
     expect(findings.filter((f) => f.kind === FindingKind.SIGNATURE)).toHaveLength(1);
     expect(records(findings)).toEqual([]);
-    d.advance(T0 + 4001 + 4999);
+    d.advance(T0 + 4000 + 4999);
     expect(records(findings)).toEqual([]);
-    d.advance(T0 + 4001 + 5000);
+    d.advance(T0 + 4000 + 5000);
     expect(records(findings)).toMatchObject([{ record: FindingRecord.STORM_ENDED, attempts: 4, ended_by: StormEnd.EVICTED }]);
     expect(findings.filter((f) => f.kind === FindingKind.SIGNATURE)).toHaveLength(1);
   });
@@ -349,5 +352,263 @@ describe('detector core: bounded state', () => {
     now = T0 + 2000;
     d.tick();
     expect(d.stats().tracked).toBe(0);
+  });
+});
+
+/** A detector that records its findings and the per-span events the metrics see. */
+function observed(init: DetectorInit = {}) {
+  const findings: Finding[] = [];
+  const resumes: string[] = [];
+  const listening: string[] = [];
+  const defects: [string, string][] = [];
+  const d = new Detector({
+    ...init,
+    onFinding: (f) => findings.push(f),
+    events: {
+      ...noEvents,
+      resume: (_s, o) => void resumes.push(o),
+      listeningResume: (_s, o) => void listening.push(o),
+      serverDefect: (k, s) => void defects.push([k, s]),
+    },
+  });
+  return { d, findings, resumes, listening, defects };
+}
+
+describe('detector core: evidence only, no verdict from silence (issue 9)', () => {
+  it('a task polled 20 times, then answered, is no storm and no finding, whatever the order of a poll\'s two spans', () => {
+    const o = observed();
+    o.d.ingest(span('tools/call slow', T0, { 'mcp.method.name': 'tools/call' }));
+    let prev = 'A';
+    for (let i = 1; i <= 20; i++) {
+      const t = T0 + i * 300;
+      const pair = [
+        reattach(r, t, `P${i}`, prev),
+        resume(r, t, `P${i}`, prev, { observed: false, outcome: ResumeOutcome.POLL, evidence: ResumeEvidence.BODY_END, replayed: 0 }),
+      ];
+      for (const s of i % 2 ? pair : pair.reverse()) o.d.ingest(s);
+      prev = `P${i}`;
+    }
+    o.d.ingest(reattach(r, T0 + 6300, 'P21', prev));
+    o.d.ingest(resume(r, T0 + 6300, 'P21', prev, { observed: false, outcome: ResumeOutcome.CONTINUATION, evidence: ResumeEvidence.MESSAGE, replayed: 1, replayedTerminal: true }));
+    o.d.ingest(terminal(r, T0 + 6310, 'P21'));
+    o.d.flush();
+    expect(o.findings).toEqual([]);
+    expect(o.d.stats().activeStorms).toBe(0);
+    expect(o.resumes.filter((x) => x === ResumeOutcome.POLL)).toHaveLength(20);
+  });
+
+  it('a quiet resume that continues, cut again and again before the result, is no storm and no finding', () => {
+    const spans: SpanRecord[] = [];
+    for (let i = 1; i <= 6; i++) {
+      spans.push(reattach(r, T0 + i * 1000, `Q${i}`, `Q${i - 1}`));
+      spans.push(resume(r, T0 + i * 1000, `Q${i}`, `Q${i - 1}`, { observed: false, outcome: ResumeOutcome.CONTINUATION, evidence: ResumeEvidence.MESSAGE, replayed: 1 }));
+    }
+    spans.push(terminal(r, T0 + 6500, 'Q6'));
+    expect(run(spans)).toEqual([]);
+    // The same attempts after the terminal are the seed loop's storm.
+    const after = spans.map((s) => (s.name === SPAN_STREAM_RESUME ? { ...s, attributes: { ...s.attributes, [ATTR_MCP_REQUEST_TERMINAL_OBSERVED]: true } } : s));
+    expect(kinds(run(after))).toContain(FindingKind.RECONNECT_STORM);
+  });
+
+  it('a resume of the listening stream keeps no request state and is no finding, even when it replays a terminal', () => {
+    const o = observed();
+    o.d.ingest(terminal(r, T0, 'A'));
+    for (let i = 1; i <= 5; i++) {
+      const t = T0 + i * 100;
+      o.d.ingest({ ...reattach(r, t, `G${i}`, 'G0'), attributes: { ...reattach(r, t, `G${i}`, 'G0').attributes, [ATTR_MCP_STREAM_KIND]: StreamKind.LISTENING } });
+      // As an older emitter records it: attributed to the request through the replayed terminal.
+      o.d.ingest(resume(r, t, `G${i}`, 'G0', { observed: true, replayedTerminal: true, outcome: ResumeOutcome.CONTINUATION, streamKind: StreamKind.LISTENING }));
+      o.d.ingest(resume(r, t, `H${i}`, 'H0', { noRequest: true, outcome: ResumeOutcome.POLL, streamKind: StreamKind.LISTENING }));
+    }
+    o.d.flush();
+    expect(o.findings).toEqual([]);
+    expect(o.listening).toEqual(Array(5).fill([ResumeOutcome.CONTINUATION, ResumeOutcome.POLL]).flat());
+    expect(o.resumes).toEqual([]);
+    expect(o.d.stats()).toMatchObject({ tracked: 1, spans: { accepted: 16, ignored: 0 } });
+  });
+
+  it('ambiguous_empty_replay only on evidence: the end of the body or the deadline, never a server span\'s or a silent one', () => {
+    const emptyBy = (evidence?: ResumeEvidence, kind?: SpanRecord['kind']) =>
+      run([resume(r, T0, 'B', 'A', { observed: false, outcome: ResumeOutcome.EMPTY_REPLAY, replayed: 0, ...(evidence ? { evidence } : {}), ...(kind ? { kind } : {}) })]);
+    expect(kinds(emptyBy(ResumeEvidence.BODY_END))).toEqual([FindingKind.AMBIGUOUS_EMPTY_REPLAY]);
+    expect(kinds(emptyBy(ResumeEvidence.DEADLINE))).toEqual([FindingKind.AMBIGUOUS_EMPTY_REPLAY]);
+    // The server replayed nothing and kept the stream open: what a quiet, healthy server does.
+    expect(emptyBy(undefined, 2)).toEqual([]);
+    expect(kinds(emptyBy(ResumeEvidence.BODY_END, 2))).toEqual([FindingKind.AMBIGUOUS_EMPTY_REPLAY]);
+    // No outcome, 2xx, nothing replayed, no evidence: nothing to decide on, counted as error.
+    const o = observed();
+    o.d.ingest(resume(r, T0, 'B', 'A', { observed: false, replayed: 0 }));
+    expect(o.findings).toEqual([]);
+    expect(o.resumes).toEqual([ResumeOutcome.ERROR]);
+    // The client gave the request up while the resumed stream was silent: no failed resumption.
+    expect(run([resume(r, T0, 'B', 'A', { observed: false, outcome: ResumeOutcome.ERROR, evidence: ResumeEvidence.REQUEST_END, replayed: 0 })])).toEqual([]);
+    // Polls are never findings.
+    expect(run([resume(r, T0, 'B', 'A', { observed: false, outcome: ResumeOutcome.POLL, evidence: ResumeEvidence.BODY_END, replayed: 0 })])).toEqual([]);
+  });
+
+  it('a 400/409 is provisional: cursor_lost once a second resume of the request is rejected too', () => {
+    const rejected = (t: number, stream: string, status = 409) =>
+      resume(r, t, stream, 'A', { observed: false, outcome: ResumeOutcome.CURSOR_REJECTED, evidence: ResumeEvidence.STATUS, status, replayed: 0 });
+    for (const status of [400, 409]) expect(run([rejected(T0, 'B', status)])).toEqual([]);
+    // The SDK server's 409 while it still holds the dropped connection, then the retry succeeds.
+    const transient = [rejected(T0, 'B'), resume(r, T0 + 50, 'C', 'A', { observed: false, outcome: ResumeOutcome.CONTINUATION, replayed: 2 }), terminal(r, T0 + 80, 'C')];
+    expect(run(transient)).toEqual([]);
+    const first = rejected(T0, 'B');
+    const second = rejected(T0 + 50, 'C');
+    for (const order of [[first, second], [second, first]]) {
+      expect(run(order)).toEqual([
+        {
+          kind: FindingKind.CURSOR_LOST,
+          service: 'client',
+          session_id: 'sess-1',
+          request_id: '7',
+          trace_id: first.traceId,
+          first_time_unix_ms: T0,
+          last_time_unix_ms: T0 + 50,
+          span_ids: [first.spanId, second.spanId],
+          outcome: ResumeOutcome.CURSOR_REJECTED,
+          status_code: 409,
+        },
+      ]);
+    }
+  });
+
+  it('retracts a failed resumption when a later span shows a continuation or the terminal: a record, once', () => {
+    const empty = resume(r, T0, 'B', 'A', { observed: false, outcome: ResumeOutcome.EMPTY_REPLAY, evidence: ResumeEvidence.DEADLINE, replayed: 0 });
+    const late = terminal(r, T0 + 4000, 'B');
+    const fs = run([empty, late]);
+    expect(fs).toEqual([
+      expect.objectContaining({ kind: FindingKind.AMBIGUOUS_EMPTY_REPLAY }),
+      {
+        kind: FindingKind.AMBIGUOUS_EMPTY_REPLAY,
+        record: FindingRecord.RETRACTION,
+        service: 'client',
+        session_id: 'sess-1',
+        request_id: '7',
+        trace_id: late.traceId,
+        first_time_unix_ms: T0,
+        last_time_unix_ms: T0 + 4000,
+        span_ids: [late.spanId],
+      },
+    ]);
+    // Known in the other order, the finding never exists.
+    expect(run([late, empty])).toEqual([]);
+    // A continuation after the failure retracts it; one before it does not.
+    const cont = (t: number) => resume(r, t, `C${t}`, 'A', { observed: false, outcome: ResumeOutcome.CONTINUATION, evidence: ResumeEvidence.MESSAGE });
+    expect(records(run([empty, cont(T0 + 10)]))).toMatchObject([{ kind: FindingKind.AMBIGUOUS_EMPTY_REPLAY, record: FindingRecord.RETRACTION }]);
+    expect(run([cont(T0 - 10), empty])).toMatchObject([{ kind: FindingKind.AMBIGUOUS_EMPTY_REPLAY }]);
+    expect(records(run([cont(T0 - 10), empty]))).toEqual([]);
+    // cursor_lost (404) too; the retraction comes once, however many spans contradict.
+    const lost = resume(r, T0, 'B', 'A', { observed: false, outcome: ResumeOutcome.SESSION_NOT_FOUND, status: 404, replayed: 0 });
+    const both = run([lost, cont(T0 + 10), terminal(r, T0 + 20, 'X')]);
+    expect(both.map((f) => [f.kind, f.record])).toEqual([
+      [FindingKind.CURSOR_LOST, undefined],
+      [FindingKind.CURSOR_LOST, FindingRecord.RETRACTION],
+    ]);
+  });
+});
+
+describe('detector core: server defects (issue 12)', () => {
+  it('a foreign terminal is foreign_replay, blamed on server.address, never the client\'s duplicate or resume after terminal', () => {
+    for (const guard of [undefined, GuardAction.DUPLICATE_TERMINAL_DROPPED]) {
+      const o = observed();
+      const live = terminal(r, T0, 'A');
+      // The listening stream G2's resume replayed the finished request's result.
+      const foreign = terminal(r, T0 + 500, 'G2', true, { foreign: true, server: 'mcp.example.test', firstStream: 'A', ...(guard ? { guard } : {}) });
+      o.d.ingest(live);
+      o.d.ingest(resume(r, T0 + 500, 'G2', 'G1', { noRequest: true, streamKind: StreamKind.LISTENING, outcome: ResumeOutcome.CONTINUATION, replayedTerminal: true }));
+      o.d.ingest(foreign);
+      o.d.ingest(terminal(r, T0 + 600, 'G3', true, { foreign: true, server: 'mcp.example.test', firstStream: 'A' }));
+      o.d.flush();
+      expect(o.findings).toEqual([
+        {
+          kind: FindingKind.FOREIGN_REPLAY,
+          service: 'client',
+          session_id: 'sess-1',
+          request_id: '7',
+          trace_id: foreign.traceId,
+          first_time_unix_ms: T0 + 500,
+          last_time_unix_ms: T0 + 500,
+          span_ids: [foreign.spanId],
+          server: 'mcp.example.test',
+          stream_id: 'G2',
+          first_stream_id: 'A',
+        },
+      ]);
+      // Every occurrence counts per server; the finding is once per request.
+      expect(o.defects).toEqual([
+        [FindingKind.FOREIGN_REPLAY, 'mcp.example.test'],
+        [FindingKind.FOREIGN_REPLAY, 'mcp.example.test'],
+      ]);
+    }
+    // A foreign first terminal, then the request's own one flagged as its duplicate: the server's doing.
+    const fs = run([
+      terminal(r, T0, 'G2', false, { foreign: true }),
+      terminal(r, T0 + 100, 'A', true, { firstStream: 'G2' }),
+    ]);
+    expect(fs).toMatchObject([{ kind: FindingKind.FOREIGN_REPLAY, server: 'unknown_server' }]);
+    expect(fs).toHaveLength(1);
+  });
+
+  it('a conflicting terminal is conflicting_terminal, with or without the guard\'s report', () => {
+    for (const guard of [undefined, GuardAction.CONFLICTING_TERMINAL_REPORTED]) {
+      const conflicting = terminal(r, T0 + 300, 'B', false, { conflict: true, server: '10.0.0.7', firstStream: 'A', ...(guard ? { guard } : {}) });
+      const fs = run([terminal(r, T0, 'A'), resume(r, T0 + 300, 'B', 'A', { observed: true, outcome: ResumeOutcome.CONTINUATION }), conflicting]);
+      expect(fs.filter((f) => f.kind !== FindingKind.RESUME_AFTER_TERMINAL)).toEqual([
+        {
+          kind: FindingKind.CONFLICTING_TERMINAL,
+          service: 'client',
+          session_id: 'sess-1',
+          request_id: '7',
+          trace_id: conflicting.traceId,
+          first_time_unix_ms: T0 + 300,
+          last_time_unix_ms: T0 + 300,
+          span_ids: [conflicting.spanId],
+          server: '10.0.0.7',
+          stream_id: 'B',
+          first_stream_id: 'A',
+        },
+      ]);
+    }
+    // Both flags: both kinds.
+    expect(kinds(run([terminal(r, T0, 'A'), terminal(r, T0 + 5, 'G', false, { foreign: true, conflict: true })]))).toEqual(
+      [FindingKind.CONFLICTING_TERMINAL, FindingKind.FOREIGN_REPLAY].sort(),
+    );
+  });
+});
+
+describe('detector core: order independence of the new rules', () => {
+  it('the findings that stand do not depend on arrival order (permutations)', () => {
+    const req = (session: string, request: number | string): Req => ({ session, request });
+    const spans: SpanRecord[] = [
+      ...seedScenario(r, 4),
+      resume(req('e', 1), T0, 'B', 'A', { observed: false, outcome: ResumeOutcome.EMPTY_REPLAY, evidence: ResumeEvidence.BODY_END, replayed: 0 }),
+      terminal(req('e', 1), T0 + 900, 'B'),
+      resume(req('k', 1), T0, 'B', 'A', { observed: false, outcome: ResumeOutcome.CURSOR_REJECTED, status: 409, replayed: 0 }),
+      resume(req('k', 1), T0 + 10, 'C', 'A', { observed: false, outcome: ResumeOutcome.CURSOR_REJECTED, status: 409, replayed: 0 }),
+      resume(req('n', 1), T0, 'B', 'A', { observed: false, outcome: ResumeOutcome.SESSION_NOT_FOUND, status: 404, replayed: 0 }),
+      terminal(req('f', 2), T0, 'A'),
+      terminal(req('f', 2), T0 + 10, 'G', true, { foreign: true, server: 's1', firstStream: 'A' }),
+      terminal(req('c', 2), T0, 'A'),
+      terminal(req('c', 2), T0 + 10, 'B', false, { conflict: true, server: 's2', firstStream: 'A' }),
+    ];
+    const reference = net(run(spans, { settleMs: 60_000 })).map(essence).sort();
+    expect(reference.map((e) => JSON.parse(e)[0]).sort()).toEqual(
+      [
+        FindingKind.DUPLICATE_TERMINAL,
+        FindingKind.RESUME_AFTER_TERMINAL,
+        FindingKind.RECONNECT_STORM,
+        FindingKind.RECONNECT_STORM,
+        FindingKind.SIGNATURE,
+        FindingKind.CURSOR_LOST,
+        FindingKind.CURSOR_LOST,
+        FindingKind.FOREIGN_REPLAY,
+        FindingKind.CONFLICTING_TERMINAL,
+      ].sort(),
+    );
+    for (let seed = 1; seed <= 200; seed++) {
+      const order = shuffle(spans, seed);
+      expect(net(run(order, { settleMs: 60_000 })).map(essence).sort()).toEqual(reference);
+    }
   });
 });
