@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FindingKind } from '@resumewatch/semconv';
+import { FindingKind, FindingRecord } from '@resumewatch/semconv';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { analyzeFiles, type Finding } from '../src/index.js';
 import { otlpJson } from './otlp.js';
@@ -36,22 +36,25 @@ describe('analyze', () => {
   it('finds the seed pattern in JSON lines and in one pretty-printed document', async () => {
     for (const file of [files.seed, files.pretty]) {
       const result = await analyzeFiles([file]);
-      expect(result.findings.map((f) => f.kind).sort()).toEqual(SEED_KINDS);
+      expect(result.findings.filter((f) => f.record === undefined).map((f) => f.kind).sort()).toEqual(SEED_KINDS);
     }
   });
 
   it('CLI: exit 1 and a readable summary when there are findings', () => {
     const out = cli(['analyze', files.seed]);
     expect(out.status).toBe(1);
-    expect(out.stdout).toMatch(/^signature\s+service=client session=file-1 request=3 .* duplicates=3 attempts=4 ended_by_eviction=true$/m);
+    expect(out.stdout).toMatch(/^signature\s+service=client session=file-1 request=3 .* duplicates=2 attempts=3$/m);
+    expect(out.stdout).toMatch(/^reconnect_storm:storm_ended\s+service=client session=file-1 request=3 .* attempts=4 ended_by=evicted$/m);
     expect(out.stdout).toMatch(/4 finding\(s\): /);
+    expect(out.stdout).toMatch(/Records about them: reconnect_storm:storm_ended 1\./);
   });
 
   it('CLI: --json writes one finding a line; - reads stdin', () => {
     const out = cli(['analyze', '--json', '-'], JSON.stringify(otlpJson(seedScenario({ session: 'stdin-1', request: 1 }, 3))));
     expect(out.status).toBe(1);
     const findings = out.stdout.trim().split('\n').map((l) => JSON.parse(l) as Finding);
-    expect(findings.map((f) => f.kind).sort()).toEqual(SEED_KINDS);
+    expect(findings.filter((f) => f.record === undefined).map((f) => f.kind).sort()).toEqual(SEED_KINDS);
+    expect(findings.filter((f) => f.record !== undefined).map((f) => [f.kind, f.record])).toEqual([[FindingKind.RECONNECT_STORM, FindingRecord.STORM_ENDED]]);
     expect(findings.every((f) => f.session_id === 'stdin-1')).toBe(true);
   });
 

@@ -99,27 +99,34 @@ async function readAllStdin(): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-/** A readable report: one line per finding, then a count by kind. */
+/** A readable report: one line per finding or record (`kind:record`), then a count by kind. */
 export function formatSummary(result: AnalyzeResult): string {
   const out: string[] = [];
   const byKind = new Map<string, number>();
+  const byRecord = new Map<string, number>();
+  let findings = 0;
   for (const f of result.findings) {
-    byKind.set(f.kind, (byKind.get(f.kind) ?? 0) + 1);
+    const label = f.record === undefined ? f.kind : `${f.kind}:${f.record}`;
+    const counts = f.record === undefined ? byKind : byRecord;
+    counts.set(label, (counts.get(label) ?? 0) + 1);
+    if (f.record === undefined) findings++;
     const details = [
       f.duplicates !== undefined ? `duplicates=${f.duplicates}` : '',
       f.attempts !== undefined ? `attempts=${f.attempts}` : '',
-      f.ended_by_eviction !== undefined ? `ended_by_eviction=${f.ended_by_eviction}` : '',
+      f.ended_by !== undefined ? `ended_by=${f.ended_by}` : '',
+      f.server !== undefined ? `server=${f.server}` : '',
       f.status_code !== undefined ? `status=${f.status_code}` : '',
     ].filter(Boolean);
     out.push(
-      `${f.kind.padEnd(22)} service=${f.service} session=${f.session_id} request=${f.request_id} trace=${f.trace_id} ` +
+      `${label.padEnd(22)} service=${f.service} session=${f.session_id} request=${f.request_id} trace=${f.trace_id} ` +
         `at=${new Date(f.first_time_unix_ms).toISOString()}..${new Date(f.last_time_unix_ms).toISOString()}` +
         (details.length ? ' ' + details.join(' ') : ''),
     );
   }
   out.push('');
   out.push(`${result.spans} span(s) read${result.invalidSpans ? `, ${result.invalidSpans} malformed span(s) skipped` : ''}.`);
-  if (result.findings.length === 0) out.push('No finding.');
-  else out.push(`${result.findings.length} finding(s): ` + [...byKind].map(([k, n]) => `${k} ${n}`).join(', ') + '.');
+  if (findings === 0) out.push('No finding.');
+  else out.push(`${findings} finding(s): ` + [...byKind].map(([k, n]) => `${k} ${n}`).join(', ') + '.');
+  if (byRecord.size > 0) out.push(`Records about them: ` + [...byRecord].map(([k, n]) => `${k} ${n}`).join(', ') + '.');
   return out.join('\n') + '\n';
 }
