@@ -44,7 +44,7 @@ export interface Finding {
   ended_by?: StormEnd;
   /** storm_ended: the storm ended with an empty replay, a rejected cursor or a lost session (`ended_by` = evicted). */
   ended_by_eviction?: boolean;
-  /** foreign_replay, conflicting_terminal: the server blamed (`server.address`, `unknown_server` when absent). */
+  /** foreign_replay, conflicting_terminal: the server blamed (its ATTR_SERVER_ADDRESS, `unknown_server` when absent). */
   server?: string;
   /** foreign_replay, conflicting_terminal: the stream that carried the defective terminal. */
   stream_id?: string;
