@@ -6,10 +6,11 @@ function describeFinding(finding: Finding): string {
   const facts = [
     finding.duplicates !== undefined ? `${finding.duplicates} duplicate(s)` : undefined,
     finding.attempts !== undefined ? `${finding.attempts} attempt(s)` : undefined,
-    finding.ended_by_eviction ? 'ended by eviction' : undefined,
+    finding.ended_by !== undefined ? `ended: ${finding.ended_by}` : undefined,
     finding.status_code !== undefined ? `status ${finding.status_code}` : undefined,
   ].filter((fact) => fact !== undefined);
-  return `  ${finding.kind.padEnd(24)} request ${finding.request_id}  trace ${finding.trace_id}${facts.length ? `  (${facts.join(', ')})` : ''}`;
+  const label = finding.record === undefined ? finding.kind : `${finding.kind} ${finding.record}`;
+  return `  ${label.padEnd(24)} request ${finding.request_id}  trace ${finding.trace_id}${facts.length ? `  (${facts.join(', ')})` : ''}`;
 }
 
 export function formatRun(run: DemoRun): string {
