@@ -117,6 +117,18 @@ describe('detector core: finding kinds', () => {
     expect(d.stats().activeStorms).toBe(0);
   });
 
+  it('endless loop seen through resume spans alone (a server that never evicts): the signature at the third resume', () => {
+    const seen: Finding[] = [];
+    const d = new Detector({ onFinding: (f) => seen.push(f) });
+    for (let i = 1; i <= 100; i++) {
+      d.ingest(resume(r, T0 + i * 500, `S${i}`, 'S0', { observed: true, replayedTerminal: true, outcome: ResumeOutcome.CONTINUATION, kind: 2 }));
+      d.advance(T0 + i * 500 + 10);
+      expect(seen.filter((f) => f.kind === FindingKind.SIGNATURE)).toHaveLength(i >= 3 ? 1 : 0);
+    }
+    expect(seen.find((f) => f.kind === FindingKind.SIGNATURE)).toMatchObject({ duplicates: 3, attempts: 3, first_time_unix_ms: T0 + 500, last_time_unix_ms: T0 + 1500 });
+    expect(records(seen)).toEqual([]);
+  });
+
   it('duplicate_terminal needs a second terminal on another stream', () => {
     expect(run([terminal(r, T0, 'A'), terminal(r, T0 + 1, 'A')])).toEqual([]);
     const fs = run([terminal(r, T0, 'A'), terminal(r, T0 + 5, 'B')]);
