@@ -9,7 +9,9 @@
 // Detectors: `main` gets all traffic; `idle` gets none (ResumewatchDetectorNoSpans); `capped` gets all
 // traffic with a cap of 2 request states (ResumewatchDetectorEvictingState) plus synthetic malformed
 // spans (ResumewatchDetectorRejectingSpans); a fourth target has nothing listening
-// (ResumewatchDetectorDown).
+// (ResumewatchDetectorDown). `main` also gets, every second, the synthetic spans of a client of two
+// defective servers (McpServerForeignReplay, McpServerConflictingTerminal) with a retracted empty
+// replay (which must not raise McpAmbiguousEmptyReplay) and a listening-stream resume.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -17,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadRules, parseYaml, repoRoot, semconv, stringifyYaml } from '../dashboards/test/support/promql.js';
-import { LabTraffic, Service, invalidSpansBody } from '../dashboards/test/support/traffic.js';
+import { DefectiveServer, LabTraffic, Service, invalidSpansBody, serverDefectSpansBody } from '../dashboards/test/support/traffic.js';
 import { requireTools } from './required-tools.js';
 
 const JOB = 'resumewatch-detector';
@@ -152,11 +154,17 @@ beforeAll(async () => {
   // Traffic: the lab's scenarios back to back for the whole test, so that the counters keep moving;
   // malformed spans to the capped detector every second alongside.
   traffic = await LabTraffic.start({ endpoints: [`http://${HOST}:${ports.main.otlp}/v1/traces`, `http://${HOST}:${ports.capped.otlp}/v1/traces`] });
+  let round = 0;
   const tick = (): void => {
     void fetch(`http://${HOST}:${ports.capped.otlp}/v1/traces`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: invalidSpansBody(20),
+    }).catch(() => undefined);
+    void fetch(`http://${HOST}:${ports.main.otlp}/v1/traces`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: serverDefectSpansBody(round++),
     }).catch(() => undefined);
   };
   tick();
@@ -185,6 +193,11 @@ describe('alerts and dashboards against a real Prometheus and real detectors', (
       ['McpResumeAfterTerminal', { service: Service.SEED_LOOP, severity: 'warning' }],
       ['McpAmbiguousEmptyReplay', { service: Service.SERVER_RESTART, severity: 'warning' }],
       ['McpResumeCursorLost', { service: Service.CURSOR_EVICTED, severity: 'warning' }],
+      [
+        'McpServerConflictingTerminal',
+        { server: DefectiveServer.CONFLICT, kind: semconv.FindingKind.CONFLICTING_TERMINAL, severity: 'critical' },
+      ],
+      ['McpServerForeignReplay', { server: DefectiveServer.FOREIGN, kind: semconv.FindingKind.FOREIGN_REPLAY, severity: 'warning' }],
       ['ResumewatchDetectorDown', { instance: inst('dead'), job: JOB, severity: 'critical' }],
       ['ResumewatchDetectorNoSpans', { instance: inst('idle'), job: JOB, severity: 'warning' }],
       ['ResumewatchDetectorRejectingSpans', { instance: inst('capped'), job: JOB, severity: 'warning' }],
@@ -215,10 +228,12 @@ describe('alerts and dashboards against a real Prometheus and real detectors', (
       expect(a.annotations.description).not.toMatch(/\{\{|<no value>|NaN/);
       if (labels.service) expect(a.annotations.description).toContain(labels.service);
       if (labels.instance) expect(a.annotations.description).toContain(labels.instance);
+      if (labels.server) expect(a.annotations.description).toContain(labels.server);
     }
     // and nothing else: no alert the scenarios do not call for, on any service or replica
     const unexpected = alerts.filter((a) => !expected.some(([n, l]) => matches({ ...a, state: 'firing' }, n, l)));
-    expect(unexpected.map((a) => `${a.labels.alertname} ${a.labels.service ?? a.labels.instance ?? ''} (${a.state})`)).toEqual([]);
+    // (the synthetic client's empty replays are all retracted: no McpAmbiguousEmptyReplay for it)
+    expect(unexpected.map((a) => `${a.labels.alertname} ${a.labels.service ?? a.labels.server ?? a.labels.instance ?? ''} (${a.state})`)).toEqual([]);
     // the healthy service, whose spans do reach the detectors, and the healthy detector raise nothing
     expect(traffic!.stats()[Service.HEALTHY]!.runs).toBeGreaterThan(0);
     const healthyTerminals = await prom(

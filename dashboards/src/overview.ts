@@ -53,7 +53,8 @@ export function overviewDashboard(): dashboard.Dashboard {
         id: 2,
         title: 'Full signatures, last 10m',
         description:
-          'Duplicate terminals under distinct stream identities followed by a reconnect storm. Alert: McpResumeLoopSignature.',
+          'Duplicate terminals under distinct stream identities and a reconnect storm of the same request, reported as soon ' +
+          'as both are seen (while the loop runs). Alert: McpResumeLoopSignature.',
         unit: 'short',
         query: { expr: q.signatures10m, legend: 'signatures' },
         at: { w: 6, h: 5 },
@@ -133,7 +134,8 @@ export function overviewDashboard(): dashboard.Dashboard {
         id: 9,
         title: 'Resume outcomes',
         description:
-          'Requests carrying Last-Event-ID by outcome: continuation, empty_replay, cursor_rejected, session_not_found, error.',
+          'Requests carrying Last-Event-ID by outcome: continuation, poll, empty_replay, cursor_rejected, session_not_found, ' +
+          'error (listening-stream resumes apart, below).',
         unit: 'reqps',
         queries: [{ expr: q.resumeOutcomes, legend: '{{outcome}}' }],
         at: { w: 12, h: 9 },
@@ -171,6 +173,73 @@ export function overviewDashboard(): dashboard.Dashboard {
         description: 'All terminal events seen, split by duplicate="false" (first delivery) and duplicate="true".',
         unit: 'cps',
         queries: [{ expr: q.terminalEventsByDuplicate, legend: 'duplicate={{duplicate}}' }],
+        at: { w: 8, h: 8 },
+        stacked: true,
+      }),
+    )
+    .withRow(row(103, 'Server defects and outcomes of findings'))
+    .withPanel(
+      single({
+        id: 14,
+        title: 'Server defects, last 10m',
+        description:
+          'Terminal events that show an MCP server replaying what it must not (foreign_replay, conflicting_terminal), all ' +
+          'servers. Alerts: McpServerConflictingTerminal, McpServerForeignReplay.',
+        unit: 'short',
+        query: { expr: q.serverDefects10m, legend: 'defects' },
+        at: { w: 6, h: 8 },
+        red: 1,
+      }),
+    )
+    .withPanel(
+      series({
+        id: 15,
+        title: 'Server defects by server',
+        description:
+          'Foreign replays (a terminal on a stream that never carried its request) and conflicting terminals (a second, ' +
+          'different result for one request), by MCP server (server.address). Tell the owner: scope the event store to ' +
+          'the session, key streams by stream id, never replay across streams.',
+        unit: 'cps',
+        queries: [{ expr: q.serverDefectsByServer, legend: '{{server}} {{kind}}' }],
+        at: { w: 18, h: 8 },
+        stacked: true,
+      }),
+    )
+    .withPanel(
+      series({
+        id: 16,
+        title: 'Reconnect storms ended by reason',
+        description:
+          'How storms ended: evicted (the cursor or session was gone), quiet (the window passed without an attempt), ' +
+          'shutdown or dropped (still running when the detector stopped or dropped the state). Signatures with no storm ' +
+          'ending are endless loops.',
+        unit: 'cps',
+        queries: [{ expr: q.stormsEndedByReason, legend: '{{ended_by}}' }],
+        at: { w: 8, h: 8 },
+        stacked: true,
+      }),
+    )
+    .withPanel(
+      series({
+        id: 17,
+        title: 'Findings retracted by kind',
+        description:
+          'Failed-resumption findings (ambiguous_empty_replay, cursor_lost) that a later continuation or terminal of the ' +
+          'request contradicted. Alerts count findings net of these.',
+        unit: 'cps',
+        queries: [{ expr: q.findingsRetracted, legend: '{{kind}}' }],
+        at: { w: 8, h: 8 },
+        stacked: true,
+      }),
+    )
+    .withPanel(
+      series({
+        id: 18,
+        title: 'Listening-stream resumes by outcome',
+        description:
+          "Resumes of the sessions' standalone GET streams: no request's resume, no request state, never a finding.",
+        unit: 'reqps',
+        queries: [{ expr: q.listeningResumes, legend: '{{outcome}}' }],
         at: { w: 8, h: 8 },
         stacked: true,
       }),

@@ -4,12 +4,18 @@ import {
   FindingKind,
   LABEL_ACCEPTED,
   LABEL_DUPLICATE,
+  LABEL_ENDED_BY,
   LABEL_KIND,
+  LABEL_SERVER,
   LABEL_OUTCOME,
   LABEL_RESULT,
   LABEL_SERVICE,
   METRIC_DETECTION_LAG_SECONDS,
+  METRIC_FINDINGS_RETRACTED_TOTAL,
   METRIC_FINDINGS_TOTAL,
+  METRIC_LISTENING_RESUMES_TOTAL,
+  METRIC_RECONNECT_STORMS_ENDED_TOTAL,
+  METRIC_SERVER_DEFECTS_TOTAL,
   METRIC_RECONNECT_STORM_ATTEMPTS,
   METRIC_RECONNECT_STORMS_ACTIVE,
   METRIC_RESUME_ATTEMPTS_TOTAL,
@@ -29,6 +35,7 @@ export const RECORDED = {
   duplicateTerminalsIncrease10m: 'service:resumewatch_duplicate_terminal_events:increase10m',
   findingsIncrease10m: 'service_kind:resumewatch_findings:increase10m',
   stormsActive: 'service:resumewatch_reconnect_storms:active',
+  serverDefectsIncrease10m: 'server_kind:resumewatch_server_defects:increase10m',
 } as const;
 
 /** Dashboard variables. */
@@ -65,6 +72,12 @@ export const overview = {
     `sum by (${LABEL_SERVICE}) (${rate(METRIC_SESSION_REATTACH_TOTAL, `${service}, ${LABEL_ACCEPTED}="true"`)})` +
     ` / sum by (${LABEL_SERVICE}) (${rate(METRIC_SESSION_REATTACH_TOTAL, service)})`,
   findingsByKind: `sum by (${LABEL_KIND}) (${rate(METRIC_FINDINGS_TOTAL, service)})`,
+  // Server defects carry the MCP server (server.address), not the client's service: not filtered by $service.
+  serverDefects10m: `sum(${RECORDED.serverDefectsIncrease10m}) or vector(0)`,
+  serverDefectsByServer: `sum by (${LABEL_SERVER}, ${LABEL_KIND}) (${rate(METRIC_SERVER_DEFECTS_TOTAL, `${LABEL_KIND}=~".+"`)})`,
+  stormsEndedByReason: `sum by (${LABEL_ENDED_BY}) (${rate(METRIC_RECONNECT_STORMS_ENDED_TOTAL, service)})`,
+  findingsRetracted: `sum by (${LABEL_KIND}) (${rate(METRIC_FINDINGS_RETRACTED_TOTAL, service)})`,
+  listeningResumes: `sum by (${LABEL_OUTCOME}) (${rate(METRIC_LISTENING_RESUMES_TOTAL, service)})`,
   detectionLagP50: quantile(0.5, METRIC_DETECTION_LAG_SECONDS, `job="${DETECTOR_JOB}"`),
   detectionLagP99: quantile(0.99, METRIC_DETECTION_LAG_SECONDS, `job="${DETECTOR_JOB}"`),
 };

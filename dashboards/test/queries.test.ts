@@ -116,7 +116,18 @@ describe('dashboard set', () => {
 
   it('shows what the issue asks for', () => {
     const titles = (i: number) => dataPanels(generated[i]!.json).map((p) => p.title.toLowerCase()).join('\n');
-    for (const word of ['duplicate terminal', 'signatures', 'storms active', 'resume outcomes', 'reattach', 'findings by kind', 'detection lag']) {
+    for (const word of [
+      'duplicate terminal',
+      'signatures',
+      'storms active',
+      'resume outcomes',
+      'reattach',
+      'findings by kind',
+      'detection lag',
+      'server defects by server',
+      'storms ended by reason',
+      'findings retracted',
+    ]) {
       expect(titles(0)).toContain(word);
     }
     for (const word of ['spans received by result', 'tracked requests', 'evictions', 'up']) expect(titles(1)).toContain(word);

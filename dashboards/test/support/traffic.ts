@@ -5,14 +5,39 @@
 // its own service.name and its own lab server (server-restart restarts the whole server), and runs back
 // to back until stopped, so the counters keep moving while Prometheus scrapes.
 //
-// Only `invalidSpansBody` is synthetic: the instrumentation never emits malformed spans.
+// Synthetic: `invalidSpansBody` (the instrumentation never emits malformed spans) and
+// `serverDefectSpansBody` (the lab's store variants that replay across streams and sessions, and its
+// polling and listening-stream scenarios, are not in this traffic yet; until they are, the spans such
+// a run records are written here, with the contract's attributes).
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { instrumentFetch } from '@resumewatch/instrumentation';
 import { runLoad, runScenario, startLabServer } from '@resumewatch/lab';
 import type { LabServer, ScenarioName } from '@resumewatch/lab';
-import { ATTR_SERVICE_NAME, SPAN_REQUEST_TERMINAL, TRACER_SCOPE } from '@resumewatch/semconv';
+import {
+  ATTR_HTTP_RESPONSE_STATUS_CODE,
+  ATTR_JSONRPC_REQUEST_ID,
+  ATTR_MCP_REQUEST_TERMINAL_OBSERVED,
+  ATTR_MCP_RESUME_EVIDENCE,
+  ATTR_MCP_RESUME_OUTCOME,
+  ATTR_MCP_RESUME_REPLAYED_EVENTS,
+  ATTR_MCP_SESSION_ID,
+  ATTR_MCP_STREAM_ID,
+  ATTR_MCP_STREAM_KIND,
+  ATTR_MCP_TERMINAL_CONFLICT,
+  ATTR_MCP_TERMINAL_DUPLICATE,
+  ATTR_MCP_TERMINAL_FIRST_STREAM_ID,
+  ATTR_MCP_TERMINAL_FOREIGN,
+  ATTR_SERVER_ADDRESS,
+  ATTR_SERVICE_NAME,
+  ResumeEvidence,
+  ResumeOutcome,
+  SPAN_REQUEST_TERMINAL,
+  SPAN_STREAM_RESUME,
+  StreamKind,
+  TRACER_SCOPE,
+} from '@resumewatch/semconv';
 
 /** service.name of each scenario's traffic. */
 export const Service = {
@@ -24,6 +49,16 @@ export const Service = {
   CURSOR_EVICTED: 'e2e-cursor-evicted',
   /** healthy: streaming tool calls and side effects answered once, no resume (runLoad). */
   HEALTHY: 'e2e-healthy',
+  /** Synthetic (serverDefectSpansBody): clients of two defective servers, a retracted empty replay, a listening resume. */
+  SERVER_DEFECTS: 'e2e-server-defects',
+} as const;
+
+/** server.address of the defective servers of serverDefectSpansBody. */
+export const DefectiveServer = {
+  /** Replays every stream of the session into a resumed one (foreign_replay). */
+  FOREIGN: 'e2e-replay-every-stream.test',
+  /** One store for every session, keyed by request id (conflicting_terminal). */
+  CONFLICT: 'e2e-shared-store.test',
 } as const;
 export type ServiceName = (typeof Service)[keyof typeof Service];
 
@@ -177,6 +212,83 @@ export function invalidSpansBody(n: number): string {
     resourceSpans: [
       {
         resource: { attributes: [{ key: ATTR_SERVICE_NAME, value: { stringValue: 'e2e-broken-exporter' } }] },
+        scopeSpans: [{ scope: { name: TRACER_SCOPE }, spans }],
+      },
+    ],
+  });
+}
+
+type OtlpValue = { stringValue: string } | { boolValue: boolean } | { intValue: string };
+function otlpAttributes(attrs: Record<string, string | number | boolean>): { key: string; value: OtlpValue }[] {
+  return Object.entries(attrs).map(([key, v]) => ({
+    key,
+    value: typeof v === 'string' ? { stringValue: v } : typeof v === 'boolean' ? { boolValue: v } : { intValue: String(v) },
+  }));
+}
+
+/**
+ * One round of the spans a client of defective servers records (OTLP/JSON, service SERVER_DEFECTS), with a
+ * session of its own per `round`: a result replayed on the listening stream (a foreign terminal, and the
+ * listening stream's resume), a second, different result for a finished request (a conflicting
+ * terminal), and an empty replay whose request then gets its result (a retracted ambiguous_empty_replay).
+ */
+export function serverDefectSpansBody(round: number, nowMs = Date.now()): string {
+  const session = `e2e-defects-${round}`;
+  const trace = (round + 1).toString(16).padStart(32, '0');
+  let n = 0;
+  const span = (name: string, kind: number, offsetMs: number, attrs: Record<string, string | number | boolean>) => ({
+    traceId: trace,
+    spanId: ((round * 16 + ++n) >>> 0).toString(16).padStart(16, '0'),
+    name,
+    kind,
+    startTimeUnixNano: `${Math.round(nowMs + offsetMs)}000000`,
+    endTimeUnixNano: `${Math.round(nowMs + offsetMs + 1)}000000`,
+    attributes: otlpAttributes({ [ATTR_MCP_SESSION_ID]: session, ...attrs }),
+  });
+  const spans = [
+    // request 1 answered on its own stream; the listening stream's resume replays that result again.
+    span(SPAN_REQUEST_TERMINAL, 1, 0, { [ATTR_JSONRPC_REQUEST_ID]: '1', [ATTR_MCP_STREAM_ID]: 'post-1' }),
+    span(SPAN_STREAM_RESUME, 3, 10, {
+      [ATTR_MCP_STREAM_ID]: 'get-2',
+      [ATTR_MCP_STREAM_KIND]: StreamKind.LISTENING,
+      [ATTR_HTTP_RESPONSE_STATUS_CODE]: 200,
+      [ATTR_MCP_RESUME_OUTCOME]: ResumeOutcome.CONTINUATION,
+      [ATTR_MCP_RESUME_EVIDENCE]: ResumeEvidence.MESSAGE,
+      [ATTR_MCP_RESUME_REPLAYED_EVENTS]: 1,
+    }),
+    span(SPAN_REQUEST_TERMINAL, 1, 11, {
+      [ATTR_JSONRPC_REQUEST_ID]: '1',
+      [ATTR_MCP_STREAM_ID]: 'get-2',
+      [ATTR_MCP_TERMINAL_DUPLICATE]: true,
+      [ATTR_MCP_TERMINAL_FOREIGN]: true,
+      [ATTR_MCP_TERMINAL_FIRST_STREAM_ID]: 'post-1',
+      [ATTR_SERVER_ADDRESS]: DefectiveServer.FOREIGN,
+    }),
+    // request 2 answered, then answered differently (another session's result) on a resumed stream.
+    span(SPAN_REQUEST_TERMINAL, 1, 20, { [ATTR_JSONRPC_REQUEST_ID]: '2', [ATTR_MCP_STREAM_ID]: 'post-3' }),
+    span(SPAN_REQUEST_TERMINAL, 1, 30, {
+      [ATTR_JSONRPC_REQUEST_ID]: '2',
+      [ATTR_MCP_STREAM_ID]: 'get-4',
+      [ATTR_MCP_TERMINAL_CONFLICT]: true,
+      [ATTR_MCP_TERMINAL_FIRST_STREAM_ID]: 'post-3',
+      [ATTR_SERVER_ADDRESS]: DefectiveServer.CONFLICT,
+    }),
+    // request 3: an empty replay on evidence, then its result after all: the finding is retracted.
+    span(SPAN_STREAM_RESUME, 3, 40, {
+      [ATTR_JSONRPC_REQUEST_ID]: '3',
+      [ATTR_MCP_STREAM_ID]: 'get-5',
+      [ATTR_HTTP_RESPONSE_STATUS_CODE]: 200,
+      [ATTR_MCP_REQUEST_TERMINAL_OBSERVED]: false,
+      [ATTR_MCP_RESUME_OUTCOME]: ResumeOutcome.EMPTY_REPLAY,
+      [ATTR_MCP_RESUME_EVIDENCE]: ResumeEvidence.BODY_END,
+      [ATTR_MCP_RESUME_REPLAYED_EVENTS]: 0,
+    }),
+    span(SPAN_REQUEST_TERMINAL, 1, 50, { [ATTR_JSONRPC_REQUEST_ID]: '3', [ATTR_MCP_STREAM_ID]: 'post-6' }),
+  ];
+  return JSON.stringify({
+    resourceSpans: [
+      {
+        resource: { attributes: otlpAttributes({ [ATTR_SERVICE_NAME]: Service.SERVER_DEFECTS }) },
         scopeSpans: [{ scope: { name: TRACER_SCOPE }, spans }],
       },
     ],

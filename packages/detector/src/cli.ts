@@ -5,6 +5,8 @@ import { COMMANDS, USAGE, commandHelp, isDetectorOption, parseErrorText, type Co
 import { ConfigError, OPTION_SPECS, configArgs, resolveConfig, type ResumewatchConfig } from './config.js';
 import { AnalyzeInputError, analyzeFiles, formatSummary } from './doors/analyze.js';
 import { startServer } from './doors/serve.js';
+import type { Finding } from './core/types.js';
+import { FindingRecord } from '@resumewatch/semconv';
 
 /** A usage or input error: one line on stderr, exit code 2. */
 class UsageError extends Error {
@@ -128,7 +130,7 @@ async function analyze(config: ResumewatchConfig, files: string[], json: boolean
     const result = await analyzeFiles(files, config);
     if (json) process.stdout.write(result.findings.map((f) => JSON.stringify(f) + '\n').join(''));
     else process.stdout.write(formatSummary(result));
-    return result.findings.length > 0 ? 1 : 0;
+    return standingFindings(result.findings) > 0 ? 1 : 0;
   } catch (e) {
     if (e instanceof AnalyzeInputError) throw new UsageError(e.message);
     throw e;
@@ -152,3 +154,10 @@ main(process.argv.slice(2)).then(
     process.exitCode = 2;
   },
 );
+
+/** Findings not taken back by a later retraction of the same (service, session, request, kind). */
+function standingFindings(lines: readonly Finding[]): number {
+  const key = (f: Finding): string => `${f.service}\n${f.session_id}\n${f.request_id}\n${f.kind}`;
+  const retracted = new Set(lines.filter((f) => f.record === FindingRecord.RETRACTION).map(key));
+  return lines.filter((f) => f.record === undefined && !retracted.has(key(f))).length;
+}

@@ -2,13 +2,19 @@ import {
   EXEMPLAR_TRACE_ID,
   LABEL_ACCEPTED,
   LABEL_DUPLICATE,
+  LABEL_ENDED_BY,
   LABEL_KIND,
+  LABEL_SERVER,
   LABEL_OUTCOME,
   LABEL_RESULT,
   LABEL_SERVICE,
   METRICS,
   METRIC_DETECTION_LAG_SECONDS,
+  METRIC_FINDINGS_RETRACTED_TOTAL,
   METRIC_FINDINGS_TOTAL,
+  METRIC_LISTENING_RESUMES_TOTAL,
+  METRIC_RECONNECT_STORMS_ENDED_TOTAL,
+  METRIC_SERVER_DEFECTS_TOTAL,
   METRIC_RECONNECT_STORMS_ACTIVE,
   METRIC_RECONNECT_STORM_ATTEMPTS,
   METRIC_RESUME_ATTEMPTS_TOTAL,
@@ -17,9 +23,12 @@ import {
   METRIC_STATE_EVICTIONS_TOTAL,
   METRIC_TERMINAL_EVENTS_TOTAL,
   METRIC_TRACKED_REQUESTS,
+  FindingRecord,
+  type FindingKind,
   type MetricDescriptor,
   type ResumeOutcome,
   type SpanReceivedResult,
+  type StormEnd,
 } from '@resumewatch/semconv';
 import { Counter, Gauge, Histogram, Registry, type OpenMetricsContentType, type RegistryContentType } from 'prom-client';
 import { OTHER_SERVICE } from './core/services.js';
@@ -40,6 +49,8 @@ export class DetectorMetrics implements DetectorEvents {
   private readonly services = new Map<string, ServiceCounts>();
   private readonly labels = new Map<string, ServiceCounts>();
   private readonly spanResults = new Map<SpanReceivedResult, number>();
+  /** `server` label values of server-defect counts, capped at maxServices like `service` (the rest: `other`). */
+  private readonly servers = new Set<string>();
 
   constructor(
     private readonly maxServices = 100,
@@ -54,6 +65,14 @@ export class DetectorMetrics implements DetectorEvents {
       METRICS.forEach((d, i) => (set[d.name] = create(d, registry as Registry<RegistryContentType>, om, i === 0 ? collect : undefined)));
       this.sets.push(set);
     }
+  }
+
+  /** The `server` label value: the server.address itself while fewer than maxServices are known, else `other`. */
+  server(address: string): string {
+    if (this.servers.has(address)) return address;
+    if (this.servers.size >= this.maxServices) return OTHER_SERVICE;
+    this.servers.add(address);
+    return address;
   }
 
   /** The `service` label value: the service itself while fewer than maxServices are known, else `other`. */
@@ -104,13 +123,37 @@ export class DetectorMetrics implements DetectorEvents {
     this.countsFor(service).stormsActive--;
   }
 
-  stormFinalized(service: string, attempts: number): void {
+  stormFinalized(service: string, attempts: number, endedBy: StormEnd): void {
     const labels = { [LABEL_SERVICE]: this.service(service) };
-    for (const set of this.sets) (set[METRIC_RECONNECT_STORM_ATTEMPTS] as Histogram<string>).observe(labels, attempts);
+    const ended = { ...labels, [LABEL_ENDED_BY]: endedBy };
+    for (const set of this.sets) {
+      (set[METRIC_RECONNECT_STORM_ATTEMPTS] as Histogram<string>).observe(labels, attempts);
+      (set[METRIC_RECONNECT_STORMS_ENDED_TOTAL] as Counter<string>).inc(ended);
+    }
   }
 
-  /** Counts a finding, with its trace id as exemplar, and the detection lag when a span completed it. */
+  serverDefect(kind: FindingKind, server: string): void {
+    const labels = { [LABEL_KIND]: kind, [LABEL_SERVER]: this.server(server) };
+    for (const set of this.sets) (set[METRIC_SERVER_DEFECTS_TOTAL] as Counter<string>).inc(labels);
+  }
+
+  listeningResume(service: string, outcome: ResumeOutcome): void {
+    const r = this.countsFor(service).listeningResumes;
+    r.set(outcome, (r.get(outcome) ?? 0) + 1);
+  }
+
+  /**
+   * Counts a line of the findings stream: a finding (with its trace id as exemplar, and the detection lag
+   * when a span completed it), a retraction; a storm_ended record is counted by stormFinalized.
+   */
   finding(f: Finding, lagSeconds?: number): void {
+    if (f.record !== undefined) {
+      if (f.record === FindingRecord.RETRACTION) {
+        const labels = { [LABEL_KIND]: f.kind, [LABEL_SERVICE]: this.service(f.service) };
+        for (const set of this.sets) (set[METRIC_FINDINGS_RETRACTED_TOTAL] as Counter<string>).inc(labels);
+      }
+      return;
+    }
     const labels = { [LABEL_KIND]: f.kind, [LABEL_SERVICE]: this.service(f.service) };
     const [prom, om] = this.sets as [Record<string, Metric>, Record<string, Metric>];
     (prom[METRIC_FINDINGS_TOTAL] as Counter<string>).inc(labels);
@@ -134,9 +177,10 @@ export class DetectorMetrics implements DetectorEvents {
       const spans = set[METRIC_SPANS_RECEIVED_TOTAL] as Counter<string>;
       const terminals = set[METRIC_TERMINAL_EVENTS_TOTAL] as Counter<string>;
       const resumes = set[METRIC_RESUME_ATTEMPTS_TOTAL] as Counter<string>;
+      const listening = set[METRIC_LISTENING_RESUMES_TOTAL] as Counter<string>;
       const reattaches = set[METRIC_SESSION_REATTACH_TOTAL] as Counter<string>;
       const storms = set[METRIC_RECONNECT_STORMS_ACTIVE] as Gauge<string>;
-      for (const m of [spans, terminals, resumes, reattaches]) m.reset();
+      for (const m of [spans, terminals, resumes, listening, reattaches]) m.reset();
       storms.reset();
       for (const [result, n] of this.spanResults) spans.inc({ [LABEL_RESULT]: result }, n);
       for (const c of this.labels.values()) {
@@ -144,6 +188,7 @@ export class DetectorMetrics implements DetectorEvents {
         if (c.terminalFirst) terminals.inc({ ...service, [LABEL_DUPLICATE]: 'false' }, c.terminalFirst);
         if (c.terminalDuplicate) terminals.inc({ ...service, [LABEL_DUPLICATE]: 'true' }, c.terminalDuplicate);
         for (const [outcome, n] of c.resumes) resumes.inc({ ...service, [LABEL_OUTCOME]: outcome }, n);
+        for (const [outcome, n] of c.listeningResumes) listening.inc({ ...service, [LABEL_OUTCOME]: outcome }, n);
         if (c.reattachAccepted) reattaches.inc({ ...service, [LABEL_ACCEPTED]: 'true' }, c.reattachAccepted);
         if (c.reattachRefused) reattaches.inc({ ...service, [LABEL_ACCEPTED]: 'false' }, c.reattachRefused);
         storms.set(service, c.stormsActive);
@@ -165,6 +210,7 @@ class ServiceCounts {
   reattachRefused = 0;
   stormsActive = 0;
   readonly resumes = new Map<ResumeOutcome, number>();
+  readonly listeningResumes = new Map<ResumeOutcome, number>();
   constructor(readonly label: string) {}
 }
 

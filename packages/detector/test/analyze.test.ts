@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FindingKind } from '@resumewatch/semconv';
+import { FindingKind, FindingRecord } from '@resumewatch/semconv';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { analyzeFiles, type Finding } from '../src/index.js';
 import { otlpJson } from './otlp.js';
@@ -36,7 +36,7 @@ describe('analyze', () => {
   it('finds the seed pattern in JSON lines and in one pretty-printed document', async () => {
     for (const file of [files.seed, files.pretty]) {
       const result = await analyzeFiles([file]);
-      expect(result.findings.map((f) => f.kind).sort()).toEqual(SEED_KINDS);
+      expect(result.findings.filter((f) => f.record === undefined).map((f) => f.kind).sort()).toEqual(SEED_KINDS);
     }
   });
 
@@ -47,7 +47,9 @@ describe('analyze', () => {
     expect(out.stdout).toMatch(
       /^service=client session=file-1 request=3 trace=[0-9a-f]{32}: 3 duplicate terminal deliveries, 4 resume\/reattach attempts$/m,
     );
-    expect(out.stdout).toMatch(/^ {2}signature +\S+ ended_by_eviction=true$/m);
+    expect(out.stdout).toMatch(/^ {2}signature +\S+$/m);
+    expect(out.stdout).toMatch(/^ {2}reconnect_storm:storm_ended +\S+ .*ended_by=evicted/m);
+    expect(out.stdout).toMatch(/Records about them: reconnect_storm:storm_ended 1\./);
     expect(out.stdout).toMatch(/^ {2}duplicate_terminal +\S+$/m);
     expect(out.stdout).not.toMatch(/duplicates=/);
     expect(out.stdout).toContain('12 span(s) read: 12 used, 0 duplicate(s) (redelivered span ids, counted once), 0 ignored, 0 malformed.');
@@ -58,7 +60,8 @@ describe('analyze', () => {
     const out = cli(['analyze', '--json', '-'], JSON.stringify(otlpJson(seedScenario({ session: 'stdin-1', request: 1 }, 3))));
     expect(out.status).toBe(1);
     const findings = out.stdout.trim().split('\n').map((l) => JSON.parse(l) as Finding);
-    expect(findings.map((f) => f.kind).sort()).toEqual(SEED_KINDS);
+    expect(findings.filter((f) => f.record === undefined).map((f) => f.kind).sort()).toEqual(SEED_KINDS);
+    expect(findings.filter((f) => f.record !== undefined).map((f) => [f.kind, f.record])).toEqual([[FindingKind.RECONNECT_STORM, FindingRecord.STORM_ENDED]]);
     expect(findings.every((f) => f.session_id === 'stdin-1')).toBe(true);
   });
 

@@ -1,7 +1,20 @@
-import { ATTR_MCP_GUARD_ACTION, FindingKind, GuardAction, ResumeOutcome, SpanReceivedResult } from '@resumewatch/semconv';
+import {
+  ATTR_MCP_GUARD_ACTION,
+  ATTR_MCP_REQUEST_TERMINAL_OBSERVED,
+  ATTR_MCP_STREAM_KIND,
+  SPAN_STREAM_RESUME,
+  FindingKind,
+  FindingRecord,
+  GuardAction,
+  ResumeEvidence,
+  ResumeOutcome,
+  SpanReceivedResult,
+  StormEnd,
+  StreamKind,
+} from '@resumewatch/semconv';
 import { describe, expect, it } from 'vitest';
 import { Detector, type DetectorEvents, type DetectorInit, type Finding, type SpanRecord } from '../src/index.js';
-import { T0, essence, reattach, resume, seedScenario, shuffle, span, terminal, type Req } from './spans.js';
+import { T0, essence, net, reattach, resume, seedScenario, shuffle, span, terminal, type Req } from './spans.js';
 
 function run(spans: SpanRecord[], init: DetectorInit = {}, end?: number): Finding[] {
   const findings: Finding[] = [];
@@ -19,12 +32,16 @@ const noEvents: DetectorEvents = {
   stormStarted: () => {},
   stormEnded: () => {},
   stormFinalized: () => {},
+  serverDefect: () => {},
+  listeningResume: () => {},
 };
-const kinds = (fs: Finding[]) => fs.map((f) => f.kind).sort();
+/** Kinds of the findings proper (records about earlier findings left out). */
+const kinds = (fs: Finding[]) => fs.filter((f) => f.record === undefined).map((f) => f.kind).sort();
+const records = (fs: Finding[]) => fs.filter((f) => f.record !== undefined);
 const r: Req = { session: 'sess-1', request: 7 };
 
 describe('detector core: finding kinds', () => {
-  it('reports the seed pattern: duplicate, resume after terminal, storm, then one signature', () => {
+  it('reports the seed pattern: duplicate, resume after terminal, storm, one signature as soon as complete, then how the storm ended', () => {
     const spans = seedScenario(r, 4);
     const fs = run(spans);
     expect(kinds(fs)).toEqual(
@@ -36,21 +53,81 @@ describe('detector core: finding kinds', () => {
       ].sort(),
     );
     const sig = fs.find((f) => f.kind === FindingKind.SIGNATURE)!;
-    expect(sig).toMatchObject({
+    // Complete at the third attempt (the storm), duplicates having been replayed before it.
+    expect(sig).toEqual({
+      kind: FindingKind.SIGNATURE,
       service: 'client',
       session_id: 'sess-1',
       request_id: '7',
-      duplicates: 4,
-      attempts: 5,
-      ended_by_eviction: true,
+      trace_id: spans[0]!.traceId,
+      duplicates: 2,
+      attempts: 3,
       first_time_unix_ms: T0,
-      last_time_unix_ms: T0 + 5000,
+      last_time_unix_ms: T0 + 3000,
+      // The first terminal, the first duplicate, the storm's first and (then) latest attempts.
+      span_ids: [spans[0]!.spanId, spans[3]!.spanId, spans[1]!.spanId, spans[7]!.spanId],
     });
-    // The first terminal, the first duplicate, the storm's first and last attempts.
-    const [first, , , dup] = spans;
-    expect(sig.span_ids).toEqual([first!.spanId, dup!.spanId, spans[1]!.spanId, spans.at(-2)!.spanId]);
-    const storm = fs.find((f) => f.kind === FindingKind.RECONNECT_STORM)!;
+    const storm = fs.find((f) => f.kind === FindingKind.RECONNECT_STORM && f.record === undefined)!;
     expect(storm.attempts).toBe(3);
+    // The storm's end, once, after the signature: the whole storm, ended by the eviction.
+    expect(records(fs)).toEqual([
+      {
+        kind: FindingKind.RECONNECT_STORM,
+        record: FindingRecord.STORM_ENDED,
+        service: 'client',
+        session_id: 'sess-1',
+        request_id: '7',
+        trace_id: spans[0]!.traceId,
+        first_time_unix_ms: T0 + 1000,
+        last_time_unix_ms: T0 + 5000,
+        span_ids: [spans[1]!.spanId, spans.at(-2)!.spanId],
+        attempts: 5,
+        duplicates: 4,
+        ended_by: StormEnd.EVICTED,
+        ended_by_eviction: true,
+      },
+    ]);
+    expect(fs.findIndex((f) => f.kind === FindingKind.SIGNATURE)).toBeLessThan(fs.findIndex((f) => f.record === FindingRecord.STORM_ENDED));
+  });
+
+  it('endless loop: the signature fires within the attempts that complete it, once, with no eviction and no quiet', () => {
+    const seen: Finding[] = [];
+    const d = new Detector({ onFinding: (f) => seen.push(f) });
+    d.ingest(terminal(r, T0, 'A'));
+    let prev = 'A';
+    let signatureAt = -1;
+    for (let i = 1; i <= 200; i++) {
+      const t = T0 + i * 200;
+      const stream = `L${i}`;
+      d.ingest(reattach(r, t, stream, prev));
+      d.ingest(resume(r, t, stream, prev, { observed: true, outcome: ResumeOutcome.CONTINUATION, evidence: ResumeEvidence.MESSAGE, replayedTerminal: true }));
+      d.ingest(terminal(r, t + 10, stream, true));
+      if (signatureAt < 0 && seen.some((f) => f.kind === FindingKind.SIGNATURE)) signatureAt = i;
+      d.advance(t + 20);
+      prev = stream;
+    }
+    // Threshold 3: the third attempt completes a storm whose duplicates are already known.
+    expect(signatureAt).toBe(3);
+    expect(kinds(seen)).toEqual([FindingKind.DUPLICATE_TERMINAL, FindingKind.RECONNECT_STORM, FindingKind.RESUME_AFTER_TERMINAL, FindingKind.SIGNATURE].sort());
+    expect(records(seen)).toEqual([]);
+    expect(d.stats().activeStorms).toBe(1);
+    // Shutdown ends it: one storm_ended record for the whole storm, no second signature.
+    d.flush();
+    expect(seen.filter((f) => f.kind === FindingKind.SIGNATURE)).toHaveLength(1);
+    expect(records(seen)).toMatchObject([{ record: FindingRecord.STORM_ENDED, attempts: 200, ended_by: StormEnd.SHUTDOWN, ended_by_eviction: false }]);
+    expect(d.stats().activeStorms).toBe(0);
+  });
+
+  it('endless loop seen through resume spans alone (a server that never evicts): the signature at the third resume', () => {
+    const seen: Finding[] = [];
+    const d = new Detector({ onFinding: (f) => seen.push(f) });
+    for (let i = 1; i <= 100; i++) {
+      d.ingest(resume(r, T0 + i * 500, `S${i}`, 'S0', { observed: true, replayedTerminal: true, outcome: ResumeOutcome.CONTINUATION, kind: 2 }));
+      d.advance(T0 + i * 500 + 10);
+      expect(seen.filter((f) => f.kind === FindingKind.SIGNATURE)).toHaveLength(i >= 3 ? 1 : 0);
+    }
+    expect(seen.find((f) => f.kind === FindingKind.SIGNATURE)).toMatchObject({ duplicates: 3, attempts: 3, first_time_unix_ms: T0 + 500, last_time_unix_ms: T0 + 1500 });
+    expect(records(seen)).toEqual([]);
   });
 
   it('duplicate_terminal needs a second terminal on another stream', () => {
@@ -84,7 +161,8 @@ describe('detector core: finding kinds', () => {
     expect(kinds(fs)).toEqual(
       [FindingKind.DUPLICATE_TERMINAL, FindingKind.RECONNECT_STORM, FindingKind.RESUME_AFTER_TERMINAL, FindingKind.SIGNATURE].sort(),
     );
-    expect(fs.find((f) => f.kind === FindingKind.SIGNATURE)).toMatchObject({ duplicates: 3, attempts: 4, ended_by_eviction: true });
+    expect(fs.find((f) => f.kind === FindingKind.SIGNATURE)).toMatchObject({ duplicates: 3, attempts: 3 });
+    expect(records(fs)).toMatchObject([{ record: FindingRecord.STORM_ENDED, attempts: 4, ended_by: StormEnd.EVICTED }]);
   });
 
   it('server spans: two replays that each deliver the terminal are a duplicate, one is not', () => {
@@ -96,7 +174,8 @@ describe('detector core: finding kinds', () => {
   });
 
   it('reconnect_storm: N attempts within W; a reattach and a resume of one GET are one attempt', () => {
-    const pairs = [0, 1].flatMap((i) => [reattach(r, T0 + i * 1000, `G${i}`, 'A'), resume(r, T0 + i * 1000 + 1, `G${i}`, 'A')]);
+    const failing = { outcome: ResumeOutcome.ERROR, status: 503 };
+    const pairs = [0, 1].flatMap((i) => [reattach(r, T0 + i * 1000, `G${i}`, 'A'), resume(r, T0 + i * 1000 + 1, `G${i}`, 'A', failing)]);
     expect(run(pairs)).toEqual([]);
     const three = [...pairs, reattach(r, T0 + 2000, 'G2', 'A')];
     const fs = run(three);
@@ -110,27 +189,29 @@ describe('detector core: finding kinds', () => {
     ]);
   });
 
-  it('a storm ends when W passes quietly: the signature then says it was not evicted', () => {
+  it('a storm ends when W passes quietly: its storm_ended record says so, the signature came before', () => {
     const spans = [terminal(r, T0, 'A'), terminal(r, T0 + 10, 'B', true)];
     for (let i = 0; i < 4; i++) spans.push(reattach(r, T0 + 1000 + i * 1000, `R${i}`, 'A'));
     const findings: Finding[] = [];
-    const d = new Detector({ onFinding: (f) => findings.push(f) });
+    const ended: [string, number, string][] = [];
+    const d = new Detector({ onFinding: (f) => findings.push(f), events: { ...noEvents, stormFinalized: (...a) => void ended.push(a) } });
     for (const s of spans) d.ingest(s);
     expect(d.stats().activeStorms).toBe(1);
+    expect(findings.find((f) => f.kind === FindingKind.SIGNATURE)).toMatchObject({ attempts: 3, duplicates: 1 });
     d.advance(T0 + 4000 + 59_000);
-    expect(findings.some((f) => f.kind === FindingKind.SIGNATURE)).toBe(false);
+    expect(records(findings)).toEqual([]);
     d.advance(T0 + 4000 + 60_001);
     expect(d.stats().activeStorms).toBe(0);
-    expect(findings.find((f) => f.kind === FindingKind.SIGNATURE)).toMatchObject({ attempts: 4, ended_by_eviction: false, duplicates: 1 });
+    expect(records(findings)).toMatchObject([{ record: FindingRecord.STORM_ENDED, attempts: 4, ended_by: StormEnd.QUIET, ended_by_eviction: false }]);
+    expect(ended).toEqual([['client', 4, StormEnd.QUIET]]);
+    expect(findings.filter((f) => f.kind === FindingKind.SIGNATURE)).toHaveLength(1);
   });
 
   it('ambiguous_empty_replay and cursor_lost only for requests without a terminal', () => {
-    const empty = resume(r, T0, 'B', 'A', { observed: false, replayed: 0, status: 200 });
+    const empty = resume(r, T0, 'B', 'A', { observed: false, replayed: 0, status: 200, evidence: ResumeEvidence.BODY_END });
     expect(run([empty])).toMatchObject([{ kind: FindingKind.AMBIGUOUS_EMPTY_REPLAY, status_code: 200, outcome: ResumeOutcome.EMPTY_REPLAY }]);
-    for (const status of [400, 404, 409]) {
-      const fs = run([resume(r, T0, 'B', 'A', { status })]);
-      expect(fs).toMatchObject([{ kind: FindingKind.CURSOR_LOST, status_code: status }]);
-    }
+    const fs = run([resume(r, T0, 'B', 'A', { status: 404 })]);
+    expect(fs).toMatchObject([{ kind: FindingKind.CURSOR_LOST, status_code: 404, outcome: ResumeOutcome.SESSION_NOT_FOUND }]);
     // After a terminal, the same answers are the end of a storm, not a lost cursor.
     expect(kinds(run([terminal(r, T0, 'A'), resume(r, T0 + 5, 'B', 'A', { status: 404 })]))).toEqual([FindingKind.RESUME_AFTER_TERMINAL]);
     expect(run([resume(r, T0, 'B', 'A', { status: 200, replayed: 3 })])).toEqual([]);
@@ -204,12 +285,16 @@ describe('detector core: messy delivery', () => {
     }
   });
 
-  it('a settle delay reports the signature once the window has passed', () => {
+  it('a settle delay reports the storm_ended record once the window has passed; the signature does not wait', () => {
     const findings: Finding[] = [];
     const d = new Detector({ settleMs: 5000, onFinding: (f) => findings.push(f) });
     for (const s of seedScenario(r, 3)) d.ingest(s);
-    expect(findings.some((f) => f.kind === FindingKind.SIGNATURE)).toBe(false);
-    d.advance(T0 + 4001 + 5000);
+    expect(findings.filter((f) => f.kind === FindingKind.SIGNATURE)).toHaveLength(1);
+    expect(records(findings)).toEqual([]);
+    d.advance(T0 + 4000 + 4999);
+    expect(records(findings)).toEqual([]);
+    d.advance(T0 + 4000 + 5000);
+    expect(records(findings)).toMatchObject([{ record: FindingRecord.STORM_ENDED, attempts: 4, ended_by: StormEnd.EVICTED }]);
     expect(findings.filter((f) => f.kind === FindingKind.SIGNATURE)).toHaveLength(1);
   });
 
@@ -267,7 +352,8 @@ describe('detector core: bounded state', () => {
     expect(d.stats().tracked).toBe(2);
     d.advance(T0 + 3_100 + 10_001);
     expect(d.stats()).toMatchObject({ tracked: 0, released: 2, evictions: 0 });
-    expect(findings.find((f) => f.kind === FindingKind.SIGNATURE)).toMatchObject({ attempts: 3, ended_by_eviction: false });
+    // The storm was still inside its window when its state went.
+    expect(records(findings)).toMatchObject([{ record: FindingRecord.STORM_ENDED, attempts: 3, ended_by: StormEnd.DROPPED }]);
   });
 
   it('tick() follows the injected clock', () => {
@@ -279,5 +365,263 @@ describe('detector core: bounded state', () => {
     now = T0 + 2000;
     d.tick();
     expect(d.stats().tracked).toBe(0);
+  });
+});
+
+/** A detector that records its findings and the per-span events the metrics see. */
+function observed(init: DetectorInit = {}) {
+  const findings: Finding[] = [];
+  const resumes: string[] = [];
+  const listening: string[] = [];
+  const defects: [string, string][] = [];
+  const d = new Detector({
+    ...init,
+    onFinding: (f) => findings.push(f),
+    events: {
+      ...noEvents,
+      resume: (_s, o) => void resumes.push(o),
+      listeningResume: (_s, o) => void listening.push(o),
+      serverDefect: (k, s) => void defects.push([k, s]),
+    },
+  });
+  return { d, findings, resumes, listening, defects };
+}
+
+describe('detector core: evidence only, no verdict from silence (issue 9)', () => {
+  it('a task polled 20 times, then answered, is no storm and no finding, whatever the order of a poll\'s two spans', () => {
+    const o = observed();
+    o.d.ingest(span('tools/call slow', T0, { 'mcp.method.name': 'tools/call' }));
+    let prev = 'A';
+    for (let i = 1; i <= 20; i++) {
+      const t = T0 + i * 300;
+      const pair = [
+        reattach(r, t, `P${i}`, prev),
+        resume(r, t, `P${i}`, prev, { observed: false, outcome: ResumeOutcome.POLL, evidence: ResumeEvidence.BODY_END, replayed: 0 }),
+      ];
+      for (const s of i % 2 ? pair : pair.reverse()) o.d.ingest(s);
+      prev = `P${i}`;
+    }
+    o.d.ingest(reattach(r, T0 + 6300, 'P21', prev));
+    o.d.ingest(resume(r, T0 + 6300, 'P21', prev, { observed: false, outcome: ResumeOutcome.CONTINUATION, evidence: ResumeEvidence.MESSAGE, replayed: 1, replayedTerminal: true }));
+    o.d.ingest(terminal(r, T0 + 6310, 'P21'));
+    o.d.flush();
+    expect(o.findings).toEqual([]);
+    expect(o.d.stats().activeStorms).toBe(0);
+    expect(o.resumes.filter((x) => x === ResumeOutcome.POLL)).toHaveLength(20);
+  });
+
+  it('a quiet resume that continues, cut again and again before the result, is no storm and no finding', () => {
+    const spans: SpanRecord[] = [];
+    for (let i = 1; i <= 6; i++) {
+      spans.push(reattach(r, T0 + i * 1000, `Q${i}`, `Q${i - 1}`));
+      spans.push(resume(r, T0 + i * 1000, `Q${i}`, `Q${i - 1}`, { observed: false, outcome: ResumeOutcome.CONTINUATION, evidence: ResumeEvidence.MESSAGE, replayed: 1 }));
+    }
+    spans.push(terminal(r, T0 + 6500, 'Q6'));
+    expect(run(spans)).toEqual([]);
+    // The same attempts after the terminal are the seed loop's storm.
+    const after = spans.map((s) => (s.name === SPAN_STREAM_RESUME ? { ...s, attributes: { ...s.attributes, [ATTR_MCP_REQUEST_TERMINAL_OBSERVED]: true } } : s));
+    expect(kinds(run(after))).toContain(FindingKind.RECONNECT_STORM);
+  });
+
+  it('a resume of the listening stream keeps no request state and is no finding, even when it replays a terminal', () => {
+    const o = observed();
+    o.d.ingest(terminal(r, T0, 'A'));
+    for (let i = 1; i <= 5; i++) {
+      const t = T0 + i * 100;
+      o.d.ingest({ ...reattach(r, t, `G${i}`, 'G0'), attributes: { ...reattach(r, t, `G${i}`, 'G0').attributes, [ATTR_MCP_STREAM_KIND]: StreamKind.LISTENING } });
+      // As an older emitter records it: attributed to the request through the replayed terminal.
+      o.d.ingest(resume(r, t, `G${i}`, 'G0', { observed: true, replayedTerminal: true, outcome: ResumeOutcome.CONTINUATION, streamKind: StreamKind.LISTENING }));
+      o.d.ingest(resume(r, t, `H${i}`, 'H0', { noRequest: true, outcome: ResumeOutcome.POLL, streamKind: StreamKind.LISTENING }));
+    }
+    o.d.flush();
+    expect(o.findings).toEqual([]);
+    expect(o.listening).toEqual(Array(5).fill([ResumeOutcome.CONTINUATION, ResumeOutcome.POLL]).flat());
+    expect(o.resumes).toEqual([]);
+    expect(o.d.stats()).toMatchObject({ tracked: 1, spans: { accepted: 16, ignored: 0 } });
+  });
+
+  it('ambiguous_empty_replay only on evidence: the end of the body or the deadline, never a server span\'s or a silent one', () => {
+    const emptyBy = (evidence?: ResumeEvidence, kind?: SpanRecord['kind']) =>
+      run([resume(r, T0, 'B', 'A', { observed: false, outcome: ResumeOutcome.EMPTY_REPLAY, replayed: 0, ...(evidence ? { evidence } : {}), ...(kind ? { kind } : {}) })]);
+    expect(kinds(emptyBy(ResumeEvidence.BODY_END))).toEqual([FindingKind.AMBIGUOUS_EMPTY_REPLAY]);
+    expect(kinds(emptyBy(ResumeEvidence.DEADLINE))).toEqual([FindingKind.AMBIGUOUS_EMPTY_REPLAY]);
+    // The server replayed nothing and kept the stream open: what a quiet, healthy server does.
+    expect(emptyBy(undefined, 2)).toEqual([]);
+    expect(kinds(emptyBy(ResumeEvidence.BODY_END, 2))).toEqual([FindingKind.AMBIGUOUS_EMPTY_REPLAY]);
+    // No outcome, 2xx, nothing replayed, no evidence: nothing to decide on, counted as error.
+    const o = observed();
+    o.d.ingest(resume(r, T0, 'B', 'A', { observed: false, replayed: 0 }));
+    expect(o.findings).toEqual([]);
+    expect(o.resumes).toEqual([ResumeOutcome.ERROR]);
+    // The client gave the request up while the resumed stream was silent: no failed resumption.
+    expect(run([resume(r, T0, 'B', 'A', { observed: false, outcome: ResumeOutcome.ERROR, evidence: ResumeEvidence.REQUEST_END, replayed: 0 })])).toEqual([]);
+    // Polls are never findings.
+    expect(run([resume(r, T0, 'B', 'A', { observed: false, outcome: ResumeOutcome.POLL, evidence: ResumeEvidence.BODY_END, replayed: 0 })])).toEqual([]);
+  });
+
+  it('a 400/409 is provisional: cursor_lost once a second resume of the request is rejected too', () => {
+    const rejected = (t: number, stream: string, status = 409) =>
+      resume(r, t, stream, 'A', { observed: false, outcome: ResumeOutcome.CURSOR_REJECTED, evidence: ResumeEvidence.STATUS, status, replayed: 0 });
+    for (const status of [400, 409]) expect(run([rejected(T0, 'B', status)])).toEqual([]);
+    // The SDK server's 409 while it still holds the dropped connection, then the retry succeeds.
+    const transient = [rejected(T0, 'B'), resume(r, T0 + 50, 'C', 'A', { observed: false, outcome: ResumeOutcome.CONTINUATION, replayed: 2 }), terminal(r, T0 + 80, 'C')];
+    expect(run(transient)).toEqual([]);
+    const first = rejected(T0, 'B');
+    const second = rejected(T0 + 50, 'C');
+    for (const order of [[first, second], [second, first]]) {
+      expect(run(order)).toEqual([
+        {
+          kind: FindingKind.CURSOR_LOST,
+          service: 'client',
+          session_id: 'sess-1',
+          request_id: '7',
+          trace_id: first.traceId,
+          first_time_unix_ms: T0,
+          last_time_unix_ms: T0 + 50,
+          span_ids: [first.spanId, second.spanId],
+          outcome: ResumeOutcome.CURSOR_REJECTED,
+          status_code: 409,
+        },
+      ]);
+    }
+  });
+
+  it('retracts a failed resumption when a later span shows a continuation or the terminal: a record, once', () => {
+    const empty = resume(r, T0, 'B', 'A', { observed: false, outcome: ResumeOutcome.EMPTY_REPLAY, evidence: ResumeEvidence.DEADLINE, replayed: 0 });
+    const late = terminal(r, T0 + 4000, 'B');
+    const fs = run([empty, late]);
+    expect(fs).toEqual([
+      expect.objectContaining({ kind: FindingKind.AMBIGUOUS_EMPTY_REPLAY }),
+      {
+        kind: FindingKind.AMBIGUOUS_EMPTY_REPLAY,
+        record: FindingRecord.RETRACTION,
+        service: 'client',
+        session_id: 'sess-1',
+        request_id: '7',
+        trace_id: late.traceId,
+        first_time_unix_ms: T0,
+        last_time_unix_ms: T0 + 4000,
+        span_ids: [late.spanId],
+      },
+    ]);
+    // Known in the other order, the finding never exists.
+    expect(run([late, empty])).toEqual([]);
+    // A continuation after the failure retracts it; one before it does not.
+    const cont = (t: number) => resume(r, t, `C${t}`, 'A', { observed: false, outcome: ResumeOutcome.CONTINUATION, evidence: ResumeEvidence.MESSAGE });
+    expect(records(run([empty, cont(T0 + 10)]))).toMatchObject([{ kind: FindingKind.AMBIGUOUS_EMPTY_REPLAY, record: FindingRecord.RETRACTION }]);
+    expect(run([cont(T0 - 10), empty])).toMatchObject([{ kind: FindingKind.AMBIGUOUS_EMPTY_REPLAY }]);
+    expect(records(run([cont(T0 - 10), empty]))).toEqual([]);
+    // cursor_lost (404) too; the retraction comes once, however many spans contradict.
+    const lost = resume(r, T0, 'B', 'A', { observed: false, outcome: ResumeOutcome.SESSION_NOT_FOUND, status: 404, replayed: 0 });
+    const both = run([lost, cont(T0 + 10), terminal(r, T0 + 20, 'X')]);
+    expect(both.map((f) => [f.kind, f.record])).toEqual([
+      [FindingKind.CURSOR_LOST, undefined],
+      [FindingKind.CURSOR_LOST, FindingRecord.RETRACTION],
+    ]);
+  });
+});
+
+describe('detector core: server defects (issue 12)', () => {
+  it('a foreign terminal is foreign_replay, blamed on server.address, never the client\'s duplicate or resume after terminal', () => {
+    for (const guard of [undefined, GuardAction.DUPLICATE_TERMINAL_DROPPED]) {
+      const o = observed();
+      const live = terminal(r, T0, 'A');
+      // The listening stream G2's resume replayed the finished request's result.
+      const foreign = terminal(r, T0 + 500, 'G2', true, { foreign: true, server: 'mcp.example.test', firstStream: 'A', ...(guard ? { guard } : {}) });
+      o.d.ingest(live);
+      o.d.ingest(resume(r, T0 + 500, 'G2', 'G1', { noRequest: true, streamKind: StreamKind.LISTENING, outcome: ResumeOutcome.CONTINUATION, replayedTerminal: true }));
+      o.d.ingest(foreign);
+      o.d.ingest(terminal(r, T0 + 600, 'G3', true, { foreign: true, server: 'mcp.example.test', firstStream: 'A' }));
+      o.d.flush();
+      expect(o.findings).toEqual([
+        {
+          kind: FindingKind.FOREIGN_REPLAY,
+          service: 'client',
+          session_id: 'sess-1',
+          request_id: '7',
+          trace_id: foreign.traceId,
+          first_time_unix_ms: T0 + 500,
+          last_time_unix_ms: T0 + 500,
+          span_ids: [foreign.spanId],
+          server: 'mcp.example.test',
+          stream_id: 'G2',
+          first_stream_id: 'A',
+        },
+      ]);
+      // Every occurrence counts per server; the finding is once per request.
+      expect(o.defects).toEqual([
+        [FindingKind.FOREIGN_REPLAY, 'mcp.example.test'],
+        [FindingKind.FOREIGN_REPLAY, 'mcp.example.test'],
+      ]);
+    }
+    // A foreign first terminal, then the request's own one flagged as its duplicate: the server's doing.
+    const fs = run([
+      terminal(r, T0, 'G2', false, { foreign: true }),
+      terminal(r, T0 + 100, 'A', true, { firstStream: 'G2' }),
+    ]);
+    expect(fs).toMatchObject([{ kind: FindingKind.FOREIGN_REPLAY, server: 'unknown_server' }]);
+    expect(fs).toHaveLength(1);
+  });
+
+  it('a conflicting terminal is conflicting_terminal, with or without the guard\'s report', () => {
+    for (const guard of [undefined, GuardAction.CONFLICTING_TERMINAL_REPORTED]) {
+      const conflicting = terminal(r, T0 + 300, 'B', false, { conflict: true, server: '10.0.0.7', firstStream: 'A', ...(guard ? { guard } : {}) });
+      const fs = run([terminal(r, T0, 'A'), resume(r, T0 + 300, 'B', 'A', { observed: true, outcome: ResumeOutcome.CONTINUATION }), conflicting]);
+      expect(fs.filter((f) => f.kind !== FindingKind.RESUME_AFTER_TERMINAL)).toEqual([
+        {
+          kind: FindingKind.CONFLICTING_TERMINAL,
+          service: 'client',
+          session_id: 'sess-1',
+          request_id: '7',
+          trace_id: conflicting.traceId,
+          first_time_unix_ms: T0 + 300,
+          last_time_unix_ms: T0 + 300,
+          span_ids: [conflicting.spanId],
+          server: '10.0.0.7',
+          stream_id: 'B',
+          first_stream_id: 'A',
+        },
+      ]);
+    }
+    // Both flags: both kinds.
+    expect(kinds(run([terminal(r, T0, 'A'), terminal(r, T0 + 5, 'G', false, { foreign: true, conflict: true })]))).toEqual(
+      [FindingKind.CONFLICTING_TERMINAL, FindingKind.FOREIGN_REPLAY].sort(),
+    );
+  });
+});
+
+describe('detector core: order independence of the new rules', () => {
+  it('the findings that stand do not depend on arrival order (permutations)', () => {
+    const req = (session: string, request: number | string): Req => ({ session, request });
+    const spans: SpanRecord[] = [
+      ...seedScenario(r, 4),
+      resume(req('e', 1), T0, 'B', 'A', { observed: false, outcome: ResumeOutcome.EMPTY_REPLAY, evidence: ResumeEvidence.BODY_END, replayed: 0 }),
+      terminal(req('e', 1), T0 + 900, 'B'),
+      resume(req('k', 1), T0, 'B', 'A', { observed: false, outcome: ResumeOutcome.CURSOR_REJECTED, status: 409, replayed: 0 }),
+      resume(req('k', 1), T0 + 10, 'C', 'A', { observed: false, outcome: ResumeOutcome.CURSOR_REJECTED, status: 409, replayed: 0 }),
+      resume(req('n', 1), T0, 'B', 'A', { observed: false, outcome: ResumeOutcome.SESSION_NOT_FOUND, status: 404, replayed: 0 }),
+      terminal(req('f', 2), T0, 'A'),
+      terminal(req('f', 2), T0 + 10, 'G', true, { foreign: true, server: 's1', firstStream: 'A' }),
+      terminal(req('c', 2), T0, 'A'),
+      terminal(req('c', 2), T0 + 10, 'B', false, { conflict: true, server: 's2', firstStream: 'A' }),
+    ];
+    const reference = net(run(spans, { settleMs: 60_000 })).map(essence).sort();
+    expect(reference.map((e) => JSON.parse(e)[0]).sort()).toEqual(
+      [
+        FindingKind.DUPLICATE_TERMINAL,
+        FindingKind.RESUME_AFTER_TERMINAL,
+        FindingKind.RECONNECT_STORM,
+        FindingKind.RECONNECT_STORM,
+        FindingKind.SIGNATURE,
+        FindingKind.CURSOR_LOST,
+        FindingKind.CURSOR_LOST,
+        FindingKind.FOREIGN_REPLAY,
+        FindingKind.CONFLICTING_TERMINAL,
+      ].sort(),
+    );
+    for (let seed = 1; seed <= 200; seed++) {
+      const order = shuffle(spans, seed);
+      expect(net(run(order, { settleMs: 60_000 })).map(essence).sort()).toEqual(reference);
+    }
   });
 });

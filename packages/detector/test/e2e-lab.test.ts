@@ -1,6 +1,6 @@
 import { runLoad, runScenario } from '@resumewatch/lab';
 import type { ScenarioName, ScenarioSummary } from '@resumewatch/lab';
-import { FindingKind } from '@resumewatch/semconv';
+import { FindingKind, FindingRecord, StormEnd } from '@resumewatch/semconv';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { startRig, waitFor } from './lab-rig.js';
 import type { Protocol, Rig, Side } from './lab-rig.js';
@@ -43,7 +43,12 @@ async function expectFindings(r: Rig, name: ScenarioName, expected: readonly str
 async function expectSeedLoop(r: Rig, endedByEviction: boolean): Promise<void> {
   const summary = await expectFindings(r, 'seed-loop', SEED);
   expect(summary.resumeStatuses.at(-1)).toBe(404);
-  expect(r.findings(summary.sessionId).find((f) => f.kind === FindingKind.SIGNATURE)).toMatchObject({ ended_by_eviction: endedByEviction });
+  // How the storm ended is its storm_ended record (the signature came as soon as it was complete).
+  await waitFor(() => r.findings(summary.sessionId).some((f) => f.record === FindingRecord.STORM_ENDED), 'storm_ended record for seed-loop');
+  expect(r.findings(summary.sessionId).filter((f) => f.record === FindingRecord.STORM_ENDED)).toMatchObject([
+    { kind: FindingKind.RECONNECT_STORM, ended_by: endedByEviction ? StormEnd.EVICTED : StormEnd.QUIET, ended_by_eviction: endedByEviction },
+  ]);
+  expect(r.findings(summary.sessionId).filter((f) => f.kind === FindingKind.SIGNATURE)).toHaveLength(1);
 }
 
 async function healthyLoad(r: Rig): Promise<void> {

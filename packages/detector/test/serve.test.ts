@@ -3,7 +3,7 @@ import { OTLPTraceExporter as GrpcExporter } from '@opentelemetry/exporter-trace
 import { OTLPTraceExporter as HttpExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { OTLPTraceExporter as ProtoExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { Client, Metadata, credentials, status } from '@grpc/grpc-js';
-import { FindingKind, METRIC_FINDINGS_TOTAL, METRIC_SPANS_RECEIVED_TOTAL, exportedSeriesNames } from '@resumewatch/semconv';
+import { FindingKind, FindingRecord, METRIC_FINDINGS_TOTAL, METRIC_SPANS_RECEIVED_TOTAL, StormEnd, exportedSeriesNames } from '@resumewatch/semconv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer } from '../src/index.js';
 import { emit, otlpJson, providerWith } from './otlp.js';
@@ -25,7 +25,7 @@ async function waitFor<T>(fn: () => T | undefined, ms = 10_000): Promise<T> {
 function kindsFor(server: RunningServer, session: string): string[] {
   return server
     .findings()
-    .filter((f) => f.session_id === session)
+    .filter((f) => f.session_id === session && f.record === undefined)
     .map((f) => f.kind)
     .sort();
 }
@@ -44,7 +44,11 @@ describe('serve: real OpenTelemetry exporters', () => {
     await provider.shutdown();
     expect(await waitFor(() => (kindsFor(server, 'json-1').length === 4 ? kindsFor(server, 'json-1') : undefined))).toEqual(SEED_KINDS);
     const sig = server.findings().find((f) => f.session_id === 'json-1' && f.kind === FindingKind.SIGNATURE)!;
-    expect(sig).toMatchObject({ service: 'svc-json', request_id: '1', duplicates: 3, attempts: 4, ended_by_eviction: true });
+    // Reported as soon as complete (the third attempt); how the storm ended is a record of its own.
+    expect(sig).toMatchObject({ service: 'svc-json', request_id: '1', duplicates: 2, attempts: 3 });
+    expect(server.findings().filter((f) => f.session_id === 'json-1' && f.record !== undefined)).toMatchObject([
+      { kind: FindingKind.RECONNECT_STORM, record: FindingRecord.STORM_ENDED, attempts: 4, ended_by: StormEnd.EVICTED },
+    ]);
   });
 
   it('receives OTLP/HTTP protobuf, gzip-compressed', async () => {

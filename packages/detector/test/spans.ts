@@ -18,8 +18,20 @@ import {
   ATTR_MCP_TERMINAL_DELIVERY,
   ATTR_MCP_TERMINAL_DUPLICATE,
   ATTR_MCP_TERMINAL_OUTCOME,
+  ATTR_MCP_RESUME_EVIDENCE,
+  ATTR_MCP_STREAM_KIND,
+  ATTR_MCP_TERMINAL_CONFLICT,
+  ATTR_MCP_TERMINAL_FIRST_STREAM_ID,
+  ATTR_MCP_TERMINAL_FOREIGN,
+  ATTR_MCP_GUARD_ACTION,
+  ATTR_SERVER_ADDRESS,
+  FindingRecord,
+  GuardAction,
+  ResumeEvidence,
+  StreamKind,
   ReattachTrigger,
   ResumeOutcome,
+  FindingKind,
   SPAN_REQUEST_TERMINAL,
   SPAN_SESSION_REATTACH,
   SPAN_STREAM_RESUME,
@@ -60,11 +72,26 @@ export interface Req {
   service?: string;
 }
 
-export function terminal(r: Req, t: number, stream: string, duplicate = false): SpanRecord {
+export interface TerminalOpts {
+  foreign?: boolean;
+  conflict?: boolean;
+  server?: string;
+  firstStream?: string;
+  guard?: GuardAction;
+}
+
+export function terminal(r: Req, t: number, stream: string, duplicate = false, o: TerminalOpts = {}): SpanRecord {
+  const extra: Record<string, AttributeValue> = {};
+  if (o.foreign !== undefined) extra[ATTR_MCP_TERMINAL_FOREIGN] = o.foreign;
+  if (o.conflict !== undefined) extra[ATTR_MCP_TERMINAL_CONFLICT] = o.conflict;
+  if (o.server !== undefined) extra[ATTR_SERVER_ADDRESS] = o.server;
+  if (o.firstStream !== undefined) extra[ATTR_MCP_TERMINAL_FIRST_STREAM_ID] = o.firstStream;
+  if (o.guard !== undefined) extra[ATTR_MCP_GUARD_ACTION] = o.guard;
   return span(
     SPAN_REQUEST_TERMINAL,
     t,
     {
+      ...extra,
       [ATTR_MCP_SESSION_ID]: r.session,
       [ATTR_JSONRPC_REQUEST_ID]: r.request,
       [ATTR_MCP_METHOD_NAME]: 'tools/call',
@@ -103,6 +130,10 @@ export interface ResumeOpts {
   replayed?: number;
   replayedTerminal?: boolean;
   kind?: SpanRecord['kind'];
+  evidence?: ResumeEvidence;
+  streamKind?: StreamKind;
+  /** Leave jsonrpc.request.id out (a listening-stream resume has none). */
+  noRequest?: boolean;
 }
 
 export function resume(r: Req, t: number, stream: string, from: string, o: ResumeOpts = {}): SpanRecord {
@@ -118,6 +149,9 @@ export function resume(r: Req, t: number, stream: string, from: string, o: Resum
   };
   if (o.observed !== undefined) attrs[ATTR_MCP_REQUEST_TERMINAL_OBSERVED] = o.observed;
   if (o.outcome !== undefined) attrs[ATTR_MCP_RESUME_OUTCOME] = o.outcome;
+  if (o.evidence !== undefined) attrs[ATTR_MCP_RESUME_EVIDENCE] = o.evidence;
+  if (o.streamKind !== undefined) attrs[ATTR_MCP_STREAM_KIND] = o.streamKind;
+  if (o.noRequest) delete attrs[ATTR_JSONRPC_REQUEST_ID];
   return span(SPAN_STREAM_RESUME, t, attrs, { service: r.service, kind: o.kind ?? 3 });
 }
 
@@ -162,18 +196,32 @@ export function shuffle<T>(items: T[], seed: number): T[] {
   return a;
 }
 
-/** The parts of a finding that do not depend on which piece of evidence arrived last. */
+/**
+ * The parts of a finding that do not depend on which piece of evidence arrived last. A signature is
+ * reported as soon as it is complete, so its counts are those known then: only the storm_ended record's
+ * are final.
+ */
 export function essence(f: Finding): string {
+  const early = f.kind === FindingKind.SIGNATURE;
   return JSON.stringify([
     f.kind,
+    f.record,
     f.service,
     f.session_id,
     f.request_id,
     f.trace_id,
-    f.duplicates,
-    f.attempts,
-    f.ended_by_eviction,
+    early ? undefined : f.duplicates,
+    early ? undefined : f.attempts,
+    f.ended_by,
     f.outcome,
     f.status_code,
+    f.server,
   ]);
+}
+
+/** The findings that stand: every retraction removes itself and the finding it retracts. */
+export function net(fs: Finding[]): Finding[] {
+  const key = (f: Finding) => JSON.stringify([f.kind, f.service, f.session_id, f.request_id]);
+  const retracted = new Set(fs.filter((f) => f.record === FindingRecord.RETRACTION).map(key));
+  return fs.filter((f) => f.record !== FindingRecord.RETRACTION && !(f.record === undefined && retracted.has(key(f))));
 }

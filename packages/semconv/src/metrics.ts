@@ -6,6 +6,10 @@ export const LABEL_DUPLICATE = 'duplicate';
 export const LABEL_OUTCOME = 'outcome';
 export const LABEL_ACCEPTED = 'accepted';
 export const LABEL_RESULT = 'result';
+/** The MCP server (`server.address`) a server-defect finding blames, capped like `service`. */
+export const LABEL_SERVER = 'server';
+/** How a reconnect storm ended: see StormEnd. */
+export const LABEL_ENDED_BY = 'ended_by';
 /** Exemplar label on the findings counter (OpenMetrics only). */
 export const EXEMPLAR_TRACE_ID = 'trace_id';
 
@@ -19,6 +23,10 @@ export const METRIC_SPANS_RECEIVED_TOTAL = 'resumewatch_spans_received_total';
 export const METRIC_TRACKED_REQUESTS = 'resumewatch_tracked_requests';
 export const METRIC_STATE_EVICTIONS_TOTAL = 'resumewatch_state_evictions_total';
 export const METRIC_DETECTION_LAG_SECONDS = 'resumewatch_detection_lag_seconds';
+export const METRIC_SERVER_DEFECTS_TOTAL = 'resumewatch_server_defects_total';
+export const METRIC_RECONNECT_STORMS_ENDED_TOTAL = 'resumewatch_reconnect_storms_ended_total';
+export const METRIC_FINDINGS_RETRACTED_TOTAL = 'resumewatch_findings_retracted_total';
+export const METRIC_LISTENING_RESUMES_TOTAL = 'resumewatch_listening_resumes_total';
 
 export type MetricType = 'counter' | 'gauge' | 'histogram';
 
@@ -92,6 +100,30 @@ export const METRICS: readonly MetricDescriptor[] = [
     help: 'Seconds from the end of the span that completed a finding to the emission of the finding.',
     labelNames: [],
     buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+  },
+  {
+    name: METRIC_SERVER_DEFECTS_TOTAL,
+    type: 'counter',
+    help: 'Terminal events that show a server defect (foreign_replay, conflicting_terminal), by kind and server.address (capped); counted with or without the guard.',
+    labelNames: [LABEL_KIND, LABEL_SERVER],
+  },
+  {
+    name: METRIC_RECONNECT_STORMS_ENDED_TOTAL,
+    type: 'counter',
+    help: 'Reconnect storms ended, by service and how: evicted, quiet, shutdown, dropped.',
+    labelNames: [LABEL_SERVICE, LABEL_ENDED_BY],
+  },
+  {
+    name: METRIC_FINDINGS_RETRACTED_TOTAL,
+    type: 'counter',
+    help: 'Failed-resumption findings retracted because a later span showed a continuation or a terminal for the request, by kind and service.',
+    labelNames: [LABEL_KIND, LABEL_SERVICE],
+  },
+  {
+    name: METRIC_LISTENING_RESUMES_TOTAL,
+    type: 'counter',
+    help: "Resumes of a session's listening stream (no request state is kept for them), by service and outcome.",
+    labelNames: [LABEL_SERVICE, LABEL_OUTCOME],
   },
 ];
 

@@ -88,9 +88,48 @@ export const FindingKind = {
   SIGNATURE: 'signature',
   AMBIGUOUS_EMPTY_REPLAY: 'ambiguous_empty_replay',
   CURSOR_LOST: 'cursor_lost',
+  /**
+   * Server defect: a terminal arrived on a stream that never carried its request (`mcp.terminal.foreign`):
+   * the server's event store replayed across streams. Blames the server (`server.address`), not the client.
+   */
+  FOREIGN_REPLAY: 'foreign_replay',
+  /**
+   * Server defect: a second terminal for one (session, request) whose content differs from the first
+   * (`mcp.terminal.conflict`): the application may hold another request's or another session's result.
+   */
+  CONFLICTING_TERMINAL: 'conflicting_terminal',
 } as const;
 export type FindingKind = ValuesOf<typeof FindingKind>;
 export const FINDING_KINDS: readonly FindingKind[] = Object.values(FindingKind);
+/** The finding kinds that blame the MCP server rather than the client; counted per server too. */
+export const SERVER_DEFECT_KINDS: readonly FindingKind[] = [FindingKind.FOREIGN_REPLAY, FindingKind.CONFLICTING_TERMINAL];
+/** The finding kinds a later span can retract (a failed resumption contradicted by a continuation or terminal). */
+export const RETRACTABLE_KINDS: readonly FindingKind[] = [FindingKind.AMBIGUOUS_EMPTY_REPLAY, FindingKind.CURSOR_LOST];
+
+/**
+ * The `record` of a line in the detector's findings stream (stdout, `/findings`, `onFinding`) that is
+ * not itself a finding; a finding has no `record`. The line's `kind` is the finding kind it concerns.
+ */
+export const FindingRecord = {
+  /** A reconnect storm ended (its `ended_by` says how); one for every `reconnect_storm` reported. */
+  STORM_ENDED: 'storm_ended',
+  /** A failed-resumption finding was contradicted by a later span (a continuation or a terminal). */
+  RETRACTION: 'retraction',
+} as const;
+export type FindingRecord = ValuesOf<typeof FindingRecord>;
+
+/** How a reconnect storm ended (`ended_by` of the storm-ended record and of its metric). */
+export const StormEnd = {
+  /** Its latest attempt was answered with an empty replay, a rejected cursor or a lost session. */
+  EVICTED: 'evicted',
+  /** The storm window passed without an attempt. */
+  QUIET: 'quiet',
+  /** Still running when the detector's input ended (`flush()`, shutdown). */
+  SHUTDOWN: 'shutdown',
+  /** Still running when the detector dropped the request's state at its cap. */
+  DROPPED: 'dropped',
+} as const;
+export type StormEnd = ValuesOf<typeof StormEnd>;
 
 export const SpanReceivedResult = {
   ACCEPTED: 'accepted',

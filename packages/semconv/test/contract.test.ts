@@ -33,7 +33,24 @@ describe('telemetry contract', () => {
     expect(Object.values(semconv.ResumeOutcome).sort()).toEqual(
       ['continuation', 'cursor_rejected', 'empty_replay', 'error', 'poll', 'session_not_found'],
     );
-    expect(semconv.FINDING_KINDS).toHaveLength(6);
+    expect([...semconv.FINDING_KINDS].sort()).toEqual([
+      'ambiguous_empty_replay',
+      'conflicting_terminal',
+      'cursor_lost',
+      'duplicate_terminal',
+      'foreign_replay',
+      'reconnect_storm',
+      'resume_after_terminal',
+      'signature',
+    ]);
+    expect(semconv.SERVER_DEFECT_KINDS).toEqual(['foreign_replay', 'conflicting_terminal']);
+    expect(semconv.RETRACTABLE_KINDS).toEqual(['ambiguous_empty_replay', 'cursor_lost']);
+    expect(Object.values(semconv.FindingRecord).sort()).toEqual(['retraction', 'storm_ended']);
+    expect(Object.values(semconv.StormEnd).sort()).toEqual(['dropped', 'evicted', 'quiet', 'shutdown']);
+    expect(semconv.METRIC_SERVER_DEFECTS_TOTAL).toBe('resumewatch_server_defects_total');
+    expect(semconv.METRIC_RECONNECT_STORMS_ENDED_TOTAL).toBe('resumewatch_reconnect_storms_ended_total');
+    expect(semconv.METRIC_FINDINGS_RETRACTED_TOTAL).toBe('resumewatch_findings_retracted_total');
+    expect(semconv.METRIC_LISTENING_RESUMES_TOTAL).toBe('resumewatch_listening_resumes_total');
   });
 
   it('names the request span as the MCP semantic conventions do', () => {
@@ -54,7 +71,7 @@ describe('telemetry contract', () => {
       if (metric.type === 'counter') expect(metric.name).toMatch(/_total$/);
       else expect(metric.name).not.toMatch(/_total$/);
       for (const label of metric.labelNames) {
-        expect(['kind', 'service', 'duplicate', 'outcome', 'accepted', 'result']).toContain(label);
+        expect(['kind', 'service', 'duplicate', 'outcome', 'accepted', 'result', 'server', 'ended_by']).toContain(label);
       }
       if (metric.type === 'histogram') expect(metric.buckets?.length).toBeGreaterThan(0);
     }

@@ -1,5 +1,14 @@
 import {
   ATTR_JSONRPC_REQUEST_ID,
+  ATTR_MCP_STREAM_KIND,
+  ATTR_MCP_TERMINAL_CONFLICT,
+  ATTR_MCP_TERMINAL_FIRST_STREAM_ID,
+  ATTR_MCP_TERMINAL_FOREIGN,
+  ATTR_SERVER_ADDRESS,
+  FindingRecord,
+  StormEnd,
+  StreamKind,
+  isFailedResumptionOutcome,
   ATTR_MCP_METHOD_NAME,
   ATTR_MCP_REATTACH_ACCEPTED,
   ATTR_MCP_REQUEST_TERMINAL_OBSERVED,
@@ -19,8 +28,8 @@ import {
 import { IdSet } from './id-set.js';
 import { hash32, hexWord, wordHex } from './ids.js';
 import { DEFAULT_DETECTOR_OPTIONS, type DetectorInit, type DetectorOptions } from './options.js';
-import { isCursorLoss, resumeOutcome, statusOf } from './outcome.js';
-import { OTHER_SERVICE, UNKNOWN_SERVICE } from './services.js';
+import { isEvidencedEmptyReplay, resumeOutcome, statusOf } from './outcome.js';
+import { OTHER_SERVICE, UNKNOWN_SERVER, UNKNOWN_SERVICE } from './services.js';
 import { RequestTable } from './table.js';
 import type { DetectorEvents, DetectorStats, Finding, SpanRecord } from './types.js';
 
@@ -36,9 +45,15 @@ const F_EVICT_LAST = 16;
 const F_SIG = 32;
 const F_EMPTY = 64;
 const F_LOST = 128;
-/** A storm of this request has been reported (its numbers are in stAttempts, stEnd). */
+/** A storm of this request has been reported and has ended (its numbers are in stAttempts, stFirst, stEnd). */
 const F_STORMED = 256;
-const F_STORM_EVICTED = 512;
+const F_EMPTY_RETRACTED = 512;
+const F_LOST_RETRACTED = 1024;
+const F_FOREIGN = 2048;
+const F_CONFLICT = 4096;
+/** Why an open storm was ended by force: the detector's input ended, or the request's state was dropped. */
+const F_END_SHUTDOWN = 8192;
+const F_END_DROPPED = 16384;
 
 const NONE = -1;
 const MAX_SERVICES = 4096;
@@ -53,6 +68,8 @@ export class Detector {
   private readonly table: RequestTable;
   private readonly spanIds: IdSet;
   private readonly attemptStreams: IdSet;
+  /** Streams whose resume was a poll or a continuation of an unfinished request: not attempts. */
+  private readonly quietStreams: IdSet;
   private readonly serviceIndex = new Map<string, number>();
   private readonly serviceNames: string[] = [];
   private readonly openStorms = new Set<number>();
@@ -78,6 +95,7 @@ export class Detector {
     this.table = new RequestTable(Math.max(1, o.maxRequests), Math.floor(o.stormThreshold));
     this.spanIds = new IdSet(o.dedupeCapacity);
     this.attemptStreams = new IdSet(o.dedupeCapacity);
+    this.quietStreams = new IdSet(o.dedupeCapacity);
     this.onFinding = init.onFinding;
     this.events = init.events;
     this.clock = init.clock ?? Date.now;
@@ -103,7 +121,9 @@ export class Detector {
     const session = a[ATTR_MCP_SESSION_ID];
     const req = a[ATTR_JSONRPC_REQUEST_ID];
     const hasReq = typeof req === 'string' ? req.length > 0 : typeof req === 'number';
-    if (typeof session !== 'string' || session.length === 0 || (!hasReq && type !== REATTACH)) {
+    // A resume of the listening stream is no request's resume, even if a replayed terminal named one.
+    const listening = type !== TERMINAL && a[ATTR_MCP_STREAM_KIND] === StreamKind.LISTENING;
+    if (typeof session !== 'string' || session.length === 0 || (!hasReq && type === RESUME && !listening) || (!hasReq && type === TERMINAL)) {
       return this.count(SpanReceivedResult.IGNORED);
     }
     if (!this.spanIds.add(hexWord(s.spanId, 0), hexWord(s.spanId, 8))) return this.count(SpanReceivedResult.DUPLICATE);
@@ -113,10 +133,13 @@ export class Detector {
       const status = statusOf(a);
       const acc = a[ATTR_MCP_REATTACH_ACCEPTED];
       this.events?.reattach(service, typeof acc === 'boolean' ? acc : status >= 200 && status < 300);
-      if (!hasReq) return this.count(SpanReceivedResult.ACCEPTED);
+      if (!hasReq || listening) return this.count(SpanReceivedResult.ACCEPTED);
       reattachEvicts = status === 400 || status === 404 || status === 409;
+    } else if (listening) {
+      this.events?.listeningResume(service, refusedByGuard(a) ? ResumeOutcome.ERROR : resumeOutcome(a, statusOf(a)));
+      return this.count(SpanReceivedResult.ACCEPTED);
     }
-    const slot = this.slotFor(this.serviceId(service), session, typeof req === 'string' ? req : String(req));
+    const slot = this.slotFor(this.serviceId(service), session, typeof req === 'string' ? req : String(req as number));
     const T = this.table;
     const seen = s.endTimeUnixMs > this.now ? s.endTimeUnixMs : this.now;
     if (!(T.seen[slot]! >= seen)) T.seen[slot] = seen;
@@ -139,7 +162,8 @@ export class Detector {
     }
     const horizon = this.now - this.options.retentionMs;
     while (T.head !== NONE && T.seen[T.head]! < horizon) {
-      this.releaseSlot(T.head);
+      const head = T.head;
+      this.releaseSlot(head, this.now > T.epLast[head]! + w ? 0 : F_END_DROPPED);
       this.released++;
     }
   }
@@ -151,7 +175,7 @@ export class Detector {
 
   /** End of input: ends and reports every open storm now, whatever the windows say. */
   flush(): void {
-    for (const slot of this.openStorms) this.forceFinalize(slot);
+    for (const slot of this.openStorms) this.forceFinalize(slot, F_END_SHUTDOWN);
   }
 
   stats(): DetectorStats {
@@ -190,7 +214,7 @@ export class Detector {
     const found = T.find(h, service, session, request);
     if (found !== NONE) return found;
     if (T.size >= T.maxRequests) {
-      this.releaseSlot(T.head);
+      this.releaseSlot(T.head, F_END_DROPPED);
       this.evictions++;
     }
     return T.create(h, service, session, request);
@@ -207,19 +231,28 @@ export class Detector {
     return id;
   }
 
-  private releaseSlot(slot: number): void {
-    if (this.openStorms.has(slot)) this.forceFinalize(slot);
+  private releaseSlot(slot: number, endFlag: number): void {
+    if (this.openStorms.has(slot)) this.forceFinalize(slot, endFlag);
     this.table.release(slot);
   }
 
   private terminal(slot: number, s: SpanRecord, t: number, service: string): void {
     const T = this.table;
     const a = s.attributes;
+    const foreign = a[ATTR_MCP_TERMINAL_FOREIGN] === true;
+    const conflict = a[ATTR_MCP_TERMINAL_CONFLICT] === true;
+    // A server defect, guard or not: it never counts as the client's duplicate or resume after terminal.
+    if (foreign || conflict) return this.serverDefect(slot, s, t, foreign, conflict);
     const stream = a[ATTR_MCP_STREAM_ID];
     const h = hash32(typeof stream === 'string' && stream.length > 0 ? stream : s.spanId);
     const had = T.termTotal[slot]! > 0;
     if (had && droppedByGuard(a)) return;
-    const attrDup = a[ATTR_MCP_TERMINAL_DUPLICATE] === true;
+    let attrDup = a[ATTR_MCP_TERMINAL_DUPLICATE] === true;
+    if (attrDup && T.foreignStream[slot] !== 0) {
+      // The "first" terminal it duplicates was a foreign one: the server's defect, already reported.
+      const first = a[ATTR_MCP_TERMINAL_FIRST_STREAM_ID];
+      if (typeof first === 'string' && hash32(first) === T.foreignStream[slot]) attrDup = false;
+    }
     T.termTotal[slot]!++;
     if (attrDup) T.attrDups[slot]!++;
     this.events?.terminal(service, had || attrDup);
@@ -246,6 +279,8 @@ export class Detector {
     } else if (!hasSpan(T.dupSpan, slot)) {
       setSpan(T.dupSpan, slot, s.spanId);
     }
+    // The request reached its terminal: no resume of it failed to get its result.
+    this.retract(slot, s, t, true);
     this.checkDuplicate(slot, s.traceId, dupTime, s.spanId);
     const resT = T.resT[slot]!;
     if (!(T.flags[slot]! & F_RAT) && resT >= T.termT[slot]!) {
@@ -255,6 +290,30 @@ export class Detector {
         spanHex(T.resSpan, slot),
       ]);
     }
+  }
+
+  /** foreign_replay and conflicting_terminal: counted per server every time, reported once per request and kind. */
+  private serverDefect(slot: number, s: SpanRecord, t: number, foreign: boolean, conflict: boolean): void {
+    const T = this.table;
+    const a = s.attributes;
+    const address = a[ATTR_SERVER_ADDRESS];
+    const server = typeof address === 'string' && address.length > 0 ? address : UNKNOWN_SERVER;
+    const stream = a[ATTR_MCP_STREAM_ID];
+    const first = a[ATTR_MCP_TERMINAL_FIRST_STREAM_ID];
+    if (foreign && typeof stream === 'string' && stream.length > 0) T.foreignStream[slot] = hash32(stream);
+    const extra: Partial<Finding> = { server };
+    if (typeof stream === 'string') extra.stream_id = stream;
+    if (typeof first === 'string') extra.first_stream_id = first;
+    if (foreign) this.defect(slot, FindingKind.FOREIGN_REPLAY, F_FOREIGN, server, s, t, extra);
+    if (conflict) this.defect(slot, FindingKind.CONFLICTING_TERMINAL, F_CONFLICT, server, s, t, extra);
+  }
+
+  private defect(slot: number, kind: FindingKind, flag: number, server: string, s: SpanRecord, t: number, extra: Partial<Finding>): void {
+    this.events?.serverDefect(kind, server);
+    const T = this.table;
+    if (T.flags[slot]! & flag) return;
+    T.flags[slot]! |= flag;
+    this.emit(slot, kind, s.traceId, t, t, [s.spanId], extra);
   }
 
   private resume(slot: number, s: SpanRecord, t: number, service: string): void {
@@ -286,18 +345,68 @@ export class Detector {
         const ids = haveTerm ? [spanHex(T.termSpan, slot), s.spanId] : [s.spanId];
         this.emit(slot, FindingKind.RESUME_AFTER_TERMINAL, s.traceId, haveTerm ? Math.min(T.termT[slot]!, t) : t, t, ids);
       }
-    } else if (outcome === ResumeOutcome.EMPTY_REPLAY && (status === 0 || (status >= 200 && status < 300))) {
-      if (!(f & F_EMPTY)) {
-        T.flags[slot] = f | F_EMPTY;
-        this.emit(slot, FindingKind.AMBIGUOUS_EMPTY_REPLAY, s.traceId, t, t, [s.spanId], { outcome, status_code: status });
+    } else if (outcome === ResumeOutcome.CONTINUATION || outcome === ResumeOutcome.POLL) {
+      // The request is alive: a poll or a continuation before its terminal is no attempt and no finding.
+      if (outcome === ResumeOutcome.CONTINUATION) {
+        if (!(T.contT[slot]! >= t)) T.contT[slot] = t;
+        this.retract(slot, s, t, false);
       }
-    } else if (isCursorLoss(outcome, status)) {
-      if (!(f & F_LOST)) {
-        T.flags[slot] = f | F_LOST;
-        this.emit(slot, FindingKind.CURSOR_LOST, s.traceId, t, t, [s.spanId], { outcome, status_code: status });
-      }
+      this.notAttempt(slot, s);
+      return;
+    } else if (!haveTerm && isFailedResumptionOutcome(outcome)) {
+      this.failedResumption(slot, s, t, outcome, status);
     }
-    this.attempt(slot, s, t, service, outcome === ResumeOutcome.EMPTY_REPLAY || isCursorLoss(outcome, status));
+    this.attempt(slot, s, t, service, isFailedResumptionOutcome(outcome));
+  }
+
+  /**
+   * ambiguous_empty_replay (an evidenced empty replay) and cursor_lost (404 at once; 400/409 once a second
+   * resume of the request is rejected too), for a request with no terminal and no continuation at or
+   * after the failure, by event time.
+   */
+  private failedResumption(slot: number, s: SpanRecord, t: number, outcome: ResumeOutcome, status: number): void {
+    const T = this.table;
+    const f = T.flags[slot]!;
+    if (outcome === ResumeOutcome.EMPTY_REPLAY) {
+      if (f & F_EMPTY || T.contT[slot]! >= t || !isEvidencedEmptyReplay(s.attributes, s.kind)) return;
+      T.flags[slot] = f | F_EMPTY;
+      T.emptyT[slot] = t;
+      this.emit(slot, FindingKind.AMBIGUOUS_EMPTY_REPLAY, s.traceId, t, t, [s.spanId], { outcome, status_code: status });
+      return;
+    }
+    let first = t;
+    const ids = [s.spanId];
+    if (outcome === ResumeOutcome.CURSOR_REJECTED) {
+      // Provisional: the server may still hold the dropped connection, and the client's next resume succeed.
+      if (T.rejects[slot]!++ === 0) {
+        T.rejT[slot] = t;
+        setSpan(T.rejSpan, slot, s.spanId);
+        return;
+      }
+      const earlier = T.rejT[slot]!;
+      first = Math.min(earlier, t);
+      if (earlier <= t) ids.unshift(spanHex(T.rejSpan, slot));
+      else ids.push(spanHex(T.rejSpan, slot));
+      t = Math.max(earlier, t);
+    }
+    if (f & F_LOST || T.contT[slot]! >= t) return;
+    T.flags[slot] = f | F_LOST;
+    T.lostT[slot] = t;
+    this.emit(slot, FindingKind.CURSOR_LOST, s.traceId, first, t, ids, { outcome, status_code: status });
+  }
+
+  /** A continuation at `t` (or a terminal at any time) contradicts the failed-resumption findings before it. */
+  private retract(slot: number, s: SpanRecord, t: number, terminal: boolean): void {
+    const T = this.table;
+    const f = T.flags[slot]!;
+    if (f & F_EMPTY && !(f & F_EMPTY_RETRACTED) && (terminal || t >= T.emptyT[slot]!)) {
+      T.flags[slot]! |= F_EMPTY_RETRACTED;
+      this.emit(slot, FindingKind.AMBIGUOUS_EMPTY_REPLAY, s.traceId, T.emptyT[slot]!, t, [s.spanId], undefined, FindingRecord.RETRACTION);
+    }
+    if (f & F_LOST && !(f & F_LOST_RETRACTED) && (terminal || t >= T.lostT[slot]!)) {
+      T.flags[slot]! |= F_LOST_RETRACTED;
+      this.emit(slot, FindingKind.CURSOR_LOST, s.traceId, T.lostT[slot]!, t, [s.spanId], undefined, FindingRecord.RETRACTION);
+    }
   }
 
   private checkDuplicate(slot: number, traceId: string, t: number, spanId: string): void {
@@ -314,14 +423,50 @@ export class Detector {
     const dup = hasSpan(T.dupSpan, slot) ? spanHex(T.dupSpan, slot) : spanId;
     if (!ids.includes(dup)) ids.push(dup);
     this.emit(slot, FindingKind.DUPLICATE_TERMINAL, traceId, first, last, ids, { duplicates: dups });
-    // The storm was reported before any duplicate had arrived: the pattern is complete now.
-    if (T.flags[slot]! & F_STORMED) this.signature(slot, traceId, haveTerm ? Math.min(T.termT[slot]!, T.stEnd[slot]!) : first, T.stEnd[slot]!);
+    // A storm was reported before any duplicate had arrived: the pattern is complete now.
+    this.signature(slot, traceId, last);
   }
 
   private duplicates(slot: number): number {
     const T = this.table;
     const replays = T.replayDups[slot]! + Math.max(0, T.replayFirsts[slot]! - 1);
     return Math.max(T.termTotal[slot]! - T.termOnFirst[slot]!, T.attrDups[slot]!, replays);
+  }
+
+  private attemptKey(slot: number): number {
+    const T = this.table;
+    return Math.imul(T.hashes[slot]!, 0x9e3779b1) ^ T.serial[slot]!;
+  }
+
+  /** The stream of a poll or continuation is no attempt; if its reattach span already counted it, that is undone. */
+  private notAttempt(slot: number, s: SpanRecord): void {
+    const stream = s.attributes[ATTR_MCP_STREAM_ID];
+    if (typeof stream !== 'string' || stream.length === 0) return;
+    const h = hash32(stream);
+    const key = this.attemptKey(slot);
+    if (this.quietStreams.add(h, key) && this.attemptStreams.contains(h, key)) this.withdraw(slot, s.startTimeUnixMs);
+  }
+
+  /** Removes one counted attempt (the one nearest `t`) from the current episode, unless it is already a storm. */
+  private withdraw(slot: number, t: number): void {
+    const T = this.table;
+    if (!(T.epAttempts[slot]! > 0) || T.flags[slot]! & F_STORM) return;
+    T.epAttempts[slot]!--;
+    const n = T.ringSize;
+    const base = slot * n;
+    const ring = T.ring;
+    let best = -1;
+    let distance = Infinity;
+    for (let i = base; i < base + n; i++) {
+      const d = Math.abs(ring[i]! - t);
+      if (d < distance) {
+        distance = d;
+        best = i;
+      }
+    }
+    if (best < 0) return;
+    for (let i = best; i > base; i--) ring[i] = ring[i - 1]!;
+    ring[base] = NaN;
   }
 
   /** One reattach/resume attempt; attempts are distinct new streams, so the two spans of one GET count once. */
@@ -332,7 +477,9 @@ export class Detector {
     let h: number;
     if (typeof stream === 'string' && stream.length > 0) {
       h = hash32(stream);
-      if (!this.attemptStreams.add(h, Math.imul(T.hashes[slot]!, 0x9e3779b1) ^ T.serial[slot]!)) {
+      const key = this.attemptKey(slot);
+      if (this.quietStreams.contains(h, key)) return;
+      if (!this.attemptStreams.add(h, key)) {
         if (evicts && T.epAttempts[slot]! > 0 && h === T.epLastStream[slot]) this.markEvicting(slot);
         return;
       }
@@ -383,6 +530,8 @@ export class Detector {
       this.emit(slot, FindingKind.RECONNECT_STORM, s.traceId, ring[base]!, ring[base + n - 1]!, uniq([spanHex(T.epFirstSpan, slot), s.spanId]), {
         attempts: T.epAttempts[slot]!,
       });
+      // Duplicates were delivered before the storm was complete: the pattern is complete now.
+      this.signature(slot, s.traceId, t);
     }
     if (f & F_STORM && f & F_EVICT_LAST && !(f & F_ENDED)) this.endStorm(slot, T.epLast[slot]!, true);
   }
@@ -402,48 +551,73 @@ export class Detector {
     if (byEviction && this.options.settleMs <= 0) this.finalize(slot);
   }
 
-  private forceFinalize(slot: number): void {
+  /** Ends an open storm now; `endFlag` says why (0: the window passed quietly). */
+  private forceFinalize(slot: number, endFlag: number): void {
     const T = this.table;
-    if (!(T.flags[slot]! & F_ENDED)) this.endStorm(slot, T.epLast[slot]! + this.options.stormWindowMs, false);
+    if (!(T.flags[slot]! & F_ENDED)) {
+      T.flags[slot]! |= endFlag;
+      this.endStorm(slot, T.epLast[slot]! + this.options.stormWindowMs, false);
+    }
     if (this.openStorms.has(slot)) this.finalize(slot);
   }
 
-  /** Starts a new episode after a quiet gap, reporting the storm the old one was, if any. */
+  /** Starts a new episode after a quiet gap, reporting the end of the storm the old one was, if any. */
   private closeEpisode(slot: number): void {
-    if (this.table.flags[slot]! & F_STORM) this.forceFinalize(slot);
+    if (this.table.flags[slot]! & F_STORM) this.forceFinalize(slot, 0);
     else this.resetEpisode(slot);
   }
 
+  /** A reported storm has ended (and settled): one storm_ended record, never a second signature. */
   private finalize(slot: number): void {
     const T = this.table;
     const attempts = T.epAttempts[slot]!;
-    this.events?.stormFinalized(this.serviceOf(slot), attempts);
-    const evicted = (T.flags[slot]! & F_EVICT_LAST) !== 0;
+    const f = T.flags[slot]!;
+    const endedBy =
+      f & F_EVICT_LAST ? StormEnd.EVICTED : f & F_END_SHUTDOWN ? StormEnd.SHUTDOWN : f & F_END_DROPPED ? StormEnd.DROPPED : StormEnd.QUIET;
+    const service = this.serviceOf(slot);
+    this.events?.stormFinalized(service, attempts, endedBy);
     const first = T.epFirst[slot]!;
     const last = T.epLast[slot]!;
     this.resetEpisode(slot);
     T.stEnd[slot] = last;
+    T.stFirst[slot] = first;
     T.stAttempts[slot] = attempts;
-    T.flags[slot] = (T.flags[slot]! & ~F_STORM_EVICTED) | F_STORMED | (evicted ? F_STORM_EVICTED : 0);
+    T.flags[slot] = (T.flags[slot]! & ~(F_END_SHUTDOWN | F_END_DROPPED)) | F_STORMED;
     this.openStorms.delete(slot);
-    const haveTerm = T.termTotal[slot]! > 0;
-    this.signature(slot, traceHex(T.epLastTrace, slot), haveTerm ? Math.min(T.termT[slot]!, first) : first, last);
+    this.emit(
+      slot,
+      FindingKind.RECONNECT_STORM,
+      traceHex(T.epLastTrace, slot),
+      first,
+      last,
+      uniq([spanHex(T.epFirstSpan, slot), spanHex(T.epLastSpan, slot)]),
+      // The whole storm's counts: duplicates too, so a reader sees one count per request at its end.
+      { attempts, duplicates: this.duplicates(slot) || undefined, ended_by: endedBy, ended_by_eviction: endedBy === StormEnd.EVICTED },
+      FindingRecord.STORM_ENDED,
+    );
   }
 
-  /** Reports the seed pattern once: duplicates delivered and a reported storm, in whichever order they were learnt. */
-  private signature(slot: number, traceId: string, first: number, last: number): void {
+  /**
+   * Reports the seed pattern once, as soon as both halves are known (a duplicate terminal on a distinct
+   * stream, and a reported storm, current or ended), in whichever order they were learnt.
+   */
+  private signature(slot: number, traceId: string, t: number): void {
     const T = this.table;
     const f = T.flags[slot]!;
+    if (f & F_SIG || !(f & (F_STORM | F_STORMED))) return;
     const dups = this.duplicates(slot);
-    if (dups < 1 || f & F_SIG || !(f & F_STORMED)) return;
+    if (dups < 1) return;
     T.flags[slot] = f | F_SIG;
+    const current = (f & F_STORM) !== 0;
+    const stormFirst = current ? T.epFirst[slot]! : T.stFirst[slot]!;
+    const stormLast = current ? T.epLast[slot]! : T.stEnd[slot]!;
+    const first = T.termTotal[slot]! > 0 ? Math.min(T.termT[slot]!, stormFirst) : stormFirst;
     const ids = [spanHex(T.epFirstSpan, slot), spanHex(T.epLastSpan, slot)];
     if (hasSpan(T.dupSpan, slot)) ids.unshift(spanHex(T.dupSpan, slot));
     if (T.termTotal[slot]! > 0) ids.unshift(spanHex(T.termSpan, slot));
-    this.emit(slot, FindingKind.SIGNATURE, traceId, first, last, uniq(ids), {
+    this.emit(slot, FindingKind.SIGNATURE, traceId, first, Math.max(stormLast, t), uniq(ids), {
       duplicates: dups,
-      attempts: T.stAttempts[slot]!,
-      ended_by_eviction: (f & F_STORM_EVICTED) !== 0,
+      attempts: current ? T.epAttempts[slot]! : T.stAttempts[slot]!,
     });
   }
 
@@ -468,10 +642,12 @@ export class Detector {
     last: number,
     spanIds: string[],
     extra?: Partial<Finding>,
+    record?: FindingRecord,
   ): void {
     if (!this.onFinding) return;
     const finding: Finding = {
       kind,
+      ...(record ? { record } : {}),
       service: this.serviceOf(slot),
       session_id: this.table.sessions[slot]!,
       request_id: this.table.requests[slot]!,

@@ -49,6 +49,13 @@ export class IdSet {
     return true;
   }
 
+  /** Whether the identity is present, without adding it. */
+  contains(hi: number, lo: number): boolean {
+    hi >>>= 0;
+    lo >>>= 0;
+    return this.has(this.cur, hi, lo) || this.has(this.old, hi, lo);
+  }
+
   private has(table: Uint32Array, hi: number, lo: number): boolean {
     let i = this.slot(hi, lo);
     for (;;) {

@@ -1,36 +1,53 @@
 import {
   ATTR_HTTP_RESPONSE_STATUS_CODE,
+  ATTR_MCP_RESUME_EVIDENCE,
   ATTR_MCP_RESUME_OUTCOME,
   ATTR_MCP_RESUME_REPLAYED_EVENTS,
+  ResumeEvidence,
   ResumeOutcome,
+  resumeVerdict,
 } from '@resumewatch/semconv';
-import type { SpanRecord } from './types.js';
+import type { SpanKindCode, SpanRecord } from './types.js';
 
 const OUTCOMES = new Set<string>(Object.values(ResumeOutcome));
+/** OTLP span kind SERVER. */
+const SERVER_KIND: SpanKindCode = 2;
 
 export function statusOf(attrs: SpanRecord['attributes']): number {
   const v = attrs[ATTR_HTTP_RESPONSE_STATUS_CODE];
   return typeof v === 'number' ? v : typeof v === 'string' ? Number(v) || 0 : 0;
 }
 
-/** The resume's outcome: the attribute when it is a contract value, else derived from status and replayed count. */
+/**
+ * The resume's outcome: the attribute when it is a contract value, else `resumeVerdict` (the one rule
+ * of `@resumewatch/semconv`) over what the span shows: its status, its replayed messages and its
+ * the evidence attribute (ATTR_MCP_RESUME_EVIDENCE). A span that shows no evidence for a verdict (2xx, no message, no evidence)
+ * says nothing the rule can decide on: it counts as `error`, the contract's catch-all, and is never a finding.
+ */
 export function resumeOutcome(attrs: SpanRecord['attributes'], status: number): ResumeOutcome {
   const v = attrs[ATTR_MCP_RESUME_OUTCOME];
   if (typeof v === 'string' && OUTCOMES.has(v)) return v as ResumeOutcome;
-  if (status === 400 || status === 409) return ResumeOutcome.CURSOR_REJECTED;
-  if (status === 404) return ResumeOutcome.SESSION_NOT_FOUND;
-  if (status >= 200 && status < 300) {
-    return attrs[ATTR_MCP_RESUME_REPLAYED_EVENTS] === 0 ? ResumeOutcome.EMPTY_REPLAY : ResumeOutcome.CONTINUATION;
-  }
-  return ResumeOutcome.ERROR;
+  const replayed = attrs[ATTR_MCP_RESUME_REPLAYED_EVENTS];
+  const evidence = attrs[ATTR_MCP_RESUME_EVIDENCE];
+  const verdict = resumeVerdict({
+    status,
+    messages: typeof replayed === 'number' ? replayed : evidence === ResumeEvidence.MESSAGE ? 1 : 0,
+    ended: evidence === ResumeEvidence.BODY_END ? 'clean' : undefined,
+    pollingAnnounced: false,
+    deadlinePassed: evidence === ResumeEvidence.DEADLINE,
+    requestEnded: evidence === ResumeEvidence.REQUEST_END,
+  });
+  return verdict?.outcome ?? ResumeOutcome.ERROR;
 }
 
-export function isCursorLoss(outcome: ResumeOutcome, status: number): boolean {
-  return (
-    outcome === ResumeOutcome.CURSOR_REJECTED ||
-    outcome === ResumeOutcome.SESSION_NOT_FOUND ||
-    status === 400 ||
-    status === 404 ||
-    status === 409
-  );
+/**
+ * An empty replay is a failed resumption only on evidence: the end of the resumed body or the request's
+ * deadline (the evidence attribute (ATTR_MCP_RESUME_EVIDENCE)). Without the attribute, a client span's `empty_replay` is trusted
+ * (its emitter decided on evidence it did not name); a server span's is not: the server replayed nothing
+ * and kept the stream open for live events, which is what a quiet, healthy server does too.
+ */
+export function isEvidencedEmptyReplay(attrs: SpanRecord['attributes'], kind: SpanKindCode): boolean {
+  const evidence = attrs[ATTR_MCP_RESUME_EVIDENCE];
+  if (evidence === undefined) return kind !== SERVER_KIND;
+  return evidence === ResumeEvidence.BODY_END || evidence === ResumeEvidence.DEADLINE;
 }

@@ -35,6 +35,15 @@ export class RequestTable {
   epFirst = new Float64Array(0);
   epLast = new Float64Array(0);
   stEnd = new Float64Array(0);
+  /** First attempt of the last storm reported, or of the current one. */
+  stFirst = new Float64Array(0);
+  /** Resume times of the emitted ambiguous_empty_replay and cursor_lost findings. */
+  emptyT = new Float64Array(0);
+  lostT = new Float64Array(0);
+  /** Latest continuation (a message on a resumed stream) of the request before its terminal. */
+  contT = new Float64Array(0);
+  /** Earliest 400/409 answer to a resume of the request. */
+  rejT = new Float64Array(0);
   /** The `ringSize` latest attempt times of the current episode, ascending, NaN-padded at the front. */
   ring = new Float64Array(0);
   // Counters, flags and 32-bit identities.
@@ -50,6 +59,10 @@ export class RequestTable {
   epAttempts = new Uint32Array(0);
   /** Attempts of the last storm reported. */
   stAttempts = new Uint32Array(0);
+  /** Resumes of the request answered 400/409 (a rejected cursor counts once confirmed by a second). */
+  rejects = new Uint32Array(0);
+  /** Stream (hash) of a foreign terminal of the request: a later duplicate of it is the server's doing. */
+  foreignStream = new Uint32Array(0);
   prev = new Int32Array(0);
   next = new Int32Array(0);
   /** Span ids as two 32-bit words each: first terminal, latest resume, first and latest attempt, first duplicate. */
@@ -58,6 +71,8 @@ export class RequestTable {
   epFirstSpan = new Uint32Array(0);
   epLastSpan = new Uint32Array(0);
   dupSpan = new Uint32Array(0);
+  /** The first resume answered 400/409. */
+  rejSpan = new Uint32Array(0);
   /** Trace id (four words) of the latest attempt, for findings completed by the clock. */
   epLastTrace = new Uint32Array(0);
 
@@ -158,6 +173,13 @@ export class RequestTable {
     this.epFirst[s] = NaN;
     this.epLast[s] = NaN;
     this.stEnd[s] = NaN;
+    this.stFirst[s] = NaN;
+    this.emptyT[s] = NaN;
+    this.lostT[s] = NaN;
+    this.contT[s] = NaN;
+    this.rejT[s] = NaN;
+    this.rejects[s] = 0;
+    this.foreignStream[s] = 0;
     for (let i = s * this.ringSize, end = i + this.ringSize; i < end; i++) this.ring[i] = NaN;
     this.flags[s] = 0;
     this.termStream[s] = 0;
@@ -175,6 +197,7 @@ export class RequestTable {
     this.epFirstSpan[s2] = this.epFirstSpan[s2 + 1] = 0;
     this.epLastSpan[s2] = this.epLastSpan[s2 + 1] = 0;
     this.dupSpan[s2] = this.dupSpan[s2 + 1] = 0;
+    this.rejSpan[s2] = this.rejSpan[s2 + 1] = 0;
     const s4 = s * 4;
     this.epLastTrace[s4] = this.epLastTrace[s4 + 1] = this.epLastTrace[s4 + 2] = this.epLastTrace[s4 + 3] = 0;
   }
@@ -205,6 +228,14 @@ export class RequestTable {
     this.epFirst = growF(this.epFirst, cap);
     this.epLast = growF(this.epLast, cap);
     this.stEnd = growF(this.stEnd, cap);
+    this.stFirst = growF(this.stFirst, cap);
+    this.emptyT = growF(this.emptyT, cap);
+    this.lostT = growF(this.lostT, cap);
+    this.contT = growF(this.contT, cap);
+    this.rejT = growF(this.rejT, cap);
+    this.rejects = growU(this.rejects, cap);
+    this.foreignStream = growU(this.foreignStream, cap);
+    this.rejSpan = growU(this.rejSpan, cap * 2);
     this.ring = growF(this.ring, cap * r);
     this.flags = growU(this.flags, cap);
     this.termStream = growU(this.termStream, cap);

@@ -1,4 +1,4 @@
-import type { FindingKind, ResumeOutcome, SpanReceivedResult } from '@resumewatch/semconv';
+import type { FindingKind, FindingRecord, ResumeOutcome, SpanReceivedResult, StormEnd } from '@resumewatch/semconv';
 
 /** OTLP span kind numbering: 0 unspecified, 1 internal, 2 server, 3 client, 4 producer, 5 consumer. */
 export type SpanKindCode = 0 | 1 | 2 | 3 | 4 | 5;
@@ -19,8 +19,14 @@ export interface SpanRecord {
   service: string;
 }
 
+/**
+ * One line of the findings stream. A finding has no `record`; a line with `record` is about an earlier
+ * finding of its `kind` for the same (service, session, request): `storm_ended` (how a reported storm
+ * ended) or `retraction` (a failed-resumption finding contradicted by a later span).
+ */
 export interface Finding {
   kind: FindingKind;
+  record?: FindingRecord;
   service: string;
   session_id: string;
   request_id: string;
@@ -30,12 +36,20 @@ export interface Finding {
   last_time_unix_ms: number;
   /** Spans the finding rests on, earliest evidence first. */
   span_ids: string[];
-  /** duplicate_terminal, signature: terminal deliveries beyond the first. */
+  /** duplicate_terminal, signature: terminal deliveries beyond the first (at emission). */
   duplicates?: number;
-  /** reconnect_storm (at detection), signature (whole storm): distinct reattach/resume attempts. */
+  /** reconnect_storm and signature (at emission), storm_ended (whole storm): distinct reattach/resume attempts. */
   attempts?: number;
-  /** signature: the storm ended with an empty replay, a rejected cursor or a lost session. */
+  /** storm_ended: how the storm ended. */
+  ended_by?: StormEnd;
+  /** storm_ended: the storm ended with an empty replay, a rejected cursor or a lost session (`ended_by` = evicted). */
   ended_by_eviction?: boolean;
+  /** foreign_replay, conflicting_terminal: the server blamed (its ATTR_SERVER_ADDRESS, `unknown_server` when absent). */
+  server?: string;
+  /** foreign_replay, conflicting_terminal: the stream that carried the defective terminal. */
+  stream_id?: string;
+  /** conflicting_terminal (and foreign_replay when known): the stream whose terminal reached the application first. */
+  first_stream_id?: string;
   /** ambiguous_empty_replay, cursor_lost: how the resume was answered. */
   outcome?: ResumeOutcome;
   status_code?: number;
@@ -49,7 +63,12 @@ export interface DetectorEvents {
   reattach(service: string, accepted: boolean): void;
   stormStarted(service: string): void;
   stormEnded(service: string): void;
-  stormFinalized(service: string, attempts: number): void;
+  /** A reported storm ended (after the settle delay): counts its attempts and how it ended. */
+  stormFinalized(service: string, attempts: number, endedBy: StormEnd): void;
+  /** A terminal span that shows a server defect (every occurrence, guard or not). */
+  serverDefect(kind: FindingKind, server: string): void;
+  /** A resume of the session's listening stream: counted, no request state. */
+  listeningResume(service: string, outcome: ResumeOutcome): void;
 }
 
 export interface DetectorStats {

@@ -157,13 +157,17 @@ export function formatSummary(result: AnalyzeResult): string {
       `${ignoredTotal} ignored${ignored.length ? ` (${ignored.map(([why, n]) => `${n} ${why}`).join(', ')})` : ''}, ${result.invalidSpans} malformed.`,
   );
   if (result.documentsWithoutSpans > 0) out.push(`${result.documentsWithoutSpans} document(s) without resource spans skipped.`);
-  if (result.findings.length === 0) out.push('No finding.');
-  else {
-    const byKind = new Map<string, number>();
-    for (const f of result.findings) byKind.set(f.kind, (byKind.get(f.kind) ?? 0) + 1);
-    out.push(
-      `${result.findings.length} finding(s) on ${groups.length} request(s): ` + [...byKind].map(([k, n]) => `${k} ${n}`).join(', ') + '.',
-    );
+  // Records (how a storm ended, a retraction) concern a finding; they are counted apart from findings.
+  const byKind = new Map<string, number>();
+  const byRecord = new Map<string, number>();
+  for (const f of result.findings) {
+    const counts = f.record === undefined ? byKind : byRecord;
+    const label = f.record === undefined ? f.kind : `${f.kind}:${f.record}`;
+    counts.set(label, (counts.get(label) ?? 0) + 1);
   }
+  const findings = [...byKind.values()].reduce((a, b) => a + b, 0);
+  if (findings === 0) out.push('No finding.');
+  else out.push(`${findings} finding(s) on ${groups.length} request(s): ` + [...byKind].map(([k, n]) => `${k} ${n}`).join(', ') + '.');
+  if (byRecord.size > 0) out.push('Records about them: ' + [...byRecord].map(([k, n]) => `${k} ${n}`).join(', ') + '.');
   return out.join('\n') + '\n';
 }

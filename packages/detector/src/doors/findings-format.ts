@@ -19,7 +19,7 @@ export interface FindingGroup {
 }
 
 /** Fields every finding has, shown in the group's header or on the finding's line, not as a fact. */
-const IDENTITY = new Set(['kind', 'service', 'session_id', 'request_id', 'trace_id', 'first_time_unix_ms', 'last_time_unix_ms', 'span_ids', 'duplicates', 'attempts']);
+const IDENTITY = new Set(['kind', 'service', 'session_id', 'request_id', 'trace_id', 'first_time_unix_ms', 'last_time_unix_ms', 'span_ids', 'duplicates', 'attempts', 'record']);
 
 /** Groups findings by (service, session, request), in order of each group's first finding. */
 export function groupFindings(findings: readonly Finding[]): FindingGroup[] {
@@ -77,7 +77,9 @@ export function formatFindingGroups(groups: readonly FindingGroup[], options: Fi
     for (const f of g.findings) {
       const facts = findingFacts(f);
       const at = options.times === false ? '' : ` ${new Date(f.first_time_unix_ms).toISOString()}..${new Date(f.last_time_unix_ms).toISOString()}`;
-      out.push(`${indent}  ${f.kind.padEnd(24)}${at}${facts ? ` ${facts}` : ''}`.trimEnd());
+      // A record (how a storm ended, a retraction) is labelled with the kind of the finding it concerns.
+      const label = f.record === undefined ? f.kind : `${f.kind}:${f.record}`;
+      out.push(`${indent}  ${label.padEnd(24)}${at}${facts ? ` ${facts}` : ''}`.trimEnd());
     }
   }
   return out.join('\n');

@@ -1,0 +1,87 @@
+import {
+  FindingKind,
+  LABEL_ENDED_BY,
+  LABEL_KIND,
+  LABEL_OUTCOME,
+  LABEL_SERVER,
+  LABEL_SERVICE,
+  METRIC_FINDINGS_RETRACTED_TOTAL,
+  METRIC_FINDINGS_TOTAL,
+  METRIC_LISTENING_RESUMES_TOTAL,
+  METRIC_RECONNECT_STORMS_ENDED_TOTAL,
+  METRIC_RESUME_ATTEMPTS_TOTAL,
+  METRIC_SERVER_DEFECTS_TOTAL,
+  ResumeEvidence,
+  ResumeOutcome,
+  StormEnd,
+  StreamKind,
+} from '@resumewatch/semconv';
+import { describe, expect, it } from 'vitest';
+import { Detector, DetectorMetrics } from '../src/index.js';
+import { T0, resume, seedScenario, terminal, type Req } from './spans.js';
+
+function wired(maxServices = 100) {
+  const metrics = new DetectorMetrics(maxServices);
+  const detector = new Detector({ events: metrics, onFinding: (f) => metrics.finding(f) });
+  return { metrics, detector };
+}
+
+async function sample(metrics: DetectorMetrics, name: string): Promise<string[]> {
+  const { body } = await metrics.render(undefined);
+  return body.split('\n').filter((l) => l.startsWith(name + '{')).sort();
+}
+
+describe('detector metrics: storms ended, server defects, retractions, listening resumes', () => {
+  it('counts how each storm ended, once, and no finding for the storm_ended record', async () => {
+    const { metrics, detector } = wired();
+    for (const s of seedScenario({ session: 's1', request: 1 }, 3)) detector.ingest(s);
+    for (const s of seedScenario({ session: 's2', request: 1 }, 3).slice(0, -2)) detector.ingest(s);
+    detector.flush();
+    expect(await sample(metrics, METRIC_RECONNECT_STORMS_ENDED_TOTAL)).toEqual([
+      `${METRIC_RECONNECT_STORMS_ENDED_TOTAL}{${LABEL_SERVICE}="client",${LABEL_ENDED_BY}="${StormEnd.EVICTED}"} 1`,
+      `${METRIC_RECONNECT_STORMS_ENDED_TOTAL}{${LABEL_SERVICE}="client",${LABEL_ENDED_BY}="${StormEnd.SHUTDOWN}"} 1`,
+    ]);
+    expect(await sample(metrics, METRIC_FINDINGS_TOTAL)).toContain(`${METRIC_FINDINGS_TOTAL}{${LABEL_KIND}="${FindingKind.RECONNECT_STORM}",${LABEL_SERVICE}="client"} 2`);
+    expect(await sample(metrics, METRIC_FINDINGS_TOTAL)).toContain(`${METRIC_FINDINGS_TOTAL}{${LABEL_KIND}="${FindingKind.SIGNATURE}",${LABEL_SERVICE}="client"} 2`);
+  });
+
+  it('counts server defects per server, capped like services', async () => {
+    const { metrics, detector } = wired(2);
+    const r: Req = { session: 's', request: 1 };
+    for (const [i, server] of ['a.test', 'b.test', 'c.test', 'a.test'].entries()) {
+      detector.ingest(terminal({ ...r, request: i }, T0 + i, `G${i}`, true, { foreign: true, server }));
+    }
+    detector.ingest(terminal(r, T0 + 10, 'H', false, { conflict: true, server: 'b.test' }));
+    expect(await sample(metrics, METRIC_SERVER_DEFECTS_TOTAL)).toEqual([
+      `${METRIC_SERVER_DEFECTS_TOTAL}{${LABEL_KIND}="${FindingKind.CONFLICTING_TERMINAL}",${LABEL_SERVER}="b.test"} 1`,
+      `${METRIC_SERVER_DEFECTS_TOTAL}{${LABEL_KIND}="${FindingKind.FOREIGN_REPLAY}",${LABEL_SERVER}="a.test"} 2`,
+      `${METRIC_SERVER_DEFECTS_TOTAL}{${LABEL_KIND}="${FindingKind.FOREIGN_REPLAY}",${LABEL_SERVER}="b.test"} 1`,
+      `${METRIC_SERVER_DEFECTS_TOTAL}{${LABEL_KIND}="${FindingKind.FOREIGN_REPLAY}",${LABEL_SERVER}="other"} 1`,
+    ]);
+  });
+
+  it('counts retractions by kind and service; the retracted finding stays counted in findings_total', async () => {
+    const { metrics, detector } = wired();
+    const r: Req = { session: 's', request: 1 };
+    detector.ingest(resume(r, T0, 'B', 'A', { observed: false, outcome: ResumeOutcome.EMPTY_REPLAY, evidence: ResumeEvidence.BODY_END, replayed: 0 }));
+    detector.ingest(terminal(r, T0 + 100, 'B'));
+    expect(await sample(metrics, METRIC_FINDINGS_RETRACTED_TOTAL)).toEqual([
+      `${METRIC_FINDINGS_RETRACTED_TOTAL}{${LABEL_KIND}="${FindingKind.AMBIGUOUS_EMPTY_REPLAY}",${LABEL_SERVICE}="client"} 1`,
+    ]);
+    expect(await sample(metrics, METRIC_FINDINGS_TOTAL)).toEqual([
+      `${METRIC_FINDINGS_TOTAL}{${LABEL_KIND}="${FindingKind.AMBIGUOUS_EMPTY_REPLAY}",${LABEL_SERVICE}="client"} 1`,
+    ]);
+  });
+
+  it('counts listening-stream resumes apart from request resumes', async () => {
+    const { metrics, detector } = wired();
+    const r: Req = { session: 's', request: 1 };
+    detector.ingest(resume(r, T0, 'G1', 'G0', { noRequest: true, streamKind: StreamKind.LISTENING, outcome: ResumeOutcome.POLL }));
+    detector.ingest(resume(r, T0 + 1, 'G2', 'G1', { noRequest: true, streamKind: StreamKind.LISTENING, outcome: ResumeOutcome.POLL }));
+    expect(await sample(metrics, METRIC_LISTENING_RESUMES_TOTAL)).toEqual([
+      `${METRIC_LISTENING_RESUMES_TOTAL}{${LABEL_SERVICE}="client",${LABEL_OUTCOME}="${ResumeOutcome.POLL}"} 2`,
+    ]);
+    expect(await sample(metrics, METRIC_RESUME_ATTEMPTS_TOTAL)).toEqual([]);
+    expect(detector.stats().tracked).toBe(0);
+  });
+});
