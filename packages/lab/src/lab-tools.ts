@@ -19,6 +19,7 @@ const quietProgressArgs = z.object({
 const pollTaskArgs = z.object({
   closes: z.number().int().min(0).max(1000).default(12),
   intervalMs: z.number().int().min(1).max(60_000).default(250),
+  progress: z.boolean().default(false),
 });
 const echoArgs = z.object({ text: z.string().max(1000) });
 
@@ -53,8 +54,11 @@ const TOOL_LIST = [
   {
     name: 'poll_task',
     description:
-      'A long task polled per SEP-1699: every `intervalMs` ms it closes its SSE stream (the client returns with Last-Event-ID after `retry`), `closes` times, then returns its result.',
-    inputSchema: { type: 'object' as const, properties: { closes: { type: 'integer', minimum: 0 }, intervalMs: { type: 'integer', minimum: 1 } } },
+      'A long task polled per SEP-1699: every `intervalMs` ms it closes its SSE stream (the client returns with Last-Event-ID after `retry`), `closes` times, then returns its result. With `progress`, a progress update precedes each close.',
+    inputSchema: {
+      type: 'object' as const,
+      properties: { closes: { type: 'integer', minimum: 0 }, intervalMs: { type: 'integer', minimum: 1 }, progress: { type: 'boolean' } },
+    },
   },
   {
     name: 'echo',
@@ -136,12 +140,14 @@ export function registerLabTools(server: Server, ledger: SideEffectLedger): void
       case 'poll_task': {
         const parsed = pollTaskArgs.safeParse(args);
         if (!parsed.success) throw invalidParams(parsed.error);
-        const { closes, intervalMs } = parsed.data;
+        const { closes, intervalMs, progress } = parsed.data;
+        const progressToken = request.params._meta?.progressToken ?? `poll_task:${String(extra.requestId)}`;
         // closeSSEStream exists only for clients that negotiated 2025-11-25 (they got a priming event
         // with an id to come back with); for others the task simply runs as long.
         let closed = 0;
         for (let i = 0; i < closes; i++) {
           await sleep(intervalMs, extra.signal);
+          if (progress) await extra.sendNotification({ method: 'notifications/progress', params: { progressToken, progress: i + 1, total: closes } });
           if (extra.closeSSEStream) {
             extra.closeSSEStream();
             closed++;
