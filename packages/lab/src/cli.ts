@@ -3,7 +3,8 @@ import { parseArgs } from 'node:util';
 import { startLabServer } from './lab-server.js';
 import type { LabServer } from './lab-server.js';
 import { runLoad } from './load.js';
-import { runScenario } from './scenarios/index.js';
+import { runScenario, scenarioClients } from './scenarios/index.js';
+import { SCENARIO_CLIENTS, isScenarioClient } from './scenarios/sdk-clients.js';
 import { SCENARIO_NAMES, formatSummary, isScenarioName } from './scenarios/summary.js';
 
 const USAGE = `resumewatch-lab: the MCP Streamable HTTP resumption failure, reproduced on the real SDK
@@ -11,7 +12,7 @@ const USAGE = `resumewatch-lab: the MCP Streamable HTTP resumption failure, repr
 usage:
   resumewatch-lab server [--port P] [--host H] [--capacity N] [--ttl-ms MS] [--replay-limit K] [--retry-ms MS]
   resumewatch-lab run <scenario> [--server URL] [--control URL] [--json] [--max-reconnects N]
-                                 [--clients N --duration S]
+                                 [--clients N --duration S] [--client ${SCENARIO_CLIENTS.join('|')}]
   resumewatch-lab demo
   resumewatch-lab scenarios
 
@@ -78,16 +79,20 @@ async function run(args: string[]): Promise<void> {
       clients: { type: 'string' },
       duration: { type: 'string' },
       'max-reconnects': { type: 'string' },
+      client: { type: 'string' },
     },
   });
   const name = positionals[0];
   if (name === undefined || !isScenarioName(name)) fail(`unknown scenario ${name ?? '(none)'}`);
+  if (values.client !== undefined && !isScenarioClient(values.client)) fail(`--client must be one of ${SCENARIO_CLIENTS.join(', ')}, got ${values.client}`);
+  if (values.client !== undefined && !scenarioClients(name).includes(values.client)) fail(`scenario ${name} runs with: ${scenarioClients(name).join(', ')}`);
   let local: LabServer | undefined;
   const serverUrl = values.server ?? (local = await startLabServer()).url;
   const options = {
     serverUrl,
     ...(values.control !== undefined ? { controlUrl: values.control } : local ? { controlUrl: local.controlUrl } : {}),
     ...(values['max-reconnects'] !== undefined ? { maxReconnects: integer(values['max-reconnects'], 'max-reconnects')! } : {}),
+    ...(values.client !== undefined ? { client: values.client } : {}),
   };
   try {
     if (values.clients !== undefined || values.duration !== undefined) {
