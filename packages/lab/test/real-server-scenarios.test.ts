@@ -139,6 +139,17 @@ describe.each(['sdk', 'sdk-v2'] as const)('the same with the unmodified %s clien
     expect(summary.resultsPerRequest).toEqual({ '1': 1 });
   });
 
+  it('listening-replay: the resumed listening stream receives both completed results and a data: {}; the SDK reports unknown ids', async () => {
+    const summary = await runScenario('listening-replay', { serverUrl: lab.url, client });
+    expect(summary.details.results).toEqual(['notified the listening stream', 'Echo: after the cut']);
+    expect(summary.resumeStatuses).toEqual([200]);
+    expect(summary.details.cursor).toMatch(/\._GET_stream$/);
+    expect(summary.details.replayedResponseIds).toEqual([1, 2]);
+    expect(summary.details.nonMessageEventsOnResume).toBe(1);
+    expect(summary.resultsPerRequest).toEqual({ '1': 2, '2': 2 });
+    expect((summary.details.sdkErrors as string[]).filter((error) => error.startsWith('Received a response for an unknown message ID'))).toHaveLength(2);
+  });
+
   it('cancellation: the SDK sends notifications/cancelled (202) and rejects the call; closing the client rejects the other', async () => {
     const summary = await runScenario('cancellation', { serverUrl: lab.url, client });
     expect(summary.details.notified).toMatchObject({ requestId: 1, progressBefore: 1, cancelStatus: 202, terminals: 0 });

@@ -6,6 +6,7 @@ import { runCursorEvicted } from './cursor-evicted.js';
 import { runEndlessLoop } from './endless-loop.js';
 import { runHealthy } from './healthy.js';
 import { runListeningReplay } from './listening-replay.js';
+import { runListeningReplaySdk } from './listening-replay-sdk.js';
 import { runNetworkCut } from './network-cut.js';
 import type { ResolvedScenarioOptions, ScenarioOptions } from './options.js';
 import { resolveOptions } from './options.js';
@@ -41,6 +42,7 @@ const SCENARIOS: Record<ScenarioName, (options: ScenarioOptions) => Promise<Scen
 const SDK_RUNS: Partial<Record<ScenarioName, (kind: SdkClientKind, options: ResolvedScenarioOptions) => Promise<ScenarioSummary>>> = {
   'quiet-resume': runQuietResumeSdk,
   polling: runPollingSdk,
+  'listening-replay': runListeningReplaySdk,
   cancellation: runCancellationSdk,
   'cross-session-store': runCrossSessionStoreSdk,
 };
