@@ -46,9 +46,17 @@ export async function runPolling(options: ScenarioOptions): Promise<ScenarioSumm
   absorb(first, 0);
   const primed = first.events.some((event) => event.id !== undefined && event.data === '');
   const resumeStatuses: number[] = [];
+  const resumeErrors: string[] = [];
   while (terminals === 0 && cursor !== undefined && polls.length < maxPolls) {
     await sleep(retryMs ?? DEFAULT_RETRY_MS);
-    const read = await session.get(cursor);
+    let read: StreamRead;
+    try {
+      read = await session.get(cursor);
+    } catch (error) {
+      // A fetch wrapper (a guard) refused the poll.
+      resumeErrors.push(error instanceof Error ? error.message : String(error));
+      break;
+    }
     resumeStatuses.push(read.status);
     polls.push({ status: read.status, events: read.events.length, messages: read.events.filter(isJsonRpcEvent).length, end: read.end });
     if (read.status !== 200) break;
@@ -77,6 +85,7 @@ export async function runPolling(options: ScenarioOptions): Promise<ScenarioSumm
       polls,
       emptyPolls,
       terminalOnPoll: [...terminalStreams][0],
+      resumeErrors,
     },
   };
 }
