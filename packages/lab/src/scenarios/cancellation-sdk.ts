@@ -39,9 +39,9 @@ export async function runCancellationSdk(kind: SdkClientKind, options: ResolvedS
       );
     await closing;
     const post = toolCallPost(session.log, 'stream_progress');
-    const cancel = session.log.find((entry) => entry.rpc === 'notifications/cancelled');
-    if (notify) await waitUntil(() => cancel?.status !== undefined || session.log.some((entry) => entry.rpc === 'notifications/cancelled' && entry.status !== undefined), 2000);
-    const cancelEntry = session.log.find((entry) => entry.rpc === 'notifications/cancelled');
+    const cancelEntry = () => session.log.find((entry) => entry.rpc === 'notifications/cancelled');
+    // The SDK sends the cancel without waiting for its answer: wait (bounded) for its status.
+    if (notify) await waitUntil(() => cancelEntry()?.status !== undefined, 2000);
     const sessionId = session.sessionId();
     if (notify) {
       await session.terminate().catch(() => undefined);
@@ -52,7 +52,7 @@ export async function runCancellationSdk(kind: SdkClientKind, options: ResolvedS
       sessionId,
       requestId: post?.rpcId,
       progressBefore,
-      cancelStatus: cancelEntry?.status,
+      cancelStatus: cancelEntry()?.status,
       outcome,
       terminals: session.log.flatMap((entry) => entry.responses).filter((response) => response.rpcId === post?.rpcId).length,
       sdkErrors: session.errors,

@@ -1,3 +1,4 @@
+import { HEADER_LAST_EVENT_ID } from '@resumewatch/wire';
 import type { FetchLike } from '../mcp-http-client.js';
 import { recordingFetch } from './recording-fetch.js';
 import type { RecordedRequest } from './recording-fetch.js';
@@ -47,7 +48,7 @@ function gatedFetch(inner: FetchLike, beforeResume: (() => Promise<void>) | unde
   if (!beforeResume) return inner;
   return async (input, init) => {
     const headers = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined));
-    if ((init?.method ?? 'GET') === 'GET' && headers.has('last-event-id')) await beforeResume();
+    if ((init?.method ?? 'GET') === 'GET' && headers.has(HEADER_LAST_EVENT_ID)) await beforeResume();
     return inner(input, init);
   };
 }
