@@ -1,6 +1,7 @@
 /** The lab CLI's commands and flags: one table drives parsing, validation and every --help. */
 import { parseArgs } from 'node:util';
 import { UsageError } from './cli-errors.js';
+import { SCENARIO_CLIENTS } from './scenarios/sdk-clients.js';
 import { SCENARIO_NAMES } from './scenarios/summary.js';
 
 /** One flag of a subcommand: parsed, validated and printed in its --help from this one row. */
@@ -43,6 +44,7 @@ export const COMMANDS: Record<string, Command> = {
       { name: 'control', value: 'URL', default: "/control on the server's origin", help: 'the control endpoint (answers loopback clients only)' },
       { name: 'json', default: 'off', help: 'print the summary (or the load report) as one JSON object' },
       { name: 'max-reconnects', value: 'N', default: '20', help: 'safety cap of the looping clients' },
+      { name: 'client', value: SCENARIO_CLIENTS.join('|'), default: 'raw', help: "the MCP client: the lab's own, or the unmodified SDK 1.x or v2 client (scenarios that run with them)" },
       { name: 'clients', value: 'N', default: '1 (with --duration)', help: 'load: N clients run the scenario back to back' },
       { name: 'duration', value: 'S', default: '10 (with --clients)', help: 'load: seconds to run' },
       { name: 'progress', value: 'S', default: '5', help: 'load: seconds between progress lines on stderr; 0 for none' },

@@ -6,7 +6,8 @@ import type { LabServer } from './lab-server.js';
 import { runLoad } from './load.js';
 import type { LoadReport } from './load.js';
 import type { FetchLike } from './mcp-http-client.js';
-import { runScenario } from './scenarios/index.js';
+import { runScenario, scenarioClients } from './scenarios/index.js';
+import { SCENARIO_CLIENTS, isScenarioClient } from './scenarios/sdk-clients.js';
 import { SCENARIO_NAMES, formatSummary, isScenarioName } from './scenarios/summary.js';
 import type { ScenarioName } from './scenarios/summary.js';
 import { formatRequestTimeline } from './timeline-format.js';
@@ -67,6 +68,13 @@ async function run(args: string[]): Promise<void> {
   const name = positionals[0];
   if (name === undefined) throw new UsageError(`run: which scenario? one of ${scenarioList()}`);
   if (!isScenarioName(name)) throw new UsageError(`run: unknown scenario "${name}"; one of ${scenarioList()}`);
+  const client = values.client;
+  if (client !== undefined && (typeof client !== 'string' || !isScenarioClient(client))) {
+    throw new UsageError(`run: --client must be one of ${SCENARIO_CLIENTS.join(', ')}, got "${String(client)}"`);
+  }
+  if (client !== undefined && !scenarioClients(name).includes(client)) {
+    throw new UsageError(`run: scenario ${name} runs with --client ${scenarioClients(name).join(', ')}`);
+  }
   const server = url(values, 'server');
   const control = url(values, 'control');
   const maxReconnects = integer(values, 'max-reconnects');
@@ -83,6 +91,7 @@ async function run(args: string[]): Promise<void> {
     fetch: load ? noteUnreachable : timeline.wrap(noteUnreachable),
     ...(control !== undefined ? { controlUrl: control } : local ? { controlUrl: local.controlUrl } : {}),
     ...(maxReconnects !== undefined ? { maxReconnects } : {}),
+    ...(client !== undefined ? { client } : {}),
   };
   try {
     if (load) {

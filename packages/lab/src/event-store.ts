@@ -57,7 +57,7 @@ export interface EventStoreStats {
   evicted: Record<EvictionReason, number>;
 }
 
-interface StoredEvent {
+export interface StoredEvent {
   id: EventId;
   seq: number;
   streamId: StreamId;
@@ -65,7 +65,7 @@ interface StoredEvent {
   storedAt: number;
 }
 
-interface StreamRecord {
+export interface StreamRecord {
   /** In seq order; evictions remove from the front. */
   events: StoredEvent[];
   finished: boolean;
@@ -98,11 +98,11 @@ export class BoundedEventStore implements EventStore {
   private readonly capacity: number;
   private readonly ttlMs: number;
   private readonly replayLimit: number;
-  private readonly now: () => number;
+  protected readonly now: () => number;
   private readonly onReplay: ((record: ReplayRecord) => void) | undefined;
-  /** Insertion order is age order: the first entry is the oldest. */
-  private readonly events = new Map<EventId, StoredEvent>();
-  private readonly streams = new Map<StreamId, StreamRecord>();
+  /** Insertion order is age order (and seq order): the first entry is the oldest. */
+  protected readonly events = new Map<EventId, StoredEvent>();
+  protected readonly streams = new Map<StreamId, StreamRecord>();
   private readonly tombstones: BoundedMap<StreamId, EvictionReason>;
   private seq = 0;
   private stored = 0;
@@ -167,7 +167,7 @@ export class BoundedEventStore implements EventStore {
     let sent = 0;
     // Re-searched after every await: events may be appended (or evicted) while a send is pending.
     for (;;) {
-      const next = stream.events[firstAfter(stream.events, lastSeq)];
+      const next = this.nextToReplay(cursor, lastSeq);
       if (!next) break;
       await send(next.id, next.message);
       lastSeq = next.seq;
@@ -180,6 +180,15 @@ export class BoundedEventStore implements EventStore {
       this.evictStream(cursor.streamId, 'replay-limit');
     }
     return cursor.streamId;
+  }
+
+  /**
+   * The next event to replay after `lastSeq` for a resume from `cursor`: the next event of the
+   * cursor's own stream, as the spec requires. The lab's defective store variants override this.
+   */
+  protected nextToReplay(cursor: StoredEvent, lastSeq: number): StoredEvent | undefined {
+    const stream = this.streams.get(cursor.streamId);
+    return stream?.events[firstAfter(stream.events, lastSeq)];
   }
 
   isStreamFinished(streamId: StreamId): boolean {

@@ -19,6 +19,12 @@ import { restoreSession } from './session-restore.js';
 import { SessionRegistry } from './session-registry.js';
 import { SideEffectLedger } from './side-effects.js';
 import { ReplayCloseGate } from './replay-close-gate.js';
+import { ReplayAllStreamsEventStore } from './replay-all-streams-store.js';
+import { labRequestContext } from './request-context.js';
+import type { LabRequestContext } from './request-context.js';
+import { RequestIdKeyedEventStore } from './request-keyed-store.js';
+import { isLabStoreVariant } from './store-variants.js';
+import type { LabStoreVariant } from './store-variants.js';
 
 export const MCP_PATH = '/mcp';
 export const CONTROL_PATH = '/control';
@@ -34,8 +40,13 @@ export interface LabServerOptions {
   port?: number;
   /** Default 127.0.0.1. `0.0.0.0` serves MCP to other hosts; the control endpoint stays loopback-only. */
   host?: string;
-  /** Options of each session's event store. */
+  /** Options of each session's event store (of every variant). */
   eventStore?: Omit<BoundedEventStoreOptions, 'onReplay'>;
+  /**
+   * The event store of sessions created on `/mcp`. Default `bounded`. Every variant is also served
+   * under `/mcp/<variant>` whatever this says (see `LAB_STORE_VARIANTS`).
+   */
+  store?: LabStoreVariant;
   /** `retry:` (ms) the SDK writes in priming events; the SDK client waits this long before resuming. Default 100. */
   retryIntervalMs?: number;
   /** Live sessions (transports) kept in this process. Default 1000. */
@@ -122,6 +133,16 @@ interface LiveSession {
 interface Generation {
   id: number;
   live: BoundedMap<string, LiveSession>;
+  /** The one store of the `shared-by-request-id` variant, created on first use; lost on restart. */
+  shared: RequestIdKeyedEventStore | undefined;
+}
+
+/** The JSON-RPC id (as a string) of the first request in a POST body. */
+function firstRequestId(body: unknown): string | undefined {
+  for (const message of Array.isArray(body) ? body : [body]) {
+    if (message !== null && typeof message === 'object' && 'method' in message && 'id' in message) return String((message as { id: unknown }).id);
+  }
+  return undefined;
 }
 
 function emptyStats(): Omit<EventStoreStats, 'epoch'> {
@@ -153,28 +174,49 @@ export async function startLabServer(options: LabServerOptions = {}): Promise<La
   const gates = new BoundedMap<string, ReplayCloseGate>(10_000, 600_000);
   const restoring = new BoundedMap<string, Promise<void>>(1000, 60_000);
   const sockets = new Set<Socket>();
+  const defaultVariant = options.store ?? 'bounded';
+  if (!isLabStoreVariant(defaultVariant)) throw new Error(`unknown store variant ${String(defaultVariant)}`);
   let restarts = 0;
   let generation = newGeneration(1);
   let selfUrl = '';
 
   function newGeneration(id: number): Generation {
-    return { id, live: new BoundedMap(maxLive, idleTtl, Date.now, (_id, live) => void live.server.close()) };
+    return { id, live: new BoundedMap(maxLive, idleTtl, Date.now, (_id, live) => void live.server.close()), shared: undefined };
   }
 
-  async function createLiveSession(initialize: JSONRPCRequest, restoreId: string | undefined): Promise<LiveSession> {
+  /** Ends a replayed response whose stream has nothing more to send; logs the replay. */
+  function afterReplay(record: ReplayRecord, sessionId: string | undefined): void {
+    const gate = sessionId === undefined ? undefined : gates.get(`${sessionId}\n${record.lastEventId}`);
+    // A replay of a finished stream, or of a stream this buffer never had, has nothing more to send.
+    const closed = gate !== undefined && (record.streamFinished || !record.cursorFound);
+    if (closed) gate.endAfter(record.sent);
+    replays.push({ ...record, sessionId: sessionId ?? '', at: Date.now(), closed });
+  }
+
+  function createStore(variant: LabStoreVariant, sessionOf: () => string | undefined, owner: Generation): BoundedEventStore {
+    const onReplay = (record: ReplayRecord): void => afterReplay(record, sessionOf());
+    switch (variant) {
+      case 'bounded':
+        return new BoundedEventStore({ ...options.eventStore, onReplay });
+      case 'never-evict':
+        return new BoundedEventStore({ ...options.eventStore, finishedStreamReplayLimit: 0, onReplay });
+      case 'replay-all-streams':
+        return new ReplayAllStreamsEventStore({ ...options.eventStore, onReplay });
+      case 'shared-by-request-id':
+        // One store for every session: the replaying session is the one whose request is running.
+        owner.shared ??= new RequestIdKeyedEventStore({
+          ...options.eventStore,
+          onReplay: (record) => afterReplay(record, labRequestContext.getStore()?.sessionId),
+        });
+        return owner.shared;
+    }
+  }
+
+  async function createLiveSession(initialize: JSONRPCRequest, restoreId: string | undefined, path: string, variant: LabStoreVariant): Promise<LiveSession> {
     const owner = generation;
     const newId = restoreId ?? randomUUID();
     let sessionId: string | undefined;
-    const store = new BoundedEventStore({
-      ...options.eventStore,
-      onReplay: (record) => {
-        const gate = sessionId === undefined ? undefined : gates.get(`${sessionId}\n${record.lastEventId}`);
-        // A replay of a finished stream, or of a stream this buffer never had, has nothing more to send.
-        const closed = gate !== undefined && (record.streamFinished || !record.cursorFound);
-        if (closed) gate.endAfter(record.sent);
-        replays.push({ ...record, sessionId: sessionId ?? '', at: Date.now(), closed });
-      },
-    });
+    const store = createStore(variant, () => sessionId, owner);
     const server = new Server(SERVER_INFO, { capabilities: { tools: {} } });
     registerLabTools(server, ledger);
     const live: LiveSession = { transport: undefined as unknown as StreamableHTTPServerTransport, server, store };
@@ -187,7 +229,7 @@ export async function startLabServer(options: LabServerOptions = {}): Promise<La
         owner.live.set(id, live);
         if (restoreId === undefined) {
           const protocolVersion = String((initialize.params as { protocolVersion?: unknown } | undefined)?.protocolVersion ?? '');
-          registry.remember({ sessionId: id, initialize, protocolVersion, createdAt: Date.now() });
+          registry.remember({ sessionId: id, initialize, protocolVersion, createdAt: Date.now(), path });
         }
       },
       onsessionclosed: (id) => {
@@ -212,7 +254,7 @@ export async function startLabServer(options: LabServerOptions = {}): Promise<La
     if (!record) return undefined;
     let pending = restoring.get(sessionId);
     if (!pending) {
-      pending = restoreSession(selfUrl, record, { [RESTORE_TOKEN_HEADER]: restoreToken, [RESTORE_SESSION_HEADER]: sessionId }).finally(() =>
+      pending = restoreSession(new URL(record.path, selfUrl).toString(), record, { [RESTORE_TOKEN_HEADER]: restoreToken, [RESTORE_SESSION_HEADER]: sessionId }).finally(() =>
         restoring.delete(sessionId),
       );
       restoring.set(sessionId, pending);
@@ -222,7 +264,14 @@ export async function startLabServer(options: LabServerOptions = {}): Promise<La
   }
 
   /** `created` is set when the request initializes a session, so the request log can name it. */
-  async function handleMcp(req: IncomingMessage, res: ServerResponse, created: { transport?: StreamableHTTPServerTransport }): Promise<void> {
+  async function handleMcp(
+    req: IncomingMessage,
+    res: ServerResponse,
+    created: { transport?: StreamableHTTPServerTransport },
+    path: string,
+    variant: LabStoreVariant,
+    context: LabRequestContext,
+  ): Promise<void> {
     const sessionId = header(req, HEADER_SESSION_ID);
     if (req.method === 'POST') {
       let body: unknown;
@@ -232,12 +281,13 @@ export async function startLabServer(options: LabServerOptions = {}): Promise<La
         if (error instanceof BodyTooLargeError) return sendJsonRpcError(res, 413, -32000, error.message);
         return sendJsonRpcError(res, 400, -32700, 'Parse error: Invalid JSON');
       }
+      context.jsonRpcRequestId = firstRequestId(body);
       if (sessionId === undefined) {
         const initialize = body as JSONRPCRequest;
         if (!isInitializeRequest(initialize)) return sendJsonRpcError(res, 400, -32000, 'Bad Request: No valid session ID provided');
         const restoreId = restoreTarget(req);
         if (restoreId === null) return sendJsonRpcError(res, 403, -32000, 'Forbidden: invalid session restore');
-        const live = await createLiveSession(initialize, restoreId);
+        const live = await createLiveSession(initialize, restoreId, path, variant);
         created.transport = live.transport;
         return live.transport.handleRequest(req, res, body);
       }
@@ -263,6 +313,14 @@ export async function startLabServer(options: LabServerOptions = {}): Promise<La
     }
     res.setHeader('allow', 'GET, POST, DELETE');
     return sendJsonRpcError(res, 405, -32000, 'Method not allowed.');
+  }
+
+  /** The store variant an MCP path serves (`/mcp` or `/mcp/<variant>`), undefined for other paths. */
+  function mcpVariant(path: string): LabStoreVariant | undefined {
+    if (path === MCP_PATH) return defaultVariant;
+    if (!path.startsWith(`${MCP_PATH}/`)) return undefined;
+    const name = path.slice(MCP_PATH.length + 1);
+    return isLabStoreVariant(name) ? name : undefined;
   }
 
   /** undefined: not a restore; null: a restore request that must be refused; string: the session to restore. */
@@ -298,7 +356,8 @@ export async function startLabServer(options: LabServerOptions = {}): Promise<La
 
   function state(): LabServerState {
     const eventStore = emptyStats();
-    for (const live of generation.live.values()) addStats(eventStore, live.store.stats());
+    // The shared variant's one store serves many sessions: count each store once.
+    for (const store of new Set([...generation.live.values()].map((live) => live.store))) addStats(eventStore, store.stats());
     return {
       generation: generation.id,
       restarts,
@@ -326,7 +385,8 @@ export async function startLabServer(options: LabServerOptions = {}): Promise<La
   const httpServer: HttpServer = createServer((req, res) => {
     const path = new URL(req.url ?? '/', 'http://lab').pathname;
     const created: { transport?: StreamableHTTPServerTransport } = {};
-    if (path === MCP_PATH) {
+    const variant = mcpVariant(path);
+    if (variant !== undefined) {
       res.once('close', () =>
         requests.push({
           at: Date.now(),
@@ -340,9 +400,10 @@ export async function startLabServer(options: LabServerOptions = {}): Promise<La
         }),
       );
     }
+    const context: LabRequestContext = { sessionId: header(req, HEADER_SESSION_ID), jsonRpcRequestId: undefined };
     const handled =
-      path === MCP_PATH
-        ? handleMcp(req, res, created)
+      variant !== undefined
+        ? labRequestContext.run(context, () => handleMcp(req, res, created, path, variant, context))
         : path.startsWith(`${CONTROL_PATH}/`) && isLoopbackAddress(req.socket.remoteAddress)
           ? handleControlRequest(control, path.slice(CONTROL_PATH.length), req, res)
           : Promise.resolve(sendJsonRpcError(res, path.startsWith(CONTROL_PATH) ? 403 : 404, -32000, 'Not found'));

@@ -4,7 +4,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { SideEffectLedger } from './side-effects.js';
 
-export const LAB_TOOL_NAMES = ['stream_progress', 'fail', 'side_effect'] as const;
+export const LAB_TOOL_NAMES = ['stream_progress', 'fail', 'side_effect', 'quiet_progress', 'poll_task', 'echo', 'notify_listening'] as const;
 
 const streamProgressArgs = z.object({
   count: z.number().int().min(0).max(10_000).default(3),
@@ -12,6 +12,16 @@ const streamProgressArgs = z.object({
 });
 const failArgs = z.object({ message: z.string().max(1000).optional() });
 const sideEffectArgs = z.object({ key: z.string().min(1).max(200) });
+const quietProgressArgs = z.object({
+  quietMs: z.number().int().min(0).max(60_000).default(2000),
+  text: z.string().max(1000).optional(),
+});
+const pollTaskArgs = z.object({
+  closes: z.number().int().min(0).max(1000).default(12),
+  intervalMs: z.number().int().min(1).max(60_000).default(250),
+  progress: z.boolean().default(false),
+});
+const echoArgs = z.object({ text: z.string().max(1000) });
 
 const TOOL_LIST = [
   {
@@ -36,7 +46,35 @@ const TOOL_LIST = [
       required: ['key'],
     },
   },
+  {
+    name: 'quiet_progress',
+    description: 'Sends one progress notification, stays quiet for `quietMs` ms, then returns its result (`text`, if given).',
+    inputSchema: { type: 'object' as const, properties: { quietMs: { type: 'integer', minimum: 0 }, text: { type: 'string' } } },
+  },
+  {
+    name: 'poll_task',
+    description:
+      'A long task polled per SEP-1699: every `intervalMs` ms it closes its SSE stream (the client returns with Last-Event-ID after `retry`), `closes` times, then returns its result. With `progress`, a progress update precedes each close.',
+    inputSchema: {
+      type: 'object' as const,
+      properties: { closes: { type: 'integer', minimum: 0 }, intervalMs: { type: 'integer', minimum: 1 }, progress: { type: 'boolean' } },
+    },
+  },
+  {
+    name: 'echo',
+    description: 'Returns `Echo: <text>`.',
+    inputSchema: { type: 'object' as const, properties: { text: { type: 'string' } }, required: ['text'] },
+  },
+  {
+    name: 'notify_listening',
+    description: 'Sends notifications/tools/list_changed on the listening (standalone GET) stream, then returns its result.',
+    inputSchema: { type: 'object' as const, properties: {} },
+  },
 ];
+
+function text(value: string): CallToolResult['content'] {
+  return [{ type: 'text', text: value }];
+}
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -88,6 +126,45 @@ export function registerLabTools(server: Server, ledger: SideEffectLedger): void
         if (!parsed.success) throw invalidParams(parsed.error);
         const count = ledger.record(parsed.data.key);
         return { content: [{ type: 'text', text: `${parsed.data.key} charged ${count} time(s)` }], structuredContent: { key: parsed.data.key, count } };
+      }
+      case 'quiet_progress': {
+        const parsed = quietProgressArgs.safeParse(args);
+        if (!parsed.success) throw invalidParams(parsed.error);
+        const { quietMs } = parsed.data;
+        const progressToken = request.params._meta?.progressToken ?? `quiet_progress:${String(extra.requestId)}`;
+        await extra.sendNotification({ method: 'notifications/progress', params: { progressToken, progress: 1, total: 2 } });
+        await sleep(quietMs, extra.signal);
+        const said = parsed.data.text ?? `quiet for ${quietMs} ms`;
+        return { content: text(said), structuredContent: { text: said, quietMs } };
+      }
+      case 'poll_task': {
+        const parsed = pollTaskArgs.safeParse(args);
+        if (!parsed.success) throw invalidParams(parsed.error);
+        const { closes, intervalMs, progress } = parsed.data;
+        const progressToken = request.params._meta?.progressToken ?? `poll_task:${String(extra.requestId)}`;
+        // closeSSEStream exists only for clients that negotiated 2025-11-25 (they got a priming event
+        // with an id to come back with); for others the task simply runs as long.
+        let closed = 0;
+        for (let i = 0; i < closes; i++) {
+          await sleep(intervalMs, extra.signal);
+          if (progress) await extra.sendNotification({ method: 'notifications/progress', params: { progressToken, progress: i + 1, total: closes } });
+          if (extra.closeSSEStream) {
+            extra.closeSSEStream();
+            closed++;
+          }
+        }
+        return { content: text(`polled task done after ${closed} stream close(s)`), structuredContent: { closes: closed } };
+      }
+      case 'echo': {
+        const parsed = echoArgs.safeParse(args);
+        if (!parsed.success) throw invalidParams(parsed.error);
+        return { content: text(`Echo: ${parsed.data.text}`), structuredContent: { text: `Echo: ${parsed.data.text}` } };
+      }
+      case 'notify_listening': {
+        // No related request id: the SDK transport writes it on the standalone GET stream (or stores it
+        // for that stream's replay when no GET is open).
+        await server.notification({ method: 'notifications/tools/list_changed' });
+        return { content: text('notified the listening stream'), structuredContent: { notified: true } };
       }
       default:
         throw new McpError(ErrorCode.InvalidParams, `Tool ${request.params.name} not found`);

@@ -13,6 +13,10 @@ export interface StreamEvent {
   data: string;
   /** The JSON-RPC message in `data`, when there was one. */
   message: JSONRPCMessage | undefined;
+  /** The event's `retry:` field (ms), if it had one (SEP-1699 priming events carry it). */
+  retry: number | undefined;
+  /** When the client read it (ms since the epoch). */
+  at: number;
 }
 
 /** One HTTP response of the MCP endpoint as a client saw it. */
@@ -28,6 +32,8 @@ export interface StreamRead {
 }
 
 export interface ReadOptions {
+  /** Called with the status once the response headers arrived, before the body is read. */
+  onOpen?: (status: number) => void;
   onEvent?: (event: StreamEvent) => void;
   signal?: AbortSignal;
 }
@@ -45,6 +51,7 @@ export function isResponseTo(message: JSONRPCMessage | undefined, id: number | s
 async function readResponse(response: Response, options: ReadOptions): Promise<StreamRead> {
   const contentType = response.headers.get('content-type');
   const read: StreamRead = { status: response.status, contentType, events: [], end: 'clean', error: undefined, body: undefined };
+  options.onOpen?.(response.status);
   try {
     if (response.body && contentType?.includes('text/event-stream')) {
       await readSse(response.body, (sse) => {
@@ -57,7 +64,7 @@ async function readResponse(response: Response, options: ReadOptions): Promise<S
             message = undefined;
           }
         }
-        const event: StreamEvent = { id: sse.id, data: sse.data, message };
+        const event: StreamEvent = { id: sse.id, data: sse.data, message, retry: sse.retry, at: Date.now() };
         read.events.push(event);
         options.onEvent?.(event);
       });

@@ -7,6 +7,8 @@ export interface SessionRecord {
   initialize: JSONRPCRequest;
   protocolVersion: string;
   createdAt: number;
+  /** The MCP path the session was created on (`/mcp` or `/mcp/<variant>`): a restore re-initializes it there. */
+  path: string;
 }
 
 /**

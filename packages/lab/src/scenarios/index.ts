@@ -1,13 +1,27 @@
+import { runCancellation } from './cancellation.js';
+import { runCancellationSdk } from './cancellation-sdk.js';
+import { runCrossSessionStore } from './cross-session-store.js';
+import { runCrossSessionStoreSdk } from './cross-session-store-sdk.js';
 import { runCursorEvicted } from './cursor-evicted.js';
+import { runEndlessLoop } from './endless-loop.js';
 import { runHealthy } from './healthy.js';
+import { runListeningReplay } from './listening-replay.js';
+import { runListeningReplaySdk } from './listening-replay-sdk.js';
 import { runNetworkCut } from './network-cut.js';
-import type { ScenarioOptions } from './options.js';
+import type { ResolvedScenarioOptions, ScenarioOptions } from './options.js';
+import { resolveOptions } from './options.js';
 import { runPerStreamDedup } from './per-stream-dedup.js';
+import { runPolling } from './polling.js';
+import { runPollingSdk } from './polling-sdk.js';
+import { runQuietResume } from './quiet-resume.js';
+import { runQuietResumeSdk } from './quiet-resume-sdk.js';
+import type { ScenarioClient, SdkClientKind } from './sdk-clients.js';
 import { runSdkErrorResume } from './sdk-error-resume.js';
 import { runSeedLoop } from './seed-loop.js';
 import { runServerRestart } from './server-restart.js';
 import type { ScenarioName, ScenarioSummary } from './summary.js';
 
+/** The scenario registry: every scenario with its raw-client run. */
 const SCENARIOS: Record<ScenarioName, (options: ScenarioOptions) => Promise<ScenarioSummary>> = {
   'seed-loop': runSeedLoop,
   'per-stream-dedup': runPerStreamDedup,
@@ -16,9 +30,33 @@ const SCENARIOS: Record<ScenarioName, (options: ScenarioOptions) => Promise<Scen
   'cursor-evicted': runCursorEvicted,
   'sdk-error-resume': runSdkErrorResume,
   healthy: runHealthy,
+  'quiet-resume': runQuietResume,
+  polling: runPolling,
+  'listening-replay': runListeningReplay,
+  'endless-loop': runEndlessLoop,
+  cancellation: runCancellation,
+  'cross-session-store': runCrossSessionStore,
 };
 
+/** Scenarios that also run with the unmodified SDK clients (1.x and v2). */
+const SDK_RUNS: Partial<Record<ScenarioName, (kind: SdkClientKind, options: ResolvedScenarioOptions) => Promise<ScenarioSummary>>> = {
+  'quiet-resume': runQuietResumeSdk,
+  polling: runPollingSdk,
+  'listening-replay': runListeningReplaySdk,
+  cancellation: runCancellationSdk,
+  'cross-session-store': runCrossSessionStoreSdk,
+};
+
+/** The clients a scenario runs with. */
+export function scenarioClients(name: ScenarioName): ScenarioClient[] {
+  return SDK_RUNS[name] ? ['raw', 'sdk', 'sdk-v2'] : ['raw'];
+}
+
 /** Runs one scenario against a lab server and returns what it observed. */
-export function runScenario(name: ScenarioName, options: ScenarioOptions): Promise<ScenarioSummary> {
-  return SCENARIOS[name](options);
+export async function runScenario(name: ScenarioName, options: ScenarioOptions): Promise<ScenarioSummary> {
+  const client = options.client ?? 'raw';
+  if (client === 'raw') return SCENARIOS[name](options);
+  const sdkRun = SDK_RUNS[name];
+  if (!sdkRun) throw new Error(`scenario ${name} runs with the raw client only (clients: ${scenarioClients(name).join(', ')})`);
+  return sdkRun(client, resolveOptions(options));
 }

@@ -1,4 +1,5 @@
 import type { FetchLike } from '../mcp-http-client.js';
+import type { ScenarioClient } from './sdk-clients.js';
 
 export interface ScenarioOptions {
   /** The lab server's MCP endpoint, e.g. http://127.0.0.1:P/mcp */
@@ -9,6 +10,11 @@ export interface ScenarioOptions {
   fetch?: FetchLike;
   /** Safety cap on reconnects in looping scenarios. Default 20. */
   maxReconnects?: number;
+  /**
+   * The MCP client: `raw` (default), `sdk` (SDK 1.x) or `sdk-v2`. Scenarios whose steps an SDK client
+   * cannot take (the seed loop, the lab's raw protocol checks) only run with `raw` and reject others.
+   */
+  client?: ScenarioClient;
 }
 
 export interface ResolvedScenarioOptions {
@@ -16,6 +22,7 @@ export interface ResolvedScenarioOptions {
   controlUrl: string;
   fetch: FetchLike;
   maxReconnects: number;
+  client: ScenarioClient;
 }
 
 export function resolveOptions(options: ScenarioOptions): ResolvedScenarioOptions {
@@ -24,5 +31,6 @@ export function resolveOptions(options: ScenarioOptions): ResolvedScenarioOption
     controlUrl: options.controlUrl ?? new URL('/control', options.serverUrl).toString(),
     fetch: options.fetch ?? ((input, init) => globalThis.fetch(input, init)),
     maxReconnects: options.maxReconnects ?? 20,
+    client: options.client ?? 'raw',
   };
 }

@@ -14,6 +14,12 @@ export interface RecordedRequest {
   eventIds: string[];
   /** Ids (JSON-RPC id -> SSE event id) of the error responses the response carried. */
   errorResponses: Array<{ rpcId: unknown; eventId: string | undefined }>;
+  /** Every response (result or error) the response carried, in order, with its first text content. */
+  responses: Array<{ rpcId: unknown; eventId: string | undefined; error: boolean; text: string | undefined }>;
+  /** SSE events whose data is not a JSON-RPC message (priming events' empty data, `{}`). */
+  nonMessageEvents: number;
+  /** How the event-stream body ended, once it has: `clean` or `error` (cut, abort). */
+  end: 'clean' | 'error' | undefined;
 }
 
 function describeBody(body: unknown): { rpc: string | undefined; rpcId: string | number | undefined } {
@@ -43,6 +49,9 @@ export function recordingFetch(inner: FetchLike, log: RecordedRequest[], cap = 1
       status: undefined,
       eventIds: [],
       errorResponses: [],
+      responses: [],
+      nonMessageEvents: 0,
+      end: undefined,
     };
     if (log.length < cap) log.push(entry);
     const response = await inner(input, init);
@@ -51,14 +60,24 @@ export function recordingFetch(inner: FetchLike, log: RecordedRequest[], cap = 1
     const [forCaller, forLog] = response.body.tee();
     readSse(forLog, (event) => {
       if (event.id !== undefined) entry.eventIds.push(event.id);
-      if (!event.data) return;
+      let message: { jsonrpc?: unknown; id?: unknown; method?: unknown; error?: unknown; result?: { content?: Array<{ text?: string }> } } | undefined;
       try {
-        const message = JSON.parse(event.data) as { id?: unknown; error?: unknown };
-        if (message.error !== undefined) entry.errorResponses.push({ rpcId: message.id, eventId: event.id });
+        message = event.data ? (JSON.parse(event.data) as typeof message) : undefined;
       } catch {
-        // Not JSON: nothing to record beyond the id.
+        message = undefined;
       }
-    }).catch(() => undefined);
+      if (!message || message.jsonrpc !== '2.0' || (message.method === undefined && message.id === undefined)) {
+        if (event.id !== undefined || event.data !== '') entry.nonMessageEvents++;
+        return;
+      }
+      if (message.error !== undefined) entry.errorResponses.push({ rpcId: message.id, eventId: event.id });
+      if (message.error !== undefined || message.result !== undefined) {
+        entry.responses.push({ rpcId: message.id, eventId: event.id, error: message.error !== undefined, text: message.result?.content?.[0]?.text });
+      }
+    }).then(
+      () => void (entry.end = 'clean'),
+      () => void (entry.end = 'error'),
+    );
     return new Response(forCaller, { status: response.status, statusText: response.statusText, headers: response.headers });
   };
 }

@@ -6,6 +6,12 @@ export const SCENARIO_NAMES = [
   'cursor-evicted',
   'sdk-error-resume',
   'healthy',
+  'quiet-resume',
+  'polling',
+  'listening-replay',
+  'endless-loop',
+  'cancellation',
+  'cross-session-store',
 ] as const;
 
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
@@ -26,6 +32,11 @@ export interface ScenarioSummary {
   reconnects: number;
   /** HTTP status of every GET that carried Last-Event-ID, in order. */
   resumeStatuses: number[];
+  /**
+   * Responses (result or error) the client received per JSON-RPC request id, on every stream of the
+   * scenario's session(s), initialize excluded. Set by the scenarios of issues 9 and 12.
+   */
+  resultsPerRequest?: Record<string, number>;
   /** Side effects the scenario's consumer ran (per-stream-dedup: the per-stream consumer). */
   sideEffectCount?: number;
   /** One line: what the run showed. */
@@ -43,6 +54,10 @@ export function formatSummary(summary: ScenarioSummary): string {
     `reconnects             ${summary.reconnects}`,
     `resume statuses        ${summary.resumeStatuses.length > 0 ? summary.resumeStatuses.join(', ') : '-'}`,
   ];
+  if (summary.resultsPerRequest !== undefined) {
+    const entries = Object.entries(summary.resultsPerRequest);
+    lines.push(`results per request    ${entries.length > 0 ? entries.map(([id, count]) => `${id}: ${count}`).join(', ') : '-'}`);
+  }
   if (summary.sideEffectCount !== undefined) lines.push(`side effects           ${summary.sideEffectCount}`);
   lines.push(`duration               ${summary.durationMs} ms`, '', summary.finding);
   return lines.join('\n');
