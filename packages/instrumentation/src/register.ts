@@ -42,9 +42,11 @@ export function shutdown(): Promise<void> {
 
 process.once('beforeExit', () => void shutdown());
 process.once('SIGTERM', () => {
+  // Counted when the signal arrives: an application handler (which may end with process.exit(), held
+  // below until the flush) decides how the process ends; without one, SIGTERM is re-raised after the flush.
+  const handledElsewhere = process.listenerCount('SIGTERM') > 0;
   void shutdown().finally(() => {
-    // Without another handler, re-raise so the process ends as SIGTERM would have ended it.
-    if (process.listenerCount('SIGTERM') === 0) process.kill(process.pid, 'SIGTERM');
+    if (!handledElsewhere) process.kill(process.pid, 'SIGTERM');
   });
 });
 // CLIs end with process.exit(), which skips beforeExit: hold that exit until the spans are out.

@@ -1,6 +1,7 @@
 import { InstrumentationBase, InstrumentationNodeModuleDefinition, InstrumentationNodeModuleFile, isWrapped } from '@opentelemetry/instrumentation';
 import type { InstrumentationConfig } from '@opentelemetry/instrumentation';
-import type { Tracer, TracerProvider } from '@opentelemetry/api';
+import { trace } from '@opentelemetry/api';
+import type { TracerProvider } from '@opentelemetry/api';
 import { instrumentEventStore } from './event-store.js';
 import type { EventStoreLike } from './event-store.js';
 import { TRACER_SCOPE } from './semconv.js';
@@ -32,6 +33,7 @@ interface ServerTransport extends ServerTransportLike {
 export class McpServerInstrumentation extends InstrumentationBase<McpServerInstrumentationConfig> {
   declare private seen: WeakSet<object> | undefined;
   declare private storeOwners: WeakMap<object, ServerTransport | null> | undefined;
+  declare private tracerProvider: TracerProvider | undefined;
 
   constructor(config: McpServerInstrumentationConfig = {}) {
     super(`${TRACER_SCOPE}/server`, PACKAGE_VERSION, config);
@@ -77,9 +79,14 @@ export class McpServerInstrumentation extends InstrumentationBase<McpServerInstr
     instrumentEventStore(store, { tracerProvider, sessionId: () => owners.get(store)?.sessionId });
   }
 
+  override setTracerProvider(tracerProvider: TracerProvider): void {
+    super.setTracerProvider(tracerProvider);
+    this.tracerProvider = tracerProvider;
+  }
+
+  /** The provider the SDK gave this instrumentation; the spans keep the package's tracer scope. */
   private provider(): TracerProvider {
-    const tracer = (): Tracer => this.tracer;
-    return { getTracer: () => tracer() };
+    return this.tracerProvider ?? trace.getTracerProvider();
   }
 
   private patchClass(exports: unknown): void {

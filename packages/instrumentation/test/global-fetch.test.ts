@@ -4,7 +4,9 @@ import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from
 import { runScenario, startLabServer } from '@resumewatch/lab';
 import type { LabServer } from '@resumewatch/lab';
 import {
+  ATTR_MCP_REQUEST_TERMINAL_OBSERVED,
   ATTR_MCP_RESUME_OUTCOME,
+  ATTR_MCP_RESUME_REPLAYED_TERMINAL,
   ATTR_MCP_SESSION_ID,
   ATTR_MCP_TERMINAL_DUPLICATE,
   SPAN_REQUEST_TERMINAL,
@@ -168,6 +170,39 @@ describe('register and a CLI that ends with process.exit()', () => {
       expect(terminals.filter((t) => t.attributes[ATTR_MCP_TERMINAL_DUPLICATE] === true)).toHaveLength(summary.terminalDeliveries - 1);
       expect(new Set(receiver.spans.map((s) => s.service))).toEqual(new Set(['lab-cli']));
     } finally {
+      await receiver.close();
+    }
+  });
+});
+
+describe('register on an MCP SDK server', () => {
+  it('the lab server under --import register reports its replays (instrumentEventStore) and requests (instrumentServerTransport)', { timeout: 60_000 }, async () => {
+    const receiver = await startOtlpReceiver();
+    const register = fileURLToPath(new URL('../dist/register.js', import.meta.url));
+    const labCli = fileURLToPath(new URL('../../lab/dist/cli.js', import.meta.url));
+    const child = spawn(process.execPath, ['--import', register, labCli, 'server', '--port', '0', '--retry-ms', '50'], {
+      env: { ...process.env, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_SERVICE_NAME: 'lab-server', OTEL_TRACES_EXPORTER: '', OTEL_BSP_SCHEDULE_DELAY: '60000' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+    try {
+      const url = await waitFor(() => /MCP\s+(\S+)/.exec(stdout)?.[1], 'the lab server to listen');
+      const summary = await runScenario('seed-loop', { serverUrl: url, controlUrl: url.replace(/\/mcp$/, '/control'), maxReconnects: 10 });
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+      const ofSession = receiver.spans.filter((s) => s.attributes[ATTR_MCP_SESSION_ID] === summary.sessionId);
+      expect(ofSession.filter((s) => s.name === 'tools/call stream_progress')).toHaveLength(1);
+      const replays = ofSession.filter((s) => s.name === SPAN_STREAM_RESUME);
+      // Each replay of the stored result is a server resume span after the terminal (the 404 is answered before the store).
+      expect(replays).toHaveLength(summary.resumeStatuses.filter((status) => status === 200).length);
+      for (const r of replays) {
+        expect(r.attributes[ATTR_MCP_REQUEST_TERMINAL_OBSERVED]).toBe(true);
+        expect(r.attributes[ATTR_MCP_RESUME_REPLAYED_TERMINAL]).toBe(true);
+      }
+    } finally {
+      child.kill('SIGKILL');
       await receiver.close();
     }
   });
