@@ -7,6 +7,7 @@
 // lab-network-cut none.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer } from '../packages/detector/src/index.js';
@@ -109,6 +110,22 @@ async function waitFor<T>(check: () => T | undefined | false, what: string, time
   }
 }
 
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as { port: number }).port;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+async function waitForAnswer(url: string, what: string): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (!(await fetch(url).then(() => true, () => false))) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what} on ${url}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 const detectors: RunningServer[] = [];
 const findingsOf = (service: string): Finding[] => detectors.flatMap((d) => d.findings()).filter((f) => f.service === service);
 const kindsOf = (service: string): string[] => [...new Set(findingsOf(service).map((f) => f.kind))].sort();
@@ -130,12 +147,12 @@ describe('the lab services of docker-compose.yml, run locally', () => {
     for (const d of detectors) endpoints.push(`http://127.0.0.1:${d.httpPort}`);
     const labPorts = new Map<string, number>();
     for (const name of labServers) {
-      const server = localise(services[name]!, 0, endpoints[0]!);
-      const proc = start(name, server.args, server.env);
-      labServerProcs.set(name, proc);
-      const url = await waitFor(() => /MCP\s+(\S+)/.exec(proc.output())?.[1], `${name} to listen`, 20_000);
-      labPorts.set(name, Number(new URL(url).port));
+      const port = await freePort();
+      const server = localise(services[name]!, port, endpoints[0]!);
+      labServerProcs.set(name, start(name, server.args, server.env));
+      labPorts.set(name, port);
     }
+    for (const [name, port] of labPorts) await waitForAnswer(`http://127.0.0.1:${port}/mcp`, name);
     // The collector spreads sessions over the detectors; here each client service exports to one of them.
     labClients.forEach((name, i) => {
       const { args, env } = localise(services[name]!, labPorts.get(serverOf(name))!, endpoints[i % endpoints.length]!);

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client';
 import { runScenario, startLabServer } from '@resumewatch/lab';
@@ -24,6 +25,14 @@ import { startSdkServer } from './helpers/sdk-server.js';
 import type { SdkServer } from './helpers/sdk-server.js';
 import { IDLE, attr, captureSpans, waitFor } from './helpers/spans.js';
 import type { SpanCapture } from './helpers/spans.js';
+
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const port = (probe.address() as { port: number }).port;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
+}
 
 let server: SdkServer;
 let lab: LabServer;
@@ -180,7 +189,8 @@ describe('register on an MCP SDK server', () => {
     const receiver = await startOtlpReceiver();
     const register = fileURLToPath(new URL('../dist/register.js', import.meta.url));
     const labCli = fileURLToPath(new URL('../../lab/dist/cli.js', import.meta.url));
-    const child = spawn(process.execPath, ['--import', register, labCli, 'server', '--port', '0', '--retry-ms', '50'], {
+    const port = await freePort();
+    const child = spawn(process.execPath, ['--import', register, labCli, 'server', '--port', String(port), '--retry-ms', '50'], {
       env: { ...process.env, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_SERVICE_NAME: 'lab-server', OTEL_TRACES_EXPORTER: '', OTEL_BSP_SCHEDULE_DELAY: '60000' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -188,7 +198,9 @@ describe('register on an MCP SDK server', () => {
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
     try {
-      const url = await waitFor(() => /MCP\s+(\S+)/.exec(stdout)?.[1], 'the lab server to listen');
+      const url = `http://127.0.0.1:${port}/mcp`;
+      let listening = false;
+      await waitFor(() => (void fetch(url).then(() => (listening = true), () => undefined), listening), `the lab server to listen: ${stdout}`);
       const summary = await runScenario('seed-loop', { serverUrl: url, controlUrl: url.replace(/\/mcp$/, '/control'), maxReconnects: 10 });
       child.kill('SIGTERM');
       expect(await exited).toBe(0);
