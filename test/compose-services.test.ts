@@ -1,6 +1,6 @@
 // The compose stack's lab services, proven without Docker: every lab service of docker-compose.yml runs
 // here with its own command and environment (container paths, hosts and ports rewritten, durations
-// shortened), all at once against the one lab server as in the stack, and exports, in place of the
+// shortened), all at once against the lab servers they share a network with, as in the stack, and exports, in place of the
 // collector, straight over OTLP to in-process detectors (`startServer`, one per detector service of the
 // compose file; the collector's routing is checked by stack.test.ts). Each client service must show
 // the findings the detector README's scenario table promises for its scenario, lab-healthy and

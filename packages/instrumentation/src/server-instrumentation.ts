@@ -2,10 +2,10 @@ import { InstrumentationBase, InstrumentationNodeModuleDefinition, Instrumentati
 import type { InstrumentationConfig } from '@opentelemetry/instrumentation';
 import { trace } from '@opentelemetry/api';
 import type { TracerProvider } from '@opentelemetry/api';
-import { instrumentEventStore } from './event-store.js';
+import { instrumentEventStore, isInstrumentedEventStore } from './event-store.js';
 import type { EventStoreLike } from './event-store.js';
 import { TRACER_SCOPE } from './semconv.js';
-import { instrumentServerTransport } from './server-transport.js';
+import { instrumentServerTransport, isInstrumentedServerTransport } from './server-transport.js';
 import type { ServerTransportLike } from './server-transport.js';
 import { PACKAGE_VERSION } from './version.js';
 
@@ -66,7 +66,10 @@ export class McpServerInstrumentation extends InstrumentationBase<McpServerInstr
     this.seen.add(transport);
     const target = transport as ServerTransport;
     const tracerProvider = this.provider();
-    instrumentServerTransport(target, { tracerProvider, requestTimeoutMs: this.getConfig().requestTimeoutMs });
+    // Left alone where the application instrumented them itself (instrumentServerTransport, instrumentEventStore).
+    if (!isInstrumentedServerTransport(target)) {
+      instrumentServerTransport(target, { tracerProvider, requestTimeoutMs: this.getConfig().requestTimeoutMs });
+    }
     const store = target._eventStore;
     if (!store) return;
     this.storeOwners ??= new WeakMap();
@@ -75,6 +78,7 @@ export class McpServerInstrumentation extends InstrumentationBase<McpServerInstr
       owners.set(store, null); // shared: no single session to name
       return;
     }
+    if (isInstrumentedEventStore(store)) return;
     owners.set(store, target);
     instrumentEventStore(store, { tracerProvider, sessionId: () => owners.get(store)?.sessionId });
   }
