@@ -5,10 +5,13 @@
  * the flush, then exits with the code asked for. Bounded: after `maxWaitMs` the process exits anyway.
  *
  * While the exit is held the event loop keeps running, so code after a `process.exit()` call runs on
- * (as it would not without the hold); a second `process.exit()` meanwhile only updates the exit code.
+ * (as it would not without the hold); a second `process.exit()` meanwhile changes nothing. A process
+ * that recorded nothing exits at once.
  */
 
 export interface PendingWork {
+  /** Whether anything was recorded at all; if not, an exit is not held. */
+  recorded: boolean;
   openResumes: number;
   pendingHttp: number;
 }
@@ -22,7 +25,7 @@ export interface ExitHoldOptions {
 
 const POLL_MS = 25;
 
-export function holdExitUntil(flush: () => Promise<void>, pending: () => PendingWork | undefined, options: ExitHoldOptions = {}): void {
+export function holdExitUntil(flush: () => Promise<void>, pending: () => PendingWork, options: ExitHoldOptions = {}): void {
   const exit = process.exit.bind(process);
   const maxWaitMs = options.maxWaitMs ?? 10_000;
   const settleMs = options.settleMs ?? 2_500;
@@ -32,14 +35,18 @@ export function holdExitUntil(flush: () => Promise<void>, pending: () => Pending
     const until = Date.now() + settleMs;
     for (;;) {
       const work = pending();
-      if (!work || (work.openResumes === 0 && work.pendingHttp === 0) || Date.now() >= until) return;
+      if (work.openResumes === 0 && work.pendingHttp === 0) return;
+      if (Date.now() >= until) return;
       await new Promise((resolve) => setTimeout(resolve, POLL_MS));
     }
   };
 
   process.exit = function exitAfterFlush(code?: number | string | null): never {
-    if (code !== undefined && code !== null) process.exitCode = code;
+    // The first exit decides the code, as it would have ended the process.
     if (held) return undefined as never;
+    if (code !== undefined && code !== null) process.exitCode = code;
+    // Nothing recorded (a usage error, say): exit at once, as process.exit() does.
+    if (!pending().recorded) return exit(process.exitCode);
     held = true;
     const deadline = setTimeout(() => exit(process.exitCode), maxWaitMs);
     void settled()

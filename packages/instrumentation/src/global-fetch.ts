@@ -17,6 +17,8 @@ export interface GlobalFetchStats extends RecorderStats {
   sessions: number;
   /** Sessions dropped because `maxSessions` was reached. */
   evictedSessions: number;
+  /** MCP exchanges instrumented so far. */
+  exchanges: number;
 }
 
 export interface GlobalFetchPatch {
@@ -50,6 +52,7 @@ export function patchGlobalFetch(options: InstrumentFetchOptions, tracer: Tracer
   );
   /** Session-less exchanges in flight, so that stats() and a flush at exit see them. */
   const unattached = new Set<InstrumentedFetch>();
+  let exchanges = 0;
 
   const instrumented = (): InstrumentedFetch => createInstrumentedFetch(base, options, tracer);
 
@@ -74,6 +77,7 @@ export function patchGlobalFetch(options: InstrumentFetchOptions, tracer: Tracer
     if (isBelowInstrumentedFetch()) return original(input, init);
     const exchange = recogniseMcpExchange(input, init);
     if (exchange === undefined) return original(input, init);
+    exchanges++;
     if (exchange.sessionId === undefined) return firstExchange(exchange.origin, input, init);
     const key = sessionKey(exchange.origin, exchange.sessionId);
     let session = sessions.get(key);
@@ -90,7 +94,14 @@ export function patchGlobalFetch(options: InstrumentFetchOptions, tracer: Tracer
   globalThis.fetch = patched;
   return {
     stats() {
-      const total: GlobalFetchStats = { sessions: sessions.size, evictedSessions: sessions.evictions, openRequests: 0, openResumes: 0, pendingHttp: 0 };
+      const total: GlobalFetchStats = {
+        sessions: sessions.size,
+        evictedSessions: sessions.evictions,
+        exchanges,
+        openRequests: 0,
+        openResumes: 0,
+        pendingHttp: 0,
+      };
       for (const fetch of [...sessions.values(), ...unattached]) {
         const s = fetch.stats();
         total.openRequests += s.openRequests;

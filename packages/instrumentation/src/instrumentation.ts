@@ -48,6 +48,7 @@ export class McpResumeInstrumentation extends InstrumentationBase<McpResumeInstr
   // Declared, not initialised: the base constructor calls enable() before field initialisers run.
   declare private requiredTransports: Set<unknown> | undefined;
   declare private globalFetch: GlobalFetchPatch | undefined;
+  declare private transportsInstrumented: number | undefined;
 
   constructor(config: McpResumeInstrumentationConfig = {}) {
     super(TRACER_SCOPE, PACKAGE_VERSION, config);
@@ -101,6 +102,11 @@ export class McpResumeInstrumentation extends InstrumentationBase<McpResumeInstr
     ];
   }
 
+  /** Whether anything was instrumented yet (a transport, or an exchange through the global fetch): nothing to flush before. */
+  hasRecorded(): boolean {
+    return (this.transportsInstrumented ?? 0) > 0 || (this.globalFetch?.stats().exchanges ?? 0) > 0;
+  }
+
   /** State of the global fetch patch (`globalFetch`), or undefined when it is off. */
   globalFetchStats(): GlobalFetchStats | undefined {
     return this.globalFetch?.stats();
@@ -110,6 +116,7 @@ export class McpResumeInstrumentation extends InstrumentationBase<McpResumeInstr
   instrumentTransport(transport: object): void {
     const target = transport as TransportLike;
     if (isInstrumentedFetch(target._fetch)) return;
+    this.transportsInstrumented = (this.transportsInstrumented ?? 0) + 1;
     const { replayWindowMs, requestTimeoutMs, observer, guard } = this.getConfig();
     target._fetch = createInstrumentedFetch(target._fetch, { replayWindowMs, requestTimeoutMs, observer, guard }, () => this.tracer);
   }

@@ -50,6 +50,13 @@ process.once('SIGTERM', () => {
   });
 });
 // CLIs end with process.exit(), which skips beforeExit: hold that exit until the spans are out.
-holdExitUntil(shutdown, () => client?.globalFetchStats());
+holdExitUntil(shutdown, () => {
+  const fetches = client?.globalFetchStats();
+  return {
+    recorded: (client?.hasRecorded() ?? false) || (server?.hasRecorded() ?? false),
+    openResumes: fetches?.openResumes ?? 0,
+    pendingHttp: fetches?.pendingHttp ?? 0,
+  };
+});
 
 export { sdk };

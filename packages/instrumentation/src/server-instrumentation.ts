@@ -34,6 +34,7 @@ export class McpServerInstrumentation extends InstrumentationBase<McpServerInstr
   declare private seen: WeakSet<object> | undefined;
   declare private storeOwners: WeakMap<object, ServerTransport | null> | undefined;
   declare private tracerProvider: TracerProvider | undefined;
+  declare private transportsInstrumented: number | undefined;
 
   constructor(config: McpServerInstrumentationConfig = {}) {
     super(`${TRACER_SCOPE}/server`, PACKAGE_VERSION, config);
@@ -64,6 +65,7 @@ export class McpServerInstrumentation extends InstrumentationBase<McpServerInstr
     this.seen ??= new WeakSet();
     if (this.seen.has(transport)) return;
     this.seen.add(transport);
+    this.transportsInstrumented = (this.transportsInstrumented ?? 0) + 1;
     const target = transport as ServerTransport;
     const tracerProvider = this.provider();
     // Left alone where the application instrumented them itself (instrumentServerTransport, instrumentEventStore).
@@ -81,6 +83,11 @@ export class McpServerInstrumentation extends InstrumentationBase<McpServerInstr
     if (isInstrumentedEventStore(store)) return;
     owners.set(store, target);
     instrumentEventStore(store, { tracerProvider, sessionId: () => owners.get(store)?.sessionId });
+  }
+
+  /** Whether a server transport was instrumented yet: nothing to flush before. */
+  hasRecorded(): boolean {
+    return (this.transportsInstrumented ?? 0) > 0;
   }
 
   override setTracerProvider(tracerProvider: TracerProvider): void {

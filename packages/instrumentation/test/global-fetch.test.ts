@@ -184,6 +184,24 @@ describe('register and a CLI that ends with process.exit()', () => {
   });
 });
 
+describe('register and a CLI that exits before recording anything', () => {
+  it('`resumewatch-lab run` with a bad scenario still exits at once with its usage error and code', { timeout: 30_000 }, async () => {
+    const register = fileURLToPath(new URL('../dist/register.js', import.meta.url));
+    const labCli = fileURLToPath(new URL('../../lab/dist/cli.js', import.meta.url));
+    const child = spawn(process.execPath, ['--import', register, labCli, 'run', 'no-such-scenario', '--server', lab.url], {
+      env: { ...process.env, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9', OTEL_TRACES_EXPORTER: '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    // Held, the exit would let the CLI run on past its process.exit(2) into the unknown scenario.
+    expect(code, stderr).toBe(2);
+    expect(stderr).toContain('no-such-scenario');
+    expect(stderr).not.toMatch(/\n\s+at /);
+  });
+});
+
 describe('register on an MCP SDK server', () => {
   it('the lab server under --import register reports its replays (instrumentEventStore) and requests (instrumentServerTransport)', { timeout: 60_000 }, async () => {
     const receiver = await startOtlpReceiver();
