@@ -38,8 +38,8 @@ afterAll(() => {
   rmSync(work, { recursive: true, force: true });
 });
 
-function run(cmd: string, args: string[], cwd: string, timeout = 180_000): string {
-  const r = spawnSync(cmd, args, { cwd, encoding: 'utf8', timeout });
+function run(cmd: string, args: string[], cwd: string, timeout = 180_000, env: Record<string, string> = {}): string {
+  const r = spawnSync(cmd, args, { cwd, encoding: 'utf8', timeout, env: { ...process.env, ...env } });
   if (r.error) throw r.error;
   if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} exited ${r.status}:\n${r.stdout}\n${r.stderr}`);
   return r.stdout;
@@ -107,6 +107,17 @@ describe('pnpm pack of every publishable package', () => {
       }
     }
     expect(tarballs.get('@resumewatch/instrumentation')!.manifest.peerDependencies).toEqual({ '@opentelemetry/api': '^1.9.0' });
+  });
+});
+
+describe('the CLIs from a clone (root scripts, as the README shows them)', () => {
+  it('pnpm resumewatch, pnpm lab and pnpm lab:instrumented run the built CLIs with their arguments', { timeout: 120_000 }, () => {
+    expect(run('pnpm', ['resumewatch', '--help'], repoRoot)).toContain('resumewatch serve');
+    expect(run('pnpm', ['lab', 'scenarios'], repoRoot).trim().split('\n')).toContain('seed-loop');
+    // Spans go nowhere here (nothing listens on port 9), not to whatever listens on 4318 on this machine.
+    const output = run('pnpm', ['lab:instrumented', 'run', 'healthy', '--json'], repoRoot, 120_000, { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9' });
+    const summary = JSON.parse(output) as { scenario: string };
+    expect(summary.scenario).toBe('healthy');
   });
 });
 
