@@ -53,7 +53,7 @@ describe('docker-compose.yml', () => {
     for (const s of ['otel-collector', 'detector-1', 'detector-2', 'tempo', 'prometheus', 'alertmanager', 'grafana', 'lab-server']) {
       expect(names).toContain(s);
     }
-    const scenarios = names.filter((n) => n.startsWith('lab-') && n !== 'lab-server').map((n) => flag(commandOf(services[n]!), 'run'));
+    const scenarios = names.filter((n) => n.startsWith('lab-')).map((n) => flag(commandOf(services[n]!), 'run'));
     for (const s of ['seed-loop', 'per-stream-dedup', 'network-cut', 'server-restart', 'cursor-evicted', 'sdk-error-resume', 'healthy']) {
       expect(scenarios).toContain(s);
     }
@@ -157,7 +157,9 @@ describe('docker-compose.yml', () => {
       expect(existsSync(join(repoRoot, 'packages/instrumentation/src/register.ts'))).toBe(true);
       expect(s.environment?.OTEL_EXPORTER_OTLP_ENDPOINT, name).toBe('http://otel-collector:4318');
       expect(s.environment?.OTEL_SERVICE_NAME, name).toBe(name);
-      if (name !== 'lab-server') expect(flag(args, '--server'), name).toBe(`http://127.0.0.1:${flag(commandOf(services['lab-server']!), '--port')}/mcp`);
+      // A client talks to the lab server whose network namespace it shares (lab-server-restart has its own).
+      const server = s.network_mode?.replace(/^service:/, '');
+      if (args.includes('run')) expect(flag(args, '--server'), name).toBe(`http://127.0.0.1:${flag(commandOf(services[server!]!), '--port')}/mcp`);
     }
   });
 });

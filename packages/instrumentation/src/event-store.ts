@@ -48,6 +48,14 @@ function responseId(message: unknown): string | undefined {
   return typeof id === 'string' || typeof id === 'number' ? String(id) : undefined;
 }
 
+/** Stores instrumentEventStore patched, so that `register` does not patch a store a second time. */
+const instrumentedStores = new WeakSet<object>();
+
+/** Whether instrumentEventStore already patched this store. */
+export function isInstrumentedEventStore(store: object): boolean {
+  return instrumentedStores.has(store);
+}
+
 /**
  * Wraps an MCP SDK EventStore so that every replay it serves is a resume span (SPAN_STREAM_RESUME,
  * kind SERVER) saying whether the stream had already delivered its terminal response before the replay,
@@ -132,6 +140,7 @@ export function instrumentEventStore<S extends EventStoreLike<M>, M = Parameters
       return streamId;
     };
   }
+  instrumentedStores.add(store);
   return Object.assign(store, patch);
 }
 

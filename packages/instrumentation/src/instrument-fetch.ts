@@ -4,6 +4,7 @@ import { createGuardListener } from '@resumewatch/guard';
 import type { GuardListener, GuardOptions } from '@resumewatch/guard';
 import { WireObserver } from '@resumewatch/wire';
 import type { FetchLike } from '@resumewatch/wire';
+import { callBelowInstrumentedFetch } from './fetch-scope.js';
 import { GuardAction, TRACER_SCOPE } from './semconv.js';
 import { SpanRecorder } from './span-recorder.js';
 import type { InstrumentFetchOptions, InstrumentedFetch, TracerSource } from './types.js';
@@ -59,7 +60,9 @@ export function createInstrumentedFetch(
   const guard = options.guard ? guardListener(options.guard === true ? {} : options.guard, recorder, replayWindowMs) : undefined;
   if (guard) observer.addListener(guard, { filters: true });
   observer.addListener(recorder);
-  const target: FetchLike = fetch ?? ((input, init) => globalThis.fetch(input, init));
+  const below: FetchLike = fetch ?? ((input, init) => globalThis.fetch(input, init));
+  // Marked, so that the global fetch patch of `register` does not instrument the same exchange again.
+  const target: FetchLike = (input, init) => callBelowInstrumentedFetch(() => below(input, init));
   const wrapped = observer.wrap(target);
   Object.defineProperties(wrapped, {
     observer: { value: observer },

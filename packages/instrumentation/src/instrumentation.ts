@@ -6,6 +6,8 @@ import {
 } from '@opentelemetry/instrumentation';
 import type { FetchLike } from '@resumewatch/wire';
 import { Hook } from 'require-in-the-middle';
+import { patchGlobalFetch } from './global-fetch.js';
+import type { GlobalFetchPatch, GlobalFetchStats } from './global-fetch.js';
 import { createInstrumentedFetch, isInstrumentedFetch } from './instrument-fetch.js';
 import { TRACER_SCOPE } from './semconv.js';
 import type { McpResumeInstrumentationConfig } from './types.js';
@@ -45,6 +47,8 @@ type TransportClass = { prototype: Record<string, unknown> } | undefined;
 export class McpResumeInstrumentation extends InstrumentationBase<McpResumeInstrumentationConfig> {
   // Declared, not initialised: the base constructor calls enable() before field initialisers run.
   declare private requiredTransports: Set<unknown> | undefined;
+  declare private globalFetch: GlobalFetchPatch | undefined;
+  declare private transportsInstrumented: number | undefined;
 
   constructor(config: McpResumeInstrumentationConfig = {}) {
     super(TRACER_SCOPE, PACKAGE_VERSION, config);
@@ -52,6 +56,14 @@ export class McpResumeInstrumentation extends InstrumentationBase<McpResumeInstr
 
   override enable(): void {
     super.enable();
+    const { globalFetch, replayWindowMs, requestTimeoutMs, observer, guard } = this.getConfig();
+    if (globalFetch && !this.globalFetch) {
+      this.globalFetch = patchGlobalFetch(
+        { replayWindowMs, requestTimeoutMs, observer, guard },
+        () => this.tracer,
+        globalFetch === true ? {} : globalFetch,
+      );
+    }
     if (this.requiredTransports) {
       for (const exports of this.requiredTransports) this.patchTransport(transportClass(exports));
       return;
@@ -67,6 +79,8 @@ export class McpResumeInstrumentation extends InstrumentationBase<McpResumeInstr
 
   override disable(): void {
     super.disable();
+    this.globalFetch?.restore();
+    this.globalFetch = undefined;
     for (const exports of this.requiredTransports ?? []) this.unpatchTransport(transportClass(exports));
   }
 
@@ -88,10 +102,21 @@ export class McpResumeInstrumentation extends InstrumentationBase<McpResumeInstr
     ];
   }
 
+  /** Whether anything was instrumented yet (a transport, or an exchange through the global fetch): nothing to flush before. */
+  hasRecorded(): boolean {
+    return (this.transportsInstrumented ?? 0) > 0 || (this.globalFetch?.stats().exchanges ?? 0) > 0;
+  }
+
+  /** State of the global fetch patch (`globalFetch`), or undefined when it is off. */
+  globalFetchStats(): GlobalFetchStats | undefined {
+    return this.globalFetch?.stats();
+  }
+
   /** Routes a transport's fetch through instrumentFetch; exposed for transports built before enable(). */
   instrumentTransport(transport: object): void {
     const target = transport as TransportLike;
     if (isInstrumentedFetch(target._fetch)) return;
+    this.transportsInstrumented = (this.transportsInstrumented ?? 0) + 1;
     const { replayWindowMs, requestTimeoutMs, observer, guard } = this.getConfig();
     target._fetch = createInstrumentedFetch(target._fetch, { replayWindowMs, requestTimeoutMs, observer, guard }, () => this.tracer);
   }

@@ -1,13 +1,17 @@
 /**
  * `node --import @resumewatch/instrumentation/register app.js`: starts the OpenTelemetry Node SDK with
- * McpResumeInstrumentation and the OTLP/HTTP trace exporter, configured by the standard OTEL_*
- * environment variables, and registers the ESM loader hook so ESM imports of the MCP SDK are patched.
+ * McpResumeInstrumentation (SDK transports patched, and every MCP exchange through the global fetch)
+ * and McpServerInstrumentation (SDK server transports and their event stores), the OTLP/HTTP trace
+ * exporter, configured by the standard OTEL_* environment variables, and registers the ESM loader hook
+ * so ESM imports of the MCP SDK are patched. Spans are flushed at exit, including `process.exit()`.
  */
 import { register } from 'node:module';
 import { diag } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { NodeSDK } from '@opentelemetry/sdk-node';
+import { holdExitUntil } from './exit-flush.js';
 import { McpResumeInstrumentation } from './instrumentation.js';
+import { McpServerInstrumentation } from './server-instrumentation.js';
 
 register('@opentelemetry/instrumentation/hook.mjs', import.meta.url);
 
@@ -19,24 +23,40 @@ process.env.OTEL_LOGS_EXPORTER ??= 'none';
 const exporterFromEnv =
   process.env.OTEL_TRACES_EXPORTER || process.env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || process.env.OTEL_EXPORTER_OTLP_PROTOCOL;
 
+// RESUMEWATCH_INSTRUMENT: which sides to instrument, `client`, `server` or both (the default).
+const sides = new Set((process.env.RESUMEWATCH_INSTRUMENT ?? 'client,server').split(',').map((side) => side.trim()));
+const client = sides.has('client') ? new McpResumeInstrumentation({ globalFetch: true }) : undefined;
+const server = sides.has('server') ? new McpServerInstrumentation() : undefined;
 const sdk = new NodeSDK({
-  instrumentations: [new McpResumeInstrumentation()],
+  instrumentations: [client, server].filter((i) => i !== undefined),
   ...(exporterFromEnv ? {} : { traceExporter: new OTLPTraceExporter() }),
 });
 sdk.start();
 
 let shuttingDown: Promise<void> | undefined;
-function shutdown(): Promise<void> {
+/** Ends the SDK once, exporting what it holds. Safe to call (and await) more than once. */
+export function shutdown(): Promise<void> {
   shuttingDown ??= sdk.shutdown().catch((error: unknown) => diag.error('resumewatch: OpenTelemetry SDK shutdown failed', error));
   return shuttingDown;
 }
 
 process.once('beforeExit', () => void shutdown());
 process.once('SIGTERM', () => {
+  // Counted when the signal arrives: an application handler (which may end with process.exit(), held
+  // below until the flush) decides how the process ends; without one, SIGTERM is re-raised after the flush.
+  const handledElsewhere = process.listenerCount('SIGTERM') > 0;
   void shutdown().finally(() => {
-    // Without another handler, re-raise so the process ends as SIGTERM would have ended it.
-    if (process.listenerCount('SIGTERM') === 0) process.kill(process.pid, 'SIGTERM');
+    if (!handledElsewhere) process.kill(process.pid, 'SIGTERM');
   });
+});
+// CLIs end with process.exit(), which skips beforeExit: hold that exit until the spans are out.
+holdExitUntil(shutdown, () => {
+  const fetches = client?.globalFetchStats();
+  return {
+    recorded: (client?.hasRecorded() ?? false) || (server?.hasRecorded() ?? false),
+    openResumes: fetches?.openResumes ?? 0,
+    pendingHttp: fetches?.pendingHttp ?? 0,
+  };
 });
 
 export { sdk };

@@ -46,6 +46,18 @@ interface Extra {
   requestInfo?: { headers?: Record<string, string | string[] | undefined> };
 }
 
+/** The message handlers instrumentServerTransport installed, so that `register` does not wrap one again. */
+const wrappedHandlers = new WeakSet<object>();
+
+/**
+ * Whether instrumentServerTransport already wraps this transport's message handler: the transport
+ * itself, or (for the Node transport, which forwards `onmessage`) the web-standard transport inside it.
+ */
+export function isInstrumentedServerTransport(transport: ServerTransportLike): boolean {
+  const handler = transport.onmessage;
+  return handler !== undefined && wrappedHandlers.has(handler);
+}
+
 /**
  * Server request spans (kind SERVER, named and attributed as the client's request spans) for an MCP
  * SDK server transport: a span from each incoming JSON-RPC request to the response the transport
@@ -96,9 +108,9 @@ export function instrumentServerTransport<T extends ServerTransportLike>(transpo
   };
 
   type Handler = (message: never, extra?: never) => void;
-  const wrap = (handler: Handler | undefined): Handler | undefined =>
-    handler &&
-    function (this: unknown, message: never, extra?: never): void {
+  const wrap = (handler: Handler | undefined): Handler | undefined => {
+    if (!handler) return handler;
+    const wrapped = function (this: unknown, message: never, extra?: never): void {
       let span: Span | undefined;
       try {
         span = start(message, extra as Extra | undefined);
@@ -108,6 +120,9 @@ export function instrumentServerTransport<T extends ServerTransportLike>(transpo
       if (!span) return handler.call(this, message, extra);
       return otelContext.with(trace.setSpan(otelContext.active(), span), () => handler.call(this, message, extra));
     };
+    wrappedHandlers.add(wrapped);
+    return wrapped;
+  };
 
   // The Node transport forwards onmessage to an inner web-standard transport through an accessor:
   // keep going through it, so the handler still reaches the transport that calls it.

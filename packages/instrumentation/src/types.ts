@@ -2,6 +2,7 @@ import type { Tracer, TracerProvider } from '@opentelemetry/api';
 import type { InstrumentationConfig } from '@opentelemetry/instrumentation';
 import type { GuardListener, GuardOptions } from '@resumewatch/guard';
 import type { FetchLike, WireObserver, WireObserverOptions } from '@resumewatch/wire';
+import type { GlobalFetchOptions } from './global-fetch.js';
 
 export interface InstrumentFetchOptions {
   /** Where spans go. Default: the global tracer provider (resolved at each span, so it may be set later). */
@@ -46,7 +47,13 @@ export interface InstrumentedFetch extends FetchLike {
 }
 
 /** The options of instrumentFetch but `tracerProvider`: the instrumentation's own provider is used. */
-export interface McpResumeInstrumentationConfig extends InstrumentationConfig, Omit<InstrumentFetchOptions, 'tracerProvider'> {}
+export interface McpResumeInstrumentationConfig extends InstrumentationConfig, Omit<InstrumentFetchOptions, 'tracerProvider'> {
+  /**
+   * Also instrument every MCP exchange through the process's global `fetch`, whatever client makes
+   * it (`register` turns this on). `true` or the caps of its per-session state. Default off.
+   */
+  globalFetch?: boolean | GlobalFetchOptions;
+}
 
 /** Internal: how the recorder obtains its tracer. */
 export type TracerSource = () => Tracer;

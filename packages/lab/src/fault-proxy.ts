@@ -73,6 +73,11 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
   function relay(req: IncomingMessage, res: ServerResponse, upstream: IncomingMessage, upstreamRequest: ReturnType<typeof httpRequest>): void {
     res.writeHead(upstream.statusCode ?? 502, upstream.statusMessage, forwardHeaders(upstream.headers));
     res.flushHeaders();
+    // The upstream connection dropped (the server restarted, or was cut) before its response ended:
+    // drop the client's too, or it would wait on a response that never ends (pipe does not end it).
+    upstream.once('close', () => {
+      if (!upstream.complete) res.destroy();
+    });
     const ruleIndex = armed.findIndex((rule) => matches(rule, req, upstream));
     if (ruleIndex < 0) {
       upstream.pipe(res);

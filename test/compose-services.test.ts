@@ -1,0 +1,217 @@
+// The compose stack's lab services, proven without Docker: every lab service of docker-compose.yml runs
+// here with its own command and environment (container paths, hosts and ports rewritten, durations
+// shortened), all at once against the lab servers they share a network with, as in the stack, and exports, in place of the
+// collector, straight over OTLP to in-process detectors (`startServer`, one per detector service of the
+// compose file; the collector's routing is checked by stack.test.ts). Each client service must show
+// the findings the detector README's scenario table promises for its scenario, lab-healthy and
+// lab-network-cut none; the lab servers, run under the same hook, report their server side.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startServer } from '../packages/detector/src/index.js';
+import type { Finding, RunningServer } from '../packages/detector/src/index.js';
+import { parseYaml, repoRoot, semconv } from '../dashboards/test/support/promql.js';
+
+interface Service {
+  command?: string[];
+  environment?: Record<string, string>;
+  network_mode?: string;
+}
+
+/** How long each lab service runs here (300 s in the stack). */
+const DURATION_S = '8';
+/** The stack's storm window is 60 s; W passes quickly here so that storms end before the checks. */
+const STORM_WINDOW_MS = 3_000;
+const CONTAINER_ROOT = '/app/';
+
+const compose = parseYaml(readFileSync(join(repoRoot, 'docker-compose.yml'), 'utf8'), { merge: true }) as { services: Record<string, Service> };
+const services = compose.services;
+const isLab = (n: string, sub: string) => n.startsWith('lab-') && (services[n]!.command ?? []).includes(sub);
+const labServers = Object.keys(services).filter((n) => isLab(n, 'server'));
+const labClients = Object.keys(services).filter((n) => isLab(n, 'run'));
+/** The lab server a client service talks to: the one whose network namespace it shares. */
+const serverOf = (client: string): string => services[client]!.network_mode!.replace(/^service:/, '');
+const detectorNames = Object.keys(services).filter((n) => n.startsWith('detector-'));
+const kinds = new Set<string>(semconv.FINDING_KINDS);
+
+/**
+ * The detector README's table "On the lab, end to end": scenario → the finding kinds of its client
+ * spans (the lab clients are what the register hook instruments; the lab server's are checked apart).
+ */
+function promisedFindings(): Map<string, string[]> {
+  const readme = readFileSync(join(repoRoot, 'packages/detector/README.md'), 'utf8');
+  const table = readme.slice(readme.indexOf('| scenario | client spans |'));
+  const lines = table.split('\n');
+  const end = lines.findIndex((line) => !line.startsWith('|'));
+  const rows = lines.slice(2, end);
+  const promised = new Map<string, string[]>();
+  for (const row of rows) {
+    const [scenarioCell, clientCell] = row.split('|').slice(1, 3).map((c) => c.trim());
+    const ticked = (cell: string) => [...cell.matchAll(/`([^`]+)`/g)].map((m) => m[1]!);
+    const scenarios = scenarioCell!.startsWith('healthy') ? ['healthy'] : ticked(scenarioCell!);
+    const expected = ticked(clientCell!).filter((k) => kinds.has(k));
+    for (const s of scenarios) promised.set(s, expected);
+  }
+  return promised;
+}
+
+function flag(args: string[], name: string): string | undefined {
+  const i = args.indexOf(name);
+  return i >= 0 ? args[i + 1] : undefined;
+}
+
+/** A compose command and environment, as they run on this machine. */
+function localise(service: Service, labPort: number, otlpEndpoint: string): { args: string[]; env: Record<string, string> } {
+  const command = service.command ?? [];
+  expect(command[0]).toBe('node');
+  const args = command.slice(1).map((arg, i, all) => {
+    const previous = all[i - 1];
+    if (previous === '--duration') return DURATION_S;
+    if (previous === '--host') return '127.0.0.1';
+    if (previous === '--port') return String(labPort);
+    return arg
+      .replace(CONTAINER_ROOT, `${repoRoot}/`)
+      .replace(/^http:\/\/127\.0\.0\.1:8080\//, `http://127.0.0.1:${labPort}/`);
+  });
+  const env: Record<string, string> = { ...(service.environment ?? {}) };
+  env.OTEL_EXPORTER_OTLP_ENDPOINT = otlpEndpoint;
+  return { args, env };
+}
+
+interface Proc {
+  name: string;
+  child: ChildProcess;
+  output: () => string;
+  exited: Promise<number | null>;
+}
+
+const procs: Proc[] = [];
+function start(name: string, args: string[], env: Record<string, string>): Proc {
+  // The image's WORKDIR is the repository's root: relative paths of the commands resolve there.
+  const child = spawn(process.execPath, args, { cwd: repoRoot, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const proc = { name, child, output: () => output, exited };
+  procs.push(proc);
+  return proc;
+}
+
+async function waitFor<T>(check: () => T | undefined | false | Promise<T | undefined | false>, what: string, timeoutMs: number): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as { port: number }).port;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+async function waitForAnswer(url: string, what: string): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (!(await fetch(url).then(() => true, () => false))) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what} on ${url}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+const detectors: RunningServer[] = [];
+let restartingDetector: RunningServer;
+const findingsOf = (service: string): Finding[] => detectors.flatMap((d) => d.findings()).filter((f) => f.service === service);
+const kindsOf = (service: string): string[] => [...new Set(findingsOf(service).map((f) => f.kind))].sort();
+
+afterAll(async () => {
+  for (const p of procs) p.child.kill('SIGKILL');
+  await Promise.allSettled([...detectors, restartingDetector].filter(Boolean).map((d) => d.close()));
+});
+
+describe('the lab services of docker-compose.yml, run locally', () => {
+  const promised = promisedFindings();
+  const endpoints: string[] = [];
+  const labServerProcs = new Map<string, Proc>();
+
+  beforeAll(async () => {
+    for (const _ of detectorNames) {
+      detectors.push(await startServer({ port: 0, grpcPort: false, metricsPort: 0, output: null, stormWindowMs: STORM_WINDOW_MS }));
+    }
+    for (const d of detectors) endpoints.push(`http://127.0.0.1:${d.httpPort}`);
+    const labPorts = new Map<string, number>();
+    restartingDetector = await startServer({ port: 0, grpcPort: false, metricsPort: 0, output: null, stormWindowMs: STORM_WINDOW_MS });
+    for (const name of labServers) {
+      const port = await freePort();
+      const endpoint = name === 'lab-server-restarting' ? `http://127.0.0.1:${restartingDetector.httpPort}` : endpoints[0]!;
+      const server = localise(services[name]!, port, endpoint);
+      labServerProcs.set(name, start(name, server.args, server.env));
+      labPorts.set(name, port);
+    }
+    for (const [name, port] of labPorts) await waitForAnswer(`http://127.0.0.1:${port}/mcp`, name);
+    // The collector spreads sessions over the detectors; here each client service exports to one of them.
+    labClients.forEach((name, i) => {
+      const { args, env } = localise(services[name]!, labPorts.get(serverOf(name))!, endpoints[i % endpoints.length]!);
+      start(name, args, env);
+    });
+    // Each runs DURATION_S, then flushes; a client that does not end in time is named.
+    const clients = procs.filter((p) => labClients.includes(p.name));
+    await waitFor(() => clients.every((p) => p.child.exitCode !== null || p.child.signalCode !== null), 'the lab clients to end', 60_000).catch(() => {
+      const running = clients.filter((p) => p.child.exitCode === null).map((p) => p.name);
+      throw new Error(`still running after 60 s: ${running.join(', ')}`);
+    });
+  }, 120_000);
+
+  it('the compose file has detectors, a lab server and a client service for every scenario of the table', () => {
+    expect(detectorNames.length).toBeGreaterThan(0);
+    const scenarios = labClients.map((n) => flag(services[n]!.command ?? [], 'run'));
+    expect([...scenarios].sort()).toEqual([...promised.keys()].sort());
+    expect(labServers).toContain('lab-server');
+    for (const name of labClients) expect(services[name]!.command).toContain('--import');
+  });
+
+  it('every lab client service ran its command to the end under the register hook', () => {
+    for (const p of procs.filter((q) => labClients.includes(q.name))) {
+      expect(p.child.exitCode, `${p.name}: ${p.output()}`).toBe(0);
+    }
+  });
+
+  it('each lab client service shows the findings its scenario promises, lab-healthy and lab-network-cut none', { timeout: 60_000 }, async () => {
+    const expected = new Map(labClients.map((n) => [n, [...promised.get(flag(services[n]!.command ?? [], 'run')!)!].sort()]));
+    expect(expected.get('lab-healthy')).toEqual([]);
+    expect(expected.get('lab-network-cut')).toEqual([]);
+    // Findings arrive as the spans are exported and as storm windows pass.
+    await waitFor(() => labClients.every((n) => expected.get(n)!.every((k) => kindsOf(n).includes(k))), 'every promised finding', 30_000);
+    // A storm still open when its window passes yields a late signature: wait W once more, then compare exactly.
+    await new Promise((r) => setTimeout(r, STORM_WINDOW_MS + 1_500));
+    const actual = new Map(labClients.map((n) => [n, kindsOf(n)]));
+    expect(actual).toEqual(expected);
+  });
+
+  it('the lab server reports its replays and requests (instrumentEventStore, instrumentServerTransport)', { timeout: 30_000 }, async () => {
+    const labServer = labServerProcs.get('lab-server')!;
+    labServer.child.kill('SIGTERM');
+    expect(await labServer.exited, labServer.output()).toBe(0);
+    // Server spans alone carry the seed pattern and resumes after a terminal (detector README); the
+    // failed resumptions of unfinished requests need the client's spans.
+    const seedKinds = [semconv.FindingKind.DUPLICATE_TERMINAL, semconv.FindingKind.RESUME_AFTER_TERMINAL];
+    await waitFor(() => seedKinds.every((k) => kindsOf('lab-server').includes(k)), 'the lab server findings', 15_000);
+    expect(kindsOf('lab-server')).not.toContain(semconv.FindingKind.AMBIGUOUS_EMPTY_REPLAY);
+    expect(kindsOf('lab-server')).not.toContain(semconv.FindingKind.CURSOR_LOST);
+    // server-restart's server spans alone show nothing (the table's third column), though they arrived:
+    // this server exports to a detector of its own, whose span count says so.
+    const restarting = labServerProcs.get('lab-server-restarting')!;
+    restarting.child.kill('SIGTERM');
+    expect(await restarting.exited, restarting.output()).toBe(0);
+    await waitFor(() => restartingDetector.detector.stats().spans.accepted > 0, 'the restarting lab server spans', 15_000);
+    expect(restartingDetector.findings()).toEqual([]);
+    expect(kindsOf('lab-server-restarting')).toEqual([]);
+  });
+});
