@@ -70,7 +70,7 @@ const spanArb: fc.Arbitrary<SpanRecord> = fc.record({
     [ATTR_MCP_SESSION_ID]: fc.string({ unit: 'binary', maxLength: 40 }).filter((s) => s.length > 0),
     [ATTR_JSONRPC_REQUEST_ID]: fc.oneof(fc.string({ minLength: 1, maxLength: 12 }), fc.integer({ min: 0, max: 1_000_000 })),
     flag: fc.boolean(),
-    ratio: fc.double({ noNaN: true }),
+    ratio: fc.double({ noNaN: true, min: -1e9, max: 1e9 }).filter((d) => !Object.is(d, -0)),
   }),
   service: fc.string({ unit: 'grapheme', minLength: 1, maxLength: 20 }),
 });
