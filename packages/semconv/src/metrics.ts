@@ -19,6 +19,8 @@ export const METRIC_SPANS_RECEIVED_TOTAL = 'resumewatch_spans_received_total';
 export const METRIC_TRACKED_REQUESTS = 'resumewatch_tracked_requests';
 export const METRIC_STATE_EVICTIONS_TOTAL = 'resumewatch_state_evictions_total';
 export const METRIC_DETECTION_LAG_SECONDS = 'resumewatch_detection_lag_seconds';
+export const METRIC_FINDINGS_DROPPED_TOTAL = 'resumewatch_findings_dropped_total';
+export const METRIC_REQUESTS_SHED_TOTAL = 'resumewatch_requests_shed_total';
 
 export type MetricType = 'counter' | 'gauge' | 'histogram';
 
@@ -92,6 +94,18 @@ export const METRICS: readonly MetricDescriptor[] = [
     help: 'Seconds from the end of the span that completed a finding to the emission of the finding.',
     labelNames: [],
     buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+  },
+  {
+    name: METRIC_FINDINGS_DROPPED_TOTAL,
+    type: 'counter',
+    help: 'Findings not written to stdout because its reader did not keep up (they are still counted and kept for /findings).',
+    labelNames: [],
+  },
+  {
+    name: METRIC_REQUESTS_SHED_TOTAL,
+    type: 'counter',
+    help: 'Export requests answered 429 / RESOURCE_EXHAUSTED because the bytes in flight reached --max-inflight.',
+    labelNames: [],
   },
 ];
 

@@ -1,26 +1,33 @@
-import { SpanReceivedResult } from '@resumewatch/semconv';
+import { ATTR_JSONRPC_REQUEST_ID, ATTR_MCP_SESSION_ID, ATTR_MCP_STREAM_ID, SpanReceivedResult } from '@resumewatch/semconv';
 import type { ResumewatchConfig } from '../config.js';
 import { Detector } from '../core/detector.js';
-import type { Finding, SpanRecord } from '../core/types.js';
+import type { AttributeValue, Finding, SpanRecord } from '../core/types.js';
 import { DetectorMetrics } from '../metrics.js';
 import type { DecodeResult } from '../otlp/errors.js';
-import { Ring } from './ring.js';
+import { IdBounder } from './bounded-ids.js';
+import { FindingLog } from './finding-log.js';
 
 export interface PipelineInit {
   config: ResumewatchConfig;
   /** Unix ms; drives storm windows and retention. Defaults to Date.now. */
   clock?: () => number;
-  onFinding?: (f: Finding) => void;
+  /** Every finding with its JSON text (one line, written once). */
+  onFinding?: (f: Finding, json: string) => void;
 }
+
+/** The string attributes the detector keeps (session, request) or hashes (stream): bounded before it sees them. */
+const KEPT_ATTRIBUTES = [ATTR_MCP_SESSION_ID, ATTR_JSONRPC_REQUEST_ID, ATTR_MCP_STREAM_ID] as const;
 
 /** What the serve door's receivers share: the detector, its metrics and the recent findings. */
 export class Pipeline {
   readonly detector: Detector;
   readonly metrics: DetectorMetrics;
-  readonly recent: Ring<Finding>;
+  readonly recent: FindingLog;
+  readonly ids: IdBounder;
   private current: SpanRecord | undefined;
   private readonly clock: () => number;
   private readonly sink = (s: SpanRecord): void => {
+    this.bound(s);
     this.current = s;
     this.detector.ingest(s);
     this.current = undefined;
@@ -29,7 +36,8 @@ export class Pipeline {
   constructor(init: PipelineInit) {
     const { config } = init;
     this.clock = init.clock ?? Date.now;
-    this.recent = new Ring(config.findingsBuffer);
+    this.ids = new IdBounder(config.maxIdBytes);
+    this.recent = new FindingLog(config.findingsBuffer, config.findingsMaxBytes);
     this.metrics = new DetectorMetrics(config.maxServices, () => this.detector.stats());
     this.detector = new Detector({
       ...config,
@@ -38,8 +46,9 @@ export class Pipeline {
       onFinding: (f) => {
         const lag = this.current ? (this.clock() - this.current.endTimeUnixMs) / 1000 : undefined;
         this.metrics.finding(f, lag);
-        this.recent.push(f);
-        init.onFinding?.(f);
+        const json = JSON.stringify(f);
+        this.recent.push(f, json);
+        init.onFinding?.(f, json);
       },
     });
   }
@@ -53,5 +62,22 @@ export class Pipeline {
 
   tick(): void {
     this.detector.tick();
+  }
+
+  /**
+   * Every string the detector may keep or publish (service, session and request ids; stream ids it
+   * hashes) is bounded in bytes here, before the core: a megabyte id costs its request, not the state.
+   */
+  private bound(s: SpanRecord): void {
+    const ids = this.ids;
+    s.service = ids.bound(s.service);
+    const a = s.attributes as Record<string, AttributeValue | undefined>;
+    for (const key of KEPT_ATTRIBUTES) {
+      const v = a[key];
+      if (typeof v === 'string') {
+        const b = ids.bound(v);
+        if (b !== v) a[key] = b;
+      }
+    }
   }
 }
