@@ -16,6 +16,9 @@ export class IdBounder {
   private readonly safeLength: number;
   /** Values cut so far (for the soak figures and tests). */
   cut = 0;
+  /** The last value cut and its result: every span of a resource carries the same long service name. */
+  private lastIn = '';
+  private lastOut = '';
 
   constructor(maxBytes: number) {
     this.maxBytes = Math.max(MIN_ID_BYTES, Math.floor(maxBytes));
@@ -25,6 +28,7 @@ export class IdBounder {
   bound(s: string): string {
     if (s.length <= this.safeLength) return s;
     if (s.length <= this.maxBytes && Buffer.byteLength(s, 'utf8') <= this.maxBytes) return s;
+    if (s === this.lastIn) return this.lastOut;
     this.cut++;
     const keep = this.maxBytes - SUFFIX_BYTES;
     let bytes = 0;
@@ -39,6 +43,8 @@ export class IdBounder {
     }
     // Through a Buffer: a copy, where s.slice() could be a view that keeps all of s alive.
     const head = Buffer.from(s.slice(0, i), 'utf8').toString('utf8');
-    return `${head}~${createHash('sha256').update(s, 'utf8').digest('hex').slice(0, 16)}`;
+    this.lastIn = s;
+    this.lastOut = `${head}~${createHash('sha256').update(s, 'utf8').digest('hex').slice(0, 16)}`;
+    return this.lastOut;
   }
 }

@@ -135,7 +135,9 @@ export async function startGrpcReceiver(init: GrpcReceiverInit, port: number): P
   });
   const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
   const listener: NetServer = createNetServer((socket) => {
-    socket.setTimeout(config.idleTimeoutMs, () => socket.destroy());
+    // A connection that never starts HTTP/2 is closed; once it has, grpc-js owns it: its calls have
+    // --idle-timeout to deliver their message, and a connection without calls closes after it (max_connection_idle_ms).
+    socket.setTimeout(config.idleTimeoutMs, () => (socket.bytesRead === 0 ? socket.destroy() : socket.setTimeout(0)));
     injector.injectConnection(socket);
   });
   listener.maxConnections = config.maxConnections;

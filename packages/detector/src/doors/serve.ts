@@ -24,6 +24,8 @@ export interface ServeOptions extends Partial<ResumewatchConfig> {
   clock?: () => number;
   /** How often the clock is applied to the detector. Default 1000 ms. */
   tickMs?: number;
+  /** One-line notices (state file restored or set aside, snapshot failures). Defaults to stderr. */
+  log?: (line: string) => void;
 }
 
 export interface RunningServer {
@@ -68,7 +70,10 @@ export async function startServer(options: ServeOptions = {}): Promise<RunningSe
   });
   if (output) findingsOut = new FindingsOutput(output, config.stdoutBufferBytes, doorCounter(pipeline.metrics, METRIC_FINDINGS_DROPPED_TOTAL));
   const state = config.stateFile ? new StateFile(config.stateFile, pipeline.detector) : undefined;
+  const log = options.log ?? ((line: string) => void process.stderr.write(`resumewatch: ${line}\n`));
   const restored = state ? await state.restore() : undefined;
+  if (restored) log('error' in restored ? restored.error : `restored ${restored.tracked} tracked requests from ${config.stateFile}`);
+  const snapshot = (): Promise<void> => (state ? state.write().catch((e: Error) => log(`snapshot to ${config.stateFile} failed: ${e.message}`)) : Promise.resolve());
   const budget = new InflightBudget(config.maxInflightBytes);
   const inflight = new InflightRequests();
   const shed = doorCounter(pipeline.metrics, METRIC_REQUESTS_SHED_TOTAL);
@@ -85,7 +90,7 @@ export async function startServer(options: ServeOptions = {}): Promise<RunningSe
     }
     const timer = setInterval(() => pipeline.tick(), options.tickMs ?? 1000);
     timer.unref();
-    const snapshots = state && config.snapshotIntervalMs > 0 ? setInterval(() => void state.write().catch(() => undefined), config.snapshotIntervalMs) : undefined;
+    const snapshots = state && config.snapshotIntervalMs > 0 ? setInterval(() => void snapshot(), config.snapshotIntervalMs) : undefined;
     snapshots?.unref();
     let closing: Promise<void> | undefined;
     return {
@@ -99,7 +104,7 @@ export async function startServer(options: ServeOptions = {}): Promise<RunningSe
       inflight: budget,
       restored,
       findings: () => pipeline.recent.findings(),
-      snapshot: () => (state ? state.write() : Promise.resolve()),
+      snapshot,
       close: () =>
         (closing ??= (async () => {
           clearInterval(timer);
@@ -110,7 +115,7 @@ export async function startServer(options: ServeOptions = {}): Promise<RunningSe
           const closingGrpc = grpc?.close(config.graceMs);
           await inflight.idle(config.graceMs);
           await Promise.all([closeHttp(http), closeHttp(metrics), closingGrpc]);
-          if (state) await state.write();
+          await snapshot();
         })()),
     };
   } catch (e) {
