@@ -1,4 +1,5 @@
 import { DEFAULT_DETECTOR_OPTIONS, type DetectorOptions } from './core/options.js';
+import { DEFAULT_MAX_ID_BYTES } from './doors/bounded-ids.js';
 
 /** Everything the three doors share, from flags and environment. */
 export interface ResumewatchConfig extends DetectorOptions {
@@ -56,7 +57,7 @@ export const DEFAULT_CONFIG: ResumewatchConfig = {
   maxServices: 100,
   findingsBuffer: 1000,
   findingsMaxBytes: 4 * 1024 * 1024,
-  maxIdBytes: 256,
+  maxIdBytes: DEFAULT_MAX_ID_BYTES,
   stdoutBufferBytes: 1024 * 1024,
   maxInflightBytes: 512 * 1024 * 1024,
   retryAfterMs: 1000,

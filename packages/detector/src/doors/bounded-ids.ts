@@ -1,4 +1,9 @@
 import { createHash } from 'node:crypto';
+import { ATTR_JSONRPC_REQUEST_ID, ATTR_MCP_SESSION_ID, ATTR_MCP_STREAM_ID } from '@resumewatch/semconv';
+import type { AttributeValue, SpanRecord } from '../core/types.js';
+
+/** Default of --max-id-bytes. */
+export const DEFAULT_MAX_ID_BYTES = 256;
 
 /** The shortest bound honoured: room for a few characters of the value and its hash suffix. */
 export const MIN_ID_BYTES = 32;
@@ -46,5 +51,24 @@ export class IdBounder {
     this.lastIn = s;
     this.lastOut = `${head}~${createHash('sha256').update(s, 'utf8').digest('hex').slice(0, 16)}`;
     return this.lastOut;
+  }
+}
+
+/** The string attributes the detector keeps (session, request) or hashes (stream). */
+const KEPT_ATTRIBUTES = [ATTR_MCP_SESSION_ID, ATTR_JSONRPC_REQUEST_ID, ATTR_MCP_STREAM_ID] as const;
+
+/**
+ * Bounds, in place, every string of a span record the detector may keep or publish (service, session
+ * and request ids; stream ids it hashes), before the core sees it: a megabyte id costs its request, not the state.
+ */
+export function boundSpanStrings(s: SpanRecord, ids: IdBounder): void {
+  s.service = ids.bound(s.service);
+  const a = s.attributes as Record<string, AttributeValue | undefined>;
+  for (const key of KEPT_ATTRIBUTES) {
+    const v = a[key];
+    if (typeof v === 'string') {
+      const b = ids.bound(v);
+      if (b !== v) a[key] = b;
+    }
   }
 }

@@ -1,10 +1,10 @@
-import { ATTR_JSONRPC_REQUEST_ID, ATTR_MCP_SESSION_ID, ATTR_MCP_STREAM_ID, SpanReceivedResult } from '@resumewatch/semconv';
+import { SpanReceivedResult } from '@resumewatch/semconv';
 import type { ResumewatchConfig } from '../config.js';
 import { Detector } from '../core/detector.js';
-import type { AttributeValue, Finding, SpanRecord } from '../core/types.js';
+import type { Finding, SpanRecord } from '../core/types.js';
 import { DetectorMetrics } from '../metrics.js';
 import type { DecodeResult } from '../otlp/errors.js';
-import { IdBounder } from './bounded-ids.js';
+import { IdBounder, boundSpanStrings } from './bounded-ids.js';
 import { FindingLog } from './finding-log.js';
 
 export interface PipelineInit {
@@ -15,9 +15,6 @@ export interface PipelineInit {
   onFinding?: (f: Finding, json: string) => void;
 }
 
-/** The string attributes the detector keeps (session, request) or hashes (stream): bounded before it sees them. */
-const KEPT_ATTRIBUTES = [ATTR_MCP_SESSION_ID, ATTR_JSONRPC_REQUEST_ID, ATTR_MCP_STREAM_ID] as const;
-
 /** What the serve door's receivers share: the detector, its metrics and the recent findings. */
 export class Pipeline {
   readonly detector: Detector;
@@ -27,7 +24,7 @@ export class Pipeline {
   private current: SpanRecord | undefined;
   private readonly clock: () => number;
   private readonly sink = (s: SpanRecord): void => {
-    this.bound(s);
+    boundSpanStrings(s, this.ids);
     this.current = s;
     this.detector.ingest(s);
     this.current = undefined;
@@ -62,22 +59,5 @@ export class Pipeline {
 
   tick(): void {
     this.detector.tick();
-  }
-
-  /**
-   * Every string the detector may keep or publish (service, session and request ids; stream ids it
-   * hashes) is bounded in bytes here, before the core: a megabyte id costs its request, not the state.
-   */
-  private bound(s: SpanRecord): void {
-    const ids = this.ids;
-    s.service = ids.bound(s.service);
-    const a = s.attributes as Record<string, AttributeValue | undefined>;
-    for (const key of KEPT_ATTRIBUTES) {
-      const v = a[key];
-      if (typeof v === 'string') {
-        const b = ids.bound(v);
-        if (b !== v) a[key] = b;
-      }
-    }
   }
 }
