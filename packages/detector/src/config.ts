@@ -67,7 +67,7 @@ export const DEFAULT_CONFIG: ResumewatchConfig = {
   maxConnections: 1024,
   stateFile: undefined,
   snapshotIntervalMs: 30_000,
-  graceMs: 10_000,
+  graceMs: 5_000,
 };
 
 type Kind = 'int' | 'duration' | 'string' | 'port';

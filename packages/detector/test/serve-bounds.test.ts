@@ -117,7 +117,7 @@ describe('configuration of the bounds', () => {
       idleTimeoutMs: 500, maxJsonDepth: 32, maxConnections: 10, stateFile: '/tmp/x.state', snapshotIntervalMs: 60_000, graceMs: 3000,
     });
     expect(resolveConfig({}, {})).toEqual(DEFAULT_CONFIG);
-    expect(DEFAULT_CONFIG).toMatchObject({ maxIdBytes: 256, findingsMaxBytes: 4 * 1024 * 1024, stdoutBufferBytes: 1024 * 1024, maxInflightBytes: 512 * 1024 * 1024, stateFile: undefined, snapshotIntervalMs: 30_000, graceMs: 10_000 });
+    expect(DEFAULT_CONFIG).toMatchObject({ maxIdBytes: 256, findingsMaxBytes: 4 * 1024 * 1024, stdoutBufferBytes: 1024 * 1024, maxInflightBytes: 512 * 1024 * 1024, stateFile: undefined, snapshotIntervalMs: 30_000, graceMs: 5_000 });
   });
 
   it('has one option spec (flag, environment variable, help) for every key of the configuration', () => {

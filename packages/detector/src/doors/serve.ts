@@ -130,6 +130,8 @@ function serverTimeouts(config: ResumewatchConfig) {
     headersTimeout: config.headerTimeoutMs,
     // Node checks headersTimeout on this interval (30 s by default): check often enough to honour it.
     connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(config.headerTimeoutMs / 2))),
+    // Node's limit on a whole request (5 minutes), kept above the header timeout as Node requires.
+    requestTimeout: Math.max(300_000, config.headerTimeoutMs + 1),
   };
 }
 
