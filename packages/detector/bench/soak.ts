@@ -161,6 +161,8 @@ async function hostileRound(round: number): Promise<void> {
     fetch(`http://127.0.0.1:${metricsPort}/findings`, { headers: AUTH }).then((r) => (count(`findings ${r.status}`), r.arrayBuffer())),
     fetch(`http://127.0.0.1:${metricsPort}/metrics`, { headers: AUTH }).then((r) => (count(`metrics ${r.status}`), r.arrayBuffer())),
     ...healthy('a'),
+    // 1,200 findings (about 600 KB) for the stdout nobody reads.
+    post(JSON.stringify(otlpJson(Array.from({ length: 300 }, (_, i) => seedScenario({ session: `many-${round}-${i}`, request: i }, 3, Date.now())).flat()))),
   ]);
   // Phase 2: memory held open: bodies minus their last byte and unfinished gRPC streams fill the budget.
   await Promise.all([...Array.from({ length: 300 }, () => holdBody(8 * MIB, 3000)), unfinishedGrpc(200, 3000), ...healthy('b')]);
@@ -214,8 +216,17 @@ await prober();
 clearInterval(sampler);
 const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`, { headers: AUTH })).text();
 const metric = (name: string): string => new RegExp(`^${name} (\\S+)$`, 'm').exec(metrics)?.[1] ?? '?';
+// The reader resumes: serve then drains what waits for stdout and exits (a write a stalled pipe never
+// takes would keep any Node process alive).
+child.stdout.resume();
 child.kill('SIGTERM');
-const exitCode = await new Promise<number | null>((r) => child.on('exit', (c) => r(c)));
+const exitCode = await Promise.race([
+  new Promise<number | null | string>((r) => child.on('exit', (c) => r(c))),
+  sleep(15_000).then(() => {
+    child.kill('SIGKILL');
+    return 'none within 15 s (killed)';
+  }),
+]);
 healthMs.sort((a, b) => a - b);
 console.log(`soak: ${rounds} hostile rounds in ${((Date.now() - started) / 1000).toFixed(0)} s against serve at default options`);
 console.log(`  RSS: peak ${peakRss.toFixed(0)} MiB; after each round ${rssByRound.map((r) => r.toFixed(0)).join(', ')} MiB`);

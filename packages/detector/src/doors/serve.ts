@@ -116,6 +116,7 @@ export async function startServer(options: ServeOptions = {}): Promise<RunningSe
           await inflight.idle(config.graceMs);
           await Promise.all([closeHttp(http), closeHttp(metrics), closingGrpc]);
           await snapshot();
+          await drainOutput(output);
         })()),
     };
   } catch (e) {
@@ -140,6 +141,24 @@ function limits(server: Server, config: ResumewatchConfig): Server {
   server.setTimeout(config.idleTimeoutMs);
   server.maxConnections = config.maxConnections;
   return server;
+}
+
+/**
+ * Findings still waiting for stdout get a second to drain before close() resolves. A write that a
+ * stalled reader never takes keeps the event loop alive (Node cannot cancel it, nor destroy stdout):
+ * the state file is written before this, and the CLI must exit explicitly after close().
+ */
+async function drainOutput(output: NodeJS.WritableStream | null): Promise<void> {
+  const out = output as (NodeJS.WritableStream & { writableLength?: number }) | null;
+  if (!out || !(out.writableLength! > 0)) return;
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, 1000);
+    timer.unref();
+    out.once('drain', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
 }
 
 function listen(server: Server, host: string, port: number): Promise<number> {
