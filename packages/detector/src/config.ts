@@ -30,8 +30,9 @@ export interface ResumewatchConfig extends DetectorOptions {
   maxInflightBytes: number;
   /** Retry advice (Retry-After, RetryInfo) sent with 429 / RESOURCE_EXHAUSTED and 503. */
   retryAfterMs: number;
-  /** Time allowed to send the request headers (HTTP), and time a request body or gRPC connection may stay silent. */
+  /** Time allowed to send the request headers (HTTP), or to start HTTP/2 on the gRPC port. */
   headerTimeoutMs: number;
+  /** Time an HTTP connection may stay silent (mid-body or idle), a gRPC call has to deliver its message, and a gRPC connection without calls stays open. */
   idleTimeoutMs: number;
   /** Deepest nesting of arrays and objects accepted in an OTLP/JSON body (400 above), checked before parsing. */
   maxJsonDepth: number;
@@ -102,7 +103,7 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { key: 'stdoutBufferBytes', flag: 'stdout-buffer', env: 'RESUMEWATCH_STDOUT_BUFFER', kind: 'int', help: 'findings bytes waiting for stdout before further ones are dropped (and counted)' },
   { key: 'maxInflightBytes', flag: 'max-inflight', env: 'RESUMEWATCH_MAX_INFLIGHT', kind: 'int', help: 'request body bytes held at once across all requests (429 / RESOURCE_EXHAUSTED above)' },
   { key: 'retryAfterMs', flag: 'retry-after', env: 'RESUMEWATCH_RETRY_AFTER', kind: 'duration', help: 'retry advice sent with 429 / RESOURCE_EXHAUSTED' },
-  { key: 'headerTimeoutMs', flag: 'header-timeout', env: 'RESUMEWATCH_HEADER_TIMEOUT', kind: 'duration', help: 'time allowed to send the HTTP request headers' },
+  { key: 'headerTimeoutMs', flag: 'header-timeout', env: 'RESUMEWATCH_HEADER_TIMEOUT', kind: 'duration', help: 'time allowed to send the HTTP request headers, or to start HTTP/2 on the gRPC port' },
   { key: 'idleTimeoutMs', flag: 'idle-timeout', env: 'RESUMEWATCH_IDLE_TIMEOUT', kind: 'duration', help: 'time a request body or a gRPC connection may stay silent' },
   { key: 'maxJsonDepth', flag: 'max-json-depth', env: 'RESUMEWATCH_MAX_JSON_DEPTH', kind: 'int', help: 'deepest nesting accepted in OTLP/JSON (checked before parsing)' },
   { key: 'maxConnections', flag: 'max-connections', env: 'RESUMEWATCH_MAX_CONNECTIONS', kind: 'int', help: 'concurrent connections per OTLP port' },

@@ -186,14 +186,15 @@ describe('serve: total memory bounded in bytes', () => {
     expect(server.inflight.peak).toBe(MIB);
   });
 
-  it('5. slow headers and silent bodies are cut off by --header-timeout and --idle-timeout', async () => {
-    server = await startServer({ port: 0, grpcPort: false, metricsPort: 0, output: null, headerTimeoutMs: 300, idleTimeoutMs: 400, log: () => undefined });
+  it('5. slow headers, silent bodies and a gRPC connection that never starts HTTP/2 are cut off by --header-timeout and --idle-timeout', async () => {
+    server = await startServer({ port: 0, grpcPort: 0, metricsPort: 0, output: null, headerTimeoutMs: 300, idleTimeoutMs: 400, log: () => undefined });
+    const silentGrpc = await rawConnect(server.grpcPort!);
     const slowHeaders = await rawConnect(server.httpPort);
     slowHeaders.socket.write('POST /v1/traces HTTP/1.1\r\nhost: x\r\n');
     const silentBody = await rawConnect(server.httpPort);
     silentBody.socket.write(postHead({ 'content-type': 'application/json', 'content-length': 1000 }) + '{"resourceSpans":');
     const started = performance.now();
-    await Promise.all([slowHeaders.closed, silentBody.closed]);
+    await Promise.all([slowHeaders.closed, silentBody.closed, silentGrpc.closed]);
     expect(performance.now() - started).toBeLessThan(2500);
     expect(slowHeaders.received()).toMatch(/^(HTTP\/1\.1 408 |)/);
     await new Promise((r) => setTimeout(r, 20));

@@ -108,7 +108,7 @@ function guard({ config, budget, shed }: GrpcReceiverInit): grpc.ServerIntercept
 /**
  * Starts the OTLP/gRPC receiver (TraceService/Export); gzip-compressed messages are decompressed by grpc-js.
  * Connections are accepted by our own listener and handed to grpc-js, so that their number is capped
- * (--max-connections) and a silent one is closed (--idle-timeout).
+ * (--max-connections) and one that never starts HTTP/2 is closed (--header-timeout).
  */
 export async function startGrpcReceiver(init: GrpcReceiverInit, port: number): Promise<GrpcReceiver> {
   const { pipeline, config, inflight } = init;
@@ -135,9 +135,10 @@ export async function startGrpcReceiver(init: GrpcReceiverInit, port: number): P
   });
   const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
   const listener: NetServer = createNetServer((socket) => {
-    // A connection that never starts HTTP/2 is closed; once it has, grpc-js owns it: its calls have
-    // --idle-timeout to deliver their message, and a connection without calls closes after it (max_connection_idle_ms).
-    socket.setTimeout(config.idleTimeoutMs, () => (socket.bytesRead === 0 ? socket.destroy() : socket.setTimeout(0)));
+    // A connection that has not started HTTP/2 within --header-timeout is closed; once it has, grpc-js
+    // owns it: its calls have --idle-timeout to deliver their message, and a connection without calls
+    // closes after --idle-timeout (max_connection_idle_ms).
+    socket.setTimeout(config.headerTimeoutMs, () => (socket.bytesRead === 0 ? socket.destroy() : socket.setTimeout(0)));
     injector.injectConnection(socket);
   });
   listener.maxConnections = config.maxConnections;
