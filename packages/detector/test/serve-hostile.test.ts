@@ -204,7 +204,7 @@ describe('serve: total memory bounded in bytes', () => {
   it('5. gRPC: unfinished streams hold --max-decompressed each against the budget, the next is RESOURCE_EXHAUSTED with RetryInfo, and silent ones are cancelled', async () => {
     server = await startServer({
       port: 0, grpcPort: 0, metricsPort: 0, output: null, token: TOKEN, log: () => undefined,
-      maxDecompressedBytes: 256 * 1024, maxInflightBytes: MIB, idleTimeoutMs: 1500, retryAfterMs: 1500,
+      maxDecompressedBytes: 256 * 1024, maxInflightBytes: MIB, idleTimeoutMs: 3000, retryAfterMs: 1500,
     });
     const session = h2connect(`http://127.0.0.1:${server.grpcPort}`);
     const open = (token: string | undefined) =>
