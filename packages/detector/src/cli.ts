@@ -122,8 +122,19 @@ async function serve(config: ResumewatchConfig): Promise<number> {
   });
   process.stderr.write('resumewatch: shutting down\n');
   await server.close();
-  return 0;
+  // The state is on disk and every listener closed. A write to a stdout nobody reads would keep Node
+  // alive for good (it cannot be cancelled): give the reader a moment to drain, then exit.
+  if (process.stdout.writableLength > 0) {
+    await new Promise<void>((resolve) => {
+      process.stdout.once('drain', resolve);
+      setTimeout(resolve, STDOUT_DRAIN_MS).unref();
+    });
+  }
+  process.exit(0);
 }
+
+/** How long a graceful stop waits for stdout's reader to take what is still buffered. */
+const STDOUT_DRAIN_MS = 2_000;
 
 async function analyze(config: ResumewatchConfig, files: string[], json: boolean): Promise<number> {
   try {

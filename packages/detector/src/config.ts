@@ -1,4 +1,5 @@
 import { DEFAULT_DETECTOR_OPTIONS, type DetectorOptions } from './core/options.js';
+import { DEFAULT_MAX_ID_BYTES } from './doors/bounded-ids.js';
 
 /** Everything the three doors share, from flags and environment. */
 export interface ResumewatchConfig extends DetectorOptions {
@@ -16,6 +17,33 @@ export interface ResumewatchConfig extends DetectorOptions {
   maxServices: number;
   /** Findings kept for GET /findings. */
   findingsBuffer: number;
+  /** Bytes of JSON GET /findings answers at most: the oldest findings are left out first. */
+  findingsMaxBytes: number;
+  /**
+   * UTF-8 bytes of a session id, request id or service name kept by the detector; a longer one is cut
+   * and suffixed with `~` and 16 hex digits of its SHA-256, so that distinct long values stay distinct.
+   */
+  maxIdBytes: number;
+  /** Bytes of findings waiting for stdout; findings past it are dropped and counted. */
+  stdoutBufferBytes: number;
+  /** Bytes of request bodies (as received and decompressed) held at once across every HTTP request and gRPC message; 429 / RESOURCE_EXHAUSTED above. */
+  maxInflightBytes: number;
+  /** Retry advice (Retry-After, RetryInfo) sent with 429 / RESOURCE_EXHAUSTED and 503. */
+  retryAfterMs: number;
+  /** Time allowed to send the request headers (HTTP), or to start HTTP/2 on the gRPC port. */
+  headerTimeoutMs: number;
+  /** Time an HTTP connection may stay silent (mid-body or idle), a gRPC call has to deliver its message, and a gRPC connection without calls stays open. */
+  idleTimeoutMs: number;
+  /** Deepest nesting of arrays and objects accepted in an OTLP/JSON body (400 above), checked before parsing. */
+  maxJsonDepth: number;
+  /** Concurrent connections to the OTLP/HTTP and the OTLP/gRPC port each; further ones are closed at once. */
+  maxConnections: number;
+  /** Where the detector state is written on shutdown and periodically, and read back on start; undefined: nowhere. */
+  stateFile: string | undefined;
+  /** How often the state is written to stateFile while serving; 0: only on shutdown. */
+  snapshotIntervalMs: number;
+  /** On SIGTERM, time given to requests in flight to be answered before the listeners are closed by force. */
+  graceMs: number;
 }
 
 export const DEFAULT_CONFIG: ResumewatchConfig = {
@@ -29,6 +57,18 @@ export const DEFAULT_CONFIG: ResumewatchConfig = {
   maxDecompressedBytes: 32 * 1024 * 1024,
   maxServices: 100,
   findingsBuffer: 1000,
+  findingsMaxBytes: 4 * 1024 * 1024,
+  maxIdBytes: DEFAULT_MAX_ID_BYTES,
+  stdoutBufferBytes: 1024 * 1024,
+  maxInflightBytes: 512 * 1024 * 1024,
+  retryAfterMs: 1000,
+  headerTimeoutMs: 10_000,
+  idleTimeoutMs: 30_000,
+  maxJsonDepth: 64,
+  maxConnections: 1024,
+  stateFile: undefined,
+  snapshotIntervalMs: 30_000,
+  graceMs: 5_000,
 };
 
 type Kind = 'int' | 'duration' | 'string' | 'port';
@@ -58,6 +98,18 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { key: 'maxDecompressedBytes', flag: 'max-decompressed', env: 'RESUMEWATCH_MAX_DECOMPRESSED', kind: 'int', help: 'largest decompressed body or gRPC message in bytes' },
   { key: 'maxServices', flag: 'max-services', env: 'RESUMEWATCH_MAX_SERVICES', kind: 'int', help: 'distinct service label values before "other"' },
   { key: 'findingsBuffer', flag: 'findings-buffer', env: 'RESUMEWATCH_FINDINGS_BUFFER', kind: 'int', help: 'findings kept for GET /findings' },
+  { key: 'findingsMaxBytes', flag: 'findings-bytes', env: 'RESUMEWATCH_FINDINGS_BYTES', kind: 'int', help: 'largest GET /findings answer in bytes (oldest findings left out)' },
+  { key: 'maxIdBytes', flag: 'max-id-bytes', env: 'RESUMEWATCH_MAX_ID_BYTES', kind: 'int', help: 'longest session id, request id or service name kept; longer ones are cut and hashed' },
+  { key: 'stdoutBufferBytes', flag: 'stdout-buffer', env: 'RESUMEWATCH_STDOUT_BUFFER', kind: 'int', help: 'findings bytes waiting for stdout before further ones are dropped (and counted)' },
+  { key: 'maxInflightBytes', flag: 'max-inflight', env: 'RESUMEWATCH_MAX_INFLIGHT', kind: 'int', help: 'request body bytes held at once across all requests (429 / RESOURCE_EXHAUSTED above)' },
+  { key: 'retryAfterMs', flag: 'retry-after', env: 'RESUMEWATCH_RETRY_AFTER', kind: 'duration', help: 'retry advice sent with 429 / RESOURCE_EXHAUSTED' },
+  { key: 'headerTimeoutMs', flag: 'header-timeout', env: 'RESUMEWATCH_HEADER_TIMEOUT', kind: 'duration', help: 'time allowed to send the HTTP request headers, or to start HTTP/2 on the gRPC port' },
+  { key: 'idleTimeoutMs', flag: 'idle-timeout', env: 'RESUMEWATCH_IDLE_TIMEOUT', kind: 'duration', help: 'time a request body or a gRPC connection may stay silent' },
+  { key: 'maxJsonDepth', flag: 'max-json-depth', env: 'RESUMEWATCH_MAX_JSON_DEPTH', kind: 'int', help: 'deepest nesting accepted in OTLP/JSON (checked before parsing)' },
+  { key: 'maxConnections', flag: 'max-connections', env: 'RESUMEWATCH_MAX_CONNECTIONS', kind: 'int', help: 'concurrent connections per OTLP port' },
+  { key: 'stateFile', flag: 'state-file', env: 'RESUMEWATCH_STATE_FILE', kind: 'string', help: 'detector state written on shutdown and periodically, read back on start' },
+  { key: 'snapshotIntervalMs', flag: 'snapshot-interval', env: 'RESUMEWATCH_SNAPSHOT_INTERVAL', kind: 'duration', help: 'how often the state is written to --state-file; 0: only on shutdown' },
+  { key: 'graceMs', flag: 'grace', env: 'RESUMEWATCH_GRACE', kind: 'duration', help: 'on SIGTERM, time for requests in flight to be answered' },
 ];
 
 export class ConfigError extends Error {

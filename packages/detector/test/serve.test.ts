@@ -163,7 +163,7 @@ describe('serve: bad input', () => {
     });
     expect(pb.status).toBe(400);
     expect(pb.headers.get('content-type')).toBe('application/x-protobuf');
-    expect(Buffer.from(await pb.arrayBuffer()).toString('latin1')).toMatch(/malformed protobuf: length 32 at byte 2 runs past the end/);
+    expect(Buffer.from(await pb.arrayBuffer()).toString('latin1')).toMatch(/malformed protobuf: length 32 at byte 1 runs past the end/);
     const gz = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'content-encoding': 'gzip', ...auth }, body: 'not gzip' });
     expect(gz.status).toBe(400);
     expect(((await gz.json()) as { message: string }).message).toMatch(/malformed gzip/);

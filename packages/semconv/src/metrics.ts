@@ -27,6 +27,8 @@ export const METRIC_SERVER_DEFECTS_TOTAL = 'resumewatch_server_defects_total';
 export const METRIC_RECONNECT_STORMS_ENDED_TOTAL = 'resumewatch_reconnect_storms_ended_total';
 export const METRIC_FINDINGS_RETRACTED_TOTAL = 'resumewatch_findings_retracted_total';
 export const METRIC_LISTENING_RESUMES_TOTAL = 'resumewatch_listening_resumes_total';
+export const METRIC_FINDINGS_DROPPED_TOTAL = 'resumewatch_findings_dropped_total';
+export const METRIC_REQUESTS_SHED_TOTAL = 'resumewatch_requests_shed_total';
 
 export type MetricType = 'counter' | 'gauge' | 'histogram';
 
@@ -124,6 +126,18 @@ export const METRICS: readonly MetricDescriptor[] = [
     type: 'counter',
     help: "Resumes of a session's listening stream (no request state is kept for them), by service and outcome.",
     labelNames: [LABEL_SERVICE, LABEL_OUTCOME],
+  },
+  {
+    name: METRIC_FINDINGS_DROPPED_TOTAL,
+    type: 'counter',
+    help: 'Findings not written to stdout because its reader did not keep up (they are still counted and kept for /findings).',
+    labelNames: [],
+  },
+  {
+    name: METRIC_REQUESTS_SHED_TOTAL,
+    type: 'counter',
+    help: 'Export requests answered 429 / RESOURCE_EXHAUSTED because the bytes in flight reached --max-inflight.',
+    labelNames: [],
   },
 ];
 

@@ -31,6 +31,7 @@ import { DEFAULT_DETECTOR_OPTIONS, type DetectorInit, type DetectorOptions } fro
 import { isEvidencedEmptyReplay, resumeOutcome, statusOf } from './outcome.js';
 import { OTHER_SERVICE, UNKNOWN_SERVER, UNKNOWN_SERVICE } from './services.js';
 import { RequestTable } from './table.js';
+import { STATE_FORMAT, StateMismatchError, fieldsOf, loadFields, type DetectorState } from './state.js';
 import type { DetectorEvents, DetectorStats, Finding, SpanRecord } from './types.js';
 
 const TERMINAL = 1;
@@ -191,6 +192,45 @@ export class Detector {
         [SpanReceivedResult.IGNORED]: this.ignored,
       },
     };
+  }
+
+  /**
+   * Everything the detector knows, as plain data (typed arrays shared, not copied), so that a door can
+   * write it to a file and a restarted process can importState() it. See src/doors/state-file.ts.
+   */
+  exportState(): DetectorState {
+    return {
+      format: STATE_FORMAT,
+      options: { ...this.options },
+      now: this.now,
+      counts: [this.evictions, this.released, this.accepted, this.duplicate, this.invalid, this.ignored],
+      services: [...this.serviceNames],
+      openStorms: [...this.openStorms],
+      table: fieldsOf(this.table),
+      spanIds: fieldsOf(this.spanIds),
+      attemptStreams: fieldsOf(this.attemptStreams),
+    };
+  }
+
+  /** Loads exportState() of a detector with the same options into this fresh one; StateMismatchError if it does not fit. */
+  importState(s: DetectorState): void {
+    if (s.format !== STATE_FORMAT) throw new StateMismatchError(`state format ${s.format}, expected ${STATE_FORMAT}`);
+    for (const k of Object.keys(this.options) as (keyof DetectorOptions)[]) {
+      if (s.options[k] !== this.options[k]) throw new StateMismatchError(`state was kept with ${k}=${s.options[k]}, this detector has ${this.options[k]}`);
+    }
+    if (this.table.size > 0 || this.serviceNames.length > 0) throw new StateMismatchError('importState needs a detector that has seen no span');
+    loadFields(this.table, s.table, 'request table');
+    loadFields(this.spanIds, s.spanIds, 'span ids');
+    loadFields(this.attemptStreams, s.attemptStreams, 'attempt streams');
+    this.now = s.now;
+    [this.evictions, this.released, this.accepted, this.duplicate, this.invalid, this.ignored] = s.counts as [number, number, number, number, number, number];
+    for (const name of s.services) {
+      this.serviceIndex.set(name, this.serviceNames.length);
+      this.serviceNames.push(name);
+    }
+    for (const slot of s.openStorms) this.openStorms.add(slot);
+    // The metrics of the new process count the storms still open.
+    for (const slot of this.openStorms) if (!(this.table.flags[slot]! & F_ENDED)) this.events?.stormStarted(this.serviceOf(slot));
   }
 
   private activeStorms(): number {

@@ -5,6 +5,19 @@ import type { Pipeline } from './pipeline.js';
 
 /** GET /metrics (Prometheus or OpenMetrics by Accept), GET /healthz, GET /findings. */
 export function metricsHandler(pipeline: Pipeline, config: ResumewatchConfig) {
+  const handle = route(pipeline, config);
+  return (req: IncomingMessage, res: ServerResponse): void => {
+    try {
+      handle(req, res);
+    } catch (e) {
+      // Never a crash: a failure is this request's answer.
+      if (!res.headersSent) text(res, 500, `internal error: ${(e as Error).message}\n`);
+      else res.destroy();
+    }
+  };
+}
+
+function route(pipeline: Pipeline, config: ResumewatchConfig) {
   return (req: IncomingMessage, res: ServerResponse): void => {
     const path = (req.url ?? '').split('?')[0];
     req.resume();
@@ -15,12 +28,15 @@ export function metricsHandler(pipeline: Pipeline, config: ResumewatchConfig) {
       return text(res, 401, 'missing or wrong bearer token\n');
     }
     if (path === '/findings') {
-      const body = JSON.stringify(pipeline.recent.toArray());
+      // Bounded by --findings-bytes whatever the findings hold: the newest that fit.
+      const { body } = pipeline.recent.toJson();
       res.writeHead(200, { 'content-type': 'application/json' });
       return void res.end(body);
     }
     if (path === '/metrics') {
-      pipeline.metrics.render(req.headers.accept).then(
+      Promise.resolve()
+        .then(() => pipeline.metrics.render(req.headers.accept))
+        .then(
         ({ contentType, body }) => {
           res.writeHead(200, { 'content-type': contentType });
           res.end(body);
@@ -34,6 +50,7 @@ export function metricsHandler(pipeline: Pipeline, config: ResumewatchConfig) {
 }
 
 function text(res: ServerResponse, status: number, body: string): void {
+  if (res.headersSent) return;
   res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8' });
   res.end(body);
 }

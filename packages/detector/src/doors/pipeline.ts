@@ -4,23 +4,27 @@ import { Detector } from '../core/detector.js';
 import type { Finding, SpanRecord } from '../core/types.js';
 import { DetectorMetrics } from '../metrics.js';
 import type { DecodeResult } from '../otlp/errors.js';
-import { Ring } from './ring.js';
+import { IdBounder, boundSpanStrings } from './bounded-ids.js';
+import { FindingLog } from './finding-log.js';
 
 export interface PipelineInit {
   config: ResumewatchConfig;
   /** Unix ms; drives storm windows and retention. Defaults to Date.now. */
   clock?: () => number;
-  onFinding?: (f: Finding) => void;
+  /** Every finding with its JSON text (one line, written once). */
+  onFinding?: (f: Finding, json: string) => void;
 }
 
 /** What the serve door's receivers share: the detector, its metrics and the recent findings. */
 export class Pipeline {
   readonly detector: Detector;
   readonly metrics: DetectorMetrics;
-  readonly recent: Ring<Finding>;
+  readonly recent: FindingLog;
+  readonly ids: IdBounder;
   private current: SpanRecord | undefined;
   private readonly clock: () => number;
   private readonly sink = (s: SpanRecord): void => {
+    boundSpanStrings(s, this.ids);
     this.current = s;
     this.detector.ingest(s);
     this.current = undefined;
@@ -29,7 +33,8 @@ export class Pipeline {
   constructor(init: PipelineInit) {
     const { config } = init;
     this.clock = init.clock ?? Date.now;
-    this.recent = new Ring(config.findingsBuffer);
+    this.ids = new IdBounder(config.maxIdBytes);
+    this.recent = new FindingLog(config.findingsBuffer, config.findingsMaxBytes);
     this.metrics = new DetectorMetrics(config.maxServices, () => this.detector.stats());
     this.detector = new Detector({
       ...config,
@@ -38,8 +43,9 @@ export class Pipeline {
       onFinding: (f) => {
         const lag = this.current ? (this.clock() - this.current.endTimeUnixMs) / 1000 : undefined;
         this.metrics.finding(f, lag);
-        this.recent.push(f);
-        init.onFinding?.(f);
+        const json = JSON.stringify(f);
+        this.recent.push(f, json);
+        init.onFinding?.(f, json);
       },
     });
   }

@@ -5,20 +5,25 @@ import { Detector } from '../core/detector.js';
 import type { DetectorInit } from '../core/options.js';
 import { UNKNOWN_SERVICE } from '../core/services.js';
 import type { AttributeValue, Finding, SpanKindCode, SpanRecord } from '../core/types.js';
+import { DEFAULT_MAX_ID_BYTES, IdBounder, boundSpanStrings } from './bounded-ids.js';
 
 export interface ResumewatchSpanProcessorOptions extends Omit<DetectorInit, 'onFinding'> {
   onFinding: (finding: Finding) => void;
   /** How often the clock is applied (storm windows, retention). Default 1000 ms; 0 for never (call tick()). */
   tickMs?: number;
+  /** Longest session id, request id or service name kept, in UTF-8 bytes; longer ones are cut and hashed. Default 256. */
+  maxIdBytes?: number;
 }
 
 /** Runs the detector in-process over the spans of one service's tracer provider. */
 export class ResumewatchSpanProcessor implements SpanProcessor {
   readonly detector: Detector;
+  private readonly ids: IdBounder;
   private readonly timer: ReturnType<typeof setInterval> | undefined;
 
   constructor(options: ResumewatchSpanProcessorOptions) {
     this.detector = new Detector(options);
+    this.ids = new IdBounder(options.maxIdBytes ?? DEFAULT_MAX_ID_BYTES);
     const tickMs = options.tickMs ?? 1000;
     if (tickMs > 0) {
       this.timer = setInterval(() => this.detector.tick(), tickMs);
@@ -29,7 +34,9 @@ export class ResumewatchSpanProcessor implements SpanProcessor {
   onStart(_span: Span, _parentContext: Context): void {}
 
   onEnd(span: ReadableSpan): void {
-    this.detector.ingest(toSpanRecord(span));
+    const record = toSpanRecord(span);
+    boundSpanStrings(record, this.ids);
+    this.detector.ingest(record);
   }
 
   tick(): void {

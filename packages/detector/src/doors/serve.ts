@@ -1,14 +1,19 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Server as GrpcServer } from '@grpc/grpc-js';
+import { METRIC_FINDINGS_DROPPED_TOTAL, METRIC_REQUESTS_SHED_TOTAL } from '@resumewatch/semconv';
 import { DEFAULT_CONFIG, type ResumewatchConfig } from '../config.js';
 import type { Detector } from '../core/detector.js';
 import type { Finding } from '../core/types.js';
 import type { DetectorMetrics } from '../metrics.js';
-import { startGrpcReceiver } from './grpc-receiver.js';
+import { doorCounter } from './door-counters.js';
+import { InflightRequests } from './drain.js';
+import { FindingsOutput } from './findings-output.js';
+import { startGrpcReceiver, type GrpcReceiver } from './grpc-receiver.js';
 import { otlpHttpHandler } from './http-receiver.js';
+import { InflightBudget } from './inflight.js';
 import { metricsHandler } from './metrics-server.js';
 import { Pipeline } from './pipeline.js';
+import { StateFile } from './state-file.js';
 
 export interface ServeOptions extends Partial<ResumewatchConfig> {
   /** Called for every finding, after it is counted and kept for /findings. */
@@ -19,6 +24,8 @@ export interface ServeOptions extends Partial<ResumewatchConfig> {
   clock?: () => number;
   /** How often the clock is applied to the detector. Default 1000 ms. */
   tickMs?: number;
+  /** One-line notices (state file restored or set aside, snapshot failures). Defaults to stderr. */
+  log?: (line: string) => void;
 }
 
 export interface RunningServer {
@@ -30,8 +37,18 @@ export interface RunningServer {
   readonly config: ResumewatchConfig;
   readonly detector: Detector;
   readonly metrics: DetectorMetrics;
-  /** Recent findings, oldest first (the same as GET /findings). */
+  /** Bytes of request bodies held now (and at most so far), across HTTP and gRPC. */
+  readonly inflight: InflightBudget;
+  /** What was read back from --state-file on start: the number of tracked requests restored, or why not. */
+  readonly restored: { tracked: number } | { error: string } | undefined;
+  /** Recent findings, oldest first (the same as GET /findings, without its byte bound). */
   findings(): Finding[];
+  /** Writes the detector state to --state-file now (also done periodically and on close). */
+  snapshot(): Promise<void>;
+  /**
+   * Graceful stop: stops accepting, gives requests in flight --grace to be answered, then closes
+   * every connection and writes the state to --state-file.
+   */
   close(): Promise<void>;
 }
 
@@ -42,38 +59,39 @@ export async function startServer(options: ServeOptions = {}): Promise<RunningSe
     if (options[key] !== undefined) (config as unknown as Record<string, unknown>)[key] = options[key];
   }
   const output = options.output === undefined ? process.stdout : options.output;
-  // Findings of one request body are written together, in one write, once its ingest has returned.
-  let pending = '';
-  const flush = (): void => {
-    const text = pending;
-    pending = '';
-    output?.write(text);
-  };
+  let findingsOut: FindingsOutput | undefined;
   const pipeline = new Pipeline({
     config,
     ...(options.clock ? { clock: options.clock } : {}),
-    onFinding: (f) => {
-      if (output) {
-        if (pending === '') queueMicrotask(flush);
-        pending += JSON.stringify(f) + '\n';
-      }
+    onFinding: (f, json) => {
+      findingsOut?.write(json);
       options.onFinding?.(f);
     },
   });
-  const http = createServer(otlpHttpHandler(pipeline, config));
-  const metrics = createServer(metricsHandler(pipeline, config));
-  let grpc: GrpcServer | undefined;
+  if (output) findingsOut = new FindingsOutput(output, config.stdoutBufferBytes, doorCounter(pipeline.metrics, METRIC_FINDINGS_DROPPED_TOTAL));
+  const state = config.stateFile ? new StateFile(config.stateFile, pipeline.detector) : undefined;
+  const log = options.log ?? ((line: string) => void process.stderr.write(`resumewatch: ${line}\n`));
+  const restored = state ? await state.restore() : undefined;
+  if (restored) log('error' in restored ? restored.error : `restored ${restored.tracked} tracked requests from ${config.stateFile}`);
+  const snapshot = (): Promise<void> => (state ? state.write().catch((e: Error) => log(`snapshot to ${config.stateFile} failed: ${e.message}`)) : Promise.resolve());
+  const budget = new InflightBudget(config.maxInflightBytes);
+  const inflight = new InflightRequests();
+  const shed = doorCounter(pipeline.metrics, METRIC_REQUESTS_SHED_TOTAL);
+  const http = limits(createServer({ ...serverTimeouts(config) }, otlpHttpHandler({ pipeline, config, budget, inflight, shed })), config);
+  const metrics = limits(createServer({ ...serverTimeouts(config) }, metricsHandler(pipeline, config)), config);
+  let grpc: GrpcReceiver | undefined;
   try {
     const httpPort = await listen(http, config.host, config.port);
     const metricsPort = await listen(metrics, config.host, config.metricsPort);
     let grpcPort: number | undefined;
     if (config.grpcPort !== false) {
-      const g = await startGrpcReceiver(pipeline, config, config.grpcPort);
-      grpc = g.server;
-      grpcPort = g.port;
+      grpc = await startGrpcReceiver({ pipeline, config, budget, inflight, shed }, config.grpcPort);
+      grpcPort = grpc.port;
     }
     const timer = setInterval(() => pipeline.tick(), options.tickMs ?? 1000);
     timer.unref();
+    const snapshots = state && config.snapshotIntervalMs > 0 ? setInterval(() => void snapshot(), config.snapshotIntervalMs) : undefined;
+    snapshots?.unref();
     let closing: Promise<void> | undefined;
     return {
       host: config.host,
@@ -83,17 +101,64 @@ export async function startServer(options: ServeOptions = {}): Promise<RunningSe
       config,
       detector: pipeline.detector,
       metrics: pipeline.metrics,
-      findings: () => pipeline.recent.toArray(),
+      inflight: budget,
+      restored,
+      findings: () => pipeline.recent.findings(),
+      snapshot,
       close: () =>
         (closing ??= (async () => {
           clearInterval(timer);
-          await Promise.all([closeHttp(http), closeHttp(metrics), grpc ? closeGrpc(grpc) : undefined]);
+          clearInterval(snapshots);
+          // Stop accepting; requests in flight (bodies still arriving included) get --grace to be answered.
+          http.close();
+          http.closeIdleConnections();
+          const closingGrpc = grpc?.close(config.graceMs);
+          await inflight.idle(config.graceMs);
+          await Promise.all([closeHttp(http), closeHttp(metrics), closingGrpc]);
+          await snapshot();
+          await drainOutput(output);
         })()),
     };
   } catch (e) {
-    await Promise.allSettled([closeHttp(http), closeHttp(metrics), grpc ? closeGrpc(grpc) : undefined]);
+    await Promise.allSettled([closeHttp(http), closeHttp(metrics), grpc?.close(0)]);
     throw e;
   }
+}
+
+/** Header and body timeouts: a client that sends its headers or body too slowly is cut off. */
+function serverTimeouts(config: ResumewatchConfig) {
+  return {
+    headersTimeout: config.headerTimeoutMs,
+    // Node checks headersTimeout on this interval (30 s by default): check often enough to honour it.
+    connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(config.headerTimeoutMs / 2))),
+    // Node's limit on a whole request (5 minutes), kept above the header timeout as Node requires.
+    requestTimeout: Math.max(300_000, config.headerTimeoutMs + 1),
+  };
+}
+
+function limits(server: Server, config: ResumewatchConfig): Server {
+  // A connection silent for --idle-timeout (mid-body or idle) is closed.
+  server.setTimeout(config.idleTimeoutMs);
+  server.maxConnections = config.maxConnections;
+  return server;
+}
+
+/**
+ * Findings still waiting for stdout get a second to drain before close() resolves. A write that a
+ * stalled reader never takes keeps the event loop alive (Node cannot cancel it, nor destroy stdout):
+ * the state file is written before this, and the CLI must exit explicitly after close().
+ */
+async function drainOutput(output: NodeJS.WritableStream | null): Promise<void> {
+  const out = output as (NodeJS.WritableStream & { writableLength?: number }) | null;
+  if (!out || !(out.writableLength! > 0)) return;
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, 1000);
+    timer.unref();
+    out.once('drain', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
 }
 
 function listen(server: Server, host: string, port: number): Promise<number> {
@@ -108,23 +173,11 @@ function listen(server: Server, host: string, port: number): Promise<number> {
 
 function closeHttp(server: Server): Promise<void> {
   return new Promise((resolve) => {
-    if (!server.listening) return resolve();
+    if (!server.listening) {
+      server.closeAllConnections();
+      return resolve();
+    }
     server.close(() => resolve());
-    server.closeIdleConnections();
-    setTimeout(() => server.closeAllConnections(), 2000).unref();
-  });
-}
-
-function closeGrpc(server: GrpcServer): Promise<void> {
-  return new Promise((resolve) => {
-    const force = setTimeout(() => {
-      server.forceShutdown();
-      resolve();
-    }, 2000);
-    force.unref();
-    server.tryShutdown(() => {
-      clearTimeout(force);
-      resolve();
-    });
+    server.closeAllConnections();
   });
 }

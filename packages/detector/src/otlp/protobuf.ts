@@ -23,18 +23,24 @@ const TWO_32 = 4294967296;
 const f64 = new Float64Array(1);
 const f64Bytes = new Uint8Array(f64.buffer);
 
+/*
+ * Every read is checked against the end of the message it belongs to, and every length against the
+ * bytes that remain, so a hostile body can neither move the position backwards (a negative length
+ * used to loop forever) nor read past its message. Errors name the byte offset where the bad value starts.
+ */
 class Reader {
   pos = 0;
   constructor(readonly buf: Uint8Array) {}
 
   varint(end: number): number {
     const buf = this.buf;
-    let pos = this.pos;
+    const at = this.pos;
+    let pos = at;
     let lo = 0;
     let shift = 0;
     let b: number;
     do {
-      if (pos >= end) throw new OtlpDecodeError(`malformed protobuf: truncated varint at byte ${pos}`);
+      if (pos >= end) throw new OtlpDecodeError(`malformed protobuf: truncated varint at byte ${at}`);
       b = buf[pos++]!;
       if (shift < 28) lo |= (b & 0x7f) << shift;
       else if (shift === 28) {
@@ -42,8 +48,9 @@ class Reader {
         let hi = (b & 0x70) >>> 4;
         let hs = 3;
         while (b & 0x80) {
-          if (pos >= end) throw new OtlpDecodeError(`malformed protobuf: truncated varint at byte ${pos}`);
-          if (hs > 63) throw new OtlpDecodeError(`malformed protobuf: varint too long at byte ${pos}`);
+          // A varint is at most 10 bytes: the fifth plus five more.
+          if (hs > 31) throw new OtlpDecodeError(`malformed protobuf: varint longer than 10 bytes at byte ${at}`);
+          if (pos >= end) throw new OtlpDecodeError(`malformed protobuf: truncated varint at byte ${at}`);
           b = buf[pos++]!;
           if (hs < 32) hi |= (b & 0x7f) << hs;
           hs += 7;
@@ -59,12 +66,27 @@ class Reader {
     return lo >>> 0;
   }
 
+  /** A field tag: a uint32 whose field number is at least 1. */
+  tag(end: number): number {
+    const at = this.pos;
+    const t = this.varint(end);
+    if (t < 8 || t > 0xffffffff) {
+      throw new OtlpDecodeError(
+        t >= 0 && t < 8 ? `malformed protobuf: field number 0 at byte ${at}` : `malformed protobuf: tag ${t} out of range at byte ${at}`,
+      );
+    }
+    return t;
+  }
+
   /** Reads a length prefix and returns the end of the field, checked against `end`. */
   len(end: number): number {
+    const at = this.pos;
     const n = this.varint(end);
-    const stop = this.pos + n;
-    if (stop > end) throw new OtlpDecodeError(`malformed protobuf: length ${n} at byte ${this.pos} runs past the end of its message`);
-    return stop;
+    if (n < 0) throw new OtlpDecodeError(`malformed protobuf: negative length ${n} at byte ${at}`);
+    if (n > end - this.pos) {
+      throw new OtlpDecodeError(`malformed protobuf: length ${n} at byte ${at} runs past the end of its message (byte ${end})`);
+    }
+    return this.pos + n;
   }
 
   fixed64(end: number): number {
@@ -113,7 +135,7 @@ export function decodeProtobufRequest(buf: Uint8Array, sink: (s: SpanRecord) => 
   const result: DecodeResult = { spans: 0, invalid: 0 };
   const end = buf.length;
   while (r.pos < end) {
-    const tag = r.varint(end);
+    const tag = r.tag(end);
     if (tag >>> 3 === 1 && (tag & 7) === 2) {
       const stop = r.len(end);
       resourceSpans(r, stop, sink, result);
@@ -128,7 +150,7 @@ function resourceSpans(r: Reader, end: number, sink: (s: SpanRecord) => void, re
   let service = UNKNOWN_SERVICE;
   // The resource may follow its spans on the wire; read it first.
   while (r.pos < end) {
-    const tag = r.varint(end);
+    const tag = r.tag(end);
     if (tag === ((1 << 3) | 2)) {
       const stop = r.len(end);
       service = resourceService(r, stop) ?? service;
@@ -137,7 +159,7 @@ function resourceSpans(r: Reader, end: number, sink: (s: SpanRecord) => void, re
   }
   r.pos = start;
   while (r.pos < end) {
-    const tag = r.varint(end);
+    const tag = r.tag(end);
     if (tag === ((2 << 3) | 2)) {
       const stop = r.len(end);
       scopeSpans(r, stop, service, sink, result);
@@ -149,7 +171,7 @@ function resourceSpans(r: Reader, end: number, sink: (s: SpanRecord) => void, re
 function resourceService(r: Reader, end: number): string | undefined {
   let service: string | undefined;
   while (r.pos < end) {
-    const tag = r.varint(end);
+    const tag = r.tag(end);
     if (tag === ((1 << 3) | 2)) {
       const stop = r.len(end);
       const kv = keyValue(r, stop);
@@ -162,7 +184,7 @@ function resourceService(r: Reader, end: number): string | undefined {
 
 function scopeSpans(r: Reader, end: number, service: string, sink: (s: SpanRecord) => void, result: DecodeResult): void {
   while (r.pos < end) {
-    const tag = r.varint(end);
+    const tag = r.tag(end);
     if (tag === ((2 << 3) | 2)) {
       const stop = r.len(end);
       const s = span(r, stop, service);
@@ -189,7 +211,7 @@ function span(r: Reader, end: number, service: string): SpanRecord | string {
   let stop = -1;
   const attributes: Record<string, AttributeValue> = {};
   while (r.pos < end) {
-    const tag = r.varint(end);
+    const tag = r.tag(end);
     switch (tag) {
       case (1 << 3) | 2: {
         const e = r.len(end);
@@ -261,7 +283,7 @@ function keyValue(r: Reader, end: number): [string, AttributeValue] | undefined 
   let key = '';
   let value: AttributeValue | undefined;
   while (r.pos < end) {
-    const tag = r.varint(end);
+    const tag = r.tag(end);
     if (tag === ((1 << 3) | 2)) {
       const e = r.len(end);
       key = readString(buf, r.pos, e);
@@ -281,7 +303,7 @@ function keyValue(r: Reader, end: number): [string, AttributeValue] | undefined 
 function anyValue(r: Reader, end: number): AttributeValue | undefined {
   let value: AttributeValue | undefined;
   while (r.pos < end) {
-    const tag = r.varint(end);
+    const tag = r.tag(end);
     switch (tag) {
       case (1 << 3) | 2: {
         const e = r.len(end);

@@ -1,0 +1,30 @@
+import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { startServer } from '../src/index.js';
+
+const run = promisify(execFile);
+const compose = readFileSync(join(import.meta.dirname, '../../../docker-compose.yml'), 'utf8');
+
+/** The `node -e` script of each detector's healthcheck, as written in docker-compose.yml. */
+function healthScripts(): string[] {
+  return [...compose.matchAll(/test: \["CMD", "node", "-e", "(.*)"\]/g)].map((m) => JSON.parse(`"${m[1]!}"`) as string);
+}
+
+describe('the compose healthcheck of the detectors', () => {
+  it('is on both detectors, against /healthz on the metrics port', () => {
+    const scripts = healthScripts();
+    expect(scripts).toHaveLength(2);
+    for (const s of scripts) expect(s).toContain('http://127.0.0.1:9464/healthz');
+  });
+
+  it('exits 0 against a serving detector and 1 when nothing answers', async () => {
+    const server = await startServer({ port: 0, grpcPort: false, metricsPort: 0, output: null, log: () => undefined });
+    const script = healthScripts()[0]!.replace('9464', String(server.metricsPort));
+    await expect(run(process.execPath, ['-e', script])).resolves.toBeTruthy();
+    await server.close();
+    await expect(run(process.execPath, ['-e', script])).rejects.toMatchObject({ code: 1 });
+  });
+});
