@@ -103,8 +103,10 @@ describe('serve under hostile input', () => {
     expect(res.status).toBe(200);
     const text = await res.text();
     expect(Buffer.byteLength(text)).toBeLessThanOrEqual(server.config.findingsMaxBytes);
-    const findings = JSON.parse(text) as { session_id: string; service: string }[];
-    expect(findings.filter((f) => f.service === 'svc-3')).toHaveLength(48);
+    const findings = JSON.parse(text) as { session_id: string; service: string; record?: string }[];
+    // Four findings and one storm_ended record per scenario.
+    expect(findings.filter((f) => f.service === 'svc-3' && f.record === undefined)).toHaveLength(48);
+    expect(findings.filter((f) => f.service === 'svc-3')).toHaveLength(60);
     for (const f of findings) expect(Buffer.byteLength(f.session_id)).toBeLessThanOrEqual(256);
   });
 
@@ -259,7 +261,8 @@ describe('serve: total memory bounded in bytes', () => {
     const res = await post(server, JSON.stringify(otlpJson(spans)));
     expect(res.status).toBe(200);
     await new Promise((r) => setTimeout(r, 20));
-    expect(server.findings()).toHaveLength(400);
+    // Four findings and one storm_ended record per scenario.
+    expect(server.findings()).toHaveLength(500);
     expect(stuck.writableLength).toBeLessThanOrEqual(16 * 1024);
     const written = stuck.writableLength;
     const dropped = await metricValue(server, METRIC_FINDINGS_DROPPED_TOTAL);
@@ -267,6 +270,6 @@ describe('serve: total memory bounded in bytes', () => {
     // What was written is whole lines; what was not is exactly what was counted.
     const text = stuck.read(written)?.toString() ?? '';
     expect(text.endsWith('\n')).toBe(true);
-    expect(text.trim().split('\n')).toHaveLength(400 - dropped);
+    expect(text.trim().split('\n')).toHaveLength(500 - dropped);
   });
 });

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { copyFile, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FindingKind } from '@resumewatch/semconv';
+import { FindingKind, FindingRecord, StormEnd } from '@resumewatch/semconv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Detector, startServer, type Finding, type RunningServer, type SpanRecord } from '../src/index.js';
 import { decodeState, encodeState } from '../src/doors/state-file.js';
@@ -53,9 +53,9 @@ describe('state across restarts (--state-file)', () => {
     const b = await startServer({ ...QUIET, stateFile: file });
     expect(b.restored).toEqual({ tracked: 1 });
     await send(b, after);
-    expect(b.findings().map((f) => f.kind).sort()).toEqual([FindingKind.RECONNECT_STORM, FindingKind.SIGNATURE].sort());
+    expect(b.findings().filter((f) => f.record === undefined).map((f) => f.kind).sort()).toEqual([FindingKind.RECONNECT_STORM, FindingKind.SIGNATURE].sort());
     expect([...a.findings(), ...b.findings()].map(essence).sort()).toEqual(reference(all));
-    expect(b.findings().find((f) => f.kind === FindingKind.SIGNATURE)).toMatchObject({ attempts: 4, duplicates: 3, ended_by_eviction: true });
+    expect(b.findings().find((f) => f.record === FindingRecord.STORM_ENDED)).toMatchObject({ attempts: 4, duplicates: 3, ended_by: StormEnd.EVICTED });
     await b.close();
   });
 
@@ -170,7 +170,7 @@ describe('resumewatch serve --state-file (built CLI)', () => {
     while (!/signature/.test(second.stdout()) && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
     second.child.kill('SIGTERM');
     expect(await second.exited).toBe(0);
-    const kinds = second.stdout().trim().split('\n').map((l) => (JSON.parse(l) as Finding).kind).sort();
+    const kinds = second.stdout().trim().split('\n').map((l) => JSON.parse(l) as Finding).filter((f) => f.record === undefined).map((f) => f.kind).sort();
     expect(kinds).toEqual([FindingKind.RECONNECT_STORM, FindingKind.SIGNATURE].sort());
   });
 });
