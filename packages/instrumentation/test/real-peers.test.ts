@@ -117,3 +117,124 @@ describe('SEP-1699 polling: an SDK 1.32 server with retryInterval closes the str
     expect(fetch.stats()).toEqual(IDLE);
   });
 });
+
+describe("a store that replays every stream of the session (server-everything's), into the resumed listening stream", () => {
+  it.each(cases)('%s (guard: %s): the listening resume concerns no request; the replayed result is foreign', async (kind, guarded) => {
+    const server = await peer({ store: () => new ReplayEverythingStore() });
+    const { capture, fetch, seen } = setup(guarded);
+    const client = await connectClient(kind, server.url, fetch);
+    const session = () => fetch.observer.getSession(client.sessionId)!;
+    await waitFor(() => session().lastStandalone !== undefined, 'the listening stream');
+    await server.notifyListening(client.sessionId);
+    await waitFor(() => session().lastStandalone?.lastEventId !== undefined, 'an event on the listening stream');
+    expect(await client.call('echo', { text: 'one' })).toBe('one');
+    const echo = capture.spans('tools/call echo')[0]!;
+    const id = String(a(echo, ATTR_JSONRPC_REQUEST_ID));
+    server.closeListening(client.sessionId);
+    await waitFor(() => terminalsOf(capture.spans(), id).length === 2 && resumeSpans(capture.spans()).length === 1, 'the replayed terminal');
+    await client.close();
+
+    const resume = resumeSpans(capture.spans())[0]!;
+    expect(resume.attributes).toMatchObject({
+      [ATTR_MCP_STREAM_KIND]: 'listening',
+      [ATTR_MCP_RESUME_OUTCOME]: 'continuation',
+      [ATTR_MCP_RESUME_EVIDENCE]: 'message',
+      [ATTR_MCP_REQUEST_TERMINAL_OBSERVED]: false,
+      [ATTR_MCP_RESUME_REPLAYED_TERMINAL]: false,
+    });
+    expect(a(resume, ATTR_JSONRPC_REQUEST_ID)).toBeUndefined();
+    const [live, replayed] = terminalsOf(capture.spans(), id);
+    expect([a(live!, ATTR_MCP_TERMINAL_FOREIGN), a(live!, ATTR_MCP_TERMINAL_DUPLICATE)]).toEqual([undefined, false]);
+    expect(replayed!.attributes).toMatchObject({
+      [ATTR_MCP_TERMINAL_FOREIGN]: true,
+      [ATTR_MCP_TERMINAL_DUPLICATE]: true,
+      [ATTR_MCP_TERMINAL_FIRST_STREAM_ID]: a(live!, ATTR_MCP_STREAM_ID),
+      [ATTR_MCP_STREAM_ID]: a(resume, ATTR_MCP_STREAM_ID),
+      [ATTR_SERVER_ADDRESS]: '127.0.0.1',
+      [ATTR_SERVER_PORT]: Number(new URL(server.url).port),
+    });
+    expect(a(replayed!, ATTR_MCP_GUARD_ACTION)).toBe(guarded ? 'duplicate_terminal_dropped' : undefined);
+    if (guarded) {
+      expect(seen.dropped.map((d) => [d.requestId, d.foreign])).toEqual([[id, true]]);
+      expect(seen.decisions.map((d) => [d.requestId, d.outcome])).toEqual([[undefined, 'continuation']]);
+      expect(seen.failed).toEqual([]);
+    }
+  });
+});
+
+describe('a store shared by every session and keyed by request id (the Python SDK example store)', () => {
+  it.each(cases)("%s (guard: %s): another session's result arrives first; the real one is a conflict, never silently dropped", async (kind, guarded) => {
+    const shared = new RequestKeyedStore();
+    // A long retry: the other session's call completes before this client comes back with its cursor.
+    const server = await peer({ store: () => shared, retryInterval: 400 });
+    const { capture, fetch, seen } = setup(guarded);
+    const a1 = await connectClient(kind, server.url, fetch);
+    const b1 = await connectClient(kind, server.url, undefined);
+    server.cutNextCallAfter = 2;
+    const call = a1.call('slow', { ms: 1200 });
+    await waitFor(() => a1.progress.length === 1, 'the first progress update');
+    expect(await b1.call('echo', { text: 'Echo: from session B' })).toBe('Echo: from session B');
+    // The SDK clients take the first result for the request id: session B's. Nothing can stop that.
+    expect(await call).toBe('Echo: from session B');
+    const request = capture.spans('tools/call slow')[0]!;
+    const id = String(a(request, ATTR_JSONRPC_REQUEST_ID));
+    await waitFor(() => terminalsOf(capture.spans(), id).length === 2, 'the real result');
+    await a1.close();
+    await b1.close();
+
+    const [first, real] = terminalsOf(capture.spans(), id);
+    expect([a(first!, ATTR_MCP_TERMINAL_DUPLICATE), a(first!, ATTR_MCP_TERMINAL_CONFLICT)]).toEqual([false, undefined]);
+    expect(real!.attributes).toMatchObject({
+      [ATTR_MCP_TERMINAL_CONFLICT]: true,
+      [ATTR_MCP_TERMINAL_DUPLICATE]: false,
+      [ATTR_MCP_TERMINAL_FIRST_STREAM_ID]: a(first!, ATTR_MCP_STREAM_ID),
+    });
+    expect(a(real!, ATTR_MCP_GUARD_ACTION)).toBe(guarded ? 'conflicting_terminal_reported' : undefined);
+    if (guarded) {
+      expect(seen.conflicts.map((c) => [c.requestId, c.sessionId, c.removed, c.delivered.streamId === c.conflicting.streamId])).toEqual([
+        [id, a1.sessionId, true, true],
+      ]);
+      expect(seen.conflicts[0]!.delivered.eventId).not.toBe(seen.conflicts[0]!.conflicting.eventId);
+      expect(seen.dropped).toEqual([]);
+      expect(seen.failed).toEqual([]);
+    }
+  });
+});
+
+describe('cancellation and session end', () => {
+  it.each(cases)('%s (guard: %s): notifications/cancelled ends the request span and its silent resume', async (kind, guarded) => {
+    const server = await peer();
+    const { capture, fetch, seen } = setup(guarded);
+    const client = await connectClient(kind, server.url, fetch);
+    server.cutNextCallAfter = 2;
+    const controller = new AbortController();
+    const call = client.call('slow', { ms: 3000 }, controller.signal);
+    await waitFor(() => fetch.stats().openResumes === 1, 'the silent resumed stream');
+    controller.abort('user gave up');
+    await expect(call).rejects.toThrow();
+    await waitFor(() => server.cancelled === 1, 'the server to see the cancellation');
+
+    const request = capture.spans('tools/call slow')[0]!;
+    expect(a(request, ATTR_ERROR_TYPE)).toBe('cancelled');
+    expect(outcomes(capture.spans())).toEqual([['error', 'request_end']]);
+    expect(a(resumeSpans(capture.spans())[0]!, ATTR_ERROR_TYPE)).toBe('cancelled');
+    if (guarded) {
+      expect(seen.decisions.map((d) => [d.outcome, d.evidence, d.decision])).toEqual([['error', 'request_end', 'resume_error_no_action']]);
+      expect(seen.failed).toEqual([]);
+    }
+    await client.close();
+    expect(fetch.stats()).toEqual(IDLE);
+  });
+
+  it.each(CLIENT_KINDS)('%s: a DELETE of the session ends its open request spans', async (kind) => {
+    const server = await peer();
+    const { capture, fetch } = setup(false);
+    const client = await connectClient(kind, server.url, fetch);
+    const call = client.call('slow', { ms: 3000 });
+    await waitFor(() => client.progress.length === 1, 'the first progress update');
+    await client.terminate();
+    await call.catch(() => undefined);
+    expect(a(capture.spans('tools/call slow')[0]!, ATTR_ERROR_TYPE)).toBe('aborted');
+    expect(fetch.stats()).toEqual(IDLE);
+  });
+});
