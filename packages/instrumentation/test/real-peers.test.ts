@@ -24,7 +24,9 @@ import { CLIENT_KINDS, connectClient } from './helpers/clients.js';
 import type { ClientKind } from './helpers/clients.js';
 import { ReplayEverythingStore, RequestKeyedStore } from './helpers/peer-stores.js';
 import { peerServerPerTest } from './helpers/peer-server.js';
-import { IDLE, attr as a, capturedFetch, waitFor } from './helpers/spans.js';
+import { IDLE, attr as a, captureSpans, capturedFetch, waitFor } from './helpers/spans.js';
+import { MemoryEventStore } from './helpers/sdk-server.js';
+import { instrumentEventStore } from '../src/index.js';
 
 // Servers built only from MCP SDK 1.32 parts, the SDK 1.x and v2 clients, real loopback HTTP, the
 // real OpenTelemetry SDK; each case with and without the guard (enforced on the same observer).
@@ -236,5 +238,29 @@ describe('cancellation and session end', () => {
     await call.catch(() => undefined);
     expect(a(capture.spans('tools/call slow')[0]!, ATTR_ERROR_TYPE)).toBe('aborted');
     expect(fetch.stats()).toEqual(IDLE);
+  });
+});
+
+describe('server side: the instrumented EventStore on the same peers (plain SDK 1.x client)', () => {
+  it('a quiet resume: the replay sent nothing, the next stored message makes it a continuation, never an empty replay', async () => {
+    const capture = captureSpans();
+    const server = await peer({ store: () => instrumentEventStore(new MemoryEventStore(), { tracerProvider: capture.provider }) });
+    const client = await connectClient('sdk-v1', server.url, undefined);
+    server.cutNextCallAfter = 2;
+    expect(await client.call('quiet', { gapMs: 2200 })).toBe('quiet done');
+    await client.close();
+    const resumes = resumeSpans(capture.spans());
+    expect(resumes.map((r) => [a(r, ATTR_MCP_RESUME_OUTCOME), a(r, ATTR_MCP_RESUME_EVIDENCE), a(r, ATTR_MCP_REQUEST_TERMINAL_OBSERVED)])).toEqual([
+      ['continuation', 'message', false],
+    ]);
+  });
+
+  it('SEP-1699 polling: every replay the client came back from is a poll, the last one a continuation', async () => {
+    const capture = captureSpans();
+    const server = await peer({ retryInterval: 10, primeResumes: true, store: () => instrumentEventStore(new MemoryEventStore(), { tracerProvider: capture.provider }) });
+    const client = await connectClient('sdk-v1', server.url, undefined);
+    expect(await client.call('poll', { polls: 11 })).toBe('polled 11');
+    await client.close();
+    expect(outcomes(capture.spans())).toEqual([...Array(10).fill(['poll', 'body_end']), ['continuation', 'message']]);
   });
 });
