@@ -58,14 +58,18 @@ describe.each(CLIENT_KINDS)('guardedFetch with the %s client', (kind) => {
   });
 
   it('a store shared across sessions keyed by request id: the real result is reported as a conflict, not dropped silently', async () => {
-    const server = await peer({ store: (() => { const shared = new RequestKeyedStore(); return () => shared; })(), retryInterval: 400 });
+    const server = await peer({ store: (() => { const shared = new RequestKeyedStore(); return () => shared; })(), retryInterval: 20 });
     const { seen, fetch } = guarded();
     const a = await connectClient(kind, server.url, fetch);
     const b = await connectClient(kind, server.url, undefined);
     server.cutNextCallAfter = 2;
+    let release = () => {};
+    server.holdResumes = new Promise<void>((resolve) => (release = resolve));
     const call = a.call('slow', { ms: 1200 });
     await until(() => a.progress.length === 1);
+    // The other session's call completes before this client's resume reaches the store.
     await b.call('echo', { text: 'Echo: from session B' });
+    release();
     expect(await call).toBe('Echo: from session B');
     await until(() => seen.conflicts.length === 1);
     await a.close();

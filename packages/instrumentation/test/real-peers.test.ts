@@ -167,15 +167,18 @@ describe("a store that replays every stream of the session (server-everything's)
 describe('a store shared by every session and keyed by request id (the Python SDK example store)', () => {
   it.each(cases)("%s (guard: %s): another session's result arrives first; the real one is a conflict, never silently dropped", async (kind, guarded) => {
     const shared = new RequestKeyedStore();
-    // A long retry: the other session's call completes before this client comes back with its cursor.
-    const server = await peer({ store: () => shared, retryInterval: 400 });
+    const server = await peer({ store: () => shared, retryInterval: 20 });
     const { capture, fetch, seen } = setup(guarded);
     const a1 = await connectClient(kind, server.url, fetch);
     const b1 = await connectClient(kind, server.url, undefined);
     server.cutNextCallAfter = 2;
+    let release = () => {};
+    server.holdResumes = new Promise<void>((resolve) => (release = resolve));
     const call = a1.call('slow', { ms: 1200 });
     await waitFor(() => a1.progress.length === 1, 'the first progress update');
+    // The other session's call completes before this client's resume reaches the store.
     expect(await b1.call('echo', { text: 'Echo: from session B' })).toBe('Echo: from session B');
+    release();
     // The SDK clients take the first result for the request id: session B's. Nothing can stop that.
     expect(await call).toBe('Echo: from session B');
     const request = capture.spans('tools/call slow')[0]!;

@@ -20,9 +20,12 @@ import { MemoryEventStore, cutAfter } from './sdk-server.js';
  */
 export interface PeerServer {
   url: string;
-  /** GETs with Last-Event-ID that arrived, and those whose response has closed. */
+  /** GETs with Last-Event-ID that arrived, those answered (headers written), and those whose response has closed. */
   resumes: number;
+  answeredResumes: number;
   closedResumes: number;
+  /** While set, GETs with Last-Event-ID wait for it before reaching the transport. */
+  holdResumes: Promise<void> | undefined;
   /** Destroy the socket of the next tools/call stream after this many SSE events were written to it. */
   cutNextCallAfter: number | undefined;
   /** Cancellations the tools saw. */
@@ -66,7 +69,9 @@ export async function startPeerServer(options: PeerServerOptions = {}): Promise<
   const state: PeerServer = {
     url: '',
     resumes: 0,
+    answeredResumes: 0,
     closedResumes: 0,
+    holdResumes: undefined,
     cutNextCallAfter: undefined,
     cancelled: 0,
     notifyListening: async (sessionId) => servers.get(sessionId)!.sendToolListChanged(),
@@ -109,8 +114,8 @@ export async function startPeerServer(options: PeerServerOptions = {}): Promise<
               await sleep(10);
             }
           }
-          await until(() => state.resumes >= base + polls);
-          await sleep(50);
+          // Answered means registered: the transport maps the resumed stream before it writes the headers.
+          await until(() => state.answeredResumes >= base + polls);
           return text(`polled ${polls}`);
         }
         case 'echo':
@@ -141,7 +146,11 @@ export async function startPeerServer(options: PeerServerOptions = {}): Promise<
     if (req.method === 'GET' && typeof cursor === 'string') {
       state.resumes++;
       res.on('close', () => void state.closedResumes++);
-      if (options.primeResumes) primeAfterHeaders(res, cursor, options.retryInterval ?? 20);
+      afterHeaders(res, () => {
+        state.answeredResumes++;
+        if (options.primeResumes && res.statusCode === 200) res.write(`id: ${cursor}\nretry: ${options.retryInterval ?? 20}\ndata: \n\n`);
+      });
+      if (state.holdResumes) await state.holdResumes;
     }
     let body: unknown;
     if (req.method === 'POST') {
@@ -170,11 +179,11 @@ export async function startPeerServer(options: PeerServerOptions = {}): Promise<
   return state;
 }
 
-function primeAfterHeaders(res: ServerResponse, cursor: string, retry: number): void {
+function afterHeaders(res: ServerResponse, then: () => void): void {
   const writeHead = res.writeHead.bind(res) as (...args: unknown[]) => ServerResponse;
   res.writeHead = ((...args: unknown[]) => {
     const out = writeHead(...args);
-    if (res.statusCode === 200) res.write(`id: ${cursor}\nretry: ${retry}\ndata: \n\n`);
+    then();
     return out;
   }) as ServerResponse['writeHead'];
 }
