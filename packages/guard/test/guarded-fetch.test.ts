@@ -204,6 +204,18 @@ describe('guardedFetch', () => {
     expect(seen.failed.map((f) => [f.requestId, f.outcome, f.evidence])).toEqual([[String(id), 'cursor_rejected', 'request_end']]);
   });
 
+  it('confirms a held 409 when the client deletes the session (evidence request_end)', async () => {
+    const { fetch, seen, sessionId } = await setup();
+    const id = await cutCall(fetch, sessionId);
+    server.resumeMode = { status: 409 };
+    await (await fetch(server.url, resumeInit(sessionId, `s${id}-1`))).text();
+    expect(seen.failed).toEqual([]);
+    // The guard acts before the request leaves; where it goes (here nowhere: a closed port) does not matter.
+    await fetch('http://127.0.0.1:1/mcp', { method: 'DELETE', headers: { 'mcp-session-id': sessionId } }).catch(() => undefined);
+    expect(seen.failed.map((f) => [f.requestId, f.outcome, f.evidence])).toEqual([[String(id), 'cursor_rejected', 'request_end']]);
+    expect(fetch.listener.stats().unsettledRequests).toBe(0);
+  });
+
   it('ends a silent resume of a cancelled request with an error verdict (evidence request_end), not a failure', async () => {
     const { fetch, seen, sessionId } = await setup();
     const id = await cutCall(fetch, sessionId);
