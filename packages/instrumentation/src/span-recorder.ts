@@ -122,7 +122,7 @@ export class SpanRecorder implements WireListener {
    * Resumed streams still open: silent ones (no verdict yet), and continuations of a request waiting
    * for its terminal on the stream (or the stream's end) so the span says what the resume delivered.
    */
-  private readonly silent = new Map<StreamRecord, Attempt>();
+  private readonly openResumes = new Map<StreamRecord, Attempt>();
   /** What the guard did to an event or a request, told by the guard before this listener's hook runs. */
   private readonly guardActions = new WeakMap<WireEvent | WireRequest, GuardAction>();
   private readonly server = new ServerAttributes();
@@ -135,7 +135,7 @@ export class SpanRecorder implements WireListener {
   }
 
   stats(): RecorderStats {
-    return { openRequests: this.openRequests, openResumes: this.silent.size, pendingHttp: this.pending.size };
+    return { openRequests: this.openRequests, openResumes: this.openResumes.size, pendingHttp: this.pending.size };
   }
 
   /** The contract stream id (ATTR_MCP_STREAM_ID) of a stream seen by this recorder's observer. */
@@ -187,8 +187,8 @@ export class SpanRecorder implements WireListener {
     try {
       // The first message on a silent resumed stream is its verdict; counts are the stream record's.
       const stream = event.stream;
-      if (this.silent.size > 0 && stream.messageEvents > 0 && stream.isResume) {
-        const attempt = this.silent.get(stream);
+      if (this.openResumes.size > 0 && stream.messageEvents > 0 && stream.isResume) {
+        const attempt = this.openResumes.get(stream);
         if (attempt?.verdict === undefined) {
           if (attempt) this.settleSilent(stream, attempt, {});
         } else if (stream.terminalEvents > 0) {
@@ -210,8 +210,8 @@ export class SpanRecorder implements WireListener {
 
   onStreamEnd(_req: WireRequest, stream: StreamRecord, end: StreamEnd, error: unknown): void {
     try {
-      if (this.silent.size > 0) {
-        const attempt = this.silent.get(stream);
+      if (this.openResumes.size > 0) {
+        const attempt = this.openResumes.get(stream);
         if (attempt?.verdict) this.finish(stream, attempt);
         else if (attempt) this.settleSilent(stream, attempt, { ended: end }, end === 'clean' ? undefined : end === 'abort' ? ErrorType.ABORTED : errorType(error));
       }
@@ -270,7 +270,7 @@ export class SpanRecorder implements WireListener {
   }
 
   private requestGivenUp(concerns: (attempt: Attempt) => boolean): void {
-    for (const [stream, attempt] of [...this.silent]) {
+    for (const [stream, attempt] of [...this.openResumes]) {
       if (!concerns(attempt)) continue;
       if (attempt.verdict) this.finish(stream, attempt);
       else this.settleSilent(stream, attempt, { requestEnded: true }, ErrorType.CANCELLED);
@@ -296,7 +296,7 @@ export class SpanRecorder implements WireListener {
 
   private startAttempt(req: WireRequest, active: Context): void {
     const resume = req.resume;
-    const kind = resume ? resume.from?.kind : req.httpMethod === 'GET' ? StreamKind.LISTENING : StreamKind.REQUEST;
+    const kind = resume ? resume.from?.kind : req.httpMethod === 'GET' ? StreamKind.LISTENING : req.httpMethod === 'POST' ? StreamKind.REQUEST : undefined;
     const listening = kind === StreamKind.LISTENING;
     const attempt: Attempt = {
       req,
@@ -334,7 +334,7 @@ export class SpanRecorder implements WireListener {
       this.emit(attempt, undefined, ok ? undefined : String(res.status), undefined);
     } else if (ok && res.stream) {
       const stream = res.stream;
-      this.silent.set(stream, attempt);
+      this.openResumes.set(stream, attempt);
       const deadline = this.deadlineOf(attempt);
       if (deadline !== undefined) {
         attempt.timer = setTimeout(() => this.settleSilent(stream, attempt, { deadlinePassed: true }), Math.max(0, deadline - Date.now()));
@@ -389,7 +389,7 @@ export class SpanRecorder implements WireListener {
     seen: { ended?: StreamEnd; deadlinePassed?: boolean; requestEnded?: boolean },
     error?: string,
   ): void {
-    if (this.silent.get(stream) !== attempt || attempt.verdict) return;
+    if (this.openResumes.get(stream) !== attempt || attempt.verdict) return;
     const verdict = resumeVerdict({
       status: attempt.status ?? 0,
       messages: stream.messageEvents,
@@ -410,8 +410,8 @@ export class SpanRecorder implements WireListener {
 
   /** Emits the spans of a resume whose verdict is taken. */
   private finish(stream: StreamRecord, attempt: Attempt, error?: string): void {
-    if (this.silent.get(stream) !== attempt) return;
-    this.silent.delete(stream);
+    if (this.openResumes.get(stream) !== attempt) return;
+    this.openResumes.delete(stream);
     attempt.events = stream.messageEvents;
     attempt.replayedTerminal = stream.terminalEvents > 0;
     const first = stream.requests[0];
@@ -521,8 +521,8 @@ export class SpanRecorder implements WireListener {
       if (open?.delete(state) && open.size === 0) this.openBySession.delete(state.sessionId);
     }
     // The request's deadline passed: a resume of it still silent is an empty replay (evidence deadline).
-    if (this.silent.size > 0) {
-      for (const [stream, attempt] of [...this.silent]) {
+    if (this.openResumes.size > 0) {
+      for (const [stream, attempt] of [...this.openResumes]) {
         if (attempt.concerned !== state.record) continue;
         if (attempt.verdict) this.finish(stream, attempt);
         else if (error === ErrorType.TIMEOUT) this.settleSilent(stream, attempt, { deadlinePassed: true });
