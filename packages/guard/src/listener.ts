@@ -91,7 +91,7 @@ export function createGuardListener(options: GuardOptions = {}): GuardListener {
   /** A cursor this process cannot place may belong to a request still waiting for its outcome. */
   const unplaced = (request: WireRequest, stream: StreamRecord | undefined): boolean =>
     request.resume!.from === undefined && (stream === undefined || stream.kind === undefined);
-  const rejectionKey = (request: WireRequest, record: RequestRecord | undefined): string =>
+  const unsettledKey = (request: WireRequest, record: RequestRecord | undefined): string =>
     record ? record.key : `${request.sessionId ?? ''}\n#${request.resume!.lastEventId}`;
 
   const timer = (at: number, run: () => void): ReturnType<typeof setTimeout> => {
@@ -182,7 +182,7 @@ export function createGuardListener(options: GuardOptions = {}): GuardListener {
     const records = subjects(request, stream);
     if (records.length === 0) {
       const report: ResumeReport = { ...base, requestId: undefined, record: undefined, decision: decideResume(verdict, false) };
-      if (unplaced(request, stream)) decide(report, rejectionKey(request, undefined), false, request.startedAt + deadlineMs);
+      if (unplaced(request, stream)) decide(report, unsettledKey(request, undefined), false, request.startedAt + deadlineMs);
       else options.onResumeDecision?.(report);
       return;
     }
