@@ -82,6 +82,10 @@ describe('the listening stream and foreign terminals', () => {
     expect(text).not.toContain('"four"');
     expect(seen.dropped.map((d) => [d.requestId, d.foreign, d.action])).toEqual([['4', true, 'duplicate_terminal_dropped']]);
     expect(seen.decisions.map((d) => [d.requestId, d.outcome, d.decision])).toEqual([[undefined, 'continuation', ResumeDecision.CONTINUATION_VALID]]);
+    // The foreign terminal did not make the listening stream a stream of that (finished) request:
+    // resuming it again is not refused as a resume after the terminal.
+    await get(fetch, [sse({ id: 'l3', data: progress(3) })], 'l2');
+    expect(server.seen.at(-1)?.lastEventId).toBe('l2');
     expect(seen.refused).toEqual([]);
     expect(seen.failed).toEqual([]);
   });
