@@ -164,6 +164,50 @@ describe("a store that replays every stream of the session (server-everything's)
   });
 });
 
+describe("a store that replays every stream of the session, into a request's resumed stream", () => {
+  it.each(cases)("%s (guard: %s): another request's result replayed on it is foreign; the resume is still this request's", async (kind, guarded) => {
+    const server = await peer({ store: () => new ReplayEverythingStore() });
+    const { capture, fetch, seen } = setup(guarded);
+    const client = await connectClient(kind, server.url, fetch);
+    server.cutNextCallAfter = 2;
+    let release = () => {};
+    server.holdResumes = new Promise<void>((resolve) => (release = resolve));
+    const call = client.call('quiet', { gapMs: 300 });
+    await waitFor(() => client.progress.length === 1, 'the first progress update');
+    // Another request finishes while this one's stream is cut: the store will replay its result too.
+    expect(await client.call('echo', { text: 'other' })).toBe('other');
+    release();
+    expect(await call).toBe('quiet done');
+    await client.close();
+    await waitFor(() => fetch.stats().openResumes === 0, 'the resumed stream to end');
+
+    const quiet = String(a(capture.spans('tools/call quiet')[0]!, ATTR_JSONRPC_REQUEST_ID));
+    const echo = String(a(capture.spans('tools/call echo')[0]!, ATTR_JSONRPC_REQUEST_ID));
+    const resume = resumeSpans(capture.spans())[0]!;
+    expect(resumeSpans(capture.spans())).toHaveLength(1);
+    expect(resume.attributes).toMatchObject({
+      [ATTR_JSONRPC_REQUEST_ID]: quiet,
+      [ATTR_MCP_STREAM_KIND]: 'request',
+      [ATTR_MCP_RESUME_OUTCOME]: 'continuation',
+      [ATTR_MCP_REQUEST_TERMINAL_OBSERVED]: false,
+      [ATTR_MCP_RESUME_REPLAYED_TERMINAL]: true,
+    });
+    const echoTerminals = terminalsOf(capture.spans(), echo);
+    expect(echoTerminals.map((t) => [a(t, ATTR_MCP_TERMINAL_DUPLICATE), a(t, ATTR_MCP_TERMINAL_FOREIGN), a(t, ATTR_MCP_GUARD_ACTION)])).toEqual([
+      [false, undefined, undefined],
+      [true, true, guarded ? 'duplicate_terminal_dropped' : undefined],
+    ]);
+    expect(a(echoTerminals[1]!, ATTR_MCP_STREAM_ID)).toBe(a(resume, ATTR_MCP_STREAM_ID));
+    expect(terminalsOf(capture.spans(), quiet).map((t) => [a(t, ATTR_MCP_TERMINAL_DUPLICATE), a(t, ATTR_MCP_TERMINAL_FOREIGN)])).toEqual([[false, undefined]]);
+    if (guarded) {
+      expect(seen.dropped.map((d) => [d.requestId, d.foreign])).toEqual([[echo, true]]);
+      expect(seen.decisions.map((d) => [d.requestId, d.decision])).toEqual([[quiet, 'continuation_valid']]);
+      expect(seen.failed).toEqual([]);
+    }
+    expect(fetch.stats()).toEqual(IDLE);
+  });
+});
+
 describe('a store shared by every session and keyed by request id (the Python SDK example store)', () => {
   it.each(cases)("%s (guard: %s): another session's result arrives first; the real one is a conflict, never silently dropped", async (kind, guarded) => {
     const shared = new RequestKeyedStore();
