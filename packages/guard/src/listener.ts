@@ -298,8 +298,9 @@ export function createGuardListener(options: GuardOptions = {}): GuardListener {
       if (status >= 200 && status < 300 && stream !== undefined) {
         const entry: SilentResume = { request, status, stream, timer: undefined };
         const records = subjects(request, stream);
-        // A new resume of a polled request: its own verdict (or deadline) settles the request now.
-        for (const record of records) if (unsettled.get(record.key)?.kind === 'polled') retract(record.key);
+        // A later resume the server accepted supersedes a held rejection or a poll: its own verdict (or
+        // the deadline) settles the request now, so the request is never reported twice.
+        for (const record of records) retract(record.key);
         const listening = records.length === 0 && !unplaced(request, stream);
         if (!listening) {
           let started = request.startedAt;

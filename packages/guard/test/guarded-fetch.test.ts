@@ -194,6 +194,22 @@ describe('guardedFetch', () => {
     expect(fetch.listener.stats().unsettledRequests).toBe(0);
   });
 
+  it('reports a request once when a held 409 is followed by an accepted resume that stays silent to the deadline', async () => {
+    const { fetch, seen, sessionId } = await setup({ requestDeadlineMs: 800 });
+    const id = await cutCall(fetch, sessionId);
+    server.resumeMode = { status: 409 };
+    await (await fetch(server.url, resumeInit(sessionId, `s${id}-1`))).text();
+    server.resumeMode = 'empty-open';
+    const controller = new AbortController();
+    const resumed = await fetch(server.url, { ...resumeInit(sessionId, `s${id}-1`), signal: controller.signal });
+    const reading = resumed.text().catch(() => '');
+    await until(() => seen.failed.length > 0);
+    await new Promise((r) => setTimeout(r, 200));
+    controller.abort();
+    await reading;
+    expect(seen.failed.map((f) => [f.requestId, f.status, f.outcome, f.evidence])).toEqual([[String(id), 200, 'empty_replay', 'deadline']]);
+  });
+
   it('confirms a 409 when the client cancels the request without its terminal (evidence request_end)', async () => {
     const { fetch, seen, sessionId } = await setup();
     const id = await cutCall(fetch, sessionId);
