@@ -1,22 +1,33 @@
-import { InvalidResumptionError } from './errors.js';
+import { ResumeOutcome, isCursorGoneStatus } from '@resumewatch/semconv';
+import type { ResumeVerdict } from '@resumewatch/semconv';
 
-/** What a response to a `Last-Event-ID` request means for the request it resumed. */
+export { isCursorGoneStatus };
+
+/** What a resume's verdict (`resumeVerdict` of @resumewatch/semconv) means for the request it resumed. */
 export const ResumeDecision = {
-  /** The server replayed events for a request that had not finished: a real continuation. */
+  /** A JSON-RPC message arrived on the resumed stream of a request that had not finished: a real continuation. */
   CONTINUATION_VALID: 'continuation_valid',
   /** The request had already reached its terminal event; whatever the server sends changes nothing. */
   TERMINAL_ALREADY_OBSERVED_NO_ACTION: 'terminal_already_observed_no_action',
-  /** 2xx with nothing replayed on an unfinished request: resumption failed, not "nothing missed". */
+  /**
+   * The server announced polling (SEP-1699) and the resumed body ended without a message: a valid
+   * poll. The client comes back after the `retry` interval; nothing is lost.
+   */
+  POLL_NO_ACTION: 'poll_no_action',
+  /**
+   * 2xx and the resumed body ended without a message, no polling announced, or the request's deadline
+   * passed with the resumed stream silent: resumption failed, not "nothing missed".
+   */
   AMBIGUOUS_EMPTY_REPLAY_ESCALATE_TO_RETRY: 'ambiguous_empty_replay_escalate_to_retry',
   /** 400, 404 or 409: the cursor or the session is gone; retry the request from scratch. */
   BUFFER_EVICTED_RETRY_FROM_SCRATCH: 'buffer_evicted_retry_from_scratch',
+  /**
+   * Another status, no response, a broken body, or the client gave the request up while the resumed
+   * stream was silent: not an answer about the cursor. The client resumes again or gives up on its own.
+   */
+  RESUME_ERROR_NO_ACTION: 'resume_error_no_action',
 } as const;
 export type ResumeDecision = (typeof ResumeDecision)[keyof typeof ResumeDecision];
-
-/** Statuses that say the server no longer holds the cursor or the session. */
-export function isCursorGoneStatus(status: number): boolean {
-  return status === 400 || status === 404 || status === 409;
-}
 
 /** Decisions that leave an unfinished request without its outcome: the application must retry it. */
 export function isFailedResumption(decision: ResumeDecision): boolean {
@@ -27,15 +38,22 @@ export function isFailedResumption(decision: ResumeDecision): boolean {
 }
 
 /**
- * The decision table. `terminal` is whether the client had seen the request's terminal event.
- * A 200 that replays events for a terminal request is not a continuation (condition 1 of validity
- * fails regardless of the buffer), so it is classified as terminal, not as `continuation_valid`.
+ * The decision table. `terminal` is whether the client had seen the request's terminal event. A
+ * status that says the cursor or session is gone decides whatever the request's state; on a 2xx, a
+ * request already terminal is `terminal_already_observed_no_action` whatever the stream carries
+ * (condition 1 of validity fails regardless of the buffer).
  */
-export function decideResume(requestId: string, status: number, bodyEmpty: boolean, terminal: boolean): ResumeDecision {
-  if (isCursorGoneStatus(status)) return ResumeDecision.BUFFER_EVICTED_RETRY_FROM_SCRATCH;
-  if (status === 200) {
-    if (terminal) return ResumeDecision.TERMINAL_ALREADY_OBSERVED_NO_ACTION;
-    return bodyEmpty ? ResumeDecision.AMBIGUOUS_EMPTY_REPLAY_ESCALATE_TO_RETRY : ResumeDecision.CONTINUATION_VALID;
+export function decideResume(verdict: ResumeVerdict, terminal: boolean): ResumeDecision {
+  switch (verdict.outcome) {
+    case ResumeOutcome.CURSOR_REJECTED:
+    case ResumeOutcome.SESSION_NOT_FOUND:
+      return ResumeDecision.BUFFER_EVICTED_RETRY_FROM_SCRATCH;
+    case ResumeOutcome.ERROR:
+      return ResumeDecision.RESUME_ERROR_NO_ACTION;
+    default:
+      if (terminal) return ResumeDecision.TERMINAL_ALREADY_OBSERVED_NO_ACTION;
+      if (verdict.outcome === ResumeOutcome.CONTINUATION) return ResumeDecision.CONTINUATION_VALID;
+      if (verdict.outcome === ResumeOutcome.POLL) return ResumeDecision.POLL_NO_ACTION;
+      return ResumeDecision.AMBIGUOUS_EMPTY_REPLAY_ESCALATE_TO_RETRY;
   }
-  throw InvalidResumptionError.unexpectedStatus(requestId, status);
 }

@@ -9,7 +9,7 @@ export class InvalidResumptionError extends Error {
     /** The session the resumption was attempted in, when known. */
     readonly sessionId: string | undefined,
     /** Why it was refused. */
-    readonly reason: 'terminal' | 'no_cursor' | 'unexpected_status',
+    readonly reason: 'terminal' | 'no_cursor',
   ) {
     super(message);
   }
@@ -32,15 +32,6 @@ export class InvalidResumptionError extends Error {
       requestId,
       sessionId,
       'no_cursor',
-    );
-  }
-
-  static unexpectedStatus(requestId: string, status: number): InvalidResumptionError {
-    return new InvalidResumptionError(
-      `unexpected resume status ${status} for request ${JSON.stringify(requestId)}`,
-      requestId,
-      undefined,
-      'unexpected_status',
     );
   }
 }

@@ -1,3 +1,5 @@
+import { resumeVerdict } from '@resumewatch/semconv';
+import type { ResumeObservation } from '@resumewatch/semconv';
 import { decideResume } from './decision.js';
 import type { ResumeDecision } from './decision.js';
 import { InvalidResumptionError } from './errors.js';
@@ -98,10 +100,13 @@ export class StreamResumptionGuard {
     return { 'Mcp-Session-Id': sessionId, 'Last-Event-ID': eventId };
   }
 
-  /** Classifies the response to a resume; throws InvalidResumptionError on a status it cannot interpret. */
-  interpretResumeResponse(requestId: RequestId, status: number, bodyEmpty: boolean): ResumeDecision {
-    const key = String(requestId);
-    return decideResume(key, status, bodyEmpty, this.isTerminal(key));
+  /**
+   * Classifies what the wire has shown of a resume so far (`resumeVerdict` of @resumewatch/semconv,
+   * then the decision table); undefined while the resumed stream is open and silent: no verdict yet.
+   */
+  interpretResumeResponse(requestId: RequestId, seen: ResumeObservation): ResumeDecision | undefined {
+    const verdict = resumeVerdict(seen);
+    return verdict && decideResume(verdict, this.isTerminal(String(requestId)));
   }
 
   /** Drops what is known of a request, e.g. when its id is used again for a new request. */

@@ -22,7 +22,7 @@ beforeEach(() => {
 
 let nextId = 1;
 async function setup(extra = {}, wire?: WireObserverOptions): Promise<{ fetch: GuardedFetch; seen: GuardRecord; sessionId: string }> {
-  const seen = recordGuard({ replayWindowMs: 300, ...extra });
+  const seen = recordGuard(extra);
   const fetch = guardedFetch({ ...seen.options, wire });
   const init = await fetch(server.url, post({ jsonrpc: '2.0', id: 0, method: 'initialize', params: {} }));
   await init.text();
@@ -104,39 +104,147 @@ describe('guardedFetch', () => {
     await expect(fetch(server.url, resumeInit(sessionId, `s${id}-2`))).rejects.toBeInstanceOf(InvalidResumptionError);
   });
 
-  it.each(['empty-close', 'empty-open'] as const)('reports an empty replay (%s) on an unfinished request as a failed resumption', async (mode) => {
-    const { fetch, seen, sessionId } = await setup();
+  async function cutCall(fetch: GuardedFetch, sessionId: string): Promise<number> {
     server.cutNextStream = true;
     const id = nextId++;
     const cut = await fetch(server.url, post({ jsonrpc: '2.0', id, method: 'tools/call', params: {} }, sessionId));
     await expect(cut.text()).rejects.toThrow();
+    return id;
+  }
 
-    server.resumeMode = mode;
+  it('reports an empty replay whose body ended clean on an unfinished request as a failed resumption, with its evidence', async () => {
+    const { fetch, seen, sessionId } = await setup();
+    const id = await cutCall(fetch, sessionId);
+    server.resumeMode = 'empty-close';
+    await (await fetch(server.url, resumeInit(sessionId, `s${id}-1`))).text();
+    expect(seen.failed.map((f) => [f.sessionId, f.requestId, f.status, f.outcome, f.evidence, f.decision, f.action])).toEqual([
+      [sessionId, String(id), 200, 'empty_replay', 'body_end', ResumeDecision.AMBIGUOUS_EMPTY_REPLAY_ESCALATE_TO_RETRY, 'resumption_failed_reported'],
+    ]);
+  });
+
+  it('takes no verdict on a resumed stream that stays open and silent; ended by the client, it is an error, not a failure', async () => {
+    const { fetch, seen, sessionId } = await setup();
+    const id = await cutCall(fetch, sessionId);
+    server.resumeMode = 'empty-open';
+    const controller = new AbortController();
+    const resumed = await fetch(server.url, { ...resumeInit(sessionId, `s${id}-1`), signal: controller.signal });
+    const reading = resumed.text().catch(() => '');
+    // Longer than the replay window this guard had (1 s): silence alone decides nothing.
+    await new Promise((r) => setTimeout(r, 1200));
+    expect(seen.decisions).toEqual([]);
+    expect(fetch.listener.stats().silentResumes).toBe(1);
+    controller.abort();
+    await reading;
+    expect(seen.decisions.map((d) => [d.requestId, d.outcome, d.evidence, d.decision])).toEqual([
+      [String(id), 'error', 'body_end', ResumeDecision.RESUME_ERROR_NO_ACTION],
+    ]);
+    expect(seen.failed).toEqual([]);
+    expect(fetch.listener.stats().silentResumes).toBe(0);
+  });
+
+  it('reports a resumed stream still silent at the request deadline as an empty replay (evidence deadline)', async () => {
+    const { fetch, seen, sessionId } = await setup({ requestDeadlineMs: 600 });
+    const id = await cutCall(fetch, sessionId);
+    server.resumeMode = 'empty-open';
     const controller = new AbortController();
     const resumed = await fetch(server.url, { ...resumeInit(sessionId, `s${id}-1`), signal: controller.signal });
     const reading = resumed.text().catch(() => '');
     await until(() => seen.failed.length > 0);
     controller.abort();
     await reading;
-    expect(seen.failed.map((f) => [f.sessionId, f.requestId, f.status, f.decision, f.action])).toEqual([
-      [sessionId, String(id), 200, ResumeDecision.AMBIGUOUS_EMPTY_REPLAY_ESCALATE_TO_RETRY, 'resumption_failed_reported'],
+    expect(seen.failed.map((f) => [f.requestId, f.outcome, f.evidence, f.decision])).toEqual([
+      [String(id), 'empty_replay', 'deadline', ResumeDecision.AMBIGUOUS_EMPTY_REPLAY_ESCALATE_TO_RETRY],
     ]);
   });
 
-  it.each([400, 404, 409])('reports a lost cursor (%i) on an unfinished request', async (status) => {
+  it('reports a 404 on an unfinished request at once', async () => {
     const { fetch, seen, sessionId } = await setup();
-    server.cutNextStream = true;
-    const id = nextId++;
-    const cut = await fetch(server.url, post({ jsonrpc: '2.0', id, method: 'tools/call', params: {} }, sessionId));
-    await expect(cut.text()).rejects.toThrow();
-
-    server.resumeMode = { status };
+    const id = await cutCall(fetch, sessionId);
+    server.resumeMode = { status: 404 };
     const resumed = await fetch(server.url, resumeInit(sessionId, `s${id}-1`));
-    expect(resumed.status).toBe(status);
     await resumed.text();
-    expect(seen.failed.map((f) => [f.requestId, f.status, f.decision])).toEqual([
-      [String(id), status, ResumeDecision.BUFFER_EVICTED_RETRY_FROM_SCRATCH],
+    expect(seen.failed.map((f) => [f.requestId, f.status, f.outcome, f.evidence, f.decision])).toEqual([
+      [String(id), 404, 'session_not_found', 'status', ResumeDecision.BUFFER_EVICTED_RETRY_FROM_SCRATCH],
     ]);
+  });
+
+  it.each([400, 409])('reports a %i only once the next resume of the request is rejected too', async (status) => {
+    const { fetch, seen, sessionId } = await setup();
+    const id = await cutCall(fetch, sessionId);
+    server.resumeMode = { status };
+    await (await fetch(server.url, resumeInit(sessionId, `s${id}-1`))).text();
+    expect(seen.decisions.map((d) => [d.requestId, d.outcome, d.decision])).toEqual([[String(id), 'cursor_rejected', ResumeDecision.BUFFER_EVICTED_RETRY_FROM_SCRATCH]]);
+    expect(seen.failed).toEqual([]);
+    expect(fetch.listener.stats().unsettledRequests).toBe(1);
+    await (await fetch(server.url, resumeInit(sessionId, `s${id}-1`))).text();
+    expect(seen.failed.map((f) => [f.requestId, f.status, f.outcome, f.evidence])).toEqual([[String(id), status, 'cursor_rejected', 'status']]);
+    expect(fetch.listener.stats().unsettledRequests).toBe(0);
+  });
+
+  it('takes a 409 back when the retried resume continues (the SDK server still held the dropped connection)', async () => {
+    const { fetch, seen, sessionId } = await setup();
+    const id = await cutCall(fetch, sessionId);
+    server.resumeMode = { status: 409 };
+    await (await fetch(server.url, resumeInit(sessionId, `s${id}-1`))).text();
+    server.resumeMode = 'replay';
+    const text = await (await fetch(server.url, resumeInit(sessionId, `s${id}-1`))).text();
+    expect(text).toContain('"result"');
+    expect(seen.decisions.map((d) => d.decision)).toEqual([ResumeDecision.BUFFER_EVICTED_RETRY_FROM_SCRATCH, ResumeDecision.CONTINUATION_VALID]);
+    expect(seen.failed).toEqual([]);
+    expect(fetch.listener.stats().unsettledRequests).toBe(0);
+  });
+
+  it('reports a request once when a held 409 is followed by an accepted resume that stays silent to the deadline', async () => {
+    const { fetch, seen, sessionId } = await setup({ requestDeadlineMs: 800 });
+    const id = await cutCall(fetch, sessionId);
+    server.resumeMode = { status: 409 };
+    await (await fetch(server.url, resumeInit(sessionId, `s${id}-1`))).text();
+    server.resumeMode = 'empty-open';
+    const controller = new AbortController();
+    const resumed = await fetch(server.url, { ...resumeInit(sessionId, `s${id}-1`), signal: controller.signal });
+    const reading = resumed.text().catch(() => '');
+    await until(() => seen.failed.length > 0);
+    await new Promise((r) => setTimeout(r, 200));
+    controller.abort();
+    await reading;
+    expect(seen.failed.map((f) => [f.requestId, f.status, f.outcome, f.evidence])).toEqual([[String(id), 200, 'empty_replay', 'deadline']]);
+  });
+
+  it('confirms a 409 when the client cancels the request without its terminal (evidence request_end)', async () => {
+    const { fetch, seen, sessionId } = await setup();
+    const id = await cutCall(fetch, sessionId);
+    server.resumeMode = { status: 409 };
+    await (await fetch(server.url, resumeInit(sessionId, `s${id}-1`))).text();
+    const cancel = { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id } };
+    await (await fetch(server.url, post(cancel, sessionId))).text();
+    expect(seen.failed.map((f) => [f.requestId, f.outcome, f.evidence])).toEqual([[String(id), 'cursor_rejected', 'request_end']]);
+  });
+
+  it('confirms a held 409 when the client deletes the session (evidence request_end)', async () => {
+    const { fetch, seen, sessionId } = await setup();
+    const id = await cutCall(fetch, sessionId);
+    server.resumeMode = { status: 409 };
+    await (await fetch(server.url, resumeInit(sessionId, `s${id}-1`))).text();
+    expect(seen.failed).toEqual([]);
+    // The guard acts before the request leaves; where it goes (here nowhere: a closed port) does not matter.
+    await fetch('http://127.0.0.1:1/mcp', { method: 'DELETE', headers: { 'mcp-session-id': sessionId } }).catch(() => undefined);
+    expect(seen.failed.map((f) => [f.requestId, f.outcome, f.evidence])).toEqual([[String(id), 'cursor_rejected', 'request_end']]);
+    expect(fetch.listener.stats().unsettledRequests).toBe(0);
+  });
+
+  it('ends a silent resume of a cancelled request with an error verdict (evidence request_end), not a failure', async () => {
+    const { fetch, seen, sessionId } = await setup();
+    const id = await cutCall(fetch, sessionId);
+    server.resumeMode = 'empty-open';
+    const controller = new AbortController();
+    const resumed = await fetch(server.url, { ...resumeInit(sessionId, `s${id}-1`), signal: controller.signal });
+    const reading = resumed.text().catch(() => '');
+    const cancel = { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id } };
+    await (await fetch(server.url, post(cancel, sessionId))).text();
+    expect(seen.decisions.map((d) => [d.requestId, d.outcome, d.evidence])).toEqual([[String(id), 'error', 'request_end']]);
+    expect(seen.failed).toEqual([]);
+    controller.abort();
+    await reading;
   });
 
   it('reports an empty replay for a cursor it cannot attribute, but not for the standalone stream', async () => {
@@ -147,8 +255,8 @@ describe('guardedFetch', () => {
     expect(standalone.status).toBe(200);
 
     await (await fetch(server.url, resumeInit(sessionId, 'from-a-previous-process'))).text();
-    await until(() => seen.decisions.length === 1);
-    expect(seen.failed.map((f) => [f.requestId, f.decision])).toEqual([[undefined, ResumeDecision.AMBIGUOUS_EMPTY_REPLAY_ESCALATE_TO_RETRY]]);
+    expect(seen.decisions).toHaveLength(1);
+    expect(seen.failed.map((f) => [f.requestId, f.decision, f.evidence])).toEqual([[undefined, ResumeDecision.AMBIGUOUS_EMPTY_REPLAY_ESCALATE_TO_RETRY, 'body_end']]);
   });
 
   it('treats a request id used again as a new request', async () => {

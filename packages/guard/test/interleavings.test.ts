@@ -120,7 +120,7 @@ const command: fc.Arbitrary<Command> = fc.oneof(
 let nextRequestId = 1;
 
 async function runCommands(commands: Command[]): Promise<void> {
-  const fetch: GuardedFetch = guardedFetch({ replayWindowMs: 50 });
+  const fetch: GuardedFetch = guardedFetch();
   const app: AppState = { terminals: new Map(), seenIds: new Map(), terminalEventIds: new Set() };
   const requests: number[] = [];
   const resumesFromTerminalCursor: string[] = [];

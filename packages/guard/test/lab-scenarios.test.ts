@@ -2,6 +2,7 @@ import { runScenario, startLabServer } from '@resumewatch/lab';
 import type { LabServer, ScenarioName } from '@resumewatch/lab';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ResumeDecision, guardedFetch } from '../src/index.js';
+import type { GuardOptions } from '../src/index.js';
 import { recordGuard } from './helpers.js';
 
 let lab: LabServer;
@@ -12,8 +13,8 @@ afterAll(async () => {
   await lab.close();
 });
 
-async function withGuard(name: ScenarioName) {
-  const seen = recordGuard();
+async function withGuard(name: ScenarioName, extra: GuardOptions = {}) {
+  const seen = recordGuard(extra);
   const fetch = guardedFetch(seen.options);
   const summary = await runScenario(name, { serverUrl: lab.url, fetch });
   fetch.listener.dispose();
@@ -52,12 +53,14 @@ describe('the lab scenarios through guardedFetch, over real HTTP against the lab
     expect(seen.decisions.map((d) => d.decision)).toContain(ResumeDecision.CONTINUATION_VALID);
   });
 
-  it('server-restart: the application is told the empty replay is a failed resumption', async () => {
-    const { summary, seen } = await withGuard('server-restart');
+  it('server-restart: the lab server announced polling, so the clean empty replay is a poll, not a failure; the deadline decides', async () => {
+    const { summary, seen } = await withGuard('server-restart', { requestDeadlineMs: 60_000 });
     expect(summary.details.emptyReplayOnUnfinishedRequest).toBe(true);
-    expect(seen.failed.map((f) => [f.sessionId, f.requestId, f.status, f.decision])).toEqual([
-      [summary.sessionId, String(summary.details.requestId), 200, ResumeDecision.AMBIGUOUS_EMPTY_REPLAY_ESCALATE_TO_RETRY],
+    expect(seen.decisions.map((d) => [d.sessionId, d.requestId, d.status, d.outcome, d.evidence, d.decision])).toEqual([
+      [summary.sessionId, String(summary.details.requestId), 200, 'poll', 'body_end', ResumeDecision.POLL_NO_ACTION],
     ]);
+    // The scenario deletes its session right after: the client gave the request up, nothing is reported.
+    expect(seen.failed).toEqual([]);
   });
 
   it('cursor-evicted: the application is told the cursor is lost', async () => {

@@ -1,6 +1,19 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { InvalidResumptionError, ResumeDecision, StreamResumptionGuard, decideResume } from '../src/index.js';
+import type { ResumeObservation } from '@resumewatch/semconv';
+import { InvalidResumptionError, ResumeDecision, StreamResumptionGuard } from '../src/index.js';
+import type { ResumeDecision as Decision } from '../src/index.js';
+
+/** The decision table, written out independently of the implementation. */
+function expectedDecision(o: { status: number; messages: number; ended: 'clean' | 'error' | undefined; polling: boolean }, terminal: boolean): Decision | undefined {
+  if (o.status === 400 || o.status === 404 || o.status === 409) return ResumeDecision.BUFFER_EVICTED_RETRY_FROM_SCRATCH;
+  if (o.status !== 200) return ResumeDecision.RESUME_ERROR_NO_ACTION;
+  if (o.messages === 0 && o.ended === undefined) return undefined;
+  if (o.messages === 0 && o.ended === 'error') return ResumeDecision.RESUME_ERROR_NO_ACTION;
+  if (terminal) return ResumeDecision.TERMINAL_ALREADY_OBSERVED_NO_ACTION;
+  if (o.messages > 0) return ResumeDecision.CONTINUATION_VALID;
+  return o.polling ? ResumeDecision.POLL_NO_ACTION : ResumeDecision.AMBIGUOUS_EMPTY_REPLAY_ESCALATE_TO_RETRY;
+}
 
 describe('StreamResumptionGuard', () => {
   it('builds resume headers from the last cursor of an unfinished request', () => {
@@ -64,27 +77,50 @@ describe('StreamResumptionGuard', () => {
       return guard;
     };
 
-    it('200 with events on an unfinished request is a valid continuation', () => {
-      expect(open().interpretResumeResponse('r', 200, false)).toBe(ResumeDecision.CONTINUATION_VALID);
+    const seen = (status: number, extra: Partial<ResumeObservation> = {}): ResumeObservation => ({
+      status,
+      messages: 0,
+      ended: undefined,
+      pollingAnnounced: false,
+      deadlinePassed: false,
+      requestEnded: false,
+      ...extra,
     });
-    it('200 with an empty body on an unfinished request is a failed resumption, not "nothing missed"', () => {
-      expect(open().interpretResumeResponse('r', 200, true)).toBe(ResumeDecision.AMBIGUOUS_EMPTY_REPLAY_ESCALATE_TO_RETRY);
+
+    it('2xx with a message on an unfinished request is a valid continuation', () => {
+      expect(open().interpretResumeResponse('r', seen(200, { messages: 1 }))).toBe(ResumeDecision.CONTINUATION_VALID);
     });
-    it('200 with an empty body on a request this guard never saw is ambiguous too', () => {
-      expect(new StreamResumptionGuard().interpretResumeResponse('x', 200, true)).toBe(
+    it('2xx open and silent has no verdict yet, however long it has been silent', () => {
+      expect(open().interpretResumeResponse('r', seen(200))).toBeUndefined();
+    });
+    it('2xx whose body ended clean without a message is an empty replay, not "nothing missed"', () => {
+      expect(open().interpretResumeResponse('r', seen(200, { ended: 'clean' }))).toBe(ResumeDecision.AMBIGUOUS_EMPTY_REPLAY_ESCALATE_TO_RETRY);
+      expect(new StreamResumptionGuard().interpretResumeResponse('x', seen(200, { ended: 'clean' }))).toBe(
         ResumeDecision.AMBIGUOUS_EMPTY_REPLAY_ESCALATE_TO_RETRY,
       );
     });
-    it('200 on a terminal request needs no action, empty or not', () => {
-      expect(finished().interpretResumeResponse('r', 200, true)).toBe(ResumeDecision.TERMINAL_ALREADY_OBSERVED_NO_ACTION);
-      expect(finished().interpretResumeResponse('r', 200, false)).toBe(ResumeDecision.TERMINAL_ALREADY_OBSERVED_NO_ACTION);
+    it('2xx whose body ended clean after polling was announced is a poll', () => {
+      expect(open().interpretResumeResponse('r', seen(200, { ended: 'clean', pollingAnnounced: true }))).toBe(ResumeDecision.POLL_NO_ACTION);
+    });
+    it('2xx still silent when the request deadline passed is an empty replay', () => {
+      expect(open().interpretResumeResponse('r', seen(200, { deadlinePassed: true, pollingAnnounced: true }))).toBe(
+        ResumeDecision.AMBIGUOUS_EMPTY_REPLAY_ESCALATE_TO_RETRY,
+      );
+    });
+    it('a broken body or a request given up is an error, no action', () => {
+      expect(open().interpretResumeResponse('r', seen(200, { ended: 'error' }))).toBe(ResumeDecision.RESUME_ERROR_NO_ACTION);
+      expect(open().interpretResumeResponse('r', seen(200, { requestEnded: true }))).toBe(ResumeDecision.RESUME_ERROR_NO_ACTION);
+    });
+    it('2xx on a terminal request needs no action, empty or not', () => {
+      expect(finished().interpretResumeResponse('r', seen(200, { ended: 'clean' }))).toBe(ResumeDecision.TERMINAL_ALREADY_OBSERVED_NO_ACTION);
+      expect(finished().interpretResumeResponse('r', seen(200, { messages: 2 }))).toBe(ResumeDecision.TERMINAL_ALREADY_OBSERVED_NO_ACTION);
     });
     it.each([400, 404, 409])('%i means the cursor or the session is gone', (status) => {
-      expect(open().interpretResumeResponse('r', status, true)).toBe(ResumeDecision.BUFFER_EVICTED_RETRY_FROM_SCRATCH);
-      expect(finished().interpretResumeResponse('r', status, false)).toBe(ResumeDecision.BUFFER_EVICTED_RETRY_FROM_SCRATCH);
+      expect(open().interpretResumeResponse('r', seen(status))).toBe(ResumeDecision.BUFFER_EVICTED_RETRY_FROM_SCRATCH);
+      expect(finished().interpretResumeResponse('r', seen(status))).toBe(ResumeDecision.BUFFER_EVICTED_RETRY_FROM_SCRATCH);
     });
-    it.each([201, 204, 301, 401, 405, 500, 503])('throws on %i, which it cannot interpret', (status) => {
-      expect(() => open().interpretResumeResponse('r', status, true)).toThrow(new RegExp(`unexpected resume status ${status} for request "r"`));
+    it.each([0, 301, 401, 405, 500, 503])('%i is an error the client handles itself', (status) => {
+      expect(open().interpretResumeResponse('r', seen(status))).toBe(ResumeDecision.RESUME_ERROR_NO_ACTION);
     });
   });
 
@@ -161,11 +197,18 @@ describe('StreamResumptionGuard', () => {
     type Op =
       | { kind: 'event'; id: number; eventId: string; terminal: boolean }
       | { kind: 'resume'; id: number }
-      | { kind: 'interpret'; id: number; status: number; empty: boolean };
+      | { kind: 'interpret'; id: number; status: number; messages: number; ended: 'clean' | 'error' | undefined; polling: boolean };
     const op: fc.Arbitrary<Op> = fc.oneof(
       fc.record({ kind: fc.constant('event' as const), id: fc.integer({ min: 0, max: 4 }), eventId: fc.string({ maxLength: 3 }), terminal: fc.boolean() }),
       fc.record({ kind: fc.constant('resume' as const), id: fc.integer({ min: 0, max: 4 }) }),
-      fc.record({ kind: fc.constant('interpret' as const), id: fc.integer({ min: 0, max: 4 }), status: fc.constantFrom(200, 400, 404, 409, 500), empty: fc.boolean() }),
+      fc.record({
+        kind: fc.constant('interpret' as const),
+        id: fc.integer({ min: 0, max: 4 }),
+        status: fc.constantFrom(200, 400, 404, 409, 500),
+        messages: fc.integer({ min: 0, max: 2 }),
+        ended: fc.constantFrom('clean' as const, 'error' as const, undefined),
+        polling: fc.boolean(),
+      }),
     );
     fc.assert(
       fc.property(fc.array(op, { maxLength: 60 }), (ops) => {
@@ -183,10 +226,9 @@ describe('StreamResumptionGuard', () => {
             } else {
               expect(guard.buildResumeHeaders(o.id, 's')['Last-Event-ID']).toBe(cursor.get(o.id));
             }
-          } else if (o.status === 500) {
-            expect(() => guard.interpretResumeResponse(o.id, o.status, o.empty)).toThrow(InvalidResumptionError);
           } else {
-            expect(guard.interpretResumeResponse(o.id, o.status, o.empty)).toBe(decideResume(String(o.id), o.status, o.empty, terminal.has(o.id)));
+            const observation = { status: o.status, messages: o.messages, ended: o.ended, pollingAnnounced: o.polling, deadlinePassed: false, requestEnded: false };
+            expect(guard.interpretResumeResponse(o.id, observation)).toBe(expectedDecision(o, terminal.has(o.id)));
           }
         }
       }),

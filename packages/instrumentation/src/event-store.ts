@@ -6,6 +6,7 @@ import { tracerSource } from './instrument-fetch.js';
 import {
   ATTR_JSONRPC_REQUEST_ID,
   ATTR_MCP_REQUEST_TERMINAL_OBSERVED,
+  ATTR_MCP_RESUME_EVIDENCE,
   ATTR_MCP_RESUME_LAST_EVENT_ID,
   ATTR_MCP_RESUME_OUTCOME,
   ATTR_MCP_RESUME_REPLAYED_EVENTS,
@@ -13,6 +14,7 @@ import {
   ATTR_MCP_SESSION_ID,
   ATTR_MCP_STREAM_ID,
   ATTR_MCP_STREAM_RESUMED_FROM_ID,
+  ResumeEvidence,
   ResumeOutcome,
   SPAN_STREAM_RESUME,
 } from './semconv.js';
@@ -33,12 +35,27 @@ export interface EventStoreInstrumentationOptions {
   maxStreams?: number;
   /** How long an idle stream's state is kept. Default 1 h. */
   streamRetentionMs?: number;
+  /**
+   * A request's deadline: a replay of a running stream that sent nothing and after which nothing was
+   * stored for the stream by then is an empty replay (evidence `deadline`). Default 300000 ms.
+   */
+  requestTimeoutMs?: number;
+}
+
+/** A replay that sent no message for a stream whose request was still running: no verdict yet. */
+interface SilentReplay {
+  readonly span: Span;
+  timer: ReturnType<typeof setTimeout> | undefined;
 }
 
 interface StreamState {
   /** When the stream's terminal response was stored, if it was. */
   terminalAt: number | undefined;
   requestId: string | undefined;
+  /** A priming event (SEP-1699: stored as a message that is not JSON-RPC, `{}`) was stored for the stream. */
+  primed: boolean;
+  /** The stream's last replay, while it has no verdict. */
+  silent: SilentReplay | undefined;
 }
 
 /** The request id of a response (result or error): the stream's terminal event. */
@@ -61,6 +78,14 @@ export function isInstrumentedEventStore(store: object): boolean {
  * kind SERVER) saying whether the stream had already delivered its terminal response before the replay,
  * how many events were replayed and whether the terminal was among them. Per-stream state is bounded.
  * The store is patched in place (its other methods and state are untouched) and returned.
+ *
+ * The outcome follows `resumeVerdict`, on evidence: a replay that sent a JSON-RPC message is a
+ * `continuation`; one that sent none for a stream whose response was already stored is an
+ * `empty_replay` (nothing more will come). One that sent none for a running request has no verdict
+ * yet, as the transport sends live events on the resumed stream: the next message stored for the
+ * stream makes it a `continuation`, the client's next replay of the stream (it came back, so the
+ * resumed stream ended without a message) a `poll` if the stream was primed, else an `empty_replay`,
+ * and the request's deadline an `empty_replay` (evidence `deadline`).
  */
 export function instrumentEventStore<S extends EventStoreLike<M>, M = Parameters<S['storeEvent']>[1]>(
   store: S,
@@ -69,7 +94,22 @@ export function instrumentEventStore<S extends EventStoreLike<M>, M = Parameters
   const tracer = tracerSource(options.tracerProvider);
   const streams = new BoundedMap<string, StreamState>(options.maxStreams ?? 10_000, options.streamRetentionMs ?? 3_600_000);
   const prefix = randomBytes(6).toString('hex');
+  const deadlineMs = options.requestTimeoutMs ?? 300_000;
   let replays = 0;
+  const stateOf = (streamId: string): StreamState => {
+    let state = streams.get(streamId);
+    if (!state) streams.set(streamId, (state = { terminalAt: undefined, requestId: undefined, primed: false, silent: undefined }));
+    return state;
+  };
+  /** Gives a silent replay its verdict and ends its span. */
+  const settle = (state: StreamState, outcome: ResumeOutcome, evidence: ResumeEvidence, events: number, terminal: string | undefined): void => {
+    const silent = state.silent;
+    if (!silent) return;
+    state.silent = undefined;
+    clearTimeout(silent.timer);
+    if (terminal !== undefined) silent.span.setAttribute(ATTR_JSONRPC_REQUEST_ID, terminal);
+    finish(silent.span, outcome, evidence, events, terminal !== undefined, undefined);
+  };
   const sessionOf = (streamId: string | undefined): string | undefined =>
     typeof options.sessionId === 'function' ? options.sessionId(streamId) : options.sessionId;
 
@@ -80,7 +120,7 @@ export function instrumentEventStore<S extends EventStoreLike<M>, M = Parameters
     span.setAttribute(ATTR_MCP_RESUME_LAST_EVENT_ID, lastEventId);
     span.setAttribute(ATTR_MCP_STREAM_ID, `${prefix}-${++replays}`);
     // The SDK transport answers a cursor its store does not know with 400.
-    finish(span, ResumeOutcome.CURSOR_REJECTED, 0, false, '400');
+    finish(span, ResumeOutcome.CURSOR_REJECTED, ResumeEvidence.STATUS, 0, false, '400');
   };
 
   const storeEvent = store.storeEvent.bind(store);
@@ -88,8 +128,19 @@ export function instrumentEventStore<S extends EventStoreLike<M>, M = Parameters
   const patch: EventStoreLike<M> = {
     async storeEvent(streamId, message) {
       const eventId = await storeEvent(streamId, message);
-      const id = responseId(message);
-      if (id !== undefined) streams.set(streamId, { terminalAt: Date.now(), requestId: id });
+      try {
+        const id = responseId(message);
+        const state = stateOf(streamId);
+        if (id !== undefined) {
+          state.terminalAt = Date.now();
+          state.requestId = id;
+        }
+        if (!isJsonRpcMessage(message)) state.primed = true;
+        // A message the transport sends live on the resumed stream: the silent replay was a continuation.
+        else if (state.silent) settle(state, ResumeOutcome.CONTINUATION, ResumeEvidence.MESSAGE, 1, id);
+      } catch (error) {
+        diag.error('resumewatch: recording a stored event failed', error);
+      }
       return eventId;
     },
 
@@ -108,19 +159,34 @@ export function instrumentEventStore<S extends EventStoreLike<M>, M = Parameters
             return send(eventId, message);
           },
         });
-        const state = streams.get(streamId);
-        const requestId = state?.requestId ?? terminal;
+        const state = stateOf(streamId);
+        // The client is back for this stream: its previous resumed stream ended without a message.
+        settle(state, state.primed ? ResumeOutcome.POLL : ResumeOutcome.EMPTY_REPLAY, ResumeEvidence.BODY_END, 0, undefined);
+        const requestId = state.requestId ?? terminal;
         span.setAttribute(ATTR_MCP_STREAM_RESUMED_FROM_ID, streamId);
         const sessionId = sessionOf(streamId);
         if (sessionId !== undefined) span.setAttribute(ATTR_MCP_SESSION_ID, sessionId);
         if (requestId !== undefined) span.setAttribute(ATTR_JSONRPC_REQUEST_ID, requestId);
-        span.setAttribute(ATTR_MCP_REQUEST_TERMINAL_OBSERVED, state?.terminalAt !== undefined && state.terminalAt <= started);
-        finish(span, events > 0 ? ResumeOutcome.CONTINUATION : ResumeOutcome.EMPTY_REPLAY, events, terminal !== undefined, undefined);
+        const finished = state.terminalAt !== undefined && state.terminalAt <= started;
+        span.setAttribute(ATTR_MCP_REQUEST_TERMINAL_OBSERVED, finished);
+        if (events > 0) {
+          finish(span, ResumeOutcome.CONTINUATION, ResumeEvidence.MESSAGE, events, terminal !== undefined, undefined);
+        } else if (finished) {
+          // The response is in the past: nothing more will come on this stream.
+          finish(span, ResumeOutcome.EMPTY_REPLAY, ResumeEvidence.BODY_END, 0, false, undefined);
+        } else {
+          const silent: SilentReplay = { span, timer: undefined };
+          silent.timer = setTimeout(() => {
+            if (state.silent === silent) settle(state, ResumeOutcome.EMPTY_REPLAY, ResumeEvidence.DEADLINE, 0, undefined);
+          }, deadlineMs);
+          silent.timer.unref();
+          state.silent = silent;
+        }
         return streamId;
       } catch (error) {
         const sessionId = sessionOf(undefined);
         if (sessionId !== undefined) span.setAttribute(ATTR_MCP_SESSION_ID, sessionId);
-        finish(span, ResumeOutcome.ERROR, events, terminal !== undefined, errorType(error));
+        finish(span, ResumeOutcome.ERROR, ResumeEvidence.BODY_END, events, terminal !== undefined, errorType(error));
         throw error;
       }
     },
@@ -144,8 +210,9 @@ export function instrumentEventStore<S extends EventStoreLike<M>, M = Parameters
   return Object.assign(store, patch);
 }
 
-function finish(span: Span, outcome: ResumeOutcome, events: number, terminal: boolean, error: string | undefined): void {
+function finish(span: Span, outcome: ResumeOutcome, evidence: ResumeEvidence, events: number, terminal: boolean, error: string | undefined): void {
   span.setAttribute(ATTR_MCP_RESUME_OUTCOME, outcome);
+  span.setAttribute(ATTR_MCP_RESUME_EVIDENCE, evidence);
   span.setAttribute(ATTR_MCP_RESUME_REPLAYED_EVENTS, events);
   span.setAttribute(ATTR_MCP_RESUME_REPLAYED_TERMINAL, terminal);
   if (error !== undefined) setError(span, error);

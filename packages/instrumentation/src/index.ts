@@ -1,4 +1,4 @@
-export { instrumentFetch, isInstrumentedFetch, DEFAULT_REPLAY_WINDOW_MS, DEFAULT_REQUEST_TIMEOUT_MS } from './instrument-fetch.js';
+export { instrumentFetch, isInstrumentedFetch, DEFAULT_REQUEST_TIMEOUT_MS } from './instrument-fetch.js';
 export { SpanRecorder } from './span-recorder.js';
 export { ErrorType } from './span-util.js';
 export type { InstrumentFetchOptions, InstrumentedFetch, RecorderStats, McpResumeInstrumentationConfig } from './types.js';

@@ -10,7 +10,6 @@ import { SpanRecorder } from './span-recorder.js';
 import type { InstrumentFetchOptions, InstrumentedFetch, TracerSource } from './types.js';
 import { PACKAGE_VERSION } from './version.js';
 
-export const DEFAULT_REPLAY_WINDOW_MS = 2_000;
 export const DEFAULT_REQUEST_TIMEOUT_MS = 300_000;
 
 const instrumented = new WeakSet<FetchLike>();
@@ -48,16 +47,11 @@ export function createInstrumentedFetch(
   tracer: TracerSource,
 ): InstrumentedFetch {
   const observer = new WireObserver(options.observer);
-  const replayWindowMs = options.replayWindowMs ?? DEFAULT_REPLAY_WINDOW_MS;
-  const recorder = new SpanRecorder({
-    tracer,
-    observer,
-    replayWindowMs,
-    requestTimeoutMs: options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
-  });
+  const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  const recorder = new SpanRecorder({ tracer, observer, requestTimeoutMs });
   // The guard goes first: it tells the recorder what it did before the recorder's hook for the same
   // request or event runs.
-  const guard = options.guard ? guardListener(options.guard === true ? {} : options.guard, recorder, replayWindowMs) : undefined;
+  const guard = options.guard ? guardListener(options.guard === true ? {} : options.guard, recorder, requestTimeoutMs) : undefined;
   if (guard) observer.addListener(guard, { filters: true });
   observer.addListener(recorder);
   const below: FetchLike = fetch ?? ((input, init) => globalThis.fetch(input, init));
@@ -73,9 +67,10 @@ export function createInstrumentedFetch(
   return wrapped as InstrumentedFetch;
 }
 
-function guardListener(options: GuardOptions, recorder: SpanRecorder, replayWindowMs: number): GuardListener {
+function guardListener(options: GuardOptions, recorder: SpanRecorder, requestTimeoutMs: number): GuardListener {
   return createGuardListener({
-    replayWindowMs,
+    // One deadline for the spans and the guard, unless the guard was given its own.
+    requestDeadlineMs: requestTimeoutMs,
     ...options,
     onResumeRefused(report) {
       recorder.noteGuardAction(report.request, GuardAction.RESUME_REFUSED);
@@ -84,6 +79,10 @@ function guardListener(options: GuardOptions, recorder: SpanRecorder, replayWind
     onDuplicateTerminalDropped(report) {
       recorder.noteGuardAction(report.event, GuardAction.DUPLICATE_TERMINAL_DROPPED);
       options.onDuplicateTerminalDropped?.(report);
+    },
+    onConflictingTerminal(report) {
+      recorder.noteGuardAction(report.event, GuardAction.CONFLICTING_TERMINAL_REPORTED);
+      options.onConflictingTerminal?.(report);
     },
     onFailedResumption(report) {
       recorder.noteGuardAction(report.request, GuardAction.RESUMPTION_FAILED_REPORTED);

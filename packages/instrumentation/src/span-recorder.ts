@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { SpanKind, context as otelContext, diag, trace } from '@opentelemetry/api';
 import type { Attributes, Context, Span, SpanContext, Tracer } from '@opentelemetry/api';
+import type { ResumeVerdict } from '@resumewatch/semconv';
 import type {
   RequestRecord,
   StreamEnd,
@@ -34,27 +35,36 @@ import {
   ATTR_MCP_TERMINAL_DELIVERY,
   ATTR_MCP_TERMINAL_DUPLICATE,
   ATTR_MCP_TERMINAL_OUTCOME,
+  ATTR_MCP_STREAM_KIND,
+  ATTR_MCP_RESUME_EVIDENCE,
+  ATTR_MCP_TERMINAL_FOREIGN,
+  ATTR_MCP_TERMINAL_CONFLICT,
+  ATTR_MCP_TERMINAL_FIRST_STREAM_ID,
   ATTR_NETWORK_PROTOCOL_NAME,
   ATTR_NETWORK_TRANSPORT,
   ATTR_RPC_RESPONSE_STATUS_CODE,
   GuardAction,
+  ResumeEvidence,
   ResumeOutcome,
+  StreamKind,
+  resumeVerdict,
   SPAN_REQUEST_TERMINAL,
   SPAN_SESSION_REATTACH,
   SPAN_STREAM_RESUME,
   mcpRequestSpanName,
 } from './semconv.js';
-import { ErrorType, ServerAttributes, addTargetAttributes, errorType, isToolError, nowMs, outcomeOfStatus, setError } from './span-util.js';
+import { ErrorType, ServerAttributes, addTargetAttributes, errorType, isToolError, nowMs, setError } from './span-util.js';
 import type { RecorderStats, TracerSource } from './types.js';
 
 export interface SpanRecorderOptions {
   tracer: TracerSource;
   observer: WireObserver;
-  replayWindowMs: number;
+  /** A request's deadline: its span ends with `timeout`, and a silent resume of it is an empty replay. */
   requestTimeoutMs: number;
 }
 
 interface RequestState {
+  readonly record: RequestRecord;
   /** Undefined once the span ended; the span context stays to parent late terminal and resume spans. */
   span: Span | undefined;
   readonly spanContext: SpanContext;
@@ -80,9 +90,13 @@ interface Attempt {
   responseTime: number | undefined;
   status: number | undefined;
   streamId: string | undefined;
-  /** Events carrying JSON-RPC messages on the resumed stream inside the window; read when it closes. */
+  /** The request's stream or the session's listening stream; undefined when the cursor could not be placed. */
+  kind: StreamKind | undefined;
+  /** The verdict, once taken: a continuation waits here for the terminal or the stream's end. */
+  verdict: ResumeVerdict | undefined;
+  /** JSON-RPC messages on the resumed stream when the span was emitted. */
   events: number;
-  /** A terminal event arrived on the resumed stream inside the window; read when it closes. */
+  /** A terminal of a request the stream carries had arrived on it when the span was emitted. */
   replayedTerminal: boolean;
   timer: ReturnType<typeof setTimeout> | undefined;
 }
@@ -90,18 +104,25 @@ interface Attempt {
 /**
  * Turns the wire observer's events into the contract's spans. Per-request state lives in a WeakMap
  * keyed by the observer's request records (released with them); per-HTTP-request state is held until
- * the response headers arrive, per-stream state until the resume window closes.
+ * the response headers arrive, per-stream state until the resume's verdict (`resumeVerdict` of
+ * @resumewatch/semconv): a message, the body's end, the request's deadline or its end. A resumed
+ * stream open and silent has no verdict, so no resume span yet.
  */
 export class SpanRecorder implements WireListener {
   /** Makes stream ids unique across observers and processes. */
   private readonly prefix = randomBytes(6).toString('hex');
   private readonly tracer: TracerSource;
   private readonly observer: WireObserver;
-  private readonly replayWindowMs: number;
   private readonly requestTimeoutMs: number;
   private readonly requests = new WeakMap<RequestRecord, RequestState>();
+  /** Open request spans by session, so a DELETE of the session ends them. */
+  private readonly openBySession = new Map<string, Set<RequestState>>();
   private readonly pending = new Map<WireRequest, Attempt>();
-  private readonly windows = new Map<StreamRecord, Attempt>();
+  /**
+   * Resumed streams still open: silent ones (no verdict yet), and continuations of a request waiting
+   * for its terminal on the stream (or the stream's end) so the span says what the resume delivered.
+   */
+  private readonly openResumes = new Map<StreamRecord, Attempt>();
   /** What the guard did to an event or a request, told by the guard before this listener's hook runs. */
   private readonly guardActions = new WeakMap<WireEvent | WireRequest, GuardAction>();
   private readonly server = new ServerAttributes();
@@ -110,12 +131,11 @@ export class SpanRecorder implements WireListener {
   constructor(options: SpanRecorderOptions) {
     this.tracer = options.tracer;
     this.observer = options.observer;
-    this.replayWindowMs = options.replayWindowMs;
     this.requestTimeoutMs = options.requestTimeoutMs;
   }
 
   stats(): RecorderStats {
-    return { openRequests: this.openRequests, openResumes: this.windows.size, pendingHttp: this.pending.size };
+    return { openRequests: this.openRequests, openResumes: this.openResumes.size, pendingHttp: this.pending.size };
   }
 
   /** The contract stream id (ATTR_MCP_STREAM_ID) of a stream seen by this recorder's observer. */
@@ -129,6 +149,8 @@ export class SpanRecorder implements WireListener {
 
   onRequest(req: WireRequest): void {
     try {
+      if (req.cancels.length > 0) this.cancelled(req.cancels);
+      if (req.httpMethod === 'DELETE' && req.sessionId !== undefined) this.sessionEnded(req.sessionId);
       if (req.requests.length === 0 && !req.reattach && !req.resume) return;
       const active = otelContext.active();
       if (req.requests.length > 0) {
@@ -162,7 +184,21 @@ export class SpanRecorder implements WireListener {
   }
 
   onEvent(event: WireEvent): void {
-    // A replay window reads its counts from the stream record when it closes: only terminals matter here.
+    try {
+      // The first message on a silent resumed stream is its verdict; counts are the stream record's.
+      const stream = event.stream;
+      if (this.openResumes.size > 0 && stream.messageEvents > 0 && stream.isResume) {
+        const attempt = this.openResumes.get(stream);
+        if (attempt?.verdict === undefined) {
+          if (attempt) this.settleSilent(stream, attempt, {});
+        } else if (stream.terminalEvents > 0) {
+          // The resumed request's terminal arrived on its resumed stream: what the resume delivered is known.
+          this.finish(stream, attempt);
+        }
+      }
+    } catch (error) {
+      diag.error('resumewatch: recording a resume failed', error);
+    }
     const terminals = event.terminals;
     if (terminals.length === 0) return;
     try {
@@ -174,9 +210,10 @@ export class SpanRecorder implements WireListener {
 
   onStreamEnd(_req: WireRequest, stream: StreamRecord, end: StreamEnd, error: unknown): void {
     try {
-      if (this.windows.size > 0) {
-        const attempt = this.windows.get(stream);
-        if (attempt) this.closeWindow(stream, attempt, end, error);
+      if (this.openResumes.size > 0) {
+        const attempt = this.openResumes.get(stream);
+        if (attempt?.verdict) this.finish(stream, attempt);
+        else if (attempt) this.settleSilent(stream, attempt, { ended: end }, end === 'clean' ? undefined : end === 'abort' ? ErrorType.ABORTED : errorType(error));
       }
       // A stream that errored or closed may be resumed; only a cancelled one gives its requests up.
       if (end !== 'abort') return;
@@ -202,11 +239,42 @@ export class SpanRecorder implements WireListener {
     const target = record.target;
     addTargetAttributes(attributes, record.method, target);
     const span = tracer.startSpan(mcpRequestSpanName(record.method, target), { kind: SpanKind.CLIENT, attributes }, parent);
-    const state: RequestState = { span, spanContext: span.spanContext(), timer: undefined, sessionId: req.sessionId };
+    const state: RequestState = { record, span, spanContext: span.spanContext(), timer: undefined, sessionId: req.sessionId };
     state.timer = setTimeout(() => this.endRequest(state, ErrorType.TIMEOUT), this.requestTimeoutMs);
     state.timer.unref();
     this.requests.set(record, state);
     this.openRequests++;
+    if (state.sessionId !== undefined) this.trackSession(state);
+  }
+
+  private trackSession(state: RequestState): void {
+    let open = this.openBySession.get(state.sessionId!);
+    if (!open) this.openBySession.set(state.sessionId!, (open = new Set()));
+    open.add(state);
+  }
+
+  /** The client sent `notifications/cancelled` for these requests. */
+  private cancelled(records: readonly RequestRecord[]): void {
+    for (const record of records) {
+      const state = this.requests.get(record);
+      if (state?.span) this.endRequest(state, ErrorType.CANCELLED);
+      this.requestGivenUp((attempt) => attempt.concerned === record);
+    }
+  }
+
+  /** The client deleted the session: its open requests end, and the silent resumes of them. */
+  private sessionEnded(sessionId: string): void {
+    const open = this.openBySession.get(sessionId);
+    if (open) for (const state of [...open]) this.endRequest(state, ErrorType.ABORTED);
+    this.requestGivenUp((attempt) => attempt.req.sessionId === sessionId && attempt.kind !== StreamKind.LISTENING);
+  }
+
+  private requestGivenUp(concerns: (attempt: Attempt) => boolean): void {
+    for (const [stream, attempt] of [...this.openResumes]) {
+      if (!concerns(attempt)) continue;
+      if (attempt.verdict) this.finish(stream, attempt);
+      else this.settleSilent(stream, attempt, { requestEnded: true }, ErrorType.CANCELLED);
+    }
   }
 
   private requestsAnswered(req: WireRequest, res: WireResponse): void {
@@ -217,6 +285,7 @@ export class SpanRecorder implements WireListener {
       if (state.sessionId === undefined && res.sessionId !== undefined) {
         state.sessionId = res.sessionId;
         state.span.setAttribute(ATTR_MCP_SESSION_ID, res.sessionId);
+        this.trackSession(state);
       }
       if (!ok) {
         state.span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, res.status);
@@ -227,16 +296,21 @@ export class SpanRecorder implements WireListener {
 
   private startAttempt(req: WireRequest, active: Context): void {
     const resume = req.resume;
+    const kind = resume ? resume.from?.kind : req.httpMethod === 'GET' ? StreamKind.LISTENING : req.httpMethod === 'POST' ? StreamKind.REQUEST : undefined;
+    const listening = kind === StreamKind.LISTENING;
     const attempt: Attempt = {
       req,
       active,
       startTime: nowMs(),
       from: resume?.from,
-      concerned: resume ? resume.requests[0] : req.requests[0],
-      terminalObserved: resume?.terminalObserved ?? false,
+      // The listening stream concerns no request, whatever is replayed on it.
+      concerned: listening ? undefined : resume ? resume.requests[0] : req.requests[0],
+      terminalObserved: !listening && (resume?.terminalObserved ?? false),
       responseTime: undefined,
       status: undefined,
       streamId: undefined,
+      kind,
+      verdict: undefined,
       events: 0,
       replayedTerminal: false,
       timer: undefined,
@@ -249,22 +323,45 @@ export class SpanRecorder implements WireListener {
   private attemptAnswered(attempt: Attempt, res: WireResponse): void {
     this.pending.delete(attempt.req);
     clearTimeout(attempt.timer);
+    attempt.timer = undefined;
     attempt.responseTime = nowMs();
     attempt.status = res.status;
     attempt.streamId = res.stream ? this.streamId(res.stream) : this.responseId(attempt.req);
+    if (res.stream && attempt.req.resume) attempt.kind = res.stream.kind;
     const ok = res.status >= 200 && res.status < 300;
-    if (!attempt.req.resume) {
+    const resume = attempt.req.resume;
+    if (!resume) {
       this.emit(attempt, undefined, ok ? undefined : String(res.status), undefined);
     } else if (ok && res.stream) {
       const stream = res.stream;
-      attempt.timer = setTimeout(() => this.closeWindow(stream, attempt, undefined, undefined), this.replayWindowMs);
-      attempt.timer.unref();
-      this.windows.set(stream, attempt);
-    } else if (ok) {
-      this.emit(attempt, ResumeOutcome.EMPTY_REPLAY, undefined, undefined);
+      this.openResumes.set(stream, attempt);
+      const deadline = this.deadlineOf(attempt);
+      if (deadline !== undefined) {
+        attempt.timer = setTimeout(() => this.settleSilent(stream, attempt, { deadlinePassed: true }), Math.max(0, deadline - Date.now()));
+        attempt.timer.unref();
+      }
     } else {
-      this.emit(attempt, outcomeOfStatus(res.status), String(res.status), undefined);
+      // A 2xx without a body ended at once; any other status decides by itself.
+      const verdict = resumeVerdict({
+        status: res.status,
+        messages: 0,
+        ended: 'clean',
+        pollingAnnounced: resume.from?.pollingAnnounced ?? false,
+        deadlinePassed: false,
+        requestEnded: false,
+      })!;
+      this.emit(attempt, verdict, ok ? undefined : String(res.status), undefined);
     }
+  }
+
+  /** When the request a silent resume concerns reaches its deadline; none for the listening stream. */
+  private deadlineOf(attempt: Attempt): number | undefined {
+    if (attempt.kind === StreamKind.LISTENING) return undefined;
+    const record = attempt.concerned;
+    const state = record && this.requests.get(record);
+    const started = record ? record.startedAt : attempt.req.startedAt;
+    // A request this recorder started has its span's timer; one it did not (another process's) counts from the resume.
+    return (state ? started : Math.max(started, attempt.req.startedAt)) + this.requestTimeoutMs;
   }
 
   /** No response: a network error, a refusal (by the guard or another listener) or the headers timeout. */
@@ -279,33 +376,56 @@ export class SpanRecorder implements WireListener {
       if (!attempt) return;
       this.pending.delete(req);
       clearTimeout(attempt.timer);
-      this.emit(attempt, ResumeOutcome.ERROR, type, guardAction);
+      this.emit(attempt, { outcome: ResumeOutcome.ERROR, evidence: ResumeEvidence.STATUS }, type, guardAction);
     } catch (failure) {
       diag.error('resumewatch: recording a failed request failed', failure);
     }
   }
 
-  private closeWindow(stream: StreamRecord, attempt: Attempt, end: StreamEnd | undefined, error: unknown): void {
-    if (this.windows.get(stream) !== attempt) return;
-    this.windows.delete(stream);
+  /** Takes the verdict of a silent resumed stream, if what happened gives one, and emits its spans. */
+  private settleSilent(
+    stream: StreamRecord,
+    attempt: Attempt,
+    seen: { ended?: StreamEnd; deadlinePassed?: boolean; requestEnded?: boolean },
+    error?: string,
+  ): void {
+    if (this.openResumes.get(stream) !== attempt || attempt.verdict) return;
+    const verdict = resumeVerdict({
+      status: attempt.status ?? 0,
+      messages: stream.messageEvents,
+      ended: seen.ended,
+      pollingAnnounced: stream.pollingAnnounced,
+      deadlinePassed: seen.deadlinePassed ?? false,
+      requestEnded: seen.requestEnded ?? false,
+    });
+    if (!verdict) return;
     clearTimeout(attempt.timer);
-    // The stream opened with the window, so its counts are those of the window.
+    attempt.timer = undefined;
+    attempt.verdict = verdict;
+    // A continuation of a request's stream is emitted with the request's terminal on it (or the
+    // stream's end); one of the listening stream at once: it has no terminal of its own.
+    if (verdict.outcome === ResumeOutcome.CONTINUATION && attempt.kind !== StreamKind.LISTENING && stream.terminalEvents === 0) return;
+    this.finish(stream, attempt, verdict.outcome === ResumeOutcome.ERROR ? error : undefined);
+  }
+
+  /** Emits the spans of a resume whose verdict is taken. */
+  private finish(stream: StreamRecord, attempt: Attempt, error?: string): void {
+    if (this.openResumes.get(stream) !== attempt) return;
+    this.openResumes.delete(stream);
     attempt.events = stream.messageEvents;
     attempt.replayedTerminal = stream.terminalEvents > 0;
     const first = stream.requests[0];
-    if (attempt.concerned === undefined && first !== undefined) {
+    if (attempt.concerned === undefined && attempt.kind === undefined && first !== undefined) {
       // The cursor was not one the observer could place; the first replayed terminal named its request
       // (the stream carried none before it), and was a duplicate if its first terminal came on another stream.
       attempt.concerned = first;
       attempt.terminalObserved = first.firstTerminalStream !== stream;
     }
-    if (attempt.events > 0) this.emit(attempt, ResumeOutcome.CONTINUATION, undefined, undefined);
-    else if (end === undefined || end === 'clean') this.emit(attempt, ResumeOutcome.EMPTY_REPLAY, undefined, undefined);
-    else this.emit(attempt, ResumeOutcome.ERROR, end === 'abort' ? ErrorType.ABORTED : errorType(error), undefined);
+    this.emit(attempt, attempt.verdict, error, undefined);
   }
 
   /** Creates the reattach and resume spans of a finished attempt, with their recorded times. */
-  private emit(attempt: Attempt, outcome: ResumeOutcome | undefined, error: string | undefined, guardAction: GuardAction | undefined): void {
+  private emit(attempt: Attempt, verdict: ResumeVerdict | undefined, error: string | undefined, guardAction: GuardAction | undefined): void {
     const { req, concerned } = attempt;
     const tracer = this.tracer();
     const parent = this.parentOf(concerned, attempt.active);
@@ -317,6 +437,7 @@ export class SpanRecorder implements WireListener {
     if (req.sessionId !== undefined) base[ATTR_MCP_SESSION_ID] = req.sessionId;
     if (req.protocolVersion !== undefined) base[ATTR_MCP_PROTOCOL_VERSION] = req.protocolVersion;
     if (concerned) base[ATTR_JSONRPC_REQUEST_ID] = concerned.id;
+    if (attempt.kind !== undefined) base[ATTR_MCP_STREAM_KIND] = attempt.kind;
     if (attempt.status !== undefined) base[ATTR_HTTP_RESPONSE_STATUS_CODE] = attempt.status;
     const action = guardAction ?? this.guardActions.get(req);
     if (action !== undefined) base[ATTR_MCP_GUARD_ACTION] = action;
@@ -329,18 +450,20 @@ export class SpanRecorder implements WireListener {
       if (!accepted) setError(span, attempt.status === undefined ? (error ?? ErrorType.OTHER) : String(attempt.status));
       span.end(attempt.responseTime ?? endTime);
     }
-    if (req.resume && outcome !== undefined) {
+    if (req.resume && verdict !== undefined) {
       const attributes: Attributes = {
         ...base,
         [ATTR_MCP_RESUME_LAST_EVENT_ID]: req.resume.lastEventId,
         [ATTR_MCP_REQUEST_TERMINAL_OBSERVED]: attempt.terminalObserved,
-        [ATTR_MCP_RESUME_OUTCOME]: outcome,
+        [ATTR_MCP_RESUME_OUTCOME]: verdict.outcome,
+        [ATTR_MCP_RESUME_EVIDENCE]: verdict.evidence,
         [ATTR_MCP_RESUME_REPLAYED_EVENTS]: attempt.events,
         [ATTR_MCP_RESUME_REPLAYED_TERMINAL]: attempt.replayedTerminal,
       };
       if (attempt.from) attributes[ATTR_MCP_STREAM_RESUMED_FROM_ID] = this.streamId(attempt.from);
       const span = tracer.startSpan(SPAN_STREAM_RESUME, { kind: SpanKind.CLIENT, attributes, startTime: attempt.startTime }, parent);
-      if (error !== undefined) setError(span, error);
+      if (verdict.outcome === ResumeOutcome.ERROR) setError(span, error ?? ErrorType.OTHER);
+      else if (error !== undefined) setError(span, error);
       span.end(endTime);
     }
   }
@@ -363,13 +486,18 @@ export class SpanRecorder implements WireListener {
     if (protocolVersion !== undefined) attributes[ATTR_MCP_PROTOCOL_VERSION] = protocolVersion;
     if (event.eventId !== undefined) attributes[ATTR_MCP_EVENT_ID] = event.eventId;
     if (terminal.errorCode !== undefined) attributes[ATTR_RPC_RESPONSE_STATUS_CODE] = String(terminal.errorCode);
+    if (terminal.foreign) attributes[ATTR_MCP_TERMINAL_FOREIGN] = true;
+    if (terminal.conflict) attributes[ATTR_MCP_TERMINAL_CONFLICT] = true;
+    if (terminal.firstStream) attributes[ATTR_MCP_TERMINAL_FIRST_STREAM_ID] = this.streamId(terminal.firstStream);
+    this.server.addTo(attributes, event.request.url);
     const guardAction = this.guardActions.get(event);
     if (guardAction !== undefined) attributes[ATTR_MCP_GUARD_ACTION] = guardAction;
     this.tracer()
       .startSpan(SPAN_REQUEST_TERMINAL, { kind: SpanKind.INTERNAL, attributes }, this.parentOf(record, otelContext.active()))
       .end();
 
-    if (terminal.duplicate || !state?.span) return;
+    // Only the first terminal (delivered, even when foreign) ends the request span.
+    if (terminal.duplicate || terminal.conflict || !state?.span) return;
     const span = state.span;
     if (protocolVersion !== undefined) span.setAttribute(ATTR_MCP_PROTOCOL_VERSION, protocolVersion);
     if (terminal.outcome === 'error') {
@@ -388,6 +516,18 @@ export class SpanRecorder implements WireListener {
     clearTimeout(state.timer);
     state.timer = undefined;
     this.openRequests--;
+    if (state.sessionId !== undefined) {
+      const open = this.openBySession.get(state.sessionId);
+      if (open?.delete(state) && open.size === 0) this.openBySession.delete(state.sessionId);
+    }
+    // The request's deadline passed: a resume of it still silent is an empty replay (evidence deadline).
+    if (this.openResumes.size > 0) {
+      for (const [stream, attempt] of [...this.openResumes]) {
+        if (attempt.concerned !== state.record) continue;
+        if (attempt.verdict) this.finish(stream, attempt);
+        else if (error === ErrorType.TIMEOUT) this.settleSilent(stream, attempt, { deadlinePassed: true });
+      }
+    }
     if (error !== undefined) setError(span, error);
     span.end();
   }

@@ -9,13 +9,14 @@ import {
   ATTR_MCP_RESOURCE_URI,
   ATTR_SERVER_ADDRESS,
   ATTR_SERVER_PORT,
-  ResumeOutcome,
 } from './semconv.js';
 
 /** error.type values this package sets besides HTTP status codes, JSON-RPC error codes and exception names. */
 export const ErrorType = {
   TIMEOUT: 'timeout',
   ABORTED: 'aborted',
+  /** The client sent `notifications/cancelled` for the request. */
+  CANCELLED: 'cancelled',
   TOOL_ERROR: 'tool_error',
   OTHER: '_OTHER',
 } as const;
@@ -38,12 +39,6 @@ export function addTargetAttributes(attributes: Attributes, method: string, targ
 export function setError(span: Span, type: string): void {
   span.setAttribute(ATTR_ERROR_TYPE, type);
   span.setStatus({ code: SpanStatusCode.ERROR });
-}
-
-export function outcomeOfStatus(status: number): ResumeOutcome {
-  if (status === 404) return ResumeOutcome.SESSION_NOT_FOUND;
-  if (status === 400 || status === 409) return ResumeOutcome.CURSOR_REJECTED;
-  return ResumeOutcome.ERROR;
 }
 
 export function errorType(error: unknown): string {

@@ -8,20 +8,21 @@ export interface InstrumentFetchOptions {
   /** Where spans go. Default: the global tracer provider (resolved at each span, so it may be set later). */
   tracerProvider?: TracerProvider;
   /**
-   * How long a resume span waits for replayed events after the response headers before it ends
-   * and decides its outcome (continuation if a JSON-RPC message arrived, else empty_replay).
-   * Default 2000 ms.
+   * @deprecated Ignored. Resume verdicts are taken on evidence (a message, the body's end, the
+   * request's deadline or end), never after a window of silence.
    */
   replayWindowMs?: number;
   /**
-   * Longest a request span (and a reattach or resume span waiting for response headers) stays open.
-   * A request without a terminal event by then ends with error type `timeout`. Default 300000 ms.
+   * A request's deadline. A request without a terminal event by then ends with error type `timeout`,
+   * and a resume of it whose stream is still silent gets the outcome `empty_replay` (evidence
+   * `deadline`). Also bounds a reattach or resume span waiting for response headers. Default 300000 ms.
    */
   requestTimeoutMs?: number;
   /**
    * Enforce the resumption guard (@resumewatch/guard) on the same observer: refuse a resume of a
-   * finished request, drop duplicate terminal events, report failed resumptions; each recorded on the
-   * spans as the guard action. Its replay window defaults to `replayWindowMs`.
+   * finished request, drop duplicate terminal events, report conflicting terminals and failed
+   * resumptions; each recorded on the spans as the guard action. Its `requestDeadlineMs` defaults to
+   * `requestTimeoutMs`.
    */
   guard?: boolean | GuardOptions;
   /** Caps and retention of the wire observer's session, request and stream state. */
@@ -32,7 +33,7 @@ export interface InstrumentFetchOptions {
 export interface RecorderStats {
   /** Request spans not yet ended. */
   openRequests: number;
-  /** Resume spans inside their replay window. */
+  /** Resumes whose stream is open and silent: no verdict, no span yet. */
   openResumes: number;
   /** HTTP requests with a reattach or resume span waiting for response headers. */
   pendingHttp: number;

@@ -14,8 +14,10 @@ import {
   ATTR_MCP_REATTACH_TRIGGER,
   ATTR_MCP_REQUEST_TERMINAL_OBSERVED,
   ATTR_MCP_RESUME_LAST_EVENT_ID,
+  ATTR_MCP_RESUME_EVIDENCE,
   ATTR_MCP_RESUME_OUTCOME,
   ATTR_MCP_RESUME_REPLAYED_EVENTS,
+  ATTR_MCP_STREAM_KIND,
   ATTR_MCP_RESUME_REPLAYED_TERMINAL,
   ATTR_MCP_SESSION_ID,
   ATTR_MCP_STREAM_ID,
@@ -40,8 +42,8 @@ import { IDLE, attr as a, capturedFetch, ms, waitFor } from './helpers/spans.js'
 
 const server = sdkServerPerTest();
 
-function setup(options: { replayWindowMs?: number; requestTimeoutMs?: number } = {}) {
-  return capturedFetch({ replayWindowMs: 300, ...options });
+function setup(options: { requestTimeoutMs?: number } = {}) {
+  return capturedFetch(options);
 }
 
 const byRequest = (spans: ReadableSpan[], id: string) => spans.filter((s) => a(s, ATTR_JSONRPC_REQUEST_ID) === id);
@@ -105,8 +107,13 @@ describe('instrumentFetch with the SDK v1 client on the real SDK server', () => 
     const { capture, fetch } = setup();
     const c = await connectSdkClient(s.url, fetch);
     await expect(c.client.callTool({ name: 'fail' })).rejects.toThrow(/fail/);
-    const resume = await waitFor(() => capture.spans(SPAN_STREAM_RESUME)[0], 'the resume span');
+    // The SDK server replays nothing after the error event and holds the stream open: no verdict
+    // while it is open and silent; the client's close ends it.
+    await waitFor(() => fetch.stats().openResumes === 1, 'the resumed stream');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(capture.spans(SPAN_STREAM_RESUME)).toEqual([]);
     await c.close();
+    const resume = await waitFor(() => capture.spans(SPAN_STREAM_RESUME)[0], 'the resume span');
 
     const request = capture.spans('tools/call fail')[0]!;
     const id = String(a(request, ATTR_JSONRPC_REQUEST_ID));
@@ -123,8 +130,10 @@ describe('instrumentFetch with the SDK v1 client on the real SDK server', () => 
       [ATTR_MCP_STREAM_RESUMED_FROM_ID]: a(terminal[0]!, ATTR_MCP_STREAM_ID),
       [ATTR_HTTP_REQUEST_METHOD]: 'GET',
       [ATTR_HTTP_RESPONSE_STATUS_CODE]: 200,
-      // The SDK server replays nothing after the error event and holds the stream open: the window decides.
-      [ATTR_MCP_RESUME_OUTCOME]: 'empty_replay',
+      [ATTR_MCP_RESUME_OUTCOME]: 'error',
+      [ATTR_MCP_RESUME_EVIDENCE]: 'body_end',
+      [ATTR_ERROR_TYPE]: 'aborted',
+      [ATTR_MCP_STREAM_KIND]: 'request',
       [ATTR_MCP_RESUME_REPLAYED_EVENTS]: 0,
       [ATTR_MCP_RESUME_REPLAYED_TERMINAL]: false,
       [ATTR_MCP_SESSION_ID]: c.transport.sessionId,
@@ -142,7 +151,7 @@ describe('instrumentFetch with the SDK v1 client on the real SDK server', () => 
 
   it('network-cut: one resume that continues the stream, the result arrives once, on the resumed stream', async () => {
     const s = await server();
-    const { capture, fetch } = setup({ replayWindowMs: 2_000 });
+    const { capture, fetch } = setup();
     const c = await connectSdkClient(s.url, fetch);
     s.cutNextCallAfter = 2;
     const result = await c.client.callTool({ name: 'stream_progress', arguments: { count: 4, delay: 60 } }, undefined, {
@@ -159,6 +168,7 @@ describe('instrumentFetch with the SDK v1 client on the real SDK server', () => 
       [ATTR_JSONRPC_REQUEST_ID]: id,
       [ATTR_MCP_REQUEST_TERMINAL_OBSERVED]: false,
       [ATTR_MCP_RESUME_OUTCOME]: 'continuation',
+      [ATTR_MCP_RESUME_EVIDENCE]: 'message',
       [ATTR_MCP_RESUME_REPLAYED_TERMINAL]: true,
     });
     expect(a(resume, ATTR_MCP_RESUME_REPLAYED_EVENTS)).toBeGreaterThanOrEqual(1);
@@ -215,22 +225,21 @@ describe('instrumentFetch with the SDK v1 client on the real SDK server', () => 
     expect(fetch.stats()).toEqual(IDLE);
   });
 
-  it('server-restart: the buffer is gone but the session is accepted, so the replay is empty', async () => {
+  it('server-restart: the buffer is gone but the session is accepted; the resumed stream stays silent, then carries the result', async () => {
     const s = await server();
-    const { capture, fetch } = setup({ replayWindowMs: 300 });
+    const { capture, fetch } = setup();
     const c = await connectSdkClient(s.url, fetch);
     s.cutNextCallAfter = 2;
     s.onCut = () => s.store.clear();
-    const call = c.client.callTool({ name: 'stream_progress', arguments: { count: 1, delay: 1_500 } }, undefined, { onprogress: () => {} });
-    const resume = await waitFor(() => capture.spans(SPAN_STREAM_RESUME)[0], 'the resume span');
-    await call.catch(() => undefined);
+    const result = await c.client.callTool({ name: 'stream_progress', arguments: { count: 1, delay: 1_500 } }, undefined, { onprogress: () => {} });
+    expect(result.content).toEqual([{ type: 'text', text: 'streamed 1' }]);
     await c.close();
-    expect(resume.attributes).toMatchObject({
-      [ATTR_MCP_REQUEST_TERMINAL_OBSERVED]: false,
-      [ATTR_MCP_RESUME_OUTCOME]: 'empty_replay',
-      [ATTR_MCP_RESUME_REPLAYED_EVENTS]: 0,
-      [ATTR_HTTP_RESPONSE_STATUS_CODE]: 200,
-    });
+    // Silent for about 1.5 s (longer than any replay window this package had): never an empty replay.
+    const resumes = capture.spans(SPAN_STREAM_RESUME);
+    expect(resumes.map((r) => [a(r, ATTR_MCP_RESUME_OUTCOME), a(r, ATTR_MCP_RESUME_EVIDENCE), a(r, ATTR_MCP_RESUME_REPLAYED_TERMINAL)])).toEqual([
+      ['continuation', 'message', true],
+    ]);
+    expect(resumes[0]!.attributes).toMatchObject({ [ATTR_MCP_REQUEST_TERMINAL_OBSERVED]: false, [ATTR_HTTP_RESPONSE_STATUS_CODE]: 200 });
   });
 
   it('cursor-evicted: 400 is cursor_rejected, 404 is session_not_found, no HTTP status is error', async () => {

@@ -9,8 +9,11 @@ import {
   ATTR_MCP_METHOD_NAME,
   ATTR_MCP_REATTACH_ACCEPTED,
   ATTR_MCP_REQUEST_TERMINAL_OBSERVED,
+  ATTR_MCP_RESUME_EVIDENCE,
   ATTR_MCP_RESUME_OUTCOME,
+  ATTR_MCP_RESUME_REPLAYED_EVENTS,
   ATTR_MCP_RESUME_REPLAYED_TERMINAL,
+  ATTR_MCP_STREAM_KIND,
   ATTR_MCP_SESSION_ID,
   ATTR_MCP_STREAM_ID,
   ATTR_MCP_TERMINAL_DELIVERY,
@@ -22,7 +25,7 @@ import {
 } from '@resumewatch/semconv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { InstrumentedFetch } from '../src/index.js';
-import { IDLE, attr as a, capturedFetch, ms } from './helpers/spans.js';
+import { IDLE, attr as a, capturedFetch, ms, waitFor } from './helpers/spans.js';
 import type { SpanCapture } from './helpers/spans.js';
 
 let lab: LabServer;
@@ -41,11 +44,11 @@ interface Run {
   story(): { request: ReadableSpan; children: ReadableSpan[] };
 }
 
-async function run(name: ScenarioName, replayWindowMs = 500, requestTimeoutMs = 60_000): Promise<Run> {
-  const { capture, fetch } = capturedFetch({ replayWindowMs, requestTimeoutMs });
+async function run(name: ScenarioName): Promise<Run> {
+  const { capture, fetch } = capturedFetch({ requestTimeoutMs: 60_000 });
   const summary = await runScenario(name, { serverUrl: lab.url, fetch, maxReconnects: 10 });
-  // The last resume span ends when its window closes (the server may hold the stream open).
-  await new Promise((r) => setTimeout(r, Math.max(replayWindowMs, requestTimeoutMs < 60_000 ? requestTimeoutMs : 0) + 200));
+  // Every scenario closes its session: the last resumed stream ends, and with it its resume span.
+  await waitFor(() => fetch.stats().openResumes === 0 && fetch.stats().pendingHttp === 0, 'the last resume span');
   const story = () => {
     const id = String(summary.details.requestId);
     const request = capture
@@ -111,7 +114,7 @@ describe('spans on the lab scenarios (real SDK server, real HTTP)', () => {
   });
 
   it('network-cut: one resume, a continuation, and no duplicate terminal', async () => {
-    const { summary, story } = await run('network-cut', 2_000);
+    const { summary, story } = await run('network-cut');
     const { request, children } = story();
     const resumes = named(children, SPAN_STREAM_RESUME).filter((r) => a(r, ATTR_HTTP_RESPONSE_STATUS_CODE) === 200);
     expect(resumes).toHaveLength(1);
@@ -127,15 +130,18 @@ describe('spans on the lab scenarios (real SDK server, real HTTP)', () => {
     expect(request.status.code).toBe(SpanStatusCode.UNSET);
   });
 
-  it('server-restart: the resume of the unfinished request is an empty replay', async () => {
-    // The request never finishes (the restart killed its work): its span ends at requestTimeoutMs.
-    const { summary, story } = await run('server-restart', 500, 1_500);
+  it('server-restart: the lab server announced polling, so the clean empty replay is a poll; the session delete ends the request', async () => {
+    const { summary, story } = await run('server-restart');
     expect(summary.resumeStatuses).toEqual([200]);
-    expect(story().request.attributes[ATTR_ERROR_TYPE]).toBe('timeout');
+    // The request never finishes (the restart killed its work); the scenario deletes its session.
+    expect(story().request.attributes[ATTR_ERROR_TYPE]).toBe('aborted');
     const resumes = named(story().children, SPAN_STREAM_RESUME);
     expect(resumes).toHaveLength(1);
     expect(resumes[0]!.attributes).toMatchObject({
-      [ATTR_MCP_RESUME_OUTCOME]: 'empty_replay',
+      [ATTR_MCP_RESUME_OUTCOME]: 'poll',
+      [ATTR_MCP_RESUME_EVIDENCE]: 'body_end',
+      [ATTR_MCP_RESUME_REPLAYED_EVENTS]: 0,
+      [ATTR_MCP_STREAM_KIND]: 'request',
       [ATTR_MCP_REQUEST_TERMINAL_OBSERVED]: false,
       [ATTR_HTTP_RESPONSE_STATUS_CODE]: 200,
     });

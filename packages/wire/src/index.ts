@@ -3,6 +3,7 @@ export type { SseEvent, SseEventHandler } from './sse.js';
 export { WireObserver } from './observer.js';
 export type { FetchLike } from './observer.js';
 export { BoundedMap } from './bounded-map.js';
+export { digestOfTerminal } from './digest.js';
 export { HEADER_LAST_EVENT_ID, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID } from './headers.js';
 export * from './jsonrpc.js';
 export type * from './types.js';

@@ -77,3 +77,15 @@ export function requestTarget(request: JsonRpcRequest): string | undefined {
   if (typeof params.uri === 'string') return params.uri;
   return undefined;
 }
+
+/** The MCP notification a client sends to give a request up. */
+export const METHOD_NOTIFICATION_CANCELLED = 'notifications/cancelled';
+
+const NO_IDS: readonly string[] = [];
+
+/** The request id a `notifications/cancelled` names, if the message is one. */
+export function cancelledRequestIds(message: JsonRpcMessage): readonly string[] {
+  if (!('method' in message) || message.method !== METHOD_NOTIFICATION_CANCELLED || 'id' in message) return NO_IDS;
+  const requestId = message.params?.requestId;
+  return isId(requestId) ? [String(requestId)] : NO_IDS;
+}

@@ -1,6 +1,8 @@
 import { BoundedMap } from './bounded-map.js';
 import { HEADER_LAST_EVENT_ID, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID } from './headers.js';
-import { isErrorResponse, isRequest, isResponse, parseMessages, requestTarget } from './jsonrpc.js';
+import { StreamKind } from '@resumewatch/semconv';
+import { digestOfTerminal } from './digest.js';
+import { cancelledRequestIds, isErrorResponse, isRequest, isResponse, parseMessages, requestTarget } from './jsonrpc.js';
 import type { JsonRpcMessage, JsonRpcResponse } from './jsonrpc.js';
 import { JsonTap, SseTap, TappedSource } from './body-taps.js';
 import type { BodyTap, TapHost } from './body-taps.js';
@@ -26,6 +28,7 @@ export type FetchLike = (input: string | URL | Request, init?: RequestInit) => P
 
 const NO_MESSAGES: readonly JsonRpcMessage[] = [];
 const NO_TERMINALS: readonly TerminalObservation[] = [];
+const NO_REQUESTS: readonly RequestRecord[] = [];
 
 /**
  * The one observer of the Streamable HTTP wire. `wrap(fetch)` returns a fetch that reports every
@@ -142,9 +145,18 @@ export class WireObserver implements TapHost {
         startedAt,
         terminalCount: 0,
         firstTerminalStream: undefined,
+        firstTerminalEventId: undefined,
+        firstTerminalDigest: undefined,
       };
       this.requests.set(key, record);
       requests.push(record);
+    }
+    let cancels: RequestRecord[] | undefined;
+    for (const message of messages) {
+      for (const id of cancelledRequestIds(message)) {
+        const record = this.requests.get(requestKey(sessionId, id));
+        if (record) (cancels ??= []).push(record);
+      }
     }
 
     const resume = lastEventId !== undefined ? this.describeResume(session, lastEventId) : undefined;
@@ -160,6 +172,7 @@ export class WireObserver implements TapHost {
       session,
       messages,
       requests,
+      cancels: cancels ?? NO_REQUESTS,
       resume,
       reattach,
       startedAt,
@@ -198,14 +211,14 @@ export class WireObserver implements TapHost {
         ? this.initializedSession(sessionId, request.protocolVersion)
         : undefined;
 
-    const kind = contentType.includes('text/event-stream') ? 'sse' : contentType.includes('application/json') ? 'json' : undefined;
-    const stream = kind && response.body ? this.openStream(request, kind) : undefined;
+    const format = contentType.includes('text/event-stream') ? 'sse' : contentType.includes('application/json') ? 'json' : undefined;
+    const stream = format && response.body ? this.openStream(request, format) : undefined;
     if (stream && initialized) this.initializeStreams.set(stream, initialized);
     const wireResponse: WireResponse = { status: response.status, contentType, sessionId, stream };
     for (const listener of this.listeners) listener.onResponse?.(request, wireResponse);
     if (!stream || !response.body) return response;
 
-    const body = kind === 'sse' ? this.observeSse(request, stream, response.body) : this.observeJson(request, stream, response.body);
+    const body = format === 'sse' ? this.observeSse(request, stream, response.body) : this.observeJson(request, stream, response.body);
     const observed = new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
     Object.defineProperty(observed, 'url', { value: response.url });
     Object.defineProperty(observed, 'redirected', { value: response.redirected });
@@ -222,19 +235,23 @@ export class WireObserver implements TapHost {
     return session;
   }
 
-  private openStream(request: WireRequest, kind: 'sse' | 'json'): StreamRecord {
+  private openStream(request: WireRequest, format: 'sse' | 'json'): StreamRecord {
     const session = request.session;
+    const resume = request.resume;
     const stream: StreamRecord = {
       id: `${++this.streamSeq}`,
       sessionId: request.sessionId ?? '',
       httpMethod: request.httpMethod,
-      kind,
-      requests: request.resume ? [...request.resume.requests] : [...request.requests],
-      isResume: request.resume !== undefined,
+      format,
+      kind: resume ? resume.from?.kind : request.httpMethod === 'GET' ? StreamKind.LISTENING : StreamKind.REQUEST,
+      requests: resume ? [...resume.requests] : [...request.requests],
+      isResume: resume !== undefined,
       lastEventId: undefined,
-      deliveredEventId: request.resume?.lastEventId,
+      deliveredEventId: resume?.lastEventId,
       messageEvents: 0,
       terminalEvents: 0,
+      foreignTerminalEvents: 0,
+      pollingAnnounced: resume?.from?.pollingAnnounced ?? false,
       ended: undefined,
     };
     if (session) {
@@ -273,17 +290,23 @@ export class WireObserver implements TapHost {
   /** @internal Observes an SSE event; returns false when a listener removed it. */
   sseEvent(request: WireRequest, stream: StreamRecord, scan: SseScanner, at: number): boolean {
     const id = scan.id;
-    if (id !== undefined) stream.lastEventId = id;
+    if (id !== undefined) {
+      stream.lastEventId = id;
+      // A priming event (SEP-1699): an id and no data, the client's cursor for a later poll.
+      if (scan.dataLength === 0) stream.pollingAnnounced = true;
+    }
+    if (scan.retry !== undefined) stream.pollingAnnounced = true;
     let kept: boolean;
     if (scan.hasData && !scan.mayHoldId) {
       // No "id" member anywhere: not a request or a response, so no terminal to look for. The
-      // messages (notifications) are parsed only if a listener asks for them.
-      if (scan.dataLength > 0) stream.messageEvents++;
+      // messages (notifications) are parsed only if a listener asks for them; a notification has
+      // a "method" key, which `data: {}` and other non-JSON-RPC data lack.
+      if (scan.mayHoldMethod) stream.messageEvents++;
       kept = this.eventListeners.length === 0 || this.notify(new SseWireEvent(scan, request, stream, undefined, undefined, NO_TERMINALS, at));
     } else {
       const data = scan.hasData ? scan.decodeData() : undefined;
       const messages = data !== undefined ? parseMessages(data) : NO_MESSAGES;
-      const terminals = this.terminalsOf(stream, messages);
+      const terminals = this.terminalsOf(stream, messages, id);
       kept = this.eventListeners.length === 0 || this.notify(new SseWireEvent(scan, request, stream, data, messages, terminals, at));
     }
     kept ||= !this.filtering;
@@ -295,13 +318,13 @@ export class WireObserver implements TapHost {
   }
 
   /** Counts a message event and observes the terminals among its messages. */
-  private terminalsOf(stream: StreamRecord, messages: readonly JsonRpcMessage[]): readonly TerminalObservation[] {
+  private terminalsOf(stream: StreamRecord, messages: readonly JsonRpcMessage[], eventId: string | undefined): readonly TerminalObservation[] {
     if (messages.length === 0) return NO_TERMINALS;
     stream.messageEvents++;
     let terminals: TerminalObservation[] | undefined;
     for (const message of messages) {
       if (!isResponse(message)) continue;
-      const terminal = this.observeTerminal(stream, message);
+      const terminal = this.observeTerminal(stream, message, eventId);
       if (terminal) (terminals ??= []).push(terminal);
     }
     return terminals ?? NO_TERMINALS;
@@ -309,7 +332,7 @@ export class WireObserver implements TapHost {
 
   /** @internal Observes the messages of a JSON body. */
   jsonBody(request: WireRequest, stream: StreamRecord, messages: readonly JsonRpcMessage[]): void {
-    const terminals = this.terminalsOf(stream, messages);
+    const terminals = this.terminalsOf(stream, messages, undefined);
     if (this.eventListeners.length > 0) this.notify(new JsonWireEvent(request, stream, messages, terminals, this.now()));
   }
 
@@ -321,19 +344,32 @@ export class WireObserver implements TapHost {
     return keep;
   }
 
-  private observeTerminal(stream: StreamRecord, message: JsonRpcResponse): TerminalObservation | undefined {
+  private observeTerminal(stream: StreamRecord, message: JsonRpcResponse, eventId: string | undefined): TerminalObservation | undefined {
     if (message.id === null) return undefined;
     const id = String(message.id);
     let record = stream.requests.find((r) => r.id === id);
+    let foreign = false;
     if (!record) {
       record = this.requests.get(requestKey(stream.sessionId, id));
       if (!record) return undefined;
-      stream.requests.push(record);
+      // A resume from a cursor the observer could not place learns its request from its first
+      // terminal; any other stream that never carried the request got it from another stream.
+      foreign = stream.kind !== undefined || stream.requests.length > 0;
+      if (!foreign) stream.requests.push(record);
     }
-    const duplicate = record.terminalCount > 0;
+    const digest = digestOfTerminal(message);
+    const seen = record.terminalCount > 0;
+    const conflict = seen && record.firstTerminalDigest !== digest;
+    const firstStream = record.firstTerminalStream;
+    const firstEventId = record.firstTerminalEventId;
     record.terminalCount++;
-    if (!duplicate) record.firstTerminalStream = stream;
-    stream.terminalEvents++;
+    if (!seen) {
+      record.firstTerminalStream = stream;
+      record.firstTerminalEventId = eventId;
+      record.firstTerminalDigest = digest;
+    }
+    if (foreign) stream.foreignTerminalEvents++;
+    else stream.terminalEvents++;
     this.requests.touch(record.key);
     if (record.method === 'initialize' && 'result' in message) this.noteProtocolVersion(stream, message.result);
     const error = isErrorResponse(message);
@@ -341,8 +377,12 @@ export class WireObserver implements TapHost {
       request: record,
       outcome: error ? 'error' : 'result',
       errorCode: error ? message.error.code : undefined,
-      duplicate,
+      duplicate: seen && !conflict,
+      conflict,
+      foreign,
       delivery: stream.isResume ? 'replay' : 'live',
+      firstStream: seen ? firstStream : undefined,
+      firstEventId: seen ? firstEventId : undefined,
     };
   }
 

@@ -20,6 +20,11 @@ export interface SseEvent {
    * only for those can skip parsing it.
    */
   mayHoldId: boolean;
+  /**
+   * Whether the data holds a `"method"` key (the string followed by a colon): a notification or a
+   * request. With `mayHoldId` false, data without it cannot be a JSON-RPC message.
+   */
+  mayHoldMethod: boolean;
   /** Bytes of data, line breaks between data lines not counted. */
   dataLength: number;
   /** Value of a valid `retry:` field, in milliseconds. */
@@ -73,6 +78,7 @@ export class SseScanner {
   /** The values of all data lines, when there is more than one. */
   dataLines: Uint8Array[] | undefined = undefined;
   mayHoldId = false;
+  mayHoldMethod = false;
   dataLength = 0;
   retry: number | undefined = undefined;
 
@@ -87,6 +93,7 @@ export class SseScanner {
   /** Per push: the next `"id"` and backslash at or after the last look-up (Infinity: none left). */
   private nextIdMember = -1;
   private nextBackslash = -1;
+  private nextMethodKey = -1;
   private view: Buffer | undefined;
   /** The last event type: reused while it repeats, as it usually does. */
   private lastEventType = '';
@@ -123,6 +130,7 @@ export class SseScanner {
     let pos = 0;
     this.nextIdMember = -1;
     this.nextBackslash = -1;
+    this.nextMethodKey = -1;
     while (pos < textLength) {
       if (this.skipLeadingLf) {
         this.skipLeadingLf = false;
@@ -208,6 +216,7 @@ export class SseScanner {
       }
       this.dataLength += end - valueStart;
       if (!this.mayHoldId) this.mayHoldId = this.mayHoldIdIn(text, valueStart, end);
+      if (!this.mayHoldMethod) this.mayHoldMethod = this.methodKeyIn(text, valueStart, end);
       this.sawField = true;
     } else if (nameLength === 2 && c0 === I && text.charCodeAt(start + 1) === D) {
       const value = this.fieldValue(work, text, base, valueStart, end);
@@ -244,6 +253,23 @@ export class SseScanner {
     return this.nextIdMember + 4 <= end || this.nextBackslash < end;
   }
 
+  /** Whether text[start, end) contains `"method"` followed by optional spaces and a colon; forward look-ups only. */
+  private methodKeyIn(text: string, start: number, end: number): boolean {
+    while (this.nextMethodKey < start) {
+      let at = text.indexOf('method"', start + 1);
+      while (at !== -1 && text.charCodeAt(at - 1) !== QUOTE) at = text.indexOf('method"', at + 1);
+      if (at === -1) {
+        this.nextMethodKey = Infinity;
+        break;
+      }
+      let colon = at + 7;
+      while (colon < text.length && (text.charCodeAt(colon) === SPACE || text.charCodeAt(colon) === 0x09)) colon++;
+      if (text.charCodeAt(colon) === COLON) this.nextMethodKey = at - 1;
+      else start = at + 7;
+    }
+    return this.nextMethodKey + 8 <= end;
+  }
+
   /**
    * A field value, UTF-8 decoded; ASCII values are copied from the chunk's bytes, not sliced from the
    * latin1 view, which a kept slice would keep alive whole.
@@ -261,6 +287,7 @@ export class SseScanner {
     this.hasData = false;
     this.dataLines = undefined;
     this.mayHoldId = false;
+    this.mayHoldMethod = false;
     this.dataLength = 0;
     this.retry = undefined;
     this.sawField = false;
@@ -280,6 +307,7 @@ export class ScannedEvent implements SseEvent {
   readonly event: string;
   readonly hasData: boolean;
   readonly mayHoldId: boolean;
+  readonly mayHoldMethod: boolean;
   readonly dataLength: number;
   readonly retry: number | undefined;
   private readonly bytes: Uint8Array;
@@ -295,6 +323,7 @@ export class ScannedEvent implements SseEvent {
     this.event = scanner.event;
     this.hasData = scanner.hasData;
     this.mayHoldId = scanner.mayHoldId;
+    this.mayHoldMethod = scanner.mayHoldMethod;
     this.dataLength = scanner.dataLength;
     this.retry = scanner.retry;
     this.bytes = scanner.bytes;

@@ -1,5 +1,8 @@
+import type { StreamKind } from '@resumewatch/semconv';
 import type { JsonRpcMessage, JsonRpcRequest } from './jsonrpc.js';
 import type { SseEvent } from './sse.js';
+
+export type { StreamKind };
 
 export type StreamEnd = 'clean' | 'error' | 'abort';
 export type ReattachTrigger = 'stream_closed' | 'stream_error' | 'new_transport';
@@ -48,6 +51,13 @@ export interface RequestRecord {
   terminalCount: number;
   /** The stream the first terminal event arrived on. */
   firstTerminalStream: StreamRecord | undefined;
+  /** The SSE id of the first terminal event, when it had one. */
+  firstTerminalEventId: string | undefined;
+  /**
+   * 32-bit FNV-1a digest of the first terminal's `result` or `error` member (its JSON text, at most
+   * the first 64 KiB and the length): a later terminal with another digest is a conflict, not a duplicate.
+   */
+  firstTerminalDigest: number | undefined;
 }
 
 /** One HTTP response body: a stream. A resumed stream is a new stream. */
@@ -56,7 +66,14 @@ export interface StreamRecord {
   readonly id: string;
   readonly sessionId: string;
   readonly httpMethod: string;
-  readonly kind: 'sse' | 'json';
+  /** The body's media type. */
+  readonly format: 'sse' | 'json';
+  /**
+   * A request's stream (a POST response, or a resumption of one) or the session's listening stream
+   * (a GET without `Last-Event-ID`, or a resumption of one). A resume inherits the kind of the stream
+   * its cursor came from; undefined when the cursor could not be placed.
+   */
+  readonly kind: StreamKind | undefined;
   /**
    * Requests whose responses this stream carries: those of its POST, those inherited from the stream
    * it resumes, and any whose response arrives on it.
@@ -73,11 +90,20 @@ export interface StreamRecord {
    */
   deliveredEventId: string | undefined;
   /**
-   * Events that carried at least one JSON-RPC message. Data without an `"id"` member (notifications)
-   * is not parsed on the hot path and counts when it is not empty.
+   * Events that carried at least one JSON-RPC message (request, notification or response). Priming
+   * events (empty data), `data: {}` and other non-JSON-RPC data are not messages. Data without an
+   * `"id"` member is not parsed on the hot path: it counts when it holds a `"method"` key (a notification).
    */
   messageEvents: number;
+  /** Terminal events of requests this stream carries (foreign terminals not counted). */
   terminalEvents: number;
+  /** Terminal events of requests this stream never carried (see `TerminalObservation.foreign`). */
+  foreignTerminalEvents: number;
+  /**
+   * The server announced polling (SEP-1699) on this stream or on the stream its cursor came from (the
+   * resume chain): a priming event (an `id` with empty data) or a `retry:` field.
+   */
+  pollingAnnounced: boolean;
   ended: StreamEnd | undefined;
 }
 
@@ -108,6 +134,8 @@ export interface WireRequest {
   readonly messages: readonly JsonRpcMessage[];
   /** Records of the JSON-RPC requests in the body. */
   readonly requests: readonly RequestRecord[];
+  /** Known requests this body cancels (`notifications/cancelled` sent by the client). */
+  readonly cancels: readonly RequestRecord[];
   readonly resume: ResumeInfo | undefined;
   readonly reattach: ReattachInfo | undefined;
   readonly startedAt: number;
@@ -126,9 +154,22 @@ export interface TerminalObservation {
   readonly request: RequestRecord;
   readonly outcome: 'result' | 'error';
   readonly errorCode: number | undefined;
-  /** A terminal event had already been seen for this (session, request). */
+  /** A terminal event with the same content had already been seen for this (session, request). */
   readonly duplicate: boolean;
+  /**
+   * A terminal event had already been seen for this (session, request) and its content differs (its
+   * digest): a server replayed another request's or session's result. Never also `duplicate`.
+   */
+  readonly conflict: boolean;
+  /**
+   * The stream never carried this request (the listening stream, or the stream of another request):
+   * the server replayed across streams. Still counted as the request's terminal.
+   */
+  readonly foreign: boolean;
   readonly delivery: 'live' | 'replay';
+  /** On a duplicate or conflict: the stream (and SSE id) of the request's first terminal. */
+  readonly firstStream: StreamRecord | undefined;
+  readonly firstEventId: string | undefined;
 }
 
 /** One SSE event, or one JSON response body. */

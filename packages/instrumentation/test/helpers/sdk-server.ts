@@ -165,7 +165,7 @@ function countEvents(chunk: unknown): number {
   return text.split('\nid: ').length - 1 + (text.startsWith('id: ') ? 1 : 0);
 }
 
-function cutAfter(res: ServerResponse, events: number, onCut: (() => void) | undefined): void {
+export function cutAfter(res: ServerResponse, events: number, onCut: (() => void) | undefined): void {
   const write = res.write.bind(res) as (...args: unknown[]) => boolean;
   let seen = 0;
   res.write = ((chunk: unknown, ...rest: unknown[]) => {

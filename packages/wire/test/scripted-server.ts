@@ -1,0 +1,62 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** One canned response: a status, headers and body chunks (written in order, `null` ends the body). */
+export interface Scripted {
+  status?: number;
+  headers?: Record<string, string>;
+  /** Chunks written one by one; the body ends after the last unless `holdOpen`. */
+  chunks?: string[];
+  holdOpen?: boolean;
+}
+
+/**
+ * A loopback HTTP server that answers each request with the next scripted response, so a test
+ * controls every byte of every body (priming events, `retry:` fields, foreign or conflicting replays).
+ */
+export interface ScriptedServer {
+  url: string;
+  /** Responses still to give, in order. */
+  readonly script: Scripted[];
+  /** Method, Last-Event-ID and body of each request that arrived. */
+  readonly seen: { method: string; lastEventId: string | undefined; body: string }[];
+  close(): Promise<void>;
+}
+
+export async function startScriptedServer(): Promise<ScriptedServer> {
+  const script: Scripted[] = [];
+  const seen: ScriptedServer['seen'] = [];
+  const server = createServer((req, res) => {
+    void (async () => {
+      let body = '';
+      for await (const chunk of req) body += chunk;
+      const lastEventId = req.headers['last-event-id'];
+      seen.push({ method: req.method ?? '', lastEventId: typeof lastEventId === 'string' ? lastEventId : undefined, body });
+      const next = script.shift() ?? { status: 500, chunks: [] };
+      res.writeHead(next.status ?? 200, { 'content-type': 'text/event-stream', 'mcp-session-id': 'session-1', ...next.headers });
+      for (const chunk of next.chunks ?? []) res.write(chunk);
+      if (!next.holdOpen) res.end();
+    })();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    script,
+    seen,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** An SSE event's bytes. */
+export function sse(fields: { id?: string; retry?: number; data?: string | object }): string {
+  let out = '';
+  if (fields.id !== undefined) out += `id: ${fields.id}\n`;
+  if (fields.retry !== undefined) out += `retry: ${fields.retry}\n`;
+  if (fields.data !== undefined) out += `data: ${typeof fields.data === 'string' ? fields.data : JSON.stringify(fields.data)}\n`;
+  return `${out}\n`;
+}
