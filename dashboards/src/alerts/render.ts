@@ -5,6 +5,8 @@ import type { MonitoringConfig } from '../config.js';
 import { isAlertingRule } from './model.js';
 import type { Rule, RuleFile } from './model.js';
 
+const GENERATED = 'Generated from dashboards/src/alerts by `pnpm --filter @resumewatch/dashboards generate`: edit the TypeScript.';
+
 function comment(text: string | undefined, indent: string): string[] {
   return text === undefined ? [] : text.split('\n').map((line) => (line === '' ? `${indent}#` : `${indent}# ${line}`));
 }
@@ -43,7 +45,7 @@ function rule(r: Rule, config: MonitoringConfig): string[] {
 
 /** The exact text written to alerts/rules/<file>. Alerts are separated by a blank line, recording rules are not. */
 export function renderRuleFile(file: RuleFile, config: MonitoringConfig): string {
-  const lines = [...comment(file.header, ''), 'groups:'];
+  const lines = [...comment(`${GENERATED}\n\n${file.header}`, ''), 'groups:'];
   file.groups.forEach((group, g) => {
     if (g > 0) lines.push('');
     lines.push(...comment(group.comment, '  '), `  - name: ${group.name}`, '    rules:');
