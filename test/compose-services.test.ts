@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer } from '../packages/detector/src/index.js';
 import type { Finding, RunningServer } from '../packages/detector/src/index.js';
-import { parseYaml, repoRoot, semconv } from '../dashboards/test/support/promql.js';
+import { parseYaml, repoRoot, semconv } from './helpers/promql.js';
 
 interface Service {
   command?: string[];

@@ -4,7 +4,7 @@
 // the shipped rules (with short `for:`) must raise each alert the scenarios call for, and every query
 // of every dashboard panel must return data.
 //
-// Traffic (dashboards/test/support/traffic.ts): seed-loop, server-restart and cursor-evicted, each
+// Traffic (test/helpers/traffic.ts): seed-loop, server-restart and cursor-evicted, each
 // under its own service.name, and healthy load under another one, all back to back until the end.
 // Detectors: `main` gets all traffic; `idle` gets none (ResumewatchDetectorNoSpans); `capped` gets all
 // traffic with a cap of 2 request states (ResumewatchDetectorEvictingState) plus synthetic malformed
@@ -17,12 +17,20 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, 
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadRules, parseYaml, repoRoot, semconv, stringifyYaml } from '../dashboards/test/support/promql.js';
-import { DefectiveServer, LabTraffic, Service, invalidSpansBody, serverDefectSpansBody } from '../dashboards/test/support/traffic.js';
-import { requireTools } from './required-tools.js';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { loadRules, parseYaml, repoRoot, semconv, stringifyYaml } from './helpers/promql.js';
+import { DefectiveServer, LabTraffic, Service, invalidSpansBody, serverDefectSpansBody } from './helpers/traffic.js';
+import { config, runbookUrl } from '../dashboards/src/config.js';
+import { requireTools } from './helpers/required-tools.js';
 
-const JOB = 'resumewatch-detector';
+// The job the generated rules select (dashboards/src/config.ts); this test's Prometheus scrapes under it.
+const JOB = jobOf(config.detectorSelector);
+
+function jobOf(selector: string): string {
+  const job = /^job="([^"]+)"$/.exec(selector)?.[1];
+  if (job === undefined) throw new Error(`detectorSelector is not a single job matcher: ${selector}`);
+  return job;
+}
 const HOST = '127.0.0.1';
 const cliPath = join(repoRoot, 'packages/detector/dist/cli.js');
 
@@ -77,17 +85,23 @@ async function stop(p: Proc): Promise<void> {
   clearTimeout(timer);
 }
 
+/** `vi.waitFor` on an async probe; on a timeout, the error names what was awaited and shows the processes' logs. */
 async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs: number, everyMs = 250): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
   let last: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const v = await fn();
-      if (v !== undefined) return v;
-    } catch (e) {
-      last = e;
-    }
-    await new Promise((r) => setTimeout(r, everyMs));
+  try {
+    return await vi.waitFor(
+      async () => {
+        const v = await fn().catch((e: unknown) => {
+          last = e;
+          return undefined;
+        });
+        if (v === undefined) throw new Error(`not yet: ${what}`);
+        return v;
+      },
+      { timeout: timeoutMs, interval: everyMs },
+    );
+  } catch {
+    // fall through to the report below
   }
   const logs = procs.map((p) => `--- ${p.name}\n${p.log.join('').slice(-2000)}`).join('\n');
   const runs = traffic ? `\n--- traffic\n${JSON.stringify(traffic.stats())}` : '';
@@ -221,9 +235,9 @@ describe('alerts and dashboards against a real Prometheus and real detectors', (
     const shipped = new Map(loadRules().filter((r) => r.alert).map((r) => [r.alert!, r.annotations ?? {}]));
     for (const [name, labels] of expected) {
       const a = alerts.find((x) => matches(x, name, labels))!;
-      // the shipped link (its base is checked by alerts/test/rules.test.ts), anchored at the alert
+      // the shipped link: the configured runbook base, anchored at the alert
       expect(a.annotations.runbook_url).toBe(shipped.get(name)?.runbook_url);
-      expect(a.annotations.runbook_url).toMatch(new RegExp(`/docs/runbooks\\.md#${name.toLowerCase()}$`));
+      expect(a.annotations.runbook_url).toBe(runbookUrl(name));
       expect(a.annotations.summary).not.toMatch(/\{\{|<no value>/);
       expect(a.annotations.description).not.toMatch(/\{\{|<no value>|NaN/);
       if (labels.service) expect(a.annotations.description).toContain(labels.service);

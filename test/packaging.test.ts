@@ -9,7 +9,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { repoRoot, semconv } from '../dashboards/test/support/promql.js';
+import { repoRoot, semconv } from './helpers/promql.js';
 
 interface Manifest {
   name: string;

@@ -4,8 +4,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { repoRoot } from '../dashboards/test/support/promql.js';
-import { requireTools } from './required-tools.js';
+import { repoRoot } from './helpers/promql.js';
+import { requireTools } from './helpers/required-tools.js';
 
 describe('requirements', () => {
   const path = process.env.PATH;

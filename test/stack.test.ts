@@ -6,8 +6,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseYaml, repoRoot, semconv } from '../dashboards/test/support/promql.js';
-import { requireTools } from './required-tools.js';
+import { parseYaml, repoRoot, semconv } from './helpers/promql.js';
+import { requireTools } from './helpers/required-tools.js';
 
 type Dict = Record<string, unknown>;
 

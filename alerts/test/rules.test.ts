@@ -5,7 +5,8 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { requireTools } from '../../test/required-tools.js';
+import { config } from '../../dashboards/src/config.js';
+import { requireTools } from '../../test/helpers/required-tools.js';
 import {
   durationSeconds,
   loadRules,
@@ -16,9 +17,11 @@ import {
   repoRoot,
   ruleFiles,
   semconv,
-} from '../../dashboards/test/support/promql.js';
+} from '../../test/helpers/promql.js';
 
-export const RUNBOOK_BASE = 'https://github.com/resumewatch/resumewatch/blob/main/docs/runbooks.md#';
+// The runbook base and the detectors' selector are the generator's configuration (rules/*.yaml are
+// generated from dashboards/src/alerts with dashboards/src/config.ts).
+const RUNBOOK_BASE = `${config.runbookBaseUrl}#`;
 const promtoolTestsDir = join(repoRoot, 'alerts/test/promtool');
 const promtoolTests = readdirSync(promtoolTestsDir)
   .filter((f) => f.endsWith('.test.yaml'))
@@ -110,6 +113,12 @@ describe('alert conventions', () => {
     for (const rule of rules) {
       for (const name of metricNames(rule.expr)) expect(known, `${rule.alert ?? rule.record}: ${name}`).toContain(name);
     }
+  });
+
+  it('selects the detectors only with the configured selector', () => {
+    const selectors = rules.flatMap((rule) => [...rule.expr.matchAll(/\bup\{([^}]*)\}/g)].map((m) => m[1]));
+    expect(selectors.length).toBeGreaterThan(0);
+    for (const selector of selectors) expect(selector).toBe(config.detectorSelector);
   });
 
   it('uses only label values the contract defines', () => {

@@ -1,5 +1,6 @@
 // resumewatch — overview: is the resumption failure happening, to whom, and how badly.
 import * as dashboard from '@grafana/grafana-foundation-sdk/dashboard';
+import { config } from './config.js';
 import { datasourceVariable, row, serviceVariable, series, single } from './panels.js';
 import { overview as q } from './queries.js';
 
@@ -21,7 +22,7 @@ export function overviewDashboard(): dashboard.Dashboard {
     .link(
       new dashboard.DashboardLinkBuilder('Runbooks')
         .type(dashboard.DashboardLinkType.Link)
-        .url('https://github.com/resumewatch/resumewatch/blob/main/docs/runbooks.md')
+        .url(config.runbookBaseUrl)
         .targetBlank(true),
     )
     .link(

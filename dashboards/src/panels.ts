@@ -5,7 +5,8 @@ import * as dashboard from '@grafana/grafana-foundation-sdk/dashboard';
 import * as prometheus from '@grafana/grafana-foundation-sdk/prometheus';
 import * as stat from '@grafana/grafana-foundation-sdk/stat';
 import * as timeseries from '@grafana/grafana-foundation-sdk/timeseries';
-import { DETECTOR_JOB, VAR_DATASOURCE, VAR_INSTANCE, VAR_SERVICE } from './queries.js';
+import { config } from './config.js';
+import { VAR_DATASOURCE, VAR_INSTANCE, VAR_SERVICE } from './queries.js';
 import { METRIC_TERMINAL_EVENTS_TOTAL, LABEL_SERVICE } from '@resumewatch/semconv';
 
 export const PROMETHEUS: dashboard.DataSourceRef = { type: 'prometheus', uid: `\${${VAR_DATASOURCE}}` };
@@ -142,7 +143,7 @@ export function instanceVariable(): dashboard.QueryVariableBuilder {
   return new dashboard.QueryVariableBuilder(VAR_INSTANCE)
     .label('detector replica')
     .datasource(PROMETHEUS)
-    .query(`label_values(up{job="${DETECTOR_JOB}"}, instance)`)
+    .query(`label_values(up{${config.detectorSelector}}, instance)`)
     .refresh(dashboard.VariableRefresh.OnTimeRangeChanged)
     .sort(dashboard.VariableSort.AlphabeticalAsc)
     .multi(true)

@@ -26,9 +26,10 @@ import {
   METRIC_TRACKED_REQUESTS,
   SpanReceivedResult,
 } from '@resumewatch/semconv';
+import { config } from './config.js';
 
-/** The Prometheus job that scrapes the detectors (alerts/rules/detector.yaml uses the same). */
-export const DETECTOR_JOB = 'resumewatch-detector';
+/** The detectors' scrape targets, as the alerts select them (`detectorSelector` of config.ts). */
+const detectors = config.detectorSelector;
 
 /** Recording rules of alerts/rules/recording.yaml that the dashboards read (checked by a test). */
 export const RECORDED = {
@@ -45,7 +46,7 @@ export const VAR_INSTANCE = 'instance';
 
 const RATE = '$__rate_interval';
 const service = `${LABEL_SERVICE}=~"$${VAR_SERVICE}"`;
-const instance = `job="${DETECTOR_JOB}", instance=~"$${VAR_INSTANCE}"`;
+const instance = `${detectors}, instance=~"$${VAR_INSTANCE}"`;
 
 function rate(metric: string, matchers: string): string {
   return `rate(${metric}{${matchers}}[${RATE}])`;
@@ -78,8 +79,8 @@ export const overview = {
   stormsEndedByReason: `sum by (${LABEL_ENDED_BY}) (${rate(METRIC_RECONNECT_STORMS_ENDED_TOTAL, service)})`,
   findingsRetracted: `sum by (${LABEL_KIND}) (${rate(METRIC_FINDINGS_RETRACTED_TOTAL, service)})`,
   listeningResumes: `sum by (${LABEL_OUTCOME}) (${rate(METRIC_LISTENING_RESUMES_TOTAL, service)})`,
-  detectionLagP50: quantile(0.5, METRIC_DETECTION_LAG_SECONDS, `job="${DETECTOR_JOB}"`),
-  detectionLagP99: quantile(0.99, METRIC_DETECTION_LAG_SECONDS, `job="${DETECTOR_JOB}"`),
+  detectionLagP50: quantile(0.5, METRIC_DETECTION_LAG_SECONDS, detectors),
+  detectionLagP99: quantile(0.99, METRIC_DETECTION_LAG_SECONDS, detectors),
 };
 
 export const detector = {

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { METRIC_FINDINGS_TOTAL, exportedSeriesNames } from '@resumewatch/semconv';
 import { RECORDED, VAR_DATASOURCE, VAR_SERVICE, dashboards } from '../src/index.js';
-import { metricNames, recordedNames, repoRoot } from './support/promql.js';
+import { metricNames, recordedNames, repoRoot } from '../../test/helpers/promql.js';
 
 interface Target {
   expr: string;

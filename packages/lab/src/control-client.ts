@@ -1,4 +1,4 @@
-import type { EvictReport, LabServerState, RequestLogEntry, RestartReport } from './lab-server.js';
+import type { EvictReport, LabServerState, RequestLogEntry, RestartReport } from './lab-server/types.js';
 
 /**
  * Calls the lab's control endpoint. Always through the global fetch, never an injected one: the

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { readBody, sendJson } from './http-util.js';
-import type { EvictReport, LabServerState, RequestLogEntry, RestartReport } from './lab-server.js';
+import type { EvictReport, LabServerState, RequestLogEntry, RestartReport } from './lab-server/types.js';
 
 export interface LabControl {
   restart(keep?: Socket): Promise<RestartReport>;

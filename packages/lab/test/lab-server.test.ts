@@ -1,5 +1,5 @@
 import { networkInterfaces } from 'node:os';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { LabControlClient, McpHttpSession, isResponseTo, startFaultProxy, startLabServer } from '../src/index.js';
 import type { LabServer } from '../src/index.js';
 
@@ -23,11 +23,14 @@ describe('lab server', () => {
     const first = await session.post(call.message, { signal: drop.signal, onEvent: (event) => event.message && 'method' in event.message && drop.abort() });
     const cursor = first.events.filter((event) => event.id !== undefined).at(-1)!.id!;
     // Until the server has noticed the dropped connection, the SDK answers 409 (stream still active).
-    let resumed = await session.get(cursor);
-    for (let attempt = 0; resumed.status === 409 && attempt < 50; attempt++) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      resumed = await session.get(cursor);
-    }
+    const resumed = await vi.waitFor(
+      async () => {
+        const answer = await session.get(cursor);
+        if (answer.status === 409) throw new Error('the server still holds the dropped stream (409)');
+        return answer;
+      },
+      { timeout: 10_000, interval: 50 },
+    );
     expect(resumed.status).toBe(200);
     expect(resumed.end).toBe('clean');
     expect(resumed.events.filter((event) => isResponseTo(event.message, call.id))).toHaveLength(1);

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { LabControlClient, SCENARIO_NAMES, runScenario, startLabServer } from '../src/index.js';
 import type { LabServer } from '../src/index.js';
 
@@ -134,9 +134,8 @@ describe('scenarios against the lab server', () => {
       const sessions = [summary.sessionId, details.sessionB, details.transportClosed?.sessionId].filter((id) => id !== undefined);
       const atServer = () => sessions.reduce((sum, id) => sum + lab.requestLog(id).filter((entry) => !entry.restore).length, 0);
       // A request the client aborted is logged once the server saw the connection close.
-      for (let waited = 0; atServer() < urls.length && waited < 2000; waited += 20) await new Promise((resolve) => setTimeout(resolve, 20));
       // network-cut and others talk to their own proxy, which forwards to the server.
-      expect({ name, calls: urls.length }).toEqual({ name, calls: atServer() });
+      await vi.waitFor(() => expect({ name, calls: urls.length }).toEqual({ name, calls: atServer() }), { timeout: 2000, interval: 20 });
     }
   }, 120_000);
 });

@@ -1,25 +1,13 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import * as semconv from '../src/index.js';
-
-const repoRoot = join(import.meta.dirname, '../../..');
+import { repoRoot, sourceFiles } from './helpers/source-files.js';
 
 function stringConstants(prefix: string): Map<string, string> {
   const out = new Map<string, string>();
   for (const [key, value] of Object.entries(semconv)) {
     if (key.startsWith(prefix) && typeof value === 'string') out.set(key, value);
-  }
-  return out;
-}
-
-function sourceFiles(dir: string): string[] {
-  const out: string[] = [];
-  for (const entry of readdirSync(dir)) {
-    if (entry === 'node_modules' || entry === 'dist') continue;
-    const path = join(dir, entry);
-    if (statSync(path).isDirectory()) out.push(...sourceFiles(path));
-    else if (/\.(ts|tsx|mts)$/.test(entry)) out.push(path);
   }
   return out;
 }
@@ -85,21 +73,12 @@ describe('telemetry contract', () => {
       ...stringConstants('METRIC_').values(),
     ]);
     const offenders: string[] = [];
-    const roots = ['packages', 'dashboards/src'].map((d) => join(repoRoot, d));
-    for (const root of roots) {
-      let files: string[] = [];
-      try {
-        files = sourceFiles(root);
-      } catch {
-        continue;
-      }
-      for (const file of files) {
-        const rel = relative(repoRoot, file);
-        if (rel.startsWith('packages/semconv/') || rel.includes('/test/')) continue;
-        const text = readFileSync(file, 'utf8');
-        for (const literal of text.matchAll(/(['"`])([a-z_.]+)\1/g)) {
-          if (names.has(literal[2]!)) offenders.push(`${rel}: ${literal[0]}`);
-        }
+    for (const file of sourceFiles(['packages', 'dashboards/src'])) {
+      const rel = relative(repoRoot, file);
+      if (rel.startsWith('packages/semconv/') || rel.includes('/test/')) continue;
+      const text = readFileSync(file, 'utf8');
+      for (const literal of text.matchAll(/(['"`])([a-z_.]+)\1/g)) {
+        if (names.has(literal[2]!)) offenders.push(`${rel}: ${literal[0]}`);
       }
     }
     expect(offenders).toEqual([]);

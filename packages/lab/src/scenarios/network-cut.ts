@@ -4,14 +4,11 @@ import type { StreamRead } from '../mcp-http-client.js';
 import type { ScenarioOptions } from './options.js';
 import { resolveOptions } from './options.js';
 import type { ScenarioSummary } from './summary.js';
+import { sleep } from './wire-helpers.js';
 
 const PROGRESS_COUNT = 8;
 /** The priming event and three progress notifications reach the client; then the TCP connection is cut. */
 const CUT_AFTER_EVENTS = 4;
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
 
 /**
  * A valid resume: the fault proxy cuts the TCP connection in the middle of a tool's stream; the client,

@@ -3,14 +3,11 @@ import { resolveOptions } from './options.js';
 import { recordingFetch } from './recording-fetch.js';
 import type { RecordedRequest } from './recording-fetch.js';
 import type { ScenarioSummary } from './summary.js';
+import { sleep } from './wire-helpers.js';
 
 const WAIT_FOR_RESUME_MS = 10_000;
 const QUIET_MS = 800;
 const SETTLE_CAP_MS = 5_000;
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
 
 /**
  * The unmodified SDK client (`Client` + `StreamableHTTPClientTransport`) calls the `fail` tool. Its

@@ -1,6 +1,6 @@
 import { LabControlClient } from '../control-client.js';
 import { McpHttpSession, isResponseTo } from '../mcp-http-client.js';
-import type { RestartReport } from '../lab-server.js';
+import type { RestartReport } from '../lab-server/types.js';
 import type { ScenarioOptions } from './options.js';
 import { resolveOptions } from './options.js';
 import type { ScenarioSummary } from './summary.js';

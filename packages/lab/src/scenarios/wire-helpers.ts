@@ -1,10 +1,10 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { LabControlClient } from '../control-client.js';
 import type { McpHttpSession, ReadOptions, StreamEvent, StreamRead } from '../mcp-http-client.js';
 
-export function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
+/** A plain pause (pacing, backoff); waiting for a condition polls it instead. */
+export { sleep };
 
 /** Whether a message is a JSON-RPC response (result or error); `data: {}` and other non-JSON-RPC data are not. */
 export function isTerminalMessage(message: JSONRPCMessage | undefined): message is JSONRPCMessage & { id: string | number } {

@@ -9,6 +9,7 @@
 // `serverDefectSpansBody` (the lab's store variants that replay across streams and sessions, and its
 // polling and listening-stream scenarios, are not in this traffic yet; until they are, the spans such
 // a run records are written here, with the contract's attributes).
+import { setTimeout as sleep } from 'node:timers/promises';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
@@ -96,8 +97,6 @@ interface Loop {
   stats: ScenarioStats;
   done?: Promise<void>;
 }
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Bounded wait: resolves when `p` settles or after `ms`, whichever is first. */
 async function within(p: Promise<unknown>, ms: number): Promise<void> {

@@ -1,4 +1,5 @@
-// A small, deliberately conservative reader of PromQL used by the tests: it finds the metric names an
+// Test helpers shared by alerts/test, dashboards/test and test/ (the root's own dependencies resolve
+// them). A small, deliberately conservative reader of PromQL used by the tests: it finds the metric names an
 // expression selects, so tests can check that alerts and dashboards only use series that exist.
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -43,7 +44,7 @@ export interface LoadedRule extends RuleFileRule {
   group: string;
 }
 
-export const repoRoot = join(import.meta.dirname, '../../..');
+export const repoRoot = join(import.meta.dirname, '../..');
 export const rulesDir = join(repoRoot, 'alerts/rules');
 
 export function ruleFiles(): string[] {
@@ -101,7 +102,6 @@ export function durationSeconds(d: string): number {
   return total;
 }
 
-// Re-exported so tests outside this package (alerts/test, test/) resolve the workspace packages
-// through this package's dependencies.
+// The contract and the YAML reader, for the tests of alerts/, dashboards/ and test/ that read rules.
 export * as semconv from '@resumewatch/semconv';
 export { parse as parseYaml, stringify as stringifyYaml } from 'yaml';

@@ -1,0 +1,20 @@
+// The Prometheus rule files of resumewatch and their rendering to the YAML committed in alerts/rules.
+import type { MonitoringConfig } from '../config.js';
+import { detectorRules } from './detector.js';
+import { failureRules } from './failure.js';
+import type { RuleFile } from './model.js';
+import { recordingRules } from './recording.js';
+import { renderRuleFile } from './render.js';
+
+export type { AlertingRule, RecordingRule, Rule, RuleFile, RuleGroup, Severity } from './model.js';
+export { isAlertingRule } from './model.js';
+export { renewRunbookUrls } from './promtool-runbooks.js';
+
+export function ruleFiles(config: MonitoringConfig): RuleFile[] {
+  return [recordingRules, failureRules, detectorRules(config)];
+}
+
+/** File name in alerts/rules → its exact text. */
+export function renderedRuleFiles(config: MonitoringConfig): Map<string, string> {
+  return new Map(ruleFiles(config).map((file) => [file.file, renderRuleFile(file, config)]));
+}
