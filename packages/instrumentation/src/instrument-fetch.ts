@@ -4,6 +4,7 @@ import { createGuardListener } from '@resumewatch/guard';
 import type { GuardListener, GuardOptions } from '@resumewatch/guard';
 import { WireObserver } from '@resumewatch/wire';
 import type { FetchLike } from '@resumewatch/wire';
+import { createIdRecorder, withIdPolicy } from './id-policy.js';
 import { GuardAction, TRACER_SCOPE } from './semconv.js';
 import { SpanRecorder } from './span-recorder.js';
 import type { InstrumentFetchOptions, InstrumentedFetch, TracerSource } from './types.js';
@@ -46,6 +47,8 @@ export function createInstrumentedFetch(
   options: InstrumentFetchOptions,
   tracer: TracerSource,
 ): InstrumentedFetch {
+  // Id policy (raw | hmac | omit): applied to every span through the tracer, see id-policy.ts.
+  tracer = withIdPolicy(tracer, createIdRecorder(options));
   const observer = new WireObserver(options.observer);
   const replayWindowMs = options.replayWindowMs ?? DEFAULT_REPLAY_WINDOW_MS;
   const recorder = new SpanRecorder({

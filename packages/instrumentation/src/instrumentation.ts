@@ -6,6 +6,7 @@ import {
 } from '@opentelemetry/instrumentation';
 import type { FetchLike } from '@resumewatch/wire';
 import { Hook } from 'require-in-the-middle';
+import { createIdRecorder } from './id-policy.js';
 import { createInstrumentedFetch, isInstrumentedFetch } from './instrument-fetch.js';
 import { TRACER_SCOPE } from './semconv.js';
 import type { McpResumeInstrumentationConfig } from './types.js';
@@ -48,6 +49,8 @@ export class McpResumeInstrumentation extends InstrumentationBase<McpResumeInstr
 
   constructor(config: McpResumeInstrumentationConfig = {}) {
     super(TRACER_SCOPE, PACKAGE_VERSION, config);
+    // Bad id options fail here, where they are given, not at a transport's first request.
+    createIdRecorder(config);
   }
 
   override enable(): void {
@@ -92,8 +95,12 @@ export class McpResumeInstrumentation extends InstrumentationBase<McpResumeInstr
   instrumentTransport(transport: object): void {
     const target = transport as TransportLike;
     if (isInstrumentedFetch(target._fetch)) return;
-    const { replayWindowMs, requestTimeoutMs, observer, guard } = this.getConfig();
-    target._fetch = createInstrumentedFetch(target._fetch, { replayWindowMs, requestTimeoutMs, observer, guard }, () => this.tracer);
+    const { replayWindowMs, requestTimeoutMs, observer, guard, idPolicy, idKey } = this.getConfig();
+    target._fetch = createInstrumentedFetch(
+      target._fetch,
+      { replayWindowMs, requestTimeoutMs, observer, guard, idPolicy, idKey },
+      () => this.tracer,
+    );
   }
 
   private patchTransport(cls: TransportClass): void {

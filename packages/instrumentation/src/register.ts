@@ -7,6 +7,7 @@ import { register } from 'node:module';
 import { diag } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { NodeSDK } from '@opentelemetry/sdk-node';
+import { idOptionsFromEnv } from './id-policy.js';
 import { McpResumeInstrumentation } from './instrumentation.js';
 
 register('@opentelemetry/instrumentation/hook.mjs', import.meta.url);
@@ -20,7 +21,8 @@ const exporterFromEnv =
   process.env.OTEL_TRACES_EXPORTER || process.env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || process.env.OTEL_EXPORTER_OTLP_PROTOCOL;
 
 const sdk = new NodeSDK({
-  instrumentations: [new McpResumeInstrumentation()],
+  // Id policy from RESUMEWATCH_ID_POLICY / RESUMEWATCH_ID_KEY; a bad setting warns and omits ids.
+  instrumentations: [new McpResumeInstrumentation(idOptionsFromEnv())],
   ...(exporterFromEnv ? {} : { traceExporter: new OTLPTraceExporter() }),
 });
 sdk.start();
