@@ -192,13 +192,16 @@ function guardSpan(span: Span, ids: IdRecorder): Span {
  * A bad setting must neither stop the application nor leak ids: it is reported once on stderr as a
  * process warning and the ids are omitted.
  */
-export function idOptionsFromEnv(env: NodeJS.ProcessEnv = process.env): IdPolicyOptions {
+export function idOptionsFromEnv(
+  env: NodeJS.ProcessEnv = process.env,
+  warn: (message: string) => void = (message) => process.emitWarning(message, 'ResumewatchConfigWarning'),
+): IdPolicyOptions {
   try {
     const ids = createIdRecorder({}, env);
     return ids.policy === 'hmac' ? { idPolicy: 'hmac', idKey: env[ENV_ID_KEY] } : { idPolicy: ids.policy };
   } catch (error) {
     if (!(error instanceof IdPolicyError)) throw error;
-    process.emitWarning(`resumewatch: ${error.message}; recording no ids (idPolicy "omit")`, 'ResumewatchConfigWarning');
+    warn(`resumewatch: ${error.message}; recording no ids (idPolicy "omit")`);
     return { idPolicy: 'omit' };
   }
 }
