@@ -12,7 +12,7 @@
 // failed. A cell whose scratch install is impossible (no registry) is reported as skipped, with the
 // reason, and does not fail the run unless --strict.
 // The links are restored on exit, on SIGINT/SIGTERM, and at the start of the next run if a run was killed.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -51,6 +51,19 @@ function run(command, argv, options = {}) {
   const result = spawnSync(command, argv, { stdio: 'inherit', ...options });
   if (result.error) throw result.error;
   return result.status ?? 1;
+}
+
+/** The test run is asynchronous, so that a signal reaches this process (and is passed on) while it runs. */
+let testRun;
+function runTests(command, argv, options) {
+  return new Promise((resolve, reject) => {
+    testRun = spawn(command, argv, { stdio: 'inherit', ...options });
+    testRun.on('error', reject);
+    testRun.on('exit', (code) => {
+      testRun = undefined;
+      resolve(code ?? 1);
+    });
+  });
 }
 
 class InstallError extends Error {}
@@ -147,6 +160,7 @@ if (existsSync(backupFile)) {
 process.on('exit', restoreLinks);
 for (const signal of ['SIGINT', 'SIGTERM']) {
   process.on(signal, () => {
+    testRun?.kill(signal);
     restoreLinks();
     process.exit(130);
   });
@@ -190,7 +204,7 @@ for (const { cell, version } of jobs) {
     const nodeVersion = spawnSync(node, ['--version'], { encoding: 'utf8' }).stdout.trim();
     detail = `node ${nodeVersion}`;
     process.stdout.write(`\n[matrix] ${label}: vitest on ${detail}: ${cell.tests.join(' ')}\n`);
-    status = run(node, [vitest, 'run', ...cell.tests], { cwd: root, env: { ...process.env, RESUMEWATCH_TAV_CELL: label } });
+    status = await runTests(node, [vitest, 'run', ...cell.tests], { cwd: root, env: { ...process.env, RESUMEWATCH_TAV_CELL: label } });
   } catch (error) {
     skipped = error instanceof InstallError && !args.strict;
     detail = `${detail} ${skipped ? 'skipped, the scratch install is impossible: ' : ''}${error.message}`.trim();

@@ -13,7 +13,11 @@ import type { McpResumeInstrumentationConfig } from './types.js';
 import { PACKAGE_VERSION } from './version.js';
 
 const SDK = '@modelcontextprotocol/sdk';
-const SDK_VERSIONS = ['>=1.10.0 <2'];
+/**
+ * What the version matrix (.tav.yml) proves: 1.24.0 is the oldest release the tests pass on. Older
+ * transports either take no `fetch` option (before 1.15) or never resume a POST stream (before 1.23).
+ */
+const SDK_VERSIONS = ['>=1.24.0 <2'];
 const SDK_TRANSPORT_FILES = ['dist/cjs/client/streamableHttp.js', 'dist/esm/client/streamableHttp.js'];
 /**
  * What CommonJS code requires. The SDK's CJS build has no main entry (its "." export points at a
@@ -22,6 +26,7 @@ const SDK_TRANSPORT_FILES = ['dist/cjs/client/streamableHttp.js', 'dist/esm/clie
  */
 const SDK_TRANSPORT_REQUIRE_IDS = [`${SDK}/client/streamableHttp.js`];
 const CLIENT_V2 = '@modelcontextprotocol/client';
+// Proven by the version matrix from 2.0.0 to 2.4.0.
 const CLIENT_V2_VERSIONS = ['>=2.0.0 <3'];
 /**
  * Every method of StreamableHTTPClientTransport (v1 and v2) that reaches its `_fetch`: each makes sure
