@@ -1,7 +1,8 @@
 /**
- * How the ids that can act as credentials are recorded on spans: `mcp.session.id` (an
- * `Mcp-Session-Id` lets whoever holds it act in the session) and the cursors `mcp.resume.last_event_id`
- * and `mcp.event.id` (event ids of many servers embed stream or session ids).
+ * How the ids that can act as credentials are recorded on spans: the session id ATTR_MCP_SESSION_ID
+ * (an `Mcp-Session-Id` lets whoever holds it act in the session) and the cursors
+ * ATTR_MCP_RESUME_LAST_EVENT_ID and ATTR_MCP_EVENT_ID (event ids of many servers embed stream or
+ * session ids).
  *
  * - `raw` (the semantic conventions' choice, the default): the ids as sent.
  * - `hmac`: HMAC-SHA256 of the id under a key, truncated to 128 bits, hex (32 characters). One id always
@@ -32,7 +33,7 @@ export const MIN_ID_KEY_BYTES = 16;
 /** The id options shared by instrumentFetch, McpResumeInstrumentation and the server-side wrappers. */
 export interface IdPolicyOptions {
   /**
-   * How `mcp.session.id`, `mcp.resume.last_event_id` and `mcp.event.id` are recorded: `raw`, `hmac` or
+   * How the session id and the event ids (cursors) are recorded on spans: `raw`, `hmac` or
    * `omit`. Default: the environment variable RESUMEWATCH_ID_POLICY, else `raw`.
    */
   idPolicy?: IdPolicy;
