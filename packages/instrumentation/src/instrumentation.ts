@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import {
   InstrumentationBase,
   InstrumentationNodeModuleDefinition,
@@ -18,6 +20,7 @@ const SDK = '@modelcontextprotocol/sdk';
  * transports either take no `fetch` option (before 1.15) or never resume a POST stream (before 1.23).
  */
 const SDK_VERSIONS = ['>=1.24.0 <2'];
+const SDK_MIN_MINOR = 24;
 const SDK_TRANSPORT_FILES = ['dist/cjs/client/streamableHttp.js', 'dist/esm/client/streamableHttp.js'];
 /**
  * What CommonJS code requires. The SDK's CJS build has no main entry (its "." export points at a
@@ -66,7 +69,12 @@ export class McpResumeInstrumentation extends InstrumentationBase<McpResumeInstr
     }
     const required = new Set<unknown>();
     this.requiredTransports = required;
-    new Hook(SDK_TRANSPORT_REQUIRE_IDS, { internals: true }, (exports) => {
+    new Hook(SDK_TRANSPORT_REQUIRE_IDS, { internals: true }, (exports, _name, basedir) => {
+      // The file definitions check SDK_VERSIONS themselves; this hook must too.
+      if (!isSupportedSdk(basedir)) {
+        this._diag.debug('@modelcontextprotocol/sdk outside the supported range; not patched');
+        return exports;
+      }
       required.add(exports);
       if (this.isEnabled()) this.patchTransport(transportClass(exports));
       return exports;
@@ -130,6 +138,20 @@ export class McpResumeInstrumentation extends InstrumentationBase<McpResumeInstr
     if (!cls) return;
     for (const name of FETCHING_METHODS) if (isWrapped(cls.prototype[name])) this._unwrap(cls.prototype, name);
   }
+}
+
+/** Whether the SDK package in `basedir` is in SDK_VERSIONS (>=1.24.0 <2). Unknown: patch, as before. */
+export function isSupportedSdk(basedir: string | undefined): boolean {
+  if (!basedir) return true;
+  let version: unknown;
+  try {
+    version = (JSON.parse(readFileSync(join(basedir, 'package.json'), 'utf8')) as { version?: unknown }).version;
+  } catch {
+    return true;
+  }
+  const match = typeof version === 'string' ? /^(\d+)\.(\d+)\./.exec(version) : null;
+  if (!match) return true;
+  return Number(match[1]) === 1 && Number(match[2]) >= SDK_MIN_MINOR;
 }
 
 function transportClass(exports: unknown): TransportClass {
