@@ -1,24 +1,30 @@
-/** Raised when a client attempts to resume a stream that is not resumable. */
+/**
+ * Raised when a client attempts to resume a stream that is not resumable. The message never carries
+ * the session id (an Mcp-Session-Id is close to a credential and error messages end up in logs); the
+ * `sessionId` property has it, not enumerable, so printing or serialising the error leaves it out too.
+ */
 export class InvalidResumptionError extends Error {
   override readonly name = 'InvalidResumptionError';
+  /** The session the resumption was attempted in, when known. */
+  declare readonly sessionId: string | undefined;
 
   constructor(
     message: string,
     /** The JSON-RPC request id the resumption concerned. */
     readonly requestId: string,
-    /** The session the resumption was attempted in, when known. */
-    readonly sessionId: string | undefined,
+    sessionId: string | undefined,
     /** Why it was refused. */
     readonly reason: 'terminal' | 'no_cursor',
   ) {
     super(message);
+    Object.defineProperty(this, 'sessionId', { value: sessionId, enumerable: false });
   }
 
   /** The stream ended because the work completed: replaying its cursor would duplicate the terminal event. */
   static terminal(requestId: string, sessionId: string | undefined): InvalidResumptionError {
     return new InvalidResumptionError(
-      `request ${JSON.stringify(requestId)} is terminal; refusing to resume via Last-Event-ID ` +
-        `(session ${JSON.stringify(sessionId ?? '')}). Open a new request with idempotency protection instead.`,
+      `request ${JSON.stringify(requestId)} is terminal; refusing to resume via Last-Event-ID. ` +
+        'Open a new request with idempotency protection instead.',
       requestId,
       sessionId,
       'terminal',
@@ -27,8 +33,7 @@ export class InvalidResumptionError extends Error {
 
   static noCursor(requestId: string, sessionId: string | undefined): InvalidResumptionError {
     return new InvalidResumptionError(
-      `request ${JSON.stringify(requestId)} has no observed event cursor (session ${JSON.stringify(sessionId ?? '')}); ` +
-        'cannot resume without a Last-Event-ID.',
+      `request ${JSON.stringify(requestId)} has no observed event cursor; cannot resume without a Last-Event-ID.`,
       requestId,
       sessionId,
       'no_cursor',

@@ -1,3 +1,4 @@
+import { inspect } from 'node:util';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { InvalidResumptionError, ResumeDecision, guardedFetch } from '../src/index.js';
 import type { GuardedFetch } from '../src/index.js';
@@ -45,6 +46,12 @@ describe('guardedFetch', () => {
     expect(error).toBeInstanceOf(InvalidResumptionError);
     expect((error as InvalidResumptionError).requestId).toBe(String(id));
     expect((error as InvalidResumptionError).sessionId).toBe(sessionId);
+    // The session id (close to a credential) stays out of the message and of anything that prints the error.
+    expect((error as Error).message).toBe(
+      `request "${id}" is terminal; refusing to resume via Last-Event-ID. Open a new request with idempotency protection instead.`,
+    );
+    expect(inspect(error)).not.toContain(sessionId);
+    expect(JSON.stringify(error)).not.toContain(sessionId);
     expect(server.resumes).toEqual([]);
     expect(seen.refused.map((r) => [r.requestIds, r.lastEventId])).toEqual([[[String(id)], `s${id}-2`]]);
   });

@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { SpanKind, context as otelContext, diag } from '@opentelemetry/api';
 import type { Span, TracerProvider } from '@opentelemetry/api';
 import { BoundedMap, isJsonRpcMessage, isResponse } from '@resumewatch/wire';
+import { createIdRecorder, withIdPolicy } from './id-policy.js';
+import type { IdPolicyOptions } from './id-policy.js';
 import { tracerSource } from './instrument-fetch.js';
 import {
   ATTR_JSONRPC_REQUEST_ID,
@@ -27,7 +29,8 @@ export interface EventStoreLike<Message = unknown> {
   getStreamIdForEventId?(eventId: string): Promise<string | undefined>;
 }
 
-export interface EventStoreInstrumentationOptions {
+/** `idPolicy` and `idKey`: how session and event ids are recorded (see id-policy.ts). */
+export interface EventStoreInstrumentationOptions extends IdPolicyOptions {
   tracerProvider?: TracerProvider;
   /** The session the store serves (a per-session store), or a resolver from the store's stream id. */
   sessionId?: string | ((streamId: string | undefined) => string | undefined);
@@ -91,7 +94,8 @@ export function instrumentEventStore<S extends EventStoreLike<M>, M = Parameters
   store: S,
   options: EventStoreInstrumentationOptions = {},
 ): S {
-  const tracer = tracerSource(options.tracerProvider);
+  // Id policy (raw | hmac | omit): applied to every span through the tracer, see id-policy.ts.
+  const tracer = withIdPolicy(tracerSource(options.tracerProvider), createIdRecorder(options));
   const streams = new BoundedMap<string, StreamState>(options.maxStreams ?? 10_000, options.streamRetentionMs ?? 3_600_000);
   const prefix = randomBytes(6).toString('hex');
   const deadlineMs = options.requestTimeoutMs ?? 300_000;

@@ -7,4 +7,6 @@ export { McpResumeInstrumentation } from './instrumentation.js';
 export { instrumentEventStore } from './event-store.js';
 export type { EventStoreLike, EventStoreInstrumentationOptions } from './event-store.js';
 export { instrumentServerTransport } from './server-transport.js';
+export { createIdRecorder, idOptionsFromEnv, IdPolicyError, ENV_ID_POLICY, ENV_ID_KEY } from './id-policy.js';
+export type { IdPolicy, IdPolicyOptions } from './id-policy.js';
 export type { ServerTransportLike, ServerTransportInstrumentationOptions } from './server-transport.js';

@@ -5,6 +5,7 @@ import type { GuardListener, GuardOptions } from '@resumewatch/guard';
 import { WireObserver } from '@resumewatch/wire';
 import type { FetchLike } from '@resumewatch/wire';
 import { callBelowInstrumentedFetch } from './fetch-scope.js';
+import { createIdRecorder, withIdPolicy } from './id-policy.js';
 import { GuardAction, TRACER_SCOPE } from './semconv.js';
 import { SpanRecorder } from './span-recorder.js';
 import type { InstrumentFetchOptions, InstrumentedFetch, TracerSource } from './types.js';
@@ -46,6 +47,8 @@ export function createInstrumentedFetch(
   options: InstrumentFetchOptions,
   tracer: TracerSource,
 ): InstrumentedFetch {
+  // Id policy (raw | hmac | omit): applied to every span through the tracer, see id-policy.ts.
+  tracer = withIdPolicy(tracer, createIdRecorder(options));
   const observer = new WireObserver(options.observer);
   const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
   const recorder = new SpanRecorder({ tracer, observer, requestTimeoutMs });

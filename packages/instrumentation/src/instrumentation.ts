@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import {
   InstrumentationBase,
   InstrumentationNodeModuleDefinition,
@@ -8,13 +10,19 @@ import type { FetchLike } from '@resumewatch/wire';
 import { Hook } from 'require-in-the-middle';
 import { patchGlobalFetch } from './global-fetch.js';
 import type { GlobalFetchPatch, GlobalFetchStats } from './global-fetch.js';
+import { createIdRecorder } from './id-policy.js';
 import { createInstrumentedFetch, isInstrumentedFetch } from './instrument-fetch.js';
 import { TRACER_SCOPE } from './semconv.js';
 import type { McpResumeInstrumentationConfig } from './types.js';
 import { PACKAGE_VERSION } from './version.js';
 
 const SDK = '@modelcontextprotocol/sdk';
-const SDK_VERSIONS = ['>=1.10.0 <2'];
+/**
+ * What the version matrix (.tav.yml) proves: 1.24.0 is the oldest release the tests pass on. Older
+ * transports either take no `fetch` option (before 1.15) or never resume a POST stream (before 1.23).
+ */
+const SDK_VERSIONS = ['>=1.24.0 <2'];
+const SDK_MIN_MINOR = 24;
 const SDK_TRANSPORT_FILES = ['dist/cjs/client/streamableHttp.js', 'dist/esm/client/streamableHttp.js'];
 /**
  * What CommonJS code requires. The SDK's CJS build has no main entry (its "." export points at a
@@ -23,6 +31,7 @@ const SDK_TRANSPORT_FILES = ['dist/cjs/client/streamableHttp.js', 'dist/esm/clie
  */
 const SDK_TRANSPORT_REQUIRE_IDS = [`${SDK}/client/streamableHttp.js`];
 const CLIENT_V2 = '@modelcontextprotocol/client';
+// Proven by the version matrix from 2.0.0 to 2.4.0.
 const CLIENT_V2_VERSIONS = ['>=2.0.0 <3'];
 /**
  * Every method of StreamableHTTPClientTransport (v1 and v2) that reaches its `_fetch`: each makes sure
@@ -52,14 +61,16 @@ export class McpResumeInstrumentation extends InstrumentationBase<McpResumeInstr
 
   constructor(config: McpResumeInstrumentationConfig = {}) {
     super(TRACER_SCOPE, PACKAGE_VERSION, config);
+    // Bad id options fail here, where they are given, not at a transport's first request.
+    createIdRecorder(config);
   }
 
   override enable(): void {
     super.enable();
-    const { globalFetch, replayWindowMs, requestTimeoutMs, observer, guard } = this.getConfig();
+    const { globalFetch, replayWindowMs, requestTimeoutMs, observer, guard, idPolicy, idKey } = this.getConfig();
     if (globalFetch && !this.globalFetch) {
       this.globalFetch = patchGlobalFetch(
-        { replayWindowMs, requestTimeoutMs, observer, guard },
+        { replayWindowMs, requestTimeoutMs, observer, guard, idPolicy, idKey },
         () => this.tracer,
         globalFetch === true ? {} : globalFetch,
       );
@@ -70,7 +81,12 @@ export class McpResumeInstrumentation extends InstrumentationBase<McpResumeInstr
     }
     const required = new Set<unknown>();
     this.requiredTransports = required;
-    new Hook(SDK_TRANSPORT_REQUIRE_IDS, { internals: true }, (exports) => {
+    new Hook(SDK_TRANSPORT_REQUIRE_IDS, { internals: true }, (exports, _name, basedir) => {
+      // The file definitions check SDK_VERSIONS themselves; this hook must too.
+      if (!isSupportedSdk(basedir)) {
+        this._diag.debug('@modelcontextprotocol/sdk outside the supported range; not patched');
+        return exports;
+      }
       required.add(exports);
       if (this.isEnabled()) this.patchTransport(transportClass(exports));
       return exports;
@@ -117,8 +133,12 @@ export class McpResumeInstrumentation extends InstrumentationBase<McpResumeInstr
     const target = transport as TransportLike;
     if (isInstrumentedFetch(target._fetch)) return;
     this.transportsInstrumented = (this.transportsInstrumented ?? 0) + 1;
-    const { replayWindowMs, requestTimeoutMs, observer, guard } = this.getConfig();
-    target._fetch = createInstrumentedFetch(target._fetch, { replayWindowMs, requestTimeoutMs, observer, guard }, () => this.tracer);
+    const { replayWindowMs, requestTimeoutMs, observer, guard, idPolicy, idKey } = this.getConfig();
+    target._fetch = createInstrumentedFetch(
+      target._fetch,
+      { replayWindowMs, requestTimeoutMs, observer, guard, idPolicy, idKey },
+      () => this.tracer,
+    );
   }
 
   private patchTransport(cls: TransportClass): void {
@@ -143,6 +163,20 @@ export class McpResumeInstrumentation extends InstrumentationBase<McpResumeInstr
     if (!cls) return;
     for (const name of FETCHING_METHODS) if (isWrapped(cls.prototype[name])) this._unwrap(cls.prototype, name);
   }
+}
+
+/** Whether the SDK package in `basedir` is in SDK_VERSIONS (>=1.24.0 <2). Unknown: patch, as before. */
+export function isSupportedSdk(basedir: string | undefined): boolean {
+  if (!basedir) return true;
+  let version: unknown;
+  try {
+    version = (JSON.parse(readFileSync(join(basedir, 'package.json'), 'utf8')) as { version?: unknown }).version;
+  } catch {
+    return true;
+  }
+  const match = typeof version === 'string' ? /^(\d+)\.(\d+)\./.exec(version) : null;
+  if (!match) return true;
+  return Number(match[1]) === 1 && Number(match[2]) >= SDK_MIN_MINOR;
 }
 
 function transportClass(exports: unknown): TransportClass {

@@ -10,6 +10,7 @@ import { diag } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { NodeSDK } from '@opentelemetry/sdk-node';
 import { holdExitUntil } from './exit-flush.js';
+import { idOptionsFromEnv } from './id-policy.js';
 import { McpResumeInstrumentation } from './instrumentation.js';
 import { McpServerInstrumentation } from './server-instrumentation.js';
 
@@ -25,7 +26,8 @@ const exporterFromEnv =
 
 // RESUMEWATCH_INSTRUMENT: which sides to instrument, `client`, `server` or both (the default).
 const sides = new Set((process.env.RESUMEWATCH_INSTRUMENT ?? 'client,server').split(',').map((side) => side.trim()));
-const client = sides.has('client') ? new McpResumeInstrumentation({ globalFetch: true }) : undefined;
+// Id policy from RESUMEWATCH_ID_POLICY / RESUMEWATCH_ID_KEY; a bad setting warns and omits ids.
+const client = sides.has('client') ? new McpResumeInstrumentation({ globalFetch: true, ...idOptionsFromEnv() }) : undefined;
 const server = sides.has('server') ? new McpServerInstrumentation() : undefined;
 const sdk = new NodeSDK({
   instrumentations: [client, server].filter((i) => i !== undefined),

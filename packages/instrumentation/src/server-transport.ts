@@ -1,6 +1,8 @@
 import { SpanKind, context as otelContext, diag, trace } from '@opentelemetry/api';
 import type { Attributes, Span, TracerProvider } from '@opentelemetry/api';
 import { HEADER_PROTOCOL_VERSION, isJsonRpcMessage, isRequest, requestTarget } from '@resumewatch/wire';
+import { createIdRecorder, withIdPolicy } from './id-policy.js';
+import type { IdPolicyOptions } from './id-policy.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS, tracerSource } from './instrument-fetch.js';
 import {
   ATTR_JSONRPC_REQUEST_ID,
@@ -21,7 +23,8 @@ export interface ServerTransportLike {
   send(message: never, options?: never): Promise<void>;
 }
 
-export interface ServerTransportInstrumentationOptions {
+/** `idPolicy` and `idKey`: how session ids are recorded (see id-policy.ts). */
+export interface ServerTransportInstrumentationOptions extends IdPolicyOptions {
   tracerProvider?: TracerProvider;
   /** Longest a server request span stays open without a response. Default 300000 ms. */
   requestTimeoutMs?: number;
@@ -64,7 +67,8 @@ export function isInstrumentedServerTransport(transport: ServerTransportLike): b
  * sends for it. The request's handler runs inside the span's context. Patches the transport in place.
  */
 export function instrumentServerTransport<T extends ServerTransportLike>(transport: T, options: ServerTransportInstrumentationOptions = {}): T {
-  const tracer = tracerSource(options.tracerProvider);
+  // Id policy (raw | hmac | omit): applied to every span through the tracer, see id-policy.ts.
+  const tracer = withIdPolicy(tracerSource(options.tracerProvider), createIdRecorder(options));
   const timeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
   const maxOpen = options.maxOpenRequests ?? 10_000;
   const open = new Map<string, Open>();

@@ -3,8 +3,10 @@ import type { InstrumentationConfig } from '@opentelemetry/instrumentation';
 import type { GuardListener, GuardOptions } from '@resumewatch/guard';
 import type { FetchLike, WireObserver, WireObserverOptions } from '@resumewatch/wire';
 import type { GlobalFetchOptions } from './global-fetch.js';
+import type { IdPolicyOptions } from './id-policy.js';
 
-export interface InstrumentFetchOptions {
+/** `idPolicy` and `idKey`: how session and event ids are recorded (see id-policy.ts). */
+export interface InstrumentFetchOptions extends IdPolicyOptions {
   /** Where spans go. Default: the global tracer provider (resolved at each span, so it may be set later). */
   tracerProvider?: TracerProvider;
   /**

@@ -37,7 +37,7 @@ import {
 import { describe, expect, it } from 'vitest';
 import { connectSdkClient } from './helpers/sdk-client.js';
 import { sdkServerPerTest } from './helpers/sdk-server.js';
-import { RawClient } from './helpers/raw-client.js';
+import { PROTOCOL_VERSION, RawClient } from './helpers/raw-client.js';
 import { IDLE, attr as a, capturedFetch, ms, waitFor } from './helpers/spans.js';
 
 const server = sdkServerPerTest();
@@ -74,7 +74,7 @@ describe('instrumentFetch with the SDK v1 client on the real SDK server', () => 
       [ATTR_GEN_AI_TOOL_NAME]: 'stream_progress',
       [ATTR_GEN_AI_OPERATION_NAME]: 'execute_tool',
       [ATTR_MCP_SESSION_ID]: sessionId,
-      [ATTR_MCP_PROTOCOL_VERSION]: '2025-11-25',
+      [ATTR_MCP_PROTOCOL_VERSION]: PROTOCOL_VERSION,
       [ATTR_SERVER_ADDRESS]: '127.0.0.1',
       [ATTR_SERVER_PORT]: Number(new URL(s.url).port),
     });
@@ -82,7 +82,7 @@ describe('instrumentFetch with the SDK v1 client on the real SDK server', () => 
 
     const init = capture.spans('initialize')[0]!;
     expect(a(init, ATTR_MCP_SESSION_ID)).toBe(sessionId);
-    expect(a(init, ATTR_MCP_PROTOCOL_VERSION)).toBe('2025-11-25');
+    expect(a(init, ATTR_MCP_PROTOCOL_VERSION)).toBe(PROTOCOL_VERSION);
 
     const terminals = capture.spans(SPAN_REQUEST_TERMINAL);
     expect(terminals.map((t) => a(t, ATTR_MCP_METHOD_NAME)).sort()).toEqual(['initialize', 'tools/call']);

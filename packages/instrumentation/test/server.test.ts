@@ -19,7 +19,7 @@ import { instrumentEventStore, instrumentServerTransport } from '../src/index.js
 import { connectSdkClient } from './helpers/sdk-client.js';
 import { MemoryEventStore, sdkServerPerTest } from './helpers/sdk-server.js';
 import type { SdkServer, SdkServerOptions } from './helpers/sdk-server.js';
-import { RawClient } from './helpers/raw-client.js';
+import { PROTOCOL_VERSION, RawClient } from './helpers/raw-client.js';
 import { attr as a, captureSpans, waitFor } from './helpers/spans.js';
 import type { SpanCapture } from './helpers/spans.js';
 
@@ -49,12 +49,12 @@ describe('server side', () => {
     expect(capture.spans('tools/call fail')).toHaveLength(1);
     const call = capture.spans('tools/call stream_progress')[0]!;
     expect(call.kind).toBe(SpanKind.SERVER);
-    expect(call.attributes).toMatchObject({ [ATTR_GEN_AI_TOOL_NAME]: 'stream_progress', [ATTR_MCP_SESSION_ID]: sessionId, [ATTR_MCP_PROTOCOL_VERSION]: '2025-11-25' });
+    expect(call.attributes).toMatchObject({ [ATTR_GEN_AI_TOOL_NAME]: 'stream_progress', [ATTR_MCP_SESSION_ID]: sessionId, [ATTR_MCP_PROTOCOL_VERSION]: PROTOCOL_VERSION });
     expect(a(call, ATTR_ERROR_TYPE)).toBeUndefined();
     expect(a(capture.spans('tools/call fail')[0]!, ATTR_ERROR_TYPE)).toBe('-32603');
     expect(a(capture.spans('tools/call tool_error')[0]!, ATTR_ERROR_TYPE)).toBe('tool_error');
     const init = capture.spans('initialize')[0]!;
-    expect(init.attributes).toMatchObject({ [ATTR_MCP_SESSION_ID]: sessionId, [ATTR_MCP_PROTOCOL_VERSION]: '2025-11-25' });
+    expect(init.attributes).toMatchObject({ [ATTR_MCP_SESSION_ID]: sessionId, [ATTR_MCP_PROTOCOL_VERSION]: PROTOCOL_VERSION });
     expect(capture.spans(SPAN_STREAM_RESUME)).toHaveLength(0);
   });
 

@@ -14,7 +14,7 @@ export async function restoreSession(mcpUrl: string, record: SessionRecord, rest
     body: JSON.stringify(record.initialize),
   });
   await init.text();
-  if (!init.ok) throw new Error(`restoring session ${record.sessionId} failed: initialize answered ${init.status}`);
+  if (!init.ok) throw new Error(`restoring a session failed: initialize answered ${init.status}`);
   const initialized = await fetch(mcpUrl, {
     method: 'POST',
     headers: {
@@ -27,5 +27,5 @@ export async function restoreSession(mcpUrl: string, record: SessionRecord, rest
     body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }),
   });
   await initialized.text();
-  if (!initialized.ok) throw new Error(`restoring session ${record.sessionId} failed: initialized answered ${initialized.status}`);
+  if (!initialized.ok) throw new Error(`restoring a session failed: initialized answered ${initialized.status}`);
 }

@@ -1,6 +1,8 @@
+import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import type { FetchLike } from '@resumewatch/wire';
 
-export const PROTOCOL_VERSION = '2025-11-25';
+/** The newest revision of the SDK under test (the version matrix runs these tests on older SDKs too). */
+export const PROTOCOL_VERSION = LATEST_PROTOCOL_VERSION;
 
 /** A bare Streamable HTTP client on fetch, for the wire patterns the SDK client does not produce itself. */
 export class RawClient {

@@ -46,10 +46,10 @@ export interface ScenarioSummary {
   details: Record<string, unknown>;
 }
 
+/** The human summary; it leaves the session id out (an Mcp-Session-Id is close to a credential), `--json` has it. */
 export function formatSummary(summary: ScenarioSummary): string {
   const lines = [
     `scenario               ${summary.scenario}`,
-    `session                ${summary.sessionId ?? '-'}`,
     `terminal deliveries    ${summary.terminalDeliveries} on ${summary.distinctTerminalStreams} distinct stream(s)`,
     `reconnects             ${summary.reconnects}`,
     `resume statuses        ${summary.resumeStatuses.length > 0 ? summary.resumeStatuses.join(', ') : '-'}`,
