@@ -2,9 +2,9 @@ import { vi } from 'vitest';
 import { OTLPTraceExporter as GrpcExporter } from '@opentelemetry/exporter-trace-otlp-grpc';
 import { OTLPTraceExporter as JsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { OTLPTraceExporter as ProtoExporter } from '@opentelemetry/exporter-trace-otlp-proto';
-import type { BasicTracerProvider, SpanExporter } from '@opentelemetry/sdk-trace-base';
+import type { BasicTracerProvider, ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { instrumentEventStore, instrumentFetch, instrumentServerTransport } from '@resumewatch/instrumentation';
-import type { InstrumentedFetch } from '@resumewatch/instrumentation';
+import type { GuardOptions, InstrumentedFetch } from '@resumewatch/instrumentation';
 import { startLabServer } from '@resumewatch/lab';
 import type { LabServer } from '@resumewatch/lab';
 import { startServer } from '../src/index.js';
@@ -49,12 +49,33 @@ export function waitFor<T>(check: () => T | undefined | false, what: string, tim
   );
 }
 
+/** Optional parts of a client-side rig. */
+export interface RigOptions {
+  /** Enforce the guard in the instrumented client fetch (`instrumentFetch({ guard })`). */
+  guard?: boolean | GuardOptions;
+  /** Also hands every exported span to this function (to read the spans' own attributes). */
+  tee?: (spans: readonly ReadableSpan[]) => void;
+}
+
+/** The exporter, also handing each batch to `tee`. */
+function teed(inner: SpanExporter, tee: RigOptions['tee']): SpanExporter {
+  if (!tee) return inner;
+  return {
+    export(spans, done) {
+      tee(spans);
+      inner.export(spans, done);
+    },
+    shutdown: () => inner.shutdown(),
+    forceFlush: () => inner.forceFlush?.() ?? Promise.resolve(),
+  };
+}
+
 let serial = 0;
 
-export async function startRig(side: Side, protocol: Protocol): Promise<Rig> {
+export async function startRig(side: Side, protocol: Protocol, options: RigOptions = {}): Promise<Rig> {
   const service = `e2e-${side}-${protocol}-${++serial}`;
   const detector = await startServer({ port: 0, grpcPort: 0, metricsPort: 0, output: null });
-  const tracerProvider = providerWith(exporter(protocol, detector), service);
+  const tracerProvider = providerWith(teed(exporter(protocol, detector), options.tee), service);
   const lab =
     side === 'server'
       ? await startLabServer({
@@ -64,7 +85,7 @@ export async function startRig(side: Side, protocol: Protocol): Promise<Rig> {
         })
       : await startLabServer({ retryIntervalMs: 50 });
   // A request the restart killed never ends; its span must not outlive the test by minutes.
-  const instrumented = side === 'client' ? instrumentFetch({ tracerProvider, replayWindowMs: 500, requestTimeoutMs: 10_000 }) : undefined;
+  const instrumented = side === 'client' ? instrumentFetch({ tracerProvider, replayWindowMs: 500, requestTimeoutMs: 10_000, guard: options.guard }) : undefined;
   const findings = (sessionId?: string): Finding[] =>
     detector.findings().filter((f) => f.service === service && (sessionId === undefined || f.session_id === sessionId));
   return {

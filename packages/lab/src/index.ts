@@ -21,6 +21,8 @@ export { LAB_TOOL_NAMES } from './lab-tools.js';
 export { runScenario, scenarioClients } from './scenarios/index.js';
 export { SCENARIO_CLIENTS, isScenarioClient } from './scenarios/sdk-clients.js';
 export type { ScenarioClient } from './scenarios/sdk-clients.js';
+export { connectSdkSession, responsesPerRequest, resumesIn } from './scenarios/sdk-clients.js';
+export type { SdkClientKind, SdkSession, SdkSessionOptions } from './scenarios/sdk-clients.js';
 export { LAB_STORE_VARIANTS, isLabStoreVariant, storeVariantUrl } from './store-variants.js';
 export type { LabStoreVariant } from './store-variants.js';
 export { ReplayAllStreamsEventStore } from './replay-all-streams-store.js';
