@@ -37,6 +37,13 @@ export interface RecorderStats {
   openResumes: number;
   /** HTTP requests with a reattach or resume span waiting for response headers. */
   pendingHttp: number;
+  /**
+   * `poll` resume spans held until their request's fate decides them (its next resume or terminal: a
+   * poll; its deadline: `empty_replay`; given up: `error`). At most one per request.
+   */
+  heldPolls: number;
+  /** Held polls emitted as polls because the cap was reached. */
+  heldPollsEvicted: number;
 }
 
 /** A fetch that reports what it carries as spans. */

@@ -44,9 +44,9 @@ interface Run {
   story(): { request: ReadableSpan; children: ReadableSpan[] };
 }
 
-async function run(name: ScenarioName): Promise<Run> {
-  const { capture, fetch } = capturedFetch({ requestTimeoutMs: 60_000 });
-  const summary = await runScenario(name, { serverUrl: lab.url, fetch, maxReconnects: 10 });
+async function run(name: ScenarioName, options: { requestTimeoutMs?: number; resultWaitMs?: number } = {}): Promise<Run> {
+  const { capture, fetch } = capturedFetch({ requestTimeoutMs: options.requestTimeoutMs ?? 60_000 });
+  const summary = await runScenario(name, { serverUrl: lab.url, fetch, maxReconnects: 10, resultWaitMs: options.resultWaitMs ?? 0 });
   // Every scenario closes its session: the last resumed stream ends, and with it its resume span.
   await waitFor(() => fetch.stats().openResumes === 0 && fetch.stats().pendingHttp === 0, 'the last resume span');
   const story = () => {
@@ -130,22 +130,44 @@ describe('spans on the lab scenarios (real SDK server, real HTTP)', () => {
     expect(request.status.code).toBe(SpanStatusCode.UNSET);
   });
 
-  it('server-restart: the lab server announced polling, so the clean empty replay is a poll; the session delete ends the request', async () => {
-    const { summary, story } = await run('server-restart');
+  it('server-restart: the clean empty replay after a priming event is held as a poll; the session delete gives the request up', async () => {
+    const { summary, story, fetch } = await run('server-restart');
     expect(summary.resumeStatuses).toEqual([200]);
-    // The request never finishes (the restart killed its work); the scenario deletes its session.
+    // The request never finishes (the restart killed its work); the scenario deletes its session at once.
     expect(story().request.attributes[ATTR_ERROR_TYPE]).toBe('aborted');
     const resumes = named(story().children, SPAN_STREAM_RESUME);
     expect(resumes).toHaveLength(1);
     expect(resumes[0]!.attributes).toMatchObject({
-      [ATTR_MCP_RESUME_OUTCOME]: 'poll',
-      [ATTR_MCP_RESUME_EVIDENCE]: 'body_end',
+      [ATTR_MCP_RESUME_OUTCOME]: 'error',
+      [ATTR_MCP_RESUME_EVIDENCE]: 'request_end',
+      [ATTR_ERROR_TYPE]: 'aborted',
       [ATTR_MCP_RESUME_REPLAYED_EVENTS]: 0,
       [ATTR_MCP_STREAM_KIND]: 'request',
       [ATTR_MCP_REQUEST_TERMINAL_OBSERVED]: false,
       [ATTR_HTTP_RESPONSE_STATUS_CODE]: 200,
     });
     expect(named(story().children, SPAN_REQUEST_TERMINAL)).toHaveLength(0);
+    expect(fetch.stats()).toMatchObject({ heldPolls: 0, heldPollsEvicted: 0 });
+  });
+
+  it('server-restart: the request deadline passes after the poll without the result: empty_replay, evidence deadline', async () => {
+    const { summary, story, fetch } = await run('server-restart', { requestTimeoutMs: 1_500, resultWaitMs: 2_500 });
+    expect(summary.resumeStatuses).toEqual([200]);
+    expect(story().request.attributes[ATTR_ERROR_TYPE]).toBe('timeout');
+    const resumes = named(story().children, SPAN_STREAM_RESUME);
+    expect(resumes).toHaveLength(1);
+    expect(resumes[0]!.attributes).toMatchObject({
+      [ATTR_MCP_RESUME_OUTCOME]: 'empty_replay',
+      [ATTR_MCP_RESUME_EVIDENCE]: 'deadline',
+      [ATTR_MCP_RESUME_REPLAYED_EVENTS]: 0,
+      [ATTR_MCP_STREAM_KIND]: 'request',
+      [ATTR_MCP_REQUEST_TERMINAL_OBSERVED]: false,
+      [ATTR_HTTP_RESPONSE_STATUS_CODE]: 200,
+    });
+    expect(resumes[0]!.status.code).toBe(SpanStatusCode.UNSET);
+    // Its recorded times: it ended when the body did, long before the deadline.
+    expect(ms(resumes[0]!.endTime) - ms(story().request.startTime)).toBeLessThan(1_500);
+    expect(fetch.stats()).toMatchObject({ heldPolls: 0, heldPollsEvicted: 0 });
   });
 
   it('cursor-evicted: the resume is rejected per its status and the reattach is not accepted', async () => {
