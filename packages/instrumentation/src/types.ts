@@ -14,8 +14,9 @@ export interface InstrumentFetchOptions {
   replayWindowMs?: number;
   /**
    * A request's deadline. A request without a terminal event by then ends with error type `timeout`,
-   * and a resume of it whose stream is still silent gets the outcome `empty_replay` (evidence
-   * `deadline`). Also bounds a reattach or resume span waiting for response headers. Default 300000 ms.
+   * and a resume of it whose stream is still silent, or whose last resume was a `poll` (held until the
+   * request's fate decides it), gets the outcome `empty_replay` (evidence `deadline`). Also bounds a
+   * reattach or resume span waiting for response headers. Default 300000 ms.
    */
   requestTimeoutMs?: number;
   /**
