@@ -1,6 +1,6 @@
 import { SpanStatusCode } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import { runScenario, startLabServer } from '@resumewatch/lab';
+import { LabControlClient, McpHttpSession, runScenario, startLabServer } from '@resumewatch/lab';
 import type { LabServer, ScenarioName, ScenarioSummary } from '@resumewatch/lab';
 import {
   ATTR_ERROR_TYPE,
@@ -168,6 +168,36 @@ describe('spans on the lab scenarios (real SDK server, real HTTP)', () => {
     // Its recorded times: it ended when the body did, long before the deadline.
     expect(ms(resumes[0]!.endTime) - ms(story().request.startTime)).toBeLessThan(1_500);
     expect(fetch.stats()).toMatchObject({ heldPolls: 0, heldPollsEvicted: 0 });
+  });
+
+  it('after a restart: each poll of the unfinished request is a poll once the next starts; a cancel gives the last one up', async () => {
+    // server-restart's steps, by hand: the restarted server accepts the session and each resume ends
+    // clean and empty after its priming event. Two resumes, then notifications/cancelled.
+    const { capture, fetch } = capturedFetch({ requestTimeoutMs: 60_000 });
+    const session = await McpHttpSession.open(lab.url, fetch, 'held-polls');
+    const call = session.toolCall('stream_progress', { count: 100, delay: 50 });
+    const control = new LabControlClient(lab.controlUrl);
+    let restart: Promise<unknown> | undefined;
+    let progress = 0;
+    const first = await session.post(call.message, {
+      onEvent: (event) => {
+        if (event.message && 'method' in event.message && event.message.method === 'notifications/progress' && ++progress === 2) restart ??= control.restart();
+      },
+    });
+    await restart;
+    const cursor = first.events.filter((event) => event.id !== undefined).at(-1)!.id!;
+    const polls = [await session.get(cursor), await session.get(cursor)];
+    expect(polls.map((p) => [p.status, p.end])).toEqual([[200, 'clean'], [200, 'clean']]);
+    expect(fetch.stats()).toMatchObject({ heldPolls: 1 });
+    await session.post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: call.id, reason: 'test' } });
+    await session.close();
+    const id = String(call.id);
+    const resumes = named(capture.spans(), SPAN_STREAM_RESUME).filter((r) => r.attributes[ATTR_JSONRPC_REQUEST_ID] === id);
+    expect(resumes.map((r) => [a(r, ATTR_MCP_RESUME_OUTCOME), a(r, ATTR_MCP_RESUME_EVIDENCE), a(r, ATTR_ERROR_TYPE)])).toEqual([
+      ['poll', 'body_end', undefined],
+      ['error', 'request_end', 'cancelled'],
+    ]);
+    expect(fetch.stats()).toEqual(IDLE);
   });
 
   it('cursor-evicted: the resume is rejected per its status and the reattach is not accepted', async () => {
