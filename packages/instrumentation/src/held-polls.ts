@@ -3,9 +3,6 @@ import type { RequestRecord } from '@resumewatch/wire';
 /** Default cap on held polls: one per unfinished, polled request. */
 export const MAX_HELD_POLLS = 10_000;
 
-/** Why a held poll left the holder without being taken: its request's deadline, or the cap. */
-export type PollExpiry = 'deadline' | 'evicted';
-
 interface Entry<T> {
   readonly value: T;
   readonly sessionId: string | undefined;
@@ -27,7 +24,8 @@ export class HeldPolls<T> {
   private evictedCount = 0;
 
   constructor(
-    private readonly expire: (value: T, why: PollExpiry) => void,
+    /** A held poll leaves without being taken: at its request's deadline, or evicted by the cap. */
+    private readonly expire: (value: T, evicted: boolean) => void,
     private readonly cap = MAX_HELD_POLLS,
   ) {
     if (!(cap >= 1)) throw new Error(`held polls: cap must be at least 1 (got ${cap})`);
@@ -52,7 +50,7 @@ export class HeldPolls<T> {
     const timer = setTimeout(() => {
       if (this.held.get(record)?.value !== value) return;
       this.held.delete(record);
-      this.expire(value, 'deadline');
+      this.expire(value, false);
     }, Math.max(0, deadline - Date.now()));
     timer.unref();
     this.held.set(record, { value, sessionId, timer });
@@ -85,6 +83,6 @@ export class HeldPolls<T> {
     if (oldest.done) return;
     const value = this.take(oldest.value)!;
     this.evictedCount++;
-    this.expire(value, 'evicted');
+    this.expire(value, true);
   }
 }

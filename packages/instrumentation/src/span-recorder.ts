@@ -56,7 +56,6 @@ import {
 import { ErrorType, ServerAttributes, addTargetAttributes, errorType, isToolError, nowMs, setError } from './span-util.js';
 import type { RecorderStats, TracerSource } from './types.js';
 import { HeldPolls } from './held-polls.js';
-import type { PollExpiry } from './held-polls.js';
 
 export interface SpanRecorderOptions {
   tracer: TracerSource;
@@ -140,7 +139,7 @@ export class SpanRecorder implements WireListener {
    * passes first; `error` (evidence `request_end`) when the client gives it up. Without this a restarted
    * server that lost its buffer, after priming events, would leave nothing but valid-looking polls.
    */
-  private readonly heldPolls = new HeldPolls<HeldPoll>((held, why) => this.expirePoll(held, why));
+  private readonly heldPolls = new HeldPolls<HeldPoll>((held, evicted) => this.expirePoll(held, evicted));
   private openRequests = 0;
 
   constructor(options: SpanRecorderOptions) {
@@ -558,7 +557,7 @@ export class SpanRecorder implements WireListener {
     // The request's deadline passed: a resume of it still silent, or its held poll, is an empty replay (evidence deadline).
     if (error === ErrorType.TIMEOUT) {
       const held = this.heldPolls.take(state.record);
-      if (held) this.expirePoll(held, 'deadline');
+      if (held) this.expirePoll(held, false);
     }
     if (this.openResumes.size > 0) {
       for (const [stream, attempt] of [...this.openResumes]) {
@@ -594,9 +593,9 @@ export class SpanRecorder implements WireListener {
   }
 
   /** The request's deadline passed with its last resume ended empty: the server lost it. The cap only evicts (as a poll). */
-  private expirePoll(held: HeldPoll, why: PollExpiry): void {
+  private expirePoll(held: HeldPoll, evicted: boolean): void {
     try {
-      if (why === 'evicted') this.emitHeldPoll(held);
+      if (evicted) this.emitHeldPoll(held);
       else this.emit(held.attempt, { outcome: ResumeOutcome.EMPTY_REPLAY, evidence: ResumeEvidence.DEADLINE }, undefined, undefined, held.endTime);
     } catch (error) {
       diag.error('resumewatch: recording a held poll failed', error);

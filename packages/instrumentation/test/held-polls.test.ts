@@ -1,15 +1,14 @@
 import type { RequestRecord } from '@resumewatch/wire';
 import { describe, expect, it } from 'vitest';
 import { HeldPolls } from '../src/held-polls.js';
-import type { PollExpiry } from '../src/held-polls.js';
 
 // The holder only keys by the observer's request record; any object stands for one here.
 const record = (id: string): RequestRecord => ({ id }) as unknown as RequestRecord;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function holder(cap?: number) {
-  const expired: [string, PollExpiry][] = [];
-  const polls = new HeldPolls<string>((value, why) => expired.push([value, why]), cap);
+  const expired: [string, boolean][] = [];
+  const polls = new HeldPolls<string>((value, evicted) => expired.push([value, evicted]), cap);
   return { polls, expired };
 }
 
@@ -34,7 +33,7 @@ describe('HeldPolls: the latest poll of each unfinished request', () => {
     polls.hold(b, 's1', 'poll-b', Date.now() + 30);
     expect(polls.take(b)).toBe('poll-b');
     await sleep(80);
-    expect(expired).toEqual([['poll-a', 'deadline']]);
+    expect(expired).toEqual([['poll-a', false]]);
     expect(polls.size).toBe(0);
   });
 
@@ -52,7 +51,7 @@ describe('HeldPolls: the latest poll of each unfinished request', () => {
     polls.hold(record('a'), 's', 'a', Date.now() + 60_000);
     polls.hold(record('b'), 's', 'b', Date.now() + 60_000);
     polls.hold(record('c'), 's', 'c', Date.now() + 60_000);
-    expect(expired).toEqual([['a', 'evicted']]);
+    expect(expired).toEqual([['a', true]]);
     expect(polls.evictions).toBe(1);
     expect(polls.size).toBe(2);
   });
