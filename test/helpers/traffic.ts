@@ -154,9 +154,9 @@ export class LabTraffic {
   }
 
   private fetchFor(loop: Loop): ReturnType<typeof instrumentFetch> {
-    // A short replay window and request timeout so that every span ends soon after its run
-    // (server-restart's request never completes; its span ends at requestTimeoutMs).
-    return instrumentFetch({ tracerProvider: loop.provider, replayWindowMs: 500, requestTimeoutMs: 3_000 });
+    // A short request timeout so that every span ends soon after its run (server-restart's request
+    // never completes; its span, and its held poll, end at requestTimeoutMs).
+    return instrumentFetch({ tracerProvider: loop.provider, requestTimeoutMs: 3_000 });
   }
 
   private failed(loop: Loop, error: unknown): void {
@@ -168,7 +168,9 @@ export class LabTraffic {
   private async failing(loop: Loop): Promise<void> {
     while (!this.stopped) {
       try {
-        await runScenario(loop.scenario, { serverUrl: loop.lab.url, fetch: this.fetchFor(loop), maxReconnects: 10 });
+        // server-restart's client waits for its result past the request timeout (3 s): the deadline, not
+        // the session's DELETE, ends its held poll, as an empty replay (McpAmbiguousEmptyReplay).
+        await runScenario(loop.scenario, { serverUrl: loop.lab.url, fetch: this.fetchFor(loop), maxReconnects: 10, resultWaitMs: 4_000 });
         loop.stats.runs++;
       } catch (error) {
         this.failed(loop, error);

@@ -41,7 +41,7 @@ async function seedLoop(serverUrl: string, guarded: boolean): Promise<DemoRun> {
   });
   // The timeline sits outside the instrumentation: it sees what the client asked for, including a resume the guard refused.
   const timeline = new RunTimeline();
-  const fetch = timeline.wrap(instrumentFetch({ tracerProvider: provider, guard: guarded, replayWindowMs: 500 }));
+  const fetch = timeline.wrap(instrumentFetch({ tracerProvider: provider, guard: guarded }));
   const summary = await runScenario('seed-loop', { serverUrl, fetch });
   await provider.forceFlush();
   await provider.shutdown();

@@ -121,9 +121,16 @@ async function run(side: Side, name: ScenarioName, ids: IdPolicyOptions, expecte
       : await startLabServer({ retryIntervalMs: 50, wrapEventStore: (store, sessionId) => recordIds(store, sessionId) });
   runs.push({ lab, provider });
   const instrumented: InstrumentedFetch | undefined =
-    side === 'client' ? instrumentFetch({ tracerProvider, replayWindowMs: 500, requestTimeoutMs: 10_000, ...ids }) : undefined;
+    // server-restart's evidence is the request's deadline (its polls never bring the result): a short one.
+    side === 'client' ? instrumentFetch({ tracerProvider, requestTimeoutMs: name === 'server-restart' ? 2_000 : 10_000, ...ids }) : undefined;
   const summary = await runScenario(name, { serverUrl: lab.url, controlUrl: lab.controlUrl, fetch: instrumented ?? globalThis.fetch, maxReconnects: 10 });
-  if (instrumented) await waitFor(() => instrumented.stats().openResumes === 0 && instrumented.stats().pendingHttp === 0, 'the resume spans to end');
+  if (instrumented) {
+    const done = (): boolean => {
+      const stats = instrumented.stats();
+      return stats.openResumes === 0 && stats.pendingHttp === 0 && stats.heldPolls === 0;
+    };
+    await waitFor(done, 'the resume spans to end');
+  }
   await provider.forceFlush();
   // A storm seen by server spans alone ends when its window passes quietly: move the detector's clock past it.
   detector.detector.advance(Date.now() + detector.config.stormWindowMs + 1);

@@ -1,9 +1,17 @@
 import { runLoad, runScenario } from '@resumewatch/lab';
 import type { ScenarioName, ScenarioSummary } from '@resumewatch/lab';
-import { FindingKind, FindingRecord, StormEnd } from '@resumewatch/semconv';
+import {
+  ATTR_MCP_RESUME_EVIDENCE,
+  ATTR_MCP_RESUME_OUTCOME,
+  FindingKind,
+  FindingRecord,
+  ResumeEvidence,
+  ResumeOutcome,
+  StormEnd,
+} from '@resumewatch/semconv';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { startRig, waitFor } from './lab-rig.js';
-import type { Protocol, Rig, Side } from './lab-rig.js';
+import type { Protocol, Rig, RigOptions, Side } from './lab-rig.js';
 
 // Every part is real: the lab's SDK server over loopback HTTP, the instrumentation, the OpenTelemetry
 // SDK and its OTLP exporters (JSON, protobuf, gRPC) and a `resumewatch serve` listening on free ports.
@@ -12,8 +20,8 @@ const SEED = [FindingKind.DUPLICATE_TERMINAL, FindingKind.RESUME_AFTER_TERMINAL,
 const TIMEOUT = 90_000;
 
 const rigs: Rig[] = [];
-async function rig(side: Side, protocol: Protocol): Promise<Rig> {
-  const r = await startRig(side, protocol);
+async function rig(side: Side, protocol: Protocol, options?: RigOptions): Promise<Rig> {
+  const r = await startRig(side, protocol, options);
   rigs.push(r);
   return r;
 }
@@ -75,11 +83,19 @@ describe('client spans (instrumentFetch) through real OTLP exporters to resumewa
     expect(summary.details.everyEventExactlyOnce).toBe(true);
   });
 
-  it('server-restart (OTLP/protobuf): no finding, the lab server announced polling so the clean empty replay is a poll', { timeout: TIMEOUT }, async () => {
-    // SEP-1699: a 2xx resume that ends without a message after a priming event is a valid poll
-    // (`resumeVerdict`); only the request's deadline could tell the lost buffer, and the scenario
-    // deletes its session first.
-    await expectFindings(await rig('client', 'proto'), 'server-restart', []);
+  it('server-restart (OTLP/protobuf): ambiguous_empty_replay, evidence deadline: the polled request never got its result', { timeout: TIMEOUT }, async () => {
+    // SEP-1699: the lab server primes its streams, so the resume that ends clean and empty is a valid
+    // poll by itself; the instrumentation holds it until the request's fate decides, and the deadline
+    // (2 s here) passes while the client still waits for its result (the scenario's resultWaitMs, 3 s).
+    const r = await rig('client', 'proto', { requestTimeoutMs: 2_000 });
+    const summary = await expectFindings(r, 'server-restart', [FindingKind.AMBIGUOUS_EMPTY_REPLAY]);
+    expect(summary.details.emptyReplayOnUnfinishedRequest).toBe(true);
+    expect(r.findings(summary.sessionId)).toMatchObject([
+      { kind: FindingKind.AMBIGUOUS_EMPTY_REPLAY, request_id: String(summary.details.requestId), outcome: ResumeOutcome.EMPTY_REPLAY, status_code: 200 },
+    ]);
+    // The finding rests on the held poll, emitted at the deadline with that evidence.
+    const resumes = r.resumeSpans().map((s) => [s.attributes[ATTR_MCP_RESUME_OUTCOME], s.attributes[ATTR_MCP_RESUME_EVIDENCE]]);
+    expect(resumes).toEqual([[ResumeOutcome.EMPTY_REPLAY, ResumeEvidence.DEADLINE]]);
   });
 
   it('cursor-evicted (OTLP/gRPC): cursor_lost', { timeout: TIMEOUT }, async () => {

@@ -7,6 +7,7 @@ import { instrumentEventStore, instrumentFetch, instrumentServerTransport } from
 import type { GuardOptions, InstrumentedFetch } from '@resumewatch/instrumentation';
 import { startLabServer } from '@resumewatch/lab';
 import type { LabServer } from '@resumewatch/lab';
+import { SPAN_STREAM_RESUME } from '@resumewatch/semconv';
 import { startServer } from '../src/index.js';
 import type { Finding, RunningServer } from '../src/index.js';
 import { providerWith } from './otlp.js';
@@ -27,7 +28,25 @@ export interface Rig {
   /** Waits for the client's open resume spans, exports everything, lets the storm window pass. */
   settle(): Promise<void>;
   findings(sessionId?: string): Finding[];
+  /** The resume spans exported to the detector, as sent (to check their attributes). */
+  resumeSpans(): readonly ReadableSpan[];
   close(): Promise<void>;
+}
+
+/** Forwards to the real exporter and keeps the resume spans it exported (a test's few). */
+class ResumeRecordingExporter implements SpanExporter {
+  readonly resumes: ReadableSpan[] = [];
+  constructor(private readonly inner: SpanExporter) {}
+  export(spans: ReadableSpan[], done: Parameters<SpanExporter['export']>[1]): void {
+    for (const span of spans) if (span.name === SPAN_STREAM_RESUME && this.resumes.length < 1_000) this.resumes.push(span);
+    this.inner.export(spans, done);
+  }
+  shutdown(): Promise<void> {
+    return this.inner.shutdown();
+  }
+  forceFlush(): Promise<void> {
+    return this.inner.forceFlush?.() ?? Promise.resolve();
+  }
 }
 
 function exporter(protocol: Protocol, detector: RunningServer): SpanExporter {
@@ -55,6 +74,11 @@ export interface RigOptions {
   guard?: boolean | GuardOptions;
   /** Also hands every exported span to this function (to read the spans' own attributes). */
   tee?: (spans: readonly ReadableSpan[]) => void;
+  /**
+   * The instrumented client's request deadline. Default 10000 ms (a request the restart killed never
+   * ends; its span must not outlive the test by minutes); shorter where the deadline is the evidence.
+   */
+  requestTimeoutMs?: number;
 }
 
 /** The exporter, also handing each batch to `tee`. */
@@ -75,7 +99,8 @@ let serial = 0;
 export async function startRig(side: Side, protocol: Protocol, options: RigOptions = {}): Promise<Rig> {
   const service = `e2e-${side}-${protocol}-${++serial}`;
   const detector = await startServer({ port: 0, grpcPort: 0, metricsPort: 0, output: null });
-  const tracerProvider = providerWith(teed(exporter(protocol, detector), options.tee), service);
+  const recording = new ResumeRecordingExporter(teed(exporter(protocol, detector), options.tee));
+  const tracerProvider = providerWith(recording, service);
   const lab =
     side === 'server'
       ? await startLabServer({
@@ -84,8 +109,8 @@ export async function startRig(side: Side, protocol: Protocol, options: RigOptio
           onTransport: (transport) => void instrumentServerTransport(transport, { tracerProvider }),
         })
       : await startLabServer({ retryIntervalMs: 50 });
-  // A request the restart killed never ends; its span must not outlive the test by minutes.
-  const instrumented = side === 'client' ? instrumentFetch({ tracerProvider, replayWindowMs: 500, requestTimeoutMs: 10_000, guard: options.guard }) : undefined;
+  const requestTimeoutMs = options.requestTimeoutMs ?? 10_000;
+  const instrumented = side === 'client' ? instrumentFetch({ tracerProvider, requestTimeoutMs, guard: options.guard }) : undefined;
   const findings = (sessionId?: string): Finding[] =>
     detector.findings().filter((f) => f.service === service && (sessionId === undefined || f.session_id === sessionId));
   return {
@@ -95,9 +120,13 @@ export async function startRig(side: Side, protocol: Protocol, options: RigOptio
     service,
     fetch: instrumented ?? globalThis.fetch,
     findings,
+    resumeSpans: () => recording.resumes,
     async settle() {
       if (instrumented) {
-        await waitFor(() => instrumented.stats().openResumes === 0 && instrumented.stats().pendingHttp === 0, 'the client resume spans to end');
+        await waitFor(() => {
+          const stats = instrumented.stats();
+          return stats.openResumes === 0 && stats.pendingHttp === 0 && stats.heldPolls === 0;
+        }, 'the client resume spans to end');
       }
       await tracerProvider.forceFlush();
       // A storm seen only by server spans ends when the window passes quietly (the eviction is the lab's 404,

@@ -101,12 +101,16 @@ export function patchGlobalFetch(options: InstrumentFetchOptions, tracer: Tracer
         openRequests: 0,
         openResumes: 0,
         pendingHttp: 0,
+        heldPolls: 0,
+        heldPollsEvicted: 0,
       };
       for (const fetch of [...sessions.values(), ...unattached]) {
         const s = fetch.stats();
         total.openRequests += s.openRequests;
         total.openResumes += s.openResumes;
         total.pendingHttp += s.pendingHttp;
+        total.heldPolls += s.heldPolls;
+        total.heldPollsEvicted += s.heldPollsEvicted;
       }
       return total;
     },

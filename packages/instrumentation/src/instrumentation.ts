@@ -67,10 +67,10 @@ export class McpResumeInstrumentation extends InstrumentationBase<McpResumeInstr
 
   override enable(): void {
     super.enable();
-    const { globalFetch, replayWindowMs, requestTimeoutMs, observer, guard, idPolicy, idKey } = this.getConfig();
+    const { globalFetch, requestTimeoutMs, observer, guard, idPolicy, idKey } = this.getConfig();
     if (globalFetch && !this.globalFetch) {
       this.globalFetch = patchGlobalFetch(
-        { replayWindowMs, requestTimeoutMs, observer, guard, idPolicy, idKey },
+        { requestTimeoutMs, observer, guard, idPolicy, idKey },
         () => this.tracer,
         globalFetch === true ? {} : globalFetch,
       );
@@ -133,10 +133,10 @@ export class McpResumeInstrumentation extends InstrumentationBase<McpResumeInstr
     const target = transport as TransportLike;
     if (isInstrumentedFetch(target._fetch)) return;
     this.transportsInstrumented = (this.transportsInstrumented ?? 0) + 1;
-    const { replayWindowMs, requestTimeoutMs, observer, guard, idPolicy, idKey } = this.getConfig();
+    const { requestTimeoutMs, observer, guard, idPolicy, idKey } = this.getConfig();
     target._fetch = createInstrumentedFetch(
       target._fetch,
-      { replayWindowMs, requestTimeoutMs, observer, guard, idPolicy, idKey },
+      { requestTimeoutMs, observer, guard, idPolicy, idKey },
       () => this.tracer,
     );
   }

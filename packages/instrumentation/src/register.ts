@@ -26,8 +26,11 @@ const exporterFromEnv =
 
 // RESUMEWATCH_INSTRUMENT: which sides to instrument, `client`, `server` or both (the default).
 const sides = new Set((process.env.RESUMEWATCH_INSTRUMENT ?? 'client,server').split(',').map((side) => side.trim()));
+const requestTimeoutMs = requestTimeoutFromEnv(process.env.RESUMEWATCH_REQUEST_TIMEOUT_MS);
 // Id policy from RESUMEWATCH_ID_POLICY / RESUMEWATCH_ID_KEY; a bad setting warns and omits ids.
-const client = sides.has('client') ? new McpResumeInstrumentation({ globalFetch: true, ...idOptionsFromEnv() }) : undefined;
+const client = sides.has('client')
+  ? new McpResumeInstrumentation({ globalFetch: true, ...idOptionsFromEnv(), ...(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}) })
+  : undefined;
 const server = sides.has('server') ? new McpServerInstrumentation() : undefined;
 const sdk = new NodeSDK({
   instrumentations: [client, server].filter((i) => i !== undefined),
@@ -60,5 +63,17 @@ holdExitUntil(shutdown, () => {
     pendingHttp: fetches?.pendingHttp ?? 0,
   };
 });
+
+/**
+ * RESUMEWATCH_REQUEST_TIMEOUT_MS: the client requests' deadline (`requestTimeoutMs`). A bad value is
+ * named on one line and the default kept: a typo must not stop the application.
+ */
+function requestTimeoutFromEnv(value: string | undefined): number | undefined {
+  if (value === undefined || value.trim() === '') return undefined;
+  const ms = Number(value);
+  if (Number.isSafeInteger(ms) && ms > 0) return ms;
+  process.stderr.write(`resumewatch: RESUMEWATCH_REQUEST_TIMEOUT_MS must be a positive integer of milliseconds, got "${value}"; using the default\n`);
+  return undefined;
+}
 
 export { sdk };

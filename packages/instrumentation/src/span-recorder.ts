@@ -55,6 +55,7 @@ import {
 } from './semconv.js';
 import { ErrorType, ServerAttributes, addTargetAttributes, errorType, isToolError, nowMs, setError } from './span-util.js';
 import type { RecorderStats, TracerSource } from './types.js';
+import { HeldPolls } from './held-polls.js';
 
 export interface SpanRecorderOptions {
   tracer: TracerSource;
@@ -101,6 +102,12 @@ interface Attempt {
   timer: ReturnType<typeof setTimeout> | undefined;
 }
 
+/** A `poll` resume span not emitted yet, with its recorded end. */
+interface HeldPoll {
+  readonly attempt: Attempt;
+  readonly endTime: number;
+}
+
 /**
  * Turns the wire observer's events into the contract's spans. Per-request state lives in a WeakMap
  * keyed by the observer's request records (released with them); per-HTTP-request state is held until
@@ -126,6 +133,13 @@ export class SpanRecorder implements WireListener {
   /** What the guard did to an event or a request, told by the guard before this listener's hook runs. */
   private readonly guardActions = new WeakMap<WireEvent | WireRequest, GuardAction>();
   private readonly server = new ServerAttributes();
+  /**
+   * The latest `poll` of each unfinished request, emitted once the request's fate decides it: a poll when
+   * its next resume starts or its terminal arrives; `empty_replay` (evidence `deadline`) when its deadline
+   * passes first; `error` (evidence `request_end`) when the client gives it up. Without this a restarted
+   * server that lost its buffer, after priming events, would leave nothing but valid-looking polls.
+   */
+  private readonly heldPolls = new HeldPolls<HeldPoll>((held, evicted) => this.expirePoll(held, evicted));
   private openRequests = 0;
 
   constructor(options: SpanRecorderOptions) {
@@ -135,7 +149,13 @@ export class SpanRecorder implements WireListener {
   }
 
   stats(): RecorderStats {
-    return { openRequests: this.openRequests, openResumes: this.openResumes.size, pendingHttp: this.pending.size };
+    return {
+      openRequests: this.openRequests,
+      openResumes: this.openResumes.size,
+      pendingHttp: this.pending.size,
+      heldPolls: this.heldPolls.size,
+      heldPollsEvicted: this.heldPolls.evictions,
+    };
   }
 
   /** The contract stream id (ATTR_MCP_STREAM_ID) of a stream seen by this recorder's observer. */
@@ -220,6 +240,7 @@ export class SpanRecorder implements WireListener {
       for (const record of stream.requests) {
         const state = this.requests.get(record);
         if (state?.span) this.endRequest(state, ErrorType.ABORTED);
+        this.givenUpPoll(this.heldPolls.take(record), ErrorType.ABORTED);
       }
     } catch (failure) {
       diag.error('resumewatch: recording a stream end failed', failure);
@@ -259,6 +280,7 @@ export class SpanRecorder implements WireListener {
       const state = this.requests.get(record);
       if (state?.span) this.endRequest(state, ErrorType.CANCELLED);
       this.requestGivenUp((attempt) => attempt.concerned === record);
+      this.givenUpPoll(this.heldPolls.take(record), ErrorType.CANCELLED);
     }
   }
 
@@ -267,6 +289,7 @@ export class SpanRecorder implements WireListener {
     const open = this.openBySession.get(sessionId);
     if (open) for (const state of [...open]) this.endRequest(state, ErrorType.ABORTED);
     this.requestGivenUp((attempt) => attempt.req.sessionId === sessionId && attempt.kind !== StreamKind.LISTENING);
+    for (const held of this.heldPolls.takeSession(sessionId)) this.givenUpPoll(held, ErrorType.ABORTED);
   }
 
   private requestGivenUp(concerns: (attempt: Attempt) => boolean): void {
@@ -318,6 +341,8 @@ export class SpanRecorder implements WireListener {
     attempt.timer = setTimeout(() => this.failed(req, undefined, undefined), this.requestTimeoutMs);
     attempt.timer.unref();
     this.pending.set(req, attempt);
+    // The request's next resume: its held poll was a poll.
+    if (resume && attempt.concerned) this.emitHeldPoll(this.heldPolls.take(attempt.concerned));
   }
 
   private attemptAnswered(attempt: Attempt, res: WireResponse): void {
@@ -350,6 +375,7 @@ export class SpanRecorder implements WireListener {
         deadlinePassed: false,
         requestEnded: false,
       })!;
+      if (verdict.outcome === ResumeOutcome.POLL && this.holdPoll(attempt, verdict)) return;
       this.emit(attempt, verdict, ok ? undefined : String(res.status), undefined);
     }
   }
@@ -421,15 +447,21 @@ export class SpanRecorder implements WireListener {
       attempt.concerned = first;
       attempt.terminalObserved = first.firstTerminalStream !== stream;
     }
+    if (attempt.verdict?.outcome === ResumeOutcome.POLL && this.holdPoll(attempt, attempt.verdict)) return;
     this.emit(attempt, attempt.verdict, error, undefined);
   }
 
   /** Creates the reattach and resume spans of a finished attempt, with their recorded times. */
-  private emit(attempt: Attempt, verdict: ResumeVerdict | undefined, error: string | undefined, guardAction: GuardAction | undefined): void {
+  private emit(
+    attempt: Attempt,
+    verdict: ResumeVerdict | undefined,
+    error: string | undefined,
+    guardAction: GuardAction | undefined,
+    endTime = nowMs(),
+  ): void {
     const { req, concerned } = attempt;
     const tracer = this.tracer();
     const parent = this.parentOf(concerned, attempt.active);
-    const endTime = nowMs();
     const base: Attributes = {
       [ATTR_HTTP_REQUEST_METHOD]: req.httpMethod,
       [ATTR_MCP_STREAM_ID]: attempt.streamId ?? this.responseId(req),
@@ -470,6 +502,8 @@ export class SpanRecorder implements WireListener {
 
   private recordTerminal(event: WireEvent, terminal: TerminalObservation): void {
     const record = terminal.request;
+    // The request's result came: its held poll was a poll.
+    this.emitHeldPoll(this.heldPolls.take(record));
     const state = this.requests.get(record);
     const sessionId = event.stream.sessionId || state?.sessionId;
     const protocolVersion =
@@ -520,7 +554,11 @@ export class SpanRecorder implements WireListener {
       const open = this.openBySession.get(state.sessionId);
       if (open?.delete(state) && open.size === 0) this.openBySession.delete(state.sessionId);
     }
-    // The request's deadline passed: a resume of it still silent is an empty replay (evidence deadline).
+    // The request's deadline passed: a resume of it still silent, or its held poll, is an empty replay (evidence deadline).
+    if (error === ErrorType.TIMEOUT) {
+      const held = this.heldPolls.take(state.record);
+      if (held) this.expirePoll(held, false);
+    }
     if (this.openResumes.size > 0) {
       for (const [stream, attempt] of [...this.openResumes]) {
         if (attempt.concerned !== state.record) continue;
@@ -530,6 +568,38 @@ export class SpanRecorder implements WireListener {
     }
     if (error !== undefined) setError(span, error);
     span.end();
+  }
+
+  /** Holds a `poll` of an unfinished request (not of the listening stream); false when it is emitted at once. */
+  private holdPoll(attempt: Attempt, verdict: ResumeVerdict): boolean {
+    const record = attempt.concerned;
+    if (!record || attempt.kind === StreamKind.LISTENING || attempt.terminalObserved || record.terminalCount > 0) return false;
+    const deadline = this.deadlineOf(attempt);
+    if (deadline === undefined) return false;
+    attempt.verdict = verdict;
+    const previous = this.heldPolls.hold(record, attempt.req.sessionId, { attempt, endTime: nowMs() }, deadline);
+    this.emitHeldPoll(previous);
+    return true;
+  }
+
+  /** A held poll the request's fate showed to be one. */
+  private emitHeldPoll(held: HeldPoll | undefined): void {
+    if (held) this.emit(held.attempt, held.attempt.verdict, undefined, undefined, held.endTime);
+  }
+
+  /** The client gave the request up while its last resume had ended empty. */
+  private givenUpPoll(held: HeldPoll | undefined, error: string): void {
+    if (held) this.emit(held.attempt, { outcome: ResumeOutcome.ERROR, evidence: ResumeEvidence.REQUEST_END }, error, undefined, held.endTime);
+  }
+
+  /** The request's deadline passed with its last resume ended empty: the server lost it. The cap only evicts (as a poll). */
+  private expirePoll(held: HeldPoll, evicted: boolean): void {
+    try {
+      if (evicted) this.emitHeldPoll(held);
+      else this.emit(held.attempt, { outcome: ResumeOutcome.EMPTY_REPLAY, evidence: ResumeEvidence.DEADLINE }, undefined, undefined, held.endTime);
+    } catch (error) {
+      diag.error('resumewatch: recording a held poll failed', error);
+    }
   }
 
   private parentOf(record: RequestRecord | undefined, active: Context): Context {

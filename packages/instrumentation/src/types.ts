@@ -10,14 +10,10 @@ export interface InstrumentFetchOptions extends IdPolicyOptions {
   /** Where spans go. Default: the global tracer provider (resolved at each span, so it may be set later). */
   tracerProvider?: TracerProvider;
   /**
-   * @deprecated Ignored. Resume verdicts are taken on evidence (a message, the body's end, the
-   * request's deadline or end), never after a window of silence.
-   */
-  replayWindowMs?: number;
-  /**
    * A request's deadline. A request without a terminal event by then ends with error type `timeout`,
-   * and a resume of it whose stream is still silent gets the outcome `empty_replay` (evidence
-   * `deadline`). Also bounds a reattach or resume span waiting for response headers. Default 300000 ms.
+   * and a resume of it whose stream is still silent, or whose last resume was a `poll` (held until the
+   * request's fate decides it), gets the outcome `empty_replay` (evidence `deadline`). Also bounds a
+   * reattach or resume span waiting for response headers. Default 300000 ms.
    */
   requestTimeoutMs?: number;
   /**
@@ -39,6 +35,13 @@ export interface RecorderStats {
   openResumes: number;
   /** HTTP requests with a reattach or resume span waiting for response headers. */
   pendingHttp: number;
+  /**
+   * `poll` resume spans held until their request's fate decides them (its next resume or terminal: a
+   * poll; its deadline: `empty_replay`; given up: `error`). At most one per request.
+   */
+  heldPolls: number;
+  /** Held polls emitted as polls because the cap was reached. */
+  heldPollsEvicted: number;
 }
 
 /** A fetch that reports what it carries as spans. */

@@ -52,7 +52,7 @@ afterEach(() => {
 
 function patchWith(capture: SpanCapture): GlobalFetchPatch {
   const tracer = capture.provider.getTracer(TRACER_SCOPE);
-  patch = patchGlobalFetch({ replayWindowMs: 300 }, () => tracer);
+  patch = patchGlobalFetch({}, () => tracer);
   return patch;
 }
 

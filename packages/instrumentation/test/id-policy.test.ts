@@ -117,7 +117,7 @@ function leaked(spans: ReadableSpan[]): string[] {
 
 async function seedLoop(ids: IdPolicyOptions): Promise<{ client: ReadableSpan[]; server: ReadableSpan[]; sessionId: string }> {
   serverIds = ids;
-  const { capture, fetch } = capturedFetch({ ...ids, replayWindowMs: 300 });
+  const { capture, fetch } = capturedFetch({ ...ids });
   const summary = await runScenario('seed-loop', { serverUrl: lab.url, fetch, maxReconnects: 10 });
   await waitFor(() => fetch.stats().openResumes === 0 && fetch.stats().pendingHttp === 0, 'the resume spans to end');
   expect(fetch.stats()).toEqual(IDLE);

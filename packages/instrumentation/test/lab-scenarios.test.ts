@@ -1,6 +1,6 @@
 import { SpanStatusCode } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import { runScenario, startLabServer } from '@resumewatch/lab';
+import { LabControlClient, McpHttpSession, runScenario, startLabServer } from '@resumewatch/lab';
 import type { LabServer, ScenarioName, ScenarioSummary } from '@resumewatch/lab';
 import {
   ATTR_ERROR_TYPE,
@@ -44,9 +44,9 @@ interface Run {
   story(): { request: ReadableSpan; children: ReadableSpan[] };
 }
 
-async function run(name: ScenarioName): Promise<Run> {
-  const { capture, fetch } = capturedFetch({ requestTimeoutMs: 60_000 });
-  const summary = await runScenario(name, { serverUrl: lab.url, fetch, maxReconnects: 10 });
+async function run(name: ScenarioName, options: { requestTimeoutMs?: number; resultWaitMs?: number } = {}): Promise<Run> {
+  const { capture, fetch } = capturedFetch({ requestTimeoutMs: options.requestTimeoutMs ?? 60_000 });
+  const summary = await runScenario(name, { serverUrl: lab.url, fetch, maxReconnects: 10, resultWaitMs: options.resultWaitMs ?? 0 });
   // Every scenario closes its session: the last resumed stream ends, and with it its resume span.
   await waitFor(() => fetch.stats().openResumes === 0 && fetch.stats().pendingHttp === 0, 'the last resume span');
   const story = () => {
@@ -130,22 +130,74 @@ describe('spans on the lab scenarios (real SDK server, real HTTP)', () => {
     expect(request.status.code).toBe(SpanStatusCode.UNSET);
   });
 
-  it('server-restart: the lab server announced polling, so the clean empty replay is a poll; the session delete ends the request', async () => {
-    const { summary, story } = await run('server-restart');
+  it('server-restart: the clean empty replay after a priming event is held as a poll; the session delete gives the request up', async () => {
+    const { summary, story, fetch } = await run('server-restart');
     expect(summary.resumeStatuses).toEqual([200]);
-    // The request never finishes (the restart killed its work); the scenario deletes its session.
+    // The request never finishes (the restart killed its work); the scenario deletes its session at once.
     expect(story().request.attributes[ATTR_ERROR_TYPE]).toBe('aborted');
     const resumes = named(story().children, SPAN_STREAM_RESUME);
     expect(resumes).toHaveLength(1);
     expect(resumes[0]!.attributes).toMatchObject({
-      [ATTR_MCP_RESUME_OUTCOME]: 'poll',
-      [ATTR_MCP_RESUME_EVIDENCE]: 'body_end',
+      [ATTR_MCP_RESUME_OUTCOME]: 'error',
+      [ATTR_MCP_RESUME_EVIDENCE]: 'request_end',
+      [ATTR_ERROR_TYPE]: 'aborted',
       [ATTR_MCP_RESUME_REPLAYED_EVENTS]: 0,
       [ATTR_MCP_STREAM_KIND]: 'request',
       [ATTR_MCP_REQUEST_TERMINAL_OBSERVED]: false,
       [ATTR_HTTP_RESPONSE_STATUS_CODE]: 200,
     });
     expect(named(story().children, SPAN_REQUEST_TERMINAL)).toHaveLength(0);
+    expect(fetch.stats()).toMatchObject({ heldPolls: 0, heldPollsEvicted: 0 });
+  });
+
+  it('server-restart: the request deadline passes after the poll without the result: empty_replay, evidence deadline', async () => {
+    const { summary, story, fetch } = await run('server-restart', { requestTimeoutMs: 1_500, resultWaitMs: 2_500 });
+    expect(summary.resumeStatuses).toEqual([200]);
+    expect(story().request.attributes[ATTR_ERROR_TYPE]).toBe('timeout');
+    const resumes = named(story().children, SPAN_STREAM_RESUME);
+    expect(resumes).toHaveLength(1);
+    expect(resumes[0]!.attributes).toMatchObject({
+      [ATTR_MCP_RESUME_OUTCOME]: 'empty_replay',
+      [ATTR_MCP_RESUME_EVIDENCE]: 'deadline',
+      [ATTR_MCP_RESUME_REPLAYED_EVENTS]: 0,
+      [ATTR_MCP_STREAM_KIND]: 'request',
+      [ATTR_MCP_REQUEST_TERMINAL_OBSERVED]: false,
+      [ATTR_HTTP_RESPONSE_STATUS_CODE]: 200,
+    });
+    expect(resumes[0]!.status.code).toBe(SpanStatusCode.UNSET);
+    // Its recorded times: it ended when the body did, long before the deadline.
+    expect(ms(resumes[0]!.endTime) - ms(story().request.startTime)).toBeLessThan(1_500);
+    expect(fetch.stats()).toMatchObject({ heldPolls: 0, heldPollsEvicted: 0 });
+  });
+
+  it('after a restart: each poll of the unfinished request is a poll once the next starts; a cancel gives the last one up', async () => {
+    // server-restart's steps, by hand: the restarted server accepts the session and each resume ends
+    // clean and empty after its priming event. Two resumes, then notifications/cancelled.
+    const { capture, fetch } = capturedFetch({ requestTimeoutMs: 60_000 });
+    const session = await McpHttpSession.open(lab.url, fetch, 'held-polls');
+    const call = session.toolCall('stream_progress', { count: 100, delay: 50 });
+    const control = new LabControlClient(lab.controlUrl);
+    let restart: Promise<unknown> | undefined;
+    let progress = 0;
+    const first = await session.post(call.message, {
+      onEvent: (event) => {
+        if (event.message && 'method' in event.message && event.message.method === 'notifications/progress' && ++progress === 2) restart ??= control.restart();
+      },
+    });
+    await restart;
+    const cursor = first.events.filter((event) => event.id !== undefined).at(-1)!.id!;
+    const polls = [await session.get(cursor), await session.get(cursor)];
+    expect(polls.map((p) => [p.status, p.end])).toEqual([[200, 'clean'], [200, 'clean']]);
+    expect(fetch.stats()).toMatchObject({ heldPolls: 1 });
+    await session.post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: call.id, reason: 'test' } });
+    await session.close();
+    const id = String(call.id);
+    const resumes = named(capture.spans(), SPAN_STREAM_RESUME).filter((r) => r.attributes[ATTR_JSONRPC_REQUEST_ID] === id);
+    expect(resumes.map((r) => [a(r, ATTR_MCP_RESUME_OUTCOME), a(r, ATTR_MCP_RESUME_EVIDENCE), a(r, ATTR_ERROR_TYPE)])).toEqual([
+      ['poll', 'body_end', undefined],
+      ['error', 'request_end', 'cancelled'],
+    ]);
+    expect(fetch.stats()).toEqual(IDLE);
   });
 
   it('cursor-evicted: the resume is rejected per its status and the reattach is not accepted', async () => {

@@ -75,7 +75,9 @@ describe('scenarios against the lab server', () => {
 
   it('server-restart: the session is accepted and the resume of an unfinished request is 200 with no events', async () => {
     const before = lab.state().generation;
-    const summary = await runScenario('server-restart', { serverUrl: lab.url });
+    const summary = await runScenario('server-restart', { serverUrl: lab.url, resultWaitMs: 400 });
+    // The client waited for its result before deleting the session.
+    expect(summary.durationMs).toBeGreaterThanOrEqual(400);
     expect(lab.state().generation).toBe(before + 1);
     expect(summary.details.firstStreamEnd).toBe('error');
     expect(summary.resumeStatuses).toEqual([200]);

@@ -29,7 +29,7 @@ export function capturedFetch(options: InstrumentFetchOptions = {}): { capture: 
 }
 
 /** What `stats()` says once every request and stream has ended. */
-export const IDLE: RecorderStats = { openRequests: 0, openResumes: 0, pendingHttp: 0 };
+export const IDLE: RecorderStats = { openRequests: 0, openResumes: 0, pendingHttp: 0, heldPolls: 0, heldPollsEvicted: 0 };
 
 /** Polls until `check` returns a truthy value; bounded, generous for a loaded machine. */
 export async function waitFor<T>(check: () => T | undefined | false, what: string, timeoutMs = 15_000): Promise<T> {

@@ -15,6 +15,13 @@ export interface ScenarioOptions {
    * cannot take (the seed loop, the lab's raw protocol checks) only run with `raw` and reject others.
    */
   client?: ScenarioClient;
+  /**
+   * How long a client whose resumed request came back without its result keeps waiting for it before
+   * giving the request up (server-restart: then it deletes its session). Default 3000 ms: past the
+   * short request deadline (`requestTimeoutMs`, RESUMEWATCH_REQUEST_TIMEOUT_MS) the lab's tests and
+   * compose services give the instrumentation, so that the deadline, not the DELETE, ends the wait.
+   */
+  resultWaitMs?: number;
 }
 
 export interface ResolvedScenarioOptions {
@@ -23,6 +30,7 @@ export interface ResolvedScenarioOptions {
   fetch: FetchLike;
   maxReconnects: number;
   client: ScenarioClient;
+  resultWaitMs: number;
 }
 
 export function resolveOptions(options: ScenarioOptions): ResolvedScenarioOptions {
@@ -32,5 +40,6 @@ export function resolveOptions(options: ScenarioOptions): ResolvedScenarioOption
     fetch: options.fetch ?? ((input, init) => globalThis.fetch(input, init)),
     maxReconnects: options.maxReconnects ?? 20,
     client: options.client ?? 'raw',
+    resultWaitMs: options.resultWaitMs ?? 3_000,
   };
 }

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { LabControlClient } from '../control-client.js';
 import { McpHttpSession, isResponseTo } from '../mcp-http-client.js';
 import type { RestartReport } from '../lab-server/types.js';
@@ -12,10 +13,11 @@ const RESTART_AFTER_PROGRESS = 2;
  * The server restarts mid-request and loses its event buffer, but its session state lives outside the
  * process. The client resumes its unfinished request: the session is accepted and the resume answers
  * 200 with no events and a clean close, which reads as "nothing missed". It is a lie: the work died.
+ * The client then waits `resultWaitMs` for the result, in vain, and deletes its session.
  */
 export async function runServerRestart(options: ScenarioOptions): Promise<ScenarioSummary> {
   const started = Date.now();
-  const { serverUrl, controlUrl, fetch } = resolveOptions(options);
+  const { serverUrl, controlUrl, fetch, resultWaitMs } = resolveOptions(options);
   const control = new LabControlClient(controlUrl);
   const session = await McpHttpSession.open(serverUrl, fetch, 'server-restart');
   const call = session.toolCall('stream_progress', { count: 100, delay: 50 });
@@ -39,6 +41,9 @@ export async function runServerRestart(options: ScenarioOptions): Promise<Scenar
           return undefined;
         });
   const replayTerminal = resume?.events.some((event) => isResponseTo(event.message, call.id)) ?? false;
+  // The client waits for its result a while (nothing more will come: the work died with the old
+  // process) before giving the request up; an instrumented client's request deadline passes meanwhile.
+  if (resume && !firstTerminal && !replayTerminal && resultWaitMs > 0) await sleep(resultWaitMs);
   await session.close().catch(() => undefined);
   const emptyReplay = resume !== undefined && resume.status === 200 && resume.events.length === 0;
   return {

@@ -1,0 +1,88 @@
+import type { RequestRecord } from '@resumewatch/wire';
+
+/** Default cap on held polls: one per unfinished, polled request. */
+export const MAX_HELD_POLLS = 10_000;
+
+interface Entry<T> {
+  readonly value: T;
+  readonly sessionId: string | undefined;
+  readonly timer: ReturnType<typeof setTimeout>;
+}
+
+/**
+ * The latest `poll` resume of each unfinished request, held back until what follows decides it
+ * (SEP-1699: a clean, empty body after a priming event is a valid poll, but so is the answer of a
+ * restarted server that lost its buffer; only the request's fate tells them apart). The recorder takes
+ * a held poll when the request's next resume starts or its terminal arrives (a poll after all), or when
+ * the client gives the request up; the holder hands it back by itself at the request's deadline, or when
+ * the cap makes room (the oldest first, counted).
+ *
+ * Bounded: at most one per request, at most `cap` in all, each for at most the request's deadline.
+ */
+export class HeldPolls<T> {
+  private readonly held = new Map<RequestRecord, Entry<T>>();
+  private evictedCount = 0;
+
+  constructor(
+    /** A held poll leaves without being taken: at its request's deadline, or evicted by the cap. */
+    private readonly expire: (value: T, evicted: boolean) => void,
+    private readonly cap = MAX_HELD_POLLS,
+  ) {
+    if (!(cap >= 1)) throw new Error(`held polls: cap must be at least 1 (got ${cap})`);
+  }
+
+  get size(): number {
+    return this.held.size;
+  }
+
+  /** Polls handed back because the cap was reached. */
+  get evictions(): number {
+    return this.evictedCount;
+  }
+
+  /**
+   * Holds `value` for `record` until `deadline` (epoch ms). A poll already held for the request is
+   * returned: the request's next resume has started, so that one was a poll.
+   */
+  hold(record: RequestRecord, sessionId: string | undefined, value: T, deadline: number): T | undefined {
+    const previous = this.take(record);
+    if (this.held.size >= this.cap) this.evictOldest();
+    const timer = setTimeout(() => {
+      if (this.held.get(record)?.value !== value) return;
+      this.held.delete(record);
+      this.expire(value, false);
+    }, Math.max(0, deadline - Date.now()));
+    timer.unref();
+    this.held.set(record, { value, sessionId, timer });
+    return previous;
+  }
+
+  /** The poll held for `record`, no longer held. */
+  take(record: RequestRecord): T | undefined {
+    const entry = this.held.get(record);
+    if (!entry) return undefined;
+    this.held.delete(record);
+    clearTimeout(entry.timer);
+    return entry.value;
+  }
+
+  /** Every poll held for a request of `sessionId`, no longer held (the session was deleted). */
+  takeSession(sessionId: string): T[] {
+    const taken: T[] = [];
+    for (const [record, entry] of this.held) {
+      if (entry.sessionId !== sessionId) continue;
+      this.held.delete(record);
+      clearTimeout(entry.timer);
+      taken.push(entry.value);
+    }
+    return taken;
+  }
+
+  private evictOldest(): void {
+    const oldest = this.held.keys().next();
+    if (oldest.done) return;
+    const value = this.take(oldest.value)!;
+    this.evictedCount++;
+    this.expire(value, true);
+  }
+}

@@ -1,0 +1,62 @@
+import type { RequestRecord } from '@resumewatch/wire';
+import { describe, expect, it } from 'vitest';
+import { HeldPolls } from '../src/held-polls.js';
+
+// The holder only keys by the observer's request record; any object stands for one here.
+const record = (id: string): RequestRecord => ({ id }) as unknown as RequestRecord;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function holder(cap?: number) {
+  const expired: [string, boolean][] = [];
+  const polls = new HeldPolls<string>((value, evicted) => expired.push([value, evicted]), cap);
+  return { polls, expired };
+}
+
+describe('HeldPolls: the latest poll of each unfinished request', () => {
+  it('holds one per request: the next hold hands the previous back, take releases it', () => {
+    const { polls, expired } = holder();
+    const a = record('a');
+    expect(polls.hold(a, 's1', 'poll-1', Date.now() + 60_000)).toBeUndefined();
+    expect(polls.hold(a, 's1', 'poll-2', Date.now() + 60_000)).toBe('poll-1');
+    expect(polls.size).toBe(1);
+    expect(polls.take(a)).toBe('poll-2');
+    expect(polls.take(a)).toBeUndefined();
+    expect(polls.size).toBe(0);
+    expect(expired).toEqual([]);
+  });
+
+  it('hands a poll back at its deadline, once, and not one taken before it', async () => {
+    const { polls, expired } = holder();
+    const a = record('a');
+    const b = record('b');
+    polls.hold(a, 's1', 'poll-a', Date.now() + 30);
+    polls.hold(b, 's1', 'poll-b', Date.now() + 30);
+    expect(polls.take(b)).toBe('poll-b');
+    await sleep(80);
+    expect(expired).toEqual([['poll-a', false]]);
+    expect(polls.size).toBe(0);
+  });
+
+  it('takes every poll of a deleted session, and only those', () => {
+    const { polls } = holder();
+    polls.hold(record('a'), 's1', 'a', Date.now() + 60_000);
+    polls.hold(record('b'), 's2', 'b', Date.now() + 60_000);
+    polls.hold(record('c'), 's1', 'c', Date.now() + 60_000);
+    expect(polls.takeSession('s1').sort()).toEqual(['a', 'c']);
+    expect(polls.size).toBe(1);
+  });
+
+  it('is capped: the oldest is handed back as evicted, and counted', () => {
+    const { polls, expired } = holder(2);
+    polls.hold(record('a'), 's', 'a', Date.now() + 60_000);
+    polls.hold(record('b'), 's', 'b', Date.now() + 60_000);
+    polls.hold(record('c'), 's', 'c', Date.now() + 60_000);
+    expect(expired).toEqual([['a', true]]);
+    expect(polls.evictions).toBe(1);
+    expect(polls.size).toBe(2);
+  });
+
+  it('refuses a cap below 1 with one line', () => {
+    expect(() => new HeldPolls(() => undefined, 0)).toThrow('held polls: cap must be at least 1 (got 0)');
+  });
+});
