@@ -1,8 +1,10 @@
 import { runLoad, runScenario } from '@resumewatch/lab';
 import type { ScenarioName, ScenarioSummary } from '@resumewatch/lab';
 import {
+  ATTR_MCP_REQUEST_TERMINAL_OBSERVED,
   ATTR_MCP_RESUME_EVIDENCE,
   ATTR_MCP_RESUME_OUTCOME,
+  ATTR_MCP_RESUME_REPLAYED_TERMINAL,
   FindingKind,
   FindingRecord,
   ResumeEvidence,
@@ -139,5 +141,18 @@ describe('server spans alone (instrumentEventStore, instrumentServerTransport on
 
   it('steady healthy load (OTLP/JSON): no finding', { timeout: TIMEOUT }, async () => {
     await healthyLoad(await rig('server', 'json'));
+  });
+
+  it('polling (OTLP/protobuf): no finding; the result, stored while the client was between polls, is first delivered by the last poll', { timeout: TIMEOUT }, async () => {
+    const r = await rig('server', 'proto');
+    const summary = await expectFindings(r, 'polling', []);
+    expect(summary.terminalDeliveries).toBe(1);
+    const polls = summary.reconnects;
+    expect(polls).toBeGreaterThanOrEqual(10);
+    // Every poll is a replay span; only the last one carries the result, and no replay follows it.
+    const resumes = r.resumeSpans().map((s) => [s.attributes[ATTR_MCP_RESUME_OUTCOME], s.attributes[ATTR_MCP_RESUME_REPLAYED_TERMINAL], s.attributes[ATTR_MCP_REQUEST_TERMINAL_OBSERVED]]);
+    expect(resumes).toHaveLength(polls);
+    expect(resumes.at(-1)).toEqual([ResumeOutcome.CONTINUATION, true, false]);
+    expect(resumes.filter(([, replayed, observed]) => replayed === true || observed === true)).toHaveLength(1);
   });
 });

@@ -21,6 +21,7 @@ import {
   SPAN_STREAM_RESUME,
 } from './semconv.js';
 import { errorType, setError } from './span-util.js';
+import { storingTransport } from './stream-liveness.js';
 
 /** The SDK's EventStore (server/streamableHttp), structurally: this package does not load the SDK. */
 export interface EventStoreLike<Message = unknown> {
@@ -54,6 +55,12 @@ interface SilentReplay {
 interface StreamState {
   /** When the stream's terminal response was stored, if it was. */
   terminalAt: number | undefined;
+  /**
+   * The stored response reached a client: it was stored while its stream had a live connection (or
+   * with no instrumented transport to tell), or a replay has sent it since. A response stored while
+   * the stream was detached (SEP-1699: the server closed it, the client is between polls) has not.
+   */
+  terminalDelivered: boolean;
   requestId: string | undefined;
   /** A priming event (SEP-1699: stored as a message that is not JSON-RPC, `{}`) was stored for the stream. */
   primed: boolean;
@@ -80,6 +87,13 @@ export function isInstrumentedEventStore(store: object): boolean {
  * Wraps an MCP SDK EventStore so that every replay it serves is a resume span (SPAN_STREAM_RESUME,
  * kind SERVER) saying whether the stream had already delivered its terminal response before the replay,
  * how many events were replayed and whether the terminal was among them. Per-stream state is bounded.
+ *
+ * Delivered means written to a live connection, or sent by an earlier replay. With
+ * `instrumentServerTransport` on the transport that owns the store, a response stored while its stream
+ * had no connection (SEP-1699 polling: the server closed the stream with `closeSSEStream`, or the
+ * connection went away) is not delivered: the replay that sends it first has
+ * `mcp.request.terminal_observed=false`, the next ones `true`. Without it, every stored response counts
+ * as delivered when stored.
  * The store is patched in place (its other methods and state are untouched) and returned.
  *
  * The outcome follows `resumeVerdict`, on evidence: a replay that sent a JSON-RPC message is a
@@ -102,7 +116,10 @@ export function instrumentEventStore<S extends EventStoreLike<M>, M = Parameters
   let replays = 0;
   const stateOf = (streamId: string): StreamState => {
     let state = streams.get(streamId);
-    if (!state) streams.set(streamId, (state = { terminalAt: undefined, requestId: undefined, primed: false, silent: undefined }));
+    if (!state) {
+      state = { terminalAt: undefined, terminalDelivered: false, requestId: undefined, primed: false, silent: undefined };
+      streams.set(streamId, state);
+    }
     return state;
   };
   /** Gives a silent replay its verdict and ends its span. */
@@ -131,17 +148,24 @@ export function instrumentEventStore<S extends EventStoreLike<M>, M = Parameters
   const replayEventsAfter = store.replayEventsAfter.bind(store);
   const patch: EventStoreLike<M> = {
     async storeEvent(streamId, message) {
+      // Synchronously, before any await: the instrumented transport whose send is storing, if any.
+      const from = storingTransport();
       const eventId = await storeEvent(streamId, message);
       try {
         const id = responseId(message);
         const state = stateOf(streamId);
+        // Asked now, as the transport decides now whether to write the stored event to a connection.
+        // Unknown (no instrumented transport): live, as a store alone cannot tell.
+        const live = from?.isLive(streamId) !== false;
         if (id !== undefined) {
           state.terminalAt = Date.now();
+          state.terminalDelivered = live;
           state.requestId = id;
         }
         if (!isJsonRpcMessage(message)) state.primed = true;
         // A message the transport sends live on the resumed stream: the silent replay was a continuation.
-        else if (state.silent) settle(state, ResumeOutcome.CONTINUATION, ResumeEvidence.MESSAGE, 1, id);
+        // Stored while the stream is detached, it went nowhere: the client's next poll replays it.
+        else if (state.silent && live) settle(state, ResumeOutcome.CONTINUATION, ResumeEvidence.MESSAGE, 1, id);
       } catch (error) {
         diag.error('resumewatch: recording a stored event failed', error);
       }
@@ -171,7 +195,10 @@ export function instrumentEventStore<S extends EventStoreLike<M>, M = Parameters
         const sessionId = sessionOf(streamId);
         if (sessionId !== undefined) span.setAttribute(ATTR_MCP_SESSION_ID, sessionId);
         if (requestId !== undefined) span.setAttribute(ATTR_JSONRPC_REQUEST_ID, requestId);
-        const finished = state.terminalAt !== undefined && state.terminalAt <= started;
+        // The response had reached a client before this replay began. One stored while the stream was
+        // detached and replayed now for the first time is a first delivery, not a replay of a known result.
+        const finished = state.terminalAt !== undefined && state.terminalAt <= started && state.terminalDelivered;
+        if (terminal !== undefined && terminal === state.requestId) state.terminalDelivered = true;
         span.setAttribute(ATTR_MCP_REQUEST_TERMINAL_OBSERVED, finished);
         if (events > 0) {
           finish(span, ResumeOutcome.CONTINUATION, ResumeEvidence.MESSAGE, events, terminal !== undefined, undefined);

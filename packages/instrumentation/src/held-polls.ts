@@ -3,6 +3,21 @@ import type { RequestRecord } from '@resumewatch/wire';
 /** Default cap on held polls: one per unfinished, polled request. */
 export const MAX_HELD_POLLS = 10_000;
 
+/** Every holder holding at least one poll (each leaves when it holds none): what shutdown releases. */
+const holding = new Set<HeldPolls<unknown>>();
+
+/**
+ * Hands back every poll still held in this process as a poll (its request's fate is not known, and the
+ * wire said poll): at shutdown, so that they are exported with the rest instead of lost. `register`
+ * calls it before the SDK's shutdown, `McpResumeInstrumentation.disable()` too; an application using
+ * `instrumentFetch` calls it before its tracer provider's `shutdown()`. Returns how many it released.
+ */
+export function releaseHeldPolls(): number {
+  let released = 0;
+  for (const holder of [...holding]) released += holder.releaseAll();
+  return released;
+}
+
 interface Entry<T> {
   readonly value: T;
   readonly sessionId: string | undefined;
@@ -14,8 +29,8 @@ interface Entry<T> {
  * (SEP-1699: a clean, empty body after a priming event is a valid poll, but so is the answer of a
  * restarted server that lost its buffer; only the request's fate tells them apart). The recorder takes
  * a held poll when the request's next resume starts or its terminal arrives (a poll after all), or when
- * the client gives the request up; the holder hands it back by itself at the request's deadline, or when
- * the cap makes room (the oldest first, counted).
+ * the client gives the request up; the holder hands it back by itself at the request's deadline, when
+ * the cap makes room (the oldest first, counted), or at shutdown (`releaseHeldPolls`).
  *
  * Bounded: at most one per request, at most `cap` in all, each for at most the request's deadline.
  */
@@ -24,8 +39,11 @@ export class HeldPolls<T> {
   private evictedCount = 0;
 
   constructor(
-    /** A held poll leaves without being taken: at its request's deadline, or evicted by the cap. */
-    private readonly expire: (value: T, evicted: boolean) => void,
+    /**
+     * A held poll leaves without being taken: at its request's deadline (`asPoll` false), or as a poll
+     * (`asPoll` true) when the cap evicts it or at shutdown.
+     */
+    private readonly expire: (value: T, asPoll: boolean) => void,
     private readonly cap = MAX_HELD_POLLS,
   ) {
     if (!(cap >= 1)) throw new Error(`held polls: cap must be at least 1 (got ${cap})`);
@@ -49,11 +67,12 @@ export class HeldPolls<T> {
     if (this.held.size >= this.cap) this.evictOldest();
     const timer = setTimeout(() => {
       if (this.held.get(record)?.value !== value) return;
-      this.held.delete(record);
+      this.forget(record);
       this.expire(value, false);
     }, Math.max(0, deadline - Date.now()));
     timer.unref();
     this.held.set(record, { value, sessionId, timer });
+    holding.add(this as HeldPolls<unknown>);
     return previous;
   }
 
@@ -61,7 +80,7 @@ export class HeldPolls<T> {
   take(record: RequestRecord): T | undefined {
     const entry = this.held.get(record);
     if (!entry) return undefined;
-    this.held.delete(record);
+    this.forget(record);
     clearTimeout(entry.timer);
     return entry.value;
   }
@@ -71,11 +90,23 @@ export class HeldPolls<T> {
     const taken: T[] = [];
     for (const [record, entry] of this.held) {
       if (entry.sessionId !== sessionId) continue;
-      this.held.delete(record);
+      this.forget(record);
       clearTimeout(entry.timer);
       taken.push(entry.value);
     }
     return taken;
+  }
+
+  /** Every held poll handed back as a poll, none counted as evicted (shutdown: see releaseHeldPolls). */
+  releaseAll(): number {
+    const values = [...this.held.keys()].map((record) => this.take(record)!);
+    for (const value of values) this.expire(value, true);
+    return values.length;
+  }
+
+  private forget(record: RequestRecord): void {
+    this.held.delete(record);
+    if (this.held.size === 0) holding.delete(this as HeldPolls<unknown>);
   }
 
   private evictOldest(): void {

@@ -10,6 +10,7 @@ import type { FetchLike } from '@resumewatch/wire';
 import { Hook } from 'require-in-the-middle';
 import { patchGlobalFetch } from './global-fetch.js';
 import type { GlobalFetchPatch, GlobalFetchStats } from './global-fetch.js';
+import { releaseHeldPolls } from './held-polls.js';
 import { createIdRecorder } from './id-policy.js';
 import { createInstrumentedFetch, isInstrumentedFetch } from './instrument-fetch.js';
 import { TRACER_SCOPE } from './semconv.js';
@@ -95,6 +96,8 @@ export class McpResumeInstrumentation extends InstrumentationBase<McpResumeInstr
 
   override disable(): void {
     super.disable();
+    // Held polls leave as polls (releaseHeldPolls: every one of the process), before the provider shuts down.
+    releaseHeldPolls();
     this.globalFetch?.restore();
     this.globalFetch = undefined;
     for (const exports of this.requiredTransports ?? []) this.unpatchTransport(transportClass(exports));

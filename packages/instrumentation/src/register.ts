@@ -10,6 +10,7 @@ import { diag } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { NodeSDK } from '@opentelemetry/sdk-node';
 import { holdExitUntil } from './exit-flush.js';
+import { releaseHeldPolls } from './held-polls.js';
 import { idOptionsFromEnv } from './id-policy.js';
 import { McpResumeInstrumentation } from './instrumentation.js';
 import { McpServerInstrumentation } from './server-instrumentation.js';
@@ -41,7 +42,11 @@ sdk.start();
 let shuttingDown: Promise<void> | undefined;
 /** Ends the SDK once, exporting what it holds. Safe to call (and await) more than once. */
 export function shutdown(): Promise<void> {
-  shuttingDown ??= sdk.shutdown().catch((error: unknown) => diag.error('resumewatch: OpenTelemetry SDK shutdown failed', error));
+  // Polls still held (their request's fate unknown) leave as polls, so the shutdown exports them.
+  shuttingDown ??= Promise.resolve()
+    .then(() => void releaseHeldPolls())
+    .then(() => sdk.shutdown())
+    .catch((error: unknown) => diag.error('resumewatch: OpenTelemetry SDK shutdown failed', error));
   return shuttingDown;
 }
 

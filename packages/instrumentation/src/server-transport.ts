@@ -15,6 +15,7 @@ import {
   mcpRequestSpanName,
 } from './semconv.js';
 import { ErrorType, addTargetAttributes, setError } from './span-util.js';
+import { sendingFrom, streamLivenessOf } from './stream-liveness.js';
 
 /** The SDK's server transport, structurally (StreamableHTTPServerTransport and its web-standard base). */
 export interface ServerTransportLike {
@@ -65,6 +66,10 @@ export function isInstrumentedServerTransport(transport: ServerTransportLike): b
  * Server request spans (kind SERVER, named and attributed as the client's request spans) for an MCP
  * SDK server transport: a span from each incoming JSON-RPC request to the response the transport
  * sends for it. The request's handler runs inside the span's context. Patches the transport in place.
+ *
+ * With `instrumentEventStore` on the transport's store, the transport also tells the store whether each
+ * stream it stores a message for has a live connection (stream-liveness.ts): a response stored while
+ * its stream was detached (SEP-1699 polling) was never delivered, so its first replay is no duplicate.
  */
 export function instrumentServerTransport<T extends ServerTransportLike>(transport: T, options: ServerTransportInstrumentationOptions = {}): T {
   // Id policy (raw | hmac | omit): applied to every span through the tracer, see id-policy.ts.
@@ -144,6 +149,9 @@ export function instrumentServerTransport<T extends ServerTransportLike>(transpo
   });
 
   const send = transport.send.bind(transport);
+  // Named to an instrumented event store while `send` stores the message: it tells a response stored
+  // for a stream with a live connection (delivered) from one stored while the stream was detached.
+  const liveness = streamLivenessOf(transport);
   transport.send = ((message: never, sendOptions?: never) => {
     const m = message as Message;
     if (m && typeof m === 'object' && m.method === undefined && m.id !== undefined && m.id !== null && open.size > 0) {
@@ -157,7 +165,7 @@ export function instrumentServerTransport<T extends ServerTransportLike>(transpo
         end(id, entry.method === 'tools/call' && m.result?.isError === true ? ErrorType.TOOL_ERROR : undefined, m);
       }
     }
-    return send(message, sendOptions);
+    return sendingFrom(liveness, () => send(message, sendOptions));
   }) as T['send'];
   return transport;
 }

@@ -139,7 +139,7 @@ export class SpanRecorder implements WireListener {
    * passes first; `error` (evidence `request_end`) when the client gives it up. Without this a restarted
    * server that lost its buffer, after priming events, would leave nothing but valid-looking polls.
    */
-  private readonly heldPolls = new HeldPolls<HeldPoll>((held, evicted) => this.expirePoll(held, evicted));
+  private readonly heldPolls = new HeldPolls<HeldPoll>((held, asPoll) => this.expirePoll(held, asPoll));
   private openRequests = 0;
 
   constructor(options: SpanRecorderOptions) {
@@ -592,10 +592,13 @@ export class SpanRecorder implements WireListener {
     if (held) this.emit(held.attempt, { outcome: ResumeOutcome.ERROR, evidence: ResumeEvidence.REQUEST_END }, error, undefined, held.endTime);
   }
 
-  /** The request's deadline passed with its last resume ended empty: the server lost it. The cap only evicts (as a poll). */
-  private expirePoll(held: HeldPoll, evicted: boolean): void {
+  /**
+   * The request's deadline passed with its last resume ended empty: the server lost it. Evicted by the
+   * cap, or released at shutdown, it leaves as what the wire said: a poll.
+   */
+  private expirePoll(held: HeldPoll, asPoll: boolean): void {
     try {
-      if (evicted) this.emitHeldPoll(held);
+      if (asPoll) this.emitHeldPoll(held);
       else this.emit(held.attempt, { outcome: ResumeOutcome.EMPTY_REPLAY, evidence: ResumeEvidence.DEADLINE }, undefined, undefined, held.endTime);
     } catch (error) {
       diag.error('resumewatch: recording a held poll failed', error);

@@ -1,6 +1,6 @@
 import type { RequestRecord } from '@resumewatch/wire';
 import { describe, expect, it } from 'vitest';
-import { HeldPolls } from '../src/held-polls.js';
+import { HeldPolls, releaseHeldPolls } from '../src/held-polls.js';
 
 // The holder only keys by the observer's request record; any object stands for one here.
 const record = (id: string): RequestRecord => ({ id }) as unknown as RequestRecord;
@@ -54,6 +54,28 @@ describe('HeldPolls: the latest poll of each unfinished request', () => {
     expect(expired).toEqual([['a', true]]);
     expect(polls.evictions).toBe(1);
     expect(polls.size).toBe(2);
+  });
+
+  it('at shutdown, releaseHeldPolls hands every held poll of every holder back as a poll, once, none counted as evicted', async () => {
+    releaseHeldPolls(); // what the tests above left held
+    const first = holder();
+    const second = holder();
+    const empty = holder();
+    const d = record('d');
+    first.polls.hold(record('a'), 's1', 'a', Date.now() + 30);
+    first.polls.hold(record('b'), 's1', 'b', Date.now() + 60_000);
+    second.polls.hold(record('c'), 's2', 'c', Date.now() + 60_000);
+    empty.polls.hold(d, 's3', 'd', Date.now() + 60_000);
+    expect(empty.polls.take(d)).toBe('d');
+    expect(releaseHeldPolls()).toBe(3);
+    expect(first.expired).toEqual([['a', true], ['b', true]]);
+    expect(second.expired).toEqual([['c', true]]);
+    expect(empty.expired).toEqual([]);
+    expect([first.polls.size, second.polls.size, first.polls.evictions]).toEqual([0, 0, 0]);
+    // Released means gone: no deadline hands one back later, and a second release finds nothing.
+    await sleep(80);
+    expect(first.expired).toHaveLength(2);
+    expect(releaseHeldPolls()).toBe(0);
   });
 
   it('refuses a cap below 1 with one line', () => {

@@ -2,11 +2,15 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import {
   ATTR_GEN_AI_TOOL_NAME,
+  ATTR_MCP_RESUME_EVIDENCE,
+  ATTR_MCP_RESUME_OUTCOME,
   ATTR_MCP_SESSION_ID,
   ATTR_MCP_TERMINAL_OUTCOME,
   SPAN_REQUEST_TERMINAL,
+  SPAN_STREAM_RESUME,
   TRACER_SCOPE,
 } from '@resumewatch/semconv';
+import { startLabServer } from '@resumewatch/lab';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startOtlpReceiver } from './helpers/otlp-receiver.js';
 import type { ReceivedSpan } from './helpers/otlp-receiver.js';
@@ -81,6 +85,20 @@ describe('McpResumeInstrumentation', () => {
       expect(new Set(receiver.spans.map((s) => s.service))).toEqual(new Set(['esm-app']));
     } finally {
       await receiver.close();
+    }
+  });
+
+  it('register: a poll still held when the process exits leaves as a poll, exported with the rest', async () => {
+    const lab = await startLabServer();
+    const receiver = await startOtlpReceiver();
+    try {
+      const child = runNode(['--import', registerEntry, fixture('held-poll-app.mjs')], { ...otlpEnv(receiver.url), MCP_URL: lab.url, OTEL_BSP_SCHEDULE_DELAY: '60000' });
+      expect(await child.code, child.stderr()).toBe(0);
+      expect(child.stdout()).toContain('poll 200 clean');
+      const resumes = receiver.spans.filter((s) => s.scope === TRACER_SCOPE && s.name === SPAN_STREAM_RESUME);
+      expect(resumes.map((s) => [s.attributes[ATTR_MCP_RESUME_OUTCOME], s.attributes[ATTR_MCP_RESUME_EVIDENCE]])).toEqual([['poll', 'body_end']]);
+    } finally {
+      await Promise.allSettled([receiver.close(), lab.close()]);
     }
   });
 

@@ -24,6 +24,7 @@ import {
   SPAN_STREAM_RESUME,
 } from '@resumewatch/semconv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { releaseHeldPolls } from '../src/index.js';
 import type { InstrumentedFetch } from '../src/index.js';
 import { IDLE, attr as a, capturedFetch, ms, waitFor } from './helpers/spans.js';
 import type { SpanCapture } from './helpers/spans.js';
@@ -198,6 +199,26 @@ describe('spans on the lab scenarios (real SDK server, real HTTP)', () => {
       ['error', 'request_end', 'cancelled'],
     ]);
     expect(fetch.stats()).toEqual(IDLE);
+  });
+
+  it('a poll still held at shutdown is emitted as a poll (releaseHeldPolls), not lost', async () => {
+    // SEP-1699: poll_task closes the stream every 400 ms; the client polls once, and stops there.
+    const { capture, fetch } = capturedFetch({ requestTimeoutMs: 60_000 });
+    const session = await McpHttpSession.open(lab.url, fetch, 'held-at-shutdown');
+    const call = session.toolCall('poll_task', { closes: 3, intervalMs: 400 });
+    const first = await session.post(call.message);
+    const cursor = first.events.filter((event) => event.id !== undefined).at(-1)!.id!;
+    const poll = await session.get(cursor);
+    expect([poll.status, poll.end, poll.events.filter((e) => e.message !== undefined).length]).toEqual([200, 'clean', 0]);
+    expect(fetch.stats()).toMatchObject({ heldPolls: 1 });
+    const id = String(call.id);
+    const resumes = () => named(capture.spans(), SPAN_STREAM_RESUME).filter((r) => r.attributes[ATTR_JSONRPC_REQUEST_ID] === id);
+    expect(resumes()).toEqual([]);
+    expect(releaseHeldPolls()).toBe(1);
+    expect(resumes().map((r) => [a(r, ATTR_MCP_RESUME_OUTCOME), a(r, ATTR_MCP_RESUME_EVIDENCE), a(r, ATTR_ERROR_TYPE)])).toEqual([['poll', 'body_end', undefined]]);
+    expect(fetch.stats()).toMatchObject({ heldPolls: 0, heldPollsEvicted: 0 });
+    await session.close();
+    expect(resumes()).toHaveLength(1);
   });
 
   it('cursor-evicted: the resume is rejected per its status and the reattach is not accepted', async () => {

@@ -13,8 +13,10 @@ import { MemoryEventStore, cutAfter } from './sdk-server.js';
  * A server built only from MCP SDK 1.32 parts (low-level `Server`, `StreamableHTTPServerTransport`,
  * a pluggable `EventStore`) with the tools that reproduce traffic real deployments produce:
  * - `quiet` {gapMs}: a progress update, `gapMs` of silence, another, then the result.
- * - `poll` {polls}: closes its stream with `closeSSEStream` (SEP-1699) each time the client is back,
- *   `polls` times, then answers on the last reconnection.
+ * - `poll` {polls, detached}: closes its stream with `closeSSEStream` (SEP-1699) each time the client
+ *   is back, `polls` times, then answers on the last reconnection; with `detached`, closes that one too
+ *   and answers while the client is between polls (the response is stored for no connection, and the
+ *   client's next poll replays it).
  * - `echo` {text}: answers at once.
  * - `slow` {ms}: a progress update, then the result after `ms` unless cancelled.
  */
@@ -49,6 +51,8 @@ export interface PeerServerOptions {
    * Last-Event-ID (they keep only ids seen on the current stream), which the server refuses with 409.
    */
   primeResumes?: boolean;
+  /** Called with each new session's transport before it handles its first request (to instrument it). */
+  onTransport?: (transport: StreamableHTTPServerTransport) => void;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -90,9 +94,10 @@ export async function startPeerServer(options: PeerServerOptions = {}): Promise<
         servers.set(id, server);
       },
     });
+    options.onTransport?.(transport);
     server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [] }));
     server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
-      const args = (request.params.arguments ?? {}) as { gapMs?: number; polls?: number; text?: string; ms?: number };
+      const args = (request.params.arguments ?? {}) as { gapMs?: number; polls?: number; detached?: boolean; text?: string; ms?: number };
       const token = request.params._meta?.progressToken ?? String(extra.requestId);
       const progress = (n: number) => extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: n } });
       const text = (t: string) => ({ content: [{ type: 'text' as const, text: t }] });
@@ -116,6 +121,11 @@ export async function startPeerServer(options: PeerServerOptions = {}): Promise<
           }
           // Answered means registered: the transport maps the resumed stream before it writes the headers.
           await until(() => state.answeredResumes >= base + polls);
+          if (args.detached) {
+            // Registered, so one close ends it; the answer then waits for no connection.
+            extra.closeSSEStream!();
+            await until(() => state.closedResumes >= base + polls);
+          }
           return text(`polled ${polls}`);
         }
         case 'echo':
