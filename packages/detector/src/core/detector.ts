@@ -77,6 +77,9 @@ export class Detector {
   private readonly events: DetectorEvents | undefined;
   private readonly clock: () => number;
   private now = -Infinity;
+  /** The words of the span id being ingested (set by ingest before any handler runs). */
+  private spanHi = 0;
+  private spanLo = 0;
   private evictions = 0;
   private released = 0;
   private accepted = 0;
@@ -126,7 +129,12 @@ export class Detector {
     if (typeof session !== 'string' || session.length === 0 || (!hasReq && type === RESUME && !listening) || (!hasReq && type === TERMINAL)) {
       return this.count(SpanReceivedResult.IGNORED);
     }
-    if (!this.spanIds.add(hexWord(s.spanId, 0), hexWord(s.spanId, 8))) return this.count(SpanReceivedResult.DUPLICATE);
+    // The span id's two words are parsed once here and reused by whatever stores the id below.
+    const hi = hexWord(s.spanId, 0);
+    const lo = hexWord(s.spanId, 8);
+    this.spanHi = hi;
+    this.spanLo = lo;
+    if (!this.spanIds.add(hi, lo)) return this.count(SpanReceivedResult.DUPLICATE);
     const service = s.service || UNKNOWN_SERVICE;
     let reattachEvicts = false;
     if (type === REATTACH) {
@@ -264,12 +272,12 @@ export class Detector {
       T.termT[slot] = t;
       T.termStream[slot] = h;
       T.termOnFirst[slot] = 1;
-      setSpan(T.termSpan, slot, s.spanId);
+      this.setCurrentSpan(T.termSpan, slot);
     } else if (h === T.termStream[slot]) {
       T.termOnFirst[slot]!++;
       if (t < T.termT[slot]!) {
         T.termT[slot] = t;
-        setSpan(T.termSpan, slot, s.spanId);
+        this.setCurrentSpan(T.termSpan, slot);
       }
     } else if (t < T.termT[slot]!) {
       // A delivery earlier than the one taken as first: that one becomes the duplicate.
@@ -279,11 +287,14 @@ export class Detector {
       T.termT[slot] = t;
       T.termStream[slot] = h;
       T.termOnFirst[slot] = 1;
-      setSpan(T.termSpan, slot, s.spanId);
+      this.setCurrentSpan(T.termSpan, slot);
     } else if (!hasSpan(T.dupSpan, c)) {
       c = T.ensureCold(slot);
       setSpan(T.dupSpan, c, s.spanId);
     }
+    // The common case, a request's first terminal with nothing else known about it (no cold row: never
+    // resumed, reattached or duplicated): no finding to retract, no duplicate, no resume before it.
+    if (!had && !attrDup && c === 0) return;
     // The request reached its terminal: no resume of it failed to get its result.
     this.retract(slot, s, t, true);
     this.checkDuplicate(slot, s.traceId, dupTime, s.spanId);
@@ -647,6 +658,12 @@ export class Detector {
     T.epLast[c] = NaN;
     T.flags[slot]! &= ~(F_STORM | F_ENDED | F_EVICT_LAST);
     T.ring.fill(NaN, c * T.ringSize, (c + 1) * T.ringSize);
+  }
+
+  /** Stores the id of the span being ingested at `row` of a two-word span-id column. */
+  private setCurrentSpan(a: Uint32Array, row: number): void {
+    a[row * 2] = this.spanHi;
+    a[row * 2 + 1] = this.spanLo;
   }
 
   private serviceOf(slot: number): string {
