@@ -23,8 +23,8 @@ export const BENCHES: Bench[] = [
     id: 'detector-core',
     dir: 'packages/detector',
     script: 'bench/run.ts',
-    args: ['core', 'memory'],
-    smokeArgs: ['core', 'memory', '--smoke'],
+    args: ['core', 'core-dict', 'memory'],
+    smokeArgs: ['core', 'core-dict', 'memory', '--smoke'],
     what: 'the detector core alone: spans/s on mostly healthy traffic, heap per tracked request',
   },
   {

@@ -14,6 +14,13 @@ export interface SpanRecord {
   kind: SpanKindCode;
   startTimeUnixMs: number;
   endTimeUnixMs: number;
+  /**
+   * The span's attributes by key. The core reads about six per span, most of them usually absent; the
+   * shape of this record sets much of the core's speed: a null-prototype record (Object.create(null),
+   * which V8 keeps as a dictionary) answers a lookup in one hash probe, while `{}` records built key by
+   * key take megamorphic lookups, about 60 ns a present and 200 ns a missing key (docs/benchmarks.md,
+   * "core ... null-prototype attribute records": 1.7x the spans/s, detection results identical).
+   */
   attributes: Readonly<Record<string, AttributeValue | undefined>>;
   /** The resource's service.name. */
   service: string;
