@@ -7,7 +7,7 @@
  * last output lines, not with older numbers.
  */
 import { spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { BENCHES, NODE_FLAGS, ROOT, rerunCommand, type Bench } from './benches.js';
@@ -90,6 +90,12 @@ const md: string[] = [
   '- the CI smoke (each benchmark in a tiny mode, checks that it starts and prints figures): `npx vitest run test/bench-smoke.test.ts`',
   '',
 ];
+// Every figure that has a target, in one table: the issue's "each target met or the distance to it".
+const targeted = results.flatMap((r) => r.figures.filter((f) => f.target !== undefined));
+if (targeted.length > 0) md.push('## Figures with a target', '', table(targeted), '');
+// What was tried about each target, by hand (bench/notes.md): words only, the figures are the tables'.
+const notes = join(ROOT, 'bench/notes.md');
+if (existsSync(notes)) md.push(readFileSync(notes, 'utf8').trim(), '');
 for (const r of results) {
   md.push(`## ${r.bench.id}`, '', `${r.bench.what}.`, '', `Rerun: \`${rerunCommand(r.bench)}\``, '');
   md.push(`Load average at start: ${r.loadBefore.map((x) => x.toFixed(2)).join(', ')}; ran ${r.seconds.toFixed(0)} s.`, '');
