@@ -11,7 +11,7 @@
  * heap kept per ended session, by how it ended. Figures beyond the SDK's own are the variant's
  * minus bare's, measured in the same run. Lab server in a child process, on loopback.
  *
- *   node --expose-gc --import tsx bench/soak.bench.ts [--sessions 2000] [--variants bare,guarded,instrumented] [--max-seconds 300]
+ *   node --expose-gc --import tsx bench/soak.bench.ts [--sessions 1200] [--variants bare,guarded,instrumented] [--max-seconds 900]
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -24,7 +24,7 @@ import { figure } from '../../../bench/figure.js';
 import { ourGuardedFetch, ourInstrumentedFetch } from './variants.js';
 
 const { values } = parseArgs({
-  options: { sessions: { type: 'string', default: '2000' }, variants: { type: 'string' }, 'max-seconds': { type: 'string', default: '300' } },
+  options: { sessions: { type: 'string', default: '1200' }, variants: { type: 'string' }, 'max-seconds': { type: 'string', default: '900' } },
 });
 const SESSIONS = Math.max(3, Number(values.sessions));
 const MORE_CALLS = 4;
@@ -96,7 +96,9 @@ async function soak(url: string, fetch: FetchLike | undefined): Promise<Result> 
     if (Date.now() > deadline) throw new Error('soak: over --max-seconds');
   };
   const base = await heap();
-  let sessions: Session[] = [];
+  // The application's references: an ended session's entry is cleared, so that only what the SDK and
+  // the wrapper still hold of it can stay on the heap.
+  const sessions: (Session | undefined)[] = [];
   for (let i = 0; i < SESSIONS; i++) {
     const transport = new StreamableHTTPClientTransport(new URL(url), fetch ? { fetch } : {});
     const client = new Client({ name: 'soak', version: '1.0.0' });
@@ -106,22 +108,25 @@ async function soak(url: string, fetch: FetchLike | undefined): Promise<Result> 
     if (i % 100 === 0) check();
   }
   const live = await heap();
-  for (const s of sessions) for (let k = 0; k < MORE_CALLS; k++) await call(s.client);
+  for (const s of sessions) for (let k = 0; k < MORE_CALLS; k++) await call(s!.client);
   const busy = await heap();
   check();
   const third = Math.floor(SESSIONS / 3);
-  for (const s of sessions.slice(0, third)) await s.client.close();
+  for (let i = 0; i < third; i++) {
+    await sessions[i]!.client.close();
+    sessions[i] = undefined;
+  }
   const afterClosed = await heap();
-  for (const s of sessions.slice(third, 2 * third)) {
-    await s.transport.terminateSession();
-    await s.client.close();
+  for (let i = third; i < 2 * third; i++) {
+    await sessions[i]!.transport.terminateSession();
+    await sessions[i]!.client.close();
+    sessions[i] = undefined;
   }
   const afterDeleted = await heap();
+  check();
   // Abandoned: no close, no DELETE; only the application's references go (their GET streams stay open).
-  const abandoned = sessions.slice(2 * third);
-  sessions = [];
-  const n = abandoned.length;
-  abandoned.length = 0;
+  const n = SESSIONS - 2 * third;
+  sessions.length = 0;
   const afterAbandoned = await heap();
   const perLive = (live - base) / SESSIONS;
   return {
