@@ -63,7 +63,7 @@ export const BENCHES: Bench[] = [
     id: 'client-soak',
     dir: 'packages/instrumentation',
     script: 'bench/soak.bench.ts',
-    args: ['--sessions', '1200'],
+    args: ['--sessions', '600'],
     smokeArgs: ['--sessions', '12'],
     what: 'client heap per live session and per request: bare SDK, guardedFetch, instrumentFetch',
   },

@@ -1,7 +1,8 @@
 /**
  * `pnpm bench`: runs every benchmark one after the other (never two at once: they would measure each
  * other) and writes docs/benchmarks.md with each figure, its reference measured in the same run, the
- * machine, and how to rerun one. `pnpm bench -- guard detector-core` runs a subset (and still writes).
+ * machine, and how to rerun one. `pnpm bench guard detector-core` runs a subset and only prints: the
+ * file holds the figures of one whole run, never a mix of runs.
  *
  * Only figures printed by this run reach the file: a benchmark that fails shows as failed, with its
  * last output lines, not with older numbers.
@@ -85,7 +86,7 @@ const md: string[] = [
   '## How to rerun',
   '',
   '- everything: `pnpm bench` (builds, then runs each benchmark in turn and rewrites this file)',
-  '- a subset, still rewriting this file: `pnpm bench <id> ...` with the ids below',
+  '- a subset, printing only (this file always holds one whole run): `pnpm bench <id> ...` with the ids below',
   '- one benchmark alone, printing only: the command under its section',
   '- the CI smoke (each benchmark in a tiny mode, checks that it starts and prints figures): `npx vitest run test/bench-smoke.test.ts`',
   '',
@@ -109,6 +110,11 @@ for (const r of results) {
     .filter((l) => l.trim() && !l.startsWith('FIGURE '));
   md.push('<details><summary>Output</summary>', '', '```', ...notes, '```', '', '</details>', '');
 }
-writeFileSync(join(ROOT, 'docs/benchmarks.md'), md.join('\n'));
-console.log(`\nwrote docs/benchmarks.md (${results.reduce((n, r) => n + r.figures.length, 0)} figures)`);
+const count = results.reduce((n, r) => n + r.figures.length, 0);
+if (only.size === 0) {
+  writeFileSync(join(ROOT, 'docs/benchmarks.md'), md.join('\n'));
+  console.log(`\nwrote docs/benchmarks.md (${count} figures)`);
+} else {
+  console.log(`\n${count} figures; docs/benchmarks.md left as it is (a subset ran)`);
+}
 if (results.some((r) => r.code !== 0)) process.exitCode = 1;
