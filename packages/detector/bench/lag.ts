@@ -121,13 +121,14 @@ const loadAtStart = loadSpans;
 for (let n = 0; n < PROBES; n++) {
   const body = probeBody(n);
   const session = `lag-probe-${n}`;
-  let finding!: Promise<bigint>;
   const found = new Promise<bigint>((resolve) => waiting.set(session, resolve));
-  finding = Promise.race([found, new Promise<bigint>((_, reject) => setTimeout(() => reject(new Error(`probe ${n}: no finding in 10 s`)), 10_000))]);
+  let timer: NodeJS.Timeout | undefined;
+  const finding = Promise.race([found, new Promise<bigint>((_, reject) => (timer = setTimeout(() => reject(new Error(`probe ${n}: no finding in 10 s`)), 10_000)))]);
   const start = process.hrtime.bigint();
   await post(body);
   roundTrip.push(ms(start, process.hrtime.bigint()));
   emitted.push(ms(start, await finding));
+  clearTimeout(timer);
   waiting.delete(session);
   for (;;) {
     const c = await probeCount();
