@@ -248,8 +248,9 @@ export class Detector {
   private terminal(slot: number, s: SpanRecord, t: number, service: string): void {
     const T = this.table;
     const a = s.attributes;
-    const foreign = a[ATTR_MCP_TERMINAL_FOREIGN] === true;
-    const conflict = a[ATTR_MCP_TERMINAL_CONFLICT] === true;
+    const marks = terminalMarks(a);
+    const foreign = (marks & HAS_FOREIGN) !== 0 && a[ATTR_MCP_TERMINAL_FOREIGN] === true;
+    const conflict = (marks & HAS_CONFLICT) !== 0 && a[ATTR_MCP_TERMINAL_CONFLICT] === true;
     // A server defect, guard or not: it never counts as the client's duplicate or resume after terminal.
     if (foreign || conflict) return this.serverDefect(slot, s, t, foreign, conflict);
     const stream = a[ATTR_MCP_STREAM_ID];
@@ -258,7 +259,7 @@ export class Detector {
     // Read-only until a duplicate needs a cold row (most terminals are their request's only one).
     let c = T.cold[slot]!;
     if (had && droppedByGuard(a)) return;
-    let attrDup = a[ATTR_MCP_TERMINAL_DUPLICATE] === true;
+    let attrDup = (marks & HAS_DUPLICATE) !== 0 && a[ATTR_MCP_TERMINAL_DUPLICATE] === true;
     if (attrDup && T.foreignStream[c] !== 0) {
       // The "first" terminal it duplicates was a foreign one: the server's defect, already reported.
       const first = a[ATTR_MCP_TERMINAL_FIRST_STREAM_ID];
@@ -721,6 +722,32 @@ function traceHex(a: Uint32Array, slot: number): string {
 }
 function uniq(ids: string[]): string[] {
   return [...new Set(ids)];
+}
+
+const HAS_FOREIGN = 1;
+const HAS_CONFLICT = 2;
+const HAS_DUPLICATE = 4;
+
+const HAS_ALL = HAS_FOREIGN | HAS_CONFLICT | HAS_DUPLICATE;
+
+/**
+ * Which of a terminal's rarely present attributes its record may have (a clear bit: certainly absent),
+ * in one pass over its keys. On the `{}` records the doors build, a lookup of a missing key is V8's
+ * slowest property access (megamorphic, and it walks on to Object.prototype), and these three are
+ * missing on almost every terminal: one enumeration of the record's few keys, compared by pointer,
+ * costs far less than three missed lookups. A null-prototype record is a dictionary, where a missed
+ * lookup is cheap and enumeration is not: it is read directly. Records are plain data (every key
+ * enumerable); the caller still reads each value whose bit is set.
+ */
+function terminalMarks(a: SpanRecord['attributes']): number {
+  if (Object.getPrototypeOf(a) === null) return HAS_ALL;
+  let marks = 0;
+  for (const key in a) {
+    if (key === ATTR_MCP_TERMINAL_FOREIGN) marks |= HAS_FOREIGN;
+    else if (key === ATTR_MCP_TERMINAL_CONFLICT) marks |= HAS_CONFLICT;
+    else if (key === ATTR_MCP_TERMINAL_DUPLICATE) marks |= HAS_DUPLICATE;
+  }
+  return marks;
 }
 
 /**

@@ -15,11 +15,11 @@ export interface SpanRecord {
   startTimeUnixMs: number;
   endTimeUnixMs: number;
   /**
-   * The span's attributes by key. The core reads about six per span, most of them usually absent; the
-   * shape of this record sets much of the core's speed: a null-prototype record (Object.create(null),
-   * which V8 keeps as a dictionary) answers a lookup in one hash probe, while `{}` records built key by
-   * key take megamorphic lookups, about 60 ns a present and 200 ns a missing key (docs/benchmarks.md,
-   * "core ... null-prototype attribute records": 1.7x the spans/s, detection results identical).
+   * The span's attributes by key, as plain data (every key enumerable). Their shape matters to the
+   * core's speed: on `{}` records built key by key V8's lookups are megamorphic and slowest for a
+   * missing key, so the core finds a terminal's rarely present attributes in one pass over its keys
+   * (terminalMarks); a null-prototype record (Object.create(null), a dictionary in V8) answers any
+   * lookup in one probe and is read directly. docs/benchmarks.md measures both shapes.
    */
   attributes: Readonly<Record<string, AttributeValue | undefined>>;
   /** The resource's service.name. */
