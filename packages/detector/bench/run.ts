@@ -2,27 +2,51 @@ import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { Agent, request } from 'node:http';
 import { join } from 'node:path';
-import { ATTR_JSONRPC_REQUEST_ID, ATTR_MCP_SESSION_ID, ATTR_MCP_STREAM_ID, SPAN_REQUEST_TERMINAL } from '@resumewatch/semconv';
+import * as grpc from '@grpc/grpc-js';
+import { ATTR_JSONRPC_REQUEST_ID, ATTR_MCP_SESSION_ID, ATTR_MCP_STREAM_ID, ATTR_SERVICE_NAME, SPAN_REQUEST_TERMINAL } from '@resumewatch/semconv';
+import { figure } from '../../../bench/figure.js';
 import { Detector, type SpanRecord } from '../src/index.js';
+import { ExportTraceServiceRequest, otlpProtobufBodies } from './otlp-proto.js';
 import { otlpBodies, workload } from './workload.js';
 
-const which = new Set(process.argv.slice(2));
+/**
+ * node --expose-gc --import tsx bench/run.ts [core] [memory] [serve] [serve-protobuf] [--smoke]
+ * --smoke: tiny sizes, for the CI check that the benchmark starts and prints figures (not a measurement).
+ */
+const args = process.argv.slice(2);
+const SMOKE = args.includes('--smoke');
+const which = new Set(args.filter((a) => !a.startsWith('--')));
 const all = which.size === 0;
+const range = (xs: number[]): [number, number] => [Math.min(...xs), Math.max(...xs)];
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
 
 function fmt(n: number): string {
   return Math.round(n).toLocaleString('en-US');
 }
 
-function benchCore(failEvery: number): void {
+/**
+ * The same spans with null-prototype attribute records (Object.create(null), as a door may build them):
+ * V8 keeps such objects in dictionary mode, where a lookup is one hash probe and a missing attribute
+ * ends at once, while the `{}` records the doors build today go through megamorphic lookups that cost
+ * 60 ns a present and about 200 ns a missing attribute on this machine (bench/run.ts core-dict).
+ */
+function withDictionaryAttributes(spans: SpanRecord[]): SpanRecord[] {
+  return spans.map((s) => ({ ...s, attributes: Object.assign(Object.create(null) as Record<string, never>, s.attributes) }));
+}
+
+function benchCore(failEvery: number, dictionary = false): void {
   // Two workloads with distinct sessions and span ids, alternated on one detector sized for one of them:
   // every round starts from a grown table and evicts the other workload's states, as a long-running
   // receiver does, and no span id of a round is still in the dedupe set.
-  const REQUESTS = 100_000;
-  const w = [workload(REQUESTS, 'a', failEvery), workload(REQUESTS, 'b', failEvery)];
+  const REQUESTS = SMOKE ? 500 : 100_000;
+  let w = [workload(REQUESTS, 'a', failEvery), workload(REQUESTS, 'b', failEvery)];
+  if (dictionary) w = w.map(withDictionaryAttributes);
   let findings = 0;
-  const d = new Detector({ maxRequests: REQUESTS, onFinding: () => findings++ });
+  // In smoke mode the rounds are small enough for the dedupe set to remember every span: shrink it.
+  const d = new Detector({ maxRequests: REQUESTS, onFinding: () => findings++, ...(SMOKE ? { dedupeCapacity: 64 } : {}) });
   const rates: number[] = [];
-  for (let round = 0; round < 14; round++) {
+  const ROUNDS = SMOKE ? 5 : 14;
+  for (let round = 0; round < ROUNDS; round++) {
     const spans = w[round & 1]!;
     findings = 0;
     const start = process.hrtime.bigint();
@@ -31,23 +55,26 @@ function benchCore(failEvery: number): void {
     if (round >= 4) rates.push(spans.length / s);
   }
   rates.sort((a, b) => a - b);
+  const label = `core, 1 request in ${failEvery} failing${dictionary ? ', null-prototype attribute records' : ''}`;
   console.log(
-    `core, 1 request in ${failEvery} failing: ${fmt(rates[rates.length >> 1]!)} spans/s median, ${fmt(rates[rates.length - 1]!)} best (10 rounds of ${fmt(w[0]!.length)} spans after 4 warm-up; ` +
+    `${label}: ${fmt(rates[rates.length >> 1]!)} spans/s median, ${fmt(rates[rates.length - 1]!)} best (${rates.length} rounds of ${fmt(w[0]!.length)} spans after 4 warm-up; ` +
       `${fmt(findings)} findings a round; ${fmt(d.stats().evictions)} evictions)`,
   );
+  figure({
+    bench: 'detector',
+    name: `${label} (median of rounds)`,
+    value: median(rates),
+    unit: 'spans/s',
+    range: range(rates),
+    target: failEvery >= 100 && !dictionary ? '2 M spans/s' : undefined,
+    note: `${fmt(w[0]!.length)} spans a round, ${fmt(findings)} findings a round, every round evicts the previous one's ${fmt(REQUESTS)} states`,
+  });
 }
 
 async function benchServe(): Promise<void> {
-  const ROUNDS = 3;
-  const rounds = Array.from({ length: ROUNDS }, (_, i) => otlpBodies(workload(40_000, `serve${i}`), 512));
-  const cli = join(import.meta.dirname, '../src/cli.ts');
-  const child = spawn(process.execPath, [...(process.env.BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir=/tmp/sprof'] : []), '--import', 'tsx', cli, 'serve', '--port', '0', '--grpc-port', 'off', '--metrics-port', '0', '--max-requests', '1000000'], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  while (!/v1\/traces/.test(stderr)) await new Promise((r) => setTimeout(r, 20));
-  const port = Number(/:(\d+)\/v1\/traces/.exec(stderr)![1]);
+  const ROUNDS = SMOKE ? 1 : 3;
+  const rounds = Array.from({ length: ROUNDS }, (_, i) => otlpBodies(workload(SMOKE ? 600 : 40_000, `serve${i}`), 512));
+  const { child, port } = await startServe(false);
   const CONNECTIONS = 4;
   const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS });
   const post = (body: string) =>
@@ -77,15 +104,131 @@ async function benchServe(): Promise<void> {
   }
   agent.destroy();
   child.kill('SIGTERM');
-  const range = (xs: number[]) => `${fmt(Math.min(...xs))}–${fmt(Math.max(...xs))}`;
+  const show = (xs: number[]) => `${fmt(Math.min(...xs))}–${fmt(Math.max(...xs))}`;
   console.log(
-    `serve (OTLP/JSON over loopback, 512 spans a request, ${CONNECTIONS} connections, ${ROUNDS} rounds): ${range(serve)} spans/s; ` +
-      `bare JSON.parse of the same bodies: ${range(parse)} spans/s (${(rounds[0]![0]!.length / 1024).toFixed(0)} KiB a body)`,
+    `serve (OTLP/JSON over loopback, 512 spans a request, ${CONNECTIONS} connections, ${ROUNDS} rounds): ${show(serve)} spans/s; ` +
+      `bare JSON.parse of the same bodies: ${show(parse)} spans/s (${(rounds[0]![0]!.length / 1024).toFixed(0)} KiB a body)`,
   );
+  figure({
+    bench: 'detector',
+    name: 'serve, OTLP/JSON over loopback, 512 spans a request (median of rounds)',
+    value: median(serve),
+    unit: 'spans/s',
+    range: range(serve),
+    reference: { name: 'bare JSON.parse of the same bodies', value: median(parse), unit: 'spans/s', range: range(parse) },
+    ratio: median(serve.map((x, i) => x / parse[i]!)),
+    target: 'ratio at least 0.5, aim 1.0',
+    note: `${CONNECTIONS} keep-alive connections; ratio is the median of per-round ratios`,
+  });
+}
+
+/** Spawns `resumewatch serve` from source; resolves its ports from the line it prints. */
+async function startServe(withGrpc: boolean): Promise<{ child: ReturnType<typeof spawn>; port: number; grpcPort: number; metricsPort: number }> {
+  const cli = join(import.meta.dirname, '../src/cli.ts');
+  const prof = process.env.BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir=/tmp/sprof'] : [];
+  const child = spawn(process.execPath, [...prof, '--import', 'tsx', cli, 'serve', '--port', '0', '--grpc-port', withGrpc ? '0' : 'off', '--metrics-port', '0', '--max-requests', '1000000'], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  const deadline = Date.now() + 60_000;
+  while (!/metrics on/.test(stderr)) {
+    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`resumewatch serve did not start: ${stderr.trim()}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return {
+    child,
+    port: Number(/:(\d+)\/v1\/traces/.exec(stderr)![1]),
+    grpcPort: withGrpc ? Number(/gRPC on [\d.]+:(\d+)/.exec(stderr)![1]) : 0,
+    metricsPort: Number(/:(\d+)\/metrics/.exec(stderr)![1]),
+  };
+}
+
+/**
+ * OTLP/protobuf over HTTP and OTLP/gRPC into `serve`, each against protobufjs decoding the same bodies
+ * (ExportTraceServiceRequest.decode, the generated decoder) in the same round.
+ */
+async function benchServeProtobuf(): Promise<void> {
+  const ROUNDS = SMOKE ? 1 : 3;
+  const PER = 512;
+  const rounds = Array.from({ length: ROUNDS }, (_, i) => otlpProtobufBodies(workload(SMOKE ? 600 : 40_000, `pb${i}`), PER, ATTR_SERVICE_NAME));
+  const { child, port, grpcPort } = await startServe(true);
+  const CONNECTIONS = 4;
+  const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS });
+  const postHttp = (body: Buffer) =>
+    new Promise<void>((resolve, reject) => {
+      const req = request({ host: '127.0.0.1', port, path: '/v1/traces', method: 'POST', agent, headers: { 'content-type': 'application/x-protobuf', 'content-length': body.length } }, (res) => {
+        res.resume();
+        res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`status ${res.statusCode}`))));
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+  const client = new grpc.Client(`127.0.0.1:${grpcPort}`, grpc.credentials.createInsecure());
+  const postGrpc = (body: Buffer) =>
+    new Promise<void>((resolve, reject) => {
+      client.makeUnaryRequest(
+        '/opentelemetry.proto.collector.trace.v1.TraceService/Export',
+        (b: Buffer) => b,
+        (b: Buffer) => b,
+        body,
+        (e) => (e ? reject(e) : resolve()),
+      );
+    });
+  const rate = async (bodies: Buffer[], post: (b: Buffer) => Promise<void>, clients: number) => {
+    await post(bodies[0]!);
+    let next = 1;
+    const start = process.hrtime.bigint();
+    await Promise.all(
+      Array.from({ length: clients }, async () => {
+        while (next < bodies.length) await post(bodies[next++]!);
+      }),
+    );
+    return ((bodies.length - 1) * PER) / (Number(process.hrtime.bigint() - start) / 1e9);
+  };
+  const http: number[] = [];
+  const rpc: number[] = [];
+  const decode: number[] = [];
+  for (const bodies of rounds) {
+    http.push(await rate(bodies, postHttp, CONNECTIONS));
+    rpc.push(await rate(bodies, postGrpc, CONNECTIONS));
+    const start = process.hrtime.bigint();
+    for (const b of bodies) ExportTraceServiceRequest.decode(b);
+    decode.push((bodies.length * PER) / (Number(process.hrtime.bigint() - start) / 1e9));
+  }
+  agent.destroy();
+  client.close();
+  child.kill('SIGTERM');
+  const show = (xs: number[]) => `${fmt(Math.min(...xs))}–${fmt(Math.max(...xs))}`;
+  console.log(
+    `serve, OTLP/protobuf over HTTP: ${show(http)} spans/s; OTLP/gRPC: ${show(rpc)} spans/s; protobufjs ExportTraceServiceRequest.decode of the same bodies: ${show(decode)} spans/s ` +
+      `(${PER} spans, ${(rounds[0]![0]!.length / 1024).toFixed(0)} KiB a body, ${CONNECTIONS} clients, ${ROUNDS} rounds)`,
+  );
+  const reference = { name: 'protobufjs decode of the same bodies', value: median(decode), unit: 'spans/s', range: range(decode) };
+  figure({
+    bench: 'detector',
+    name: 'serve, OTLP/protobuf over HTTP, 512 spans a request (median of rounds)',
+    value: median(http),
+    unit: 'spans/s',
+    range: range(http),
+    reference,
+    ratio: median(http.map((x, i) => x / decode[i]!)),
+    target: 'ratio at least 1.0',
+  });
+  figure({
+    bench: 'detector',
+    name: 'serve, OTLP/gRPC, 512 spans a request (median of rounds)',
+    value: median(rpc),
+    unit: 'spans/s',
+    range: range(rpc),
+    reference,
+    ratio: median(rpc.map((x, i) => x / decode[i]!)),
+    target: 'ratio at least 1.0',
+  });
 }
 
 function benchMemory(): void {
-  const N = 1_000_000;
+  const N = SMOKE ? 2_000 : 1_000_000;
   const gc = (globalThis as { gc?: () => void }).gc;
   if (!gc) throw new Error('run with node --expose-gc');
   const used = () => {
@@ -108,12 +251,25 @@ function benchMemory(): void {
   }
   const after = used();
   const tracked = d.stats().tracked;
-  console.log(`memory: ${((after - before) / tracked).toFixed(0)} bytes per tracked request at ${fmt(tracked)} tracked (heap + array buffers, after GC; includes the span-id dedupe set)`);
+  const perRequest = (after - before) / tracked;
+  console.log(`memory: ${perRequest.toFixed(0)} bytes per tracked request at ${fmt(tracked)} tracked (heap + array buffers, after GC; includes the span-id dedupe set)`);
+  figure({
+    bench: 'detector',
+    name: `heap per tracked request at ${fmt(tracked)} tracked`,
+    value: perRequest,
+    unit: 'bytes',
+    target: N >= 1_000_000 ? '200 bytes' : undefined,
+    note: 'heap + array buffers after GC, a distinct 36-character session id per request (its string included), span-id dedupe set included',
+  });
+  // Keeps the detector alive until after the measurement.
+  if (d.stats().tracked !== tracked) throw new Error('unreachable');
 }
 
 if (all || which.has('core')) {
   benchCore(10);
   benchCore(100);
 }
+if (all || which.has('core-dict')) benchCore(100, true);
 if (all || which.has('memory')) benchMemory();
 if (all || which.has('serve')) await benchServe();
+if (all || which.has('serve-protobuf')) await benchServeProtobuf();

@@ -16,6 +16,7 @@ import { fork } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { figure } from '../../../bench/figure.js';
 import { guardedFetch } from '../src/index.js';
 
 type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
@@ -95,6 +96,8 @@ const results: {
   eventsPerSecondPlain: number;
   eventsPerSecondGuarded: number;
 }[] = [];
+/** Unrounded CPU sums per client, for the per-event figures. */
+const rawTotals = new Map<string, { plain: number; guarded: number }>();
 for (const [name, client] of Object.entries(clients)) {
   if (ONLY !== undefined && ONLY !== name) continue;
   // One warm-up of each, then alternating rounds; the order inside a round alternates too.
@@ -118,6 +121,7 @@ for (const [name, client] of Object.entries(clients)) {
     total.guarded += spent.guarded;
     ratios.push(spent.guarded / spent.plain);
   }
+  rawTotals.set(name, { ...total });
   ratios.sort((a, b) => a - b);
   const median = ratios.length % 2 === 1 ? ratios[(ratios.length - 1) / 2]! : (ratios[ratios.length / 2 - 1]! + ratios[ratios.length / 2]!) / 2;
   const events = EVENTS * ROUNDS;
@@ -135,3 +139,18 @@ server.kill();
 
 console.log(`${EVENTS} SSE events per stream, ${ROUNDS} alternating rounds, client process CPU (user + system), Node ${process.version}${gc ? '' : '; no --expose-gc'}`);
 console.table(results);
+for (const r of results) {
+  const events = EVENTS * ROUNDS;
+  const raw = rawTotals.get(r.client)!;
+  const addedUs = ((raw.guarded - raw.plain) * 1000) / events;
+  figure({
+    bench: 'guard',
+    name: `guardedFetch, ${r.client === 'sdk' ? 'unmodified SDK 1.x client' : 'lean client (bytes straight through)'}: client CPU, median of round ratios`,
+    value: (raw.guarded * 1000) / events,
+    unit: 'µs CPU per SSE event',
+    reference: { name: 'the same client without the guard', value: (raw.plain * 1000) / events, unit: 'µs CPU per SSE event' },
+    ratio: r.medianRatio,
+    target: r.client === 'sdk' ? 'ratio 1.02' : '0.3 µs added per SSE event',
+    note: `${addedUs.toFixed(2)} µs added per SSE event (ratio of sums ${r.ratioOfSums}); ${EVENTS} events a stream, ${ROUNDS} alternating rounds`,
+  });
+}

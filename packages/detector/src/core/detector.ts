@@ -78,6 +78,9 @@ export class Detector {
   private readonly events: DetectorEvents | undefined;
   private readonly clock: () => number;
   private now = -Infinity;
+  /** The words of the span id being ingested (set by ingest before any handler runs). */
+  private spanHi = 0;
+  private spanLo = 0;
   private evictions = 0;
   private released = 0;
   private accepted = 0;
@@ -127,7 +130,12 @@ export class Detector {
     if (typeof session !== 'string' || session.length === 0 || (!hasReq && type === RESUME && !listening) || (!hasReq && type === TERMINAL)) {
       return this.count(SpanReceivedResult.IGNORED);
     }
-    if (!this.spanIds.add(hexWord(s.spanId, 0), hexWord(s.spanId, 8))) return this.count(SpanReceivedResult.DUPLICATE);
+    // The span id's two words are parsed once here and reused by whatever stores the id below.
+    const hi = hexWord(s.spanId, 0);
+    const lo = hexWord(s.spanId, 8);
+    this.spanHi = hi;
+    this.spanLo = lo;
+    if (!this.spanIds.add(hi, lo)) return this.count(SpanReceivedResult.DUPLICATE);
     const service = s.service || UNKNOWN_SERVICE;
     let reattachEvicts = false;
     if (type === REATTACH) {
@@ -157,14 +165,15 @@ export class Detector {
     const T = this.table;
     const w = this.options.stormWindowMs;
     for (const slot of this.openStorms) {
+      const c = T.cold[slot]!;
       const f = T.flags[slot]!;
-      if (!(f & F_ENDED) && this.now > T.epLast[slot]! + w) this.endStorm(slot, T.epLast[slot]! + w, false);
-      if (T.flags[slot]! & F_ENDED && this.now >= T.stEnd[slot]! + this.options.settleMs) this.finalize(slot);
+      if (!(f & F_ENDED) && this.now > T.epLast[c]! + w) this.endStorm(slot, T.epLast[c]! + w, false);
+      if (T.flags[slot]! & F_ENDED && this.now >= T.stEnd[c]! + this.options.settleMs) this.finalize(slot);
     }
     const horizon = this.now - this.options.retentionMs;
     while (T.head !== NONE && T.seen[T.head]! < horizon) {
       const head = T.head;
-      this.releaseSlot(head, this.now > T.epLast[head]! + w ? 0 : F_END_DROPPED);
+      this.releaseSlot(head, this.now > T.epLast[T.cold[head]!]! + w ? 0 : F_END_DROPPED);
       this.released++;
     }
   }
@@ -279,19 +288,22 @@ export class Detector {
   private terminal(slot: number, s: SpanRecord, t: number, service: string): void {
     const T = this.table;
     const a = s.attributes;
-    const foreign = a[ATTR_MCP_TERMINAL_FOREIGN] === true;
-    const conflict = a[ATTR_MCP_TERMINAL_CONFLICT] === true;
+    const marks = terminalMarks(a);
+    const foreign = (marks & HAS_FOREIGN) !== 0 && a[ATTR_MCP_TERMINAL_FOREIGN] === true;
+    const conflict = (marks & HAS_CONFLICT) !== 0 && a[ATTR_MCP_TERMINAL_CONFLICT] === true;
     // A server defect, guard or not: it never counts as the client's duplicate or resume after terminal.
     if (foreign || conflict) return this.serverDefect(slot, s, t, foreign, conflict);
     const stream = a[ATTR_MCP_STREAM_ID];
     const h = hash32(typeof stream === 'string' && stream.length > 0 ? stream : s.spanId);
     const had = T.termTotal[slot]! > 0;
+    // Read-only until a duplicate needs a cold row (most terminals are their request's only one).
+    let c = T.cold[slot]!;
     if (had && droppedByGuard(a)) return;
-    let attrDup = a[ATTR_MCP_TERMINAL_DUPLICATE] === true;
-    if (attrDup && T.foreignStream[slot] !== 0) {
+    let attrDup = (marks & HAS_DUPLICATE) !== 0 && a[ATTR_MCP_TERMINAL_DUPLICATE] === true;
+    if (attrDup && T.foreignStream[c] !== 0) {
       // The "first" terminal it duplicates was a foreign one: the server's defect, already reported.
       const first = a[ATTR_MCP_TERMINAL_FIRST_STREAM_ID];
-      if (typeof first === 'string' && hash32(first) === T.foreignStream[slot]) attrDup = false;
+      if (typeof first === 'string' && hash32(first) === T.foreignStream[c]) attrDup = false;
     }
     T.termTotal[slot]!++;
     if (attrDup) T.attrDups[slot]!++;
@@ -301,33 +313,38 @@ export class Detector {
       T.termT[slot] = t;
       T.termStream[slot] = h;
       T.termOnFirst[slot] = 1;
-      setSpan(T.termSpan, slot, s.spanId);
+      this.setCurrentSpan(T.termSpan, slot);
     } else if (h === T.termStream[slot]) {
       T.termOnFirst[slot]!++;
       if (t < T.termT[slot]!) {
         T.termT[slot] = t;
-        setSpan(T.termSpan, slot, s.spanId);
+        this.setCurrentSpan(T.termSpan, slot);
       }
     } else if (t < T.termT[slot]!) {
       // A delivery earlier than the one taken as first: that one becomes the duplicate.
       dupTime = T.termT[slot]!;
-      if (!hasSpan(T.dupSpan, slot)) copySpan(T.dupSpan, T.termSpan, slot);
+      c = T.ensureCold(slot);
+      if (!hasSpan(T.dupSpan, c)) copySpan(T.dupSpan, c, T.termSpan, slot);
       T.termT[slot] = t;
       T.termStream[slot] = h;
       T.termOnFirst[slot] = 1;
-      setSpan(T.termSpan, slot, s.spanId);
-    } else if (!hasSpan(T.dupSpan, slot)) {
-      setSpan(T.dupSpan, slot, s.spanId);
+      this.setCurrentSpan(T.termSpan, slot);
+    } else if (!hasSpan(T.dupSpan, c)) {
+      c = T.ensureCold(slot);
+      setSpan(T.dupSpan, c, s.spanId);
     }
+    // The common case, a request's first terminal with nothing else known about it (no cold row: never
+    // resumed, reattached or duplicated): no finding to retract, no duplicate, no resume before it.
+    if (!had && !attrDup && c === 0) return;
     // The request reached its terminal: no resume of it failed to get its result.
     this.retract(slot, s, t, true);
     this.checkDuplicate(slot, s.traceId, dupTime, s.spanId);
-    const resT = T.resT[slot]!;
+    const resT = T.resT[c]!;
     if (!(T.flags[slot]! & F_RAT) && resT >= T.termT[slot]!) {
       T.flags[slot]! |= F_RAT;
       this.emit(slot, FindingKind.RESUME_AFTER_TERMINAL, s.traceId, T.termT[slot]!, resT, [
         spanHex(T.termSpan, slot),
-        spanHex(T.resSpan, slot),
+        spanHex(T.resSpan, c),
       ]);
     }
   }
@@ -335,12 +352,13 @@ export class Detector {
   /** foreign_replay and conflicting_terminal: counted per server every time, reported once per request and kind. */
   private serverDefect(slot: number, s: SpanRecord, t: number, foreign: boolean, conflict: boolean): void {
     const T = this.table;
+    const c = T.ensureCold(slot);
     const a = s.attributes;
     const address = a[ATTR_SERVER_ADDRESS];
     const server = typeof address === 'string' && address.length > 0 ? address : UNKNOWN_SERVER;
     const stream = a[ATTR_MCP_STREAM_ID];
     const first = a[ATTR_MCP_TERMINAL_FIRST_STREAM_ID];
-    if (foreign && typeof stream === 'string' && stream.length > 0) T.foreignStream[slot] = hash32(stream);
+    if (foreign && typeof stream === 'string' && stream.length > 0) T.foreignStream[c] = hash32(stream);
     const extra: Partial<Finding> = { server };
     if (typeof stream === 'string') extra.stream_id = stream;
     if (typeof first === 'string') extra.first_stream_id = first;
@@ -358,6 +376,7 @@ export class Detector {
 
   private resume(slot: number, s: SpanRecord, t: number, service: string): void {
     const T = this.table;
+    const c = T.ensureCold(slot);
     const a = s.attributes;
     if (refusedByGuard(a)) {
       this.events?.resume(service, ResumeOutcome.ERROR);
@@ -369,13 +388,13 @@ export class Detector {
     const observed = a[ATTR_MCP_REQUEST_TERMINAL_OBSERVED] === true;
     if (a[ATTR_MCP_RESUME_REPLAYED_TERMINAL] === true) {
       // A replayed terminal is a duplicate if one had been delivered before, or if it is not the first replay to deliver it.
-      if (observed) T.replayDups[slot]!++;
-      else T.replayFirsts[slot]!++;
+      if (observed) T.replayDups[c]!++;
+      else T.replayFirsts[c]!++;
       this.checkDuplicate(slot, s.traceId, t, s.spanId);
     }
-    if (!(t <= T.resT[slot]!)) {
-      T.resT[slot] = t;
-      setSpan(T.resSpan, slot, s.spanId);
+    if (!(t <= T.resT[c]!)) {
+      T.resT[c] = t;
+      setSpan(T.resSpan, c, s.spanId);
     }
     const haveTerm = T.termTotal[slot]! > 0;
     const f = T.flags[slot]!;
@@ -388,7 +407,7 @@ export class Detector {
     } else if (outcome === ResumeOutcome.CONTINUATION || outcome === ResumeOutcome.POLL) {
       // The request is alive: a poll or a continuation before its terminal is no attempt and no finding.
       if (outcome === ResumeOutcome.CONTINUATION) {
-        if (!(T.contT[slot]! >= t)) T.contT[slot] = t;
+        if (!(T.contT[c]! >= t)) T.contT[c] = t;
         this.retract(slot, s, t, false);
       }
       this.notAttempt(slot, s);
@@ -406,11 +425,12 @@ export class Detector {
    */
   private failedResumption(slot: number, s: SpanRecord, t: number, outcome: ResumeOutcome, status: number): void {
     const T = this.table;
+    const c = T.ensureCold(slot);
     const f = T.flags[slot]!;
     if (outcome === ResumeOutcome.EMPTY_REPLAY) {
-      if (f & F_EMPTY || T.contT[slot]! >= t || !isEvidencedEmptyReplay(s.attributes, s.kind)) return;
+      if (f & F_EMPTY || T.contT[c]! >= t || !isEvidencedEmptyReplay(s.attributes, s.kind)) return;
       T.flags[slot] = f | F_EMPTY;
-      T.emptyT[slot] = t;
+      T.emptyT[c] = t;
       this.emit(slot, FindingKind.AMBIGUOUS_EMPTY_REPLAY, s.traceId, t, t, [s.spanId], { outcome, status_code: status });
       return;
     }
@@ -418,39 +438,41 @@ export class Detector {
     const ids = [s.spanId];
     if (outcome === ResumeOutcome.CURSOR_REJECTED) {
       // Provisional: the server may still hold the dropped connection, and the client's next resume succeed.
-      if (T.rejects[slot]!++ === 0) {
-        T.rejT[slot] = t;
-        setSpan(T.rejSpan, slot, s.spanId);
+      if (T.rejects[c]!++ === 0) {
+        T.rejT[c] = t;
+        setSpan(T.rejSpan, c, s.spanId);
         return;
       }
-      const earlier = T.rejT[slot]!;
+      const earlier = T.rejT[c]!;
       first = Math.min(earlier, t);
-      if (earlier <= t) ids.unshift(spanHex(T.rejSpan, slot));
-      else ids.push(spanHex(T.rejSpan, slot));
+      if (earlier <= t) ids.unshift(spanHex(T.rejSpan, c));
+      else ids.push(spanHex(T.rejSpan, c));
       t = Math.max(earlier, t);
     }
-    if (f & F_LOST || T.contT[slot]! >= t) return;
+    if (f & F_LOST || T.contT[c]! >= t) return;
     T.flags[slot] = f | F_LOST;
-    T.lostT[slot] = t;
+    T.lostT[c] = t;
     this.emit(slot, FindingKind.CURSOR_LOST, s.traceId, first, t, ids, { outcome, status_code: status });
   }
 
   /** A continuation at `t` (or a terminal at any time) contradicts the failed-resumption findings before it. */
   private retract(slot: number, s: SpanRecord, t: number, terminal: boolean): void {
     const T = this.table;
+    const c = T.cold[slot]!;
     const f = T.flags[slot]!;
-    if (f & F_EMPTY && !(f & F_EMPTY_RETRACTED) && (terminal || t >= T.emptyT[slot]!)) {
+    if (f & F_EMPTY && !(f & F_EMPTY_RETRACTED) && (terminal || t >= T.emptyT[c]!)) {
       T.flags[slot]! |= F_EMPTY_RETRACTED;
-      this.emit(slot, FindingKind.AMBIGUOUS_EMPTY_REPLAY, s.traceId, T.emptyT[slot]!, t, [s.spanId], undefined, FindingRecord.RETRACTION);
+      this.emit(slot, FindingKind.AMBIGUOUS_EMPTY_REPLAY, s.traceId, T.emptyT[c]!, t, [s.spanId], undefined, FindingRecord.RETRACTION);
     }
-    if (f & F_LOST && !(f & F_LOST_RETRACTED) && (terminal || t >= T.lostT[slot]!)) {
+    if (f & F_LOST && !(f & F_LOST_RETRACTED) && (terminal || t >= T.lostT[c]!)) {
       T.flags[slot]! |= F_LOST_RETRACTED;
-      this.emit(slot, FindingKind.CURSOR_LOST, s.traceId, T.lostT[slot]!, t, [s.spanId], undefined, FindingRecord.RETRACTION);
+      this.emit(slot, FindingKind.CURSOR_LOST, s.traceId, T.lostT[c]!, t, [s.spanId], undefined, FindingRecord.RETRACTION);
     }
   }
 
   private checkDuplicate(slot: number, traceId: string, t: number, spanId: string): void {
     const T = this.table;
+    const c = T.cold[slot]!;
     if (T.flags[slot]! & F_DUP) return;
     const dups = this.duplicates(slot);
     if (dups < 1) return;
@@ -460,7 +482,7 @@ export class Detector {
     const last = haveTerm ? Math.max(T.termT[slot]!, t) : t;
     const ids: string[] = [];
     if (haveTerm) ids.push(spanHex(T.termSpan, slot));
-    const dup = hasSpan(T.dupSpan, slot) ? spanHex(T.dupSpan, slot) : spanId;
+    const dup = hasSpan(T.dupSpan, c) ? spanHex(T.dupSpan, c) : spanId;
     if (!ids.includes(dup)) ids.push(dup);
     this.emit(slot, FindingKind.DUPLICATE_TERMINAL, traceId, first, last, ids, { duplicates: dups });
     // A storm was reported before any duplicate had arrived: the pattern is complete now.
@@ -469,7 +491,8 @@ export class Detector {
 
   private duplicates(slot: number): number {
     const T = this.table;
-    const replays = T.replayDups[slot]! + Math.max(0, T.replayFirsts[slot]! - 1);
+    const c = T.cold[slot]!;
+    const replays = T.replayDups[c]! + Math.max(0, T.replayFirsts[c]! - 1);
     return Math.max(T.termTotal[slot]! - T.termOnFirst[slot]!, T.attrDups[slot]!, replays);
   }
 
@@ -490,10 +513,11 @@ export class Detector {
   /** Removes one counted attempt (the one nearest `t`) from the current episode, unless it is already a storm. */
   private withdraw(slot: number, t: number): void {
     const T = this.table;
-    if (!(T.epAttempts[slot]! > 0) || T.flags[slot]! & F_STORM) return;
-    T.epAttempts[slot]!--;
+    const c = T.ensureCold(slot);
+    if (!(T.epAttempts[c]! > 0) || T.flags[slot]! & F_STORM) return;
+    T.epAttempts[c]!--;
     const n = T.ringSize;
-    const base = slot * n;
+    const base = c * n;
     const ring = T.ring;
     let best = -1;
     let distance = Infinity;
@@ -513,6 +537,7 @@ export class Detector {
   private attempt(slot: number, s: SpanRecord, t: number, service: string, evicts: boolean): void {
     if (refusedByGuard(s.attributes)) return;
     const T = this.table;
+    const c = T.ensureCold(slot);
     const stream = s.attributes[ATTR_MCP_STREAM_ID];
     let h: number;
     if (typeof stream === 'string' && stream.length > 0) {
@@ -520,41 +545,41 @@ export class Detector {
       const key = this.attemptKey(slot);
       if (this.quietStreams.contains(h, key)) return;
       if (!this.attemptStreams.add(h, key)) {
-        if (evicts && T.epAttempts[slot]! > 0 && h === T.epLastStream[slot]) this.markEvicting(slot);
+        if (evicts && T.epAttempts[c]! > 0 && h === T.epLastStream[c]) this.markEvicting(slot);
         return;
       }
     } else {
       h = hash32(s.spanId);
     }
     let f = T.flags[slot]!;
-    if (!(f & F_STORM) && t <= T.stEnd[slot]!) return;
+    if (!(f & F_STORM) && t <= T.stEnd[c]!) return;
     const w = this.options.stormWindowMs;
-    if (T.epAttempts[slot]! > 0) {
-      if (t > T.epLast[slot]! + w) this.closeEpisode(slot);
-      else if (t < T.epFirst[slot]! - w) return;
+    if (T.epAttempts[c]! > 0) {
+      if (t > T.epLast[c]! + w) this.closeEpisode(slot);
+      else if (t < T.epFirst[c]! - w) return;
     }
-    T.epAttempts[slot]!++;
-    if (!(t >= T.epFirst[slot]!)) {
-      T.epFirst[slot] = t;
-      setSpan(T.epFirstSpan, slot, s.spanId);
+    T.epAttempts[c]!++;
+    if (!(t >= T.epFirst[c]!)) {
+      T.epFirst[c] = t;
+      setSpan(T.epFirstSpan, c, s.spanId);
     }
     f = T.flags[slot]!;
-    if (!(t < T.epLast[slot]!)) {
-      T.epLast[slot] = t;
-      T.epLastStream[slot] = h;
-      setSpan(T.epLastSpan, slot, s.spanId);
-      setTrace(T.epLastTrace, slot, s.traceId);
+    if (!(t < T.epLast[c]!)) {
+      T.epLast[c] = t;
+      T.epLastStream[c] = h;
+      setSpan(T.epLastSpan, c, s.spanId);
+      setTrace(T.epLastTrace, c, s.traceId);
       f = evicts ? f | F_EVICT_LAST : f & ~F_EVICT_LAST;
       if (f & F_ENDED && !evicts) {
         // A later attempt: the storm did not end where it seemed to.
         f &= ~F_ENDED;
-        T.stEnd[slot] = NaN;
+        T.stEnd[c] = NaN;
         this.events?.stormStarted(service);
       }
       T.flags[slot] = f;
     }
     const n = this.table.ringSize;
-    const base = slot * n;
+    const base = c * n;
     const ring = T.ring;
     if (!(ring[base]! >= t)) {
       ring[base] = t;
@@ -567,26 +592,28 @@ export class Detector {
       T.flags[slot] = f |= F_STORM;
       this.openStorms.add(slot);
       this.events?.stormStarted(service);
-      this.emit(slot, FindingKind.RECONNECT_STORM, s.traceId, ring[base]!, ring[base + n - 1]!, uniq([spanHex(T.epFirstSpan, slot), s.spanId]), {
-        attempts: T.epAttempts[slot]!,
+      this.emit(slot, FindingKind.RECONNECT_STORM, s.traceId, ring[base]!, ring[base + n - 1]!, uniq([spanHex(T.epFirstSpan, c), s.spanId]), {
+        attempts: T.epAttempts[c]!,
       });
       // Duplicates were delivered before the storm was complete: the pattern is complete now.
       this.signature(slot, s.traceId, t);
     }
-    if (f & F_STORM && f & F_EVICT_LAST && !(f & F_ENDED)) this.endStorm(slot, T.epLast[slot]!, true);
+    if (f & F_STORM && f & F_EVICT_LAST && !(f & F_ENDED)) this.endStorm(slot, T.epLast[c]!, true);
   }
 
   private markEvicting(slot: number): void {
     const T = this.table;
+    const c = T.cold[slot]!;
     const f = T.flags[slot]! | F_EVICT_LAST;
     T.flags[slot] = f;
-    if (f & F_STORM && !(f & F_ENDED)) this.endStorm(slot, T.epLast[slot]!, true);
+    if (f & F_STORM && !(f & F_ENDED)) this.endStorm(slot, T.epLast[c]!, true);
   }
 
   private endStorm(slot: number, at: number, byEviction: boolean): void {
     const T = this.table;
+    const c = T.ensureCold(slot);
     T.flags[slot]! |= F_ENDED;
-    T.stEnd[slot] = at;
+    T.stEnd[c] = at;
     this.events?.stormEnded(this.serviceOf(slot));
     if (byEviction && this.options.settleMs <= 0) this.finalize(slot);
   }
@@ -594,9 +621,10 @@ export class Detector {
   /** Ends an open storm now; `endFlag` says why (0: the window passed quietly). */
   private forceFinalize(slot: number, endFlag: number): void {
     const T = this.table;
+    const c = T.cold[slot]!;
     if (!(T.flags[slot]! & F_ENDED)) {
       T.flags[slot]! |= endFlag;
-      this.endStorm(slot, T.epLast[slot]! + this.options.stormWindowMs, false);
+      this.endStorm(slot, T.epLast[c]! + this.options.stormWindowMs, false);
     }
     if (this.openStorms.has(slot)) this.finalize(slot);
   }
@@ -610,27 +638,28 @@ export class Detector {
   /** A reported storm has ended (and settled): one storm_ended record, never a second signature. */
   private finalize(slot: number): void {
     const T = this.table;
-    const attempts = T.epAttempts[slot]!;
+    const c = T.ensureCold(slot);
+    const attempts = T.epAttempts[c]!;
     const f = T.flags[slot]!;
     const endedBy =
       f & F_EVICT_LAST ? StormEnd.EVICTED : f & F_END_SHUTDOWN ? StormEnd.SHUTDOWN : f & F_END_DROPPED ? StormEnd.DROPPED : StormEnd.QUIET;
     const service = this.serviceOf(slot);
     this.events?.stormFinalized(service, attempts, endedBy);
-    const first = T.epFirst[slot]!;
-    const last = T.epLast[slot]!;
+    const first = T.epFirst[c]!;
+    const last = T.epLast[c]!;
     this.resetEpisode(slot);
-    T.stEnd[slot] = last;
-    T.stFirst[slot] = first;
-    T.stAttempts[slot] = attempts;
+    T.stEnd[c] = last;
+    T.stFirst[c] = first;
+    T.stAttempts[c] = attempts;
     T.flags[slot] = (T.flags[slot]! & ~(F_END_SHUTDOWN | F_END_DROPPED)) | F_STORMED;
     this.openStorms.delete(slot);
     this.emit(
       slot,
       FindingKind.RECONNECT_STORM,
-      traceHex(T.epLastTrace, slot),
+      traceHex(T.epLastTrace, c),
       first,
       last,
-      uniq([spanHex(T.epFirstSpan, slot), spanHex(T.epLastSpan, slot)]),
+      uniq([spanHex(T.epFirstSpan, c), spanHex(T.epLastSpan, c)]),
       // The whole storm's counts: duplicates too, so a reader sees one count per request at its end.
       { attempts, duplicates: this.duplicates(slot) || undefined, ended_by: endedBy, ended_by_eviction: endedBy === StormEnd.EVICTED },
       FindingRecord.STORM_ENDED,
@@ -643,31 +672,39 @@ export class Detector {
    */
   private signature(slot: number, traceId: string, t: number): void {
     const T = this.table;
+    const c = T.cold[slot]!;
     const f = T.flags[slot]!;
     if (f & F_SIG || !(f & (F_STORM | F_STORMED))) return;
     const dups = this.duplicates(slot);
     if (dups < 1) return;
     T.flags[slot] = f | F_SIG;
     const current = (f & F_STORM) !== 0;
-    const stormFirst = current ? T.epFirst[slot]! : T.stFirst[slot]!;
-    const stormLast = current ? T.epLast[slot]! : T.stEnd[slot]!;
+    const stormFirst = current ? T.epFirst[c]! : T.stFirst[c]!;
+    const stormLast = current ? T.epLast[c]! : T.stEnd[c]!;
     const first = T.termTotal[slot]! > 0 ? Math.min(T.termT[slot]!, stormFirst) : stormFirst;
-    const ids = [spanHex(T.epFirstSpan, slot), spanHex(T.epLastSpan, slot)];
-    if (hasSpan(T.dupSpan, slot)) ids.unshift(spanHex(T.dupSpan, slot));
+    const ids = [spanHex(T.epFirstSpan, c), spanHex(T.epLastSpan, c)];
+    if (hasSpan(T.dupSpan, c)) ids.unshift(spanHex(T.dupSpan, c));
     if (T.termTotal[slot]! > 0) ids.unshift(spanHex(T.termSpan, slot));
     this.emit(slot, FindingKind.SIGNATURE, traceId, first, Math.max(stormLast, t), uniq(ids), {
       duplicates: dups,
-      attempts: current ? T.epAttempts[slot]! : T.stAttempts[slot]!,
+      attempts: current ? T.epAttempts[c]! : T.stAttempts[c]!,
     });
   }
 
   private resetEpisode(slot: number): void {
     const T = this.table;
-    T.epAttempts[slot] = 0;
-    T.epFirst[slot] = NaN;
-    T.epLast[slot] = NaN;
+    const c = T.ensureCold(slot);
+    T.epAttempts[c] = 0;
+    T.epFirst[c] = NaN;
+    T.epLast[c] = NaN;
     T.flags[slot]! &= ~(F_STORM | F_ENDED | F_EVICT_LAST);
-    T.ring.fill(NaN, slot * T.ringSize, (slot + 1) * T.ringSize);
+    T.ring.fill(NaN, c * T.ringSize, (c + 1) * T.ringSize);
+  }
+
+  /** Stores the id of the span being ingested at `row` of a two-word span-id column. */
+  private setCurrentSpan(a: Uint32Array, row: number): void {
+    a[row * 2] = this.spanHi;
+    a[row * 2 + 1] = this.spanLo;
   }
 
   private serviceOf(slot: number): string {
@@ -708,9 +745,9 @@ function setSpan(a: Uint32Array, slot: number, hex: string): void {
 function hasSpan(a: Uint32Array, slot: number): boolean {
   return a[slot * 2] !== 0 || a[slot * 2 + 1] !== 0;
 }
-function copySpan(to: Uint32Array, from: Uint32Array, slot: number): void {
-  to[slot * 2] = from[slot * 2]!;
-  to[slot * 2 + 1] = from[slot * 2 + 1]!;
+function copySpan(to: Uint32Array, toRow: number, from: Uint32Array, fromRow: number): void {
+  to[toRow * 2] = from[fromRow * 2]!;
+  to[toRow * 2 + 1] = from[fromRow * 2 + 1]!;
 }
 function spanHex(a: Uint32Array, slot: number): string {
   return wordHex(a[slot * 2]!) + wordHex(a[slot * 2 + 1]!);
@@ -725,6 +762,32 @@ function traceHex(a: Uint32Array, slot: number): string {
 }
 function uniq(ids: string[]): string[] {
   return [...new Set(ids)];
+}
+
+const HAS_FOREIGN = 1;
+const HAS_CONFLICT = 2;
+const HAS_DUPLICATE = 4;
+
+const HAS_ALL = HAS_FOREIGN | HAS_CONFLICT | HAS_DUPLICATE;
+
+/**
+ * Which of a terminal's rarely present attributes its record may have (a clear bit: certainly absent),
+ * in one pass over its keys. On the `{}` records the doors build, a lookup of a missing key is V8's
+ * slowest property access (megamorphic, and it walks on to Object.prototype), and these three are
+ * missing on almost every terminal: one enumeration of the record's few keys, compared by pointer,
+ * costs far less than three missed lookups. A null-prototype record is a dictionary, where a missed
+ * lookup is cheap and enumeration is not: it is read directly. Records are plain data (every key
+ * enumerable); the caller still reads each value whose bit is set.
+ */
+function terminalMarks(a: SpanRecord['attributes']): number {
+  if (Object.getPrototypeOf(a) === null) return HAS_ALL;
+  let marks = 0;
+  for (const key in a) {
+    if (key === ATTR_MCP_TERMINAL_FOREIGN) marks |= HAS_FOREIGN;
+    else if (key === ATTR_MCP_TERMINAL_CONFLICT) marks |= HAS_CONFLICT;
+    else if (key === ATTR_MCP_TERMINAL_DUPLICATE) marks |= HAS_DUPLICATE;
+  }
+  return marks;
 }
 
 /**

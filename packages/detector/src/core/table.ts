@@ -6,6 +6,14 @@ import { hash32 } from './ids.js';
  * no Map entry and no composite key string per request. Lookup is an open-addressing hash index
  * over (service, session, request); slots are kept in least-recently-touched order by an intrusive
  * doubly linked list.
+ *
+ * The columns are split in two by how often a request needs them. Every request has a hot row (its
+ * identity, LRU links, its terminal). Only a request that was resumed, reattached, or delivered a
+ * duplicate or foreign terminal gets a cold row (episode, storm, failed-resumption and duplicate
+ * state): most requests never do, and a cold row is most of a request's bytes. `cold[slot]` is the
+ * request's cold row, or 0: row 0 is never handed out and keeps the values of a fresh row (NaN times,
+ * zero counters and ids), so reading a cold column at `cold[slot]` is always right; writing needs
+ * `ensureCold(slot)` first.
  */
 const NONE = -1;
 const MIN_CAPACITY = 1024;
@@ -28,9 +36,25 @@ export class RequestTable {
   head = NONE;
   tail = NONE;
 
-  // Times (Unix ms, NaN when unknown).
+  // Hot columns, indexed by slot. Times (Unix ms, NaN when unknown).
   seen = new Float64Array(0);
   termT = new Float64Array(0);
+  flags = new Uint32Array(0);
+  termStream = new Uint32Array(0);
+  termTotal = new Uint32Array(0);
+  termOnFirst = new Uint32Array(0);
+  attrDups = new Uint32Array(0);
+  prev = new Int32Array(0);
+  next = new Int32Array(0);
+  /** First terminal's span id, two 32-bit words. */
+  termSpan = new Uint32Array(0);
+  /** The slot's cold row, 0 for none. */
+  cold = new Uint32Array(0);
+
+  // Cold columns, indexed by cold row (`cold[slot]`).
+  private coldCapacity = 0;
+  private coldUsed = 1;
+  private coldFree: number[] = [];
   resT = new Float64Array(0);
   epFirst = new Float64Array(0);
   epLast = new Float64Array(0);
@@ -46,13 +70,8 @@ export class RequestTable {
   rejT = new Float64Array(0);
   /** The `ringSize` latest attempt times of the current episode, ascending, NaN-padded at the front. */
   ring = new Float64Array(0);
-  // Counters, flags and 32-bit identities.
-  flags = new Uint32Array(0);
-  termStream = new Uint32Array(0);
+  // Counters and 32-bit identities.
   epLastStream = new Uint32Array(0);
-  termTotal = new Uint32Array(0);
-  termOnFirst = new Uint32Array(0);
-  attrDups = new Uint32Array(0);
   replayDups = new Uint32Array(0);
   /** Replays that delivered the terminal to a stream that had not delivered it before. */
   replayFirsts = new Uint32Array(0);
@@ -63,10 +82,7 @@ export class RequestTable {
   rejects = new Uint32Array(0);
   /** Stream (hash) of a foreign terminal of the request: a later duplicate of it is the server's doing. */
   foreignStream = new Uint32Array(0);
-  prev = new Int32Array(0);
-  next = new Int32Array(0);
-  /** Span ids as two 32-bit words each: first terminal, latest resume, first and latest attempt, first duplicate. */
-  termSpan = new Uint32Array(0);
+  /** Span ids as two 32-bit words each: latest resume, first and latest attempt, first duplicate. */
   resSpan = new Uint32Array(0);
   epFirstSpan = new Uint32Array(0);
   epLastSpan = new Uint32Array(0);
@@ -79,7 +95,29 @@ export class RequestTable {
   constructor(
     readonly maxRequests: number,
     readonly ringSize: number,
-  ) {}
+  ) {
+    this.growCold();
+    this.resetCold(0);
+  }
+
+  /** The slot's cold row, taken (and reset) on first need. */
+  ensureCold(slot: number): number {
+    const c = this.cold[slot]!;
+    if (c !== 0) return c;
+    let row = this.coldFree.pop();
+    if (row === undefined) {
+      row = this.coldUsed++;
+      if (row >= this.coldCapacity) this.growCold();
+    }
+    this.resetCold(row);
+    this.cold[slot] = row;
+    return row;
+  }
+
+  /** Cold rows in use (row 0 excluded). */
+  get coldRows(): number {
+    return this.coldUsed - 1 - this.coldFree.length;
+  }
 
   get size(): number {
     return this.used;
@@ -127,6 +165,10 @@ export class RequestTable {
     this.removeBucket(slot);
     this.sessions[slot] = undefined;
     this.requests[slot] = undefined;
+    if (this.cold[slot] !== 0) {
+      this.coldFree.push(this.cold[slot]!);
+      this.cold[slot] = 0;
+    }
     this.unlink(slot);
     this.freeList.push(slot);
     this.used--;
@@ -169,6 +211,16 @@ export class RequestTable {
   private reset(s: number): void {
     this.seen[s] = NaN;
     this.termT[s] = NaN;
+    this.flags[s] = 0;
+    this.termStream[s] = 0;
+    this.termTotal[s] = 0;
+    this.termOnFirst[s] = 0;
+    this.attrDups[s] = 0;
+    this.termSpan[s * 2] = this.termSpan[s * 2 + 1] = 0;
+    this.cold[s] = 0;
+  }
+
+  private resetCold(s: number): void {
     this.resT[s] = NaN;
     this.epFirst[s] = NaN;
     this.epLast[s] = NaN;
@@ -181,18 +233,12 @@ export class RequestTable {
     this.rejects[s] = 0;
     this.foreignStream[s] = 0;
     for (let i = s * this.ringSize, end = i + this.ringSize; i < end; i++) this.ring[i] = NaN;
-    this.flags[s] = 0;
-    this.termStream[s] = 0;
     this.epLastStream[s] = 0;
-    this.termTotal[s] = 0;
-    this.termOnFirst[s] = 0;
-    this.attrDups[s] = 0;
     this.replayDups[s] = 0;
     this.replayFirsts[s] = 0;
     this.epAttempts[s] = 0;
     this.stAttempts[s] = 0;
     const s2 = s * 2;
-    this.termSpan[s2] = this.termSpan[s2 + 1] = 0;
     this.resSpan[s2] = this.resSpan[s2 + 1] = 0;
     this.epFirstSpan[s2] = this.epFirstSpan[s2 + 1] = 0;
     this.epLastSpan[s2] = this.epLastSpan[s2 + 1] = 0;
@@ -221,9 +267,32 @@ export class RequestTable {
 
   private grow(): void {
     const cap = Math.min(Math.max(MIN_CAPACITY, this.capacity * 2), Math.max(this.maxRequests, 1));
-    const r = this.ringSize;
     this.seen = growF(this.seen, cap);
     this.termT = growF(this.termT, cap);
+    this.flags = growU(this.flags, cap);
+    this.termStream = growU(this.termStream, cap);
+    this.termTotal = growU(this.termTotal, cap);
+    this.termOnFirst = growU(this.termOnFirst, cap);
+    this.attrDups = growU(this.attrDups, cap);
+    this.prev = growI(this.prev, cap);
+    this.next = growI(this.next, cap);
+    this.termSpan = growU(this.termSpan, cap * 2);
+    this.cold = growU(this.cold, cap);
+    this.svc = growU(this.svc, cap);
+    this.hashes = growU(this.hashes, cap);
+    this.serial = growU(this.serial, cap);
+    this.capacity = cap;
+    let buckets = 4;
+    while (buckets < cap * 2) buckets *= 2;
+    this.buckets = new Int32Array(buckets);
+    this.bucketMask = buckets - 1;
+    for (let slot = 0; slot < this.sessions.length; slot++) if (this.sessions[slot] !== undefined) this.insertBucket(slot);
+  }
+
+  /** Cold rows grow on their own, by doubling, up to one per slot plus row 0. */
+  private growCold(): void {
+    const cap = Math.min(Math.max(64, this.coldCapacity * 2), Math.max(this.maxRequests, 1) + 1);
+    const r = this.ringSize;
     this.resT = growF(this.resT, cap);
     this.epFirst = growF(this.epFirst, cap);
     this.epLast = growF(this.epLast, cap);
@@ -237,33 +306,17 @@ export class RequestTable {
     this.foreignStream = growU(this.foreignStream, cap);
     this.rejSpan = growU(this.rejSpan, cap * 2);
     this.ring = growF(this.ring, cap * r);
-    this.flags = growU(this.flags, cap);
-    this.termStream = growU(this.termStream, cap);
     this.epLastStream = growU(this.epLastStream, cap);
-    this.termTotal = growU(this.termTotal, cap);
-    this.termOnFirst = growU(this.termOnFirst, cap);
-    this.attrDups = growU(this.attrDups, cap);
     this.replayDups = growU(this.replayDups, cap);
     this.replayFirsts = growU(this.replayFirsts, cap);
     this.epAttempts = growU(this.epAttempts, cap);
     this.stAttempts = growU(this.stAttempts, cap);
-    this.prev = growI(this.prev, cap);
-    this.next = growI(this.next, cap);
-    this.termSpan = growU(this.termSpan, cap * 2);
     this.resSpan = growU(this.resSpan, cap * 2);
     this.epFirstSpan = growU(this.epFirstSpan, cap * 2);
     this.epLastSpan = growU(this.epLastSpan, cap * 2);
     this.dupSpan = growU(this.dupSpan, cap * 2);
     this.epLastTrace = growU(this.epLastTrace, cap * 4);
-    this.svc = growU(this.svc, cap);
-    this.hashes = growU(this.hashes, cap);
-    this.serial = growU(this.serial, cap);
-    this.capacity = cap;
-    let buckets = 4;
-    while (buckets < cap * 2) buckets *= 2;
-    this.buckets = new Int32Array(buckets);
-    this.bucketMask = buckets - 1;
-    for (let slot = 0; slot < this.sessions.length; slot++) if (this.sessions[slot] !== undefined) this.insertBucket(slot);
+    this.coldCapacity = cap;
   }
 }
 

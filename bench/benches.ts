@@ -1,0 +1,74 @@
+/**
+ * Every benchmark of the workspace, as `pnpm bench` runs it (full) and as the CI smoke runs it (tiny:
+ * it must start and print figures, never within a time limit). Each runs as its own Node process in
+ * its package directory; the full arguments are what docs/benchmarks.md says to rerun.
+ */
+import { join } from 'node:path';
+
+export interface Bench {
+  id: string;
+  /** Package directory, relative to the repository root. */
+  dir: string;
+  script: string;
+  args: string[];
+  smokeArgs: string[];
+  what: string;
+}
+
+export const ROOT = join(import.meta.dirname, '..');
+export const NODE_FLAGS = ['--expose-gc', '--import', 'tsx'];
+
+export const BENCHES: Bench[] = [
+  {
+    id: 'detector-core',
+    dir: 'packages/detector',
+    script: 'bench/run.ts',
+    args: ['core', 'core-dict', 'memory'],
+    smokeArgs: ['core', 'core-dict', 'memory', '--smoke'],
+    what: 'the detector core alone: spans/s on mostly healthy traffic, heap per tracked request',
+  },
+  {
+    id: 'detector-serve',
+    dir: 'packages/detector',
+    script: 'bench/run.ts',
+    args: ['serve', 'serve-protobuf'],
+    smokeArgs: ['serve', 'serve-protobuf', '--smoke'],
+    what: '`resumewatch serve` over loopback: OTLP/JSON against JSON.parse, OTLP/protobuf and gRPC against protobufjs decoding',
+  },
+  {
+    id: 'detector-lag',
+    dir: 'packages/detector',
+    script: 'bench/lag.ts',
+    args: [],
+    smokeArgs: ['--smoke'],
+    what: 'detection lag under load: completing span sent → finding emitted, and → visible in /metrics',
+  },
+  {
+    id: 'guard',
+    dir: 'packages/guard',
+    script: 'bench/guard.bench.ts',
+    args: ['20000', '8'],
+    smokeArgs: ['200', '1'],
+    what: 'client CPU with guardedFetch against the same client without it (lean client, SDK 1.x client)',
+  },
+  {
+    id: 'instrumentation',
+    dir: 'packages/instrumentation',
+    script: 'bench/fetch.bench.ts',
+    args: ['--rounds', '8', '--calls', '5', '--progress', '100'],
+    smokeArgs: ['--rounds', '1', '--calls', '1', '--progress', '3'],
+    what: 'client CPU of instrumentFetch against the bare SDK 1.x client and @opentelemetry/instrumentation-undici',
+  },
+  {
+    id: 'client-soak',
+    dir: 'packages/instrumentation',
+    script: 'bench/soak.bench.ts',
+    args: ['--sessions', '600'],
+    smokeArgs: ['--sessions', '12'],
+    what: 'client heap per live session and per request: bare SDK, guardedFetch, instrumentFetch',
+  },
+];
+
+export function rerunCommand(b: Bench): string {
+  return `cd ${b.dir} && node ${NODE_FLAGS.join(' ')} ${b.script}${b.args.length ? ' ' + b.args.join(' ') : ''}`;
+}

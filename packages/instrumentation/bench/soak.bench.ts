@@ -1,0 +1,191 @@
+/**
+ * Client memory soak: heap per live session and per request, and what stays after sessions end,
+ * for the bare SDK 1.x client against the same client with `guardedFetch` and with `instrumentFetch`,
+ * side by side in one process (each variant measured from its own baseline, after full GCs). One
+ * wrapper per variant is shared by every session, as an application installs it.
+ *
+ * Per variant: open --sessions sessions (each: initialize, its standalone GET stream, one tools/call
+ * with progress events) and keep them → heap per live session; then 4 more calls on each → heap per
+ * request while the session lives; then end them in thirds: closed (transport close), DELETEd
+ * (terminateSession, then close), abandoned (the application drops the client without a word) →
+ * heap kept per ended session, by how it ended. Figures beyond the SDK's own are the variant's
+ * minus bare's, measured in the same run. Lab server in a child process, on loopback.
+ *
+ *   node --expose-gc --import tsx bench/soak.bench.ts [--sessions 600] [--variants bare,guarded,instrumented] [--max-seconds 900]
+ */
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { BasicTracerProvider, BatchSpanProcessor, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace-base';
+import type { FetchLike } from '@resumewatch/wire';
+import { figure } from '../../../bench/figure.js';
+import { ourGuardedFetch, ourInstrumentedFetch } from './variants.js';
+
+const { values } = parseArgs({
+  options: { sessions: { type: 'string', default: '600' }, variants: { type: 'string' }, 'max-seconds': { type: 'string', default: '900' } },
+});
+const SESSIONS = Math.max(3, Number(values.sessions));
+const MORE_CALLS = 4;
+const PROGRESS = 3;
+const deadline = Date.now() + Number(values['max-seconds']) * 1000;
+const gc = (globalThis as { gc?: () => void }).gc;
+if (!gc) throw new Error('run with node --expose-gc');
+
+async function heap(): Promise<number> {
+  // Let closed sockets and finished streams settle before collecting.
+  for (let i = 0; i < 3; i++) {
+    await new Promise((r) => setTimeout(r, 20));
+    gc!();
+  }
+  const m = process.memoryUsage();
+  return m.heapUsed + m.arrayBuffers;
+}
+
+async function startLab(): Promise<{ url: string; stop(): void }> {
+  const cli = fileURLToPath(new URL('../node_modules/@resumewatch/lab/dist/cli.js', import.meta.url));
+  const child = spawn(process.execPath, [cli, 'server', '--capacity', '100000'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      const match = /MCP\s+(\S+)/.exec(out);
+      if (match) resolve(match[1]!);
+    });
+    child.once('exit', (code) => reject(new Error(`lab server exited with ${code}`)));
+  });
+  return { url, stop: () => void child.kill('SIGTERM') };
+}
+
+const dropAll: SpanExporter = { export: (_spans: ReadableSpan[], done) => done({ code: 0 }), shutdown: async () => {} };
+
+interface Session {
+  client: Client;
+  transport: StreamableHTTPClientTransport;
+}
+
+async function call(client: Client): Promise<void> {
+  let progress = 0;
+  await client.callTool({ name: 'stream_progress', arguments: { count: PROGRESS, delay: 0 } }, undefined, { onprogress: () => void progress++ });
+  if (progress !== PROGRESS) throw new Error(`expected ${PROGRESS} progress notifications, got ${progress}`);
+}
+
+interface Result {
+  perLive: number;
+  perRequest: number;
+  keptClosed: number;
+  keptDeleted: number;
+  keptAbandoned: number;
+  keptAll: number;
+}
+
+async function soakWarm(url: string, fetch: FetchLike | undefined): Promise<void> {
+  for (let i = 0; i < Math.min(30, SESSIONS); i++) {
+    const transport = new StreamableHTTPClientTransport(new URL(url), fetch ? { fetch } : {});
+    const client = new Client({ name: 'soak', version: '1.0.0' });
+    await client.connect(transport);
+    await call(client);
+    await transport.terminateSession();
+    await client.close();
+  }
+}
+
+async function soak(url: string, fetch: FetchLike | undefined): Promise<Result> {
+  const check = () => {
+    if (Date.now() > deadline) throw new Error('soak: over --max-seconds');
+  };
+  const base = await heap();
+  // The application's references: an ended session's entry is cleared, so that only what the SDK and
+  // the wrapper still hold of it can stay on the heap.
+  const sessions: (Session | undefined)[] = [];
+  for (let i = 0; i < SESSIONS; i++) {
+    const transport = new StreamableHTTPClientTransport(new URL(url), fetch ? { fetch } : {});
+    const client = new Client({ name: 'soak', version: '1.0.0' });
+    await client.connect(transport);
+    await call(client);
+    sessions.push({ client, transport });
+    if (i % 100 === 0) check();
+  }
+  const live = await heap();
+  for (const s of sessions) for (let k = 0; k < MORE_CALLS; k++) await call(s!.client);
+  const busy = await heap();
+  check();
+  const third = Math.floor(SESSIONS / 3);
+  for (let i = 0; i < third; i++) {
+    await sessions[i]!.client.close();
+    sessions[i] = undefined;
+  }
+  const afterClosed = await heap();
+  for (let i = third; i < 2 * third; i++) {
+    await sessions[i]!.transport.terminateSession();
+    await sessions[i]!.client.close();
+    sessions[i] = undefined;
+  }
+  const afterDeleted = await heap();
+  check();
+  // Abandoned: no close, no DELETE; only the application's references go (their GET streams stay open).
+  const n = SESSIONS - 2 * third;
+  sessions.length = 0;
+  const afterAbandoned = await heap();
+  const perLive = (live - base) / SESSIONS;
+  return {
+    perLive,
+    perRequest: (busy - live) / (SESSIONS * MORE_CALLS),
+    // What an ended session still holds: its share of the live heap minus what its ending released.
+    keptClosed: perLive - (busy - afterClosed) / third + (MORE_CALLS * (busy - live)) / (SESSIONS * MORE_CALLS),
+    keptDeleted: perLive - (afterClosed - afterDeleted) / third + (MORE_CALLS * (busy - live)) / (SESSIONS * MORE_CALLS),
+    keptAbandoned: perLive - (afterDeleted - afterAbandoned) / n + (MORE_CALLS * (busy - live)) / (SESSIONS * MORE_CALLS),
+    keptAll: (afterAbandoned - base) / SESSIONS,
+  };
+}
+
+const provider = new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(dropAll)] });
+const makers: Record<string, () => FetchLike | undefined> = {
+  bare: () => undefined,
+  guarded: () => ourGuardedFetch(),
+  instrumented: () => ourInstrumentedFetch(provider),
+};
+const names = values.variants?.split(',') ?? Object.keys(makers);
+if (names[0] !== 'bare') throw new Error('--variants must start with bare: the other figures are taken against it');
+// Past about a thousand live sessions on one lab server, calls start to hang (SDK request timeouts): kept below.
+if (SESSIONS > 900) throw new Error('--sessions: at most 900 a variant (one lab server each; past about a thousand live sessions its calls hang)');
+const results: Record<string, Result> = {};
+const started = Date.now();
+// Each variant gets its own lab server: closed and abandoned sessions stay known to a server, and one
+// variant's must not push the next one's out of the server's bounded session registry.
+const labs: { stop(): void }[] = [];
+process.on('exit', () => labs.forEach((l) => l.stop()));
+for (const name of names) {
+  const lab = await startLab();
+  labs.push(lab);
+  // Warm-up, not reported: the first sessions of a process pay for compiling the SDK's code paths.
+  await soakWarm(lab.url, makers[name]!());
+  results[name] = await soak(lab.url, makers[name]!());
+  // Kept running to the end: its abandoned sessions' streams stay open, a constant for the next variant.
+}
+await provider.shutdown();
+
+const kb = (b: number) => `${(b / 1024).toFixed(2)} KiB`;
+console.log(`client memory soak: ${SESSIONS} sessions per variant (a tools/call of ${PROGRESS} progress events each, then ${MORE_CALLS} more per session); ends: a third closed, a third DELETEd, a third abandoned; Node ${process.version}; ${((Date.now() - started) / 1000).toFixed(0)} s`);
+console.log('variant        per live session   per request (live)   kept per closed   kept per DELETEd   kept per abandoned   kept per session, all ended');
+for (const name of names) {
+  const r = results[name]!;
+  console.log(
+    `${name.padEnd(14)} ${kb(r.perLive).padStart(16)}   ${kb(r.perRequest).padStart(18)}   ${kb(r.keptClosed).padStart(15)}   ${kb(r.keptDeleted).padStart(16)}   ${kb(r.keptAbandoned).padStart(18)}   ${kb(r.keptAll).padStart(27)}`,
+  );
+}
+const bare = results.bare!;
+for (const name of names) {
+  if (name === 'bare') continue;
+  const r = results[name]!;
+  const label = name === 'guarded' ? 'guardedFetch' : 'instrumentFetch';
+  const note = `${SESSIONS} sessions; heap + array buffers after GC; the wrapper shared by every session`;
+  figure({ bench: 'client-soak', name: `${label}: heap per live session beyond the bare SDK's`, value: r.perLive - bare.perLive, unit: 'bytes', reference: { name: 'bare SDK, per live session', value: bare.perLive, unit: 'bytes' }, target: 'under 1 KB', note });
+  figure({ bench: 'client-soak', name: `${label}: heap per request of a live session beyond the bare SDK's`, value: r.perRequest - bare.perRequest, unit: 'bytes', reference: { name: 'bare SDK, per request', value: bare.perRequest, unit: 'bytes' }, note });
+  figure({ bench: 'client-soak', name: `${label}: kept per closed session (transport closed) beyond the bare SDK's`, value: r.keptClosed - bare.keptClosed, unit: 'bytes', reference: { name: 'bare SDK, kept per closed session', value: bare.keptClosed, unit: 'bytes' }, target: 'nothing kept', note });
+  figure({ bench: 'client-soak', name: `${label}: kept per DELETEd session beyond the bare SDK's`, value: r.keptDeleted - bare.keptDeleted, unit: 'bytes', reference: { name: 'bare SDK, kept per DELETEd session', value: bare.keptDeleted, unit: 'bytes' }, target: 'nothing kept', note });
+  figure({ bench: 'client-soak', name: `${label}: kept per abandoned session beyond the bare SDK's`, value: r.keptAbandoned - bare.keptAbandoned, unit: 'bytes', reference: { name: 'bare SDK, kept per abandoned session', value: bare.keptAbandoned, unit: 'bytes' }, note: `${note}; an abandoned session's transport is never closed, so the caps, not release, bound it` });
+}
+// Abandoned sessions' streams are still open by design: end the process here.
+process.exit(0);

@@ -1,0 +1,42 @@
+/**
+ * CI smoke of `pnpm bench`: every benchmark runs in its tiny mode and must start, finish and print its
+ * figures (as FIGURE lines for docs/benchmarks.md). No figure is compared with anything: speed is never
+ * a test's verdict on this shared machine. The timeout only stops a hang.
+ */
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { BENCHES, NODE_FLAGS, ROOT } from '../bench/benches.js';
+import { parseFigures } from '../bench/figure.js';
+
+/** How many figures each benchmark prints: a lost figure fails the smoke. */
+const EXPECTED_FIGURES: Record<string, number> = {
+  'detector-core': 4,
+  'detector-serve': 3,
+  'detector-lag': 4,
+  guard: 2,
+  instrumentation: 6,
+  'client-soak': 10,
+};
+
+describe('pnpm bench smoke', () => {
+  it('lists every benchmark of the workspace once', () => {
+    expect(BENCHES.map((b) => b.id).sort()).toEqual(Object.keys(EXPECTED_FIGURES).sort());
+  });
+
+  for (const b of BENCHES) {
+    it(`${b.id} starts and prints its figures`, { timeout: 300_000 }, () => {
+      const run = spawnSync(process.execPath, [...NODE_FLAGS, b.script, ...b.smokeArgs], { cwd: join(ROOT, b.dir), encoding: 'utf8', timeout: 280_000 });
+      expect(run.error, run.stderr).toBeUndefined();
+      expect(run.status, `${run.stdout}\n${run.stderr}`).toBe(0);
+      const figures = parseFigures(run.stdout);
+      expect(figures.length).toBe(EXPECTED_FIGURES[b.id]);
+      for (const f of figures) {
+        expect(f.bench.length).toBeGreaterThan(0);
+        expect(f.name.length).toBeGreaterThan(0);
+        expect(Number.isFinite(f.value), f.name).toBe(true);
+        if (f.reference) expect(Number.isFinite(f.reference.value), f.name).toBe(true);
+      }
+    });
+  }
+});
