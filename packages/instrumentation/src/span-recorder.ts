@@ -54,7 +54,8 @@ import {
   mcpRequestSpanName,
 } from './semconv.js';
 import { ErrorType, ServerAttributes, addTargetAttributes, errorType, isToolError, nowMs, setError } from './span-util.js';
-import type { RecorderStats, TracerSource } from './types.js';
+import type { TracerSource } from './tracer-source.js';
+import type { RecorderStats } from './types.js';
 import { HeldPolls } from './held-polls.js';
 
 export interface SpanRecorderOptions {
