@@ -190,7 +190,8 @@ export class Detector {
     for (const slot of this.openStorms) {
       const cold = table.cold[slot]!;
       // A storm ends when its window passes with no attempt; it is reported once it has settled.
-      if (!table.has(slot, STORM_ENDED) && this.now > table.epLast[cold]! + window) this.endStorm(slot, table.epLast[cold]! + window, false);
+      const quietFrom = table.epLast[cold]! + window;
+      if (!table.has(slot, STORM_ENDED) && this.now > quietFrom) this.endStorm(slot, quietFrom, false);
       if (table.has(slot, STORM_ENDED) && this.now >= table.stEnd[cold]! + this.options.settleMs) this.finalize(slot);
     }
     // Idle requests leave in least-recently-touched order; a storm still inside its window ends as dropped.
@@ -469,7 +470,9 @@ export class Detector {
     }
     table.addAttemptTime(cold, time);
     if (!(flags & IN_STORM)) this.reconnectStorm(slot, span, time, service);
-    if (table.has(slot, IN_STORM) && table.has(slot, LAST_ATTEMPT_EVICTED) && !table.has(slot, STORM_ENDED)) this.endStorm(slot, table.epLast[cold]!, true);
+    if (table.has(slot, IN_STORM) && table.has(slot, LAST_ATTEMPT_EVICTED) && !table.has(slot, STORM_ENDED)) {
+      this.endStorm(slot, table.epLast[cold]!, true);
+    }
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -567,7 +570,10 @@ export class Detector {
     if (table.has(slot, EMPTY_REPLAY_REPORTED) || table.contT[cold]! >= time || !isEvidencedEmptyReplay(span.attributes, span.kind)) return;
     table.mark(slot, EMPTY_REPLAY_REPORTED);
     table.emptyT[cold] = time;
-    this.emit(slot, FindingKind.AMBIGUOUS_EMPTY_REPLAY, span.traceId, time, time, [span.spanId], { outcome: ResumeOutcome.EMPTY_REPLAY, status_code: status });
+    this.emit(slot, FindingKind.AMBIGUOUS_EMPTY_REPLAY, span.traceId, time, time, [span.spanId], {
+      outcome: ResumeOutcome.EMPTY_REPLAY,
+      status_code: status,
+    });
   }
 
   /**
@@ -609,7 +615,8 @@ export class Detector {
     const flags = table.flags[slot]!;
     if (flags & EMPTY_REPLAY_REPORTED && !(flags & EMPTY_REPLAY_RETRACTED) && (terminal || time >= table.emptyT[cold]!)) {
       table.mark(slot, EMPTY_REPLAY_RETRACTED);
-      this.emit(slot, FindingKind.AMBIGUOUS_EMPTY_REPLAY, span.traceId, table.emptyT[cold]!, time, [span.spanId], undefined, FindingRecord.RETRACTION);
+      const reported = table.emptyT[cold]!;
+      this.emit(slot, FindingKind.AMBIGUOUS_EMPTY_REPLAY, span.traceId, reported, time, [span.spanId], undefined, FindingRecord.RETRACTION);
     }
     if (flags & CURSOR_LOST_REPORTED && !(flags & CURSOR_LOST_RETRACTED) && (terminal || time >= table.lostT[cold]!)) {
       table.mark(slot, CURSOR_LOST_RETRACTED);
@@ -648,7 +655,15 @@ export class Detector {
   }
 
   /** Server defects are counted per server every time (metrics), and reported once per request and kind. */
-  private reportServerDefect(slot: number, kind: FindingKind, flag: number, server: string, span: SpanRecord, time: number, extra: Partial<Finding>): void {
+  private reportServerDefect(
+    slot: number,
+    kind: FindingKind,
+    flag: number,
+    server: string,
+    span: SpanRecord,
+    time: number,
+    extra: Partial<Finding>,
+  ): void {
     this.events?.serverDefect(kind, server);
     if (this.table.has(slot, flag)) return;
     this.table.mark(slot, flag);
