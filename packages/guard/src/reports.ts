@@ -1,4 +1,4 @@
-import type { GuardAction, ResumeEvidence, ResumeOutcome } from '@resumewatch/semconv';
+import type { GuardAction, ResumeEvidence, ResumeOutcome, TerminalOutcome } from '@resumewatch/semconv';
 import type { RequestRecord, StreamRecord, WireEvent, WireRequest } from '@resumewatch/wire';
 import type { ResumeDecision } from './decision.js';
 import type { InvalidResumptionError } from './errors.js';
@@ -19,7 +19,7 @@ export interface DroppedTerminal {
   readonly action: typeof GuardAction.DUPLICATE_TERMINAL_DROPPED;
   readonly sessionId: string;
   readonly requestId: string;
-  readonly outcome: 'result' | 'error';
+  readonly outcome: TerminalOutcome;
   readonly eventId: string | undefined;
   /** The stream it arrived on (a resumed stream, usually). */
   readonly streamId: string;
@@ -49,7 +49,7 @@ export interface ConflictingTerminal {
   readonly delivered: TerminalPlace;
   /** The conflicting terminal, removed from its SSE stream (see `removed`). */
   readonly conflicting: TerminalPlace;
-  readonly outcome: 'result' | 'error';
+  readonly outcome: TerminalOutcome;
   /** False only for a JSON body, which is passed whole. */
   readonly removed: boolean;
   /** The conflicting terminal arrived on a stream that never carried the request. */

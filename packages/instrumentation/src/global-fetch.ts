@@ -3,7 +3,8 @@ import type { FetchLike } from '@resumewatch/wire';
 import { isBelowInstrumentedFetch } from './fetch-scope.js';
 import { createInstrumentedFetch } from './instrument-fetch.js';
 import { recogniseMcpExchange } from './mcp-exchange.js';
-import type { InstrumentFetchOptions, InstrumentedFetch, RecorderStats, TracerSource } from './types.js';
+import type { TracerSource } from './tracer-source.js';
+import type { InstrumentFetchOptions, InstrumentedFetch, RecorderStats } from './types.js';
 
 export interface GlobalFetchOptions {
   /** Sessions whose instrumented fetch is kept; the least recently used goes first. Default 10,000. */

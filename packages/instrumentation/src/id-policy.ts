@@ -17,7 +17,7 @@
 import { createHmac } from 'node:crypto';
 import type { Attributes, AttributeValue, Context, Span, SpanOptions, Tracer } from '@opentelemetry/api';
 import { ATTR_MCP_EVENT_ID, ATTR_MCP_RESUME_LAST_EVENT_ID, ATTR_MCP_SESSION_ID } from './semconv.js';
-import type { TracerSource } from './types.js';
+import type { TracerSource } from './tracer-source.js';
 
 export type IdPolicy = 'raw' | 'hmac' | 'omit';
 

@@ -1,8 +1,8 @@
 export { instrumentFetch, isInstrumentedFetch, DEFAULT_REQUEST_TIMEOUT_MS } from './instrument-fetch.js';
-export { SpanRecorder } from './span-recorder.js';
 export { releaseHeldPolls } from './held-polls.js';
 export { ErrorType } from './span-util.js';
 export type { InstrumentFetchOptions, InstrumentedFetch, RecorderStats, McpResumeInstrumentationConfig } from './types.js';
+export type { GlobalFetchOptions } from './global-fetch.js';
 export type { GuardOptions } from '@resumewatch/guard';
 export { McpResumeInstrumentation } from './instrumentation.js';
 export { instrumentEventStore } from './event-store.js';

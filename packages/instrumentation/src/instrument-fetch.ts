@@ -8,7 +8,8 @@ import { callBelowInstrumentedFetch } from './fetch-scope.js';
 import { createIdRecorder, withIdPolicy } from './id-policy.js';
 import { GuardAction, TRACER_SCOPE } from './semconv.js';
 import { SpanRecorder } from './span-recorder.js';
-import type { InstrumentFetchOptions, InstrumentedFetch, TracerSource } from './types.js';
+import type { TracerSource } from './tracer-source.js';
+import type { InstrumentFetchOptions, InstrumentedFetch } from './types.js';
 import { PACKAGE_VERSION } from './version.js';
 
 export const DEFAULT_REQUEST_TIMEOUT_MS = 300_000;

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { SpanKind, context as otelContext, diag, trace } from '@opentelemetry/api';
 import type { Attributes, Context, Span, SpanContext, Tracer } from '@opentelemetry/api';
-import type { ResumeVerdict } from '@resumewatch/semconv';
+import { TerminalOutcome, type ResumeVerdict } from '@resumewatch/semconv';
 import type {
   RequestRecord,
   StreamEnd,
@@ -54,7 +54,8 @@ import {
   mcpRequestSpanName,
 } from './semconv.js';
 import { ErrorType, ServerAttributes, addTargetAttributes, errorType, isToolError, nowMs, setError } from './span-util.js';
-import type { RecorderStats, TracerSource } from './types.js';
+import type { TracerSource } from './tracer-source.js';
+import type { RecorderStats } from './types.js';
 import { HeldPolls } from './held-polls.js';
 
 export interface SpanRecorderOptions {
@@ -534,7 +535,7 @@ export class SpanRecorder implements WireListener {
     if (terminal.duplicate || terminal.conflict || !state?.span) return;
     const span = state.span;
     if (protocolVersion !== undefined) span.setAttribute(ATTR_MCP_PROTOCOL_VERSION, protocolVersion);
-    if (terminal.outcome === 'error') {
+    if (terminal.outcome === TerminalOutcome.ERROR) {
       const code = terminal.errorCode === undefined ? ErrorType.OTHER : String(terminal.errorCode);
       span.setAttribute(ATTR_RPC_RESPONSE_STATUS_CODE, code);
       this.endRequest(state, code);

@@ -1,4 +1,4 @@
-import type { Tracer, TracerProvider } from '@opentelemetry/api';
+import type { TracerProvider } from '@opentelemetry/api';
 import type { InstrumentationConfig } from '@opentelemetry/instrumentation';
 import type { GuardListener, GuardOptions } from '@resumewatch/guard';
 import type { FetchLike, WireObserver, WireObserverOptions } from '@resumewatch/wire';
@@ -60,6 +60,3 @@ export interface McpResumeInstrumentationConfig extends InstrumentationConfig, O
    */
   globalFetch?: boolean | GlobalFetchOptions;
 }
-
-/** Internal: how the recorder obtains its tracer. */
-export type TracerSource = () => Tracer;

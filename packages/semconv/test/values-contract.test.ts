@@ -36,23 +36,7 @@ const OTHER_VOCABULARY: Record<string, { values: string[]; why: string }> = {
   'packages/lab/src/mcp-http-client.ts': { values: ['error'], why: "how a body read ended ('clean' | 'error')" },
   'packages/lab/src/scenarios/recording-fetch.ts': { values: ['error'], why: "how a recorded body ended ('clean' | 'error')" },
   'packages/wire/src/body-taps.ts': { values: ['error'], why: 'a body stream ending in an error' },
-};
-
-/**
- * DEBT, removed by the next pass: files of packages another engineer was changing when this test was
- * written (wire, guard, instrumentation, detector doors), which still spell contract values. Each entry
- * names the constant to use instead. Do not add to this list: use the constant.
- */
-const NOT_YET_CONSTANTS: Record<string, string[]> = {
-  // ReattachTrigger as a union of literals (wire's own type), TerminalOutcome and TerminalDelivery inline
-  // ('error' is also wire's StreamEnd, its own word).
-  'packages/wire/src/types.ts': ['stream_closed', 'stream_error', 'new_transport', 'result', 'error', 'live', 'replay'],
-  // ReattachTrigger, TerminalOutcome and TerminalDelivery values written as literals.
-  'packages/wire/src/observer.ts': ['new_transport', 'stream_closed', 'stream_error', 'error', 'result', 'replay', 'live'],
-  // TerminalOutcome inline.
-  'packages/guard/src/reports.ts': ['result', 'error'],
-  // TerminalOutcome.ERROR compared as a literal.
-  'packages/instrumentation/src/span-recorder.ts': ['error'],
+  'packages/wire/src/types.ts': { values: ['error'], why: "how a response body ended, wire's StreamEnd ('clean' | 'error' | 'abort')" },
 };
 
 interface Spelling {
@@ -101,9 +85,9 @@ describe('protocol values of the contract', () => {
     expect([...seen].filter(([, sets]) => sets.length > 1)).toEqual([['error', ['ResumeOutcome', 'TerminalOutcome']]]);
   });
 
-  it('is spelled nowhere else, but in the listed other vocabularies and the listed debt', () => {
+  it('is spelled nowhere else, but in the listed other vocabularies', () => {
     const offenders = spellings()
-      .filter(({ file, value }) => !OTHER_VOCABULARY[file]?.values.includes(value) && !NOT_YET_CONSTANTS[file]?.includes(value))
+      .filter(({ file, value }) => !OTHER_VOCABULARY[file]?.values.includes(value))
       .map(({ file, value }) => `${file}: '${value}' (use ${known.get(value)})`);
     expect([...new Set(offenders)]).toEqual([]);
   });
@@ -112,7 +96,6 @@ describe('protocol values of the contract', () => {
     const found = new Set(spellings().map(({ file, value }) => `${file} ${value}`));
     const stale = [
       ...Object.entries(OTHER_VOCABULARY).flatMap(([file, { values: words }]) => words.map((value) => `${file} ${value}`)),
-      ...Object.entries(NOT_YET_CONSTANTS).flatMap(([file, words]) => words.map((value) => `${file} ${value}`)),
     ].filter((entry) => !found.has(entry));
     expect(stale).toEqual([]);
   });

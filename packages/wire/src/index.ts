@@ -5,5 +5,7 @@ export type { FetchLike } from './observer.js';
 export { BoundedMap } from './bounded-map.js';
 export { digestOfTerminal } from './digest.js';
 export { HEADER_LAST_EVENT_ID, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID } from './headers.js';
-export * from './jsonrpc.js';
+// The JSON-RPC helpers the instrumentation reads message bodies with; the rest of jsonrpc.ts is internal.
+export { isJsonRpcMessage, isRequest, isResponse, parseMessages, requestTarget } from './jsonrpc.js';
+export type { JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from './jsonrpc.js';
 export type * from './types.js';

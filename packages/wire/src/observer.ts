@@ -1,6 +1,6 @@
 import { BoundedMap } from './bounded-map.js';
 import { HEADER_LAST_EVENT_ID, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID } from './headers.js';
-import { StreamKind } from '@resumewatch/semconv';
+import { ReattachTrigger, StreamKind, TerminalDelivery, TerminalOutcome } from '@resumewatch/semconv';
 import { digestOfTerminal } from './digest.js';
 import { cancelledRequestIds, isErrorResponse, isRequest, isResponse, parseMessages, requestTarget } from './jsonrpc.js';
 import type { JsonRpcMessage, JsonRpcResponse } from './jsonrpc.js';
@@ -196,11 +196,11 @@ export class WireObserver implements TapHost {
   }
 
   private describeReattach(session: SessionRecord, httpMethod: string, resume: ResumeInfo | undefined): ReattachInfo | undefined {
-    if (!session.initializedHere && !session.used) return { trigger: 'new_transport', previous: undefined };
+    if (!session.initializedHere && !session.used) return { trigger: ReattachTrigger.NEW_TRANSPORT, previous: undefined };
     if (httpMethod !== 'GET') return undefined;
     const previous = resume ? (resume.from ?? lastEnded(session)) : session.lastStandalone;
     if (!previous || (!resume && previous.ended === undefined)) return undefined;
-    return { trigger: previous.ended === 'clean' ? 'stream_closed' : 'stream_error', previous };
+    return { trigger: previous.ended === 'clean' ? ReattachTrigger.STREAM_CLOSED : ReattachTrigger.STREAM_ERROR, previous };
   }
 
   private observeResponse(request: WireRequest, response: Response): Response {
@@ -375,12 +375,12 @@ export class WireObserver implements TapHost {
     const error = isErrorResponse(message);
     return {
       request: record,
-      outcome: error ? 'error' : 'result',
+      outcome: error ? TerminalOutcome.ERROR : TerminalOutcome.RESULT,
       errorCode: error ? message.error.code : undefined,
       duplicate: seen && !conflict,
       conflict,
       foreign,
-      delivery: stream.isResume ? 'replay' : 'live',
+      delivery: stream.isResume ? TerminalDelivery.REPLAY : TerminalDelivery.LIVE,
       firstStream: seen ? firstStream : undefined,
       firstEventId: seen ? firstEventId : undefined,
     };

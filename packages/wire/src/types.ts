@@ -1,11 +1,10 @@
-import type { StreamKind } from '@resumewatch/semconv';
+import type { ReattachTrigger, StreamKind, TerminalDelivery, TerminalOutcome } from '@resumewatch/semconv';
 import type { JsonRpcMessage, JsonRpcRequest } from './jsonrpc.js';
 import type { SseEvent } from './sse.js';
 
-export type { StreamKind };
+export type { ReattachTrigger, StreamKind };
 
 export type StreamEnd = 'clean' | 'error' | 'abort';
-export type ReattachTrigger = 'stream_closed' | 'stream_error' | 'new_transport';
 
 /** One logical MCP session as this process has seen it. */
 export interface SessionRecord {
@@ -152,7 +151,7 @@ export interface WireResponse {
 
 export interface TerminalObservation {
   readonly request: RequestRecord;
-  readonly outcome: 'result' | 'error';
+  readonly outcome: TerminalOutcome;
   readonly errorCode: number | undefined;
   /** A terminal event with the same content had already been seen for this (session, request). */
   readonly duplicate: boolean;
@@ -166,7 +165,7 @@ export interface TerminalObservation {
    * the server replayed across streams. Still counted as the request's terminal.
    */
   readonly foreign: boolean;
-  readonly delivery: 'live' | 'replay';
+  readonly delivery: TerminalDelivery;
   /** On a duplicate or conflict: the stream (and SSE id) of the request's first terminal. */
   readonly firstStream: StreamRecord | undefined;
   readonly firstEventId: string | undefined;

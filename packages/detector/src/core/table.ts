@@ -102,8 +102,8 @@ export class RequestTable {
 
   /** The slot's cold row, taken (and reset) on first need. */
   ensureCold(slot: number): number {
-    const c = this.cold[slot]!;
-    if (c !== 0) return c;
+    const current = this.cold[slot]!;
+    if (current !== 0) return current;
     let row = this.coldFree.pop();
     if (row === undefined) {
       row = this.coldUsed++;
@@ -112,6 +112,74 @@ export class RequestTable {
     this.resetCold(row);
     this.cold[slot] = row;
     return row;
+  }
+
+  /** Whether the request at `slot` has any bit of `flag` (the flags are the detector's, see detector.ts). */
+  has(slot: number, flag: number): boolean {
+    return (this.flags[slot]! & flag) !== 0;
+  }
+
+  mark(slot: number, flag: number): void {
+    this.flags[slot]! |= flag;
+  }
+
+  unmark(slot: number, flag: number): void {
+    this.flags[slot]! &= ~flag;
+  }
+
+  /** Whether a terminal of the request at `slot` was delivered (then `termT[slot]` is the earliest). */
+  hasTerminal(slot: number): boolean {
+    return this.termTotal[slot]! > 0;
+  }
+
+  /**
+   * Inserts an attempt time into the ascending, NaN-padded ring of cold row `row`, dropping the oldest
+   * when it is full: the ring holds the `ringSize` latest attempts of the episode, which is all the storm
+   * rule needs (threshold attempts within the window), whatever the number of attempts.
+   */
+  addAttemptTime(row: number, time: number): void {
+    const n = this.ringSize;
+    const base = row * n;
+    const ring = this.ring;
+    if (ring[base]! >= time) return;
+    ring[base] = time;
+    for (let i = base; i + 1 < base + n && !(ring[i + 1]! >= time); i++) {
+      ring[i] = ring[i + 1]!;
+      ring[i + 1] = time;
+    }
+  }
+
+  /** Removes the attempt time nearest `time` from the ring of cold row `row` (a withdrawn attempt). */
+  removeAttemptTimeNear(row: number, time: number): void {
+    const n = this.ringSize;
+    const base = row * n;
+    const ring = this.ring;
+    let best = -1;
+    let distance = Infinity;
+    for (let i = base; i < base + n; i++) {
+      const d = Math.abs(ring[i]! - time);
+      if (d < distance) {
+        distance = d;
+        best = i;
+      }
+    }
+    if (best < 0) return;
+    for (let i = best; i > base; i--) ring[i] = ring[i - 1]!;
+    ring[base] = NaN;
+  }
+
+  /** Earliest of the `ringSize` latest attempt times of cold row `row` (NaN while the ring is not full). */
+  oldestRingTime(row: number): number {
+    return this.ring[row * this.ringSize]!;
+  }
+
+  /** Latest attempt time of cold row `row`. */
+  newestRingTime(row: number): number {
+    return this.ring[row * this.ringSize + this.ringSize - 1]!;
+  }
+
+  clearAttemptTimes(row: number): void {
+    this.ring.fill(NaN, row * this.ringSize, (row + 1) * this.ringSize);
   }
 
   /** Cold rows in use (row 0 excluded). */
@@ -127,22 +195,22 @@ export class RequestTable {
     return hash32(request, hash32(session, Math.imul(service + 1, 0x9e3779b1)));
   }
 
-  /** The slot of (service, session, request) whose hash is `h`, or -1. */
-  find(h: number, service: number, session: string, request: string): number {
+  /** The slot of (service, session, request) whose hash is `hash`, or -1. */
+  find(hash: number, service: number, session: string, request: string): number {
     if (this.used === 0) return NONE;
     const buckets = this.buckets;
-    for (let i = h & this.bucketMask; ; i = (i + 1) & this.bucketMask) {
-      const b = buckets[i]!;
-      if (b === 0) return NONE;
-      const slot = b - 1;
-      if (this.hashes[slot] === h && this.svc[slot] === service && this.requests[slot] === request && this.sessions[slot] === session) {
+    for (let i = hash & this.bucketMask; ; i = (i + 1) & this.bucketMask) {
+      const bucket = buckets[i]!;
+      if (bucket === 0) return NONE;
+      const slot = bucket - 1;
+      if (this.hashes[slot] === hash && this.svc[slot] === service && this.requests[slot] === request && this.sessions[slot] === session) {
         return slot;
       }
     }
   }
 
   /** Returns a fresh slot; the caller has made room if the table was full. */
-  create(h: number, service: number, session: string, request: string): number {
+  create(hash: number, service: number, session: string, request: string): number {
     let slot = this.freeList.pop();
     if (slot === undefined) {
       slot = this.used;
@@ -152,7 +220,7 @@ export class RequestTable {
     this.sessions[slot] = session;
     this.requests[slot] = request;
     this.svc[slot] = service;
-    this.hashes[slot] = h;
+    this.hashes[slot] = hash;
     this.serial[slot] = ++this.serials;
     this.insertBucket(slot);
     this.reset(slot);
@@ -182,24 +250,24 @@ export class RequestTable {
 
   /** Linear-probing deletion by backward shift, so that no tombstones accumulate. */
   private removeBucket(slot: number): void {
-    const b = this.buckets;
+    const buckets = this.buckets;
     const mask = this.bucketMask;
     let i = this.hashes[slot]! & mask;
-    while (b[i] !== slot + 1) i = (i + 1) & mask;
+    while (buckets[i] !== slot + 1) i = (i + 1) & mask;
     let j = i;
     for (;;) {
       j = (j + 1) & mask;
-      const e = b[j]!;
-      if (e === 0) break;
-      const home = this.hashes[e - 1]! & mask;
-      // Move e back into the hole unless its home lies cyclically in (i, j].
+      const entry = buckets[j]!;
+      if (entry === 0) break;
+      const home = this.hashes[entry - 1]! & mask;
+      // Move the entry back into the hole unless its home lies cyclically in (i, j].
       const inRange = i <= j ? home > i && home <= j : home > i || home <= j;
       if (!inRange) {
-        b[i] = e;
+        buckets[i] = entry;
         i = j;
       }
     }
-    b[i] = 0;
+    buckets[i] = 0;
   }
 
   touch(slot: number): void {
@@ -208,57 +276,57 @@ export class RequestTable {
     this.linkTail(slot);
   }
 
-  private reset(s: number): void {
-    this.seen[s] = NaN;
-    this.termT[s] = NaN;
-    this.flags[s] = 0;
-    this.termStream[s] = 0;
-    this.termTotal[s] = 0;
-    this.termOnFirst[s] = 0;
-    this.attrDups[s] = 0;
-    this.termSpan[s * 2] = this.termSpan[s * 2 + 1] = 0;
-    this.cold[s] = 0;
+  private reset(slot: number): void {
+    this.seen[slot] = NaN;
+    this.termT[slot] = NaN;
+    this.flags[slot] = 0;
+    this.termStream[slot] = 0;
+    this.termTotal[slot] = 0;
+    this.termOnFirst[slot] = 0;
+    this.attrDups[slot] = 0;
+    this.termSpan[slot * 2] = this.termSpan[slot * 2 + 1] = 0;
+    this.cold[slot] = 0;
   }
 
-  private resetCold(s: number): void {
-    this.resT[s] = NaN;
-    this.epFirst[s] = NaN;
-    this.epLast[s] = NaN;
-    this.stEnd[s] = NaN;
-    this.stFirst[s] = NaN;
-    this.emptyT[s] = NaN;
-    this.lostT[s] = NaN;
-    this.contT[s] = NaN;
-    this.rejT[s] = NaN;
-    this.rejects[s] = 0;
-    this.foreignStream[s] = 0;
-    for (let i = s * this.ringSize, end = i + this.ringSize; i < end; i++) this.ring[i] = NaN;
-    this.epLastStream[s] = 0;
-    this.replayDups[s] = 0;
-    this.replayFirsts[s] = 0;
-    this.epAttempts[s] = 0;
-    this.stAttempts[s] = 0;
-    const s2 = s * 2;
-    this.resSpan[s2] = this.resSpan[s2 + 1] = 0;
-    this.epFirstSpan[s2] = this.epFirstSpan[s2 + 1] = 0;
-    this.epLastSpan[s2] = this.epLastSpan[s2 + 1] = 0;
-    this.dupSpan[s2] = this.dupSpan[s2 + 1] = 0;
-    this.rejSpan[s2] = this.rejSpan[s2 + 1] = 0;
-    const s4 = s * 4;
-    this.epLastTrace[s4] = this.epLastTrace[s4 + 1] = this.epLastTrace[s4 + 2] = this.epLastTrace[s4 + 3] = 0;
+  private resetCold(row: number): void {
+    this.resT[row] = NaN;
+    this.epFirst[row] = NaN;
+    this.epLast[row] = NaN;
+    this.stEnd[row] = NaN;
+    this.stFirst[row] = NaN;
+    this.emptyT[row] = NaN;
+    this.lostT[row] = NaN;
+    this.contT[row] = NaN;
+    this.rejT[row] = NaN;
+    this.rejects[row] = 0;
+    this.foreignStream[row] = 0;
+    for (let i = row * this.ringSize, end = i + this.ringSize; i < end; i++) this.ring[i] = NaN;
+    this.epLastStream[row] = 0;
+    this.replayDups[row] = 0;
+    this.replayFirsts[row] = 0;
+    this.epAttempts[row] = 0;
+    this.stAttempts[row] = 0;
+    const row2 = row * 2;
+    this.resSpan[row2] = this.resSpan[row2 + 1] = 0;
+    this.epFirstSpan[row2] = this.epFirstSpan[row2 + 1] = 0;
+    this.epLastSpan[row2] = this.epLastSpan[row2 + 1] = 0;
+    this.dupSpan[row2] = this.dupSpan[row2 + 1] = 0;
+    this.rejSpan[row2] = this.rejSpan[row2 + 1] = 0;
+    const row4 = row * 4;
+    this.epLastTrace[row4] = this.epLastTrace[row4 + 1] = this.epLastTrace[row4 + 2] = this.epLastTrace[row4 + 3] = 0;
   }
 
-  private linkTail(s: number): void {
-    this.prev[s] = this.tail;
-    this.next[s] = NONE;
-    if (this.tail !== NONE) this.next[this.tail] = s;
-    else this.head = s;
-    this.tail = s;
+  private linkTail(slot: number): void {
+    this.prev[slot] = this.tail;
+    this.next[slot] = NONE;
+    if (this.tail !== NONE) this.next[this.tail] = slot;
+    else this.head = slot;
+    this.tail = slot;
   }
 
-  private unlink(s: number): void {
-    const p = this.prev[s]!;
-    const n = this.next[s]!;
+  private unlink(slot: number): void {
+    const p = this.prev[slot]!;
+    const n = this.next[slot]!;
     if (p !== NONE) this.next[p] = n;
     else this.head = n;
     if (n !== NONE) this.prev[n] = p;
@@ -292,8 +360,7 @@ export class RequestTable {
   /** Cold rows grow on their own, by doubling, up to one per slot plus row 0. */
   private growCold(): void {
     const cap = Math.min(Math.max(64, this.coldCapacity * 2), Math.max(this.maxRequests, 1) + 1);
-    const r = this.ringSize;
-    this.resT = growF(this.resT, cap);
+        this.resT = growF(this.resT, cap);
     this.epFirst = growF(this.epFirst, cap);
     this.epLast = growF(this.epLast, cap);
     this.stEnd = growF(this.stEnd, cap);
@@ -305,7 +372,7 @@ export class RequestTable {
     this.rejects = growU(this.rejects, cap);
     this.foreignStream = growU(this.foreignStream, cap);
     this.rejSpan = growU(this.rejSpan, cap * 2);
-    this.ring = growF(this.ring, cap * r);
+    this.ring = growF(this.ring, cap * this.ringSize);
     this.epLastStream = growU(this.epLastStream, cap);
     this.replayDups = growU(this.replayDups, cap);
     this.replayFirsts = growU(this.replayFirsts, cap);
