@@ -25,6 +25,8 @@ export interface SessionRecord {
   readonly cursors: CursorMemory;
   /** Requests for this session have already been seen (distinguishes a first use). */
   used: boolean;
+  /** Fetches of the session awaiting a response, and bodies of it not yet ended. */
+  inFlight: number;
 }
 
 /** Recently delivered SSE event ids of a session and the streams that delivered them. */
@@ -45,7 +47,8 @@ export interface RequestRecord {
   readonly id: string;
   readonly method: string;
   readonly target: string | undefined;
-  readonly message: JsonRpcRequest;
+  /** The request as sent; undefined on the compact record of a released finished request. */
+  readonly message: JsonRpcRequest | undefined;
   readonly startedAt: number;
   /** Terminal events seen for this request so far, duplicates included. */
   terminalCount: number;
@@ -201,6 +204,11 @@ export interface WireListener {
   /** An event removed by a listener: told to every listener. */
   onEventDropped?(event: WireEvent): void;
   onStreamEnd?(request: WireRequest, stream: StreamRecord, end: StreamEnd, error: unknown): void;
+  /**
+   * The observer released the session and its requests (a DELETE sent, or the transport closed): drop
+   * what is kept for them. Records already handed out stay valid objects but are no longer updated.
+   */
+  onSessionReleased?(sessionId: string): void;
 }
 
 export interface WireObserverOptions {

@@ -206,10 +206,13 @@ describe('WireObserver', () => {
     const observer = new WireObserver({ maxRequests: 10 });
     const fetch = observer.wrap();
     const sessionId = await initialize(fetch);
+    // Bodies left unread: the calls stay in flight, so only the cap bounds them.
+    const open: Response[] = [];
     for (let id = 100; id < 130; id++) {
-      await (await fetch(server.url, post({ jsonrpc: '2.0', id, method: 'tools/call', params: {} }, sessionId))).text();
+      open.push(await fetch(server.url, post({ jsonrpc: '2.0', id, method: 'tools/call', params: {} }, sessionId)));
     }
-    // initialize and 30 calls: 31 requests, the 21 oldest pushed out by the cap.
-    expect(observer.stats()).toEqual({ sessions: 1, requests: 10, evictions: 21 });
+    // initialize (finished, released) and 30 calls in flight: the 20 oldest pushed out by the cap.
+    expect(observer.stats()).toEqual({ sessions: 1, requests: 10, evictions: 20, releasedSessions: 0, releasedRequests: 1 });
+    for (const response of open) await response.body?.cancel();
   });
 });
