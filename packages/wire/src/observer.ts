@@ -182,6 +182,8 @@ export class WireObserver implements TapHost {
     for (const record of stream.requests) {
       if (this.requests.get(record.key) !== record) continue;
       this.requests.delete(record.key);
+      // The payload is not needed to judge a late resume or terminal: only the count and digest are.
+      (record as { message: RequestRecord['message'] }).message = undefined;
       if (record.firstTerminalDigest !== undefined) this.finished.set(record.key, record.firstTerminalDigest);
       this.releasedRequests++;
     }

@@ -33,8 +33,6 @@ export interface SessionRecord {
 export interface CursorMemory {
   /** The stream that last delivered this event id, if the delivery is still remembered. */
   get(eventId: string): StreamRecord | undefined;
-  /** The remembered event ids, each once, oldest delivery first. */
-  keys(): IterableIterator<string>;
   /** Deliveries remembered (an id delivered twice counts twice). */
   readonly size: number;
 }

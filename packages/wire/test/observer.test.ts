@@ -111,7 +111,9 @@ describe('WireObserver', () => {
     for (const id of [30, 31]) {
       await (await fetch(server.url, post({ jsonrpc: '2.0', id, method: 'tools/call', params: {} }, sessionId))).text();
     }
-    expect([...observer.getSession(sessionId)!.cursors.keys()]).toEqual(['s30-2', 's31-1', 's31-2']);
+    const cursors = observer.getSession(sessionId)!.cursors;
+    expect(cursors.size).toBe(3);
+    expect(['s30-1', 's30-2', 's31-1', 's31-2', 's32-1'].map((id) => cursors.get(id)?.requests[0]?.id)).toEqual([undefined, '30', '31', '31', undefined]);
   });
 
   it('marks a terminal replayed on a resumed stream as a duplicate replay', async () => {
