@@ -176,7 +176,7 @@ export class WireObserver implements TapHost {
    * anything (the guard refuses one), so the records leave the request map. The stream keeps them,
    * terminal count and digest included, while its session remembers it (cursor placement, refusal).
    */
-  private releaseFinished(stream: StreamRecord): void {
+  private releaseFinished(session: SessionRecord | undefined, stream: StreamRecord): void {
     if (stream.requests.length === 0) return;
     for (const record of stream.requests) if (record.terminalCount === 0) return;
     for (const record of stream.requests) {
@@ -184,7 +184,9 @@ export class WireObserver implements TapHost {
       this.requests.delete(record.key);
       // The payload is not needed to judge a late resume or terminal: only the count and digest are.
       (record as { message: RequestRecord['message'] }).message = undefined;
-      if (record.firstTerminalDigest !== undefined) this.finished.set(record.key, record.firstTerminalDigest);
+      // While the stream is among its session's recent streams the record is found there; the digest
+      // alone is kept once the stream leaves them (or at once, without a session).
+      if (!session?.streams.includes(stream)) this.keepDigest(record);
       this.releasedRequests++;
     }
   }
@@ -340,10 +342,19 @@ export class WireObserver implements TapHost {
     };
     if (session) {
       session.streams.push(stream);
-      if (session.streams.length > this.streamsPerSession) session.streams.shift();
+      if (session.streams.length > this.streamsPerSession) this.streamLeft(session.streams.shift()!);
       if (request.httpMethod === 'GET' && !request.resume) session.lastStandalone = stream;
     }
     return stream;
+  }
+
+  /** A stream pushed out of its session's recent streams: its released requests keep their digest. */
+  private streamLeft(stream: StreamRecord): void {
+    for (const record of stream.requests) if (record.message === undefined) this.keepDigest(record);
+  }
+
+  private keepDigest(record: RequestRecord): void {
+    if (record.firstTerminalDigest !== undefined) this.finished.set(record.key, record.firstTerminalDigest);
   }
 
   private observeSse(request: WireRequest, stream: StreamRecord, source: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
@@ -364,7 +375,7 @@ export class WireObserver implements TapHost {
     if (stream.ended) return;
     stream.ended = how;
     for (const listener of this.listeners) listener.onStreamEnd?.(request, stream, how, error);
-    this.releaseFinished(stream);
+    this.releaseFinished(request.session, stream);
     if (request.session) this.exchangeEnded(request.session, how === 'abort');
   }
 
