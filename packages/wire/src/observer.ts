@@ -24,6 +24,9 @@ import type {
   WireResponse,
 } from './types.js';
 
+/** The observer's own view of the records it hands out read-only. */
+type Writable<T> = { -readonly [K in keyof T]: T[K] };
+
 export type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 
 const NO_MESSAGES: readonly JsonRpcMessage[] = [];
@@ -183,7 +186,7 @@ export class WireObserver implements TapHost {
       if (this.requests.get(record.key) !== record) continue;
       this.requests.delete(record.key);
       // The payload is not needed to judge a late resume or terminal: only the count and digest are.
-      (record as { message: RequestRecord['message'] }).message = undefined;
+      (record as Writable<RequestRecord>).message = undefined;
       // While the stream is among its session's recent streams the record is found there; the digest
       // alone is kept once the stream leaves them (or at once, without a session).
       if (!session?.streams.includes(stream)) this.keepDigest(record);
