@@ -348,6 +348,17 @@ export function createGuardListener(options: GuardOptions = {}): GuardListener {
       if (entry !== undefined) settleSilent(entry, { ended: end });
     },
 
+    onSessionReleased(sessionId: string): void {
+      guard.forgetSession(sessionId);
+      // Silent resumes of the session ended with their streams (abort) or with the DELETE (request
+      // end); what remains of them, and held rejections or polls, no longer concern a live session.
+      for (const [stream, entry] of [...silent]) {
+        if (entry.request.sessionId !== sessionId) continue;
+        clearTimeout(entry.timer);
+        silent.delete(stream);
+      }
+    },
+
     stats() {
       return { silentResumes: silent.size, unsettledRequests: unsettled.size, evictions };
     },

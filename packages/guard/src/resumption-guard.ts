@@ -117,6 +117,19 @@ export class StreamResumptionGuard {
     return a || b;
   }
 
+  /**
+   * Drops every request of a session (keys `${sessionId}\n${id}`, as the wire listener keys them):
+   * the session was DELETEd or its transport closed, so no resume of its requests is to be judged.
+   */
+  forgetSession(sessionId: string): number {
+    const prefix = `${sessionId}\n`;
+    let forgotten = 0;
+    for (const map of [this.open, this.finished]) {
+      for (const key of [...map.keys()]) if (key.startsWith(prefix) && map.delete(key)) forgotten++;
+    }
+    return forgotten;
+  }
+
   stats(): { open: number; finished: number; evictions: number } {
     this.sweep();
     return { open: this.open.size, finished: this.finished.size, evictions: this.evictions };

@@ -56,6 +56,38 @@ describe('guardedFetch', () => {
     expect(seen.refused.map((r) => [r.requestIds, r.lastEventId])).toEqual([[[String(id)], `s${id}-2`]]);
   });
 
+  it('still refuses a stale mid-stream cursor after the finished request left the request map', async () => {
+    server.progress = 2;
+    // One stream remembered per session: the finished call's stream is placed by the cursor memory only.
+    const { fetch, seen, sessionId } = await setup({}, { streamsPerSession: 1 });
+    const { id } = await call(fetch, sessionId);
+    await (await fetch(server.url, post({ jsonrpc: '2.0', method: 'notifications/initialized' }, sessionId))).text();
+    const other = await call(fetch, sessionId);
+    expect(fetch.observer.stats()).toMatchObject({ sessions: 1, requests: 0, releasedRequests: 3 });
+    expect(fetch.observer.getSession(sessionId)!.streams.map((s) => s.requests.map((r) => r.id))).toEqual([[String(other.id)]]);
+    const error = await fetch(server.url, resumeInit(sessionId, `s${id}-1`)).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InvalidResumptionError);
+    expect((error as InvalidResumptionError).requestId).toBe(String(id));
+    expect(server.resumes).toEqual([]);
+    expect(seen.refused.map((r) => r.lastEventId)).toEqual([`s${id}-1`]);
+  });
+
+  it('forgets a DELETEd session: the guard and the observer keep nothing of it', async () => {
+    const seen = recordGuard({});
+    const fetch = guardedFetch((input, init) => (init?.method === 'DELETE' ? Promise.resolve(new Response(null, { status: 200 })) : globalThis.fetch(input, init)), seen.options);
+    const init = await fetch(server.url, post({ jsonrpc: '2.0', id: 0, method: 'initialize', params: {} }));
+    await init.text();
+    const sessionId = init.headers.get('mcp-session-id')!;
+    await call(fetch, sessionId);
+    // The call's terminal flag, and the initialize's: sent before a session existed, it is keyed by no
+    // session, one key for every initialize with id 0 (a later one replaces it).
+    expect(fetch.listener.guard.stats().finished).toBe(2);
+    await fetch(server.url, { method: 'DELETE', headers: { 'mcp-session-id': sessionId } });
+    expect(fetch.observer.stats()).toMatchObject({ sessions: 0, requests: 0, releasedSessions: 1 });
+    expect(fetch.listener.guard.stats()).toEqual({ open: 0, finished: 1, evictions: 0 });
+    expect(fetch.listener.stats()).toEqual({ silentResumes: 0, unsettledRequests: 0, evictions: 0 });
+  });
+
   it('refuses a resume after a JSON-RPC error response too', async () => {
     const { fetch, sessionId } = await setup();
     const response = await fetch(server.url, post({ jsonrpc: '2.0', id: 'e1', method: 'tools/call', params: {} }, sessionId));

@@ -1,6 +1,6 @@
 import { BoundedMap, HEADER_SESSION_ID } from '@resumewatch/wire';
 import type { FetchLike } from '@resumewatch/wire';
-import { isBelowInstrumentedFetch } from './fetch-scope.js';
+import { isBelowInstrumentedFetch, markCallsBelowInstrumentedFetch } from './fetch-scope.js';
 import { createInstrumentedFetch } from './instrument-fetch.js';
 import { recogniseMcpExchange } from './mcp-exchange.js';
 import type { TracerSource } from './tracer-source.js';
@@ -92,6 +92,7 @@ export function patchGlobalFetch(options: InstrumentFetchOptions, tracer: Tracer
     return session(input, init);
   } as typeof globalThis.fetch;
 
+  markCallsBelowInstrumentedFetch();
   globalThis.fetch = patched;
   return {
     stats() {

@@ -58,6 +58,13 @@ export class BoundedMap<K, V> {
     return true;
   }
 
+  /** Deletes every entry whose key matches; returns how many went. */
+  deleteWhere(matches: (key: K) => boolean): number {
+    let deleted = 0;
+    for (const key of [...this.entries.keys()]) if (matches(key) && this.delete(key)) deleted++;
+    return deleted;
+  }
+
   values(): IterableIterator<V> {
     const now = this.now();
     const live: V[] = [];

@@ -4,7 +4,7 @@ import { ReattachTrigger, StreamKind, TerminalDelivery, TerminalOutcome } from '
 import { digestOfTerminal } from './digest.js';
 import { cancelledRequestIds, isErrorResponse, isRequest, isResponse, parseMessages, requestTarget } from './jsonrpc.js';
 import type { JsonRpcMessage, JsonRpcResponse } from './jsonrpc.js';
-import { JsonTap, SseTap, TappedSource } from './body-taps.js';
+import { JsonTap, SseTap, TappedSource, isAbort } from './body-taps.js';
 import type { BodyTap, TapHost } from './body-taps.js';
 import { CursorRing } from './cursor-ring.js';
 import type { SseScanner } from './sse.js';
@@ -24,6 +24,9 @@ import type {
   WireResponse,
 } from './types.js';
 
+/** The observer's own view of the records it hands out read-only. */
+type Writable<T> = { -readonly [K in keyof T]: T[K] };
+
 export type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 
 const NO_MESSAGES: readonly JsonRpcMessage[] = [];
@@ -41,6 +44,11 @@ export class WireObserver implements TapHost {
   private readonly eventListeners: WireListener[] = [];
   private readonly sessions: BoundedMap<string, SessionRecord>;
   private readonly requests: BoundedMap<string, RequestRecord>;
+  /**
+   * Released finished requests: the digest of their first terminal, by request key, so that a late
+   * terminal of one (a replay on another stream) is still a duplicate or a conflict.
+   */
+  private readonly finished: BoundedMap<string, number>;
   private readonly streamsPerSession: number;
   private readonly cursorsPerSession: number;
   private readonly maxJsonBodyBytes: number;
@@ -51,11 +59,14 @@ export class WireObserver implements TapHost {
   private readonly initializeStreams = new WeakMap<StreamRecord, SessionRecord>();
   /** Set when any listener may drop events: bodies are then forwarded event by event. */
   private filtering = false;
+  private releasedSessions = 0;
+  private releasedRequests = 0;
 
   constructor(options: WireObserverOptions = {}) {
     this.now = options.now ?? Date.now;
     this.sessions = new BoundedMap(options.maxSessions ?? 10_000, options.sessionRetentionMs ?? 3_600_000, this.now);
     this.requests = new BoundedMap(options.maxRequests ?? 100_000, options.requestRetentionMs ?? 600_000, this.now);
+    this.finished = new BoundedMap(options.maxRequests ?? 100_000, options.requestRetentionMs ?? 600_000, this.now);
     this.streamsPerSession = options.streamsPerSession ?? 32;
     this.cursorsPerSession = options.cursorsPerSession ?? 256;
     this.maxJsonBodyBytes = options.maxJsonBodyBytes ?? 8 * 1024 * 1024;
@@ -73,16 +84,39 @@ export class WireObserver implements TapHost {
     return this.sessions.get(sessionId);
   }
 
+  /**
+   * A request in flight, or a finished one still remembered: whole while its stream is among its
+   * session's recent streams, else a compact record (terminal count 1, the first terminal's digest).
+   */
   getRequest(sessionId: string | undefined, id: string | number): RequestRecord | undefined {
-    return this.requests.get(requestKey(sessionId, String(id)));
+    return this.lookup(sessionId ?? '', String(id));
   }
 
-  /** Sessions and requests currently held, and how many the caps pushed out. */
-  stats(): { sessions: number; requests: number; evictions: number } {
+  private lookup(sessionId: string, id: string): RequestRecord | undefined {
+    const key = requestKey(sessionId, id);
+    const live = this.requests.get(key);
+    if (live) return live;
+    const session = sessionId ? this.sessions.get(sessionId) : undefined;
+    if (session) {
+      for (let i = session.streams.length - 1; i >= 0; i--) {
+        for (const record of session.streams[i]!.requests) if (record.key === key) return record;
+      }
+    }
+    const digest = this.finished.get(key);
+    return digest === undefined ? undefined : compactRecord(key, sessionId, id, digest);
+  }
+
+  /**
+   * Sessions and requests currently held, how many the caps pushed out, and how many were released on
+   * the evidence that they were over (see "Release" in the README).
+   */
+  stats(): { sessions: number; requests: number; evictions: number; releasedSessions: number; releasedRequests: number } {
     return {
       sessions: this.sessions.size,
       requests: this.requests.size,
       evictions: this.sessions.evictions + this.requests.evictions,
+      releasedSessions: this.releasedSessions,
+      releasedRequests: this.releasedRequests,
     };
   }
 
@@ -98,14 +132,66 @@ export class WireObserver implements TapHost {
       for (const listener of this.listeners) listener.onRefused?.(request, error);
       throw error;
     }
+    // Counted from here: a request in flight keeps its session from being released as closed.
+    const session = request.session;
+    if (session) session.inFlight++;
     let response: Response;
     try {
       response = await fetchImpl(input, init);
     } catch (error) {
       for (const listener of this.listeners) listener.onFetchError?.(request, error);
+      if (session) this.exchangeEnded(session, isAbort(error));
+      if (request.httpMethod === 'DELETE' && request.sessionId !== undefined) this.releaseSession(request.sessionId);
       throw error;
     }
-    return this.observeResponse(request, response);
+    const observed = this.observeResponse(request, response);
+    // A DELETE sent ends the session whatever the answer: the client gave it up (a 405 leaves it to
+    // the server, but this client will not use it again).
+    if (request.httpMethod === 'DELETE' && request.sessionId !== undefined) this.releaseSession(request.sessionId);
+    return observed;
+  }
+
+  /** A fetch or body of the session is over; the transport closed when an abort leaves nothing in flight. */
+  private exchangeEnded(session: SessionRecord, aborted: boolean): void {
+    session.inFlight--;
+    if (!aborted || session.inFlight > 0) return;
+    // Transport closed: the client aborted its standalone stream and has nothing else in flight. A
+    // single aborted POST stream is not enough: a client drops one to resume it from its cursor.
+    if (session.lastStandalone?.ended === 'abort' && this.sessions.get(session.id) === session) this.releaseSession(session.id);
+  }
+
+  /** Forgets a session and its requests, and tells the listeners. */
+  private releaseSession(sessionId: string): void {
+    const session = this.sessions.get(sessionId);
+    if (session) {
+      this.sessions.delete(sessionId);
+      this.releasedSessions++;
+    }
+    const prefix = `${sessionId}\n`;
+    const ofSession = (key: string) => key.startsWith(prefix);
+    this.releasedRequests += this.requests.deleteWhere(ofSession);
+    this.finished.deleteWhere(ofSession);
+    for (const listener of this.listeners) listener.onSessionReleased?.(sessionId);
+  }
+
+  /**
+   * A request stream ended after the terminals of every request it carries: no resume of it can bring
+   * anything (the guard refuses one), so the records leave the request map. The stream keeps them,
+   * terminal count and digest included, while its session remembers it (cursor placement, refusal).
+   */
+  private releaseFinished(session: SessionRecord | undefined, stream: StreamRecord): void {
+    if (stream.requests.length === 0) return;
+    for (const record of stream.requests) if (record.terminalCount === 0) return;
+    for (const record of stream.requests) {
+      if (this.requests.get(record.key) !== record) continue;
+      this.requests.delete(record.key);
+      // The payload is not needed to judge a late resume or terminal: only the count and digest are.
+      (record as Writable<RequestRecord>).message = undefined;
+      // While the stream is among its session's recent streams the record is found there; the digest
+      // alone is kept once the stream leaves them (or at once, without a session).
+      if (!session?.streams.includes(stream)) this.keepDigest(record);
+      this.releasedRequests++;
+    }
   }
 
   private describeRequest(input: string | URL | Request, init: RequestInit | undefined): WireRequest {
@@ -154,7 +240,7 @@ export class WireObserver implements TapHost {
     let cancels: RequestRecord[] | undefined;
     for (const message of messages) {
       for (const id of cancelledRequestIds(message)) {
-        const record = this.requests.get(requestKey(sessionId, id));
+        const record = this.lookup(sessionId ?? '', id);
         if (record) (cancels ??= []).push(record);
       }
     }
@@ -216,7 +302,10 @@ export class WireObserver implements TapHost {
     if (stream && initialized) this.initializeStreams.set(stream, initialized);
     const wireResponse: WireResponse = { status: response.status, contentType, sessionId, stream };
     for (const listener of this.listeners) listener.onResponse?.(request, wireResponse);
-    if (!stream || !response.body) return response;
+    if (!stream || !response.body) {
+      if (request.session) this.exchangeEnded(request.session, false);
+      return response;
+    }
 
     const body = format === 'sse' ? this.observeSse(request, stream, response.body) : this.observeJson(request, stream, response.body);
     const observed = new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
@@ -256,10 +345,19 @@ export class WireObserver implements TapHost {
     };
     if (session) {
       session.streams.push(stream);
-      if (session.streams.length > this.streamsPerSession) session.streams.shift();
+      if (session.streams.length > this.streamsPerSession) this.streamLeft(session.streams.shift()!);
       if (request.httpMethod === 'GET' && !request.resume) session.lastStandalone = stream;
     }
     return stream;
+  }
+
+  /** A stream pushed out of its session's recent streams: its released requests keep their digest. */
+  private streamLeft(stream: StreamRecord): void {
+    for (const record of stream.requests) if (record.message === undefined) this.keepDigest(record);
+  }
+
+  private keepDigest(record: RequestRecord): void {
+    if (record.firstTerminalDigest !== undefined) this.finished.set(record.key, record.firstTerminalDigest);
   }
 
   private observeSse(request: WireRequest, stream: StreamRecord, source: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
@@ -280,6 +378,8 @@ export class WireObserver implements TapHost {
     if (stream.ended) return;
     stream.ended = how;
     for (const listener of this.listeners) listener.onStreamEnd?.(request, stream, how, error);
+    this.releaseFinished(request.session, stream);
+    if (request.session) this.exchangeEnded(request.session, how === 'abort');
   }
 
   /** @internal */
@@ -350,7 +450,7 @@ export class WireObserver implements TapHost {
     let record = stream.requests.find((r) => r.id === id);
     let foreign = false;
     if (!record) {
-      record = this.requests.get(requestKey(stream.sessionId, id));
+      record = this.lookup(stream.sessionId, id);
       if (!record) return undefined;
       // A resume from a cursor the observer could not place learns its request from its first
       // terminal; any other stream that never carried the request got it from another stream.
@@ -394,7 +494,24 @@ export class WireObserver implements TapHost {
 }
 
 function newSession(id: string, protocolVersion: string | undefined, cursors: number): SessionRecord {
-  return { id, initializedHere: false, protocolVersion, streams: [], lastStandalone: undefined, cursors: new CursorRing(cursors), used: false };
+  return { id, initializedHere: false, protocolVersion, streams: [], lastStandalone: undefined, cursors: new CursorRing(cursors), used: false, inFlight: 0 };
+}
+
+/** What is left of a released finished request: its terminal flag and first digest, no payload. */
+function compactRecord(key: string, sessionId: string, id: string, digest: number): RequestRecord {
+  return {
+    key,
+    sessionId,
+    id,
+    method: '',
+    target: undefined,
+    message: undefined,
+    startedAt: 0,
+    terminalCount: 1,
+    firstTerminalStream: undefined,
+    firstTerminalEventId: undefined,
+    firstTerminalDigest: digest,
+  };
 }
 
 function lastEnded(session: SessionRecord): StreamRecord | undefined {

@@ -24,14 +24,14 @@ export interface SessionRecord {
   readonly cursors: CursorMemory;
   /** Requests for this session have already been seen (distinguishes a first use). */
   used: boolean;
+  /** Fetches of the session awaiting a response, and bodies of it not yet ended. */
+  inFlight: number;
 }
 
 /** Recently delivered SSE event ids of a session and the streams that delivered them. */
 export interface CursorMemory {
   /** The stream that last delivered this event id, if the delivery is still remembered. */
   get(eventId: string): StreamRecord | undefined;
-  /** The remembered event ids, each once, oldest delivery first. */
-  keys(): IterableIterator<string>;
   /** Deliveries remembered (an id delivered twice counts twice). */
   readonly size: number;
 }
@@ -44,7 +44,8 @@ export interface RequestRecord {
   readonly id: string;
   readonly method: string;
   readonly target: string | undefined;
-  readonly message: JsonRpcRequest;
+  /** The request as sent; undefined on the compact record of a released finished request. */
+  readonly message: JsonRpcRequest | undefined;
   readonly startedAt: number;
   /** Terminal events seen for this request so far, duplicates included. */
   terminalCount: number;
@@ -200,6 +201,11 @@ export interface WireListener {
   /** An event removed by a listener: told to every listener. */
   onEventDropped?(event: WireEvent): void;
   onStreamEnd?(request: WireRequest, stream: StreamRecord, end: StreamEnd, error: unknown): void;
+  /**
+   * The observer released the session and its requests (a DELETE sent, or the transport closed): drop
+   * what is kept for them. Records already handed out stay valid objects but are no longer updated.
+   */
+  onSessionReleased?(sessionId: string): void;
 }
 
 export interface WireObserverOptions {

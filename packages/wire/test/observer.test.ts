@@ -111,7 +111,9 @@ describe('WireObserver', () => {
     for (const id of [30, 31]) {
       await (await fetch(server.url, post({ jsonrpc: '2.0', id, method: 'tools/call', params: {} }, sessionId))).text();
     }
-    expect([...observer.getSession(sessionId)!.cursors.keys()]).toEqual(['s30-2', 's31-1', 's31-2']);
+    const cursors = observer.getSession(sessionId)!.cursors;
+    expect(cursors.size).toBe(3);
+    expect(['s30-1', 's30-2', 's31-1', 's31-2', 's32-1'].map((id) => cursors.get(id)?.requests[0]?.id)).toEqual([undefined, '30', '31', '31', undefined]);
   });
 
   it('marks a terminal replayed on a resumed stream as a duplicate replay', async () => {
@@ -206,10 +208,13 @@ describe('WireObserver', () => {
     const observer = new WireObserver({ maxRequests: 10 });
     const fetch = observer.wrap();
     const sessionId = await initialize(fetch);
+    // Bodies left unread: the calls stay in flight, so only the cap bounds them.
+    const open: Response[] = [];
     for (let id = 100; id < 130; id++) {
-      await (await fetch(server.url, post({ jsonrpc: '2.0', id, method: 'tools/call', params: {} }, sessionId))).text();
+      open.push(await fetch(server.url, post({ jsonrpc: '2.0', id, method: 'tools/call', params: {} }, sessionId)));
     }
-    // initialize and 30 calls: 31 requests, the 21 oldest pushed out by the cap.
-    expect(observer.stats()).toEqual({ sessions: 1, requests: 10, evictions: 21 });
+    // initialize (finished, released) and 30 calls in flight: the 20 oldest pushed out by the cap.
+    expect(observer.stats()).toEqual({ sessions: 1, requests: 10, evictions: 20, releasedSessions: 0, releasedRequests: 1 });
+    for (const response of open) await response.body?.cancel();
   });
 });
