@@ -48,6 +48,16 @@ export function streamLivenessOf(transport: object): StreamLiveness | undefined 
   const outer = transport as TransportInternals;
   const owner = outer._webStandardTransport ?? outer;
   if (!(owner._streamMapping instanceof Map)) return undefined;
-  const mapping = owner._streamMapping as Map<string, { controller?: unknown } | undefined>;
-  return { isLive: (streamId) => mapping.get(streamId)?.controller !== undefined };
+  const mapping = owner._streamMapping as Map<string, object | undefined>;
+  return { isLive: (streamId) => isConnection(mapping.get(streamId)) };
+}
+
+/**
+ * An entry of `_streamMapping` that still holds a connection. The web-standard transport (SDK 1.25 and
+ * later) keeps `{ controller, ... }` and drops the controller when the stream closes; the older Node
+ * transport (1.24) keeps the `ServerResponse` itself and deletes the entry when it closes.
+ */
+function isConnection(entry: object | undefined): boolean {
+  if (entry === undefined) return false;
+  return 'controller' in entry ? (entry as { controller?: unknown }).controller !== undefined : true;
 }
