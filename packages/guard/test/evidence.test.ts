@@ -3,7 +3,7 @@ import { ResumeDecision, guardedFetch } from '../src/index.js';
 import type { GuardOptions, GuardedFetch } from '../src/index.js';
 import { recordGuard, until } from './helpers.js';
 import type { GuardRecord } from './helpers.js';
-import { sse, startScriptedServer } from '../../wire/test/scripted-server.js';
+import { progress, result, sse, startScriptedServer } from '../../wire/test/scripted-server.js';
 import type { ScriptedServer } from '../../wire/test/scripted-server.js';
 
 // Every byte scripted over loopback HTTP: priming events, retry fields, replays across streams and sessions.
@@ -20,8 +20,6 @@ beforeEach(() => {
 });
 
 const SESSION = 'session-1';
-const progress = (n: number) => ({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 't', progress: n } });
-const result = (id: number, text: string) => ({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text }] } });
 
 function setup(extra: GuardOptions = {}): { fetch: GuardedFetch; seen: GuardRecord } {
   const seen = recordGuard(extra);

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { WireObserver } from '../src/index.js';
 import type { FetchLike, TerminalObservation, WireEvent, WireRequest, WireResponse } from '../src/index.js';
-import { sse, startScriptedServer } from './scripted-server.js';
+import { progress, result, sse, startScriptedServer } from './scripted-server.js';
 import type { ScriptedServer } from './scripted-server.js';
 
 let server: ScriptedServer;
@@ -16,8 +16,6 @@ beforeEach(() => {
 });
 
 const SESSION = 'session-1';
-const progress = (n: number) => ({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 't', progress: n } });
-const result = (id: number, text: string) => ({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text }] } });
 
 function observed() {
   const observer = new WireObserver();

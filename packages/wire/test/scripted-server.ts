@@ -60,3 +60,8 @@ export function sse(fields: { id?: string; retry?: number; data?: string | objec
   if (fields.data !== undefined) out += `data: ${typeof fields.data === 'string' ? fields.data : JSON.stringify(fields.data)}\n`;
   return `${out}\n`;
 }
+
+/** A progress notification, as a scripted event's data. */
+export const progress = (n: number) => ({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 't', progress: n } });
+/** A tools/call result for request `id`, as a scripted event's data. */
+export const result = (id: number, text: string) => ({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text }] } });

@@ -8,6 +8,7 @@ import {
   FindingRecord,
   StormEnd,
   StreamKind,
+  isCursorGoneStatus,
   isFailedResumptionOutcome,
   ATTR_MCP_METHOD_NAME,
   ATTR_MCP_REATTACH_ACCEPTED,
@@ -166,7 +167,8 @@ export class Detector {
       const accepted = attrs[ATTR_MCP_REATTACH_ACCEPTED];
       this.events?.reattach(service, typeof accepted === 'boolean' ? accepted : status >= 200 && status < 300);
       if (!hasReq || listening) return this.count(SpanReceivedResult.ACCEPTED);
-      reattachEvicts = status === 400 || status === 404 || status === 409;
+      // The same status rule as a resume's (semconv): the server no longer holds the cursor or the session.
+      reattachEvicts = isCursorGoneStatus(status);
     } else if (listening) {
       this.events?.listeningResume(service, refusedByGuard(attrs) ? ResumeOutcome.ERROR : resumeOutcome(attrs, statusOf(attrs)));
       return this.count(SpanReceivedResult.ACCEPTED);

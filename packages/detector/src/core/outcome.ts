@@ -21,8 +21,8 @@ export function statusOf(attrs: SpanRecord['attributes']): number {
 /**
  * The resume's outcome: the attribute when it is a contract value, else `resumeVerdict` (the one rule
  * of `@resumewatch/semconv`) over what the span shows: its status, its replayed messages and its
- * the evidence attribute (ATTR_MCP_RESUME_EVIDENCE). A span that shows no evidence for a verdict (2xx, no message, no evidence)
- * says nothing the rule can decide on: it counts as `error`, the contract's catch-all, and is never a finding.
+ * evidence attribute (ATTR_MCP_RESUME_EVIDENCE). A span that shows nothing the rule can decide on (2xx,
+ * no message, no evidence) counts as `error`, the contract's catch-all, and is never a finding.
  */
 export function resumeOutcome(attrs: SpanRecord['attributes'], status: number): ResumeOutcome {
   const v = attrs[ATTR_MCP_RESUME_OUTCOME];
@@ -42,7 +42,7 @@ export function resumeOutcome(attrs: SpanRecord['attributes'], status: number): 
 
 /**
  * An empty replay is a failed resumption only on evidence: the end of the resumed body or the request's
- * deadline (the evidence attribute (ATTR_MCP_RESUME_EVIDENCE)). Without the attribute, a client span's `empty_replay` is trusted
+ * deadline (ATTR_MCP_RESUME_EVIDENCE). Without the attribute, a client span's `empty_replay` is trusted
  * (its emitter decided on evidence it did not name); a server span's is not: the server replayed nothing
  * and kept the stream open for live events, which is what a quiet, healthy server does too.
  */
