@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { EventStore } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import { BoundedMap } from '@resumewatch/wire';
+import { BoundedMap } from '@resumewatch/bounded';
 import { formatEventId, parseEventId } from './event-id.js';
 
 export type EventId = string;

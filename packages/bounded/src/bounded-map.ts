@@ -1,6 +1,11 @@
 /**
  * A Map with a cap on entries and a retention time. The oldest entry (by last write or touch) goes
- * first when the cap is reached; entries past their retention are swept lazily on writes.
+ * first when the cap is reached; entries past their retention are swept lazily on writes and ignored
+ * (and dropped) on reads. With `retentionMs` Infinity entries never expire and reads never look at the
+ * clock: only the cap bounds the map.
+ *
+ * `onDrop` is told of every entry that leaves: deleted, expired or evicted by the cap. Only evictions
+ * by the cap are counted (`evictions`): an entry that expired or was deleted was not lost to the cap.
  */
 export class BoundedMap<K, V> {
   private readonly entries = new Map<K, { value: V; expiresAt: number }>();
@@ -14,6 +19,7 @@ export class BoundedMap<K, V> {
     private readonly onDrop?: (key: K, value: V) => void,
   ) {
     if (!(cap > 0)) throw new RangeError(`cap must be positive, got ${cap}`);
+    if (!(retentionMs >= 0)) throw new RangeError(`retentionMs must not be negative, got ${retentionMs}`);
   }
 
   get size(): number {
@@ -22,22 +28,38 @@ export class BoundedMap<K, V> {
 
   get(key: K): V | undefined {
     const entry = this.entries.get(key);
-    if (!entry) return undefined;
-    if (entry.expiresAt <= this.now()) {
+    if (entry === undefined) return undefined;
+    if (entry.expiresAt !== Infinity && entry.expiresAt <= this.now()) {
       this.delete(key);
       return undefined;
     }
     return entry.value;
   }
 
+  /** Whether the key holds a live entry (true for a stored `undefined` too). */
   has(key: K): boolean {
-    return this.get(key) !== undefined;
+    const entry = this.entries.get(key);
+    if (entry === undefined) return false;
+    if (entry.expiresAt !== Infinity && entry.expiresAt <= this.now()) {
+      this.delete(key);
+      return false;
+    }
+    return true;
   }
 
   /** Writes and moves the entry to the young end; resets its retention. */
   set(key: K, value: V): void {
-    this.entries.delete(key);
-    this.entries.set(key, { value, expiresAt: this.now() + this.retentionMs });
+    const expiresAt = this.now() + this.retentionMs;
+    const entry = this.entries.get(key);
+    if (entry === undefined) {
+      this.entries.set(key, { value, expiresAt });
+    } else {
+      // The entry object is reused: a rewrite allocates nothing.
+      this.entries.delete(key);
+      entry.value = value;
+      entry.expiresAt = expiresAt;
+      this.entries.set(key, entry);
+    }
     this.sweep();
   }
 
@@ -65,6 +87,21 @@ export class BoundedMap<K, V> {
     return deleted;
   }
 
+  /**
+   * Drops the oldest entry as the cap would, counted in `evictions`: for an owner that caps several
+   * maps together (the guard's open and finished requests share one cap). False when empty.
+   */
+  evictOldest(): boolean {
+    const oldest = this.entries.entries().next();
+    if (oldest.done) return false;
+    const [key, entry] = oldest.value;
+    this.entries.delete(key);
+    this.evictions++;
+    this.onDrop?.(key, entry.value);
+    return true;
+  }
+
+  /** The live values, oldest first. */
   values(): IterableIterator<V> {
     const now = this.now();
     const live: V[] = [];
@@ -72,6 +109,12 @@ export class BoundedMap<K, V> {
     return live.values();
   }
 
+  /** Drops the expired entries now (writes do it anyway): before reading `size` as a figure. */
+  prune(): void {
+    this.sweep();
+  }
+
+  /** From the oldest end: over the cap, evict; expired, drop; stops at the first live entry within the cap. */
   private sweep(): void {
     const now = this.now();
     for (const [key, entry] of this.entries) {
