@@ -8,7 +8,7 @@
  * by the cap are counted (`evictions`): an entry that expired or was deleted was not lost to the cap.
  */
 export class BoundedMap<K, V> {
-  private readonly entries = new Map<K, { value: V; expiresAt: number }>();
+  private readonly map = new Map<K, { value: V; expiresAt: number }>();
   /** Entries dropped because the cap was reached. */
   evictions = 0;
 
@@ -23,11 +23,11 @@ export class BoundedMap<K, V> {
   }
 
   get size(): number {
-    return this.entries.size;
+    return this.map.size;
   }
 
   get(key: K): V | undefined {
-    const entry = this.entries.get(key);
+    const entry = this.map.get(key);
     if (entry === undefined) return undefined;
     if (entry.expiresAt !== Infinity && entry.expiresAt <= this.now()) {
       this.delete(key);
@@ -38,7 +38,7 @@ export class BoundedMap<K, V> {
 
   /** Whether the key holds a live entry (true for a stored `undefined` too). */
   has(key: K): boolean {
-    const entry = this.entries.get(key);
+    const entry = this.map.get(key);
     if (entry === undefined) return false;
     if (entry.expiresAt !== Infinity && entry.expiresAt <= this.now()) {
       this.delete(key);
@@ -50,32 +50,32 @@ export class BoundedMap<K, V> {
   /** Writes and moves the entry to the young end; resets its retention. */
   set(key: K, value: V): void {
     const expiresAt = this.now() + this.retentionMs;
-    const entry = this.entries.get(key);
+    const entry = this.map.get(key);
     if (entry === undefined) {
-      this.entries.set(key, { value, expiresAt });
+      this.map.set(key, { value, expiresAt });
     } else {
       // The entry object is reused: a rewrite allocates nothing.
-      this.entries.delete(key);
+      this.map.delete(key);
       entry.value = value;
       entry.expiresAt = expiresAt;
-      this.entries.set(key, entry);
+      this.map.set(key, entry);
     }
     this.sweep();
   }
 
   /** Restarts an entry's retention without changing it. */
   touch(key: K): void {
-    const entry = this.entries.get(key);
+    const entry = this.map.get(key);
     if (!entry) return;
-    this.entries.delete(key);
+    this.map.delete(key);
     entry.expiresAt = this.now() + this.retentionMs;
-    this.entries.set(key, entry);
+    this.map.set(key, entry);
   }
 
   delete(key: K): boolean {
-    const entry = this.entries.get(key);
+    const entry = this.map.get(key);
     if (!entry) return false;
-    this.entries.delete(key);
+    this.map.delete(key);
     this.onDrop?.(key, entry.value);
     return true;
   }
@@ -83,7 +83,7 @@ export class BoundedMap<K, V> {
   /** Deletes every entry whose key matches; returns how many went. */
   deleteWhere(matches: (key: K) => boolean): number {
     let deleted = 0;
-    for (const key of [...this.entries.keys()]) if (matches(key) && this.delete(key)) deleted++;
+    for (const key of [...this.map.keys()]) if (matches(key) && this.delete(key)) deleted++;
     return deleted;
   }
 
@@ -92,21 +92,34 @@ export class BoundedMap<K, V> {
    * maps together (the guard's open and finished requests share one cap). False when empty.
    */
   evictOldest(): boolean {
-    const oldest = this.entries.entries().next();
+    const oldest = this.map.entries().next();
     if (oldest.done) return false;
     const [key, entry] = oldest.value;
-    this.entries.delete(key);
+    this.map.delete(key);
     this.evictions++;
     this.onDrop?.(key, entry.value);
     return true;
   }
 
-  /** The live values, oldest first. */
+  /** The live values, oldest first (a copy, like entries()). */
   values(): IterableIterator<V> {
     const now = this.now();
     const live: V[] = [];
-    for (const entry of this.entries.values()) if (entry.expiresAt > now) live.push(entry.value);
+    for (const entry of this.map.values()) if (entry.expiresAt > now) live.push(entry.value);
     return live.values();
+  }
+
+  /** The live entries, oldest first (a copy: the map may be changed while they are read). */
+  entries(): IterableIterator<[K, V]> {
+    const now = this.now();
+    const live: [K, V][] = [];
+    for (const [key, entry] of this.map) if (entry.expiresAt > now) live.push([key, entry.value]);
+    return live.values();
+  }
+
+  /** Drops every entry, telling onDrop of each; none is counted as evicted. */
+  clear(): void {
+    for (const key of [...this.map.keys()]) this.delete(key);
   }
 
   /** Drops the expired entries now (writes do it anyway): before reading `size` as a figure. */
@@ -117,13 +130,13 @@ export class BoundedMap<K, V> {
   /** From the oldest end: over the cap, evict; expired, drop; stops at the first live entry within the cap. */
   private sweep(): void {
     const now = this.now();
-    for (const [key, entry] of this.entries) {
-      if (this.entries.size > this.cap) {
-        this.entries.delete(key);
+    for (const [key, entry] of this.map) {
+      if (this.map.size > this.cap) {
+        this.map.delete(key);
         this.evictions++;
         this.onDrop?.(key, entry.value);
       } else if (entry.expiresAt <= now) {
-        this.entries.delete(key);
+        this.map.delete(key);
         this.onDrop?.(key, entry.value);
       } else {
         break;
