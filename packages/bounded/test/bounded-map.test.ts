@@ -107,6 +107,24 @@ describe('BoundedMap', () => {
     expect(map.evictOldest()).toBe(false);
   });
 
+  it('entries() lists the live entries oldest first, as a copy; clear() tells onDrop of each without counting', () => {
+    const { map, dropped, advance } = fixture();
+    map.set('a', 1);
+    advance(60);
+    map.set('b', 2);
+    map.set('c', 3);
+    advance(40);
+    const live = [...map.entries()];
+    expect(live).toEqual([['b', 2], ['c', 3]]);
+    for (const [key] of map.entries()) map.delete(key);
+    expect(map.size).toBe(1);
+    map.set('d', 4);
+    map.clear();
+    expect(map.size).toBe(0);
+    expect(dropped).toEqual([['b', 2], ['c', 3], ['a', 1], ['d', 4]]);
+    expect(map.evictions).toBe(0);
+  });
+
   it('refuses a cap that keeps nothing and a negative retention', () => {
     expect(() => new BoundedMap(0, 100)).toThrow('cap must be positive, got 0');
     expect(() => new BoundedMap(1, -1)).toThrow('retentionMs must not be negative, got -1');
