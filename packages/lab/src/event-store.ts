@@ -100,7 +100,11 @@ export class BoundedEventStore implements EventStore {
   private readonly replayLimit: number;
   protected readonly now: () => number;
   private readonly onReplay: ((record: ReplayRecord) => void) | undefined;
-  /** Insertion order is age order (and seq order): the first entry is the oldest. */
+  /**
+   * Insertion order is age order (and seq order): the first entry is the oldest. Not a BoundedMap of
+   * @resumewatch/bounded: an eviction also shortens its stream's list and leaves a tombstone with its
+   * reason (capacity, TTL), counted per reason.
+   */
   protected readonly events = new Map<EventId, StoredEvent>();
   protected readonly streams = new Map<StreamId, StreamRecord>();
   private readonly tombstones: BoundedMap<StreamId, EvictionReason>;
