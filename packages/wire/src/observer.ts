@@ -344,8 +344,8 @@ export class WireObserver implements TapHost {
       ended: undefined,
     };
     if (session) {
-      // A plain array, not a RecentList of @resumewatch/bounded: SessionRecord.streams is public and read
-      // newest-first by index, and at 32 streams shift() costs less than a ring's copy on each read.
+      // A plain array, not a RecentList of @resumewatch/bounded: SessionRecord.streams is a public array,
+      // and at most streamsPerSession (32) long, so shift() is cheap; it happens once per stream.
       session.streams.push(stream);
       if (session.streams.length > this.streamsPerSession) this.streamLeft(session.streams.shift()!);
       if (request.httpMethod === 'GET' && !request.resume) session.lastStandalone = stream;
