@@ -1,4 +1,5 @@
 import { DEFAULT_DETECTOR_OPTIONS, type DetectorOptions } from './core/options.js';
+import { DEFAULT_MAX_SERVICES } from './core/services.js';
 import { DEFAULT_MAX_ID_BYTES } from './doors/bounded-ids.js';
 
 /** Everything the three doors share, from flags and environment. */
@@ -55,7 +56,7 @@ export const DEFAULT_CONFIG: ResumewatchConfig = {
   token: undefined,
   maxBodyBytes: 8 * 1024 * 1024,
   maxDecompressedBytes: 32 * 1024 * 1024,
-  maxServices: 100,
+  maxServices: DEFAULT_MAX_SERVICES,
   findingsBuffer: 1000,
   findingsMaxBytes: 4 * 1024 * 1024,
   maxIdBytes: DEFAULT_MAX_ID_BYTES,

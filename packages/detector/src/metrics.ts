@@ -30,8 +30,9 @@ import {
   type SpanReceivedResult,
   type StormEnd,
 } from '@resumewatch/semconv';
+import { CappedLabels } from '@resumewatch/bounded';
 import { Counter, Gauge, Histogram, Registry, type OpenMetricsContentType, type RegistryContentType } from 'prom-client';
-import { OTHER_SERVICE } from './core/services.js';
+import { DEFAULT_MAX_SERVICES, OTHER_SERVICE } from './core/services.js';
 import type { DetectorEvents, DetectorStats, Finding } from './core/types.js';
 
 type Metric = Counter<string> | Gauge<string> | Histogram<string>;
@@ -45,17 +46,20 @@ export class DetectorMetrics implements DetectorEvents {
   readonly prometheus = new Registry();
   readonly openMetrics = new Registry<OpenMetricsContentType>();
   private readonly sets: Record<string, Metric>[] = [];
-  /** Plain counts per bounded service label, keyed by the raw service name while it has a label of its own. */
-  private readonly services = new Map<string, ServiceCounts>();
-  private readonly labels = new Map<string, ServiceCounts>();
+  /** `service` label values, capped at maxServices (the rest: `other`). */
+  private readonly services: CappedLabels<string>;
+  /** Plain counts per `service` label, indexed by the label's number in `services`. */
+  private readonly counts: ServiceCounts[] = [];
   private readonly spanResults = new Map<SpanReceivedResult, number>();
   /** `server` label values of server-defect counts, capped at maxServices like `service` (the rest: `other`). */
-  private readonly servers = new Set<string>();
+  private readonly servers: CappedLabels<string>;
 
   constructor(
-    private readonly maxServices = 100,
+    maxServices = DEFAULT_MAX_SERVICES,
     private readonly statsSource?: () => DetectorStats,
   ) {
+    this.services = new CappedLabels(maxServices, OTHER_SERVICE);
+    this.servers = new CappedLabels(maxServices, OTHER_SERVICE);
     this.openMetrics.setContentType(Registry.OPENMETRICS_CONTENT_TYPE);
     // prom-client renders metrics in registration order and calls each collect() first: hooking the
     // first metric refreshes every plain count before any of them is read.
@@ -69,10 +73,7 @@ export class DetectorMetrics implements DetectorEvents {
 
   /** The `server` label value: the server.address itself while fewer than maxServices are known, else `other`. */
   server(address: string): string {
-    if (this.servers.has(address)) return address;
-    if (this.servers.size >= this.maxServices) return OTHER_SERVICE;
-    this.servers.add(address);
-    return address;
+    return this.servers.labelOf(address);
   }
 
   /** The `service` label value: the service itself while fewer than maxServices are known, else `other`. */
@@ -81,13 +82,8 @@ export class DetectorMetrics implements DetectorEvents {
   }
 
   private countsFor(name: string): ServiceCounts {
-    const known = this.services.get(name);
-    if (known !== undefined) return known;
-    const label = this.labels.size >= this.maxServices ? OTHER_SERVICE : name;
-    let counts = this.labels.get(label);
-    if (counts === undefined) this.labels.set(label, (counts = new ServiceCounts(label)));
-    if (label !== OTHER_SERVICE || name === OTHER_SERVICE) this.services.set(name, counts);
-    return counts;
+    const id = this.services.idOf(name);
+    return (this.counts[id] ??= new ServiceCounts(this.services.keyOf(id)!));
   }
 
   span(result: SpanReceivedResult): void {
@@ -183,7 +179,7 @@ export class DetectorMetrics implements DetectorEvents {
       for (const m of [spans, terminals, resumes, listening, reattaches]) m.reset();
       storms.reset();
       for (const [result, n] of this.spanResults) spans.inc({ [LABEL_RESULT]: result }, n);
-      for (const c of this.labels.values()) {
+      for (const c of this.counts) {
         const service = { [LABEL_SERVICE]: c.label };
         if (c.terminalFirst) terminals.inc({ ...service, [LABEL_DUPLICATE]: 'false' }, c.terminalFirst);
         if (c.terminalDuplicate) terminals.inc({ ...service, [LABEL_DUPLICATE]: 'true' }, c.terminalDuplicate);

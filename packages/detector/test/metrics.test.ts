@@ -1,5 +1,6 @@
 import {
   FindingKind,
+  LABEL_DUPLICATE,
   LABEL_ENDED_BY,
   LABEL_KIND,
   LABEL_OUTCOME,
@@ -11,6 +12,7 @@ import {
   METRIC_RECONNECT_STORMS_ENDED_TOTAL,
   METRIC_RESUME_ATTEMPTS_TOTAL,
   METRIC_SERVER_DEFECTS_TOTAL,
+  METRIC_TERMINAL_EVENTS_TOTAL,
   ResumeEvidence,
   ResumeOutcome,
   StormEnd,
@@ -58,6 +60,15 @@ describe('detector metrics: storms ended, server defects, retractions, listening
       `${METRIC_SERVER_DEFECTS_TOTAL}{${LABEL_KIND}="${FindingKind.FOREIGN_REPLAY}",${LABEL_SERVER}="b.test"} 1`,
       `${METRIC_SERVER_DEFECTS_TOTAL}{${LABEL_KIND}="${FindingKind.FOREIGN_REPLAY}",${LABEL_SERVER}="other"} 1`,
     ]);
+  });
+
+  it('caps service labels at maxServices: the first ones keep theirs, the rest count under other', async () => {
+    const { metrics, detector } = wired(2);
+    for (const [i, service] of ['a', 'b', 'c', 'd', 'a'].entries()) detector.ingest(terminal({ session: 's', request: i, service }, T0 + i, `T${i}`));
+    const line = (service: string, n: number) => `${METRIC_TERMINAL_EVENTS_TOTAL}{${LABEL_SERVICE}="${service}",${LABEL_DUPLICATE}="false"} ${n}`;
+    expect(await sample(metrics, METRIC_TERMINAL_EVENTS_TOTAL)).toEqual([line('a', 2), line('b', 1), line('other', 2)]);
+    expect(metrics.service('e')).toBe('other');
+    expect(metrics.service('b')).toBe('b');
   });
 
   it('counts retractions by kind and service; the retracted finding stays counted in findings_total', async () => {

@@ -131,6 +131,17 @@ describe('state across restarts (--state-file)', () => {
     expect(new Detector().exportState().now).toBe(-Infinity);
     expect(decodeState(encodeState(new Detector().exportState())).now).toBe(-Infinity);
   });
+
+  it('gives services back their numbers on import, and refuses a service list that does not fit them', () => {
+    const d = new Detector();
+    for (const service of ['svc-a', 'svc-b']) for (const s of seedScenario({ session: service, request: 1, service }, 3)) d.ingest(s);
+    const state = d.exportState();
+    expect(state.services).toEqual(['svc-a', 'svc-b']);
+    const back = new Detector();
+    back.importState(state);
+    expect(back.exportState().services).toEqual(['svc-a', 'svc-b']);
+    expect(() => new Detector().importState({ ...state, services: ['svc-a', 'svc-a'] })).toThrow('state holds 2 services, 1 distinct within the cap');
+  });
 });
 
 describe('resumewatch serve --state-file (built CLI)', () => {

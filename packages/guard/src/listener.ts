@@ -1,3 +1,4 @@
+import { BoundedMap } from '@resumewatch/bounded';
 import { GuardAction, ResumeEvidence, ResumeOutcome, StreamKind, isFailedResumptionOutcome, resumeVerdict } from '@resumewatch/semconv';
 import type { ResumeVerdict } from '@resumewatch/semconv';
 import type { RequestRecord, StreamEnd, StreamRecord, WireEvent, WireListener, WireRequest, WireResponse } from '@resumewatch/wire';
@@ -76,9 +77,10 @@ export function createGuardListener(options: GuardOptions = {}): GuardListener {
   const deadlineMs = options.requestDeadlineMs ?? DEFAULT_REQUEST_DEADLINE_MS;
   if (!(deadlineMs > 0)) throw new RangeError(`requestDeadlineMs must be positive, got ${deadlineMs}`);
   const cap = options.maxRequests ?? 10_000;
-  const silent = new Map<StreamRecord, SilentResume>();
-  const unsettled = new Map<string, Unsettled>();
-  let evictions = 0;
+  // Cap only (each entry's timer ends it); an entry that leaves, evicted or not, takes its timer along.
+  const clearTimer = (_key: unknown, entry: { timer: ReturnType<typeof setTimeout> | undefined }): void => clearTimeout(entry.timer);
+  const silent = new BoundedMap<StreamRecord, SilentResume>(cap, Infinity, now, clearTimer);
+  const unsettled = new BoundedMap<string, Unsettled>(cap, Infinity, now, clearTimer);
 
   const isTerminal = (record: RequestRecord): boolean => record.terminalCount > 0 || guard.isTerminal(record.key);
 
@@ -99,14 +101,6 @@ export function createGuardListener(options: GuardOptions = {}): GuardListener {
     handle.unref?.();
     return handle;
   };
-  const capped = <K, V extends { timer: ReturnType<typeof setTimeout> | undefined }>(map: Map<K, V>): void => {
-    while (map.size > cap) {
-      const [key, entry] = map.entries().next().value as [K, V];
-      clearTimeout(entry.timer);
-      map.delete(key);
-      evictions++;
-    }
-  };
 
   const fail = (report: ResumeReport, evidence = report.evidence): void => {
     options.onFailedResumption?.({ ...report, evidence, action: GuardAction.RESUMPTION_FAILED_REPORTED });
@@ -122,7 +116,6 @@ export function createGuardListener(options: GuardOptions = {}): GuardListener {
     const entry: Unsettled = { kind, report, timer: undefined };
     entry.timer = timer(deadline, () => confirm(key, ResumeEvidence.DEADLINE));
     unsettled.set(key, entry);
-    capped(unsettled);
   };
   /** The request's deadline passed, or the client gave it up, without its terminal. */
   const confirm = (key: string, evidence: typeof ResumeEvidence.DEADLINE | typeof ResumeEvidence.REQUEST_END): void => {
@@ -221,7 +214,7 @@ export function createGuardListener(options: GuardOptions = {}): GuardListener {
       for (const record of records) confirm(record.key, ResumeEvidence.REQUEST_END);
       return;
     }
-    for (const [key, entry] of [...unsettled]) {
+    for (const [key, entry] of unsettled.entries()) {
       if (entry.report.sessionId === sessionId) confirm(key, ResumeEvidence.REQUEST_END);
     }
   };
@@ -310,7 +303,6 @@ export function createGuardListener(options: GuardOptions = {}): GuardListener {
           });
         }
         silent.set(stream, entry);
-        capped(silent);
         return;
       }
       const verdict = resumeVerdict({
@@ -352,7 +344,7 @@ export function createGuardListener(options: GuardOptions = {}): GuardListener {
       guard.forgetSession(sessionId);
       // Silent resumes of the session ended with their streams (abort) or with the DELETE (request
       // end); what remains of them, and held rejections or polls, no longer concern a live session.
-      for (const [stream, entry] of [...silent]) {
+      for (const [stream, entry] of silent.entries()) {
         if (entry.request.sessionId !== sessionId) continue;
         clearTimeout(entry.timer);
         silent.delete(stream);
@@ -360,7 +352,7 @@ export function createGuardListener(options: GuardOptions = {}): GuardListener {
     },
 
     stats() {
-      return { silentResumes: silent.size, unsettledRequests: unsettled.size, evictions };
+      return { silentResumes: silent.size, unsettledRequests: unsettled.size, evictions: silent.evictions + unsettled.evictions };
     },
 
     dispose(): void {

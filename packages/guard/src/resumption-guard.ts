@@ -1,3 +1,4 @@
+import { BoundedMap } from '@resumewatch/bounded';
 import { resumeVerdict } from '@resumewatch/semconv';
 import type { ResumeObservation } from '@resumewatch/semconv';
 import { decideResume } from './decision.js';
@@ -20,9 +21,9 @@ export interface ResumeHeaders {
   'Last-Event-ID': string;
 }
 
+/** What the guard knows of a request; the same object moves from `open` to `finished` at its terminal. */
 interface Entry {
   eventId: string | undefined;
-  expiresAt: number;
 }
 
 type RequestId = string | number;
@@ -38,21 +39,27 @@ type RequestId = string | number;
  * flag would let a finished request be resumed.
  */
 export class StreamResumptionGuard {
-  private readonly open = new Map<string, Entry>();
-  /** Ordered by terminal time, hence by expiry. */
-  private readonly finished = new Map<string, Entry>();
+  /** Unfinished requests: no retention (a request may stream for hours), only the cap. */
+  private readonly open: BoundedMap<string, Entry>;
+  /** Finished requests, ordered by terminal time, hence by expiry; released retentionMs after it. */
+  private readonly finished: BoundedMap<string, Entry>;
+  /** Shared by both maps (capTogether); each map alone is capped at it too. */
   private readonly cap: number;
-  private readonly retentionMs: number;
-  private readonly now: () => number;
-  /** Requests dropped because the cap was reached. */
-  evictions = 0;
 
   constructor(options: StreamResumptionGuardOptions = {}) {
-    this.cap = options.maxRequests ?? 10_000;
-    this.retentionMs = options.retentionMs ?? 600_000;
-    this.now = options.now ?? Date.now;
-    if (!(this.cap > 0)) throw new RangeError(`maxRequests must be positive, got ${this.cap}`);
-    if (!(this.retentionMs >= 0)) throw new RangeError(`retentionMs must not be negative, got ${this.retentionMs}`);
+    const cap = options.maxRequests ?? 10_000;
+    const retentionMs = options.retentionMs ?? 600_000;
+    const now = options.now ?? Date.now;
+    if (!(cap > 0)) throw new RangeError(`maxRequests must be positive, got ${cap}`);
+    if (!(retentionMs >= 0)) throw new RangeError(`retentionMs must not be negative, got ${retentionMs}`);
+    this.cap = cap;
+    this.open = new BoundedMap(cap, Infinity, now);
+    this.finished = new BoundedMap(cap, retentionMs, now);
+  }
+
+  /** Requests dropped because the cap was reached. */
+  get evictions(): number {
+    return this.open.evictions + this.finished.evictions;
   }
 
   /** Keeps the last cursor of the request, and marks it terminal the moment a terminal event is seen. */
@@ -63,30 +70,28 @@ export class StreamResumptionGuard {
       if (eventId !== undefined) open.eventId = eventId;
       if (terminal) {
         this.open.delete(key);
-        open.expiresAt = this.now() + this.retentionMs;
         this.finished.set(key, open);
-        this.sweep();
       }
       return;
     }
-    const finished = this.liveFinished(key);
+    const finished = this.finished.get(key);
     if (finished) {
       if (eventId !== undefined) finished.eventId = eventId;
       return;
     }
-    if (terminal) this.finished.set(key, { eventId, expiresAt: this.now() + this.retentionMs });
-    else this.open.set(key, { eventId, expiresAt: Infinity });
-    this.sweep();
+    if (terminal) this.finished.set(key, { eventId });
+    else this.open.set(key, { eventId });
+    this.capTogether();
   }
 
   isTerminal(requestId: RequestId): boolean {
-    return this.liveFinished(String(requestId)) !== undefined;
+    return this.finished.has(String(requestId));
   }
 
   /** The last event id seen for the request. */
   lastEventId(requestId: RequestId): string | undefined {
     const key = String(requestId);
-    return (this.open.get(key) ?? this.liveFinished(key))?.eventId;
+    return (this.open.get(key) ?? this.finished.get(key))?.eventId;
   }
 
   /** Headers of a resume, or InvalidResumptionError when the request is terminal or has no cursor. */
@@ -123,39 +128,21 @@ export class StreamResumptionGuard {
    */
   forgetSession(sessionId: string): number {
     const prefix = `${sessionId}\n`;
-    let forgotten = 0;
-    for (const map of [this.open, this.finished]) {
-      for (const key of [...map.keys()]) if (key.startsWith(prefix) && map.delete(key)) forgotten++;
-    }
-    return forgotten;
+    const ofSession = (key: string): boolean => key.startsWith(prefix);
+    return this.open.deleteWhere(ofSession) + this.finished.deleteWhere(ofSession);
   }
 
   stats(): { open: number; finished: number; evictions: number } {
-    this.sweep();
+    this.finished.prune();
     return { open: this.open.size, finished: this.finished.size, evictions: this.evictions };
   }
 
-  private liveFinished(key: string): Entry | undefined {
-    const entry = this.finished.get(key);
-    if (entry === undefined) return undefined;
-    if (entry.expiresAt <= this.now()) {
-      this.finished.delete(key);
-      return undefined;
-    }
-    return entry;
-  }
-
-  private sweep(): void {
-    const now = this.now();
-    for (const [key, entry] of this.finished) {
-      if (entry.expiresAt > now) break;
-      this.finished.delete(key);
-    }
-    while (this.open.size + this.finished.size > this.cap) {
-      const victims = this.open.size > 0 ? this.open : this.finished;
-      const oldest = victims.keys().next().value as string;
-      victims.delete(oldest);
-      this.evictions++;
-    }
+  /**
+   * One cap over both maps, unfinished requests evicted first (see the class comment). Expired
+   * finished requests go before anything is evicted: they must not push out a live one.
+   */
+  private capTogether(): void {
+    this.finished.prune();
+    while (this.open.size + this.finished.size > this.cap) (this.open.size > 0 ? this.open : this.finished).evictOldest();
   }
 }

@@ -196,6 +196,26 @@ describe('guardedFetch', () => {
     ]);
   });
 
+  it('caps the silent resumes at maxRequests: the oldest is dropped and counted, and its deadline no longer reports it', async () => {
+    const { fetch, seen, sessionId } = await setup({ maxRequests: 1, requestDeadlineMs: 1500 });
+    const first = await cutCall(fetch, sessionId);
+    const second = await cutCall(fetch, sessionId);
+    server.resumeMode = 'empty-open';
+    const controller = new AbortController();
+    const readings: Promise<string>[] = [];
+    for (const id of [first, second]) {
+      const resumed = await fetch(server.url, { ...resumeInit(sessionId, `s${id}-1`), signal: controller.signal });
+      readings.push(resumed.text().catch(() => ''));
+    }
+    expect(fetch.listener.stats()).toEqual({ silentResumes: 1, unsettledRequests: 0, evictions: 1 });
+    await until(() => seen.failed.length > 0);
+    // Past the first request's deadline too (it started earlier): only the kept resume was judged.
+    await new Promise((r) => setTimeout(r, 200));
+    controller.abort();
+    await Promise.all(readings);
+    expect(seen.failed.map((f) => [f.requestId, f.outcome, f.evidence])).toEqual([[String(second), 'empty_replay', 'deadline']]);
+  });
+
   it('reports a 404 on an unfinished request at once', async () => {
     const { fetch, seen, sessionId } = await setup();
     const id = await cutCall(fetch, sessionId);

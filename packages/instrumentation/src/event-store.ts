@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { SpanKind, context as otelContext, diag } from '@opentelemetry/api';
 import type { Span, TracerProvider } from '@opentelemetry/api';
-import { BoundedMap, isJsonRpcMessage, isResponse } from '@resumewatch/wire';
+import { BoundedMap } from '@resumewatch/bounded';
+import { isJsonRpcMessage, isResponse } from '@resumewatch/wire';
 import { createIdRecorder, withIdPolicy } from './id-policy.js';
 import type { IdPolicyOptions } from './id-policy.js';
 import { tracerSource } from './instrument-fetch.js';

@@ -1,4 +1,5 @@
-import { BoundedMap, HEADER_SESSION_ID } from '@resumewatch/wire';
+import { BoundedMap } from '@resumewatch/bounded';
+import { HEADER_SESSION_ID } from '@resumewatch/wire';
 import type { FetchLike } from '@resumewatch/wire';
 import { isBelowInstrumentedFetch, markCallsBelowInstrumentedFetch } from './fetch-scope.js';
 import { createInstrumentedFetch } from './instrument-fetch.js';

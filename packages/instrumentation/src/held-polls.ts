@@ -33,6 +33,8 @@ interface Entry<T> {
  * the cap makes room (the oldest first, counted), or at shutdown (`releaseHeldPolls`).
  *
  * Bounded: at most one per request, at most `cap` in all, each for at most the request's deadline.
+ * Not a BoundedMap of @resumewatch/bounded: an eviction hands the poll back (`expire`) where a take does
+ * not, and BoundedMap's onDrop cannot tell the two apart.
  */
 export class HeldPolls<T> {
   private readonly held = new Map<RequestRecord, Entry<T>>();

@@ -76,6 +76,8 @@ export function instrumentServerTransport<T extends ServerTransportLike>(transpo
   const tracer = withIdPolicy(tracerSource(options.tracerProvider), createIdRecorder(options));
   const timeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
   const maxOpen = options.maxOpenRequests ?? 10_000;
+  // Capped by refusal, not eviction (a BoundedMap would end someone else's span): past maxOpen a
+  // request gets no span; each entry leaves with its response or its timeout.
   const open = new Map<string, Open>();
   /** Messages already given a span: a handler wrapped twice (assigned over itself) must not start two. */
   const seen = new WeakSet<object>();

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { EventStore } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import { BoundedMap } from '@resumewatch/wire';
+import { BoundedMap } from '@resumewatch/bounded';
 import { formatEventId, parseEventId } from './event-id.js';
 
 export type EventId = string;
@@ -100,7 +100,11 @@ export class BoundedEventStore implements EventStore {
   private readonly replayLimit: number;
   protected readonly now: () => number;
   private readonly onReplay: ((record: ReplayRecord) => void) | undefined;
-  /** Insertion order is age order (and seq order): the first entry is the oldest. */
+  /**
+   * Insertion order is age order (and seq order): the first entry is the oldest. Not a BoundedMap of
+   * @resumewatch/bounded: an eviction also shortens its stream's list and leaves a tombstone with its
+   * reason (capacity, TTL), counted per reason.
+   */
   protected readonly events = new Map<EventId, StoredEvent>();
   protected readonly streams = new Map<StreamId, StreamRecord>();
   private readonly tombstones: BoundedMap<StreamId, EvictionReason>;

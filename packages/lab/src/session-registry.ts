@@ -1,5 +1,5 @@
 import type { JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
-import { BoundedMap } from '@resumewatch/wire';
+import { BoundedMap } from '@resumewatch/bounded';
 
 export interface SessionRecord {
   sessionId: string;

@@ -1,4 +1,4 @@
-import { BoundedMap } from '@resumewatch/wire';
+import { BoundedMap } from '@resumewatch/bounded';
 
 /**
  * Counts the side effects the `side_effect` tool performed, per key. It stands for an external

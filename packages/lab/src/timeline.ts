@@ -48,6 +48,7 @@ export interface RequestTimeline {
   resumesAfterTerminal: number;
 }
 
+/** The first exchanges of a run, not the last (a timeline is read from its start): no RecentList here. */
 const MAX_EXCHANGES = 10_000;
 
 export class RunTimeline {

@@ -7,6 +7,9 @@ import type { CursorMemory, StreamRecord } from './types.js';
  * hash, so an id never delivered is taken for a delivered one only on a 30-bit collision with one of
  * the last `cap` (at most 256 / 2^30 per unknown cursor with the default cap). The arrays grow with
  * the deliveries, so a session that saw few events holds few slots.
+ *
+ * Not a RecentList of @resumewatch/bounded: that would cost an object per delivery (hash and stream
+ * together) on the per-event path; two parallel arrays cost none.
  */
 export class CursorRing implements CursorMemory {
   private readonly hashes: number[] = [];

@@ -2,7 +2,6 @@ export { SseParser, readSse } from './sse.js';
 export type { SseEvent, SseEventHandler } from './sse.js';
 export { WireObserver } from './observer.js';
 export type { FetchLike } from './observer.js';
-export { BoundedMap } from './bounded-map.js';
 export { digestOfTerminal } from './digest.js';
 export { HEADER_LAST_EVENT_ID, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID } from './headers.js';
 // The JSON-RPC helpers the instrumentation reads message bodies with; the rest of jsonrpc.ts is internal.

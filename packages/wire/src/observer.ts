@@ -1,4 +1,4 @@
-import { BoundedMap } from './bounded-map.js';
+import { BoundedMap } from '@resumewatch/bounded';
 import { HEADER_LAST_EVENT_ID, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID } from './headers.js';
 import { ReattachTrigger, StreamKind, TerminalDelivery, TerminalOutcome } from '@resumewatch/semconv';
 import { digestOfTerminal } from './digest.js';
@@ -344,6 +344,8 @@ export class WireObserver implements TapHost {
       ended: undefined,
     };
     if (session) {
+      // A plain array, not a RecentList of @resumewatch/bounded: SessionRecord.streams is a public array,
+      // and at most streamsPerSession (32) long, so shift() is cheap; it happens once per stream.
       session.streams.push(stream);
       if (session.streams.length > this.streamsPerSession) this.streamLeft(session.streams.shift()!);
       if (request.httpMethod === 'GET' && !request.resume) session.lastStandalone = stream;

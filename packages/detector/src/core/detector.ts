@@ -1,3 +1,4 @@
+import { CappedLabels } from '@resumewatch/bounded';
 import {
   ATTR_JSONRPC_REQUEST_ID,
   ATTR_MCP_STREAM_KIND,
@@ -30,7 +31,7 @@ import { IdSet } from './id-set.js';
 import { hash32, hexWord, wordHex } from './ids.js';
 import { DEFAULT_DETECTOR_OPTIONS, type DetectorInit, type DetectorOptions } from './options.js';
 import { isEvidencedEmptyReplay, resumeOutcome, statusOf } from './outcome.js';
-import { OTHER_SERVICE, UNKNOWN_SERVER, UNKNOWN_SERVICE } from './services.js';
+import { MAX_CORE_SERVICES, OTHER_SERVICE, UNKNOWN_SERVER, UNKNOWN_SERVICE } from './services.js';
 import { RequestTable } from './table.js';
 import { STATE_FORMAT, StateMismatchError, fieldsOf, loadFields, type DetectorState } from './state.js';
 import type { DetectorEvents, DetectorStats, Finding, SpanRecord } from './types.js';
@@ -74,7 +75,6 @@ const STORM_ENDED_BY_SHUTDOWN = 8192;
 const STORM_ENDED_BY_DROP = 16384;
 
 const NONE = -1;
-const MAX_SERVICES = 4096;
 
 /**
  * The detection core: spans in, findings out, one span at a time and without I/O.
@@ -95,8 +95,8 @@ export class Detector {
   private readonly attemptStreams: IdSet;
   /** Streams whose resume was a poll or a continuation of an unfinished request: not attempts. */
   private readonly quietStreams: IdSet;
-  private readonly serviceIndex = new Map<string, number>();
-  private readonly serviceNames: string[] = [];
+  /** Services are interned to a small number; past MAX_CORE_SERVICES they share one, `other`'s. */
+  private readonly services = new CappedLabels<string>(MAX_CORE_SERVICES, OTHER_SERVICE);
   private readonly openStorms = new Set<number>();
   private readonly onFinding: ((finding: Finding) => void) | undefined;
   private readonly events: DetectorEvents | undefined;
@@ -173,7 +173,7 @@ export class Detector {
       this.events?.listeningResume(service, refusedByGuard(attrs) ? ResumeOutcome.ERROR : resumeOutcome(attrs, statusOf(attrs)));
       return this.count(SpanReceivedResult.ACCEPTED);
     }
-    const slot = this.slotFor(this.serviceId(service), session, typeof req === 'string' ? req : String(req as number));
+    const slot = this.slotFor(this.services.idOf(service), session, typeof req === 'string' ? req : String(req as number));
     const table = this.table;
     const seen = span.endTimeUnixMs > this.now ? span.endTimeUnixMs : this.now;
     if (!(table.seen[slot]! >= seen)) table.seen[slot] = seen;
@@ -241,7 +241,7 @@ export class Detector {
       options: { ...this.options },
       now: this.now,
       counts: [this.evictions, this.released, this.accepted, this.duplicate, this.invalid, this.ignored],
-      services: [...this.serviceNames],
+      services: [...this.services.keys()],
       openStorms: [...this.openStorms],
       table: fieldsOf(this.table),
       spanIds: fieldsOf(this.spanIds),
@@ -255,16 +255,15 @@ export class Detector {
     for (const k of Object.keys(this.options) as (keyof DetectorOptions)[]) {
       if (state.options[k] !== this.options[k]) throw new StateMismatchError(`state was kept with ${k}=${state.options[k]}, this detector has ${this.options[k]}`);
     }
-    if (this.table.size > 0 || this.serviceNames.length > 0) throw new StateMismatchError('importState needs a detector that has seen no span');
+    if (this.table.size > 0 || this.services.size > 0) throw new StateMismatchError('importState needs a detector that has seen no span');
     loadFields(this.table, state.table, 'request table');
     loadFields(this.spanIds, state.spanIds, 'span ids');
     loadFields(this.attemptStreams, state.attemptStreams, 'attempt streams');
     this.now = state.now;
     [this.evictions, this.released, this.accepted, this.duplicate, this.invalid, this.ignored] = state.counts as [number, number, number, number, number, number];
-    for (const name of state.services) {
-      this.serviceIndex.set(name, this.serviceNames.length);
-      this.serviceNames.push(name);
-    }
+    // Admitted in their order, the names get back their numbers, which the table's service column holds.
+    for (const name of state.services) this.services.idOf(name);
+    if (this.services.size !== state.services.length) throw new StateMismatchError(`state holds ${state.services.length} services, ${this.services.size} distinct within the cap`);
     for (const slot of state.openStorms) this.openStorms.add(slot);
     // The metrics of the new process count the storms still open.
     for (const slot of this.openStorms) if (!this.table.has(slot, STORM_ENDED)) this.events?.stormStarted(this.serviceOf(slot));
@@ -295,17 +294,6 @@ export class Detector {
       this.evictions++;
     }
     return table.create(streamHash, service, session, request);
-  }
-
-  /** Services are interned to a small number; past MAX_SERVICES they share one overflow entry, `other`. */
-  private serviceId(name: string): number {
-    let id = this.serviceIndex.get(name);
-    if (id !== undefined) return id;
-    if (this.serviceNames.length >= MAX_SERVICES && name !== OTHER_SERVICE) return this.serviceId(OTHER_SERVICE);
-    id = this.serviceNames.length;
-    this.serviceNames.push(name);
-    this.serviceIndex.set(name, id);
-    return id;
   }
 
   private releaseSlot(slot: number, endFlag: number): void {
@@ -799,7 +787,7 @@ export class Detector {
   }
 
   private serviceOf(slot: number): string {
-    return this.serviceNames[this.table.svc[slot]!]!;
+    return this.services.keyOf(this.table.svc[slot]!)!;
   }
 
   private emit(

@@ -2,6 +2,8 @@
  * A bounded set of 64-bit identities (two 32-bit words), for idempotency: remembers at least the last
  * `capacity / 2` and at most the last `capacity` identities added. Two open-addressing generations in
  * typed arrays: when the current one is half full, the older one is dropped wholesale.
+ * Not a BoundedMap of @resumewatch/bounded: no object or string per span id, and no clock; forgetting
+ * in halves is all idempotency needs.
  */
 export class IdSet {
   private readonly mask: number;

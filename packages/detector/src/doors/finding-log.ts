@@ -1,3 +1,4 @@
+import { RecentList } from '@resumewatch/bounded';
 import type { Finding } from '../core/types.js';
 
 /**
@@ -6,48 +7,36 @@ import type { Finding } from '../core/types.js';
  * is bounded in bytes as well as in count whatever the findings hold, and building it cannot throw.
  */
 export class FindingLog {
-  private readonly items: ({ finding: Finding; json: string } | undefined)[];
-  private next = 0;
-  private count = 0;
+  private readonly items: RecentList<{ finding: Finding; json: string }>;
 
   constructor(
     capacity: number,
     private readonly maxBytes: number,
   ) {
-    this.items = new Array(Math.max(1, capacity));
+    this.items = new RecentList(Math.max(1, capacity));
   }
 
   push(finding: Finding, json: string): void {
-    this.items[this.next] = { finding, json };
-    this.next = (this.next + 1) % this.items.length;
-    if (this.count < this.items.length) this.count++;
+    this.items.push({ finding, json });
   }
 
   /** Oldest first. */
   findings(): Finding[] {
-    const out: Finding[] = [];
-    for (let k = this.count; k >= 1; k--) out.push(this.back(k).finding);
-    return out;
+    return this.items.toArray().map((item) => item.finding);
   }
 
   /** A JSON array of the newest findings whose text fits in maxBytes, oldest first; `omitted` were left out. */
   toJson(): { body: string; omitted: number } {
     const parts: string[] = [];
     let bytes = 2;
-    for (let k = 1; k <= this.count; k++) {
-      const json = this.back(k).json;
+    for (let age = 0; age < this.items.size; age++) {
+      const json = this.items.newest(age)!.json;
       const size = Buffer.byteLength(json, 'utf8') + 1;
       if (bytes + size > this.maxBytes) break;
       bytes += size;
       parts.push(json);
     }
     parts.reverse();
-    return { body: `[${parts.join(',')}]`, omitted: this.count - parts.length };
-  }
-
-  /** The item k pushes back: 1 is the newest, count the oldest. */
-  private back(k: number): { finding: Finding; json: string } {
-    const n = this.items.length;
-    return this.items[(this.next - k + n) % n]!;
+    return { body: `[${parts.join(',')}]`, omitted: this.items.size - parts.length };
   }
 }

@@ -4,7 +4,7 @@ import type { Socket } from 'node:net';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { JSONRPCRequest } from '@modelcontextprotocol/sdk/types.js';
-import { BoundedMap } from '@resumewatch/wire';
+import { BoundedMap } from '@resumewatch/bounded';
 import type { BoundedEventStore, EventStoreStats, EvictionReason } from '../event-store.js';
 import { header } from '../http-util.js';
 import { registerLabTools } from '../lab-tools.js';

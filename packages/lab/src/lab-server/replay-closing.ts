@@ -1,7 +1,6 @@
 import type { ServerResponse } from 'node:http';
-import { BoundedMap } from '@resumewatch/wire';
+import { BoundedMap, RecentList } from '@resumewatch/bounded';
 import type { ReplayRecord } from '../event-store.js';
-import { RecentList } from '../recent-list.js';
 import { ReplayCloseGate } from '../replay-close-gate.js';
 import type { ReplayLogEntry } from './types.js';
 

@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { RecentList } from '@resumewatch/bounded';
 import { HEADER_LAST_EVENT_ID, HEADER_SESSION_ID } from '@resumewatch/wire';
 import { header } from '../http-util.js';
-import { RecentList } from '../recent-list.js';
 import { RESTORE_TOKEN_HEADER } from './paths.js';
 import type { RequestLogEntry } from './types.js';
 
