@@ -18,6 +18,7 @@ import {
   SPAN_STREAM_RESUME,
 } from '@resumewatch/semconv';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { HEADER_LAST_EVENT_ID } from '@resumewatch/wire';
 import { startRig, waitFor } from './lab-rig.js';
 import type { Rig } from './lab-rig.js';
 
@@ -51,7 +52,15 @@ interface Client {
   guard: { failed: string[]; conflicting: string[]; dropped: string[]; refused: string[] };
 }
 
-async function client(guarded: boolean): Promise<Client> {
+/** A fetch that holds every resume (a request carrying Last-Event-ID) until `release` settles. */
+function holdingResumes(fetchFn: typeof fetch, release: Promise<void>): typeof fetch {
+  return (async (input: RequestInfo | URL, init?: RequestInit) => {
+    if (new Headers(init?.headers).has(HEADER_LAST_EVENT_ID)) await release;
+    return fetchFn(input, init);
+  }) as typeof fetch;
+}
+
+async function client(guarded: boolean, holdResumesUntil?: Promise<void>): Promise<Client> {
   const guard: Client['guard'] = { failed: [], conflicting: [], dropped: [], refused: [] };
   const spans: ReadableSpan[] = [];
   const options: GuardOptions = {
@@ -62,7 +71,8 @@ async function client(guarded: boolean): Promise<Client> {
   };
   const rig = await startRig('client', guarded ? 'proto' : 'json', { guard: guarded ? options : undefined, tee: (batch) => void spans.push(...batch) });
   rigs.push(rig);
-  const session = await connectSdkSession('sdk', proxy.url, rig.fetch, `everything-${guarded ? 'guarded' : 'plain'}`);
+  const fetchFn = holdResumesUntil ? holdingResumes(rig.fetch, holdResumesUntil) : rig.fetch;
+  const session = await connectSdkSession('sdk', proxy.url, fetchFn, `everything-${guarded ? 'guarded' : 'plain'}`);
   return { rig, session, spans, guard };
 }
 
@@ -121,7 +131,11 @@ describe.each([false, true])('the everything server, SDK 1.x client, guard=%s', 
   });
 
   it('cut and resume with a call completed meanwhile: its result is replayed into the resumed stream; the server is blamed', { timeout: TIMEOUT }, async () => {
-    const c = await client(guarded);
+    // The resume waits for request 3 to complete: without the hold, a loaded machine can take longer
+    // than the SDK's reconnection delay (1 s) for the meanwhile call, and request 3's result then
+    // arrives live on its own stream and is never replayed.
+    let meanwhileDone!: () => void;
+    const c = await client(guarded, new Promise<void>((resolve) => (meanwhileDone = resolve)));
     const progress: number[] = [];
     text(await c.session.callTool('echo', { message: 'before' }));
     const cutsBefore = proxy.cuts.length;
@@ -131,6 +145,7 @@ describe.each([false, true])('the everything server, SDK 1.x client, guard=%s', 
     // its resume (1 s), request 3 runs and completes on its own POST stream.
     await waitFor(() => proxy.cuts.length > cutsBefore, 'the cut');
     const meanwhile = text(await c.session.callTool('echo', { message: 'meanwhile' }));
+    meanwhileDone();
     const resumed = text(await cut);
     const after = text(await c.session.callTool('echo', { message: 'after' }));
     await finish(c);
