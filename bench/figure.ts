@@ -23,7 +23,7 @@ export interface Figure {
   note?: string;
 }
 
-export const FIGURE_PREFIX = 'FIGURE ';
+const FIGURE_PREFIX = 'FIGURE ';
 
 export function figure(f: Figure): void {
   console.log(FIGURE_PREFIX + JSON.stringify(f));

@@ -40,7 +40,7 @@ function readMatrix() {
   try {
     return JSON.parse(text);
   } catch (error) {
-    throw new Error(`.tav.yml: not flow-style YAML without inline comments: ${error.message}`);
+    throw new Error(`.tav.yml: not flow-style YAML without inline comments: ${error.message}`, { cause: error });
   }
 }
 

@@ -22,7 +22,7 @@ export interface MonitoringConfig {
  * published address). A deployment that serves the runbooks sets `runbookBaseUrl` to their address,
  * e.g. `https://git.example.com/acme/resumewatch/blob/main/docs/runbooks.md`.
  */
-export const DEFAULT_CONFIG: MonitoringConfig = {
+const DEFAULT_CONFIG: MonitoringConfig = {
   detectorSelector: 'job="resumewatch-detector"',
   runbookBaseUrl: 'docs/runbooks.md',
 };

@@ -3,7 +3,7 @@ import * as dashboard from '@grafana/grafana-foundation-sdk/dashboard';
 import { datasourceVariable, instanceVariable, row, serviceVariable, series, single } from './panels.js';
 import { detector as q } from './queries.js';
 
-export const DETECTOR_HEALTH_UID = 'resumewatch-detector-health';
+const DETECTOR_HEALTH_UID = 'resumewatch-detector-health';
 
 export function detectorHealthDashboard(): dashboard.Dashboard {
   return new dashboard.DashboardBuilder('resumewatch — detector health')

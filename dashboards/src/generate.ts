@@ -23,7 +23,10 @@ function readOrUndefined(path: string): string | undefined {
   }
 }
 
-/** Writes (or, with --check, compares) every file of `expected` in `dir`; with `owned`, a file of that suffix the generator does not write is stale too. */
+/**
+ * Writes (or, with --check, compares) every file of `expected` in `dir`; with `owned`, a file of that
+ * suffix the generator does not write is stale too.
+ */
 function sync(dir: string, expected: Map<string, string>, owned?: string): void {
   mkdirSync(dir, { recursive: true });
   for (const [file, text] of expected) {

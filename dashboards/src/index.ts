@@ -3,11 +3,7 @@ import type * as dashboard from '@grafana/grafana-foundation-sdk/dashboard';
 import { detectorHealthDashboard } from './detectorHealth.js';
 import { overviewDashboard } from './overview.js';
 
-export { RECORDED, VAR_DATASOURCE, VAR_INSTANCE, VAR_SERVICE } from './queries.js';
-export { DEFAULT_CONFIG, config, runbookUrl } from './config.js';
-export type { MonitoringConfig } from './config.js';
-export { OVERVIEW_UID } from './overview.js';
-export { DETECTOR_HEALTH_UID } from './detectorHealth.js';
+export { RECORDED, VAR_DATASOURCE, VAR_SERVICE } from './queries.js';
 
 export interface GeneratedDashboard {
   /** File name in dashboards/generated. */

@@ -4,7 +4,7 @@ import { config } from './config.js';
 import { datasourceVariable, row, serviceVariable, series, single } from './panels.js';
 import { overview as q } from './queries.js';
 
-export const OVERVIEW_UID = 'resumewatch-overview';
+const OVERVIEW_UID = 'resumewatch-overview';
 
 export function overviewDashboard(): dashboard.Dashboard {
   return new dashboard.DashboardBuilder('resumewatch — overview')

@@ -9,9 +9,9 @@ import { config } from './config.js';
 import { VAR_DATASOURCE, VAR_INSTANCE, VAR_SERVICE } from './queries.js';
 import { METRIC_TERMINAL_EVENTS_TOTAL, LABEL_SERVICE } from '@resumewatch/semconv';
 
-export const PROMETHEUS: dashboard.DataSourceRef = { type: 'prometheus', uid: `\${${VAR_DATASOURCE}}` };
+const PROMETHEUS: dashboard.DataSourceRef = { type: 'prometheus', uid: `\${${VAR_DATASOURCE}}` };
 
-export interface Query {
+interface Query {
   expr: string;
   legend: string;
   /** Ask Prometheus for exemplars (trace_id → the trace backend, configured on the datasource). */
@@ -19,7 +19,7 @@ export interface Query {
 }
 
 /** Width (of 24 columns) and height; the SDK's builder lays panels out left to right, row by row. */
-export interface Place {
+interface Place {
   w: number;
   h: number;
 }

@@ -30,7 +30,7 @@ export function metricNames(expr: string): string[] {
   return [...out];
 }
 
-export interface RuleFileRule {
+interface RuleFileRule {
   record?: string;
   alert?: string;
   expr: string;
@@ -45,7 +45,7 @@ export interface LoadedRule extends RuleFileRule {
 }
 
 export const repoRoot = join(import.meta.dirname, '../..');
-export const rulesDir = join(repoRoot, 'alerts/rules');
+const rulesDir = join(repoRoot, 'alerts/rules');
 
 export function ruleFiles(): string[] {
   return readdirSync(rulesDir)
@@ -69,7 +69,7 @@ export function recordedNames(): string[] {
 }
 
 /** The anchor GitHub gives a Markdown heading. */
-export function githubAnchor(heading: string): string {
+function githubAnchor(heading: string): string {
   return heading
     .trim()
     .toLowerCase()

@@ -61,7 +61,7 @@ export const DefectiveServer = {
   /** One store for every session, keyed by request id (conflicting_terminal). */
   CONFLICT: 'e2e-shared-store.test',
 } as const;
-export type ServiceName = (typeof Service)[keyof typeof Service];
+type ServiceName = (typeof Service)[keyof typeof Service];
 
 const SCENARIOS: [ServiceName, ScenarioName][] = [
   [Service.SEED_LOOP, 'seed-loop'],

@@ -6,11 +6,9 @@ import type { RuleFile } from './model.js';
 import { recordingRules } from './recording.js';
 import { renderRuleFile } from './render.js';
 
-export type { AlertingRule, RecordingRule, Rule, RuleFile, RuleGroup, Severity } from './model.js';
-export { isAlertingRule } from './model.js';
 export { renewRunbookUrls } from './promtool-runbooks.js';
 
-export function ruleFiles(config: MonitoringConfig): RuleFile[] {
+function ruleFiles(config: MonitoringConfig): RuleFile[] {
   return [recordingRules, failureRules, detectorRules(config)];
 }
 

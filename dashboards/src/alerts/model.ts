@@ -1,8 +1,8 @@
 // The shape of the Prometheus rule files the generator writes to alerts/rules/*.yaml.
 
-export type Severity = 'critical' | 'warning' | 'info';
+type Severity = 'critical' | 'warning' | 'info';
 
-export interface RecordingRule {
+interface RecordingRule {
   /** Written as YAML comment lines above the rule. */
   comment?: string;
   record: string;
@@ -27,7 +27,7 @@ export interface AlertingRule {
 
 export type Rule = RecordingRule | AlertingRule;
 
-export interface RuleGroup {
+interface RuleGroup {
   comment?: string;
   name: string;
   rules: Rule[];

@@ -23,7 +23,7 @@ function parseErrorText(error: unknown): string {
 }
 
 async function main(): Promise<void> {
-  let json = false;
+  let json: boolean;
   try {
     const { values } = parseArgs({ options: { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } });
     if (values.help) {

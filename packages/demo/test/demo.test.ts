@@ -58,7 +58,7 @@ describe('resumewatch-demo (the built CLI that `pnpm start` runs)', () => {
     expect(bare).toContain('  terminal deliveries    4 on 4 distinct HTTP response(s) (3 duplicate(s))');
     expect(bare).toContain('  resumes                4 sent with the stale cursor, answered 200, 200, 200, 404');
     // The timeline: the request, its terminal, each reconnect with its cursor, each replay, the end.
-    expect(bare).toMatch(/^ +\d+ ms {2}POST tools\/call stream_progress {2}->  200, 5 event\(s\), clean close$/m);
+    expect(bare).toMatch(/^ +\d+ ms {2}POST tools\/call stream_progress {2}-> {2}200, 5 event\(s\), clean close$/m);
     expect(bare).toMatch(/^ +\d+ ms {4}terminal: the result \(event \S+\)$/m);
     for (const n of [1, 2, 3, 4]) expect(bare).toMatch(new RegExp(`^ +\\d+ ms {2}reconnect ${n} with Last-Event-ID \\S+ \\(after the terminal\\)  ->  `, 'm'));
     for (const n of [2, 3, 4]) expect(bare).toMatch(new RegExp(`^ +\\d+ ms {4}replay: the result again, delivery ${n} \\(event \\S+\\)$`, 'm'));
@@ -68,7 +68,7 @@ describe('resumewatch-demo (the built CLI that `pnpm start` runs)', () => {
 
     expect(guarded).not.toMatch(/reconnected 1 time\(s\) with the stale cursor/);
     expect(guarded).toContain('  resumes                1 attempted with the stale cursor: 0 sent, 1 refused in the process by the guard');
-    expect(guarded).toMatch(/reconnect 1 with Last-Event-ID \S+ \(after the terminal\)  ->  refused in the process, never sent \(InvalidResumptionError: request "1" is terminal\)$/m);
+    expect(guarded).toMatch(/reconnect 1 with Last-Event-ID \S+ \(after the terminal\) {2}-> {2}refused in the process, never sent \(InvalidResumptionError: request "1" is terminal\)$/m);
     expect(guarded).toContain('  none: the stale resume never left the process, so nothing was replayed');
   });
 

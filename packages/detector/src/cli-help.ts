@@ -25,7 +25,7 @@ export const COMMANDS = {
 export type CommandName = keyof typeof COMMANDS;
 
 /** A default as the user would type it: durations with their unit, "off", "none". */
-export function formatDefault(spec: OptionSpec): string {
+function formatDefault(spec: OptionSpec): string {
   const value = DEFAULT_CONFIG[spec.key] as unknown;
   if (value === undefined) return 'none';
   if (value === false) return 'off';
@@ -36,7 +36,7 @@ export function formatDefault(spec: OptionSpec): string {
   return String(value);
 }
 
-export function optionRows(specs: readonly OptionSpec[]): string {
+function optionRows(specs: readonly OptionSpec[]): string {
   const rows = specs.map((s) => `  --${s.flag.padEnd(18)} ${s.env.padEnd(30)} ${s.help} (default: ${formatDefault(s)})`);
   return ['Options (flag, environment variable, meaning and default):', ...rows, 'Durations take ms, s, m or h (a bare number is seconds).'].join('\n');
 }

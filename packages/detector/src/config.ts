@@ -27,13 +27,19 @@ export interface ResumewatchConfig extends DetectorOptions {
   maxIdBytes: number;
   /** Bytes of findings waiting for stdout; findings past it are dropped and counted. */
   stdoutBufferBytes: number;
-  /** Bytes of request bodies (as received and decompressed) held at once across every HTTP request and gRPC message; 429 / RESOURCE_EXHAUSTED above. */
+  /**
+   * Bytes of request bodies (as received and decompressed) held at once across every HTTP request and
+   * gRPC message; 429 / RESOURCE_EXHAUSTED above.
+   */
   maxInflightBytes: number;
   /** Retry advice (Retry-After, RetryInfo) sent with 429 / RESOURCE_EXHAUSTED and 503. */
   retryAfterMs: number;
   /** Time allowed to send the request headers (HTTP), or to start HTTP/2 on the gRPC port. */
   headerTimeoutMs: number;
-  /** Time an HTTP connection may stay silent (mid-body or idle), a gRPC call has to deliver its message, and a gRPC connection without calls stays open. */
+  /**
+   * Time an HTTP connection may stay silent (mid-body or idle), a gRPC call has to deliver its message,
+   * and a gRPC connection without calls stays open.
+   */
   idleTimeoutMs: number;
   /** Deepest nesting of arrays and objects accepted in an OTLP/JSON body (400 above), checked before parsing. */
   maxJsonDepth: number;

@@ -46,7 +46,8 @@ beforeAll(() => {
   writeFileSync(files.snake, JSON.stringify(snakeCase(otlpJson(seed))) + '\n');
   writeFileSync(files.camel, JSON.stringify(otlpJson(seed)) + '\n');
   writeFileSync(files.metricsOnly, JSON.stringify({ resourceMetrics: [{ scopeMetrics: [] }] }) + '\n');
-  // A redelivered export (the same request twice), a span that is not MCP's, a contract span without a session, a malformed span, a metrics line.
+  // A redelivered export (the same request twice), a span that is not MCP's, a contract span without a
+  // session, a malformed span, a metrics line.
   const other = { ...seed[0]!, spanId: 'ffffffffffffff01', name: 'GET /health', attributes: {} };
   const sessionless = { ...seed[0]!, spanId: 'ffffffffffffff02', name: SPAN_REQUEST_TERMINAL, attributes: {} };
   const malformed = { ...seed[0]!, traceId: 'not-hex', spanId: 'ffffffffffffff03' };

@@ -43,7 +43,7 @@ function keyValue(key: string, v: AttributeValue): number[] {
   return [...field(1, 2, utf8(key)), ...field(2, 2, anyValue(v))];
 }
 
-export function encodeSpan(s: SpanRecord): number[] {
+function encodeSpan(s: SpanRecord): number[] {
   const out = [...field(1, 2, hex(s.traceId)), ...field(2, 2, hex(s.spanId)), ...field(5, 2, utf8(s.name)), ...field(6, 0, [s.kind])];
   out.push(...field(7, 1, fixed64(BigInt(Math.round(s.startTimeUnixMs * 1e6)))), ...field(8, 1, fixed64(BigInt(Math.round(s.endTimeUnixMs * 1e6)))));
   for (const [k, v] of Object.entries(s.attributes)) if (v !== undefined) out.push(...field(9, 2, keyValue(k, v)));

@@ -109,7 +109,10 @@ it('the guard catches an out-of-bounds read', () => {
   expect(guarded(Uint8Array.from([7]))[0]).toBe(7);
 });
 
-/** The decoder's contract on any input: it returns, or throws an OtlpDecodeError naming a byte within the body, and reads nothing past it. */
+/**
+ * The decoder's contract on any input: it returns, or throws an OtlpDecodeError naming a byte within the
+ * body, and reads nothing past it.
+ */
 function returnsOrThrowsClearly(bytes: Uint8Array): void {
   const view = guarded(bytes);
   const started = performance.now();
@@ -161,7 +164,7 @@ describe('protobuf reader: property-based (fast-check)', () => {
     });
     fc.assert(
       fc.property(requestArb, fc.array(mutation, { minLength: 1, maxLength: 4 }), ({ bytes }, mutations) => {
-        let b = [...bytes];
+        const b = [...bytes];
         for (const m of mutations) {
           const at = b.length === 0 ? 0 : m.at % (b.length + 1);
           if (m.kind === 'set' && at < b.length) b[at] = m.byte;

@@ -41,11 +41,11 @@ import {
 import type { AttributeValue, Finding, SpanRecord } from '../src/index.js';
 
 let counter = 0;
-export function spanId(): string {
+function spanId(): string {
   counter++;
   return counter.toString(16).padStart(16, '0');
 }
-export const TRACE = 'abcdef0123456789abcdef0123456789';
+const TRACE = 'abcdef0123456789abcdef0123456789';
 export const T0 = 1_700_000_000_000;
 
 export function span(

@@ -32,7 +32,7 @@ export async function until(condition: () => boolean, timeoutMs = 15_000): Promi
   }
 }
 
-export const jsonHeaders = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+const jsonHeaders = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
 
 export function post(body: object, sessionId?: string): RequestInit {
   return {

@@ -17,7 +17,6 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { ExportResult } from '@opentelemetry/core';
 import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { WireObserver } from '@resumewatch/wire';
@@ -38,7 +37,7 @@ class DroppingExporter implements SpanExporter {
   exported = 0;
   /** Spans of the stock undici instrumentation: proves the anchor measured what it claims. */
   undici = 0;
-  export(spans: ReadableSpan[], done: (result: ExportResult) => void): void {
+  export(spans: ReadableSpan[], done: Parameters<SpanExporter['export']>[1]): void {
     this.exported += spans.length;
     for (const span of spans) if (span.instrumentationScope.name.includes('instrumentation-undici')) this.undici++;
     done({ code: 0 });

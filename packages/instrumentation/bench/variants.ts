@@ -8,10 +8,11 @@ import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
 import { guardedFetch } from '@resumewatch/guard';
 import type { FetchLike } from '@resumewatch/wire';
 import { instrumentFetch } from '../src/index.js';
+import type { InstrumentFetchOptions } from '../src/index.js';
 
 /** instrumentFetch with spans through `provider`; `extra` is handed through unchanged. */
 export function ourInstrumentedFetch(provider: TracerProvider, extra: Record<string, unknown> = {}): FetchLike {
-  return instrumentFetch({ tracerProvider: provider, ...extra } as Parameters<typeof instrumentFetch>[0]);
+  return instrumentFetch({ tracerProvider: provider, ...extra } as InstrumentFetchOptions);
 }
 
 /** The guard alone, as an application installs it. */

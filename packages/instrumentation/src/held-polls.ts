@@ -1,7 +1,7 @@
 import type { RequestRecord } from '@resumewatch/wire';
 
 /** Default cap on held polls: one per unfinished, polled request. */
-export const MAX_HELD_POLLS = 10_000;
+const MAX_HELD_POLLS = 10_000;
 
 /** Every holder holding at least one poll (each leaves when it holds none): what shutdown releases. */
 const holding = new Set<HeldPolls<unknown>>();

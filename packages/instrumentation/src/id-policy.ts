@@ -21,14 +21,14 @@ import type { TracerSource } from './tracer-source.js';
 
 export type IdPolicy = 'raw' | 'hmac' | 'omit';
 
-export const ID_POLICIES: readonly IdPolicy[] = ['raw', 'hmac', 'omit'];
+const ID_POLICIES: readonly IdPolicy[] = ['raw', 'hmac', 'omit'];
 
 /** Environment variables the policy is read from when the options leave it unset. */
 export const ENV_ID_POLICY = 'RESUMEWATCH_ID_POLICY';
 export const ENV_ID_KEY = 'RESUMEWATCH_ID_KEY';
 
 /** Shortest accepted HMAC key, in bytes: a short key can be found by trying keys against a known id. */
-export const MIN_ID_KEY_BYTES = 16;
+const MIN_ID_KEY_BYTES = 16;
 
 /** The id options shared by instrumentFetch, McpResumeInstrumentation and the server-side wrappers. */
 export interface IdPolicyOptions {

@@ -38,7 +38,7 @@ export function recogniseMcpExchange(input: FetchInput, init: RequestInit | unde
 }
 
 /** A header of any HeadersInit form, by its lower-case name. */
-export function headerOf(headers: HeaderSource, name: string): string | undefined {
+function headerOf(headers: HeaderSource, name: string): string | undefined {
   if (headers === undefined) return undefined;
   if (headers instanceof Headers) return headers.get(name) ?? undefined;
   if (Array.isArray(headers)) {

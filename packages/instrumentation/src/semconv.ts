@@ -41,12 +41,9 @@ export {
   ATTR_MCP_TERMINAL_FOREIGN,
   ATTR_MCP_TERMINAL_CONFLICT,
   ATTR_MCP_TERMINAL_FIRST_STREAM_ID,
-  ReattachTrigger,
   ResumeEvidence,
   StreamKind,
   resumeVerdict,
   ResumeOutcome,
-  TerminalOutcome,
-  TerminalDelivery,
   GuardAction,
 } from '@resumewatch/semconv';

@@ -59,7 +59,6 @@ const outcomes = (spans: ReadableSpan[]) => resumeSpans(spans).map((s) => [a(s, 
 const terminalsOf = (spans: ReadableSpan[], id: string) => spans.filter((s) => s.name === SPAN_REQUEST_TERMINAL && a(s, ATTR_JSONRPC_REQUEST_ID) === id);
 
 const cases: [ClientKind, boolean][] = CLIENT_KINDS.flatMap((kind) => [[kind, false] as [ClientKind, boolean], [kind, true] as [ClientKind, boolean]]);
-const label = (kind: ClientKind, guarded: boolean) => `${kind}, ${guarded ? 'guard' : 'no guard'}`;
 
 describe('a quiet resume: progress, a cut after the first update, seconds of silence, then the result', () => {
   it.each(cases)('%s (guard: %s): one continuation, no escalation, the result exactly once', async (kind, guarded) => {

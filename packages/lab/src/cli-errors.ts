@@ -7,7 +7,7 @@ export class UsageError extends Error {
 const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'UND_ERR_CONNECT_TIMEOUT']);
 
 /** The code of an error or of one of its causes (fetch wraps the socket's error in `cause`). */
-export function errorCode(error: unknown): string | undefined {
+function errorCode(error: unknown): string | undefined {
   for (let e = error, depth = 0; e !== null && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
     const code = (e as { code?: unknown }).code;
     if (typeof code === 'string' && code !== 'UND_ERR_SOCKET') return code;

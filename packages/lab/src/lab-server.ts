@@ -12,7 +12,7 @@ import type { LabServer, LabServerOptions } from './lab-server/types.js';
 import { hostForUrl, isLoopbackAddress, reachableHost } from './loopback.js';
 import { isLabStoreVariant } from './store-variants.js';
 
-export { CONTROL_PATH, MCP_PATH, RESTORE_SESSION_HEADER, RESTORE_TOKEN_HEADER } from './lab-server/paths.js';
+export { CONTROL_PATH, MCP_PATH } from './lab-server/paths.js';
 export type {
   EvictReport,
   LabServer,

@@ -39,7 +39,10 @@ export const ATTR_MCP_RESUME_LAST_EVENT_ID = 'mcp.resume.last_event_id';
 export const ATTR_MCP_REQUEST_TERMINAL_OBSERVED = 'mcp.request.terminal_observed';
 /** See ResumeOutcome. */
 export const ATTR_MCP_RESUME_OUTCOME = 'mcp.resume.outcome';
-/** Events carrying at least one JSON-RPC message delivered on the resumed stream when the span was emitted (priming events are not messages). */
+/**
+ * Events carrying at least one JSON-RPC message delivered on the resumed stream when the span was
+ * emitted (priming events are not messages).
+ */
 export const ATTR_MCP_RESUME_REPLAYED_EVENTS = 'mcp.resume.replayed_events';
 /** Whether a terminal event was among the replayed events. */
 export const ATTR_MCP_RESUME_REPLAYED_TERMINAL = 'mcp.resume.replayed_terminal';

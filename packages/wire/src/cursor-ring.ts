@@ -48,7 +48,7 @@ export class CursorRing implements CursorMemory {
 }
 
 /** FNV-1a over the id's UTF-16 code units, cut to 30 bits so that it stays a small integer. */
-export function hashOfId(id: string): number {
+function hashOfId(id: string): number {
   let hash = 0x811c9dc5;
   for (let i = 0; i < id.length; i++) {
     hash ^= id.charCodeAt(i);

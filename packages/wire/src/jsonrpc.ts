@@ -1,4 +1,4 @@
-export type JsonRpcId = string | number;
+type JsonRpcId = string | number;
 
 export interface JsonRpcRequest {
   jsonrpc: '2.0';
@@ -7,13 +7,13 @@ export interface JsonRpcRequest {
   params?: Record<string, unknown>;
 }
 
-export interface JsonRpcNotification {
+interface JsonRpcNotification {
   jsonrpc: '2.0';
   method: string;
   params?: Record<string, unknown>;
 }
 
-export interface JsonRpcResult {
+interface JsonRpcResult {
   jsonrpc: '2.0';
   id: JsonRpcId;
   result: unknown;
@@ -54,7 +54,7 @@ export function isErrorResponse(message: JsonRpcMessage): message is JsonRpcErro
 }
 
 /** JSON-RPC messages in a parsed body: one message or a batch. Anything else gives none. */
-export function messagesOf(parsed: unknown): JsonRpcMessage[] {
+function messagesOf(parsed: unknown): JsonRpcMessage[] {
   if (Array.isArray(parsed)) return parsed.filter(isJsonRpcMessage);
   return isJsonRpcMessage(parsed) ? [parsed] : [];
 }
@@ -79,7 +79,7 @@ export function requestTarget(request: JsonRpcRequest): string | undefined {
 }
 
 /** The MCP notification a client sends to give a request up. */
-export const METHOD_NOTIFICATION_CANCELLED = 'notifications/cancelled';
+const METHOD_NOTIFICATION_CANCELLED = 'notifications/cancelled';
 
 const NO_IDS: readonly string[] = [];
 

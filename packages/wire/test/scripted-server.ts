@@ -2,7 +2,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 /** One canned response: a status, headers and body chunks (written in order, `null` ends the body). */
-export interface Scripted {
+interface Scripted {
   status?: number;
   headers?: Record<string, string>;
   /** Chunks written one by one; the body ends after the last unless `holdOpen`. */

@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
  * GET with Last-Event-ID → what `resumeMode` says: replay the stream's events after the cursor and
  * close, answer with an empty stream (closed or held open), or a status.
  */
-export type ResumeMode = 'replay' | 'empty-close' | 'empty-open' | { status: number };
+type ResumeMode = 'replay' | 'empty-close' | 'empty-open' | { status: number };
 
 export interface SseServer {
   url: string;

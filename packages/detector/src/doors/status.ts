@@ -34,7 +34,7 @@ export function sendStatus(res: ServerResponse, http: number, code: number, mess
   res.end(body);
 }
 
-export const RETRY_INFO_TYPE = 'type.googleapis.com/google.rpc.RetryInfo';
+const RETRY_INFO_TYPE = 'type.googleapis.com/google.rpc.RetryInfo';
 
 /** google.rpc.RetryInfo { google.protobuf.Duration retry_delay = 1 { int64 seconds = 1; int32 nanos = 2; } } */
 export function retryInfo(ms: number): Buffer {

@@ -65,7 +65,7 @@ async function until(condition: () => boolean, timeoutMs = 10_000): Promise<void
   }
 }
 
-export async function startPeerServer(options: PeerServerOptions = {}): Promise<PeerServer> {
+async function startPeerServer(options: PeerServerOptions = {}): Promise<PeerServer> {
   const transports = new Map<string, StreamableHTTPServerTransport>();
   const servers = new Map<string, Server>();
   const newStore = options.store ?? (() => new MemoryEventStore());

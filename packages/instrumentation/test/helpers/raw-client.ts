@@ -65,6 +65,6 @@ export class RawClient {
   }
 }
 
-export function eventIds(text: string): string[] {
+function eventIds(text: string): string[] {
   return [...text.matchAll(/^id: ?(.*)$/gm)].map((m) => m[1]!);
 }

@@ -18,7 +18,7 @@ export function isScenarioClient(name: string): name is ScenarioClient {
   return (SCENARIO_CLIENTS as readonly string[]).includes(name);
 }
 
-export interface SdkCallOptions {
+interface SdkCallOptions {
   signal?: AbortSignal;
   onprogress?: (progress: { progress: number }) => void;
 }

@@ -11,7 +11,7 @@ export interface TerminalDelivery {
 }
 
 /** `resume-rejected`: the fetch itself rejected the resume (e.g. a guard refused it). */
-export type SeedStopReason = 'error-status' | 'empty-replay' | 'no-cursor' | 'max-reconnects' | 'resume-rejected';
+type SeedStopReason = 'error-status' | 'empty-replay' | 'no-cursor' | 'max-reconnects' | 'resume-rejected';
 
 export interface SeedLoopResult {
   call: ToolCall;
