@@ -54,7 +54,7 @@ interface Client {
 
 /** A fetch that holds every resume (a request carrying Last-Event-ID) until `release` settles. */
 function holdingResumes(fetchFn: typeof fetch, release: Promise<void>): typeof fetch {
-  return (async (input: RequestInfo | URL, init?: RequestInit) => {
+  return (async (input: Parameters<typeof fetch>[0], init?: RequestInit) => {
     if (new Headers(init?.headers).has(HEADER_LAST_EVENT_ID)) await release;
     return fetchFn(input, init);
   }) as typeof fetch;
