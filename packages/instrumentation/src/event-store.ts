@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { SpanKind, context as otelContext, diag } from '@opentelemetry/api';
-import type { Span, TracerProvider } from '@opentelemetry/api';
+import type { Span } from '@opentelemetry/api';
 import { BoundedMap, isJsonRpcMessage, isResponse } from '@resumewatch/wire';
 import { createIdRecorder, withIdPolicy } from './id-policy.js';
-import type { IdPolicyOptions } from './id-policy.js';
 import { tracerSource } from './instrument-fetch.js';
 import {
   ATTR_JSONRPC_REQUEST_ID,
@@ -22,29 +21,7 @@ import {
 } from './semconv.js';
 import { errorType, setError } from './span-util.js';
 import { storingTransport } from './stream-liveness.js';
-
-/** The SDK's EventStore (server/streamableHttp), structurally: this package does not load the SDK. */
-export interface EventStoreLike<Message = unknown> {
-  storeEvent(streamId: string, message: Message): Promise<string>;
-  replayEventsAfter(lastEventId: string, options: { send: (eventId: string, message: Message) => Promise<void> }): Promise<string>;
-  getStreamIdForEventId?(eventId: string): Promise<string | undefined>;
-}
-
-/** `idPolicy` and `idKey`: how session and event ids are recorded (see id-policy.ts). */
-export interface EventStoreInstrumentationOptions extends IdPolicyOptions {
-  tracerProvider?: TracerProvider;
-  /** The session the store serves (a per-session store), or a resolver from the store's stream id. */
-  sessionId?: string | ((streamId: string | undefined) => string | undefined);
-  /** Streams whose terminal state is tracked; the oldest is forgotten first. Default 10,000. */
-  maxStreams?: number;
-  /** How long an idle stream's state is kept. Default 1 h. */
-  streamRetentionMs?: number;
-  /**
-   * A request's deadline: a replay of a running stream that sent nothing and after which nothing was
-   * stored for the stream by then is an empty replay (evidence `deadline`). Default 300000 ms.
-   */
-  requestTimeoutMs?: number;
-}
+import type { EventStoreInstrumentationOptions, EventStoreLike } from './types.js';
 
 /** A replay that sent no message for a stream whose request was still running: no verdict yet. */
 interface SilentReplay {

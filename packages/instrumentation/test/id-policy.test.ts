@@ -13,7 +13,8 @@ import {
   TRACER_SCOPE,
 } from '@resumewatch/semconv';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ENV_ID_KEY, ENV_ID_POLICY, IdPolicyError, createIdRecorder, idOptionsFromEnv, instrumentEventStore, instrumentServerTransport } from '../src/index.js';
+import { createIdRecorder } from '../src/id-policy.js';
+import { ENV_ID_KEY, ENV_ID_POLICY, IdPolicyError, idOptionsFromEnv, instrumentEventStore, instrumentServerTransport } from '../src/index.js';
 import type { IdPolicyOptions } from '../src/index.js';
 import { IDLE, capturedFetch, captureSpans, waitFor } from './helpers/spans.js';
 import type { SpanCapture } from './helpers/spans.js';
