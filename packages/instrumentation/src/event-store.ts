@@ -100,13 +100,13 @@ export function instrumentEventStore<S extends EventStoreLike<M>, M = Parameters
     return state;
   };
   /** Gives a silent replay its verdict and ends its span. */
-  const settle = (state: StreamState, outcome: ResumeOutcome, evidence: ResumeEvidence, events: number, terminal: string | undefined): void => {
+  const settle = (state: StreamState, outcome: ResumeOutcome, evidence: ResumeEvidence, events: number, terminal?: string): void => {
     const silent = state.silent;
     if (!silent) return;
     state.silent = undefined;
     clearTimeout(silent.timer);
     if (terminal !== undefined) silent.span.setAttribute(ATTR_JSONRPC_REQUEST_ID, terminal);
-    finish(silent.span, outcome, evidence, events, terminal !== undefined, undefined);
+    finish(silent.span, outcome, evidence, events, terminal !== undefined);
   };
   const sessionOf = (streamId: string | undefined): string | undefined =>
     typeof options.sessionId === 'function' ? options.sessionId(streamId) : options.sessionId;
@@ -166,7 +166,7 @@ export function instrumentEventStore<S extends EventStoreLike<M>, M = Parameters
         });
         const state = stateOf(streamId);
         // The client is back for this stream: its previous resumed stream ended without a message.
-        settle(state, state.primed ? ResumeOutcome.POLL : ResumeOutcome.EMPTY_REPLAY, ResumeEvidence.BODY_END, 0, undefined);
+        settle(state, state.primed ? ResumeOutcome.POLL : ResumeOutcome.EMPTY_REPLAY, ResumeEvidence.BODY_END, 0);
         const requestId = state.requestId ?? terminal;
         span.setAttribute(ATTR_MCP_STREAM_RESUMED_FROM_ID, streamId);
         const sessionId = sessionOf(streamId);
@@ -178,14 +178,14 @@ export function instrumentEventStore<S extends EventStoreLike<M>, M = Parameters
         if (terminal !== undefined && terminal === state.requestId) state.terminalDelivered = true;
         span.setAttribute(ATTR_MCP_REQUEST_TERMINAL_OBSERVED, finished);
         if (events > 0) {
-          finish(span, ResumeOutcome.CONTINUATION, ResumeEvidence.MESSAGE, events, terminal !== undefined, undefined);
+          finish(span, ResumeOutcome.CONTINUATION, ResumeEvidence.MESSAGE, events, terminal !== undefined);
         } else if (finished) {
           // The response is in the past: nothing more will come on this stream.
-          finish(span, ResumeOutcome.EMPTY_REPLAY, ResumeEvidence.BODY_END, 0, false, undefined);
+          finish(span, ResumeOutcome.EMPTY_REPLAY, ResumeEvidence.BODY_END, 0, false);
         } else {
           const silent: SilentReplay = { span, timer: undefined };
           silent.timer = setTimeout(() => {
-            if (state.silent === silent) settle(state, ResumeOutcome.EMPTY_REPLAY, ResumeEvidence.DEADLINE, 0, undefined);
+            if (state.silent === silent) settle(state, ResumeOutcome.EMPTY_REPLAY, ResumeEvidence.DEADLINE, 0);
           }, deadlineMs);
           silent.timer.unref();
           state.silent = silent;
@@ -218,7 +218,8 @@ export function instrumentEventStore<S extends EventStoreLike<M>, M = Parameters
   return Object.assign(store, patch);
 }
 
-function finish(span: Span, outcome: ResumeOutcome, evidence: ResumeEvidence, events: number, terminal: boolean, error: string | undefined): void {
+/** Ends a server resume span with its verdict, what the replay sent (`events`, whether the `terminal` was among them) and an error type. */
+function finish(span: Span, outcome: ResumeOutcome, evidence: ResumeEvidence, events: number, terminal: boolean, error?: string): void {
   span.setAttribute(ATTR_MCP_RESUME_OUTCOME, outcome);
   span.setAttribute(ATTR_MCP_RESUME_EVIDENCE, evidence);
   span.setAttribute(ATTR_MCP_RESUME_REPLAYED_EVENTS, events);

@@ -64,7 +64,7 @@ export function instrumentServerTransport<T extends ServerTransportLike>(transpo
   /** Messages already given a span: a handler wrapped twice (assigned over itself) must not start two. */
   const seen = new WeakSet<object>();
 
-  const end = (id: string, error: string | undefined, message: Message | undefined): void => {
+  const end = (id: string, error: string | undefined, message?: Message): void => {
     const entry = open.get(id);
     if (!entry) return;
     open.delete(id);
@@ -93,8 +93,8 @@ export function instrumentServerTransport<T extends ServerTransportLike>(transpo
     if (typeof header === 'string') attributes[ATTR_MCP_PROTOCOL_VERSION] = header;
     addTargetAttributes(attributes, request.method, target);
     const span = tracer().startSpan(mcpRequestSpanName(request.method, target), { kind: SpanKind.SERVER, attributes }, otelContext.active());
-    end(id, ErrorType.ABORTED, undefined);
-    const timer = setTimeout(() => end(id, ErrorType.TIMEOUT, undefined), timeoutMs);
+    end(id, ErrorType.ABORTED);
+    const timer = setTimeout(() => end(id, ErrorType.TIMEOUT), timeoutMs);
     timer.unref();
     open.set(id, { span, method: request.method, timer });
     return span;
