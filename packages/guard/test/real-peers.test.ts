@@ -1,6 +1,7 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ResumeDecision, guardedFetch } from '../src/index.js';
-import { recordGuard, until } from './helpers.js';
+import { recordGuard } from './helpers/record-guard.js';
+import { WAIT } from './helpers/wait.js';
 import { CLIENT_KINDS, connectClient } from '../../instrumentation/test/helpers/clients.js';
 import { ReplayEverythingStore, RequestKeyedStore } from '../../instrumentation/test/helpers/peer-stores.js';
 import { peerServerPerTest } from '../../instrumentation/test/helpers/peer-server.js';
@@ -44,12 +45,12 @@ describe.each(CLIENT_KINDS)('guardedFetch with the %s client', (kind) => {
     const server = await peer({ store: () => new ReplayEverythingStore() });
     const { seen, fetch } = guarded();
     const client = await connectClient(kind, server.url, fetch);
-    await until(() => fetch.observer.getSession(client.sessionId)?.lastStandalone !== undefined);
+    await vi.waitFor(() => expect(fetch.observer.getSession(client.sessionId)?.lastStandalone).toBeDefined(), WAIT);
     await server.notifyListening(client.sessionId);
-    await until(() => fetch.observer.getSession(client.sessionId)?.lastStandalone?.lastEventId !== undefined);
+    await vi.waitFor(() => expect(fetch.observer.getSession(client.sessionId)?.lastStandalone?.lastEventId).toBeDefined(), WAIT);
     expect(await client.call('echo', { text: 'one' })).toBe('one');
     server.closeListening(client.sessionId);
-    await until(() => seen.dropped.length === 1);
+    await vi.waitFor(() => expect(seen.dropped).toHaveLength(1), WAIT);
     await client.close();
     expect(seen.dropped.map((d) => [d.requestId, d.foreign, d.action])).toEqual([['1', true, 'duplicate_terminal_dropped']]);
     expect(seen.decisions.map((d) => [d.requestId, d.outcome])).toEqual([[undefined, 'continuation']]);
@@ -66,12 +67,12 @@ describe.each(CLIENT_KINDS)('guardedFetch with the %s client', (kind) => {
     let release = () => {};
     server.holdResumes = new Promise<void>((resolve) => (release = resolve));
     const call = a.call('slow', { ms: 1200 });
-    await until(() => a.progress.length === 1);
+    await vi.waitFor(() => expect(a.progress).toHaveLength(1), WAIT);
     // The other session's call completes before this client's resume reaches the store.
     await b.call('echo', { text: 'Echo: from session B' });
     release();
     expect(await call).toBe('Echo: from session B');
-    await until(() => seen.conflicts.length === 1);
+    await vi.waitFor(() => expect(seen.conflicts).toHaveLength(1), WAIT);
     await a.close();
     await b.close();
     const [conflict] = seen.conflicts;

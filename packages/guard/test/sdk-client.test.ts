@@ -1,10 +1,11 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { InvalidResumptionError, guardedFetch } from '../src/index.js';
-import { recordGuard, until } from './helpers.js';
-import { startSdkServer } from './sdk-server.js';
-import type { SdkServer } from './sdk-server.js';
+import { recordGuard } from './helpers/record-guard.js';
+import { startSdkServer } from './helpers/sdk-server.js';
+import type { SdkServer } from './helpers/sdk-server.js';
+import { WAIT } from './helpers/wait.js';
 
 let server: SdkServer;
 beforeAll(async () => {
@@ -40,7 +41,7 @@ describe('the unmodified MCP SDK client, against a tool that answers with a JSON
     const beneath = recordingFetch();
     const before = server.lastEventIds.length;
     const client = await callFailingTool(beneath.fetch, () => {});
-    await until(() => server.lastEventIds.length > before);
+    await vi.waitFor(() => expect(server.lastEventIds.length).toBeGreaterThan(before), WAIT);
     await client.close();
     expect(beneath.lastEventIds.length).toBeGreaterThan(0);
   });
@@ -52,7 +53,7 @@ describe('the unmodified MCP SDK client, against a tool that answers with a JSON
     const before = server.lastEventIds.length;
     const client = await callFailingTool(guardedFetch(beneath.fetch, seen.options), (e) => void errors.push(e));
     // The SDK tries to resume; the guard refuses every attempt before it leaves, until the SDK gives up.
-    await until(() => errors.some((e) => /Maximum reconnection attempts/.test(e.message)));
+    await vi.waitFor(() => expect(errors.map((e) => e.message)).toContainEqual(expect.stringMatching(/Maximum reconnection attempts/)), WAIT);
     await client.close();
     expect(beneath.lastEventIds).toEqual([]);
     expect(server.lastEventIds.length).toBe(before);

@@ -12,11 +12,11 @@ import {
   SPAN_STREAM_RESUME,
   TRACER_SCOPE,
 } from '@resumewatch/semconv';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createIdRecorder } from '../src/id-policy.js';
 import { ENV_ID_KEY, ENV_ID_POLICY, IdPolicyError, idOptionsFromEnv, instrumentEventStore, instrumentServerTransport } from '../src/index.js';
 import type { IdPolicyOptions } from '../src/index.js';
-import { IDLE, capturedFetch, captureSpans, waitFor } from './helpers/spans.js';
+import { capturedFetch, captureSpans, IDLE, WAIT } from './helpers/spans.js';
 import type { SpanCapture } from './helpers/spans.js';
 import { startOtlpReceiver } from './helpers/otlp-receiver.js';
 import type { ReceivedSpan } from './helpers/otlp-receiver.js';
@@ -120,7 +120,7 @@ async function seedLoop(ids: IdPolicyOptions): Promise<{ client: ReadableSpan[];
   serverIds = ids;
   const { capture, fetch } = capturedFetch({ ...ids });
   const summary = await runScenario('seed-loop', { serverUrl: lab.url, fetch, maxReconnects: 10 });
-  await waitFor(() => fetch.stats().openResumes === 0 && fetch.stats().pendingHttp === 0, 'the resume spans to end');
+  await vi.waitFor(() => expect([fetch.stats().openResumes, fetch.stats().pendingHttp], 'the resume spans to end').toEqual([0, 0]), WAIT);
   expect(fetch.stats()).toEqual(IDLE);
   expect(sessions).toEqual(new Set([summary.sessionId]));
   expect(eventIds.size).toBeGreaterThan(2);

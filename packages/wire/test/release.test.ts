@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { WireObserver } from '../src/index.js';
 import type { FetchLike, WireRequest } from '../src/index.js';
-import { startSseServer } from './sse-server.js';
-import type { SseServer } from './sse-server.js';
+import { startSseServer } from './helpers/sse-server.js';
+import type { SseServer } from './helpers/sse-server.js';
 
 let server: SseServer;
 beforeAll(async () => {
@@ -98,7 +98,7 @@ describe('release of wire state', () => {
     // The call's body is read only after the abort, as a transport's pending reads end at close.
     expect(await call.text().catch(() => 'aborted')).toBe('aborted');
     expect(await reading).toBe('aborted');
-    await until(() => observer.stats().sessions === 0);
+    await vi.waitFor(() => expect(observer.stats().sessions).toBe(0), { timeout: 5_000 });
     expect(observer.stats()).toEqual({ ...empty, releasedSessions: 1, releasedRequests: 2 });
     expect(released).toEqual([sessionId]);
   });
@@ -119,7 +119,3 @@ describe('release of wire state', () => {
     expect(requests.at(-1)!.resume!.requests.map((r) => r.id)).toEqual(['4']);
   });
 });
-
-async function until(condition: () => boolean): Promise<void> {
-  for (let i = 0; i < 100 && !condition(); i++) await new Promise((r) => setTimeout(r, 10));
-}
