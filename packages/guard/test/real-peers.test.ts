@@ -4,12 +4,12 @@ import { recordGuard } from './helpers/record-guard.js';
 import { WAIT } from './helpers/wait.js';
 import { CLIENT_KINDS, connectClient } from '../../instrumentation/test/helpers/clients.js';
 import { ReplayEverythingStore, RequestKeyedStore } from '../../instrumentation/test/helpers/peer-stores.js';
-import { peerServerPerTest } from '../../instrumentation/test/helpers/peer-server.js';
+import { sdkServerPerTest } from '../../instrumentation/test/helpers/sdk-server.js';
 
 // guardedFetch between the SDK 1.x or v2 client and servers built only from MCP SDK 1.32 parts, over
 // real loopback HTTP: what the application is told, and what reaches it.
 
-const peer = peerServerPerTest();
+const sdkServer = sdkServerPerTest();
 
 function guarded(extra = {}) {
   const seen = recordGuard(extra);
@@ -18,7 +18,7 @@ function guarded(extra = {}) {
 
 describe.each(CLIENT_KINDS)('guardedFetch with the %s client', (kind) => {
   it('quiet resume (2.2 s of silence after a cut): a continuation, no escalation, the result once', async () => {
-    const server = await peer();
+    const server = await sdkServer();
     const { seen, fetch } = guarded();
     const client = await connectClient(kind, server.url, fetch);
     server.cutNextCallAfter = 2;
@@ -31,7 +31,7 @@ describe.each(CLIENT_KINDS)('guardedFetch with the %s client', (kind) => {
   });
 
   it('SEP-1699 polling, ten polls before the result: only poll and continuation verdicts, no failure', async () => {
-    const server = await peer({ retryInterval: 10, primeResumes: true });
+    const server = await sdkServer({ retryInterval: 10, primeResumes: true });
     const { seen, fetch } = guarded();
     const client = await connectClient(kind, server.url, fetch);
     expect(await client.call('poll', { polls: 11 })).toBe('polled 11');
@@ -42,7 +42,7 @@ describe.each(CLIENT_KINDS)('guardedFetch with the %s client', (kind) => {
   });
 
   it("a store that replays every stream: the old result replayed into the listening stream is removed, nothing attributed", async () => {
-    const server = await peer({ store: () => new ReplayEverythingStore() });
+    const server = await sdkServer({ store: () => new ReplayEverythingStore() });
     const { seen, fetch } = guarded();
     const client = await connectClient(kind, server.url, fetch);
     await vi.waitFor(() => expect(fetch.observer.getSession(client.sessionId)?.lastStandalone).toBeDefined(), WAIT);
@@ -59,7 +59,7 @@ describe.each(CLIENT_KINDS)('guardedFetch with the %s client', (kind) => {
   });
 
   it('a store shared across sessions keyed by request id: the real result is reported as a conflict, not dropped silently', async () => {
-    const server = await peer({ store: (() => { const shared = new RequestKeyedStore(); return () => shared; })(), retryInterval: 20 });
+    const server = await sdkServer({ store: (() => { const shared = new RequestKeyedStore(); return () => shared; })(), retryInterval: 20 });
     const { seen, fetch } = guarded();
     const a = await connectClient(kind, server.url, fetch);
     const b = await connectClient(kind, server.url, undefined);

@@ -23,15 +23,14 @@ import { describe, expect, it, vi } from 'vitest';
 import { CLIENT_KINDS, connectClient } from './helpers/clients.js';
 import type { ClientKind } from './helpers/clients.js';
 import { ReplayEverythingStore, RequestKeyedStore } from './helpers/peer-stores.js';
-import { peerServerPerTest } from './helpers/peer-server.js';
 import { attr as a, capturedFetch, captureSpans, IDLE, WAIT } from './helpers/spans.js';
-import { MemoryEventStore } from './helpers/sdk-server.js';
+import { MemoryEventStore, sdkServerPerTest } from './helpers/sdk-server.js';
 import { instrumentEventStore } from '../src/index.js';
 
 // Servers built only from MCP SDK 1.32 parts, the SDK 1.x and v2 clients, real loopback HTTP, the
 // real OpenTelemetry SDK; each case with and without the guard (enforced on the same observer).
 
-const peer = peerServerPerTest();
+const sdkServer = sdkServerPerTest();
 
 interface GuardSeen {
   decisions: ResumeReport[];
@@ -63,7 +62,7 @@ const label = (kind: ClientKind, guarded: boolean) => `${kind}, ${guarded ? 'gua
 
 describe('a quiet resume: progress, a cut after the first update, seconds of silence, then the result', () => {
   it.each(cases)('%s (guard: %s): one continuation, no escalation, the result exactly once', async (kind, guarded) => {
-    const server = await peer();
+    const server = await sdkServer();
     const { capture, fetch, seen } = setup(guarded);
     const client = await connectClient(kind, server.url, fetch);
     // The priming event and the first progress update reach the client; then the socket is destroyed.
@@ -98,7 +97,7 @@ describe('a quiet resume: progress, a cut after the first update, seconds of sil
 
 describe('SEP-1699 polling: an SDK 1.32 server with retryInterval closes the stream with closeSSEStream, again and again', () => {
   it.each(cases)('%s (guard: %s): ten polls, then the result on the last reconnection; no failure, no escalation', async (kind, guarded) => {
-    const server = await peer({ retryInterval: 10, primeResumes: true });
+    const server = await sdkServer({ retryInterval: 10, primeResumes: true });
     const { capture, fetch, seen } = setup(guarded);
     const client = await connectClient(kind, server.url, fetch);
     expect(await client.call('poll', { polls: 11 })).toBe('polled 11');
@@ -122,7 +121,7 @@ describe('SEP-1699 polling: an SDK 1.32 server with retryInterval closes the str
 
 describe("a store that replays every stream of the session (server-everything's), into the resumed listening stream", () => {
   it.each(cases)('%s (guard: %s): the listening resume concerns no request; the replayed result is foreign', async (kind, guarded) => {
-    const server = await peer({ store: () => new ReplayEverythingStore() });
+    const server = await sdkServer({ store: () => new ReplayEverythingStore() });
     const { capture, fetch, seen } = setup(guarded);
     const client = await connectClient(kind, server.url, fetch);
     const session = () => fetch.observer.getSession(client.sessionId)!;
@@ -166,7 +165,7 @@ describe("a store that replays every stream of the session (server-everything's)
 
 describe("a store that replays every stream of the session, into a request's resumed stream", () => {
   it.each(cases)("%s (guard: %s): another request's result replayed on it is foreign; the resume is still this request's", async (kind, guarded) => {
-    const server = await peer({ store: () => new ReplayEverythingStore() });
+    const server = await sdkServer({ store: () => new ReplayEverythingStore() });
     const { capture, fetch, seen } = setup(guarded);
     const client = await connectClient(kind, server.url, fetch);
     server.cutNextCallAfter = 2;
@@ -211,7 +210,7 @@ describe("a store that replays every stream of the session, into a request's res
 describe('a store shared by every session and keyed by request id (the Python SDK example store)', () => {
   it.each(cases)("%s (guard: %s): another session's result arrives first; the real one is a conflict, never silently dropped", async (kind, guarded) => {
     const shared = new RequestKeyedStore();
-    const server = await peer({ store: () => shared, retryInterval: 20 });
+    const server = await sdkServer({ store: () => shared, retryInterval: 20 });
     const { capture, fetch, seen } = setup(guarded);
     const a1 = await connectClient(kind, server.url, fetch);
     const b1 = await connectClient(kind, server.url, undefined);
@@ -252,7 +251,7 @@ describe('a store shared by every session and keyed by request id (the Python SD
 
 describe('cancellation and session end', () => {
   it.each(cases)('%s (guard: %s): notifications/cancelled ends the request span and its silent resume', async (kind, guarded) => {
-    const server = await peer();
+    const server = await sdkServer();
     const { capture, fetch, seen } = setup(guarded);
     const client = await connectClient(kind, server.url, fetch);
     server.cutNextCallAfter = 2;
@@ -276,7 +275,7 @@ describe('cancellation and session end', () => {
   });
 
   it.each(CLIENT_KINDS)('%s: a DELETE of the session ends its open request spans', async (kind) => {
-    const server = await peer();
+    const server = await sdkServer();
     const { capture, fetch } = setup(false);
     const client = await connectClient(kind, server.url, fetch);
     const call = client.call('slow', { ms: 3000 });
@@ -291,7 +290,7 @@ describe('cancellation and session end', () => {
 describe('server side: the instrumented EventStore on the same peers (plain SDK 1.x client)', () => {
   it('a quiet resume: the replay sent nothing, the next stored message makes it a continuation, never an empty replay', async () => {
     const capture = captureSpans();
-    const server = await peer({ store: () => instrumentEventStore(new MemoryEventStore(), { tracerProvider: capture.provider }) });
+    const server = await sdkServer({ store: () => instrumentEventStore(new MemoryEventStore(), { tracerProvider: capture.provider }) });
     const client = await connectClient('sdk-v1', server.url, undefined);
     server.cutNextCallAfter = 2;
     expect(await client.call('quiet', { gapMs: 2200 })).toBe('quiet done');
@@ -304,7 +303,7 @@ describe('server side: the instrumented EventStore on the same peers (plain SDK 
 
   it('SEP-1699 polling: every replay the client came back from is a poll, the last one a continuation', async () => {
     const capture = captureSpans();
-    const server = await peer({ retryInterval: 10, primeResumes: true, store: () => instrumentEventStore(new MemoryEventStore(), { tracerProvider: capture.provider }) });
+    const server = await sdkServer({ retryInterval: 10, primeResumes: true, store: () => instrumentEventStore(new MemoryEventStore(), { tracerProvider: capture.provider }) });
     const client = await connectClient('sdk-v1', server.url, undefined);
     expect(await client.call('poll', { polls: 11 })).toBe('polled 11');
     await client.close();

@@ -12,30 +12,29 @@ import { describe, expect, it, vi } from 'vitest';
 import { instrumentEventStore, instrumentServerTransport } from '../src/index.js';
 import { McpServerInstrumentation } from '../src/server-instrumentation.js';
 import { CLIENT_KINDS, connectClient } from './helpers/clients.js';
-import { peerServerPerTest } from './helpers/peer-server.js';
-import type { PeerServerOptions } from './helpers/peer-server.js';
-import { MemoryEventStore } from './helpers/sdk-server.js';
+import { MemoryEventStore, sdkServerPerTest } from './helpers/sdk-server.js';
+import type { SdkServerOptions } from './helpers/sdk-server.js';
 import { attr as a, captureSpans, WAIT } from './helpers/spans.js';
 import type { SpanCapture } from './helpers/spans.js';
 
 // Server spans alone, on a server built only from MCP SDK 1.32 parts with `retryInterval` and
 // `closeSSEStream` (SEP-1699), SDK 1.x and v2 clients through a plain fetch, real loopback HTTP.
 
-const peer = peerServerPerTest();
+const sdkServer = sdkServerPerTest();
 const POLLS = 10;
 /** Long enough that the tool's answer, after its last close, is stored before the client is back. */
 const RETRY_MS = 100;
 
-/** A peer server whose each session's transport and store `instrument` gets, before the first request. */
+/** An SDK server whose each session's transport and store `instrument` gets, before the first request. */
 const server = (instrument: (transport: StreamableHTTPServerTransport, store: MemoryEventStore) => void) => {
   let store: MemoryEventStore | undefined;
-  const options: PeerServerOptions = {
+  const options: SdkServerOptions = {
     retryInterval: RETRY_MS,
     primeResumes: true,
     store: () => (store = new MemoryEventStore()),
     onTransport: (transport) => instrument(transport, store!),
   };
-  return peer(options);
+  return sdkServer(options);
 };
 
 /**

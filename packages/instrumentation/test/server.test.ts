@@ -29,9 +29,9 @@ async function instrumentedServer(options: SdkServerOptions = {}): Promise<{ ser
   const capture = captureSpans();
   const server = await sdkServer({
     ...options,
-    instrumentStore: (store) => void instrumentEventStore(store, { tracerProvider: capture.provider }),
-    instrumentTransport: (transport) => void instrumentServerTransport(transport, { tracerProvider: capture.provider }),
+    onTransport: (transport) => void instrumentServerTransport(transport, { tracerProvider: capture.provider }),
   });
+  instrumentEventStore(server.store, { tracerProvider: capture.provider });
   return { server, capture };
 }
 
