@@ -1,4 +1,4 @@
-export { instrumentFetch, isInstrumentedFetch, DEFAULT_REQUEST_TIMEOUT_MS } from './instrument-fetch.js';
+export { instrumentFetch, DEFAULT_REQUEST_TIMEOUT_MS } from './instrument-fetch.js';
 export { releaseHeldPolls } from './held-polls.js';
 export { ErrorType } from './span-util.js';
 export { McpResumeInstrumentation } from './instrumentation.js';
