@@ -1,3 +1,4 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import { SpanKind } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import {
@@ -110,7 +111,8 @@ describe('instrumentFetch with the SDK v1 client on the real SDK server', () => 
     // The SDK server replays nothing after the error event and holds the stream open: no verdict
     // while it is open and silent; the client's close ends it.
     await vi.waitFor(() => expect(fetch.stats().openResumes, 'the resumed stream').toBe(1), WAIT);
-    await new Promise((r) => setTimeout(r, 300));
+    // Real time with the stream open and silent: silence alone must give no verdict.
+    await delay(300);
     expect(capture.spans(SPAN_STREAM_RESUME)).toEqual([]);
     await c.close();
     const resume = await vi.waitFor(() => firstSpan(capture, SPAN_STREAM_RESUME), WAIT);
