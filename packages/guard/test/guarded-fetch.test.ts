@@ -6,7 +6,7 @@ import type { GuardedFetch } from '../src/index.js';
 import type { WireObserverOptions } from '@resumewatch/wire';
 import { recordGuard } from './helpers/record-guard.js';
 import type { GuardRecord } from './helpers/record-guard.js';
-import { post, resumeInit } from './helpers/requests.js';
+import { post, resumeInit } from '../../wire/test/helpers/requests.js';
 import { WAIT } from './helpers/wait.js';
 import { startSseServer } from '../../wire/test/helpers/sse-server.js';
 import type { SseServer } from '../../wire/test/helpers/sse-server.js';

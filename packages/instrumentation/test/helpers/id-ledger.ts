@@ -43,7 +43,7 @@ export class IdLedger {
 }
 
 /** Where the server side's spans go and how they record ids; asked for each new session. */
-export type ServerSpans = () => { tracerProvider: TracerProvider; ids: IdPolicyOptions };
+type ServerSpans = () => { tracerProvider: TracerProvider; ids: IdPolicyOptions };
 
 /**
  * A lab server on loopback whose stores record into `ledger`; with `serverSpans`, each session's store
