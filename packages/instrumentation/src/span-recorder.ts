@@ -103,6 +103,11 @@ interface Attempt {
   timer: ReturnType<typeof setTimeout> | undefined;
 }
 
+/** The verdicts the recorder takes without looking at a stream. */
+const NO_RESPONSE: ResumeVerdict = { outcome: ResumeOutcome.ERROR, evidence: ResumeEvidence.STATUS };
+const GIVEN_UP: ResumeVerdict = { outcome: ResumeOutcome.ERROR, evidence: ResumeEvidence.REQUEST_END };
+const DEADLINE_PASSED: ResumeVerdict = { outcome: ResumeOutcome.EMPTY_REPLAY, evidence: ResumeEvidence.DEADLINE };
+
 /** What the spans of an attempt record besides the request: each absent when not known. */
 interface Emitted {
   /** The resume's verdict; a reattach without a resume has none. */
@@ -414,7 +419,7 @@ export class SpanRecorder implements WireListener {
       if (!attempt) return;
       this.pending.delete(req);
       clearTimeout(attempt.timer);
-      this.emit(attempt, { verdict: { outcome: ResumeOutcome.ERROR, evidence: ResumeEvidence.STATUS }, error: type, guardAction });
+      this.emit(attempt, { verdict: NO_RESPONSE, error: type, guardAction });
     } catch (failure) {
       diag.error('resumewatch: recording a failed request failed', failure);
     }
@@ -596,7 +601,7 @@ export class SpanRecorder implements WireListener {
 
   /** The client gave the request up while its last resume had ended empty. */
   private givenUpPoll(held: HeldPoll | undefined, error: string): void {
-    if (held) this.emit(held.attempt, { verdict: { outcome: ResumeOutcome.ERROR, evidence: ResumeEvidence.REQUEST_END }, error, endTime: held.endTime });
+    if (held) this.emit(held.attempt, { verdict: GIVEN_UP, error, endTime: held.endTime });
   }
 
   /**
@@ -606,7 +611,7 @@ export class SpanRecorder implements WireListener {
   private expirePoll(held: HeldPoll, asPoll: boolean): void {
     try {
       if (asPoll) this.emitHeldPoll(held);
-      else this.emit(held.attempt, { verdict: { outcome: ResumeOutcome.EMPTY_REPLAY, evidence: ResumeEvidence.DEADLINE }, endTime: held.endTime });
+      else this.emit(held.attempt, { verdict: DEADLINE_PASSED, endTime: held.endTime });
     } catch (error) {
       diag.error('resumewatch: recording a held poll failed', error);
     }
