@@ -74,6 +74,7 @@ export interface McpResumeInstrumentationConfig extends InstrumentationConfig, O
   globalFetch?: boolean | GlobalFetchOptions;
 }
 
+/** The caps of the `globalFetch` option's per-session state. */
 export interface GlobalFetchOptions {
   /** Sessions whose instrumented fetch is kept; the least recently used goes first. Default 10,000. */
   maxSessions?: number;
@@ -81,6 +82,7 @@ export interface GlobalFetchOptions {
   sessionRetentionMs?: number;
 }
 
+/** What `McpResumeInstrumentation.globalFetchStats()` reports: the sessions and the summed recorder stats. */
 export interface GlobalFetchStats extends RecorderStats {
   /** Sessions with their own instrumented fetch. */
   sessions: number;
