@@ -1,10 +1,11 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ResumeDecision, guardedFetch } from '../src/index.js';
 import type { GuardOptions, GuardedFetch } from '../src/index.js';
-import { recordGuard, until } from './helpers.js';
-import type { GuardRecord } from './helpers.js';
-import { progress, result, sse, startScriptedServer } from '../../wire/test/scripted-server.js';
-import type { ScriptedServer } from '../../wire/test/scripted-server.js';
+import { recordGuard } from './helpers/record-guard.js';
+import type { GuardRecord } from './helpers/record-guard.js';
+import { WAIT } from './helpers/wait.js';
+import { progress, result, sse, startScriptedServer } from '../../wire/test/helpers/scripted-server.js';
+import type { ScriptedServer } from '../../wire/test/helpers/scripted-server.js';
 
 // Every byte scripted over loopback HTTP: priming events, retry fields, replays across streams and sessions.
 
@@ -57,7 +58,7 @@ describe('SEP-1699 polling', () => {
     await call(fetch, 2, [sse({ id: 'q0', data: '' })]);
     await get(fetch, [], 'q0');
     expect(seen.failed).toEqual([]);
-    await until(() => seen.failed.length > 0);
+    await vi.waitFor(() => expect(seen.failed).not.toHaveLength(0), WAIT);
     expect(seen.failed.map((f) => [f.requestId, f.outcome, f.evidence, f.decision])).toEqual([
       ['2', 'empty_replay', 'deadline', ResumeDecision.AMBIGUOUS_EMPTY_REPLAY_ESCALATE_TO_RETRY],
     ]);

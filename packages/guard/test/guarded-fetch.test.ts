@@ -1,12 +1,15 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import { inspect } from 'node:util';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { InvalidResumptionError, ResumeDecision, guardedFetch } from '../src/index.js';
 import type { GuardedFetch } from '../src/index.js';
 import type { WireObserverOptions } from '@resumewatch/wire';
-import { post, recordGuard, resumeInit, until } from './helpers.js';
-import type { GuardRecord } from './helpers.js';
-import { startSseServer } from '../../wire/test/sse-server.js';
-import type { SseServer } from '../../wire/test/sse-server.js';
+import { recordGuard } from './helpers/record-guard.js';
+import type { GuardRecord } from './helpers/record-guard.js';
+import { post, resumeInit } from '../../wire/test/helpers/requests.js';
+import { WAIT } from './helpers/wait.js';
+import { startSseServer } from '../../wire/test/helpers/sse-server.js';
+import type { SseServer } from '../../wire/test/helpers/sse-server.js';
 
 let server: SseServer;
 beforeAll(async () => {
@@ -168,8 +171,8 @@ describe('guardedFetch', () => {
     const controller = new AbortController();
     const resumed = await fetch(server.url, { ...resumeInit(sessionId, `s${id}-1`), signal: controller.signal });
     const reading = resumed.text().catch(() => '');
-    // Longer than the replay window this guard had (1 s): silence alone decides nothing.
-    await new Promise((r) => setTimeout(r, 1200));
+    // Real time, longer than the replay window this guard had (1 s): silence alone decides nothing.
+    await delay(1200);
     expect(seen.decisions).toEqual([]);
     expect(fetch.listener.stats().silentResumes).toBe(1);
     controller.abort();
@@ -188,7 +191,7 @@ describe('guardedFetch', () => {
     const controller = new AbortController();
     const resumed = await fetch(server.url, { ...resumeInit(sessionId, `s${id}-1`), signal: controller.signal });
     const reading = resumed.text().catch(() => '');
-    await until(() => seen.failed.length > 0);
+    await vi.waitFor(() => expect(seen.failed).not.toHaveLength(0), WAIT);
     controller.abort();
     await reading;
     expect(seen.failed.map((f) => [f.requestId, f.outcome, f.evidence, f.decision])).toEqual([
@@ -208,9 +211,9 @@ describe('guardedFetch', () => {
       readings.push(resumed.text().catch(() => ''));
     }
     expect(fetch.listener.stats()).toEqual({ silentResumes: 1, unsettledRequests: 0, evictions: 1 });
-    await until(() => seen.failed.length > 0);
-    // Past the first request's deadline too (it started earlier): only the kept resume was judged.
-    await new Promise((r) => setTimeout(r, 200));
+    await vi.waitFor(() => expect(seen.failed).not.toHaveLength(0), WAIT);
+    // Real time past the first request's deadline too (it started earlier): only the kept resume was judged.
+    await delay(200);
     controller.abort();
     await Promise.all(readings);
     expect(seen.failed.map((f) => [f.requestId, f.outcome, f.evidence])).toEqual([[String(second), 'empty_replay', 'deadline']]);
@@ -262,8 +265,9 @@ describe('guardedFetch', () => {
     const controller = new AbortController();
     const resumed = await fetch(server.url, { ...resumeInit(sessionId, `s${id}-1`), signal: controller.signal });
     const reading = resumed.text().catch(() => '');
-    await until(() => seen.failed.length > 0);
-    await new Promise((r) => setTimeout(r, 200));
+    await vi.waitFor(() => expect(seen.failed).not.toHaveLength(0), WAIT);
+    // Real time after the report, for a second report to show if the request were reported twice.
+    await delay(200);
     controller.abort();
     await reading;
     expect(seen.failed.map((f) => [f.requestId, f.status, f.outcome, f.evidence])).toEqual([[String(id), 200, 'empty_replay', 'deadline']]);

@@ -1,4 +1,5 @@
 import { createServer } from 'node:http';
+import { setTimeout as delay } from 'node:timers/promises';
 import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
 import { SseParser } from '@resumewatch/wire';
@@ -28,7 +29,8 @@ const server = createServer((req, res) => {
       res.flushHeaders();
       for (let i = 0; i < events.length; i++) {
         if (i === cutAfter) {
-          await new Promise((r) => setTimeout(r, 5));
+          // The events written so far reach the client before the cut: real time, as on a network.
+          await delay(5);
           res.socket?.destroy();
           return;
         }

@@ -3,7 +3,7 @@ import type { LabServer, ScenarioName } from '@resumewatch/lab';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ResumeDecision, guardedFetch } from '../src/index.js';
 import type { GuardOptions } from '../src/index.js';
-import { recordGuard } from './helpers.js';
+import { recordGuard } from './helpers/record-guard.js';
 
 let lab: LabServer;
 beforeAll(async () => {

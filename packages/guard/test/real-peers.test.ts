@@ -1,14 +1,15 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ResumeDecision, guardedFetch } from '../src/index.js';
-import { recordGuard, until } from './helpers.js';
+import { recordGuard } from './helpers/record-guard.js';
+import { WAIT } from './helpers/wait.js';
 import { CLIENT_KINDS, connectClient } from '../../instrumentation/test/helpers/clients.js';
 import { ReplayEverythingStore, RequestKeyedStore } from '../../instrumentation/test/helpers/peer-stores.js';
-import { peerServerPerTest } from '../../instrumentation/test/helpers/peer-server.js';
+import { sdkServerPerTest } from '../../instrumentation/test/helpers/sdk-server.js';
 
 // guardedFetch between the SDK 1.x or v2 client and servers built only from MCP SDK 1.32 parts, over
 // real loopback HTTP: what the application is told, and what reaches it.
 
-const peer = peerServerPerTest();
+const sdkServer = sdkServerPerTest();
 
 function guarded(extra = {}) {
   const seen = recordGuard(extra);
@@ -17,7 +18,7 @@ function guarded(extra = {}) {
 
 describe.each(CLIENT_KINDS)('guardedFetch with the %s client', (kind) => {
   it('quiet resume (2.2 s of silence after a cut): a continuation, no escalation, the result once', async () => {
-    const server = await peer();
+    const server = await sdkServer();
     const { seen, fetch } = guarded();
     const client = await connectClient(kind, server.url, fetch);
     server.cutNextCallAfter = 2;
@@ -30,7 +31,7 @@ describe.each(CLIENT_KINDS)('guardedFetch with the %s client', (kind) => {
   });
 
   it('SEP-1699 polling, ten polls before the result: only poll and continuation verdicts, no failure', async () => {
-    const server = await peer({ retryInterval: 10, primeResumes: true });
+    const server = await sdkServer({ retryInterval: 10, primeResumes: true });
     const { seen, fetch } = guarded();
     const client = await connectClient(kind, server.url, fetch);
     expect(await client.call('poll', { polls: 11 })).toBe('polled 11');
@@ -41,15 +42,15 @@ describe.each(CLIENT_KINDS)('guardedFetch with the %s client', (kind) => {
   });
 
   it("a store that replays every stream: the old result replayed into the listening stream is removed, nothing attributed", async () => {
-    const server = await peer({ store: () => new ReplayEverythingStore() });
+    const server = await sdkServer({ store: () => new ReplayEverythingStore() });
     const { seen, fetch } = guarded();
     const client = await connectClient(kind, server.url, fetch);
-    await until(() => fetch.observer.getSession(client.sessionId)?.lastStandalone !== undefined);
+    await vi.waitFor(() => expect(fetch.observer.getSession(client.sessionId)?.lastStandalone).toBeDefined(), WAIT);
     await server.notifyListening(client.sessionId);
-    await until(() => fetch.observer.getSession(client.sessionId)?.lastStandalone?.lastEventId !== undefined);
+    await vi.waitFor(() => expect(fetch.observer.getSession(client.sessionId)?.lastStandalone?.lastEventId).toBeDefined(), WAIT);
     expect(await client.call('echo', { text: 'one' })).toBe('one');
     server.closeListening(client.sessionId);
-    await until(() => seen.dropped.length === 1);
+    await vi.waitFor(() => expect(seen.dropped).toHaveLength(1), WAIT);
     await client.close();
     expect(seen.dropped.map((d) => [d.requestId, d.foreign, d.action])).toEqual([['1', true, 'duplicate_terminal_dropped']]);
     expect(seen.decisions.map((d) => [d.requestId, d.outcome])).toEqual([[undefined, 'continuation']]);
@@ -58,7 +59,7 @@ describe.each(CLIENT_KINDS)('guardedFetch with the %s client', (kind) => {
   });
 
   it('a store shared across sessions keyed by request id: the real result is reported as a conflict, not dropped silently', async () => {
-    const server = await peer({ store: (() => { const shared = new RequestKeyedStore(); return () => shared; })(), retryInterval: 20 });
+    const server = await sdkServer({ store: (() => { const shared = new RequestKeyedStore(); return () => shared; })(), retryInterval: 20 });
     const { seen, fetch } = guarded();
     const a = await connectClient(kind, server.url, fetch);
     const b = await connectClient(kind, server.url, undefined);
@@ -66,12 +67,12 @@ describe.each(CLIENT_KINDS)('guardedFetch with the %s client', (kind) => {
     let release = () => {};
     server.holdResumes = new Promise<void>((resolve) => (release = resolve));
     const call = a.call('slow', { ms: 1200 });
-    await until(() => a.progress.length === 1);
+    await vi.waitFor(() => expect(a.progress).toHaveLength(1), WAIT);
     // The other session's call completes before this client's resume reaches the store.
     await b.call('echo', { text: 'Echo: from session B' });
     release();
     expect(await call).toBe('Echo: from session B');
-    await until(() => seen.conflicts.length === 1);
+    await vi.waitFor(() => expect(seen.conflicts).toHaveLength(1), WAIT);
     await a.close();
     await b.close();
     const [conflict] = seen.conflicts;

@@ -1,14 +1,17 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { InMemoryEventStore } from '@modelcontextprotocol/sdk/examples/shared/inMemoryEventStore.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { InvalidResumptionError, guardedFetch } from '../src/index.js';
-import { recordGuard, until } from './helpers.js';
-import { startSdkServer } from './sdk-server.js';
-import type { SdkServer } from './sdk-server.js';
+import { recordGuard } from './helpers/record-guard.js';
+import { WAIT } from './helpers/wait.js';
+import { startSdkServer } from '../../instrumentation/test/helpers/sdk-server.js';
+import type { SdkServer } from '../../instrumentation/test/helpers/sdk-server.js';
 
 let server: SdkServer;
 beforeAll(async () => {
-  server = await startSdkServer();
+  // The SDK's example store, as deployed from its examples: no eviction, so a resume loop never ends by itself.
+  server = await startSdkServer({ store: () => new InMemoryEventStore() });
 });
 afterAll(async () => {
   await server.close();
@@ -31,16 +34,16 @@ async function callFailingTool(fetch: typeof globalThis.fetch, onerror: (e: Erro
   const transport = new StreamableHTTPClientTransport(new URL(server.url), { fetch });
   await client.connect(transport);
   transport.onerror = onerror;
-  await expect(client.callTool({ name: 'fail', arguments: {} })).rejects.toThrow(/always fails/);
+  await expect(client.callTool({ name: 'fail', arguments: {} })).rejects.toThrow(/MCP error -32603: fail/);
   return client;
 }
 
 describe('the unmodified MCP SDK client, against a tool that answers with a JSON-RPC error', () => {
   it('without the guard, resumes the stream of the error response it already has', async () => {
     const beneath = recordingFetch();
-    const before = server.lastEventIds.length;
+    const before = server.resumes;
     const client = await callFailingTool(beneath.fetch, () => {});
-    await until(() => server.lastEventIds.length > before);
+    await vi.waitFor(() => expect(server.resumes).toBeGreaterThan(before), WAIT);
     await client.close();
     expect(beneath.lastEventIds.length).toBeGreaterThan(0);
   });
@@ -49,13 +52,13 @@ describe('the unmodified MCP SDK client, against a tool that answers with a JSON
     const beneath = recordingFetch();
     const seen = recordGuard();
     const errors: Error[] = [];
-    const before = server.lastEventIds.length;
+    const before = server.resumes;
     const client = await callFailingTool(guardedFetch(beneath.fetch, seen.options), (e) => void errors.push(e));
     // The SDK tries to resume; the guard refuses every attempt before it leaves, until the SDK gives up.
-    await until(() => errors.some((e) => /Maximum reconnection attempts/.test(e.message)));
+    await vi.waitFor(() => expect(errors.map((e) => e.message)).toContainEqual(expect.stringMatching(/Maximum reconnection attempts/)), WAIT);
     await client.close();
     expect(beneath.lastEventIds).toEqual([]);
-    expect(server.lastEventIds.length).toBe(before);
+    expect(server.resumes).toBe(before);
     expect(seen.refused.length).toBeGreaterThan(0);
     expect(seen.refused[0]!.error).toBeInstanceOf(InvalidResumptionError);
     expect(seen.refused[0]!.error.reason).toBe('terminal');

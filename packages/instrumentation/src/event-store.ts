@@ -1,10 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { SpanKind, context as otelContext, diag } from '@opentelemetry/api';
-import type { Span, TracerProvider } from '@opentelemetry/api';
+import type { Span } from '@opentelemetry/api';
 import { BoundedMap } from '@resumewatch/bounded';
 import { isJsonRpcMessage, isResponse } from '@resumewatch/wire';
 import { createIdRecorder, withIdPolicy } from './id-policy.js';
-import type { IdPolicyOptions } from './id-policy.js';
 import { tracerSource } from './instrument-fetch.js';
 import {
   ATTR_JSONRPC_REQUEST_ID,
@@ -23,29 +22,7 @@ import {
 } from './semconv.js';
 import { errorType, setError } from './span-util.js';
 import { storingTransport } from './stream-liveness.js';
-
-/** The SDK's EventStore (server/streamableHttp), structurally: this package does not load the SDK. */
-export interface EventStoreLike<Message = unknown> {
-  storeEvent(streamId: string, message: Message): Promise<string>;
-  replayEventsAfter(lastEventId: string, options: { send: (eventId: string, message: Message) => Promise<void> }): Promise<string>;
-  getStreamIdForEventId?(eventId: string): Promise<string | undefined>;
-}
-
-/** `idPolicy` and `idKey`: how session and event ids are recorded (see id-policy.ts). */
-export interface EventStoreInstrumentationOptions extends IdPolicyOptions {
-  tracerProvider?: TracerProvider;
-  /** The session the store serves (a per-session store), or a resolver from the store's stream id. */
-  sessionId?: string | ((streamId: string | undefined) => string | undefined);
-  /** Streams whose terminal state is tracked; the oldest is forgotten first. Default 10,000. */
-  maxStreams?: number;
-  /** How long an idle stream's state is kept. Default 1 h. */
-  streamRetentionMs?: number;
-  /**
-   * A request's deadline: a replay of a running stream that sent nothing and after which nothing was
-   * stored for the stream by then is an empty replay (evidence `deadline`). Default 300000 ms.
-   */
-  requestTimeoutMs?: number;
-}
+import type { EventStoreInstrumentationOptions, EventStoreLike } from './types.js';
 
 /** A replay that sent no message for a stream whose request was still running: no verdict yet. */
 interface SilentReplay {
@@ -124,13 +101,13 @@ export function instrumentEventStore<S extends EventStoreLike<M>, M = Parameters
     return state;
   };
   /** Gives a silent replay its verdict and ends its span. */
-  const settle = (state: StreamState, outcome: ResumeOutcome, evidence: ResumeEvidence, events: number, terminal: string | undefined): void => {
+  const settle = (state: StreamState, outcome: ResumeOutcome, evidence: ResumeEvidence, events: number, terminal?: string): void => {
     const silent = state.silent;
     if (!silent) return;
     state.silent = undefined;
     clearTimeout(silent.timer);
     if (terminal !== undefined) silent.span.setAttribute(ATTR_JSONRPC_REQUEST_ID, terminal);
-    finish(silent.span, outcome, evidence, events, terminal !== undefined, undefined);
+    finish(silent.span, outcome, evidence, events, terminal !== undefined);
   };
   const sessionOf = (streamId: string | undefined): string | undefined =>
     typeof options.sessionId === 'function' ? options.sessionId(streamId) : options.sessionId;
@@ -190,7 +167,7 @@ export function instrumentEventStore<S extends EventStoreLike<M>, M = Parameters
         });
         const state = stateOf(streamId);
         // The client is back for this stream: its previous resumed stream ended without a message.
-        settle(state, state.primed ? ResumeOutcome.POLL : ResumeOutcome.EMPTY_REPLAY, ResumeEvidence.BODY_END, 0, undefined);
+        settle(state, state.primed ? ResumeOutcome.POLL : ResumeOutcome.EMPTY_REPLAY, ResumeEvidence.BODY_END, 0);
         const requestId = state.requestId ?? terminal;
         span.setAttribute(ATTR_MCP_STREAM_RESUMED_FROM_ID, streamId);
         const sessionId = sessionOf(streamId);
@@ -202,14 +179,14 @@ export function instrumentEventStore<S extends EventStoreLike<M>, M = Parameters
         if (terminal !== undefined && terminal === state.requestId) state.terminalDelivered = true;
         span.setAttribute(ATTR_MCP_REQUEST_TERMINAL_OBSERVED, finished);
         if (events > 0) {
-          finish(span, ResumeOutcome.CONTINUATION, ResumeEvidence.MESSAGE, events, terminal !== undefined, undefined);
+          finish(span, ResumeOutcome.CONTINUATION, ResumeEvidence.MESSAGE, events, terminal !== undefined);
         } else if (finished) {
           // The response is in the past: nothing more will come on this stream.
-          finish(span, ResumeOutcome.EMPTY_REPLAY, ResumeEvidence.BODY_END, 0, false, undefined);
+          finish(span, ResumeOutcome.EMPTY_REPLAY, ResumeEvidence.BODY_END, 0, false);
         } else {
           const silent: SilentReplay = { span, timer: undefined };
           silent.timer = setTimeout(() => {
-            if (state.silent === silent) settle(state, ResumeOutcome.EMPTY_REPLAY, ResumeEvidence.DEADLINE, 0, undefined);
+            if (state.silent === silent) settle(state, ResumeOutcome.EMPTY_REPLAY, ResumeEvidence.DEADLINE, 0);
           }, deadlineMs);
           silent.timer.unref();
           state.silent = silent;
@@ -242,7 +219,8 @@ export function instrumentEventStore<S extends EventStoreLike<M>, M = Parameters
   return Object.assign(store, patch);
 }
 
-function finish(span: Span, outcome: ResumeOutcome, evidence: ResumeEvidence, events: number, terminal: boolean, error: string | undefined): void {
+/** Ends a server resume span with its verdict, what the replay sent (`events`, whether the `terminal` was among them) and an error type. */
+function finish(span: Span, outcome: ResumeOutcome, evidence: ResumeEvidence, events: number, terminal: boolean, error?: string): void {
   span.setAttribute(ATTR_MCP_RESUME_OUTCOME, outcome);
   span.setAttribute(ATTR_MCP_RESUME_EVIDENCE, evidence);
   span.setAttribute(ATTR_MCP_RESUME_REPLAYED_EVENTS, events);

@@ -5,23 +5,7 @@ import { isBelowInstrumentedFetch, markCallsBelowInstrumentedFetch } from './fet
 import { createInstrumentedFetch } from './instrument-fetch.js';
 import { recogniseMcpExchange } from './mcp-exchange.js';
 import type { TracerSource } from './tracer-source.js';
-import type { InstrumentFetchOptions, InstrumentedFetch, RecorderStats } from './types.js';
-
-export interface GlobalFetchOptions {
-  /** Sessions whose instrumented fetch is kept; the least recently used goes first. Default 10,000. */
-  maxSessions?: number;
-  /** How long an idle session's instrumented fetch is kept. Default 1 h (the wire observer's session retention). */
-  sessionRetentionMs?: number;
-}
-
-export interface GlobalFetchStats extends RecorderStats {
-  /** Sessions with their own instrumented fetch. */
-  sessions: number;
-  /** Sessions dropped because `maxSessions` was reached. */
-  evictedSessions: number;
-  /** MCP exchanges instrumented so far. */
-  exchanges: number;
-}
+import type { GlobalFetchOptions, GlobalFetchStats, InstrumentFetchOptions, InstrumentedFetch } from './types.js';
 
 export interface GlobalFetchPatch {
   stats(): GlobalFetchStats;

@@ -18,8 +18,7 @@ import { createHmac } from 'node:crypto';
 import type { Attributes, AttributeValue, Context, Span, SpanOptions, Tracer } from '@opentelemetry/api';
 import { ATTR_MCP_EVENT_ID, ATTR_MCP_RESUME_LAST_EVENT_ID, ATTR_MCP_SESSION_ID } from './semconv.js';
 import type { TracerSource } from './tracer-source.js';
-
-export type IdPolicy = 'raw' | 'hmac' | 'omit';
+import type { IdPolicy, IdPolicyOptions } from './types.js';
 
 const ID_POLICIES: readonly IdPolicy[] = ['raw', 'hmac', 'omit'];
 
@@ -29,17 +28,6 @@ export const ENV_ID_KEY = 'RESUMEWATCH_ID_KEY';
 
 /** Shortest accepted HMAC key, in bytes: a short key can be found by trying keys against a known id. */
 const MIN_ID_KEY_BYTES = 16;
-
-/** The id options shared by instrumentFetch, McpResumeInstrumentation and the server-side wrappers. */
-export interface IdPolicyOptions {
-  /**
-   * How the session id and the event ids (cursors) are recorded on spans: `raw`, `hmac` or
-   * `omit`. Default: the environment variable RESUMEWATCH_ID_POLICY, else `raw`.
-   */
-  idPolicy?: IdPolicy;
-  /** The HMAC key for `hmac` (at least 16 bytes). Default: the environment variable RESUMEWATCH_ID_KEY. */
-  idKey?: string | Uint8Array;
-}
 
 /** The attributes the policy applies to. */
 const ID_ATTRIBUTES: ReadonlySet<string> = new Set([ATTR_MCP_SESSION_ID, ATTR_MCP_RESUME_LAST_EVENT_ID, ATTR_MCP_EVENT_ID]);

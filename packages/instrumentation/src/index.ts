@@ -1,13 +1,22 @@
-export { instrumentFetch, isInstrumentedFetch, DEFAULT_REQUEST_TIMEOUT_MS } from './instrument-fetch.js';
+export { instrumentFetch, DEFAULT_REQUEST_TIMEOUT_MS } from './instrument-fetch.js';
 export { releaseHeldPolls } from './held-polls.js';
 export { ErrorType } from './span-util.js';
-export type { InstrumentFetchOptions, InstrumentedFetch, RecorderStats, McpResumeInstrumentationConfig } from './types.js';
-export type { GlobalFetchOptions } from './global-fetch.js';
-export type { GuardOptions } from '@resumewatch/guard';
 export { McpResumeInstrumentation } from './instrumentation.js';
 export { instrumentEventStore } from './event-store.js';
-export type { EventStoreLike, EventStoreInstrumentationOptions } from './event-store.js';
 export { instrumentServerTransport } from './server-transport.js';
-export { createIdRecorder, idOptionsFromEnv, IdPolicyError, ENV_ID_POLICY, ENV_ID_KEY } from './id-policy.js';
-export type { IdPolicy, IdPolicyOptions } from './id-policy.js';
-export type { ServerTransportLike, ServerTransportInstrumentationOptions } from './server-transport.js';
+export { idOptionsFromEnv, IdPolicyError, ENV_ID_POLICY, ENV_ID_KEY } from './id-policy.js';
+export type { GuardOptions } from '@resumewatch/guard';
+export type {
+  InstrumentFetchOptions,
+  InstrumentedFetch,
+  RecorderStats,
+  McpResumeInstrumentationConfig,
+  GlobalFetchOptions,
+  GlobalFetchStats,
+  IdPolicy,
+  IdPolicyOptions,
+  EventStoreLike,
+  EventStoreInstrumentationOptions,
+  ServerTransportLike,
+  ServerTransportInstrumentationOptions,
+} from './types.js';

@@ -9,12 +9,12 @@ import {
 import type { FetchLike } from '@resumewatch/wire';
 import { Hook } from 'require-in-the-middle';
 import { patchGlobalFetch } from './global-fetch.js';
-import type { GlobalFetchPatch, GlobalFetchStats } from './global-fetch.js';
+import type { GlobalFetchPatch } from './global-fetch.js';
 import { releaseHeldPolls } from './held-polls.js';
 import { createIdRecorder } from './id-policy.js';
 import { createInstrumentedFetch, isInstrumentedFetch } from './instrument-fetch.js';
 import { TRACER_SCOPE } from './semconv.js';
-import type { McpResumeInstrumentationConfig } from './types.js';
+import type { GlobalFetchStats, McpResumeInstrumentationConfig } from './types.js';
 import { PACKAGE_VERSION } from './version.js';
 
 const SDK = '@modelcontextprotocol/sdk';

@@ -3,10 +3,9 @@ import type { InstrumentationConfig } from '@opentelemetry/instrumentation';
 import { trace } from '@opentelemetry/api';
 import type { TracerProvider } from '@opentelemetry/api';
 import { instrumentEventStore, isInstrumentedEventStore } from './event-store.js';
-import type { EventStoreLike } from './event-store.js';
+import type { EventStoreLike, ServerTransportLike } from './types.js';
 import { TRACER_SCOPE } from './semconv.js';
 import { instrumentServerTransport, isInstrumentedServerTransport } from './server-transport.js';
-import type { ServerTransportLike } from './server-transport.js';
 import { PACKAGE_VERSION } from './version.js';
 
 const SDK = '@modelcontextprotocol/sdk';

@@ -1,8 +1,7 @@
 import { SpanKind, context as otelContext, diag, trace } from '@opentelemetry/api';
-import type { Attributes, Span, TracerProvider } from '@opentelemetry/api';
+import type { Attributes, Span } from '@opentelemetry/api';
 import { HEADER_PROTOCOL_VERSION, isJsonRpcMessage, isRequest, requestTarget } from '@resumewatch/wire';
 import { createIdRecorder, withIdPolicy } from './id-policy.js';
-import type { IdPolicyOptions } from './id-policy.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS, tracerSource } from './instrument-fetch.js';
 import {
   ATTR_JSONRPC_REQUEST_ID,
@@ -16,22 +15,7 @@ import {
 } from './semconv.js';
 import { ErrorType, addTargetAttributes, setError } from './span-util.js';
 import { sendingFrom, streamLivenessOf } from './stream-liveness.js';
-
-/** The SDK's server transport, structurally (StreamableHTTPServerTransport and its web-standard base). */
-export interface ServerTransportLike {
-  readonly sessionId?: string | undefined;
-  onmessage?: ((message: never, extra?: never) => void) | undefined;
-  send(message: never, options?: never): Promise<void>;
-}
-
-/** `idPolicy` and `idKey`: how session ids are recorded (see id-policy.ts). */
-export interface ServerTransportInstrumentationOptions extends IdPolicyOptions {
-  tracerProvider?: TracerProvider;
-  /** Longest a server request span stays open without a response. Default 300000 ms. */
-  requestTimeoutMs?: number;
-  /** Most request spans open at once; beyond it new requests are not traced. Default 10,000. */
-  maxOpenRequests?: number;
-}
+import type { ServerTransportInstrumentationOptions, ServerTransportLike } from './types.js';
 
 interface Open {
   span: Span;
@@ -82,7 +66,7 @@ export function instrumentServerTransport<T extends ServerTransportLike>(transpo
   /** Messages already given a span: a handler wrapped twice (assigned over itself) must not start two. */
   const seen = new WeakSet<object>();
 
-  const end = (id: string, error: string | undefined, message: Message | undefined): void => {
+  const end = (id: string, error: string | undefined, message?: Message): void => {
     const entry = open.get(id);
     if (!entry) return;
     open.delete(id);
@@ -111,8 +95,8 @@ export function instrumentServerTransport<T extends ServerTransportLike>(transpo
     if (typeof header === 'string') attributes[ATTR_MCP_PROTOCOL_VERSION] = header;
     addTargetAttributes(attributes, request.method, target);
     const span = tracer().startSpan(mcpRequestSpanName(request.method, target), { kind: SpanKind.SERVER, attributes }, otelContext.active());
-    end(id, ErrorType.ABORTED, undefined);
-    const timer = setTimeout(() => end(id, ErrorType.TIMEOUT, undefined), timeoutMs);
+    end(id, ErrorType.ABORTED);
+    const timer = setTimeout(() => end(id, ErrorType.TIMEOUT), timeoutMs);
     timer.unref();
     open.set(id, { span, method: request.method, timer });
     return span;

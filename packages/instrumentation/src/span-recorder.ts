@@ -103,6 +103,23 @@ interface Attempt {
   timer: ReturnType<typeof setTimeout> | undefined;
 }
 
+/** The verdicts the recorder takes without looking at a stream. */
+const NO_RESPONSE: ResumeVerdict = { outcome: ResumeOutcome.ERROR, evidence: ResumeEvidence.STATUS };
+const GIVEN_UP: ResumeVerdict = { outcome: ResumeOutcome.ERROR, evidence: ResumeEvidence.REQUEST_END };
+const DEADLINE_PASSED: ResumeVerdict = { outcome: ResumeOutcome.EMPTY_REPLAY, evidence: ResumeEvidence.DEADLINE };
+
+/** What the spans of an attempt record besides the request: each absent when not known. */
+interface Emitted {
+  /** The resume's verdict; a reattach without a resume has none. */
+  verdict?: ResumeVerdict | undefined;
+  /** The error type of an attempt that failed (its status, the exception's name, ...). */
+  error?: string | undefined;
+  /** What the guard did, when it refused the request itself (otherwise looked up by request). */
+  guardAction?: GuardAction | undefined;
+  /** When the resume span ends: now, or when a held poll was held. */
+  endTime?: number;
+}
+
 /** A `poll` resume span not emitted yet, with its recorded end. */
 interface HeldPoll {
   readonly attempt: Attempt;
@@ -187,11 +204,11 @@ export class SpanRecorder implements WireListener {
   onRefused(req: WireRequest, error: unknown): void {
     // A listener added before this one (the guard) refused it before onRequest reached this recorder.
     if ((req.reattach || req.resume) && !this.pending.has(req)) this.startAttempt(req, otelContext.active());
-    this.failed(req, error, this.guardActions.get(req));
+    this.failed(req, errorType(error), this.guardActions.get(req));
   }
 
   onFetchError(req: WireRequest, error: unknown): void {
-    this.failed(req, error, undefined);
+    this.failed(req, errorType(error));
   }
 
   onResponse(req: WireRequest, res: WireResponse): void {
@@ -339,7 +356,7 @@ export class SpanRecorder implements WireListener {
       replayedTerminal: false,
       timer: undefined,
     };
-    attempt.timer = setTimeout(() => this.failed(req, undefined, undefined), this.requestTimeoutMs);
+    attempt.timer = setTimeout(() => this.failed(req, ErrorType.TIMEOUT), this.requestTimeoutMs);
     attempt.timer.unref();
     this.pending.set(req, attempt);
     // The request's next resume: its held poll was a poll.
@@ -357,7 +374,7 @@ export class SpanRecorder implements WireListener {
     const ok = res.status >= 200 && res.status < 300;
     const resume = attempt.req.resume;
     if (!resume) {
-      this.emit(attempt, undefined, ok ? undefined : String(res.status), undefined);
+      this.emit(attempt, { error: ok ? undefined : String(res.status) });
     } else if (ok && res.stream) {
       const stream = res.stream;
       this.openResumes.set(stream, attempt);
@@ -377,7 +394,7 @@ export class SpanRecorder implements WireListener {
         requestEnded: false,
       })!;
       if (verdict.outcome === ResumeOutcome.POLL && this.holdPoll(attempt, verdict)) return;
-      this.emit(attempt, verdict, ok ? undefined : String(res.status), undefined);
+      this.emit(attempt, { verdict, error: ok ? undefined : String(res.status) });
     }
   }
 
@@ -392,9 +409,8 @@ export class SpanRecorder implements WireListener {
   }
 
   /** No response: a network error, a refusal (by the guard or another listener) or the headers timeout. */
-  private failed(req: WireRequest, error: unknown, guardAction: GuardAction | undefined): void {
+  private failed(req: WireRequest, type: string, guardAction?: GuardAction): void {
     try {
-      const type = error === undefined ? ErrorType.TIMEOUT : errorType(error);
       for (const record of req.requests) {
         const state = this.requests.get(record);
         if (state?.span) this.endRequest(state, type);
@@ -403,7 +419,7 @@ export class SpanRecorder implements WireListener {
       if (!attempt) return;
       this.pending.delete(req);
       clearTimeout(attempt.timer);
-      this.emit(attempt, { outcome: ResumeOutcome.ERROR, evidence: ResumeEvidence.STATUS }, type, guardAction);
+      this.emit(attempt, { verdict: NO_RESPONSE, error: type, guardAction });
     } catch (failure) {
       diag.error('resumewatch: recording a failed request failed', failure);
     }
@@ -449,17 +465,12 @@ export class SpanRecorder implements WireListener {
       attempt.terminalObserved = first.firstTerminalStream !== stream;
     }
     if (attempt.verdict?.outcome === ResumeOutcome.POLL && this.holdPoll(attempt, attempt.verdict)) return;
-    this.emit(attempt, attempt.verdict, error, undefined);
+    this.emit(attempt, { verdict: attempt.verdict, error });
   }
 
   /** Creates the reattach and resume spans of a finished attempt, with their recorded times. */
-  private emit(
-    attempt: Attempt,
-    verdict: ResumeVerdict | undefined,
-    error: string | undefined,
-    guardAction: GuardAction | undefined,
-    endTime = nowMs(),
-  ): void {
+  private emit(attempt: Attempt, emitted: Emitted): void {
+    const { verdict, error, guardAction, endTime = nowMs() } = emitted;
     const { req, concerned } = attempt;
     const tracer = this.tracer();
     const parent = this.parentOf(concerned, attempt.active);
@@ -585,12 +596,12 @@ export class SpanRecorder implements WireListener {
 
   /** A held poll the request's fate showed to be one. */
   private emitHeldPoll(held: HeldPoll | undefined): void {
-    if (held) this.emit(held.attempt, held.attempt.verdict, undefined, undefined, held.endTime);
+    if (held) this.emit(held.attempt, { verdict: held.attempt.verdict, endTime: held.endTime });
   }
 
   /** The client gave the request up while its last resume had ended empty. */
   private givenUpPoll(held: HeldPoll | undefined, error: string): void {
-    if (held) this.emit(held.attempt, { outcome: ResumeOutcome.ERROR, evidence: ResumeEvidence.REQUEST_END }, error, undefined, held.endTime);
+    if (held) this.emit(held.attempt, { verdict: GIVEN_UP, error, endTime: held.endTime });
   }
 
   /**
@@ -600,7 +611,7 @@ export class SpanRecorder implements WireListener {
   private expirePoll(held: HeldPoll, asPoll: boolean): void {
     try {
       if (asPoll) this.emitHeldPoll(held);
-      else this.emit(held.attempt, { outcome: ResumeOutcome.EMPTY_REPLAY, evidence: ResumeEvidence.DEADLINE }, undefined, undefined, held.endTime);
+      else this.emit(held.attempt, { verdict: DEADLINE_PASSED, endTime: held.endTime });
     } catch (error) {
       diag.error('resumewatch: recording a held poll failed', error);
     }

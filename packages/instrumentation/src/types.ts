@@ -1,9 +1,22 @@
+// The package's public types (re-exported by index.ts); internal types live with the code that uses them.
 import type { TracerProvider } from '@opentelemetry/api';
 import type { InstrumentationConfig } from '@opentelemetry/instrumentation';
 import type { GuardListener, GuardOptions } from '@resumewatch/guard';
 import type { FetchLike, WireObserver, WireObserverOptions } from '@resumewatch/wire';
-import type { GlobalFetchOptions } from './global-fetch.js';
-import type { IdPolicyOptions } from './id-policy.js';
+
+/** How session and event ids are recorded on spans (see id-policy.ts and the README, "Ids"). */
+export type IdPolicy = 'raw' | 'hmac' | 'omit';
+
+/** The id options shared by instrumentFetch, McpResumeInstrumentation and the server-side wrappers. */
+export interface IdPolicyOptions {
+  /**
+   * How the session id and the event ids (cursors) are recorded on spans: `raw`, `hmac` or
+   * `omit`. Default: the environment variable RESUMEWATCH_ID_POLICY, else `raw`.
+   */
+  idPolicy?: IdPolicy;
+  /** The HMAC key for `hmac` (at least 16 bytes). Default: the environment variable RESUMEWATCH_ID_KEY. */
+  idKey?: string | Uint8Array;
+}
 
 /** `idPolicy` and `idKey`: how session and event ids are recorded (see id-policy.ts). */
 export interface InstrumentFetchOptions extends IdPolicyOptions {
@@ -59,4 +72,61 @@ export interface McpResumeInstrumentationConfig extends InstrumentationConfig, O
    * it (`register` turns this on). `true` or the caps of its per-session state. Default off.
    */
   globalFetch?: boolean | GlobalFetchOptions;
+}
+
+/** The caps of the `globalFetch` option's per-session state. */
+export interface GlobalFetchOptions {
+  /** Sessions whose instrumented fetch is kept; the least recently used goes first. Default 10,000. */
+  maxSessions?: number;
+  /** How long an idle session's instrumented fetch is kept. Default 1 h (the wire observer's session retention). */
+  sessionRetentionMs?: number;
+}
+
+/** What `McpResumeInstrumentation.globalFetchStats()` reports: the sessions and the summed recorder stats. */
+export interface GlobalFetchStats extends RecorderStats {
+  /** Sessions with their own instrumented fetch. */
+  sessions: number;
+  /** Sessions dropped because `maxSessions` was reached. */
+  evictedSessions: number;
+  /** MCP exchanges instrumented so far. */
+  exchanges: number;
+}
+
+/** The SDK's EventStore (server/streamableHttp), structurally: this package does not load the SDK. */
+export interface EventStoreLike<Message = unknown> {
+  storeEvent(streamId: string, message: Message): Promise<string>;
+  replayEventsAfter(lastEventId: string, options: { send: (eventId: string, message: Message) => Promise<void> }): Promise<string>;
+  getStreamIdForEventId?(eventId: string): Promise<string | undefined>;
+}
+
+/** `idPolicy` and `idKey`: how session and event ids are recorded (see id-policy.ts). */
+export interface EventStoreInstrumentationOptions extends IdPolicyOptions {
+  tracerProvider?: TracerProvider;
+  /** The session the store serves (a per-session store), or a resolver from the store's stream id. */
+  sessionId?: string | ((streamId: string | undefined) => string | undefined);
+  /** Streams whose terminal state is tracked; the oldest is forgotten first. Default 10,000. */
+  maxStreams?: number;
+  /** How long an idle stream's state is kept. Default 1 h. */
+  streamRetentionMs?: number;
+  /**
+   * A request's deadline: a replay of a running stream that sent nothing and after which nothing was
+   * stored for the stream by then is an empty replay (evidence `deadline`). Default 300000 ms.
+   */
+  requestTimeoutMs?: number;
+}
+
+/** The SDK's server transport, structurally (StreamableHTTPServerTransport and its web-standard base). */
+export interface ServerTransportLike {
+  readonly sessionId?: string | undefined;
+  onmessage?: ((message: never, extra?: never) => void) | undefined;
+  send(message: never, options?: never): Promise<void>;
+}
+
+/** `idPolicy` and `idKey`: how session ids are recorded (see id-policy.ts). */
+export interface ServerTransportInstrumentationOptions extends IdPolicyOptions {
+  tracerProvider?: TracerProvider;
+  /** Longest a server request span stays open without a response. Default 300000 ms. */
+  requestTimeoutMs?: number;
+  /** Most request spans open at once; beyond it new requests are not traced. Default 10,000. */
+  maxOpenRequests?: number;
 }

@@ -1,3 +1,4 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import { SpanKind } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import {
@@ -34,11 +35,11 @@ import {
   SPAN_STREAM_RESUME,
   TRACER_SCOPE,
 } from '@resumewatch/semconv';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { connectSdkClient } from './helpers/sdk-client.js';
 import { sdkServerPerTest } from './helpers/sdk-server.js';
 import { PROTOCOL_VERSION, RawClient } from './helpers/raw-client.js';
-import { IDLE, attr as a, capturedFetch, ms, waitFor } from './helpers/spans.js';
+import { attr as a, capturedFetch, firstSpan, IDLE, ms, WAIT } from './helpers/spans.js';
 
 const server = sdkServerPerTest();
 
@@ -109,11 +110,12 @@ describe('instrumentFetch with the SDK v1 client on the real SDK server', () => 
     await expect(c.client.callTool({ name: 'fail' })).rejects.toThrow(/fail/);
     // The SDK server replays nothing after the error event and holds the stream open: no verdict
     // while it is open and silent; the client's close ends it.
-    await waitFor(() => fetch.stats().openResumes === 1, 'the resumed stream');
-    await new Promise((r) => setTimeout(r, 300));
+    await vi.waitFor(() => expect(fetch.stats().openResumes, 'the resumed stream').toBe(1), WAIT);
+    // Real time with the stream open and silent: silence alone must give no verdict.
+    await delay(300);
     expect(capture.spans(SPAN_STREAM_RESUME)).toEqual([]);
     await c.close();
-    const resume = await waitFor(() => capture.spans(SPAN_STREAM_RESUME)[0], 'the resume span');
+    const resume = await vi.waitFor(() => firstSpan(capture, SPAN_STREAM_RESUME), WAIT);
 
     const request = capture.spans('tools/call fail')[0]!;
     const id = String(a(request, ATTR_JSONRPC_REQUEST_ID));
@@ -158,7 +160,7 @@ describe('instrumentFetch with the SDK v1 client on the real SDK server', () => 
       onprogress: () => {},
     });
     expect(result.content).toEqual([{ type: 'text', text: 'streamed 4' }]);
-    const resume = await waitFor(() => capture.spans(SPAN_STREAM_RESUME)[0], 'the resume span');
+    const resume = await vi.waitFor(() => firstSpan(capture, SPAN_STREAM_RESUME), WAIT);
     await c.close();
 
     const request = capture.spans('tools/call stream_progress')[0]!;

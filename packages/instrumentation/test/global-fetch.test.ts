@@ -14,7 +14,7 @@ import {
   SPAN_STREAM_RESUME,
   TRACER_SCOPE,
 } from '@resumewatch/semconv';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { patchGlobalFetch } from '../src/global-fetch.js';
 import type { GlobalFetchPatch } from '../src/global-fetch.js';
 import { instrumentFetch } from '../src/index.js';
@@ -23,7 +23,7 @@ import { startOtlpReceiver } from './helpers/otlp-receiver.js';
 import { connectSdkClient } from './helpers/sdk-client.js';
 import { startSdkServer } from './helpers/sdk-server.js';
 import type { SdkServer } from './helpers/sdk-server.js';
-import { IDLE, attr, captureSpans, waitFor } from './helpers/spans.js';
+import { attr, captureSpans, IDLE, WAIT } from './helpers/spans.js';
 import type { SpanCapture } from './helpers/spans.js';
 
 async function freePort(): Promise<number> {
@@ -89,7 +89,7 @@ describe('the global fetch patch (register)', () => {
     const capture = captureSpans();
     patchWith(capture);
     const summary = await runScenario('seed-loop', { serverUrl: lab.url, controlUrl: lab.controlUrl, maxReconnects: 10 });
-    await waitFor(() => capture.spans(SPAN_STREAM_RESUME).length === summary.resumeStatuses.length, 'every resume span');
+    await vi.waitFor(() => expect(capture.spans(SPAN_STREAM_RESUME).length, 'every resume span').toBe(summary.resumeStatuses.length), WAIT);
     const terminals = capture.spans(SPAN_REQUEST_TERMINAL).filter((t) => attr(t, ATTR_MCP_SESSION_ID) === summary.sessionId);
     const duplicates = terminals.filter((t) => attr(t, ATTR_MCP_TERMINAL_DUPLICATE) === true);
     expect(duplicates).toHaveLength(summary.terminalDeliveries - 1);
@@ -217,8 +217,7 @@ describe('register on an MCP SDK server', () => {
     const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
     try {
       const url = `http://127.0.0.1:${port}/mcp`;
-      let listening = false;
-      await waitFor(() => (void fetch(url).then(() => (listening = true), () => undefined), listening), `the lab server to listen: ${stdout}`);
+      await vi.waitFor(() => fetch(url).catch((error: unknown) => Promise.reject(new Error(`the lab server to listen: ${stdout}`, { cause: error }))), WAIT);
       const summary = await runScenario('seed-loop', { serverUrl: url, controlUrl: url.replace(/\/mcp$/, '/control'), maxReconnects: 10 });
       child.kill('SIGTERM');
       expect(await exited).toBe(0);

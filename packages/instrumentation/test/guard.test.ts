@@ -10,11 +10,11 @@ import {
   SPAN_SESSION_REATTACH,
   SPAN_STREAM_RESUME,
 } from '@resumewatch/semconv';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { connectSdkClient } from './helpers/sdk-client.js';
 import { sdkServerPerTest } from './helpers/sdk-server.js';
 import { RawClient } from './helpers/raw-client.js';
-import { IDLE, attr as a, capturedFetch, waitFor } from './helpers/spans.js';
+import { attr as a, capturedFetch, firstSpan, IDLE, WAIT } from './helpers/spans.js';
 
 const server = sdkServerPerTest();
 
@@ -69,7 +69,7 @@ describe('guard: true', () => {
     const { capture, fetch } = capturedFetch({ guard: true });
     const c = await connectSdkClient(s.url, fetch);
     await expect(c.client.callTool({ name: 'fail' })).rejects.toThrow(/fail/);
-    const resume = await waitFor(() => capture.spans(SPAN_STREAM_RESUME)[0], 'the refused resume');
+    const resume = await vi.waitFor(() => firstSpan(capture, SPAN_STREAM_RESUME), WAIT);
     await c.close();
     expect(resume.attributes).toMatchObject({
       [ATTR_MCP_RESUME_OUTCOME]: 'error',

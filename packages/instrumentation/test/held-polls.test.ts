@@ -1,10 +1,9 @@
 import type { RequestRecord } from '@resumewatch/wire';
-import { describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { HeldPolls, releaseHeldPolls } from '../src/held-polls.js';
 
 // The holder only keys by the observer's request record; any object stands for one here.
 const record = (id: string): RequestRecord => ({ id }) as unknown as RequestRecord;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function holder(cap?: number) {
   const expired: [string, boolean][] = [];
@@ -13,6 +12,10 @@ function holder(cap?: number) {
 }
 
 describe('HeldPolls: the latest poll of each unfinished request', () => {
+  // Deadlines are timers: the clock is moved past them, not waited for.
+  beforeEach(() => void vi.useFakeTimers());
+  afterEach(() => void vi.useRealTimers());
+
   it('holds one per request: the next hold hands the previous back, take releases it', () => {
     const { polls, expired } = holder();
     const a = record('a');
@@ -25,14 +28,18 @@ describe('HeldPolls: the latest poll of each unfinished request', () => {
     expect(expired).toEqual([]);
   });
 
-  it('hands a poll back at its deadline, once, and not one taken before it', async () => {
+  it('hands a poll back at its deadline, once, and not one taken before it', () => {
     const { polls, expired } = holder();
     const a = record('a');
     const b = record('b');
     polls.hold(a, 's1', 'poll-a', Date.now() + 30);
     polls.hold(b, 's1', 'poll-b', Date.now() + 30);
     expect(polls.take(b)).toBe('poll-b');
-    await sleep(80);
+    vi.advanceTimersByTime(29);
+    expect(expired).toEqual([]);
+    vi.advanceTimersByTime(1);
+    expect(expired).toEqual([['poll-a', false]]);
+    vi.advanceTimersByTime(60_000);
     expect(expired).toEqual([['poll-a', false]]);
     expect(polls.size).toBe(0);
   });
@@ -56,7 +63,7 @@ describe('HeldPolls: the latest poll of each unfinished request', () => {
     expect(polls.size).toBe(2);
   });
 
-  it('at shutdown, releaseHeldPolls hands every held poll of every holder back as a poll, once, none counted as evicted', async () => {
+  it('at shutdown, releaseHeldPolls hands every held poll of every holder back as a poll, once, none counted as evicted', () => {
     releaseHeldPolls(); // what the tests above left held
     const first = holder();
     const second = holder();
@@ -73,7 +80,7 @@ describe('HeldPolls: the latest poll of each unfinished request', () => {
     expect(empty.expired).toEqual([]);
     expect([first.polls.size, second.polls.size, first.polls.evictions]).toEqual([0, 0, 0]);
     // Released means gone: no deadline hands one back later, and a second release finds nothing.
-    await sleep(80);
+    vi.advanceTimersByTime(60_000);
     expect(first.expired).toHaveLength(2);
     expect(releaseHeldPolls()).toBe(0);
   });

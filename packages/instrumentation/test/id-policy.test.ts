@@ -1,9 +1,8 @@
 import { spawn } from 'node:child_process';
-import { createHmac } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import { runScenario, startLabServer } from '@resumewatch/lab';
-import type { BoundedEventStore, LabServer } from '@resumewatch/lab';
+import { runScenario } from '@resumewatch/lab';
+import type { LabServer } from '@resumewatch/lab';
 import {
   ATTR_MCP_EVENT_ID,
   ATTR_MCP_RESUME_LAST_EVENT_ID,
@@ -12,17 +11,19 @@ import {
   SPAN_STREAM_RESUME,
   TRACER_SCOPE,
 } from '@resumewatch/semconv';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { ENV_ID_KEY, ENV_ID_POLICY, IdPolicyError, createIdRecorder, idOptionsFromEnv, instrumentEventStore, instrumentServerTransport } from '../src/index.js';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { createIdRecorder } from '../src/id-policy.js';
+import { ENV_ID_KEY, ENV_ID_POLICY, IdPolicyError, idOptionsFromEnv } from '../src/index.js';
 import type { IdPolicyOptions } from '../src/index.js';
-import { IDLE, capturedFetch, captureSpans, waitFor } from './helpers/spans.js';
+import { capturedFetch, captureSpans, IDLE, WAIT } from './helpers/spans.js';
 import type { SpanCapture } from './helpers/spans.js';
+import { IdLedger, hmacId, startIdLedgerLab } from './helpers/id-ledger.js';
 import { startOtlpReceiver } from './helpers/otlp-receiver.js';
 import type { ReceivedSpan } from './helpers/otlp-receiver.js';
 import { startSdkServer } from './helpers/sdk-server.js';
 
 const KEY = 'a key of the test, 32 bytes long';
-const hmac = (id: string): string => createHmac('sha256', KEY).update(id).digest('hex').slice(0, 32);
+const hmac = (id: string): string => hmacId(KEY, id);
 const ID_ATTRIBUTES = [ATTR_MCP_SESSION_ID, ATTR_MCP_RESUME_LAST_EVENT_ID, ATTR_MCP_EVENT_ID];
 
 describe('createIdRecorder', () => {
@@ -77,49 +78,31 @@ describe('createIdRecorder', () => {
 let lab: LabServer;
 let serverCapture: SpanCapture;
 let serverIds: IdPolicyOptions = {};
-const sessions = new Set<string>();
-const eventIds = new Set<string>();
-
-function recordIds(store: BoundedEventStore, sessionId: string): BoundedEventStore {
-  sessions.add(sessionId);
-  const storeEvent = store.storeEvent.bind(store);
-  store.storeEvent = async (streamId, message) => {
-    const id = await storeEvent(streamId, message);
-    eventIds.add(id);
-    return id;
-  };
-  return store;
-}
+const ledger = new IdLedger();
+const { sessions, eventIds } = ledger;
 
 beforeAll(async () => {
   serverCapture = captureSpans();
-  lab = await startLabServer({
-    retryIntervalMs: 50,
-    wrapEventStore: (store, sessionId) =>
-      instrumentEventStore(recordIds(store, sessionId), { sessionId, tracerProvider: serverCapture.provider, ...serverIds }),
-    onTransport: (transport) => void instrumentServerTransport(transport, { tracerProvider: serverCapture.provider, ...serverIds }),
-  });
+  lab = await startIdLedgerLab(ledger, () => ({ tracerProvider: serverCapture.provider, ids: serverIds }));
 });
 afterAll(async () => {
   await lab.close();
 });
 afterEach(() => {
-  sessions.clear();
-  eventIds.clear();
+  ledger.clear();
   serverCapture.reset();
 });
 
 /** Every raw id of the run found anywhere in the spans' attributes. */
 function leaked(spans: ReadableSpan[]): string[] {
-  const text = JSON.stringify(spans.map((s) => s.attributes));
-  return [...sessions, ...eventIds].filter((id) => text.includes(id));
+  return ledger.leaks(JSON.stringify(spans.map((s) => s.attributes)));
 }
 
 async function seedLoop(ids: IdPolicyOptions): Promise<{ client: ReadableSpan[]; server: ReadableSpan[]; sessionId: string }> {
   serverIds = ids;
   const { capture, fetch } = capturedFetch({ ...ids });
   const summary = await runScenario('seed-loop', { serverUrl: lab.url, fetch, maxReconnects: 10 });
-  await waitFor(() => fetch.stats().openResumes === 0 && fetch.stats().pendingHttp === 0, 'the resume spans to end');
+  await vi.waitFor(() => expect([fetch.stats().openResumes, fetch.stats().pendingHttp], 'the resume spans to end').toEqual([0, 0]), WAIT);
   expect(fetch.stats()).toEqual(IDLE);
   expect(sessions).toEqual(new Set([summary.sessionId]));
   expect(eventIds.size).toBeGreaterThan(2);

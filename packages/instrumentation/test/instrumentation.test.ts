@@ -11,12 +11,12 @@ import {
   TRACER_SCOPE,
 } from '@resumewatch/semconv';
 import { startLabServer } from '@resumewatch/lab';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startOtlpReceiver } from './helpers/otlp-receiver.js';
 import type { ReceivedSpan } from './helpers/otlp-receiver.js';
 import { startSdkServer } from './helpers/sdk-server.js';
 import type { SdkServer } from './helpers/sdk-server.js';
-import { waitFor } from './helpers/spans.js';
+import { WAIT } from './helpers/spans.js';
 
 const fixture = (name: string) => fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url));
 const registerEntry = fileURLToPath(new URL('../dist/register.js', import.meta.url));
@@ -110,7 +110,7 @@ describe('McpResumeInstrumentation', () => {
         OTEL_BSP_SCHEDULE_DELAY: '60000',
         WAIT_FOR_SIGTERM: '1',
       });
-      await waitFor(() => child.stdout().includes('ready'), 'the app to finish its calls', 20_000);
+      await vi.waitFor(() => expect(child.stdout(), 'the app to finish its calls').toContain('ready'), { ...WAIT, timeout: 20_000 });
       expect(receiver.spans).toHaveLength(0);
       child.kill('SIGTERM');
       expect(await child.signal).toBe('SIGTERM');

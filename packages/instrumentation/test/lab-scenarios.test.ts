@@ -23,10 +23,10 @@ import {
   SPAN_SESSION_REATTACH,
   SPAN_STREAM_RESUME,
 } from '@resumewatch/semconv';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { releaseHeldPolls } from '../src/index.js';
 import type { InstrumentedFetch } from '../src/index.js';
-import { IDLE, attr as a, capturedFetch, ms, waitFor } from './helpers/spans.js';
+import { attr as a, capturedFetch, IDLE, ms, WAIT } from './helpers/spans.js';
 import type { SpanCapture } from './helpers/spans.js';
 
 let lab: LabServer;
@@ -49,7 +49,7 @@ async function run(name: ScenarioName, options: { requestTimeoutMs?: number; res
   const { capture, fetch } = capturedFetch({ requestTimeoutMs: options.requestTimeoutMs ?? 60_000 });
   const summary = await runScenario(name, { serverUrl: lab.url, fetch, maxReconnects: 10, resultWaitMs: options.resultWaitMs ?? 0 });
   // Every scenario closes its session: the last resumed stream ends, and with it its resume span.
-  await waitFor(() => fetch.stats().openResumes === 0 && fetch.stats().pendingHttp === 0, 'the last resume span');
+  await vi.waitFor(() => expect([fetch.stats().openResumes, fetch.stats().pendingHttp], 'the last resume span').toEqual([0, 0]), WAIT);
   const story = () => {
     const id = String(summary.details.requestId);
     const request = capture

@@ -19,19 +19,18 @@ import {
   SPAN_REQUEST_TERMINAL,
   SPAN_STREAM_RESUME,
 } from '@resumewatch/semconv';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { CLIENT_KINDS, connectClient } from './helpers/clients.js';
 import type { ClientKind } from './helpers/clients.js';
 import { ReplayEverythingStore, RequestKeyedStore } from './helpers/peer-stores.js';
-import { peerServerPerTest } from './helpers/peer-server.js';
-import { IDLE, attr as a, captureSpans, capturedFetch, waitFor } from './helpers/spans.js';
-import { MemoryEventStore } from './helpers/sdk-server.js';
+import { attr as a, capturedFetch, captureSpans, IDLE, WAIT } from './helpers/spans.js';
+import { MemoryEventStore, sdkServerPerTest } from './helpers/sdk-server.js';
 import { instrumentEventStore } from '../src/index.js';
 
 // Servers built only from MCP SDK 1.32 parts, the SDK 1.x and v2 clients, real loopback HTTP, the
 // real OpenTelemetry SDK; each case with and without the guard (enforced on the same observer).
 
-const peer = peerServerPerTest();
+const sdkServer = sdkServerPerTest();
 
 interface GuardSeen {
   decisions: ResumeReport[];
@@ -62,7 +61,7 @@ const cases: [ClientKind, boolean][] = CLIENT_KINDS.flatMap((kind) => [[kind, fa
 
 describe('a quiet resume: progress, a cut after the first update, seconds of silence, then the result', () => {
   it.each(cases)('%s (guard: %s): one continuation, no escalation, the result exactly once', async (kind, guarded) => {
-    const server = await peer();
+    const server = await sdkServer();
     const { capture, fetch, seen } = setup(guarded);
     const client = await connectClient(kind, server.url, fetch);
     // The priming event and the first progress update reach the client; then the socket is destroyed.
@@ -70,7 +69,7 @@ describe('a quiet resume: progress, a cut after the first update, seconds of sil
     // Longer than the replay windows this package (2 s) and the guard (1 s) used to judge silence by.
     expect(await client.call('quiet', { gapMs: 2200 })).toBe('quiet done');
     await client.close();
-    await waitFor(() => fetch.stats().openResumes === 0, 'the resumed stream to end');
+    await vi.waitFor(() => expect(fetch.stats().openResumes, 'the resumed stream to end').toBe(0), WAIT);
 
     const request = capture.spans('tools/call quiet')[0]!;
     const id = String(a(request, ATTR_JSONRPC_REQUEST_ID));
@@ -97,12 +96,12 @@ describe('a quiet resume: progress, a cut after the first update, seconds of sil
 
 describe('SEP-1699 polling: an SDK 1.32 server with retryInterval closes the stream with closeSSEStream, again and again', () => {
   it.each(cases)('%s (guard: %s): ten polls, then the result on the last reconnection; no failure, no escalation', async (kind, guarded) => {
-    const server = await peer({ retryInterval: 10, primeResumes: true });
+    const server = await sdkServer({ retryInterval: 10, primeResumes: true });
     const { capture, fetch, seen } = setup(guarded);
     const client = await connectClient(kind, server.url, fetch);
     expect(await client.call('poll', { polls: 11 })).toBe('polled 11');
     await client.close();
-    await waitFor(() => fetch.stats().openResumes === 0, 'the resumed streams to end');
+    await vi.waitFor(() => expect(fetch.stats().openResumes, 'the resumed streams to end').toBe(0), WAIT);
 
     const request = capture.spans('tools/call poll')[0]!;
     const id = String(a(request, ATTR_JSONRPC_REQUEST_ID));
@@ -121,18 +120,18 @@ describe('SEP-1699 polling: an SDK 1.32 server with retryInterval closes the str
 
 describe("a store that replays every stream of the session (server-everything's), into the resumed listening stream", () => {
   it.each(cases)('%s (guard: %s): the listening resume concerns no request; the replayed result is foreign', async (kind, guarded) => {
-    const server = await peer({ store: () => new ReplayEverythingStore() });
+    const server = await sdkServer({ store: () => new ReplayEverythingStore() });
     const { capture, fetch, seen } = setup(guarded);
     const client = await connectClient(kind, server.url, fetch);
     const session = () => fetch.observer.getSession(client.sessionId)!;
-    await waitFor(() => session().lastStandalone !== undefined, 'the listening stream');
+    await vi.waitFor(() => expect(session().lastStandalone, 'the listening stream').toBeDefined(), WAIT);
     await server.notifyListening(client.sessionId);
-    await waitFor(() => session().lastStandalone?.lastEventId !== undefined, 'an event on the listening stream');
+    await vi.waitFor(() => expect(session().lastStandalone?.lastEventId, 'an event on the listening stream').toBeDefined(), WAIT);
     expect(await client.call('echo', { text: 'one' })).toBe('one');
     const echo = capture.spans('tools/call echo')[0]!;
     const id = String(a(echo, ATTR_JSONRPC_REQUEST_ID));
     server.closeListening(client.sessionId);
-    await waitFor(() => terminalsOf(capture.spans(), id).length === 2 && resumeSpans(capture.spans()).length === 1, 'the replayed terminal');
+    await vi.waitFor(() => expect([terminalsOf(capture.spans(), id).length, resumeSpans(capture.spans()).length], 'the replayed terminal').toEqual([2, 1]), WAIT);
     await client.close();
 
     const resume = resumeSpans(capture.spans())[0]!;
@@ -165,20 +164,20 @@ describe("a store that replays every stream of the session (server-everything's)
 
 describe("a store that replays every stream of the session, into a request's resumed stream", () => {
   it.each(cases)("%s (guard: %s): another request's result replayed on it is foreign; the resume is still this request's", async (kind, guarded) => {
-    const server = await peer({ store: () => new ReplayEverythingStore() });
+    const server = await sdkServer({ store: () => new ReplayEverythingStore() });
     const { capture, fetch, seen } = setup(guarded);
     const client = await connectClient(kind, server.url, fetch);
     server.cutNextCallAfter = 2;
     let release = () => {};
     server.holdResumes = new Promise<void>((resolve) => (release = resolve));
     const call = client.call('quiet', { gapMs: 300 });
-    await waitFor(() => client.progress.length === 1, 'the first progress update');
+    await vi.waitFor(() => expect(client.progress.length, 'the first progress update').toBe(1), WAIT);
     // Another request finishes while this one's stream is cut: the store will replay its result too.
     expect(await client.call('echo', { text: 'other' })).toBe('other');
     release();
     expect(await call).toBe('quiet done');
     await client.close();
-    await waitFor(() => fetch.stats().openResumes === 0, 'the resumed stream to end');
+    await vi.waitFor(() => expect(fetch.stats().openResumes, 'the resumed stream to end').toBe(0), WAIT);
 
     const quiet = String(a(capture.spans('tools/call quiet')[0]!, ATTR_JSONRPC_REQUEST_ID));
     const echo = String(a(capture.spans('tools/call echo')[0]!, ATTR_JSONRPC_REQUEST_ID));
@@ -210,7 +209,7 @@ describe("a store that replays every stream of the session, into a request's res
 describe('a store shared by every session and keyed by request id (the Python SDK example store)', () => {
   it.each(cases)("%s (guard: %s): another session's result arrives first; the real one is a conflict, never silently dropped", async (kind, guarded) => {
     const shared = new RequestKeyedStore();
-    const server = await peer({ store: () => shared, retryInterval: 20 });
+    const server = await sdkServer({ store: () => shared, retryInterval: 20 });
     const { capture, fetch, seen } = setup(guarded);
     const a1 = await connectClient(kind, server.url, fetch);
     const b1 = await connectClient(kind, server.url, undefined);
@@ -218,7 +217,7 @@ describe('a store shared by every session and keyed by request id (the Python SD
     let release = () => {};
     server.holdResumes = new Promise<void>((resolve) => (release = resolve));
     const call = a1.call('slow', { ms: 1200 });
-    await waitFor(() => a1.progress.length === 1, 'the first progress update');
+    await vi.waitFor(() => expect(a1.progress.length, 'the first progress update').toBe(1), WAIT);
     // The other session's call completes before this client's resume reaches the store.
     expect(await b1.call('echo', { text: 'Echo: from session B' })).toBe('Echo: from session B');
     release();
@@ -226,7 +225,7 @@ describe('a store shared by every session and keyed by request id (the Python SD
     expect(await call).toBe('Echo: from session B');
     const request = capture.spans('tools/call slow')[0]!;
     const id = String(a(request, ATTR_JSONRPC_REQUEST_ID));
-    await waitFor(() => terminalsOf(capture.spans(), id).length === 2, 'the real result');
+    await vi.waitFor(() => expect(terminalsOf(capture.spans(), id).length, 'the real result').toBe(2), WAIT);
     await a1.close();
     await b1.close();
 
@@ -251,16 +250,16 @@ describe('a store shared by every session and keyed by request id (the Python SD
 
 describe('cancellation and session end', () => {
   it.each(cases)('%s (guard: %s): notifications/cancelled ends the request span and its silent resume', async (kind, guarded) => {
-    const server = await peer();
+    const server = await sdkServer();
     const { capture, fetch, seen } = setup(guarded);
     const client = await connectClient(kind, server.url, fetch);
     server.cutNextCallAfter = 2;
     const controller = new AbortController();
     const call = client.call('slow', { ms: 3000 }, controller.signal);
-    await waitFor(() => fetch.stats().openResumes === 1, 'the silent resumed stream');
+    await vi.waitFor(() => expect(fetch.stats().openResumes, 'the silent resumed stream').toBe(1), WAIT);
     controller.abort('user gave up');
     await expect(call).rejects.toThrow();
-    await waitFor(() => server.cancelled === 1, 'the server to see the cancellation');
+    await vi.waitFor(() => expect(server.cancelled, 'the server to see the cancellation').toBe(1), WAIT);
 
     const request = capture.spans('tools/call slow')[0]!;
     expect(a(request, ATTR_ERROR_TYPE)).toBe('cancelled');
@@ -275,11 +274,11 @@ describe('cancellation and session end', () => {
   });
 
   it.each(CLIENT_KINDS)('%s: a DELETE of the session ends its open request spans', async (kind) => {
-    const server = await peer();
+    const server = await sdkServer();
     const { capture, fetch } = setup(false);
     const client = await connectClient(kind, server.url, fetch);
     const call = client.call('slow', { ms: 3000 });
-    await waitFor(() => client.progress.length === 1, 'the first progress update');
+    await vi.waitFor(() => expect(client.progress.length, 'the first progress update').toBe(1), WAIT);
     await client.terminate();
     await call.catch(() => undefined);
     expect(a(capture.spans('tools/call slow')[0]!, ATTR_ERROR_TYPE)).toBe('aborted');
@@ -290,7 +289,7 @@ describe('cancellation and session end', () => {
 describe('server side: the instrumented EventStore on the same peers (plain SDK 1.x client)', () => {
   it('a quiet resume: the replay sent nothing, the next stored message makes it a continuation, never an empty replay', async () => {
     const capture = captureSpans();
-    const server = await peer({ store: () => instrumentEventStore(new MemoryEventStore(), { tracerProvider: capture.provider }) });
+    const server = await sdkServer({ store: () => instrumentEventStore(new MemoryEventStore(), { tracerProvider: capture.provider }) });
     const client = await connectClient('sdk-v1', server.url, undefined);
     server.cutNextCallAfter = 2;
     expect(await client.call('quiet', { gapMs: 2200 })).toBe('quiet done');
@@ -303,7 +302,7 @@ describe('server side: the instrumented EventStore on the same peers (plain SDK 
 
   it('SEP-1699 polling: every replay the client came back from is a poll, the last one a continuation', async () => {
     const capture = captureSpans();
-    const server = await peer({ retryInterval: 10, primeResumes: true, store: () => instrumentEventStore(new MemoryEventStore(), { tracerProvider: capture.provider }) });
+    const server = await sdkServer({ retryInterval: 10, primeResumes: true, store: () => instrumentEventStore(new MemoryEventStore(), { tracerProvider: capture.provider }) });
     const client = await connectClient('sdk-v1', server.url, undefined);
     expect(await client.call('poll', { polls: 11 })).toBe('polled 11');
     await client.close();

@@ -27,12 +27,12 @@ describe('McpServerInstrumentation (register, server side)', () => {
       const transports: StreamableHTTPServerTransport[] = [];
       const server = await sdkServer({
         closeReplays: true,
-        instrumentStore: (store) => void (byHand && instrumentEventStore(store, { tracerProvider: manual.provider })),
-        instrumentTransport: (transport) => {
+        onTransport: (transport) => {
           transports.push(transport);
           if (byHand) instrumentServerTransport(transport, { tracerProvider: manual.provider });
         },
       });
+      if (byHand) instrumentEventStore(server.store, { tracerProvider: manual.provider });
       const c = await connectSdkClient(server.url);
       // The transport is connected: what handleRequest finds when register's patch runs.
       for (const t of transports) {

@@ -8,34 +8,33 @@ import {
   ATTR_MCP_RESUME_REPLAYED_TERMINAL,
   SPAN_STREAM_RESUME,
 } from '@resumewatch/semconv';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { instrumentEventStore, instrumentServerTransport } from '../src/index.js';
 import { McpServerInstrumentation } from '../src/server-instrumentation.js';
 import { CLIENT_KINDS, connectClient } from './helpers/clients.js';
-import { peerServerPerTest } from './helpers/peer-server.js';
-import type { PeerServerOptions } from './helpers/peer-server.js';
-import { MemoryEventStore } from './helpers/sdk-server.js';
-import { attr as a, captureSpans, waitFor } from './helpers/spans.js';
+import { MemoryEventStore, sdkServerPerTest } from './helpers/sdk-server.js';
+import type { SdkServerOptions } from './helpers/sdk-server.js';
+import { attr as a, captureSpans, WAIT } from './helpers/spans.js';
 import type { SpanCapture } from './helpers/spans.js';
 
 // Server spans alone, on a server built only from MCP SDK 1.32 parts with `retryInterval` and
 // `closeSSEStream` (SEP-1699), SDK 1.x and v2 clients through a plain fetch, real loopback HTTP.
 
-const peer = peerServerPerTest();
+const sdkServer = sdkServerPerTest();
 const POLLS = 10;
 /** Long enough that the tool's answer, after its last close, is stored before the client is back. */
 const RETRY_MS = 100;
 
-/** A peer server whose each session's transport and store `instrument` gets, before the first request. */
+/** An SDK server whose each session's transport and store `instrument` gets, before the first request. */
 const server = (instrument: (transport: StreamableHTTPServerTransport, store: MemoryEventStore) => void) => {
   let store: MemoryEventStore | undefined;
-  const options: PeerServerOptions = {
+  const options: SdkServerOptions = {
     retryInterval: RETRY_MS,
     primeResumes: true,
     store: () => (store = new MemoryEventStore()),
     onTransport: (transport) => instrument(transport, store!),
   };
-  return peer(options);
+  return sdkServer(options);
 };
 
 /**
@@ -68,7 +67,7 @@ describe('SEP-1699 polling seen by the server: the result stored while the clien
     expect(await client.call('poll', { polls: POLLS, detached: true })).toBe(`polled ${POLLS}`);
     await client.close();
     const id = String(a(capture.spans('tools/call poll')[0]!, ATTR_JSONRPC_REQUEST_ID));
-    await waitFor(() => resumes(capture).length === POLLS + 1, 'the server resume spans');
+    await vi.waitFor(() => expect(resumes(capture).length, 'the server resume spans').toBe(POLLS + 1), WAIT);
     expect(resumes(capture)).toEqual(polled(id));
     expect(s.resumes).toBe(POLLS + 1);
   });
@@ -83,7 +82,7 @@ describe('SEP-1699 polling seen by the server: the result stored while the clien
     expect(await client.call('poll', { polls: POLLS, detached: true })).toBe(`polled ${POLLS}`);
     await client.close();
     const id = String(a(capture.spans('tools/call poll')[0]!, ATTR_JSONRPC_REQUEST_ID));
-    await waitFor(() => resumes(capture).length === POLLS + 1, 'the server resume spans');
+    await vi.waitFor(() => expect(resumes(capture).length, 'the server resume spans').toBe(POLLS + 1), WAIT);
     expect(resumes(capture)).toEqual(polled(id));
   });
 
@@ -97,7 +96,7 @@ describe('SEP-1699 polling seen by the server: the result stored while the clien
     expect(await client.call('poll', { polls: 3 })).toBe('polled 3');
     await client.close();
     const id = String(a(capture.spans('tools/call poll')[0]!, ATTR_JSONRPC_REQUEST_ID));
-    await waitFor(() => resumes(capture).length === 3, 'the server resume spans');
+    await vi.waitFor(() => expect(resumes(capture).length, 'the server resume spans').toBe(3), WAIT);
     // The last poll's stream was connected when the result was stored: it carried it, live.
     expect(resumes(capture)).toEqual([
       ['poll', 'body_end', 0, false, false, undefined],

@@ -14,13 +14,13 @@ import {
   ATTR_MCP_STREAM_RESUMED_FROM_ID,
   SPAN_STREAM_RESUME,
 } from '@resumewatch/semconv';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { instrumentEventStore, instrumentServerTransport } from '../src/index.js';
 import { connectSdkClient } from './helpers/sdk-client.js';
 import { MemoryEventStore, sdkServerPerTest } from './helpers/sdk-server.js';
 import type { SdkServer, SdkServerOptions } from './helpers/sdk-server.js';
 import { PROTOCOL_VERSION, RawClient } from './helpers/raw-client.js';
-import { attr as a, captureSpans, waitFor } from './helpers/spans.js';
+import { attr as a, captureSpans, firstSpan, WAIT } from './helpers/spans.js';
 import type { SpanCapture } from './helpers/spans.js';
 
 const sdkServer = sdkServerPerTest();
@@ -29,9 +29,9 @@ async function instrumentedServer(options: SdkServerOptions = {}): Promise<{ ser
   const capture = captureSpans();
   const server = await sdkServer({
     ...options,
-    instrumentStore: (store) => void instrumentEventStore(store, { tracerProvider: capture.provider }),
-    instrumentTransport: (transport) => void instrumentServerTransport(transport, { tracerProvider: capture.provider }),
+    onTransport: (transport) => void instrumentServerTransport(transport, { tracerProvider: capture.provider }),
   });
+  instrumentEventStore(server.store, { tracerProvider: capture.provider });
   return { server, capture };
 }
 
@@ -86,7 +86,7 @@ describe('server side', () => {
     const { server, capture } = await instrumentedServer();
     const c = await connectSdkClient(server.url);
     await expect(c.client.callTool({ name: 'fail' })).rejects.toThrow();
-    const resume = await waitFor(() => capture.spans(SPAN_STREAM_RESUME)[0], 'the server resume span');
+    const resume = await vi.waitFor(() => firstSpan(capture, SPAN_STREAM_RESUME), WAIT);
     await c.close();
     const failed = capture.spans('tools/call fail')[0]!;
     expect(resume.attributes).toMatchObject({

@@ -1,9 +1,9 @@
 import { ATTR_ERROR_TYPE } from '@resumewatch/semconv';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { connectSdkClient } from './helpers/sdk-client.js';
 import { sdkServerPerTest } from './helpers/sdk-server.js';
 import { RawClient } from './helpers/raw-client.js';
-import { IDLE, capturedFetch, waitFor } from './helpers/spans.js';
+import { capturedFetch, firstSpan, IDLE, WAIT } from './helpers/spans.js';
 
 const sdkServer = sdkServerPerTest();
 const server = () => sdkServer({ closeReplays: true });
@@ -36,10 +36,10 @@ describe('state the instrumentation holds', () => {
     const { capture, fetch } = capturedFetch();
     const c = await connectSdkClient(s.url, fetch);
     const call = c.client.callTool({ name: 'stream_progress', arguments: { count: 1, delay: 5_000 } }, undefined, { onprogress: () => {} });
-    await waitFor(() => fetch.stats().openRequests === 1, 'the call to start');
+    await vi.waitFor(() => expect(fetch.stats().openRequests, 'the call to start').toBe(1), WAIT);
     await c.close();
     await call.catch(() => undefined);
-    await waitFor(() => capture.spans('tools/call stream_progress')[0], 'the request span');
+    await vi.waitFor(() => firstSpan(capture, 'tools/call stream_progress'), WAIT);
     expect(capture.spans('tools/call stream_progress')[0]!.attributes[ATTR_ERROR_TYPE]).toBe('aborted');
     expect(fetch.stats()).toEqual(IDLE);
   });

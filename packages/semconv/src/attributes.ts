@@ -1,10 +1,11 @@
-// Attributes defined by the OpenTelemetry MCP, RPC, HTTP and GenAI semantic conventions.
+// Attributes defined by the OpenTelemetry MCP, RPC, HTTP and GenAI semantic conventions. Not among them:
+// `jsonrpc.protocol.version`, which the conventions record only when it is not "2.0" (MCP's always is);
+// the negotiated MCP revision is ATTR_MCP_PROTOCOL_VERSION.
 export const ATTR_MCP_METHOD_NAME = 'mcp.method.name';
 export const ATTR_MCP_SESSION_ID = 'mcp.session.id';
 export const ATTR_MCP_PROTOCOL_VERSION = 'mcp.protocol.version';
 export const ATTR_MCP_RESOURCE_URI = 'mcp.resource.uri';
 export const ATTR_JSONRPC_REQUEST_ID = 'jsonrpc.request.id';
-export const ATTR_JSONRPC_PROTOCOL_VERSION = 'jsonrpc.protocol.version';
 export const ATTR_RPC_RESPONSE_STATUS_CODE = 'rpc.response.status_code';
 export const ATTR_GEN_AI_TOOL_NAME = 'gen_ai.tool.name';
 export const ATTR_GEN_AI_PROMPT_NAME = 'gen_ai.prompt.name';

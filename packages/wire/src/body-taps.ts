@@ -23,8 +23,8 @@ export interface BodyTap {
 }
 
 /**
- * The underlying source of an observed body. The hot path goes through methods of a few classes
- * rather than closures made per stream, so its optimised code outlives each stream.
+ * The underlying source of an observed body. The hot path goes through methods of a few classes,
+ * not closures made per stream (why: the README, "Design").
  */
 export class TappedSource {
   private readonly reader: ReadableStreamDefaultReader<Uint8Array>;
@@ -69,10 +69,7 @@ export class TappedSource {
 
 export class SseTap implements BodyTap, SseSink {
   private readonly scanner = new SseScanner(this);
-  /**
-   * When the chunk being scanned arrived: one clock read per chunk. A double from the start, as every
-   * later value is, so the shape of SseTap instances never changes.
-   */
+  /** When the chunk being scanned arrived: one clock read per chunk. NaN until then, not undefined (README, "Design"). */
   private at = NaN;
   private out: ReadableStreamDefaultController<Uint8Array> | undefined;
   private chunkIn: Uint8Array = NO_BYTES;

@@ -14,17 +14,6 @@ export interface SseEvent {
   readonly data: string;
   /** Whether the event had at least one `data:` field (a browser dispatches only those). */
   hasData: boolean;
-  /**
-   * Whether the data may hold a JSON `"id"` member: it contains the bytes `"id"` or a backslash (an
-   * escaped key). Data without either cannot be a JSON-RPC request or response, so a reader looking
-   * only for those can skip parsing it.
-   */
-  mayHoldId: boolean;
-  /**
-   * Whether the data holds a `"method"` key (the string followed by a colon): a notification or a
-   * request. With `mayHoldId` false, data without it cannot be a JSON-RPC message.
-   */
-  mayHoldMethod: boolean;
   /** Bytes of data, line breaks between data lines not counted. */
   dataLength: number;
   /** Value of a valid `retry:` field, in milliseconds. */
@@ -59,9 +48,7 @@ export interface SseSink {
  * Each chunk is read through a latin1 view of it: one character per byte, so character positions are
  * byte positions, and the searches for line ends, colons and `"id"` run natively.
  *
- * The sink is an object whose class's method is called: optimised code of `push` that inlined a
- * per-stream closure is thrown away when that closure dies, and recompiling it costs more CPU than
- * parsing thousands of events.
+ * The sink is an object with a method, not a closure (why: the README, "Design").
  */
 export class SseScanner {
   /** The buffer the offsets refer to: the chunk, or the unparsed rest of earlier chunks and the chunk. */
@@ -77,6 +64,12 @@ export class SseScanner {
   dataEnd = 0;
   /** The values of all data lines, when there is more than one. */
   dataLines: Uint8Array[] | undefined = undefined;
+  /**
+   * The wire observer's JSON-RPC pre-filter, noted while the data lines are scanned anyway (internal:
+   * not on `SseEvent`). `mayHoldId`: the data contains `"id"` or a backslash (an escaped key); without
+   * either it is no request or response. `mayHoldMethod`: it holds a `"method"` key followed by a
+   * colon; without it and without an id it is no JSON-RPC message at all.
+   */
   mayHoldId = false;
   mayHoldMethod = false;
   dataLength = 0;
@@ -306,8 +299,6 @@ export class ScannedEvent implements SseEvent {
   readonly id: string | undefined;
   readonly event: string;
   readonly hasData: boolean;
-  readonly mayHoldId: boolean;
-  readonly mayHoldMethod: boolean;
   readonly dataLength: number;
   readonly retry: number | undefined;
   private readonly bytes: Uint8Array;
@@ -322,8 +313,6 @@ export class ScannedEvent implements SseEvent {
     this.id = scanner.id;
     this.event = scanner.event;
     this.hasData = scanner.hasData;
-    this.mayHoldId = scanner.mayHoldId;
-    this.mayHoldMethod = scanner.mayHoldMethod;
     this.dataLength = scanner.dataLength;
     this.retry = scanner.retry;
     this.bytes = scanner.bytes;

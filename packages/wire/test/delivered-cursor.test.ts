@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WireObserver } from '../src/index.js';
 import type { WireRequest } from '../src/index.js';
-import { startSseServer } from './sse-server.js';
-import type { SseServer } from './sse-server.js';
+import { startSseServer } from './helpers/sse-server.js';
+import type { SseServer } from './helpers/sse-server.js';
 
 let server: SseServer;
 beforeAll(async () => {

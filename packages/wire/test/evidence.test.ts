@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { WireObserver } from '../src/index.js';
 import type { FetchLike, TerminalObservation, WireEvent, WireRequest, WireResponse } from '../src/index.js';
-import { progress, result, sse, startScriptedServer } from './scripted-server.js';
-import type { ScriptedServer } from './scripted-server.js';
+import { progress, result, sse, startScriptedServer } from './helpers/scripted-server.js';
+import type { ScriptedServer } from './helpers/scripted-server.js';
 
 let server: ScriptedServer;
 beforeAll(async () => {

@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WireObserver } from '../src/index.js';
 import type { StreamEnd, WireEvent, WireListener, WireRequest, WireResponse } from '../src/index.js';
-import { startSseServer } from './sse-server.js';
-import type { SseServer } from './sse-server.js';
+import { startSseServer } from './helpers/sse-server.js';
+import type { SseServer } from './helpers/sse-server.js';
+import { initialize, post } from './helpers/requests.js';
 
 let server: SseServer;
 beforeAll(async () => {
@@ -26,22 +27,6 @@ function recorder() {
   return { requests, responses, events, ends, listener };
 }
 
-const post = (body: object, sessionId?: string) => ({
-  method: 'POST',
-  headers: {
-    'content-type': 'application/json',
-    accept: 'application/json, text/event-stream',
-    ...(sessionId ? { 'mcp-session-id': sessionId } : {}),
-  },
-  body: JSON.stringify(body),
-});
-
-async function initialize(fetch: typeof globalThis.fetch): Promise<string> {
-  const response = await fetch(server.url, post({ jsonrpc: '2.0', id: 0, method: 'initialize', params: {} }));
-  await response.json();
-  return response.headers.get('mcp-session-id')!;
-}
-
 describe('WireObserver', () => {
   it('follows a request from POST to its terminal event, and recognises the replay after it', async () => {
     const observer = new WireObserver();
@@ -49,7 +34,7 @@ describe('WireObserver', () => {
     observer.addListener(seen.listener);
     const fetch = observer.wrap();
 
-    const sessionId = await initialize(fetch);
+    const sessionId = await initialize(fetch, server.url);
     expect(observer.getSession(sessionId)?.initializedHere).toBe(true);
     expect(observer.getSession(sessionId)?.protocolVersion).toBe('2025-06-18');
 
@@ -93,10 +78,10 @@ describe('WireObserver', () => {
     const seen = recorder();
     observer.addListener(seen.listener);
     const fetch = observer.wrap();
-    const sessionId = await initialize(fetch);
+    const sessionId = await initialize(fetch, server.url);
     await (await fetch(server.url, post({ jsonrpc: '2.0', id: 6, method: 'tools/call', params: {} }, sessionId))).text();
     // Another process's id for this session: the server replays it, the observer cannot place it.
-    const foreign = await initialize(globalThis.fetch);
+    const foreign = await initialize(globalThis.fetch, server.url);
     await (await globalThis.fetch(server.url, post({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: {} }, foreign))).text();
     await (await fetch(server.url, { headers: { 'mcp-session-id': sessionId, 'last-event-id': 's7-1' } })).text();
     const resume = seen.requests.at(-1)!.resume!;
@@ -107,7 +92,7 @@ describe('WireObserver', () => {
   it('forgets the oldest cursors beyond its per-session cap', async () => {
     const observer = new WireObserver({ cursorsPerSession: 3 });
     const fetch = observer.wrap();
-    const sessionId = await initialize(fetch);
+    const sessionId = await initialize(fetch, server.url);
     for (const id of [30, 31]) {
       await (await fetch(server.url, post({ jsonrpc: '2.0', id, method: 'tools/call', params: {} }, sessionId))).text();
     }
@@ -121,7 +106,7 @@ describe('WireObserver', () => {
     const seen = recorder();
     observer.addListener(seen.listener);
     const fetch = observer.wrap();
-    const sessionId = await initialize(fetch);
+    const sessionId = await initialize(fetch, server.url);
 
     const call = await fetch(server.url, post({ jsonrpc: '2.0', id: 5, method: 'tools/call', params: { name: 'x' } }, sessionId));
     await call.text();
@@ -141,7 +126,7 @@ describe('WireObserver', () => {
     const observer = new WireObserver();
     observer.addListener({ onEvent: (e) => e.terminals.length === 0 }, { filters: true });
     const fetch = observer.wrap();
-    const sessionId = await initialize(fetch);
+    const sessionId = await initialize(fetch, server.url);
     const call = await fetch(server.url, post({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: {} }, sessionId));
     const text = await call.text();
     const original = server.written.get('POST 9')!;
@@ -154,7 +139,7 @@ describe('WireObserver', () => {
     const seen = recorder();
     observer.addListener(seen.listener);
     const fetch = observer.wrap();
-    const sessionId = await initialize(fetch);
+    const sessionId = await initialize(fetch, server.url);
 
     server.cutNextStream = true;
     const cut = await fetch(server.url, post({ jsonrpc: '2.0', id: 20, method: 'tools/call', params: {} }, sessionId));
@@ -207,7 +192,7 @@ describe('WireObserver', () => {
   it('keeps its request state within the cap', async () => {
     const observer = new WireObserver({ maxRequests: 10 });
     const fetch = observer.wrap();
-    const sessionId = await initialize(fetch);
+    const sessionId = await initialize(fetch, server.url);
     // Bodies left unread: the calls stay in flight, so only the cap bounds them.
     const open: Response[] = [];
     for (let id = 100; id < 130; id++) {

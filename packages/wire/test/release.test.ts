@@ -1,8 +1,9 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { WireObserver } from '../src/index.js';
 import type { FetchLike, WireRequest } from '../src/index.js';
-import { startSseServer } from './sse-server.js';
-import type { SseServer } from './sse-server.js';
+import { startSseServer } from './helpers/sse-server.js';
+import type { SseServer } from './helpers/sse-server.js';
+import { initialize, post } from './helpers/requests.js';
 
 let server: SseServer;
 beforeAll(async () => {
@@ -14,14 +15,6 @@ afterAll(async () => {
 beforeEach(() => {
   server.resumeMode = 'replay';
   server.progress = 1;
-});
-
-const json = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
-const post = (body: object, sessionId?: string, signal?: AbortSignal): RequestInit => ({
-  method: 'POST',
-  headers: { ...json, ...(sessionId ? { 'mcp-session-id': sessionId } : {}) },
-  body: JSON.stringify(body),
-  signal,
 });
 
 /** The test server has no DELETE: answered here with a real 200 response. */
@@ -36,18 +29,12 @@ function observed(options = {}) {
   return { observer, released, requests, fetch: observer.wrap(withDelete) };
 }
 
-async function initialize(fetch: FetchLike): Promise<string> {
-  const response = await fetch(server.url, post({ jsonrpc: '2.0', id: 0, method: 'initialize', params: {} }));
-  await response.text();
-  return response.headers.get('mcp-session-id')!;
-}
-
 const empty = { sessions: 0, requests: 0, evictions: 0 };
 
 describe('release of wire state', () => {
   it('a finished request leaves the request map when its stream ends after the terminal; its cursors still place', async () => {
     const { observer, fetch, requests } = observed();
-    const sessionId = await initialize(fetch);
+    const sessionId = await initialize(fetch, server.url);
     await (await fetch(server.url, post({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'x' } }, sessionId))).text();
     expect(observer.stats()).toEqual({ sessions: 1, requests: 0, evictions: 0, releasedSessions: 0, releasedRequests: 2 });
     // Still known through its stream: terminal count, no payload needed for the decision.
@@ -61,7 +48,7 @@ describe('release of wire state', () => {
 
   it('a request in flight stays until its stream ends', async () => {
     const { observer, fetch } = observed();
-    const sessionId = await initialize(fetch);
+    const sessionId = await initialize(fetch, server.url);
     const call = await fetch(server.url, post({ jsonrpc: '2.0', id: 8, method: 'tools/call', params: {} }, sessionId));
     expect(observer.stats().requests).toBe(1);
     await call.text();
@@ -70,7 +57,7 @@ describe('release of wire state', () => {
 
   it('a DELETE of the session releases the session and its requests, in flight or not', async () => {
     const { observer, fetch, released } = observed();
-    const sessionId = await initialize(fetch);
+    const sessionId = await initialize(fetch, server.url);
     await (await fetch(server.url, post({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: {} }, sessionId))).text();
     const unread = await fetch(server.url, post({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: {} }, sessionId));
     expect(observer.stats()).toMatchObject({ sessions: 1, requests: 1 });
@@ -88,7 +75,7 @@ describe('release of wire state', () => {
   it('a closed transport (standalone stream aborted, nothing in flight) releases the session', async () => {
     server.resumeMode = 'empty-open';
     const { observer, fetch, released } = observed();
-    const sessionId = await initialize(fetch);
+    const sessionId = await initialize(fetch, server.url);
     const transport = new AbortController();
     const standalone = await fetch(server.url, { headers: { 'mcp-session-id': sessionId, accept: 'text/event-stream' }, signal: transport.signal });
     const call = await fetch(server.url, { ...post({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: {} }, sessionId), signal: transport.signal });
@@ -98,14 +85,14 @@ describe('release of wire state', () => {
     // The call's body is read only after the abort, as a transport's pending reads end at close.
     expect(await call.text().catch(() => 'aborted')).toBe('aborted');
     expect(await reading).toBe('aborted');
-    await until(() => observer.stats().sessions === 0);
+    await vi.waitFor(() => expect(observer.stats().sessions).toBe(0), { timeout: 5_000 });
     expect(observer.stats()).toEqual({ ...empty, releasedSessions: 1, releasedRequests: 2 });
     expect(released).toEqual([sessionId]);
   });
 
   it('an aborted request stream alone is not a closed transport: the client may resume it', async () => {
     const { observer, fetch, requests } = observed();
-    const sessionId = await initialize(fetch);
+    const sessionId = await initialize(fetch, server.url);
     // The server holds the stream 30 ms after its progress event, then cuts it: the client drops it first.
     server.cutNextStream = true;
     const dropped = new AbortController();
@@ -119,7 +106,3 @@ describe('release of wire state', () => {
     expect(requests.at(-1)!.resume!.requests.map((r) => r.id)).toEqual(['4']);
   });
 });
-
-async function until(condition: () => boolean): Promise<void> {
-  for (let i = 0; i < 100 && !condition(); i++) await new Promise((r) => setTimeout(r, 10));
-}

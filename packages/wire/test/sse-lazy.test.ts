@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SseParser } from '../src/sse.js';
+import { SseParser, SseScanner } from '../src/sse.js';
 import type { SseEvent } from '../src/sse.js';
 
 const encoder = new TextEncoder();
@@ -12,9 +12,27 @@ function parse(chunks: string[] | Uint8Array[]): SseEvent[] {
   return events;
 }
 
-describe('SseParser hints for the hot path', () => {
+/** What the scanner notes for the observer's JSON-RPC pre-filter, per event (internal fields, read during the call). */
+interface Scanned {
+  mayHoldId: boolean;
+  mayHoldMethod: boolean;
+  dataLength: number;
+  data: string;
+}
+
+function scan(chunks: string[]): Scanned[] {
+  const seen: Scanned[] = [];
+  const scanner = new SseScanner({
+    event: (s) => void seen.push({ mayHoldId: s.mayHoldId, mayHoldMethod: s.mayHoldMethod, dataLength: s.dataLength, data: s.decodeData() }),
+  });
+  for (const chunk of chunks) scanner.push(encoder.encode(chunk));
+  scanner.end();
+  return seen;
+}
+
+describe("SseScanner's JSON-RPC pre-filter (internal to the wire observer)", () => {
   it('tells data that may hold a JSON "id" member from data that cannot', () => {
-    const events = parse([
+    const events = scan([
       'data: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}\n\n',
       'data: {"jsonrpc":"2.0","id":7,"result":{}}\n\n',
       'data: {"jsonrpc":"2.0",\ndata: "id":7,"result":{}}\n\n',
@@ -23,6 +41,7 @@ describe('SseParser hints for the hot path', () => {
       'id: 3\ndata: \n\n',
     ]);
     expect(events.map((e) => e.mayHoldId)).toEqual([false, true, true, true, false, false]);
+    expect(events.map((e) => e.mayHoldMethod)).toEqual([true, false, false, false, false, false]);
     expect(events.map((e) => e.dataLength)).toEqual(events.map((e) => encoder.encode(e.data.replaceAll('\n', '')).length));
     expect(events.at(-1)!.dataLength).toBe(0);
   });
@@ -30,11 +49,19 @@ describe('SseParser hints for the hot path', () => {
   it('finds "id" members wherever the chunks split them', () => {
     const text = 'data: {"x":1}\n\ndata: {"id":1,"result":{}}\n\ndata: {"method":"m"}\n\n';
     for (let cut = 1; cut < text.length; cut++) {
-      const events = parse([text.slice(0, cut), text.slice(cut)]);
+      const events = scan([text.slice(0, cut), text.slice(cut)]);
       expect(events.map((e) => e.mayHoldId), `cut at ${cut}`).toEqual([false, true, false]);
+      expect(events.map((e) => e.mayHoldMethod), `cut at ${cut}`).toEqual([false, false, true]);
     }
   });
 
+  it('stays off the public event: SseParser reports plain event-stream fields', () => {
+    const [event] = parse(['id: 1\ndata: {"jsonrpc":"2.0","id":1,"result":{}}\n\n']);
+    expect(Object.keys(event!).filter((key) => key.startsWith('mayHold'))).toEqual([]);
+  });
+});
+
+describe('SseParser decodes lazily', () => {
   it('decodes UTF-8 data and ids, also split inside a character', () => {
     const bytes = encoder.encode('id: é-1\nevent: méssage\ndata: {"text":"žluťoučký 🐎"}\n\n');
     for (let cut = 1; cut < bytes.length; cut++) {

@@ -31,15 +31,14 @@ export function capturedFetch(options: InstrumentFetchOptions = {}): { capture: 
 /** What `stats()` says once every request and stream has ended. */
 export const IDLE: RecorderStats = { openRequests: 0, openResumes: 0, pendingHttp: 0, heldPolls: 0, heldPollsEvicted: 0 };
 
-/** Polls until `check` returns a truthy value; bounded, generous for a loaded machine. */
-export async function waitFor<T>(check: () => T | undefined | false, what: string, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
+/** `vi.waitFor` options for what arrives over real loopback HTTP: generous, as tests run on loaded machines. */
+export const WAIT = { timeout: 15_000, interval: 20 };
+
+/** The first finished span named `name`; throws until there is one (a `vi.waitFor` callback). */
+export function firstSpan(capture: SpanCapture, name: string): ReadableSpan {
+  const span = capture.spans(name)[0];
+  if (span === undefined) throw new Error(`no ${name} span yet`);
+  return span;
 }
 
 export const attr = (span: ReadableSpan, name: string): unknown => span.attributes[name];

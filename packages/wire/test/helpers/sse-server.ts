@@ -1,6 +1,7 @@
 import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { setTimeout as delay } from 'node:timers/promises';
 
 /**
  * A Streamable HTTP server written by hand, so the wire's and the guard's tests control every byte and
@@ -105,7 +106,8 @@ export async function startSseServer(): Promise<SseServer> {
     const cut = state.cutNextStream;
     state.cutNextStream = false;
     if (cut) {
-      await new Promise((r) => setTimeout(r, 30));
+      // The events written so far reach the client before the cut: real time, as on a network.
+      await delay(30);
       res.socket?.destroy();
       // Stored for replay, never delivered on this stream.
       n++;
