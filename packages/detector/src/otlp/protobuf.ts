@@ -4,7 +4,7 @@ import type { AttributeValue, SpanRecord } from '../core/types.js';
 import { CONTRACT_NAMES, DETECTOR_KEYS, isContractSpan } from './detector-keys.js';
 import { OtlpDecodeError, type DecodeResult } from './errors.js';
 import { spanKind } from './kind.js';
-import { readHex, readString } from './strings.js';
+import { readHex, readString, readUtf8 } from './strings.js';
 
 /*
  * A hand-rolled decoder for opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest that reads
@@ -143,8 +143,7 @@ export interface ProtobufDecodeOptions {
 
 /** Decodes a binary ExportTraceServiceRequest; throws OtlpDecodeError on a malformed message. */
 export function decodeProtobufRequest(buf: Uint8Array, sink: (s: SpanRecord) => void, options?: ProtobufDecodeOptions): DecodeResult {
-  // A Buffer view (no copy): its native slicing methods make the strings.
-  const r = new Reader(Buffer.isBuffer(buf) ? buf : Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength));
+  const r = new Reader(buf);
   r.slim = options?.detectorAttributesOnly === true;
   const result: DecodeResult = { spans: 0, invalid: 0 };
   const end = buf.length;
@@ -384,7 +383,7 @@ function anyValue(r: Reader, end: number): AttributeValue | undefined {
       case (1 << 3) | 2: {
         const e = r.len(end);
         // Values (session, stream ids) are mostly distinct: decoded, not interned.
-        value = e > r.pos ? Buffer.prototype.utf8Slice.call(r.buf, r.pos, e) : '';
+        value = readUtf8(r.buf, r.pos, e);
         r.pos = e;
         break;
       }
