@@ -60,32 +60,44 @@ export function isContractSpan(name: string): boolean {
  * decoders match attribute keys and span names against it and hand out the set's own (interned) string.
  */
 export class ByteKeys {
-  private readonly byLength: { bytes: Uint8Array; index: number }[][] = [];
+  /** Every value's bytes, one after the other; by length, which values have it (indices into `values`). */
+  private readonly flat: Uint8Array;
+  private readonly offsets: Int32Array;
+  private readonly bucketStart: Int32Array;
+  private readonly bucket: Int32Array;
   private readonly byValue = new Map<string, number>();
   private readonly maxLength: number;
 
   constructor(readonly values: readonly string[]) {
-    let max = 0;
-    values.forEach((value, index) => {
-      const bytes = Buffer.from(value, 'latin1');
-      (this.byLength[bytes.length] ??= []).push({ bytes, index });
-      this.byValue.set(value, index);
-      if (bytes.length > max) max = bytes.length;
-    });
-    this.maxLength = max;
+    const bytes = values.map((v) => Buffer.from(v, 'latin1'));
+    this.maxLength = Math.max(0, ...bytes.map((b) => b.length));
+    this.flat = new Uint8Array(Buffer.concat(bytes));
+    this.offsets = new Int32Array(values.length);
+    for (let i = 1; i < values.length; i++) this.offsets[i] = this.offsets[i - 1]! + bytes[i - 1]!.length;
+    this.bucketStart = new Int32Array(this.maxLength + 2);
+    this.bucket = new Int32Array(values.length);
+    let k = 0;
+    for (let len = 0; len <= this.maxLength; len++) {
+      this.bucketStart[len] = k;
+      for (let i = 0; i < values.length; i++) if (bytes[i]!.length === len) this.bucket[k++] = i;
+    }
+    this.bucketStart[this.maxLength + 1] = k;
+    values.forEach((value, index) => this.byValue.set(value, index));
   }
 
   /** The index of the value spelled by buf[start, end), or -1. */
   indexOf(buf: Uint8Array, start: number, end: number): number {
     const len = end - start;
     if (len > this.maxLength) return -1;
-    const candidates = this.byLength[len];
-    if (candidates === undefined) return -1;
+    const flat = this.flat;
+    const last = this.bucketStart[len + 1]!;
     // Keys share prefixes ("mcp.stream."): compare from the end, where they differ.
-    outer: for (let k = 0; k < candidates.length; k++) {
-      const bytes = candidates[k]!.bytes;
-      for (let i = len - 1; i >= 0; i--) if (buf[start + i] !== bytes[i]) continue outer;
-      return candidates[k]!.index;
+    for (let b = this.bucketStart[len]!; b < last; b++) {
+      const index = this.bucket[b]!;
+      const off = this.offsets[index]!;
+      let i = len - 1;
+      while (i >= 0 && buf[start + i] === flat[off + i]) i--;
+      if (i < 0) return index;
     }
     return -1;
   }

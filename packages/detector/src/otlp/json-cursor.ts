@@ -176,13 +176,11 @@ export class JsonCursor {
     let p = start;
     let flags = 0;
     for (;;) {
+      // Plain ASCII runs in a tight loop (past the end, STRING_CLASS[undefined] is no class and stops it).
+      while (STRING_CLASS[b[p]!] === C_PLAIN) p++;
       const c = b[p];
       if (c === undefined) this.fail('unterminated string', p);
       const cls = STRING_CLASS[c]!;
-      if (cls === C_PLAIN) {
-        p++;
-        continue;
-      }
       if (cls === C_QUOTE) break;
       if (cls === C_HIGH) flags |= NON_ASCII;
       else if (cls === C_UNDERSCORE) flags |= UNDERSCORE;

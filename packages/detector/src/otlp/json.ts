@@ -329,7 +329,7 @@ class Walk {
     const cur = this.cur;
     const tok = this.tok;
     const admit = this.admitSpan;
-    tok.fill(0);
+    for (let f = 0; f < 7 * 4; f += 4) tok[f] = NONE;
     this.attrCount = 0;
     cur.open(7);
     admit.reset();
@@ -359,9 +359,9 @@ class Walk {
         tok[t + 2] = cur.pos;
       } else cur.skip(8);
     }
-    const traceId = id(this.scalar(F_TRACE), 16);
+    const traceId = this.hexId(F_TRACE, 16) ?? id(this.scalar(F_TRACE), 16);
     if (traceId === undefined) return 'traceId is not 16 bytes of hex';
-    const spanId = id(this.scalar(F_SPAN), 8);
+    const spanId = this.hexId(F_SPAN, 8) ?? id(this.scalar(F_SPAN), 8);
     if (spanId === undefined) return 'spanId is not 8 bytes of hex';
     let parent: string | undefined;
     if (tok[F_PARENT * 4] !== NONE) {
@@ -434,7 +434,7 @@ class Walk {
     const cur = this.cur;
     const buf = cur.buf;
     const any = this.any;
-    any.fill(0);
+    any[0] = any[4] = any[8] = any[12] = NONE;
     let keyType = NONE;
     let keyStart = 0;
     let keyEnd = 0;
@@ -481,7 +481,7 @@ class Walk {
       }
       if (!fast) {
         cur.pos = start;
-        any.fill(0);
+        any[0] = any[4] = any[8] = any[12] = NONE;
       }
     }
     if (!fast) {
@@ -505,7 +505,7 @@ class Walk {
           } else cur.skip(depth + 1);
         } else {
           valueIsObject = type === OBJECT;
-          any.fill(0);
+          any[0] = any[4] = any[8] = any[12] = NONE;
           if (valueIsObject) this.anyValue(depth + 1);
           else cur.skip(depth + 1);
         }
@@ -611,11 +611,14 @@ class Walk {
     }
   }
 
-  /** Number() of a string token: plain digits (an int as exporters write it) read from the bytes. */
+  /**
+   * Number() of a number token or a string token: plain digits (an int as exporters write it, up to 15
+   * digits: exact in a double) read from the bytes, anything else through Number().
+   */
   private digits(tokens: Int32Array, t: number): number {
     const s = tokens[t + 1]!;
     const e = tokens[t + 2]!;
-    if (e > s && e - s <= 15 && tokens[t + 3] === 0) {
+    if (e > s && e - s <= 15 && (tokens[t] === NUMBER || tokens[t + 3] === 0)) {
       const buf = this.cur.buf;
       let n = 0;
       let i = s;
@@ -626,6 +629,7 @@ class Walk {
       }
       if (i === e) return n;
     }
+    if (tokens[t] === NUMBER) return Number(Buffer.prototype.latin1Slice.call(this.cur.buf, s, e));
     return Number(this.value(tokens, t));
   }
 
@@ -641,7 +645,7 @@ class Walk {
         cur.strFlags = tokens[t + 3]!;
         return cur.stringValue();
       case NUMBER:
-        return Number(Buffer.prototype.latin1Slice.call(cur.buf, tokens[t + 1]!, tokens[t + 2]!));
+        return this.digits(tokens, t);
       case TRUE:
         return true;
       case FALSE:
@@ -651,6 +655,21 @@ class Walk {
       default:
         return CONTAINER;
     }
+  }
+
+  /** A plain string token of lowercase hex digits, `bytes` long, as its string; undefined otherwise (id() decides). */
+  private hexId(field: number, bytes: number): string | undefined {
+    const tok = this.tok;
+    const t = field * 4;
+    const s = tok[t + 1]!;
+    const e = tok[t + 2]!;
+    if (tok[t] !== STRING || tok[t + 3] !== 0 || e - s !== bytes * 2) return undefined;
+    const buf = this.cur.buf;
+    for (let i = s; i < e; i++) {
+      const c = buf[i]!;
+      if (!((c >= 48 && c <= 57) || (c >= 97 && c <= 102))) return undefined;
+    }
+    return Buffer.prototype.latin1Slice.call(buf, s, e);
   }
 
   private scalar(field: number): unknown {
