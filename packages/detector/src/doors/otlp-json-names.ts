@@ -1,9 +1,10 @@
 /**
  * The protobuf JSON mapping lets a parser accept a field under its lowerCamelCase JSON name or its
  * original proto (snake_case) name: `resource_spans`, `scope_spans`, `trace_id`, `start_time_unix_nano`,
- * `string_value`, ... The OTLP/JSON decoder reads both itself (with this function's renaming rule); this
- * renames snake_case keys of a parsed document in place, at every depth, for other readers. OTLP trace messages have no maps keyed by user data (attributes
- * are lists of {key, value}), so every object key is a field name and renaming is safe.
+ * `string_value`, ... The OTLP/JSON decoder reads both itself, by this function's rule; this renames the
+ * snake_case keys of a parsed document in place, at every depth, for other readers. OTLP trace messages
+ * have no maps keyed by user data (attributes are lists of {key, value}), so every object key is a field
+ * name and renaming is safe.
  */
 export function camelCaseOtlpFieldNames(value: unknown): void {
   if (Array.isArray(value)) {
