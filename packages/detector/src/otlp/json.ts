@@ -359,7 +359,7 @@ class Walk {
         tok[t + 2] = cur.pos;
       } else cur.skip(8);
     }
-    const traceId = this.hexId(F_TRACE, 16) ?? id(this.scalar(F_TRACE), 16);
+    const traceId = this.traceHex() ?? id(this.scalar(F_TRACE), 16);
     if (traceId === undefined) return 'traceId is not 16 bytes of hex';
     const spanId = this.hexId(F_SPAN, 8) ?? id(this.scalar(F_SPAN), 8);
     if (spanId === undefined) return 'spanId is not 8 bytes of hex';
@@ -655,6 +655,30 @@ class Walk {
       default:
         return CONTAINER;
     }
+  }
+
+  /** Where the last trace id token read starts, and its string: the spans of one trace usually come together. */
+  private lastTraceAt = -1;
+  private lastTrace = '';
+
+  /** hexId of the trace id; the previous span's string again when its bytes are the same. */
+  private traceHex(): string | undefined {
+    const tok = this.tok;
+    const t = F_TRACE * 4;
+    const s = tok[t + 1]!;
+    const last = this.lastTraceAt;
+    if (last >= 0 && tok[t] === STRING && tok[t + 3] === 0 && tok[t + 2]! - s === 32) {
+      const buf = this.cur.buf;
+      let i = 31;
+      while (i >= 0 && buf[s + i] === buf[last + i]) i--;
+      if (i < 0) return this.lastTrace;
+    }
+    const id = this.hexId(F_TRACE, 16);
+    if (id !== undefined) {
+      this.lastTraceAt = s;
+      this.lastTrace = id;
+    }
+    return id;
   }
 
   /** A plain string token of lowercase hex digits, `bytes` long, as its string; undefined otherwise (id() decides). */

@@ -33,7 +33,23 @@ class Reader {
   pos = 0;
   /** detectorAttributesOnly. */
   slim = false;
+  /** Where the last trace id read starts, and its hex: the spans of one trace usually come together. */
+  private lastTraceAt = -1;
+  private lastTrace = '';
   constructor(readonly buf: Uint8Array) {}
+
+  /** The 16-byte trace id at `at` as hex; the previous span's string again when the bytes are the same. */
+  traceHex(at: number): string {
+    const buf = this.buf;
+    const last = this.lastTraceAt;
+    if (last >= 0) {
+      let i = 15;
+      while (i >= 0 && buf[at + i] === buf[last + i]) i--;
+      if (i < 0) return this.lastTrace;
+    }
+    this.lastTraceAt = at;
+    return (this.lastTrace = readHex(buf, at, at + 16));
+  }
 
   varint(end: number): number {
     const buf = this.buf;
@@ -230,7 +246,7 @@ function span(r: Reader, end: number, service: string): SpanRecord | string {
       case (1 << 3) | 2: {
         const e = r.len(end);
         if (e - r.pos !== 16) return `span trace_id is ${e - r.pos} bytes, not 16`;
-        traceId = readHex(buf, r.pos, e);
+        traceId = r.traceHex(r.pos);
         r.pos = e;
         break;
       }
