@@ -435,82 +435,15 @@ class Walk {
     const buf = cur.buf;
     const any = this.any;
     any[0] = any[4] = any[8] = any[12] = NONE;
-    let keyType = NONE;
-    let keyStart = 0;
-    let keyEnd = 0;
-    let keyFlags = 0;
-    let valueIsObject = false;
-    // The layout exporters write, {"key":"…","value":{"<field>":<scalar>}}, is read straight through;
-    // anything else (whitespace, another order, more fields) is read again the general way, which
-    // throws at the same byte whatever the fast path would have thrown at.
-    const start = cur.pos;
-    let fast = false;
-    if (depth + 1 <= cur.maxDepth && at(buf, start, KV_HEAD)) {
-      cur.pos = start + KV_HEAD.length - 1;
-      cur.string();
-      keyStart = cur.strStart;
-      keyEnd = cur.strEnd;
-      keyFlags = cur.strFlags;
-      if (at(buf, cur.pos - 1, KV_VALUE)) {
-        cur.pos += KV_VALUE.length - 2;
-        cur.string();
-        const id = cur.strFlags === 0 ? ANY_VALUE.of(cur) : -1;
-        if (id >= 0 && buf[cur.pos] === COLON_BYTE) {
-          cur.pos++;
-          const type = cur.peek();
-          if (type !== OBJECT && type !== ARRAY) {
-            const t = id * 4;
-            any[t] = type;
-            cur.scalar(type);
-            if (type === STRING) {
-              any[t + 1] = cur.strStart;
-              any[t + 2] = cur.strEnd;
-              any[t + 3] = cur.strFlags;
-            } else if (type === NUMBER) {
-              any[t + 1] = cur.numStart;
-              any[t + 2] = cur.pos;
-            }
-            if (buf[cur.pos] === CLOSE_OBJECT_BYTE && buf[cur.pos + 1] === CLOSE_OBJECT_BYTE) {
-              cur.pos += 2;
-              fast = true;
-              keyType = STRING;
-              valueIsObject = true;
-            }
-          }
-        }
-      }
-      if (!fast) {
-        cur.pos = start;
-        any[0] = any[4] = any[8] = any[12] = NONE;
-      }
+    if (!this.keyValueAsWritten(depth)) {
+      any[0] = any[4] = any[8] = any[12] = NONE;
+      this.keyValueAnyLayout(depth);
     }
-    if (!fast) {
-      const admit = this.admitKv;
-      cur.open(depth);
-      admit.reset();
-      for (let first = true; cur.nextKey(first); first = false) {
-        const id = KEY_VALUE.of(cur);
-        if (id < 0 || !admit.admit(id, KEY_VALUE.snake)) {
-          cur.skip(depth + 1);
-          continue;
-        }
-        const type = cur.peek();
-        if (id === 0) {
-          keyType = type;
-          if (type === STRING) {
-            cur.string();
-            keyStart = cur.strStart;
-            keyEnd = cur.strEnd;
-            keyFlags = cur.strFlags;
-          } else cur.skip(depth + 1);
-        } else {
-          valueIsObject = type === OBJECT;
-          any[0] = any[4] = any[8] = any[12] = NONE;
-          if (valueIsObject) this.anyValue(depth + 1);
-          else cur.skip(depth + 1);
-        }
-      }
-    }
+    const keyType = this.kType;
+    const keyStart = this.kStart;
+    const keyEnd = this.kEnd;
+    const keyFlags = this.kFlags;
+    const valueIsObject = this.kValueIsObject;
     this.kvKind = V_NONE;
     if (keyType !== STRING) return undefined;
     let key: string | undefined;
@@ -558,6 +491,95 @@ class Walk {
         any[t + 1] = cur.numStart;
         any[t + 2] = cur.pos;
       } else cur.skip(depth + 1);
+    }
+  }
+
+  /** The KeyValue read last: its key token, and whether its value was an object. */
+  private kType = NONE;
+  private kStart = 0;
+  private kEnd = 0;
+  private kFlags = 0;
+  private kValueIsObject = false;
+
+  /**
+   * The layout exporters write, {"key":"…","value":{"<field>":<scalar>}}, read straight through: true
+   * when the KeyValue at `pos` has it (its key token and value tokens kept); false, with `pos` back at its
+   * start, for anything else (whitespace, another order, more fields), which keyValueAnyLayout reads
+   * again, throwing at the same byte whatever this would have thrown at.
+   */
+  private keyValueAsWritten(depth: number): boolean {
+    const cur = this.cur;
+    const buf = cur.buf;
+    const start = cur.pos;
+    if (depth + 1 > cur.maxDepth || !at(buf, start, KV_HEAD)) return false;
+    cur.pos = start + KV_HEAD.length - 1;
+    cur.string();
+    this.kStart = cur.strStart;
+    this.kEnd = cur.strEnd;
+    this.kFlags = cur.strFlags;
+    if (at(buf, cur.pos - 1, KV_VALUE)) {
+      cur.pos += KV_VALUE.length - 2;
+      cur.string();
+      const id = cur.strFlags === 0 ? ANY_VALUE.of(cur) : -1;
+      if (id >= 0 && buf[cur.pos] === COLON_BYTE) {
+        cur.pos++;
+        const type = cur.peek();
+        if (type !== OBJECT && type !== ARRAY) {
+          const any = this.any;
+          const t = id * 4;
+          any[t] = type;
+          cur.scalar(type);
+          if (type === STRING) {
+            any[t + 1] = cur.strStart;
+            any[t + 2] = cur.strEnd;
+            any[t + 3] = cur.strFlags;
+          } else if (type === NUMBER) {
+            any[t + 1] = cur.numStart;
+            any[t + 2] = cur.pos;
+          }
+          if (buf[cur.pos] === CLOSE_OBJECT_BYTE && buf[cur.pos + 1] === CLOSE_OBJECT_BYTE) {
+            cur.pos += 2;
+            this.kType = STRING;
+            this.kValueIsObject = true;
+            return true;
+          }
+        }
+      }
+    }
+    cur.pos = start;
+    return false;
+  }
+
+  /** A KeyValue object at `depth` in any layout: duplicates, both spellings, other fields, whitespace. */
+  private keyValueAnyLayout(depth: number): void {
+    const cur = this.cur;
+    const admit = this.admitKv;
+    this.kType = NONE;
+    this.kValueIsObject = false;
+    cur.open(depth);
+    admit.reset();
+    for (let first = true; cur.nextKey(first); first = false) {
+      const id = KEY_VALUE.of(cur);
+      if (id < 0 || !admit.admit(id, KEY_VALUE.snake)) {
+        cur.skip(depth + 1);
+        continue;
+      }
+      const type = cur.peek();
+      if (id === 0) {
+        this.kType = type;
+        if (type === STRING) {
+          cur.string();
+          this.kStart = cur.strStart;
+          this.kEnd = cur.strEnd;
+          this.kFlags = cur.strFlags;
+        } else cur.skip(depth + 1);
+      } else {
+        const any = this.any;
+        this.kValueIsObject = type === OBJECT;
+        any[0] = any[4] = any[8] = any[12] = NONE;
+        if (type === OBJECT) this.anyValue(depth + 1);
+        else cur.skip(depth + 1);
+      }
     }
   }
 
