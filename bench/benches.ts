@@ -31,9 +31,9 @@ export const BENCHES: Bench[] = [
     id: 'detector-serve',
     dir: 'packages/detector',
     script: 'bench/run.ts',
-    args: ['serve', 'serve-protobuf'],
-    smokeArgs: ['serve', 'serve-protobuf', '--smoke'],
-    what: '`resumewatch serve` over loopback: OTLP/JSON against JSON.parse, OTLP/protobuf and gRPC against protobufjs decoding',
+    args: ['serve', 'serve-protobuf', 'decode'],
+    smokeArgs: ['serve', 'serve-protobuf', 'decode', '--smoke'],
+    what: '`resumewatch serve` over loopback: OTLP/JSON against JSON.parse, OTLP/protobuf and gRPC against protobufjs decoding (by wall and by CPU time), and the decoders alone',
   },
   {
     id: 'detector-lag',

@@ -41,7 +41,7 @@ export interface ResumewatchConfig extends DetectorOptions {
    * and a gRPC connection without calls stays open.
    */
   idleTimeoutMs: number;
-  /** Deepest nesting of arrays and objects accepted in an OTLP/JSON body (400 above), checked before parsing. */
+  /** Deepest nesting of arrays and objects accepted in an OTLP/JSON body (400 above), refused at the first bracket too deep. */
   maxJsonDepth: number;
   /** Concurrent connections to the OTLP/HTTP and the OTLP/gRPC port each; further ones are closed at once. */
   maxConnections: number;
@@ -112,7 +112,7 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
   { key: 'retryAfterMs', flag: 'retry-after', env: 'RESUMEWATCH_RETRY_AFTER', kind: 'duration', help: 'retry advice sent with 429 / RESOURCE_EXHAUSTED' },
   { key: 'headerTimeoutMs', flag: 'header-timeout', env: 'RESUMEWATCH_HEADER_TIMEOUT', kind: 'duration', help: 'time allowed to send the HTTP request headers, or to start HTTP/2 on the gRPC port' },
   { key: 'idleTimeoutMs', flag: 'idle-timeout', env: 'RESUMEWATCH_IDLE_TIMEOUT', kind: 'duration', help: 'time a request body or a gRPC connection may stay silent' },
-  { key: 'maxJsonDepth', flag: 'max-json-depth', env: 'RESUMEWATCH_MAX_JSON_DEPTH', kind: 'int', help: 'deepest nesting accepted in OTLP/JSON (checked before parsing)' },
+  { key: 'maxJsonDepth', flag: 'max-json-depth', env: 'RESUMEWATCH_MAX_JSON_DEPTH', kind: 'int', help: 'deepest nesting accepted in OTLP/JSON (refused at the first bracket too deep)' },
   { key: 'maxConnections', flag: 'max-connections', env: 'RESUMEWATCH_MAX_CONNECTIONS', kind: 'int', help: 'concurrent connections per OTLP port' },
   { key: 'stateFile', flag: 'state-file', env: 'RESUMEWATCH_STATE_FILE', kind: 'string', help: 'detector state written on shutdown and periodically, read back on start' },
   { key: 'snapshotIntervalMs', flag: 'snapshot-interval', env: 'RESUMEWATCH_SNAPSHOT_INTERVAL', kind: 'duration', help: 'how often the state is written to --state-file; 0: only on shutdown' },

@@ -90,6 +90,7 @@ vi.mock('../src/otlp/strings.js', () => {
   return {
     readHex: (buf: Uint8Array, start: number, end: number) => Buffer.from(bytes(buf, start, end)).toString('hex'),
     readString: (buf: Uint8Array, start: number, end: number) => Buffer.from(bytes(buf, start, end)).toString('utf8'),
+    readUtf8: (buf: Uint8Array, start: number, end: number) => Buffer.from(bytes(buf, start, end)).toString('utf8'),
   };
 });
 

@@ -13,7 +13,6 @@ import type { Finding, SpanRecord } from '../core/types.js';
 import { OtlpDecodeError } from '../otlp/errors.js';
 import { decodeJsonRequest } from '../otlp/json.js';
 import { formatFindingGroups, groupFindings } from './findings-format.js';
-import { camelCaseOtlpFieldNames, resourceSpansCount } from './otlp-json-names.js';
 
 /** Bad input: names the file and, when it is known, the line. */
 export class AnalyzeInputError extends Error {
@@ -87,16 +86,17 @@ export async function analyzeFiles(
       if (typeof doc.value !== 'object' || doc.value === null || Array.isArray(doc.value)) {
         throw new AnalyzeInputError(name, doc.line, 'not an OTLP/JSON export request (expected a JSON object with resourceSpans)');
       }
-      camelCaseOtlpFieldNames(doc.value);
+      let n: number;
       try {
-        const r = decodeJsonRequest(doc.value, sink, { detectorAttributesOnly: true });
+        // The decoder reads snake_case (proto) field names as well as lowerCamelCase ones.
+        const r = decodeJsonRequest(doc.text, sink, { detectorAttributesOnly: true });
         result.spans += r.spans + r.invalid;
         result.invalidSpans += r.invalid;
+        n = r.resourceSpans ?? 0;
       } catch (e) {
         if (e instanceof OtlpDecodeError) throw new AnalyzeInputError(name, doc.line, e.message);
         throw e;
       }
-      const n = resourceSpansCount(doc.value);
       if (n === 0) result.documentsWithoutSpans++;
       resourceSpans += n;
       detector.advance(latest);
@@ -110,7 +110,7 @@ export async function analyzeFiles(
   return result;
 }
 
-function* documents(text: string, name: string): Generator<{ value: unknown; line: number | undefined }> {
+function* documents(text: string, name: string): Generator<{ value: unknown; text: string; line: number | undefined }> {
   const lines = text.split('\n');
   let seen = 0;
   for (let i = 0; i < lines.length; i++) {
@@ -127,13 +127,13 @@ function* documents(text: string, name: string): Generator<{ value: unknown; lin
         } catch {
           throw new AnalyzeInputError(name, i + 1, `malformed JSON: ${(e as Error).message}`);
         }
-        yield { value, line: undefined };
+        yield { value, text, line: undefined };
         return;
       }
       throw new AnalyzeInputError(name, i + 1, `malformed JSON: ${(e as Error).message}`);
     }
     seen++;
-    yield { value, line: i + 1 };
+    yield { value, text: line, line: i + 1 };
   }
   if (seen === 0) throw new AnalyzeInputError(name, undefined, 'no OTLP export request in the input');
 }

@@ -15,6 +15,8 @@ const EXPORT_PATH = '/opentelemetry.proto.collector.trace.v1.TraceService/Export
 const STATUS_DETAILS_KEY = 'grpc-status-details-bin';
 /** Concurrent calls on one connection: with --max-connections, what bounds the calls being received at once. */
 const MAX_STREAMS_PER_CONNECTION = 16;
+/** The gRPC door feeds nothing but the detector: only the attributes it reads are converted. */
+const DETECTOR_ONLY = { detectorAttributesOnly: true } as const;
 
 /** The request stays raw bytes until the handler decodes it, so that a malformed message is an INVALID_ARGUMENT with a reason. */
 const traceService: grpc.ServiceDefinition = {
@@ -123,7 +125,7 @@ export async function startGrpcReceiver(init: GrpcReceiverInit, port: number): P
       // The call's bytes are held in the budget by guard() until it is answered.
       inflight.enter();
       try {
-        const result = pipeline.ingest((sink) => decodeProtobufRequest(call.request, sink));
+        const result = pipeline.ingest((sink) => decodeProtobufRequest(call.request, sink, DETECTOR_ONLY));
         callback(null, encodeProtobufResponse(result.invalid, rejectionMessage(result)));
       } catch (e) {
         if (e instanceof OtlpDecodeError) callback({ code: grpc.status.INVALID_ARGUMENT, details: e.message });

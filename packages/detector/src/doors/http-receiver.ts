@@ -2,7 +2,6 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createGunzip } from 'node:zlib';
 import type { ResumewatchConfig } from '../config.js';
 import { decodeJsonRequest } from '../otlp/json.js';
-import { checkJsonDepth } from '../otlp/json-depth.js';
 import { decodeProtobufRequest } from '../otlp/protobuf.js';
 import { OtlpDecodeError, type DecodeResult } from '../otlp/errors.js';
 import { encodeProtobufResponse, jsonResponse, rejectionMessage } from '../otlp/response.js';
@@ -13,7 +12,6 @@ import type { Pipeline } from './pipeline.js';
 import { RpcCode, sendStatus } from './status.js';
 
 const TRACES_PATH = '/v1/traces';
-const DETECTOR_ONLY = { detectorAttributesOnly: true } as const;
 
 type Encoding = 'json' | 'protobuf';
 
@@ -41,6 +39,10 @@ export interface HttpReceiverInit {
  */
 export function otlpHttpHandler({ pipeline, config, budget, inflight, shed }: HttpReceiverInit) {
   const tooLarge = `body exceeds ${config.maxBodyBytes} bytes (--max-body)`;
+  // The JSON scanner refuses nesting past --max-json-depth at the first bracket too deep (the 16 M levels of
+  // `[` a hostile body can hold cost microseconds); both decoders convert only what the detector reads.
+  const jsonOptions = { detectorAttributesOnly: true, maxDepth: config.maxJsonDepth } as const;
+  const protobufOptions = { detectorAttributesOnly: true } as const;
   const busy = `server busy: request bodies in flight reach ${config.maxInflightBytes} bytes (--max-inflight); retry later`;
   return (req: IncomingMessage, res: ServerResponse): void => {
     const path = (req.url ?? '').split('?')[0];
@@ -125,9 +127,8 @@ export function otlpHttpHandler({ pipeline, config, budget, inflight, shed }: Ht
       let result: DecodeResult;
       try {
         result = pipeline.ingest((sink) => {
-          if (pb) return decodeProtobufRequest(body, sink);
-          checkJsonDepth(body, config.maxJsonDepth);
-          return decodeJsonRequest(body.toString('utf8'), sink, DETECTOR_ONLY);
+          if (pb) return decodeProtobufRequest(body, sink, protobufOptions);
+          return decodeJsonRequest(body, sink, jsonOptions);
         });
       } catch (e) {
         if (e instanceof OtlpDecodeError) return sendStatus(res, 400, RpcCode.INVALID_ARGUMENT, e.message, pb);

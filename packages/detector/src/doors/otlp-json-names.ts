@@ -1,9 +1,10 @@
 /**
  * The protobuf JSON mapping lets a parser accept a field under its lowerCamelCase JSON name or its
  * original proto (snake_case) name: `resource_spans`, `scope_spans`, `trace_id`, `start_time_unix_nano`,
- * `string_value`, ... The OTLP/JSON decoder reads the lowerCamelCase names; this renames snake_case keys
- * in place, at every depth, before it. OTLP trace messages have no maps keyed by user data (attributes
- * are lists of {key, value}), so every object key is a field name and renaming is safe.
+ * `string_value`, ... The OTLP/JSON decoder reads both itself, by this function's rule; this renames the
+ * snake_case keys of a parsed document in place, at every depth, for other readers. OTLP trace messages
+ * have no maps keyed by user data (attributes are lists of {key, value}), so every object key is a field
+ * name and renaming is safe.
  */
 export function camelCaseOtlpFieldNames(value: unknown): void {
   if (Array.isArray(value)) {
@@ -22,11 +23,4 @@ export function camelCaseOtlpFieldNames(value: unknown): void {
     }
     camelCaseOtlpFieldNames(child);
   }
-}
-
-/** How many ResourceSpans an export request document holds (0 when it has none, or is no such document). */
-export function resourceSpansCount(doc: unknown): number {
-  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) return 0;
-  const rss = (doc as { resourceSpans?: unknown }).resourceSpans;
-  return Array.isArray(rss) ? rss.length : 0;
 }

@@ -10,4 +10,6 @@ export interface DecodeResult {
   invalid: number;
   /** First reason a span was rejected, for the partial-success message. */
   firstError?: string;
+  /** OTLP/JSON: the ResourceSpans of the request (analyze counts documents without any). */
+  resourceSpans?: number;
 }

@@ -1,9 +1,10 @@
-import { ATTR_SERVICE_NAME } from '@resumewatch/semconv';
+import { ATTR_MCP_METHOD_NAME, ATTR_SERVICE_NAME } from '@resumewatch/semconv';
 import { UNKNOWN_SERVICE } from '../core/services.js';
 import type { AttributeValue, SpanRecord } from '../core/types.js';
+import { CONTRACT_NAMES, DETECTOR_KEYS, isContractSpan } from './detector-keys.js';
 import { OtlpDecodeError, type DecodeResult } from './errors.js';
 import { spanKind } from './kind.js';
-import { readHex, readString } from './strings.js';
+import { readHex, readString, readUtf8 } from './strings.js';
 
 /*
  * A hand-rolled decoder for opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest that reads
@@ -30,7 +31,25 @@ const f64Bytes = new Uint8Array(f64.buffer);
  */
 class Reader {
   pos = 0;
+  /** detectorAttributesOnly. */
+  slim = false;
+  /** Where the last trace id read starts, and its hex: the spans of one trace usually come together. */
+  private lastTraceAt = -1;
+  private lastTrace = '';
   constructor(readonly buf: Uint8Array) {}
+
+  /** The 16-byte trace id at `at` as hex; the previous span's string again when the bytes are the same. */
+  traceHex(at: number): string {
+    const buf = this.buf;
+    const last = this.lastTraceAt;
+    if (last >= 0) {
+      let i = 15;
+      while (i >= 0 && buf[at + i] === buf[last + i]) i--;
+      if (i < 0) return this.lastTrace;
+    }
+    this.lastTraceAt = at;
+    return (this.lastTrace = readHex(buf, at, at + 16));
+  }
 
   varint(end: number): number {
     const buf = this.buf;
@@ -129,9 +148,19 @@ class Reader {
   }
 }
 
+export interface ProtobufDecodeOptions {
+  /**
+   * Convert only the attributes the detector reads (src/otlp/detector-keys.ts): a KeyValue whose key is
+   * not one of them is skipped by its length, its value never decoded; off the contract spans only the
+   * MCP method name is kept. For receivers that feed nothing but a Detector.
+   */
+  detectorAttributesOnly?: boolean;
+}
+
 /** Decodes a binary ExportTraceServiceRequest; throws OtlpDecodeError on a malformed message. */
-export function decodeProtobufRequest(buf: Uint8Array, sink: (s: SpanRecord) => void): DecodeResult {
+export function decodeProtobufRequest(buf: Uint8Array, sink: (s: SpanRecord) => void, options?: ProtobufDecodeOptions): DecodeResult {
   const r = new Reader(buf);
+  r.slim = options?.detectorAttributesOnly === true;
   const result: DecodeResult = { spans: 0, invalid: 0 };
   const end = buf.length;
   while (r.pos < end) {
@@ -209,14 +238,15 @@ function span(r: Reader, end: number, service: string): SpanRecord | string {
   let kind = 0;
   let start = -1;
   let stop = -1;
-  const attributes: Record<string, AttributeValue> = {};
+  let attributes: Record<string, AttributeValue> = {};
+  const slim = r.slim;
   while (r.pos < end) {
     const tag = r.tag(end);
     switch (tag) {
       case (1 << 3) | 2: {
         const e = r.len(end);
         if (e - r.pos !== 16) return `span trace_id is ${e - r.pos} bytes, not 16`;
-        traceId = readHex(buf, r.pos, e);
+        traceId = r.traceHex(r.pos);
         r.pos = e;
         break;
       }
@@ -235,7 +265,7 @@ function span(r: Reader, end: number, service: string): SpanRecord | string {
       }
       case (5 << 3) | 2: {
         const e = r.len(end);
-        name = readString(buf, r.pos, e);
+        name = CONTRACT_NAMES.find(buf, r.pos, e) ?? readString(buf, r.pos, e);
         r.pos = e;
         break;
       }
@@ -250,7 +280,7 @@ function span(r: Reader, end: number, service: string): SpanRecord | string {
         break;
       case (9 << 3) | 2: {
         const e = r.len(end);
-        const kv = keyValue(r, e);
+        const kv = slim ? detectorKeyValue(r, e) : keyValue(r, e);
         if (kv !== undefined) attributes[kv[0]] = kv[1];
         r.pos = e;
         break;
@@ -262,6 +292,12 @@ function span(r: Reader, end: number, service: string): SpanRecord | string {
   if (traceId === '') return 'span without trace_id';
   if (spanId === '') return 'span without span_id';
   if (start < 0 || stop < 0) return 'span without start or end time';
+  // The name may follow the attributes on the wire: off the contract spans, the method name is all the detector reads.
+  if (slim && !isContractSpan(name)) {
+    const method = attributes[ATTR_MCP_METHOD_NAME];
+    attributes = {};
+    if (method !== undefined) attributes[ATTR_MCP_METHOD_NAME] = method;
+  }
   return {
     traceId,
     spanId,
@@ -300,6 +336,61 @@ function keyValue(r: Reader, end: number): [string, AttributeValue] | undefined 
   return kvOut;
 }
 
+/**
+ * keyValue for detectorAttributesOnly: the key is matched by its bytes against the keys the detector
+ * reads, and no value string is made for any other key. Wire order is free (the value may come first),
+ * so both are located before either is read; as in keyValue, the last of each counts. Every value is still
+ * walked (checkAnyValue), so a malformed one is refused exactly as keyValue refuses it.
+ */
+function detectorKeyValue(r: Reader, end: number): [string, AttributeValue] | undefined {
+  const buf = r.buf;
+  let key: string | undefined;
+  let valueStart = -1;
+  let valueEnd = -1;
+  while (r.pos < end) {
+    const tag = r.tag(end);
+    if (tag === ((1 << 3) | 2)) {
+      const e = r.len(end);
+      key = DETECTOR_KEYS.find(buf, r.pos, e);
+      r.pos = e;
+    } else if (tag === ((2 << 3) | 2)) {
+      const e = r.len(end);
+      valueStart = r.pos;
+      valueEnd = e;
+      checkAnyValue(r, e);
+      r.pos = e;
+    } else r.skip(tag & 7, end);
+  }
+  if (key === undefined || valueStart < 0) return undefined;
+  r.pos = valueStart;
+  const value = anyValue(r, valueEnd);
+  if (value === undefined) return undefined;
+  kvOut[0] = key;
+  kvOut[1] = value;
+  return kvOut;
+}
+
+/** Walks an AnyValue as anyValue does, throwing what it throws, without making its value. */
+function checkAnyValue(r: Reader, end: number): void {
+  while (r.pos < end) {
+    const tag = r.tag(end);
+    switch (tag) {
+      case (1 << 3) | 2:
+        r.pos = r.len(end);
+        break;
+      case (2 << 3) | 0:
+      case (3 << 3) | 0:
+        r.varint(end);
+        break;
+      case (4 << 3) | 1:
+        r.double(end);
+        break;
+      default:
+        r.skip(tag & 7, end);
+    }
+  }
+}
+
 function anyValue(r: Reader, end: number): AttributeValue | undefined {
   let value: AttributeValue | undefined;
   while (r.pos < end) {
@@ -307,7 +398,8 @@ function anyValue(r: Reader, end: number): AttributeValue | undefined {
     switch (tag) {
       case (1 << 3) | 2: {
         const e = r.len(end);
-        value = readString(r.buf, r.pos, e);
+        // Values (session, stream ids) are mostly distinct: decoded, not interned.
+        value = readUtf8(r.buf, r.pos, e);
         r.pos = e;
         break;
       }

@@ -33,6 +33,13 @@ export function readString(buf: Uint8Array, start: number, end: number): string 
   return s;
 }
 
+/** UTF-8 text of buf[start, end), not interned: for values that are mostly distinct (session and stream ids). */
+export function readUtf8(buf: Uint8Array, start: number, end: number): string {
+  if (end <= start) return '';
+  const b = Buffer.isBuffer(buf) ? buf : Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
+  return Buffer.prototype.utf8Slice.call(b, start, end);
+}
+
 export function readHex(buf: Uint8Array, start: number, end: number): string {
   return Buffer.prototype.hexSlice.call(buf, start, end);
 }

@@ -1,0 +1,118 @@
+import {
+  ATTR_HTTP_RESPONSE_STATUS_CODE,
+  ATTR_JSONRPC_REQUEST_ID,
+  ATTR_MCP_GUARD_ACTION,
+  ATTR_MCP_METHOD_NAME,
+  ATTR_MCP_REATTACH_ACCEPTED,
+  ATTR_MCP_REQUEST_TERMINAL_OBSERVED,
+  ATTR_MCP_RESUME_EVIDENCE,
+  ATTR_MCP_RESUME_OUTCOME,
+  ATTR_MCP_RESUME_REPLAYED_EVENTS,
+  ATTR_MCP_RESUME_REPLAYED_TERMINAL,
+  ATTR_MCP_SESSION_ID,
+  ATTR_MCP_STREAM_ID,
+  ATTR_MCP_STREAM_KIND,
+  ATTR_MCP_TERMINAL_CONFLICT,
+  ATTR_MCP_TERMINAL_DUPLICATE,
+  ATTR_MCP_TERMINAL_FIRST_STREAM_ID,
+  ATTR_MCP_TERMINAL_FOREIGN,
+  ATTR_SERVER_ADDRESS,
+  SPAN_REQUEST_TERMINAL,
+  SPAN_SESSION_REATTACH,
+  SPAN_STREAM_RESUME,
+} from '@resumewatch/semconv';
+
+/**
+ * Every span attribute the detector core reads (src/core/*.ts; test/detector-keys.test.ts fails when the
+ * core reads one not listed here). A decoder feeding nothing but a Detector converts only these, and
+ * only ATTR_MCP_METHOD_NAME off the contract spans: the core never looks at the others.
+ */
+export const DETECTOR_ATTRIBUTE_KEYS: readonly string[] = [
+  ATTR_HTTP_RESPONSE_STATUS_CODE,
+  ATTR_JSONRPC_REQUEST_ID,
+  ATTR_MCP_GUARD_ACTION,
+  ATTR_MCP_METHOD_NAME,
+  ATTR_MCP_REATTACH_ACCEPTED,
+  ATTR_MCP_REQUEST_TERMINAL_OBSERVED,
+  ATTR_MCP_RESUME_EVIDENCE,
+  ATTR_MCP_RESUME_OUTCOME,
+  ATTR_MCP_RESUME_REPLAYED_EVENTS,
+  ATTR_MCP_RESUME_REPLAYED_TERMINAL,
+  ATTR_MCP_SESSION_ID,
+  ATTR_MCP_STREAM_ID,
+  ATTR_MCP_STREAM_KIND,
+  ATTR_MCP_TERMINAL_CONFLICT,
+  ATTR_MCP_TERMINAL_DUPLICATE,
+  ATTR_MCP_TERMINAL_FIRST_STREAM_ID,
+  ATTR_MCP_TERMINAL_FOREIGN,
+  ATTR_SERVER_ADDRESS,
+];
+
+/** The span names the core decides on; any other span only counts by its ATTR_MCP_METHOD_NAME. */
+export const CONTRACT_SPAN_NAMES: readonly string[] = [SPAN_REQUEST_TERMINAL, SPAN_STREAM_RESUME, SPAN_SESSION_REATTACH];
+
+export function isContractSpan(name: string): boolean {
+  return name === SPAN_REQUEST_TERMINAL || name === SPAN_STREAM_RESUME || name === SPAN_SESSION_REATTACH;
+}
+
+/**
+ * Finds which of a fixed set of ASCII strings a byte range spells, without making a string of it: the
+ * decoders match attribute keys and span names against it and hand out the set's own (interned) string.
+ */
+export class ByteKeys {
+  /** Every value's bytes, one after the other; by length, which values have it (indices into `values`). */
+  private readonly flat: Uint8Array;
+  private readonly offsets: Int32Array;
+  private readonly bucketStart: Int32Array;
+  private readonly bucket: Int32Array;
+  private readonly byValue = new Map<string, number>();
+  private readonly maxLength: number;
+
+  constructor(readonly values: readonly string[]) {
+    const bytes = values.map((v) => Buffer.from(v, 'latin1'));
+    this.maxLength = Math.max(0, ...bytes.map((b) => b.length));
+    this.flat = new Uint8Array(Buffer.concat(bytes));
+    this.offsets = new Int32Array(values.length);
+    for (let i = 1; i < values.length; i++) this.offsets[i] = this.offsets[i - 1]! + bytes[i - 1]!.length;
+    this.bucketStart = new Int32Array(this.maxLength + 2);
+    this.bucket = new Int32Array(values.length);
+    let k = 0;
+    for (let len = 0; len <= this.maxLength; len++) {
+      this.bucketStart[len] = k;
+      for (let i = 0; i < values.length; i++) if (bytes[i]!.length === len) this.bucket[k++] = i;
+    }
+    this.bucketStart[this.maxLength + 1] = k;
+    values.forEach((value, index) => this.byValue.set(value, index));
+  }
+
+  /** The index of the value spelled by buf[start, end), or -1. */
+  indexOf(buf: Uint8Array, start: number, end: number): number {
+    const len = end - start;
+    if (len > this.maxLength) return -1;
+    const flat = this.flat;
+    const last = this.bucketStart[len + 1]!;
+    // Keys share prefixes ("mcp.stream."): compare from the end, where they differ.
+    for (let b = this.bucketStart[len]!; b < last; b++) {
+      const index = this.bucket[b]!;
+      const off = this.offsets[index]!;
+      let i = len - 1;
+      while (i >= 0 && buf[start + i] === flat[off + i]) i--;
+      if (i < 0) return index;
+    }
+    return -1;
+  }
+
+  /** The value spelled by buf[start, end) (the set's own string), or undefined. */
+  find(buf: Uint8Array, start: number, end: number): string | undefined {
+    const i = this.indexOf(buf, start, end);
+    return i < 0 ? undefined : this.values[i];
+  }
+
+  /** The index of a string in the set, or -1. */
+  indexOfString(s: string): number {
+    return this.byValue.get(s) ?? -1;
+  }
+}
+
+export const DETECTOR_KEYS = new ByteKeys(DETECTOR_ATTRIBUTE_KEYS);
+export const CONTRACT_NAMES = new ByteKeys(CONTRACT_SPAN_NAMES);
