@@ -49,7 +49,7 @@ export const DETECTOR_ATTRIBUTE_KEYS: readonly string[] = [
 ];
 
 /** The span names the core decides on; any other span only counts by its ATTR_MCP_METHOD_NAME. */
-export const CONTRACT_SPAN_NAMES: readonly string[] = [SPAN_REQUEST_TERMINAL, SPAN_STREAM_RESUME, SPAN_SESSION_REATTACH];
+const CONTRACT_SPAN_NAMES: readonly string[] = [SPAN_REQUEST_TERMINAL, SPAN_STREAM_RESUME, SPAN_SESSION_REATTACH];
 
 export function isContractSpan(name: string): boolean {
   return name === SPAN_REQUEST_TERMINAL || name === SPAN_STREAM_RESUME || name === SPAN_SESSION_REATTACH;

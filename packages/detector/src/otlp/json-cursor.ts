@@ -24,7 +24,7 @@ export const ARRAY = 7;
 /** String token flags. */
 export const ESCAPED = 1;
 export const NON_ASCII = 2;
-export const UNDERSCORE = 4;
+const UNDERSCORE = 4;
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
