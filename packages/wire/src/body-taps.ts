@@ -2,6 +2,7 @@ import { SseScanner } from './sse.js';
 import type { SseSink } from './sse.js';
 import type { JsonRpcMessage } from './jsonrpc.js';
 import { parseMessages } from './jsonrpc.js';
+import { holdShape } from './shapes.js';
 import type { StreamEnd, StreamRecord, WireRequest } from './types.js';
 
 const NO_BYTES = new Uint8Array(0);
@@ -161,6 +162,10 @@ export class JsonTap implements BodyTap {
     if (messages.length > 0) this.observer.jsonBody(this.request, this.stream, messages);
   }
 }
+
+holdShape(new SseTap(undefined as never, undefined as never, undefined as never, false));
+holdShape(new JsonTap(undefined as never, undefined as never, undefined as never, 0));
+holdShape(new TappedSource(undefined as never, undefined as never, undefined as never, new ReadableStream(), undefined as never));
 
 export function isAbort(error: unknown): boolean {
   return error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError');

@@ -7,6 +7,7 @@ import type { JsonRpcMessage, JsonRpcResponse } from './jsonrpc.js';
 import { JsonTap, SseTap, TappedSource, isAbort } from './body-taps.js';
 import type { BodyTap, TapHost } from './body-taps.js';
 import { CursorRing } from './cursor-ring.js';
+import { holdShape } from './shapes.js';
 import type { SseScanner } from './sse.js';
 import { JsonWireEvent, SseWireEvent } from './wire-events.js';
 import type {
@@ -492,6 +493,8 @@ export class WireObserver implements TapHost {
     if (session && typeof version === 'string') session.protocolVersion ??= version;
   }
 }
+
+holdShape(new WireObserver());
 
 function newSession(id: string, protocolVersion: string | undefined, cursors: number): SessionRecord {
   return { id, initializedHere: false, protocolVersion, streams: [], lastStandalone: undefined, cursors: new CursorRing(cursors), used: false, inFlight: 0 };

@@ -42,8 +42,15 @@ const QUOTE = 0x22;
 const COLON = 0x3a;
 const D = 0x64;
 const I = 0x69;
+import { holdShape } from './shapes.js';
+
 const EMPTY = new Uint8Array(0);
 const decoder = new TextDecoder();
+/**
+ * "None left in this push" for the forward look-ups: a position past any string V8 can build, kept a
+ * small integer (Infinity would turn the fields into doubles, a change of the scanner's hidden class).
+ */
+const NONE_AHEAD = 2 ** 30 - 16;
 
 /** Receives the scanner's events. An object with a method, not a closure: see `SseScanner`. */
 export interface SseSink {
@@ -90,7 +97,7 @@ export class SseScanner {
   private skipLeadingLf = false;
   private atStreamStart = true;
   private sawField = false;
-  /** Per push: the next `"id"` and backslash at or after the last look-up (Infinity: none left). */
+  /** Per push: the next `"id"` and backslash at or after the last look-up (NONE_AHEAD: none left). */
   private nextIdMember = -1;
   private nextBackslash = -1;
   private nextMethodKey = -1;
@@ -244,11 +251,11 @@ export class SseScanner {
       // which would make a search led by it slow.
       let at = text.indexOf('id"', start + 1);
       while (at !== -1 && text.charCodeAt(at - 1) !== QUOTE) at = text.indexOf('id"', at + 1);
-      this.nextIdMember = at === -1 ? Infinity : at - 1;
+      this.nextIdMember = at === -1 ? NONE_AHEAD : at - 1;
     }
     if (this.nextBackslash < start) {
       const at = text.indexOf('\\', start);
-      this.nextBackslash = at === -1 ? Infinity : at;
+      this.nextBackslash = at === -1 ? NONE_AHEAD : at;
     }
     return this.nextIdMember + 4 <= end || this.nextBackslash < end;
   }
@@ -259,7 +266,7 @@ export class SseScanner {
       let at = text.indexOf('method"', start + 1);
       while (at !== -1 && text.charCodeAt(at - 1) !== QUOTE) at = text.indexOf('method"', at + 1);
       if (at === -1) {
-        this.nextMethodKey = Infinity;
+        this.nextMethodKey = NONE_AHEAD;
         break;
       }
       let colon = at + 7;
@@ -371,6 +378,9 @@ export class SseParser implements SseSink {
     return this.scanner.end();
   }
 }
+
+holdShape(new SseParser(() => undefined));
+holdShape(new ScannedEvent(new SseScanner({ event: () => undefined })));
 
 /**
  * Reads a whole SSE body. Resolves when the body ends cleanly, rejects when it errors or is aborted.
