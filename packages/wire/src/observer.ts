@@ -43,6 +43,10 @@ export class WireObserver implements TapHost {
   private readonly listeners: WireListener[] = [];
   /** The listeners with an onEvent hook: without any, no event objects are made. */
   private readonly eventListeners: WireListener[] = [];
+  /** Per entry of `eventListeners`: it wants only the events that can decide something (`eventsWanted`). */
+  private readonly decidingOnly: boolean[] = [];
+  /** How many of `eventListeners` want every event. */
+  private everyEventListeners = 0;
   private readonly sessions: BoundedMap<string, SessionRecord>;
   private readonly requests: BoundedMap<string, RequestRecord>;
   /**
@@ -76,7 +80,12 @@ export class WireObserver implements TapHost {
   /** Adds a listener. `filters: true` declares that its onEvent may return false. */
   addListener(listener: WireListener, { filters = false }: { filters?: boolean } = {}): this {
     this.listeners.push(listener);
-    if (listener.onEvent) this.eventListeners.push(listener);
+    if (listener.onEvent) {
+      const deciding = listener.eventsWanted === 'deciding';
+      this.eventListeners.push(listener);
+      this.decidingOnly.push(deciding);
+      if (!deciding) this.everyEventListeners++;
+    }
     if (filters) this.filtering = true;
     return this;
   }
@@ -403,12 +412,16 @@ export class WireObserver implements TapHost {
       // messages (notifications) are parsed only if a listener asks for them; a notification has
       // a "method" key, which `data: {}` and other non-JSON-RPC data lack.
       if (scan.mayHoldMethod) stream.messageEvents++;
-      kept = this.eventListeners.length === 0 || this.notify(new SseWireEvent(scan, request, stream, undefined, undefined, NO_TERMINALS, at));
+      // Decides nothing unless its stream is a resume: told only to listeners that want every event.
+      const told = this.everyEventListeners > 0 || (stream.isResume && this.eventListeners.length > 0);
+      kept = !told || this.notify(new SseWireEvent(scan, request, stream, undefined, undefined, NO_TERMINALS, at), stream.isResume);
     } else {
       const data = scan.hasData ? scan.decodeData() : undefined;
       const messages = data !== undefined ? parseMessages(data) : NO_MESSAGES;
       const terminals = this.terminalsOf(stream, messages, id);
-      kept = this.eventListeners.length === 0 || this.notify(new SseWireEvent(scan, request, stream, data, messages, terminals, at));
+      const deciding = terminals.length > 0 || stream.isResume;
+      const told = this.everyEventListeners > 0 || (deciding && this.eventListeners.length > 0);
+      kept = !told || this.notify(new SseWireEvent(scan, request, stream, data, messages, terminals, at), deciding);
     }
     kept ||= !this.filtering;
     if (kept && id !== undefined) {
@@ -434,13 +447,18 @@ export class WireObserver implements TapHost {
   /** @internal Observes the messages of a JSON body. */
   jsonBody(request: WireRequest, stream: StreamRecord, messages: readonly JsonRpcMessage[]): void {
     const terminals = this.terminalsOf(stream, messages, undefined);
-    if (this.eventListeners.length > 0) this.notify(new JsonWireEvent(request, stream, messages, terminals, this.now()));
+    if (this.eventListeners.length > 0) this.notify(new JsonWireEvent(request, stream, messages, terminals, this.now()), true);
   }
 
-  private notify(event: WireEvent): boolean {
+  /** Tells the event to the listeners that want it (`deciding`: it can decide something); false when one removed it. */
+  private notify(event: WireEvent, deciding: boolean): boolean {
     const listeners = this.eventListeners;
+    const decidingOnly = this.decidingOnly;
     let keep = true;
-    for (let i = 0; i < listeners.length; i++) if (listeners[i]!.onEvent!(event) === false) keep = false;
+    for (let i = 0; i < listeners.length; i++) {
+      if (!deciding && decidingOnly[i]) continue;
+      if (listeners[i]!.onEvent!(event) === false) keep = false;
+    }
     if (!keep) for (const listener of this.listeners) listener.onEventDropped?.(event);
     return keep;
   }
