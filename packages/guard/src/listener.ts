@@ -398,3 +398,11 @@ class GuardWireListener implements GuardListener {
     this.unsettled.clear();
   }
 }
+
+/**
+ * One listener held for the life of the process: its class's hidden class (and the guard's) then
+ * outlives every guarded fetch, so the observer's optimised code that checks it is not thrown away
+ * at a GC that finds no listener alive (see shapes.ts of @resumewatch/wire).
+ */
+const HELD_SHAPE = new GuardWireListener({});
+void HELD_SHAPE;

@@ -1,3 +1,4 @@
+import { holdShape } from './shapes.js';
 import type { CursorMemory, StreamRecord } from './types.js';
 
 /**
@@ -43,6 +44,8 @@ export class CursorRing implements CursorMemory {
     return undefined;
   }
 }
+
+holdShape(new CursorRing(1));
 
 /** FNV-1a over the id's UTF-16 code units, cut to 30 bits so that it stays a small integer. */
 export function hashOfId(id: string): number {

@@ -3,7 +3,7 @@ import { HEADER_LAST_EVENT_ID, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID } from
 import { ReattachTrigger, StreamKind, TerminalDelivery, TerminalOutcome } from '@resumewatch/semconv';
 import { digestOfTerminal } from './digest.js';
 import { cancelledRequestIds, isErrorResponse, isRequest, isResponse, parseMessages, requestTarget } from './jsonrpc.js';
-import type { JsonRpcMessage, JsonRpcResponse } from './jsonrpc.js';
+import type { JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from './jsonrpc.js';
 import { JsonTap, SseTap, TappedSource, isAbort } from './body-taps.js';
 import type { BodyTap, TapHost } from './body-taps.js';
 import { CursorRing } from './cursor-ring.js';
@@ -231,19 +231,7 @@ export class WireObserver implements TapHost {
       if (!isRequest(message)) continue;
       const id = String(message.id);
       const key = requestKey(sessionId, id);
-      const record: RequestRecord = {
-        key,
-        sessionId: sessionId ?? '',
-        id,
-        method: message.method,
-        target: requestTarget(message),
-        message,
-        startedAt,
-        terminalCount: 0,
-        firstTerminalStream: undefined,
-        firstTerminalEventId: undefined,
-        firstTerminalDigest: undefined,
-      };
+      const record = newRequestRecord(key, sessionId ?? '', id, message.method, requestTarget(message), message, startedAt);
       this.requests.set(key, record);
       requests.push(record);
     }
@@ -259,20 +247,20 @@ export class WireObserver implements TapHost {
     const reattach = session ? this.describeReattach(session, httpMethod, resume) : undefined;
     if (session) session.used = true;
 
-    return {
-      seq: ++this.requestSeq,
+    return newWireRequest(
+      ++this.requestSeq,
       httpMethod,
       url,
       sessionId,
-      protocolVersion: protocolVersion ?? session?.protocolVersion,
+      protocolVersion ?? session?.protocolVersion,
       session,
       messages,
       requests,
-      cancels: cancels ?? NO_REQUESTS,
+      cancels ?? NO_REQUESTS,
       resume,
       reattach,
       startedAt,
-    };
+    );
   }
 
   private describeResume(session: SessionRecord | undefined, lastEventId: string): ResumeInfo {
@@ -337,22 +325,17 @@ export class WireObserver implements TapHost {
   private openStream(request: WireRequest, format: 'sse' | 'json'): StreamRecord {
     const session = request.session;
     const resume = request.resume;
-    const stream: StreamRecord = {
-      id: `${++this.streamSeq}`,
-      sessionId: request.sessionId ?? '',
-      httpMethod: request.httpMethod,
+    const stream = newStreamRecord(
+      `${++this.streamSeq}`,
+      request.sessionId ?? '',
+      request.httpMethod,
       format,
-      kind: resume ? resume.from?.kind : request.httpMethod === 'GET' ? StreamKind.LISTENING : StreamKind.REQUEST,
-      requests: resume ? [...resume.requests] : [...request.requests],
-      isResume: resume !== undefined,
-      lastEventId: undefined,
-      deliveredEventId: resume?.lastEventId,
-      messageEvents: 0,
-      terminalEvents: 0,
-      foreignTerminalEvents: 0,
-      pollingAnnounced: resume?.from?.pollingAnnounced ?? false,
-      ended: undefined,
-    };
+      resume ? resume.from?.kind : request.httpMethod === 'GET' ? StreamKind.LISTENING : StreamKind.REQUEST,
+      resume ? [...resume.requests] : [...request.requests],
+      resume !== undefined,
+      resume?.lastEventId,
+      resume?.from?.pollingAnnounced ?? false,
+    );
     if (session) {
       session.streams.push(stream);
       if (session.streams.length > this.streamsPerSession) this.streamLeft(session.streams.shift()!);
@@ -512,7 +495,91 @@ export class WireObserver implements TapHost {
   }
 }
 
+/*
+ * The records are made by these functions, one literal each, so that an instance of each can be held
+ * (shapes.ts): a literal's hidden class is shared by every object the same literal makes, and freed
+ * with the last of them. The held ones are made with values of the kinds real ones hold (a double
+ * start time, strings and arrays), so that they keep the very hidden class real records have.
+ */
+function newStreamRecord(
+  id: string,
+  sessionId: string,
+  httpMethod: string,
+  format: 'sse' | 'json',
+  kind: StreamKind | undefined,
+  requests: RequestRecord[],
+  isResume: boolean,
+  deliveredEventId: string | undefined,
+  pollingAnnounced: boolean,
+): StreamRecord {
+  return {
+    id,
+    sessionId,
+    httpMethod,
+    format,
+    kind,
+    requests,
+    isResume,
+    lastEventId: undefined,
+    deliveredEventId,
+    messageEvents: 0,
+    terminalEvents: 0,
+    foreignTerminalEvents: 0,
+    pollingAnnounced,
+    ended: undefined,
+  };
+}
+
+function newRequestRecord(
+  key: string,
+  sessionId: string,
+  id: string,
+  method: string,
+  target: string | undefined,
+  message: JsonRpcRequest | undefined,
+  startedAt: number,
+): RequestRecord {
+  return {
+    key,
+    sessionId,
+    id,
+    method,
+    target,
+    message,
+    startedAt,
+    terminalCount: 0,
+    firstTerminalStream: undefined,
+    firstTerminalEventId: undefined,
+    firstTerminalDigest: undefined,
+  };
+}
+
+function newWireRequest(
+  seq: number,
+  httpMethod: string,
+  url: string,
+  sessionId: string | undefined,
+  protocolVersion: string | undefined,
+  session: SessionRecord | undefined,
+  messages: readonly JsonRpcMessage[],
+  requests: readonly RequestRecord[],
+  cancels: readonly RequestRecord[],
+  resume: ResumeInfo | undefined,
+  reattach: ReattachInfo | undefined,
+  startedAt: number,
+): WireRequest {
+  return { seq, httpMethod, url, sessionId, protocolVersion, session, messages, requests, cancels, resume, reattach, startedAt };
+}
+
 holdShape(new WireObserver());
+{
+  const session = newSession('held', undefined, 1);
+  const stream = holdShape(newStreamRecord('0', 'held', 'POST', 'sse', StreamKind.REQUEST, [], false, undefined, false));
+  const record = holdShape(newRequestRecord('held\n0', 'held', '0', 'ping', undefined, undefined, Date.now() + 0.5));
+  stream.requests.push(record);
+  session.streams.push(stream);
+  holdShape(newWireRequest(1, 'POST', 'http://held/', 'held', undefined, holdShape(session), NO_MESSAGES, [record], NO_REQUESTS, undefined, undefined, Date.now() + 0.5));
+}
 
 function newSession(id: string, protocolVersion: string | undefined, cursors: number): SessionRecord {
   return { id, initializedHere: false, protocolVersion, streams: [], lastStandalone: undefined, cursors: new CursorRing(cursors), used: false, inFlight: 0 };

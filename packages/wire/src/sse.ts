@@ -40,8 +40,14 @@ const CR = 0x0d;
 const SPACE = 0x20;
 const QUOTE = 0x22;
 const COLON = 0x3a;
+const A = 0x61;
 const D = 0x64;
+const E = 0x65;
 const I = 0x69;
+const R = 0x72;
+const T = 0x74;
+/** V8 copies a substring shorter than this (SlicedString::kMinLength); a longer one refers to its parent. */
+const COPIED_SUBSTRING = 13;
 import { holdShape } from './shapes.js';
 
 const EMPTY = new Uint8Array(0);
@@ -204,15 +210,16 @@ export class SseScanner {
     return this.dataLines === undefined ? decoder.decode(this.bytes.subarray(this.dataStart, this.dataEnd)) : joinLines(this.dataLines);
   }
 
+  /**
+   * One field line, `text[start, end)`. A known field is told by its first letters and by a colon (or
+   * the line's end) right after its name, so the usual lines cost a few character reads: no search for
+   * the colon, no substring compared. Any other name is ignored, as the spec says.
+   */
   private parseLine(work: Uint8Array, text: string, base: number, start: number, end: number): void {
     const c0 = text.charCodeAt(start);
-    if (c0 === COLON) return;
-    let colon = text.indexOf(':', start);
-    if (colon === -1 || colon > end) colon = end;
-    let valueStart = colon < end ? colon + 1 : end;
-    if (valueStart < end && text.charCodeAt(valueStart) === SPACE) valueStart++;
-    const nameLength = colon - start;
-    if (nameLength === 4 && c0 === D && text.startsWith('data', start)) {
+    if (c0 === D) {
+      if (!(text.charCodeAt(start + 1) === A && text.charCodeAt(start + 2) === T && text.charCodeAt(start + 3) === A && nameEndsAt(text, start + 4, end))) return;
+      const valueStart = valueAfter(text, start + 4, end);
       if (!this.hasData) {
         this.hasData = true;
         this.dataStart = base + valueStart;
@@ -225,20 +232,25 @@ export class SseScanner {
       if (!this.mayHoldId) this.mayHoldId = this.mayHoldIdIn(text, valueStart, end);
       if (!this.mayHoldMethod) this.mayHoldMethod = this.methodKeyIn(text, valueStart, end);
       this.sawField = true;
-    } else if (nameLength === 2 && c0 === I && text.charCodeAt(start + 1) === D) {
-      const value = this.fieldValue(work, text, base, valueStart, end);
-      if (!value.includes('\0')) this.id = value;
+    } else if (c0 === I) {
+      if (!(text.charCodeAt(start + 1) === D && nameEndsAt(text, start + 2, end))) return;
+      const value = this.fieldValue(work, text, base, valueAfter(text, start + 2, end), end, true);
+      // An id holding NUL is ignored (fieldValue gives undefined for one).
+      if (value !== undefined) this.id = value;
       this.sawField = true;
-    } else if (nameLength === 5 && c0 === 0x65 && text.startsWith('event', start)) {
+    } else if (c0 === E) {
+      if (!(end - start >= 5 && text.startsWith('event', start) && nameEndsAt(text, start + 5, end))) return;
+      const valueStart = valueAfter(text, start + 5, end);
       const last = this.lastEventType;
       if (end - valueStart === last.length && text.startsWith(last, valueStart)) {
         this.event = last;
       } else {
-        this.event = this.lastEventType = this.fieldValue(work, text, base, valueStart, end);
+        this.event = this.lastEventType = this.fieldValue(work, text, base, valueStart, end, false)!;
       }
       this.sawField = true;
-    } else if (nameLength === 5 && c0 === 0x72 && text.startsWith('retry', start)) {
-      const value = this.fieldValue(work, text, base, valueStart, end);
+    } else if (c0 === R) {
+      if (!(end - start >= 5 && text.startsWith('retry', start) && nameEndsAt(text, start + 5, end))) return;
+      const value = this.fieldValue(work, text, base, valueAfter(text, start + 5, end), end, false)!;
       if (/^\d+$/.test(value)) this.retry = Number(value);
       this.sawField = true;
     }
@@ -278,14 +290,20 @@ export class SseScanner {
   }
 
   /**
-   * A field value, UTF-8 decoded; ASCII values are copied from the chunk's bytes, not sliced from the
-   * latin1 view, which a kept slice would keep alive whole.
+   * A field value, UTF-8 decoded, or undefined when it holds NUL and `noNul` is set. ASCII values are copies, never
+   * slices of the chunk's latin1 view, which a kept slice would keep alive whole: a short one is a
+   * substring, which V8 copies below 13 characters; a longer one is copied from the chunk's bytes.
    */
-  private fieldValue(work: Uint8Array, text: string, base: number, start: number, end: number): string {
+  private fieldValue(work: Uint8Array, text: string, base: number, start: number, end: number, noNul: boolean): string | undefined {
     for (let i = start; i < end; i++) {
-      if (text.charCodeAt(i) >= 0x80) return decoder.decode(work.subarray(base + start, base + end));
+      const c = text.charCodeAt(i);
+      if (c >= 0x80) {
+        const value = decoder.decode(work.subarray(base + start, base + end));
+        return noNul && value.includes('\0') ? undefined : value;
+      }
+      if (c === 0 && noNul) return undefined;
     }
-    return this.view!.toString('latin1', base + start, base + end);
+    return end - start < COPIED_SUBSTRING ? text.slice(start, end) : this.view!.toString('latin1', base + start, base + end);
   }
 
   private resetEvent(): void {
@@ -299,6 +317,17 @@ export class SseScanner {
     this.retry = undefined;
     this.sawField = false;
   }
+}
+
+/** Whether a field name ends at `at`: the line ends there or a colon follows. */
+function nameEndsAt(text: string, at: number, end: number): boolean {
+  return at === end || (at < end && text.charCodeAt(at) === COLON);
+}
+
+/** Where the value of a field whose name ends at `at` starts: after the colon and one space. */
+function valueAfter(text: string, at: number, end: number): number {
+  if (at === end) return end;
+  return at + 1 < end && text.charCodeAt(at + 1) === SPACE ? at + 2 : at + 1;
 }
 
 function joinLines(lines: readonly Uint8Array[]): string {
