@@ -1,5 +1,5 @@
 import { BoundedMap } from './bounded-map.js';
-import { HEADER_LAST_EVENT_ID, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID } from './headers.js';
+import { HEADER_LAST_EVENT_ID, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID, headerValue } from './headers.js';
 import { ReattachTrigger, StreamKind, TerminalDelivery, TerminalOutcome } from '@resumewatch/semconv';
 import { digestOfTerminal } from './digest.js';
 import { cancelledRequestIds, isErrorResponse, isRequest, isResponse, parseMessages, requestTarget } from './jsonrpc.js';
@@ -205,12 +205,13 @@ export class WireObserver implements TapHost {
   }
 
   private describeRequest(input: string | URL | Request, init: RequestInit | undefined): WireRequest {
-    const headers = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined));
+    // fetch(request, init): init's headers replace the request's. Read in place, not copied.
+    const headers = init?.headers ?? (input instanceof Request ? input.headers : undefined);
     const httpMethod = (init?.method ?? (input instanceof Request ? input.method : 'GET')).toUpperCase();
     const url = input instanceof Request ? input.url : String(input);
-    const sessionId = headers.get(HEADER_SESSION_ID) ?? undefined;
-    const lastEventId = headers.get(HEADER_LAST_EVENT_ID) ?? undefined;
-    const protocolVersion = headers.get(HEADER_PROTOCOL_VERSION) ?? undefined;
+    const sessionId = headerValue(headers, HEADER_SESSION_ID);
+    const lastEventId = headerValue(headers, HEADER_LAST_EVENT_ID);
+    const protocolVersion = headerValue(headers, HEADER_PROTOCOL_VERSION);
     const messages = typeof init?.body === 'string' ? parseMessages(init.body) : NO_MESSAGES;
     const startedAt = this.now();
 
