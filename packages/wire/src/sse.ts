@@ -44,8 +44,11 @@ const A = 0x61;
 const D = 0x64;
 const E = 0x65;
 const I = 0x69;
+const N = 0x6e;
 const R = 0x72;
 const T = 0x74;
+const V = 0x76;
+const Y = 0x79;
 /** V8 copies a substring shorter than this (SlicedString::kMinLength); a longer one refers to its parent. */
 const COPIED_SUBSTRING = 13;
 import { holdShape } from './shapes.js';
@@ -144,14 +147,35 @@ export class SseScanner {
     this.nextIdMember = -1;
     this.nextBackslash = -1;
     this.nextMethodKey = -1;
-    while (pos < textLength) {
-      if (this.skipLeadingLf) {
-        this.skipLeadingLf = false;
-        if (text.charCodeAt(pos) === LF) {
-          pos++;
-          continue;
+    // A CR ending the previous push may be the first half of a CRLF.
+    if (this.skipLeadingLf) {
+      this.skipLeadingLf = false;
+      if (textLength > 0 && text.charCodeAt(0) === LF) pos = 1;
+    }
+    if (nextCr === -1) {
+      // No CR in the text, the usual case: lines end at LF only.
+      while (pos < textLength) {
+        const end = text.indexOf('\n', searchFrom > pos ? searchFrom : pos);
+        if (end === -1) {
+          searchFrom = textLength;
+          break;
         }
+        searchFrom = 0;
+        if (end === pos) {
+          if (this.sawField) {
+            this.rawStart = blockStart;
+            this.rawEnd = base + end + 1;
+            this.sink.event(this);
+            this.resetEvent();
+            blockStart = base + end + 1;
+          }
+        } else {
+          this.parseLine(work, text, base, pos, end);
+        }
+        pos = end + 1;
       }
+    }
+    while (pos < textLength) {
       const from = searchFrom > pos ? searchFrom : pos;
       let end = text.indexOf('\n', from);
       if (nextCr !== -1) {
@@ -239,17 +263,17 @@ export class SseScanner {
       if (value !== undefined) this.id = value;
       this.sawField = true;
     } else if (c0 === E) {
-      if (!(end - start >= 5 && text.startsWith('event', start) && nameEndsAt(text, start + 5, end))) return;
+      if (!(text.charCodeAt(start + 1) === V && text.charCodeAt(start + 2) === E && text.charCodeAt(start + 3) === N && text.charCodeAt(start + 4) === T && nameEndsAt(text, start + 5, end))) return;
       const valueStart = valueAfter(text, start + 5, end);
       const last = this.lastEventType;
-      if (end - valueStart === last.length && text.startsWith(last, valueStart)) {
+      if (sameText(text, valueStart, end, last)) {
         this.event = last;
       } else {
         this.event = this.lastEventType = this.fieldValue(work, text, base, valueStart, end, false)!;
       }
       this.sawField = true;
     } else if (c0 === R) {
-      if (!(end - start >= 5 && text.startsWith('retry', start) && nameEndsAt(text, start + 5, end))) return;
+      if (!(text.charCodeAt(start + 1) === E && text.charCodeAt(start + 2) === T && text.charCodeAt(start + 3) === R && text.charCodeAt(start + 4) === Y && nameEndsAt(text, start + 5, end))) return;
       const value = this.fieldValue(work, text, base, valueAfter(text, start + 5, end), end, false)!;
       if (/^\d+$/.test(value)) this.retry = Number(value);
       this.sawField = true;
@@ -317,6 +341,13 @@ export class SseScanner {
     this.retry = undefined;
     this.sawField = false;
   }
+}
+
+/** Whether text[start, end) is `value`, compared by character (the value is short: an event type). */
+function sameText(text: string, start: number, end: number, value: string): boolean {
+  if (end - start !== value.length) return false;
+  for (let i = 0; i < value.length; i++) if (text.charCodeAt(start + i) !== value.charCodeAt(i)) return false;
+  return true;
 }
 
 /** Whether a field name ends at `at`: the line ends there or a colon follows. */
