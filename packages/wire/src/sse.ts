@@ -1,3 +1,5 @@
+import { holdShape } from './shapes.js';
+
 /**
  * Incremental parser of `text/event-stream` bodies (WHATWG HTML, "Server-sent events").
  *
@@ -51,8 +53,6 @@ const V = 0x76;
 const Y = 0x79;
 /** V8 copies a substring shorter than this (SlicedString::kMinLength); a longer one refers to its parent. */
 const COPIED_SUBSTRING = 13;
-import { holdShape } from './shapes.js';
-
 const EMPTY = new Uint8Array(0);
 const decoder = new TextDecoder();
 /**
