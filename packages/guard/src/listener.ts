@@ -72,95 +72,129 @@ interface Unsettled {
  * verdict on every resume with `resumeVerdict` of @resumewatch/semconv, on evidence only.
  */
 export function createGuardListener(options: GuardOptions = {}): GuardListener {
-  const guard = new StreamResumptionGuard(options);
-  const now = options.now ?? Date.now;
-  const deadlineMs = options.requestDeadlineMs ?? DEFAULT_REQUEST_DEADLINE_MS;
-  if (!(deadlineMs > 0)) throw new RangeError(`requestDeadlineMs must be positive, got ${deadlineMs}`);
-  const cap = options.maxRequests ?? 10_000;
-  // Cap only (each entry's timer ends it); an entry that leaves, evicted or not, takes its timer along.
-  const clearTimer = (_key: unknown, entry: { timer: ReturnType<typeof setTimeout> | undefined }): void => clearTimeout(entry.timer);
-  const silent = new BoundedMap<StreamRecord, SilentResume>(cap, Infinity, now, clearTimer);
-  const unsettled = new BoundedMap<string, Unsettled>(cap, Infinity, now, clearTimer);
+  return new GuardWireListener(options);
+}
 
-  const isTerminal = (record: RequestRecord): boolean => record.terminalCount > 0 || guard.isTerminal(record.key);
+/** A held or silent entry leaving its map, evicted or not, takes its timer along. */
+function clearEntryTimer(_key: unknown, entry: { timer: ReturnType<typeof setTimeout> | undefined }): void {
+  clearTimeout(entry.timer);
+}
+
+/**
+ * A class, not an object of closures: the observer's optimised code calls `onEvent` through this
+ * class's one method; a closure made per listener would be a new function for each guarded fetch,
+ * and optimised code that inlined a dead one is thrown away at the next GC.
+ */
+class GuardWireListener implements GuardListener {
+  readonly guard: StreamResumptionGuard;
+  /** Only the events that can decide something: terminals, and the events of resumed streams. */
+  readonly eventsWanted = 'deciding' as const;
+  private readonly options: GuardOptions;
+  private readonly now: () => number;
+  private readonly deadlineMs: number;
+  private readonly silent: BoundedMap<StreamRecord, SilentResume>;
+  private readonly unsettled: BoundedMap<string, Unsettled>;
+
+  constructor(options: GuardOptions) {
+    this.options = options;
+    this.guard = new StreamResumptionGuard(options);
+    this.now = options.now ?? Date.now;
+    this.deadlineMs = options.requestDeadlineMs ?? DEFAULT_REQUEST_DEADLINE_MS;
+    if (!(this.deadlineMs > 0)) throw new RangeError(`requestDeadlineMs must be positive, got ${this.deadlineMs}`);
+    const cap = options.maxRequests ?? 10_000;
+    // Cap only: each entry's timer ends it.
+    this.silent = new BoundedMap<StreamRecord, SilentResume>(cap, Infinity, this.now, clearEntryTimer);
+    this.unsettled = new BoundedMap<string, Unsettled>(cap, Infinity, this.now, clearEntryTimer);
+  }
+
+  private isTerminal(record: RequestRecord): boolean {
+    return record.terminalCount > 0 || this.guard.isTerminal(record.key);
+  }
 
   /** Whom a resume's verdict concerns: none for the listening stream, else the requests its stream carries. */
-  const subjects = (request: WireRequest, stream: StreamRecord | undefined): readonly RequestRecord[] => {
+  private subjects(request: WireRequest, stream: StreamRecord | undefined): readonly RequestRecord[] {
     const resume = request.resume!;
     if ((stream?.kind ?? resume.from?.kind) === StreamKind.LISTENING) return [];
     return stream ? stream.requests : resume.requests;
-  };
-  /** A cursor this process cannot place may belong to a request still waiting for its outcome. */
-  const unplaced = (request: WireRequest, stream: StreamRecord | undefined): boolean =>
-    request.resume!.from === undefined && (stream === undefined || stream.kind === undefined);
-  const unsettledKey = (request: WireRequest, record: RequestRecord | undefined): string =>
-    record ? record.key : `${request.sessionId ?? ''}\n#${request.resume!.lastEventId}`;
+  }
 
-  const timer = (at: number, run: () => void): ReturnType<typeof setTimeout> => {
-    const handle = setTimeout(run, Math.max(0, at - now()));
+  /** A cursor this process cannot place may belong to a request still waiting for its outcome. */
+  private unplaced(request: WireRequest, stream: StreamRecord | undefined): boolean {
+    return request.resume!.from === undefined && (stream === undefined || stream.kind === undefined);
+  }
+
+  private unsettledKey(request: WireRequest, record: RequestRecord | undefined): string {
+    return record ? record.key : `${request.sessionId ?? ''}\n#${request.resume!.lastEventId}`;
+  }
+
+  private timer(at: number, run: () => void): ReturnType<typeof setTimeout> {
+    const handle = setTimeout(run, Math.max(0, at - this.now()));
     handle.unref?.();
     return handle;
-  };
+  }
 
-  const fail = (report: ResumeReport, evidence = report.evidence): void => {
-    options.onFailedResumption?.({ ...report, evidence, action: GuardAction.RESUMPTION_FAILED_REPORTED });
-  };
-  const retract = (key: string): void => {
-    const entry = unsettled.get(key);
+  private fail(report: ResumeReport, evidence = report.evidence): void {
+    this.options.onFailedResumption?.({ ...report, evidence, action: GuardAction.RESUMPTION_FAILED_REPORTED });
+  }
+
+  private retract(key: string): void {
+    const entry = this.unsettled.get(key);
     if (entry === undefined) return;
     clearTimeout(entry.timer);
-    unsettled.delete(key);
-  };
-  const watch = (kind: Unsettled['kind'], report: ResumeReport, key: string, deadline: number): void => {
-    retract(key);
+    this.unsettled.delete(key);
+  }
+
+  private watch(kind: Unsettled['kind'], report: ResumeReport, key: string, deadline: number): void {
+    this.retract(key);
     const entry: Unsettled = { kind, report, timer: undefined };
-    entry.timer = timer(deadline, () => confirm(key, ResumeEvidence.DEADLINE));
-    unsettled.set(key, entry);
-  };
+    entry.timer = this.timer(deadline, () => this.confirm(key, ResumeEvidence.DEADLINE));
+    this.unsettled.set(key, entry);
+  }
+
   /** The request's deadline passed, or the client gave it up, without its terminal. */
-  const confirm = (key: string, evidence: typeof ResumeEvidence.DEADLINE | typeof ResumeEvidence.REQUEST_END): void => {
-    const entry = unsettled.get(key);
+  private confirm(key: string, evidence: typeof ResumeEvidence.DEADLINE | typeof ResumeEvidence.REQUEST_END): void {
+    const entry = this.unsettled.get(key);
     if (entry === undefined) return;
-    retract(key);
+    this.retract(key);
     const record = entry.report.record;
-    if (record !== undefined && isTerminal(record)) return;
+    if (record !== undefined && this.isTerminal(record)) return;
     if (entry.kind === 'rejected') {
-      fail(entry.report, evidence);
+      this.fail(entry.report, evidence);
     } else if (evidence === ResumeEvidence.DEADLINE) {
       // Polled, and never back with the result: a server that lost its buffer looks like a quiet poll
       // until the deadline says otherwise. A request the client gave up after a poll lost nothing known.
-      fail({
+      this.fail({
         ...entry.report,
         outcome: ResumeOutcome.EMPTY_REPLAY,
         decision: ResumeDecision.AMBIGUOUS_EMPTY_REPLAY_ESCALATE_TO_RETRY,
       }, evidence);
     }
-  };
+  }
 
   /** Reports one verdict and applies the failed-resumption rule to it. */
-  const decide = (report: ResumeReport, key: string, terminal: boolean, deadline: number): void => {
-    options.onResumeDecision?.(report);
+  private decide(report: ResumeReport, key: string, terminal: boolean, deadline: number): void {
+    this.options.onResumeDecision?.(report);
     const outcome = report.outcome;
     if (terminal || outcome === ResumeOutcome.CONTINUATION) {
       // The server still holds the cursor, or the request has its result: an earlier rejection was transient.
-      retract(key);
+      this.retract(key);
     } else if (outcome === ResumeOutcome.POLL) {
-      watch('polled', report, key, deadline);
+      this.watch('polled', report, key, deadline);
     } else if (outcome === ResumeOutcome.CURSOR_REJECTED) {
-      if (unsettled.get(key)?.kind === 'rejected') {
+      if (this.unsettled.get(key)?.kind === 'rejected') {
         // The client's own next resume of the request was rejected too.
-        retract(key);
-        fail(report);
+        this.retract(key);
+        this.fail(report);
       } else {
-        watch('rejected', report, key, deadline);
+        this.watch('rejected', report, key, deadline);
       }
     } else if (isFailedResumptionOutcome(outcome)) {
-      retract(key);
-      fail(report);
+      this.retract(key);
+      this.fail(report);
     }
-  };
+  }
 
-  const settle = (request: WireRequest, status: number, stream: StreamRecord | undefined, verdict: ResumeVerdict): void => {
+  private settle(request: WireRequest, status: number, stream: StreamRecord | undefined, verdict: ResumeVerdict): void {
     const resume = request.resume!;
     const base = {
       sessionId: request.sessionId,
@@ -172,24 +206,24 @@ export function createGuardListener(options: GuardOptions = {}): GuardListener {
       request,
       stream,
     };
-    const records = subjects(request, stream);
+    const records = this.subjects(request, stream);
     if (records.length === 0) {
       const report: ResumeReport = { ...base, requestId: undefined, record: undefined, decision: decideResume(verdict, false) };
-      if (unplaced(request, stream)) decide(report, unsettledKey(request, undefined), false, request.startedAt + deadlineMs);
-      else options.onResumeDecision?.(report);
+      if (this.unplaced(request, stream)) this.decide(report, this.unsettledKey(request, undefined), false, request.startedAt + this.deadlineMs);
+      else this.options.onResumeDecision?.(report);
       return;
     }
     for (const record of records) {
       // The guard's own flag: the observer has already counted a terminal carried by the event that
       // settles this verdict, which is part of the continuation, not something seen before it.
-      const terminal = guard.isTerminal(record.key);
+      const terminal = this.guard.isTerminal(record.key);
       const report: ResumeReport = { ...base, requestId: record.id, record, decision: decideResume(verdict, terminal) };
-      decide(report, record.key, terminal, record.startedAt + deadlineMs);
+      this.decide(report, record.key, terminal, record.startedAt + this.deadlineMs);
     }
-  };
+  }
 
-  const settleSilent = (entry: SilentResume, seen: { ended?: StreamEnd; deadlinePassed?: boolean; requestEnded?: boolean }): void => {
-    silent.delete(entry.stream);
+  private settleSilent(entry: SilentResume, seen: { ended?: StreamEnd; deadlinePassed?: boolean; requestEnded?: boolean }): void {
+    this.silent.delete(entry.stream);
     clearTimeout(entry.timer);
     const stream = entry.stream;
     const verdict = resumeVerdict({
@@ -200,31 +234,32 @@ export function createGuardListener(options: GuardOptions = {}): GuardListener {
       deadlinePassed: seen.deadlinePassed ?? false,
       requestEnded: seen.requestEnded ?? false,
     });
-    if (verdict) settle(entry.request, entry.status, stream, verdict);
-  };
+    if (verdict) this.settle(entry.request, entry.status, stream, verdict);
+  }
 
   /** The client gave these requests up (cancelled them, or deleted their session). */
-  const requestsEnded = (sessionId: string | undefined, records: readonly RequestRecord[] | undefined): void => {
-    for (const entry of [...silent.values()]) {
+  private requestsEnded(sessionId: string | undefined, records: readonly RequestRecord[] | undefined): void {
+    for (const entry of [...this.silent.values()]) {
       if (entry.request.sessionId !== sessionId) continue;
-      const concerned = subjects(entry.request, entry.stream);
-      if (records === undefined || concerned.some((r) => records.includes(r))) settleSilent(entry, { requestEnded: true });
+      const concerned = this.subjects(entry.request, entry.stream);
+      if (records === undefined || concerned.some((r) => records.includes(r))) this.settleSilent(entry, { requestEnded: true });
     }
     if (records !== undefined) {
-      for (const record of records) confirm(record.key, ResumeEvidence.REQUEST_END);
+      for (const record of records) this.confirm(record.key, ResumeEvidence.REQUEST_END);
       return;
     }
-    for (const [key, entry] of unsettled.entries()) {
-      if (entry.report.sessionId === sessionId) confirm(key, ResumeEvidence.REQUEST_END);
+    for (const [key, entry] of [...this.unsettled.entries()]) {
+      if (entry.report.sessionId === sessionId) this.confirm(key, ResumeEvidence.REQUEST_END);
     }
-  };
+  }
 
-  const onTerminals = (event: WireEvent): boolean => {
+  private onTerminals(event: WireEvent): boolean {
+    const options = this.options;
     let keep = true;
     const sse = event.sse !== undefined;
     for (const terminal of event.terminals) {
       const record = terminal.request;
-      retract(record.key);
+      this.retract(record.key);
       if (terminal.conflict) {
         if (sse) keep = false;
         const first = terminal.firstStream;
@@ -239,7 +274,7 @@ export function createGuardListener(options: GuardOptions = {}): GuardListener {
           foreign: terminal.foreign,
           event,
         });
-      } else if (sse && (terminal.duplicate || guard.isTerminal(record.key))) {
+      } else if (sse && (terminal.duplicate || this.guard.isTerminal(record.key))) {
         keep = false;
         options.onDuplicateTerminalDropped?.({
           action: GuardAction.DUPLICATE_TERMINAL_DROPPED,
@@ -253,113 +288,117 @@ export function createGuardListener(options: GuardOptions = {}): GuardListener {
         });
       } else {
         // The first terminal, delivered even when foreign: it is the only result the client has.
-        guard.observeEvent(record.key, event.eventId, true);
+        this.guard.observeEvent(record.key, event.eventId, true);
       }
     }
     return keep;
-  };
+  }
 
-  return {
-    guard,
+  onRequest(request: WireRequest): void {
+    for (const record of request.requests) {
+      this.guard.forget(record.key);
+      this.retract(record.key);
+    }
+    if (request.cancels.length > 0) this.requestsEnded(request.sessionId, request.cancels);
+    if (request.httpMethod === 'DELETE' && request.sessionId !== undefined) this.requestsEnded(request.sessionId, undefined);
+    const resume = request.resume;
+    if (resume === undefined || resume.requests.length === 0) return;
+    for (const record of resume.requests) if (!this.isTerminal(record)) return;
+    const first = resume.requests[0]!;
+    const error = InvalidResumptionError.terminal(first.id, request.sessionId);
+    this.options.onResumeRefused?.({
+      action: GuardAction.RESUME_REFUSED,
+      sessionId: request.sessionId,
+      requestIds: resume.requests.map((r) => r.id),
+      lastEventId: resume.lastEventId,
+      error,
+      request,
+    });
+    throw error;
+  }
 
-    onRequest(request: WireRequest): void {
-      for (const record of request.requests) {
-        guard.forget(record.key);
-        retract(record.key);
+  onResponse(request: WireRequest, response: WireResponse): void {
+    if (request.resume === undefined) return;
+    const { status, stream } = response;
+    if (status >= 200 && status < 300 && stream !== undefined) {
+      const entry: SilentResume = { request, status, stream, timer: undefined };
+      const records = this.subjects(request, stream);
+      // A later resume the server accepted supersedes a held rejection or a poll: its own verdict (or
+      // the deadline) settles the request now, so the request is never reported twice.
+      for (const record of records) this.retract(record.key);
+      const listening = records.length === 0 && !this.unplaced(request, stream);
+      if (!listening) {
+        let started = request.startedAt;
+        for (const record of records) started = Math.min(started, record.startedAt);
+        entry.timer = this.timer(started + this.deadlineMs, () => {
+          if (this.silent.get(stream) === entry) this.settleSilent(entry, { deadlinePassed: true });
+        });
       }
-      if (request.cancels.length > 0) requestsEnded(request.sessionId, request.cancels);
-      if (request.httpMethod === 'DELETE' && request.sessionId !== undefined) requestsEnded(request.sessionId, undefined);
-      const resume = request.resume;
-      if (resume === undefined || resume.requests.length === 0) return;
-      for (const record of resume.requests) if (!isTerminal(record)) return;
-      const first = resume.requests[0]!;
-      const error = InvalidResumptionError.terminal(first.id, request.sessionId);
-      options.onResumeRefused?.({
-        action: GuardAction.RESUME_REFUSED,
-        sessionId: request.sessionId,
-        requestIds: resume.requests.map((r) => r.id),
-        lastEventId: resume.lastEventId,
-        error,
-        request,
-      });
-      throw error;
-    },
+      this.silent.set(stream, entry);
+      return;
+    }
+    const verdict = resumeVerdict({
+      status,
+      messages: 0,
+      // A 2xx without a body ended at once.
+      ended: 'clean',
+      pollingAnnounced: request.resume.from?.pollingAnnounced ?? false,
+      deadlinePassed: false,
+      requestEnded: false,
+    });
+    if (verdict) this.settle(request, status, stream, verdict);
+  }
 
-    onResponse(request: WireRequest, response: WireResponse): void {
-      if (request.resume === undefined) return;
-      const { status, stream } = response;
-      if (status >= 200 && status < 300 && stream !== undefined) {
-        const entry: SilentResume = { request, status, stream, timer: undefined };
-        const records = subjects(request, stream);
-        // A later resume the server accepted supersedes a held rejection or a poll: its own verdict (or
-        // the deadline) settles the request now, so the request is never reported twice.
-        for (const record of records) retract(record.key);
-        const listening = records.length === 0 && !unplaced(request, stream);
-        if (!listening) {
-          let started = request.startedAt;
-          for (const record of records) started = Math.min(started, record.startedAt);
-          entry.timer = timer(started + deadlineMs, () => {
-            if (silent.get(stream) === entry) settleSilent(entry, { deadlinePassed: true });
-          });
-        }
-        silent.set(stream, entry);
-        return;
-      }
-      const verdict = resumeVerdict({
-        status,
-        messages: 0,
-        // A 2xx without a body ended at once.
-        ended: 'clean',
-        pollingAnnounced: request.resume.from?.pollingAnnounced ?? false,
-        deadlinePassed: false,
-        requestEnded: false,
-      });
-      if (verdict) settle(request, status, stream, verdict);
-    },
+  onFetchError(request: WireRequest): void {
+    if (request.resume === undefined) return;
+    this.settle(request, 0, undefined, { outcome: ResumeOutcome.ERROR, evidence: ResumeEvidence.STATUS });
+  }
 
-    onFetchError(request: WireRequest): void {
-      if (request.resume === undefined) return;
-      settle(request, 0, undefined, { outcome: ResumeOutcome.ERROR, evidence: ResumeEvidence.STATUS });
-    },
+  onEvent(event: WireEvent): boolean {
+    const stream = event.stream;
+    if (this.silent.size > 0 && stream.messageEvents > 0 && stream.isResume) {
+      const entry = this.silent.get(stream);
+      if (entry !== undefined) this.settleSilent(entry, {});
+    }
+    // Cursors are the wire's (the stream's delivered ids); the guard's own state is fed at the
+    // terminal event, so an event that is not one costs nothing here.
+    if (event.terminals.length === 0) return true;
+    return this.onTerminals(event);
+  }
 
-    onEvent(event: WireEvent): boolean {
-      const stream = event.stream;
-      if (silent.size > 0 && stream.messageEvents > 0 && stream.isResume) {
-        const entry = silent.get(stream);
-        if (entry !== undefined) settleSilent(entry, {});
-      }
-      // Cursors are the wire's (the stream's delivered ids); the guard's own state is fed at the
-      // terminal event, so an event that is not one costs nothing here.
-      if (event.terminals.length === 0) return true;
-      return onTerminals(event);
-    },
+  onStreamEnd(_request: WireRequest, stream: StreamRecord, end: StreamEnd): void {
+    if (this.silent.size === 0) return;
+    const entry = this.silent.get(stream);
+    if (entry !== undefined) this.settleSilent(entry, { ended: end });
+  }
 
-    onStreamEnd(_request: WireRequest, stream: StreamRecord, end: StreamEnd): void {
-      if (silent.size === 0) return;
-      const entry = silent.get(stream);
-      if (entry !== undefined) settleSilent(entry, { ended: end });
-    },
+  onSessionReleased(sessionId: string): void {
+    this.guard.forgetSession(sessionId);
+    // Silent resumes of the session ended with their streams (abort) or with the DELETE (request
+    // end); what remains of them, and held rejections or polls, no longer concern a live session.
+    for (const [stream, entry] of [...this.silent.entries()]) {
+      if (entry.request.sessionId !== sessionId) continue;
+      clearTimeout(entry.timer);
+      this.silent.delete(stream);
+    }
+  }
 
-    onSessionReleased(sessionId: string): void {
-      guard.forgetSession(sessionId);
-      // Silent resumes of the session ended with their streams (abort) or with the DELETE (request
-      // end); what remains of them, and held rejections or polls, no longer concern a live session.
-      for (const [stream, entry] of silent.entries()) {
-        if (entry.request.sessionId !== sessionId) continue;
-        clearTimeout(entry.timer);
-        silent.delete(stream);
-      }
-    },
+  stats(): { silentResumes: number; unsettledRequests: number; evictions: number } {
+    return { silentResumes: this.silent.size, unsettledRequests: this.unsettled.size, evictions: this.silent.evictions + this.unsettled.evictions };
+  }
 
-    stats() {
-      return { silentResumes: silent.size, unsettledRequests: unsettled.size, evictions: silent.evictions + unsettled.evictions };
-    },
-
-    dispose(): void {
-      for (const entry of silent.values()) clearTimeout(entry.timer);
-      for (const entry of unsettled.values()) clearTimeout(entry.timer);
-      silent.clear();
-      unsettled.clear();
-    },
-  };
+  dispose(): void {
+    for (const entry of this.silent.values()) clearTimeout(entry.timer);
+    for (const entry of this.unsettled.values()) clearTimeout(entry.timer);
+    this.silent.clear();
+    this.unsettled.clear();
+  }
 }
+
+/**
+ * One listener held for the life of the process: its class's hidden class (and the guard's) then
+ * outlives every guarded fetch, so the observer's optimised code that checks it is not thrown away
+ * at a GC that finds no listener alive (see shapes.ts of @resumewatch/wire).
+ */
+const HELD_SHAPE = new GuardWireListener({});
+void HELD_SHAPE;

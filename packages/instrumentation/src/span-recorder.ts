@@ -134,6 +134,8 @@ interface HeldPoll {
  * stream open and silent has no verdict, so no resume span yet.
  */
 export class SpanRecorder implements WireListener {
+  /** Spans are decided by terminals and by the events of resumed streams only. */
+  readonly eventsWanted = 'deciding' as const;
   /** Makes stream ids unique across observers and processes. */
   private readonly prefix = randomBytes(6).toString('hex');
   private readonly tracer: TracerSource;

@@ -2,9 +2,8 @@ import { SseScanner } from './sse.js';
 import type { SseSink } from './sse.js';
 import type { JsonRpcMessage } from './jsonrpc.js';
 import { parseMessages } from './jsonrpc.js';
+import { holdShape } from './shapes.js';
 import type { StreamEnd, StreamRecord, WireRequest } from './types.js';
-
-const NO_BYTES = new Uint8Array(0);
 
 /** What a tap tells the observer. */
 export interface TapHost {
@@ -67,17 +66,21 @@ export class TappedSource {
   }
 }
 
+/**
+ * Sees an SSE body's events. With a filtering listener it forwards the bytes of kept events only: the
+ * events of a chunk are scanned first, then what the client gets is enqueued once per chunk (the
+ * chunk itself when every event of it is kept and none carried over). `event` never calls into the
+ * web stream: optimised code of the scanner that inlined it would depend on the stream's objects,
+ * which die with each body, and be thrown away at the next GC.
+ */
 export class SseTap implements BodyTap, SseSink {
   private readonly scanner = new SseScanner(this);
   /** When the chunk being scanned arrived: one clock read per chunk. NaN until then, not undefined (README, "Design"). */
   private at = NaN;
-  private out: ReadableStreamDefaultController<Uint8Array> | undefined;
-  private chunkIn: Uint8Array = NO_BYTES;
-  private enqueued = false;
-  /** Kept event bytes not yet given to the client: one run of adjacent events in one buffer. */
-  private runBytes: Uint8Array = NO_BYTES;
-  private runStart = 0;
-  private runEnd = 0;
+  /** End of the last complete event of the chunk being scanned, in the scanner's buffer. */
+  private eventsEnd = 0;
+  /** Removed events of the chunk being scanned: start and end offsets, in pairs (usually none). */
+  private readonly removed: number[] = [];
 
   constructor(
     private readonly observer: TapHost,
@@ -93,27 +96,17 @@ export class SseTap implements BodyTap, SseSink {
       controller.enqueue(chunk);
       return true;
     }
-    this.out = controller;
-    this.chunkIn = chunk;
-    this.enqueued = false;
+    this.eventsEnd = 0;
     this.scanner.push(chunk);
-    this.flush();
-    this.runBytes = NO_BYTES;
-    this.chunkIn = NO_BYTES;
-    this.out = undefined;
-    return this.enqueued;
+    return this.forward(chunk, controller);
   }
 
   /** Called by the scanner for each event. */
   event(scan: SseScanner): void {
     const kept = this.observer.sseEvent(this.request, this.stream, scan, this.at);
-    if (!this.filtering || !kept) return;
-    if (scan.bytes !== this.runBytes || scan.rawStart !== this.runEnd) {
-      this.flush();
-      this.runBytes = scan.bytes;
-      this.runStart = scan.rawStart;
-    }
-    this.runEnd = scan.rawEnd;
+    if (!this.filtering) return;
+    if (!kept) this.removed.push(scan.rawStart, scan.rawEnd);
+    this.eventsEnd = scan.rawEnd;
   }
 
   end(controller: ReadableStreamDefaultController<Uint8Array>): void {
@@ -121,15 +114,33 @@ export class SseTap implements BodyTap, SseSink {
     if (this.filtering && rest.length > 0) controller.enqueue(rest);
   }
 
-  private flush(): void {
-    if (this.runEnd === this.runStart) return;
-    const chunk = this.chunkIn;
-    const bytes = this.runBytes;
-    // Every event of the chunk kept and none carried over: the chunk itself, no view.
-    const whole = this.runStart === 0 && this.runEnd === chunk.length && bytes.buffer === chunk.buffer && bytes.byteOffset === chunk.byteOffset;
-    this.out!.enqueue(whole ? chunk : bytes.subarray(this.runStart, this.runEnd));
-    this.runStart = this.runEnd = 0;
-    this.enqueued = true;
+  /** Enqueues the kept events of the chunk just scanned; returns whether anything was enqueued. */
+  private forward(chunk: Uint8Array, controller: ReadableStreamDefaultController<Uint8Array>): boolean {
+    const end = this.eventsEnd;
+    if (end === 0) return false;
+    const bytes = this.scanner.bytes;
+    const removed = this.removed;
+    if (removed.length === 0) {
+      // Every event of the chunk kept and none carried over: the chunk itself, no view.
+      const whole = end === chunk.length && bytes.buffer === chunk.buffer && bytes.byteOffset === chunk.byteOffset;
+      controller.enqueue(whole ? chunk : bytes.subarray(0, end));
+      return true;
+    }
+    let from = 0;
+    let enqueued = false;
+    for (let i = 0; i < removed.length; i += 2) {
+      if (removed[i]! > from) {
+        controller.enqueue(bytes.subarray(from, removed[i]!));
+        enqueued = true;
+      }
+      from = removed[i + 1]!;
+    }
+    removed.length = 0;
+    if (end > from) {
+      controller.enqueue(bytes.subarray(from, end));
+      enqueued = true;
+    }
+    return enqueued;
   }
 }
 
@@ -158,6 +169,12 @@ export class JsonTap implements BodyTap {
     if (messages.length > 0) this.observer.jsonBody(this.request, this.stream, messages);
   }
 }
+
+holdShape(new SseTap(undefined as never, undefined as never, undefined as never, false));
+holdShape(new JsonTap(undefined as never, undefined as never, undefined as never, 0));
+holdShape(new TappedSource(undefined as never, undefined as never, undefined as never, new ReadableStream(), undefined as never));
+// The controller of an observed body, whose `enqueue` the taps call: a stream made as tapBody makes one.
+holdShape(new ReadableStream<Uint8Array>({ pull: () => undefined }, { highWaterMark: 0 }));
 
 export function isAbort(error: unknown): boolean {
   return error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError');

@@ -1,3 +1,4 @@
+import { holdShape } from './shapes.js';
 import type { CursorMemory, StreamRecord } from './types.js';
 
 /**
@@ -12,8 +13,10 @@ import type { CursorMemory, StreamRecord } from './types.js';
  * together) on the per-event path; two parallel arrays cost none.
  */
 export class CursorRing implements CursorMemory {
-  private readonly hashes: number[] = [];
-  private readonly streams: StreamRecord[] = [];
+  private hashes: number[] = [];
+  private streams: StreamRecord[] = [];
+  /** Deliveries held: they fill slots 0..count-1 in order until the cap, then the ring wraps at `next`. */
+  private count = 0;
   private next = 0;
 
   constructor(private readonly cap: number) {
@@ -21,14 +24,16 @@ export class CursorRing implements CursorMemory {
   }
 
   get size(): number {
-    return this.hashes.length;
+    return this.count;
   }
 
   add(id: string, stream: StreamRecord): void {
     const hash = hashOfId(id);
-    if (this.hashes.length < this.cap) {
-      this.hashes.push(hash);
-      this.streams.push(stream);
+    if (this.count < this.cap) {
+      if (this.count === this.hashes.length) this.grow();
+      this.hashes[this.count] = hash;
+      this.streams[this.count] = stream;
+      this.count++;
       return;
     }
     this.hashes[this.next] = hash;
@@ -37,7 +42,7 @@ export class CursorRing implements CursorMemory {
   }
 
   get(eventId: string): StreamRecord | undefined {
-    const n = this.hashes.length;
+    const n = this.count;
     const hash = hashOfId(eventId);
     for (let k = 1; k <= n; k++) {
       const i = (this.next - k + n) % n;
@@ -45,7 +50,25 @@ export class CursorRing implements CursorMemory {
     }
     return undefined;
   }
+
+  /**
+   * Room for more deliveries: 4 slots, then doubling up to the cap. An array's own growth (half again
+   * plus 16 slots) would give a session that saw a handful of events 17 slots in each array.
+   */
+  private grow(): void {
+    const size = Math.min(this.cap, Math.max(4, this.count * 2));
+    const hashes = new Array<number>(size);
+    const streams = new Array<StreamRecord>(size);
+    for (let i = 0; i < this.count; i++) {
+      hashes[i] = this.hashes[i]!;
+      streams[i] = this.streams[i]!;
+    }
+    this.hashes = hashes;
+    this.streams = streams;
+  }
 }
+
+holdShape(new CursorRing(1));
 
 /** FNV-1a over the id's UTF-16 code units, cut to 30 bits so that it stays a small integer. */
 function hashOfId(id: string): number {

@@ -1,12 +1,13 @@
 import { BoundedMap } from '@resumewatch/bounded';
-import { HEADER_LAST_EVENT_ID, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID } from './headers.js';
+import { HEADER_LAST_EVENT_ID, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID, headerValue } from './headers.js';
 import { ReattachTrigger, StreamKind, TerminalDelivery, TerminalOutcome } from '@resumewatch/semconv';
 import { digestOfTerminal } from './digest.js';
 import { cancelledRequestIds, isErrorResponse, isRequest, isResponse, parseMessages, requestTarget } from './jsonrpc.js';
-import type { JsonRpcMessage, JsonRpcResponse } from './jsonrpc.js';
+import type { JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from './jsonrpc.js';
 import { JsonTap, SseTap, TappedSource, isAbort } from './body-taps.js';
 import type { BodyTap, TapHost } from './body-taps.js';
 import { CursorRing } from './cursor-ring.js';
+import { holdShape } from './shapes.js';
 import type { SseScanner } from './sse.js';
 import { JsonWireEvent, SseWireEvent } from './wire-events.js';
 import type {
@@ -42,6 +43,10 @@ export class WireObserver implements TapHost {
   private readonly listeners: WireListener[] = [];
   /** The listeners with an onEvent hook: without any, no event objects are made. */
   private readonly eventListeners: WireListener[] = [];
+  /** Per entry of `eventListeners`: it wants only the events that can decide something (`eventsWanted`). */
+  private readonly decidingOnly: boolean[] = [];
+  /** How many of `eventListeners` want every event. */
+  private everyEventListeners = 0;
   private readonly sessions: BoundedMap<string, SessionRecord>;
   private readonly requests: BoundedMap<string, RequestRecord>;
   /**
@@ -75,7 +80,12 @@ export class WireObserver implements TapHost {
   /** Adds a listener. `filters: true` declares that its onEvent may return false. */
   addListener(listener: WireListener, { filters = false }: { filters?: boolean } = {}): this {
     this.listeners.push(listener);
-    if (listener.onEvent) this.eventListeners.push(listener);
+    if (listener.onEvent) {
+      const deciding = listener.eventsWanted === 'deciding';
+      this.eventListeners.push(listener);
+      this.decidingOnly.push(deciding);
+      if (!deciding) this.everyEventListeners++;
+    }
     if (filters) this.filtering = true;
     return this;
   }
@@ -195,12 +205,13 @@ export class WireObserver implements TapHost {
   }
 
   private describeRequest(input: string | URL | Request, init: RequestInit | undefined): WireRequest {
-    const headers = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined));
+    // fetch(request, init): init's headers replace the request's. Read in place, not copied.
+    const headers = init?.headers ?? (input instanceof Request ? input.headers : undefined);
     const httpMethod = (init?.method ?? (input instanceof Request ? input.method : 'GET')).toUpperCase();
     const url = input instanceof Request ? input.url : String(input);
-    const sessionId = headers.get(HEADER_SESSION_ID) ?? undefined;
-    const lastEventId = headers.get(HEADER_LAST_EVENT_ID) ?? undefined;
-    const protocolVersion = headers.get(HEADER_PROTOCOL_VERSION) ?? undefined;
+    const sessionId = headerValue(headers, HEADER_SESSION_ID);
+    const lastEventId = headerValue(headers, HEADER_LAST_EVENT_ID);
+    const protocolVersion = headerValue(headers, HEADER_PROTOCOL_VERSION);
     const messages = typeof init?.body === 'string' ? parseMessages(init.body) : NO_MESSAGES;
     const startedAt = this.now();
 
@@ -221,19 +232,7 @@ export class WireObserver implements TapHost {
       if (!isRequest(message)) continue;
       const id = String(message.id);
       const key = requestKey(sessionId, id);
-      const record: RequestRecord = {
-        key,
-        sessionId: sessionId ?? '',
-        id,
-        method: message.method,
-        target: requestTarget(message),
-        message,
-        startedAt,
-        terminalCount: 0,
-        firstTerminalStream: undefined,
-        firstTerminalEventId: undefined,
-        firstTerminalDigest: undefined,
-      };
+      const record = newRequestRecord(key, sessionId ?? '', id, message.method, requestTarget(message), message, startedAt);
       this.requests.set(key, record);
       requests.push(record);
     }
@@ -249,20 +248,20 @@ export class WireObserver implements TapHost {
     const reattach = session ? this.describeReattach(session, httpMethod, resume) : undefined;
     if (session) session.used = true;
 
-    return {
-      seq: ++this.requestSeq,
+    return newWireRequest(
+      ++this.requestSeq,
       httpMethod,
       url,
       sessionId,
-      protocolVersion: protocolVersion ?? session?.protocolVersion,
+      protocolVersion ?? session?.protocolVersion,
       session,
       messages,
       requests,
-      cancels: cancels ?? NO_REQUESTS,
+      cancels ?? NO_REQUESTS,
       resume,
       reattach,
       startedAt,
-    };
+    );
   }
 
   private describeResume(session: SessionRecord | undefined, lastEventId: string): ResumeInfo {
@@ -327,22 +326,17 @@ export class WireObserver implements TapHost {
   private openStream(request: WireRequest, format: 'sse' | 'json'): StreamRecord {
     const session = request.session;
     const resume = request.resume;
-    const stream: StreamRecord = {
-      id: `${++this.streamSeq}`,
-      sessionId: request.sessionId ?? '',
-      httpMethod: request.httpMethod,
+    const stream = newStreamRecord(
+      `${++this.streamSeq}`,
+      request.sessionId ?? '',
+      request.httpMethod,
       format,
-      kind: resume ? resume.from?.kind : request.httpMethod === 'GET' ? StreamKind.LISTENING : StreamKind.REQUEST,
-      requests: resume ? [...resume.requests] : [...request.requests],
-      isResume: resume !== undefined,
-      lastEventId: undefined,
-      deliveredEventId: resume?.lastEventId,
-      messageEvents: 0,
-      terminalEvents: 0,
-      foreignTerminalEvents: 0,
-      pollingAnnounced: resume?.from?.pollingAnnounced ?? false,
-      ended: undefined,
-    };
+      resume ? resume.from?.kind : request.httpMethod === 'GET' ? StreamKind.LISTENING : StreamKind.REQUEST,
+      resume ? [...resume.requests] : [...request.requests],
+      resume !== undefined,
+      resume?.lastEventId,
+      resume?.from?.pollingAnnounced ?? false,
+    );
     if (session) {
       // A plain array, not a RecentList of @resumewatch/bounded: SessionRecord.streams is a public array,
       // and at most streamsPerSession (32) long, so shift() is cheap; it happens once per stream.
@@ -404,12 +398,16 @@ export class WireObserver implements TapHost {
       // messages (notifications) are parsed only if a listener asks for them; a notification has
       // a "method" key, which `data: {}` and other non-JSON-RPC data lack.
       if (scan.mayHoldMethod) stream.messageEvents++;
-      kept = this.eventListeners.length === 0 || this.notify(new SseWireEvent(scan, request, stream, undefined, undefined, NO_TERMINALS, at));
+      // Decides nothing unless its stream is a resume: told only to listeners that want every event.
+      const told = this.everyEventListeners > 0 || (stream.isResume && this.eventListeners.length > 0);
+      kept = !told || this.notify(new SseWireEvent(scan, request, stream, undefined, undefined, NO_TERMINALS, at), stream.isResume);
     } else {
       const data = scan.hasData ? scan.decodeData() : undefined;
       const messages = data !== undefined ? parseMessages(data) : NO_MESSAGES;
       const terminals = this.terminalsOf(stream, messages, id);
-      kept = this.eventListeners.length === 0 || this.notify(new SseWireEvent(scan, request, stream, data, messages, terminals, at));
+      const deciding = terminals.length > 0 || stream.isResume;
+      const told = this.everyEventListeners > 0 || (deciding && this.eventListeners.length > 0);
+      kept = !told || this.notify(new SseWireEvent(scan, request, stream, data, messages, terminals, at), deciding);
     }
     kept ||= !this.filtering;
     if (kept && id !== undefined) {
@@ -435,13 +433,18 @@ export class WireObserver implements TapHost {
   /** @internal Observes the messages of a JSON body. */
   jsonBody(request: WireRequest, stream: StreamRecord, messages: readonly JsonRpcMessage[]): void {
     const terminals = this.terminalsOf(stream, messages, undefined);
-    if (this.eventListeners.length > 0) this.notify(new JsonWireEvent(request, stream, messages, terminals, this.now()));
+    if (this.eventListeners.length > 0) this.notify(new JsonWireEvent(request, stream, messages, terminals, this.now()), true);
   }
 
-  private notify(event: WireEvent): boolean {
+  /** Tells the event to the listeners that want it (`deciding`: it can decide something); false when one removed it. */
+  private notify(event: WireEvent, deciding: boolean): boolean {
     const listeners = this.eventListeners;
+    const decidingOnly = this.decidingOnly;
     let keep = true;
-    for (let i = 0; i < listeners.length; i++) if (listeners[i]!.onEvent!(event) === false) keep = false;
+    for (let i = 0; i < listeners.length; i++) {
+      if (!deciding && decidingOnly[i]) continue;
+      if (listeners[i]!.onEvent!(event) === false) keep = false;
+    }
     if (!keep) for (const listener of this.listeners) listener.onEventDropped?.(event);
     return keep;
   }
@@ -493,6 +496,92 @@ export class WireObserver implements TapHost {
     const version = (result as { protocolVersion?: unknown } | null)?.protocolVersion;
     if (session && typeof version === 'string') session.protocolVersion ??= version;
   }
+}
+
+/*
+ * The records are made by these functions, one literal each, so that an instance of each can be held
+ * (shapes.ts): a literal's hidden class is shared by every object the same literal makes, and freed
+ * with the last of them. The held ones are made with values of the kinds real ones hold (a double
+ * start time, strings and arrays), so that they keep the very hidden class real records have.
+ */
+function newStreamRecord(
+  id: string,
+  sessionId: string,
+  httpMethod: string,
+  format: 'sse' | 'json',
+  kind: StreamKind | undefined,
+  requests: RequestRecord[],
+  isResume: boolean,
+  deliveredEventId: string | undefined,
+  pollingAnnounced: boolean,
+): StreamRecord {
+  return {
+    id,
+    sessionId,
+    httpMethod,
+    format,
+    kind,
+    requests,
+    isResume,
+    lastEventId: undefined,
+    deliveredEventId,
+    messageEvents: 0,
+    terminalEvents: 0,
+    foreignTerminalEvents: 0,
+    pollingAnnounced,
+    ended: undefined,
+  };
+}
+
+function newRequestRecord(
+  key: string,
+  sessionId: string,
+  id: string,
+  method: string,
+  target: string | undefined,
+  message: JsonRpcRequest | undefined,
+  startedAt: number,
+): RequestRecord {
+  return {
+    key,
+    sessionId,
+    id,
+    method,
+    target,
+    message,
+    startedAt,
+    terminalCount: 0,
+    firstTerminalStream: undefined,
+    firstTerminalEventId: undefined,
+    firstTerminalDigest: undefined,
+  };
+}
+
+function newWireRequest(
+  seq: number,
+  httpMethod: string,
+  url: string,
+  sessionId: string | undefined,
+  protocolVersion: string | undefined,
+  session: SessionRecord | undefined,
+  messages: readonly JsonRpcMessage[],
+  requests: readonly RequestRecord[],
+  cancels: readonly RequestRecord[],
+  resume: ResumeInfo | undefined,
+  reattach: ReattachInfo | undefined,
+  startedAt: number,
+): WireRequest {
+  return { seq, httpMethod, url, sessionId, protocolVersion, session, messages, requests, cancels, resume, reattach, startedAt };
+}
+
+holdShape(new WireObserver());
+{
+  const session = newSession('held', undefined, 1);
+  const stream = holdShape(newStreamRecord('0', 'held', 'POST', 'sse', StreamKind.REQUEST, [], false, undefined, false));
+  const record = holdShape(newRequestRecord('held\n0', 'held', '0', 'ping', undefined, undefined, Date.now() + 0.5));
+  stream.requests.push(record);
+  session.streams.push(stream);
+  holdShape(newWireRequest(1, 'POST', 'http://held/', 'held', undefined, holdShape(session), NO_MESSAGES, [record], NO_REQUESTS, undefined, undefined, Date.now() + 0.5));
 }
 
 function newSession(id: string, protocolVersion: string | undefined, cursors: number): SessionRecord {

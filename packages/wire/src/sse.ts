@@ -1,3 +1,5 @@
+import { holdShape } from './shapes.js';
+
 /**
  * Incremental parser of `text/event-stream` bodies (WHATWG HTML, "Server-sent events").
  *
@@ -29,10 +31,24 @@ const CR = 0x0d;
 const SPACE = 0x20;
 const QUOTE = 0x22;
 const COLON = 0x3a;
+const A = 0x61;
 const D = 0x64;
+const E = 0x65;
 const I = 0x69;
+const N = 0x6e;
+const R = 0x72;
+const T = 0x74;
+const V = 0x76;
+const Y = 0x79;
+/** V8 copies a substring shorter than this (SlicedString::kMinLength); a longer one refers to its parent. */
+const COPIED_SUBSTRING = 13;
 const EMPTY = new Uint8Array(0);
 const decoder = new TextDecoder();
+/**
+ * "None left in this push" for the forward look-ups: a position past any string V8 can build, kept a
+ * small integer (Infinity would turn the fields into doubles, a change of the scanner's hidden class).
+ */
+const NONE_AHEAD = 2 ** 30 - 16;
 
 /** Receives the scanner's events. An object with a method, not a closure: see `SseScanner`. */
 export interface SseSink {
@@ -83,7 +99,7 @@ export class SseScanner {
   private skipLeadingLf = false;
   private atStreamStart = true;
   private sawField = false;
-  /** Per push: the next `"id"` and backslash at or after the last look-up (Infinity: none left). */
+  /** Per push: the next `"id"` and backslash at or after the last look-up (NONE_AHEAD: none left). */
   private nextIdMember = -1;
   private nextBackslash = -1;
   private nextMethodKey = -1;
@@ -124,14 +140,35 @@ export class SseScanner {
     this.nextIdMember = -1;
     this.nextBackslash = -1;
     this.nextMethodKey = -1;
-    while (pos < textLength) {
-      if (this.skipLeadingLf) {
-        this.skipLeadingLf = false;
-        if (text.charCodeAt(pos) === LF) {
-          pos++;
-          continue;
+    // A CR ending the previous push may be the first half of a CRLF.
+    if (this.skipLeadingLf) {
+      this.skipLeadingLf = false;
+      if (textLength > 0 && text.charCodeAt(0) === LF) pos = 1;
+    }
+    if (nextCr === -1) {
+      // No CR in the text, the usual case: lines end at LF only.
+      while (pos < textLength) {
+        const end = text.indexOf('\n', searchFrom > pos ? searchFrom : pos);
+        if (end === -1) {
+          searchFrom = textLength;
+          break;
         }
+        searchFrom = 0;
+        if (end === pos) {
+          if (this.sawField) {
+            this.rawStart = blockStart;
+            this.rawEnd = base + end + 1;
+            this.sink.event(this);
+            this.resetEvent();
+            blockStart = base + end + 1;
+          }
+        } else {
+          this.parseLine(work, text, base, pos, end);
+        }
+        pos = end + 1;
       }
+    }
+    while (pos < textLength) {
       const from = searchFrom > pos ? searchFrom : pos;
       let end = text.indexOf('\n', from);
       if (nextCr !== -1) {
@@ -190,15 +227,16 @@ export class SseScanner {
     return this.dataLines === undefined ? decoder.decode(this.bytes.subarray(this.dataStart, this.dataEnd)) : joinLines(this.dataLines);
   }
 
+  /**
+   * One field line, `text[start, end)`. A known field is told by its first letters and by a colon (or
+   * the line's end) right after its name, so the usual lines cost a few character reads: no search for
+   * the colon, no substring compared. Any other name is ignored, as the spec says.
+   */
   private parseLine(work: Uint8Array, text: string, base: number, start: number, end: number): void {
     const c0 = text.charCodeAt(start);
-    if (c0 === COLON) return;
-    let colon = text.indexOf(':', start);
-    if (colon === -1 || colon > end) colon = end;
-    let valueStart = colon < end ? colon + 1 : end;
-    if (valueStart < end && text.charCodeAt(valueStart) === SPACE) valueStart++;
-    const nameLength = colon - start;
-    if (nameLength === 4 && c0 === D && text.startsWith('data', start)) {
+    if (c0 === D) {
+      if (!(text.charCodeAt(start + 1) === A && text.charCodeAt(start + 2) === T && text.charCodeAt(start + 3) === A && nameEndsAt(text, start + 4, end))) return;
+      const valueStart = valueAfter(text, start + 4, end);
       if (!this.hasData) {
         this.hasData = true;
         this.dataStart = base + valueStart;
@@ -211,20 +249,25 @@ export class SseScanner {
       if (!this.mayHoldId) this.mayHoldId = this.mayHoldIdIn(text, valueStart, end);
       if (!this.mayHoldMethod) this.mayHoldMethod = this.methodKeyIn(text, valueStart, end);
       this.sawField = true;
-    } else if (nameLength === 2 && c0 === I && text.charCodeAt(start + 1) === D) {
-      const value = this.fieldValue(work, text, base, valueStart, end);
-      if (!value.includes('\0')) this.id = value;
+    } else if (c0 === I) {
+      if (!(text.charCodeAt(start + 1) === D && nameEndsAt(text, start + 2, end))) return;
+      const value = this.fieldValue(work, text, base, valueAfter(text, start + 2, end), end, true);
+      // An id holding NUL is ignored (fieldValue gives undefined for one).
+      if (value !== undefined) this.id = value;
       this.sawField = true;
-    } else if (nameLength === 5 && c0 === 0x65 && text.startsWith('event', start)) {
+    } else if (c0 === E) {
+      if (!(text.charCodeAt(start + 1) === V && text.charCodeAt(start + 2) === E && text.charCodeAt(start + 3) === N && text.charCodeAt(start + 4) === T && nameEndsAt(text, start + 5, end))) return;
+      const valueStart = valueAfter(text, start + 5, end);
       const last = this.lastEventType;
-      if (end - valueStart === last.length && text.startsWith(last, valueStart)) {
+      if (sameText(text, valueStart, end, last)) {
         this.event = last;
       } else {
-        this.event = this.lastEventType = this.fieldValue(work, text, base, valueStart, end);
+        this.event = this.lastEventType = this.fieldValue(work, text, base, valueStart, end, false)!;
       }
       this.sawField = true;
-    } else if (nameLength === 5 && c0 === 0x72 && text.startsWith('retry', start)) {
-      const value = this.fieldValue(work, text, base, valueStart, end);
+    } else if (c0 === R) {
+      if (!(text.charCodeAt(start + 1) === E && text.charCodeAt(start + 2) === T && text.charCodeAt(start + 3) === R && text.charCodeAt(start + 4) === Y && nameEndsAt(text, start + 5, end))) return;
+      const value = this.fieldValue(work, text, base, valueAfter(text, start + 5, end), end, false)!;
       if (/^\d+$/.test(value)) this.retry = Number(value);
       this.sawField = true;
     }
@@ -237,11 +280,11 @@ export class SseScanner {
       // which would make a search led by it slow.
       let at = text.indexOf('id"', start + 1);
       while (at !== -1 && text.charCodeAt(at - 1) !== QUOTE) at = text.indexOf('id"', at + 1);
-      this.nextIdMember = at === -1 ? Infinity : at - 1;
+      this.nextIdMember = at === -1 ? NONE_AHEAD : at - 1;
     }
     if (this.nextBackslash < start) {
       const at = text.indexOf('\\', start);
-      this.nextBackslash = at === -1 ? Infinity : at;
+      this.nextBackslash = at === -1 ? NONE_AHEAD : at;
     }
     return this.nextIdMember + 4 <= end || this.nextBackslash < end;
   }
@@ -252,7 +295,7 @@ export class SseScanner {
       let at = text.indexOf('method"', start + 1);
       while (at !== -1 && text.charCodeAt(at - 1) !== QUOTE) at = text.indexOf('method"', at + 1);
       if (at === -1) {
-        this.nextMethodKey = Infinity;
+        this.nextMethodKey = NONE_AHEAD;
         break;
       }
       let colon = at + 7;
@@ -264,14 +307,20 @@ export class SseScanner {
   }
 
   /**
-   * A field value, UTF-8 decoded; ASCII values are copied from the chunk's bytes, not sliced from the
-   * latin1 view, which a kept slice would keep alive whole.
+   * A field value, UTF-8 decoded, or undefined when it holds NUL and `noNul` is set. ASCII values are copies, never
+   * slices of the chunk's latin1 view, which a kept slice would keep alive whole: a short one is a
+   * substring, which V8 copies below 13 characters; a longer one is copied from the chunk's bytes.
    */
-  private fieldValue(work: Uint8Array, text: string, base: number, start: number, end: number): string {
+  private fieldValue(work: Uint8Array, text: string, base: number, start: number, end: number, noNul: boolean): string | undefined {
     for (let i = start; i < end; i++) {
-      if (text.charCodeAt(i) >= 0x80) return decoder.decode(work.subarray(base + start, base + end));
+      const c = text.charCodeAt(i);
+      if (c >= 0x80) {
+        const value = decoder.decode(work.subarray(base + start, base + end));
+        return noNul && value.includes('\0') ? undefined : value;
+      }
+      if (c === 0 && noNul) return undefined;
     }
-    return this.view!.toString('latin1', base + start, base + end);
+    return end - start < COPIED_SUBSTRING ? text.slice(start, end) : this.view!.toString('latin1', base + start, base + end);
   }
 
   private resetEvent(): void {
@@ -285,6 +334,24 @@ export class SseScanner {
     this.retry = undefined;
     this.sawField = false;
   }
+}
+
+/** Whether text[start, end) is `value`, compared by character (the value is short: an event type). */
+function sameText(text: string, start: number, end: number, value: string): boolean {
+  if (end - start !== value.length) return false;
+  for (let i = 0; i < value.length; i++) if (text.charCodeAt(start + i) !== value.charCodeAt(i)) return false;
+  return true;
+}
+
+/** Whether a field name ends at `at`: the line ends there or a colon follows. */
+function nameEndsAt(text: string, at: number, end: number): boolean {
+  return at === end || (at < end && text.charCodeAt(at) === COLON);
+}
+
+/** Where the value of a field whose name ends at `at` starts: after the colon and one space. */
+function valueAfter(text: string, at: number, end: number): number {
+  if (at === end) return end;
+  return at + 1 < end && text.charCodeAt(at + 1) === SPACE ? at + 2 : at + 1;
 }
 
 function joinLines(lines: readonly Uint8Array[]): string {
@@ -360,6 +427,9 @@ export class SseParser implements SseSink {
     return this.scanner.end();
   }
 }
+
+holdShape(new SseParser(() => undefined));
+holdShape(new ScannedEvent(new SseScanner({ event: () => undefined })));
 
 /**
  * Reads a whole SSE body. Resolves when the body ends cleanly, rejects when it errors or is aborted.

@@ -189,6 +189,13 @@ export interface WireEvent {
  * in wire order; the records are live objects, valid until the observer releases them.
  */
 export interface WireListener {
+  /**
+   * Which SSE events `onEvent` is called with: `all` (the default), or `deciding`: only an event that
+   * carries a terminal, and every event of a resumed stream (its first message settles the resume). A
+   * JSON body is always told. With no listener wanting all events, an SSE event that decides nothing
+   * makes no event object and calls no listener.
+   */
+  readonly eventsWanted?: 'all' | 'deciding';
   /** Before the request leaves the process. Throwing refuses it: the fetch rejects with that error. */
   onRequest?(request: WireRequest): void;
   /** A listener refused the request; nothing was sent. */

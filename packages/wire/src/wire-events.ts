@@ -1,7 +1,7 @@
 import { parseMessages } from './jsonrpc.js';
 import type { JsonRpcMessage } from './jsonrpc.js';
-import { ScannedEvent } from './sse.js';
-import type { SseScanner } from './sse.js';
+import { ScannedEvent, SseScanner } from './sse.js';
+import { holdShape } from './shapes.js';
 import type { StreamRecord, TerminalObservation, WireEvent, WireRequest } from './types.js';
 
 const NO_MESSAGES: readonly JsonRpcMessage[] = [];
@@ -46,3 +46,6 @@ export class SseWireEvent extends ScannedEvent implements WireEvent {
     return (this.parsed ??= this.hasData ? parseMessages(this.data) : NO_MESSAGES);
   }
 }
+
+holdShape(new JsonWireEvent(undefined as never, undefined as never, NO_MESSAGES, [], 0));
+holdShape(new SseWireEvent(new SseScanner({ event: () => undefined }), undefined as never, undefined as never, undefined, undefined, [], 0));
