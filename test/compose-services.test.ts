@@ -7,12 +7,12 @@
 // lab-network-cut none; the lab servers, run under the same hook, report their server side.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer } from '../packages/detector/src/index.js';
 import type { Finding, RunningServer } from '../packages/detector/src/index.js';
 import { parseYaml, repoRoot, semconv } from './helpers/promql.js';
+import { freePort, waitFor, waitForAnswer } from './helpers/wait.js';
 
 interface Service {
   command?: string[];
@@ -98,32 +98,6 @@ function start(name: string, args: string[], env: Record<string, string>): Proc 
   const proc = { name, child, output: () => output, exited };
   procs.push(proc);
   return proc;
-}
-
-async function waitFor<T>(check: () => T | undefined | false | Promise<T | undefined | false>, what: string, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as { port: number }).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
-async function waitForAnswer(url: string, what: string): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (!(await fetch(url).then(() => true, () => false))) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what} on ${url}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 const detectors: RunningServer[] = [];

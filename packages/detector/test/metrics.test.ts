@@ -28,7 +28,7 @@ import {
 } from '@resumewatch/semconv';
 import { describe, expect, it } from 'vitest';
 import { Detector, DetectorMetrics, type DetectorStats } from '../src/index.js';
-import { T0, resume, seedScenario, terminal, type Req } from './spans.js';
+import { T0, resume, seedScenario, terminal, type Req } from './helpers/spans.js';
 
 function wired(maxServices = 100) {
   const metrics = new DetectorMetrics(maxServices);

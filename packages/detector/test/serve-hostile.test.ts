@@ -5,9 +5,9 @@ import { Client, Metadata, credentials, status } from '@grpc/grpc-js';
 import { METRIC_FINDINGS_DROPPED_TOTAL, METRIC_REQUESTS_SHED_TOTAL } from '@resumewatch/semconv';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer, type SpanRecord } from '../src/index.js';
-import { otlpJson } from './otlp.js';
-import { healthz, postHead, rawConnect } from './raw-client.js';
-import { seedScenario, terminal } from './spans.js';
+import { otlpJson } from './helpers/otlp.js';
+import { healthz, postHead, rawConnect } from './helpers/raw-client.js';
+import { seedScenario, terminal } from './helpers/spans.js';
 
 /*
  * The numbered cases of "serve survives hostile and oversized telemetry": each one is sent to a real
