@@ -115,11 +115,6 @@ export class RequestTable extends RequestSlots {
     this.resetCold(0);
   }
 
-  /** Cold rows in use (row 0 excluded). */
-  get coldRowsInUse(): number {
-    return this.coldUsed - 1 - this.coldFree.length;
-  }
-
   /** Whether the request has a cold row: was resumed, reattached, or delivered a duplicate or foreign terminal. */
   hasColdRow(slot: number): boolean {
     return this.coldRows[slot] !== 0;
