@@ -8,6 +8,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer } from '../packages/detector/src/index.js';
 import type { Finding, RunningServer } from '../packages/detector/src/index.js';
@@ -164,7 +165,7 @@ describe('the lab services of docker-compose.yml, run locally', () => {
     // Findings arrive as the spans are exported and as storm windows pass.
     await waitFor(() => labClients.every((n) => expected.get(n)!.every((k) => kindsOf(n).includes(k))), 'every promised finding', 30_000);
     // A storm still open when its window passes yields a late signature: wait W once more, then compare exactly.
-    await new Promise((r) => setTimeout(r, STORM_WINDOW_MS + 1_500));
+    await sleep(STORM_WINDOW_MS + 1_500);
     const actual = new Map(labClients.map((n) => [n, kindsOf(n)]));
     expect(actual).toEqual(expected);
   });
