@@ -7,12 +7,13 @@
 // lab-network-cut none; the lab servers, run under the same hook, report their server side.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer } from '../packages/detector/src/index.js';
 import type { Finding, RunningServer } from '../packages/detector/src/index.js';
 import { parseYaml, repoRoot, semconv } from './helpers/promql.js';
+import { freePort, waitFor, waitForAnswer } from './helpers/wait.js';
 
 interface Service {
   command?: string[];
@@ -100,32 +101,6 @@ function start(name: string, args: string[], env: Record<string, string>): Proc 
   return proc;
 }
 
-async function waitFor<T>(check: () => T | undefined | false | Promise<T | undefined | false>, what: string, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as { port: number }).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
-async function waitForAnswer(url: string, what: string): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (!(await fetch(url).then(() => true, () => false))) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what} on ${url}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 const detectors: RunningServer[] = [];
 let restartingDetector: RunningServer;
 const findingsOf = (service: string): Finding[] => detectors.flatMap((d) => d.findings()).filter((f) => f.service === service);
@@ -190,7 +165,7 @@ describe('the lab services of docker-compose.yml, run locally', () => {
     // Findings arrive as the spans are exported and as storm windows pass.
     await waitFor(() => labClients.every((n) => expected.get(n)!.every((k) => kindsOf(n).includes(k))), 'every promised finding', 30_000);
     // A storm still open when its window passes yields a late signature: wait W once more, then compare exactly.
-    await new Promise((r) => setTimeout(r, STORM_WINDOW_MS + 1_500));
+    await sleep(STORM_WINDOW_MS + 1_500);
     const actual = new Map(labClients.map((n) => [n, kindsOf(n)]));
     expect(actual).toEqual(expected);
   });

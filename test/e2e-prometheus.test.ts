@@ -14,14 +14,14 @@
 // replay (which must not raise McpAmbiguousEmptyReplay) and a listening-stream resume.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadRules, parseYaml, repoRoot, semconv, stringifyYaml } from './helpers/promql.js';
 import { DefectiveServer, LabTraffic, Service, invalidSpansBody, serverDefectSpansBody } from './helpers/traffic.js';
 import { config, runbookUrl } from '../dashboards/src/config.js';
 import { requireTools } from './helpers/required-tools.js';
+import { freePort, waitFor as waitUntil } from './helpers/wait.js';
 
 // The job the generated rules select (dashboards/src/config.ts); this test's Prometheus scrapes under it.
 const JOB = jobOf(config.detectorSelector);
@@ -45,17 +45,6 @@ let traffic: LabTraffic | undefined;
 let pump: NodeJS.Timeout | undefined;
 let promUrl = '';
 const ports: Record<'main' | 'idle' | 'capped' | 'dead', { otlp: number; metrics: number }> = {} as never;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, HOST, () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 // Should the worker exit without afterAll (a crash), take the spawned processes with it.
 const killAll = (): void => {
@@ -85,27 +74,15 @@ async function stop(p: Proc): Promise<void> {
   clearTimeout(timer);
 }
 
-/** `vi.waitFor` on an async probe; on a timeout, the error names what was awaited and shows the processes' logs. */
+/** waitFor (helpers/wait.ts) on an async probe; on a timeout, the error also shows the processes' logs. */
 async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs: number, everyMs = 250): Promise<T> {
-  let last: unknown;
   try {
-    return await vi.waitFor(
-      async () => {
-        const v = await fn().catch((e: unknown) => {
-          last = e;
-          return undefined;
-        });
-        if (v === undefined) throw new Error(`not yet: ${what}`);
-        return v;
-      },
-      { timeout: timeoutMs, interval: everyMs },
-    );
-  } catch {
-    // fall through to the report below
+    return await waitUntil(fn, what, timeoutMs, everyMs);
+  } catch (error) {
+    const logs = procs.map((p) => `--- ${p.name}\n${p.log.join('').slice(-2000)}`).join('\n');
+    const runs = traffic ? `\n--- traffic\n${JSON.stringify(traffic.stats())}` : '';
+    throw new Error(`${(error as Error).message}${runs}\n${logs}`);
   }
-  const logs = procs.map((p) => `--- ${p.name}\n${p.log.join('').slice(-2000)}`).join('\n');
-  const runs = traffic ? `\n--- traffic\n${JSON.stringify(traffic.stats())}` : '';
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}${runs}\n${logs}`);
 }
 
 async function startDetector(name: keyof typeof ports, extra: string[] = []): Promise<void> {

@@ -26,7 +26,7 @@ import {
 } from '@resumewatch/semconv';
 import { figure } from '../../../bench/figure.js';
 import type { SpanRecord } from '../src/index.js';
-import { otlpJson } from '../test/otlp.js';
+import { otlpJson } from '../test/helpers/otlp.js';
 import { otlpBodies, workload } from './workload.js';
 
 const { values } = parseArgs({ options: { probes: { type: 'string', default: '200' }, smoke: { type: 'boolean', default: false } } });

@@ -17,8 +17,8 @@ import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { METRIC_FINDINGS_DROPPED_TOTAL, METRIC_REQUESTS_SHED_TOTAL } from '@resumewatch/semconv';
-import { otlpJson } from '../test/otlp.js';
-import { seedScenario, terminal } from '../test/spans.js';
+import { otlpJson } from '../test/helpers/otlp.js';
+import { seedScenario, terminal } from '../test/helpers/spans.js';
 
 const SECONDS = Math.min(600, Number(process.argv[2] ?? 60));
 const ROUNDS = Math.min(10_000, Number(process.argv[3] ?? 1000));

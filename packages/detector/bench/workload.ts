@@ -18,7 +18,7 @@ import {
   mcpRequestSpanName,
 } from '@resumewatch/semconv';
 import type { AttributeValue, SpanRecord } from '../src/index.js';
-import { otlpJson } from '../test/otlp.js';
+import { otlpJson } from '../test/helpers/otlp.js';
 
 const T0 = 1_700_000_000_000;
 let seq = 0;

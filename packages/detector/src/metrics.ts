@@ -40,7 +40,7 @@ type Metric = Counter<string> | Gauge<string> | Histogram<string>;
 /**
  * The contract's metrics, in a Prometheus-format registry and an OpenMetrics one (prom-client fixes the
  * format per registry, and only OpenMetrics carries exemplars). Per-span counts are plain numbers kept
- * here and copied into both registries at scrape time, so the hot path does not touch prom-client.
+ * here and read by each metric's own collect() at scrape time, so the hot path does not touch prom-client.
  */
 export class DetectorMetrics implements DetectorEvents {
   readonly prometheus = new Registry();
@@ -61,12 +61,21 @@ export class DetectorMetrics implements DetectorEvents {
     this.services = new CappedLabels(maxServices, OTHER_SERVICE);
     this.servers = new CappedLabels(maxServices, OTHER_SERVICE);
     this.openMetrics.setContentType(Registry.OPENMETRICS_CONTENT_TYPE);
-    // prom-client renders metrics in registration order and calls each collect() first: hooking the
-    // first metric refreshes every plain count before any of them is read.
-    const collect = (): void => this.sync();
+    // The metrics counted as plain numbers here read them in their own collect(), which prom-client calls
+    // at each scrape just before it renders that metric; the others are updated as events happen.
+    const collectors: Partial<Record<string, (metric: Metric) => void>> = {
+      [METRIC_SPANS_RECEIVED_TOTAL]: (m) => this.collectSpans(m as Counter<string>),
+      [METRIC_TERMINAL_EVENTS_TOTAL]: (m) => this.collectTerminals(m as Counter<string>),
+      [METRIC_RESUME_ATTEMPTS_TOTAL]: (m) => this.collectResumes(m as Counter<string>, (c) => c.resumes),
+      [METRIC_LISTENING_RESUMES_TOTAL]: (m) => this.collectResumes(m as Counter<string>, (c) => c.listeningResumes),
+      [METRIC_SESSION_REATTACH_TOTAL]: (m) => this.collectReattaches(m as Counter<string>),
+      [METRIC_RECONNECT_STORMS_ACTIVE]: (m) => this.collectActiveStorms(m as Gauge<string>),
+      [METRIC_TRACKED_REQUESTS]: (m) => this.collectTracked(m as Gauge<string>),
+      [METRIC_STATE_EVICTIONS_TOTAL]: (m) => this.collectEvictions(m as Counter<string>),
+    };
     for (const [registry, om] of [[this.prometheus, false], [this.openMetrics, true]] as const) {
       const set: Record<string, Metric> = {};
-      METRICS.forEach((d, i) => (set[d.name] = create(d, registry as Registry<RegistryContentType>, om, i === 0 ? collect : undefined)));
+      for (const d of METRICS) set[d.name] = create(d, registry as Registry<RegistryContentType>, om, collectors[d.name]);
       this.sets.push(set);
     }
   }
@@ -167,35 +176,53 @@ export class DetectorMetrics implements DetectorEvents {
     return { contentType: this.prometheus.contentType, body: await this.prometheus.metrics() };
   }
 
-  private sync(): void {
-    const stats = this.statsSource?.();
-    for (const set of this.sets) {
-      const spans = set[METRIC_SPANS_RECEIVED_TOTAL] as Counter<string>;
-      const terminals = set[METRIC_TERMINAL_EVENTS_TOTAL] as Counter<string>;
-      const resumes = set[METRIC_RESUME_ATTEMPTS_TOTAL] as Counter<string>;
-      const listening = set[METRIC_LISTENING_RESUMES_TOTAL] as Counter<string>;
-      const reattaches = set[METRIC_SESSION_REATTACH_TOTAL] as Counter<string>;
-      const storms = set[METRIC_RECONNECT_STORMS_ACTIVE] as Gauge<string>;
-      for (const m of [spans, terminals, resumes, listening, reattaches]) m.reset();
-      storms.reset();
-      for (const [result, n] of this.spanResults) spans.inc({ [LABEL_RESULT]: result }, n);
-      for (const c of this.counts) {
-        const service = { [LABEL_SERVICE]: c.label };
-        if (c.terminalFirst) terminals.inc({ ...service, [LABEL_DUPLICATE]: 'false' }, c.terminalFirst);
-        if (c.terminalDuplicate) terminals.inc({ ...service, [LABEL_DUPLICATE]: 'true' }, c.terminalDuplicate);
-        for (const [outcome, n] of c.resumes) resumes.inc({ ...service, [LABEL_OUTCOME]: outcome }, n);
-        for (const [outcome, n] of c.listeningResumes) listening.inc({ ...service, [LABEL_OUTCOME]: outcome }, n);
-        if (c.reattachAccepted) reattaches.inc({ ...service, [LABEL_ACCEPTED]: 'true' }, c.reattachAccepted);
-        if (c.reattachRefused) reattaches.inc({ ...service, [LABEL_ACCEPTED]: 'false' }, c.reattachRefused);
-        storms.set(service, c.stormsActive);
-      }
-      if (stats) {
-        (set[METRIC_TRACKED_REQUESTS] as Gauge<string>).set(stats.tracked);
-        const ev = set[METRIC_STATE_EVICTIONS_TOTAL] as Counter<string>;
-        ev.reset();
-        ev.inc(stats.evictions);
-      }
+  // Each collect() rewrites its metric from the plain counts: prom-client counters have no set(), so the
+  // supported way is reset() then inc() by the total, in the same label order as ever.
+
+  private collectSpans(spans: Counter<string>): void {
+    spans.reset();
+    for (const [result, n] of this.spanResults) spans.inc({ [LABEL_RESULT]: result }, n);
+  }
+
+  private collectTerminals(terminals: Counter<string>): void {
+    terminals.reset();
+    for (const c of this.counts) {
+      if (c.terminalFirst) terminals.inc({ [LABEL_SERVICE]: c.label, [LABEL_DUPLICATE]: 'false' }, c.terminalFirst);
+      if (c.terminalDuplicate) terminals.inc({ [LABEL_SERVICE]: c.label, [LABEL_DUPLICATE]: 'true' }, c.terminalDuplicate);
     }
+  }
+
+  private collectResumes(resumes: Counter<string>, outcomes: (c: ServiceCounts) => Map<ResumeOutcome, number>): void {
+    resumes.reset();
+    for (const c of this.counts) {
+      for (const [outcome, n] of outcomes(c)) resumes.inc({ [LABEL_SERVICE]: c.label, [LABEL_OUTCOME]: outcome }, n);
+    }
+  }
+
+  private collectReattaches(reattaches: Counter<string>): void {
+    reattaches.reset();
+    for (const c of this.counts) {
+      if (c.reattachAccepted) reattaches.inc({ [LABEL_SERVICE]: c.label, [LABEL_ACCEPTED]: 'true' }, c.reattachAccepted);
+      if (c.reattachRefused) reattaches.inc({ [LABEL_SERVICE]: c.label, [LABEL_ACCEPTED]: 'false' }, c.reattachRefused);
+    }
+  }
+
+  private collectActiveStorms(storms: Gauge<string>): void {
+    storms.reset();
+    for (const c of this.counts) storms.set({ [LABEL_SERVICE]: c.label }, c.stormsActive);
+  }
+
+  /** Without a stats source (a detector-less registry, as in tests) the two stats metrics stay at 0. */
+  private collectTracked(tracked: Gauge<string>): void {
+    const stats = this.statsSource?.();
+    if (stats) tracked.set(stats.tracked);
+  }
+
+  private collectEvictions(evictions: Counter<string>): void {
+    const stats = this.statsSource?.();
+    if (!stats) return;
+    evictions.reset();
+    evictions.inc(stats.evictions);
   }
 }
 
@@ -210,8 +237,15 @@ class ServiceCounts {
   constructor(readonly label: string) {}
 }
 
-function create(d: MetricDescriptor, registry: Registry<RegistryContentType>, openMetrics: boolean, collect?: () => void): Metric {
-  const common = { name: d.name, help: d.help, labelNames: [...d.labelNames], registers: [registry], ...(collect ? { collect } : {}) };
+function create(d: MetricDescriptor, registry: Registry<RegistryContentType>, openMetrics: boolean, collect?: (metric: Metric) => void): Metric {
+  const common = {
+    name: d.name,
+    help: d.help,
+    labelNames: [...d.labelNames],
+    registers: [registry],
+    // prom-client calls collect() with the metric as `this`.
+    ...(collect ? { collect(this: Metric) { collect(this); } } : {}),
+  };
   switch (d.type) {
     case 'counter':
       return new Counter({ ...common, enableExemplars: openMetrics && d.name === METRIC_FINDINGS_TOTAL });

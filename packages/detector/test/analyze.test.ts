@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { FindingKind, FindingRecord } from '@resumewatch/semconv';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { analyzeFiles, type Finding } from '../src/index.js';
-import { otlpJson } from './otlp.js';
-import { resume, seedScenario, terminal } from './spans.js';
+import { otlpJson } from './helpers/otlp.js';
+import { resume, seedScenario, terminal } from './helpers/spans.js';
 
 const CLI = join(import.meta.dirname, '../dist/cli.js');
 const dir = mkdtempSync(join(tmpdir(), 'resumewatch-analyze-'));

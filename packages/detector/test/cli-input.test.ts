@@ -6,8 +6,8 @@ import { join } from 'node:path';
 import { FindingKind, SPAN_REQUEST_TERMINAL } from '@resumewatch/semconv';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { OPTION_SPECS, type Finding } from '../src/index.js';
-import { otlpJson } from './otlp.js';
-import { seedScenario } from './spans.js';
+import { otlpJson } from './helpers/otlp.js';
+import { seedScenario } from './helpers/spans.js';
 
 // The built CLI, as a user runs it: exit codes and one-line errors on stderr (issue 11, problems 4 and 5).
 const CLI = join(import.meta.dirname, '../dist/cli.js');

@@ -3,8 +3,9 @@ import { join } from 'node:path';
 import { FindingKind } from '@resumewatch/semconv';
 import { describe, expect, it } from 'vitest';
 import type { Finding } from '../src/index.js';
-import { otlpJson } from './otlp.js';
-import { seedScenario } from './spans.js';
+import { otlpJson } from './helpers/otlp.js';
+import { seedScenario } from './helpers/spans.js';
+import { waitFor } from './helpers/wait.js';
 
 const CLI = join(import.meta.dirname, '../dist/cli.js');
 
@@ -18,8 +19,7 @@ describe('resumewatch serve (built CLI)', () => {
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    const until = Date.now() + 10_000;
-    while (!/metrics on/.test(stderr) && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    await waitFor(() => /metrics on/.test(stderr), 'the CLI to listen', 10_000);
     const httpPort = Number(/127\.0\.0\.1:(\d+)\/v1\/traces/.exec(stderr)![1]);
     const metricsPort = Number(/127\.0\.0\.1:(\d+)\/metrics/.exec(stderr)![1]);
     const body = JSON.stringify(otlpJson(seedScenario({ session: 'cli-1', request: 1 }, 3), 'svc-cli'));
@@ -31,7 +31,7 @@ describe('resumewatch serve (built CLI)', () => {
       body,
     });
     expect(res.status).toBe(200);
-    while (stdout.trim().split('\n').length < 5 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    await waitFor(() => stdout.trim().split('\n').length >= 5, 'five findings lines', 10_000);
     const findings = stdout.trim().split('\n').map((l) => JSON.parse(l) as Finding);
     expect(findings.filter((f) => f.record === undefined).map((f) => f.kind).sort()).toEqual(
       [FindingKind.DUPLICATE_TERMINAL, FindingKind.RECONNECT_STORM, FindingKind.RESUME_AFTER_TERMINAL, FindingKind.SIGNATURE].sort(),

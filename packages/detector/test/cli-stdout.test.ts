@@ -4,8 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { METRIC_FINDINGS_DROPPED_TOTAL, METRIC_FINDINGS_TOTAL } from '@resumewatch/semconv';
 import { describe, expect, it } from 'vitest';
-import { otlpJson } from './otlp.js';
-import { seedScenario } from './spans.js';
+import { otlpJson } from './helpers/otlp.js';
+import { seedScenario } from './helpers/spans.js';
+import { waitFor } from './helpers/wait.js';
 
 const CLI = join(import.meta.dirname, '../dist/cli.js');
 
@@ -20,8 +21,7 @@ describe('resumewatch serve with a stdout nobody reads (built CLI)', () => {
     let stderr = '';
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    const until = Date.now() + 10_000;
-    while (!/metrics on/.test(stderr) && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    await waitFor(() => /metrics on/.test(stderr), 'the CLI to listen', 10_000);
     const httpPort = Number(/127\.0\.0\.1:(\d+)\/v1\/traces/.exec(stderr)![1]);
     const metricsPort = Number(/127\.0\.0\.1:(\d+)\/metrics/.exec(stderr)![1]);
     const spans = Array.from({ length: 500 }, (_, i) => seedScenario({ session: `stdout-${i}`, request: i }, 3, Date.now())).flat();

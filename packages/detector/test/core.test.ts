@@ -14,7 +14,7 @@ import {
 } from '@resumewatch/semconv';
 import { describe, expect, it } from 'vitest';
 import { Detector, type DetectorEvents, type DetectorInit, type Finding, type SpanRecord } from '../src/index.js';
-import { T0, essence, net, reattach, resume, seedScenario, shuffle, span, terminal, type Req } from './spans.js';
+import { T0, essence, net, reattach, resume, seedScenario, shuffle, span, terminal, type Req } from './helpers/spans.js';
 
 function run(spans: SpanRecord[], init: DetectorInit = {}, end?: number): Finding[] {
   const findings: Finding[] = [];

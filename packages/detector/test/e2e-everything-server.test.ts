@@ -19,8 +19,9 @@ import {
 } from '@resumewatch/semconv';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { HEADER_LAST_EVENT_ID } from '@resumewatch/wire';
-import { startRig, waitFor } from './lab-rig.js';
-import type { Rig } from './lab-rig.js';
+import { startRig } from './helpers/lab-rig.js';
+import { waitFor } from './helpers/wait.js';
+import type { Rig } from './helpers/lab-rig.js';
 
 // The official `@modelcontextprotocol/server-everything` (its Streamable HTTP mode and its own event
 // store) as a peer the project did not write: the unmodified SDK 1.x client through `instrumentFetch`

@@ -12,8 +12,8 @@ import { ATTR_SERVICE_NAME, FindingKind } from '@resumewatch/semconv';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startServer } from '../src/index.js';
 import type { RunningServer } from '../src/index.js';
-import { waitFor } from './lab-rig.js';
-import type { Side } from './lab-rig.js';
+import { waitFor } from './helpers/wait.js';
+import type { Side } from './helpers/lab-rig.js';
 
 // Every lab scenario through the real instrumentation, with raw and with hashed ids, to one in-process
 // `resumewatch serve`: with `hmac`, no raw session id or event id may appear in an exported span, a

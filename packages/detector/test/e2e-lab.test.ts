@@ -12,8 +12,9 @@ import {
   StormEnd,
 } from '@resumewatch/semconv';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { startRig, waitFor } from './lab-rig.js';
-import type { Protocol, Rig, RigOptions, Side } from './lab-rig.js';
+import { startRig } from './helpers/lab-rig.js';
+import { waitFor } from './helpers/wait.js';
+import type { Protocol, Rig, RigOptions, Side } from './helpers/lab-rig.js';
 
 // Every part is real: the lab's SDK server over loopback HTTP, the instrumentation, the OpenTelemetry
 // SDK and its OTLP exporters (JSON, protobuf, gRPC) and a `resumewatch serve` listening on free ports.

@@ -7,14 +7,15 @@ import { McpHttpSession, isResponseTo } from '@resumewatch/lab';
 import type { StreamEvent } from '@resumewatch/lab';
 import { FindingKind } from '@resumewatch/semconv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRig, waitFor } from './lab-rig.js';
+import { startRig } from './helpers/lab-rig.js';
+import { waitFor } from './helpers/wait.js';
 
 // Optional (issue 12): the official Python SDK (`mcp`) server with a store that works like its example
 // event store (one store for every session, streams keyed by JSON-RPC request id), so session A's
 // resume replays session B's result. Runs where `python3` can import `mcp`, `uvicorn` and `starlette`
 // (`pip install mcp`); skipped elsewhere, with the reason in the test's name.
 
-const SCRIPT = join(dirname(fileURLToPath(import.meta.url)), 'python', 'shared_store_server.py');
+const SCRIPT = join(dirname(fileURLToPath(import.meta.url)), 'helpers', 'python', 'shared_store_server.py');
 const TIMEOUT = 60_000;
 
 function pythonUnavailable(): string | undefined {

@@ -24,8 +24,9 @@ import {
 } from '@resumewatch/semconv';
 import type { Finding } from '../src/index.js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startRig, waitFor } from './lab-rig.js';
-import type { Protocol, Rig, RigOptions } from './lab-rig.js';
+import { startRig } from './helpers/lab-rig.js';
+import { waitFor } from './helpers/wait.js';
+import type { Protocol, Rig, RigOptions } from './helpers/lab-rig.js';
 
 // The scenarios of issues 9 and 12, end to end: the lab's SDK server over loopback, the scenario's
 // client (raw, SDK 1.x, SDK v2) through `instrumentFetch` (with and without the guard), the real OTLP

@@ -1,26 +1,34 @@
 import {
   FindingKind,
+  LABEL_ACCEPTED,
   LABEL_DUPLICATE,
   LABEL_ENDED_BY,
   LABEL_KIND,
   LABEL_OUTCOME,
+  LABEL_RESULT,
   LABEL_SERVER,
   LABEL_SERVICE,
   METRIC_FINDINGS_RETRACTED_TOTAL,
   METRIC_FINDINGS_TOTAL,
   METRIC_LISTENING_RESUMES_TOTAL,
+  METRIC_RECONNECT_STORMS_ACTIVE,
   METRIC_RECONNECT_STORMS_ENDED_TOTAL,
   METRIC_RESUME_ATTEMPTS_TOTAL,
   METRIC_SERVER_DEFECTS_TOTAL,
+  METRIC_SESSION_REATTACH_TOTAL,
+  METRIC_SPANS_RECEIVED_TOTAL,
+  METRIC_STATE_EVICTIONS_TOTAL,
   METRIC_TERMINAL_EVENTS_TOTAL,
+  METRIC_TRACKED_REQUESTS,
   ResumeEvidence,
   ResumeOutcome,
+  SpanReceivedResult,
   StormEnd,
   StreamKind,
 } from '@resumewatch/semconv';
 import { describe, expect, it } from 'vitest';
-import { Detector, DetectorMetrics } from '../src/index.js';
-import { T0, resume, seedScenario, terminal, type Req } from './spans.js';
+import { Detector, DetectorMetrics, type DetectorStats } from '../src/index.js';
+import { T0, resume, seedScenario, terminal, type Req } from './helpers/spans.js';
 
 function wired(maxServices = 100) {
   const metrics = new DetectorMetrics(maxServices);
@@ -28,9 +36,9 @@ function wired(maxServices = 100) {
   return { metrics, detector };
 }
 
-async function sample(metrics: DetectorMetrics, name: string): Promise<string[]> {
-  const { body } = await metrics.render(undefined);
-  return body.split('\n').filter((l) => l.startsWith(name + '{')).sort();
+async function sample(metrics: DetectorMetrics, name: string, accept?: string): Promise<string[]> {
+  const { body } = await metrics.render(accept);
+  return body.split('\n').filter((l) => l.startsWith(name + '{') || l.startsWith(name + ' ')).sort();
 }
 
 describe('detector metrics: storms ended, server defects, retractions, listening resumes', () => {
@@ -94,5 +102,61 @@ describe('detector metrics: storms ended, server defects, retractions, listening
     ]);
     expect(await sample(metrics, METRIC_RESUME_ATTEMPTS_TOTAL)).toEqual([]);
     expect(detector.stats().tracked).toBe(0);
+  });
+
+  it('reads the plain counts at each scrape, the same in both formats, never counted twice', async () => {
+    let stats = { tracked: 7, evictions: 3 } as DetectorStats;
+    const metrics = new DetectorMetrics(2, () => stats);
+    metrics.span(SpanReceivedResult.ACCEPTED);
+    metrics.spans(SpanReceivedResult.INVALID, 4);
+    metrics.terminal('a', false);
+    metrics.terminal('a', true);
+    metrics.terminal('b', false);
+    metrics.terminal('c', true); // a third service: counted under `other`
+    metrics.resume('a', ResumeOutcome.POLL);
+    metrics.listeningResume('b', ResumeOutcome.POLL);
+    metrics.reattach('a', true);
+    metrics.reattach('b', false);
+    metrics.stormStarted('a');
+    metrics.stormStarted('b');
+    metrics.stormEnded('b');
+    const expected = (terminalsOfA: number, tracked: number) => ({
+      [METRIC_SPANS_RECEIVED_TOTAL]: [
+        `${METRIC_SPANS_RECEIVED_TOTAL}{${LABEL_RESULT}="${SpanReceivedResult.ACCEPTED}"} 1`,
+        `${METRIC_SPANS_RECEIVED_TOTAL}{${LABEL_RESULT}="${SpanReceivedResult.INVALID}"} 4`,
+      ],
+      [METRIC_TERMINAL_EVENTS_TOTAL]: [
+        `${METRIC_TERMINAL_EVENTS_TOTAL}{${LABEL_SERVICE}="a",${LABEL_DUPLICATE}="false"} ${terminalsOfA}`,
+        `${METRIC_TERMINAL_EVENTS_TOTAL}{${LABEL_SERVICE}="a",${LABEL_DUPLICATE}="true"} 1`,
+        `${METRIC_TERMINAL_EVENTS_TOTAL}{${LABEL_SERVICE}="b",${LABEL_DUPLICATE}="false"} 1`,
+        `${METRIC_TERMINAL_EVENTS_TOTAL}{${LABEL_SERVICE}="other",${LABEL_DUPLICATE}="true"} 1`,
+      ],
+      [METRIC_RESUME_ATTEMPTS_TOTAL]: [`${METRIC_RESUME_ATTEMPTS_TOTAL}{${LABEL_SERVICE}="a",${LABEL_OUTCOME}="${ResumeOutcome.POLL}"} 1`],
+      [METRIC_LISTENING_RESUMES_TOTAL]: [`${METRIC_LISTENING_RESUMES_TOTAL}{${LABEL_SERVICE}="b",${LABEL_OUTCOME}="${ResumeOutcome.POLL}"} 1`],
+      [METRIC_SESSION_REATTACH_TOTAL]: [
+        `${METRIC_SESSION_REATTACH_TOTAL}{${LABEL_SERVICE}="a",${LABEL_ACCEPTED}="true"} 1`,
+        `${METRIC_SESSION_REATTACH_TOTAL}{${LABEL_SERVICE}="b",${LABEL_ACCEPTED}="false"} 1`,
+      ],
+      [METRIC_RECONNECT_STORMS_ACTIVE]: [
+        `${METRIC_RECONNECT_STORMS_ACTIVE}{${LABEL_SERVICE}="a"} 1`,
+        `${METRIC_RECONNECT_STORMS_ACTIVE}{${LABEL_SERVICE}="b"} 0`,
+        `${METRIC_RECONNECT_STORMS_ACTIVE}{${LABEL_SERVICE}="other"} 0`,
+      ],
+      [METRIC_TRACKED_REQUESTS]: [`${METRIC_TRACKED_REQUESTS} ${tracked}`],
+      [METRIC_STATE_EVICTIONS_TOTAL]: [`${METRIC_STATE_EVICTIONS_TOTAL} 3`],
+    });
+    const scrape = async (accept?: string) => {
+      const out: Record<string, string[]> = {};
+      for (const name of Object.keys(expected(0, 0))) out[name] = await sample(metrics, name, accept);
+      return out;
+    };
+    expect(await scrape()).toEqual(expected(1, 7));
+    expect(await scrape()).toEqual(expected(1, 7));
+    // OpenMetrics renders counters with the same series (its _total suffix is part of the name already).
+    expect(await scrape('application/openmetrics-text')).toEqual(expected(1, 7));
+    metrics.terminal('a', false);
+    stats = { tracked: 8, evictions: 3 } as DetectorStats;
+    expect(await scrape()).toEqual(expected(2, 8));
+    expect(await scrape('application/openmetrics-text')).toEqual(expected(2, 8));
   });
 });

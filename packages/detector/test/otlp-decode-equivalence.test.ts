@@ -29,9 +29,9 @@ import { Detector, OtlpDecodeError, camelCaseOtlpFieldNames, decodeJsonRequest, 
 import { DETECTOR_ATTRIBUTE_KEYS, isContractSpan } from '../src/otlp/detector-keys.js';
 import { checkJsonDepth } from '../src/otlp/json-depth.js';
 import { referenceDecodeJsonRequest } from './helpers/otlp-json-reference.js';
-import { emit, otlpJson } from './otlp.js';
-import { encodeRequest, varintBytes } from './protobuf-encode.js';
-import { reattach, resume, seedScenario, terminal } from './spans.js';
+import { emit, otlpJson } from './helpers/otlp.js';
+import { encodeRequest, varintBytes } from './helpers/protobuf-encode.js';
+import { reattach, resume, seedScenario, terminal } from './helpers/spans.js';
 
 /*
  * The decoders the receivers use now (the OTLP/JSON scanner; protobuf converting only the detector's

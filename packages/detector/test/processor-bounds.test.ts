@@ -3,8 +3,8 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import { ATTR_SERVICE_NAME, FindingKind } from '@resumewatch/semconv';
 import { describe, expect, it } from 'vitest';
 import { ResumewatchSpanProcessor, type Finding } from '../src/index.js';
-import { emit } from './otlp.js';
-import { terminal } from './spans.js';
+import { emit } from './helpers/otlp.js';
+import { terminal } from './helpers/spans.js';
 
 describe('ResumewatchSpanProcessor bounds what it keeps', () => {
   it('cuts and hashes session ids and service names past maxIdBytes, as serve does', async () => {

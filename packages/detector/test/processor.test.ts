@@ -3,8 +3,8 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import { ATTR_SERVICE_NAME, FindingKind, FindingRecord, StormEnd } from '@resumewatch/semconv';
 import { describe, expect, it } from 'vitest';
 import { ResumewatchSpanProcessor, type Finding } from '../src/index.js';
-import { emit } from './otlp.js';
-import { seedScenario, terminal } from './spans.js';
+import { emit } from './helpers/otlp.js';
+import { seedScenario, terminal } from './helpers/spans.js';
 
 describe('ResumewatchSpanProcessor', () => {
   it('detects in-process, as each span ends, with a real tracer provider', async () => {

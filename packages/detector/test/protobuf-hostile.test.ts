@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { ATTR_JSONRPC_REQUEST_ID, ATTR_MCP_SESSION_ID, SPAN_REQUEST_TERMINAL, SPAN_STREAM_RESUME } from '@resumewatch/semconv';
 import { describe, expect, it, vi } from 'vitest';
 import { OtlpDecodeError, decodeProtobufRequest, type SpanRecord } from '../src/index.js';
-import { encodeRequest, varintBytes } from './protobuf-encode.js';
+import { encodeRequest, varintBytes } from './helpers/protobuf-encode.js';
 
 function decode(bytes: Uint8Array | number[]): SpanRecord[] {
   const out: SpanRecord[] = [];

@@ -3,11 +3,11 @@ import { PassThrough } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import { Client, Metadata, credentials, status } from '@grpc/grpc-js';
 import { METRIC_FINDINGS_DROPPED_TOTAL, METRIC_REQUESTS_SHED_TOTAL } from '@resumewatch/semconv';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startServer, type RunningServer, type SpanRecord } from '../src/index.js';
-import { otlpJson } from './otlp.js';
-import { healthz, postHead, rawConnect } from './raw-client.js';
-import { seedScenario, terminal } from './spans.js';
+import { otlpJson } from './helpers/otlp.js';
+import { healthz, postHead, rawConnect } from './helpers/raw-client.js';
+import { seedScenario, terminal } from './helpers/spans.js';
 
 /*
  * The numbered cases of "serve survives hostile and oversized telemetry": each one is sent to a real
@@ -167,8 +167,7 @@ describe('serve: total memory bounded in bytes', () => {
       c.socket.write(Buffer.alloc(256 * 1024 - 1, ' '));
       held.push(c);
     }
-    await new Promise((r) => setTimeout(r, 100));
-    expect(server.inflight.used).toBe(MIB);
+    await vi.waitFor(() => expect(server.inflight.used).toBe(MIB), { timeout: 5000 });
     const fifth = await rawConnect(server.httpPort);
     fifth.socket.write(postHead({ ...AUTH, 'content-type': 'application/json', 'content-length': 1000 }));
     const answer = await fifth.until(/\r\n\r\n\{.*\}$/s);
@@ -183,8 +182,7 @@ describe('serve: total memory bounded in bytes', () => {
     // The held bodies finish: they are answered and their bytes released.
     for (const c of held) c.socket.write(' ');
     for (const c of held) expect(await c.until(/^HTTP\/1\.1 400 /)).toBeTruthy();
-    await new Promise((r) => setTimeout(r, 50));
-    expect(server.inflight.used).toBe(0);
+    await vi.waitFor(() => expect(server.inflight.used).toBe(0), { timeout: 5000 });
     expect(server.inflight.peak).toBe(MIB);
   });
 
@@ -199,8 +197,7 @@ describe('serve: total memory bounded in bytes', () => {
     await Promise.all([slowHeaders.closed, silentBody.closed, silentGrpc.closed]);
     expect(performance.now() - started).toBeLessThan(2500);
     expect(slowHeaders.received()).toMatch(/^(HTTP\/1\.1 408 |)/);
-    await new Promise((r) => setTimeout(r, 20));
-    expect(server.inflight.used).toBe(0);
+    await vi.waitFor(() => expect(server.inflight.used).toBe(0), { timeout: 5000 });
   });
 
   it('5. gRPC: unfinished streams hold --max-decompressed each against the budget, the next is RESOURCE_EXHAUSTED with RetryInfo, and silent ones are cancelled', async () => {
@@ -240,8 +237,7 @@ describe('serve: total memory bounded in bytes', () => {
       s.write(Buffer.concat([prefix, Buffer.alloc(64 * 1024)]));
       stalled.push(trailersOf(s));
     }
-    await new Promise((r) => setTimeout(r, 200));
-    expect(server.inflight.used).toBe(MIB);
+    await vi.waitFor(() => expect(server.inflight.used).toBe(MIB), { timeout: 5000 });
     const refused = await trailersOf(open(TOKEN));
     expect(refused['grpc-status']).toBe(String(status.RESOURCE_EXHAUSTED));
     const details = Buffer.from(String(refused['grpc-status-details-bin']), 'base64').toString('latin1');
@@ -260,9 +256,8 @@ describe('serve: total memory bounded in bytes', () => {
     const spans = Array.from({ length: 100 }, (_, i) => seedScenario({ session: `out-${i}`, request: i }, 3)).flat();
     const res = await post(server, JSON.stringify(otlpJson(spans)));
     expect(res.status).toBe(200);
-    await new Promise((r) => setTimeout(r, 20));
     // Four findings and one storm_ended record per scenario.
-    expect(server.findings()).toHaveLength(500);
+    await vi.waitFor(() => expect(server.findings()).toHaveLength(500), { timeout: 5000 });
     expect(stuck.writableLength).toBeLessThanOrEqual(16 * 1024);
     const written = stuck.writableLength;
     const dropped = await metricValue(server, METRIC_FINDINGS_DROPPED_TOTAL);

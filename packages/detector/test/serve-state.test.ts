@@ -6,9 +6,10 @@ import { FindingKind, FindingRecord, StormEnd } from '@resumewatch/semconv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Detector, startServer, type Finding, type RunningServer, type SpanRecord } from '../src/index.js';
 import { decodeState, encodeState } from '../src/doors/state-file.js';
-import { otlpJson } from './otlp.js';
-import { healthz, postHead, rawConnect } from './raw-client.js';
-import { essence, seedScenario } from './spans.js';
+import { otlpJson } from './helpers/otlp.js';
+import { healthz, postHead, rawConnect } from './helpers/raw-client.js';
+import { essence, seedScenario } from './helpers/spans.js';
+import { waitFor } from './helpers/wait.js';
 
 const CLI = join(import.meta.dirname, '../dist/cli.js');
 const QUIET = { port: 0, grpcPort: false as const, metricsPort: 0, output: null, log: () => undefined };
@@ -158,8 +159,7 @@ describe('resumewatch serve --state-file (built CLI)', () => {
       stdout: () => stdout,
       stderr: () => stderr,
       async port(): Promise<number> {
-        const until = Date.now() + 10_000;
-        while (!/metrics on/.test(stderr) && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+        await waitFor(() => /metrics on/.test(stderr), 'the CLI to listen', 10_000);
         return Number(/127\.0\.0\.1:(\d+)\/v1\/traces/.exec(stderr)![1]);
       },
     };
@@ -177,8 +177,7 @@ describe('resumewatch serve --state-file (built CLI)', () => {
     const second = run(file);
     await post(await second.port(), after);
     expect(second.stderr()).toMatch(/restored 1 tracked requests from/);
-    const until = Date.now() + 5000;
-    while (!/signature/.test(second.stdout()) && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    await waitFor(() => /signature/.test(second.stdout()), 'the signature from the restored state', 5000);
     second.child.kill('SIGTERM');
     expect(await second.exited).toBe(0);
     const kinds = second.stdout().trim().split('\n').map((l) => JSON.parse(l) as Finding).filter((f) => f.record === undefined).map((f) => f.kind).sort();

@@ -6,21 +6,12 @@ import { Client, Metadata, credentials, status } from '@grpc/grpc-js';
 import { FindingKind, FindingRecord, METRIC_FINDINGS_TOTAL, METRIC_SPANS_RECEIVED_TOTAL, StormEnd, exportedSeriesNames } from '@resumewatch/semconv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer } from '../src/index.js';
-import { emit, otlpJson, providerWith } from './otlp.js';
-import { seedScenario, terminal } from './spans.js';
+import { emit, otlpJson, providerWith } from './helpers/otlp.js';
+import { seedScenario, terminal } from './helpers/spans.js';
+import { waitFor } from './helpers/wait.js';
 
 const EXPORT = '/opentelemetry.proto.collector.trace.v1.TraceService/Export';
 const SEED_KINDS = [FindingKind.DUPLICATE_TERMINAL, FindingKind.RECONNECT_STORM, FindingKind.RESUME_AFTER_TERMINAL, FindingKind.SIGNATURE].sort();
-
-async function waitFor<T>(fn: () => T | undefined, ms = 10_000): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const v = fn();
-    if (v !== undefined) return v;
-    if (Date.now() > until) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 function kindsFor(server: RunningServer, session: string): string[] {
   return server
@@ -42,7 +33,7 @@ describe('serve: real OpenTelemetry exporters', () => {
     emit(provider, seedScenario({ session: 'json-1', request: 1 }, 3));
     await provider.forceFlush();
     await provider.shutdown();
-    expect(await waitFor(() => (kindsFor(server, 'json-1').length === 4 ? kindsFor(server, 'json-1') : undefined))).toEqual(SEED_KINDS);
+    expect(await waitFor(() => (kindsFor(server, 'json-1').length === 4 ? kindsFor(server, 'json-1') : undefined), 'the findings of json-1', 10_000)).toEqual(SEED_KINDS);
     const sig = server.findings().find((f) => f.session_id === 'json-1' && f.kind === FindingKind.SIGNATURE)!;
     // Reported as soon as complete (the third attempt); how the storm ended is a record of its own.
     expect(sig).toMatchObject({ service: 'svc-json', request_id: '1', duplicates: 2, attempts: 3 });
@@ -57,7 +48,7 @@ describe('serve: real OpenTelemetry exporters', () => {
     emit(provider, seedScenario({ session: 'proto-1', request: 'r-9' }, 3));
     await provider.forceFlush();
     await provider.shutdown();
-    expect(await waitFor(() => (kindsFor(server, 'proto-1').length === 4 ? kindsFor(server, 'proto-1') : undefined))).toEqual(SEED_KINDS);
+    expect(await waitFor(() => (kindsFor(server, 'proto-1').length === 4 ? kindsFor(server, 'proto-1') : undefined), 'the findings of proto-1', 10_000)).toEqual(SEED_KINDS);
     expect(server.findings().find((f) => f.session_id === 'proto-1')).toMatchObject({ service: 'svc-proto', request_id: 'r-9' });
   });
 
@@ -67,7 +58,7 @@ describe('serve: real OpenTelemetry exporters', () => {
     emit(provider, seedScenario({ session: 'grpc-1', request: 2 }, 3));
     await provider.forceFlush();
     await provider.shutdown();
-    expect(await waitFor(() => (kindsFor(server, 'grpc-1').length === 4 ? kindsFor(server, 'grpc-1') : undefined))).toEqual(SEED_KINDS);
+    expect(await waitFor(() => (kindsFor(server, 'grpc-1').length === 4 ? kindsFor(server, 'grpc-1') : undefined), 'the findings of grpc-1', 10_000)).toEqual(SEED_KINDS);
   });
 
   it('serves the contract metrics as Prometheus text and as OpenMetrics with trace_id exemplars', async () => {
@@ -145,7 +136,7 @@ describe('serve: bad input', () => {
     emit(ok, seedScenario({ session: 'grpc-auth', request: 1 }, 3));
     await ok.forceFlush();
     await ok.shutdown();
-    await waitFor(() => (server.findings().some((f) => f.session_id === 'grpc-auth') ? true : undefined));
+    await waitFor(() => server.findings().some((f) => f.session_id === 'grpc-auth'), 'the finding of grpc-auth', 10_000);
     await stillServing();
   });
 

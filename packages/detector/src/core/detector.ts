@@ -28,11 +28,12 @@ import {
   SpanReceivedResult,
 } from '@resumewatch/semconv';
 import { IdSet } from './id-set.js';
-import { hash32, hexWord, wordHex } from './ids.js';
+import { hash32, hexWord } from './ids.js';
 import { DEFAULT_DETECTOR_OPTIONS, type DetectorInit, type DetectorOptions } from './options.js';
 import { isEvidencedEmptyReplay, resumeOutcome, statusOf } from './outcome.js';
 import { MAX_CORE_SERVICES, OTHER_SERVICE, UNKNOWN_SERVER, UNKNOWN_SERVICE } from './services.js';
-import { RequestTable } from './table.js';
+import { NO_SLOT } from './slots.js';
+import { Reported, RequestTable, type ForcedStormEnd } from './table.js';
 import { STATE_FORMAT, StateMismatchError, fieldsOf, loadFields, type DetectorState } from './state.js';
 import type { DetectorEvents, DetectorStats, Finding, SpanRecord } from './types.js';
 
@@ -41,40 +42,6 @@ const TERMINAL = 1;
 const RESUME = 2;
 const REATTACH = 3;
 
-// What the detector has decided about a request so far: one bit each in `table.flags[slot]`, so that a
-// tracked request costs four bytes of state here rather than an object. "Reported" bits make a rule
-// fire once per request, whatever the order in which its spans arrive.
-/** duplicate_terminal was reported. */
-const DUPLICATE_REPORTED = 1;
-/** resume_after_terminal was reported. */
-const RESUME_AFTER_TERMINAL_REPORTED = 2;
-/** The current episode of attempts reached the storm threshold and reconnect_storm was reported. */
-const IN_STORM = 4;
-/** The current storm has ended (quiet window, eviction or forced end); its storm_ended record waits for settleMs. */
-const STORM_ENDED = 8;
-/** The episode's latest attempt was answered 400/404/409: the server evicted the session, so the storm ends there. */
-const LAST_ATTEMPT_EVICTED = 16;
-/** signature (duplicate terminal and storm on one request) was reported. */
-const SIGNATURE_REPORTED = 32;
-/** ambiguous_empty_replay was reported. */
-const EMPTY_REPLAY_REPORTED = 64;
-/** cursor_lost was reported. */
-const CURSOR_LOST_REPORTED = 128;
-/** A storm of this request has been reported and has ended (its numbers are in stAttempts, stFirst, stEnd). */
-const PAST_STORM_REPORTED = 256;
-/** The ambiguous_empty_replay finding was withdrawn by a retraction record. */
-const EMPTY_REPLAY_RETRACTED = 512;
-/** The cursor_lost finding was withdrawn by a retraction record. */
-const CURSOR_LOST_RETRACTED = 1024;
-/** foreign_replay was reported (the metrics count every occurrence, the finding is once per request). */
-const FOREIGN_REPLAY_REPORTED = 2048;
-/** conflicting_terminal was reported (once per request, like foreign_replay). */
-const CONFLICTING_TERMINAL_REPORTED = 4096;
-/** Why an open storm was ended by force: the detector's input ended, or the request's state was dropped. */
-const STORM_ENDED_BY_SHUTDOWN = 8192;
-const STORM_ENDED_BY_DROP = 16384;
-
-const NONE = -1;
 
 /**
  * The detection core: spans in, findings out, one span at a time and without I/O.
@@ -85,8 +52,9 @@ const NONE = -1;
  * (`terminal`, `resume`, `attempt`) updates the request's state; the rules (`duplicateTerminal`,
  * `resumeAfterTerminal`, `reconnectStorm`, `signature`, `emptyReplay`, `cursorLost`,
  * `retractFailedResumption`, `foreignReplay`, `conflictingTerminal`) decide and `emit` findings.
- * Per-request state is columns of typed arrays (see table.ts) rather than one object per request:
- * that is what keeps a tracked request near 163 bytes.
+ * What the detector knows of a request is read and changed through the named methods of RequestTable
+ * (table.ts), which stores it as columns of typed arrays rather than one object per request: that is
+ * what keeps a tracked request near 163 bytes.
  */
 export class Detector {
   readonly options: DetectorOptions;
@@ -174,10 +142,7 @@ export class Detector {
       return this.count(SpanReceivedResult.ACCEPTED);
     }
     const slot = this.slotFor(this.services.idOf(service), session, typeof req === 'string' ? req : String(req as number));
-    const table = this.table;
-    const seen = span.endTimeUnixMs > this.now ? span.endTimeUnixMs : this.now;
-    if (!(table.seen[slot]! >= seen)) table.seen[slot] = seen;
-    table.touch(slot);
+    this.table.seenAt(slot, span.endTimeUnixMs > this.now ? span.endTimeUnixMs : this.now);
     if (type === TERMINAL) this.terminal(slot, span, time, service);
     else if (type === RESUME) this.resume(slot, span, time, service);
     else this.attempt(slot, span, time, service, reattachEvicts);
@@ -190,21 +155,19 @@ export class Detector {
     const table = this.table;
     const window = this.options.stormWindowMs;
     for (const slot of this.openStorms) {
-      const cold = table.cold[slot]!;
       // A storm ends when its window passes with no attempt; it is reported once it has settled.
-      const quietFrom = table.epLast[cold]! + window;
-      if (!table.has(slot, STORM_ENDED) && this.now > quietFrom) this.endStorm(slot, quietFrom, false);
-      if (table.has(slot, STORM_ENDED) && this.now >= table.stEnd[cold]! + this.options.settleMs) this.finalize(slot);
+      const quietFrom = table.lastAttemptAt(slot) + window;
+      if (!table.stormEnded(slot) && this.now > quietFrom) this.endStorm(slot, quietFrom, false);
+      if (table.stormEnded(slot) && this.now >= table.stormEndAt(slot) + this.options.settleMs) this.finalize(slot);
     }
     // Idle requests leave in least-recently-touched order; a storm still inside its window ends as dropped.
     const horizon = this.now - this.options.retentionMs;
-    while (table.head !== NONE && table.seen[table.head]! < horizon) {
-      const head = table.head;
-      this.releaseSlot(head, this.now > table.epLast[table.cold[head]!]! + window ? 0 : STORM_ENDED_BY_DROP);
+    while (table.oldest !== NO_SLOT && table.lastSeenAt(table.oldest) < horizon) {
+      const oldest = table.oldest;
+      this.releaseSlot(oldest, this.now > table.lastAttemptAt(oldest) + window ? undefined : StormEnd.DROPPED);
       this.released++;
     }
   }
-
 
   /** advance() to the clock's time. */
   tick(): void {
@@ -213,7 +176,7 @@ export class Detector {
 
   /** End of input: ends and reports every open storm now, whatever the windows say. */
   flush(): void {
-    for (const slot of this.openStorms) this.forceFinalize(slot, STORM_ENDED_BY_SHUTDOWN);
+    for (const slot of this.openStorms) this.forceFinalize(slot, StormEnd.SHUTDOWN);
   }
 
   stats(): DetectorStats {
@@ -266,12 +229,12 @@ export class Detector {
     if (this.services.size !== state.services.length) throw new StateMismatchError(`state holds ${state.services.length} services, ${this.services.size} distinct within the cap`);
     for (const slot of state.openStorms) this.openStorms.add(slot);
     // The metrics of the new process count the storms still open.
-    for (const slot of this.openStorms) if (!this.table.has(slot, STORM_ENDED)) this.events?.stormStarted(this.serviceOf(slot));
+    for (const slot of this.openStorms) if (!this.table.stormEnded(slot)) this.events?.stormStarted(this.serviceOf(slot));
   }
 
   private activeStorms(): number {
     let n = 0;
-    for (const slot of this.openStorms) if (!this.table.has(slot, STORM_ENDED)) n++;
+    for (const slot of this.openStorms) if (!this.table.stormEnded(slot)) n++;
     return n;
   }
 
@@ -288,16 +251,17 @@ export class Detector {
     const table = this.table;
     const streamHash = RequestTable.hash(service, session, request);
     const found = table.find(streamHash, service, session, request);
-    if (found !== NONE) return found;
+    if (found !== NO_SLOT) return found;
     if (table.size >= table.maxRequests) {
-      this.releaseSlot(table.head, STORM_ENDED_BY_DROP);
+      this.releaseSlot(table.oldest, StormEnd.DROPPED);
       this.evictions++;
     }
     return table.create(streamHash, service, session, request);
   }
 
-  private releaseSlot(slot: number, endFlag: number): void {
-    if (this.openStorms.has(slot)) this.forceFinalize(slot, endFlag);
+  /** Drops the request's state; an open storm of it ends now, `forcedBy` saying why (undefined: its window had passed). */
+  private releaseSlot(slot: number, forcedBy: ForcedStormEnd | undefined): void {
+    if (this.openStorms.has(slot)) this.forceFinalize(slot, forcedBy);
     this.table.release(slot);
   }
 
@@ -317,59 +281,44 @@ export class Detector {
     const stream = attrs[ATTR_MCP_STREAM_ID];
     const streamHash = hash32(typeof stream === 'string' && stream.length > 0 ? stream : span.spanId);
     const hadTerminal = table.hasTerminal(slot);
-    // Read-only until a duplicate needs a cold row (most terminals are their request's only one).
-    let cold = table.cold[slot]!;
     if (hadTerminal && droppedByGuard(attrs)) return;
     let markedDuplicate = (marks & HAS_DUPLICATE) !== 0 && attrs[ATTR_MCP_TERMINAL_DUPLICATE] === true;
-    if (markedDuplicate && table.foreignStream[cold] !== 0) {
+    if (markedDuplicate && table.foreignStream(slot) !== 0) {
       // The "first" terminal it duplicates was a foreign one: the server's defect, already reported.
       const first = attrs[ATTR_MCP_TERMINAL_FIRST_STREAM_ID];
-      if (typeof first === 'string' && hash32(first) === table.foreignStream[cold]) markedDuplicate = false;
+      if (typeof first === 'string' && hash32(first) === table.foreignStream(slot)) markedDuplicate = false;
     }
-    table.termTotal[slot]!++;
-    if (markedDuplicate) table.attrDups[slot]!++;
+    table.countTerminal(slot, markedDuplicate);
     this.events?.terminal(service, hadTerminal || markedDuplicate);
     let duplicateTime = time;
     if (!hadTerminal) {
-      table.termT[slot] = time;
-      table.termStream[slot] = streamHash;
-      table.termOnFirst[slot] = 1;
-      this.setCurrentSpan(table.termSpan, slot);
-    } else if (streamHash === table.termStream[slot]) {
+      table.setFirstTerminal(slot, time, streamHash, this.spanHi, this.spanLo);
+    } else if (streamHash === table.firstTerminalStream(slot)) {
       // The same stream delivering it again (a replay to the same stream) is no duplicate by itself.
-      table.termOnFirst[slot]!++;
-      if (time < table.termT[slot]!) {
-        table.termT[slot] = time;
-        this.setCurrentSpan(table.termSpan, slot);
-      }
-    } else if (time < table.termT[slot]!) {
+      table.countFirstStreamDelivery(slot, time, this.spanHi, this.spanLo);
+    } else if (time < table.firstTerminalAt(slot)) {
       // A delivery earlier than the one taken as first: that one becomes the duplicate.
-      duplicateTime = table.termT[slot]!;
-      cold = table.ensureCold(slot);
-      if (!hasSpan(table.dupSpan, cold)) copySpan(table.dupSpan, cold, table.termSpan, slot);
-      table.termT[slot] = time;
-      table.termStream[slot] = streamHash;
-      table.termOnFirst[slot] = 1;
-      this.setCurrentSpan(table.termSpan, slot);
-    } else if (!hasSpan(table.dupSpan, cold)) {
-      cold = table.ensureCold(slot);
-      setSpan(table.dupSpan, cold, span.spanId);
+      duplicateTime = table.firstTerminalAt(slot);
+      table.demoteFirstTerminal(slot);
+      table.setFirstTerminal(slot, time, streamHash, this.spanHi, this.spanLo);
+    } else {
+      table.noteDuplicateSpan(slot, this.spanHi, this.spanLo);
     }
     // The common case, a request's first terminal with nothing else known about it (no cold row: never
     // resumed, reattached or duplicated): no finding to retract, no duplicate, no resume before it.
-    if (!hadTerminal && !markedDuplicate && cold === 0) return;
+    if (!hadTerminal && !markedDuplicate && !table.hasColdRow(slot)) return;
     // The request reached its terminal: no resume of it failed to get its result.
     this.retractFailedResumption(slot, span, time, true);
     this.duplicateTerminal(slot, span.traceId, duplicateTime, span.spanId);
     // Spans out of order: a resume already seen turns out to be later than this terminal.
-    const resumeTime = table.resT[cold]!;
-    if (resumeTime >= table.termT[slot]!) this.resumeAfterTerminal(slot, span.traceId, table.termT[slot]!, resumeTime, undefined);
+    const resumeTime = table.latestResumeAt(slot);
+    if (resumeTime >= table.firstTerminalAt(slot)) this.resumeAfterTerminal(slot, span.traceId, table.firstTerminalAt(slot), resumeTime, undefined);
   }
 
   /** A resume (GET with Last-Event-ID) of the request's stream. */
   private resume(slot: number, span: SpanRecord, time: number, service: string): void {
     const table = this.table;
-    const cold = table.ensureCold(slot);
+    table.ensureCold(slot);
     const attrs = span.attributes;
     if (refusedByGuard(attrs)) {
       this.events?.resume(service, ResumeOutcome.ERROR);
@@ -381,21 +330,17 @@ export class Detector {
     const observed = attrs[ATTR_MCP_REQUEST_TERMINAL_OBSERVED] === true;
     if (attrs[ATTR_MCP_RESUME_REPLAYED_TERMINAL] === true) {
       // A replayed terminal is a duplicate if one had been delivered before, or if it is not the first replay to deliver it.
-      if (observed) table.replayDups[cold]!++;
-      else table.replayFirsts[cold]!++;
+      table.countReplayedTerminal(slot, observed);
       this.duplicateTerminal(slot, span.traceId, time, span.spanId);
     }
-    if (!(time <= table.resT[cold]!)) {
-      table.resT[cold] = time;
-      setSpan(table.resSpan, cold, span.spanId);
-    }
+    table.noteResume(slot, time, this.spanHi, this.spanLo);
     const haveTerminal = table.hasTerminal(slot);
-    if (observed || (haveTerminal && table.termT[slot]! <= time)) {
-      this.resumeAfterTerminal(slot, span.traceId, haveTerminal ? Math.min(table.termT[slot]!, time) : time, time, span.spanId);
+    if (observed || (haveTerminal && table.firstTerminalAt(slot) <= time)) {
+      this.resumeAfterTerminal(slot, span.traceId, haveTerminal ? Math.min(table.firstTerminalAt(slot), time) : time, time, span.spanId);
     } else if (outcome === ResumeOutcome.CONTINUATION || outcome === ResumeOutcome.POLL) {
       // The request is alive: a poll or a continuation before its terminal is no attempt and no finding.
       if (outcome === ResumeOutcome.CONTINUATION) {
-        if (!(table.contT[cold]! >= time)) table.contT[cold] = time;
+        table.noteContinuation(slot, time);
         this.retractFailedResumption(slot, span, time, false);
       }
       this.notAttempt(slot, span);
@@ -415,53 +360,40 @@ export class Detector {
   private attempt(slot: number, span: SpanRecord, time: number, service: string, evicts: boolean): void {
     if (refusedByGuard(span.attributes)) return;
     const table = this.table;
-    const cold = table.ensureCold(slot);
+    table.ensureCold(slot);
     const stream = span.attributes[ATTR_MCP_STREAM_ID];
     let streamHash: number;
     if (typeof stream === 'string' && stream.length > 0) {
       streamHash = hash32(stream);
-      const key = this.attemptKey(slot);
+      const key = table.incarnationKey(slot);
       if (this.quietStreams.contains(streamHash, key)) return;
       if (!this.attemptStreams.add(streamHash, key)) {
         // The second span of an attempt already counted: it can still tell that the server evicted it.
-        if (evicts && table.epAttempts[cold]! > 0 && streamHash === table.epLastStream[cold]) this.markEvicting(slot);
+        if (evicts && table.episodeAttemptCount(slot) > 0 && streamHash === table.lastAttemptStream(slot)) this.markEvicting(slot);
         return;
       }
     } else {
       streamHash = hash32(span.spanId);
     }
-    let flags = table.flags[slot]!;
     // An attempt inside a storm already reported and ended belongs to that storm, not to a new one.
-    if (!(flags & IN_STORM) && time <= table.stEnd[cold]!) return;
+    if (!table.inStorm(slot) && time <= table.stormEndAt(slot)) return;
     const window = this.options.stormWindowMs;
-    if (table.epAttempts[cold]! > 0) {
-      if (time > table.epLast[cold]! + window) this.closeEpisode(slot);
-      else if (time < table.epFirst[cold]! - window) return;
+    if (table.episodeAttemptCount(slot) > 0) {
+      if (time > table.lastAttemptAt(slot) + window) this.closeEpisode(slot);
+      else if (time < table.firstAttemptAt(slot) - window) return;
     }
-    table.epAttempts[cold]!++;
-    if (!(time >= table.epFirst[cold]!)) {
-      table.epFirst[cold] = time;
-      setSpan(table.epFirstSpan, cold, span.spanId);
-    }
-    flags = table.flags[slot]!;
-    if (!(time < table.epLast[cold]!)) {
-      table.epLast[cold] = time;
-      table.epLastStream[cold] = streamHash;
-      setSpan(table.epLastSpan, cold, span.spanId);
-      setTrace(table.epLastTrace, cold, span.traceId);
-      flags = evicts ? flags | LAST_ATTEMPT_EVICTED : flags & ~LAST_ATTEMPT_EVICTED;
-      if (flags & STORM_ENDED && !evicts) {
+    table.countAttempt(slot, time, this.spanHi, this.spanLo);
+    if (!(time < table.lastAttemptAt(slot))) {
+      table.setLastAttempt(slot, time, streamHash, span.traceId, this.spanHi, this.spanLo, evicts);
+      if (table.stormEnded(slot) && !evicts) {
         // A later attempt: the storm did not end where it seemed to.
-        flags &= ~STORM_ENDED;
-        table.stEnd[cold] = NaN;
+        table.reopenStorm(slot);
         this.events?.stormStarted(service);
       }
-      table.flags[slot] = flags;
     }
-    table.addAttemptTime(cold, time);
-    if (!(flags & IN_STORM)) this.reconnectStorm(slot, span, time, service);
-    if (table.has(slot, IN_STORM) && table.has(slot, LAST_ATTEMPT_EVICTED) && !table.has(slot, STORM_ENDED)) {
-      this.endStorm(slot, table.epLast[cold]!, true);
+    if (!table.inStorm(slot)) this.reconnectStorm(slot, span, time, service);
+    if (table.inStorm(slot) && table.lastAttemptEvicted(slot) && !table.stormEnded(slot)) {
+      this.endStorm(slot, table.lastAttemptAt(slot), true);
     }
   }
 
@@ -475,17 +407,16 @@ export class Detector {
    */
   private duplicateTerminal(slot: number, traceId: string, time: number, spanId: string): void {
     const table = this.table;
-    const cold = table.cold[slot]!;
-    if (table.has(slot, DUPLICATE_REPORTED)) return;
-    const duplicates = this.duplicates(slot);
+    if (table.wasReported(slot, Reported.DUPLICATE_TERMINAL)) return;
+    const duplicates = table.duplicateDeliveries(slot);
     if (duplicates < 1) return;
-    table.mark(slot, DUPLICATE_REPORTED);
+    table.markReported(slot, Reported.DUPLICATE_TERMINAL);
     const haveTerminal = table.hasTerminal(slot);
-    const first = haveTerminal ? Math.min(table.termT[slot]!, time) : time;
-    const last = haveTerminal ? Math.max(table.termT[slot]!, time) : time;
+    const first = haveTerminal ? Math.min(table.firstTerminalAt(slot), time) : time;
+    const last = haveTerminal ? Math.max(table.firstTerminalAt(slot), time) : time;
     const ids: string[] = [];
-    if (haveTerminal) ids.push(spanHex(table.termSpan, slot));
-    const duplicateSpan = hasSpan(table.dupSpan, cold) ? spanHex(table.dupSpan, cold) : spanId;
+    if (haveTerminal) ids.push(table.firstTerminalSpanId(slot));
+    const duplicateSpan = table.duplicateSpanId(slot) ?? spanId;
     if (!ids.includes(duplicateSpan)) ids.push(duplicateSpan);
     this.emit(slot, FindingKind.DUPLICATE_TERMINAL, traceId, first, last, ids, { duplicates });
     // A storm was reported before any duplicate had arrived: the pattern is complete now.
@@ -498,10 +429,10 @@ export class Detector {
    */
   private resumeAfterTerminal(slot: number, traceId: string, first: number, last: number, resumeSpanId: string | undefined): void {
     const table = this.table;
-    if (table.has(slot, RESUME_AFTER_TERMINAL_REPORTED)) return;
-    table.mark(slot, RESUME_AFTER_TERMINAL_REPORTED);
-    const resumeSpan = resumeSpanId ?? spanHex(table.resSpan, table.cold[slot]!);
-    const ids = table.hasTerminal(slot) ? [spanHex(table.termSpan, slot), resumeSpan] : [resumeSpan];
+    if (table.wasReported(slot, Reported.RESUME_AFTER_TERMINAL)) return;
+    table.markReported(slot, Reported.RESUME_AFTER_TERMINAL);
+    const resumeSpan = resumeSpanId ?? table.latestResumeSpanId(slot);
+    const ids = table.hasTerminal(slot) ? [table.firstTerminalSpanId(slot), resumeSpan] : [resumeSpan];
     this.emit(slot, FindingKind.RESUME_AFTER_TERMINAL, traceId, first, last, ids);
   }
 
@@ -511,15 +442,14 @@ export class Detector {
    */
   private reconnectStorm(slot: number, span: SpanRecord, time: number, service: string): void {
     const table = this.table;
-    const cold = table.cold[slot]!;
-    const oldest = table.oldestRingTime(cold);
-    const newest = table.newestRingTime(cold);
+    const oldest = table.oldestRingTime(slot);
+    const newest = table.newestRingTime(slot);
     if (!(newest - oldest <= this.options.stormWindowMs)) return;
-    table.mark(slot, IN_STORM);
+    table.startStorm(slot);
     this.openStorms.add(slot);
     this.events?.stormStarted(service);
-    this.emit(slot, FindingKind.RECONNECT_STORM, span.traceId, oldest, newest, uniq([spanHex(table.epFirstSpan, cold), span.spanId]), {
-      attempts: table.epAttempts[cold]!,
+    this.emit(slot, FindingKind.RECONNECT_STORM, span.traceId, oldest, newest, uniq([table.firstAttemptSpanId(slot), span.spanId]), {
+      attempts: table.episodeAttemptCount(slot),
     });
     // Duplicates were delivered before the storm was complete: the pattern is complete now.
     this.signature(slot, span.traceId, time);
@@ -531,22 +461,21 @@ export class Detector {
    */
   private signature(slot: number, traceId: string, time: number): void {
     const table = this.table;
-    const cold = table.cold[slot]!;
-    const flags = table.flags[slot]!;
-    if (flags & SIGNATURE_REPORTED || !(flags & (IN_STORM | PAST_STORM_REPORTED))) return;
-    const duplicates = this.duplicates(slot);
+    const current = table.inStorm(slot);
+    if (table.wasReported(slot, Reported.SIGNATURE) || !(current || table.hasPastStorm(slot))) return;
+    const duplicates = table.duplicateDeliveries(slot);
     if (duplicates < 1) return;
-    table.flags[slot] = flags | SIGNATURE_REPORTED;
-    const current = (flags & IN_STORM) !== 0;
-    const stormFirst = current ? table.epFirst[cold]! : table.stFirst[cold]!;
-    const stormLast = current ? table.epLast[cold]! : table.stEnd[cold]!;
-    const first = table.hasTerminal(slot) ? Math.min(table.termT[slot]!, stormFirst) : stormFirst;
-    const ids = [spanHex(table.epFirstSpan, cold), spanHex(table.epLastSpan, cold)];
-    if (hasSpan(table.dupSpan, cold)) ids.unshift(spanHex(table.dupSpan, cold));
-    if (table.hasTerminal(slot)) ids.unshift(spanHex(table.termSpan, slot));
+    table.markReported(slot, Reported.SIGNATURE);
+    const stormFirst = current ? table.firstAttemptAt(slot) : table.pastStormFirstAt(slot);
+    const stormLast = current ? table.lastAttemptAt(slot) : table.stormEndAt(slot);
+    const first = table.hasTerminal(slot) ? Math.min(table.firstTerminalAt(slot), stormFirst) : stormFirst;
+    const ids = [table.firstAttemptSpanId(slot), table.lastAttemptSpanId(slot)];
+    const duplicateSpan = table.duplicateSpanId(slot);
+    if (duplicateSpan !== undefined) ids.unshift(duplicateSpan);
+    if (table.hasTerminal(slot)) ids.unshift(table.firstTerminalSpanId(slot));
     this.emit(slot, FindingKind.SIGNATURE, traceId, first, Math.max(stormLast, time), uniq(ids), {
       duplicates,
-      attempts: current ? table.epAttempts[cold]! : table.stAttempts[cold]!,
+      attempts: current ? table.episodeAttemptCount(slot) : table.pastStormAttemptCount(slot),
     });
   }
 
@@ -556,10 +485,9 @@ export class Detector {
    */
   private emptyReplay(slot: number, span: SpanRecord, time: number, status: number): void {
     const table = this.table;
-    const cold = table.ensureCold(slot);
-    if (table.has(slot, EMPTY_REPLAY_REPORTED) || table.contT[cold]! >= time || !isEvidencedEmptyReplay(span.attributes, span.kind)) return;
-    table.mark(slot, EMPTY_REPLAY_REPORTED);
-    table.emptyT[cold] = time;
+    if (table.wasReported(slot, Reported.EMPTY_REPLAY) || table.continuationAt(slot) >= time || !isEvidencedEmptyReplay(span.attributes, span.kind)) return;
+    table.markReported(slot, Reported.EMPTY_REPLAY);
+    table.setEmptyReplayAt(slot, time);
     this.emit(slot, FindingKind.AMBIGUOUS_EMPTY_REPLAY, span.traceId, time, time, [span.spanId], {
       outcome: ResumeOutcome.EMPTY_REPLAY,
       status_code: status,
@@ -573,25 +501,23 @@ export class Detector {
    */
   private cursorLost(slot: number, span: SpanRecord, time: number, outcome: ResumeOutcome, status: number): void {
     const table = this.table;
-    const cold = table.ensureCold(slot);
     let first = time;
     const ids = [span.spanId];
     if (outcome === ResumeOutcome.CURSOR_REJECTED) {
       // Provisional: the server may still hold the dropped connection, and the client's next resume succeed.
-      if (table.rejects[cold]!++ === 0) {
-        table.rejT[cold] = time;
-        setSpan(table.rejSpan, cold, span.spanId);
+      if (!table.hasRejection(slot)) {
+        table.setFirstRejection(slot, time, this.spanHi, this.spanLo);
         return;
       }
-      const earlier = table.rejT[cold]!;
+      const earlier = table.firstRejectionAt(slot);
       first = Math.min(earlier, time);
-      if (earlier <= time) ids.unshift(spanHex(table.rejSpan, cold));
-      else ids.push(spanHex(table.rejSpan, cold));
+      if (earlier <= time) ids.unshift(table.firstRejectionSpanId(slot));
+      else ids.push(table.firstRejectionSpanId(slot));
       time = Math.max(earlier, time);
     }
-    if (table.has(slot, CURSOR_LOST_REPORTED) || table.contT[cold]! >= time) return;
-    table.mark(slot, CURSOR_LOST_REPORTED);
-    table.lostT[cold] = time;
+    if (table.wasReported(slot, Reported.CURSOR_LOST) || table.continuationAt(slot) >= time) return;
+    table.markReported(slot, Reported.CURSOR_LOST);
+    table.setCursorLostAt(slot, time);
     this.emit(slot, FindingKind.CURSOR_LOST, span.traceId, first, time, ids, { outcome, status_code: status });
   }
 
@@ -601,16 +527,21 @@ export class Detector {
    */
   private retractFailedResumption(slot: number, span: SpanRecord, time: number, terminal: boolean): void {
     const table = this.table;
-    const cold = table.cold[slot]!;
-    const flags = table.flags[slot]!;
-    if (flags & EMPTY_REPLAY_REPORTED && !(flags & EMPTY_REPLAY_RETRACTED) && (terminal || time >= table.emptyT[cold]!)) {
-      table.mark(slot, EMPTY_REPLAY_RETRACTED);
-      const reported = table.emptyT[cold]!;
-      this.emit(slot, FindingKind.AMBIGUOUS_EMPTY_REPLAY, span.traceId, reported, time, [span.spanId], undefined, FindingRecord.RETRACTION);
+    if (
+      table.wasReported(slot, Reported.EMPTY_REPLAY) &&
+      !table.wasReported(slot, Reported.EMPTY_REPLAY_RETRACTION) &&
+      (terminal || time >= table.emptyReplayAt(slot))
+    ) {
+      table.markReported(slot, Reported.EMPTY_REPLAY_RETRACTION);
+      this.emit(slot, FindingKind.AMBIGUOUS_EMPTY_REPLAY, span.traceId, table.emptyReplayAt(slot), time, [span.spanId], undefined, FindingRecord.RETRACTION);
     }
-    if (flags & CURSOR_LOST_REPORTED && !(flags & CURSOR_LOST_RETRACTED) && (terminal || time >= table.lostT[cold]!)) {
-      table.mark(slot, CURSOR_LOST_RETRACTED);
-      this.emit(slot, FindingKind.CURSOR_LOST, span.traceId, table.lostT[cold]!, time, [span.spanId], undefined, FindingRecord.RETRACTION);
+    if (
+      table.wasReported(slot, Reported.CURSOR_LOST) &&
+      !table.wasReported(slot, Reported.CURSOR_LOST_RETRACTION) &&
+      (terminal || time >= table.cursorLostAt(slot))
+    ) {
+      table.markReported(slot, Reported.CURSOR_LOST_RETRACTION);
+      this.emit(slot, FindingKind.CURSOR_LOST, span.traceId, table.cursorLostAt(slot), time, [span.spanId], undefined, FindingRecord.RETRACTION);
     }
   }
 
@@ -631,32 +562,32 @@ export class Detector {
   /** foreign_replay: a terminal replayed to a stream that had not carried the request. */
   private foreignReplay(slot: number, span: SpanRecord, time: number, server: string, extra: Partial<Finding>): void {
     const table = this.table;
-    const cold = table.ensureCold(slot);
+    table.ensureCold(slot);
     const stream = span.attributes[ATTR_MCP_STREAM_ID];
     // Kept so that a later "duplicate" of this foreign terminal is not taken for the client's duplicate.
-    if (typeof stream === 'string' && stream.length > 0) table.foreignStream[cold] = hash32(stream);
-    this.reportServerDefect(slot, FindingKind.FOREIGN_REPLAY, FOREIGN_REPLAY_REPORTED, server, span, time, extra);
+    if (typeof stream === 'string' && stream.length > 0) table.setForeignStream(slot, hash32(stream));
+    this.reportServerDefect(slot, FindingKind.FOREIGN_REPLAY, Reported.FOREIGN_REPLAY, server, span, time, extra);
   }
 
   /** conflicting_terminal: a second terminal of the request whose content differs from the first. */
   private conflictingTerminal(slot: number, span: SpanRecord, time: number, server: string, extra: Partial<Finding>): void {
     this.table.ensureCold(slot);
-    this.reportServerDefect(slot, FindingKind.CONFLICTING_TERMINAL, CONFLICTING_TERMINAL_REPORTED, server, span, time, extra);
+    this.reportServerDefect(slot, FindingKind.CONFLICTING_TERMINAL, Reported.CONFLICTING_TERMINAL, server, span, time, extra);
   }
 
   /** Server defects are counted per server every time (metrics), and reported once per request and kind. */
   private reportServerDefect(
     slot: number,
     kind: FindingKind,
-    flag: number,
+    once: Reported,
     server: string,
     span: SpanRecord,
     time: number,
     extra: Partial<Finding>,
   ): void {
     this.events?.serverDefect(kind, server);
-    if (this.table.has(slot, flag)) return;
-    this.table.mark(slot, flag);
+    if (this.table.wasReported(slot, once)) return;
+    this.table.markReported(slot, once);
     this.emit(slot, kind, span.traceId, time, time, [span.spanId], extra);
   }
 
@@ -664,130 +595,78 @@ export class Detector {
   // Episodes and storms: how attempts are counted, withdrawn, and how a storm ends.
   // ---------------------------------------------------------------------------------------------
 
-  /** Terminals beyond the first, by whichever of the three evidences counts most. */
-  private duplicates(slot: number): number {
-    const table = this.table;
-    const cold = table.cold[slot]!;
-    const replays = table.replayDups[cold]! + Math.max(0, table.replayFirsts[cold]! - 1);
-    return Math.max(table.termTotal[slot]! - table.termOnFirst[slot]!, table.attrDups[slot]!, replays);
-  }
-
-  /** Key of the request's attempt streams; the slot's serial keeps a reused slot from inheriting them. */
-  private attemptKey(slot: number): number {
-    const table = this.table;
-    return Math.imul(table.hashes[slot]!, 0x9e3779b1) ^ table.serial[slot]!;
-  }
-
   /** The stream of a poll or continuation is no attempt; if its reattach span already counted it, that is undone. */
   private notAttempt(slot: number, span: SpanRecord): void {
     const stream = span.attributes[ATTR_MCP_STREAM_ID];
     if (typeof stream !== 'string' || stream.length === 0) return;
     const streamHash = hash32(stream);
-    const key = this.attemptKey(slot);
+    const key = this.table.incarnationKey(slot);
     if (this.quietStreams.add(streamHash, key) && this.attemptStreams.contains(streamHash, key)) this.withdraw(slot, span.startTimeUnixMs);
   }
 
   /** Removes one counted attempt (the one nearest `time`) from the current episode, unless it is already a storm. */
   private withdraw(slot: number, time: number): void {
     const table = this.table;
-    const cold = table.ensureCold(slot);
-    if (!(table.epAttempts[cold]! > 0) || table.has(slot, IN_STORM)) return;
-    table.epAttempts[cold]!--;
-    table.removeAttemptTimeNear(cold, time);
+    if (!(table.episodeAttemptCount(slot) > 0) || table.inStorm(slot)) return;
+    table.withdrawAttempt(slot, time);
   }
 
   /** The server evicted the session on the episode's latest attempt: a storm in progress ends there. */
   private markEvicting(slot: number): void {
     const table = this.table;
-    const cold = table.cold[slot]!;
-    table.mark(slot, LAST_ATTEMPT_EVICTED);
-    if (table.has(slot, IN_STORM) && !table.has(slot, STORM_ENDED)) this.endStorm(slot, table.epLast[cold]!, true);
+    table.markLastAttemptEvicted(slot);
+    if (table.inStorm(slot) && !table.stormEnded(slot)) this.endStorm(slot, table.lastAttemptAt(slot), true);
   }
 
   /** The storm ends at `at`; its storm_ended record follows once settleMs has passed (at once on eviction with no settle time). */
   private endStorm(slot: number, at: number, byEviction: boolean): void {
-    const table = this.table;
-    const cold = table.ensureCold(slot);
-    table.mark(slot, STORM_ENDED);
-    table.stEnd[cold] = at;
+    this.table.endStorm(slot, at);
     this.events?.stormEnded(this.serviceOf(slot));
     if (byEviction && this.options.settleMs <= 0) this.finalize(slot);
   }
 
-  /** Ends an open storm now; `endFlag` says why (0: the window passed quietly). */
-  private forceFinalize(slot: number, endFlag: number): void {
+  /** Ends an open storm now; `forcedBy` says why (undefined: the window passed quietly). */
+  private forceFinalize(slot: number, forcedBy: ForcedStormEnd | undefined): void {
     const table = this.table;
-    const cold = table.cold[slot]!;
-    if (!table.has(slot, STORM_ENDED)) {
-      table.mark(slot, endFlag);
-      this.endStorm(slot, table.epLast[cold]! + this.options.stormWindowMs, false);
+    if (!table.stormEnded(slot)) {
+      if (forcedBy !== undefined) table.forceStormEnd(slot, forcedBy);
+      this.endStorm(slot, table.lastAttemptAt(slot) + this.options.stormWindowMs, false);
     }
     if (this.openStorms.has(slot)) this.finalize(slot);
   }
 
   /** Starts a new episode after a quiet gap, reporting the end of the storm the old one was, if any. */
   private closeEpisode(slot: number): void {
-    if (this.table.has(slot, IN_STORM)) this.forceFinalize(slot, 0);
-    else this.resetEpisode(slot);
+    if (this.table.inStorm(slot)) this.forceFinalize(slot, undefined);
+    else this.table.resetEpisode(slot);
   }
 
   /** A reported storm has ended (and settled): one storm_ended record, never a second signature. */
   private finalize(slot: number): void {
     const table = this.table;
-    const cold = table.ensureCold(slot);
-    const attempts = table.epAttempts[cold]!;
-    const flags = table.flags[slot]!;
-    const endedBy =
-      flags & LAST_ATTEMPT_EVICTED
-        ? StormEnd.EVICTED
-        : flags & STORM_ENDED_BY_SHUTDOWN
-          ? StormEnd.SHUTDOWN
-          : flags & STORM_ENDED_BY_DROP
-            ? StormEnd.DROPPED
-            : StormEnd.QUIET;
+    const attempts = table.episodeAttemptCount(slot);
+    const endedBy = table.stormEndedBy(slot);
     const service = this.serviceOf(slot);
     this.events?.stormFinalized(service, attempts, endedBy);
-    const first = table.epFirst[cold]!;
-    const last = table.epLast[cold]!;
-    this.resetEpisode(slot);
-    // Kept after the episode is reset: a later duplicate still completes the signature with this storm.
-    table.stEnd[cold] = last;
-    table.stFirst[cold] = first;
-    table.stAttempts[cold] = attempts;
-    table.unmark(slot, STORM_ENDED_BY_SHUTDOWN | STORM_ENDED_BY_DROP);
-    table.mark(slot, PAST_STORM_REPORTED);
+    const first = table.firstAttemptAt(slot);
+    const last = table.lastAttemptAt(slot);
+    table.retireStorm(slot);
     this.openStorms.delete(slot);
     this.emit(
       slot,
       FindingKind.RECONNECT_STORM,
-      traceHex(table.epLastTrace, cold),
+      table.lastAttemptTraceId(slot),
       first,
       last,
-      uniq([spanHex(table.epFirstSpan, cold), spanHex(table.epLastSpan, cold)]),
+      uniq([table.firstAttemptSpanId(slot), table.lastAttemptSpanId(slot)]),
       // The whole storm's counts: duplicates too, so a reader sees one count per request at its end.
-      { attempts, duplicates: this.duplicates(slot) || undefined, ended_by: endedBy, ended_by_eviction: endedBy === StormEnd.EVICTED },
+      { attempts, duplicates: table.duplicateDeliveries(slot) || undefined, ended_by: endedBy, ended_by_eviction: endedBy === StormEnd.EVICTED },
       FindingRecord.STORM_ENDED,
     );
   }
 
-  private resetEpisode(slot: number): void {
-    const table = this.table;
-    const cold = table.ensureCold(slot);
-    table.epAttempts[cold] = 0;
-    table.epFirst[cold] = NaN;
-    table.epLast[cold] = NaN;
-    table.unmark(slot, IN_STORM | STORM_ENDED | LAST_ATTEMPT_EVICTED);
-    table.clearAttemptTimes(cold);
-  }
-
-  /** Stores the id of the span being ingested at `row` of a two-word span-id column. */
-  private setCurrentSpan(column: Uint32Array, row: number): void {
-    column[row * 2] = this.spanHi;
-    column[row * 2 + 1] = this.spanLo;
-  }
-
   private serviceOf(slot: number): string {
-    return this.services.keyOf(this.table.svc[slot]!)!;
+    return this.services.keyOf(this.table.serviceId(slot))!;
   }
 
   private emit(
@@ -805,8 +684,8 @@ export class Detector {
       kind,
       ...(record ? { record } : {}),
       service: this.serviceOf(slot),
-      session_id: this.table.sessions[slot]!,
-      request_id: this.table.requests[slot]!,
+      session_id: this.table.sessionId(slot),
+      request_id: this.table.requestId(slot),
       trace_id: traceId,
       first_time_unix_ms: first,
       last_time_unix_ms: last,
@@ -817,28 +696,6 @@ export class Detector {
   }
 }
 
-function setSpan(column: Uint32Array, slot: number, hex: string): void {
-  column[slot * 2] = hexWord(hex, 0);
-  column[slot * 2 + 1] = hexWord(hex, 8);
-}
-function hasSpan(column: Uint32Array, slot: number): boolean {
-  return column[slot * 2] !== 0 || column[slot * 2 + 1] !== 0;
-}
-function copySpan(to: Uint32Array, toRow: number, from: Uint32Array, fromRow: number): void {
-  to[toRow * 2] = from[fromRow * 2]!;
-  to[toRow * 2 + 1] = from[fromRow * 2 + 1]!;
-}
-function spanHex(column: Uint32Array, slot: number): string {
-  return wordHex(column[slot * 2]!) + wordHex(column[slot * 2 + 1]!);
-}
-function setTrace(column: Uint32Array, slot: number, hex: string): void {
-  for (let i = 0; i < 4; i++) column[slot * 4 + i] = hexWord(hex, i * 8);
-}
-function traceHex(column: Uint32Array, slot: number): string {
-  let out = '';
-  for (let i = 0; i < 4; i++) out += wordHex(column[slot * 4 + i]!);
-  return out;
-}
 function uniq(ids: string[]): string[] {
   return [...new Set(ids)];
 }

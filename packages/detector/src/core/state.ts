@@ -1,7 +1,7 @@
 import type { DetectorOptions } from './options.js';
 
 /** Bumped whenever what exportState() holds changes meaning; a file of another format is not loaded. */
-export const STATE_FORMAT = 1;
+export const STATE_FORMAT = 2;
 
 /** The fields of one of the core's structures (typed-array columns, arrays, numbers), by name. */
 export type StateFields = Record<string, unknown>;

@@ -38,7 +38,7 @@ import {
   TerminalDelivery,
   TerminalOutcome,
 } from '@resumewatch/semconv';
-import type { AttributeValue, Finding, SpanRecord } from '../src/index.js';
+import type { AttributeValue, Finding, SpanRecord } from '../../src/index.js';
 
 let counter = 0;
 function spanId(): string {

@@ -1,5 +1,5 @@
 import { ATTR_SERVICE_NAME } from '@resumewatch/semconv';
-import type { AttributeValue, SpanRecord } from '../src/index.js';
+import type { AttributeValue, SpanRecord } from '../../src/index.js';
 
 /*
  * A minimal writer of opentelemetry.proto ExportTraceServiceRequest, for tests that need exact bytes

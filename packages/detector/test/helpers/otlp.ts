@@ -1,7 +1,7 @@
 import { BatchSpanProcessor, BasicTracerProvider, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { ATTR_SERVICE_NAME, TRACER_SCOPE } from '@resumewatch/semconv';
-import type { SpanRecord } from '../src/index.js';
+import type { SpanRecord } from '../../src/index.js';
 
 /** One OTLP/JSON ExportTraceServiceRequest holding the given spans under one service. */
 export function otlpJson(spans: SpanRecord[], service = 'client'): Record<string, unknown> {

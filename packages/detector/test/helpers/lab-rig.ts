@@ -1,4 +1,3 @@
-import { vi } from 'vitest';
 import { OTLPTraceExporter as GrpcExporter } from '@opentelemetry/exporter-trace-otlp-grpc';
 import { OTLPTraceExporter as JsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { OTLPTraceExporter as ProtoExporter } from '@opentelemetry/exporter-trace-otlp-proto';
@@ -8,9 +7,10 @@ import type { GuardOptions, InstrumentedFetch } from '@resumewatch/instrumentati
 import { startLabServer } from '@resumewatch/lab';
 import type { LabServer } from '@resumewatch/lab';
 import { SPAN_STREAM_RESUME } from '@resumewatch/semconv';
-import { startServer } from '../src/index.js';
-import type { Finding, RunningServer } from '../src/index.js';
+import { startServer } from '../../src/index.js';
+import type { Finding, RunningServer } from '../../src/index.js';
 import { providerWith } from './otlp.js';
+import { waitFor } from './wait.js';
 
 /** How spans travel to the detector: each is the real OpenTelemetry OTLP exporter of that protocol. */
 export type Protocol = 'json' | 'proto' | 'grpc';
@@ -54,18 +54,6 @@ function exporter(protocol: Protocol, detector: RunningServer): SpanExporter {
   if (protocol === 'json') return new JsonExporter({ url: http });
   if (protocol === 'proto') return new ProtoExporter({ url: http });
   return new GrpcExporter({ url: `http://127.0.0.1:${detector.grpcPort}` });
-}
-
-/** Polls until `check` is truthy; bounded and generous for a loaded machine. */
-export function waitFor<T>(check: () => T | undefined | false, what: string, timeoutMs = 20_000): Promise<T> {
-  return vi.waitFor(
-    () => {
-      const value = check();
-      if (!value) throw new Error(`timed out waiting for ${what}`);
-      return value;
-    },
-    { timeout: timeoutMs, interval: 25 },
-  );
 }
 
 /** Optional parts of a client-side rig. */
