@@ -1,12 +1,13 @@
 /**
  * Reusable buffers for request bodies of a declared length. A body is copied chunk by chunk into one
  * buffer taken here and given back once it is decoded, instead of a list of chunks joined into a new
- * allocation per request: at OTLP batch sizes (100 KB and more) every such allocation is fresh pages
- * from the kernel (page faults, then unmapping) and external memory that V8 must collect, which cost
- * the receiver more than copying the bytes.
+ * allocation per request: at OTLP batch sizes (hundreds of KB) such an allocation is mostly fresh pages
+ * from the kernel (page faults, then unmapping) and external memory that V8 must collect; in the serve
+ * benchmark's profile that cost more than copying the bytes.
  *
  * Bounded: at most `maxBuffers` are kept while idle, each of at most `maxBytes`; a larger body gets a
- * buffer of its own that is never kept. What a request holds at once stays bounded by the in-flight budget.
+ * buffer of its own that is never kept. Beyond what the in-flight budget counts, requests hold at most the
+ * kept buffers' bytes (a kept buffer may be longer than the body it is given to).
  */
 export class BodyBuffers {
   private readonly free: Buffer[] = [];
@@ -20,9 +21,10 @@ export class BodyBuffers {
   take(size: number): Buffer {
     const kept = this.free.pop();
     if (kept !== undefined && kept.length >= size) return kept;
-    // A kept buffer too small is dropped: the new one, sized for this body, replaces it.
-    if (size > this.maxBytes) return Buffer.allocUnsafeSlow(size);
-    return Buffer.allocUnsafeSlow(Math.min(this.maxBytes, roundUp(size)));
+    // A kept buffer too small is dropped: the new one, sized for this body, replaces it once given back, so
+    // the kept buffers grow to the sizes of the bodies received. Sized exactly: beyond what the in-flight
+    // budget counts, only the kept buffers can hold more bytes than their body.
+    return Buffer.allocUnsafeSlow(size);
   }
 
   /** Gives a buffer back; the caller must hold no view of it any more. */
@@ -34,9 +36,4 @@ export class BodyBuffers {
   get kept(): number {
     return this.free.length;
   }
-}
-
-/** Sizes rounded up to 64 KiB, so that bodies of a similar size share buffers. */
-function roundUp(size: number): number {
-  return Math.ceil(size / 65536) * 65536;
 }
