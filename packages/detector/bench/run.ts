@@ -95,7 +95,7 @@ function benchCore(failEvery: number, dictionary = false): void {
 }
 
 async function benchServe(): Promise<void> {
-  const ROUNDS = SMOKE ? 1 : 3;
+  const ROUNDS = SMOKE ? 1 : 5;
   const rounds = Array.from({ length: ROUNDS }, (_, i) => otlpBodies(workload(SMOKE ? 600 : 40_000, `serve${i}`), 512));
   const { child, port } = await startServe(false);
   const CONNECTIONS = 4;
@@ -251,7 +251,7 @@ async function startServe(withGrpc: boolean): Promise<{ child: ReturnType<typeof
  * (ExportTraceServiceRequest.decode, the generated decoder) in the same round.
  */
 async function benchServeProtobuf(): Promise<void> {
-  const ROUNDS = SMOKE ? 1 : 3;
+  const ROUNDS = SMOKE ? 1 : 5;
   const PER = 512;
   const rounds = Array.from({ length: ROUNDS }, (_, i) => otlpProtobufBodies(workload(SMOKE ? 600 : 40_000, `pb${i}`), PER, ATTR_SERVICE_NAME));
   const { child, port, grpcPort } = await startServe(true);
