@@ -6,12 +6,23 @@ import { decodeProtobufRequest } from '../otlp/protobuf.js';
 import { OtlpDecodeError, type DecodeResult } from '../otlp/errors.js';
 import { encodeProtobufResponse, jsonResponse, rejectionMessage } from '../otlp/response.js';
 import { authorized } from './auth.js';
+import { BodyBuffers } from './body-buffers.js';
 import type { InflightRequests } from './drain.js';
 import { Reservation, type InflightBudget } from './inflight.js';
 import type { Pipeline } from './pipeline.js';
 import { RpcCode, sendStatus } from './status.js';
 
 const TRACES_PATH = '/v1/traces';
+
+/** Body buffers kept for reuse while idle, and the largest one kept: 8 MiB held at most between requests. */
+const KEPT_BODY_BUFFERS = 8;
+const KEPT_BODY_BUFFER_BYTES = 1024 * 1024;
+
+/** The answer to a request whose spans were all accepted: an empty ExportTraceServiceResponse. */
+const JSON_OK = Buffer.from(jsonResponse(0, ''));
+const PROTOBUF_OK = encodeProtobufResponse(0, '');
+const JSON_OK_HEADERS = { 'content-type': 'application/json', 'content-length': JSON_OK.length } as const;
+const PROTOBUF_OK_HEADERS = { 'content-type': 'application/x-protobuf', 'content-length': PROTOBUF_OK.length } as const;
 
 type Encoding = 'json' | 'protobuf';
 
@@ -43,6 +54,7 @@ export function otlpHttpHandler({ pipeline, config, budget, inflight, shed }: Ht
   // `[` a hostile body can hold cost microseconds); both decoders convert only what the detector reads.
   const jsonOptions = { detectorAttributesOnly: true, maxDepth: config.maxJsonDepth } as const;
   const protobufOptions = { detectorAttributesOnly: true } as const;
+  const bodies = new BodyBuffers(KEPT_BODY_BUFFERS, Math.min(KEPT_BODY_BUFFER_BYTES, config.maxBodyBytes));
   const busy = `server busy: request bodies in flight reach ${config.maxInflightBytes} bytes (--max-inflight); retry later`;
   return (req: IncomingMessage, res: ServerResponse): void => {
     const path = (req.url ?? '').split('?')[0];
@@ -86,16 +98,26 @@ export function otlpHttpHandler({ pipeline, config, budget, inflight, shed }: Ht
     // A declared length is reserved whole, before reading: a full budget refuses at once.
     if (declared !== undefined && !reservation.take(declared)) return shedding();
 
+    // A declared body is copied into one reusable buffer as it arrives. An undeclared (chunked) one is
+    // kept as its chunks and joined at the end, and so is a gzip one: gunzip reads its input later, on
+    // another thread, and may still hold it when the request is refused, so its buffer is never reused.
+    let pooled = declared !== undefined && declared > 0 && contentEncoding !== 'gzip' ? bodies.take(declared) : undefined;
     const chunks: Buffer[] = [];
     let size = 0;
     let stopped = false;
+    const giveBack = (): void => {
+      if (pooled !== undefined) bodies.give(pooled);
+      pooled = undefined;
+    };
     const stop = (): void => {
       stopped = true;
       chunks.length = 0;
       req.off('data', onData);
       req.pause();
+      giveBack();
     };
     const onData = (chunk: Buffer): void => {
+      const at = size;
       size += chunk.length;
       if (size > config.maxBodyBytes) {
         stop();
@@ -106,12 +128,23 @@ export function otlpHttpHandler({ pipeline, config, budget, inflight, shed }: Ht
         stop();
         return shedding();
       }
-      chunks.push(chunk);
+      if (pooled === undefined) chunks.push(chunk);
+      else if (size <= pooled.length) pooled.set(chunk, at);
+      else {
+        // More than declared (Node's parser does not let this happen): the rest as chunks.
+        chunks.push(Buffer.from(pooled.subarray(0, at)), chunk);
+        giveBack();
+      }
     };
     req.on('data', onData);
     req.on('error', () => stop());
     req.on('end', () => {
       if (stopped) return;
+      if (pooled !== undefined) {
+        // Decoding is synchronous and keeps no view of the bytes: the buffer is free again after it.
+        handle(pooled.subarray(0, size));
+        return giveBack();
+      }
       const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
       chunks.length = 0;
       if (contentEncoding !== 'gzip') return handle(body);
@@ -134,6 +167,12 @@ export function otlpHttpHandler({ pipeline, config, budget, inflight, shed }: Ht
         if (e instanceof OtlpDecodeError) return sendStatus(res, 400, RpcCode.INVALID_ARGUMENT, e.message, pb);
         // Never a crash: whatever went wrong is this request's answer.
         return sendStatus(res, 500, RpcCode.INTERNAL, `internal error: ${(e as Error).message}`, pb);
+      }
+      if (result.invalid === 0) {
+        // Every span accepted: the same empty answer each time, headers and body made once.
+        res.writeHead(200, pb ? PROTOBUF_OK_HEADERS : JSON_OK_HEADERS);
+        res.end(pb ? PROTOBUF_OK : JSON_OK);
+        return;
       }
       const message = rejectionMessage(result);
       const out = pb ? encodeProtobufResponse(result.invalid, message) : Buffer.from(jsonResponse(result.invalid, message));
