@@ -2,6 +2,7 @@ import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
+import { afterAll, beforeAll, beforeEach } from 'vitest';
 
 /**
  * A Streamable HTTP server written by hand, so the wire's and the guard's tests control every byte and
@@ -133,4 +134,31 @@ export async function startSseServer(): Promise<SseServer> {
       server.close(() => resolve());
     });
   return state;
+}
+
+/**
+ * One SSE server for the whole test file that calls this at its top level: started before its first test,
+ * closed after its last; before each test it replays resumes again, sends one progress event and forgets
+ * the resumes it saw.
+ */
+export function sseServerPerFile(): { readonly server: SseServer } {
+  let started: SseServer | undefined;
+  beforeAll(async () => {
+    started = await startSseServer();
+  });
+  afterAll(async () => {
+    await started?.close();
+  });
+  beforeEach(() => {
+    if (!started) return;
+    started.resumeMode = 'replay';
+    started.progress = 1;
+    started.resumes.length = 0;
+  });
+  return {
+    get server() {
+      if (!started) throw new Error('the SSE server starts in beforeAll: use it inside a test');
+      return started;
+    },
+  };
 }
