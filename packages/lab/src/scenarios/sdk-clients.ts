@@ -69,42 +69,40 @@ export async function connectSdkSession(kind: SdkClientKind, url: string, fetch:
     // Bounded: a replayed `data: {}` makes the SDKs report a long schema error per event.
     if (errors.length < 50) errors.push(error.message.length > 200 ? `${error.message.slice(0, 200)}…` : error.message);
   };
-  // The session surface over either generation's connected client and transport; only callTool's arguments differ.
-  const sessionOf = (
-    transport: { readonly sessionId: string | undefined; terminateSession(): Promise<void> },
-    client: { close(): Promise<void> },
+  // Either generation's client and transport, connected, behind the one session surface; only callTool's arguments differ.
+  const connected = async <T extends { readonly sessionId: string | undefined; terminateSession(): Promise<void> }>(
+    transport: T,
+    client: { onerror?: (error: Error) => void; connect(transport: NoInfer<T>): Promise<void>; close(): Promise<void> },
     callTool: SdkSession['callTool'],
-  ): SdkSession => ({
-    kind,
-    log,
-    errors,
-    sessionId: () => transport.sessionId,
-    callTool,
-    terminate: () => transport.terminateSession(),
-    close: () => client.close(),
-  });
+  ): Promise<SdkSession> => {
+    client.onerror = onerror;
+    await client.connect(transport);
+    return {
+      kind,
+      log,
+      errors,
+      sessionId: () => transport.sessionId,
+      callTool,
+      terminate: () => transport.terminateSession(),
+      close: () => client.close(),
+    };
+  };
   if (kind === 'sdk') {
     const [{ Client }, { StreamableHTTPClientTransport }] = await Promise.all([
       import('@modelcontextprotocol/sdk/client/index.js'),
       import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
     ]);
-    const transport = new StreamableHTTPClientTransport(new URL(url), { fetch: clientFetch });
     const client = new Client(info);
-    client.onerror = onerror;
-    await client.connect(transport);
-    return sessionOf(
-      transport,
+    return connected(
+      new StreamableHTTPClientTransport(new URL(url), { fetch: clientFetch }),
       client,
       (tool, args, call = {}) => client.callTool({ name: tool, arguments: args }, undefined, call) as Promise<SdkToolResult>,
     );
   }
   const { Client, StreamableHTTPClientTransport } = await import('@modelcontextprotocol/client');
-  const transport = new StreamableHTTPClientTransport(new URL(url), { fetch: clientFetch });
   const client = new Client(info);
-  client.onerror = onerror;
-  await client.connect(transport);
-  return sessionOf(
-    transport,
+  return connected(
+    new StreamableHTTPClientTransport(new URL(url), { fetch: clientFetch }),
     client,
     (tool, args, call = {}) => client.callTool({ name: tool, arguments: args }, call) as Promise<SdkToolResult>,
   );

@@ -1,6 +1,6 @@
-import { afterAll, beforeAll } from 'vitest';
 import { startLabServer } from '../../src/index.js';
 import type { LabServer, RequestLogEntry } from '../../src/index.js';
+import { serverPerFile } from '../../../wire/test/helpers/per-file.js';
 
 /** The lab server of a test file, and what it saw. */
 export interface LabPerFile {
@@ -12,20 +12,13 @@ export interface LabPerFile {
 
 /** One lab server on loopback (default options) for the whole test file that calls this at its top level. */
 export function labServerPerFile(): LabPerFile {
-  let server: LabServer | undefined;
-  beforeAll(async () => {
-    server = await startLabServer();
-  });
-  afterAll(async () => {
-    await server?.close();
-  });
+  const file = serverPerFile(() => startLabServer());
   return {
     get server() {
-      if (!server) throw new Error('the lab server starts in beforeAll: use it inside a test');
-      return server;
+      return file.server;
     },
     resumesAtServer(sessionId) {
-      return this.server.requestLog(sessionId).filter((entry) => entry.method === 'GET' && entry.lastEventId !== undefined && !entry.restore);
+      return file.server.requestLog(sessionId).filter((entry) => entry.method === 'GET' && entry.lastEventId !== undefined && !entry.restore);
     },
   };
 }

@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, beforeEach } from 'vitest';
 import type { FetchLike } from '../../src/index.js';
+import { serverPerFile } from './per-file.js';
 
 /** The session id the scripted server names in every response (unless a script's headers say otherwise). */
 export const SCRIPTED_SESSION = 'session-1';
@@ -69,20 +69,8 @@ export interface ScriptedServerFixture {
 
 /** One scripted server for the whole test file that calls this at its top level. */
 export function scriptedServerPerFile(): ScriptedServerFixture {
-  let started: ScriptedServer | undefined;
-  beforeAll(async () => {
-    started = await startScriptedServer();
-  });
-  afterAll(async () => {
-    await started?.close();
-  });
-  beforeEach(() => {
-    if (started) started.script.length = 0;
-  });
-  const server = (): ScriptedServer => {
-    if (!started) throw new Error('the scripted server starts in beforeAll: use it inside a test');
-    return started;
-  };
+  const file = serverPerFile(startScriptedServer, (server) => void (server.script.length = 0));
+  const server = (): ScriptedServer => file.server;
   return {
     get server() {
       return server();

@@ -2,7 +2,8 @@ import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
-import { afterAll, beforeAll, beforeEach } from 'vitest';
+import { serverPerFile } from './per-file.js';
+import type { ServerPerFile } from './per-file.js';
 
 /**
  * A Streamable HTTP server written by hand, so the wire's and the guard's tests control every byte and
@@ -141,24 +142,10 @@ export async function startSseServer(): Promise<SseServer> {
  * closed after its last; before each test it replays resumes again, sends one progress event and forgets
  * the resumes it saw.
  */
-export function sseServerPerFile(): { readonly server: SseServer } {
-  let started: SseServer | undefined;
-  beforeAll(async () => {
-    started = await startSseServer();
+export function sseServerPerFile(): ServerPerFile<SseServer> {
+  return serverPerFile(startSseServer, (server) => {
+    server.resumeMode = 'replay';
+    server.progress = 1;
+    server.resumes.length = 0;
   });
-  afterAll(async () => {
-    await started?.close();
-  });
-  beforeEach(() => {
-    if (!started) return;
-    started.resumeMode = 'replay';
-    started.progress = 1;
-    started.resumes.length = 0;
-  });
-  return {
-    get server() {
-      if (!started) throw new Error('the SSE server starts in beforeAll: use it inside a test');
-      return started;
-    },
-  };
 }
