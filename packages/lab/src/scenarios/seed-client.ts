@@ -2,6 +2,7 @@ import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { isResponseTo } from '../mcp-http-client.js';
 import type { McpHttpSession, StreamRead, ToolCall } from '../mcp-http-client.js';
 import type { ScenarioSummary } from './summary.js';
+import { resumeUnlessRejected } from './wire-helpers.js';
 
 /** One arrival of the main request's terminal response. */
 export interface TerminalDelivery {
@@ -86,14 +87,12 @@ export async function runSeedClient(session: McpHttpSession, options: SeedLoopOp
       break;
     }
     reconnects++;
-    try {
-      read = await session.get(cursor);
-    } catch (error) {
-      resumeErrors.push(error instanceof Error ? error.message : String(error));
+    const resumed = await resumeUnlessRejected(session, cursor, resumeStatuses, resumeErrors);
+    if (!resumed) {
       stoppedBecause = 'resume-rejected';
       break;
     }
-    resumeStatuses.push(read.status);
+    read = resumed;
     await consume(read, reconnects);
   }
   return {
