@@ -1,15 +1,15 @@
-import { createHmac } from 'node:crypto';
 import { PassThrough } from 'node:stream';
 import { DiagLogLevel, diag } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { instrumentEventStore, instrumentFetch, instrumentServerTransport } from '@resumewatch/instrumentation';
+import { instrumentFetch } from '@resumewatch/instrumentation';
 import type { IdPolicyOptions, InstrumentedFetch } from '@resumewatch/instrumentation';
-import { runScenario, startLabServer } from '@resumewatch/lab';
-import type { BoundedEventStore, LabServer, ScenarioName } from '@resumewatch/lab';
+import { runScenario } from '@resumewatch/lab';
+import type { LabServer, ScenarioName } from '@resumewatch/lab';
 import { ATTR_SERVICE_NAME, FindingKind } from '@resumewatch/semconv';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { IdLedger, hmacId, startIdLedgerLab } from '../../instrumentation/test/helpers/id-ledger.js';
 import { startServer } from '../src/index.js';
 import type { RunningServer } from '../src/index.js';
 import { waitFor } from './helpers/wait.js';
@@ -21,7 +21,7 @@ import type { Side } from './helpers/lab-rig.js';
 // logged; and each scenario's finding kinds are the same as with raw ids.
 
 const KEY = 'the e2e test key, 32 bytes long!';
-const hmac = (id: string): string => createHmac('sha256', KEY).update(id).digest('hex').slice(0, 32);
+const hmac = (id: string): string => hmacId(KEY, id);
 const SEED = [FindingKind.DUPLICATE_TERMINAL, FindingKind.RESUME_AFTER_TERMINAL, FindingKind.RECONNECT_STORM, FindingKind.SIGNATURE];
 /** The finding kinds of each scenario per side, as e2e-lab.test.ts checks them with raw ids. */
 const EXPECTED: Record<Side, [ScenarioName, readonly string[]][]> = {
@@ -72,20 +72,8 @@ afterAll(async () => {
 });
 
 let serial = 0;
-const sessions = new Set<string>();
-const eventIds = new Set<string>();
-
-/** The lab's stores tell every event id they hand out and the session they serve. */
-function recordIds(store: BoundedEventStore, sessionId: string): BoundedEventStore {
-  sessions.add(sessionId);
-  const storeEvent = store.storeEvent.bind(store);
-  store.storeEvent = async (streamId, message) => {
-    const id = await storeEvent(streamId, message);
-    eventIds.add(id);
-    return id;
-  };
-  return store;
-}
+/** Every session id and event id the lab's stores hand out, to look for where none may be. */
+const ledger = new IdLedger();
 
 interface Run {
   service: string;
@@ -111,19 +99,18 @@ async function run(side: Side, name: ScenarioName, ids: IdPolicyOptions, expecte
     ],
   });
   const tracerProvider = provider;
-  const lab =
-    side === 'server'
-      ? await startLabServer({
-          retryIntervalMs: 50,
-          wrapEventStore: (store, sessionId) => instrumentEventStore(recordIds(store, sessionId), { sessionId, tracerProvider, ...ids }),
-          onTransport: (transport) => void instrumentServerTransport(transport, { tracerProvider, ...ids }),
-        })
-      : await startLabServer({ retryIntervalMs: 50, wrapEventStore: (store, sessionId) => recordIds(store, sessionId) });
+  // Server spans: each session's store and transport instrumented with this run's provider and ids.
+  const lab = await startIdLedgerLab(ledger, side === 'server' ? () => ({ tracerProvider, ids }) : undefined);
   runs.push({ lab, provider });
   const instrumented: InstrumentedFetch | undefined =
     // server-restart's evidence is the request's deadline (its polls never bring the result): a short one.
     side === 'client' ? instrumentFetch({ tracerProvider, requestTimeoutMs: name === 'server-restart' ? 2_000 : 10_000, ...ids }) : undefined;
-  const summary = await runScenario(name, { serverUrl: lab.url, controlUrl: lab.controlUrl, fetch: instrumented ?? globalThis.fetch, maxReconnects: 10 });
+  const summary = await runScenario(name, {
+    serverUrl: lab.url,
+    controlUrl: lab.controlUrl,
+    fetch: instrumented ?? globalThis.fetch,
+    maxReconnects: 10,
+  });
   if (instrumented) {
     const done = (): boolean => {
       const stats = instrumented.stats();
@@ -138,12 +125,12 @@ async function run(side: Side, name: ScenarioName, ids: IdPolicyOptions, expecte
   await waitFor(() => expected.every((k) => kinds().includes(k)), `${expected.join(', ') || 'no finding'} for ${name}`);
   // Anything still in flight is in before the exact checks.
   await provider.forceFlush();
-  return { service, sessionId: summary.sessionId!, spansJson: JSON.stringify(memory.getFinishedSpans().map((s) => s.attributes)), kinds: kinds() };
-}
-
-/** The raw ids of every run so far that appear in `text`. */
-function leaks(text: string): string[] {
-  return [...sessions, ...eventIds].filter((id) => text.includes(id));
+  return {
+    service,
+    sessionId: summary.sessionId!,
+    spansJson: JSON.stringify(memory.getFinishedSpans().map((s) => s.attributes)),
+    kinds: kinds(),
+  };
 }
 
 async function metricsText(accept: string): Promise<string> {
@@ -158,27 +145,25 @@ for (const side of ['client', 'server'] as const) {
         const raw = await run(side, name, RAW, expected);
         expect(raw.kinds).toEqual([...expected].sort());
         // The baseline does carry raw ids, so the checks below would see them.
-        expect(leaks(raw.spansJson)).toContain(raw.sessionId);
-        sessions.clear();
-        eventIds.clear();
+        expect(ledger.leaks(raw.spansJson)).toContain(raw.sessionId);
+        ledger.clear();
 
         const hashed = await run(side, name, HMAC, expected);
         expect(hashed.kinds).toEqual(raw.kinds);
-        expect(sessions).toEqual(new Set([hashed.sessionId]));
-        expect(leaks(hashed.spansJson)).toEqual([]);
+        expect(ledger.sessions).toEqual(new Set([hashed.sessionId]));
+        expect(ledger.leaks(hashed.spansJson)).toEqual([]);
         expect(hashed.spansJson).toContain(JSON.stringify(hmac(hashed.sessionId)));
         const findings = detector.findings().filter((f) => f.service === hashed.service);
         expect(findings.length).toBeGreaterThanOrEqual(expected.length);
         for (const f of findings) expect(f.session_id).toBe(hmac(hashed.sessionId));
         // Findings as /findings serves them, as written out, and every metric.
         const served = await (await fetch(`http://127.0.0.1:${detector.metricsPort}/findings`)).text();
-        expect(leaks(served)).toEqual([]);
-        expect(leaks(outputText)).toEqual([]);
-        expect(leaks(await metricsText('text/plain'))).toEqual([]);
-        expect(leaks(await metricsText('application/openmetrics-text'))).toEqual([]);
-        expect(leaks(logged.join('\n'))).toEqual([]);
-        sessions.clear();
-        eventIds.clear();
+        expect(ledger.leaks(served)).toEqual([]);
+        expect(ledger.leaks(outputText)).toEqual([]);
+        expect(ledger.leaks(await metricsText('text/plain'))).toEqual([]);
+        expect(ledger.leaks(await metricsText('application/openmetrics-text'))).toEqual([]);
+        expect(ledger.leaks(logged.join('\n'))).toEqual([]);
+        ledger.clear();
       });
     }
   });

@@ -1,43 +1,20 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ResumeDecision, guardedFetch } from '../src/index.js';
 import type { GuardOptions, GuardedFetch } from '../src/index.js';
 import { recordGuard } from './helpers/record-guard.js';
 import type { GuardRecord } from './helpers/record-guard.js';
 import { WAIT } from './helpers/wait.js';
-import { progress, result, sse, startScriptedServer } from '../../wire/test/helpers/scripted-server.js';
-import type { ScriptedServer } from '../../wire/test/helpers/scripted-server.js';
+import { SCRIPTED_SESSION, progress, result, scriptedServerPerFile, sse } from '../../wire/test/helpers/scripted-server.js';
 
 // Every byte scripted over loopback HTTP: priming events, retry fields, replays across streams and sessions.
 
-let server: ScriptedServer;
-beforeAll(async () => {
-  server = await startScriptedServer();
-});
-afterAll(async () => {
-  await server.close();
-});
-beforeEach(() => {
-  server.script.length = 0;
-});
-
-const SESSION = 'session-1';
+const scripted = scriptedServerPerFile();
+const { call, get } = scripted;
+const SESSION = SCRIPTED_SESSION;
 
 function setup(extra: GuardOptions = {}): { fetch: GuardedFetch; seen: GuardRecord } {
   const seen = recordGuard(extra);
   return { fetch: guardedFetch(seen.options), seen };
-}
-
-async function call(fetch: GuardedFetch, id: number, chunks: string[]): Promise<string> {
-  server.script.push({ chunks });
-  const body = JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'slow' } });
-  return (await fetch(server.url, { method: 'POST', headers: { 'mcp-session-id': SESSION, 'content-type': 'application/json' }, body })).text();
-}
-
-async function get(fetch: GuardedFetch, chunks: string[], lastEventId?: string): Promise<string> {
-  server.script.push({ chunks });
-  const headers: Record<string, string> = { 'mcp-session-id': SESSION };
-  if (lastEventId !== undefined) headers['last-event-id'] = lastEventId;
-  return (await fetch(server.url, { headers })).text();
 }
 
 describe('SEP-1699 polling', () => {
@@ -84,7 +61,7 @@ describe('the listening stream and foreign terminals', () => {
     // The foreign terminal did not make the listening stream a stream of that (finished) request:
     // resuming it again is not refused as a resume after the terminal.
     await get(fetch, [sse({ id: 'l3', data: progress(3) })], 'l2');
-    expect(server.seen.at(-1)?.lastEventId).toBe('l2');
+    expect(scripted.server.seen.at(-1)?.lastEventId).toBe('l2');
     expect(seen.refused).toEqual([]);
     expect(seen.failed).toEqual([]);
   });

@@ -12,8 +12,6 @@
  *
  *   node --expose-gc --import tsx bench/fetch.bench.ts [--rounds 20] [--calls 10] [--progress 100] [--variants bare,wire]
  */
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -22,6 +20,7 @@ import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { WireObserver } from '@resumewatch/wire';
 import type { FetchLike } from '@resumewatch/wire';
 import { figure } from '../../../bench/figure.js';
+import { startLabChild } from './lab-child.js';
 import { ourInstrumentedFetch, undiciInstrumentation } from './variants.js';
 
 const { values } = parseArgs({
@@ -43,22 +42,6 @@ class DroppingExporter implements SpanExporter {
     done({ code: 0 });
   }
   async shutdown(): Promise<void> {}
-}
-
-async function startLab(): Promise<{ url: string; stop(): void }> {
-  // The lab's bin, as the workspace links it into this package's node_modules.
-  const cli = fileURLToPath(new URL('../node_modules/@resumewatch/lab/dist/cli.js', import.meta.url));
-  const child = spawn(process.execPath, [cli, 'server', '--capacity', '100000'], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      const match = /MCP\s+(\S+)/.exec(out);
-      if (match) resolve(match[1]!);
-    });
-    child.once('exit', (code) => reject(new Error(`lab server exited with ${code}`)));
-  });
-  return { url, stop: () => void child.kill('SIGTERM') };
 }
 
 async function connect(url: string, fetch: FetchLike | undefined): Promise<Client> {
@@ -90,7 +73,7 @@ async function round(client: Client): Promise<number> {
   return (used.user + used.system) / 1000;
 }
 
-const lab = await startLab();
+const lab = await startLabChild();
 // The lab server must not outlive a failed run (it would hold the caller's pipes open).
 process.on('exit', () => lab.stop());
 const exporter = new DroppingExporter();

@@ -13,14 +13,13 @@
  *
  *   node --expose-gc --import tsx bench/soak.bench.ts [--sessions 600] [--variants bare,guarded,instrumented] [--max-seconds 900]
  */
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { BasicTracerProvider, BatchSpanProcessor, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { FetchLike } from '@resumewatch/wire';
 import { figure } from '../../../bench/figure.js';
+import { startLabChild } from './lab-child.js';
 import { ourGuardedFetch, ourInstrumentedFetch } from './variants.js';
 
 const { values } = parseArgs({
@@ -41,21 +40,6 @@ async function heap(): Promise<number> {
   }
   const m = process.memoryUsage();
   return m.heapUsed + m.arrayBuffers;
-}
-
-async function startLab(): Promise<{ url: string; stop(): void }> {
-  const cli = fileURLToPath(new URL('../node_modules/@resumewatch/lab/dist/cli.js', import.meta.url));
-  const child = spawn(process.execPath, [cli, 'server', '--capacity', '100000'], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      const match = /MCP\s+(\S+)/.exec(out);
-      if (match) resolve(match[1]!);
-    });
-    child.once('exit', (code) => reject(new Error(`lab server exited with ${code}`)));
-  });
-  return { url, stop: () => void child.kill('SIGTERM') };
 }
 
 const dropAll: SpanExporter = { export: (_spans: ReadableSpan[], done) => done({ code: 0 }), shutdown: async () => {} };
@@ -157,7 +141,7 @@ const started = Date.now();
 const labs: { stop(): void }[] = [];
 process.on('exit', () => labs.forEach((l) => l.stop()));
 for (const name of names) {
-  const lab = await startLab();
+  const lab = await startLabChild();
   labs.push(lab);
   // Warm-up, not reported: the first sessions of a process pay for compiling the SDK's code paths.
   await soakWarm(lab.url, makers[name]!());

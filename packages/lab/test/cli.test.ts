@@ -1,10 +1,11 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createServer, type AddressInfo } from 'node:net';
-import { SCENARIO_NAMES, startLabServer } from '../src/index.js';
-import type { LabServer, ScenarioSummary } from '../src/index.js';
+import { SCENARIO_NAMES } from '../src/index.js';
+import type { ScenarioSummary } from '../src/index.js';
+import { labServerPerFile } from './helpers/lab-per-file.js';
 
 const run = promisify(execFile);
 const cli = join(import.meta.dirname, '../dist/cli.js');
@@ -43,19 +44,11 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
-let server: LabServer;
-
-beforeAll(async () => {
-  server = await startLabServer();
-});
-
-afterAll(async () => {
-  await server.close();
-});
+const labServer = labServerPerFile();
 
 describe('resumewatch-lab CLI', () => {
   it('run seed-loop --json prints one summary object', async () => {
-    const stdout = await lab(['run', 'seed-loop', '--server', server.url, '--json']);
+    const stdout = await lab(['run', 'seed-loop', '--server', labServer.server.url, '--json']);
     const lines = stdout.trim().split('\n');
     expect(lines).toHaveLength(1);
     const summary = JSON.parse(lines[0]!) as ScenarioSummary;
@@ -65,7 +58,8 @@ describe('resumewatch-lab CLI', () => {
     expect(summary).toHaveProperty('terminalDeliveries');
     expect(summary).toHaveProperty('reconnects');
     // The server the CLI talked to saw the loop.
-    expect(server.requestLog(summary.sessionId).filter((entry) => entry.lastEventId !== undefined)).toHaveLength(summary.reconnects);
+    const resumes = labServer.server.requestLog(summary.sessionId).filter((entry) => entry.lastEventId !== undefined);
+    expect(resumes).toHaveLength(summary.reconnects);
   });
 
   it('run without --server starts its own server; without --json prints a readable summary', async () => {
@@ -81,7 +75,7 @@ describe('resumewatch-lab CLI', () => {
   });
 
   it('run --clients --duration generates load and reports totals', async () => {
-    const stdout = await lab(['run', 'healthy', '--server', server.url, '--clients', '2', '--duration', '1', '--json']);
+    const stdout = await lab(['run', 'healthy', '--server', labServer.server.url, '--clients', '2', '--duration', '1', '--json']);
     const report = JSON.parse(stdout) as { runs: number; failures: number; clients: number; terminalDeliveries: number };
     expect(report.clients).toBe(2);
     expect(report.runs).toBeGreaterThanOrEqual(2);
@@ -142,24 +136,24 @@ describe('resumewatch-lab CLI', () => {
     const control = `http://127.0.0.1:${await closedPort()}/control`;
     // server-restart calls the control endpoint from inside its stream; cursor-evicted after a drop.
     for (const scenario of ['server-restart', 'cursor-evicted']) {
-      const failure = await labFails(['run', scenario, '--server', server.url, '--control', control]);
+      const failure = await labFails(['run', scenario, '--server', labServer.server.url, '--control', control]);
       expect(failure.code, scenario).toBe(2);
       expect(oneLine(failure.stderr)).toBe(`resumewatch-lab: run: cannot reach the lab's control endpoint at ${control} (ECONNREFUSED); it answers loopback clients only (--control)`);
     }
-    const wrong = server.url.replace(/\/mcp$/, '/nope');
+    const wrong = labServer.server.url.replace(/\/mcp$/, '/nope');
     const failure = await labFails(['run', 'seed-loop', '--server', wrong]);
     expect(failure.code).toBe(2);
     expect(oneLine(failure.stderr)).toMatch(new RegExp(`^resumewatch-lab: run: ${wrong.replace(/[.]/g, '\\.')} is not a lab MCP endpoint: initialize answered 404 .* \\(--server\\)$`));
   });
 
   it('server on a port in use: exit 2, one line naming the port', async () => {
-    const failure = await labFails(['server', '--port', String(server.port)]);
+    const failure = await labFails(['server', '--port', String(labServer.server.port)]);
     expect(failure.code).toBe(2);
-    expect(oneLine(failure.stderr)).toBe(`resumewatch-lab: server: port ${server.port} on 127.0.0.1 is in use (--port)`);
+    expect(oneLine(failure.stderr)).toBe(`resumewatch-lab: server: port ${labServer.server.port} on 127.0.0.1 is in use (--port)`);
   });
 
   it('run prints the timeline of the request that went wrong, and none for a healthy run', async () => {
-    const stdout = await lab(['run', 'seed-loop', '--server', server.url]);
+    const stdout = await lab(['run', 'seed-loop', '--server', labServer.server.url]);
     expect(stdout).toMatch(/^timeline of request 1 \(tools\/call stream_progress\) in session \S+$/m);
     expect(stdout).toMatch(/^ +\d+ ms {4}terminal: the result \(event \S+\)$/m);
     expect(stdout.match(/^ +\d+ ms {2}reconnect \d with Last-Event-ID (\S+) \(after the terminal\)/gm)).toHaveLength(4);
@@ -167,17 +161,17 @@ describe('resumewatch-lab CLI', () => {
     expect(stdout).toContain(
       '  end: the terminal response arrived 4 time(s) on 4 HTTP response(s) (3 duplicate(s)); 4 resume attempt(s) after it; the last resume was answered 404.',
     );
-    expect(await lab(['run', 'healthy', '--server', server.url])).not.toContain('timeline');
+    expect(await lab(['run', 'healthy', '--server', labServer.server.url])).not.toContain('timeline');
   });
 
   it('a load run prints progress lines on stderr while it runs', async () => {
-    const { stdout, stderr } = await run(process.execPath, [cli, 'run', 'healthy', '--server', server.url, '--clients', '1', '--duration', '3', '--progress', '1', '--json'], {
+    const { stdout, stderr } = await run(process.execPath, [cli, 'run', 'healthy', '--server', labServer.server.url, '--clients', '1', '--duration', '3', '--progress', '1', '--json'], {
       env,
       timeout: 60_000,
     });
     expect(JSON.parse(stdout)).toMatchObject({ scenario: 'healthy', clients: 1, failures: 0 });
     const lines = stderr.trimEnd().split('\n');
-    expect(lines[0]).toBe(`resumewatch-lab: healthy with 1 client(s) for 3 s against ${server.url}`);
+    expect(lines[0]).toBe(`resumewatch-lab: healthy with 1 client(s) for 3 s against ${labServer.server.url}`);
     const progress = lines.slice(1);
     expect(progress.length).toBeGreaterThanOrEqual(2);
     for (const line of progress) expect(line).toMatch(/^resumewatch-lab: [0-3]\/3 s {2}\d+ run\(s\), 0 failure\(s\), \d+ terminal deliveries, 0 reconnect\(s\)$/);

@@ -1,24 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runScenario, startLabServer } from '../src/index.js';
-import type { LabServer } from '../src/index.js';
+import { describe, expect, it } from 'vitest';
+import { runScenario } from '../src/index.js';
+import { labServerPerFile } from './helpers/lab-per-file.js';
 
-let lab: LabServer;
-
-beforeAll(async () => {
-  lab = await startLabServer();
-});
-
-afterAll(async () => {
-  await lab.close();
-});
-
-function resumesAtServer(sessionId: string | undefined) {
-  return lab.requestLog(sessionId).filter((entry) => entry.method === 'GET' && entry.lastEventId !== undefined && !entry.restore);
-}
+const lab = labServerPerFile();
 
 describe('the real failure modes of real servers, raw client', () => {
   it('quiet-resume: the resumed stream is silent for seconds, then carries the result once', async () => {
-    const summary = await runScenario('quiet-resume', { serverUrl: lab.url });
+    const summary = await runScenario('quiet-resume', { serverUrl: lab.server.url });
     expect(summary.details.firstStreamEnd).toBe('error');
     // The priming event and the one progress update, then the cut.
     expect(summary.details.firstStreamEvents).toBe(2);
@@ -30,11 +18,11 @@ describe('the real failure modes of real servers, raw client', () => {
     expect(summary.terminalDeliveries).toBe(1);
     expect(summary.distinctTerminalStreams).toBe(1);
     expect(summary.resultsPerRequest).toEqual({ '1': 1 });
-    expect(resumesAtServer(summary.sessionId).map((entry) => [entry.path, entry.status])).toEqual([['/mcp/bounded', 200]]);
+    expect(lab.resumesAtServer(summary.sessionId).map((entry) => [entry.path, entry.status])).toEqual([['/mcp/bounded', 200]]);
   });
 
   it('polling: ten polls and more, all 200, most without a message; the result once, on the last poll', async () => {
-    const summary = await runScenario('polling', { serverUrl: lab.url });
+    const summary = await runScenario('polling', { serverUrl: lab.server.url });
     const polls = summary.details.polls as Array<{ status: number; messages: number; end: string }>;
     expect(summary.details.primingEvent).toBe(true);
     expect(summary.details.retryMs).toBe(100);
@@ -50,11 +38,11 @@ describe('the real failure modes of real servers, raw client', () => {
     expect(summary.terminalDeliveries).toBe(1);
     expect(summary.distinctTerminalStreams).toBe(1);
     expect(summary.resultsPerRequest).toEqual({ '1': 1 });
-    expect(resumesAtServer(summary.sessionId)).toHaveLength(polls.length);
+    expect(lab.resumesAtServer(summary.sessionId)).toHaveLength(polls.length);
   });
 
   it('listening-replay: the resumed listening stream receives results already delivered on their POST streams, and a data: {} event', async () => {
-    const summary = await runScenario('listening-replay', { serverUrl: lab.url });
+    const summary = await runScenario('listening-replay', { serverUrl: lab.server.url });
     expect(summary.details.listeningEventsBeforeCut).toEqual([{ id: summary.details.cursor, kind: 'notifications/tools/list_changed' }]);
     expect(summary.resumeStatuses).toEqual([200]);
     const replayed = (summary.details.replayedOnListening as Array<{ kind: string; requestId?: number }>).map(({ kind, requestId }) => ({ kind, requestId }));
@@ -68,14 +56,14 @@ describe('the real failure modes of real servers, raw client', () => {
     expect(summary.terminalDeliveries).toBe(2);
     expect(summary.distinctTerminalStreams).toBe(2);
     expect(summary.resultsPerRequest).toEqual({ '1': 2, '2': 2 });
-    expect(resumesAtServer(summary.sessionId).map((entry) => [entry.path, entry.lastEventId, entry.status])).toEqual([
+    expect(lab.resumesAtServer(summary.sessionId).map((entry) => [entry.path, entry.lastEventId, entry.status])).toEqual([
       ['/mcp/replay-all-streams', summary.details.cursor, 200],
     ]);
   });
 
   it('endless-loop: the never-evicting store replays the final result on every reconnect; only the client cap stops it', async () => {
-    const evictedBefore = lab.state().eventStore.evicted['replay-limit'];
-    const summary = await runScenario('endless-loop', { serverUrl: lab.url, maxReconnects: 8 });
+    const evictedBefore = lab.server.state().eventStore.evicted['replay-limit'];
+    const summary = await runScenario('endless-loop', { serverUrl: lab.server.url, maxReconnects: 8 });
     expect(summary.resumeStatuses).toEqual(Array(8).fill(200));
     expect(summary.reconnects).toBe(8);
     expect(summary.terminalDeliveries).toBe(9);
@@ -84,27 +72,27 @@ describe('the real failure modes of real servers, raw client', () => {
     expect(summary.details.stoppedBecause).toBe('max-reconnects');
     // The same event (same id) every time, on nine responses; nothing evicted.
     expect(new Set(summary.details.terminalEventIds as string[]).size).toBe(1);
-    expect(lab.state().eventStore.evicted['replay-limit']).toBe(evictedBefore);
-    const replays = lab.state().recentReplays.filter((replay) => replay.sessionId === summary.sessionId);
+    expect(lab.server.state().eventStore.evicted['replay-limit']).toBe(evictedBefore);
+    const replays = lab.server.state().recentReplays.filter((replay) => replay.sessionId === summary.sessionId);
     expect(replays.map((replay) => [replay.sent, replay.streamFinished, replay.closed])).toEqual(Array(8).fill([1, true, true]));
   });
 
   it('cancellation: notifications/cancelled (202) ends the call without a result; so does closing the transport', async () => {
-    const summary = await runScenario('cancellation', { serverUrl: lab.url });
+    const summary = await runScenario('cancellation', { serverUrl: lab.server.url });
     const notified = summary.details.notified as Record<string, unknown>;
     const closed = summary.details.transportClosed as Record<string, unknown>;
     expect(notified).toMatchObject({ requestId: 1, progressBefore: 1, cancelStatus: 202, streamEnd: 'error', terminals: 0 });
     expect(closed).toMatchObject({ requestId: 1, progressBefore: 1, cancelStatus: undefined, streamEnd: 'error', terminals: 0 });
     expect(summary.terminalDeliveries).toBe(0);
     expect(summary.resultsPerRequest).toEqual({});
-    const methods = (sessionId: unknown) => lab.requestLog(sessionId as string).map((entry) => entry.method);
+    const methods = (sessionId: unknown) => lab.server.requestLog(sessionId as string).map((entry) => entry.method);
     // initialize, initialized, tools/call, notifications/cancelled, DELETE (logged as each response closed).
     expect(methods(notified.sessionId).sort()).toEqual(['DELETE', 'POST', 'POST', 'POST', 'POST']);
     expect(methods(closed.sessionId)).not.toContain('DELETE');
   });
 
   it("cross-session-store: session A's resume receives session B's result (same request id), then its own: a conflicting terminal", async () => {
-    const summary = await runScenario('cross-session-store', { serverUrl: lab.url });
+    const summary = await runScenario('cross-session-store', { serverUrl: lab.server.url });
     expect(summary.resumeStatuses).toEqual([200]);
     expect(summary.details.sessionB).not.toBe(summary.sessionId);
     expect(summary.details.sessionBRequestId).toBe(1);
@@ -122,7 +110,7 @@ describe('the real failure modes of real servers, raw client', () => {
 
 describe.each(['sdk', 'sdk-v2'] as const)('the same with the unmodified %s client', (client) => {
   it('quiet-resume: the SDK resumes once (200) and the quiet stream delivers the result once', async () => {
-    const summary = await runScenario('quiet-resume', { serverUrl: lab.url, client });
+    const summary = await runScenario('quiet-resume', { serverUrl: lab.server.url, client });
     expect(summary.resumeStatuses).toEqual([200]);
     expect(summary.details.resultText).toBe('quiet for 2500 ms');
     expect(summary.details.terminalOnResume).toBe(true);
@@ -131,7 +119,7 @@ describe.each(['sdk', 'sdk-v2'] as const)('the same with the unmodified %s clien
   });
 
   it('polling: ten polls and more, all 200, the result once', async () => {
-    const summary = await runScenario('polling', { serverUrl: lab.url, client });
+    const summary = await runScenario('polling', { serverUrl: lab.server.url, client });
     expect(summary.resumeStatuses.length).toBeGreaterThanOrEqual(10);
     expect(summary.resumeStatuses.every((status) => status === 200)).toBe(true);
     expect(summary.details.resultText).toMatch(/^polled task done after \d+ stream close\(s\)$/);
@@ -140,7 +128,7 @@ describe.each(['sdk', 'sdk-v2'] as const)('the same with the unmodified %s clien
   });
 
   it('listening-replay: the resumed listening stream receives both completed results and a data: {}; the SDK reports unknown ids', async () => {
-    const summary = await runScenario('listening-replay', { serverUrl: lab.url, client });
+    const summary = await runScenario('listening-replay', { serverUrl: lab.server.url, client });
     expect(summary.details.results).toEqual(['notified the listening stream', 'Echo: after the cut']);
     expect(summary.resumeStatuses).toEqual([200]);
     expect(summary.details.cursor).toMatch(/\._GET_stream$/);
@@ -151,7 +139,7 @@ describe.each(['sdk', 'sdk-v2'] as const)('the same with the unmodified %s clien
   });
 
   it('cancellation: the SDK sends notifications/cancelled (202) and rejects the call; closing the client rejects the other', async () => {
-    const summary = await runScenario('cancellation', { serverUrl: lab.url, client });
+    const summary = await runScenario('cancellation', { serverUrl: lab.server.url, client });
     expect(summary.details.notified).toMatchObject({ requestId: 1, progressBefore: 1, cancelStatus: 202, terminals: 0 });
     expect((summary.details.notified as { outcome: string }).outcome).toMatch(/^rejected: .*the client gave up/);
     expect(summary.details.transportClosed).toMatchObject({ requestId: 1, progressBefore: 1, cancelStatus: undefined, terminals: 0 });
@@ -160,7 +148,7 @@ describe.each(['sdk', 'sdk-v2'] as const)('the same with the unmodified %s clien
   });
 
   it("cross-session-store: session A's callTool resolves with session B's result", async () => {
-    const summary = await runScenario('cross-session-store', { serverUrl: lab.url, client });
+    const summary = await runScenario('cross-session-store', { serverUrl: lab.server.url, client });
     expect(summary.details.resolvedWith).toBe('Echo: from session B');
     expect(summary.details.sessionBRequestId).toBe(1);
     expect(summary.details.terminalTextsOnResume).toEqual(['Echo: from session B', 'from session A']);
@@ -172,6 +160,6 @@ describe.each(['sdk', 'sdk-v2'] as const)('the same with the unmodified %s clien
 
 describe('client choice', () => {
   it('a scenario an SDK client cannot run says so', async () => {
-    await expect(runScenario('endless-loop', { serverUrl: lab.url, client: 'sdk' })).rejects.toThrow('scenario endless-loop runs with the raw client only (clients: raw)');
+    await expect(runScenario('endless-loop', { serverUrl: lab.server.url, client: 'sdk' })).rejects.toThrow('scenario endless-loop runs with the raw client only (clients: raw)');
   });
 });

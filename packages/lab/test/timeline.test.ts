@@ -1,21 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RunTimeline, formatRequestTimeline, runScenario, startLabServer } from '../src/index.js';
-import type { LabServer } from '../src/index.js';
+import { describe, expect, it } from 'vitest';
+import { RunTimeline, formatRequestTimeline, runScenario } from '../src/index.js';
+import { labServerPerFile } from './helpers/lab-per-file.js';
 
-let lab: LabServer;
-
-beforeAll(async () => {
-  lab = await startLabServer();
-});
-
-afterAll(async () => {
-  await lab.close();
-});
+const lab = labServerPerFile();
 
 describe('RunTimeline: what the client fetch saw, per request', () => {
   it('seed-loop: one request went wrong; its terminal 4 times, 4 resumes after it with the stale cursor', async () => {
     const timeline = new RunTimeline();
-    const summary = await runScenario('seed-loop', { serverUrl: lab.url, fetch: timeline.wrap((input, init) => fetch(input, init)) });
+    const summary = await runScenario('seed-loop', { serverUrl: lab.server.url, fetch: timeline.wrap((input, init) => fetch(input, init)) });
     const [wrong, ...more] = timeline.wentWrong();
     expect(more).toEqual([]);
     expect(wrong).toMatchObject({ sessionId: summary.sessionId, rpcId: String(summary.details.requestId), rpcMethod: 'tools/call stream_progress' });
@@ -34,7 +26,7 @@ describe('RunTimeline: what the client fetch saw, per request', () => {
 
   it('network-cut: the resume of an unfinished request is a continuation, not a request that went wrong', async () => {
     const timeline = new RunTimeline();
-    const summary = await runScenario('network-cut', { serverUrl: lab.url, fetch: timeline.wrap((input, init) => fetch(input, init)) });
+    const summary = await runScenario('network-cut', { serverUrl: lab.server.url, fetch: timeline.wrap((input, init) => fetch(input, init)) });
     expect(timeline.wentWrong()).toEqual([]);
     const request = timeline.requests().find((r) => r.rpcId === String(summary.details.requestId))!;
     // The cut POST, then the resume with the last id it got, traced back to the request by that cursor.
@@ -47,7 +39,7 @@ describe('RunTimeline: what the client fetch saw, per request', () => {
 
   it('healthy: nothing went wrong', async () => {
     const timeline = new RunTimeline();
-    await runScenario('healthy', { serverUrl: lab.url, fetch: timeline.wrap((input, init) => fetch(input, init)) });
+    await runScenario('healthy', { serverUrl: lab.server.url, fetch: timeline.wrap((input, init) => fetch(input, init)) });
     expect(timeline.requests().length).toBeGreaterThan(0);
     expect(timeline.wentWrong()).toEqual([]);
   });

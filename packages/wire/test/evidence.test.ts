@@ -1,21 +1,11 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { WireObserver } from '../src/index.js';
-import type { FetchLike, TerminalObservation, WireEvent, WireRequest, WireResponse } from '../src/index.js';
-import { progress, result, sse, startScriptedServer } from './helpers/scripted-server.js';
-import type { ScriptedServer } from './helpers/scripted-server.js';
+import type { TerminalObservation, WireEvent, WireRequest, WireResponse } from '../src/index.js';
+import { SCRIPTED_SESSION, progress, result, scriptedServerPerFile, sse } from './helpers/scripted-server.js';
 
-let server: ScriptedServer;
-beforeAll(async () => {
-  server = await startScriptedServer();
-});
-afterAll(async () => {
-  await server.close();
-});
-beforeEach(() => {
-  server.script.length = 0;
-});
-
-const SESSION = 'session-1';
+const scripted = scriptedServerPerFile();
+const { call, get } = scripted;
+const SESSION = SCRIPTED_SESSION;
 
 function observed() {
   const observer = new WireObserver();
@@ -30,20 +20,6 @@ function observed() {
   const fetch = observer.wrap();
   const terminals = (): TerminalObservation[] => events.flatMap((e) => e.terminals);
   return { observer, fetch, requests, responses, events, terminals };
-}
-
-async function call(fetch: FetchLike, id: number, chunks: string[]): Promise<void> {
-  server.script.push({ chunks });
-  const body = JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'slow' } });
-  const response = await fetch(server.url, { method: 'POST', headers: { 'mcp-session-id': SESSION, 'content-type': 'application/json' }, body });
-  await response.text();
-}
-
-async function get(fetch: FetchLike, chunks: string[], lastEventId?: string): Promise<void> {
-  server.script.push({ chunks });
-  const headers: Record<string, string> = { 'mcp-session-id': SESSION };
-  if (lastEventId !== undefined) headers['last-event-id'] = lastEventId;
-  await (await fetch(server.url, { headers })).text();
 }
 
 describe('messages, priming events and polling', () => {
@@ -161,9 +137,9 @@ describe('cancellation', () => {
   it('names the known requests a notifications/cancelled gives up', async () => {
     const wire = observed();
     await call(wire.fetch, 11, [sse({ id: 'k1', data: progress(1) })]);
-    server.script.push({ status: 202, chunks: [] });
+    scripted.server.script.push({ status: 202, chunks: [] });
     const body = JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 11, reason: 'user' } });
-    await (await wire.fetch(server.url, { method: 'POST', headers: { 'mcp-session-id': SESSION }, body })).text();
+    await (await wire.fetch(scripted.server.url, { method: 'POST', headers: { 'mcp-session-id': SESSION }, body })).text();
     expect(wire.requests[1]!.cancels.map((r) => r.id)).toEqual(['11']);
     expect(wire.requests[0]!.cancels).toEqual([]);
   });

@@ -5,8 +5,8 @@ import type { BoundedEventStore, LabServer } from '@resumewatch/lab';
 import { instrumentEventStore, instrumentServerTransport } from '../../src/index.js';
 import type { IdPolicyOptions } from '../../src/index.js';
 
-// The rig of the id-policy tests (this package's test/id-policy.test.ts; the detector's
-// e2e-id-policy.test.ts can share it): a lab server whose stores tell every session id and event id
+// The rig of the id-policy tests (this package's test/id-policy.test.ts and the detector's
+// e2e-id-policy.test.ts): a lab server whose stores tell every session id and event id
 // they hand out, so that a test can look for raw ids where none may be.
 
 /** What the `hmac` policy records for `id` under `key`: HMAC-SHA256, first 128 bits, hex (README, "Ids"). */

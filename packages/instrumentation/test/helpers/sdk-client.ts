@@ -9,11 +9,19 @@ export interface SdkClient {
   close(): Promise<void>;
 }
 
-/** The v1 SDK client over Streamable HTTP, with fast reconnects. */
-export async function connectSdkClient(url: string, fetch?: FetchLike): Promise<SdkClient> {
+/** Reconnects within milliseconds, so that a test of a dropped stream takes no longer than it must. */
+export function fastReconnection(maxRetries: number) {
+  return { initialReconnectionDelay: 20, maxReconnectionDelay: 100, reconnectionDelayGrowFactor: 1.5, maxRetries };
+}
+
+/**
+ * The v1 SDK client over Streamable HTTP, with fast reconnects (`maxRetries` of them in a row), its
+ * `onerror` reports collected; the client itself, for tests that call the SDK's own methods.
+ */
+export async function connectSdkClient(url: string, fetch?: FetchLike, maxRetries = 3): Promise<SdkClient> {
   const transport = new StreamableHTTPClientTransport(new URL(url), {
     ...(fetch ? { fetch } : {}),
-    reconnectionOptions: { initialReconnectionDelay: 20, maxReconnectionDelay: 100, reconnectionDelayGrowFactor: 1.5, maxRetries: 3 },
+    reconnectionOptions: fastReconnection(maxRetries),
   });
   const client = new Client({ name: 'test-client', version: '1.0.0' });
   const errors: unknown[] = [];

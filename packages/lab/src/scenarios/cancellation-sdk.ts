@@ -1,10 +1,9 @@
 import { storeVariantUrl } from '../store-variants.js';
+import { LONG_CALL, cancellationCounts } from './cancellation-counts.js';
 import type { ResolvedScenarioOptions } from './options.js';
 import { connectSdkSession, responsesPerRequest, toolCallPost, waitUntil } from './sdk-clients.js';
 import type { SdkClientKind } from './sdk-clients.js';
 import type { ScenarioSummary } from './summary.js';
-
-const LONG_CALL = { count: 40, delay: 50 };
 
 /**
  * cancellation with unmodified SDK clients. `notified`: the application aborts `callTool`'s signal
@@ -63,11 +62,7 @@ export async function runCancellationSdk(kind: SdkClientKind, options: ResolvedS
   const transportClosed = await giveUp(false);
   return {
     scenario: 'cancellation',
-    sessionId: notified.sessionId,
-    terminalDeliveries: notified.terminals + transportClosed.terminals,
-    distinctTerminalStreams: Number(notified.terminals > 0) + Number(transportClosed.terminals > 0),
-    reconnects: 0,
-    resumeStatuses: [],
+    ...cancellationCounts(notified, transportClosed),
     resultsPerRequest: counts,
     finding: `The ${kind} client cancelled a call (notifications/cancelled ${notified.cancelStatus ?? '-'}) and closed its transport under another; ${notified.terminals + transportClosed.terminals} result(s) arrived.`,
     durationMs: Date.now() - started,

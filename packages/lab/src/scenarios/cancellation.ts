@@ -1,13 +1,11 @@
 import { McpHttpSession } from '../mcp-http-client.js';
 import type { StreamRead } from '../mcp-http-client.js';
 import { storeVariantUrl } from '../store-variants.js';
+import { LONG_CALL, cancellationCounts } from './cancellation-counts.js';
 import type { ScenarioOptions } from './options.js';
 import { resolveOptions } from './options.js';
 import type { ScenarioSummary } from './summary.js';
 import { ResultTally } from './wire-helpers.js';
-
-/** A tool call that would run for 2 s: 40 progress updates 50 ms apart. */
-const LONG_CALL = { count: 40, delay: 50 };
 
 interface CancelledCall {
   sessionId: string;
@@ -62,11 +60,7 @@ export async function runCancellation(options: ScenarioOptions): Promise<Scenari
   const transportClosed = await giveUp(false);
   return {
     scenario: 'cancellation',
-    sessionId: notified.sessionId,
-    terminalDeliveries: notified.terminals + transportClosed.terminals,
-    distinctTerminalStreams: Number(notified.terminals > 0) + Number(transportClosed.terminals > 0),
-    reconnects: 0,
-    resumeStatuses: [],
+    ...cancellationCounts(notified, transportClosed),
     resultsPerRequest: tally.perRequest,
     finding:
       `The client cancelled request ${notified.requestId} with notifications/cancelled (${notified.cancelStatus ?? '-'}) and closed the transport under request ${transportClosed.requestId} ` +

@@ -2,7 +2,7 @@ import { McpHttpSession } from '../mcp-http-client.js';
 import { storeVariantUrl } from '../store-variants.js';
 import type { ScenarioOptions } from './options.js';
 import { resolveOptions } from './options.js';
-import { runSeedClient } from './seed-client.js';
+import { runSeedClient, seedLoopCounts, seedLoopDetails } from './seed-client.js';
 import type { ScenarioSummary } from './summary.js';
 
 /**
@@ -20,22 +20,12 @@ export async function runEndlessLoop(options: ScenarioOptions): Promise<Scenario
   return {
     scenario: 'endless-loop',
     sessionId: session.sessionId,
-    terminalDeliveries: loop.deliveries.length,
-    distinctTerminalStreams: loop.distinctTerminalStreams,
-    reconnects: loop.reconnects,
-    resumeStatuses: loop.resumeStatuses,
+    ...seedLoopCounts(loop),
     resultsPerRequest: { [String(loop.call.id)]: loop.deliveries.length },
     finding:
       `The server never evicts: the final result arrived ${loop.deliveries.length} time(s) on ${loop.distinctTerminalStreams} distinct response(s); ` +
       `every resume answered ${[...new Set(loop.resumeStatuses)].join('/') || '-'} and the client stopped on ${loop.stoppedBecause}.`,
     durationMs: Date.now() - started,
-    details: {
-      requestId: loop.call.id,
-      staleCursor: loop.staleCursor,
-      stoppedBecause: loop.stoppedBecause,
-      resumeErrors: loop.resumeErrors,
-      terminalEventIds: loop.deliveries.map((delivery) => delivery.eventId),
-      streams: loop.streams,
-    },
+    details: seedLoopDetails(loop),
   };
 }

@@ -4,7 +4,7 @@ import type { StreamRead } from '../mcp-http-client.js';
 import type { ScenarioOptions } from './options.js';
 import { resolveOptions } from './options.js';
 import type { ScenarioSummary } from './summary.js';
-import { sleep } from './wire-helpers.js';
+import { resumeUnlessRejected, sleep } from './wire-helpers.js';
 
 const PROGRESS_COUNT = 8;
 /** The priming event and three progress notifications reach the client; then the TCP connection is cut. */
@@ -54,14 +54,8 @@ export async function runNetworkCut(options: ScenarioOptions): Promise<ScenarioS
     let reconnects = 0;
     while (terminalDeliveries === 0 && cursor !== undefined && reconnects < maxReconnects) {
       reconnects++;
-      let read;
-      try {
-        read = await session.get(cursor);
-      } catch (error) {
-        resumeErrors.push(error instanceof Error ? error.message : String(error));
-        break;
-      }
-      resumeStatuses.push(read.status);
+      const read = await resumeUnlessRejected(session, cursor, resumeStatuses, resumeErrors);
+      if (!read) break;
       // 409: the server has not yet noticed the cut and still holds the old stream open.
       if (read.status === 409) {
         await sleep(50 * reconnects);

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { McpHttpSession, isResponseTo } from '../mcp-http-client.js';
 import type { ScenarioOptions } from './options.js';
 import { resolveOptions } from './options.js';
-import { runSeedClient } from './seed-client.js';
+import { runSeedClient, seedLoopCounts } from './seed-client.js';
 import type { TerminalDelivery } from './seed-client.js';
 import type { ScenarioSummary } from './summary.js';
 
@@ -72,10 +72,7 @@ export async function runPerStreamDedup(options: ScenarioOptions): Promise<Scena
   return {
     scenario: 'per-stream-dedup',
     sessionId: session.sessionId,
-    terminalDeliveries: loop.deliveries.length,
-    distinctTerminalStreams: loop.distinctTerminalStreams,
-    reconnects: loop.reconnects,
-    resumeStatuses: loop.resumeStatuses,
+    ...seedLoopCounts(loop),
     sideEffectCount: charged.perStream,
     finding:
       `One request, ${loop.deliveries.length} deliveries of its result: the per-stream consumer charged ${charged.perStream} time(s), ` +

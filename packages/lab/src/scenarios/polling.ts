@@ -4,7 +4,7 @@ import { storeVariantUrl } from '../store-variants.js';
 import type { ScenarioOptions } from './options.js';
 import { resolveOptions } from './options.js';
 import type { ScenarioSummary } from './summary.js';
-import { ResultTally, isJsonRpcEvent, sleep } from './wire-helpers.js';
+import { ResultTally, isJsonRpcEvent, resumeUnlessRejected, sleep } from './wire-helpers.js';
 
 /** Stream closes the server performs before answering. */
 export const POLLING_CLOSES = 12;
@@ -49,15 +49,8 @@ export async function runPolling(options: ScenarioOptions): Promise<ScenarioSumm
   const resumeErrors: string[] = [];
   while (terminals === 0 && cursor !== undefined && polls.length < maxPolls) {
     await sleep(retryMs ?? DEFAULT_RETRY_MS);
-    let read: StreamRead;
-    try {
-      read = await session.get(cursor);
-    } catch (error) {
-      // A fetch wrapper (a guard) refused the poll.
-      resumeErrors.push(error instanceof Error ? error.message : String(error));
-      break;
-    }
-    resumeStatuses.push(read.status);
+    const read = await resumeUnlessRejected(session, cursor, resumeStatuses, resumeErrors);
+    if (!read) break;
     polls.push({ status: read.status, events: read.events.length, messages: read.events.filter(isJsonRpcEvent).length, end: read.end });
     if (read.status !== 200) break;
     absorb(read, polls.length);

@@ -23,6 +23,9 @@ interface SdkCallOptions {
   onprogress?: (progress: { progress: number }) => void;
 }
 
+/** What a tool call resolves to, as far as the scenarios read it. */
+type SdkToolResult = { content?: Array<{ type: string; text?: string }> };
+
 /** One SDK client session, the same surface for both SDK generations. */
 export interface SdkSession {
   readonly kind: SdkClientKind;
@@ -31,7 +34,7 @@ export interface SdkSession {
   /** Errors the client reported through `onerror` (bounded). */
   readonly errors: string[];
   sessionId(): string | undefined;
-  callTool(name: string, args: Record<string, unknown>, options?: SdkCallOptions): Promise<{ content?: Array<{ type: string; text?: string }> }>;
+  callTool(name: string, args: Record<string, unknown>, options?: SdkCallOptions): Promise<SdkToolResult>;
   /** DELETE the session. */
   terminate(): Promise<void>;
   /** Close the client and its transport (aborts every open request, sends nothing). */
@@ -66,13 +69,12 @@ export async function connectSdkSession(kind: SdkClientKind, url: string, fetch:
     // Bounded: a replayed `data: {}` makes the SDKs report a long schema error per event.
     if (errors.length < 50) errors.push(error.message.length > 200 ? `${error.message.slice(0, 200)}…` : error.message);
   };
-  if (kind === 'sdk') {
-    const [{ Client }, { StreamableHTTPClientTransport }] = await Promise.all([
-      import('@modelcontextprotocol/sdk/client/index.js'),
-      import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
-    ]);
-    const transport = new StreamableHTTPClientTransport(new URL(url), { fetch: clientFetch });
-    const client = new Client(info);
+  // Either generation's client and transport, connected, behind the one session surface; only callTool's arguments differ.
+  const connected = async <T extends { readonly sessionId: string | undefined; terminateSession(): Promise<void> }>(
+    transport: T,
+    client: { onerror?: (error: Error) => void; connect(transport: NoInfer<T>): Promise<void>; close(): Promise<void> },
+    callTool: SdkSession['callTool'],
+  ): Promise<SdkSession> => {
     client.onerror = onerror;
     await client.connect(transport);
     return {
@@ -80,26 +82,30 @@ export async function connectSdkSession(kind: SdkClientKind, url: string, fetch:
       log,
       errors,
       sessionId: () => transport.sessionId,
-      callTool: (tool, args, call = {}) =>
-        client.callTool({ name: tool, arguments: args }, undefined, call) as Promise<{ content?: Array<{ type: string; text?: string }> }>,
+      callTool,
       terminate: () => transport.terminateSession(),
       close: () => client.close(),
     };
+  };
+  if (kind === 'sdk') {
+    const [{ Client }, { StreamableHTTPClientTransport }] = await Promise.all([
+      import('@modelcontextprotocol/sdk/client/index.js'),
+      import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
+    ]);
+    const client = new Client(info);
+    return connected(
+      new StreamableHTTPClientTransport(new URL(url), { fetch: clientFetch }),
+      client,
+      (tool, args, call = {}) => client.callTool({ name: tool, arguments: args }, undefined, call) as Promise<SdkToolResult>,
+    );
   }
   const { Client, StreamableHTTPClientTransport } = await import('@modelcontextprotocol/client');
-  const transport = new StreamableHTTPClientTransport(new URL(url), { fetch: clientFetch });
   const client = new Client(info);
-  client.onerror = onerror;
-  await client.connect(transport);
-  return {
-    kind,
-    log,
-    errors,
-    sessionId: () => transport.sessionId,
-    callTool: (tool, args, call = {}) => client.callTool({ name: tool, arguments: args }, call) as Promise<{ content?: Array<{ type: string; text?: string }> }>,
-    terminate: () => transport.terminateSession(),
-    close: () => client.close(),
-  };
+  return connected(
+    new StreamableHTTPClientTransport(new URL(url), { fetch: clientFetch }),
+    client,
+    (tool, args, call = {}) => client.callTool({ name: tool, arguments: args }, call) as Promise<SdkToolResult>,
+  );
 }
 
 /** The recorded POST of a tool call, by tool name. */

@@ -1,6 +1,8 @@
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { isResponseTo } from '../mcp-http-client.js';
 import type { McpHttpSession, StreamRead, ToolCall } from '../mcp-http-client.js';
+import type { ScenarioSummary } from './summary.js';
+import { resumeUnlessRejected } from './wire-helpers.js';
 
 /** One arrival of the main request's terminal response. */
 export interface TerminalDelivery {
@@ -85,14 +87,12 @@ export async function runSeedClient(session: McpHttpSession, options: SeedLoopOp
       break;
     }
     reconnects++;
-    try {
-      read = await session.get(cursor);
-    } catch (error) {
-      resumeErrors.push(error instanceof Error ? error.message : String(error));
+    const resumed = await resumeUnlessRejected(session, cursor, resumeStatuses, resumeErrors);
+    if (!resumed) {
       stoppedBecause = 'resume-rejected';
       break;
     }
-    resumeStatuses.push(read.status);
+    read = resumed;
     await consume(read, reconnects);
   }
   return {
@@ -105,5 +105,29 @@ export async function runSeedClient(session: McpHttpSession, options: SeedLoopOp
     staleCursor: cursor,
     stoppedBecause,
     streams,
+  };
+}
+
+/** A seed loop's counts as a scenario summary gives them: the final result's deliveries, their streams, the resumes. */
+export function seedLoopCounts(
+  loop: SeedLoopResult,
+): Pick<ScenarioSummary, 'terminalDeliveries' | 'distinctTerminalStreams' | 'reconnects' | 'resumeStatuses'> {
+  return {
+    terminalDeliveries: loop.deliveries.length,
+    distinctTerminalStreams: loop.distinctTerminalStreams,
+    reconnects: loop.reconnects,
+    resumeStatuses: loop.resumeStatuses,
+  };
+}
+
+/** The details of a loop that runs until it stops (seed-loop, endless-loop): its cursor, why it stopped, each stream. */
+export function seedLoopDetails(loop: SeedLoopResult): ScenarioSummary['details'] {
+  return {
+    requestId: loop.call.id,
+    staleCursor: loop.staleCursor,
+    stoppedBecause: loop.stoppedBecause,
+    resumeErrors: loop.resumeErrors,
+    terminalEventIds: loop.deliveries.map((delivery) => delivery.eventId),
+    streams: loop.streams,
   };
 }

@@ -1,7 +1,7 @@
 import { McpHttpSession } from '../mcp-http-client.js';
 import type { ScenarioOptions } from './options.js';
 import { resolveOptions } from './options.js';
-import { runSeedClient } from './seed-client.js';
+import { runSeedClient, seedLoopCounts, seedLoopDetails } from './seed-client.js';
 import type { ScenarioSummary } from './summary.js';
 
 /**
@@ -17,10 +17,7 @@ export async function runSeedLoop(options: ScenarioOptions): Promise<ScenarioSum
   return {
     scenario: 'seed-loop',
     sessionId: session.sessionId,
-    terminalDeliveries: loop.deliveries.length,
-    distinctTerminalStreams: loop.distinctTerminalStreams,
-    reconnects: loop.reconnects,
-    resumeStatuses: loop.resumeStatuses,
+    ...seedLoopCounts(loop),
     finding:
       `The final result of one tools/call arrived ${loop.deliveries.length} time(s) on ${loop.distinctTerminalStreams} distinct HTTP response(s); ` +
       (loop.stoppedBecause === 'resume-rejected'
@@ -30,13 +27,6 @@ export async function runSeedLoop(options: ScenarioOptions): Promise<ScenarioSum
         : `the client reconnected ${loop.reconnects} time(s) with the stale cursor and stopped on ${loop.stoppedBecause}` +
           (last === undefined ? '.' : ` (last resume answered ${last}).`)),
     durationMs: Date.now() - started,
-    details: {
-      requestId: loop.call.id,
-      staleCursor: loop.staleCursor,
-      stoppedBecause: loop.stoppedBecause,
-      resumeErrors: loop.resumeErrors,
-      terminalEventIds: loop.deliveries.map((delivery) => delivery.eventId),
-      streams: loop.streams,
-    },
+    details: seedLoopDetails(loop),
   };
 }

@@ -73,3 +73,25 @@ export async function resumeStream(session: McpHttpSession, cursor: string, stat
     await sleep(50 * attempt);
   }
 }
+
+/**
+ * GET with Last-Event-ID, its status appended to `statuses`. A resume the fetch itself rejects (a fetch
+ * wrapper such as a guard refused it in the process) never left: its message goes to `errors`, and the
+ * answer is undefined.
+ */
+export async function resumeUnlessRejected(
+  session: McpHttpSession,
+  cursor: string,
+  statuses: number[],
+  errors: string[],
+): Promise<StreamRead | undefined> {
+  let read: StreamRead;
+  try {
+    read = await session.get(cursor);
+  } catch (error) {
+    errors.push(error instanceof Error ? error.message : String(error));
+    return undefined;
+  }
+  statuses.push(read.status);
+  return read;
+}

@@ -1,5 +1,10 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { FetchLike } from '../../src/index.js';
+import { serverPerFile } from './per-file.js';
+
+/** The session id the scripted server names in every response (unless a script's headers say otherwise). */
+export const SCRIPTED_SESSION = 'session-1';
 
 /** One canned response: a status, headers and body chunks (written in order, `null` ends the body). */
 interface Scripted {
@@ -14,7 +19,7 @@ interface Scripted {
  * A loopback HTTP server that answers each request with the next scripted response, so a test
  * controls every byte of every body (priming events, `retry:` fields, foreign or conflicting replays).
  */
-export interface ScriptedServer {
+interface ScriptedServer {
   url: string;
   /** Responses still to give, in order. */
   readonly script: Scripted[];
@@ -23,7 +28,7 @@ export interface ScriptedServer {
   close(): Promise<void>;
 }
 
-export async function startScriptedServer(): Promise<ScriptedServer> {
+async function startScriptedServer(): Promise<ScriptedServer> {
   const script: Scripted[] = [];
   const seen: ScriptedServer['seen'] = [];
   const server = createServer((req, res) => {
@@ -33,7 +38,7 @@ export async function startScriptedServer(): Promise<ScriptedServer> {
       const lastEventId = req.headers['last-event-id'];
       seen.push({ method: req.method ?? '', lastEventId: typeof lastEventId === 'string' ? lastEventId : undefined, body });
       const next = script.shift() ?? { status: 500, chunks: [] };
-      res.writeHead(next.status ?? 200, { 'content-type': 'text/event-stream', 'mcp-session-id': 'session-1', ...next.headers });
+      res.writeHead(next.status ?? 200, { 'content-type': 'text/event-stream', 'mcp-session-id': SCRIPTED_SESSION, ...next.headers });
       for (const chunk of next.chunks ?? []) res.write(chunk);
       if (!next.holdOpen) res.end();
     })();
@@ -49,6 +54,39 @@ export async function startScriptedServer(): Promise<ScriptedServer> {
         server.closeAllConnections();
         server.close(() => resolve());
       }),
+  };
+}
+
+/** A test file's scripted server, and the two requests its tests script answers for. */
+export interface ScriptedServerFixture {
+  /** Started before the file's first test, its script emptied before each test, closed after the last. */
+  readonly server: ScriptedServer;
+  /** POSTs tools/call `id` (tool `slow`) in the scripted session, answered by `chunks`; the body, read to its end. */
+  call(fetch: FetchLike, id: number, chunks: string[]): Promise<string>;
+  /** GETs the scripted session's stream (a resume when `lastEventId` is given), answered by `chunks`; the body. */
+  get(fetch: FetchLike, chunks: string[], lastEventId?: string): Promise<string>;
+}
+
+/** One scripted server for the whole test file that calls this at its top level. */
+export function scriptedServerPerFile(): ScriptedServerFixture {
+  const file = serverPerFile(startScriptedServer, (server) => void (server.script.length = 0));
+  const server = (): ScriptedServer => file.server;
+  return {
+    get server() {
+      return server();
+    },
+    call: async (fetch, id, chunks) => {
+      server().script.push({ chunks });
+      const body = JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'slow' } });
+      const headers = { 'mcp-session-id': SCRIPTED_SESSION, 'content-type': 'application/json' };
+      return (await fetch(server().url, { method: 'POST', headers, body })).text();
+    },
+    get: async (fetch, chunks, lastEventId) => {
+      server().script.push({ chunks });
+      const headers: Record<string, string> = { 'mcp-session-id': SCRIPTED_SESSION };
+      if (lastEventId !== undefined) headers['last-event-id'] = lastEventId;
+      return (await fetch(server().url, { headers })).text();
+    },
   };
 }
 

@@ -2,6 +2,8 @@ import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
+import { serverPerFile } from './per-file.js';
+import type { ServerPerFile } from './per-file.js';
 
 /**
  * A Streamable HTTP server written by hand, so the wire's and the guard's tests control every byte and
@@ -133,4 +135,17 @@ export async function startSseServer(): Promise<SseServer> {
       server.close(() => resolve());
     });
   return state;
+}
+
+/**
+ * One SSE server for the whole test file that calls this at its top level: started before its first test,
+ * closed after its last; before each test it replays resumes again, sends one progress event and forgets
+ * the resumes it saw.
+ */
+export function sseServerPerFile(): ServerPerFile<SseServer> {
+  return serverPerFile(startSseServer, (server) => {
+    server.resumeMode = 'replay';
+    server.progress = 1;
+    server.resumes.length = 0;
+  });
 }

@@ -1,0 +1,22 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * The lab server in a child process (its built bin, as the workspace links it into this package's
+ * node_modules), so that process.cpuUsage() and the heap of the benchmark count the client only.
+ * Resolves with its MCP URL once it prints it; `stop()` ends it.
+ */
+export async function startLabChild(): Promise<{ url: string; stop(): void }> {
+  const cli = fileURLToPath(new URL('../node_modules/@resumewatch/lab/dist/cli.js', import.meta.url));
+  const child = spawn(process.execPath, [cli, 'server', '--capacity', '100000'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      const match = /MCP\s+(\S+)/.exec(out);
+      if (match) resolve(match[1]!);
+    });
+    child.once('exit', (code) => reject(new Error(`lab server exited with ${code}`)));
+  });
+  return { url, stop: () => void child.kill('SIGTERM') };
+}
