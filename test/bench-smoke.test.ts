@@ -26,7 +26,11 @@ describe('pnpm bench smoke', () => {
 
   for (const b of BENCHES) {
     it(`${b.id} starts and prints its figures`, { timeout: 300_000 }, () => {
-      const run = spawnSync(process.execPath, [...NODE_FLAGS, b.script, ...b.smokeArgs], { cwd: join(ROOT, b.dir), encoding: 'utf8', timeout: 280_000 });
+      const run = spawnSync(process.execPath, [...NODE_FLAGS, b.script, ...b.smokeArgs], {
+        cwd: join(ROOT, b.dir),
+        encoding: 'utf8',
+        timeout: 280_000,
+      });
       expect(run.error, run.stderr).toBeUndefined();
       expect(run.status, `${run.stdout}\n${run.stderr}`).toBe(0);
       const figures = parseFigures(run.stdout);

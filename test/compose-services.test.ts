@@ -27,7 +27,9 @@ const DURATION_S = '8';
 const STORM_WINDOW_MS = 3_000;
 const CONTAINER_ROOT = '/app/';
 
-const compose = parseYaml(readFileSync(join(repoRoot, 'docker-compose.yml'), 'utf8'), { merge: true }) as { services: Record<string, Service> };
+const compose = parseYaml(readFileSync(join(repoRoot, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
+  services: Record<string, Service>;
+};
 const services = compose.services;
 const isLab = (n: string, sub: string) => n.startsWith('lab-') && (services[n]!.command ?? []).includes(sub);
 const labServers = Object.keys(services).filter((n) => isLab(n, 'server'));
@@ -49,7 +51,10 @@ function promisedFindings(): Map<string, string[]> {
   const rows = lines.slice(2, end);
   const promised = new Map<string, string[]>();
   for (const row of rows) {
-    const [scenarioCell, clientCell] = row.split('|').slice(1, 3).map((c) => c.trim());
+    const [scenarioCell, clientCell] = row
+      .split('|')
+      .slice(1, 3)
+      .map((c) => c.trim());
     const ticked = (cell: string) => [...cell.matchAll(/`([^`]+)`/g)].map((m) => m[1]!);
     const scenarios = scenarioCell!.startsWith('healthy') ? ['healthy'] : ticked(scenarioCell!);
     const expected = ticked(clientCell!).filter((k) => kinds.has(k));
@@ -64,7 +69,11 @@ function flag(args: string[], name: string): string | undefined {
 }
 
 /** A compose command and environment, as they run on this machine. */
-function localise(service: Service, labPort: number, otlpEndpoint: string): { args: string[]; env: Record<string, string> } {
+function localise(
+  service: Service,
+  labPort: number,
+  otlpEndpoint: string,
+): { args: string[]; env: Record<string, string> } {
   const command = service.command ?? [];
   expect(command[0]).toBe('node');
   const args = command.slice(1).map((arg, i, all) => {
@@ -91,7 +100,11 @@ interface Proc {
 const procs: Proc[] = [];
 function start(name: string, args: string[], env: Record<string, string>): Proc {
   // The image's WORKDIR is the repository's root: relative paths of the commands resolve there.
-  const child = spawn(process.execPath, args, { cwd: repoRoot, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, args, {
+    cwd: repoRoot,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
@@ -103,7 +116,8 @@ function start(name: string, args: string[], env: Record<string, string>): Proc 
 
 const detectors: RunningServer[] = [];
 let restartingDetector: RunningServer;
-const findingsOf = (service: string): Finding[] => detectors.flatMap((d) => d.findings()).filter((f) => f.service === service);
+const findingsOf = (service: string): Finding[] =>
+  detectors.flatMap((d) => d.findings()).filter((f) => f.service === service);
 const kindsOf = (service: string): string[] => [...new Set(findingsOf(service).map((f) => f.kind))].sort();
 
 afterAll(async () => {
@@ -118,14 +132,23 @@ describe('the lab services of docker-compose.yml, run locally', () => {
 
   beforeAll(async () => {
     for (const _ of detectorNames) {
-      detectors.push(await startServer({ port: 0, grpcPort: false, metricsPort: 0, output: null, stormWindowMs: STORM_WINDOW_MS }));
+      detectors.push(
+        await startServer({ port: 0, grpcPort: false, metricsPort: 0, output: null, stormWindowMs: STORM_WINDOW_MS }),
+      );
     }
     for (const d of detectors) endpoints.push(`http://127.0.0.1:${d.httpPort}`);
     const labPorts = new Map<string, number>();
-    restartingDetector = await startServer({ port: 0, grpcPort: false, metricsPort: 0, output: null, stormWindowMs: STORM_WINDOW_MS });
+    restartingDetector = await startServer({
+      port: 0,
+      grpcPort: false,
+      metricsPort: 0,
+      output: null,
+      stormWindowMs: STORM_WINDOW_MS,
+    });
     for (const name of labServers) {
       const port = await freePort();
-      const endpoint = name === 'lab-server-restarting' ? `http://127.0.0.1:${restartingDetector.httpPort}` : endpoints[0]!;
+      const endpoint =
+        name === 'lab-server-restarting' ? `http://127.0.0.1:${restartingDetector.httpPort}` : endpoints[0]!;
       const server = localise(services[name]!, port, endpoint);
       labServerProcs.set(name, start(name, server.args, server.env));
       labPorts.set(name, port);
@@ -138,7 +161,11 @@ describe('the lab services of docker-compose.yml, run locally', () => {
     });
     // Each runs DURATION_S, then flushes; a client that does not end in time is named.
     const clients = procs.filter((p) => labClients.includes(p.name));
-    await waitFor(() => clients.every((p) => p.child.exitCode !== null || p.child.signalCode !== null), 'the lab clients to end', 60_000).catch(() => {
+    await waitFor(
+      () => clients.every((p) => p.child.exitCode !== null || p.child.signalCode !== null),
+      'the lab clients to end',
+      60_000,
+    ).catch(() => {
       const running = clients.filter((p) => p.child.exitCode === null).map((p) => p.name);
       throw new Error(`still running after 60 s: ${running.join(', ')}`);
     });
@@ -158,35 +185,53 @@ describe('the lab services of docker-compose.yml, run locally', () => {
     }
   });
 
-  it('each lab client service shows the findings its scenario promises, lab-healthy and lab-network-cut none', { timeout: 60_000 }, async () => {
-    const expected = new Map(labClients.map((n) => [n, [...promised.get(flag(services[n]!.command ?? [], 'run')!)!].sort()]));
-    expect(expected.get('lab-healthy')).toEqual([]);
-    expect(expected.get('lab-network-cut')).toEqual([]);
-    // Findings arrive as the spans are exported and as storm windows pass.
-    await waitFor(() => labClients.every((n) => expected.get(n)!.every((k) => kindsOf(n).includes(k))), 'every promised finding', 30_000);
-    // A storm still open when its window passes yields a late signature: wait W once more, then compare exactly.
-    await sleep(STORM_WINDOW_MS + 1_500);
-    const actual = new Map(labClients.map((n) => [n, kindsOf(n)]));
-    expect(actual).toEqual(expected);
-  });
+  it(
+    'each lab client service shows the findings its scenario promises, lab-healthy and lab-network-cut none',
+    { timeout: 60_000 },
+    async () => {
+      const expected = new Map(
+        labClients.map((n) => [n, [...promised.get(flag(services[n]!.command ?? [], 'run')!)!].sort()]),
+      );
+      expect(expected.get('lab-healthy')).toEqual([]);
+      expect(expected.get('lab-network-cut')).toEqual([]);
+      // Findings arrive as the spans are exported and as storm windows pass.
+      await waitFor(
+        () => labClients.every((n) => expected.get(n)!.every((k) => kindsOf(n).includes(k))),
+        'every promised finding',
+        30_000,
+      );
+      // A storm still open when its window passes yields a late signature: wait W once more, then compare exactly.
+      await sleep(STORM_WINDOW_MS + 1_500);
+      const actual = new Map(labClients.map((n) => [n, kindsOf(n)]));
+      expect(actual).toEqual(expected);
+    },
+  );
 
-  it('the lab server reports its replays and requests (instrumentEventStore, instrumentServerTransport)', { timeout: 30_000 }, async () => {
-    const labServer = labServerProcs.get('lab-server')!;
-    labServer.child.kill('SIGTERM');
-    expect(await labServer.exited, labServer.output()).toBe(0);
-    // Server spans alone carry the seed pattern and resumes after a terminal (detector README); the
-    // failed resumptions of unfinished requests need the client's spans.
-    const seedKinds = [semconv.FindingKind.DUPLICATE_TERMINAL, semconv.FindingKind.RESUME_AFTER_TERMINAL];
-    await waitFor(() => seedKinds.every((k) => kindsOf('lab-server').includes(k)), 'the lab server findings', 15_000);
-    expect(kindsOf('lab-server')).not.toContain(semconv.FindingKind.AMBIGUOUS_EMPTY_REPLAY);
-    expect(kindsOf('lab-server')).not.toContain(semconv.FindingKind.CURSOR_LOST);
-    // server-restart's server spans alone show nothing (the table's third column), though they arrived:
-    // this server exports to a detector of its own, whose span count says so.
-    const restarting = labServerProcs.get('lab-server-restarting')!;
-    restarting.child.kill('SIGTERM');
-    expect(await restarting.exited, restarting.output()).toBe(0);
-    await waitFor(() => restartingDetector.detector.stats().spans.accepted > 0, 'the restarting lab server spans', 15_000);
-    expect(restartingDetector.findings()).toEqual([]);
-    expect(kindsOf('lab-server-restarting')).toEqual([]);
-  });
+  it(
+    'the lab server reports its replays and requests (instrumentEventStore, instrumentServerTransport)',
+    { timeout: 30_000 },
+    async () => {
+      const labServer = labServerProcs.get('lab-server')!;
+      labServer.child.kill('SIGTERM');
+      expect(await labServer.exited, labServer.output()).toBe(0);
+      // Server spans alone carry the seed pattern and resumes after a terminal (detector README); the
+      // failed resumptions of unfinished requests need the client's spans.
+      const seedKinds = [semconv.FindingKind.DUPLICATE_TERMINAL, semconv.FindingKind.RESUME_AFTER_TERMINAL];
+      await waitFor(() => seedKinds.every((k) => kindsOf('lab-server').includes(k)), 'the lab server findings', 15_000);
+      expect(kindsOf('lab-server')).not.toContain(semconv.FindingKind.AMBIGUOUS_EMPTY_REPLAY);
+      expect(kindsOf('lab-server')).not.toContain(semconv.FindingKind.CURSOR_LOST);
+      // server-restart's server spans alone show nothing (the table's third column), though they arrived:
+      // this server exports to a detector of its own, whose span count says so.
+      const restarting = labServerProcs.get('lab-server-restarting')!;
+      restarting.child.kill('SIGTERM');
+      expect(await restarting.exited, restarting.output()).toBe(0);
+      await waitFor(
+        () => restartingDetector.detector.stats().spans.accepted > 0,
+        'the restarting lab server spans',
+        15_000,
+      );
+      expect(restartingDetector.findings()).toEqual([]);
+      expect(kindsOf('lab-server-restarting')).toEqual([]);
+    },
+  );
 });

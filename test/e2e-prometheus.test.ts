@@ -75,13 +75,18 @@ async function stop(p: Proc): Promise<void> {
 }
 
 /** waitFor (helpers/wait.ts) on an async probe; on a timeout, the error also shows the processes' logs. */
-async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs: number, everyMs = 250): Promise<T> {
+async function waitFor<T>(
+  what: string,
+  fn: () => Promise<T | undefined>,
+  timeoutMs: number,
+  everyMs = 250,
+): Promise<T> {
   try {
     return await waitUntil(fn, what, timeoutMs, everyMs);
   } catch (error) {
     const logs = procs.map((p) => `--- ${p.name}\n${p.log.join('').slice(-2000)}`).join('\n');
     const runs = traffic ? `\n--- traffic\n${JSON.stringify(traffic.stats())}` : '';
-    throw new Error(`${(error as Error).message}${runs}\n${logs}`);
+    throw new Error(`${(error as Error).message}${runs}\n${logs}`, { cause: error });
   }
 }
 
@@ -89,10 +94,28 @@ async function startDetector(name: keyof typeof ports, extra: string[] = []): Pr
   const otlp = await freePort();
   const metrics = await freePort();
   ports[name] = { otlp, metrics };
-  const flags = ['--host', HOST, '--port', String(otlp), '--grpc-port', 'off', '--metrics-port', String(metrics), '--storm-window', '3s', '--settle', '0', ...extra];
+  const flags = [
+    '--host',
+    HOST,
+    '--port',
+    String(otlp),
+    '--grpc-port',
+    'off',
+    '--metrics-port',
+    String(metrics),
+    '--storm-window',
+    '3s',
+    '--settle',
+    '0',
+    ...extra,
+  ];
   if (!existsSync(cliPath)) throw new Error(`${cliPath} is missing: build the workspace first (pnpm build)`);
   start(`detector-${name}`, process.execPath, [cliPath, 'serve', ...flags]);
-  await waitFor(`detector ${name} /metrics`, async () => ((await fetch(`http://${HOST}:${metrics}/metrics`)).ok ? true : undefined), 20_000);
+  await waitFor(
+    `detector ${name} /metrics`,
+    async () => ((await fetch(`http://${HOST}:${metrics}/metrics`)).ok ? true : undefined),
+    20_000,
+  );
 }
 
 async function prom(path: string): Promise<{ status: string; data: unknown }> {
@@ -118,7 +141,9 @@ beforeAll(async () => {
   const rulesDir = join(tmp, 'rules');
   mkdirSync(rulesDir);
   for (const f of readdirSync(join(repoRoot, 'alerts/rules')).filter((x) => x.endsWith('.yaml'))) {
-    const doc = parseYaml(readFileSync(join(repoRoot, 'alerts/rules', f), 'utf8')) as { groups: { rules: { for?: string }[] }[] };
+    const doc = parseYaml(readFileSync(join(repoRoot, 'alerts/rules', f), 'utf8')) as {
+      groups: { rules: { for?: string }[] }[];
+    };
     for (const g of doc.groups) for (const r of g.rules) if (r.for) r.for = '2s';
     writeFileSync(join(rulesDir, f), stringifyYaml(doc));
   }
@@ -128,7 +153,14 @@ beforeAll(async () => {
     stringifyYaml({
       global: { scrape_interval: '1s', evaluation_interval: '1s', scrape_timeout: '900ms' },
       rule_files: [join(rulesDir, '*.yaml')],
-      scrape_configs: [{ job_name: JOB, static_configs: [{ targets: [target(ports.main), target(ports.idle), target(ports.capped), target(ports.dead)] }] }],
+      scrape_configs: [
+        {
+          job_name: JOB,
+          static_configs: [
+            { targets: [target(ports.main), target(ports.idle), target(ports.capped), target(ports.dead)] },
+          ],
+        },
+      ],
     }),
   );
   const promPort = await freePort();
@@ -144,7 +176,9 @@ beforeAll(async () => {
 
   // Traffic: the lab's scenarios back to back for the whole test, so that the counters keep moving;
   // malformed spans to the capped detector every second alongside.
-  traffic = await LabTraffic.start({ endpoints: [`http://${HOST}:${ports.main.otlp}/v1/traces`, `http://${HOST}:${ports.capped.otlp}/v1/traces`] });
+  traffic = await LabTraffic.start({
+    endpoints: [`http://${HOST}:${ports.main.otlp}/v1/traces`, `http://${HOST}:${ports.capped.otlp}/v1/traces`],
+  });
   let round = 0;
   const tick = (): void => {
     void fetch(`http://${HOST}:${ports.capped.otlp}/v1/traces`, {
@@ -179,7 +213,10 @@ describe('alerts and dashboards against a real Prometheus and real detectors', (
   it('raises every alert the traffic calls for, with its labels and annotations', async () => {
     const expected: [string, Record<string, string>][] = [
       ['McpDuplicateTerminalDelivered', { service: Service.SEED_LOOP, severity: 'critical' }],
-      ['McpResumeLoopSignature', { service: Service.SEED_LOOP, kind: semconv.FindingKind.SIGNATURE, severity: 'critical' }],
+      [
+        'McpResumeLoopSignature',
+        { service: Service.SEED_LOOP, kind: semconv.FindingKind.SIGNATURE, severity: 'critical' },
+      ],
       ['McpReconnectStorm', { service: Service.SEED_LOOP, severity: 'warning' }],
       ['McpResumeAfterTerminal', { service: Service.SEED_LOOP, severity: 'warning' }],
       ['McpAmbiguousEmptyReplay', { service: Service.SERVER_RESTART, severity: 'warning' }],
@@ -188,28 +225,42 @@ describe('alerts and dashboards against a real Prometheus and real detectors', (
         'McpServerConflictingTerminal',
         { server: DefectiveServer.CONFLICT, kind: semconv.FindingKind.CONFLICTING_TERMINAL, severity: 'critical' },
       ],
-      ['McpServerForeignReplay', { server: DefectiveServer.FOREIGN, kind: semconv.FindingKind.FOREIGN_REPLAY, severity: 'warning' }],
+      [
+        'McpServerForeignReplay',
+        { server: DefectiveServer.FOREIGN, kind: semconv.FindingKind.FOREIGN_REPLAY, severity: 'warning' },
+      ],
       ['ResumewatchDetectorDown', { instance: inst('dead'), job: JOB, severity: 'critical' }],
       ['ResumewatchDetectorNoSpans', { instance: inst('idle'), job: JOB, severity: 'warning' }],
       ['ResumewatchDetectorRejectingSpans', { instance: inst('capped'), job: JOB, severity: 'warning' }],
       ['ResumewatchDetectorEvictingState', { instance: inst('capped'), job: JOB, severity: 'warning' }],
     ];
     const matches = (a: ActiveAlert, name: string, labels: Record<string, string>): boolean =>
-      a.state === 'firing' && a.labels.alertname === name && Object.entries(labels).every(([k, v]) => a.labels[k] === v);
+      a.state === 'firing' &&
+      a.labels.alertname === name &&
+      Object.entries(labels).every(([k, v]) => a.labels[k] === v);
     let missing: string[] = [];
     const alerts = await waitFor(
       'every expected alert firing',
       async () => {
         const r = await prom('/api/v1/alerts');
         const list = (r.data as { alerts: ActiveAlert[] }).alerts;
-        missing = expected.filter(([n, l]) => !list.some((a) => matches(a, n, l))).map(([n, l]) => `${n} ${JSON.stringify(l)}`);
-        if (missing.length > 0) throw new Error(`not firing: ${missing.join('; ')}; active: ${list.map((a) => `${a.labels.alertname}(${a.state})`).join(', ')}`);
+        missing = expected
+          .filter(([n, l]) => !list.some((a) => matches(a, n, l)))
+          .map(([n, l]) => `${n} ${JSON.stringify(l)}`);
+        if (missing.length > 0)
+          throw new Error(
+            `not firing: ${missing.join('; ')}; active: ${list.map((a) => `${a.labels.alertname}(${a.state})`).join(', ')}`,
+          );
         return list;
       },
       150_000,
       1000,
     );
-    const shipped = new Map(loadRules().filter((r) => r.alert).map((r) => [r.alert!, r.annotations ?? {}]));
+    const shipped = new Map(
+      loadRules()
+        .filter((r) => r.alert)
+        .map((r) => [r.alert!, r.annotations ?? {}]),
+    );
     for (const [name, labels] of expected) {
       const a = alerts.find((x) => matches(x, name, labels))!;
       // the shipped link: the configured runbook base, anchored at the alert
@@ -224,7 +275,11 @@ describe('alerts and dashboards against a real Prometheus and real detectors', (
     // and nothing else: no alert the scenarios do not call for, on any service or replica
     const unexpected = alerts.filter((a) => !expected.some(([n, l]) => matches({ ...a, state: 'firing' }, n, l)));
     // (the synthetic client's empty replays are all retracted: no McpAmbiguousEmptyReplay for it)
-    expect(unexpected.map((a) => `${a.labels.alertname} ${a.labels.service ?? a.labels.server ?? a.labels.instance ?? ''} (${a.state})`)).toEqual([]);
+    expect(
+      unexpected.map(
+        (a) => `${a.labels.alertname} ${a.labels.service ?? a.labels.server ?? a.labels.instance ?? ''} (${a.state})`,
+      ),
+    ).toEqual([]);
     // the healthy service, whose spans do reach the detectors, and the healthy detector raise nothing
     expect(traffic!.stats()[Service.HEALTHY]!.runs).toBeGreaterThan(0);
     const healthyTerminals = await prom(
@@ -243,7 +298,8 @@ describe('alerts and dashboards against a real Prometheus and real detectors', (
       const d = JSON.parse(readFileSync(join(repoRoot, 'dashboards/generated', f), 'utf8')) as {
         panels: { type: string; title: string; targets?: { expr: string }[] }[];
       };
-      for (const p of d.panels) for (const t of p.targets ?? []) queries.push({ where: `${f} / ${p.title}`, expr: t.expr });
+      for (const p of d.panels)
+        for (const t of p.targets ?? []) queries.push({ where: `${f} / ${p.title}`, expr: t.expr });
     }
     const substitute = (e: string): string =>
       e.replaceAll('$__rate_interval', '15s').replaceAll('$service', '.*').replaceAll('$instance', '.*');

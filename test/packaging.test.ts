@@ -45,17 +45,31 @@ function run(cmd: string, args: string[], cwd: string, timeout = 180_000, env: R
   return r.stdout;
 }
 
-const tarballs = new Map<string, { manifest: Manifest; files: Set<string>; path: string; read(file: string): string }>();
+const tarballs = new Map<
+  string,
+  { manifest: Manifest; files: Set<string>; path: string; read(file: string): string }
+>();
 
 beforeAll(() => {
   // The command of the root script pack:all, with another destination.
-  const script = (JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts['pack:all']!;
+  const script = (
+    JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { scripts: Record<string, string> }
+  ).scripts['pack:all']!;
   expect(script).toContain('pack --pack-destination');
-  run('pnpm', ['-r', '--filter', './packages/*', '--filter', '!@resumewatch/demo', 'pack', '--pack-destination', packs], repoRoot);
+  run(
+    'pnpm',
+    ['-r', '--filter', './packages/*', '--filter', '!@resumewatch/demo', 'pack', '--pack-destination', packs],
+    repoRoot,
+  );
   for (const file of readdirSync(packs)) {
     const path = join(packs, file);
     const read = (inner: string) => run('tar', ['-xzOf', path, `package/${inner}`], work);
-    const files = new Set(run('tar', ['-tzf', path], work).trim().split('\n').map((f) => f.replace(/^package\//, '')));
+    const files = new Set(
+      run('tar', ['-tzf', path], work)
+        .trim()
+        .split('\n')
+        .map((f) => f.replace(/^package\//, '')),
+    );
     const manifest = JSON.parse(read('package.json')) as Manifest;
     tarballs.set(manifest.name, { manifest, files, path, read });
   }
@@ -63,9 +77,18 @@ beforeAll(() => {
 
 describe('pnpm pack of every publishable package', () => {
   it('gives one tarball per publishable package', () => {
-    const names = packageDirs.map((dir) => (JSON.parse(readFileSync(join(repoRoot, 'packages', dir, 'package.json'), 'utf8')) as Manifest).name);
+    const names = packageDirs.map(
+      (dir) => (JSON.parse(readFileSync(join(repoRoot, 'packages', dir, 'package.json'), 'utf8')) as Manifest).name,
+    );
     expect([...tarballs.keys()].sort()).toEqual(names.sort());
-    expect(names).toEqual(expect.arrayContaining(['@resumewatch/instrumentation', '@resumewatch/detector', '@resumewatch/lab', '@resumewatch/guard']));
+    expect(names).toEqual(
+      expect.arrayContaining([
+        '@resumewatch/instrumentation',
+        '@resumewatch/detector',
+        '@resumewatch/lab',
+        '@resumewatch/guard',
+      ]),
+    );
   });
 
   it('has no workspace: ranges, and its license, repository, engines and files', () => {
@@ -87,7 +110,8 @@ describe('pnpm pack of every publishable package', () => {
       expect(Object.keys(manifest.exports ?? {}).length, name).toBeGreaterThan(0);
       for (const [entry, conditions] of Object.entries(manifest.exports!)) {
         expect(Object.keys(conditions), `${name} ${entry}`).toEqual(['types', 'default']);
-        for (const target of Object.values(conditions)) expect(files.has(target.replace(/^\.\//, '')), `${name} ${entry} ${target}`).toBe(true);
+        for (const target of Object.values(conditions))
+          expect(files.has(target.replace(/^\.\//, '')), `${name} ${entry} ${target}`).toBe(true);
       }
       for (const [bin, target] of Object.entries(manifest.bin ?? {})) {
         expect(read(target.replace(/^\.\//, '')).startsWith('#!/usr/bin/env node\n'), `${name} bin ${bin}`).toBe(true);
@@ -106,25 +130,45 @@ describe('pnpm pack of every publishable package', () => {
         expect(range, `${name} ${dep}`).toMatch(/^\^\d/);
       }
     }
-    expect(tarballs.get('@resumewatch/instrumentation')!.manifest.peerDependencies).toEqual({ '@opentelemetry/api': '^1.9.0' });
+    expect(tarballs.get('@resumewatch/instrumentation')!.manifest.peerDependencies).toEqual({
+      '@opentelemetry/api': '^1.9.0',
+    });
   });
 });
 
 describe('the CLIs from a clone (root scripts, as the README shows them)', () => {
-  it('pnpm resumewatch, pnpm lab and pnpm lab:instrumented run the built CLIs with their arguments', { timeout: 120_000 }, () => {
-    expect(run('pnpm', ['resumewatch', '--help'], repoRoot)).toContain('resumewatch serve');
-    expect(run('pnpm', ['lab', 'scenarios'], repoRoot).trim().split('\n')).toContain('seed-loop');
-    // Spans go nowhere here (nothing listens on port 9), not to whatever listens on 4318 on this machine.
-    const output = run('pnpm', ['lab:instrumented', 'run', 'healthy', '--json'], repoRoot, 120_000, { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9' });
-    const summary = JSON.parse(output) as { scenario: string };
-    expect(summary.scenario).toBe('healthy');
-  });
+  it(
+    'pnpm resumewatch, pnpm lab and pnpm lab:instrumented run the built CLIs with their arguments',
+    { timeout: 120_000 },
+    () => {
+      expect(run('pnpm', ['resumewatch', '--help'], repoRoot)).toContain('resumewatch serve');
+      expect(run('pnpm', ['lab', 'scenarios'], repoRoot).trim().split('\n')).toContain('seed-loop');
+      // Spans go nowhere here (nothing listens on port 9), not to whatever listens on 4318 on this machine.
+      const output = run('pnpm', ['lab:instrumented', 'run', 'healthy', '--json'], repoRoot, 120_000, {
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9',
+      });
+      const summary = JSON.parse(output) as { scenario: string };
+      expect(summary.scenario).toBe('healthy');
+    },
+  );
 });
 
-const answers = (url: string) => async () => (await fetch(url).then(() => true, () => false)) || undefined;
+const answers = (url: string) => async () =>
+  (await fetch(url).then(
+    () => true,
+    () => false,
+  )) || undefined;
 
-function start(bin: string, args: string[], env: Record<string, string> = {}): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
-  const child = spawn(process.execPath, [bin, ...args], { cwd: app, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+function start(
+  bin: string,
+  args: string[],
+  env: Record<string, string> = {},
+): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
+  const child = spawn(process.execPath, [bin, ...args], {
+    cwd: app,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   procs.push(child);
   let output = '';
   child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
@@ -145,35 +189,66 @@ await client.close();
 `;
 
 describe('installed with npm outside the workspace', () => {
-  it('an unmodified SDK app under --import @resumewatch/instrumentation/register reports to the installed resumewatch serve', { timeout: 240_000 }, async () => {
-    mkdirSync(app);
-    writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'my-app', private: true, type: 'module' }));
-    writeFileSync(join(app, 'app.mjs'), APP);
-    const files = [...tarballs.values()].map((t) => t.path);
-    run('npm', ['install', '--no-audit', '--no-fund', '--loglevel=error', ...files, '@modelcontextprotocol/sdk@1.32.2'], app, 200_000);
+  it(
+    'an unmodified SDK app under --import @resumewatch/instrumentation/register reports to the installed resumewatch serve',
+    { timeout: 240_000 },
+    async () => {
+      mkdirSync(app);
+      writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'my-app', private: true, type: 'module' }));
+      writeFileSync(join(app, 'app.mjs'), APP);
+      const files = [...tarballs.values()].map((t) => t.path);
+      run(
+        'npm',
+        ['install', '--no-audit', '--no-fund', '--loglevel=error', ...files, '@modelcontextprotocol/sdk@1.32.2'],
+        app,
+        200_000,
+      );
 
-    const [otlpPort, metricsPort, labPort] = [await freePort(), await freePort(), await freePort()];
-    const serve = start(join(app, 'node_modules/.bin/resumewatch'), ['serve', '--port', String(otlpPort), '--grpc-port', 'off', '--metrics-port', String(metricsPort)]);
-    const lab = start(join(app, 'node_modules/.bin/resumewatch-lab'), ['server', '--port', String(labPort), '--retry-ms', '50']);
-    await waitFor(answers(`http://127.0.0.1:${metricsPort}/healthz`), `resumewatch serve: ${serve.output()}`);
-    await waitFor(answers(`http://127.0.0.1:${labPort}/mcp`), `the lab server: ${lab.output()}`);
+      const [otlpPort, metricsPort, labPort] = [await freePort(), await freePort(), await freePort()];
+      const serve = start(join(app, 'node_modules/.bin/resumewatch'), [
+        'serve',
+        '--port',
+        String(otlpPort),
+        '--grpc-port',
+        'off',
+        '--metrics-port',
+        String(metricsPort),
+      ]);
+      const lab = start(join(app, 'node_modules/.bin/resumewatch-lab'), [
+        'server',
+        '--port',
+        String(labPort),
+        '--retry-ms',
+        '50',
+      ]);
+      await waitFor(answers(`http://127.0.0.1:${metricsPort}/healthz`), `resumewatch serve: ${serve.output()}`);
+      await waitFor(answers(`http://127.0.0.1:${labPort}/mcp`), `the lab server: ${lab.output()}`);
 
-    const instrumented = spawn(process.execPath, ['--import', '@resumewatch/instrumentation/register', 'app.mjs'], {
-      cwd: app,
-      env: { ...process.env, MCP_URL: `http://127.0.0.1:${labPort}/mcp`, OTEL_SERVICE_NAME: 'my-app', OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${otlpPort}` },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    procs.push(instrumented);
-    let output = '';
-    instrumented.stdout.on('data', (d: Buffer) => (output += d.toString()));
-    instrumented.stderr.on('data', (d: Buffer) => (output += d.toString()));
-    expect(await new Promise((resolve) => instrumented.on('exit', resolve)), output).toBe(0);
-    expect(output).toContain('tool failed:');
+      const instrumented = spawn(process.execPath, ['--import', '@resumewatch/instrumentation/register', 'app.mjs'], {
+        cwd: app,
+        env: {
+          ...process.env,
+          MCP_URL: `http://127.0.0.1:${labPort}/mcp`,
+          OTEL_SERVICE_NAME: 'my-app',
+          OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${otlpPort}`,
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      procs.push(instrumented);
+      let output = '';
+      instrumented.stdout.on('data', (d: Buffer) => (output += d.toString()));
+      instrumented.stderr.on('data', (d: Buffer) => (output += d.toString()));
+      expect(await new Promise((resolve) => instrumented.on('exit', resolve)), output).toBe(0);
+      expect(output).toContain('tool failed:');
 
-    const findings = await waitFor(async () => {
-      const list = (await (await fetch(`http://127.0.0.1:${metricsPort}/findings`)).json()) as { kind: string; service: string }[];
-      return list.some((f) => f.kind === semconv.FindingKind.RESUME_AFTER_TERMINAL) ? list : undefined;
-    }, 'the finding of the SDK app');
-    expect(new Set(findings.map((f) => f.service))).toEqual(new Set(['my-app']));
-  });
+      const findings = await waitFor(async () => {
+        const list = (await (await fetch(`http://127.0.0.1:${metricsPort}/findings`)).json()) as {
+          kind: string;
+          service: string;
+        }[];
+        return list.some((f) => f.kind === semconv.FindingKind.RESUME_AFTER_TERMINAL) ? list : undefined;
+      }, 'the finding of the SDK app');
+      expect(new Set(findings.map((f) => f.service))).toEqual(new Set(['my-app']));
+    },
+  );
 });

@@ -23,7 +23,11 @@ describe('requirements', () => {
         ['amtool', 'prometheus-alertmanager'],
       ];
       for (const [tool, pkg] of cases) {
-        expect(() => requireTools(tool)).toThrow(new Error(`${tool} is not on the PATH: this test needs Debian's ${pkg} package (sudo apt-get install ${pkg})`));
+        expect(() => requireTools(tool)).toThrow(
+          new Error(
+            `${tool} is not on the PATH: this test needs Debian's ${pkg} package (sudo apt-get install ${pkg})`,
+          ),
+        );
       }
     } finally {
       rmSync(empty, { recursive: true, force: true });
@@ -32,12 +36,18 @@ describe('requirements', () => {
 
   it('the README states Node, pnpm, the prometheus packages and Compose v2 next to the Quick start commands', () => {
     const readme = readFileSync(join(repoRoot, 'README.md'), 'utf8');
-    const quickStart = readme.slice(readme.indexOf('## Quick start'), readme.indexOf('\n## ', readme.indexOf('## Quick start') + 1));
+    const quickStart = readme.slice(
+      readme.indexOf('## Quick start'),
+      readme.indexOf('\n## ', readme.indexOf('## Quick start') + 1),
+    );
     expect(quickStart).toContain('npm i -g pnpm@12.4.2');
     expect(quickStart).toContain('Node 20.6 or newer');
     expect(quickStart).toContain('sudo apt-get install prometheus prometheus-alertmanager');
     expect(quickStart).toContain('Compose v2');
-    const engines = (JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { engines: { node: string }; packageManager: string });
+    const engines = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as {
+      engines: { node: string };
+      packageManager: string;
+    };
     expect(engines.engines.node).toBe('>=20.6.0');
     expect(engines.packageManager).toBe('pnpm@12.4.2');
   });

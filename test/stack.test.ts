@@ -50,11 +50,28 @@ function flag(args: string[], name: string): string | undefined {
 
 describe('docker-compose.yml', () => {
   it('has the services of the stack', () => {
-    for (const s of ['otel-collector', 'detector-1', 'detector-2', 'tempo', 'prometheus', 'alertmanager', 'grafana', 'lab-server']) {
+    for (const s of [
+      'otel-collector',
+      'detector-1',
+      'detector-2',
+      'tempo',
+      'prometheus',
+      'alertmanager',
+      'grafana',
+      'lab-server',
+    ]) {
       expect(names).toContain(s);
     }
     const scenarios = names.filter((n) => n.startsWith('lab-')).map((n) => flag(commandOf(services[n]!), 'run'));
-    for (const s of ['seed-loop', 'per-stream-dedup', 'network-cut', 'server-restart', 'cursor-evicted', 'sdk-error-resume', 'healthy']) {
+    for (const s of [
+      'seed-loop',
+      'per-stream-dedup',
+      'network-cut',
+      'server-restart',
+      'cursor-evicted',
+      'sdk-error-resume',
+      'healthy',
+    ]) {
       expect(scenarios).toContain(s);
     }
   });
@@ -89,7 +106,8 @@ describe('docker-compose.yml', () => {
   it('publishes valid, distinct host ports', () => {
     const hostPorts = new Map<number, string>();
     for (const [name, s] of Object.entries(services)) {
-      if (s.network_mode) expect(s.ports, `${name} shares a network namespace, it cannot publish ports`).toBeUndefined();
+      if (s.network_mode)
+        expect(s.ports, `${name} shares a network namespace, it cannot publish ports`).toBeUndefined();
       for (const p of s.ports ?? []) {
         const m = /^(?:(\d+\.\d+\.\d+\.\d+):)?(\d+):(\d+)(?:\/(tcp|udp))?$/.exec(p);
         expect(m, `${name}: port ${p}`).not.toBeNull();
@@ -105,7 +123,8 @@ describe('docker-compose.yml', () => {
   });
 
   it('depends only on services that exist, without cycles', () => {
-    const deps = (s: Service): string[] => (Array.isArray(s.depends_on) ? s.depends_on : Object.keys(s.depends_on ?? {}));
+    const deps = (s: Service): string[] =>
+      Array.isArray(s.depends_on) ? s.depends_on : Object.keys(s.depends_on ?? {});
     for (const [name, s] of Object.entries(services)) {
       for (const d of deps(s)) expect(names, `${name} depends on ${d}`).toContain(d);
       if (s.network_mode) {
@@ -159,7 +178,10 @@ describe('docker-compose.yml', () => {
       expect(s.environment?.OTEL_SERVICE_NAME, name).toBe(name);
       // A client talks to the lab server whose network namespace it shares (lab-server-restart has its own).
       const server = s.network_mode?.replace(/^service:/, '');
-      if (args.includes('run')) expect(flag(args, '--server'), name).toBe(`http://127.0.0.1:${flag(commandOf(services[server!]!), '--port')}/mcp`);
+      if (args.includes('run'))
+        expect(flag(args, '--server'), name).toBe(
+          `http://127.0.0.1:${flag(commandOf(services[server!]!), '--port')}/mcp`,
+        );
     }
   });
 });
@@ -180,7 +202,10 @@ describe('deploy/collector', () => {
   it('receives OTLP on 4317 and 4318 and feeds both detectors, keyed by session, and Tempo', () => {
     expect(config.receivers.otlp.protocols.grpc.endpoint).toBe('0.0.0.0:4317');
     expect(config.receivers.otlp.protocols.http.endpoint).toBe('0.0.0.0:4318');
-    const [lbName, lb] = Object.entries(config.exporters).find(([k]) => k.split('/')[0] === 'loadbalancing')! as [string, Dict];
+    const [lbName, lb] = Object.entries(config.exporters).find(([k]) => k.split('/')[0] === 'loadbalancing')! as [
+      string,
+      Dict,
+    ];
     expect(lb.routing_key).toBe('attributes');
     expect(lb.routing_attributes).toEqual([semconv.ATTR_MCP_SESSION_ID]);
     const hostnames = (lb.resolver as { static: { hostnames: string[] } }).static.hostnames;
@@ -189,7 +214,10 @@ describe('deploy/collector', () => {
       const service = services[h.split(':')[0]!]!;
       expect(flag(commandOf(service), '--grpc-port')).toBe(h.split(':')[1]);
     }
-    const [tempoName, tempo] = Object.entries(config.exporters).find(([k]) => k.startsWith('otlp'))! as [string, { endpoint: string }];
+    const [tempoName, tempo] = Object.entries(config.exporters).find(([k]) => k.startsWith('otlp'))! as [
+      string,
+      { endpoint: string },
+    ];
     expect(tempo.endpoint).toBe('tempo:4317');
     const traces = config.service.pipelines.traces!;
     expect(traces.receivers).toEqual(['otlp']);
@@ -220,7 +248,8 @@ describe('deploy/prometheus and deploy/alertmanager', () => {
     const job = cfg.scrape_configs.find((j) => j.job_name === 'resumewatch-detector')!;
     const targets = job.static_configs.flatMap((c) => c.targets).sort();
     expect(targets).toEqual(['detector-1:9464', 'detector-2:9464']);
-    for (const t of targets) expect(flag(commandOf(services[t.split(':')[0]!]!), '--metrics-port')).toBe(t.split(':')[1]);
+    for (const t of targets)
+      expect(flag(commandOf(services[t.split(':')[0]!]!), '--metrics-port')).toBe(t.split(':')[1]);
     const rules = readFileSync(join(repoRoot, 'alerts/rules/detector.yaml'), 'utf8');
     expect(rules).toContain(`job="${job.job_name}"`);
     expect(cfg.alerting.alertmanagers[0]!.static_configs[0]!.targets).toEqual(['alertmanager:9093']);
@@ -236,26 +265,40 @@ describe('deploy/prometheus and deploy/alertmanager', () => {
 describe('deploy/grafana and deploy/tempo', () => {
   it('provisions Prometheus with exemplars linked to Tempo by trace_id', () => {
     const ds = load('deploy/grafana/provisioning/datasources/datasources.yaml') as {
-      datasources: { uid: string; type: string; url: string; jsonData?: { exemplarTraceIdDestinations?: { name: string; datasourceUid: string }[] } }[];
+      datasources: {
+        uid: string;
+        type: string;
+        url: string;
+        jsonData?: { exemplarTraceIdDestinations?: { name: string; datasourceUid: string }[] };
+      }[];
     };
     const prom = ds.datasources.find((d) => d.type === 'prometheus')!;
     const tempo = ds.datasources.find((d) => d.type === 'tempo')!;
     expect(prom.uid).toBe('prometheus'); // the default of the dashboards' datasource variable
     expect(prom.url).toBe('http://prometheus:9090');
     expect(tempo.url).toBe('http://tempo:3200');
-    expect(prom.jsonData?.exemplarTraceIdDestinations).toEqual([{ name: semconv.EXEMPLAR_TRACE_ID, datasourceUid: tempo.uid }]);
+    expect(prom.jsonData?.exemplarTraceIdDestinations).toEqual([
+      { name: semconv.EXEMPLAR_TRACE_ID, datasourceUid: tempo.uid },
+    ]);
   });
 
   it('loads the generated dashboards from where compose mounts them', () => {
-    const p = load('deploy/grafana/provisioning/dashboards/dashboards.yaml') as { providers: { options: { path: string } }[] };
+    const p = load('deploy/grafana/provisioning/dashboards/dashboards.yaml') as {
+      providers: { options: { path: string } }[];
+    };
     const mount = services.grafana!.volumes!.find((v) => v.startsWith('./dashboards/generated:'))!;
     expect(mount.split(':')[1]).toBe(p.providers[0]!.options.path);
     const home = services.grafana!.environment!.GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH!;
-    expect(existsSync(join(repoRoot, 'dashboards/generated', home.slice(p.providers[0]!.options.path.length)))).toBe(true);
+    expect(existsSync(join(repoRoot, 'dashboards/generated', home.slice(p.providers[0]!.options.path.length)))).toBe(
+      true,
+    );
   });
 
   it('has Tempo listen for OTLP/gRPC on all interfaces and serve its API on 3200', () => {
-    const t = load('deploy/tempo/tempo.yaml') as { server: { http_listen_port: number }; distributor: { receivers: { otlp: { protocols: { grpc: { endpoint: string } } } } } };
+    const t = load('deploy/tempo/tempo.yaml') as {
+      server: { http_listen_port: number };
+      distributor: { receivers: { otlp: { protocols: { grpc: { endpoint: string } } } } };
+    };
     expect(t.server.http_listen_port).toBe(3200);
     expect(t.distributor.receivers.otlp.protocols.grpc.endpoint).toBe('0.0.0.0:4317');
   });

@@ -61,7 +61,7 @@ export function detectorHealthDashboard(): dashboard.Dashboard {
       series({
         id: 3,
         title: 'Spans received by replica',
-        description: 'How the collector\'s load-balancing exporter spreads spans (keyed by session) over the replicas.',
+        description: "How the collector's load-balancing exporter spreads spans (keyed by session) over the replicas.",
         unit: 'cps',
         queries: [{ expr: q.spansByReplica, legend: '{{instance}}' }],
         at: { w: 8, h: 6 },
@@ -93,7 +93,8 @@ export function detectorHealthDashboard(): dashboard.Dashboard {
       series({
         id: 6,
         title: 'Tracked requests',
-        description: 'Requests (service, session, request) whose state each replica holds. Flat at the cap means evictions.',
+        description:
+          'Requests (service, session, request) whose state each replica holds. Flat at the cap means evictions.',
         unit: 'short',
         queries: [{ expr: q.trackedRequests, legend: '{{instance}}' }],
         at: { w: 8, h: 8 },
@@ -115,7 +116,8 @@ export function detectorHealthDashboard(): dashboard.Dashboard {
       series({
         id: 8,
         title: 'Detection lag p99 by replica',
-        description: 'Seconds from the end of the span that completed a finding to the finding. Alert: ResumewatchDetectionLagHigh.',
+        description:
+          'Seconds from the end of the span that completed a finding to the finding. Alert: ResumewatchDetectionLagHigh.',
         unit: 's',
         queries: [{ expr: q.detectionLagP99, legend: '{{instance}}' }],
         at: { w: 8, h: 8 },

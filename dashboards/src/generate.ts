@@ -40,17 +40,29 @@ function sync(dir: string, expected: Map<string, string>, owned?: string): void 
   }
   if (owned === undefined) return;
   for (const file of readdirSync(dir)) {
-    if (file.endsWith(owned) && !expected.has(file)) stale.push(`${join(dir, file).slice(repoRoot.length + 1)} (not generated)`);
+    if (file.endsWith(owned) && !expected.has(file))
+      stale.push(`${join(dir, file).slice(repoRoot.length + 1)} (not generated)`);
   }
 }
 
-sync(join(repoRoot, 'dashboards', 'generated'), new Map(dashboards().map((d) => [d.file, render(d.dashboard)])), '.json');
+sync(
+  join(repoRoot, 'dashboards', 'generated'),
+  new Map(dashboards().map((d) => [d.file, render(d.dashboard)])),
+  '.json',
+);
 sync(join(repoRoot, 'alerts', 'rules'), renderedRuleFiles(config), '.yaml');
 const promtoolDir = join(repoRoot, 'alerts', 'test', 'promtool');
 const promtoolCases = readdirSync(promtoolDir).filter((f) => f.endsWith('.test.yaml'));
-sync(promtoolDir, new Map(promtoolCases.map((f) => [f, renewRunbookUrls(readFileSync(join(promtoolDir, f), 'utf8'), config.runbookBaseUrl)])));
+sync(
+  promtoolDir,
+  new Map(
+    promtoolCases.map((f) => [f, renewRunbookUrls(readFileSync(join(promtoolDir, f), 'utf8'), config.runbookBaseUrl)]),
+  ),
+);
 
 if (stale.length > 0) {
-  console.error(`generated files are out of date: ${stale.join(', ')}. Run: pnpm --filter @resumewatch/dashboards generate`);
+  console.error(
+    `generated files are out of date: ${stale.join(', ')}. Run: pnpm --filter @resumewatch/dashboards generate`,
+  );
   process.exit(1);
 }

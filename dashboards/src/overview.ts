@@ -77,7 +77,8 @@ export function overviewDashboard(): dashboard.Dashboard {
       series({
         id: 4,
         title: 'Reconnect storm size (p50, p90)',
-        description: 'Reattach and resume attempts per ended storm: how long clients loop before the cursor is evicted.',
+        description:
+          'Reattach and resume attempts per ended storm: how long clients loop before the cursor is evicted.',
         unit: 'short',
         queries: [
           { expr: q.stormAttemptsP50, legend: 'p50 {{service}}' },
@@ -147,7 +148,8 @@ export function overviewDashboard(): dashboard.Dashboard {
       series({
         id: 10,
         title: 'Session reattaches by acceptance',
-        description: 'Requests that re-presented an existing Mcp-Session-Id on a new stream, by whether the server accepted it.',
+        description:
+          'Requests that re-presented an existing Mcp-Session-Id on a new stream, by whether the server accepted it.',
         unit: 'reqps',
         queries: [{ expr: q.reattachByAcceptance, legend: 'accepted={{accepted}}' }],
         at: { w: 8, h: 8 },

@@ -69,7 +69,9 @@ export function series(p: SeriesPanel): timeseries.PanelBuilder {
         .placement(common.LegendPlacement.Bottom)
         .calcs(['lastNotNull', 'max']),
     )
-    .tooltip(new common.VizTooltipOptionsBuilder().mode(common.TooltipDisplayMode.Multi).sort(common.SortOrder.Descending))
+    .tooltip(
+      new common.VizTooltipOptionsBuilder().mode(common.TooltipDisplayMode.Multi).sort(common.SortOrder.Descending),
+    )
     .targets(targets(p.queries));
   if (p.max !== undefined) b.max(p.max);
   if (p.stacked) b.stacking(new common.StackingConfigBuilder().mode(common.StackingMode.Normal));
@@ -128,7 +130,7 @@ export function datasourceVariable(): dashboard.DatasourceVariableBuilder {
 export function serviceVariable(): dashboard.QueryVariableBuilder {
   return new dashboard.QueryVariableBuilder(VAR_SERVICE)
     .label('service')
-    .description('service.name of the instrumented MCP clients (the detector\'s service label)')
+    .description("service.name of the instrumented MCP clients (the detector's service label)")
     .datasource(PROMETHEUS)
     .query(`label_values(${METRIC_TERMINAL_EVENTS_TOTAL}, ${LABEL_SERVICE})`)
     .refresh(dashboard.VariableRefresh.OnTimeRangeChanged)

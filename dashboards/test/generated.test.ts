@@ -21,28 +21,51 @@ describe('dashboards/generated', () => {
   });
 
   it('holds no file the generator does not write', () => {
-    const files = readdirSync(generatedDir).filter((f) => f.endsWith('.json')).sort();
-    expect(files).toEqual(dashboards().map((d) => d.file).sort());
+    const files = readdirSync(generatedDir)
+      .filter((f) => f.endsWith('.json'))
+      .sort();
+    expect(files).toEqual(
+      dashboards()
+        .map((d) => d.file)
+        .sort(),
+    );
   });
 
   it('writes alerts/rules, file by file, and nothing else there', () => {
     const expected = renderedRuleFiles(config);
     for (const [file, text] of expected) {
-      expect(readFileSync(join(rulesDir, file), 'utf8'), `alerts/rules/${file} is stale: run pnpm --filter @resumewatch/dashboards generate`).toBe(text);
+      expect(
+        readFileSync(join(rulesDir, file), 'utf8'),
+        `alerts/rules/${file} is stale: run pnpm --filter @resumewatch/dashboards generate`,
+      ).toBe(text);
     }
-    expect(readdirSync(rulesDir).filter((f) => f.endsWith('.yaml')).sort()).toEqual([...expected.keys()].sort());
+    expect(
+      readdirSync(rulesDir)
+        .filter((f) => f.endsWith('.yaml'))
+        .sort(),
+    ).toEqual([...expected.keys()].sort());
   });
 
   it('gives every expected alert of the promtool cases the configured runbook link', () => {
     for (const file of readdirSync(promtoolDir).filter((f) => f.endsWith('.test.yaml'))) {
       const text = readFileSync(join(promtoolDir, file), 'utf8');
-      expect(text, `${file}: run pnpm --filter @resumewatch/dashboards generate`).toBe(renewRunbookUrls(text, config.runbookBaseUrl));
+      expect(text, `${file}: run pnpm --filter @resumewatch/dashboards generate`).toBe(
+        renewRunbookUrls(text, config.runbookBaseUrl),
+      );
     }
   });
 
   it('sets each runbook_url of a promtool case from the alertname above it', () => {
-    const text = ['  - alertname: McpReconnectStorm', '    exp_alerts:', '      - exp_annotations:', '          runbook_url: https://old.example/r.md#x', ''].join('\n');
-    expect(renewRunbookUrls(text, 'https://runbooks.example/r.md')).toBe(text.replace('https://old.example/r.md#x', 'https://runbooks.example/r.md#mcpreconnectstorm'));
+    const text = [
+      '  - alertname: McpReconnectStorm',
+      '    exp_alerts:',
+      '      - exp_annotations:',
+      '          runbook_url: https://old.example/r.md#x',
+      '',
+    ].join('\n');
+    expect(renewRunbookUrls(text, 'https://runbooks.example/r.md')).toBe(
+      text.replace('https://old.example/r.md#x', 'https://runbooks.example/r.md#mcpreconnectstorm'),
+    );
     expect(() => renewRunbookUrls('runbook_url: x\n', 'b')).toThrow('runbook_url on line 1 has no alertname above it');
   });
 

@@ -87,9 +87,11 @@ describe.each(generated.map((g) => [g.file, g.json] as const))('%s', (_file, jso
   it('uses $__rate_interval for every range and filters by service where the metric has it', () => {
     for (const panel of dataPanels(json)) {
       for (const t of panel.targets!) {
-        for (const m of t.expr.matchAll(/\[([^\]]+)\]/g)) expect(m[1], `${panel.title}: ${t.expr}`).toBe('$__rate_interval');
+        for (const m of t.expr.matchAll(/\[([^\]]+)\]/g))
+          expect(m[1], `${panel.title}: ${t.expr}`).toBe('$__rate_interval');
         if (/\b(rate|increase)\(/.test(t.expr)) expect(t.expr).toContain('[$__rate_interval]');
-        if (/service/.test(t.expr) && !/^up\{/.test(t.expr)) expect(t.expr, panel.title).toContain(`=~"$${VAR_SERVICE}"`);
+        if (/service/.test(t.expr) && !/^up\{/.test(t.expr))
+          expect(t.expr, panel.title).toContain(`=~"$${VAR_SERVICE}"`);
       }
     }
   });
@@ -115,7 +117,10 @@ describe('dashboard set', () => {
   });
 
   it('shows what the issue asks for', () => {
-    const titles = (i: number) => dataPanels(generated[i]!.json).map((p) => p.title.toLowerCase()).join('\n');
+    const titles = (i: number) =>
+      dataPanels(generated[i]!.json)
+        .map((p) => p.title.toLowerCase())
+        .join('\n');
     for (const word of [
       'duplicate terminal',
       'signatures',
@@ -130,6 +135,7 @@ describe('dashboard set', () => {
     ]) {
       expect(titles(0)).toContain(word);
     }
-    for (const word of ['spans received by result', 'tracked requests', 'evictions', 'up']) expect(titles(1)).toContain(word);
+    for (const word of ['spans received by result', 'tracked requests', 'evictions', 'up'])
+      expect(titles(1)).toContain(word);
   });
 });

@@ -6,8 +6,20 @@ import { join } from 'node:path';
 import { parse } from 'yaml';
 
 const KEYWORDS = new Set([
-  'by', 'without', 'on', 'ignoring', 'group_left', 'group_right', 'bool', 'and', 'or', 'unless',
-  'offset', 'inf', 'nan', 'atan2',
+  'by',
+  'without',
+  'on',
+  'ignoring',
+  'group_left',
+  'group_right',
+  'bool',
+  'and',
+  'or',
+  'unless',
+  'offset',
+  'inf',
+  'nan',
+  'atan2',
 ]);
 
 /** Metric names selected by a PromQL expression (function names, keywords and labels excluded). */

@@ -30,7 +30,9 @@ export function requireTools(...cmds: string[]): void {
   for (const cmd of cmds) {
     if (onPath(cmd)) continue;
     const pkg = DEBIAN_PACKAGE[cmd] ?? cmd;
-    const error = new Error(`${cmd} is not on the PATH: this test needs Debian's ${pkg} package (sudo apt-get install ${pkg})`);
+    const error = new Error(
+      `${cmd} is not on the PATH: this test needs Debian's ${pkg} package (sudo apt-get install ${pkg})`,
+    );
     error.stack = error.message;
     throw error;
   }

@@ -101,7 +101,13 @@ interface Loop {
 /** Bounded wait: resolves when `p` settles or after `ms`, whichever is first. */
 async function within(p: Promise<unknown>, ms: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
-  await Promise.race([p.then(() => undefined, () => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  await Promise.race([
+    p.then(
+      () => undefined,
+      () => undefined,
+    ),
+    new Promise<void>((resolve) => (timer = setTimeout(resolve, ms))),
+  ]);
   clearTimeout(timer);
 }
 
@@ -123,7 +129,11 @@ export class LabTraffic {
         const provider = new BasicTracerProvider({
           resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: service }),
           spanProcessors: resolved.endpoints.map(
-            (url) => new BatchSpanProcessor(new OTLPTraceExporter({ url }), { scheduledDelayMillis: 200, maxExportBatchSize: 512 }),
+            (url) =>
+              new BatchSpanProcessor(new OTLPTraceExporter({ url }), {
+                scheduledDelayMillis: 200,
+                maxExportBatchSize: 512,
+              }),
           ),
         });
         const lab = await startLabServer({ retryIntervalMs: 50 }).catch(async (error: unknown) => {
@@ -170,7 +180,12 @@ export class LabTraffic {
       try {
         // server-restart's client waits for its result past the request timeout (3 s): the deadline, not
         // the session's DELETE, ends its held poll, as an empty replay (McpAmbiguousEmptyReplay).
-        await runScenario(loop.scenario, { serverUrl: loop.lab.url, fetch: this.fetchFor(loop), maxReconnects: 10, resultWaitMs: 4_000 });
+        await runScenario(loop.scenario, {
+          serverUrl: loop.lab.url,
+          fetch: this.fetchFor(loop),
+          maxReconnects: 10,
+          resultWaitMs: 4_000,
+        });
         loop.stats.runs++;
       } catch (error) {
         this.failed(loop, error);
@@ -223,7 +238,8 @@ type OtlpValue = { stringValue: string } | { boolValue: boolean } | { intValue: 
 function otlpAttributes(attrs: Record<string, string | number | boolean>): { key: string; value: OtlpValue }[] {
   return Object.entries(attrs).map(([key, v]) => ({
     key,
-    value: typeof v === 'string' ? { stringValue: v } : typeof v === 'boolean' ? { boolValue: v } : { intValue: String(v) },
+    value:
+      typeof v === 'string' ? { stringValue: v } : typeof v === 'boolean' ? { boolValue: v } : { intValue: String(v) },
   }));
 }
 

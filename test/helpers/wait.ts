@@ -5,7 +5,12 @@ import { vi } from 'vitest';
  * `vi.waitFor` on a check that may be async: polls until it returns a truthy value and returns it. A check
  * that throws counts as not yet. On a timeout the error names what was awaited and the check's last error.
  */
-export async function waitFor<T>(check: () => T | undefined | false | Promise<T | undefined | false>, what: string, timeoutMs = 20_000, intervalMs = 100): Promise<T> {
+export async function waitFor<T>(
+  check: () => T | undefined | false | Promise<T | undefined | false>,
+  what: string,
+  timeoutMs = 20_000,
+  intervalMs = 100,
+): Promise<T> {
   let last: unknown;
   try {
     return await vi.waitFor(

@@ -5,7 +5,8 @@ import type { MonitoringConfig } from '../config.js';
 import { isAlertingRule } from './model.js';
 import type { Rule, RuleFile } from './model.js';
 
-const GENERATED = 'Generated from dashboards/src/alerts by `pnpm --filter @resumewatch/dashboards generate`: edit the TypeScript.';
+const GENERATED =
+  'Generated from dashboards/src/alerts by `pnpm --filter @resumewatch/dashboards generate`: edit the TypeScript.';
 
 function comment(text: string | undefined, indent: string): string[] {
   return text === undefined ? [] : text.split('\n').map((line) => (line === '' ? `${indent}#` : `${indent}# ${line}`));

@@ -5,7 +5,12 @@ import { BoundedMap } from '../src/bounded-map.js';
 function fixture(cap = 3, retentionMs = 100) {
   let t = 1000;
   const dropped: [string, number][] = [];
-  const map = new BoundedMap<string, number>(cap, retentionMs, () => t, (key, value) => dropped.push([key, value]));
+  const map = new BoundedMap<string, number>(
+    cap,
+    retentionMs,
+    () => t,
+    (key, value) => dropped.push([key, value]),
+  );
   return { map, dropped, advance: (ms: number) => (t += ms) };
 }
 
@@ -53,7 +58,10 @@ describe('BoundedMap', () => {
     expect(map.size).toBe(1);
     map.set('c', 3);
     expect(map.size).toBe(1);
-    expect(dropped).toEqual([['a', 1], ['b', 2]]);
+    expect(dropped).toEqual([
+      ['a', 1],
+      ['b', 2],
+    ]);
     expect(map.evictions).toBe(0);
   });
 
@@ -95,13 +103,24 @@ describe('BoundedMap', () => {
 
   it('evictOldest drops and counts the oldest; delete and deleteWhere tell onDrop but do not count', () => {
     const { map, dropped } = fixture(5);
-    for (const [k, v] of [['s1\na', 1], ['s1\nb', 2], ['s2\nc', 3], ['s1\nd', 4]] as const) map.set(k, v);
+    for (const [k, v] of [
+      ['s1\na', 1],
+      ['s1\nb', 2],
+      ['s2\nc', 3],
+      ['s1\nd', 4],
+    ] as const)
+      map.set(k, v);
     expect(map.evictOldest()).toBe(true);
     expect(map.evictions).toBe(1);
     expect(map.delete('s2\nc')).toBe(true);
     expect(map.delete('s2\nc')).toBe(false);
     expect(map.deleteWhere((key) => key.startsWith('s1\n'))).toBe(2);
-    expect(dropped).toEqual([['s1\na', 1], ['s2\nc', 3], ['s1\nb', 2], ['s1\nd', 4]]);
+    expect(dropped).toEqual([
+      ['s1\na', 1],
+      ['s2\nc', 3],
+      ['s1\nb', 2],
+      ['s1\nd', 4],
+    ]);
     expect(map.evictions).toBe(1);
     expect(map.size).toBe(0);
     expect(map.evictOldest()).toBe(false);
@@ -115,13 +134,21 @@ describe('BoundedMap', () => {
     map.set('c', 3);
     advance(40);
     const live = [...map.entries()];
-    expect(live).toEqual([['b', 2], ['c', 3]]);
+    expect(live).toEqual([
+      ['b', 2],
+      ['c', 3],
+    ]);
     for (const [key] of map.entries()) map.delete(key);
     expect(map.size).toBe(1);
     map.set('d', 4);
     map.clear();
     expect(map.size).toBe(0);
-    expect(dropped).toEqual([['b', 2], ['c', 3], ['a', 1], ['d', 4]]);
+    expect(dropped).toEqual([
+      ['b', 2],
+      ['c', 3],
+      ['a', 1],
+      ['d', 4],
+    ]);
     expect(map.evictions).toBe(0);
   });
 

@@ -16,9 +16,11 @@ function parseErrorText(error: unknown): string {
   const message = error instanceof Error ? error.message : String(error);
   const flag = /'(-[^' ]+)/.exec(message)?.[1];
   const code = (error as { code?: string }).code;
-  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && flag) return `unknown flag ${flag} (resumewatch-demo --help lists the options)`;
+  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && flag)
+    return `unknown flag ${flag} (resumewatch-demo --help lists the options)`;
   if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' && flag) return `${flag} takes no value`;
-  if (code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL') return `unexpected argument ${/'([^']+)'/.exec(message)?.[1] ?? ''} (resumewatch-demo takes no arguments)`;
+  if (code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL')
+    return `unexpected argument ${/'([^']+)'/.exec(message)?.[1] ?? ''} (resumewatch-demo takes no arguments)`;
   return message.split('\n')[0]!;
 }
 
@@ -48,7 +50,12 @@ async function main(): Promise<void> {
 main().catch((error: unknown) => {
   // The demo itself failed: one line; the stack only on request.
   const debug = process.env.RESUMEWATCH_DEBUG === '1';
-  const text = error instanceof Error ? (debug ? (error.stack ?? error.message) : `${error.name}: ${error.message.split('\n')[0]} (RESUMEWATCH_DEBUG=1 prints the stack)`) : String(error);
+  const text =
+    error instanceof Error
+      ? debug
+        ? (error.stack ?? error.message)
+        : `${error.name}: ${error.message.split('\n')[0]} (RESUMEWATCH_DEBUG=1 prints the stack)`
+      : String(error);
   process.stderr.write(`resumewatch-demo: ${text}\n`);
   process.exitCode = 1;
 });

@@ -35,7 +35,7 @@ export function formatRun(run: DemoRun): string {
   return [
     `== ${title}`,
     '',
-    'the client (the lab\'s seed client: it reconnects on every clean close)',
+    "the client (the lab's seed client: it reconnects on every clean close)",
     ...clientLines(run),
     timelines,
     'findings of the in-process detector, by request (counts stated once per request)',

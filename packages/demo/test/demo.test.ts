@@ -18,8 +18,18 @@ describe('resumewatch-demo (the built CLI that `pnpm start` runs)', () => {
     // As the README tells it: the final result on 4 responses, resumes answered 200, 200, 200, then the eviction's 404.
     expect(bare!.summary.distinctTerminalStreams).toBe(4);
     expect(bare!.summary.resumeStatuses).toEqual([200, 200, 200, 404]);
-    expect(bare!.findings.filter((f) => f.record === undefined).map((f) => f.kind).sort()).toEqual(
-      [FindingKind.DUPLICATE_TERMINAL, FindingKind.RESUME_AFTER_TERMINAL, FindingKind.RECONNECT_STORM, FindingKind.SIGNATURE].sort(),
+    expect(
+      bare!.findings
+        .filter((f) => f.record === undefined)
+        .map((f) => f.kind)
+        .sort(),
+    ).toEqual(
+      [
+        FindingKind.DUPLICATE_TERMINAL,
+        FindingKind.RESUME_AFTER_TERMINAL,
+        FindingKind.RECONNECT_STORM,
+        FindingKind.SIGNATURE,
+      ].sort(),
     );
     // The signature comes as soon as it is complete (its counts are those known then); how the storm
     // ended is a record of its own: the whole storm, ended by the eviction's 404.
@@ -42,7 +52,9 @@ describe('resumewatch-demo (the built CLI that `pnpm start` runs)', () => {
     // Guarded: the request is shown with its one resume, refused in the process (no status: it was never sent).
     expect(guarded!.timelines).toHaveLength(1);
     expect(guarded!.timelines[0]).toMatchObject({ rpcId: '1', terminalDeliveries: 1, resumesAfterTerminal: 1 });
-    expect(guarded!.summary.finding).toMatch(/the client attempted 1 resume\(s\) with the stale cursor; 0 left the process, the last was refused in the process/);
+    expect(guarded!.summary.finding).toMatch(
+      /the client attempted 1 resume\(s\) with the stale cursor; 0 left the process, the last was refused in the process/,
+    );
     const refused = guarded!.timelines[0]!.exchanges.at(-1)!;
     expect(refused.status).toBeUndefined();
     expect(refused.rejected).toMatch(/^InvalidResumptionError: request "1" is terminal/);
@@ -53,27 +65,39 @@ describe('resumewatch-demo (the built CLI that `pnpm start` runs)', () => {
     expect(stderr).toBe('resumewatch-demo: running seed-loop twice against a lab server on loopback...\n');
     const [bare, guarded] = stdout.split(/^== /m).slice(1);
     // One count for the request, not "(1 duplicate(s))" on duplicate_terminal and "(3 duplicate(s))" on signature.
-    expect(bare).toMatch(/^ {2}service=demo-client session=\S+ request=1 trace=[0-9a-f]{32}: 3 duplicate terminal deliveries, 4 resume\/reattach attempts$/m);
+    expect(bare).toMatch(
+      /^ {2}service=demo-client session=\S+ request=1 trace=[0-9a-f]{32}: 3 duplicate terminal deliveries, 4 resume\/reattach attempts$/m,
+    );
     expect(bare).not.toMatch(/\(1 duplicate\(s\)\)|duplicates=/);
     expect(bare).toContain('  terminal deliveries    4 on 4 distinct HTTP response(s) (3 duplicate(s))');
     expect(bare).toContain('  resumes                4 sent with the stale cursor, answered 200, 200, 200, 404');
     // The timeline: the request, its terminal, each reconnect with its cursor, each replay, the end.
     expect(bare).toMatch(/^ +\d+ ms {2}POST tools\/call stream_progress {2}-> {2}200, 5 event\(s\), clean close$/m);
     expect(bare).toMatch(/^ +\d+ ms {4}terminal: the result \(event \S+\)$/m);
-    for (const n of [1, 2, 3, 4]) expect(bare).toMatch(new RegExp(`^ +\\d+ ms {2}reconnect ${n} with Last-Event-ID \\S+ \\(after the terminal\\)  ->  `, 'm'));
-    for (const n of [2, 3, 4]) expect(bare).toMatch(new RegExp(`^ +\\d+ ms {4}replay: the result again, delivery ${n} \\(event \\S+\\)$`, 'm'));
+    for (const n of [1, 2, 3, 4])
+      expect(bare).toMatch(
+        new RegExp(`^ +\\d+ ms {2}reconnect ${n} with Last-Event-ID \\S+ \\(after the terminal\\)  ->  `, 'm'),
+      );
+    for (const n of [2, 3, 4])
+      expect(bare).toMatch(new RegExp(`^ +\\d+ ms {4}replay: the result again, delivery ${n} \\(event \\S+\\)$`, 'm'));
     expect(bare).toContain(
       '  end: the terminal response arrived 4 time(s) on 4 HTTP response(s) (3 duplicate(s)); 4 resume attempt(s) after it; the last resume was answered 404.',
     );
 
     expect(guarded).not.toMatch(/reconnected 1 time\(s\) with the stale cursor/);
-    expect(guarded).toContain('  resumes                1 attempted with the stale cursor: 0 sent, 1 refused in the process by the guard');
-    expect(guarded).toMatch(/reconnect 1 with Last-Event-ID \S+ \(after the terminal\) {2}-> {2}refused in the process, never sent \(InvalidResumptionError: request "1" is terminal\)$/m);
+    expect(guarded).toContain(
+      '  resumes                1 attempted with the stale cursor: 0 sent, 1 refused in the process by the guard',
+    );
+    expect(guarded).toMatch(
+      /reconnect 1 with Last-Event-ID \S+ \(after the terminal\) {2}-> {2}refused in the process, never sent \(InvalidResumptionError: request "1" is terminal\)$/m,
+    );
     expect(guarded).toContain('  none: the stale resume never left the process, so nothing was replayed');
   });
 
   it('`pnpm start` says it is building before the silent first tsc -b', () => {
-    const root = JSON.parse(readFileSync(join(import.meta.dirname, '../../../package.json'), 'utf8')) as { scripts: { start: string } };
+    const root = JSON.parse(readFileSync(join(import.meta.dirname, '../../../package.json'), 'utf8')) as {
+      scripts: { start: string };
+    };
     const [announce, build] = root.scripts.start.split(' && ');
     expect(announce).toMatch(/building the workspace/);
     expect(build).toBe('tsc -b');
@@ -84,6 +108,9 @@ describe('resumewatch-demo (the built CLI that `pnpm start` runs)', () => {
     expect(stdout).toContain('== seed-loop with instrumentFetch()');
     expect(stdout).toContain('signature');
     const failure = await run(process.execPath, [cli, '--nope']).catch((e: { code: number; stderr: string }) => e);
-    expect(failure).toMatchObject({ code: 2, stderr: 'resumewatch-demo: unknown flag --nope (resumewatch-demo --help lists the options)\n' });
+    expect(failure).toMatchObject({
+      code: 2,
+      stderr: 'resumewatch-demo: unknown flag --nope (resumewatch-demo --help lists the options)\n',
+    });
   });
 });

@@ -29,7 +29,9 @@ import type { SpanRecord } from '../src/index.js';
 import { otlpJson } from '../test/helpers/otlp.js';
 import { otlpBodies, workload } from './workload.js';
 
-const { values } = parseArgs({ options: { probes: { type: 'string', default: '200' }, smoke: { type: 'boolean', default: false } } });
+const { values } = parseArgs({
+  options: { probes: { type: 'string', default: '200' }, smoke: { type: 'boolean', default: false } },
+});
 const SMOKE = values.smoke;
 const PROBES = SMOKE ? 3 : Number(values.probes);
 const PROBE_SERVICE = 'lag-probe';
@@ -38,12 +40,17 @@ const PROBE_SERVICE = 'lag-probe';
 const load = otlpBodies(workload(SMOKE ? 600 : 60_000, 'lag', Number.MAX_SAFE_INTEGER), 512);
 
 const cli = join(import.meta.dirname, '../src/cli.ts');
-const child = spawn(process.execPath, ['--import', 'tsx', cli, 'serve', '--port', '0', '--grpc-port', 'off', '--metrics-port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+const child = spawn(
+  process.execPath,
+  ['--import', 'tsx', cli, 'serve', '--port', '0', '--grpc-port', 'off', '--metrics-port', '0'],
+  { stdio: ['ignore', 'pipe', 'pipe'] },
+);
 let stderr = '';
 child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
 const deadline = Date.now() + 60_000;
 while (!/metrics on/.test(stderr)) {
-  if (child.exitCode !== null || Date.now() > deadline) throw new Error(`resumewatch serve did not start: ${stderr.trim()}`);
+  if (child.exitCode !== null || Date.now() > deadline)
+    throw new Error(`resumewatch serve did not start: ${stderr.trim()}`);
   await new Promise((r) => setTimeout(r, 20));
 }
 const port = Number(/:(\d+)\/v1\/traces/.exec(stderr)![1]);
@@ -67,16 +74,29 @@ child.stdout.on('data', (d: Buffer) => {
 const agent = new Agent({ keepAlive: true, maxSockets: 3 });
 function post(body: string): Promise<void> {
   return new Promise<void>((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path: '/v1/traces', method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-      res.resume();
-      res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`status ${res.statusCode}`))));
-    });
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        path: '/v1/traces',
+        method: 'POST',
+        agent,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`status ${res.statusCode}`))));
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
 }
 const metricsAgent = new Agent({ keepAlive: true, maxSockets: 1 });
-const counted = new RegExp(`^${METRIC_FINDINGS_TOTAL}\\{[^}]*${LABEL_KIND}="${FindingKind.DUPLICATE_TERMINAL}",${LABEL_SERVICE}="${PROBE_SERVICE}"[^}]*\\} (\\d+)`, 'm');
+const counted = new RegExp(
+  `^${METRIC_FINDINGS_TOTAL}\\{[^}]*${LABEL_KIND}="${FindingKind.DUPLICATE_TERMINAL}",${LABEL_SERVICE}="${PROBE_SERVICE}"[^}]*\\} (\\d+)`,
+  'm',
+);
 function probeCount(): Promise<number> {
   return new Promise((resolve, reject) => {
     request({ host: '127.0.0.1', port: metricsPort, path: '/metrics', agent: metricsAgent }, (res) => {
@@ -105,8 +125,26 @@ function probeBody(n: number): string {
   const base = { [ATTR_MCP_SESSION_ID]: session, [ATTR_JSONRPC_REQUEST_ID]: 1 };
   const id = (k: number) => (0xf0000000 + n * 2 + k).toString(16).padStart(16, '0');
   const spans: SpanRecord[] = [
-    { traceId: 'f'.repeat(32), spanId: id(0), name: SPAN_REQUEST_TERMINAL, kind: 1, startTimeUnixMs: now, endTimeUnixMs: now + 1, attributes: { ...base, [ATTR_MCP_STREAM_ID]: `${session}-a` }, service: PROBE_SERVICE },
-    { traceId: 'f'.repeat(32), spanId: id(1), name: SPAN_REQUEST_TERMINAL, kind: 1, startTimeUnixMs: now + 2, endTimeUnixMs: now + 3, attributes: { ...base, [ATTR_MCP_STREAM_ID]: `${session}-b`, [ATTR_MCP_TERMINAL_DUPLICATE]: true }, service: PROBE_SERVICE },
+    {
+      traceId: 'f'.repeat(32),
+      spanId: id(0),
+      name: SPAN_REQUEST_TERMINAL,
+      kind: 1,
+      startTimeUnixMs: now,
+      endTimeUnixMs: now + 1,
+      attributes: { ...base, [ATTR_MCP_STREAM_ID]: `${session}-a` },
+      service: PROBE_SERVICE,
+    },
+    {
+      traceId: 'f'.repeat(32),
+      spanId: id(1),
+      name: SPAN_REQUEST_TERMINAL,
+      kind: 1,
+      startTimeUnixMs: now + 2,
+      endTimeUnixMs: now + 3,
+      attributes: { ...base, [ATTR_MCP_STREAM_ID]: `${session}-b`, [ATTR_MCP_TERMINAL_DUPLICATE]: true },
+      service: PROBE_SERVICE,
+    },
   ];
   return JSON.stringify(otlpJson(spans, PROBE_SERVICE));
 }
@@ -123,7 +161,12 @@ for (let n = 0; n < PROBES; n++) {
   const session = `lag-probe-${n}`;
   const found = new Promise<bigint>((resolve) => waiting.set(session, resolve));
   let timer: NodeJS.Timeout | undefined;
-  const finding = Promise.race([found, new Promise<bigint>((_, reject) => (timer = setTimeout(() => reject(new Error(`probe ${n}: no finding in 10 s`)), 10_000)))]);
+  const finding = Promise.race([
+    found,
+    new Promise<bigint>(
+      (_, reject) => (timer = setTimeout(() => reject(new Error(`probe ${n}: no finding in 10 s`)), 10_000)),
+    ),
+  ]);
   const start = process.hrtime.bigint();
   await post(body);
   roundTrip.push(ms(start, process.hrtime.bigint()));
@@ -150,13 +193,29 @@ const pct = (xs: number[], p: number) => {
   return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]!;
 };
 const f2 = (x: number) => x.toFixed(2);
-console.log(`detection lag, ${PROBES} probes under a load of ${Math.round(loadRate).toLocaleString('en-US')} spans/s (OTLP/JSON, 512 spans a body, 2 connections):`);
+console.log(
+  `detection lag, ${PROBES} probes under a load of ${Math.round(loadRate).toLocaleString('en-US')} spans/s (OTLP/JSON, 512 spans a body, 2 connections):`,
+);
 console.log(`  POST round trip (reference): p50 ${f2(pct(roundTrip, 50))} ms, p99 ${f2(pct(roundTrip, 99))} ms`);
 console.log(`  → finding emitted:          p50 ${f2(pct(emitted, 50))} ms, p99 ${f2(pct(emitted, 99))} ms`);
 console.log(`  → counted in /metrics:      p50 ${f2(pct(scraped, 50))} ms, p99 ${f2(pct(scraped, 99))} ms`);
 const note = `${PROBES} probes; load ${Math.round(loadRate).toLocaleString('en-US')} spans/s of healthy OTLP/JSON on 2 connections`;
 for (const p of [50, 99]) {
   const reference = { name: `probe POST round trip p${p}`, value: pct(roundTrip, p), unit: 'ms' };
-  figure({ bench: 'detector', name: `detection lag p${p}: completing span posted → finding emitted`, value: pct(emitted, p), unit: 'ms', reference, note });
-  figure({ bench: 'detector', name: `detection lag p${p}: completing span posted → counted in /metrics`, value: pct(scraped, p), unit: 'ms', reference, note: `${note}; /metrics scraped back to back` });
+  figure({
+    bench: 'detector',
+    name: `detection lag p${p}: completing span posted → finding emitted`,
+    value: pct(emitted, p),
+    unit: 'ms',
+    reference,
+    note,
+  });
+  figure({
+    bench: 'detector',
+    name: `detection lag p${p}: completing span posted → counted in /metrics`,
+    value: pct(scraped, p),
+    unit: 'ms',
+    reference,
+    note: `${note}; /metrics scraped back to back`,
+  });
 }

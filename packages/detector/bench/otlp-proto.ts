@@ -36,7 +36,9 @@ message Status { string message = 2; int32 code = 3; }
 message ExportTraceServiceRequest { repeated ResourceSpans resource_spans = 1; }
 `;
 
-export const ExportTraceServiceRequest = protobuf.parse(PROTO, { keepCase: false }).root.lookupType('opentelemetry.proto.ExportTraceServiceRequest');
+export const ExportTraceServiceRequest = protobuf
+  .parse(PROTO, { keepCase: false })
+  .root.lookupType('opentelemetry.proto.ExportTraceServiceRequest');
 
 /** OTLP/protobuf ExportTraceServiceRequest bodies of `perBody` spans each, under the service `bench`. */
 export function otlpProtobufBodies(spans: SpanRecord[], perBody: number, serviceKey: string): Buffer[] {
@@ -58,7 +60,14 @@ export function otlpProtobufBodies(spans: SpanRecord[], perBody: number, service
                 endTimeUnixNano: String(Math.round(s.endTimeUnixMs * 1e6)),
                 attributes: Object.entries(s.attributes).map(([key, v]) => ({
                   key,
-                  value: typeof v === 'string' ? { stringValue: v } : typeof v === 'boolean' ? { boolValue: v } : Number.isInteger(v) ? { intValue: v } : { doubleValue: v },
+                  value:
+                    typeof v === 'string'
+                      ? { stringValue: v }
+                      : typeof v === 'boolean'
+                        ? { boolValue: v }
+                        : Number.isInteger(v)
+                          ? { intValue: v }
+                          : { doubleValue: v },
                 })),
               })),
             },

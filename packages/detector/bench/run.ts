@@ -4,7 +4,13 @@ import { randomUUID } from 'node:crypto';
 import { Agent, request } from 'node:http';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { ATTR_JSONRPC_REQUEST_ID, ATTR_MCP_SESSION_ID, ATTR_MCP_STREAM_ID, ATTR_SERVICE_NAME, SPAN_REQUEST_TERMINAL } from '@resumewatch/semconv';
+import {
+  ATTR_JSONRPC_REQUEST_ID,
+  ATTR_MCP_SESSION_ID,
+  ATTR_MCP_STREAM_ID,
+  ATTR_SERVICE_NAME,
+  SPAN_REQUEST_TERMINAL,
+} from '@resumewatch/semconv';
 import { figure } from '../../../bench/figure.js';
 import { Detector, decodeJsonRequest, decodeProtobufRequest, type SpanRecord } from '../src/index.js';
 import { ExportTraceServiceRequest, otlpProtobufBodies } from './otlp-proto.js';
@@ -54,7 +60,10 @@ function fmt(n: number): string {
  * 60 ns a present and about 200 ns a missing attribute on this machine (bench/run.ts core-dict).
  */
 function withDictionaryAttributes(spans: SpanRecord[]): SpanRecord[] {
-  return spans.map((s) => ({ ...s, attributes: Object.assign(Object.create(null) as Record<string, never>, s.attributes) }));
+  return spans.map((s) => ({
+    ...s,
+    attributes: Object.assign(Object.create(null) as Record<string, never>, s.attributes),
+  }));
 }
 
 function benchCore(failEvery: number, dictionary = false): void {
@@ -66,7 +75,11 @@ function benchCore(failEvery: number, dictionary = false): void {
   if (dictionary) w = w.map(withDictionaryAttributes);
   let findings = 0;
   // In smoke mode the rounds are small enough for the dedupe set to remember every span: shrink it.
-  const d = new Detector({ maxRequests: REQUESTS, onFinding: () => findings++, ...(SMOKE ? { dedupeCapacity: 64 } : {}) });
+  const d = new Detector({
+    maxRequests: REQUESTS,
+    onFinding: () => findings++,
+    ...(SMOKE ? { dedupeCapacity: 64 } : {}),
+  });
   const rates: number[] = [];
   const ROUNDS = SMOKE ? 5 : 14;
   for (let round = 0; round < ROUNDS; round++) {
@@ -102,10 +115,20 @@ async function benchServe(): Promise<void> {
   const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS });
   const post = (body: string) =>
     new Promise<void>((resolve, reject) => {
-      const req = request({ host: '127.0.0.1', port, path: '/v1/traces', method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-        res.resume();
-        res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`status ${res.statusCode}`))));
-      });
+      const req = request(
+        {
+          host: '127.0.0.1',
+          port,
+          path: '/v1/traces',
+          method: 'POST',
+          agent,
+          headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+        },
+        (res) => {
+          res.resume();
+          res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`status ${res.statusCode}`))));
+        },
+      );
       req.on('error', reject);
       req.end(body);
     });
@@ -147,7 +170,12 @@ async function benchServe(): Promise<void> {
     value: median(serve),
     unit: 'spans/s',
     range: range(serve),
-    reference: { name: 'bare JSON.parse of the same bodies', value: median(parse), unit: 'spans/s', range: range(parse) },
+    reference: {
+      name: 'bare JSON.parse of the same bodies',
+      value: median(parse),
+      unit: 'spans/s',
+      range: range(parse),
+    },
     ratio: median(serve.map((x, i) => x / parse[i]!)),
     target: 'ratio at least 0.5, aim 1.0',
     note: `${CONNECTIONS} keep-alive connections; ratio is the median of per-round ratios`,
@@ -160,7 +188,12 @@ async function benchServe(): Promise<void> {
     value: median(serveCpu),
     unit: 'spans/s',
     range: range(serveCpu),
-    reference: { name: 'bare JSON.parse of the same bodies, per CPU second', value: median(parseCpu), unit: 'spans/s', range: range(parseCpu) },
+    reference: {
+      name: 'bare JSON.parse of the same bodies, per CPU second',
+      value: median(parseCpu),
+      unit: 'spans/s',
+      range: range(parseCpu),
+    },
     ratio: median(serveCpu.map((x, i) => x / parseCpu[i]!)),
     note: `the rounds above; serve's CPU from /proc (10 ms ticks), JSON.parse's from process.cpuUsage`,
   });
@@ -208,7 +241,12 @@ function benchDecode(): void {
     value: median(r('scan')),
     unit: 'spans/s',
     range: range(r('scan')),
-    reference: { name: 'JSON.parse of the same bodies (text), CPU time', value: median(r('parse')), unit: 'spans/s', range: range(r('parse')) },
+    reference: {
+      name: 'JSON.parse of the same bodies (text), CPU time',
+      value: median(r('parse')),
+      unit: 'spans/s',
+      range: range(r('parse')),
+    },
     ratio: median(ratios('scan', 'parse')),
     note: 'in one process, alternating rounds; the records are made, no detector',
   });
@@ -218,24 +256,50 @@ function benchDecode(): void {
     value: median(r('protobuf')),
     unit: 'spans/s',
     range: range(r('protobuf')),
-    reference: { name: 'protobufjs decode of the same bodies, CPU time', value: median(r('protobufjs')), unit: 'spans/s', range: range(r('protobufjs')) },
+    reference: {
+      name: 'protobufjs decode of the same bodies, CPU time',
+      value: median(r('protobufjs')),
+      unit: 'spans/s',
+      range: range(r('protobufjs')),
+    },
     ratio: median(ratios('protobuf', 'protobufjs')),
     note: 'in one process, alternating rounds; the records are made, no detector',
   });
 }
 
 /** Spawns `resumewatch serve` from source; resolves its ports from the line it prints. */
-async function startServe(withGrpc: boolean): Promise<{ child: ReturnType<typeof spawn>; port: number; grpcPort: number; metricsPort: number }> {
+async function startServe(
+  withGrpc: boolean,
+): Promise<{ child: ReturnType<typeof spawn>; port: number; grpcPort: number; metricsPort: number }> {
   const cli = join(import.meta.dirname, '../src/cli.ts');
   const prof = process.env.BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir=/tmp/sprof'] : [];
-  const child = spawn(process.execPath, [...prof, '--import', 'tsx', cli, 'serve', '--port', '0', '--grpc-port', withGrpc ? '0' : 'off', '--metrics-port', '0', '--max-requests', '1000000'], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      ...prof,
+      '--import',
+      'tsx',
+      cli,
+      'serve',
+      '--port',
+      '0',
+      '--grpc-port',
+      withGrpc ? '0' : 'off',
+      '--metrics-port',
+      '0',
+      '--max-requests',
+      '1000000',
+    ],
+    {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   const deadline = Date.now() + 60_000;
   while (!/metrics on/.test(stderr)) {
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`resumewatch serve did not start: ${stderr.trim()}`);
+    if (child.exitCode !== null || Date.now() > deadline)
+      throw new Error(`resumewatch serve did not start: ${stderr.trim()}`);
     await new Promise((r) => setTimeout(r, 20));
   }
   return {
@@ -253,16 +317,28 @@ async function startServe(withGrpc: boolean): Promise<{ child: ReturnType<typeof
 async function benchServeProtobuf(): Promise<void> {
   const ROUNDS = SMOKE ? 1 : 5;
   const PER = 512;
-  const rounds = Array.from({ length: ROUNDS }, (_, i) => otlpProtobufBodies(workload(SMOKE ? 600 : 40_000, `pb${i}`), PER, ATTR_SERVICE_NAME));
+  const rounds = Array.from({ length: ROUNDS }, (_, i) =>
+    otlpProtobufBodies(workload(SMOKE ? 600 : 40_000, `pb${i}`), PER, ATTR_SERVICE_NAME),
+  );
   const { child, port, grpcPort } = await startServe(true);
   const CONNECTIONS = 4;
   const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS });
   const postHttp = (body: Buffer) =>
     new Promise<void>((resolve, reject) => {
-      const req = request({ host: '127.0.0.1', port, path: '/v1/traces', method: 'POST', agent, headers: { 'content-type': 'application/x-protobuf', 'content-length': body.length } }, (res) => {
-        res.resume();
-        res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`status ${res.statusCode}`))));
-      });
+      const req = request(
+        {
+          host: '127.0.0.1',
+          port,
+          path: '/v1/traces',
+          method: 'POST',
+          agent,
+          headers: { 'content-type': 'application/x-protobuf', 'content-length': body.length },
+        },
+        (res) => {
+          res.resume();
+          res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`status ${res.statusCode}`))));
+        },
+      );
       req.on('error', reject);
       req.end(body);
     });
@@ -315,7 +391,12 @@ async function benchServeProtobuf(): Promise<void> {
     `serve, OTLP/protobuf over HTTP: ${show(http)} spans/s; OTLP/gRPC: ${show(rpc)} spans/s; protobufjs ExportTraceServiceRequest.decode of the same bodies: ${show(decode)} spans/s ` +
       `(${PER} spans, ${(rounds[0]![0]!.length / 1024).toFixed(0)} KiB a body, ${CONNECTIONS} clients, ${ROUNDS} rounds)`,
   );
-  const reference = { name: 'protobufjs decode of the same bodies', value: median(decode), unit: 'spans/s', range: range(decode) };
+  const reference = {
+    name: 'protobufjs decode of the same bodies',
+    value: median(decode),
+    unit: 'spans/s',
+    range: range(decode),
+  };
   figure({
     bench: 'detector',
     name: 'serve, OTLP/protobuf over HTTP, 512 spans a request (median of rounds)',
@@ -336,7 +417,12 @@ async function benchServeProtobuf(): Promise<void> {
     ratio: median(rpc.map((x, i) => x / decode[i]!)),
     target: 'ratio at least 1.0',
   });
-  const cpuReference = { name: 'protobufjs decode of the same bodies, per CPU second', value: median(cpu.decode), unit: 'spans/s', range: range(cpu.decode) };
+  const cpuReference = {
+    name: 'protobufjs decode of the same bodies, per CPU second',
+    value: median(cpu.decode),
+    unit: 'spans/s',
+    range: range(cpu.decode),
+  };
   for (const [label, xs] of [
     ['OTLP/protobuf over HTTP', cpu.http],
     ['OTLP/gRPC', cpu.rpc],
@@ -367,7 +453,16 @@ function benchMemory(): void {
   const before = used();
   const d = new Detector({ maxRequests: N });
   const attributes: Record<string, string | number> = {};
-  const s: SpanRecord = { traceId: '0af7651916cd43dd8448eb211c80319c', spanId: '', name: SPAN_REQUEST_TERMINAL, kind: 1, startTimeUnixMs: 0, endTimeUnixMs: 0, attributes, service: 'bench' };
+  const s: SpanRecord = {
+    traceId: '0af7651916cd43dd8448eb211c80319c',
+    spanId: '',
+    name: SPAN_REQUEST_TERMINAL,
+    kind: 1,
+    startTimeUnixMs: 0,
+    endTimeUnixMs: 0,
+    attributes,
+    service: 'bench',
+  };
   for (let i = 0; i < N; i++) {
     attributes[ATTR_MCP_SESSION_ID] = randomUUID();
     attributes[ATTR_JSONRPC_REQUEST_ID] = i & 7;
@@ -379,7 +474,9 @@ function benchMemory(): void {
   const after = used();
   const tracked = d.stats().tracked;
   const perRequest = (after - before) / tracked;
-  console.log(`memory: ${perRequest.toFixed(0)} bytes per tracked request at ${fmt(tracked)} tracked (heap + array buffers, after GC; includes the span-id dedupe set)`);
+  console.log(
+    `memory: ${perRequest.toFixed(0)} bytes per tracked request at ${fmt(tracked)} tracked (heap + array buffers, after GC; includes the span-id dedupe set)`,
+  );
   figure({
     bench: 'detector',
     name: `heap per tracked request at ${fmt(tracked)} tracked`,

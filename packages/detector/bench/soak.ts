@@ -75,12 +75,15 @@ async function holdBody(bytes: number, holdMs: number): Promise<void> {
   let answered = '';
   socket.on('data', (d: Buffer) => (answered ||= d.toString('latin1', 0, 12)));
   const closed = new Promise<void>((r) => socket.once('close', () => r()));
-  socket.write(`POST /v1/traces HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\nauthorization: Bearer ${TOKEN}\r\ncontent-length: ${bytes}\r\n\r\n`);
+  socket.write(
+    `POST /v1/traces HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\nauthorization: Bearer ${TOKEN}\r\ncontent-length: ${bytes}\r\n\r\n`,
+  );
   const chunk = Buffer.alloc(64 * 1024, ' ');
   let sent = 0;
   while (sent < bytes - 1 && !socket.destroyed && !answered) {
     const n = Math.min(chunk.length, bytes - 1 - sent);
-    if (!socket.write(n === chunk.length ? chunk : chunk.subarray(0, n))) await Promise.race([new Promise((r) => socket.once('drain', r)), closed, sleep(2000)]);
+    if (!socket.write(n === chunk.length ? chunk : chunk.subarray(0, n)))
+      await Promise.race([new Promise((r) => socket.once('drain', r)), closed, sleep(2000)]);
     sent += n;
   }
   await Promise.race([closed, sleep(holdMs)]);
@@ -98,7 +101,13 @@ async function unfinishedGrpc(streams: number, holdMs: number): Promise<void> {
       session.on('error', () => undefined);
       sessions.push(session);
     }
-    const s = sessions[sessions.length - 1]!.request({ [h2.HTTP2_HEADER_METHOD]: 'POST', [h2.HTTP2_HEADER_PATH]: EXPORT, [h2.HTTP2_HEADER_CONTENT_TYPE]: 'application/grpc', te: 'trailers', ...AUTH });
+    const s = sessions[sessions.length - 1]!.request({
+      [h2.HTTP2_HEADER_METHOD]: 'POST',
+      [h2.HTTP2_HEADER_PATH]: EXPORT,
+      [h2.HTTP2_HEADER_CONTENT_TYPE]: 'application/grpc',
+      te: 'trailers',
+      ...AUTH,
+    });
     s.on('error', () => undefined);
     s.write(Buffer.concat([Buffer.from([0, 0, 0x40, 0, 0]), Buffer.alloc(64 * 1024)]));
     done.push(
@@ -123,7 +132,13 @@ function grpcExport(body: Buffer): Promise<void> {
   return new Promise((resolve) => {
     const session = h2connect(`http://127.0.0.1:${grpcPort}`);
     session.on('error', () => undefined);
-    const s = session.request({ [h2.HTTP2_HEADER_METHOD]: 'POST', [h2.HTTP2_HEADER_PATH]: EXPORT, [h2.HTTP2_HEADER_CONTENT_TYPE]: 'application/grpc', te: 'trailers', ...AUTH });
+    const s = session.request({
+      [h2.HTTP2_HEADER_METHOD]: 'POST',
+      [h2.HTTP2_HEADER_PATH]: EXPORT,
+      [h2.HTTP2_HEADER_CONTENT_TYPE]: 'application/grpc',
+      te: 'trailers',
+      ...AUTH,
+    });
     let status: unknown;
     s.on('response', (h) => (status ??= h['grpc-status']));
     s.on('trailers', (h) => (status ??= h['grpc-status']));
@@ -144,28 +159,59 @@ const negative = Buffer.from([0x12, 0xf5, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x
 const bomb = gzipSync(Buffer.alloc(16 * MIB, '['));
 
 async function hostileRound(round: number): Promise<void> {
-  const longIds = Array.from({ length: 30 }, (_, i) => terminal({ session: `${round}-${i}-`.padEnd(MIB, 'x'), request: i }, Date.now(), 'A'));
-  const longFindings = Array.from({ length: 4 }, (_, i) => seedScenario({ session: `${round}-${i}-`.padEnd(600 * 1024, 'f'), request: i }, 3, Date.now())).flat();
+  const longIds = Array.from({ length: 30 }, (_, i) =>
+    terminal({ session: `${round}-${i}-`.padEnd(MIB, 'x'), request: i }, Date.now(), 'A'),
+  );
+  const longFindings = Array.from({ length: 4 }, (_, i) =>
+    seedScenario({ session: `${round}-${i}-`.padEnd(600 * 1024, 'f'), request: i }, 3, Date.now()),
+  ).flat();
   const longService = `svc-${round}-`.padEnd(MIB, 'n');
   const healthy = (phase: string) =>
-    Array.from({ length: 4 }, (_, i) => post(JSON.stringify(otlpJson(seedScenario({ session: `healthy-${round}-${phase}-${i}`, request: i }, 3, Date.now())))));
+    Array.from({ length: 4 }, (_, i) =>
+      post(
+        JSON.stringify(
+          otlpJson(seedScenario({ session: `healthy-${round}-${phase}-${i}`, request: i }, 3, Date.now())),
+        ),
+      ),
+    );
   // Phase 1: the bodies that took serve down, next to healthy traffic.
   await Promise.all([
     post(negative, { 'content-type': 'application/x-protobuf' }),
     grpcExport(negative),
     post(gzipSync(JSON.stringify(otlpJson(longIds))), { 'content-encoding': 'gzip' }),
     post(gzipSync(JSON.stringify(otlpJson(longFindings))), { 'content-encoding': 'gzip' }),
-    post(gzipSync(JSON.stringify(otlpJson([terminal({ session: `svc-${round}`, request: 1 }, Date.now(), 'A')], longService))), { 'content-encoding': 'gzip' }),
+    post(
+      gzipSync(
+        JSON.stringify(otlpJson([terminal({ session: `svc-${round}`, request: 1 }, Date.now(), 'A')], longService)),
+      ),
+      { 'content-encoding': 'gzip' },
+    ),
     post(bomb, { 'content-encoding': 'gzip' }),
     post('{}', { authorization: 'Bearer wrong' }),
-    fetch(`http://127.0.0.1:${metricsPort}/findings`, { headers: AUTH }).then((r) => (count(`findings ${r.status}`), r.arrayBuffer())),
-    fetch(`http://127.0.0.1:${metricsPort}/metrics`, { headers: AUTH }).then((r) => (count(`metrics ${r.status}`), r.arrayBuffer())),
+    fetch(`http://127.0.0.1:${metricsPort}/findings`, { headers: AUTH }).then(
+      (r) => (count(`findings ${r.status}`), r.arrayBuffer()),
+    ),
+    fetch(`http://127.0.0.1:${metricsPort}/metrics`, { headers: AUTH }).then(
+      (r) => (count(`metrics ${r.status}`), r.arrayBuffer()),
+    ),
     ...healthy('a'),
     // 1,200 findings (about 600 KB) for the stdout nobody reads.
-    post(JSON.stringify(otlpJson(Array.from({ length: 300 }, (_, i) => seedScenario({ session: `many-${round}-${i}`, request: i }, 3, Date.now())).flat()))),
+    post(
+      JSON.stringify(
+        otlpJson(
+          Array.from({ length: 300 }, (_, i) =>
+            seedScenario({ session: `many-${round}-${i}`, request: i }, 3, Date.now()),
+          ).flat(),
+        ),
+      ),
+    ),
   ]);
   // Phase 2: memory held open: bodies minus their last byte and unfinished gRPC streams fill the budget.
-  await Promise.all([...Array.from({ length: 300 }, () => holdBody(8 * MIB, 3000)), unfinishedGrpc(200, 3000), ...healthy('b')]);
+  await Promise.all([
+    ...Array.from({ length: 300 }, () => holdBody(8 * MIB, 3000)),
+    unfinishedGrpc(200, 3000),
+    ...healthy('b'),
+  ]);
 }
 
 let peakRss = 0;
@@ -190,7 +236,9 @@ const PROBE = `
     }
     await new Promise((r) => setTimeout(r, 250));
   }`;
-const probe = spawn(process.execPath, ['--input-type=module', '-e', PROBE, `http://127.0.0.1:${metricsPort}/healthz`], { stdio: ['ignore', 'pipe', 'inherit'] });
+const probe = spawn(process.execPath, ['--input-type=module', '-e', PROBE, `http://127.0.0.1:${metricsPort}/healthz`], {
+  stdio: ['ignore', 'pipe', 'inherit'],
+});
 let probeOut = '';
 probe.stdout.on('data', (d: Buffer) => (probeOut += d.toString()));
 const prober = async (): Promise<void> => {
@@ -228,11 +276,22 @@ const exitCode = await Promise.race([
   }),
 ]);
 healthMs.sort((a, b) => a - b);
-console.log(`soak: ${rounds} hostile rounds in ${((Date.now() - started) / 1000).toFixed(0)} s against serve at default options`);
-console.log(`  RSS: peak ${peakRss.toFixed(0)} MiB; after each round ${rssByRound.map((r) => r.toFixed(0)).join(', ')} MiB`);
+console.log(
+  `soak: ${rounds} hostile rounds in ${((Date.now() - started) / 1000).toFixed(0)} s against serve at default options`,
+);
+console.log(
+  `  RSS: peak ${peakRss.toFixed(0)} MiB; after each round ${rssByRound.map((r) => r.toFixed(0)).join(', ')} MiB`,
+);
 console.log(
   `  /healthz: ${healthMs.length} answers, median ${healthMs[healthMs.length >> 1]?.toFixed(1)} ms, max ${healthMs[healthMs.length - 1]?.toFixed(1)} ms, ${healthFailures} failures (over 1 s or not 200) ${[...healthErrors].join(' ')}`,
 );
-console.log(`  answers: ${[...statuses].sort().map(([k, v]) => `${k}: ${v}`).join(', ')}`);
-console.log(`  ${METRIC_REQUESTS_SHED_TOTAL} ${metric(METRIC_REQUESTS_SHED_TOTAL)}, ${METRIC_FINDINGS_DROPPED_TOTAL} ${metric(METRIC_FINDINGS_DROPPED_TOTAL)}`);
+console.log(
+  `  answers: ${[...statuses]
+    .sort()
+    .map(([k, v]) => `${k}: ${v}`)
+    .join(', ')}`,
+);
+console.log(
+  `  ${METRIC_REQUESTS_SHED_TOTAL} ${metric(METRIC_REQUESTS_SHED_TOTAL)}, ${METRIC_FINDINGS_DROPPED_TOTAL} ${metric(METRIC_FINDINGS_DROPPED_TOTAL)}`,
+);
 console.log(`  exit on SIGTERM: ${exitCode}`);

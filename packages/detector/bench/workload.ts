@@ -27,9 +27,24 @@ function hex(n: number, width: number): string {
   return n.toString(16).padStart(width, '0');
 }
 
-function span(name: string, t: number, kind: SpanRecord['kind'], attributes: Record<string, AttributeValue>, trace: string): SpanRecord {
+function span(
+  name: string,
+  t: number,
+  kind: SpanRecord['kind'],
+  attributes: Record<string, AttributeValue>,
+  trace: string,
+): SpanRecord {
   seq++;
-  return { traceId: trace, spanId: hex(seq, 16), name, kind, startTimeUnixMs: t, endTimeUnixMs: t + 2, attributes, service: 'bench' };
+  return {
+    traceId: trace,
+    spanId: hex(seq, 16),
+    name,
+    kind,
+    startTimeUnixMs: t,
+    endTimeUnixMs: t + 2,
+    attributes,
+    service: 'bench',
+  };
 }
 
 /**
@@ -44,26 +59,57 @@ export function workload(requests: number, tag = 'a', failEvery = 10): SpanRecor
     const trace = hex(i, 32);
     const base = { [ATTR_MCP_SESSION_ID]: session, [ATTR_JSONRPC_REQUEST_ID]: id };
     const t = T0 + i;
-    out.push(span(mcpRequestSpanName('tools/call', 'work'), t, 3, { ...base, [ATTR_MCP_METHOD_NAME]: 'tools/call' }, trace));
+    out.push(
+      span(mcpRequestSpanName('tools/call', 'work'), t, 3, { ...base, [ATTR_MCP_METHOD_NAME]: 'tools/call' }, trace),
+    );
     out.push(span(SPAN_REQUEST_TERMINAL, t + 5, 1, { ...base, [ATTR_MCP_STREAM_ID]: `s${tag}${i}-0` }, trace));
     if (i % failEvery !== 0) continue;
     for (let k = 1; k <= 4; k++) {
       const stream = `s${tag}${i}-${k}`;
       const evicted = k === 4;
       const at = t + 5 + k * 100;
-      out.push(span(SPAN_SESSION_REATTACH, at, 3, { ...base, [ATTR_MCP_STREAM_ID]: stream, [ATTR_MCP_STREAM_PREVIOUS_ID]: `s${tag}${i}-${k - 1}`, [ATTR_HTTP_RESPONSE_STATUS_CODE]: 200, [ATTR_MCP_REATTACH_ACCEPTED]: true }, trace));
       out.push(
-        span(SPAN_STREAM_RESUME, at + 1, 3, {
-          ...base,
-          [ATTR_MCP_STREAM_ID]: stream,
-          [ATTR_MCP_REQUEST_TERMINAL_OBSERVED]: true,
-          [ATTR_MCP_RESUME_OUTCOME]: evicted ? ResumeOutcome.EMPTY_REPLAY : ResumeOutcome.CONTINUATION,
-          [ATTR_MCP_RESUME_REPLAYED_EVENTS]: evicted ? 0 : 1,
-          [ATTR_MCP_RESUME_REPLAYED_TERMINAL]: !evicted,
-          [ATTR_HTTP_RESPONSE_STATUS_CODE]: 200,
-        }, trace),
+        span(
+          SPAN_SESSION_REATTACH,
+          at,
+          3,
+          {
+            ...base,
+            [ATTR_MCP_STREAM_ID]: stream,
+            [ATTR_MCP_STREAM_PREVIOUS_ID]: `s${tag}${i}-${k - 1}`,
+            [ATTR_HTTP_RESPONSE_STATUS_CODE]: 200,
+            [ATTR_MCP_REATTACH_ACCEPTED]: true,
+          },
+          trace,
+        ),
       );
-      if (!evicted) out.push(span(SPAN_REQUEST_TERMINAL, at + 10, 1, { ...base, [ATTR_MCP_STREAM_ID]: stream, [ATTR_MCP_TERMINAL_DUPLICATE]: true }, trace));
+      out.push(
+        span(
+          SPAN_STREAM_RESUME,
+          at + 1,
+          3,
+          {
+            ...base,
+            [ATTR_MCP_STREAM_ID]: stream,
+            [ATTR_MCP_REQUEST_TERMINAL_OBSERVED]: true,
+            [ATTR_MCP_RESUME_OUTCOME]: evicted ? ResumeOutcome.EMPTY_REPLAY : ResumeOutcome.CONTINUATION,
+            [ATTR_MCP_RESUME_REPLAYED_EVENTS]: evicted ? 0 : 1,
+            [ATTR_MCP_RESUME_REPLAYED_TERMINAL]: !evicted,
+            [ATTR_HTTP_RESPONSE_STATUS_CODE]: 200,
+          },
+          trace,
+        ),
+      );
+      if (!evicted)
+        out.push(
+          span(
+            SPAN_REQUEST_TERMINAL,
+            at + 10,
+            1,
+            { ...base, [ATTR_MCP_STREAM_ID]: stream, [ATTR_MCP_TERMINAL_DUPLICATE]: true },
+            trace,
+          ),
+        );
     }
   }
   return out;
@@ -72,6 +118,7 @@ export function workload(requests: number, tag = 'a', failEvery = 10): SpanRecor
 /** OTLP/JSON export request bodies of `perBody` spans each, under the service `bench`. */
 export function otlpBodies(spans: SpanRecord[], perBody: number): string[] {
   const bodies: string[] = [];
-  for (let i = 0; i < spans.length; i += perBody) bodies.push(JSON.stringify(otlpJson(spans.slice(i, i + perBody), 'bench')));
+  for (let i = 0; i < spans.length; i += perBody)
+    bodies.push(JSON.stringify(otlpJson(spans.slice(i, i + perBody), 'bench')));
   return bodies;
 }

@@ -28,11 +28,13 @@ async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = positionals;
   if (command === 'help') {
     const topic = rest[0];
-    if (topic !== undefined && !(topic in COMMANDS)) throw new UsageError(`no help on "${topic}"; one of ${Object.keys(COMMANDS).join(', ')}`);
+    if (topic !== undefined && !(topic in COMMANDS))
+      throw new UsageError(`no help on "${topic}"; one of ${Object.keys(COMMANDS).join(', ')}`);
     process.stdout.write(topic === undefined ? USAGE : commandHelp(topic as CommandName));
     return 0;
   }
-  if (command !== undefined && !(command in COMMANDS)) throw new UsageError(`unknown command "${command}"; one of ${Object.keys(COMMANDS).join(', ')}`);
+  if (command !== undefined && !(command in COMMANDS))
+    throw new UsageError(`unknown command "${command}"; one of ${Object.keys(COMMANDS).join(', ')}`);
   if (values.help) {
     process.stdout.write(command === undefined ? USAGE : commandHelp(command as CommandName));
     return 0;
@@ -53,8 +55,15 @@ async function main(argv: string[]): Promise<number> {
     if (values.json) throw new UsageError('--json is an analyze flag; serve always writes findings as JSON lines');
     return serve(config);
   }
-  const serveOnly = OPTION_SPECS.find((s) => !isDetectorOption(s) && (values as Record<string, unknown>)[s.flag] !== undefined);
-  if (serveOnly) throw new UsageError(`--${serveOnly.flag} is a serve option; analyze takes ${OPTION_SPECS.filter(isDetectorOption).map((s) => `--${s.flag}`).join(', ')}, --json`);
+  const serveOnly = OPTION_SPECS.find(
+    (s) => !isDetectorOption(s) && (values as Record<string, unknown>)[s.flag] !== undefined,
+  );
+  if (serveOnly)
+    throw new UsageError(
+      `--${serveOnly.flag} is a serve option; analyze takes ${OPTION_SPECS.filter(isDetectorOption)
+        .map((s) => `--${s.flag}`)
+        .join(', ')}, --json`,
+    );
   if (rest.length === 0) throw new UsageError('analyze needs a FILE (an OTLP/JSON export, or - for stdin)');
   return analyze(config, rest, values.json === true);
 }
@@ -70,7 +79,8 @@ function checkPorts(config: ResumewatchConfig): void {
     for (let j = i + 1; j < ports.length; j++) {
       const [a, p] = ports[i]!;
       const [b, q] = ports[j]!;
-      if (p !== false && p !== 0 && p === q) throw new UsageError(`${a} and ${b} are both ${p}; each listener needs its own port`);
+      if (p !== false && p !== 0 && p === q)
+        throw new UsageError(`${a} and ${b} are both ${p}; each listener needs its own port`);
     }
   }
 }
@@ -79,16 +89,23 @@ function checkPorts(config: ResumewatchConfig): void {
 function listenError(e: unknown, config: ResumewatchConfig): UsageError | undefined {
   const err = e as { code?: string; port?: number; message?: string };
   const text = String(err.message ?? '');
-  const code = err.code && /^E[A-Z]+$/.test(err.code) ? err.code : /\b(EADDRINUSE|EACCES|EADDRNOTAVAIL|ENOTFOUND)\b/.exec(text)?.[1];
+  const code =
+    err.code && /^E[A-Z]+$/.test(err.code)
+      ? err.code
+      : /\b(EADDRINUSE|EACCES|EADDRNOTAVAIL|ENOTFOUND)\b/.exec(text)?.[1];
   if (code === undefined) return undefined;
   // A gRPC bind error does not carry the port: it is the one listener whose error is not a Node listen error.
   const port = err.port ?? (config.grpcPort === false ? undefined : config.grpcPort);
   const flag = port === config.port ? '--port' : port === config.metricsPort ? '--metrics-port' : '--grpc-port';
   switch (code) {
     case 'EADDRINUSE':
-      return new UsageError(`port ${port} on ${config.host} is in use (${flag}); stop what listens there or choose another port`);
+      return new UsageError(
+        `port ${port} on ${config.host} is in use (${flag}); stop what listens there or choose another port`,
+      );
     case 'EACCES':
-      return new UsageError(`not allowed to listen on port ${port} on ${config.host} (${flag}; ports below 1024 need privileges)`);
+      return new UsageError(
+        `not allowed to listen on port ${port} on ${config.host} (${flag}; ports below 1024 need privileges)`,
+      );
     case 'EADDRNOTAVAIL':
     case 'ENOTFOUND':
       return new UsageError(`cannot listen on host ${config.host}: no such local address (--host)`);
@@ -160,7 +177,12 @@ main(process.argv.slice(2)).then(
     }
     // Not the user's mistake: still one line; the stack only on request.
     const debug = process.env.RESUMEWATCH_DEBUG === '1';
-    const text = e instanceof Error ? (debug ? (e.stack ?? e.message) : `${e.name}: ${e.message.split('\n')[0]} (RESUMEWATCH_DEBUG=1 prints the stack)`) : String(e);
+    const text =
+      e instanceof Error
+        ? debug
+          ? (e.stack ?? e.message)
+          : `${e.name}: ${e.message.split('\n')[0]} (RESUMEWATCH_DEBUG=1 prints the stack)`
+        : String(e);
     process.stderr.write(`resumewatch: ${text}\n`);
     process.exitCode = 2;
   },

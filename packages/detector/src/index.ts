@@ -2,7 +2,14 @@ export * from './core/index.js';
 export { ResumewatchSpanProcessor, toSpanRecord, type ResumewatchSpanProcessorOptions } from './doors/processor.js';
 export { startServer, type RunningServer, type ServeOptions } from './doors/serve.js';
 export { analyzeFiles, formatSummary, AnalyzeInputError, type AnalyzeResult } from './doors/analyze.js';
-export { groupFindings, formatFindingGroups, describeCounts, findingFacts, type FindingGroup, type FindingFormatOptions } from './doors/findings-format.js';
+export {
+  groupFindings,
+  formatFindingGroups,
+  describeCounts,
+  findingFacts,
+  type FindingGroup,
+  type FindingFormatOptions,
+} from './doors/findings-format.js';
 export { camelCaseOtlpFieldNames } from './doors/otlp-json-names.js';
 export { DetectorMetrics } from './metrics.js';
 export {

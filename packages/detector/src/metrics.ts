@@ -31,7 +31,14 @@ import {
   type StormEnd,
 } from '@resumewatch/semconv';
 import { CappedLabels } from '@resumewatch/bounded';
-import { Counter, Gauge, Histogram, Registry, type OpenMetricsContentType, type RegistryContentType } from 'prom-client';
+import {
+  Counter,
+  Gauge,
+  Histogram,
+  Registry,
+  type OpenMetricsContentType,
+  type RegistryContentType,
+} from 'prom-client';
 import { DEFAULT_MAX_SERVICES, OTHER_SERVICE } from './core/services.js';
 import type { DetectorEvents, DetectorStats, Finding } from './core/types.js';
 
@@ -73,9 +80,13 @@ export class DetectorMetrics implements DetectorEvents {
       [METRIC_TRACKED_REQUESTS]: (m) => this.collectTracked(m as Gauge<string>),
       [METRIC_STATE_EVICTIONS_TOTAL]: (m) => this.collectEvictions(m as Counter<string>),
     };
-    for (const [registry, om] of [[this.prometheus, false], [this.openMetrics, true]] as const) {
+    for (const [registry, om] of [
+      [this.prometheus, false],
+      [this.openMetrics, true],
+    ] as const) {
       const set: Record<string, Metric> = {};
-      for (const d of METRICS) set[d.name] = create(d, registry as Registry<RegistryContentType>, om, collectors[d.name]);
+      for (const d of METRICS)
+        set[d.name] = create(d, registry as Registry<RegistryContentType>, om, collectors[d.name]);
       this.sets.push(set);
     }
   }
@@ -162,7 +173,11 @@ export class DetectorMetrics implements DetectorEvents {
     const labels = { [LABEL_KIND]: f.kind, [LABEL_SERVICE]: this.service(f.service) };
     const [prom, om] = this.sets as [Record<string, Metric>, Record<string, Metric>];
     (prom[METRIC_FINDINGS_TOTAL] as Counter<string>).inc(labels);
-    (om[METRIC_FINDINGS_TOTAL] as Counter<string>).inc({ labels, value: 1, exemplarLabels: { [EXEMPLAR_TRACE_ID]: f.trace_id } });
+    (om[METRIC_FINDINGS_TOTAL] as Counter<string>).inc({
+      labels,
+      value: 1,
+      exemplarLabels: { [EXEMPLAR_TRACE_ID]: f.trace_id },
+    });
     if (lagSeconds !== undefined && lagSeconds >= 0) {
       for (const set of this.sets) (set[METRIC_DETECTION_LAG_SECONDS] as Histogram<string>).observe(lagSeconds);
     }
@@ -188,7 +203,8 @@ export class DetectorMetrics implements DetectorEvents {
     terminals.reset();
     for (const c of this.counts) {
       if (c.terminalFirst) terminals.inc({ [LABEL_SERVICE]: c.label, [LABEL_DUPLICATE]: 'false' }, c.terminalFirst);
-      if (c.terminalDuplicate) terminals.inc({ [LABEL_SERVICE]: c.label, [LABEL_DUPLICATE]: 'true' }, c.terminalDuplicate);
+      if (c.terminalDuplicate)
+        terminals.inc({ [LABEL_SERVICE]: c.label, [LABEL_DUPLICATE]: 'true' }, c.terminalDuplicate);
     }
   }
 
@@ -202,7 +218,8 @@ export class DetectorMetrics implements DetectorEvents {
   private collectReattaches(reattaches: Counter<string>): void {
     reattaches.reset();
     for (const c of this.counts) {
-      if (c.reattachAccepted) reattaches.inc({ [LABEL_SERVICE]: c.label, [LABEL_ACCEPTED]: 'true' }, c.reattachAccepted);
+      if (c.reattachAccepted)
+        reattaches.inc({ [LABEL_SERVICE]: c.label, [LABEL_ACCEPTED]: 'true' }, c.reattachAccepted);
       if (c.reattachRefused) reattaches.inc({ [LABEL_SERVICE]: c.label, [LABEL_ACCEPTED]: 'false' }, c.reattachRefused);
     }
   }
@@ -237,14 +254,25 @@ class ServiceCounts {
   constructor(readonly label: string) {}
 }
 
-function create(d: MetricDescriptor, registry: Registry<RegistryContentType>, openMetrics: boolean, collect?: (metric: Metric) => void): Metric {
+function create(
+  d: MetricDescriptor,
+  registry: Registry<RegistryContentType>,
+  openMetrics: boolean,
+  collect?: (metric: Metric) => void,
+): Metric {
   const common = {
     name: d.name,
     help: d.help,
     labelNames: [...d.labelNames],
     registers: [registry],
     // prom-client calls collect() with the metric as `this`.
-    ...(collect ? { collect(this: Metric) { collect(this); } } : {}),
+    ...(collect
+      ? {
+          collect(this: Metric) {
+            collect(this);
+          },
+        }
+      : {}),
   };
   switch (d.type) {
     case 'counter':

@@ -10,7 +10,12 @@ import { resume, seedScenario, terminal } from './helpers/spans.js';
 
 const CLI = join(import.meta.dirname, '../dist/cli.js');
 const dir = mkdtempSync(join(tmpdir(), 'resumewatch-analyze-'));
-const SEED_KINDS = [FindingKind.DUPLICATE_TERMINAL, FindingKind.RECONNECT_STORM, FindingKind.RESUME_AFTER_TERMINAL, FindingKind.SIGNATURE].sort();
+const SEED_KINDS = [
+  FindingKind.DUPLICATE_TERMINAL,
+  FindingKind.RECONNECT_STORM,
+  FindingKind.RESUME_AFTER_TERMINAL,
+  FindingKind.SIGNATURE,
+].sort();
 const files = {
   seed: join(dir, 'seed.jsonl'),
   pretty: join(dir, 'pretty.json'),
@@ -25,10 +30,17 @@ function cli(args: string[], input?: string) {
 beforeAll(() => {
   const seed = seedScenario({ session: 'file-1', request: 3 }, 3);
   // Two export requests, split mid-scenario, as a file exporter writes them.
-  writeFileSync(files.seed, [otlpJson(seed.slice(0, 5)), otlpJson(seed.slice(5))].map((d) => JSON.stringify(d)).join('\n') + '\n');
+  writeFileSync(
+    files.seed,
+    [otlpJson(seed.slice(0, 5)), otlpJson(seed.slice(5))].map((d) => JSON.stringify(d)).join('\n') + '\n',
+  );
   writeFileSync(files.pretty, JSON.stringify(otlpJson(seed), null, 2));
   const r = { session: 'ok', request: 1 };
-  writeFileSync(files.clean, JSON.stringify(otlpJson([resume(r, 1000, 'B', 'A', { observed: false, replayed: 2 }), terminal(r, 1100, 'B')])) + '\n');
+  writeFileSync(
+    files.clean,
+    JSON.stringify(otlpJson([resume(r, 1000, 'B', 'A', { observed: false, replayed: 2 }), terminal(r, 1100, 'B')])) +
+      '\n',
+  );
   writeFileSync(files.broken, JSON.stringify(otlpJson([terminal(r, 1000, 'A')])) + '\n{"resourceSpans": [\n');
 });
 
@@ -36,7 +48,12 @@ describe('analyze', () => {
   it('finds the seed pattern in JSON lines and in one pretty-printed document', async () => {
     for (const file of [files.seed, files.pretty]) {
       const result = await analyzeFiles([file]);
-      expect(result.findings.filter((f) => f.record === undefined).map((f) => f.kind).sort()).toEqual(SEED_KINDS);
+      expect(
+        result.findings
+          .filter((f) => f.record === undefined)
+          .map((f) => f.kind)
+          .sort(),
+      ).toEqual(SEED_KINDS);
     }
   });
 
@@ -52,16 +69,31 @@ describe('analyze', () => {
     expect(out.stdout).toMatch(/Records about them: reconnect_storm:storm_ended 1\./);
     expect(out.stdout).toMatch(/^ {2}duplicate_terminal +\S+$/m);
     expect(out.stdout).not.toMatch(/duplicates=/);
-    expect(out.stdout).toContain('12 span(s) read: 12 used, 0 duplicate(s) (redelivered span ids, counted once), 0 ignored, 0 malformed.');
+    expect(out.stdout).toContain(
+      '12 span(s) read: 12 used, 0 duplicate(s) (redelivered span ids, counted once), 0 ignored, 0 malformed.',
+    );
     expect(out.stdout).toMatch(/4 finding\(s\) on 1 request\(s\): /);
   });
 
   it('CLI: --json writes one finding a line; - reads stdin', () => {
-    const out = cli(['analyze', '--json', '-'], JSON.stringify(otlpJson(seedScenario({ session: 'stdin-1', request: 1 }, 3))));
+    const out = cli(
+      ['analyze', '--json', '-'],
+      JSON.stringify(otlpJson(seedScenario({ session: 'stdin-1', request: 1 }, 3))),
+    );
     expect(out.status).toBe(1);
-    const findings = out.stdout.trim().split('\n').map((l) => JSON.parse(l) as Finding);
-    expect(findings.filter((f) => f.record === undefined).map((f) => f.kind).sort()).toEqual(SEED_KINDS);
-    expect(findings.filter((f) => f.record !== undefined).map((f) => [f.kind, f.record])).toEqual([[FindingKind.RECONNECT_STORM, FindingRecord.STORM_ENDED]]);
+    const findings = out.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Finding);
+    expect(
+      findings
+        .filter((f) => f.record === undefined)
+        .map((f) => f.kind)
+        .sort(),
+    ).toEqual(SEED_KINDS);
+    expect(findings.filter((f) => f.record !== undefined).map((f) => [f.kind, f.record])).toEqual([
+      [FindingKind.RECONNECT_STORM, FindingRecord.STORM_ENDED],
+    ]);
     expect(findings.every((f) => f.session_id === 'stdin-1')).toBe(true);
   });
 
@@ -90,7 +122,11 @@ describe('analyze', () => {
 
   it('CLI: shares the configuration, e.g. the storm threshold', () => {
     const out = cli(['analyze', '--json', '--storm-threshold', '10', files.seed]);
-    const kinds = out.stdout.trim().split('\n').map((l) => (JSON.parse(l) as Finding).kind).sort();
+    const kinds = out.stdout
+      .trim()
+      .split('\n')
+      .map((l) => (JSON.parse(l) as Finding).kind)
+      .sort();
     expect(kinds).toEqual([FindingKind.DUPLICATE_TERMINAL, FindingKind.RESUME_AFTER_TERMINAL].sort());
   });
 });

@@ -12,7 +12,12 @@ import { seedScenario } from './helpers/spans.js';
 // The built CLI, as a user runs it: exit codes and one-line errors on stderr (issue 11, problems 4 and 5).
 const CLI = join(import.meta.dirname, '../dist/cli.js');
 const dir = mkdtempSync(join(tmpdir(), 'resumewatch-cli-input-'));
-const SEED_KINDS = [FindingKind.DUPLICATE_TERMINAL, FindingKind.RECONNECT_STORM, FindingKind.RESUME_AFTER_TERMINAL, FindingKind.SIGNATURE].sort();
+const SEED_KINDS = [
+  FindingKind.DUPLICATE_TERMINAL,
+  FindingKind.RECONNECT_STORM,
+  FindingKind.RESUME_AFTER_TERMINAL,
+  FindingKind.SIGNATURE,
+].sort();
 const files = {
   foo: join(dir, 'foo.json'),
   snake: join(dir, 'snake.jsonl'),
@@ -37,7 +42,9 @@ function oneLine(stderr: string): string {
 function snakeCase(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(snakeCase);
   if (typeof value !== 'object' || value === null) return value;
-  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), snakeCase(v)]));
+  return Object.fromEntries(
+    Object.entries(value).map(([k, v]) => [k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), snakeCase(v)]),
+  );
 }
 
 beforeAll(() => {
@@ -53,7 +60,9 @@ beforeAll(() => {
   const malformed = { ...seed[0]!, traceId: 'not-hex', spanId: 'ffffffffffffff03' };
   writeFileSync(
     files.mixed,
-    [otlpJson(seed), otlpJson(seed), otlpJson([other, sessionless, malformed]), { resourceMetrics: [] }].map((d) => JSON.stringify(d)).join('\n') + '\n',
+    [otlpJson(seed), otlpJson(seed), otlpJson([other, sessionless, malformed]), { resourceMetrics: [] }]
+      .map((d) => JSON.stringify(d))
+      .join('\n') + '\n',
   );
 });
 
@@ -71,7 +80,9 @@ describe('resumewatch analyze: wrong input is not an all-clear', () => {
     expect(cli(['analyze', files.metricsOnly]).status).toBe(2);
     const array = cli(['analyze', '-'], '[1,2]');
     expect(array.status).toBe(2);
-    expect(oneLine(array.stderr)).toBe('resumewatch: <stdin>:1: not an OTLP/JSON export request (expected a JSON object with resourceSpans)');
+    expect(oneLine(array.stderr)).toBe(
+      'resumewatch: <stdin>:1: not an OTLP/JSON export request (expected a JSON object with resourceSpans)',
+    );
   });
 
   it('snake_case field names (the proto names) give the same findings as lowerCamelCase', () => {
@@ -79,7 +90,14 @@ describe('resumewatch analyze: wrong input is not an all-clear', () => {
     const camel = cli(['analyze', '--json', files.camel]);
     expect(snake.status).toBe(1);
     expect(camel.status).toBe(1);
-    const kinds = (text: string) => text.trim().split('\n').map((l) => JSON.parse(l) as Finding).filter((f) => f.record === undefined).map((f) => f.kind).sort();
+    const kinds = (text: string) =>
+      text
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Finding)
+        .filter((f) => f.record === undefined)
+        .map((f) => f.kind)
+        .sort();
     expect(kinds(snake.stdout)).toEqual(SEED_KINDS);
     expect(snake.stdout).toBe(camel.stdout);
     expect(cli(['analyze', files.snake]).stdout).toContain('12 span(s) read: 12 used, 0 duplicate(s)');
@@ -93,7 +111,9 @@ describe('resumewatch analyze: wrong input is not an all-clear', () => {
     );
     expect(out.stdout).toContain('1 document(s) without resource spans skipped.');
     // Redelivery changes no count: the request still has 3 duplicate terminal deliveries.
-    expect(out.stdout).toMatch(/request=7 trace=[0-9a-f]{32}: 3 duplicate terminal deliveries, 4 resume\/reattach attempts$/m);
+    expect(out.stdout).toMatch(
+      /request=7 trace=[0-9a-f]{32}: 3 duplicate terminal deliveries, 4 resume\/reattach attempts$/m,
+    );
   });
 });
 
@@ -102,7 +122,8 @@ describe('resumewatch: help and usage errors', () => {
     const serve = cli(['serve', '--help']);
     expect(serve.status).toBe(0);
     expect(serve.stdout).toMatch(/^Usage: resumewatch serve/);
-    for (const spec of OPTION_SPECS) expect(serve.stdout).toMatch(new RegExp(`--${spec.flag} +${spec.env} .*\\(default: [^)]+\\)$`, 'm'));
+    for (const spec of OPTION_SPECS)
+      expect(serve.stdout).toMatch(new RegExp(`--${spec.flag} +${spec.env} .*\\(default: [^)]+\\)$`, 'm'));
     expect(serve.stdout).toMatch(/--port +RESUMEWATCH_PORT .*\(default: 4318\)$/m);
     expect(serve.stdout).toMatch(/--storm-window +RESUMEWATCH_STORM_WINDOW .*\(default: 1m\)$/m);
     expect(serve.stdout).toMatch(/--token +RESUMEWATCH_TOKEN .*\(default: none\)$/m);
@@ -121,7 +142,10 @@ describe('resumewatch: help and usage errors', () => {
       [['serve', '--port'], 'resumewatch: --port needs a value (resumewatch --help lists the options)'],
       [['serve', '--port', '70000'], 'resumewatch: --port: not a port: "70000"'],
       [['frobnicate'], 'resumewatch: unknown command "frobnicate"; one of serve, analyze'],
-      [['analyze', join(dir, 'nope.jsonl')], `resumewatch: ${join(dir, 'nope.jsonl')}: cannot read: ENOENT: no such file or directory, open '${join(dir, 'nope.jsonl')}'`],
+      [
+        ['analyze', join(dir, 'nope.jsonl')],
+        `resumewatch: ${join(dir, 'nope.jsonl')}: cannot read: ENOENT: no such file or directory, open '${join(dir, 'nope.jsonl')}'`,
+      ],
     ];
     for (const [args, line] of cases) {
       const out = cli(args);
@@ -149,7 +173,9 @@ describe('resumewatch serve: ports', () => {
   it('--port equal to --grpc-port: exit 2, one line naming both flags', () => {
     const out = cli(['serve', '--port', '45123', '--grpc-port', '45123', '--metrics-port', '0']);
     expect(out.status).toBe(2);
-    expect(oneLine(out.stderr)).toBe('resumewatch: --port and --grpc-port are both 45123; each listener needs its own port');
+    expect(oneLine(out.stderr)).toBe(
+      'resumewatch: --port and --grpc-port are both 45123; each listener needs its own port',
+    );
   });
 
   it('a port in use: exit 2, one line naming the port and its flag, for each listener', async () => {
@@ -162,7 +188,9 @@ describe('resumewatch serve: ports', () => {
         const args = ['serve', ...flags.flatMap((f) => [f, f === flag ? String(port) : '0'])];
         const out = await cliAsync(args);
         expect(out.status, flag).toBe(2);
-        expect(oneLine(out.stderr)).toBe(`resumewatch: port ${port} on 127.0.0.1 is in use (${flag}); stop what listens there or choose another port`);
+        expect(oneLine(out.stderr)).toBe(
+          `resumewatch: port ${port} on 127.0.0.1 is in use (${flag}); stop what listens there or choose another port`,
+        );
       }
     } finally {
       holder.close();

@@ -23,7 +23,11 @@ describe('resumewatch serve (built CLI)', () => {
     const httpPort = Number(/127\.0\.0\.1:(\d+)\/v1\/traces/.exec(stderr)![1]);
     const metricsPort = Number(/127\.0\.0\.1:(\d+)\/metrics/.exec(stderr)![1]);
     const body = JSON.stringify(otlpJson(seedScenario({ session: 'cli-1', request: 1 }, 3), 'svc-cli'));
-    const denied = await fetch(`http://127.0.0.1:${httpPort}/v1/traces`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    const denied = await fetch(`http://127.0.0.1:${httpPort}/v1/traces`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+    });
     expect(denied.status).toBe(401);
     const res = await fetch(`http://127.0.0.1:${httpPort}/v1/traces`, {
       method: 'POST',
@@ -32,11 +36,26 @@ describe('resumewatch serve (built CLI)', () => {
     });
     expect(res.status).toBe(200);
     await waitFor(() => stdout.trim().split('\n').length >= 5, 'five findings lines', 10_000);
-    const findings = stdout.trim().split('\n').map((l) => JSON.parse(l) as Finding);
-    expect(findings.filter((f) => f.record === undefined).map((f) => f.kind).sort()).toEqual(
-      [FindingKind.DUPLICATE_TERMINAL, FindingKind.RECONNECT_STORM, FindingKind.RESUME_AFTER_TERMINAL, FindingKind.SIGNATURE].sort(),
+    const findings = stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Finding);
+    expect(
+      findings
+        .filter((f) => f.record === undefined)
+        .map((f) => f.kind)
+        .sort(),
+    ).toEqual(
+      [
+        FindingKind.DUPLICATE_TERMINAL,
+        FindingKind.RECONNECT_STORM,
+        FindingKind.RESUME_AFTER_TERMINAL,
+        FindingKind.SIGNATURE,
+      ].sort(),
     );
-    const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`, { headers: { authorization: 'Bearer tok' } })).text();
+    const metrics = await (
+      await fetch(`http://127.0.0.1:${metricsPort}/metrics`, { headers: { authorization: 'Bearer tok' } })
+    ).text();
     expect(metrics).toMatch(/resumewatch_findings_total\{kind="signature",service="svc-cli"\} 1/);
     child.kill('SIGTERM');
     expect(await exited).toBe(0);

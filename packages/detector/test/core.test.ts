@@ -14,7 +14,18 @@ import {
 } from '@resumewatch/semconv';
 import { describe, expect, it } from 'vitest';
 import { Detector, type DetectorEvents, type DetectorInit, type Finding, type SpanRecord } from '../src/index.js';
-import { T0, essence, net, reattach, resume, seedScenario, shuffle, span, terminal, type Req } from './helpers/spans.js';
+import {
+  T0,
+  essence,
+  net,
+  reattach,
+  resume,
+  seedScenario,
+  shuffle,
+  span,
+  terminal,
+  type Req,
+} from './helpers/spans.js';
 
 function run(spans: SpanRecord[], init: DetectorInit = {}, end?: number): Finding[] {
   const findings: Finding[] = [];
@@ -36,7 +47,11 @@ const noEvents: DetectorEvents = {
   listeningResume: () => {},
 };
 /** Kinds of the findings proper (records about earlier findings left out). */
-const kinds = (fs: Finding[]) => fs.filter((f) => f.record === undefined).map((f) => f.kind).sort();
+const kinds = (fs: Finding[]) =>
+  fs
+    .filter((f) => f.record === undefined)
+    .map((f) => f.kind)
+    .sort();
 const records = (fs: Finding[]) => fs.filter((f) => f.record !== undefined);
 const r: Req = { session: 'sess-1', request: 7 };
 
@@ -87,7 +102,9 @@ describe('detector core: finding kinds', () => {
         ended_by_eviction: true,
       },
     ]);
-    expect(fs.findIndex((f) => f.kind === FindingKind.SIGNATURE)).toBeLessThan(fs.findIndex((f) => f.record === FindingRecord.STORM_ENDED));
+    expect(fs.findIndex((f) => f.kind === FindingKind.SIGNATURE)).toBeLessThan(
+      fs.findIndex((f) => f.record === FindingRecord.STORM_ENDED),
+    );
   });
 
   it('endless loop: the signature fires within the attempts that complete it, once, with no eviction and no quiet', () => {
@@ -100,7 +117,14 @@ describe('detector core: finding kinds', () => {
       const t = T0 + i * 200;
       const stream = `L${i}`;
       d.ingest(reattach(r, t, stream, prev));
-      d.ingest(resume(r, t, stream, prev, { observed: true, outcome: ResumeOutcome.CONTINUATION, evidence: ResumeEvidence.MESSAGE, replayedTerminal: true }));
+      d.ingest(
+        resume(r, t, stream, prev, {
+          observed: true,
+          outcome: ResumeOutcome.CONTINUATION,
+          evidence: ResumeEvidence.MESSAGE,
+          replayedTerminal: true,
+        }),
+      );
       d.ingest(terminal(r, t + 10, stream, true));
       if (signatureAt < 0 && seen.some((f) => f.kind === FindingKind.SIGNATURE)) signatureAt = i;
       d.advance(t + 20);
@@ -108,13 +132,22 @@ describe('detector core: finding kinds', () => {
     }
     // Threshold 3: the third attempt completes a storm whose duplicates are already known.
     expect(signatureAt).toBe(3);
-    expect(kinds(seen)).toEqual([FindingKind.DUPLICATE_TERMINAL, FindingKind.RECONNECT_STORM, FindingKind.RESUME_AFTER_TERMINAL, FindingKind.SIGNATURE].sort());
+    expect(kinds(seen)).toEqual(
+      [
+        FindingKind.DUPLICATE_TERMINAL,
+        FindingKind.RECONNECT_STORM,
+        FindingKind.RESUME_AFTER_TERMINAL,
+        FindingKind.SIGNATURE,
+      ].sort(),
+    );
     expect(records(seen)).toEqual([]);
     expect(d.stats().activeStorms).toBe(1);
     // Shutdown ends it: one storm_ended record for the whole storm, no second signature.
     d.flush();
     expect(seen.filter((f) => f.kind === FindingKind.SIGNATURE)).toHaveLength(1);
-    expect(records(seen)).toMatchObject([{ record: FindingRecord.STORM_ENDED, attempts: 200, ended_by: StormEnd.SHUTDOWN, ended_by_eviction: false }]);
+    expect(records(seen)).toMatchObject([
+      { record: FindingRecord.STORM_ENDED, attempts: 200, ended_by: StormEnd.SHUTDOWN, ended_by_eviction: false },
+    ]);
     expect(d.stats().activeStorms).toBe(0);
   });
 
@@ -122,11 +155,23 @@ describe('detector core: finding kinds', () => {
     const seen: Finding[] = [];
     const d = new Detector({ onFinding: (f) => seen.push(f) });
     for (let i = 1; i <= 100; i++) {
-      d.ingest(resume(r, T0 + i * 500, `S${i}`, 'S0', { observed: true, replayedTerminal: true, outcome: ResumeOutcome.CONTINUATION, kind: 2 }));
+      d.ingest(
+        resume(r, T0 + i * 500, `S${i}`, 'S0', {
+          observed: true,
+          replayedTerminal: true,
+          outcome: ResumeOutcome.CONTINUATION,
+          kind: 2,
+        }),
+      );
       d.advance(T0 + i * 500 + 10);
       expect(seen.filter((f) => f.kind === FindingKind.SIGNATURE)).toHaveLength(i >= 3 ? 1 : 0);
     }
-    expect(seen.find((f) => f.kind === FindingKind.SIGNATURE)).toMatchObject({ duplicates: 3, attempts: 3, first_time_unix_ms: T0 + 500, last_time_unix_ms: T0 + 1500 });
+    expect(seen.find((f) => f.kind === FindingKind.SIGNATURE)).toMatchObject({
+      duplicates: 3,
+      attempts: 3,
+      first_time_unix_ms: T0 + 500,
+      last_time_unix_ms: T0 + 1500,
+    });
     expect(records(seen)).toEqual([]);
   });
 
@@ -134,7 +179,12 @@ describe('detector core: finding kinds', () => {
     expect(run([terminal(r, T0, 'A'), terminal(r, T0 + 1, 'A')])).toEqual([]);
     const fs = run([terminal(r, T0, 'A'), terminal(r, T0 + 5, 'B')]);
     expect(fs).toHaveLength(1);
-    expect(fs[0]).toMatchObject({ kind: FindingKind.DUPLICATE_TERMINAL, duplicates: 1, first_time_unix_ms: T0, last_time_unix_ms: T0 + 5 });
+    expect(fs[0]).toMatchObject({
+      kind: FindingKind.DUPLICATE_TERMINAL,
+      duplicates: 1,
+      first_time_unix_ms: T0,
+      last_time_unix_ms: T0 + 5,
+    });
     expect(fs[0]!.span_ids).toHaveLength(2);
   });
 
@@ -156,10 +206,22 @@ describe('detector core: finding kinds', () => {
     const spans = [1, 2, 3].map((i) =>
       resume(srv, T0 + i * 1000, `S${i}`, 'S0', { observed: true, replayedTerminal: true, kind: 2 }),
     );
-    spans.push(resume(srv, T0 + 4000, 'S4', 'S0', { observed: true, outcome: ResumeOutcome.CURSOR_REJECTED, status: 409, kind: 2 }));
+    spans.push(
+      resume(srv, T0 + 4000, 'S4', 'S0', {
+        observed: true,
+        outcome: ResumeOutcome.CURSOR_REJECTED,
+        status: 409,
+        kind: 2,
+      }),
+    );
     const fs = run(spans);
     expect(kinds(fs)).toEqual(
-      [FindingKind.DUPLICATE_TERMINAL, FindingKind.RECONNECT_STORM, FindingKind.RESUME_AFTER_TERMINAL, FindingKind.SIGNATURE].sort(),
+      [
+        FindingKind.DUPLICATE_TERMINAL,
+        FindingKind.RECONNECT_STORM,
+        FindingKind.RESUME_AFTER_TERMINAL,
+        FindingKind.SIGNATURE,
+      ].sort(),
     );
     expect(fs.find((f) => f.kind === FindingKind.SIGNATURE)).toMatchObject({ duplicates: 3, attempts: 3 });
     expect(records(fs)).toMatchObject([{ record: FindingRecord.STORM_ENDED, attempts: 4, ended_by: StormEnd.EVICTED }]);
@@ -175,7 +237,10 @@ describe('detector core: finding kinds', () => {
 
   it('reconnect_storm: N attempts within W; a reattach and a resume of one GET are one attempt', () => {
     const failing = { outcome: ResumeOutcome.ERROR, status: 503 };
-    const pairs = [0, 1].flatMap((i) => [reattach(r, T0 + i * 1000, `G${i}`, 'A'), resume(r, T0 + i * 1000 + 1, `G${i}`, 'A', failing)]);
+    const pairs = [0, 1].flatMap((i) => [
+      reattach(r, T0 + i * 1000, `G${i}`, 'A'),
+      resume(r, T0 + i * 1000 + 1, `G${i}`, 'A', failing),
+    ]);
     expect(run(pairs)).toEqual([]);
     const three = [...pairs, reattach(r, T0 + 2000, 'G2', 'A')];
     const fs = run(three);
@@ -184,9 +249,14 @@ describe('detector core: finding kinds', () => {
     // Spread wider than W: no storm.
     expect(run([0, 1, 2].map((i) => reattach(r, T0 + i * 40_000, `W${i}`, 'A')))).toEqual([]);
     // Configurable threshold and window.
-    expect(kinds(run([0, 1].map((i) => reattach(r, T0 + i * 40_000, `X${i}`, 'A')), { stormThreshold: 2, stormWindowMs: 50_000 }))).toEqual([
-      FindingKind.RECONNECT_STORM,
-    ]);
+    expect(
+      kinds(
+        run(
+          [0, 1].map((i) => reattach(r, T0 + i * 40_000, `X${i}`, 'A')),
+          { stormThreshold: 2, stormWindowMs: 50_000 },
+        ),
+      ),
+    ).toEqual([FindingKind.RECONNECT_STORM]);
   });
 
   it('a storm ends when W passes quietly: its storm_ended record says so, the signature came before', () => {
@@ -194,7 +264,10 @@ describe('detector core: finding kinds', () => {
     for (let i = 0; i < 4; i++) spans.push(reattach(r, T0 + 1000 + i * 1000, `R${i}`, 'A'));
     const findings: Finding[] = [];
     const ended: [string, number, string][] = [];
-    const d = new Detector({ onFinding: (f) => findings.push(f), events: { ...noEvents, stormFinalized: (...a) => void ended.push(a) } });
+    const d = new Detector({
+      onFinding: (f) => findings.push(f),
+      events: { ...noEvents, stormFinalized: (...a) => void ended.push(a) },
+    });
     for (const s of spans) d.ingest(s);
     expect(d.stats().activeStorms).toBe(1);
     expect(findings.find((f) => f.kind === FindingKind.SIGNATURE)).toMatchObject({ attempts: 3, duplicates: 1 });
@@ -202,18 +275,31 @@ describe('detector core: finding kinds', () => {
     expect(records(findings)).toEqual([]);
     d.advance(T0 + 4000 + 60_001);
     expect(d.stats().activeStorms).toBe(0);
-    expect(records(findings)).toMatchObject([{ record: FindingRecord.STORM_ENDED, attempts: 4, ended_by: StormEnd.QUIET, ended_by_eviction: false }]);
+    expect(records(findings)).toMatchObject([
+      { record: FindingRecord.STORM_ENDED, attempts: 4, ended_by: StormEnd.QUIET, ended_by_eviction: false },
+    ]);
     expect(ended).toEqual([['client', 4, StormEnd.QUIET]]);
     expect(findings.filter((f) => f.kind === FindingKind.SIGNATURE)).toHaveLength(1);
   });
 
   it('ambiguous_empty_replay and cursor_lost only for requests without a terminal', () => {
-    const empty = resume(r, T0, 'B', 'A', { observed: false, replayed: 0, status: 200, evidence: ResumeEvidence.BODY_END });
-    expect(run([empty])).toMatchObject([{ kind: FindingKind.AMBIGUOUS_EMPTY_REPLAY, status_code: 200, outcome: ResumeOutcome.EMPTY_REPLAY }]);
+    const empty = resume(r, T0, 'B', 'A', {
+      observed: false,
+      replayed: 0,
+      status: 200,
+      evidence: ResumeEvidence.BODY_END,
+    });
+    expect(run([empty])).toMatchObject([
+      { kind: FindingKind.AMBIGUOUS_EMPTY_REPLAY, status_code: 200, outcome: ResumeOutcome.EMPTY_REPLAY },
+    ]);
     const fs = run([resume(r, T0, 'B', 'A', { status: 404 })]);
-    expect(fs).toMatchObject([{ kind: FindingKind.CURSOR_LOST, status_code: 404, outcome: ResumeOutcome.SESSION_NOT_FOUND }]);
+    expect(fs).toMatchObject([
+      { kind: FindingKind.CURSOR_LOST, status_code: 404, outcome: ResumeOutcome.SESSION_NOT_FOUND },
+    ]);
     // After a terminal, the same answers are the end of a storm, not a lost cursor.
-    expect(kinds(run([terminal(r, T0, 'A'), resume(r, T0 + 5, 'B', 'A', { status: 404 })]))).toEqual([FindingKind.RESUME_AFTER_TERMINAL]);
+    expect(kinds(run([terminal(r, T0, 'A'), resume(r, T0 + 5, 'B', 'A', { status: 404 })]))).toEqual([
+      FindingKind.RESUME_AFTER_TERMINAL,
+    ]);
     expect(run([resume(r, T0, 'B', 'A', { status: 200, replayed: 3 })])).toEqual([]);
   });
 
@@ -223,18 +309,26 @@ describe('detector core: finding kinds', () => {
       attributes: { ...record.attributes, [ATTR_MCP_GUARD_ACTION]: action },
     });
     const resumes: string[] = [];
-    const d = new Detector({ onFinding: () => expect.fail('no finding expected'), events: { ...noEvents, resume: (_s, o) => void resumes.push(o) } });
+    const d = new Detector({
+      onFinding: () => expect.fail('no finding expected'),
+      events: { ...noEvents, resume: (_s, o) => void resumes.push(o) },
+    });
     const spans = [
       terminal(r, T0, 'A'),
       guarded(reattach(r, T0 + 10, 'B', 'A'), GuardAction.RESUME_REFUSED),
-      guarded(resume(r, T0 + 10, 'B', 'A', { observed: true, outcome: ResumeOutcome.ERROR, status: 0 }), GuardAction.RESUME_REFUSED),
+      guarded(
+        resume(r, T0 + 10, 'B', 'A', { observed: true, outcome: ResumeOutcome.ERROR, status: 0 }),
+        GuardAction.RESUME_REFUSED,
+      ),
       guarded(terminal(r, T0 + 20, 'C', true), GuardAction.DUPLICATE_TERMINAL_DROPPED),
     ];
     for (const record of spans) expect(d.ingest(record)).toBe(SpanReceivedResult.ACCEPTED);
     d.flush();
     expect(resumes).toEqual([ResumeOutcome.ERROR]);
     // Without the guard's word the same resume is one.
-    expect(kinds(run([terminal(r, T0, 'A'), resume(r, T0 + 10, 'B', 'A', { observed: true })]))).toEqual([FindingKind.RESUME_AFTER_TERMINAL]);
+    expect(kinds(run([terminal(r, T0, 'A'), resume(r, T0 + 10, 'B', 'A', { observed: true })]))).toEqual([
+      FindingKind.RESUME_AFTER_TERMINAL,
+    ]);
   });
 
   it('emits the finding synchronously while ingesting the span that completes it', () => {
@@ -276,12 +370,18 @@ describe('detector core: messy delivery', () => {
     ];
     const reference = run(spans, { settleMs: 60_000 }).map(essence).sort();
     expect(reference.length).toBeGreaterThanOrEqual(9);
-    const referenceKinds = run(spans).map((f) => JSON.stringify([f.kind, f.service, f.session_id, f.request_id])).sort();
+    const referenceKinds = run(spans)
+      .map((f) => JSON.stringify([f.kind, f.service, f.session_id, f.request_id]))
+      .sort();
     for (let seed = 1; seed <= 300; seed++) {
       const order = shuffle(spans, seed);
       expect(run(order, { settleMs: 60_000 }).map(essence).sort()).toEqual(reference);
       // Without a settle delay, which findings exist still does not depend on the order.
-      expect(run(order).map((f) => JSON.stringify([f.kind, f.service, f.session_id, f.request_id])).sort()).toEqual(referenceKinds);
+      expect(
+        run(order)
+          .map((f) => JSON.stringify([f.kind, f.service, f.session_id, f.request_id]))
+          .sort(),
+      ).toEqual(referenceKinds);
     }
   });
 
@@ -294,7 +394,9 @@ describe('detector core: messy delivery', () => {
     d.advance(T0 + 4000 + 4999);
     expect(records(findings)).toEqual([]);
     d.advance(T0 + 4000 + 5000);
-    expect(records(findings)).toMatchObject([{ record: FindingRecord.STORM_ENDED, attempts: 4, ended_by: StormEnd.EVICTED }]);
+    expect(records(findings)).toMatchObject([
+      { record: FindingRecord.STORM_ENDED, attempts: 4, ended_by: StormEnd.EVICTED },
+    ]);
     expect(findings.filter((f) => f.kind === FindingKind.SIGNATURE)).toHaveLength(1);
   });
 
@@ -326,7 +428,14 @@ describe('detector core: bounded state', () => {
       d.ingest(terminal(req, T0 + 5, 'B', true));
     }
     expect(d.stats().tracked).toBe(4100);
-    expect(findings.map((f) => f.service).slice(4094)).toEqual(['service-4094', 'service-4095', 'other', 'other', 'other', 'other']);
+    expect(findings.map((f) => f.service).slice(4094)).toEqual([
+      'service-4094',
+      'service-4095',
+      'other',
+      'other',
+      'other',
+      'other',
+    ]);
   });
 
   it('evicts the least recently touched request', () => {
@@ -353,7 +462,9 @@ describe('detector core: bounded state', () => {
     d.advance(T0 + 3_100 + 10_001);
     expect(d.stats()).toMatchObject({ tracked: 0, released: 2, evictions: 0 });
     // The storm was still inside its window when its state went.
-    expect(records(findings)).toMatchObject([{ record: FindingRecord.STORM_ENDED, attempts: 3, ended_by: StormEnd.DROPPED }]);
+    expect(records(findings)).toMatchObject([
+      { record: FindingRecord.STORM_ENDED, attempts: 3, ended_by: StormEnd.DROPPED },
+    ]);
   });
 
   it('tick() follows the injected clock', () => {
@@ -388,7 +499,7 @@ function observed(init: DetectorInit = {}) {
 }
 
 describe('detector core: evidence only, no verdict from silence (issue 9)', () => {
-  it('a task polled 20 times, then answered, is no storm and no finding, whatever the order of a poll\'s two spans', () => {
+  it("a task polled 20 times, then answered, is no storm and no finding, whatever the order of a poll's two spans", () => {
     const o = observed();
     o.d.ingest(span('tools/call slow', T0, { 'mcp.method.name': 'tools/call' }));
     let prev = 'A';
@@ -396,13 +507,26 @@ describe('detector core: evidence only, no verdict from silence (issue 9)', () =
       const t = T0 + i * 300;
       const pair = [
         reattach(r, t, `P${i}`, prev),
-        resume(r, t, `P${i}`, prev, { observed: false, outcome: ResumeOutcome.POLL, evidence: ResumeEvidence.BODY_END, replayed: 0 }),
+        resume(r, t, `P${i}`, prev, {
+          observed: false,
+          outcome: ResumeOutcome.POLL,
+          evidence: ResumeEvidence.BODY_END,
+          replayed: 0,
+        }),
       ];
       for (const s of i % 2 ? pair : pair.reverse()) o.d.ingest(s);
       prev = `P${i}`;
     }
     o.d.ingest(reattach(r, T0 + 6300, 'P21', prev));
-    o.d.ingest(resume(r, T0 + 6300, 'P21', prev, { observed: false, outcome: ResumeOutcome.CONTINUATION, evidence: ResumeEvidence.MESSAGE, replayed: 1, replayedTerminal: true }));
+    o.d.ingest(
+      resume(r, T0 + 6300, 'P21', prev, {
+        observed: false,
+        outcome: ResumeOutcome.CONTINUATION,
+        evidence: ResumeEvidence.MESSAGE,
+        replayed: 1,
+        replayedTerminal: true,
+      }),
+    );
     o.d.ingest(terminal(r, T0 + 6310, 'P21'));
     o.d.flush();
     expect(o.findings).toEqual([]);
@@ -414,12 +538,23 @@ describe('detector core: evidence only, no verdict from silence (issue 9)', () =
     const spans: SpanRecord[] = [];
     for (let i = 1; i <= 6; i++) {
       spans.push(reattach(r, T0 + i * 1000, `Q${i}`, `Q${i - 1}`));
-      spans.push(resume(r, T0 + i * 1000, `Q${i}`, `Q${i - 1}`, { observed: false, outcome: ResumeOutcome.CONTINUATION, evidence: ResumeEvidence.MESSAGE, replayed: 1 }));
+      spans.push(
+        resume(r, T0 + i * 1000, `Q${i}`, `Q${i - 1}`, {
+          observed: false,
+          outcome: ResumeOutcome.CONTINUATION,
+          evidence: ResumeEvidence.MESSAGE,
+          replayed: 1,
+        }),
+      );
     }
     spans.push(terminal(r, T0 + 6500, 'Q6'));
     expect(run(spans)).toEqual([]);
     // The same attempts after the terminal are the seed loop's storm.
-    const after = spans.map((s) => (s.name === SPAN_STREAM_RESUME ? { ...s, attributes: { ...s.attributes, [ATTR_MCP_REQUEST_TERMINAL_OBSERVED]: true } } : s));
+    const after = spans.map((s) =>
+      s.name === SPAN_STREAM_RESUME
+        ? { ...s, attributes: { ...s.attributes, [ATTR_MCP_REQUEST_TERMINAL_OBSERVED]: true } }
+        : s,
+    );
     expect(kinds(run(after))).toContain(FindingKind.RECONNECT_STORM);
   });
 
@@ -428,10 +563,22 @@ describe('detector core: evidence only, no verdict from silence (issue 9)', () =
     o.d.ingest(terminal(r, T0, 'A'));
     for (let i = 1; i <= 5; i++) {
       const t = T0 + i * 100;
-      o.d.ingest({ ...reattach(r, t, `G${i}`, 'G0'), attributes: { ...reattach(r, t, `G${i}`, 'G0').attributes, [ATTR_MCP_STREAM_KIND]: StreamKind.LISTENING } });
+      o.d.ingest({
+        ...reattach(r, t, `G${i}`, 'G0'),
+        attributes: { ...reattach(r, t, `G${i}`, 'G0').attributes, [ATTR_MCP_STREAM_KIND]: StreamKind.LISTENING },
+      });
       // As an older emitter records it: attributed to the request through the replayed terminal.
-      o.d.ingest(resume(r, t, `G${i}`, 'G0', { observed: true, replayedTerminal: true, outcome: ResumeOutcome.CONTINUATION, streamKind: StreamKind.LISTENING }));
-      o.d.ingest(resume(r, t, `H${i}`, 'H0', { noRequest: true, outcome: ResumeOutcome.POLL, streamKind: StreamKind.LISTENING }));
+      o.d.ingest(
+        resume(r, t, `G${i}`, 'G0', {
+          observed: true,
+          replayedTerminal: true,
+          outcome: ResumeOutcome.CONTINUATION,
+          streamKind: StreamKind.LISTENING,
+        }),
+      );
+      o.d.ingest(
+        resume(r, t, `H${i}`, 'H0', { noRequest: true, outcome: ResumeOutcome.POLL, streamKind: StreamKind.LISTENING }),
+      );
     }
     o.d.flush();
     expect(o.findings).toEqual([]);
@@ -440,9 +587,17 @@ describe('detector core: evidence only, no verdict from silence (issue 9)', () =
     expect(o.d.stats()).toMatchObject({ tracked: 1, spans: { accepted: 16, ignored: 0 } });
   });
 
-  it('ambiguous_empty_replay only on evidence: the end of the body or the deadline, never a server span\'s or a silent one', () => {
+  it("ambiguous_empty_replay only on evidence: the end of the body or the deadline, never a server span's or a silent one", () => {
     const emptyBy = (evidence?: ResumeEvidence, kind?: SpanRecord['kind']) =>
-      run([resume(r, T0, 'B', 'A', { observed: false, outcome: ResumeOutcome.EMPTY_REPLAY, replayed: 0, ...(evidence ? { evidence } : {}), ...(kind ? { kind } : {}) })]);
+      run([
+        resume(r, T0, 'B', 'A', {
+          observed: false,
+          outcome: ResumeOutcome.EMPTY_REPLAY,
+          replayed: 0,
+          ...(evidence ? { evidence } : {}),
+          ...(kind ? { kind } : {}),
+        }),
+      ]);
     expect(kinds(emptyBy(ResumeEvidence.BODY_END))).toEqual([FindingKind.AMBIGUOUS_EMPTY_REPLAY]);
     expect(kinds(emptyBy(ResumeEvidence.DEADLINE))).toEqual([FindingKind.AMBIGUOUS_EMPTY_REPLAY]);
     // The server replayed nothing and kept the stream open: what a quiet, healthy server does.
@@ -454,21 +609,52 @@ describe('detector core: evidence only, no verdict from silence (issue 9)', () =
     expect(o.findings).toEqual([]);
     expect(o.resumes).toEqual([ResumeOutcome.ERROR]);
     // The client gave the request up while the resumed stream was silent: no failed resumption.
-    expect(run([resume(r, T0, 'B', 'A', { observed: false, outcome: ResumeOutcome.ERROR, evidence: ResumeEvidence.REQUEST_END, replayed: 0 })])).toEqual([]);
+    expect(
+      run([
+        resume(r, T0, 'B', 'A', {
+          observed: false,
+          outcome: ResumeOutcome.ERROR,
+          evidence: ResumeEvidence.REQUEST_END,
+          replayed: 0,
+        }),
+      ]),
+    ).toEqual([]);
     // Polls are never findings.
-    expect(run([resume(r, T0, 'B', 'A', { observed: false, outcome: ResumeOutcome.POLL, evidence: ResumeEvidence.BODY_END, replayed: 0 })])).toEqual([]);
+    expect(
+      run([
+        resume(r, T0, 'B', 'A', {
+          observed: false,
+          outcome: ResumeOutcome.POLL,
+          evidence: ResumeEvidence.BODY_END,
+          replayed: 0,
+        }),
+      ]),
+    ).toEqual([]);
   });
 
   it('a 400/409 is provisional: cursor_lost once a second resume of the request is rejected too', () => {
     const rejected = (t: number, stream: string, status = 409) =>
-      resume(r, t, stream, 'A', { observed: false, outcome: ResumeOutcome.CURSOR_REJECTED, evidence: ResumeEvidence.STATUS, status, replayed: 0 });
+      resume(r, t, stream, 'A', {
+        observed: false,
+        outcome: ResumeOutcome.CURSOR_REJECTED,
+        evidence: ResumeEvidence.STATUS,
+        status,
+        replayed: 0,
+      });
     for (const status of [400, 409]) expect(run([rejected(T0, 'B', status)])).toEqual([]);
     // The SDK server's 409 while it still holds the dropped connection, then the retry succeeds.
-    const transient = [rejected(T0, 'B'), resume(r, T0 + 50, 'C', 'A', { observed: false, outcome: ResumeOutcome.CONTINUATION, replayed: 2 }), terminal(r, T0 + 80, 'C')];
+    const transient = [
+      rejected(T0, 'B'),
+      resume(r, T0 + 50, 'C', 'A', { observed: false, outcome: ResumeOutcome.CONTINUATION, replayed: 2 }),
+      terminal(r, T0 + 80, 'C'),
+    ];
     expect(run(transient)).toEqual([]);
     const first = rejected(T0, 'B');
     const second = rejected(T0 + 50, 'C');
-    for (const order of [[first, second], [second, first]]) {
+    for (const order of [
+      [first, second],
+      [second, first],
+    ]) {
       expect(run(order)).toEqual([
         {
           kind: FindingKind.CURSOR_LOST,
@@ -487,7 +673,12 @@ describe('detector core: evidence only, no verdict from silence (issue 9)', () =
   });
 
   it('retracts a failed resumption when a later span shows a continuation or the terminal: a record, once', () => {
-    const empty = resume(r, T0, 'B', 'A', { observed: false, outcome: ResumeOutcome.EMPTY_REPLAY, evidence: ResumeEvidence.DEADLINE, replayed: 0 });
+    const empty = resume(r, T0, 'B', 'A', {
+      observed: false,
+      outcome: ResumeOutcome.EMPTY_REPLAY,
+      evidence: ResumeEvidence.DEADLINE,
+      replayed: 0,
+    });
     const late = terminal(r, T0 + 4000, 'B');
     const fs = run([empty, late]);
     expect(fs).toEqual([
@@ -507,12 +698,24 @@ describe('detector core: evidence only, no verdict from silence (issue 9)', () =
     // Known in the other order, the finding never exists.
     expect(run([late, empty])).toEqual([]);
     // A continuation after the failure retracts it; one before it does not.
-    const cont = (t: number) => resume(r, t, `C${t}`, 'A', { observed: false, outcome: ResumeOutcome.CONTINUATION, evidence: ResumeEvidence.MESSAGE });
-    expect(records(run([empty, cont(T0 + 10)]))).toMatchObject([{ kind: FindingKind.AMBIGUOUS_EMPTY_REPLAY, record: FindingRecord.RETRACTION }]);
+    const cont = (t: number) =>
+      resume(r, t, `C${t}`, 'A', {
+        observed: false,
+        outcome: ResumeOutcome.CONTINUATION,
+        evidence: ResumeEvidence.MESSAGE,
+      });
+    expect(records(run([empty, cont(T0 + 10)]))).toMatchObject([
+      { kind: FindingKind.AMBIGUOUS_EMPTY_REPLAY, record: FindingRecord.RETRACTION },
+    ]);
     expect(run([cont(T0 - 10), empty])).toMatchObject([{ kind: FindingKind.AMBIGUOUS_EMPTY_REPLAY }]);
     expect(records(run([cont(T0 - 10), empty]))).toEqual([]);
     // cursor_lost (404) too; the retraction comes once, however many spans contradict.
-    const lost = resume(r, T0, 'B', 'A', { observed: false, outcome: ResumeOutcome.SESSION_NOT_FOUND, status: 404, replayed: 0 });
+    const lost = resume(r, T0, 'B', 'A', {
+      observed: false,
+      outcome: ResumeOutcome.SESSION_NOT_FOUND,
+      status: 404,
+      replayed: 0,
+    });
     const both = run([lost, cont(T0 + 10), terminal(r, T0 + 20, 'X')]);
     expect(both.map((f) => [f.kind, f.record])).toEqual([
       [FindingKind.CURSOR_LOST, undefined],
@@ -522,14 +725,26 @@ describe('detector core: evidence only, no verdict from silence (issue 9)', () =
 });
 
 describe('detector core: server defects (issue 12)', () => {
-  it('a foreign terminal is foreign_replay, blamed on server.address, never the client\'s duplicate or resume after terminal', () => {
+  it("a foreign terminal is foreign_replay, blamed on server.address, never the client's duplicate or resume after terminal", () => {
     for (const guard of [undefined, GuardAction.DUPLICATE_TERMINAL_DROPPED]) {
       const o = observed();
       const live = terminal(r, T0, 'A');
       // The listening stream G2's resume replayed the finished request's result.
-      const foreign = terminal(r, T0 + 500, 'G2', true, { foreign: true, server: 'mcp.example.test', firstStream: 'A', ...(guard ? { guard } : {}) });
+      const foreign = terminal(r, T0 + 500, 'G2', true, {
+        foreign: true,
+        server: 'mcp.example.test',
+        firstStream: 'A',
+        ...(guard ? { guard } : {}),
+      });
       o.d.ingest(live);
-      o.d.ingest(resume(r, T0 + 500, 'G2', 'G1', { noRequest: true, streamKind: StreamKind.LISTENING, outcome: ResumeOutcome.CONTINUATION, replayedTerminal: true }));
+      o.d.ingest(
+        resume(r, T0 + 500, 'G2', 'G1', {
+          noRequest: true,
+          streamKind: StreamKind.LISTENING,
+          outcome: ResumeOutcome.CONTINUATION,
+          replayedTerminal: true,
+        }),
+      );
       o.d.ingest(foreign);
       o.d.ingest(terminal(r, T0 + 600, 'G3', true, { foreign: true, server: 'mcp.example.test', firstStream: 'A' }));
       o.d.flush();
@@ -563,10 +778,19 @@ describe('detector core: server defects (issue 12)', () => {
     expect(fs).toHaveLength(1);
   });
 
-  it('a conflicting terminal is conflicting_terminal, with or without the guard\'s report', () => {
+  it("a conflicting terminal is conflicting_terminal, with or without the guard's report", () => {
     for (const guard of [undefined, GuardAction.CONFLICTING_TERMINAL_REPORTED]) {
-      const conflicting = terminal(r, T0 + 300, 'B', false, { conflict: true, server: '10.0.0.7', firstStream: 'A', ...(guard ? { guard } : {}) });
-      const fs = run([terminal(r, T0, 'A'), resume(r, T0 + 300, 'B', 'A', { observed: true, outcome: ResumeOutcome.CONTINUATION }), conflicting]);
+      const conflicting = terminal(r, T0 + 300, 'B', false, {
+        conflict: true,
+        server: '10.0.0.7',
+        firstStream: 'A',
+        ...(guard ? { guard } : {}),
+      });
+      const fs = run([
+        terminal(r, T0, 'A'),
+        resume(r, T0 + 300, 'B', 'A', { observed: true, outcome: ResumeOutcome.CONTINUATION }),
+        conflicting,
+      ]);
       expect(fs.filter((f) => f.kind !== FindingKind.RESUME_AFTER_TERMINAL)).toEqual([
         {
           kind: FindingKind.CONFLICTING_TERMINAL,
@@ -584,9 +808,9 @@ describe('detector core: server defects (issue 12)', () => {
       ]);
     }
     // Both flags: both kinds.
-    expect(kinds(run([terminal(r, T0, 'A'), terminal(r, T0 + 5, 'G', false, { foreign: true, conflict: true })]))).toEqual(
-      [FindingKind.CONFLICTING_TERMINAL, FindingKind.FOREIGN_REPLAY].sort(),
-    );
+    expect(
+      kinds(run([terminal(r, T0, 'A'), terminal(r, T0 + 5, 'G', false, { foreign: true, conflict: true })])),
+    ).toEqual([FindingKind.CONFLICTING_TERMINAL, FindingKind.FOREIGN_REPLAY].sort());
   });
 });
 
@@ -595,17 +819,39 @@ describe('detector core: order independence of the new rules', () => {
     const req = (session: string, request: number | string): Req => ({ session, request });
     const spans: SpanRecord[] = [
       ...seedScenario(r, 4),
-      resume(req('e', 1), T0, 'B', 'A', { observed: false, outcome: ResumeOutcome.EMPTY_REPLAY, evidence: ResumeEvidence.BODY_END, replayed: 0 }),
+      resume(req('e', 1), T0, 'B', 'A', {
+        observed: false,
+        outcome: ResumeOutcome.EMPTY_REPLAY,
+        evidence: ResumeEvidence.BODY_END,
+        replayed: 0,
+      }),
       terminal(req('e', 1), T0 + 900, 'B'),
-      resume(req('k', 1), T0, 'B', 'A', { observed: false, outcome: ResumeOutcome.CURSOR_REJECTED, status: 409, replayed: 0 }),
-      resume(req('k', 1), T0 + 10, 'C', 'A', { observed: false, outcome: ResumeOutcome.CURSOR_REJECTED, status: 409, replayed: 0 }),
-      resume(req('n', 1), T0, 'B', 'A', { observed: false, outcome: ResumeOutcome.SESSION_NOT_FOUND, status: 404, replayed: 0 }),
+      resume(req('k', 1), T0, 'B', 'A', {
+        observed: false,
+        outcome: ResumeOutcome.CURSOR_REJECTED,
+        status: 409,
+        replayed: 0,
+      }),
+      resume(req('k', 1), T0 + 10, 'C', 'A', {
+        observed: false,
+        outcome: ResumeOutcome.CURSOR_REJECTED,
+        status: 409,
+        replayed: 0,
+      }),
+      resume(req('n', 1), T0, 'B', 'A', {
+        observed: false,
+        outcome: ResumeOutcome.SESSION_NOT_FOUND,
+        status: 404,
+        replayed: 0,
+      }),
       terminal(req('f', 2), T0, 'A'),
       terminal(req('f', 2), T0 + 10, 'G', true, { foreign: true, server: 's1', firstStream: 'A' }),
       terminal(req('c', 2), T0, 'A'),
       terminal(req('c', 2), T0 + 10, 'B', false, { conflict: true, server: 's2', firstStream: 'A' }),
     ];
-    const reference = net(run(spans, { settleMs: 60_000 })).map(essence).sort();
+    const reference = net(run(spans, { settleMs: 60_000 }))
+      .map(essence)
+      .sort();
     expect(reference.map((e) => JSON.parse(e)[0]).sort()).toEqual(
       [
         FindingKind.DUPLICATE_TERMINAL,
@@ -621,7 +867,11 @@ describe('detector core: order independence of the new rules', () => {
     );
     for (let seed = 1; seed <= 200; seed++) {
       const order = shuffle(spans, seed);
-      expect(net(run(order, { settleMs: 60_000 })).map(essence).sort()).toEqual(reference);
+      expect(
+        net(run(order, { settleMs: 60_000 }))
+          .map(essence)
+          .sort(),
+      ).toEqual(reference);
     }
   });
 });

@@ -29,6 +29,8 @@ describe('the attributes the decoders keep for the detector', () => {
       expect(DETECTOR_KEYS.find(bytes, 0, bytes.length - 1)).toBeUndefined();
       expect(DETECTOR_KEYS.find(bytes, 1, bytes.length - 2)).toBeUndefined();
     }
-    expect(DETECTOR_KEYS.find(Buffer.from(semconv.ATTR_SERVICE_NAME), 0, semconv.ATTR_SERVICE_NAME.length)).toBeUndefined();
+    expect(
+      DETECTOR_KEYS.find(Buffer.from(semconv.ATTR_SERVICE_NAME), 0, semconv.ATTR_SERVICE_NAME.length),
+    ).toBeUndefined();
   });
 });

@@ -2,7 +2,12 @@ import { PassThrough } from 'node:stream';
 import { DiagLogLevel, diag } from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import { BasicTracerProvider, BatchSpanProcessor, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import {
+  BasicTracerProvider,
+  BatchSpanProcessor,
+  InMemorySpanExporter,
+  SimpleSpanProcessor,
+} from '@opentelemetry/sdk-trace-base';
 import { instrumentFetch } from '@resumewatch/instrumentation';
 import type { IdPolicyOptions, InstrumentedFetch } from '@resumewatch/instrumentation';
 import { runScenario } from '@resumewatch/lab';
@@ -22,7 +27,12 @@ import type { Side } from './helpers/lab-rig.js';
 
 const KEY = 'the e2e test key, 32 bytes long!';
 const hmac = (id: string): string => hmacId(KEY, id);
-const SEED = [FindingKind.DUPLICATE_TERMINAL, FindingKind.RESUME_AFTER_TERMINAL, FindingKind.RECONNECT_STORM, FindingKind.SIGNATURE];
+const SEED = [
+  FindingKind.DUPLICATE_TERMINAL,
+  FindingKind.RESUME_AFTER_TERMINAL,
+  FindingKind.RECONNECT_STORM,
+  FindingKind.SIGNATURE,
+];
 /** The finding kinds of each scenario per side, as e2e-lab.test.ts checks them with raw ids. */
 const EXPECTED: Record<Side, [ScenarioName, readonly string[]][]> = {
   client: [
@@ -47,7 +57,8 @@ const HMAC: IdPolicyOptions = { idPolicy: 'hmac', idKey: KEY };
 
 /** Whatever the process logs while the scenarios run: stdout, stderr, console and the OpenTelemetry diag logger. */
 const logged: string[] = [];
-const record = (...args: unknown[]): void => void logged.push(args.map((a) => (typeof a === 'string' ? a : JSON.stringify(a) ?? String(a))).join(' '));
+const record = (...args: unknown[]): void =>
+  void logged.push(args.map((a) => (typeof a === 'string' ? a : (JSON.stringify(a) ?? String(a)))).join(' '));
 
 let detector: RunningServer;
 const output = new PassThrough();
@@ -84,7 +95,9 @@ interface Run {
 
 const runs: { lab: LabServer; provider: BasicTracerProvider }[] = [];
 afterEach(async () => {
-  await Promise.allSettled(runs.splice(0).map(async ({ lab, provider }) => Promise.all([lab.close(), provider.shutdown()])));
+  await Promise.allSettled(
+    runs.splice(0).map(async ({ lab, provider }) => Promise.all([lab.close(), provider.shutdown()])),
+  );
 });
 
 /** One scenario on one side with one id policy: its own lab server, tracer provider and service name. */
@@ -94,7 +107,9 @@ async function run(side: Side, name: ScenarioName, ids: IdPolicyOptions, expecte
   const provider = new BasicTracerProvider({
     resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: service }),
     spanProcessors: [
-      new BatchSpanProcessor(new OTLPTraceExporter({ url: `http://127.0.0.1:${detector.httpPort}/v1/traces` }), { scheduledDelayMillis: 50 }),
+      new BatchSpanProcessor(new OTLPTraceExporter({ url: `http://127.0.0.1:${detector.httpPort}/v1/traces` }), {
+        scheduledDelayMillis: 50,
+      }),
       new SimpleSpanProcessor(memory),
     ],
   });
@@ -104,7 +119,9 @@ async function run(side: Side, name: ScenarioName, ids: IdPolicyOptions, expecte
   runs.push({ lab, provider });
   const instrumented: InstrumentedFetch | undefined =
     // server-restart's evidence is the request's deadline (its polls never bring the result): a short one.
-    side === 'client' ? instrumentFetch({ tracerProvider, requestTimeoutMs: name === 'server-restart' ? 2_000 : 10_000, ...ids }) : undefined;
+    side === 'client'
+      ? instrumentFetch({ tracerProvider, requestTimeoutMs: name === 'server-restart' ? 2_000 : 10_000, ...ids })
+      : undefined;
   const summary = await runScenario(name, {
     serverUrl: lab.url,
     controlUrl: lab.controlUrl,
@@ -121,7 +138,15 @@ async function run(side: Side, name: ScenarioName, ids: IdPolicyOptions, expecte
   await provider.forceFlush();
   // A storm seen by server spans alone ends when its window passes quietly: move the detector's clock past it.
   detector.detector.advance(Date.now() + detector.config.stormWindowMs + 1);
-  const kinds = (): string[] => [...new Set(detector.findings().filter((f) => f.service === service).map((f) => f.kind))].sort();
+  const kinds = (): string[] =>
+    [
+      ...new Set(
+        detector
+          .findings()
+          .filter((f) => f.service === service)
+          .map((f) => f.kind),
+      ),
+    ].sort();
   await waitFor(() => expected.every((k) => kinds().includes(k)), `${expected.join(', ') || 'no finding'} for ${name}`);
   // Anything still in flight is in before the exact checks.
   await provider.forceFlush();
@@ -141,31 +166,34 @@ async function metricsText(accept: string): Promise<string> {
 for (const side of ['client', 'server'] as const) {
   describe(`${side} spans: hmac ids`, () => {
     for (const [name, expected] of EXPECTED[side]) {
-      it(`${name}: the same finding kinds as raw ids (${expected.join(', ') || 'none'}), no raw id anywhere`, { timeout: 90_000 }, async () => {
-        const raw = await run(side, name, RAW, expected);
-        expect(raw.kinds).toEqual([...expected].sort());
-        // The baseline does carry raw ids, so the checks below would see them.
-        expect(ledger.leaks(raw.spansJson)).toContain(raw.sessionId);
-        ledger.clear();
+      it(
+        `${name}: the same finding kinds as raw ids (${expected.join(', ') || 'none'}), no raw id anywhere`,
+        { timeout: 90_000 },
+        async () => {
+          const raw = await run(side, name, RAW, expected);
+          expect(raw.kinds).toEqual([...expected].sort());
+          // The baseline does carry raw ids, so the checks below would see them.
+          expect(ledger.leaks(raw.spansJson)).toContain(raw.sessionId);
+          ledger.clear();
 
-        const hashed = await run(side, name, HMAC, expected);
-        expect(hashed.kinds).toEqual(raw.kinds);
-        expect(ledger.sessions).toEqual(new Set([hashed.sessionId]));
-        expect(ledger.leaks(hashed.spansJson)).toEqual([]);
-        expect(hashed.spansJson).toContain(JSON.stringify(hmac(hashed.sessionId)));
-        const findings = detector.findings().filter((f) => f.service === hashed.service);
-        expect(findings.length).toBeGreaterThanOrEqual(expected.length);
-        for (const f of findings) expect(f.session_id).toBe(hmac(hashed.sessionId));
-        // Findings as /findings serves them, as written out, and every metric.
-        const served = await (await fetch(`http://127.0.0.1:${detector.metricsPort}/findings`)).text();
-        expect(ledger.leaks(served)).toEqual([]);
-        expect(ledger.leaks(outputText)).toEqual([]);
-        expect(ledger.leaks(await metricsText('text/plain'))).toEqual([]);
-        expect(ledger.leaks(await metricsText('application/openmetrics-text'))).toEqual([]);
-        expect(ledger.leaks(logged.join('\n'))).toEqual([]);
-        ledger.clear();
-      });
+          const hashed = await run(side, name, HMAC, expected);
+          expect(hashed.kinds).toEqual(raw.kinds);
+          expect(ledger.sessions).toEqual(new Set([hashed.sessionId]));
+          expect(ledger.leaks(hashed.spansJson)).toEqual([]);
+          expect(hashed.spansJson).toContain(JSON.stringify(hmac(hashed.sessionId)));
+          const findings = detector.findings().filter((f) => f.service === hashed.service);
+          expect(findings.length).toBeGreaterThanOrEqual(expected.length);
+          for (const f of findings) expect(f.session_id).toBe(hmac(hashed.sessionId));
+          // Findings as /findings serves them, as written out, and every metric.
+          const served = await (await fetch(`http://127.0.0.1:${detector.metricsPort}/findings`)).text();
+          expect(ledger.leaks(served)).toEqual([]);
+          expect(ledger.leaks(outputText)).toEqual([]);
+          expect(ledger.leaks(await metricsText('text/plain'))).toEqual([]);
+          expect(ledger.leaks(await metricsText('application/openmetrics-text'))).toEqual([]);
+          expect(ledger.leaks(logged.join('\n'))).toEqual([]);
+          ledger.clear();
+        },
+      );
     }
   });
 }
-

@@ -35,13 +35,18 @@ function startPythonServer(): Promise<{ url: string; child: ChildProcess }> {
   const child = spawn('python3', [SCRIPT], { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => fail(new Error(`the Python SDK server did not listen within 20 s: ${output.slice(-500)}`)), 20_000);
+    const timer = setTimeout(
+      () => fail(new Error(`the Python SDK server did not listen within 20 s: ${output.slice(-500)}`)),
+      20_000,
+    );
     function fail(error: Error): void {
       clearTimeout(timer);
       child.kill('SIGKILL');
       reject(error);
     }
-    child.once('exit', (code) => fail(new Error(`the Python SDK server exited (${code}) before listening: ${output.slice(-500)}`)));
+    child.once('exit', (code) =>
+      fail(new Error(`the Python SDK server exited (${code}) before listening: ${output.slice(-500)}`)),
+    );
     child.stderr!.on('data', (chunk: Buffer) => void (output = (output + chunk.toString('utf8')).slice(-8192)));
     child.stdout!.on('data', (chunk: Buffer) => {
       output = (output + chunk.toString('utf8')).slice(-8192);
@@ -54,68 +59,92 @@ function startPythonServer(): Promise<{ url: string; child: ChildProcess }> {
   });
 }
 
-describe.skipIf(unavailable !== undefined)(`the Python SDK server with a store shared across sessions${unavailable ? ` (skipped: ${unavailable})` : ''}`, () => {
-  let server: { url: string; child: ChildProcess };
-  beforeAll(async () => {
-    server = await startPythonServer();
-  }, 30_000);
-  afterAll(() => {
-    server?.child.kill('SIGTERM');
-  });
+describe.skipIf(unavailable !== undefined)(
+  `the Python SDK server with a store shared across sessions${unavailable ? ` (skipped: ${unavailable})` : ''}`,
+  () => {
+    let server: { url: string; child: ChildProcess };
+    beforeAll(async () => {
+      server = await startPythonServer();
+    }, 30_000);
+    afterAll(() => {
+      server?.child.kill('SIGTERM');
+    });
 
-  it.each([false, true])('guard=%s: A\'s resume gets B\'s result, then its own: conflicting_terminal, no client finding', { timeout: TIMEOUT }, async (guarded) => {
-    const conflicts: Array<{ requestId: string; delivered: string | undefined; conflicting: string | undefined }> = [];
-    const options: GuardOptions = { onConflictingTerminal: (r) => void conflicts.push({ requestId: r.requestId, delivered: r.delivered.eventId, conflicting: r.conflicting.eventId }) };
-    const rig = await startRig('client', 'json', { guard: guarded ? options : undefined });
-    try {
-      // Session A: request 1 (`slow`); the client drops its stream after the first event with an id.
-      const a = await McpHttpSession.open(server.url, rig.fetch, 'python-a');
-      const call = a.toolCall('slow', { text: 'from session A', quietMs: 1500 });
-      const stop = new AbortController();
-      let cursor: string | undefined;
-      await a
-        .post(call.message, {
-          signal: stop.signal,
-          onEvent: (event) => {
-            if (event.id !== undefined && event.message !== undefined && cursor === undefined) {
-              cursor = event.id;
-              stop.abort();
-            }
-          },
-        })
-        .catch(() => undefined);
-      expect(cursor).toBeDefined();
-      // Session B: request 1 too, completed.
-      const b = await McpHttpSession.open(server.url, rig.fetch, 'python-b');
-      const echo = await b.callTool('echo', { text: 'from session B' });
-      expect(echo.call.id).toBe(call.id);
-      await b.close().catch(() => undefined);
-      // A resumes; it reads until its own result has come (or 10 s).
-      const seen: StreamEvent[] = [];
-      const done = new AbortController();
-      const timer = setTimeout(() => done.abort(), 10_000);
-      await a
-        .get(cursor, {
-          signal: done.signal,
-          onEvent: (event) => {
-            seen.push(event);
-            if (JSON.stringify(event.message ?? {}).includes('from session A')) done.abort();
-          },
-        })
-        .catch(() => undefined);
-      clearTimeout(timer);
-      await a.close().catch(() => undefined);
-      const texts = seen.filter((event) => isResponseTo(event.message, call.id)).map((event) => JSON.stringify(event.message));
-      // Without the guard A reads both (B's first); with it, only B's: A's own is removed and reported.
-      expect(texts.map((t) => (t.includes('from session B') ? 'B' : 'A'))).toEqual(guarded ? ['B'] : ['B', 'A']);
-      if (guarded) expect(conflicts).toMatchObject([{ requestId: String(call.id) }]);
-      await rig.settle();
-      await waitFor(() => rig.findings().some((f) => f.kind === FindingKind.CONFLICTING_TERMINAL), 'conflicting_terminal');
-      await rig.settle();
-      expect([...new Set(rig.findings().map((f) => f.kind))]).toEqual([FindingKind.CONFLICTING_TERMINAL]);
-      expect(rig.findings()[0]).toMatchObject({ session_id: a.sessionId, request_id: String(call.id), server: '127.0.0.1' });
-    } finally {
-      await rig.close();
-    }
-  });
-});
+    it.each([false, true])(
+      "guard=%s: A's resume gets B's result, then its own: conflicting_terminal, no client finding",
+      { timeout: TIMEOUT },
+      async (guarded) => {
+        const conflicts: Array<{ requestId: string; delivered: string | undefined; conflicting: string | undefined }> =
+          [];
+        const options: GuardOptions = {
+          onConflictingTerminal: (r) =>
+            void conflicts.push({
+              requestId: r.requestId,
+              delivered: r.delivered.eventId,
+              conflicting: r.conflicting.eventId,
+            }),
+        };
+        const rig = await startRig('client', 'json', { guard: guarded ? options : undefined });
+        try {
+          // Session A: request 1 (`slow`); the client drops its stream after the first event with an id.
+          const a = await McpHttpSession.open(server.url, rig.fetch, 'python-a');
+          const call = a.toolCall('slow', { text: 'from session A', quietMs: 1500 });
+          const stop = new AbortController();
+          let cursor: string | undefined;
+          await a
+            .post(call.message, {
+              signal: stop.signal,
+              onEvent: (event) => {
+                if (event.id !== undefined && event.message !== undefined && cursor === undefined) {
+                  cursor = event.id;
+                  stop.abort();
+                }
+              },
+            })
+            .catch(() => undefined);
+          expect(cursor).toBeDefined();
+          // Session B: request 1 too, completed.
+          const b = await McpHttpSession.open(server.url, rig.fetch, 'python-b');
+          const echo = await b.callTool('echo', { text: 'from session B' });
+          expect(echo.call.id).toBe(call.id);
+          await b.close().catch(() => undefined);
+          // A resumes; it reads until its own result has come (or 10 s).
+          const seen: StreamEvent[] = [];
+          const done = new AbortController();
+          const timer = setTimeout(() => done.abort(), 10_000);
+          await a
+            .get(cursor, {
+              signal: done.signal,
+              onEvent: (event) => {
+                seen.push(event);
+                if (JSON.stringify(event.message ?? {}).includes('from session A')) done.abort();
+              },
+            })
+            .catch(() => undefined);
+          clearTimeout(timer);
+          await a.close().catch(() => undefined);
+          const texts = seen
+            .filter((event) => isResponseTo(event.message, call.id))
+            .map((event) => JSON.stringify(event.message));
+          // Without the guard A reads both (B's first); with it, only B's: A's own is removed and reported.
+          expect(texts.map((t) => (t.includes('from session B') ? 'B' : 'A'))).toEqual(guarded ? ['B'] : ['B', 'A']);
+          if (guarded) expect(conflicts).toMatchObject([{ requestId: String(call.id) }]);
+          await rig.settle();
+          await waitFor(
+            () => rig.findings().some((f) => f.kind === FindingKind.CONFLICTING_TERMINAL),
+            'conflicting_terminal',
+          );
+          await rig.settle();
+          expect([...new Set(rig.findings().map((f) => f.kind))]).toEqual([FindingKind.CONFLICTING_TERMINAL]);
+          expect(rig.findings()[0]).toMatchObject({
+            session_id: a.sessionId,
+            request_id: String(call.id),
+            server: '127.0.0.1',
+          });
+        } finally {
+          await rig.close();
+        }
+      },
+    );
+  },
+);

@@ -44,7 +44,14 @@ afterEach(async () => {
 /** What the guard told the application, by callback, in a form a test can compare exactly. */
 interface GuardLog {
   failed: string[];
-  conflicting: Array<{ requestId: string; delivered: string | undefined; conflicting: string | undefined; sameStream: boolean; foreign: boolean; removed: boolean }>;
+  conflicting: Array<{
+    requestId: string;
+    delivered: string | undefined;
+    conflicting: string | undefined;
+    sameStream: boolean;
+    foreign: boolean;
+    removed: boolean;
+  }>;
   dropped: string[];
   refused: string[];
   /** Every verdict on a resumed stream: `request:outcome/evidence/decision`. */
@@ -89,10 +96,16 @@ function guardOptions(log: GuardLog): GuardOptions {
 const str = (value: unknown): string => (value === undefined ? '-' : String(value));
 
 /** Starts a client-side rig (guard or not), and collects the guard's callbacks and the exported spans. */
-async function rigFor(guarded: boolean, protocol: Protocol): Promise<{ rig: Rig; guard: GuardLog; spans: ReadableSpan[] }> {
+async function rigFor(
+  guarded: boolean,
+  protocol: Protocol,
+): Promise<{ rig: Rig; guard: GuardLog; spans: ReadableSpan[] }> {
   const guard: GuardLog = { failed: [], conflicting: [], dropped: [], refused: [], decisions: [] };
   const spans: ReadableSpan[] = [];
-  const options: RigOptions = { guard: guarded ? guardOptions(guard) : undefined, tee: (batch) => void spans.push(...batch) };
+  const options: RigOptions = {
+    guard: guarded ? guardOptions(guard) : undefined,
+    tee: (batch) => void spans.push(...batch),
+  };
   const rig = await startRig('client', protocol, options);
   rigs.push(rig);
   return { rig, guard, spans };
@@ -116,10 +129,20 @@ function observed(rig: Rig, summary: ScenarioSummary, guard: GuardLog, spans: re
     guard,
     resumes: spans
       .filter((s) => s.name === SPAN_STREAM_RESUME)
-      .map((s) => `${str(s.attributes[ATTR_JSONRPC_REQUEST_ID])}:${str(s.attributes[ATTR_MCP_STREAM_KIND])}:${str(s.attributes[ATTR_MCP_RESUME_OUTCOME])}/${str(s.attributes[ATTR_MCP_RESUME_EVIDENCE])}:${str(s.attributes[ATTR_MCP_GUARD_ACTION])}`),
+      .map(
+        (s) =>
+          `${str(s.attributes[ATTR_JSONRPC_REQUEST_ID])}:${str(s.attributes[ATTR_MCP_STREAM_KIND])}:${str(s.attributes[ATTR_MCP_RESUME_OUTCOME])}/${str(s.attributes[ATTR_MCP_RESUME_EVIDENCE])}:${str(s.attributes[ATTR_MCP_GUARD_ACTION])}`,
+      ),
     defects: spans
-      .filter((s) => s.name === SPAN_REQUEST_TERMINAL && (s.attributes[ATTR_MCP_TERMINAL_FOREIGN] === true || s.attributes[ATTR_MCP_TERMINAL_CONFLICT] === true))
-      .map((s) => `${str(s.attributes[ATTR_JSONRPC_REQUEST_ID])}:${s.attributes[ATTR_MCP_TERMINAL_FOREIGN] === true ? 'foreign' : 'conflict'}:${str(s.attributes[ATTR_MCP_GUARD_ACTION])}`),
+      .filter(
+        (s) =>
+          s.name === SPAN_REQUEST_TERMINAL &&
+          (s.attributes[ATTR_MCP_TERMINAL_FOREIGN] === true || s.attributes[ATTR_MCP_TERMINAL_CONFLICT] === true),
+      )
+      .map(
+        (s) =>
+          `${str(s.attributes[ATTR_JSONRPC_REQUEST_ID])}:${s.attributes[ATTR_MCP_TERMINAL_FOREIGN] === true ? 'foreign' : 'conflict'}:${str(s.attributes[ATTR_MCP_GUARD_ACTION])}`,
+      ),
     toolCallErrors: spans
       .filter((s) => s.name.startsWith('tools/call'))
       .map((s) => (s.attributes[ATTR_ERROR_TYPE] === undefined ? '' : String(s.attributes[ATTR_ERROR_TYPE])))
@@ -138,12 +161,21 @@ async function observe(
 ): Promise<Observed> {
   const { rig, guard, spans } = await rigFor(guarded, protocol);
   const fetch = wrap ? wrap(rig.fetch, rig) : rig.fetch;
-  const summary = await runScenario(name, { serverUrl: rig.lab.url, controlUrl: rig.lab.controlUrl, fetch, maxReconnects: 5, client });
+  const summary = await runScenario(name, {
+    serverUrl: rig.lab.url,
+    controlUrl: rig.lab.controlUrl,
+    fetch,
+    maxReconnects: 5,
+    client,
+  });
   await settleFully(rig);
   if (awaitKinds.length > 0) {
     // On a loaded machine the last export can land after the settle: wait for the expected kinds, then
     // settle once more, before the exact checks (which still fail on a missing or an extra finding).
-    await waitFor(() => awaitKinds.every((k) => rig.findings().some((f) => f.kind === k)), `${awaitKinds.join(', ')} for ${name}`);
+    await waitFor(
+      () => awaitKinds.every((k) => rig.findings().some((f) => f.kind === k)),
+      `${awaitKinds.join(', ')} for ${name}`,
+    );
     await settleFully(rig);
   }
   return observed(rig, summary, guard, spans);
@@ -153,9 +185,13 @@ const NO_GUARD_REPORT = { failed: [], conflicting: [], dropped: [], refused: [] 
 const CLIENTS: readonly ScenarioClient[] = ['raw', 'sdk', 'sdk-v2'];
 const PROTOCOLS: readonly Protocol[] = ['json', 'proto', 'grpc'];
 /** The OTLP protocol of a case: rotated, so every protocol carries every scenario on some client. */
-const protocolOf = (client: ScenarioClient, guarded: boolean): Protocol => PROTOCOLS[(CLIENTS.indexOf(client) + (guarded ? 1 : 0)) % PROTOCOLS.length]!;
-const CASES = CLIENTS.flatMap((client) => [false, true].map((guarded) => ({ client, guarded, protocol: protocolOf(client, guarded) })));
-const label = (c: { client: ScenarioClient; guarded: boolean; protocol: Protocol }): string => `${c.client}, ${c.guarded ? 'guard' : 'no guard'} (OTLP/${c.protocol})`;
+const protocolOf = (client: ScenarioClient, guarded: boolean): Protocol =>
+  PROTOCOLS[(CLIENTS.indexOf(client) + (guarded ? 1 : 0)) % PROTOCOLS.length]!;
+const CASES = CLIENTS.flatMap((client) =>
+  [false, true].map((guarded) => ({ client, guarded, protocol: protocolOf(client, guarded) })),
+);
+const label = (c: { client: ScenarioClient; guarded: boolean; protocol: Protocol }): string =>
+  `${c.client}, ${c.guarded ? 'guard' : 'no guard'} (OTLP/${c.protocol})`;
 
 describe('quiet-resume: a resumed stream silent for 2.5 s, then the result', () => {
   it.each(CASES)('$client, guard=$guarded', { timeout: TIMEOUT }, async (c) => {
@@ -188,7 +224,12 @@ describe('polling (SEP-1699): twelve stream closes before the result', () => {
     const continuation = `1:${StreamKind.REQUEST}:${ResumeOutcome.CONTINUATION}/${ResumeEvidence.MESSAGE}:-`;
     expect(o.resumes).toEqual([...Array<string>(polls).fill(poll), ...Array<string>(12 - polls).fill(continuation)]);
     expect(o.guard.decisions).toEqual(
-      c.guarded ? [...Array<string>(polls).fill('1:poll/body_end/poll_no_action'), ...Array<string>(12 - polls).fill('1:continuation/message/continuation_valid')] : [],
+      c.guarded
+        ? [
+            ...Array<string>(polls).fill('1:poll/body_end/poll_no_action'),
+            ...Array<string>(12 - polls).fill('1:continuation/message/continuation_valid'),
+          ]
+        : [],
     );
     expect(o.summary.resumeStatuses).toEqual(Array<number>(12).fill(200));
     expect(o.summary.resultsPerRequest).toEqual({ '1': 1 });
@@ -196,9 +237,11 @@ describe('polling (SEP-1699): twelve stream closes before the result', () => {
   });
 });
 
-describe('listening-replay: the store replays both requests\' results into the resumed listening stream', () => {
+describe("listening-replay: the store replays both requests' results into the resumed listening stream", () => {
   it.each(CASES)('$client, guard=$guarded', { timeout: TIMEOUT }, async (c) => {
-    const o = await observe('listening-replay', c.client, c.guarded, c.protocol, undefined, [FindingKind.FOREIGN_REPLAY]);
+    const o = await observe('listening-replay', c.client, c.guarded, c.protocol, undefined, [
+      FindingKind.FOREIGN_REPLAY,
+    ]);
     // No client finding (no duplicate_terminal, no resume_after_terminal): the server is blamed.
     expect(o.kinds, label(c)).toEqual([FindingKind.FOREIGN_REPLAY]);
     expect(o.records).toEqual([]);
@@ -210,13 +253,19 @@ describe('listening-replay: the store replays both requests\' results into the r
     expect(o.resumes).toEqual([`-:${StreamKind.LISTENING}:${ResumeOutcome.CONTINUATION}/${ResumeEvidence.MESSAGE}:-`]);
     const action = c.guarded ? GuardAction.DUPLICATE_TERMINAL_DROPPED : '-';
     expect(o.defects).toEqual([`1:foreign:${action}`, `2:foreign:${action}`]);
-    expect(o.guard).toMatchObject({ failed: [], conflicting: [], refused: [], dropped: c.guarded ? ['1:foreign', '2:foreign'] : [] });
+    expect(o.guard).toMatchObject({
+      failed: [],
+      conflicting: [],
+      refused: [],
+      dropped: c.guarded ? ['1:foreign', '2:foreign'] : [],
+    });
     expect(o.guard.decisions).toEqual(c.guarded ? ['-:continuation/message/continuation_valid'] : []);
     // Without the guard both results reach the client twice (the SDKs report "unknown message ID");
     // with it, once.
     const times = c.guarded ? 1 : 2;
     expect(o.summary.resultsPerRequest).toEqual({ '1': times, '2': times });
-    if (c.client !== 'raw') expect(o.summary.details.results).toEqual(['notified the listening stream', 'Echo: after the cut']);
+    if (c.client !== 'raw')
+      expect(o.summary.details.results).toEqual(['notified the listening stream', 'Echo: after the cut']);
   });
 });
 
@@ -236,9 +285,11 @@ describe('cancellation: notifications/cancelled, then a transport closed under a
   });
 });
 
-describe('cross-session-store: session B\'s result replayed into session A\'s resumed stream', () => {
+describe("cross-session-store: session B's result replayed into session A's resumed stream", () => {
   it.each(CASES)('$client, guard=$guarded', { timeout: TIMEOUT }, async (c) => {
-    const o = await observe('cross-session-store', c.client, c.guarded, c.protocol, undefined, [FindingKind.CONFLICTING_TERMINAL]);
+    const o = await observe('cross-session-store', c.client, c.guarded, c.protocol, undefined, [
+      FindingKind.CONFLICTING_TERMINAL,
+    ]);
     // A server defect, reported with and without the guard; never a client duplicate.
     expect(o.kinds, label(c)).toEqual([FindingKind.CONFLICTING_TERMINAL]);
     expect(o.records).toEqual([]);
@@ -253,7 +304,8 @@ describe('cross-session-store: session B\'s result replayed into session A\'s re
       expect(o.guard.conflicting).toHaveLength(1);
       expect(o.guard.conflicting[0]).toMatchObject({ requestId: '1', sameStream: true, foreign: false, removed: true });
       expect(o.guard.conflicting[0]!.delivered).not.toBe(o.guard.conflicting[0]!.conflicting);
-      if (c.client === 'raw') expect(o.guard.conflicting[0]!.delivered).toBe((o.summary.details.terminalEventIdsOnResume as string[])[0]);
+      if (c.client === 'raw')
+        expect(o.guard.conflicting[0]!.delivered).toBe((o.summary.details.terminalEventIdsOnResume as string[])[0]);
       expect(o.guard.decisions).toEqual(['1:continuation/message/continuation_valid']);
     } else {
       expect(o.guard.conflicting).toEqual([]);
@@ -271,23 +323,37 @@ describe('endless-loop: a never-evicting store, the seed loop stopped only by th
     let signatureBeforeResume: number | undefined;
     // Holds the loop's last resume until the detector has the signature: were the signature reported
     // only when the storm ends (eviction, quiet), it could never arrive while the loop is held.
-    const holdLastResume = (inner: FetchLike, rig: Rig): FetchLike => async (input, init) => {
-      // The raw seed client's only GETs are its resumes (it opens no listening stream).
-      if ((init?.method ?? 'GET') === 'GET' && ++resumes === 5) {
-        await rig.provider.forceFlush();
-        await waitFor(() => rig.findings().some((f) => f.kind === FindingKind.SIGNATURE), 'the signature while the loop runs', 10_000);
-        signatureBeforeResume = resumes;
-      }
-      return inner(input, init);
-    };
+    const holdLastResume =
+      (inner: FetchLike, rig: Rig): FetchLike =>
+      async (input, init) => {
+        // The raw seed client's only GETs are its resumes (it opens no listening stream).
+        if ((init?.method ?? 'GET') === 'GET' && ++resumes === 5) {
+          await rig.provider.forceFlush();
+          await waitFor(
+            () => rig.findings().some((f) => f.kind === FindingKind.SIGNATURE),
+            'the signature while the loop runs',
+            10_000,
+          );
+          signatureBeforeResume = resumes;
+        }
+        return inner(input, init);
+      };
     const o = await observe('endless-loop', 'raw', false, 'json', holdLastResume);
     expect(signatureBeforeResume).toBe(5);
-    expect(o.kinds).toEqual([FindingKind.DUPLICATE_TERMINAL, FindingKind.RECONNECT_STORM, FindingKind.RESUME_AFTER_TERMINAL, FindingKind.SIGNATURE]);
+    expect(o.kinds).toEqual([
+      FindingKind.DUPLICATE_TERMINAL,
+      FindingKind.RECONNECT_STORM,
+      FindingKind.RESUME_AFTER_TERMINAL,
+      FindingKind.SIGNATURE,
+    ]);
     expect(o.findings.filter((f) => f.kind === FindingKind.SIGNATURE)).toHaveLength(1);
     // How the storm ended comes apart, once the window passed (the rig advances the clock): quietly,
     // as nothing was ever evicted.
     expect(o.records).toEqual([`${FindingKind.RECONNECT_STORM}:${FindingRecord.STORM_ENDED}`]);
-    expect(o.findings.find((f) => f.record === FindingRecord.STORM_ENDED)).toMatchObject({ ended_by: StormEnd.QUIET, ended_by_eviction: false });
+    expect(o.findings.find((f) => f.record === FindingRecord.STORM_ENDED)).toMatchObject({
+      ended_by: StormEnd.QUIET,
+      ended_by_eviction: false,
+    });
     expect(o.summary.details.stoppedBecause).toBe('max-reconnects');
     expect(o.summary.resumeStatuses).toEqual([200, 200, 200, 200, 200]);
     expect(o.summary.terminalDeliveries).toBe(6);
@@ -295,14 +361,20 @@ describe('endless-loop: a never-evicting store, the seed loop stopped only by th
     expect(o.guard.decisions).toEqual([]);
   });
 
-  it('raw, guard (OTLP/protobuf): the first resume after the result is refused, no finding', { timeout: TIMEOUT }, async () => {
-    const o = await observe('endless-loop', 'raw', true, 'proto');
-    expect(o.kinds).toEqual([]);
-    expect(o.records).toEqual([]);
-    expect(o.guard).toMatchObject({ failed: [], conflicting: [], dropped: [], refused: ['1'] });
-    expect(o.resumes).toEqual([`1:${StreamKind.REQUEST}:${ResumeOutcome.ERROR}/${ResumeEvidence.STATUS}:${GuardAction.RESUME_REFUSED}`]);
-    expect(o.summary.details.stoppedBecause).toBe('resume-rejected');
-    expect(o.summary.resumeStatuses).toEqual([]);
-    expect(o.summary.terminalDeliveries).toBe(1);
-  });
+  it(
+    'raw, guard (OTLP/protobuf): the first resume after the result is refused, no finding',
+    { timeout: TIMEOUT },
+    async () => {
+      const o = await observe('endless-loop', 'raw', true, 'proto');
+      expect(o.kinds).toEqual([]);
+      expect(o.records).toEqual([]);
+      expect(o.guard).toMatchObject({ failed: [], conflicting: [], dropped: [], refused: ['1'] });
+      expect(o.resumes).toEqual([
+        `1:${StreamKind.REQUEST}:${ResumeOutcome.ERROR}/${ResumeEvidence.STATUS}:${GuardAction.RESUME_REFUSED}`,
+      ]);
+      expect(o.summary.details.stoppedBecause).toBe('resume-rejected');
+      expect(o.summary.resumeStatuses).toEqual([]);
+      expect(o.summary.terminalDeliveries).toBe(1);
+    },
+  );
 });

@@ -38,7 +38,10 @@ function wired(maxServices = 100) {
 
 async function sample(metrics: DetectorMetrics, name: string, accept?: string): Promise<string[]> {
   const { body } = await metrics.render(accept);
-  return body.split('\n').filter((l) => l.startsWith(name + '{') || l.startsWith(name + ' ')).sort();
+  return body
+    .split('\n')
+    .filter((l) => l.startsWith(name + '{') || l.startsWith(name + ' '))
+    .sort();
 }
 
 describe('detector metrics: storms ended, server defects, retractions, listening resumes', () => {
@@ -51,8 +54,12 @@ describe('detector metrics: storms ended, server defects, retractions, listening
       `${METRIC_RECONNECT_STORMS_ENDED_TOTAL}{${LABEL_SERVICE}="client",${LABEL_ENDED_BY}="${StormEnd.EVICTED}"} 1`,
       `${METRIC_RECONNECT_STORMS_ENDED_TOTAL}{${LABEL_SERVICE}="client",${LABEL_ENDED_BY}="${StormEnd.SHUTDOWN}"} 1`,
     ]);
-    expect(await sample(metrics, METRIC_FINDINGS_TOTAL)).toContain(`${METRIC_FINDINGS_TOTAL}{${LABEL_KIND}="${FindingKind.RECONNECT_STORM}",${LABEL_SERVICE}="client"} 2`);
-    expect(await sample(metrics, METRIC_FINDINGS_TOTAL)).toContain(`${METRIC_FINDINGS_TOTAL}{${LABEL_KIND}="${FindingKind.SIGNATURE}",${LABEL_SERVICE}="client"} 2`);
+    expect(await sample(metrics, METRIC_FINDINGS_TOTAL)).toContain(
+      `${METRIC_FINDINGS_TOTAL}{${LABEL_KIND}="${FindingKind.RECONNECT_STORM}",${LABEL_SERVICE}="client"} 2`,
+    );
+    expect(await sample(metrics, METRIC_FINDINGS_TOTAL)).toContain(
+      `${METRIC_FINDINGS_TOTAL}{${LABEL_KIND}="${FindingKind.SIGNATURE}",${LABEL_SERVICE}="client"} 2`,
+    );
   });
 
   it('counts server defects per server, capped like services', async () => {
@@ -72,8 +79,10 @@ describe('detector metrics: storms ended, server defects, retractions, listening
 
   it('caps service labels at maxServices: the first ones keep theirs, the rest count under other', async () => {
     const { metrics, detector } = wired(2);
-    for (const [i, service] of ['a', 'b', 'c', 'd', 'a'].entries()) detector.ingest(terminal({ session: 's', request: i, service }, T0 + i, `T${i}`));
-    const line = (service: string, n: number) => `${METRIC_TERMINAL_EVENTS_TOTAL}{${LABEL_SERVICE}="${service}",${LABEL_DUPLICATE}="false"} ${n}`;
+    for (const [i, service] of ['a', 'b', 'c', 'd', 'a'].entries())
+      detector.ingest(terminal({ session: 's', request: i, service }, T0 + i, `T${i}`));
+    const line = (service: string, n: number) =>
+      `${METRIC_TERMINAL_EVENTS_TOTAL}{${LABEL_SERVICE}="${service}",${LABEL_DUPLICATE}="false"} ${n}`;
     expect(await sample(metrics, METRIC_TERMINAL_EVENTS_TOTAL)).toEqual([line('a', 2), line('b', 1), line('other', 2)]);
     expect(metrics.service('e')).toBe('other');
     expect(metrics.service('b')).toBe('b');
@@ -82,7 +91,14 @@ describe('detector metrics: storms ended, server defects, retractions, listening
   it('counts retractions by kind and service; the retracted finding stays counted in findings_total', async () => {
     const { metrics, detector } = wired();
     const r: Req = { session: 's', request: 1 };
-    detector.ingest(resume(r, T0, 'B', 'A', { observed: false, outcome: ResumeOutcome.EMPTY_REPLAY, evidence: ResumeEvidence.BODY_END, replayed: 0 }));
+    detector.ingest(
+      resume(r, T0, 'B', 'A', {
+        observed: false,
+        outcome: ResumeOutcome.EMPTY_REPLAY,
+        evidence: ResumeEvidence.BODY_END,
+        replayed: 0,
+      }),
+    );
     detector.ingest(terminal(r, T0 + 100, 'B'));
     expect(await sample(metrics, METRIC_FINDINGS_RETRACTED_TOTAL)).toEqual([
       `${METRIC_FINDINGS_RETRACTED_TOTAL}{${LABEL_KIND}="${FindingKind.AMBIGUOUS_EMPTY_REPLAY}",${LABEL_SERVICE}="client"} 1`,
@@ -95,8 +111,12 @@ describe('detector metrics: storms ended, server defects, retractions, listening
   it('counts listening-stream resumes apart from request resumes', async () => {
     const { metrics, detector } = wired();
     const r: Req = { session: 's', request: 1 };
-    detector.ingest(resume(r, T0, 'G1', 'G0', { noRequest: true, streamKind: StreamKind.LISTENING, outcome: ResumeOutcome.POLL }));
-    detector.ingest(resume(r, T0 + 1, 'G2', 'G1', { noRequest: true, streamKind: StreamKind.LISTENING, outcome: ResumeOutcome.POLL }));
+    detector.ingest(
+      resume(r, T0, 'G1', 'G0', { noRequest: true, streamKind: StreamKind.LISTENING, outcome: ResumeOutcome.POLL }),
+    );
+    detector.ingest(
+      resume(r, T0 + 1, 'G2', 'G1', { noRequest: true, streamKind: StreamKind.LISTENING, outcome: ResumeOutcome.POLL }),
+    );
     expect(await sample(metrics, METRIC_LISTENING_RESUMES_TOTAL)).toEqual([
       `${METRIC_LISTENING_RESUMES_TOTAL}{${LABEL_SERVICE}="client",${LABEL_OUTCOME}="${ResumeOutcome.POLL}"} 2`,
     ]);
@@ -131,8 +151,12 @@ describe('detector metrics: storms ended, server defects, retractions, listening
         `${METRIC_TERMINAL_EVENTS_TOTAL}{${LABEL_SERVICE}="b",${LABEL_DUPLICATE}="false"} 1`,
         `${METRIC_TERMINAL_EVENTS_TOTAL}{${LABEL_SERVICE}="other",${LABEL_DUPLICATE}="true"} 1`,
       ],
-      [METRIC_RESUME_ATTEMPTS_TOTAL]: [`${METRIC_RESUME_ATTEMPTS_TOTAL}{${LABEL_SERVICE}="a",${LABEL_OUTCOME}="${ResumeOutcome.POLL}"} 1`],
-      [METRIC_LISTENING_RESUMES_TOTAL]: [`${METRIC_LISTENING_RESUMES_TOTAL}{${LABEL_SERVICE}="b",${LABEL_OUTCOME}="${ResumeOutcome.POLL}"} 1`],
+      [METRIC_RESUME_ATTEMPTS_TOTAL]: [
+        `${METRIC_RESUME_ATTEMPTS_TOTAL}{${LABEL_SERVICE}="a",${LABEL_OUTCOME}="${ResumeOutcome.POLL}"} 1`,
+      ],
+      [METRIC_LISTENING_RESUMES_TOTAL]: [
+        `${METRIC_LISTENING_RESUMES_TOTAL}{${LABEL_SERVICE}="b",${LABEL_OUTCOME}="${ResumeOutcome.POLL}"} 1`,
+      ],
       [METRIC_SESSION_REATTACH_TOTAL]: [
         `${METRIC_SESSION_REATTACH_TOTAL}{${LABEL_SERVICE}="a",${LABEL_ACCEPTED}="true"} 1`,
         `${METRIC_SESSION_REATTACH_TOTAL}{${LABEL_SERVICE}="b",${LABEL_ACCEPTED}="false"} 1`,

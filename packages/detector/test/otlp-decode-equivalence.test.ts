@@ -25,7 +25,16 @@ import {
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { otlpBodies, workload } from '../bench/workload.js';
-import { Detector, OtlpDecodeError, camelCaseOtlpFieldNames, decodeJsonRequest, decodeProtobufRequest, type DecodeResult, type Finding, type SpanRecord } from '../src/index.js';
+import {
+  Detector,
+  OtlpDecodeError,
+  camelCaseOtlpFieldNames,
+  decodeJsonRequest,
+  decodeProtobufRequest,
+  type DecodeResult,
+  type Finding,
+  type SpanRecord,
+} from '../src/index.js';
 import { DETECTOR_ATTRIBUTE_KEYS, isContractSpan } from '../src/otlp/detector-keys.js';
 import { checkJsonDepth } from '../src/otlp/json-depth.js';
 import { referenceDecodeJsonRequest } from './helpers/otlp-json-reference.js';
@@ -69,7 +78,8 @@ function referenceJson(body: Buffer, slim: boolean, maxDepth: number | undefined
       throw new OtlpDecodeError(`malformed JSON: ${(e as Error).message}`);
     }
     // (A string given to the reference decoder would be parsed again: the text of the receiver's body was parsed once.)
-    if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw new OtlpDecodeError('malformed OTLP/JSON: the body is not a JSON object');
+    if (typeof doc !== 'object' || doc === null || Array.isArray(doc))
+      throw new OtlpDecodeError('malformed OTLP/JSON: the body is not a JSON object');
     camelCaseOtlpFieldNames(doc);
     return referenceDecodeJsonRequest(doc, sink, { detectorAttributesOnly: slim });
   });
@@ -79,7 +89,8 @@ function referenceJson(body: Buffer, slim: boolean, maxDepth: number | undefined
 function detectorView(s: SpanRecord): SpanRecord {
   const attributes: Record<string, unknown> = {};
   for (const key of Object.keys(s.attributes)) {
-    if (DETECTOR_ATTRIBUTE_KEYS.includes(key) && (isContractSpan(s.name) || key === ATTR_MCP_METHOD_NAME)) attributes[key] = s.attributes[key];
+    if (DETECTOR_ATTRIBUTE_KEYS.includes(key) && (isContractSpan(s.name) || key === ATTR_MCP_METHOD_NAME))
+      attributes[key] = s.attributes[key];
   }
   return { ...s, attributes: attributes as SpanRecord['attributes'] };
 }
@@ -124,7 +135,9 @@ function detect(batches: SpanRecord[][]): { results: string[]; findings: Finding
 function snakeCase(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(snakeCase);
   if (typeof value !== 'object' || value === null) return value;
-  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), snakeCase(v)]));
+  return Object.fromEntries(
+    Object.entries(value).map(([k, v]) => [k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), snakeCase(v)]),
+  );
 }
 
 const req = (n: number) => ({ session: `sess-${n}`, request: n, service: `svc-${n % 3}` });
@@ -132,10 +145,31 @@ const req = (n: number) => ({ session: `sess-${n}`, request: n, service: `svc-${
 /** Spans of every contract kind: the seed failure, server defects, guard actions, listening resumes. */
 function scenarioSpans(): SpanRecord[] {
   const out = [...seedScenario(req(1), 3), ...seedScenario(req(2), 1)];
-  out.push(terminal(req(3), 1_700_000_100_000, 'X'), terminal(req(3), 1_700_000_100_010, 'Y', false, { foreign: true, server: 'srv:1', firstStream: 'X' }));
-  out.push(terminal(req(4), 1_700_000_200_000, 'X'), terminal(req(4), 1_700_000_200_010, 'Z', true, { conflict: true, guard: GuardAction.DUPLICATE_TERMINAL_DROPPED }));
-  out.push(reattach(req(5), 1_700_000_300_000, 'L1', 'L0', 404), resume(req(5), 1_700_000_300_001, 'L1', 'L0', { streamKind: StreamKind.LISTENING, outcome: ResumeOutcome.CURSOR_REJECTED, status: 404, noRequest: true }));
-  out.push(resume(req(6), 1_700_000_400_000, 'Q', 'P', { observed: false, outcome: ResumeOutcome.EMPTY_REPLAY, replayed: 0, status: 200 }));
+  out.push(
+    terminal(req(3), 1_700_000_100_000, 'X'),
+    terminal(req(3), 1_700_000_100_010, 'Y', false, { foreign: true, server: 'srv:1', firstStream: 'X' }),
+  );
+  out.push(
+    terminal(req(4), 1_700_000_200_000, 'X'),
+    terminal(req(4), 1_700_000_200_010, 'Z', true, { conflict: true, guard: GuardAction.DUPLICATE_TERMINAL_DROPPED }),
+  );
+  out.push(
+    reattach(req(5), 1_700_000_300_000, 'L1', 'L0', 404),
+    resume(req(5), 1_700_000_300_001, 'L1', 'L0', {
+      streamKind: StreamKind.LISTENING,
+      outcome: ResumeOutcome.CURSOR_REJECTED,
+      status: 404,
+      noRequest: true,
+    }),
+  );
+  out.push(
+    resume(req(6), 1_700_000_400_000, 'Q', 'P', {
+      observed: false,
+      outcome: ResumeOutcome.EMPTY_REPLAY,
+      replayed: 0,
+      status: 200,
+    }),
+  );
   return out;
 }
 
@@ -143,16 +177,31 @@ describe('OTLP/JSON: the scanner against JSON.parse and the walk it replaced', (
   it('gives the same records, counts and findings on the benchmark workload and the scenarios, compact, pretty-printed and in snake_case', () => {
     const bodies = otlpBodies(workload(600, 'eq', 3), 256).map((b) => Buffer.from(b));
     const doc = otlpJson(scenarioSpans(), 'scenario');
-    bodies.push(Buffer.from(JSON.stringify(doc)), Buffer.from(JSON.stringify(doc, null, 2)), Buffer.from(JSON.stringify(snakeCase(doc))));
+    bodies.push(
+      Buffer.from(JSON.stringify(doc)),
+      Buffer.from(JSON.stringify(doc, null, 2)),
+      Buffer.from(JSON.stringify(snakeCase(doc))),
+    );
     for (const b of bodies) compareJson(b, 64);
-    const now = detect(bodies.map((b) => run((sink) => decodeJsonRequest(b, sink, { detectorAttributesOnly: true, maxDepth: 64 })).records));
+    const now = detect(
+      bodies.map(
+        (b) => run((sink) => decodeJsonRequest(b, sink, { detectorAttributesOnly: true, maxDepth: 64 })).records,
+      ),
+    );
     const before = detect(bodies.map((b) => referenceJson(b, true, 64).records));
     expect(now).toEqual(before);
     expect(now.findings.length).toBeGreaterThan(100);
   });
 
   it('refuses and reads hostile bodies as before: syntax, shapes, depth, megabyte ids, escapes', () => {
-    const span = (extra: Record<string, unknown> = {}) => ({ traceId: 'AF7651916CD43DD8448EB211C80319CA', spanId: 'b7ad6b7169203331', name: SPAN_REQUEST_TERMINAL, startTimeUnixNano: '1700000000000000000', endTimeUnixNano: 1.7e18, ...extra });
+    const span = (extra: Record<string, unknown> = {}) => ({
+      traceId: 'AF7651916CD43DD8448EB211C80319CA',
+      spanId: 'b7ad6b7169203331',
+      name: SPAN_REQUEST_TERMINAL,
+      startTimeUnixNano: '1700000000000000000',
+      endTimeUnixNano: 1.7e18,
+      ...extra,
+    });
     const bodies = [
       '',
       ' ',
@@ -185,10 +234,42 @@ describe('OTLP/JSON: the scanner against JSON.parse and the walk it replaced', (
       '{"a":tru}',
       '{"a":[[[[[[[[[[[[1]]]]]]]]]]]]}',
       '{"a":"[[[[[[[[[[[[[[[[[[[[[[["}',
-      '[' .repeat(100_000),
+      '['.repeat(100_000),
       '{"a":x' + '['.repeat(100),
-      JSON.stringify({ resourceSpans: [{ scopeSpans: [{ spans: [span(), span({ spanId: 'short' }), span({ startTimeUnixNano: '-5' }), span({ traceId: 'r/dlGRbNQ92ESOshHIAxnA==' })] }] }] }),
-      JSON.stringify({ resourceSpans: [{ scopeSpans: [{ spans: [span({ attributes: [{ key: ATTR_MCP_SESSION_ID, value: { stringValue: 's'.repeat(1 << 20) } }, { key: ATTR_JSONRPC_REQUEST_ID, value: { intValue: '7' } }] })] }] }] }),
+      JSON.stringify({
+        resourceSpans: [
+          {
+            scopeSpans: [
+              {
+                spans: [
+                  span(),
+                  span({ spanId: 'short' }),
+                  span({ startTimeUnixNano: '-5' }),
+                  span({ traceId: 'r/dlGRbNQ92ESOshHIAxnA==' }),
+                ],
+              },
+            ],
+          },
+        ],
+      }),
+      JSON.stringify({
+        resourceSpans: [
+          {
+            scopeSpans: [
+              {
+                spans: [
+                  span({
+                    attributes: [
+                      { key: ATTR_MCP_SESSION_ID, value: { stringValue: 's'.repeat(1 << 20) } },
+                      { key: ATTR_JSONRPC_REQUEST_ID, value: { intValue: '7' } },
+                    ],
+                  }),
+                ],
+              },
+            ],
+          },
+        ],
+      }),
       // Escapes in keys and values, a key spelled two ways, duplicate keys (the last counts).
       '{"resource\\u0053pans":[{"scope_spans":[{"spans":[{"trace_id":"af7651916cd43dd8448eb211c80319ca","traceId":"0af7651916cd43dd8448eb211c80319c","span_id":"b7ad6b7169203331","name":"mcp.request.termin\\u0061l","name":"' +
         SPAN_REQUEST_TERMINAL +
@@ -196,10 +277,22 @@ describe('OTLP/JSON: the scanner against JSON.parse and the walk it replaced', (
     ];
     for (const text of bodies) for (const depth of [undefined, 64, 5]) compareJson(Buffer.from(text), depth);
     // Deep nesting is refused by the scanner with the depth check's own sentence and offset.
-    expect(run((sink) => decodeJsonRequest(Buffer.from('['.repeat(100_000)), sink, { maxDepth: 64 })).error).toBe('malformed OTLP/JSON: nesting deeper than 64 levels at byte 64');
+    expect(run((sink) => decodeJsonRequest(Buffer.from('['.repeat(100_000)), sink, { maxDepth: 64 })).error).toBe(
+      'malformed OTLP/JSON: nesting deeper than 64 levels at byte 64',
+    );
     // Invalid UTF-8 inside strings is replaced, as Buffer#toString does, and a syntax error names its byte.
-    compareJson(Buffer.concat([Buffer.from('{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"b7ad6b7169203331","name":"a'), Buffer.from([0xff, 0xc3]), Buffer.from('","startTimeUnixNano":"1","endTimeUnixNano":"1"}]}]}]}')]));
-    expect(run((sink) => decodeJsonRequest(Buffer.from('{"a":1,}'), sink)).error).toBe("malformed JSON: expected a string key, found '}' at byte 7");
+    compareJson(
+      Buffer.concat([
+        Buffer.from(
+          '{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"b7ad6b7169203331","name":"a',
+        ),
+        Buffer.from([0xff, 0xc3]),
+        Buffer.from('","startTimeUnixNano":"1","endTimeUnixNano":"1"}]}]}]}'),
+      ]),
+    );
+    expect(run((sink) => decodeJsonRequest(Buffer.from('{"a":1,}'), sink)).error).toBe(
+      "malformed JSON: expected a string key, found '}' at byte 7",
+    );
   });
 
   it('every depth limit across an OTLP body is refused at the same byte as before (fast-check)', () => {
@@ -218,17 +311,28 @@ describe('OTLP/JSON: the scanner against JSON.parse and the walk it replaced', (
 
   it('refuses mutated documents as before, and reads the ones that stay JSON as before (fast-check)', () => {
     fc.assert(
-      fc.property(documentArb, fc.array(fc.record({ at: fc.nat(), byte: fc.constantFrom(...'{}[]",:\\ 0x-e'.split('').map((c) => c.charCodeAt(0)), 0, 0xff), kind: fc.constantFrom('set', 'insert', 'delete', 'cut') }), { minLength: 1, maxLength: 3 }), (doc, mutations) => {
-        const b = [...Buffer.from(serialize(doc, false))];
-        for (const m of mutations) {
-          const at = b.length === 0 ? 0 : m.at % b.length;
-          if (m.kind === 'set') b[at] = m.byte;
-          else if (m.kind === 'insert') b.splice(at, 0, m.byte);
-          else if (m.kind === 'delete') b.splice(at, 1);
-          else b.length = at;
-        }
-        compareJson(Buffer.from(b), 8);
-      }),
+      fc.property(
+        documentArb,
+        fc.array(
+          fc.record({
+            at: fc.nat(),
+            byte: fc.constantFrom(...'{}[]",:\\ 0x-e'.split('').map((c) => c.charCodeAt(0)), 0, 0xff),
+            kind: fc.constantFrom('set', 'insert', 'delete', 'cut'),
+          }),
+          { minLength: 1, maxLength: 3 },
+        ),
+        (doc, mutations) => {
+          const b = [...Buffer.from(serialize(doc, false))];
+          for (const m of mutations) {
+            const at = b.length === 0 ? 0 : m.at % b.length;
+            if (m.kind === 'set') b[at] = m.byte;
+            else if (m.kind === 'insert') b.splice(at, 0, m.byte);
+            else if (m.kind === 'delete') b.splice(at, 1);
+            else b.length = at;
+          }
+          compareJson(Buffer.from(b), 8);
+        },
+      ),
       { numRuns: 1500, seed: 15 },
     );
   });
@@ -260,7 +364,12 @@ describe('OTLP/protobuf: converting only the detector attributes against convert
   const requestArb = fc.array(spanArb, { maxLength: 8 }).map((spans) => encodeRequest(spans));
 
   it('gives the same records, errors and findings on generated messages, intact and mutated (fast-check)', () => {
-    const mutation = fc.record({ at: fc.nat(), kind: fc.constantFrom('set', 'insert', 'delete', 'varint'), byte: fc.integer({ min: 0, max: 255 }), value: fc.bigInt({ min: -(1n << 63n), max: (1n << 64n) - 1n }) });
+    const mutation = fc.record({
+      at: fc.nat(),
+      kind: fc.constantFrom('set', 'insert', 'delete', 'varint'),
+      byte: fc.integer({ min: 0, max: 255 }),
+      value: fc.bigInt({ min: -(1n << 63n), max: (1n << 64n) - 1n }),
+    });
     fc.assert(
       fc.property(requestArb, fc.array(mutation, { maxLength: 3 }), (bytes, mutations) => {
         const b = [...bytes];
@@ -288,8 +397,13 @@ describe('bodies of the real OTLP exporters (JSON and protobuf over HTTP)', () =
       rq.on('data', (c: Buffer) => chunks.push(c));
       rq.on('end', () => {
         const raw = Buffer.concat(chunks);
-        bodies.push({ type: rq.headers['content-type'] ?? '', body: rq.headers['content-encoding'] === 'gzip' ? gunzipSync(raw) : raw });
-        rs.writeHead(200, { 'content-type': rq.headers['content-type'] ?? 'application/json' }).end(rq.headers['content-type']?.includes('protobuf') ? Buffer.alloc(0) : '{}');
+        bodies.push({
+          type: rq.headers['content-type'] ?? '',
+          body: rq.headers['content-encoding'] === 'gzip' ? gunzipSync(raw) : raw,
+        });
+        rs.writeHead(200, { 'content-type': rq.headers['content-type'] ?? 'application/json' }).end(
+          rq.headers['content-type']?.includes('protobuf') ? Buffer.alloc(0) : '{}',
+        );
       });
     }).listen(0, '127.0.0.1');
     await new Promise((r) => server.once('listening', r));
@@ -298,14 +412,28 @@ describe('bodies of the real OTLP exporters (JSON and protobuf over HTTP)', () =
   afterAll(() => new Promise<void>((r) => server.close(() => r())));
 
   it('give the same records and findings through the old and the new decoders', async () => {
-    const spans = [...scenarioSpans(), ...workload(50, 'x', 5)].map((s) => ({ ...s, attributes: { ...s.attributes, [ATTR_SERVICE_NAME]: undefined } }));
+    const spans = [...scenarioSpans(), ...workload(50, 'x', 5)].map((s) => ({
+      ...s,
+      attributes: { ...s.attributes, [ATTR_SERVICE_NAME]: undefined },
+    }));
     // One provider exporting each span through both exporters: the same spans (ids included) in both encodings.
     const url = `http://127.0.0.1:${port}/v1/traces`;
     const provider = new BasicTracerProvider({
       resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: 'real' }),
-      spanProcessors: [new BatchSpanProcessor(new HttpExporter({ url }), { maxExportBatchSize: 64, scheduledDelayMillis: 50 }), new BatchSpanProcessor(new ProtoExporter({ url }), { maxExportBatchSize: 64, scheduledDelayMillis: 50 })],
+      spanProcessors: [
+        new BatchSpanProcessor(new HttpExporter({ url }), { maxExportBatchSize: 64, scheduledDelayMillis: 50 }),
+        new BatchSpanProcessor(new ProtoExporter({ url }), { maxExportBatchSize: 64, scheduledDelayMillis: 50 }),
+      ],
     });
-    emit(provider, spans.map((s) => ({ ...s, attributes: Object.fromEntries(Object.entries(s.attributes).filter(([, v]) => v !== undefined)) as SpanRecord['attributes'] })));
+    emit(
+      provider,
+      spans.map((s) => ({
+        ...s,
+        attributes: Object.fromEntries(
+          Object.entries(s.attributes).filter(([, v]) => v !== undefined),
+        ) as SpanRecord['attributes'],
+      })),
+    );
     await provider.forceFlush();
     await provider.shutdown();
     const json = bodies.filter((b) => b.type.includes('json'));
@@ -316,9 +444,22 @@ describe('bodies of the real OTLP exporters (JSON and protobuf over HTTP)', () =
     for (const { body } of proto) compareProtobuf(body);
     // The two encodings of the same spans give the same findings through the new decoders (times to the
     // millisecond: protobuf's fixed64 nanoseconds divided by 1e6 may fall a few ulps below the JSON decoder's exact split).
-    const ms = (d: ReturnType<typeof detect>) => ({ ...d, findings: d.findings.map((f) => ({ ...f, first_time_unix_ms: Math.round(f.first_time_unix_ms), last_time_unix_ms: Math.round(f.last_time_unix_ms) })) });
-    const fromJson = detect(json.map(({ body }) => run((sink) => decodeJsonRequest(body, sink, { detectorAttributesOnly: true })).records));
-    const fromProto = detect(proto.map(({ body }) => run((sink) => decodeProtobufRequest(body, sink, { detectorAttributesOnly: true })).records));
+    const ms = (d: ReturnType<typeof detect>) => ({
+      ...d,
+      findings: d.findings.map((f) => ({
+        ...f,
+        first_time_unix_ms: Math.round(f.first_time_unix_ms),
+        last_time_unix_ms: Math.round(f.last_time_unix_ms),
+      })),
+    });
+    const fromJson = detect(
+      json.map(({ body }) => run((sink) => decodeJsonRequest(body, sink, { detectorAttributesOnly: true })).records),
+    );
+    const fromProto = detect(
+      proto.map(
+        ({ body }) => run((sink) => decodeProtobufRequest(body, sink, { detectorAttributesOnly: true })).records,
+      ),
+    );
     expect(ms(fromJson)).toEqual(ms(fromProto));
     expect(fromJson.findings.length).toBeGreaterThan(5);
   });
@@ -342,13 +483,24 @@ function serialize(n: Node, pretty: boolean): string {
 
 const raw = (v: unknown): Node => ({ raw: JSON.stringify(v) });
 /** A string written with every character escaped as \uXXXX. */
-const escaped = (s: string): string => `"${[...s].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`).join('')}"`;
+const escaped = (s: string): string =>
+  `"${[...s].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`).join('')}"`;
 
 /** The spellings of a field name: JSON name, proto name, a mix, an escaped one, and one that is no spelling of it. */
 function spelling(camel: string): fc.Arbitrary<string> {
   const snake = camel.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
   const mixed = camel.replace(/[A-Z]/, (c) => `_${c.toLowerCase()}`);
-  return fc.constantFrom(JSON.stringify(camel), JSON.stringify(camel), JSON.stringify(camel), JSON.stringify(snake), JSON.stringify(mixed), escaped(camel), escaped(snake), JSON.stringify(`${camel}_`), JSON.stringify(camel.toUpperCase()));
+  return fc.constantFrom(
+    JSON.stringify(camel),
+    JSON.stringify(camel),
+    JSON.stringify(camel),
+    JSON.stringify(snake),
+    JSON.stringify(mixed),
+    escaped(camel),
+    escaped(snake),
+    JSON.stringify(`${camel}_`),
+    JSON.stringify(camel.toUpperCase()),
+  );
 }
 
 const junk: fc.Arbitrary<Node> = fc.oneof(
@@ -359,7 +511,11 @@ const junk: fc.Arbitrary<Node> = fc.oneof(
 );
 
 function objectOf(fields: [string, fc.Arbitrary<Node>][], maxLength = 8): fc.Arbitrary<Node> {
-  const member = fc.oneof(...fields.map(([name, value]) => fc.tuple(spelling(name), fc.oneof({ weight: 4, arbitrary: value }, { weight: 1, arbitrary: junk }))));
+  const member = fc.oneof(
+    ...fields.map(([name, value]) =>
+      fc.tuple(spelling(name), fc.oneof({ weight: 4, arbitrary: value }, { weight: 1, arbitrary: junk })),
+    ),
+  );
   return fc.array(member, { maxLength }).map((obj) => ({ obj }));
 }
 
@@ -368,7 +524,9 @@ const hexId = (bytes: number) =>
     fc.uint8Array({ minLength: bytes, maxLength: bytes }).map((b) => raw(Buffer.from(b).toString('hex'))),
     fc.uint8Array({ minLength: bytes, maxLength: bytes }).map((b) => raw(Buffer.from(b).toString('hex').toUpperCase())),
     fc.uint8Array({ minLength: bytes, maxLength: bytes }).map((b) => raw(Buffer.from(b).toString('base64'))),
-    fc.uint8Array({ minLength: bytes, maxLength: bytes }).map((b) => ({ raw: escaped(Buffer.from(b).toString('hex')) })),
+    fc
+      .uint8Array({ minLength: bytes, maxLength: bytes })
+      .map((b) => ({ raw: escaped(Buffer.from(b).toString('hex')) })),
     fc.constantFrom('', 'zz', '0'.repeat(bytes * 2 - 1)).map(raw),
   );
 const nanos = fc.oneof(
@@ -377,12 +535,31 @@ const nanos = fc.oneof(
   fc.constantFrom('-5', ' 5000000', '12.5e6', '1e18', 'abc', '0', '999999').map(raw),
   fc.double({ min: -1, max: 2e18, noNaN: true }).map(raw),
 );
-const scalarString = fc.oneof(fc.constantFrom('s1', 's2', 'tools/call', StreamKind.LISTENING, ResumeOutcome.EMPTY_REPLAY, GuardAction.RESUME_REFUSED).map(raw), fc.string({ maxLength: 6 }).map(raw), fc.constantFrom('s1', 'é').map((s) => ({ raw: escaped(s) })));
+const scalarString = fc.oneof(
+  fc
+    .constantFrom(
+      's1',
+      's2',
+      'tools/call',
+      StreamKind.LISTENING,
+      ResumeOutcome.EMPTY_REPLAY,
+      GuardAction.RESUME_REFUSED,
+    )
+    .map(raw),
+  fc.string({ maxLength: 6 }).map(raw),
+  fc.constantFrom('s1', 'é').map((s) => ({ raw: escaped(s) })),
+);
 const anyValueArb = objectOf(
   [
     ['stringValue', scalarString],
     ['boolValue', fc.boolean().map(raw)],
-    ['intValue', fc.oneof(fc.integer({ min: -5, max: 500 }).map(raw), fc.constantFrom('7', '0x10', '', ' 12 ', '1e400', 'x', '123456789012345678').map(raw))],
+    [
+      'intValue',
+      fc.oneof(
+        fc.integer({ min: -5, max: 500 }).map(raw),
+        fc.constantFrom('7', '0x10', '', ' 12 ', '1e400', 'x', '123456789012345678').map(raw),
+      ),
+    ],
     ['doubleValue', fc.oneof(fc.double({ noNaN: true }).map(raw), fc.constantFrom('1.5', 'NaN', 'x').map(raw))],
     ['arrayValue', fc.constant<Node>({ obj: [['"values"', { arr: [] }]] })],
   ],
@@ -399,14 +576,36 @@ const keyValueArb = objectOf(
   ],
   3,
 );
-const attributesArb = fc.array(fc.oneof({ weight: 6, arbitrary: keyValueArb }, { weight: 1, arbitrary: junk }), { maxLength: 6 }).map((arr) => ({ arr }));
+const attributesArb = fc
+  .array(fc.oneof({ weight: 6, arbitrary: keyValueArb }, { weight: 1, arbitrary: junk }), { maxLength: 6 })
+  .map((arr) => ({ arr }));
 const spanArb = objectOf(
   [
     ['traceId', hexId(16)],
     ['spanId', hexId(8)],
     ['parentSpanId', fc.oneof(hexId(8), fc.constant(raw('')))],
-    ['name', fc.oneof(fc.constantFrom(SPAN_REQUEST_TERMINAL, SPAN_STREAM_RESUME, SPAN_SESSION_REATTACH, mcpRequestSpanName('tools/call', 'x'), 'other').map(raw), fc.constant({ raw: escaped(SPAN_STREAM_RESUME) }))],
-    ['kind', fc.oneof(fc.integer({ min: -1, max: 7 }).map(raw), fc.constantFrom('SPAN_KIND_CLIENT', 'SPAN_KIND_SERVER', 'nope').map(raw))],
+    [
+      'name',
+      fc.oneof(
+        fc
+          .constantFrom(
+            SPAN_REQUEST_TERMINAL,
+            SPAN_STREAM_RESUME,
+            SPAN_SESSION_REATTACH,
+            mcpRequestSpanName('tools/call', 'x'),
+            'other',
+          )
+          .map(raw),
+        fc.constant({ raw: escaped(SPAN_STREAM_RESUME) }),
+      ),
+    ],
+    [
+      'kind',
+      fc.oneof(
+        fc.integer({ min: -1, max: 7 }).map(raw),
+        fc.constantFrom('SPAN_KIND_CLIENT', 'SPAN_KIND_SERVER', 'nope').map(raw),
+      ),
+    ],
     ['startTimeUnixNano', nanos],
     ['endTimeUnixNano', nanos],
     ['attributes', attributesArb],
@@ -415,15 +614,40 @@ const spanArb = objectOf(
   12,
 );
 const scopeSpansArb = objectOf([
-  ['spans', fc.array(fc.oneof({ weight: 8, arbitrary: spanArb }, { weight: 1, arbitrary: junk }), { maxLength: 4 }).map((arr) => ({ arr }))],
+  [
+    'spans',
+    fc
+      .array(fc.oneof({ weight: 8, arbitrary: spanArb }, { weight: 1, arbitrary: junk }), { maxLength: 4 })
+      .map((arr) => ({ arr })),
+  ],
   ['scope', fc.constant<Node>({ obj: [['"name"', raw('x')]] })],
 ]);
 const resourceArb = objectOf([['attributes', attributesArb]], 3);
 const resourceSpansArb = objectOf([
   ['resource', resourceArb],
-  ['scopeSpans', fc.array(fc.oneof({ weight: 8, arbitrary: scopeSpansArb }, { weight: 1, arbitrary: junk }), { maxLength: 3 }).map((arr) => ({ arr }))],
+  [
+    'scopeSpans',
+    fc
+      .array(fc.oneof({ weight: 8, arbitrary: scopeSpansArb }, { weight: 1, arbitrary: junk }), { maxLength: 3 })
+      .map((arr) => ({ arr })),
+  ],
 ]);
 const documentArb: fc.Arbitrary<Node> = fc.oneof(
-  { weight: 12, arbitrary: objectOf([['resourceSpans', fc.array(fc.oneof({ weight: 8, arbitrary: resourceSpansArb }, { weight: 1, arbitrary: junk }), { maxLength: 3 }).map((arr) => ({ arr }))]], 3) },
+  {
+    weight: 12,
+    arbitrary: objectOf(
+      [
+        [
+          'resourceSpans',
+          fc
+            .array(fc.oneof({ weight: 8, arbitrary: resourceSpansArb }, { weight: 1, arbitrary: junk }), {
+              maxLength: 3,
+            })
+            .map((arr) => ({ arr })),
+        ],
+      ],
+      3,
+    ),
+  },
   { weight: 1, arbitrary: junk },
 );

@@ -1,4 +1,10 @@
-import { ATTR_JSONRPC_REQUEST_ID, ATTR_MCP_METHOD_NAME, ATTR_MCP_SESSION_ID, SPAN_REQUEST_TERMINAL, mcpRequestSpanName } from '@resumewatch/semconv';
+import {
+  ATTR_JSONRPC_REQUEST_ID,
+  ATTR_MCP_METHOD_NAME,
+  ATTR_MCP_SESSION_ID,
+  SPAN_REQUEST_TERMINAL,
+  mcpRequestSpanName,
+} from '@resumewatch/semconv';
 import { describe, expect, it } from 'vitest';
 import { decodeJsonRequest, type SpanRecord } from '../src/index.js';
 
@@ -13,10 +19,20 @@ function doc(spans: Record<string, unknown>[]): unknown {
 }
 
 function span(name: string, start: unknown, end: unknown = start): Record<string, unknown> {
-  return { traceId: '0af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b7169203331', name, startTimeUnixNano: start, endTimeUnixNano: end, attributes: attrs };
+  return {
+    traceId: '0af7651916cd43dd8448eb211c80319c',
+    spanId: 'b7ad6b7169203331',
+    name,
+    startTimeUnixNano: start,
+    endTimeUnixNano: end,
+    attributes: attrs,
+  };
 }
 
-function decode(spans: Record<string, unknown>[], detectorAttributesOnly = false): { out: SpanRecord[]; invalid: number } {
+function decode(
+  spans: Record<string, unknown>[],
+  detectorAttributesOnly = false,
+): { out: SpanRecord[]; invalid: number } {
   const out: SpanRecord[] = [];
   const r = decodeJsonRequest(doc(spans), (s) => out.push(s), { detectorAttributesOnly });
   return { out, invalid: r.invalid };
@@ -24,11 +40,23 @@ function decode(spans: Record<string, unknown>[], detectorAttributesOnly = false
 
 describe('OTLP/JSON decoding', () => {
   it('reads nanosecond times as milliseconds, as Number() would', () => {
-    for (const v of ['1700000000123456789', '1700000000123000000', '0', '999999', '1000000', '18446744073709551615', '1e18', ' 5000000', '12.5e6', 1_700_000_000_000_000]) {
+    for (const v of [
+      '1700000000123456789',
+      '1700000000123000000',
+      '0',
+      '999999',
+      '1000000',
+      '18446744073709551615',
+      '1e18',
+      ' 5000000',
+      '12.5e6',
+      1_700_000_000_000_000,
+    ]) {
       const { out } = decode([span(SPAN_REQUEST_TERMINAL, v)]);
       expect(out[0]!.startTimeUnixMs).toBeCloseTo(Number(v) / 1e6, 3);
     }
-    for (const v of ['-5', '17000000000x0000000', 'abc', null, true]) expect(decode([span(SPAN_REQUEST_TERMINAL, v)]).invalid).toBe(1);
+    for (const v of ['-5', '17000000000x0000000', 'abc', null, true])
+      expect(decode([span(SPAN_REQUEST_TERMINAL, v)]).invalid).toBe(1);
   });
 
   it('keeps every attribute by default, and only the method name off contract spans when asked', () => {

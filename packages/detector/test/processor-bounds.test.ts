@@ -11,7 +11,10 @@ describe('ResumewatchSpanProcessor bounds what it keeps', () => {
     const findings: Finding[] = [];
     const processor = new ResumewatchSpanProcessor({ onFinding: (f) => findings.push(f), tickMs: 0, maxIdBytes: 64 });
     const service = 'svc-'.padEnd(100_000, 'v');
-    const provider = new BasicTracerProvider({ resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: service }), spanProcessors: [processor] });
+    const provider = new BasicTracerProvider({
+      resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: service }),
+      spanProcessors: [processor],
+    });
     const r = { session: 'p-'.padEnd(1_000_000, 's'), request: 1 };
     emit(provider, [terminal(r, Date.now(), 'A'), terminal(r, Date.now() + 5, 'B', true)]);
     expect(findings.map((f) => f.kind)).toEqual([FindingKind.DUPLICATE_TERMINAL]);

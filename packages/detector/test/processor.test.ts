@@ -21,8 +21,18 @@ describe('ResumewatchSpanProcessor', () => {
     expect(findings.map((f) => f.kind)).toEqual([FindingKind.DUPLICATE_TERMINAL]);
     emit(provider, seedScenario({ session: 'p-2', request: 1 }, 3, Date.now()));
     const ofP2 = findings.filter((f) => f.session_id === 'p-2');
-    const kinds = ofP2.filter((f) => f.record === undefined).map((f) => f.kind).sort();
-    expect(kinds).toEqual([FindingKind.DUPLICATE_TERMINAL, FindingKind.RECONNECT_STORM, FindingKind.RESUME_AFTER_TERMINAL, FindingKind.SIGNATURE].sort());
+    const kinds = ofP2
+      .filter((f) => f.record === undefined)
+      .map((f) => f.kind)
+      .sort();
+    expect(kinds).toEqual(
+      [
+        FindingKind.DUPLICATE_TERMINAL,
+        FindingKind.RECONNECT_STORM,
+        FindingKind.RESUME_AFTER_TERMINAL,
+        FindingKind.SIGNATURE,
+      ].sort(),
+    );
     // The storm's end comes as a record of its own, after the signature.
     expect(ofP2.filter((f) => f.record !== undefined)).toMatchObject([
       { kind: FindingKind.RECONNECT_STORM, record: FindingRecord.STORM_ENDED, ended_by: StormEnd.EVICTED, attempts: 4 },

@@ -1,12 +1,19 @@
 import fc from 'fast-check';
-import { ATTR_JSONRPC_REQUEST_ID, ATTR_MCP_SESSION_ID, SPAN_REQUEST_TERMINAL, SPAN_STREAM_RESUME } from '@resumewatch/semconv';
+import {
+  ATTR_JSONRPC_REQUEST_ID,
+  ATTR_MCP_SESSION_ID,
+  SPAN_REQUEST_TERMINAL,
+  SPAN_STREAM_RESUME,
+} from '@resumewatch/semconv';
 import { describe, expect, it, vi } from 'vitest';
 import { OtlpDecodeError, decodeProtobufRequest, type SpanRecord } from '../src/index.js';
 import { encodeRequest, varintBytes } from './helpers/protobuf-encode.js';
 
 function decode(bytes: Uint8Array | number[]): SpanRecord[] {
   const out: SpanRecord[] = [];
-  decodeProtobufRequest(bytes instanceof Uint8Array ? bytes : Uint8Array.from(bytes), (s) => out.push({ ...s, attributes: { ...s.attributes } }));
+  decodeProtobufRequest(bytes instanceof Uint8Array ? bytes : Uint8Array.from(bytes), (s) =>
+    out.push({ ...s, attributes: { ...s.attributes } }),
+  );
   return out;
 }
 
@@ -31,7 +38,8 @@ describe('protobuf reader: hostile lengths and tags', () => {
   });
 
   it('rejects a negative length at every nesting level: request, ResourceSpans, ScopeSpans, Span, KeyValue, AnyValue', () => {
-    const wrap = (path: number[], inner: number[]): number[] => path.reduceRight((acc, no) => ld(no, BigInt(acc.length), acc), inner);
+    const wrap = (path: number[], inner: number[]): number[] =>
+      path.reduceRight((acc, no) => ld(no, BigInt(acc.length), acc), inner);
     const cases: [number[], number][] = [
       [[], 0], // ExportTraceServiceRequest.resource_spans
       [[1], 2], // ResourceSpans.scope_spans
@@ -50,15 +58,26 @@ describe('protobuf reader: hostile lengths and tags', () => {
   it('rejects field number 0, an overlong varint and a length past the end', () => {
     expect(errorOf([0x02, 0x00])).toBe('malformed protobuf: field number 0 at byte 0');
     expect(errorOf([0x0a, 0x02, 0x00, 0x00])).toBe('malformed protobuf: field number 0 at byte 2');
-    expect(errorOf([0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01])).toBe('malformed protobuf: varint longer than 10 bytes at byte 1');
-    expect(errorOf([0x0a, 0x05, 0x00])).toBe('malformed protobuf: length 5 at byte 1 runs past the end of its message (byte 3)');
-    expect(errorOf([0x0a, 0x80, 0x80, 0x80, 0x80, 0x10])).toBe('malformed protobuf: length 4294967296 at byte 1 runs past the end of its message (byte 6)');
-    expect(errorOf([0x0a, 0x03, 0x12, 0x05, 0x00])).toBe('malformed protobuf: length 5 at byte 3 runs past the end of its message (byte 5)');
-    expect(errorOf([0x80, 0x80, 0x80, 0x80, 0x80, 0x01])).toBe('malformed protobuf: tag 34359738368 out of range at byte 0');
+    expect(errorOf([0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01])).toBe(
+      'malformed protobuf: varint longer than 10 bytes at byte 1',
+    );
+    expect(errorOf([0x0a, 0x05, 0x00])).toBe(
+      'malformed protobuf: length 5 at byte 1 runs past the end of its message (byte 3)',
+    );
+    expect(errorOf([0x0a, 0x80, 0x80, 0x80, 0x80, 0x10])).toBe(
+      'malformed protobuf: length 4294967296 at byte 1 runs past the end of its message (byte 6)',
+    );
+    expect(errorOf([0x0a, 0x03, 0x12, 0x05, 0x00])).toBe(
+      'malformed protobuf: length 5 at byte 3 runs past the end of its message (byte 5)',
+    );
+    expect(errorOf([0x80, 0x80, 0x80, 0x80, 0x80, 0x01])).toBe(
+      'malformed protobuf: tag 34359738368 out of range at byte 0',
+    );
   });
 });
 
-const hex = (bytes: number) => fc.uint8Array({ minLength: bytes, maxLength: bytes }).map((b) => Buffer.from(b).toString('hex'));
+const hex = (bytes: number) =>
+  fc.uint8Array({ minLength: bytes, maxLength: bytes }).map((b) => Buffer.from(b).toString('hex'));
 const spanArb: fc.Arbitrary<SpanRecord> = fc.record({
   traceId: hex(16),
   spanId: hex(8),
@@ -68,7 +87,10 @@ const spanArb: fc.Arbitrary<SpanRecord> = fc.record({
   endTimeUnixMs: fc.integer({ min: 0, max: 2_000_000_000_000 }),
   attributes: fc.record({
     [ATTR_MCP_SESSION_ID]: fc.string({ unit: 'binary', maxLength: 40 }).filter((s) => s.length > 0),
-    [ATTR_JSONRPC_REQUEST_ID]: fc.oneof(fc.string({ minLength: 1, maxLength: 12 }), fc.integer({ min: 0, max: 1_000_000 })),
+    [ATTR_JSONRPC_REQUEST_ID]: fc.oneof(
+      fc.string({ minLength: 1, maxLength: 12 }),
+      fc.integer({ min: 0, max: 1_000_000 }),
+    ),
     flag: fc.boolean(),
     ratio: fc.double({ noNaN: true, min: -1e9, max: 1e9 }).filter((d) => !Object.is(d, -0)),
   }),
@@ -99,7 +121,8 @@ class OutOfBoundsRead extends Error {}
 function guarded(bytes: Uint8Array): Uint8Array {
   return new Proxy(bytes, {
     get(target, key) {
-      if (typeof key === 'string' && /^\d+$/.test(key) && Number(key) >= target.length) throw new OutOfBoundsRead(`read of byte ${key} of ${target.length}`);
+      if (typeof key === 'string' && /^\d+$/.test(key) && Number(key) >= target.length)
+        throw new OutOfBoundsRead(`read of byte ${key} of ${target.length}`);
       return Reflect.get(target, key);
     },
   });
@@ -139,8 +162,14 @@ describe('protobuf reader: property-based (fast-check)', () => {
     fc.assert(
       fc.property(requestArb, ({ spans, bytes }) => {
         // Times cross the wire as nanoseconds: compare at the microsecond.
-        const got = decode(bytes).map((s) => ({ ...s, startTimeUnixMs: Math.round(s.startTimeUnixMs * 1000) / 1000, endTimeUnixMs: Math.round(s.endTimeUnixMs * 1000) / 1000 }));
-        const want = [...new Map(spans.map((s) => [s.service, 0])).keys()].flatMap((svc) => spans.filter((s) => s.service === svc));
+        const got = decode(bytes).map((s) => ({
+          ...s,
+          startTimeUnixMs: Math.round(s.startTimeUnixMs * 1000) / 1000,
+          endTimeUnixMs: Math.round(s.endTimeUnixMs * 1000) / 1000,
+        }));
+        const want = [...new Map(spans.map((s) => [s.service, 0])).keys()].flatMap((svc) =>
+          spans.filter((s) => s.service === svc),
+        );
         expect(got).toEqual(want.map((s) => ({ ...s, parentSpanId: undefined })));
       }),
       { numRuns: 300, seed: 10 },

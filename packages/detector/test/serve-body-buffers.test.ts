@@ -44,13 +44,24 @@ describe('serve: bodies read into reused buffers', () => {
   });
   afterAll(() => server.close());
 
-  const terminals = (tag: string, n: number) => Array.from({ length: n }, (_, i) => terminal({ session: `${tag}-${i}`, request: i, service: 'svc-pool' }, T0 + i, `${tag}-stream-${i}`));
+  const terminals = (tag: string, n: number) =>
+    Array.from({ length: n }, (_, i) =>
+      terminal({ session: `${tag}-${i}`, request: i, service: 'svc-pool' }, T0 + i, `${tag}-stream-${i}`),
+    );
   const accepted = () => server.detector.stats().spans[SpanReceivedResult.ACCEPTED];
 
   it('decodes OTLP/JSON bodies of decreasing sizes, one after another on one connection, each whole and alone', async () => {
     const before = accepted();
-    for (const [tag, n] of [['json-long', 400], ['json-short', 1], ['json-mid', 20]] as const) {
-      const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(otlpJson(terminals(tag, n), 'svc-pool')) });
+    for (const [tag, n] of [
+      ['json-long', 400],
+      ['json-short', 1],
+      ['json-mid', 20],
+    ] as const) {
+      const res = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(otlpJson(terminals(tag, n), 'svc-pool')),
+      });
       expect([res.status, res.headers.get('content-type'), await res.text()]).toEqual([200, 'application/json', '{}']);
     }
     expect(accepted() - before).toBe(421);
@@ -59,9 +70,20 @@ describe('serve: bodies read into reused buffers', () => {
 
   it('decodes OTLP/protobuf bodies of decreasing sizes, each whole and alone', async () => {
     const before = accepted();
-    for (const [tag, n] of [['pb-long', 150], ['pb-short', 1]] as const) {
-      const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/x-protobuf' }, body: encodeRequest(terminals(tag, n)) });
-      expect([res.status, res.headers.get('content-type'), (await res.arrayBuffer()).byteLength]).toEqual([200, 'application/x-protobuf', 0]);
+    for (const [tag, n] of [
+      ['pb-long', 150],
+      ['pb-short', 1],
+    ] as const) {
+      const res = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-protobuf' },
+        body: encodeRequest(terminals(tag, n)),
+      });
+      expect([res.status, res.headers.get('content-type'), (await res.arrayBuffer()).byteLength]).toEqual([
+        200,
+        'application/x-protobuf',
+        0,
+      ]);
     }
     expect(accepted() - before).toBe(151);
   });

@@ -39,7 +39,16 @@ describe('IdBounder', () => {
 });
 
 function finding(i: number, session = `s-${i}`): Finding {
-  return { kind: 'signature', service: 'svc', session_id: session, request_id: String(i), trace_id: 'a'.repeat(32), first_time_unix_ms: 1, last_time_unix_ms: 2, span_ids: [] } as Finding;
+  return {
+    kind: 'signature',
+    service: 'svc',
+    session_id: session,
+    request_id: String(i),
+    trace_id: 'a'.repeat(32),
+    first_time_unix_ms: 1,
+    last_time_unix_ms: 2,
+    span_ids: [],
+  } as Finding;
 }
 
 describe('FindingLog', () => {
@@ -95,7 +104,9 @@ describe('checkJsonDepth', () => {
   });
 
   it('throws at the first level too deep, with its offset', () => {
-    expect(() => checkJsonDepth(Buffer.from('{"a":[[[1]]]}'), 3)).toThrow(new OtlpDecodeError('malformed OTLP/JSON: nesting deeper than 3 levels at byte 7'));
+    expect(() => checkJsonDepth(Buffer.from('{"a":[[[1]]]}'), 3)).toThrow(
+      new OtlpDecodeError('malformed OTLP/JSON: nesting deeper than 3 levels at byte 7'),
+    );
   });
 
   it('stops scanning at once: 64 MiB of "[" take milliseconds', () => {
@@ -109,15 +120,45 @@ describe('checkJsonDepth', () => {
 describe('configuration of the bounds', () => {
   it('reads every new option from flags and environment, with its default otherwise', () => {
     const c = resolveConfig(
-      { 'max-id-bytes': '128', 'findings-bytes': '65536', 'stdout-buffer': '4096', 'max-inflight': '1048576', 'retry-after': '2s', 'header-timeout': '5s', 'idle-timeout': '500ms', 'max-json-depth': '32', 'max-connections': '10', 'state-file': '/tmp/x.state', 'grace': '3s' },
+      {
+        'max-id-bytes': '128',
+        'findings-bytes': '65536',
+        'stdout-buffer': '4096',
+        'max-inflight': '1048576',
+        'retry-after': '2s',
+        'header-timeout': '5s',
+        'idle-timeout': '500ms',
+        'max-json-depth': '32',
+        'max-connections': '10',
+        'state-file': '/tmp/x.state',
+        grace: '3s',
+      },
       { RESUMEWATCH_SNAPSHOT_INTERVAL: '1m' },
     );
     expect(c).toMatchObject({
-      maxIdBytes: 128, findingsMaxBytes: 65536, stdoutBufferBytes: 4096, maxInflightBytes: 1048576, retryAfterMs: 2000, headerTimeoutMs: 5000,
-      idleTimeoutMs: 500, maxJsonDepth: 32, maxConnections: 10, stateFile: '/tmp/x.state', snapshotIntervalMs: 60_000, graceMs: 3000,
+      maxIdBytes: 128,
+      findingsMaxBytes: 65536,
+      stdoutBufferBytes: 4096,
+      maxInflightBytes: 1048576,
+      retryAfterMs: 2000,
+      headerTimeoutMs: 5000,
+      idleTimeoutMs: 500,
+      maxJsonDepth: 32,
+      maxConnections: 10,
+      stateFile: '/tmp/x.state',
+      snapshotIntervalMs: 60_000,
+      graceMs: 3000,
     });
     expect(resolveConfig({}, {})).toEqual(DEFAULT_CONFIG);
-    expect(DEFAULT_CONFIG).toMatchObject({ maxIdBytes: 256, findingsMaxBytes: 4 * 1024 * 1024, stdoutBufferBytes: 1024 * 1024, maxInflightBytes: 512 * 1024 * 1024, stateFile: undefined, snapshotIntervalMs: 30_000, graceMs: 5_000 });
+    expect(DEFAULT_CONFIG).toMatchObject({
+      maxIdBytes: 256,
+      findingsMaxBytes: 4 * 1024 * 1024,
+      stdoutBufferBytes: 1024 * 1024,
+      maxInflightBytes: 512 * 1024 * 1024,
+      stateFile: undefined,
+      snapshotIntervalMs: 30_000,
+      graceMs: 5_000,
+    });
   });
 
   it('has one option spec (flag, environment variable, help) for every key of the configuration', () => {

@@ -29,21 +29,37 @@ function post(server: RunningServer, body: Buffer | string, headers: Record<stri
   });
 }
 
-function grpcCall(port: number, body: Buffer, token = TOKEN): Promise<{ code?: number; details?: string; metadata?: Metadata }> {
+function grpcCall(
+  port: number,
+  body: Buffer,
+  token = TOKEN,
+): Promise<{ code?: number; details?: string; metadata?: Metadata }> {
   const client = new Client(`127.0.0.1:${port}`, credentials.createInsecure());
   const md = new Metadata();
   md.set('authorization', `Bearer ${token}`);
   return new Promise((resolve) =>
-    client.makeUnaryRequest(EXPORT, (b: Buffer) => b, (b: Buffer) => b, body, md, { deadline: Date.now() + 5000 }, (err) => {
-      client.close();
-      resolve(err ?? {});
-    }),
+    client.makeUnaryRequest(
+      EXPORT,
+      (b: Buffer) => b,
+      (b: Buffer) => b,
+      body,
+      md,
+      { deadline: Date.now() + 5000 },
+      (err) => {
+        client.close();
+        resolve(err ?? {});
+      },
+    ),
   );
 }
 
 /** A terminal span whose session id is `bytes` long and unique. */
 function longIdTerminal(i: number, bytes: number, service = 'svc'): SpanRecord {
-  const s = terminal({ session: `${String(i).padStart(8, '0')}${'s'.repeat(bytes - 8)}`, request: i, service }, Date.now(), `stream-${i}`);
+  const s = terminal(
+    { session: `${String(i).padStart(8, '0')}${'s'.repeat(bytes - 8)}`, request: i, service },
+    Date.now(),
+    `stream-${i}`,
+  );
   return s;
 }
 
@@ -56,7 +72,14 @@ async function metricValue(server: RunningServer, name: string): Promise<number>
 describe('serve under hostile input', () => {
   let server: RunningServer;
   beforeAll(async () => {
-    server = await startServer({ port: 0, grpcPort: 0, metricsPort: 0, output: null, token: TOKEN, log: () => undefined });
+    server = await startServer({
+      port: 0,
+      grpcPort: 0,
+      metricsPort: 0,
+      output: null,
+      token: TOKEN,
+      log: () => undefined,
+    });
   });
   afterAll(() => server.close());
   afterEach(async () => {
@@ -66,7 +89,9 @@ describe('serve under hostile input', () => {
   it('1. the 11-byte negative-length protobuf body is a 400 / INVALID_ARGUMENT naming the offset (HTTP and gRPC), and field 0 too', async () => {
     const res = await post(server, NEGATIVE_LENGTH, { 'content-type': 'application/x-protobuf' });
     expect(res.status).toBe(400);
-    expect(Buffer.from(await res.arrayBuffer()).toString('latin1')).toContain('malformed protobuf: negative length -11 at byte 1');
+    expect(Buffer.from(await res.arrayBuffer()).toString('latin1')).toContain(
+      'malformed protobuf: negative length -11 at byte 1',
+    );
     expect(await healthz(server.metricsPort)).toBeLessThan(1000);
     expect(await grpcCall(server.grpcPort!, NEGATIVE_LENGTH)).toMatchObject({
       code: status.INVALID_ARGUMENT,
@@ -74,7 +99,9 @@ describe('serve under hostile input', () => {
     });
     const field0 = await post(server, Buffer.from([0x02, 0x00]), { 'content-type': 'application/x-protobuf' });
     expect(field0.status).toBe(400);
-    expect(Buffer.from(await field0.arrayBuffer()).toString('latin1')).toContain('malformed protobuf: field number 0 at byte 0');
+    expect(Buffer.from(await field0.arrayBuffer()).toString('latin1')).toContain(
+      'malformed protobuf: field number 0 at byte 0',
+    );
   });
 
   it('2. megabyte session ids are kept bounded in bytes (cut and hashed), not whole', async () => {
@@ -83,7 +110,9 @@ describe('serve under hostile input', () => {
       const res = await post(server, gzipSync(JSON.stringify(otlpJson(spans))), { 'content-encoding': 'gzip' });
       expect(res.status).toBe(200);
     }
-    const sessions = (server.detector.exportState().table.sessions as (string | undefined)[]).filter((s): s is string => s?.startsWith('00000') === true);
+    const sessions = (server.detector.exportState().table.sessions as (string | undefined)[]).filter(
+      (s): s is string => s?.startsWith('00000') === true,
+    );
     expect(sessions).toHaveLength(30);
     for (const s of sessions) {
       expect(Buffer.byteLength(s)).toBe(256);
@@ -93,10 +122,14 @@ describe('serve under hostile input', () => {
   });
 
   it('3. GET /findings stays an answer, bounded in bytes, after findings with 600 KiB ids', async () => {
-    const spans = Array.from({ length: 12 }, (_, i) => seedScenario({ session: `${i}`.padEnd(600 * 1024, 'f'), request: i, service: 'svc-3' }, 3)).flat();
+    const spans = Array.from({ length: 12 }, (_, i) =>
+      seedScenario({ session: `${i}`.padEnd(600 * 1024, 'f'), request: i, service: 'svc-3' }, 3),
+    ).flat();
     const perScenario = spans.length / 12;
     for (let i = 0; i < spans.length; i += perScenario) {
-      const res = await post(server, gzipSync(JSON.stringify(otlpJson(spans.slice(i, i + perScenario), 'svc-3'))), { 'content-encoding': 'gzip' });
+      const res = await post(server, gzipSync(JSON.stringify(otlpJson(spans.slice(i, i + perScenario), 'svc-3'))), {
+        'content-encoding': 'gzip',
+      });
       expect(res.status).toBe(200);
     }
     const res = await fetch(`http://127.0.0.1:${server.metricsPort}/findings`, { headers: AUTH });
@@ -113,9 +146,15 @@ describe('serve under hostile input', () => {
   it('4. /metrics keeps answering with services named by megabytes: label values are bounded', async () => {
     for (let i = 0; i < 20; i++) {
       const service = `${i}-`.padEnd(MIB, 'n');
-      const res = await post(server, gzipSync(JSON.stringify(otlpJson([terminal({ session: `m-${i}`, request: 1, service }, Date.now(), 'A')], service))), {
-        'content-encoding': 'gzip',
-      });
+      const res = await post(
+        server,
+        gzipSync(
+          JSON.stringify(otlpJson([terminal({ session: `m-${i}`, request: 1, service }, Date.now(), 'A')], service)),
+        ),
+        {
+          'content-encoding': 'gzip',
+        },
+      );
       expect(res.status).toBe(200);
     }
     const started = performance.now();
@@ -134,7 +173,9 @@ describe('serve under hostile input', () => {
     const started = performance.now();
     const res = await post(server, body, { 'content-encoding': 'gzip' });
     expect(res.status).toBe(400);
-    expect(((await res.json()) as { message: string }).message).toBe('malformed OTLP/JSON: nesting deeper than 64 levels at byte 64');
+    expect(((await res.json()) as { message: string }).message).toBe(
+      'malformed OTLP/JSON: nesting deeper than 64 levels at byte 64',
+    );
     expect(performance.now() - started).toBeLessThan(500);
   });
 
@@ -158,7 +199,17 @@ describe('serve: total memory bounded in bytes', () => {
   });
 
   it('5. bodies held open are capped by --max-inflight across connections: the next one gets 429 with Retry-After at once', async () => {
-    server = await startServer({ port: 0, grpcPort: false, metricsPort: 0, output: null, token: TOKEN, maxBodyBytes: 256 * 1024, maxInflightBytes: MIB, retryAfterMs: 2000, log: () => undefined });
+    server = await startServer({
+      port: 0,
+      grpcPort: false,
+      metricsPort: 0,
+      output: null,
+      token: TOKEN,
+      maxBodyBytes: 256 * 1024,
+      maxInflightBytes: MIB,
+      retryAfterMs: 2000,
+      log: () => undefined,
+    });
     const held = [];
     // Four bodies of 256 KiB minus their last byte fill the 1 MiB budget.
     for (let i = 0; i < 4; i++) {
@@ -176,7 +227,9 @@ describe('serve: total memory bounded in bytes', () => {
     expect(answer).toContain('"retryDelay":"2.000s"');
     // A chunked body (no declared length) is counted chunk by chunk.
     const chunked = await rawConnect(server.httpPort);
-    chunked.socket.write(postHead({ ...AUTH, 'content-type': 'application/json', 'transfer-encoding': 'chunked' }) + '4\r\n{  }\r\n');
+    chunked.socket.write(
+      postHead({ ...AUTH, 'content-type': 'application/json', 'transfer-encoding': 'chunked' }) + '4\r\n{  }\r\n',
+    );
     expect(await chunked.until(/^HTTP\/1\.1 429 /)).toBeTruthy();
     expect(await metricValue(server, METRIC_REQUESTS_SHED_TOTAL)).toBe(2);
     // The held bodies finish: they are answered and their bytes released.
@@ -187,12 +240,22 @@ describe('serve: total memory bounded in bytes', () => {
   });
 
   it('5. slow headers, silent bodies and a gRPC connection that never starts HTTP/2 are cut off by --header-timeout and --idle-timeout', async () => {
-    server = await startServer({ port: 0, grpcPort: 0, metricsPort: 0, output: null, headerTimeoutMs: 300, idleTimeoutMs: 400, log: () => undefined });
+    server = await startServer({
+      port: 0,
+      grpcPort: 0,
+      metricsPort: 0,
+      output: null,
+      headerTimeoutMs: 300,
+      idleTimeoutMs: 400,
+      log: () => undefined,
+    });
     const silentGrpc = await rawConnect(server.grpcPort!);
     const slowHeaders = await rawConnect(server.httpPort);
     slowHeaders.socket.write('POST /v1/traces HTTP/1.1\r\nhost: x\r\n');
     const silentBody = await rawConnect(server.httpPort);
-    silentBody.socket.write(postHead({ 'content-type': 'application/json', 'content-length': 1000 }) + '{"resourceSpans":');
+    silentBody.socket.write(
+      postHead({ 'content-type': 'application/json', 'content-length': 1000 }) + '{"resourceSpans":',
+    );
     const started = performance.now();
     await Promise.all([slowHeaders.closed, silentBody.closed, silentGrpc.closed]);
     expect(performance.now() - started).toBeLessThan(2500);
@@ -202,8 +265,16 @@ describe('serve: total memory bounded in bytes', () => {
 
   it('5. gRPC: unfinished streams hold --max-decompressed each against the budget, the next is RESOURCE_EXHAUSTED with RetryInfo, and silent ones are cancelled', async () => {
     server = await startServer({
-      port: 0, grpcPort: 0, metricsPort: 0, output: null, token: TOKEN, log: () => undefined,
-      maxDecompressedBytes: 256 * 1024, maxInflightBytes: MIB, idleTimeoutMs: 3000, retryAfterMs: 1500,
+      port: 0,
+      grpcPort: 0,
+      metricsPort: 0,
+      output: null,
+      token: TOKEN,
+      log: () => undefined,
+      maxDecompressedBytes: 256 * 1024,
+      maxInflightBytes: MIB,
+      idleTimeoutMs: 3000,
+      retryAfterMs: 1500,
     });
     const session = h2connect(`http://127.0.0.1:${server.grpcPort}`);
     const open = (token: string | undefined) =>
@@ -243,7 +314,11 @@ describe('serve: total memory bounded in bytes', () => {
     const details = Buffer.from(String(refused['grpc-status-details-bin']), 'base64').toString('latin1');
     expect(details).toContain('type.googleapis.com/google.rpc.RetryInfo');
     // RetryInfo { retry_delay { seconds: 1, nanos: 500000000 } }
-    expect(Buffer.from(details, 'latin1').includes(Buffer.from([0x0a, 0x08, 0x08, 0x01, 0x10, 0x80, 0xca, 0xb5, 0xee, 0x01]))).toBe(true);
+    expect(
+      Buffer.from(details, 'latin1').includes(
+        Buffer.from([0x0a, 0x08, 0x08, 0x01, 0x10, 0x80, 0xca, 0xb5, 0xee, 0x01]),
+      ),
+    ).toBe(true);
     // The stalled ones are cancelled after --idle-timeout, and their bytes released.
     for (const t of await Promise.all(stalled)) expect(t['grpc-status']).toBe(String(status.DEADLINE_EXCEEDED));
     expect(server.inflight.used).toBe(0);
@@ -252,7 +327,14 @@ describe('serve: total memory bounded in bytes', () => {
 
   it('6. findings for a stdout nobody reads are dropped and counted past --stdout-buffer, not buffered', async () => {
     const stuck = new PassThrough({ highWaterMark: 1024 });
-    server = await startServer({ port: 0, grpcPort: false, metricsPort: 0, output: stuck, stdoutBufferBytes: 16 * 1024, log: () => undefined });
+    server = await startServer({
+      port: 0,
+      grpcPort: false,
+      metricsPort: 0,
+      output: stuck,
+      stdoutBufferBytes: 16 * 1024,
+      log: () => undefined,
+    });
     const spans = Array.from({ length: 100 }, (_, i) => seedScenario({ session: `out-${i}`, request: i }, 3)).flat();
     const res = await post(server, JSON.stringify(otlpJson(spans)));
     expect(res.status).toBe(200);

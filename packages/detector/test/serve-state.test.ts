@@ -48,15 +48,30 @@ describe('state across restarts (--state-file)', () => {
     const { all, before, after } = splitSeed('rolling');
     const a = await startServer({ ...QUIET, stateFile: file });
     await send(a, before);
-    expect(a.findings().map((f) => f.kind).sort()).toEqual([FindingKind.DUPLICATE_TERMINAL, FindingKind.RESUME_AFTER_TERMINAL].sort());
+    expect(
+      a
+        .findings()
+        .map((f) => f.kind)
+        .sort(),
+    ).toEqual([FindingKind.DUPLICATE_TERMINAL, FindingKind.RESUME_AFTER_TERMINAL].sort());
     await a.close();
     expect((await stat(file)).size).toBeGreaterThan(0);
     const b = await startServer({ ...QUIET, stateFile: file });
     expect(b.restored).toEqual({ tracked: 1 });
     await send(b, after);
-    expect(b.findings().filter((f) => f.record === undefined).map((f) => f.kind).sort()).toEqual([FindingKind.RECONNECT_STORM, FindingKind.SIGNATURE].sort());
+    expect(
+      b
+        .findings()
+        .filter((f) => f.record === undefined)
+        .map((f) => f.kind)
+        .sort(),
+    ).toEqual([FindingKind.RECONNECT_STORM, FindingKind.SIGNATURE].sort());
     expect([...a.findings(), ...b.findings()].map(essence).sort()).toEqual(reference(all));
-    expect(b.findings().find((f) => f.record === FindingRecord.STORM_ENDED)).toMatchObject({ attempts: 4, duplicates: 3, ended_by: StormEnd.EVICTED });
+    expect(b.findings().find((f) => f.record === FindingRecord.STORM_ENDED)).toMatchObject({
+      attempts: 4,
+      duplicates: 3,
+      ended_by: StormEnd.EVICTED,
+    });
     await b.close();
   });
 
@@ -100,7 +115,9 @@ describe('state across restarts (--state-file)', () => {
     await new Promise((r) => setTimeout(r, 300));
     expect(closed).toBe(false);
     // New connections are refused while the old one finishes.
-    await expect(fetch(`http://127.0.0.1:${server.httpPort}/v1/traces`, { method: 'POST', body: '{}' })).rejects.toThrow();
+    await expect(
+      fetch(`http://127.0.0.1:${server.httpPort}/v1/traces`, { method: 'POST', body: '{}' }),
+    ).rejects.toThrow();
     c.socket.write(body.subarray(100));
     expect(await c.until(/^HTTP\/1\.1 200 /)).toBeTruthy();
     await closing;
@@ -115,7 +132,9 @@ describe('state across restarts (--state-file)', () => {
     await a.close();
     const lines: string[] = [];
     const b = await startServer({ ...QUIET, stateFile: file, maxRequests: 6000, log: (l) => lines.push(l) });
-    expect(b.restored).toEqual({ error: `state file ${file} not loaded (state was kept with maxRequests=5000, this detector has 6000); starting empty` });
+    expect(b.restored).toEqual({
+      error: `state file ${file} not loaded (state was kept with maxRequests=5000, this detector has 6000); starting empty`,
+    });
     expect(lines).toEqual([(b.restored as { error: string }).error]);
     expect(b.detector.stats().tracked).toBe(0);
     expect((await stat(`${file}.rejected`)).size).toBeGreaterThan(0);
@@ -135,19 +154,35 @@ describe('state across restarts (--state-file)', () => {
 
   it('gives services back their numbers on import, and refuses a service list that does not fit them', () => {
     const d = new Detector();
-    for (const service of ['svc-a', 'svc-b']) for (const s of seedScenario({ session: service, request: 1, service }, 3)) d.ingest(s);
+    for (const service of ['svc-a', 'svc-b'])
+      for (const s of seedScenario({ session: service, request: 1, service }, 3)) d.ingest(s);
     const state = d.exportState();
     expect(state.services).toEqual(['svc-a', 'svc-b']);
     const back = new Detector();
     back.importState(state);
     expect(back.exportState().services).toEqual(['svc-a', 'svc-b']);
-    expect(() => new Detector().importState({ ...state, services: ['svc-a', 'svc-a'] })).toThrow('state holds 2 services, 1 distinct within the cap');
+    expect(() => new Detector().importState({ ...state, services: ['svc-a', 'svc-a'] })).toThrow(
+      'state holds 2 services, 1 distinct within the cap',
+    );
   });
 });
 
 describe('resumewatch serve --state-file (built CLI)', () => {
   function run(file: string) {
-    const child = spawn(process.execPath, [CLI, 'serve', '--port', '0', '--grpc-port', 'off', '--metrics-port', '0', '--state-file', file, '--grace', '2s']);
+    const child = spawn(process.execPath, [
+      CLI,
+      'serve',
+      '--port',
+      '0',
+      '--grpc-port',
+      'off',
+      '--metrics-port',
+      '0',
+      '--state-file',
+      file,
+      '--grace',
+      '2s',
+    ]);
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -169,7 +204,15 @@ describe('resumewatch serve --state-file (built CLI)', () => {
     const file = join(dir, 'cli.state');
     const { before, after } = splitSeed('cli-rolling');
     const post = async (port: number, spans: SpanRecord[]) =>
-      expect((await fetch(`http://127.0.0.1:${port}/v1/traces`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(otlpJson(spans, 'svc-state')) })).status).toBe(200);
+      expect(
+        (
+          await fetch(`http://127.0.0.1:${port}/v1/traces`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify(otlpJson(spans, 'svc-state')),
+          })
+        ).status,
+      ).toBe(200);
     const first = run(file);
     await post(await first.port(), before);
     first.child.kill('SIGTERM');
@@ -180,7 +223,14 @@ describe('resumewatch serve --state-file (built CLI)', () => {
     await waitFor(() => /signature/.test(second.stdout()), 'the signature from the restored state', 5000);
     second.child.kill('SIGTERM');
     expect(await second.exited).toBe(0);
-    const kinds = second.stdout().trim().split('\n').map((l) => JSON.parse(l) as Finding).filter((f) => f.record === undefined).map((f) => f.kind).sort();
+    const kinds = second
+      .stdout()
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Finding)
+      .filter((f) => f.record === undefined)
+      .map((f) => f.kind)
+      .sort();
     expect(kinds).toEqual([FindingKind.RECONNECT_STORM, FindingKind.SIGNATURE].sort());
   });
 });

@@ -26,12 +26,16 @@ const gc = (globalThis as { gc?: () => void }).gc;
 const ROUNDS = Number(process.argv[3] ?? 10);
 const ONLY = process.argv[4];
 
-const server = fork(join(import.meta.dirname, 'server.ts'), [String(EVENTS)], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+const server = fork(join(import.meta.dirname, 'server.ts'), [String(EVENTS)], {
+  execArgv: ['--import', 'tsx'],
+  stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+});
 const [line] = (await once(server.stdout!, 'data')) as [Buffer];
 const url = line.toString().trim();
 
 let nextId = 1;
-const body = (id: number): string => JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'bench' } });
+const body = (id: number): string =>
+  JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'bench' } });
 
 async function lean(fetch: FetchLike): Promise<number> {
   const id = nextId++;
@@ -123,7 +127,10 @@ for (const [name, client] of Object.entries(clients)) {
   }
   rawTotals.set(name, { ...total });
   ratios.sort((a, b) => a - b);
-  const median = ratios.length % 2 === 1 ? ratios[(ratios.length - 1) / 2]! : (ratios[ratios.length / 2 - 1]! + ratios[ratios.length / 2]!) / 2;
+  const median =
+    ratios.length % 2 === 1
+      ? ratios[(ratios.length - 1) / 2]!
+      : (ratios[ratios.length / 2 - 1]! + ratios[ratios.length / 2]!) / 2;
   const events = EVENTS * ROUNDS;
   results.push({
     client: name,
@@ -137,7 +144,9 @@ for (const [name, client] of Object.entries(clients)) {
 }
 server.kill();
 
-console.log(`${EVENTS} SSE events per stream, ${ROUNDS} alternating rounds, client process CPU (user + system), Node ${process.version}${gc ? '' : '; no --expose-gc'}`);
+console.log(
+  `${EVENTS} SSE events per stream, ${ROUNDS} alternating rounds, client process CPU (user + system), Node ${process.version}${gc ? '' : '; no --expose-gc'}`,
+);
 console.table(results);
 for (const r of results) {
   const events = EVENTS * ROUNDS;
@@ -148,7 +157,11 @@ for (const r of results) {
     name: `guardedFetch, ${r.client === 'sdk' ? 'unmodified SDK 1.x client' : 'lean client (bytes straight through)'}: client CPU, median of round ratios`,
     value: (raw.guarded * 1000) / events,
     unit: 'µs CPU per SSE event',
-    reference: { name: 'the same client without the guard', value: (raw.plain * 1000) / events, unit: 'µs CPU per SSE event' },
+    reference: {
+      name: 'the same client without the guard',
+      value: (raw.plain * 1000) / events,
+      unit: 'µs CPU per SSE event',
+    },
     ratio: r.medianRatio,
     target: r.client === 'sdk' ? 'ratio 1.02' : '0.3 µs added per SSE event',
     note: `${addedUs.toFixed(2)} µs added per SSE event (ratio of sums ${r.ratioOfSums}); ${EVENTS} events a stream, ${ROUNDS} alternating rounds`,

@@ -28,7 +28,9 @@ const server = createServer((req, res) => {
           return;
         }
       }
-      res.end(`id: ${id}-${EVENTS}\nevent: message\ndata: {"jsonrpc":"2.0","id":${id},"result":{"content":[{"type":"text","text":"done"}]}}\n\n`);
+      res.end(
+        `id: ${id}-${EVENTS}\nevent: message\ndata: {"jsonrpc":"2.0","id":${id},"result":{"content":[{"type":"text","text":"done"}]}}\n\n`,
+      );
     };
     write();
   });

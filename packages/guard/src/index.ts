@@ -6,4 +6,11 @@ export { DEFAULT_REQUEST_DEADLINE_MS, createGuardListener } from './listener.js'
 export type { GuardListener, GuardOptions } from './listener.js';
 export { guardedFetch } from './guarded-fetch.js';
 export type { GuardedFetch, GuardedFetchOptions } from './guarded-fetch.js';
-export type { ConflictingTerminal, DroppedTerminal, FailedResumption, RefusedResume, ResumeReport, TerminalPlace } from './reports.js';
+export type {
+  ConflictingTerminal,
+  DroppedTerminal,
+  FailedResumption,
+  RefusedResume,
+  ResumeReport,
+  TerminalPlace,
+} from './reports.js';

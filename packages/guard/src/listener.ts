@@ -1,7 +1,22 @@
 import { BoundedMap } from '@resumewatch/bounded';
-import { GuardAction, ResumeEvidence, ResumeOutcome, StreamKind, isFailedResumptionOutcome, resumeVerdict } from '@resumewatch/semconv';
+import {
+  GuardAction,
+  ResumeEvidence,
+  ResumeOutcome,
+  StreamKind,
+  isFailedResumptionOutcome,
+  resumeVerdict,
+} from '@resumewatch/semconv';
 import type { ResumeVerdict } from '@resumewatch/semconv';
-import type { RequestRecord, StreamEnd, StreamRecord, WireEvent, WireListener, WireRequest, WireResponse } from '@resumewatch/wire';
+import type {
+  RequestRecord,
+  StreamEnd,
+  StreamRecord,
+  WireEvent,
+  WireListener,
+  WireRequest,
+  WireResponse,
+} from '@resumewatch/wire';
 import { ResumeDecision, decideResume } from './decision.js';
 import { InvalidResumptionError } from './errors.js';
 import type { ConflictingTerminal, DroppedTerminal, FailedResumption, RefusedResume, ResumeReport } from './reports.js';
@@ -163,11 +178,14 @@ class GuardWireListener implements GuardListener {
     } else if (evidence === ResumeEvidence.DEADLINE) {
       // Polled, and never back with the result: a server that lost its buffer looks like a quiet poll
       // until the deadline says otherwise. A request the client gave up after a poll lost nothing known.
-      this.fail({
-        ...entry.report,
-        outcome: ResumeOutcome.EMPTY_REPLAY,
-        decision: ResumeDecision.AMBIGUOUS_EMPTY_REPLAY_ESCALATE_TO_RETRY,
-      }, evidence);
+      this.fail(
+        {
+          ...entry.report,
+          outcome: ResumeOutcome.EMPTY_REPLAY,
+          decision: ResumeDecision.AMBIGUOUS_EMPTY_REPLAY_ESCALATE_TO_RETRY,
+        },
+        evidence,
+      );
     }
   }
 
@@ -208,8 +226,14 @@ class GuardWireListener implements GuardListener {
     };
     const records = this.subjects(request, stream);
     if (records.length === 0) {
-      const report: ResumeReport = { ...base, requestId: undefined, record: undefined, decision: decideResume(verdict, false) };
-      if (this.unplaced(request, stream)) this.decide(report, this.unsettledKey(request, undefined), false, request.startedAt + this.deadlineMs);
+      const report: ResumeReport = {
+        ...base,
+        requestId: undefined,
+        record: undefined,
+        decision: decideResume(verdict, false),
+      };
+      if (this.unplaced(request, stream))
+        this.decide(report, this.unsettledKey(request, undefined), false, request.startedAt + this.deadlineMs);
       else this.options.onResumeDecision?.(report);
       return;
     }
@@ -222,7 +246,10 @@ class GuardWireListener implements GuardListener {
     }
   }
 
-  private settleSilent(entry: SilentResume, seen: { ended?: StreamEnd; deadlinePassed?: boolean; requestEnded?: boolean }): void {
+  private settleSilent(
+    entry: SilentResume,
+    seen: { ended?: StreamEnd; deadlinePassed?: boolean; requestEnded?: boolean },
+  ): void {
     this.silent.delete(entry.stream);
     clearTimeout(entry.timer);
     const stream = entry.stream;
@@ -242,7 +269,8 @@ class GuardWireListener implements GuardListener {
     for (const entry of [...this.silent.values()]) {
       if (entry.request.sessionId !== sessionId) continue;
       const concerned = this.subjects(entry.request, entry.stream);
-      if (records === undefined || concerned.some((r) => records.includes(r))) this.settleSilent(entry, { requestEnded: true });
+      if (records === undefined || concerned.some((r) => records.includes(r)))
+        this.settleSilent(entry, { requestEnded: true });
     }
     if (records !== undefined) {
       for (const record of records) this.confirm(record.key, ResumeEvidence.REQUEST_END);
@@ -300,7 +328,8 @@ class GuardWireListener implements GuardListener {
       this.retract(record.key);
     }
     if (request.cancels.length > 0) this.requestsEnded(request.sessionId, request.cancels);
-    if (request.httpMethod === 'DELETE' && request.sessionId !== undefined) this.requestsEnded(request.sessionId, undefined);
+    if (request.httpMethod === 'DELETE' && request.sessionId !== undefined)
+      this.requestsEnded(request.sessionId, undefined);
     const resume = request.resume;
     if (resume === undefined || resume.requests.length === 0) return;
     for (const record of resume.requests) if (!this.isTerminal(record)) return;
@@ -384,7 +413,11 @@ class GuardWireListener implements GuardListener {
   }
 
   stats(): { silentResumes: number; unsettledRequests: number; evictions: number } {
-    return { silentResumes: this.silent.size, unsettledRequests: this.unsettled.size, evictions: this.silent.evictions + this.unsettled.evictions };
+    return {
+      silentResumes: this.silent.size,
+      unsettledRequests: this.unsettled.size,
+      evictions: this.silent.evictions + this.unsettled.evictions,
+    };
   }
 
   dispose(): void {

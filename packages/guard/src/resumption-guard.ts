@@ -143,6 +143,7 @@ export class StreamResumptionGuard {
    */
   private capTogether(): void {
     this.finished.prune();
-    while (this.open.size + this.finished.size > this.cap) (this.open.size > 0 ? this.open : this.finished).evictOldest();
+    while (this.open.size + this.finished.size > this.cap)
+      (this.open.size > 0 ? this.open : this.finished).evictOldest();
   }
 }

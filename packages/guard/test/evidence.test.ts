@@ -4,7 +4,13 @@ import type { GuardOptions, GuardedFetch } from '../src/index.js';
 import { recordGuard } from './helpers/record-guard.js';
 import type { GuardRecord } from './helpers/record-guard.js';
 import { WAIT } from './helpers/wait.js';
-import { SCRIPTED_SESSION, progress, result, scriptedServerPerFile, sse } from '../../wire/test/helpers/scripted-server.js';
+import {
+  SCRIPTED_SESSION,
+  progress,
+  result,
+  scriptedServerPerFile,
+  sse,
+} from '../../wire/test/helpers/scripted-server.js';
 
 // Every byte scripted over loopback HTTP: priming events, retry fields, replays across streams and sessions.
 
@@ -24,7 +30,10 @@ describe('SEP-1699 polling', () => {
     for (let i = 0; i < 10; i++) await get(fetch, [], 'p0');
     const text = await get(fetch, [sse({ id: 'p1', data: result(1, 'done') })], 'p0');
     expect(text).toContain('"done"');
-    expect(seen.decisions.map((d) => d.decision)).toEqual([...Array(10).fill(ResumeDecision.POLL_NO_ACTION), ResumeDecision.CONTINUATION_VALID]);
+    expect(seen.decisions.map((d) => d.decision)).toEqual([
+      ...Array(10).fill(ResumeDecision.POLL_NO_ACTION),
+      ResumeDecision.CONTINUATION_VALID,
+    ]);
     expect(seen.decisions.slice(0, 10).every((d) => d.outcome === 'poll' && d.evidence === 'body_end')).toBe(true);
     expect(seen.failed).toEqual([]);
     expect(fetch.listener.stats()).toEqual({ silentResumes: 0, unsettledRequests: 0, evictions: 0 });
@@ -45,7 +54,9 @@ describe('SEP-1699 polling', () => {
     const { fetch, seen } = setup();
     await call(fetch, 3, [sse({ id: 'r1', data: progress(1) })]);
     await get(fetch, [sse({ id: 'r1x', data: {} })], 'r1');
-    expect(seen.failed.map((f) => [f.requestId, f.outcome, f.evidence, f.replayedMessages])).toEqual([['3', 'empty_replay', 'body_end', 0]]);
+    expect(seen.failed.map((f) => [f.requestId, f.outcome, f.evidence, f.replayedMessages])).toEqual([
+      ['3', 'empty_replay', 'body_end', 0],
+    ]);
   });
 });
 
@@ -54,10 +65,18 @@ describe('the listening stream and foreign terminals', () => {
     const { fetch, seen } = setup();
     await call(fetch, 4, [sse({ id: 'c1', data: result(4, 'four') })]);
     await get(fetch, [sse({ id: 'l1', data: progress(1) })]);
-    const text = await get(fetch, [sse({ id: 'c1', data: result(4, 'four') }), sse({ id: 'l2', data: progress(2) })], 'l1');
+    const text = await get(
+      fetch,
+      [sse({ id: 'c1', data: result(4, 'four') }), sse({ id: 'l2', data: progress(2) })],
+      'l1',
+    );
     expect(text).not.toContain('"four"');
-    expect(seen.dropped.map((d) => [d.requestId, d.foreign, d.action])).toEqual([['4', true, 'duplicate_terminal_dropped']]);
-    expect(seen.decisions.map((d) => [d.requestId, d.outcome, d.decision])).toEqual([[undefined, 'continuation', ResumeDecision.CONTINUATION_VALID]]);
+    expect(seen.dropped.map((d) => [d.requestId, d.foreign, d.action])).toEqual([
+      ['4', true, 'duplicate_terminal_dropped'],
+    ]);
+    expect(seen.decisions.map((d) => [d.requestId, d.outcome, d.decision])).toEqual([
+      [undefined, 'continuation', ResumeDecision.CONTINUATION_VALID],
+    ]);
     // The foreign terminal did not make the listening stream a stream of that (finished) request:
     // resuming it again is not refused as a resume after the terminal.
     await get(fetch, [sse({ id: 'l3', data: progress(3) })], 'l2');
@@ -77,7 +96,10 @@ describe('the listening stream and foreign terminals', () => {
   it('delivers a foreign first terminal (the only result the client has)', async () => {
     const { fetch, seen } = setup();
     await call(fetch, 5, [sse({ id: 'd1', data: progress(1) })]);
-    const text = await call(fetch, 6, [sse({ id: 'd2', data: result(5, 'five') }), sse({ id: 'd3', data: result(6, 'six') })]);
+    const text = await call(fetch, 6, [
+      sse({ id: 'd2', data: result(5, 'five') }),
+      sse({ id: 'd3', data: result(6, 'six') }),
+    ]);
     expect(text).toContain('"five"');
     expect(fetch.listener.guard.isTerminal(`${SESSION}\n5`)).toBe(true);
     expect(seen.dropped).toEqual([]);
@@ -95,9 +117,16 @@ describe('conflicting terminals', () => {
     const second = await get(fetch, [sse({ id: 'g2', data: result(7, 'mine') })], 'from-another-process');
     expect(second).not.toContain('"mine"');
     const post = fetch.observer.getSession(SESSION)!.streams;
-    expect(seen.conflicts.map((c) => [c.action, c.requestId, c.delivered.eventId, c.conflicting.eventId, c.removed, c.foreign])).toEqual([
-      ['conflicting_terminal_reported', '7', 'other-9', 'g2', true, false],
-    ]);
+    expect(
+      seen.conflicts.map((c) => [
+        c.action,
+        c.requestId,
+        c.delivered.eventId,
+        c.conflicting.eventId,
+        c.removed,
+        c.foreign,
+      ]),
+    ).toEqual([['conflicting_terminal_reported', '7', 'other-9', 'g2', true, false]]);
     expect(seen.conflicts[0]!.delivered.streamId).toBe(post[1]!.id);
     expect(seen.conflicts[0]!.conflicting.streamId).toBe(post[2]!.id);
     expect(seen.dropped).toEqual([]);

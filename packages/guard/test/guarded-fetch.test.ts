@@ -13,7 +13,10 @@ import { sseServerPerFile } from '../../wire/test/helpers/sse-server.js';
 const sse = sseServerPerFile();
 
 let nextId = 1;
-async function setup(extra = {}, wire?: WireObserverOptions): Promise<{ fetch: GuardedFetch; seen: GuardRecord; sessionId: string }> {
+async function setup(
+  extra = {},
+  wire?: WireObserverOptions,
+): Promise<{ fetch: GuardedFetch; seen: GuardRecord; sessionId: string }> {
   const seen = recordGuard(extra);
   const fetch = guardedFetch({ ...seen.options, wire });
   const init = await fetch(sse.server.url, post({ jsonrpc: '2.0', id: 0, method: 'initialize', params: {} }));
@@ -23,7 +26,10 @@ async function setup(extra = {}, wire?: WireObserverOptions): Promise<{ fetch: G
 
 async function call(fetch: GuardedFetch, sessionId: string): Promise<{ id: number; text: string }> {
   const id = nextId++;
-  const response = await fetch(sse.server.url, post({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 't' } }, sessionId));
+  const response = await fetch(
+    sse.server.url,
+    post({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 't' } }, sessionId),
+  );
   return { id, text: await response.text() };
 }
 
@@ -52,10 +58,14 @@ describe('guardedFetch', () => {
     // One stream remembered per session: the finished call's stream is placed by the cursor memory only.
     const { fetch, seen, sessionId } = await setup({}, { streamsPerSession: 1 });
     const { id } = await call(fetch, sessionId);
-    await (await fetch(sse.server.url, post({ jsonrpc: '2.0', method: 'notifications/initialized' }, sessionId))).text();
+    await (
+      await fetch(sse.server.url, post({ jsonrpc: '2.0', method: 'notifications/initialized' }, sessionId))
+    ).text();
     const other = await call(fetch, sessionId);
     expect(fetch.observer.stats()).toMatchObject({ sessions: 1, requests: 0, releasedRequests: 3 });
-    expect(fetch.observer.getSession(sessionId)!.streams.map((s) => s.requests.map((r) => r.id))).toEqual([[String(other.id)]]);
+    expect(fetch.observer.getSession(sessionId)!.streams.map((s) => s.requests.map((r) => r.id))).toEqual([
+      [String(other.id)],
+    ]);
     const error = await fetch(sse.server.url, resumeInit(sessionId, `s${id}-1`)).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(InvalidResumptionError);
     expect((error as InvalidResumptionError).requestId).toBe(String(id));
@@ -65,7 +75,13 @@ describe('guardedFetch', () => {
 
   it('forgets a DELETEd session: the guard and the observer keep nothing of it', async () => {
     const seen = recordGuard({});
-    const fetch = guardedFetch((input, init) => (init?.method === 'DELETE' ? Promise.resolve(new Response(null, { status: 200 })) : globalThis.fetch(input, init)), seen.options);
+    const fetch = guardedFetch(
+      (input, init) =>
+        init?.method === 'DELETE'
+          ? Promise.resolve(new Response(null, { status: 200 }))
+          : globalThis.fetch(input, init),
+      seen.options,
+    );
     const init = await fetch(sse.server.url, post({ jsonrpc: '2.0', id: 0, method: 'initialize', params: {} }));
     await init.text();
     const sessionId = init.headers.get('mcp-session-id')!;
@@ -81,7 +97,10 @@ describe('guardedFetch', () => {
 
   it('refuses a resume after a JSON-RPC error response too', async () => {
     const { fetch, sessionId } = await setup();
-    const response = await fetch(sse.server.url, post({ jsonrpc: '2.0', id: 'e1', method: 'tools/call', params: {} }, sessionId));
+    const response = await fetch(
+      sse.server.url,
+      post({ jsonrpc: '2.0', id: 'e1', method: 'tools/call', params: {} }, sessionId),
+    );
     await response.text();
     await expect(fetch(sse.server.url, resumeInit(sessionId, 'se1-2'))).rejects.toBeInstanceOf(InvalidResumptionError);
     expect(sse.server.resumes).toEqual([]);
@@ -91,7 +110,9 @@ describe('guardedFetch', () => {
     sse.server.progress = 2;
     const { fetch, sessionId } = await setup();
     const { id } = await call(fetch, sessionId);
-    await expect(fetch(sse.server.url, resumeInit(sessionId, `s${id}-1`))).rejects.toBeInstanceOf(InvalidResumptionError);
+    await expect(fetch(sse.server.url, resumeInit(sessionId, `s${id}-1`))).rejects.toBeInstanceOf(
+      InvalidResumptionError,
+    );
     expect(sse.server.resumes).toEqual([]);
   });
 
@@ -112,7 +133,9 @@ describe('guardedFetch', () => {
     expect(seen.dropped.map((d) => [d.requestId, d.eventId, d.outcome])).toEqual([[String(id), `s${id}-3`, 'result']]);
 
     // The client still holds s<id>-2 (the last event it was given): resuming from it is refused.
-    await expect(fetch(sse.server.url, resumeInit(sessionId, `s${id}-2`))).rejects.toBeInstanceOf(InvalidResumptionError);
+    await expect(fetch(sse.server.url, resumeInit(sessionId, `s${id}-2`))).rejects.toBeInstanceOf(
+      InvalidResumptionError,
+    );
     expect(sse.server.resumes).toEqual([`s${id}-1`]);
   });
 
@@ -129,9 +152,13 @@ describe('guardedFetch', () => {
     expect(text).toContain('"result"');
     expect(seen.dropped).toEqual([]);
     expect(seen.failed).toEqual([]);
-    expect(seen.decisions.map((d) => [d.requestId, d.decision])).toEqual([[String(id), ResumeDecision.CONTINUATION_VALID]]);
+    expect(seen.decisions.map((d) => [d.requestId, d.decision])).toEqual([
+      [String(id), ResumeDecision.CONTINUATION_VALID],
+    ]);
     // Now it is finished: a further resume is refused.
-    await expect(fetch(sse.server.url, resumeInit(sessionId, `s${id}-2`))).rejects.toBeInstanceOf(InvalidResumptionError);
+    await expect(fetch(sse.server.url, resumeInit(sessionId, `s${id}-2`))).rejects.toBeInstanceOf(
+      InvalidResumptionError,
+    );
   });
 
   async function cutCall(fetch: GuardedFetch, sessionId: string): Promise<number> {
@@ -161,8 +188,18 @@ describe('guardedFetch', () => {
     const id = await cutCall(fetch, sessionId);
     sse.server.resumeMode = 'empty-close';
     await (await fetch(sse.server.url, resumeInit(sessionId, `s${id}-1`))).text();
-    expect(seen.failed.map((f) => [f.sessionId, f.requestId, f.status, f.outcome, f.evidence, f.decision, f.action])).toEqual([
-      [sessionId, String(id), 200, 'empty_replay', 'body_end', ResumeDecision.AMBIGUOUS_EMPTY_REPLAY_ESCALATE_TO_RETRY, 'resumption_failed_reported'],
+    expect(
+      seen.failed.map((f) => [f.sessionId, f.requestId, f.status, f.outcome, f.evidence, f.decision, f.action]),
+    ).toEqual([
+      [
+        sessionId,
+        String(id),
+        200,
+        'empty_replay',
+        'body_end',
+        ResumeDecision.AMBIGUOUS_EMPTY_REPLAY_ESCALATE_TO_RETRY,
+        'resumption_failed_reported',
+      ],
     ]);
   });
 
@@ -210,7 +247,9 @@ describe('guardedFetch', () => {
     await delay(200);
     controller.abort();
     await Promise.all(readings);
-    expect(seen.failed.map((f) => [f.requestId, f.outcome, f.evidence])).toEqual([[String(second), 'empty_replay', 'deadline']]);
+    expect(seen.failed.map((f) => [f.requestId, f.outcome, f.evidence])).toEqual([
+      [String(second), 'empty_replay', 'deadline'],
+    ]);
   });
 
   it('reports a 404 on an unfinished request at once', async () => {
@@ -229,11 +268,15 @@ describe('guardedFetch', () => {
     const id = await cutCall(fetch, sessionId);
     sse.server.resumeMode = { status };
     await (await fetch(sse.server.url, resumeInit(sessionId, `s${id}-1`))).text();
-    expect(seen.decisions.map((d) => [d.requestId, d.outcome, d.decision])).toEqual([[String(id), 'cursor_rejected', ResumeDecision.BUFFER_EVICTED_RETRY_FROM_SCRATCH]]);
+    expect(seen.decisions.map((d) => [d.requestId, d.outcome, d.decision])).toEqual([
+      [String(id), 'cursor_rejected', ResumeDecision.BUFFER_EVICTED_RETRY_FROM_SCRATCH],
+    ]);
     expect(seen.failed).toEqual([]);
     expect(fetch.listener.stats().unsettledRequests).toBe(1);
     await (await fetch(sse.server.url, resumeInit(sessionId, `s${id}-1`))).text();
-    expect(seen.failed.map((f) => [f.requestId, f.status, f.outcome, f.evidence])).toEqual([[String(id), status, 'cursor_rejected', 'status']]);
+    expect(seen.failed.map((f) => [f.requestId, f.status, f.outcome, f.evidence])).toEqual([
+      [String(id), status, 'cursor_rejected', 'status'],
+    ]);
     expect(fetch.listener.stats().unsettledRequests).toBe(0);
   });
 
@@ -245,7 +288,10 @@ describe('guardedFetch', () => {
     sse.server.resumeMode = 'replay';
     const text = await (await fetch(sse.server.url, resumeInit(sessionId, `s${id}-1`))).text();
     expect(text).toContain('"result"');
-    expect(seen.decisions.map((d) => d.decision)).toEqual([ResumeDecision.BUFFER_EVICTED_RETRY_FROM_SCRATCH, ResumeDecision.CONTINUATION_VALID]);
+    expect(seen.decisions.map((d) => d.decision)).toEqual([
+      ResumeDecision.BUFFER_EVICTED_RETRY_FROM_SCRATCH,
+      ResumeDecision.CONTINUATION_VALID,
+    ]);
     expect(seen.failed).toEqual([]);
     expect(fetch.listener.stats().unsettledRequests).toBe(0);
   });
@@ -260,7 +306,9 @@ describe('guardedFetch', () => {
     // Real time after the report, for a second report to show if the request were reported twice.
     await delay(200);
     await silent.end();
-    expect(seen.failed.map((f) => [f.requestId, f.status, f.outcome, f.evidence])).toEqual([[String(id), 200, 'empty_replay', 'deadline']]);
+    expect(seen.failed.map((f) => [f.requestId, f.status, f.outcome, f.evidence])).toEqual([
+      [String(id), 200, 'empty_replay', 'deadline'],
+    ]);
   });
 
   it('confirms a 409 when the client cancels the request without its terminal (evidence request_end)', async () => {
@@ -270,7 +318,9 @@ describe('guardedFetch', () => {
     await (await fetch(sse.server.url, resumeInit(sessionId, `s${id}-1`))).text();
     const cancel = { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id } };
     await (await fetch(sse.server.url, post(cancel, sessionId))).text();
-    expect(seen.failed.map((f) => [f.requestId, f.outcome, f.evidence])).toEqual([[String(id), 'cursor_rejected', 'request_end']]);
+    expect(seen.failed.map((f) => [f.requestId, f.outcome, f.evidence])).toEqual([
+      [String(id), 'cursor_rejected', 'request_end'],
+    ]);
   });
 
   it('confirms a held 409 when the client deletes the session (evidence request_end)', async () => {
@@ -280,8 +330,12 @@ describe('guardedFetch', () => {
     await (await fetch(sse.server.url, resumeInit(sessionId, `s${id}-1`))).text();
     expect(seen.failed).toEqual([]);
     // The guard acts before the request leaves; where it goes (here nowhere: a closed port) does not matter.
-    await fetch('http://127.0.0.1:1/mcp', { method: 'DELETE', headers: { 'mcp-session-id': sessionId } }).catch(() => undefined);
-    expect(seen.failed.map((f) => [f.requestId, f.outcome, f.evidence])).toEqual([[String(id), 'cursor_rejected', 'request_end']]);
+    await fetch('http://127.0.0.1:1/mcp', { method: 'DELETE', headers: { 'mcp-session-id': sessionId } }).catch(
+      () => undefined,
+    );
+    expect(seen.failed.map((f) => [f.requestId, f.outcome, f.evidence])).toEqual([
+      [String(id), 'cursor_rejected', 'request_end'],
+    ]);
     expect(fetch.listener.stats().unsettledRequests).toBe(0);
   });
 
@@ -291,7 +345,9 @@ describe('guardedFetch', () => {
     const silent = await silentResume(fetch, sessionId, id);
     const cancel = { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: id } };
     await (await fetch(sse.server.url, post(cancel, sessionId))).text();
-    expect(seen.decisions.map((d) => [d.requestId, d.outcome, d.evidence])).toEqual([[String(id), 'error', 'request_end']]);
+    expect(seen.decisions.map((d) => [d.requestId, d.outcome, d.evidence])).toEqual([
+      [String(id), 'error', 'request_end'],
+    ]);
     expect(seen.failed).toEqual([]);
     await silent.end();
   });
@@ -299,19 +355,26 @@ describe('guardedFetch', () => {
   it('reports an empty replay for a cursor it cannot attribute, but not for the standalone stream', async () => {
     const { fetch, seen, sessionId } = await setup();
     sse.server.resumeMode = 'empty-close';
-    const standalone = await fetch(sse.server.url, { headers: { accept: 'text/event-stream', 'mcp-session-id': sessionId } });
+    const standalone = await fetch(sse.server.url, {
+      headers: { accept: 'text/event-stream', 'mcp-session-id': sessionId },
+    });
     await standalone.text();
     expect(standalone.status).toBe(200);
 
     await (await fetch(sse.server.url, resumeInit(sessionId, 'from-a-previous-process'))).text();
     expect(seen.decisions).toHaveLength(1);
-    expect(seen.failed.map((f) => [f.requestId, f.decision, f.evidence])).toEqual([[undefined, ResumeDecision.AMBIGUOUS_EMPTY_REPLAY_ESCALATE_TO_RETRY, 'body_end']]);
+    expect(seen.failed.map((f) => [f.requestId, f.decision, f.evidence])).toEqual([
+      [undefined, ResumeDecision.AMBIGUOUS_EMPTY_REPLAY_ESCALATE_TO_RETRY, 'body_end'],
+    ]);
   });
 
   it('treats a request id used again as a new request', async () => {
     const { fetch, seen, sessionId } = await setup();
     for (let i = 0; i < 2; i++) {
-      const response = await fetch(sse.server.url, post({ jsonrpc: '2.0', id: 'same', method: 'tools/call', params: {} }, sessionId));
+      const response = await fetch(
+        sse.server.url,
+        post({ jsonrpc: '2.0', id: 'same', method: 'tools/call', params: {} }, sessionId),
+      );
       expect(await response.text()).toContain('"result"');
     }
     expect(seen.dropped).toEqual([]);

@@ -52,7 +52,8 @@ const server = createServer((req, res) => {
       const eventId = `${id}-${events.length + 1}`;
       events.push({ id: eventId, stream: String(id), text: `id: ${eventId}\ndata: ${JSON.stringify(payload)}\n\n` });
     };
-    for (let i = 0; i < Number(req.headers['x-progress'] ?? 0); i++) add({ jsonrpc: '2.0', method: 'notifications/progress', params: { progress: i } });
+    for (let i = 0; i < Number(req.headers['x-progress'] ?? 0); i++)
+      add({ jsonrpc: '2.0', method: 'notifications/progress', params: { progress: i } });
     add({ jsonrpc: '2.0', id, result: { content: [] } });
     if (req.headers['x-dup-terminal']) add({ jsonrpc: '2.0', id, result: { content: [] } });
     log.push(...events);

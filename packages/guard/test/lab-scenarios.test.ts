@@ -19,7 +19,9 @@ async function withGuard(name: ScenarioName, extra: GuardOptions = {}) {
   const summary = await runScenario(name, { serverUrl: lab.url, fetch });
   fetch.listener.dispose();
   // Last-Event-ID requests that reached the lab server for the scenario's session.
-  const serverResumes = lab.requestLog(summary.sessionId).filter((r) => r.lastEventId !== undefined && !r.restore).length;
+  const serverResumes = lab
+    .requestLog(summary.sessionId)
+    .filter((r) => r.lastEventId !== undefined && !r.restore).length;
   return { summary, seen, serverResumes };
 }
 

@@ -24,7 +24,9 @@ describe.each(CLIENT_KINDS)('guardedFetch with the %s client', (kind) => {
     server.cutNextCallAfter = 2;
     expect(await client.call('quiet', { gapMs: 2200 })).toBe('quiet done');
     await client.close();
-    expect(seen.decisions.map((d) => [d.outcome, d.evidence, d.decision])).toEqual([['continuation', 'message', ResumeDecision.CONTINUATION_VALID]]);
+    expect(seen.decisions.map((d) => [d.outcome, d.evidence, d.decision])).toEqual([
+      ['continuation', 'message', ResumeDecision.CONTINUATION_VALID],
+    ]);
     expect(seen.failed).toEqual([]);
     expect(seen.dropped).toEqual([]);
     expect(client.errors.filter((e) => !String(e).includes('SSE stream disconnected'))).toEqual([]);
@@ -36,30 +38,44 @@ describe.each(CLIENT_KINDS)('guardedFetch with the %s client', (kind) => {
     const client = await connectClient(kind, server.url, fetch);
     expect(await client.call('poll', { polls: 11 })).toBe('polled 11');
     await client.close();
-    expect(seen.decisions.map((d) => d.decision)).toEqual([...Array(10).fill(ResumeDecision.POLL_NO_ACTION), ResumeDecision.CONTINUATION_VALID]);
+    expect(seen.decisions.map((d) => d.decision)).toEqual([
+      ...Array(10).fill(ResumeDecision.POLL_NO_ACTION),
+      ResumeDecision.CONTINUATION_VALID,
+    ]);
     expect(seen.failed).toEqual([]);
     expect(fetch.listener.stats()).toEqual({ silentResumes: 0, unsettledRequests: 0, evictions: 0 });
   });
 
-  it("a store that replays every stream: the old result replayed into the listening stream is removed, nothing attributed", async () => {
+  it('a store that replays every stream: the old result replayed into the listening stream is removed, nothing attributed', async () => {
     const server = await sdkServer({ store: () => new ReplayEverythingStore() });
     const { seen, fetch } = guarded();
     const client = await connectClient(kind, server.url, fetch);
     await vi.waitFor(() => expect(fetch.observer.getSession(client.sessionId)?.lastStandalone).toBeDefined(), WAIT);
     await server.notifyListening(client.sessionId);
-    await vi.waitFor(() => expect(fetch.observer.getSession(client.sessionId)?.lastStandalone?.lastEventId).toBeDefined(), WAIT);
+    await vi.waitFor(
+      () => expect(fetch.observer.getSession(client.sessionId)?.lastStandalone?.lastEventId).toBeDefined(),
+      WAIT,
+    );
     expect(await client.call('echo', { text: 'one' })).toBe('one');
     server.closeListening(client.sessionId);
     await vi.waitFor(() => expect(seen.dropped).toHaveLength(1), WAIT);
     await client.close();
-    expect(seen.dropped.map((d) => [d.requestId, d.foreign, d.action])).toEqual([['1', true, 'duplicate_terminal_dropped']]);
+    expect(seen.dropped.map((d) => [d.requestId, d.foreign, d.action])).toEqual([
+      ['1', true, 'duplicate_terminal_dropped'],
+    ]);
     expect(seen.decisions.map((d) => [d.requestId, d.outcome])).toEqual([[undefined, 'continuation']]);
     expect(seen.failed).toEqual([]);
     expect(seen.conflicts).toEqual([]);
   });
 
   it('a store shared across sessions keyed by request id: the real result is reported as a conflict, not dropped silently', async () => {
-    const server = await sdkServer({ store: (() => { const shared = new RequestKeyedStore(); return () => shared; })(), retryInterval: 20 });
+    const server = await sdkServer({
+      store: (() => {
+        const shared = new RequestKeyedStore();
+        return () => shared;
+      })(),
+      retryInterval: 20,
+    });
     const { seen, fetch } = guarded();
     const a = await connectClient(kind, server.url, fetch);
     const b = await connectClient(kind, server.url, undefined);

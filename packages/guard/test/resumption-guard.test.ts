@@ -5,7 +5,10 @@ import { InvalidResumptionError, ResumeDecision, StreamResumptionGuard } from '.
 import type { ResumeDecision as Decision } from '../src/index.js';
 
 /** The decision table, written out independently of the implementation. */
-function expectedDecision(o: { status: number; messages: number; ended: 'clean' | 'error' | undefined; polling: boolean }, terminal: boolean): Decision | undefined {
+function expectedDecision(
+  o: { status: number; messages: number; ended: 'clean' | 'error' | undefined; polling: boolean },
+  terminal: boolean,
+): Decision | undefined {
   if (o.status === 400 || o.status === 404 || o.status === 409) return ResumeDecision.BUFFER_EVICTED_RETRY_FROM_SCRATCH;
   if (o.status !== 200) return ResumeDecision.RESUME_ERROR_NO_ACTION;
   if (o.messages === 0 && o.ended === undefined) return undefined;
@@ -95,13 +98,17 @@ describe('StreamResumptionGuard', () => {
       expect(open().interpretResumeResponse('r', seen(200))).toBeUndefined();
     });
     it('2xx whose body ended clean without a message is an empty replay, not "nothing missed"', () => {
-      expect(open().interpretResumeResponse('r', seen(200, { ended: 'clean' }))).toBe(ResumeDecision.AMBIGUOUS_EMPTY_REPLAY_ESCALATE_TO_RETRY);
+      expect(open().interpretResumeResponse('r', seen(200, { ended: 'clean' }))).toBe(
+        ResumeDecision.AMBIGUOUS_EMPTY_REPLAY_ESCALATE_TO_RETRY,
+      );
       expect(new StreamResumptionGuard().interpretResumeResponse('x', seen(200, { ended: 'clean' }))).toBe(
         ResumeDecision.AMBIGUOUS_EMPTY_REPLAY_ESCALATE_TO_RETRY,
       );
     });
     it('2xx whose body ended clean after polling was announced is a poll', () => {
-      expect(open().interpretResumeResponse('r', seen(200, { ended: 'clean', pollingAnnounced: true }))).toBe(ResumeDecision.POLL_NO_ACTION);
+      expect(open().interpretResumeResponse('r', seen(200, { ended: 'clean', pollingAnnounced: true }))).toBe(
+        ResumeDecision.POLL_NO_ACTION,
+      );
     });
     it('2xx still silent when the request deadline passed is an empty replay', () => {
       expect(open().interpretResumeResponse('r', seen(200, { deadlinePassed: true, pollingAnnounced: true }))).toBe(
@@ -109,16 +116,26 @@ describe('StreamResumptionGuard', () => {
       );
     });
     it('a broken body or a request given up is an error, no action', () => {
-      expect(open().interpretResumeResponse('r', seen(200, { ended: 'error' }))).toBe(ResumeDecision.RESUME_ERROR_NO_ACTION);
-      expect(open().interpretResumeResponse('r', seen(200, { requestEnded: true }))).toBe(ResumeDecision.RESUME_ERROR_NO_ACTION);
+      expect(open().interpretResumeResponse('r', seen(200, { ended: 'error' }))).toBe(
+        ResumeDecision.RESUME_ERROR_NO_ACTION,
+      );
+      expect(open().interpretResumeResponse('r', seen(200, { requestEnded: true }))).toBe(
+        ResumeDecision.RESUME_ERROR_NO_ACTION,
+      );
     });
     it('2xx on a terminal request needs no action, empty or not', () => {
-      expect(finished().interpretResumeResponse('r', seen(200, { ended: 'clean' }))).toBe(ResumeDecision.TERMINAL_ALREADY_OBSERVED_NO_ACTION);
-      expect(finished().interpretResumeResponse('r', seen(200, { messages: 2 }))).toBe(ResumeDecision.TERMINAL_ALREADY_OBSERVED_NO_ACTION);
+      expect(finished().interpretResumeResponse('r', seen(200, { ended: 'clean' }))).toBe(
+        ResumeDecision.TERMINAL_ALREADY_OBSERVED_NO_ACTION,
+      );
+      expect(finished().interpretResumeResponse('r', seen(200, { messages: 2 }))).toBe(
+        ResumeDecision.TERMINAL_ALREADY_OBSERVED_NO_ACTION,
+      );
     });
     it.each([400, 404, 409])('%i means the cursor or the session is gone', (status) => {
       expect(open().interpretResumeResponse('r', seen(status))).toBe(ResumeDecision.BUFFER_EVICTED_RETRY_FROM_SCRATCH);
-      expect(finished().interpretResumeResponse('r', seen(status))).toBe(ResumeDecision.BUFFER_EVICTED_RETRY_FROM_SCRATCH);
+      expect(finished().interpretResumeResponse('r', seen(status))).toBe(
+        ResumeDecision.BUFFER_EVICTED_RETRY_FROM_SCRATCH,
+      );
     });
     it.each([0, 301, 401, 405, 500, 503])('%i is an error the client handles itself', (status) => {
       expect(open().interpretResumeResponse('r', seen(status))).toBe(ResumeDecision.RESUME_ERROR_NO_ACTION);
@@ -178,7 +195,9 @@ describe('StreamResumptionGuard', () => {
       fc.assert(
         fc.property(
           fc.integer({ min: 1, max: 8 }),
-          fc.array(fc.tuple(fc.integer({ min: 0, max: 20 }), fc.boolean(), fc.integer({ min: 0, max: 50 })), { maxLength: 200 }),
+          fc.array(fc.tuple(fc.integer({ min: 0, max: 20 }), fc.boolean(), fc.integer({ min: 0, max: 50 })), {
+            maxLength: 200,
+          }),
           (cap, steps) => {
             let now = 0;
             const guard = new StreamResumptionGuard({ maxRequests: cap, retentionMs: 100, now: () => now });
@@ -198,9 +217,21 @@ describe('StreamResumptionGuard', () => {
     type Op =
       | { kind: 'event'; id: number; eventId: string; terminal: boolean }
       | { kind: 'resume'; id: number }
-      | { kind: 'interpret'; id: number; status: number; messages: number; ended: 'clean' | 'error' | undefined; polling: boolean };
+      | {
+          kind: 'interpret';
+          id: number;
+          status: number;
+          messages: number;
+          ended: 'clean' | 'error' | undefined;
+          polling: boolean;
+        };
     const op: fc.Arbitrary<Op> = fc.oneof(
-      fc.record({ kind: fc.constant('event' as const), id: fc.integer({ min: 0, max: 4 }), eventId: fc.string({ maxLength: 3 }), terminal: fc.boolean() }),
+      fc.record({
+        kind: fc.constant('event' as const),
+        id: fc.integer({ min: 0, max: 4 }),
+        eventId: fc.string({ maxLength: 3 }),
+        terminal: fc.boolean(),
+      }),
       fc.record({ kind: fc.constant('resume' as const), id: fc.integer({ min: 0, max: 4 }) }),
       fc.record({
         kind: fc.constant('interpret' as const),
@@ -228,7 +259,14 @@ describe('StreamResumptionGuard', () => {
               expect(guard.buildResumeHeaders(o.id, 's')['Last-Event-ID']).toBe(cursor.get(o.id));
             }
           } else {
-            const observation = { status: o.status, messages: o.messages, ended: o.ended, pollingAnnounced: o.polling, deadlinePassed: false, requestEnded: false };
+            const observation = {
+              status: o.status,
+              messages: o.messages,
+              ended: o.ended,
+              pollingAnnounced: o.polling,
+              deadlinePassed: false,
+              requestEnded: false,
+            };
             expect(guard.interpretResumeResponse(o.id, observation)).toBe(expectedDecision(o, terminal.has(o.id)));
           }
         }

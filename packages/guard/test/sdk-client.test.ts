@@ -55,7 +55,10 @@ describe('the unmodified MCP SDK client, against a tool that answers with a JSON
     const before = server.resumes;
     const client = await callFailingTool(guardedFetch(beneath.fetch, seen.options), (e) => void errors.push(e));
     // The SDK tries to resume; the guard refuses every attempt before it leaves, until the SDK gives up.
-    await vi.waitFor(() => expect(errors.map((e) => e.message)).toContainEqual(expect.stringMatching(/Maximum reconnection attempts/)), WAIT);
+    await vi.waitFor(
+      () => expect(errors.map((e) => e.message)).toContainEqual(expect.stringMatching(/Maximum reconnection attempts/)),
+      WAIT,
+    );
     await client.close();
     expect(beneath.lastEventIds).toEqual([]);
     expect(server.resumes).toBe(before);

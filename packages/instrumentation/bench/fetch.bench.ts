@@ -24,7 +24,13 @@ import { startLabChild } from './lab-child.js';
 import { ourInstrumentedFetch, undiciInstrumentation } from './variants.js';
 
 const { values } = parseArgs({
-  options: { rounds: { type: 'string', default: '20' }, calls: { type: 'string', default: '10' }, progress: { type: 'string', default: '100' }, pings: { type: 'string', default: '100' }, variants: { type: 'string' } },
+  options: {
+    rounds: { type: 'string', default: '20' },
+    calls: { type: 'string', default: '10' },
+    progress: { type: 'string', default: '100' },
+    pings: { type: 'string', default: '100' },
+    variants: { type: 'string' },
+  },
 });
 const ROUNDS = Number(values.rounds);
 const CALLS = Number(values.calls);
@@ -69,7 +75,8 @@ async function round(client: Client): Promise<number> {
     });
   }
   const used = process.cpuUsage(start);
-  if (progress !== CALLS * PROGRESS) throw new Error(`expected ${CALLS * PROGRESS} progress notifications, got ${progress}`);
+  if (progress !== CALLS * PROGRESS)
+    throw new Error(`expected ${CALLS * PROGRESS} progress notifications, got ${progress}`);
   return (used.user + used.system) / 1000;
 }
 
@@ -112,16 +119,23 @@ for (let r = 0; r < ROUNDS; r++) {
   for (const name of order) cpuPing[name].push(await as(name, () => pingRound(clients[name])));
 }
 await provider.forceFlush();
-if (names.includes('undici') && exporter.undici === 0) throw new Error('the undici instrumentation recorded no span: its figure would measure nothing');
+if (names.includes('undici') && exporter.undici === 0)
+  throw new Error('the undici instrumentation recorded no span: its figure would measure nothing');
 
 const total = (xs: number[]) => xs.reduce((sum, x) => sum + x, 0);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const events = ROUNDS * CALLS * (PROGRESS + 1);
-console.log(`workload: ${ROUNDS} rounds x ${CALLS} tools/call stream_progress x ${PROGRESS} progress events; SDK v1 client; lab server in a child process`);
-console.log(`node ${process.version}; ${events} SSE events per variant; ${exporter.exported} spans exported (dropped), ${exporter.undici} of them by the undici instrumentation${gc ? '' : '; no --expose-gc'}`);
+console.log(
+  `workload: ${ROUNDS} rounds x ${CALLS} tools/call stream_progress x ${PROGRESS} progress events; SDK v1 client; lab server in a child process`,
+);
+console.log(
+  `node ${process.version}; ${events} SSE events per variant; ${exporter.exported} spans exported (dropped), ${exporter.undici} of them by the undici instrumentation${gc ? '' : '; no --expose-gc'}`,
+);
 const pairMedian = (a: Variant, b: Variant): number => median(cpu[a].map((x, i) => x / cpu[b][i]!));
 const base: Variant = cpu.bare ? 'bare' : names[0]!;
-console.log(`variant        cpu total ms   median round ms   us per event   ratio to ${base} (sums)   median of round ratios`);
+console.log(
+  `variant        cpu total ms   median round ms   us per event   ratio to ${base} (sums)   median of round ratios`,
+);
 for (const name of names) {
   const ms = total(cpu[name]);
   const cells = [
@@ -134,7 +148,9 @@ for (const name of names) {
   console.log(`${name.padEnd(14)} ${cells.join('   ')}`);
 }
 if (cpu.instrumented && cpu.wire) {
-  console.log(`instrumented / wire (the span recorder's own share): ${(total(cpu.instrumented) / total(cpu.wire)).toFixed(3)}`);
+  console.log(
+    `instrumented / wire (the span recorder's own share): ${(total(cpu.instrumented) / total(cpu.wire)).toFixed(3)}`,
+  );
 }
 const requests = ROUNDS * PINGS;
 console.log(`\nper request: ${ROUNDS} rounds x ${PINGS} pings (one POST each)`);
@@ -143,7 +159,9 @@ for (const name of names) {
   const ms = total(cpuPing[name]);
   const added = ((ms - total(cpuPing[base])) * 1000) / requests;
   const ratio = median(cpuPing[name].map((x, i) => x / cpuPing[base][i]!));
-  console.log(`${name.padEnd(14)} ${ms.toFixed(0).padStart(12)}   ${((ms * 1000) / requests).toFixed(1).padStart(14)}   ${added.toFixed(1).padStart(20)}   ${ratio.toFixed(3).padStart(22)}`);
+  console.log(
+    `${name.padEnd(14)} ${ms.toFixed(0).padStart(12)}   ${((ms * 1000) / requests).toFixed(1).padStart(14)}   ${added.toFixed(1).padStart(20)}   ${ratio.toFixed(3).padStart(22)}`,
+  );
 }
 
 if (base === 'bare') {
@@ -151,7 +169,12 @@ if (base === 'bare') {
   const requestUs = (name: Variant) => (total(cpuPing[name]) * 1000) / requests;
   for (const name of names) {
     if (name === 'bare') continue;
-    const label = name === 'instrumented' ? 'instrumentFetch' : name === 'undici' ? '@opentelemetry/instrumentation-undici' : 'wire observer, one empty listener';
+    const label =
+      name === 'instrumented'
+        ? 'instrumentFetch'
+        : name === 'undici'
+          ? '@opentelemetry/instrumentation-undici'
+          : 'wire observer, one empty listener';
     figure({
       bench: 'instrumentation',
       name: `${label}, SDK 1.x client, ${PROGRESS} progress events a call: client CPU, median of round ratios`,

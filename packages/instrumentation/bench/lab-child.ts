@@ -8,7 +8,9 @@ import { fileURLToPath } from 'node:url';
  */
 export async function startLabChild(): Promise<{ url: string; stop(): void }> {
   const cli = fileURLToPath(new URL('../node_modules/@resumewatch/lab/dist/cli.js', import.meta.url));
-  const child = spawn(process.execPath, [cli, 'server', '--capacity', '100000'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [cli, 'server', '--capacity', '100000'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const url = await new Promise<string>((resolve, reject) => {
     let out = '';
     child.stdout.on('data', (chunk: Buffer) => {

@@ -16,14 +16,23 @@
 import { parseArgs } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { BasicTracerProvider, BatchSpanProcessor, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace-base';
+import {
+  BasicTracerProvider,
+  BatchSpanProcessor,
+  type ReadableSpan,
+  type SpanExporter,
+} from '@opentelemetry/sdk-trace-base';
 import type { FetchLike } from '@resumewatch/wire';
 import { figure } from '../../../bench/figure.js';
 import { startLabChild } from './lab-child.js';
 import { ourGuardedFetch, ourInstrumentedFetch } from './variants.js';
 
 const { values } = parseArgs({
-  options: { sessions: { type: 'string', default: '600' }, variants: { type: 'string' }, 'max-seconds': { type: 'string', default: '900' } },
+  options: {
+    sessions: { type: 'string', default: '600' },
+    variants: { type: 'string' },
+    'max-seconds': { type: 'string', default: '900' },
+  },
 });
 const SESSIONS = Math.max(3, Number(values.sessions));
 const MORE_CALLS = 4;
@@ -51,7 +60,9 @@ interface Session {
 
 async function call(client: Client): Promise<void> {
   let progress = 0;
-  await client.callTool({ name: 'stream_progress', arguments: { count: PROGRESS, delay: 0 } }, undefined, { onprogress: () => void progress++ });
+  await client.callTool({ name: 'stream_progress', arguments: { count: PROGRESS, delay: 0 } }, undefined, {
+    onprogress: () => void progress++,
+  });
   if (progress !== PROGRESS) throw new Error(`expected ${PROGRESS} progress notifications, got ${progress}`);
 }
 
@@ -118,8 +129,10 @@ async function soak(url: string, fetch: FetchLike | undefined): Promise<Result> 
     perRequest: (busy - live) / (SESSIONS * MORE_CALLS),
     // What an ended session still holds: its share of the live heap minus what its ending released.
     keptClosed: perLive - (busy - afterClosed) / third + (MORE_CALLS * (busy - live)) / (SESSIONS * MORE_CALLS),
-    keptDeleted: perLive - (afterClosed - afterDeleted) / third + (MORE_CALLS * (busy - live)) / (SESSIONS * MORE_CALLS),
-    keptAbandoned: perLive - (afterDeleted - afterAbandoned) / n + (MORE_CALLS * (busy - live)) / (SESSIONS * MORE_CALLS),
+    keptDeleted:
+      perLive - (afterClosed - afterDeleted) / third + (MORE_CALLS * (busy - live)) / (SESSIONS * MORE_CALLS),
+    keptAbandoned:
+      perLive - (afterDeleted - afterAbandoned) / n + (MORE_CALLS * (busy - live)) / (SESSIONS * MORE_CALLS),
     keptAll: (afterAbandoned - base) / SESSIONS,
   };
 }
@@ -133,7 +146,10 @@ const makers: Record<string, () => FetchLike | undefined> = {
 const names = values.variants?.split(',') ?? Object.keys(makers);
 if (names[0] !== 'bare') throw new Error('--variants must start with bare: the other figures are taken against it');
 // Past about a thousand live sessions on one lab server, calls start to hang (SDK request timeouts): kept below.
-if (SESSIONS > 900) throw new Error('--sessions: at most 900 a variant (one lab server each; past about a thousand live sessions its calls hang)');
+if (SESSIONS > 900)
+  throw new Error(
+    '--sessions: at most 900 a variant (one lab server each; past about a thousand live sessions its calls hang)',
+  );
 const results: Record<string, Result> = {};
 const started = Date.now();
 // Each variant gets its own lab server: closed and abandoned sessions stay known to a server, and one
@@ -151,8 +167,12 @@ for (const name of names) {
 await provider.shutdown();
 
 const kb = (b: number) => `${(b / 1024).toFixed(2)} KiB`;
-console.log(`client memory soak: ${SESSIONS} sessions per variant (a tools/call of ${PROGRESS} progress events each, then ${MORE_CALLS} more per session); ends: a third closed, a third DELETEd, a third abandoned; Node ${process.version}; ${((Date.now() - started) / 1000).toFixed(0)} s`);
-console.log('variant        per live session   per request (live)   kept per closed   kept per DELETEd   kept per abandoned   kept per session, all ended');
+console.log(
+  `client memory soak: ${SESSIONS} sessions per variant (a tools/call of ${PROGRESS} progress events each, then ${MORE_CALLS} more per session); ends: a third closed, a third DELETEd, a third abandoned; Node ${process.version}; ${((Date.now() - started) / 1000).toFixed(0)} s`,
+);
+console.log(
+  'variant        per live session   per request (live)   kept per closed   kept per DELETEd   kept per abandoned   kept per session, all ended',
+);
 for (const name of names) {
   const r = results[name]!;
   console.log(
@@ -165,11 +185,49 @@ for (const name of names) {
   const r = results[name]!;
   const label = name === 'guarded' ? 'guardedFetch' : 'instrumentFetch';
   const note = `${SESSIONS} sessions; heap + array buffers after GC; the wrapper shared by every session`;
-  figure({ bench: 'client-soak', name: `${label}: heap per live session beyond the bare SDK's`, value: r.perLive - bare.perLive, unit: 'bytes', reference: { name: 'bare SDK, per live session', value: bare.perLive, unit: 'bytes' }, target: 'under 1 KB', note });
-  figure({ bench: 'client-soak', name: `${label}: heap per request of a live session beyond the bare SDK's`, value: r.perRequest - bare.perRequest, unit: 'bytes', reference: { name: 'bare SDK, per request', value: bare.perRequest, unit: 'bytes' }, note });
-  figure({ bench: 'client-soak', name: `${label}: kept per closed session (transport closed) beyond the bare SDK's`, value: r.keptClosed - bare.keptClosed, unit: 'bytes', reference: { name: 'bare SDK, kept per closed session', value: bare.keptClosed, unit: 'bytes' }, target: 'nothing kept', note });
-  figure({ bench: 'client-soak', name: `${label}: kept per DELETEd session beyond the bare SDK's`, value: r.keptDeleted - bare.keptDeleted, unit: 'bytes', reference: { name: 'bare SDK, kept per DELETEd session', value: bare.keptDeleted, unit: 'bytes' }, target: 'nothing kept', note });
-  figure({ bench: 'client-soak', name: `${label}: kept per abandoned session beyond the bare SDK's`, value: r.keptAbandoned - bare.keptAbandoned, unit: 'bytes', reference: { name: 'bare SDK, kept per abandoned session', value: bare.keptAbandoned, unit: 'bytes' }, note: `${note}; an abandoned session's transport is never closed, so the caps, not release, bound it` });
+  figure({
+    bench: 'client-soak',
+    name: `${label}: heap per live session beyond the bare SDK's`,
+    value: r.perLive - bare.perLive,
+    unit: 'bytes',
+    reference: { name: 'bare SDK, per live session', value: bare.perLive, unit: 'bytes' },
+    target: 'under 1 KB',
+    note,
+  });
+  figure({
+    bench: 'client-soak',
+    name: `${label}: heap per request of a live session beyond the bare SDK's`,
+    value: r.perRequest - bare.perRequest,
+    unit: 'bytes',
+    reference: { name: 'bare SDK, per request', value: bare.perRequest, unit: 'bytes' },
+    note,
+  });
+  figure({
+    bench: 'client-soak',
+    name: `${label}: kept per closed session (transport closed) beyond the bare SDK's`,
+    value: r.keptClosed - bare.keptClosed,
+    unit: 'bytes',
+    reference: { name: 'bare SDK, kept per closed session', value: bare.keptClosed, unit: 'bytes' },
+    target: 'nothing kept',
+    note,
+  });
+  figure({
+    bench: 'client-soak',
+    name: `${label}: kept per DELETEd session beyond the bare SDK's`,
+    value: r.keptDeleted - bare.keptDeleted,
+    unit: 'bytes',
+    reference: { name: 'bare SDK, kept per DELETEd session', value: bare.keptDeleted, unit: 'bytes' },
+    target: 'nothing kept',
+    note,
+  });
+  figure({
+    bench: 'client-soak',
+    name: `${label}: kept per abandoned session beyond the bare SDK's`,
+    value: r.keptAbandoned - bare.keptAbandoned,
+    unit: 'bytes',
+    reference: { name: 'bare SDK, kept per abandoned session', value: bare.keptAbandoned, unit: 'bytes' },
+    note: `${note}; an abandoned session's transport is never closed, so the caps, not release, bound it`,
+  });
 }
 // Abandoned sessions' streams are still open by design: end the process here.
 process.exit(0);

@@ -88,20 +88,35 @@ export function instrumentEventStore<S extends EventStoreLike<M>, M = Parameters
 ): S {
   // Id policy (raw | hmac | omit): applied to every span through the tracer, see id-policy.ts.
   const tracer = withIdPolicy(tracerSource(options.tracerProvider), createIdRecorder(options));
-  const streams = new BoundedMap<string, StreamState>(options.maxStreams ?? 10_000, options.streamRetentionMs ?? 3_600_000);
+  const streams = new BoundedMap<string, StreamState>(
+    options.maxStreams ?? 10_000,
+    options.streamRetentionMs ?? 3_600_000,
+  );
   const prefix = randomBytes(6).toString('hex');
   const deadlineMs = options.requestTimeoutMs ?? 300_000;
   let replays = 0;
   const stateOf = (streamId: string): StreamState => {
     let state = streams.get(streamId);
     if (!state) {
-      state = { terminalAt: undefined, terminalDelivered: false, requestId: undefined, primed: false, silent: undefined };
+      state = {
+        terminalAt: undefined,
+        terminalDelivered: false,
+        requestId: undefined,
+        primed: false,
+        silent: undefined,
+      };
       streams.set(streamId, state);
     }
     return state;
   };
   /** Gives a silent replay its verdict and ends its span. */
-  const settle = (state: StreamState, outcome: ResumeOutcome, evidence: ResumeEvidence, events: number, terminal?: string): void => {
+  const settle = (
+    state: StreamState,
+    outcome: ResumeOutcome,
+    evidence: ResumeEvidence,
+    events: number,
+    terminal?: string,
+  ): void => {
     const silent = state.silent;
     if (!silent) return;
     state.silent = undefined;
@@ -220,7 +235,14 @@ export function instrumentEventStore<S extends EventStoreLike<M>, M = Parameters
 }
 
 /** Ends a server resume span with its verdict, what the replay sent (`events`, whether the `terminal` was among them) and an error type. */
-function finish(span: Span, outcome: ResumeOutcome, evidence: ResumeEvidence, events: number, terminal: boolean, error?: string): void {
+function finish(
+  span: Span,
+  outcome: ResumeOutcome,
+  evidence: ResumeEvidence,
+  events: number,
+  terminal: boolean,
+  error?: string,
+): void {
   span.setAttribute(ATTR_MCP_RESUME_OUTCOME, outcome);
   span.setAttribute(ATTR_MCP_RESUME_EVIDENCE, evidence);
   span.setAttribute(ATTR_MCP_RESUME_REPLAYED_EVENTS, events);

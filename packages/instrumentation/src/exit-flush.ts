@@ -25,7 +25,11 @@ export interface ExitHoldOptions {
 
 const POLL_MS = 25;
 
-export function holdExitUntil(flush: () => Promise<void>, pending: () => PendingWork, options: ExitHoldOptions = {}): void {
+export function holdExitUntil(
+  flush: () => Promise<void>,
+  pending: () => PendingWork,
+  options: ExitHoldOptions = {},
+): void {
   const exit = process.exit.bind(process);
   const maxWaitMs = options.maxWaitMs ?? 10_000;
   const settleMs = options.settleMs ?? 2_500;

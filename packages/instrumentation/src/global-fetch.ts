@@ -29,7 +29,11 @@ const DEFAULT_SESSION_RETENTION_MS = 60 * 60 * 1000;
  * (stateless servers) are each observed on their own. Calls made from inside an instrumented fetch
  * (a patched SDK transport, a manual `instrumentFetch()`) pass through: nothing is recorded twice.
  */
-export function patchGlobalFetch(options: InstrumentFetchOptions, tracer: TracerSource, limits: GlobalFetchOptions = {}): GlobalFetchPatch {
+export function patchGlobalFetch(
+  options: InstrumentFetchOptions,
+  tracer: TracerSource,
+  limits: GlobalFetchOptions = {},
+): GlobalFetchPatch {
   const original = globalThis.fetch;
   const base: FetchLike = (input, init) => original(input, init);
   const sessions = new BoundedMap<string, InstrumentedFetch>(
@@ -42,7 +46,11 @@ export function patchGlobalFetch(options: InstrumentFetchOptions, tracer: Tracer
 
   const instrumented = (): InstrumentedFetch => createInstrumentedFetch(base, options, tracer);
 
-  async function firstExchange(origin: string, input: Parameters<FetchLike>[0], init: RequestInit | undefined): Promise<Response> {
+  async function firstExchange(
+    origin: string,
+    input: Parameters<FetchLike>[0],
+    init: RequestInit | undefined,
+  ): Promise<Response> {
     const fetch = instrumented();
     unattached.add(fetch);
     try {

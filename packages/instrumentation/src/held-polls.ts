@@ -67,11 +67,14 @@ export class HeldPolls<T> {
   hold(record: RequestRecord, sessionId: string | undefined, value: T, deadline: number): T | undefined {
     const previous = this.take(record);
     if (this.held.size >= this.cap) this.evictOldest();
-    const timer = setTimeout(() => {
-      if (this.held.get(record)?.value !== value) return;
-      this.forget(record);
-      this.expire(value, false);
-    }, Math.max(0, deadline - Date.now()));
+    const timer = setTimeout(
+      () => {
+        if (this.held.get(record)?.value !== value) return;
+        this.forget(record);
+        this.expire(value, false);
+      },
+      Math.max(0, deadline - Date.now()),
+    );
     timer.unref();
     this.held.set(record, { value, sessionId, timer });
     holding.add(this as HeldPolls<unknown>);

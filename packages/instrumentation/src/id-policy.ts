@@ -30,7 +30,11 @@ export const ENV_ID_KEY = 'RESUMEWATCH_ID_KEY';
 const MIN_ID_KEY_BYTES = 16;
 
 /** The attributes the policy applies to. */
-const ID_ATTRIBUTES: ReadonlySet<string> = new Set([ATTR_MCP_SESSION_ID, ATTR_MCP_RESUME_LAST_EVENT_ID, ATTR_MCP_EVENT_ID]);
+const ID_ATTRIBUTES: ReadonlySet<string> = new Set([
+  ATTR_MCP_SESSION_ID,
+  ATTR_MCP_RESUME_LAST_EVENT_ID,
+  ATTR_MCP_EVENT_ID,
+]);
 
 /** Bad id options: the message says which and how to fix it, and never carries the key. */
 export class IdPolicyError extends Error {
@@ -58,7 +62,8 @@ const RAW: IdRecorder = {
  */
 export function createIdRecorder(options: IdPolicyOptions = {}, env: NodeJS.ProcessEnv = process.env): IdRecorder {
   const policy = options.idPolicy ?? parsePolicy(env[ENV_ID_POLICY]);
-  if (!ID_POLICIES.includes(policy)) throw new IdPolicyError(`unknown idPolicy "${String(policy)}" (use raw, hmac or omit)`);
+  if (!ID_POLICIES.includes(policy))
+    throw new IdPolicyError(`unknown idPolicy "${String(policy)}" (use raw, hmac or omit)`);
   if (policy === 'raw') return RAW;
   if (policy === 'omit') return omitRecorder();
   const key = options.idKey ?? env[ENV_ID_KEY];

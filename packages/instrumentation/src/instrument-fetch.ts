@@ -55,7 +55,9 @@ export function createInstrumentedFetch(
   const recorder = new SpanRecorder({ tracer, observer, requestTimeoutMs });
   // The guard goes first: it tells the recorder what it did before the recorder's hook for the same
   // request or event runs.
-  const guard = options.guard ? guardListener(options.guard === true ? {} : options.guard, recorder, requestTimeoutMs) : undefined;
+  const guard = options.guard
+    ? guardListener(options.guard === true ? {} : options.guard, recorder, requestTimeoutMs)
+    : undefined;
   if (guard) observer.addListener(guard, { filters: true });
   observer.addListener(recorder);
   const below: FetchLike = fetch ?? ((input, init) => globalThis.fetch(input, init));

@@ -115,7 +115,9 @@ export class McpResumeInstrumentation extends InstrumentationBase<McpResumeInstr
         SDK_VERSIONS,
         undefined,
         undefined,
-        SDK_TRANSPORT_FILES.map((file) => new InstrumentationNodeModuleFile(`${SDK}/${file}`, SDK_VERSIONS, patch, unpatch)),
+        SDK_TRANSPORT_FILES.map(
+          (file) => new InstrumentationNodeModuleFile(`${SDK}/${file}`, SDK_VERSIONS, patch, unpatch),
+        ),
       ),
       new InstrumentationNodeModuleDefinition(CLIENT_V2, CLIENT_V2_VERSIONS, patch, unpatch),
     ];

@@ -23,14 +23,20 @@ process.env.OTEL_LOGS_EXPORTER ??= 'none';
 
 // Without an explicit exporter choice, OTLP over HTTP (JSON); otherwise the SDK follows the environment.
 const exporterFromEnv =
-  process.env.OTEL_TRACES_EXPORTER || process.env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL || process.env.OTEL_EXPORTER_OTLP_PROTOCOL;
+  process.env.OTEL_TRACES_EXPORTER ||
+  process.env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ||
+  process.env.OTEL_EXPORTER_OTLP_PROTOCOL;
 
 // RESUMEWATCH_INSTRUMENT: which sides to instrument, `client`, `server` or both (the default).
 const sides = new Set((process.env.RESUMEWATCH_INSTRUMENT ?? 'client,server').split(',').map((side) => side.trim()));
 const requestTimeoutMs = requestTimeoutFromEnv(process.env.RESUMEWATCH_REQUEST_TIMEOUT_MS);
 // Id policy from RESUMEWATCH_ID_POLICY / RESUMEWATCH_ID_KEY; a bad setting warns and omits ids.
 const client = sides.has('client')
-  ? new McpResumeInstrumentation({ globalFetch: true, ...idOptionsFromEnv(), ...(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}) })
+  ? new McpResumeInstrumentation({
+      globalFetch: true,
+      ...idOptionsFromEnv(),
+      ...(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}),
+    })
   : undefined;
 const server = sides.has('server') ? new McpServerInstrumentation() : undefined;
 const sdk = new NodeSDK({
@@ -77,7 +83,9 @@ function requestTimeoutFromEnv(value: string | undefined): number | undefined {
   if (value === undefined || value.trim() === '') return undefined;
   const ms = Number(value);
   if (Number.isSafeInteger(ms) && ms > 0) return ms;
-  process.stderr.write(`resumewatch: RESUMEWATCH_REQUEST_TIMEOUT_MS must be a positive integer of milliseconds, got "${value}"; using the default\n`);
+  process.stderr.write(
+    `resumewatch: RESUMEWATCH_REQUEST_TIMEOUT_MS must be a positive integer of milliseconds, got "${value}"; using the default\n`,
+  );
   return undefined;
 }
 

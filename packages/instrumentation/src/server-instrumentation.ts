@@ -1,4 +1,9 @@
-import { InstrumentationBase, InstrumentationNodeModuleDefinition, InstrumentationNodeModuleFile, isWrapped } from '@opentelemetry/instrumentation';
+import {
+  InstrumentationBase,
+  InstrumentationNodeModuleDefinition,
+  InstrumentationNodeModuleFile,
+  isWrapped,
+} from '@opentelemetry/instrumentation';
 import type { InstrumentationConfig } from '@opentelemetry/instrumentation';
 import { trace } from '@opentelemetry/api';
 import type { TracerProvider } from '@opentelemetry/api';
@@ -11,7 +16,10 @@ import { PACKAGE_VERSION } from './version.js';
 const SDK = '@modelcontextprotocol/sdk';
 const SDK_VERSIONS = ['>=1.10.0 <2'];
 /** The web-standard transport does the work of both server transports (the Node one delegates to it). */
-const SDK_SERVER_FILES = ['dist/esm/server/webStandardStreamableHttp.js', 'dist/cjs/server/webStandardStreamableHttp.js'];
+const SDK_SERVER_FILES = [
+  'dist/esm/server/webStandardStreamableHttp.js',
+  'dist/cjs/server/webStandardStreamableHttp.js',
+];
 
 export interface McpServerInstrumentationConfig extends InstrumentationConfig {
   /** Longest a server request span stays open without a response. Default 300000 ms. */
@@ -54,7 +62,9 @@ export class McpServerInstrumentation extends InstrumentationBase<McpServerInstr
         SDK_VERSIONS,
         undefined,
         undefined,
-        SDK_SERVER_FILES.map((file) => new InstrumentationNodeModuleFile(`${SDK}/${file}`, SDK_VERSIONS, patch, unpatch)),
+        SDK_SERVER_FILES.map(
+          (file) => new InstrumentationNodeModuleFile(`${SDK}/${file}`, SDK_VERSIONS, patch, unpatch),
+        ),
       ),
     ];
   }
@@ -117,6 +127,7 @@ export class McpServerInstrumentation extends InstrumentationBase<McpServerInstr
 }
 
 function transportClass(exports: unknown): { prototype: Record<string, unknown> } | undefined {
-  const cls = (exports as { WebStandardStreamableHTTPServerTransport?: unknown } | null)?.WebStandardStreamableHTTPServerTransport;
+  const cls = (exports as { WebStandardStreamableHTTPServerTransport?: unknown } | null)
+    ?.WebStandardStreamableHTTPServerTransport;
   return typeof cls === 'function' ? (cls as unknown as { prototype: Record<string, unknown> }) : undefined;
 }

@@ -55,7 +55,10 @@ export function isInstrumentedServerTransport(transport: ServerTransportLike): b
  * stream it stores a message for has a live connection (stream-liveness.ts): a response stored while
  * its stream was detached (SEP-1699 polling) was never delivered, so its first replay is no duplicate.
  */
-export function instrumentServerTransport<T extends ServerTransportLike>(transport: T, options: ServerTransportInstrumentationOptions = {}): T {
+export function instrumentServerTransport<T extends ServerTransportLike>(
+  transport: T,
+  options: ServerTransportInstrumentationOptions = {},
+): T {
   // Id policy (raw | hmac | omit): applied to every span through the tracer, see id-policy.ts.
   const tracer = withIdPolicy(tracerSource(options.tracerProvider), createIdRecorder(options));
   const timeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
@@ -73,7 +76,8 @@ export function instrumentServerTransport<T extends ServerTransportLike>(transpo
     clearTimeout(entry.timer);
     if (transport.sessionId !== undefined) entry.span.setAttribute(ATTR_MCP_SESSION_ID, transport.sessionId);
     const version = message?.result?.protocolVersion;
-    if (entry.method === 'initialize' && typeof version === 'string') entry.span.setAttribute(ATTR_MCP_PROTOCOL_VERSION, version);
+    if (entry.method === 'initialize' && typeof version === 'string')
+      entry.span.setAttribute(ATTR_MCP_PROTOCOL_VERSION, version);
     if (error !== undefined) setError(entry.span, error);
     entry.span.end();
   };
@@ -94,7 +98,11 @@ export function instrumentServerTransport<T extends ServerTransportLike>(transpo
     const header = extra?.requestInfo?.headers?.[HEADER_PROTOCOL_VERSION];
     if (typeof header === 'string') attributes[ATTR_MCP_PROTOCOL_VERSION] = header;
     addTargetAttributes(attributes, request.method, target);
-    const span = tracer().startSpan(mcpRequestSpanName(request.method, target), { kind: SpanKind.SERVER, attributes }, otelContext.active());
+    const span = tracer().startSpan(
+      mcpRequestSpanName(request.method, target),
+      { kind: SpanKind.SERVER, attributes },
+      otelContext.active(),
+    );
     end(id, ErrorType.ABORTED);
     const timer = setTimeout(() => end(id, ErrorType.TIMEOUT), timeoutMs);
     timer.unref();

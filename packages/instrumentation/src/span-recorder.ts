@@ -53,7 +53,15 @@ import {
   SPAN_STREAM_RESUME,
   mcpRequestSpanName,
 } from './semconv.js';
-import { ErrorType, ServerAttributes, addTargetAttributes, errorType, isToolError, nowMs, setError } from './span-util.js';
+import {
+  ErrorType,
+  ServerAttributes,
+  addTargetAttributes,
+  errorType,
+  isToolError,
+  nowMs,
+  setError,
+} from './span-util.js';
 import type { TracerSource } from './tracer-source.js';
 import type { RecorderStats } from './types.js';
 import { HeldPolls } from './held-polls.js';
@@ -253,7 +261,13 @@ export class SpanRecorder implements WireListener {
       if (this.openResumes.size > 0) {
         const attempt = this.openResumes.get(stream);
         if (attempt?.verdict) this.finish(stream, attempt);
-        else if (attempt) this.settleSilent(stream, attempt, { ended: end }, end === 'clean' ? undefined : end === 'abort' ? ErrorType.ABORTED : errorType(error));
+        else if (attempt)
+          this.settleSilent(
+            stream,
+            attempt,
+            { ended: end },
+            end === 'clean' ? undefined : end === 'abort' ? ErrorType.ABORTED : errorType(error),
+          );
       }
       // A stream that errored or closed may be resumed; only a cancelled one gives its requests up.
       if (end !== 'abort') return;
@@ -279,8 +293,18 @@ export class SpanRecorder implements WireListener {
     if (req.protocolVersion !== undefined) attributes[ATTR_MCP_PROTOCOL_VERSION] = req.protocolVersion;
     const target = record.target;
     addTargetAttributes(attributes, record.method, target);
-    const span = tracer.startSpan(mcpRequestSpanName(record.method, target), { kind: SpanKind.CLIENT, attributes }, parent);
-    const state: RequestState = { record, span, spanContext: span.spanContext(), timer: undefined, sessionId: req.sessionId };
+    const span = tracer.startSpan(
+      mcpRequestSpanName(record.method, target),
+      { kind: SpanKind.CLIENT, attributes },
+      parent,
+    );
+    const state: RequestState = {
+      record,
+      span,
+      spanContext: span.spanContext(),
+      timer: undefined,
+      sessionId: req.sessionId,
+    };
     state.timer = setTimeout(() => this.endRequest(state, ErrorType.TIMEOUT), this.requestTimeoutMs);
     state.timer.unref();
     this.requests.set(record, state);
@@ -339,7 +363,13 @@ export class SpanRecorder implements WireListener {
 
   private startAttempt(req: WireRequest, active: Context): void {
     const resume = req.resume;
-    const kind = resume ? resume.from?.kind : req.httpMethod === 'GET' ? StreamKind.LISTENING : req.httpMethod === 'POST' ? StreamKind.REQUEST : undefined;
+    const kind = resume
+      ? resume.from?.kind
+      : req.httpMethod === 'GET'
+        ? StreamKind.LISTENING
+        : req.httpMethod === 'POST'
+          ? StreamKind.REQUEST
+          : undefined;
     const listening = kind === StreamKind.LISTENING;
     const attempt: Attempt = {
       req,
@@ -382,7 +412,10 @@ export class SpanRecorder implements WireListener {
       this.openResumes.set(stream, attempt);
       const deadline = this.deadlineOf(attempt);
       if (deadline !== undefined) {
-        attempt.timer = setTimeout(() => this.settleSilent(stream, attempt, { deadlinePassed: true }), Math.max(0, deadline - Date.now()));
+        attempt.timer = setTimeout(
+          () => this.settleSilent(stream, attempt, { deadlinePassed: true }),
+          Math.max(0, deadline - Date.now()),
+        );
         attempt.timer.unref();
       }
     } else {
@@ -449,7 +482,12 @@ export class SpanRecorder implements WireListener {
     attempt.verdict = verdict;
     // A continuation of a request's stream is emitted with the request's terminal on it (or the
     // stream's end); one of the listening stream at once: it has no terminal of its own.
-    if (verdict.outcome === ResumeOutcome.CONTINUATION && attempt.kind !== StreamKind.LISTENING && stream.terminalEvents === 0) return;
+    if (
+      verdict.outcome === ResumeOutcome.CONTINUATION &&
+      attempt.kind !== StreamKind.LISTENING &&
+      stream.terminalEvents === 0
+    )
+      return;
     this.finish(stream, attempt, verdict.outcome === ResumeOutcome.ERROR ? error : undefined);
   }
 
@@ -490,9 +528,17 @@ export class SpanRecorder implements WireListener {
 
     if (req.reattach) {
       const accepted = attempt.status !== undefined && attempt.status >= 200 && attempt.status < 300;
-      const attributes: Attributes = { ...base, [ATTR_MCP_REATTACH_TRIGGER]: req.reattach.trigger, [ATTR_MCP_REATTACH_ACCEPTED]: accepted };
+      const attributes: Attributes = {
+        ...base,
+        [ATTR_MCP_REATTACH_TRIGGER]: req.reattach.trigger,
+        [ATTR_MCP_REATTACH_ACCEPTED]: accepted,
+      };
       if (req.reattach.previous) attributes[ATTR_MCP_STREAM_PREVIOUS_ID] = this.streamId(req.reattach.previous);
-      const span = tracer.startSpan(SPAN_SESSION_REATTACH, { kind: SpanKind.CLIENT, attributes, startTime: attempt.startTime }, parent);
+      const span = tracer.startSpan(
+        SPAN_SESSION_REATTACH,
+        { kind: SpanKind.CLIENT, attributes, startTime: attempt.startTime },
+        parent,
+      );
       if (!accepted) setError(span, attempt.status === undefined ? (error ?? ErrorType.OTHER) : String(attempt.status));
       span.end(attempt.responseTime ?? endTime);
     }
@@ -507,7 +553,11 @@ export class SpanRecorder implements WireListener {
         [ATTR_MCP_RESUME_REPLAYED_TERMINAL]: attempt.replayedTerminal,
       };
       if (attempt.from) attributes[ATTR_MCP_STREAM_RESUMED_FROM_ID] = this.streamId(attempt.from);
-      const span = tracer.startSpan(SPAN_STREAM_RESUME, { kind: SpanKind.CLIENT, attributes, startTime: attempt.startTime }, parent);
+      const span = tracer.startSpan(
+        SPAN_STREAM_RESUME,
+        { kind: SpanKind.CLIENT, attributes, startTime: attempt.startTime },
+        parent,
+      );
       if (verdict.outcome === ResumeOutcome.ERROR) setError(span, error ?? ErrorType.OTHER);
       else if (error !== undefined) setError(span, error);
       span.end(endTime);
@@ -541,7 +591,11 @@ export class SpanRecorder implements WireListener {
     const guardAction = this.guardActions.get(event);
     if (guardAction !== undefined) attributes[ATTR_MCP_GUARD_ACTION] = guardAction;
     this.tracer()
-      .startSpan(SPAN_REQUEST_TERMINAL, { kind: SpanKind.INTERNAL, attributes }, this.parentOf(record, otelContext.active()))
+      .startSpan(
+        SPAN_REQUEST_TERMINAL,
+        { kind: SpanKind.INTERNAL, attributes },
+        this.parentOf(record, otelContext.active()),
+      )
       .end();
 
     // Only the first terminal (delivered, even when foreign) ends the request span.
@@ -553,7 +607,10 @@ export class SpanRecorder implements WireListener {
       span.setAttribute(ATTR_RPC_RESPONSE_STATUS_CODE, code);
       this.endRequest(state, code);
     } else {
-      this.endRequest(state, record.method === 'tools/call' && isToolError(event, record.id) ? ErrorType.TOOL_ERROR : undefined);
+      this.endRequest(
+        state,
+        record.method === 'tools/call' && isToolError(event, record.id) ? ErrorType.TOOL_ERROR : undefined,
+      );
     }
   }
 
@@ -587,7 +644,8 @@ export class SpanRecorder implements WireListener {
   /** Holds a `poll` of an unfinished request (not of the listening stream); false when it is emitted at once. */
   private holdPoll(attempt: Attempt, verdict: ResumeVerdict): boolean {
     const record = attempt.concerned;
-    if (!record || attempt.kind === StreamKind.LISTENING || attempt.terminalObserved || record.terminalCount > 0) return false;
+    if (!record || attempt.kind === StreamKind.LISTENING || attempt.terminalObserved || record.terminalCount > 0)
+      return false;
     const deadline = this.deadlineOf(attempt);
     if (deadline === undefined) return false;
     attempt.verdict = verdict;

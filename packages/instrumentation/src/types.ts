@@ -66,7 +66,8 @@ export interface InstrumentedFetch extends FetchLike {
 }
 
 /** The options of instrumentFetch but `tracerProvider`: the instrumentation's own provider is used. */
-export interface McpResumeInstrumentationConfig extends InstrumentationConfig, Omit<InstrumentFetchOptions, 'tracerProvider'> {
+export interface McpResumeInstrumentationConfig
+  extends InstrumentationConfig, Omit<InstrumentFetchOptions, 'tracerProvider'> {
   /**
    * Also instrument every MCP exchange through the process's global `fetch`, whatever client makes
    * it (`register` turns this on). `true` or the caps of its per-session state. Default off.
@@ -95,7 +96,10 @@ export interface GlobalFetchStats extends RecorderStats {
 /** The SDK's EventStore (server/streamableHttp), structurally: this package does not load the SDK. */
 export interface EventStoreLike<Message = unknown> {
   storeEvent(streamId: string, message: Message): Promise<string>;
-  replayEventsAfter(lastEventId: string, options: { send: (eventId: string, message: Message) => Promise<void> }): Promise<string>;
+  replayEventsAfter(
+    lastEventId: string,
+    options: { send: (eventId: string, message: Message) => Promise<void> },
+  ): Promise<string>;
   getStreamIdForEventId?(eventId: string): Promise<string | undefined>;
 }
 

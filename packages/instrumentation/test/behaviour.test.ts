@@ -18,7 +18,11 @@ function teeFetch(): { fetch: FetchLike; bodies: Promise<string>[] } {
     if (!response.body) return response;
     const [mine, theirs] = response.body.tee();
     bodies.push(new Response(mine).text());
-    return new Response(theirs, { status: response.status, statusText: response.statusText, headers: response.headers });
+    return new Response(theirs, {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+    });
   };
   return { fetch, bodies };
 }
@@ -29,11 +33,23 @@ async function sdkV1Story(url: string, fetch: FetchLike | undefined, s: SdkServe
   const c = await connectSdkClient(url, fetch);
   const progress = (p: { progress: number }) => void story.push(`progress ${p.progress}`);
   story.push(JSON.stringify(await c.client.listTools()));
-  story.push(JSON.stringify(await c.client.callTool({ name: 'stream_progress', arguments: { count: 3 } }, undefined, { onprogress: progress })));
+  story.push(
+    JSON.stringify(
+      await c.client.callTool({ name: 'stream_progress', arguments: { count: 3 } }, undefined, {
+        onprogress: progress,
+      }),
+    ),
+  );
   story.push(await c.client.callTool({ name: 'fail' }).then(JSON.stringify, (e: Error) => `error ${e.message}`));
   story.push(JSON.stringify(await c.client.callTool({ name: 'tool_error' })));
   s.cutNextCallAfter = 2;
-  story.push(JSON.stringify(await c.client.callTool({ name: 'stream_progress', arguments: { count: 3, delay: 40 } }, undefined, { onprogress: progress })));
+  story.push(
+    JSON.stringify(
+      await c.client.callTool({ name: 'stream_progress', arguments: { count: 3, delay: 40 } }, undefined, {
+        onprogress: progress,
+      }),
+    ),
+  );
   await c.close();
   return story;
 }
@@ -56,7 +72,10 @@ describe('what the client observes is unchanged', () => {
       const capture = captureSpans();
       const client = new RawClient(s.url, instrumentFetch(tee.fetch, { tracerProvider: capture.provider }));
       await client.initialize();
-      const read = [(await client.callTool('stream_progress', { count: 5 })).text, (await client.callTool('fail')).text];
+      const read = [
+        (await client.callTool('stream_progress', { count: 5 })).text,
+        (await client.callTool('fail')).text,
+      ];
       const received = await Promise.all(tee.bodies);
       for (const text of read) expect(received).toContain(text);
       expect(read[0]).toMatch(/streamed 5/);

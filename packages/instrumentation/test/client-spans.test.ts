@@ -119,10 +119,16 @@ describe('instrumentFetch with the SDK v1 client on the real SDK server', () => 
 
     const request = capture.spans('tools/call fail')[0]!;
     const id = String(a(request, ATTR_JSONRPC_REQUEST_ID));
-    expect(request.attributes).toMatchObject({ [ATTR_ERROR_TYPE]: '-32603', [ATTR_RPC_RESPONSE_STATUS_CODE]: '-32603' });
+    expect(request.attributes).toMatchObject({
+      [ATTR_ERROR_TYPE]: '-32603',
+      [ATTR_RPC_RESPONSE_STATUS_CODE]: '-32603',
+    });
     const terminal = byRequest(capture.spans(SPAN_REQUEST_TERMINAL), id);
     expect(terminal).toHaveLength(1);
-    expect(terminal[0]!.attributes).toMatchObject({ [ATTR_MCP_TERMINAL_OUTCOME]: 'error', [ATTR_RPC_RESPONSE_STATUS_CODE]: '-32603' });
+    expect(terminal[0]!.attributes).toMatchObject({
+      [ATTR_MCP_TERMINAL_OUTCOME]: 'error',
+      [ATTR_RPC_RESPONSE_STATUS_CODE]: '-32603',
+    });
 
     expect(resume.kind).toBe(SpanKind.CLIENT);
     expect(resume.attributes).toMatchObject({
@@ -222,7 +228,9 @@ describe('instrumentFetch with the SDK v1 client on the real SDK server', () => 
     }
     expect(new Set(resumes.map((r) => a(r, ATTR_MCP_STREAM_ID))).size).toBe(3);
     const reattaches = capture.spans(SPAN_SESSION_REATTACH);
-    expect(reattaches.map((r) => a(r, ATTR_MCP_STREAM_ID)).sort()).toEqual(resumes.map((r) => a(r, ATTR_MCP_STREAM_ID)).sort());
+    expect(reattaches.map((r) => a(r, ATTR_MCP_STREAM_ID)).sort()).toEqual(
+      resumes.map((r) => a(r, ATTR_MCP_STREAM_ID)).sort(),
+    );
     expectOneTrace([request, ...terminals, ...resumes, ...reattaches], request);
     expect(fetch.stats()).toEqual(IDLE);
   });
@@ -233,15 +241,26 @@ describe('instrumentFetch with the SDK v1 client on the real SDK server', () => 
     const c = await connectSdkClient(s.url, fetch);
     s.cutNextCallAfter = 2;
     s.onCut = () => s.store.clear();
-    const result = await c.client.callTool({ name: 'stream_progress', arguments: { count: 1, delay: 1_500 } }, undefined, { onprogress: () => {} });
+    const result = await c.client.callTool(
+      { name: 'stream_progress', arguments: { count: 1, delay: 1_500 } },
+      undefined,
+      { onprogress: () => {} },
+    );
     expect(result.content).toEqual([{ type: 'text', text: 'streamed 1' }]);
     await c.close();
     // Silent for about 1.5 s (longer than any replay window this package had): never an empty replay.
     const resumes = capture.spans(SPAN_STREAM_RESUME);
-    expect(resumes.map((r) => [a(r, ATTR_MCP_RESUME_OUTCOME), a(r, ATTR_MCP_RESUME_EVIDENCE), a(r, ATTR_MCP_RESUME_REPLAYED_TERMINAL)])).toEqual([
-      ['continuation', 'message', true],
-    ]);
-    expect(resumes[0]!.attributes).toMatchObject({ [ATTR_MCP_REQUEST_TERMINAL_OBSERVED]: false, [ATTR_HTTP_RESPONSE_STATUS_CODE]: 200 });
+    expect(
+      resumes.map((r) => [
+        a(r, ATTR_MCP_RESUME_OUTCOME),
+        a(r, ATTR_MCP_RESUME_EVIDENCE),
+        a(r, ATTR_MCP_RESUME_REPLAYED_TERMINAL),
+      ]),
+    ).toEqual([['continuation', 'message', true]]);
+    expect(resumes[0]!.attributes).toMatchObject({
+      [ATTR_MCP_REQUEST_TERMINAL_OBSERVED]: false,
+      [ATTR_HTTP_RESPONSE_STATUS_CODE]: 200,
+    });
   });
 
   it('cursor-evicted: 400 is cursor_rejected, 404 is session_not_found, no HTTP status is error', async () => {
@@ -267,7 +286,11 @@ describe('instrumentFetch with the SDK v1 client on the real SDK server', () => 
     expect(resumes.map((r) => a(r, ATTR_ERROR_TYPE))).toEqual(['400', '404', 'TypeError']);
     const reattaches = capture.spans(SPAN_SESSION_REATTACH);
     expect(reattaches.map((r) => a(r, ATTR_MCP_REATTACH_ACCEPTED))).toEqual([false, false, false]);
-    expect(reattaches.map((r) => a(r, ATTR_MCP_REATTACH_TRIGGER))).toEqual(['stream_closed', 'stream_closed', 'stream_closed']);
+    expect(reattaches.map((r) => a(r, ATTR_MCP_REATTACH_TRIGGER))).toEqual([
+      'stream_closed',
+      'stream_closed',
+      'stream_closed',
+    ]);
     expect(fetch.stats()).toEqual(IDLE);
   });
 
@@ -275,7 +298,9 @@ describe('instrumentFetch with the SDK v1 client on the real SDK server', () => 
     const s = await server();
     const { capture, fetch } = setup({ requestTimeoutMs: 200 });
     const c = await connectSdkClient(s.url, fetch);
-    await c.client.callTool({ name: 'stream_progress', arguments: { count: 1, delay: 800 } }, undefined, { onprogress: () => {} });
+    await c.client.callTool({ name: 'stream_progress', arguments: { count: 1, delay: 800 } }, undefined, {
+      onprogress: () => {},
+    });
     await c.close();
     const request = capture.spans('tools/call stream_progress')[0]!;
     expect(a(request, ATTR_ERROR_TYPE)).toBe('timeout');

@@ -88,9 +88,18 @@ describe('the global fetch patch (register)', () => {
   it("instruments the lab's own fetch client: the seed loop's duplicates and resumes", async () => {
     const capture = captureSpans();
     patchWith(capture);
-    const summary = await runScenario('seed-loop', { serverUrl: lab.url, controlUrl: lab.controlUrl, maxReconnects: 10 });
-    await vi.waitFor(() => expect(capture.spans(SPAN_STREAM_RESUME).length, 'every resume span').toBe(summary.resumeStatuses.length), WAIT);
-    const terminals = capture.spans(SPAN_REQUEST_TERMINAL).filter((t) => attr(t, ATTR_MCP_SESSION_ID) === summary.sessionId);
+    const summary = await runScenario('seed-loop', {
+      serverUrl: lab.url,
+      controlUrl: lab.controlUrl,
+      maxReconnects: 10,
+    });
+    await vi.waitFor(
+      () => expect(capture.spans(SPAN_STREAM_RESUME).length, 'every resume span').toBe(summary.resumeStatuses.length),
+      WAIT,
+    );
+    const terminals = capture
+      .spans(SPAN_REQUEST_TERMINAL)
+      .filter((t) => attr(t, ATTR_MCP_SESSION_ID) === summary.sessionId);
     const duplicates = terminals.filter((t) => attr(t, ATTR_MCP_TERMINAL_DUPLICATE) === true);
     expect(duplicates).toHaveLength(summary.terminalDeliveries - 1);
     expect(capture.spans(SPAN_STREAM_RESUME).at(-1)?.attributes[ATTR_MCP_RESUME_OUTCOME]).toBe('session_not_found');
@@ -109,10 +118,23 @@ describe('the global fetch patch (register)', () => {
       patchWith(captureSpans());
       const plain: [string, RequestInit | undefined][] = [
         ['http://127.0.0.1:1/a', undefined],
-        ['http://127.0.0.1:1/b', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0","id":1,"method":"x"}' }],
+        [
+          'http://127.0.0.1:1/b',
+          {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: '{"jsonrpc":"2.0","id":1,"method":"x"}',
+          },
+        ],
         ['http://127.0.0.1:1/c', { headers: { accept: 'text/event-stream' } }],
-        ['http://127.0.0.1:1/d', { method: 'POST', headers: { Accept: 'text/event-stream' }, body: '{"not":"json-rpc"}' }],
-        ['http://127.0.0.1:1/e', { method: 'POST', headers: { accept: 'text/event-stream' }, body: new ReadableStream() }],
+        [
+          'http://127.0.0.1:1/d',
+          { method: 'POST', headers: { Accept: 'text/event-stream' }, body: '{"not":"json-rpc"}' },
+        ],
+        [
+          'http://127.0.0.1:1/e',
+          { method: 'POST', headers: { accept: 'text/event-stream' }, body: new ReadableStream() },
+        ],
       ];
       for (const [input, init] of plain) {
         calls.length = 0;
@@ -130,16 +152,37 @@ describe('the global fetch patch (register)', () => {
 
   it('recognises MCP exchanges by their headers or an SSE-accepting JSON-RPC body, in every header form', () => {
     const url = 'http://127.0.0.1:9/mcp';
-    expect(recogniseMcpExchange(url, { headers: { 'Mcp-Session-Id': 's1' } })).toEqual({ origin: 'http://127.0.0.1:9', sessionId: 's1' });
-    expect(recogniseMcpExchange(new URL(url), { headers: new Headers({ 'mcp-protocol-version': '2025-11-25' }) })).toEqual({
+    expect(recogniseMcpExchange(url, { headers: { 'Mcp-Session-Id': 's1' } })).toEqual({
+      origin: 'http://127.0.0.1:9',
+      sessionId: 's1',
+    });
+    expect(
+      recogniseMcpExchange(new URL(url), { headers: new Headers({ 'mcp-protocol-version': '2025-11-25' }) }),
+    ).toEqual({
       origin: 'http://127.0.0.1:9',
       sessionId: undefined,
     });
-    expect(recogniseMcpExchange(new Request(url, { headers: [['mcp-session-id', 's2']] }), undefined)?.sessionId).toBe('s2');
+    expect(recogniseMcpExchange(new Request(url, { headers: [['mcp-session-id', 's2']] }), undefined)?.sessionId).toBe(
+      's2',
+    );
     const initialize = '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}';
-    expect(recogniseMcpExchange(url, { method: 'POST', headers: [['accept', 'application/json, text/event-stream']], body: initialize })).toBeDefined();
-    expect(recogniseMcpExchange(url, { method: 'POST', headers: { accept: 'text/event-stream' }, body: new TextEncoder().encode(initialize) })).toBeDefined();
-    expect(recogniseMcpExchange(url, { method: 'POST', headers: { accept: 'application/json' }, body: initialize })).toBeUndefined();
+    expect(
+      recogniseMcpExchange(url, {
+        method: 'POST',
+        headers: [['accept', 'application/json, text/event-stream']],
+        body: initialize,
+      }),
+    ).toBeDefined();
+    expect(
+      recogniseMcpExchange(url, {
+        method: 'POST',
+        headers: { accept: 'text/event-stream' },
+        body: new TextEncoder().encode(initialize),
+      }),
+    ).toBeDefined();
+    expect(
+      recogniseMcpExchange(url, { method: 'POST', headers: { accept: 'application/json' }, body: initialize }),
+    ).toBeUndefined();
     expect(recogniseMcpExchange(url, undefined)).toBeUndefined();
   });
 
@@ -158,81 +201,131 @@ describe('the global fetch patch (register)', () => {
 });
 
 describe('register and a CLI that ends with process.exit()', () => {
-  it('`resumewatch-lab run seed-loop` under --import register exports the loop before it exits', { timeout: 60_000 }, async () => {
-    const receiver = await startOtlpReceiver();
-    try {
-      const register = fileURLToPath(new URL('../dist/register.js', import.meta.url));
-      const labCli = fileURLToPath(new URL('../../lab/dist/cli.js', import.meta.url));
-      const child = spawn(process.execPath, ['--import', register, labCli, 'run', 'seed-loop', '--server', lab.url, '--json'], {
-        env: { ...process.env, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_SERVICE_NAME: 'lab-cli', OTEL_TRACES_EXPORTER: '', OTEL_BSP_SCHEDULE_DELAY: '60000' },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-      const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
-      expect(code, stderr).toBe(0);
-      const summary = JSON.parse(stdout) as { sessionId: string; terminalDeliveries: number };
-      // The batch delay (60 s) never passed: every span here was flushed by the held exit.
-      const terminals = receiver.spans.filter((s) => s.name === SPAN_REQUEST_TERMINAL && s.attributes[ATTR_MCP_SESSION_ID] === summary.sessionId);
-      expect(terminals.filter((t) => t.attributes[ATTR_MCP_TERMINAL_DUPLICATE] === true)).toHaveLength(summary.terminalDeliveries - 1);
-      expect(new Set(receiver.spans.map((s) => s.service))).toEqual(new Set(['lab-cli']));
-    } finally {
-      await receiver.close();
-    }
-  });
+  it(
+    '`resumewatch-lab run seed-loop` under --import register exports the loop before it exits',
+    { timeout: 60_000 },
+    async () => {
+      const receiver = await startOtlpReceiver();
+      try {
+        const register = fileURLToPath(new URL('../dist/register.js', import.meta.url));
+        const labCli = fileURLToPath(new URL('../../lab/dist/cli.js', import.meta.url));
+        const child = spawn(
+          process.execPath,
+          ['--import', register, labCli, 'run', 'seed-loop', '--server', lab.url, '--json'],
+          {
+            env: {
+              ...process.env,
+              OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+              OTEL_SERVICE_NAME: 'lab-cli',
+              OTEL_TRACES_EXPORTER: '',
+              OTEL_BSP_SCHEDULE_DELAY: '60000',
+            },
+            stdio: ['ignore', 'pipe', 'pipe'],
+          },
+        );
+        let stdout = '';
+        let stderr = '';
+        child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+        child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+        const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+        expect(code, stderr).toBe(0);
+        const summary = JSON.parse(stdout) as { sessionId: string; terminalDeliveries: number };
+        // The batch delay (60 s) never passed: every span here was flushed by the held exit.
+        const terminals = receiver.spans.filter(
+          (s) => s.name === SPAN_REQUEST_TERMINAL && s.attributes[ATTR_MCP_SESSION_ID] === summary.sessionId,
+        );
+        expect(terminals.filter((t) => t.attributes[ATTR_MCP_TERMINAL_DUPLICATE] === true)).toHaveLength(
+          summary.terminalDeliveries - 1,
+        );
+        expect(new Set(receiver.spans.map((s) => s.service))).toEqual(new Set(['lab-cli']));
+      } finally {
+        await receiver.close();
+      }
+    },
+  );
 });
 
 describe('register and a CLI that exits before recording anything', () => {
-  it('`resumewatch-lab run` with a bad scenario still exits at once with its usage error and code', { timeout: 30_000 }, async () => {
-    const register = fileURLToPath(new URL('../dist/register.js', import.meta.url));
-    const labCli = fileURLToPath(new URL('../../lab/dist/cli.js', import.meta.url));
-    const child = spawn(process.execPath, ['--import', register, labCli, 'run', 'no-such-scenario', '--server', lab.url], {
-      env: { ...process.env, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9', OTEL_TRACES_EXPORTER: '' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
-    // Held, the exit would let the CLI run on past its process.exit(2) into the unknown scenario.
-    expect(code, stderr).toBe(2);
-    expect(stderr).toContain('no-such-scenario');
-    expect(stderr).not.toMatch(/\n\s+at /);
-  });
+  it(
+    '`resumewatch-lab run` with a bad scenario still exits at once with its usage error and code',
+    { timeout: 30_000 },
+    async () => {
+      const register = fileURLToPath(new URL('../dist/register.js', import.meta.url));
+      const labCli = fileURLToPath(new URL('../../lab/dist/cli.js', import.meta.url));
+      const child = spawn(
+        process.execPath,
+        ['--import', register, labCli, 'run', 'no-such-scenario', '--server', lab.url],
+        {
+          env: { ...process.env, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:9', OTEL_TRACES_EXPORTER: '' },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
+      let stderr = '';
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+      // Held, the exit would let the CLI run on past its process.exit(2) into the unknown scenario.
+      expect(code, stderr).toBe(2);
+      expect(stderr).toContain('no-such-scenario');
+      expect(stderr).not.toMatch(/\n\s+at /);
+    },
+  );
 });
 
 describe('register on an MCP SDK server', () => {
-  it('the lab server under --import register reports its replays (instrumentEventStore) and requests (instrumentServerTransport)', { timeout: 60_000 }, async () => {
-    const receiver = await startOtlpReceiver();
-    const register = fileURLToPath(new URL('../dist/register.js', import.meta.url));
-    const labCli = fileURLToPath(new URL('../../lab/dist/cli.js', import.meta.url));
-    const port = await freePort();
-    const child = spawn(process.execPath, ['--import', register, labCli, 'server', '--port', String(port), '--retry-ms', '50'], {
-      env: { ...process.env, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_SERVICE_NAME: 'lab-server', OTEL_TRACES_EXPORTER: '', OTEL_BSP_SCHEDULE_DELAY: '60000' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
-    try {
-      const url = `http://127.0.0.1:${port}/mcp`;
-      await vi.waitFor(() => fetch(url).catch((error: unknown) => Promise.reject(new Error(`the lab server to listen: ${stdout}`, { cause: error }))), WAIT);
-      const summary = await runScenario('seed-loop', { serverUrl: url, controlUrl: url.replace(/\/mcp$/, '/control'), maxReconnects: 10 });
-      child.kill('SIGTERM');
-      expect(await exited).toBe(0);
-      const ofSession = receiver.spans.filter((s) => s.attributes[ATTR_MCP_SESSION_ID] === summary.sessionId);
-      expect(ofSession.filter((s) => s.name === 'tools/call stream_progress')).toHaveLength(1);
-      const replays = ofSession.filter((s) => s.name === SPAN_STREAM_RESUME);
-      // Each replay of the stored result is a server resume span after the terminal (the 404 is answered before the store).
-      expect(replays).toHaveLength(summary.resumeStatuses.filter((status) => status === 200).length);
-      for (const r of replays) {
-        expect(r.attributes[ATTR_MCP_REQUEST_TERMINAL_OBSERVED]).toBe(true);
-        expect(r.attributes[ATTR_MCP_RESUME_REPLAYED_TERMINAL]).toBe(true);
+  it(
+    'the lab server under --import register reports its replays (instrumentEventStore) and requests (instrumentServerTransport)',
+    { timeout: 60_000 },
+    async () => {
+      const receiver = await startOtlpReceiver();
+      const register = fileURLToPath(new URL('../dist/register.js', import.meta.url));
+      const labCli = fileURLToPath(new URL('../../lab/dist/cli.js', import.meta.url));
+      const port = await freePort();
+      const child = spawn(
+        process.execPath,
+        ['--import', register, labCli, 'server', '--port', String(port), '--retry-ms', '50'],
+        {
+          env: {
+            ...process.env,
+            OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+            OTEL_SERVICE_NAME: 'lab-server',
+            OTEL_TRACES_EXPORTER: '',
+            OTEL_BSP_SCHEDULE_DELAY: '60000',
+          },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        },
+      );
+      let stdout = '';
+      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+      const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+      try {
+        const url = `http://127.0.0.1:${port}/mcp`;
+        await vi.waitFor(
+          () =>
+            fetch(url).catch((error: unknown) =>
+              Promise.reject(new Error(`the lab server to listen: ${stdout}`, { cause: error })),
+            ),
+          WAIT,
+        );
+        const summary = await runScenario('seed-loop', {
+          serverUrl: url,
+          controlUrl: url.replace(/\/mcp$/, '/control'),
+          maxReconnects: 10,
+        });
+        child.kill('SIGTERM');
+        expect(await exited).toBe(0);
+        const ofSession = receiver.spans.filter((s) => s.attributes[ATTR_MCP_SESSION_ID] === summary.sessionId);
+        expect(ofSession.filter((s) => s.name === 'tools/call stream_progress')).toHaveLength(1);
+        const replays = ofSession.filter((s) => s.name === SPAN_STREAM_RESUME);
+        // Each replay of the stored result is a server resume span after the terminal (the 404 is answered before the store).
+        expect(replays).toHaveLength(summary.resumeStatuses.filter((status) => status === 200).length);
+        for (const r of replays) {
+          expect(r.attributes[ATTR_MCP_REQUEST_TERMINAL_OBSERVED]).toBe(true);
+          expect(r.attributes[ATTR_MCP_RESUME_REPLAYED_TERMINAL]).toBe(true);
+        }
+      } finally {
+        child.kill('SIGKILL');
+        await receiver.close();
       }
-    } finally {
-      child.kill('SIGKILL');
-      await receiver.close();
-    }
-  });
+    },
+  );
 });

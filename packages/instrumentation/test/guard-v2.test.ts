@@ -25,7 +25,12 @@ function recordingFetch(): { fetch: FetchLike; cursors: string[] } {
 async function story(s: SdkServer, fetch: FetchLike): Promise<string[]> {
   const out: string[] = [];
   const client = new ClientV2({ name: 'v2', version: '1.0.0' });
-  const reconnectionOptions = { initialReconnectionDelay: 20, maxReconnectionDelay: 100, reconnectionDelayGrowFactor: 1.5, maxRetries: 3 };
+  const reconnectionOptions = {
+    initialReconnectionDelay: 20,
+    maxReconnectionDelay: 100,
+    reconnectionDelayGrowFactor: 1.5,
+    maxRetries: 3,
+  };
   await client.connect(new TransportV2(new URL(s.url), { fetch, reconnectionOptions }));
   out.push(JSON.stringify(await client.callTool({ name: 'stream_progress', arguments: { count: 2 } })));
   out.push(await client.callTool({ name: 'fail' }).then(JSON.stringify, (e: Error) => `error ${e.message}`));

@@ -57,7 +57,9 @@ describe('guard: true', () => {
     expect(replay.text).toContain('notifications/progress');
     expect(replay.text).not.toContain('streamed 2');
 
-    const terminals = capture.spans(SPAN_REQUEST_TERMINAL).filter((t) => a(t, ATTR_JSONRPC_REQUEST_ID) === String(call.id));
+    const terminals = capture
+      .spans(SPAN_REQUEST_TERMINAL)
+      .filter((t) => a(t, ATTR_JSONRPC_REQUEST_ID) === String(call.id));
     expect(terminals.map((t) => [a(t, ATTR_MCP_TERMINAL_DUPLICATE), a(t, ATTR_MCP_GUARD_ACTION)])).toEqual([
       [false, undefined],
       [true, 'duplicate_terminal_dropped'],

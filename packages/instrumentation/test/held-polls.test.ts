@@ -75,7 +75,10 @@ describe('HeldPolls: the latest poll of each unfinished request', () => {
     empty.polls.hold(d, 's3', 'd', Date.now() + 60_000);
     expect(empty.polls.take(d)).toBe('d');
     expect(releaseHeldPolls()).toBe(3);
-    expect(first.expired).toEqual([['a', true], ['b', true]]);
+    expect(first.expired).toEqual([
+      ['a', true],
+      ['b', true],
+    ]);
     expect(second.expired).toEqual([['c', true]]);
     expect(empty.expired).toEqual([]);
     expect([first.polls.size, second.polls.size, first.polls.evictions]).toEqual([0, 0, 0]);

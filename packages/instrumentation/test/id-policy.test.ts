@@ -38,25 +38,45 @@ describe('createIdRecorder', () => {
   });
 
   it('hashes (hmac) or drops (omit) exactly the three id attributes', () => {
-    const attributes = () => ({ [ATTR_MCP_SESSION_ID]: 's-1', [ATTR_MCP_RESUME_LAST_EVENT_ID]: 'e-1', [ATTR_MCP_EVENT_ID]: 'e-2', other: 'x' });
+    const attributes = () => ({
+      [ATTR_MCP_SESSION_ID]: 's-1',
+      [ATTR_MCP_RESUME_LAST_EVENT_ID]: 'e-1',
+      [ATTR_MCP_EVENT_ID]: 'e-2',
+      other: 'x',
+    });
     const hashed = attributes();
     createIdRecorder({ idPolicy: 'hmac', idKey: KEY }, {}).recordIds(hashed);
-    expect(hashed).toEqual({ [ATTR_MCP_SESSION_ID]: hmac('s-1'), [ATTR_MCP_RESUME_LAST_EVENT_ID]: hmac('e-1'), [ATTR_MCP_EVENT_ID]: hmac('e-2'), other: 'x' });
+    expect(hashed).toEqual({
+      [ATTR_MCP_SESSION_ID]: hmac('s-1'),
+      [ATTR_MCP_RESUME_LAST_EVENT_ID]: hmac('e-1'),
+      [ATTR_MCP_EVENT_ID]: hmac('e-2'),
+      other: 'x',
+    });
     const omitted = attributes();
     createIdRecorder({ idPolicy: 'omit' }, {}).recordIds(omitted);
     expect(omitted).toEqual({ other: 'x' });
     // A key as bytes hashes as the same string would.
-    expect(createIdRecorder({ idPolicy: 'hmac', idKey: Buffer.from(KEY) }, {}).value(ATTR_MCP_EVENT_ID, 'e-2')).toBe(hmac('e-2'));
+    expect(createIdRecorder({ idPolicy: 'hmac', idKey: Buffer.from(KEY) }, {}).value(ATTR_MCP_EVENT_ID, 'e-2')).toBe(
+      hmac('e-2'),
+    );
   });
 
   it('rejects an unknown policy and an hmac without a long enough key, in one line that never shows the key', () => {
-    expect(() => createIdRecorder({}, { [ENV_ID_POLICY]: 'sha1' })).toThrow(new IdPolicyError('RESUMEWATCH_ID_POLICY="sha1" is not a policy (use raw, hmac or omit)'));
-    expect(() => createIdRecorder({ idPolicy: 'hash' as never }, {})).toThrow(new IdPolicyError('unknown idPolicy "hash" (use raw, hmac or omit)'));
+    expect(() => createIdRecorder({}, { [ENV_ID_POLICY]: 'sha1' })).toThrow(
+      new IdPolicyError('RESUMEWATCH_ID_POLICY="sha1" is not a policy (use raw, hmac or omit)'),
+    );
+    expect(() => createIdRecorder({ idPolicy: 'hash' as never }, {})).toThrow(
+      new IdPolicyError('unknown idPolicy "hash" (use raw, hmac or omit)'),
+    );
     expect(() => createIdRecorder({ idPolicy: 'hmac' }, {})).toThrow(
-      new IdPolicyError('idPolicy "hmac" needs a key of at least 16 bytes (option idKey or RESUMEWATCH_ID_KEY); none is set'),
+      new IdPolicyError(
+        'idPolicy "hmac" needs a key of at least 16 bytes (option idKey or RESUMEWATCH_ID_KEY); none is set',
+      ),
     );
     expect(() => createIdRecorder({ idPolicy: 'hmac', idKey: 'secret-7' }, {})).toThrow(
-      new IdPolicyError('idPolicy "hmac" needs a key of at least 16 bytes (option idKey or RESUMEWATCH_ID_KEY); it has 8'),
+      new IdPolicyError(
+        'idPolicy "hmac" needs a key of at least 16 bytes (option idKey or RESUMEWATCH_ID_KEY); it has 8',
+      ),
     );
     expect(() => capturedFetch({ idPolicy: 'hmac', idKey: 'short' })).toThrow(IdPolicyError);
   });
@@ -64,10 +84,15 @@ describe('createIdRecorder', () => {
   it('idOptionsFromEnv (the register entry): a bad setting warns once and omits ids instead of stopping the application', () => {
     const warnings: string[] = [];
     const warn = (message: string) => warnings.push(message);
-    expect(idOptionsFromEnv({ [ENV_ID_POLICY]: 'hmac', [ENV_ID_KEY]: KEY }, warn)).toEqual({ idPolicy: 'hmac', idKey: KEY });
+    expect(idOptionsFromEnv({ [ENV_ID_POLICY]: 'hmac', [ENV_ID_KEY]: KEY }, warn)).toEqual({
+      idPolicy: 'hmac',
+      idKey: KEY,
+    });
     expect(idOptionsFromEnv({}, warn)).toEqual({ idPolicy: 'raw' });
     expect(warnings).toEqual([]);
-    expect(idOptionsFromEnv({ [ENV_ID_POLICY]: 'hmac', [ENV_ID_KEY]: 'too-short' }, warn)).toEqual({ idPolicy: 'omit' });
+    expect(idOptionsFromEnv({ [ENV_ID_POLICY]: 'hmac', [ENV_ID_KEY]: 'too-short' }, warn)).toEqual({
+      idPolicy: 'omit',
+    });
     expect(warnings).toEqual([
       'resumewatch: idPolicy "hmac" needs a key of at least 16 bytes (option idKey or RESUMEWATCH_ID_KEY); it has 9; recording no ids (idPolicy "omit")',
     ]);
@@ -98,11 +123,16 @@ function leaked(spans: ReadableSpan[]): string[] {
   return ledger.leaks(JSON.stringify(spans.map((s) => s.attributes)));
 }
 
-async function seedLoop(ids: IdPolicyOptions): Promise<{ client: ReadableSpan[]; server: ReadableSpan[]; sessionId: string }> {
+async function seedLoop(
+  ids: IdPolicyOptions,
+): Promise<{ client: ReadableSpan[]; server: ReadableSpan[]; sessionId: string }> {
   serverIds = ids;
   const { capture, fetch } = capturedFetch({ ...ids });
   const summary = await runScenario('seed-loop', { serverUrl: lab.url, fetch, maxReconnects: 10 });
-  await vi.waitFor(() => expect([fetch.stats().openResumes, fetch.stats().pendingHttp], 'the resume spans to end').toEqual([0, 0]), WAIT);
+  await vi.waitFor(
+    () => expect([fetch.stats().openResumes, fetch.stats().pendingHttp], 'the resume spans to end').toEqual([0, 0]),
+    WAIT,
+  );
   expect(fetch.stats()).toEqual(IDLE);
   expect(sessions).toEqual(new Set([summary.sessionId]));
   expect(eventIds.size).toBeGreaterThan(2);
@@ -129,22 +159,28 @@ describe('id policy on the spans of the seed loop (client instrumentFetch, serve
     }
     // Every span but the initialize request's own (whose session id comes with its response) carries the session.
     expect(client.filter((s) => s.attributes[ATTR_MCP_SESSION_ID] === undefined).map((s) => s.name)).toEqual(
-      client.filter((s) => s.name === 'initialize' && s.attributes[ATTR_MCP_SESSION_ID] === undefined).map((s) => s.name),
+      client
+        .filter((s) => s.name === 'initialize' && s.attributes[ATTR_MCP_SESSION_ID] === undefined)
+        .map((s) => s.name),
     );
     const hashedEvents = new Map([...eventIds].map((id) => [hmac(id), id]));
-    const terminals = client.filter((s) => s.name === SPAN_REQUEST_TERMINAL && s.attributes[ATTR_MCP_EVENT_ID] !== undefined);
+    const terminals = client.filter(
+      (s) => s.name === SPAN_REQUEST_TERMINAL && s.attributes[ATTR_MCP_EVENT_ID] !== undefined,
+    );
     expect(terminals.length).toBeGreaterThan(1);
     for (const t of terminals) expect(hashedEvents.has(t.attributes[ATTR_MCP_EVENT_ID] as string)).toBe(true);
     const resumes = [...client, ...server].filter((s) => s.name === SPAN_STREAM_RESUME);
     expect(resumes.length).toBeGreaterThan(2);
-    for (const r of resumes) expect(hashedEvents.has(r.attributes[ATTR_MCP_RESUME_LAST_EVENT_ID] as string), r.name).toBe(true);
+    for (const r of resumes)
+      expect(hashedEvents.has(r.attributes[ATTR_MCP_RESUME_LAST_EVENT_ID] as string), r.name).toBe(true);
   });
 
   it('omit: none of the three id attributes on any span', async () => {
     const { client, server } = await seedLoop({ idPolicy: 'omit' });
     expect(client.length).toBeGreaterThan(5);
     expect(server.length).toBeGreaterThan(2);
-    for (const span of [...client, ...server]) for (const key of ID_ATTRIBUTES) expect(span.attributes[key], `${span.name} ${key}`).toBeUndefined();
+    for (const span of [...client, ...server])
+      for (const key of ID_ATTRIBUTES) expect(span.attributes[key], `${span.name} ${key}`).toBeUndefined();
     expect(leaked([...client, ...server])).toEqual([]);
   });
 });
@@ -158,7 +194,14 @@ describe('register reads the id policy from the environment', () => {
     const server = await startSdkServer();
     try {
       const child = spawn(process.execPath, ['--import', registerEntry, app], {
-        env: { ...process.env, MCP_URL: server.url, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_TRACES_EXPORTER: '', OTEL_BSP_SCHEDULE_DELAY: '100', ...env },
+        env: {
+          ...process.env,
+          MCP_URL: server.url,
+          OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+          OTEL_TRACES_EXPORTER: '',
+          OTEL_BSP_SCHEDULE_DELAY: '100',
+          ...env,
+        },
         stdio: ['ignore', 'ignore', 'pipe'],
       });
       let stderr = '';
@@ -181,7 +224,9 @@ describe('register reads the id policy from the environment', () => {
     const bad = await runApp({ [ENV_ID_POLICY]: 'hmac', [ENV_ID_KEY]: 'short' });
     expect(bad.spans.length).toBe(hashed.spans.length);
     for (const span of bad.spans) for (const key of ID_ATTRIBUTES) expect(span.attributes[key]).toBeUndefined();
-    expect(bad.stderr).toContain('ResumewatchConfigWarning: resumewatch: idPolicy "hmac" needs a key of at least 16 bytes');
+    expect(bad.stderr).toContain(
+      'ResumewatchConfigWarning: resumewatch: idPolicy "hmac" needs a key of at least 16 bytes',
+    );
     expect(bad.stderr).not.toContain('short');
   });
 });

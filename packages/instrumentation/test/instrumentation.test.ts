@@ -43,7 +43,9 @@ function runNode(args: string[], env: Record<string, string>): Child {
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const exit = new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.on('exit', (code, signal) => resolve([code, signal])));
+  const exit = new Promise<[number | null, NodeJS.Signals | null]>((resolve) =>
+    child.on('exit', (code, signal) => resolve([code, signal])),
+  );
   return {
     code: exit.then(([code]) => code),
     signal: exit.then(([, signal]) => signal),
@@ -92,11 +94,17 @@ describe('McpResumeInstrumentation', () => {
     const lab = await startLabServer();
     const receiver = await startOtlpReceiver();
     try {
-      const child = runNode(['--import', registerEntry, fixture('held-poll-app.mjs')], { ...otlpEnv(receiver.url), MCP_URL: lab.url, OTEL_BSP_SCHEDULE_DELAY: '60000' });
+      const child = runNode(['--import', registerEntry, fixture('held-poll-app.mjs')], {
+        ...otlpEnv(receiver.url),
+        MCP_URL: lab.url,
+        OTEL_BSP_SCHEDULE_DELAY: '60000',
+      });
       expect(await child.code, child.stderr()).toBe(0);
       expect(child.stdout()).toContain('poll 200 clean');
       const resumes = receiver.spans.filter((s) => s.scope === TRACER_SCOPE && s.name === SPAN_STREAM_RESUME);
-      expect(resumes.map((s) => [s.attributes[ATTR_MCP_RESUME_OUTCOME], s.attributes[ATTR_MCP_RESUME_EVIDENCE]])).toEqual([['poll', 'body_end']]);
+      expect(
+        resumes.map((s) => [s.attributes[ATTR_MCP_RESUME_OUTCOME], s.attributes[ATTR_MCP_RESUME_EVIDENCE]]),
+      ).toEqual([['poll', 'body_end']]);
     } finally {
       await Promise.allSettled([receiver.close(), lab.close()]);
     }
@@ -110,7 +118,10 @@ describe('McpResumeInstrumentation', () => {
         OTEL_BSP_SCHEDULE_DELAY: '60000',
         WAIT_FOR_SIGTERM: '1',
       });
-      await vi.waitFor(() => expect(child.stdout(), 'the app to finish its calls').toContain('ready'), { ...WAIT, timeout: 20_000 });
+      await vi.waitFor(() => expect(child.stdout(), 'the app to finish its calls').toContain('ready'), {
+        ...WAIT,
+        timeout: 20_000,
+      });
       expect(receiver.spans).toHaveLength(0);
       child.kill('SIGTERM');
       expect(await child.signal).toBe('SIGTERM');
@@ -135,7 +146,9 @@ describe('McpResumeInstrumentation', () => {
     expect(count('tools/call tool_error')).toBe(1);
     // The manual client's fetch was already instrumented: one request span and one terminal, not two.
     expect(count('tools/call fail')).toBe(1);
-    const errors = spans.filter((s) => s.name === SPAN_REQUEST_TERMINAL && s.attributes[ATTR_MCP_TERMINAL_OUTCOME] === 'error');
+    const errors = spans.filter(
+      (s) => s.name === SPAN_REQUEST_TERMINAL && s.attributes[ATTR_MCP_TERMINAL_OUTCOME] === 'error',
+    );
     expect(errors).toHaveLength(1);
     expect(count(SPAN_REQUEST_TERMINAL)).toBe(6);
   });

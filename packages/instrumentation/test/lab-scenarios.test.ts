@@ -45,16 +45,32 @@ interface Run {
   story(): { request: ReadableSpan; children: ReadableSpan[] };
 }
 
-async function run(name: ScenarioName, options: { requestTimeoutMs?: number; resultWaitMs?: number } = {}): Promise<Run> {
+async function run(
+  name: ScenarioName,
+  options: { requestTimeoutMs?: number; resultWaitMs?: number } = {},
+): Promise<Run> {
   const { capture, fetch } = capturedFetch({ requestTimeoutMs: options.requestTimeoutMs ?? 60_000 });
-  const summary = await runScenario(name, { serverUrl: lab.url, fetch, maxReconnects: 10, resultWaitMs: options.resultWaitMs ?? 0 });
+  const summary = await runScenario(name, {
+    serverUrl: lab.url,
+    fetch,
+    maxReconnects: 10,
+    resultWaitMs: options.resultWaitMs ?? 0,
+  });
   // Every scenario closes its session: the last resumed stream ends, and with it its resume span.
-  await vi.waitFor(() => expect([fetch.stats().openResumes, fetch.stats().pendingHttp], 'the last resume span').toEqual([0, 0]), WAIT);
+  await vi.waitFor(
+    () => expect([fetch.stats().openResumes, fetch.stats().pendingHttp], 'the last resume span').toEqual([0, 0]),
+    WAIT,
+  );
   const story = () => {
     const id = String(summary.details.requestId);
     const request = capture
       .spans()
-      .find((s) => s.attributes[ATTR_MCP_METHOD_NAME] === 'tools/call' && s.attributes[ATTR_JSONRPC_REQUEST_ID] === id && s.name.startsWith('tools/call'))!;
+      .find(
+        (s) =>
+          s.attributes[ATTR_MCP_METHOD_NAME] === 'tools/call' &&
+          s.attributes[ATTR_JSONRPC_REQUEST_ID] === id &&
+          s.name.startsWith('tools/call'),
+      )!;
     expect(request).toBeDefined();
     const children = capture.spans().filter((s) => s.parentSpanContext?.spanId === request.spanContext().spanId);
     for (const child of children) expect(child.spanContext().traceId).toBe(request.spanContext().traceId);
@@ -73,7 +89,10 @@ describe('spans on the lab scenarios (real SDK server, real HTTP)', () => {
     const terminals = named(capture.spans(), SPAN_REQUEST_TERMINAL);
     expect(terminals.length).toBeGreaterThanOrEqual(3);
     for (const t of terminals) {
-      expect(t.attributes).toMatchObject({ [ATTR_MCP_TERMINAL_DUPLICATE]: false, [ATTR_MCP_TERMINAL_DELIVERY]: 'live' });
+      expect(t.attributes).toMatchObject({
+        [ATTR_MCP_TERMINAL_DUPLICATE]: false,
+        [ATTR_MCP_TERMINAL_DELIVERY]: 'live',
+      });
     }
     for (const span of capture.spans()) {
       if (a(span, ATTR_MCP_METHOD_NAME) !== 'initialize') expect(a(span, ATTR_MCP_SESSION_ID)).toBe(summary.sessionId);
@@ -88,9 +107,15 @@ describe('spans on the lab scenarios (real SDK server, real HTTP)', () => {
     const terminals = named(children, SPAN_REQUEST_TERMINAL);
     expect(terminals.length).toBe(summary.terminalDeliveries);
     expect(new Set(terminals.map((t) => a(t, ATTR_MCP_STREAM_ID))).size).toBe(terminals.length);
-    expect(terminals[0]!.attributes).toMatchObject({ [ATTR_MCP_TERMINAL_DUPLICATE]: false, [ATTR_MCP_TERMINAL_DELIVERY]: 'live' });
+    expect(terminals[0]!.attributes).toMatchObject({
+      [ATTR_MCP_TERMINAL_DUPLICATE]: false,
+      [ATTR_MCP_TERMINAL_DELIVERY]: 'live',
+    });
     for (const t of terminals.slice(1)) {
-      expect(t.attributes).toMatchObject({ [ATTR_MCP_TERMINAL_DUPLICATE]: true, [ATTR_MCP_TERMINAL_DELIVERY]: 'replay' });
+      expect(t.attributes).toMatchObject({
+        [ATTR_MCP_TERMINAL_DUPLICATE]: true,
+        [ATTR_MCP_TERMINAL_DELIVERY]: 'replay',
+      });
     }
     const resumes = named(children, SPAN_STREAM_RESUME);
     expect(resumes).toHaveLength(summary.reconnects);
@@ -99,11 +124,18 @@ describe('spans on the lab scenarios (real SDK server, real HTTP)', () => {
     expect(replaying).toHaveLength(summary.terminalDeliveries - 1);
     for (const r of replaying) expect(a(r, ATTR_MCP_RESUME_OUTCOME)).toBe('continuation');
     // Each resume's new stream is the stream its replayed terminal arrived on.
-    expect(replaying.map((r) => a(r, ATTR_MCP_STREAM_ID)).sort()).toEqual(terminals.slice(1).map((t) => a(t, ATTR_MCP_STREAM_ID)).sort());
+    expect(replaying.map((r) => a(r, ATTR_MCP_STREAM_ID)).sort()).toEqual(
+      terminals
+        .slice(1)
+        .map((t) => a(t, ATTR_MCP_STREAM_ID))
+        .sort(),
+    );
     const last = resumes.at(-1)!;
     expect(['empty_replay', 'cursor_rejected', 'session_not_found']).toContain(a(last, ATTR_MCP_RESUME_OUTCOME));
     const reattaches = named(children, SPAN_SESSION_REATTACH);
-    expect(reattaches.map((r) => a(r, ATTR_MCP_STREAM_ID)).sort()).toEqual(resumes.map((r) => a(r, ATTR_MCP_STREAM_ID)).sort());
+    expect(reattaches.map((r) => a(r, ATTR_MCP_STREAM_ID)).sort()).toEqual(
+      resumes.map((r) => a(r, ATTR_MCP_STREAM_ID)).sort(),
+    );
     expect(fetch.stats()).toEqual(IDLE);
   });
 
@@ -111,7 +143,9 @@ describe('spans on the lab scenarios (real SDK server, real HTTP)', () => {
     const { summary, story } = await run('per-stream-dedup');
     const terminals = named(story().children, SPAN_REQUEST_TERMINAL);
     expect(terminals.length).toBe(summary.terminalDeliveries);
-    expect(terminals.filter((t) => a(t, ATTR_MCP_TERMINAL_DUPLICATE) === true)).toHaveLength(summary.terminalDeliveries - 1);
+    expect(terminals.filter((t) => a(t, ATTR_MCP_TERMINAL_DUPLICATE) === true)).toHaveLength(
+      summary.terminalDeliveries - 1,
+    );
   });
 
   it('network-cut: one resume, a continuation, and no duplicate terminal', async () => {
@@ -126,7 +160,10 @@ describe('spans on the lab scenarios (real SDK server, real HTTP)', () => {
     });
     const terminals = named(children, SPAN_REQUEST_TERMINAL);
     expect(terminals).toHaveLength(1);
-    expect(terminals[0]!.attributes).toMatchObject({ [ATTR_MCP_TERMINAL_DUPLICATE]: false, [ATTR_MCP_TERMINAL_DELIVERY]: 'replay' });
+    expect(terminals[0]!.attributes).toMatchObject({
+      [ATTR_MCP_TERMINAL_DUPLICATE]: false,
+      [ATTR_MCP_TERMINAL_DELIVERY]: 'replay',
+    });
     expect(summary.terminalDeliveries).toBe(1);
     expect(request.status.code).toBe(SpanStatusCode.UNSET);
   });
@@ -182,19 +219,36 @@ describe('spans on the lab scenarios (real SDK server, real HTTP)', () => {
     let progress = 0;
     const first = await session.post(call.message, {
       onEvent: (event) => {
-        if (event.message && 'method' in event.message && event.message.method === 'notifications/progress' && ++progress === 2) restart ??= control.restart();
+        if (
+          event.message &&
+          'method' in event.message &&
+          event.message.method === 'notifications/progress' &&
+          ++progress === 2
+        )
+          restart ??= control.restart();
       },
     });
     await restart;
     const cursor = first.events.filter((event) => event.id !== undefined).at(-1)!.id!;
     const polls = [await session.get(cursor), await session.get(cursor)];
-    expect(polls.map((p) => [p.status, p.end])).toEqual([[200, 'clean'], [200, 'clean']]);
+    expect(polls.map((p) => [p.status, p.end])).toEqual([
+      [200, 'clean'],
+      [200, 'clean'],
+    ]);
     expect(fetch.stats()).toMatchObject({ heldPolls: 1 });
-    await session.post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: call.id, reason: 'test' } });
+    await session.post({
+      jsonrpc: '2.0',
+      method: 'notifications/cancelled',
+      params: { requestId: call.id, reason: 'test' },
+    });
     await session.close();
     const id = String(call.id);
-    const resumes = named(capture.spans(), SPAN_STREAM_RESUME).filter((r) => r.attributes[ATTR_JSONRPC_REQUEST_ID] === id);
-    expect(resumes.map((r) => [a(r, ATTR_MCP_RESUME_OUTCOME), a(r, ATTR_MCP_RESUME_EVIDENCE), a(r, ATTR_ERROR_TYPE)])).toEqual([
+    const resumes = named(capture.spans(), SPAN_STREAM_RESUME).filter(
+      (r) => r.attributes[ATTR_JSONRPC_REQUEST_ID] === id,
+    );
+    expect(
+      resumes.map((r) => [a(r, ATTR_MCP_RESUME_OUTCOME), a(r, ATTR_MCP_RESUME_EVIDENCE), a(r, ATTR_ERROR_TYPE)]),
+    ).toEqual([
       ['poll', 'body_end', undefined],
       ['error', 'request_end', 'cancelled'],
     ]);
@@ -209,13 +263,20 @@ describe('spans on the lab scenarios (real SDK server, real HTTP)', () => {
     const first = await session.post(call.message);
     const cursor = first.events.filter((event) => event.id !== undefined).at(-1)!.id!;
     const poll = await session.get(cursor);
-    expect([poll.status, poll.end, poll.events.filter((e) => e.message !== undefined).length]).toEqual([200, 'clean', 0]);
+    expect([poll.status, poll.end, poll.events.filter((e) => e.message !== undefined).length]).toEqual([
+      200,
+      'clean',
+      0,
+    ]);
     expect(fetch.stats()).toMatchObject({ heldPolls: 1 });
     const id = String(call.id);
-    const resumes = () => named(capture.spans(), SPAN_STREAM_RESUME).filter((r) => r.attributes[ATTR_JSONRPC_REQUEST_ID] === id);
+    const resumes = () =>
+      named(capture.spans(), SPAN_STREAM_RESUME).filter((r) => r.attributes[ATTR_JSONRPC_REQUEST_ID] === id);
     expect(resumes()).toEqual([]);
     expect(releaseHeldPolls()).toBe(1);
-    expect(resumes().map((r) => [a(r, ATTR_MCP_RESUME_OUTCOME), a(r, ATTR_MCP_RESUME_EVIDENCE), a(r, ATTR_ERROR_TYPE)])).toEqual([['poll', 'body_end', undefined]]);
+    expect(
+      resumes().map((r) => [a(r, ATTR_MCP_RESUME_OUTCOME), a(r, ATTR_MCP_RESUME_EVIDENCE), a(r, ATTR_ERROR_TYPE)]),
+    ).toEqual([['poll', 'body_end', undefined]]);
     expect(fetch.stats()).toMatchObject({ heldPolls: 0, heldPollsEvicted: 0 });
     await session.close();
     expect(resumes()).toHaveLength(1);
@@ -226,8 +287,12 @@ describe('spans on the lab scenarios (real SDK server, real HTTP)', () => {
     const status = summary.resumeStatuses[0]!;
     const resumes = named(story().children, SPAN_STREAM_RESUME);
     expect(resumes).toHaveLength(1);
-    const expected = status === 404 ? 'session_not_found' : status === 409 || status === 400 ? 'cursor_rejected' : 'empty_replay';
-    expect(resumes[0]!.attributes).toMatchObject({ [ATTR_MCP_RESUME_OUTCOME]: expected, [ATTR_HTTP_RESPONSE_STATUS_CODE]: status });
+    const expected =
+      status === 404 ? 'session_not_found' : status === 409 || status === 400 ? 'cursor_rejected' : 'empty_replay';
+    expect(resumes[0]!.attributes).toMatchObject({
+      [ATTR_MCP_RESUME_OUTCOME]: expected,
+      [ATTR_HTTP_RESPONSE_STATUS_CODE]: status,
+    });
     const reattach = named(story().children, SPAN_SESSION_REATTACH)[0]!;
     expect(a(reattach, ATTR_MCP_REATTACH_ACCEPTED)).toBe(status >= 200 && status < 300);
   });
@@ -238,7 +303,10 @@ describe('spans on the lab scenarios (real SDK server, real HTTP)', () => {
     const request = capture.spans('tools/call fail')[0]!;
     const children = capture.spans().filter((s) => s.parentSpanContext?.spanId === request.spanContext().spanId);
     const terminal = named(children, SPAN_REQUEST_TERMINAL);
-    expect(terminal[0]!.attributes).toMatchObject({ [ATTR_MCP_TERMINAL_OUTCOME]: 'error', [ATTR_MCP_TERMINAL_DUPLICATE]: false });
+    expect(terminal[0]!.attributes).toMatchObject({
+      [ATTR_MCP_TERMINAL_OUTCOME]: 'error',
+      [ATTR_MCP_TERMINAL_DUPLICATE]: false,
+    });
     const resumes = named(children, SPAN_STREAM_RESUME);
     expect(resumes.length).toBeGreaterThanOrEqual(1);
     for (const resume of resumes) expect(a(resume, ATTR_MCP_REQUEST_TERMINAL_OBSERVED)).toBe(true);

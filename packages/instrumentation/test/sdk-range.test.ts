@@ -19,7 +19,10 @@ afterAll(() => {
 
 describe('isSupportedSdk (the require hook)', () => {
   it('patches 1.24.0 to 1.x, not older 1.x, not 2.x', () => {
-    const verdicts = ['1.10.0', '1.23.0', '1.24.0', '1.32.2', '1.99.0', '2.0.0'].map((v) => [v, isSupportedSdk(sdkDir(v))]);
+    const verdicts = ['1.10.0', '1.23.0', '1.24.0', '1.32.2', '1.99.0', '2.0.0'].map((v) => [
+      v,
+      isSupportedSdk(sdkDir(v)),
+    ]);
     expect(verdicts).toEqual([
       ['1.10.0', false],
       ['1.23.0', false],

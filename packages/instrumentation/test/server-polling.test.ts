@@ -54,30 +54,40 @@ const resumes = (capture: SpanCapture) =>
     ]);
 
 /** Ten empty polls, then the replay that delivers the result for the first time: no duplicate, no resume after it. */
-const polled = (id: string) => [...Array(POLLS).fill(['poll', 'body_end', 0, false, false, undefined]), ['continuation', 'message', 1, true, false, id]];
+const polled = (id: string) => [
+  ...Array(POLLS).fill(['poll', 'body_end', 0, false, false, undefined]),
+  ['continuation', 'message', 1, true, false, id],
+];
 
 describe('SEP-1699 polling seen by the server: the result stored while the client is between polls', () => {
-  it.each(CLIENT_KINDS)('%s: ten polls, then its first delivery, on the last poll; never a replay of a delivered terminal', async (kind) => {
-    const capture = captureSpans();
-    const s = await server((transport, store) => {
-      instrumentEventStore(store, { tracerProvider: capture.provider });
-      instrumentServerTransport(transport, { tracerProvider: capture.provider });
-    });
-    const client = await connectClient(kind, s.url, globalThis.fetch);
-    expect(await client.call('poll', { polls: POLLS, detached: true })).toBe(`polled ${POLLS}`);
-    await client.close();
-    const id = String(a(capture.spans('tools/call poll')[0]!, ATTR_JSONRPC_REQUEST_ID));
-    await vi.waitFor(() => expect(resumes(capture).length, 'the server resume spans').toBe(POLLS + 1), WAIT);
-    expect(resumes(capture)).toEqual(polled(id));
-    expect(s.resumes).toBe(POLLS + 1);
-  });
+  it.each(CLIENT_KINDS)(
+    '%s: ten polls, then its first delivery, on the last poll; never a replay of a delivered terminal',
+    async (kind) => {
+      const capture = captureSpans();
+      const s = await server((transport, store) => {
+        instrumentEventStore(store, { tracerProvider: capture.provider });
+        instrumentServerTransport(transport, { tracerProvider: capture.provider });
+      });
+      const client = await connectClient(kind, s.url, globalThis.fetch);
+      expect(await client.call('poll', { polls: POLLS, detached: true })).toBe(`polled ${POLLS}`);
+      await client.close();
+      const id = String(a(capture.spans('tools/call poll')[0]!, ATTR_JSONRPC_REQUEST_ID));
+      await vi.waitFor(() => expect(resumes(capture).length, 'the server resume spans').toBe(POLLS + 1), WAIT);
+      expect(resumes(capture)).toEqual(polled(id));
+      expect(s.resumes).toBe(POLLS + 1);
+    },
+  );
 
   it('register (McpServerInstrumentation) gives the same spans', async () => {
     const capture = captureSpans();
     const instrumentation = new McpServerInstrumentation({ enabled: false });
     instrumentation.setTracerProvider(capture.provider);
     // What register's patch does at the transport's first request: its web-standard transport and that one's store.
-    const s = await server((transport) => instrumentation.instrumentTransport((transport as unknown as { _webStandardTransport: object })._webStandardTransport));
+    const s = await server((transport) =>
+      instrumentation.instrumentTransport(
+        (transport as unknown as { _webStandardTransport: object })._webStandardTransport,
+      ),
+    );
     const client = await connectClient('sdk-v1', s.url, globalThis.fetch);
     expect(await client.call('poll', { polls: POLLS, detached: true })).toBe(`polled ${POLLS}`);
     await client.close();

@@ -25,7 +25,9 @@ import type { SpanCapture } from './helpers/spans.js';
 
 const sdkServer = sdkServerPerTest();
 
-async function instrumentedServer(options: SdkServerOptions = {}): Promise<{ server: SdkServer; capture: SpanCapture }> {
+async function instrumentedServer(
+  options: SdkServerOptions = {},
+): Promise<{ server: SdkServer; capture: SpanCapture }> {
   const capture = captureSpans();
   const server = await sdkServer({
     ...options,
@@ -49,12 +51,19 @@ describe('server side', () => {
     expect(capture.spans('tools/call fail')).toHaveLength(1);
     const call = capture.spans('tools/call stream_progress')[0]!;
     expect(call.kind).toBe(SpanKind.SERVER);
-    expect(call.attributes).toMatchObject({ [ATTR_GEN_AI_TOOL_NAME]: 'stream_progress', [ATTR_MCP_SESSION_ID]: sessionId, [ATTR_MCP_PROTOCOL_VERSION]: PROTOCOL_VERSION });
+    expect(call.attributes).toMatchObject({
+      [ATTR_GEN_AI_TOOL_NAME]: 'stream_progress',
+      [ATTR_MCP_SESSION_ID]: sessionId,
+      [ATTR_MCP_PROTOCOL_VERSION]: PROTOCOL_VERSION,
+    });
     expect(a(call, ATTR_ERROR_TYPE)).toBeUndefined();
     expect(a(capture.spans('tools/call fail')[0]!, ATTR_ERROR_TYPE)).toBe('-32603');
     expect(a(capture.spans('tools/call tool_error')[0]!, ATTR_ERROR_TYPE)).toBe('tool_error');
     const init = capture.spans('initialize')[0]!;
-    expect(init.attributes).toMatchObject({ [ATTR_MCP_SESSION_ID]: sessionId, [ATTR_MCP_PROTOCOL_VERSION]: PROTOCOL_VERSION });
+    expect(init.attributes).toMatchObject({
+      [ATTR_MCP_SESSION_ID]: sessionId,
+      [ATTR_MCP_PROTOCOL_VERSION]: PROTOCOL_VERSION,
+    });
     expect(capture.spans(SPAN_STREAM_RESUME)).toHaveLength(0);
   });
 
@@ -101,7 +110,9 @@ describe('server side', () => {
     const { server, capture } = await instrumentedServer();
     const c = await connectSdkClient(server.url);
     server.cutNextCallAfter = 2;
-    await c.client.callTool({ name: 'stream_progress', arguments: { count: 4, delay: 60 } }, undefined, { onprogress: () => {} });
+    await c.client.callTool({ name: 'stream_progress', arguments: { count: 4, delay: 60 } }, undefined, {
+      onprogress: () => {},
+    });
     await c.close();
     const resumes = capture.spans(SPAN_STREAM_RESUME);
     expect(resumes).toHaveLength(1);
@@ -115,7 +126,10 @@ describe('server side', () => {
     await client.initialize();
     expect((await client.resume('unknown_1')).status).toBe(400);
     const rejected = capture.spans(SPAN_STREAM_RESUME)[0]!;
-    expect(rejected.attributes).toMatchObject({ [ATTR_MCP_RESUME_OUTCOME]: 'cursor_rejected', [ATTR_MCP_RESUME_LAST_EVENT_ID]: 'unknown_1' });
+    expect(rejected.attributes).toMatchObject({
+      [ATTR_MCP_RESUME_OUTCOME]: 'cursor_rejected',
+      [ATTR_MCP_RESUME_LAST_EVENT_ID]: 'unknown_1',
+    });
 
     const failing = new MemoryEventStore();
     failing.replayEventsAfter = async () => {
@@ -124,6 +138,10 @@ describe('server side', () => {
     instrumentEventStore(failing, { tracerProvider: capture.provider, sessionId: 'session-1' });
     await expect(failing.replayEventsAfter('s_1', { send: async () => {} })).rejects.toThrow('store offline');
     const errored = capture.spans(SPAN_STREAM_RESUME)[1]!;
-    expect(errored.attributes).toMatchObject({ [ATTR_MCP_RESUME_OUTCOME]: 'error', [ATTR_ERROR_TYPE]: 'RangeError', [ATTR_MCP_SESSION_ID]: 'session-1' });
+    expect(errored.attributes).toMatchObject({
+      [ATTR_MCP_RESUME_OUTCOME]: 'error',
+      [ATTR_ERROR_TYPE]: 'RangeError',
+      [ATTR_MCP_SESSION_ID]: 'session-1',
+    });
   });
 });

@@ -35,7 +35,9 @@ describe('state the instrumentation holds', () => {
     const s = await server();
     const { capture, fetch } = capturedFetch();
     const c = await connectSdkClient(s.url, fetch);
-    const call = c.client.callTool({ name: 'stream_progress', arguments: { count: 1, delay: 5_000 } }, undefined, { onprogress: () => {} });
+    const call = c.client.callTool({ name: 'stream_progress', arguments: { count: 1, delay: 5_000 } }, undefined, {
+      onprogress: () => {},
+    });
     await vi.waitFor(() => expect(fetch.stats().openRequests, 'the call to start').toBe(1), WAIT);
     await c.close();
     await call.catch(() => undefined);

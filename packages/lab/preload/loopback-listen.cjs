@@ -10,7 +10,8 @@ net.Server.prototype.listen = function loopbackListen(...args) {
   const callback = typeof args[args.length - 1] === 'function' ? args.pop() : undefined;
   this.once('listening', () => {
     const address = this.address();
-    if (process.send && address && typeof address === 'object') process.send({ resumewatchListening: { host: address.address, port: address.port } });
+    if (process.send && address && typeof address === 'object')
+      process.send({ resumewatchListening: { host: address.address, port: address.port } });
   });
   const where = { host: '127.0.0.1', port: 0 };
   return callback ? listen.call(this, where, callback) : listen.call(this, where);

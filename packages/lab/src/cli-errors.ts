@@ -4,11 +4,23 @@ export class UsageError extends Error {
 }
 
 /** Error codes of a connection that never got an HTTP answer. */
-const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'UND_ERR_CONNECT_TIMEOUT']);
+const UNREACHABLE = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ETIMEDOUT',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
 
 /** The code of an error or of one of its causes (fetch wraps the socket's error in `cause`). */
 function errorCode(error: unknown): string | undefined {
-  for (let e = error, depth = 0; e !== null && typeof e === 'object' && depth < 5; e = (e as { cause?: unknown }).cause, depth++) {
+  for (
+    let e = error, depth = 0;
+    e !== null && typeof e === 'object' && depth < 5;
+    e = (e as { cause?: unknown }).cause, depth++
+  ) {
     const code = (e as { code?: unknown }).code;
     if (typeof code === 'string' && code !== 'UND_ERR_SOCKET') return code;
     const errors = (e as { errors?: unknown }).errors;
@@ -30,7 +42,10 @@ export function isUnreachable(error: unknown): boolean {
 /** Why a fetch got no answer, in a few words. */
 export function unreachableReason(error: unknown): string {
   const cause = (error as { cause?: unknown }).cause;
-  return errorCode(error) ?? (cause instanceof Error ? cause.message : error instanceof Error ? error.message : String(error));
+  return (
+    errorCode(error) ??
+    (cause instanceof Error ? cause.message : error instanceof Error ? error.message : String(error))
+  );
 }
 
 /** One line for a listen error: what was wrong with the port or host. */

@@ -13,7 +13,9 @@ import type { ScenarioName } from './scenarios/summary.js';
 import { formatRequestTimeline } from './timeline-format.js';
 import { RunTimeline } from './timeline.js';
 
-async function listenOrExplain(options: Parameters<typeof startLabServer>[0] & { host: string; port: number }): Promise<LabServer> {
+async function listenOrExplain(
+  options: Parameters<typeof startLabServer>[0] & { host: string; port: number },
+): Promise<LabServer> {
   try {
     return await startLabServer(options);
   } catch (error) {
@@ -34,8 +36,15 @@ async function serve(args: string[]): Promise<'serving' | void> {
   if (ttlMs !== undefined) eventStore.ttlMs = ttlMs;
   if (replayLimit !== undefined) eventStore.finishedStreamReplayLimit = replayLimit;
   const host = typeof values.host === 'string' ? values.host : '127.0.0.1';
-  const server = await listenOrExplain({ port: port(values), host, eventStore, retryIntervalMs: integer(values, 'retry-ms') ?? 100 });
-  process.stdout.write(`resumewatch-lab server\n  MCP      ${server.url}\n  control  ${server.controlUrl} (loopback only)\n`);
+  const server = await listenOrExplain({
+    port: port(values),
+    host,
+    eventStore,
+    retryIntervalMs: integer(values, 'retry-ms') ?? 100,
+  });
+  process.stdout.write(
+    `resumewatch-lab server\n  MCP      ${server.url}\n  control  ${server.controlUrl} (loopback only)\n`,
+  );
   const stop = (): void => {
     server.close().then(
       () => process.exit(0),
@@ -95,12 +104,19 @@ async function run(args: string[]): Promise<void> {
   };
   try {
     if (load) {
-      process.stderr.write(`resumewatch-lab: ${name} with ${clients} client(s) for ${duration} s against ${serverUrl}\n`);
+      process.stderr.write(
+        `resumewatch-lab: ${name} with ${clients} client(s) for ${duration} s against ${serverUrl}\n`,
+      );
       const report = await runLoad(name, {
         ...options,
         clients,
         durationMs: duration * 1000,
-        ...(progress > 0 ? { onProgress: (r: Readonly<LoadReport>) => process.stderr.write(progressLine(r, duration)), progressIntervalMs: progress * 1000 } : {}),
+        ...(progress > 0
+          ? {
+              onProgress: (r: Readonly<LoadReport>) => process.stderr.write(progressLine(r, duration)),
+              progressIntervalMs: progress * 1000,
+            }
+          : {}),
       });
       if (report.runs === 0 && report.failures > 0 && unreachableUrl !== undefined) throw unreachable(unreachableUrl);
       process.stdout.write(values.json ? `${JSON.stringify(report)}\n` : `${JSON.stringify(report, null, 2)}\n`);
@@ -117,7 +133,9 @@ async function run(args: string[]): Promise<void> {
     }
     // The raw client's first request: the URL answers, but not as an MCP endpoint.
     if (error instanceof Error && error.message.startsWith('initialize answered')) {
-      throw new UsageError(`run: ${serverUrl} is not a lab MCP endpoint: ${error.message.split('\n')[0]!.slice(0, 200)} (--server)`);
+      throw new UsageError(
+        `run: ${serverUrl} is not a lab MCP endpoint: ${error.message.split('\n')[0]!.slice(0, 200)} (--server)`,
+      );
     }
     throw error;
   } finally {
@@ -126,12 +144,16 @@ async function run(args: string[]): Promise<void> {
 }
 
 function controlUnreachable(error: unknown): UsageError {
-  return new UsageError(`run: cannot reach the lab's control endpoint at ${runControlUrl ?? '-'} (${unreachableReason(error)}); it answers loopback clients only (--control)`);
+  return new UsageError(
+    `run: cannot reach the lab's control endpoint at ${runControlUrl ?? '-'} (${unreachableReason(error)}); it answers loopback clients only (--control)`,
+  );
 }
 
 function unreachable(target: string, error?: unknown): UsageError {
   const code = error === undefined ? '' : ` (${unreachableReason(error)})`;
-  return new UsageError(`run: cannot reach the lab server at ${target}${code}; is \`resumewatch-lab server\` running there? (--server, --control)`);
+  return new UsageError(
+    `run: cannot reach the lab server at ${target}${code}; is \`resumewatch-lab server\` running there? (--server, --control)`,
+  );
 }
 
 /** One progress line of a load run, on stderr so that stdout stays the report. */
@@ -153,7 +175,11 @@ async function demo(args: string[]): Promise<void> {
   const timeline = new RunTimeline();
   try {
     process.stdout.write(`lab server on ${server.url}; running seed-loop\n\n`);
-    const summary = await runScenario('seed-loop' satisfies ScenarioName, { serverUrl: server.url, controlUrl: server.controlUrl, fetch: timeline.wrap(noteUnreachable) });
+    const summary = await runScenario('seed-loop' satisfies ScenarioName, {
+      serverUrl: server.url,
+      controlUrl: server.controlUrl,
+      fetch: timeline.wrap(noteUnreachable),
+    });
     process.stdout.write(`${formatSummary(summary)}\n${timelines(timeline)}`);
   } finally {
     await server.close();
@@ -197,7 +223,12 @@ function report(error: unknown): number {
   }
   // Not the user's mistake: still one line; the stack only on request.
   const debug = process.env.RESUMEWATCH_DEBUG === '1';
-  const text = error instanceof Error ? (debug ? (error.stack ?? error.message) : `${error.name}: ${error.message.split('\n')[0]} (RESUMEWATCH_DEBUG=1 prints the stack)`) : String(error);
+  const text =
+    error instanceof Error
+      ? debug
+        ? (error.stack ?? error.message)
+        : `${error.name}: ${error.message.split('\n')[0]} (RESUMEWATCH_DEBUG=1 prints the stack)`
+      : String(error);
   process.stderr.write(`resumewatch-lab: ${text}\n`);
   return 1;
 }

@@ -25,7 +25,10 @@ export class LabControlClient {
   }
 
   requests(sessionId?: string): Promise<RequestLogEntry[]> {
-    return this.call('GET', sessionId === undefined ? '/requests' : `/requests?sessionId=${encodeURIComponent(sessionId)}`);
+    return this.call(
+      'GET',
+      sessionId === undefined ? '/requests' : `/requests?sessionId=${encodeURIComponent(sessionId)}`,
+    );
   }
 
   async sideEffectCount(key: string): Promise<number> {

@@ -19,7 +19,12 @@ export interface LabControl {
  *   GET  /control/requests[?sessionId=]         recent requests seen on /mcp
  *   GET  /control/side-effects?key=K            how many times `side_effect` charged K
  */
-export async function handleControlRequest(control: LabControl, route: string, req: IncomingMessage, res: ServerResponse): Promise<void> {
+export async function handleControlRequest(
+  control: LabControl,
+  route: string,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
   const url = new URL(req.url ?? '/', 'http://lab');
   // Control answers close their connection: a restart cuts every other one, and a client must not
   // reuse a pooled connection that is being cut.
@@ -38,7 +43,9 @@ export async function handleControlRequest(control: LabControl, route: string, r
       return sendJson(res, 400, { error: 'body must be JSON {sessionId, eventId}' }, close);
     }
     const report = control.evictCursor(body.sessionId, body.eventId);
-    return report ? sendJson(res, 200, report, close) : sendJson(res, 404, { error: 'no live session with that id' }, close);
+    return report
+      ? sendJson(res, 200, report, close)
+      : sendJson(res, 404, { error: 'no live session with that id' }, close);
   }
   if (req.method === 'GET' && route === '/state') return sendJson(res, 200, control.state(), close);
   if (req.method === 'GET' && route === '/requests') {

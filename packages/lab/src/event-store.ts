@@ -120,13 +120,23 @@ export class BoundedEventStore implements EventStore {
     this.now = options.now ?? Date.now;
     this.onReplay = options.onReplay;
     if (!(this.capacity > 0)) throw new RangeError(`capacity must be positive, got ${this.capacity}`);
-    this.tombstones = new BoundedMap(options.tombstoneCapacity ?? 10_000, options.tombstoneTtlMs ?? 3_600_000, this.now);
+    this.tombstones = new BoundedMap(
+      options.tombstoneCapacity ?? 10_000,
+      options.tombstoneTtlMs ?? 3_600_000,
+      this.now,
+    );
   }
 
   async storeEvent(streamId: StreamId, message: JSONRPCMessage): Promise<EventId> {
     this.sweepExpired();
     const seq = ++this.seq;
-    const event: StoredEvent = { id: formatEventId(this.epoch, seq, streamId), seq, streamId, message, storedAt: this.now() };
+    const event: StoredEvent = {
+      id: formatEventId(this.epoch, seq, streamId),
+      seq,
+      streamId,
+      message,
+      storedAt: this.now(),
+    };
     let stream = this.streams.get(streamId);
     if (!stream) {
       stream = { events: [], finished: false, replays: 0 };

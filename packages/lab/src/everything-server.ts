@@ -34,9 +34,15 @@ const PRELOAD = join(dirname(fileURLToPath(import.meta.url)), '..', 'preload', '
 export async function startEverythingServer(options: EverythingServerOptions = {}): Promise<EverythingServer> {
   let entry: string;
   try {
-    entry = join(dirname(createRequire(import.meta.url).resolve('@modelcontextprotocol/server-everything/package.json')), 'dist', 'index.js');
+    entry = join(
+      dirname(createRequire(import.meta.url).resolve('@modelcontextprotocol/server-everything/package.json')),
+      'dist',
+      'index.js',
+    );
   } catch {
-    throw new Error('@modelcontextprotocol/server-everything is not installed (it is a dev dependency of @resumewatch/lab, for tests)');
+    throw new Error(
+      '@modelcontextprotocol/server-everything is not installed (it is a dev dependency of @resumewatch/lab, for tests)',
+    );
   }
   const child = spawn(process.execPath, ['--require', PRELOAD, entry, 'streamableHttp'], {
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
@@ -52,7 +58,15 @@ export async function startEverythingServer(options: EverythingServerOptions = {
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
 
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => fail(new Error(`the everything server did not listen within ${options.startTimeoutMs ?? 15_000} ms: ${output.slice(-500)}`)), options.startTimeoutMs ?? 15_000);
+    const timer = setTimeout(
+      () =>
+        fail(
+          new Error(
+            `the everything server did not listen within ${options.startTimeoutMs ?? 15_000} ms: ${output.slice(-500)}`,
+          ),
+        ),
+      options.startTimeoutMs ?? 15_000,
+    );
     function fail(error: Error): void {
       clearTimeout(timer);
       child.kill('SIGKILL');

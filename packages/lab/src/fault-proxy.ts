@@ -45,11 +45,20 @@ export interface FaultProxy {
   close(): Promise<void>;
 }
 
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'proxy-connection', 'upgrade', 'te', 'trailer']);
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+  'proxy-connection',
+  'upgrade',
+  'te',
+  'trailer',
+]);
 
 function forwardHeaders(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
   const out: OutgoingHttpHeaders = {};
-  for (const [name, value] of Object.entries(headers)) if (!HOP_BY_HOP.has(name) && value !== undefined) out[name] = value;
+  for (const [name, value] of Object.entries(headers))
+    if (!HOP_BY_HOP.has(name) && value !== undefined) out[name] = value;
   return out;
 }
 
@@ -70,7 +79,12 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
   const cuts: CutRecord[] = [];
   const sockets = new Set<Socket>();
 
-  function relay(req: IncomingMessage, res: ServerResponse, upstream: IncomingMessage, upstreamRequest: ReturnType<typeof httpRequest>): void {
+  function relay(
+    req: IncomingMessage,
+    res: ServerResponse,
+    upstream: IncomingMessage,
+    upstreamRequest: ReturnType<typeof httpRequest>,
+  ): void {
     res.writeHead(upstream.statusCode ?? 502, upstream.statusMessage, forwardHeaders(upstream.headers));
     res.flushHeaders();
     // The upstream connection dropped (the server restarted, or was cut) before its response ended:
@@ -106,7 +120,14 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
       const keep = chunk.subarray(0, cutAt - forwarded);
       forwarded += keep.length;
       const mode = rule.mode ?? 'destroy';
-      cuts.push({ at: Date.now(), method: req.method ?? '', path: req.url ?? '', mode, eventsForwarded: Math.min(events, rule.afterEvents ?? events), bytesForwarded: forwarded });
+      cuts.push({
+        at: Date.now(),
+        method: req.method ?? '',
+        path: req.url ?? '',
+        mode,
+        eventsForwarded: Math.min(events, rule.afterEvents ?? events),
+        bytesForwarded: forwarded,
+      });
       upstream.pause();
       res.write(keep, () => {
         const socket = req.socket;
@@ -123,7 +144,13 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
 
   const server = createServer((req, res) => {
     const upstreamRequest = httpRequest(
-      { host: target.hostname.replace(/^\[|\]$/g, ''), port: target.port, method: req.method, path: req.url, headers: { ...forwardHeaders(req.headers), host: target.host } },
+      {
+        host: target.hostname.replace(/^\[|\]$/g, ''),
+        port: target.port,
+        method: req.method,
+        path: req.url,
+        headers: { ...forwardHeaders(req.headers), host: target.host },
+      },
       (upstream) => relay(req, res, upstream, upstreamRequest),
     );
     upstreamRequest.on('error', () => {

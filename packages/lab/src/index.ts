@@ -9,7 +9,13 @@ export type {
   EvictReport,
 } from './lab-server.js';
 export { BoundedEventStore } from './event-store.js';
-export type { BoundedEventStoreOptions, CursorState, EventStoreStats, EvictionReason, ReplayRecord } from './event-store.js';
+export type {
+  BoundedEventStoreOptions,
+  CursorState,
+  EventStoreStats,
+  EvictionReason,
+  ReplayRecord,
+} from './event-store.js';
 export { formatEventId, parseEventId } from './event-id.js';
 export type { ParsedEventId } from './event-id.js';
 export { startFaultProxy } from './fault-proxy.js';

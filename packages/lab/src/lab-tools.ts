@@ -4,7 +4,15 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { SideEffectLedger } from './side-effects.js';
 
-export const LAB_TOOL_NAMES = ['stream_progress', 'fail', 'side_effect', 'quiet_progress', 'poll_task', 'echo', 'notify_listening'] as const;
+export const LAB_TOOL_NAMES = [
+  'stream_progress',
+  'fail',
+  'side_effect',
+  'quiet_progress',
+  'poll_task',
+  'echo',
+  'notify_listening',
+] as const;
 
 const streamProgressArgs = z.object({
   count: z.number().int().min(0).max(10_000).default(3),
@@ -29,7 +37,10 @@ const TOOL_LIST = [
     description: 'Sends `count` progress notifications, `delay` ms apart, then its result.',
     inputSchema: {
       type: 'object' as const,
-      properties: { count: { type: 'integer', minimum: 0 }, delay: { type: 'integer', minimum: 0, description: 'ms between notifications' } },
+      properties: {
+        count: { type: 'integer', minimum: 0 },
+        delay: { type: 'integer', minimum: 0, description: 'ms between notifications' },
+      },
     },
   },
   {
@@ -48,8 +59,12 @@ const TOOL_LIST = [
   },
   {
     name: 'quiet_progress',
-    description: 'Sends one progress notification, stays quiet for `quietMs` ms, then returns its result (`text`, if given).',
-    inputSchema: { type: 'object' as const, properties: { quietMs: { type: 'integer', minimum: 0 }, text: { type: 'string' } } },
+    description:
+      'Sends one progress notification, stays quiet for `quietMs` ms, then returns its result (`text`, if given).',
+    inputSchema: {
+      type: 'object' as const,
+      properties: { quietMs: { type: 'integer', minimum: 0 }, text: { type: 'string' } },
+    },
   },
   {
     name: 'poll_task',
@@ -57,7 +72,11 @@ const TOOL_LIST = [
       'A long task polled per SEP-1699: every `intervalMs` ms it closes its SSE stream (the client returns with Last-Event-ID after `retry`), `closes` times, then returns its result. With `progress`, a progress update precedes each close.',
     inputSchema: {
       type: 'object' as const,
-      properties: { closes: { type: 'integer', minimum: 0 }, intervalMs: { type: 'integer', minimum: 1 }, progress: { type: 'boolean' } },
+      properties: {
+        closes: { type: 'integer', minimum: 0 },
+        intervalMs: { type: 'integer', minimum: 1 },
+        progress: { type: 'boolean' },
+      },
     },
   },
   {
@@ -67,7 +86,8 @@ const TOOL_LIST = [
   },
   {
     name: 'notify_listening',
-    description: 'Sends notifications/tools/list_changed on the listening (standalone GET) stream, then returns its result.',
+    description:
+      'Sends notifications/tools/list_changed on the listening (standalone GET) stream, then returns its result.',
     inputSchema: { type: 'object' as const, properties: {} },
   },
 ];
@@ -92,7 +112,10 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
 }
 
 function invalidParams(error: z.ZodError): McpError {
-  return new McpError(ErrorCode.InvalidParams, `Invalid arguments: ${error.issues.map((issue) => issue.message).join('; ')}`);
+  return new McpError(
+    ErrorCode.InvalidParams,
+    `Invalid arguments: ${error.issues.map((issue) => issue.message).join('; ')}`,
+  );
 }
 
 /**
@@ -111,28 +134,43 @@ export function registerLabTools(server: Server, ledger: SideEffectLedger): void
         const { count, delay } = parsed.data;
         const progressToken = request.params._meta?.progressToken ?? `stream_progress:${String(extra.requestId)}`;
         for (let progress = 1; progress <= count; progress++) {
-          await extra.sendNotification({ method: 'notifications/progress', params: { progressToken, progress, total: count } });
+          await extra.sendNotification({
+            method: 'notifications/progress',
+            params: { progressToken, progress, total: count },
+          });
           if (delay > 0) await sleep(delay, extra.signal);
         }
-        return { content: [{ type: 'text', text: `streamed ${count} progress notifications` }], structuredContent: { count } };
+        return {
+          content: [{ type: 'text', text: `streamed ${count} progress notifications` }],
+          structuredContent: { count },
+        };
       }
       case 'fail': {
         const parsed = failArgs.safeParse(args);
         if (!parsed.success) throw invalidParams(parsed.error);
-        throw new McpError(ErrorCode.InternalError, parsed.data.message ?? 'fail: this tool always ends in a JSON-RPC error');
+        throw new McpError(
+          ErrorCode.InternalError,
+          parsed.data.message ?? 'fail: this tool always ends in a JSON-RPC error',
+        );
       }
       case 'side_effect': {
         const parsed = sideEffectArgs.safeParse(args);
         if (!parsed.success) throw invalidParams(parsed.error);
         const count = ledger.record(parsed.data.key);
-        return { content: [{ type: 'text', text: `${parsed.data.key} charged ${count} time(s)` }], structuredContent: { key: parsed.data.key, count } };
+        return {
+          content: [{ type: 'text', text: `${parsed.data.key} charged ${count} time(s)` }],
+          structuredContent: { key: parsed.data.key, count },
+        };
       }
       case 'quiet_progress': {
         const parsed = quietProgressArgs.safeParse(args);
         if (!parsed.success) throw invalidParams(parsed.error);
         const { quietMs } = parsed.data;
         const progressToken = request.params._meta?.progressToken ?? `quiet_progress:${String(extra.requestId)}`;
-        await extra.sendNotification({ method: 'notifications/progress', params: { progressToken, progress: 1, total: 2 } });
+        await extra.sendNotification({
+          method: 'notifications/progress',
+          params: { progressToken, progress: 1, total: 2 },
+        });
         await sleep(quietMs, extra.signal);
         const said = parsed.data.text ?? `quiet for ${quietMs} ms`;
         return { content: text(said), structuredContent: { text: said, quietMs } };
@@ -147,13 +185,20 @@ export function registerLabTools(server: Server, ledger: SideEffectLedger): void
         let closed = 0;
         for (let i = 0; i < closes; i++) {
           await sleep(intervalMs, extra.signal);
-          if (progress) await extra.sendNotification({ method: 'notifications/progress', params: { progressToken, progress: i + 1, total: closes } });
+          if (progress)
+            await extra.sendNotification({
+              method: 'notifications/progress',
+              params: { progressToken, progress: i + 1, total: closes },
+            });
           if (extra.closeSSEStream) {
             extra.closeSSEStream();
             closed++;
           }
         }
-        return { content: text(`polled task done after ${closed} stream close(s)`), structuredContent: { closes: closed } };
+        return {
+          content: text(`polled task done after ${closed} stream close(s)`),
+          structuredContent: { closes: closed },
+        };
       }
       case 'echo': {
         const parsed = echoArgs.safeParse(args);

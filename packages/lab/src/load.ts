@@ -54,7 +54,8 @@ export async function runLoad(name: ScenarioName, options: LoadOptions): Promise
         report.distinctTerminalStreams += summary.distinctTerminalStreams;
         report.reconnects += summary.reconnects;
         report.sideEffectCount += summary.sideEffectCount ?? 0;
-        for (const status of summary.resumeStatuses) report.resumeStatuses[status] = (report.resumeStatuses[status] ?? 0) + 1;
+        for (const status of summary.resumeStatuses)
+          report.resumeStatuses[status] = (report.resumeStatuses[status] ?? 0) + 1;
       } catch (error) {
         report.failures++;
         if (report.errors.length < 10) report.errors.push(error instanceof Error ? error.message : String(error));

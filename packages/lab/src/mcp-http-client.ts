@@ -50,7 +50,14 @@ export function isResponseTo(message: JSONRPCMessage | undefined, id: number | s
 
 async function readResponse(response: Response, options: ReadOptions): Promise<StreamRead> {
   const contentType = response.headers.get('content-type');
-  const read: StreamRead = { status: response.status, contentType, events: [], end: 'clean', error: undefined, body: undefined };
+  const read: StreamRead = {
+    status: response.status,
+    contentType,
+    events: [],
+    end: 'clean',
+    error: undefined,
+    body: undefined,
+  };
   options.onOpen?.(response.status);
   try {
     if (response.body && contentType?.includes('text/event-stream')) {
@@ -93,7 +100,11 @@ export class McpHttpSession {
   ) {}
 
   /** POST initialize, then POST notifications/initialized. */
-  static async open(url: string, fetchImpl: FetchLike = globalThis.fetch, clientName = 'resumewatch-lab'): Promise<McpHttpSession> {
+  static async open(
+    url: string,
+    fetchImpl: FetchLike = globalThis.fetch,
+    clientName = 'resumewatch-lab',
+  ): Promise<McpHttpSession> {
     const response = await fetchImpl(url, {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
@@ -101,16 +112,25 @@ export class McpHttpSession {
         jsonrpc: '2.0',
         id: 0,
         method: 'initialize',
-        params: { protocolVersion: LAB_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: clientName, version: '0.1.0' } },
+        params: {
+          protocolVersion: LAB_PROTOCOL_VERSION,
+          capabilities: {},
+          clientInfo: { name: clientName, version: '0.1.0' },
+        },
       }),
     });
     const sessionId = response.headers.get(HEADER_SESSION_ID);
     const read = await readResponse(response, {});
     if (response.status !== 200 || !sessionId) {
-      throw new Error(`initialize answered ${response.status}${sessionId ? '' : ' without Mcp-Session-Id'}: ${read.body ?? ''}`);
+      throw new Error(
+        `initialize answered ${response.status}${sessionId ? '' : ' without Mcp-Session-Id'}: ${read.body ?? ''}`,
+      );
     }
     const result = read.events.find((event) => isResponseTo(event.message, 0))?.message;
-    const negotiated = result && 'result' in result ? String((result.result as { protocolVersion?: unknown }).protocolVersion) : LAB_PROTOCOL_VERSION;
+    const negotiated =
+      result && 'result' in result
+        ? String((result.result as { protocolVersion?: unknown }).protocolVersion)
+        : LAB_PROTOCOL_VERSION;
     const session = new McpHttpSession(url, fetchImpl, sessionId, negotiated);
     const initialized = await session.post({ jsonrpc: '2.0', method: 'notifications/initialized' });
     if (initialized.status !== 202) throw new Error(`notifications/initialized answered ${initialized.status}`);
@@ -120,7 +140,15 @@ export class McpHttpSession {
   /** A tools/call request with a progress token, and its id. */
   toolCall(name: string, args: Record<string, unknown> = {}): ToolCall {
     const id = this.nextRequestId++;
-    return { id, message: { jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args, _meta: { progressToken: `progress-${id}` } } } };
+    return {
+      id,
+      message: {
+        jsonrpc: '2.0',
+        id,
+        method: 'tools/call',
+        params: { name, arguments: args, _meta: { progressToken: `progress-${id}` } },
+      },
+    };
   }
 
   async post(message: JSONRPCMessage, options: ReadOptions = {}): Promise<StreamRead> {
@@ -142,7 +170,11 @@ export class McpHttpSession {
   }
 
   /** Calls a tool and reads its whole response stream. */
-  async callTool(name: string, args: Record<string, unknown> = {}, options: ReadOptions = {}): Promise<{ call: ToolCall; read: StreamRead }> {
+  async callTool(
+    name: string,
+    args: Record<string, unknown> = {},
+    options: ReadOptions = {},
+  ): Promise<{ call: ToolCall; read: StreamRead }> {
     const call = this.toolCall(name, args);
     return { call, read: await this.post(call.message, options) };
   }

@@ -22,9 +22,15 @@ export class RequestIdKeyedEventStore extends BoundedEventStore {
     super(options);
   }
 
-  override async storeEvent(streamId: StreamId, message: Parameters<BoundedEventStore['storeEvent']>[1]): Promise<string> {
+  override async storeEvent(
+    streamId: StreamId,
+    message: Parameters<BoundedEventStore['storeEvent']>[1],
+  ): Promise<string> {
     if (!this.keys.has(streamId)) {
-      const key = streamId === STANDALONE_STREAM_ID ? STANDALONE_STREAM_ID : (labRequestContext.getStore()?.jsonRpcRequestId ?? streamId);
+      const key =
+        streamId === STANDALONE_STREAM_ID
+          ? STANDALONE_STREAM_ID
+          : (labRequestContext.getStore()?.jsonRpcRequestId ?? streamId);
       this.keys.set(streamId, key);
     }
     const id = await super.storeEvent(streamId, message);

@@ -7,7 +7,11 @@ import type { SessionRecord } from './session-registry.js';
  * then `notifications/initialized`. The SDK has no public way to adopt an existing session id, so the
  * restored transport goes through a real initialize, exactly as it did the first time.
  */
-export async function restoreSession(mcpUrl: string, record: SessionRecord, restoreHeaders: Record<string, string>): Promise<void> {
+export async function restoreSession(
+  mcpUrl: string,
+  record: SessionRecord,
+  restoreHeaders: Record<string, string>,
+): Promise<void> {
   const init = await fetch(mcpUrl, {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...restoreHeaders },

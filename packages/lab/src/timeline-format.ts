@@ -21,7 +21,10 @@ export function formatRequestTimeline(request: RequestTimeline): string {
     for (const t of mine) {
       delivered++;
       const kind = t.error ? 'error' : 'result';
-      const text = delivered === 1 ? `terminal: the ${kind} (event ${t.eventId ?? '-'})` : `replay: the ${kind} again, delivery ${delivered} (event ${t.eventId ?? '-'})`;
+      const text =
+        delivered === 1
+          ? `terminal: the ${kind} (event ${t.eventId ?? '-'})`
+          : `replay: the ${kind} again, delivery ${delivered} (event ${t.eventId ?? '-'})`;
       lines.push(row(t.at, `  ${text}`, ''));
     }
   }
@@ -44,12 +47,20 @@ function answer(x: TimelineExchange, resume = false): string {
 
 function ending(request: RequestTimeline, delivered: number, resumesAfterTerminal: number): string {
   const last = request.exchanges.at(-1);
-  const streams = new Set(request.exchanges.filter((x) => x.terminals.some((t) => t.rpcId === request.rpcId)).map((x) => x.seq)).size;
-  const parts = [`the terminal response arrived ${delivered} time(s) on ${streams} HTTP response(s) (${Math.max(0, delivered - 1)} duplicate(s))`];
+  const streams = new Set(
+    request.exchanges.filter((x) => x.terminals.some((t) => t.rpcId === request.rpcId)).map((x) => x.seq),
+  ).size;
+  const parts = [
+    `the terminal response arrived ${delivered} time(s) on ${streams} HTTP response(s) (${Math.max(0, delivered - 1)} duplicate(s))`,
+  ];
   const refused = request.exchanges.filter((x) => x.rejected !== undefined).length;
-  if (resumesAfterTerminal > 0) parts.push(`${resumesAfterTerminal} resume attempt(s) after it${refused ? `, ${refused} refused in the process` : ''}`);
+  if (resumesAfterTerminal > 0)
+    parts.push(
+      `${resumesAfterTerminal} resume attempt(s) after it${refused ? `, ${refused} refused in the process` : ''}`,
+    );
   if (last?.rejected !== undefined) parts.push('the last was refused in the process, never sent');
-  else if (last?.lastEventId !== undefined && last.status !== undefined) parts.push(`the last resume was answered ${last.status}`);
+  else if (last?.lastEventId !== undefined && last.status !== undefined)
+    parts.push(`the last resume was answered ${last.status}`);
   return parts.join('; ') + '.';
 }
 

@@ -109,7 +109,11 @@ export class RunTimeline {
           },
         }),
       );
-      return new Response(observed, { status: response.status, statusText: response.statusText, headers: response.headers });
+      return new Response(observed, {
+        status: response.status,
+        statusText: response.statusText,
+        headers: response.headers,
+      });
     };
   }
 
@@ -122,7 +126,12 @@ export class RunTimeline {
       if (message.method !== undefined || (message.result === undefined && message.error === undefined)) return;
       if (typeof message.id !== 'string' && typeof message.id !== 'number') return;
       if (entry.terminals.length < 100) {
-        entry.terminals.push({ rpcId: String(message.id), eventId: id, at: Date.now() - (this.started ?? Date.now()), error: message.error !== undefined });
+        entry.terminals.push({
+          rpcId: String(message.id),
+          eventId: id,
+          at: Date.now() - (this.started ?? Date.now()),
+          error: message.error !== undefined,
+        });
       }
     } catch {
       // Not JSON: not a terminal response.
@@ -139,7 +148,14 @@ export class RunTimeline {
     for (const x of this.exchanges) {
       let request: RequestTimeline | undefined;
       if (x.method === 'POST' && x.rpcId !== undefined) {
-        request = { sessionId: x.sessionId, rpcId: x.rpcId, rpcMethod: x.rpcMethod, exchanges: [], terminalDeliveries: 0, resumesAfterTerminal: 0 };
+        request = {
+          sessionId: x.sessionId,
+          rpcId: x.rpcId,
+          rpcMethod: x.rpcMethod,
+          exchanges: [],
+          terminalDeliveries: 0,
+          resumesAfterTerminal: 0,
+        };
         byKey.set(`${x.sessionId ?? ''}\n${x.rpcId}`, request);
       } else if (x.lastEventId !== undefined) {
         request = owner.get(`${x.sessionId ?? ''}\n${x.lastEventId}`);
@@ -164,7 +180,10 @@ function describeRequest(body: unknown): { method: string | undefined; id: strin
   try {
     const message = JSON.parse(body) as { method?: unknown; id?: unknown; params?: { name?: unknown } };
     if (typeof message.method !== 'string') return undefined;
-    const method = message.method === 'tools/call' && typeof message.params?.name === 'string' ? `tools/call ${message.params.name}` : message.method;
+    const method =
+      message.method === 'tools/call' && typeof message.params?.name === 'string'
+        ? `tools/call ${message.params.name}`
+        : message.method;
     const id = typeof message.id === 'string' || typeof message.id === 'number' ? String(message.id) : undefined;
     return { method, id };
   } catch {

@@ -71,12 +71,32 @@ describe('resumewatch-lab CLI', () => {
   it('run healthy --json without --server starts its own server, prints one summary and exits on its own', async () => {
     const lines = (await lab(['run', 'healthy', '--json'])).trim().split('\n');
     expect(lines).toHaveLength(1);
-    expect(JSON.parse(lines[0]!)).toMatchObject({ scenario: 'healthy', terminalDeliveries: 1, reconnects: 0, sideEffectCount: 1 });
+    expect(JSON.parse(lines[0]!)).toMatchObject({
+      scenario: 'healthy',
+      terminalDeliveries: 1,
+      reconnects: 0,
+      sideEffectCount: 1,
+    });
   });
 
   it('run --clients --duration generates load and reports totals', async () => {
-    const stdout = await lab(['run', 'healthy', '--server', labServer.server.url, '--clients', '2', '--duration', '1', '--json']);
-    const report = JSON.parse(stdout) as { runs: number; failures: number; clients: number; terminalDeliveries: number };
+    const stdout = await lab([
+      'run',
+      'healthy',
+      '--server',
+      labServer.server.url,
+      '--clients',
+      '2',
+      '--duration',
+      '1',
+      '--json',
+    ]);
+    const report = JSON.parse(stdout) as {
+      runs: number;
+      failures: number;
+      clients: number;
+      terminalDeliveries: number;
+    };
     expect(report.clients).toBe(2);
     expect(report.runs).toBeGreaterThanOrEqual(2);
     expect(report.failures).toBe(0);
@@ -96,15 +116,32 @@ describe('resumewatch-lab CLI', () => {
   it('run --help and server --help list every option with its default; run lists the registry scenarios', async () => {
     const runHelp = await lab(['run', '--help']);
     expect(runHelp).toMatch(/^usage: resumewatch-lab run <scenario> \[options\]/);
-    for (const flag of ['server URL', 'control URL', 'json', 'max-reconnects N', 'clients N', 'duration S', 'progress S']) {
+    for (const flag of [
+      'server URL',
+      'control URL',
+      'json',
+      'max-reconnects N',
+      'clients N',
+      'duration S',
+      'progress S',
+    ]) {
       expect(runHelp).toMatch(new RegExp(`^ {2}--${flag} .*\\(default: [^)]+\\)+$`, 'm'));
     }
     expect(runHelp).toMatch(/--max-reconnects N .*\(default: 20\)$/m);
     expect(runHelp).toContain(`scenarios: ${SCENARIO_NAMES.join(', ')}`);
     const serverHelp = await lab(['server', '--help']);
     expect(serverHelp).toMatch(/^usage: resumewatch-lab server \[options\]/);
-    for (const [flag, value] of [['port P', '0 (a free port)'], ['host H', '127.0.0.1'], ['capacity N', '1000'], ['ttl-ms MS', '300000'], ['replay-limit K', '3'], ['retry-ms MS', '100']]) {
-      expect(serverHelp).toMatch(new RegExp(`^ {2}--${flag} .*\\(default: ${value!.replace(/[()]/g, '\\$&')}\\)$`, 'm'));
+    for (const [flag, value] of [
+      ['port P', '0 (a free port)'],
+      ['host H', '127.0.0.1'],
+      ['capacity N', '1000'],
+      ['ttl-ms MS', '300000'],
+      ['replay-limit K', '3'],
+      ['retry-ms MS', '100'],
+    ]) {
+      expect(serverHelp).toMatch(
+        new RegExp(`^ {2}--${flag} .*\\(default: ${value!.replace(/[()]/g, '\\$&')}\\)$`, 'm'),
+      );
     }
     expect(await lab(['scenarios'])).toBe(`${SCENARIO_NAMES.join('\n')}\n`);
   });
@@ -116,7 +153,10 @@ describe('resumewatch-lab CLI', () => {
       [['server', '--port'], 'resumewatch-lab: server: --port needs a value'],
       [['server', '--port', '70000'], 'resumewatch-lab: --port must be a port number 0-65535, got "70000"'],
       [['server', '--port', 'abc'], 'resumewatch-lab: --port must be an integer of at least 0, got "abc"'],
-      [['run', 'seed-loop', '--server', 'not a url'], 'resumewatch-lab: --server is not a URL: "not a url" (e.g. http://127.0.0.1:8080/mcp)'],
+      [
+        ['run', 'seed-loop', '--server', 'not a url'],
+        'resumewatch-lab: --server is not a URL: "not a url" (e.g. http://127.0.0.1:8080/mcp)',
+      ],
       [['run', 'seed-loop', '--clients', '0'], 'resumewatch-lab: --clients must be an integer of at least 1, got "0"'],
       [['run'], `resumewatch-lab: run: which scenario? one of ${SCENARIO_NAMES.join(', ')}`],
       [['frobnicate'], 'resumewatch-lab: unknown command "frobnicate"; one of server, run, demo, scenarios'],
@@ -138,18 +178,26 @@ describe('resumewatch-lab CLI', () => {
     for (const scenario of ['server-restart', 'cursor-evicted']) {
       const failure = await labFails(['run', scenario, '--server', labServer.server.url, '--control', control]);
       expect(failure.code, scenario).toBe(2);
-      expect(oneLine(failure.stderr)).toBe(`resumewatch-lab: run: cannot reach the lab's control endpoint at ${control} (ECONNREFUSED); it answers loopback clients only (--control)`);
+      expect(oneLine(failure.stderr)).toBe(
+        `resumewatch-lab: run: cannot reach the lab's control endpoint at ${control} (ECONNREFUSED); it answers loopback clients only (--control)`,
+      );
     }
     const wrong = labServer.server.url.replace(/\/mcp$/, '/nope');
     const failure = await labFails(['run', 'seed-loop', '--server', wrong]);
     expect(failure.code).toBe(2);
-    expect(oneLine(failure.stderr)).toMatch(new RegExp(`^resumewatch-lab: run: ${wrong.replace(/[.]/g, '\\.')} is not a lab MCP endpoint: initialize answered 404 .* \\(--server\\)$`));
+    expect(oneLine(failure.stderr)).toMatch(
+      new RegExp(
+        `^resumewatch-lab: run: ${wrong.replace(/[.]/g, '\\.')} is not a lab MCP endpoint: initialize answered 404 .* \\(--server\\)$`,
+      ),
+    );
   });
 
   it('server on a port in use: exit 2, one line naming the port', async () => {
     const failure = await labFails(['server', '--port', String(labServer.server.port)]);
     expect(failure.code).toBe(2);
-    expect(oneLine(failure.stderr)).toBe(`resumewatch-lab: server: port ${labServer.server.port} on 127.0.0.1 is in use (--port)`);
+    expect(oneLine(failure.stderr)).toBe(
+      `resumewatch-lab: server: port ${labServer.server.port} on 127.0.0.1 is in use (--port)`,
+    );
   });
 
   it('run prints the timeline of the request that went wrong, and none for a healthy run', async () => {
@@ -165,15 +213,35 @@ describe('resumewatch-lab CLI', () => {
   });
 
   it('a load run prints progress lines on stderr while it runs', async () => {
-    const { stdout, stderr } = await run(process.execPath, [cli, 'run', 'healthy', '--server', labServer.server.url, '--clients', '1', '--duration', '3', '--progress', '1', '--json'], {
-      env,
-      timeout: 60_000,
-    });
+    const { stdout, stderr } = await run(
+      process.execPath,
+      [
+        cli,
+        'run',
+        'healthy',
+        '--server',
+        labServer.server.url,
+        '--clients',
+        '1',
+        '--duration',
+        '3',
+        '--progress',
+        '1',
+        '--json',
+      ],
+      {
+        env,
+        timeout: 60_000,
+      },
+    );
     expect(JSON.parse(stdout)).toMatchObject({ scenario: 'healthy', clients: 1, failures: 0 });
     const lines = stderr.trimEnd().split('\n');
     expect(lines[0]).toBe(`resumewatch-lab: healthy with 1 client(s) for 3 s against ${labServer.server.url}`);
     const progress = lines.slice(1);
     expect(progress.length).toBeGreaterThanOrEqual(2);
-    for (const line of progress) expect(line).toMatch(/^resumewatch-lab: [0-3]\/3 s {2}\d+ run\(s\), 0 failure\(s\), \d+ terminal deliveries, 0 reconnect\(s\)$/);
+    for (const line of progress)
+      expect(line).toMatch(
+        /^resumewatch-lab: [0-3]\/3 s {2}\d+ run\(s\), 0 failure\(s\), \d+ terminal deliveries, 0 reconnect\(s\)$/,
+      );
   });
 });

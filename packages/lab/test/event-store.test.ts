@@ -4,12 +4,21 @@ import { BoundedEventStore } from '../src/event-store.js';
 import type { ReplayRecord } from '../src/event-store.js';
 import { parseEventId } from '../src/event-id.js';
 
-const progress = (n: number): JSONRPCMessage => ({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 't', progress: n } });
+const progress = (n: number): JSONRPCMessage => ({
+  jsonrpc: '2.0',
+  method: 'notifications/progress',
+  params: { progressToken: 't', progress: n },
+});
 const result = (id: number): JSONRPCMessage => ({ jsonrpc: '2.0', id, result: { content: [] } });
 
-async function replay(store: BoundedEventStore, cursor: string): Promise<{ streamId: string; sent: Array<[string, JSONRPCMessage]> }> {
+async function replay(
+  store: BoundedEventStore,
+  cursor: string,
+): Promise<{ streamId: string; sent: Array<[string, JSONRPCMessage]> }> {
   const sent: Array<[string, JSONRPCMessage]> = [];
-  const streamId = await store.replayEventsAfter(cursor, { send: async (id, message) => void sent.push([id, message]) });
+  const streamId = await store.replayEventsAfter(cursor, {
+    send: async (id, message) => void sent.push([id, message]),
+  });
   return { streamId, sent };
 }
 

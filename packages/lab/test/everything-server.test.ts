@@ -36,7 +36,13 @@ describe('the official everything server as a peer (SDK 1.x client through the f
     const texts = [
       (await session.callTool('echo', { message: 'one' })).content?.[0]?.text,
       (await session.callTool('get-sum', { a: 2, b: 3 })).content?.[0]?.text,
-      (await session.callTool('trigger-long-running-operation', { duration: 0.3, steps: 3 }, { onprogress: (p) => void progress.push(p.progress) })).content?.[0]?.text,
+      (
+        await session.callTool(
+          'trigger-long-running-operation',
+          { duration: 0.3, steps: 3 },
+          { onprogress: (p) => void progress.push(p.progress) },
+        )
+      ).content?.[0]?.text,
       (await session.callTool('echo', { message: 'two' })).content?.[0]?.text,
     ];
     await session.terminate();
@@ -59,12 +65,22 @@ describe('the official everything server as a peer (SDK 1.x client through the f
     // first reconnect (1 s: the everything server sends no `retry:`), so the replay holds the result;
     // its store would lose live events of a stream resumed mid-operation.
     proxy.armCut({ method: 'POST', afterEvents: 2 });
-    const cut = (await session.callTool('trigger-long-running-operation', { duration: 0.3, steps: 3 }, { onprogress: (p) => void progress.push(p.progress) })).content?.[0]?.text;
+    const cut = (
+      await session.callTool(
+        'trigger-long-running-operation',
+        { duration: 0.3, steps: 3 },
+        { onprogress: (p) => void progress.push(p.progress) },
+      )
+    ).content?.[0]?.text;
     const after = (await session.callTool('echo', { message: 'after' })).content?.[0]?.text;
     const resumes = resumesIn(session.log);
     await session.terminate();
     await session.close();
-    expect([before, cut, after]).toEqual(['Echo: before', 'Long running operation completed. Duration: 0.3 seconds, Steps: 3.', 'Echo: after']);
+    expect([before, cut, after]).toEqual([
+      'Echo: before',
+      'Long running operation completed. Duration: 0.3 seconds, Steps: 3.',
+      'Echo: after',
+    ]);
     expect(proxy.cuts.at(-1)?.eventsForwarded).toBe(2);
     expect(resumes.map((entry) => entry.status)).toEqual([200]);
     expect(progress).toEqual([1, 2, 3]);

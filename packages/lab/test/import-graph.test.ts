@@ -19,7 +19,9 @@ function importGraph(): Map<string, string[]> {
   const graph = new Map<string, string[]>();
   for (const file of sourceFiles(srcDir)) {
     const text = readFileSync(file, 'utf8');
-    const targets = [...text.matchAll(/^(?:import|export)\b[^;]*?from\s+'(\.{1,2}\/[^']+)\.js'/gms)].map((m) => resolve(dirname(file), `${m[1]}.ts`));
+    const targets = [...text.matchAll(/^(?:import|export)\b[^;]*?from\s+'(\.{1,2}\/[^']+)\.js'/gms)].map((m) =>
+      resolve(dirname(file), `${m[1]}.ts`),
+    );
     graph.set(file, targets);
   }
   return graph;
@@ -50,7 +52,9 @@ describe('lab import graph', () => {
     const graph = importGraph();
     const server = graph.get(join(srcDir, 'lab-server.ts'))!.map((f) => relative(srcDir, f));
     expect(server).toContain('lab-server/routing.ts');
-    expect(graph.get(join(srcDir, 'control-endpoint.ts'))!.map((f) => relative(srcDir, f))).toContain('lab-server/types.ts');
+    expect(graph.get(join(srcDir, 'control-endpoint.ts'))!.map((f) => relative(srcDir, f))).toContain(
+      'lab-server/types.ts',
+    );
   });
 
   it('has no cycle', () => {
@@ -60,6 +64,13 @@ describe('lab import graph', () => {
   it('finds a cycle when there is one', () => {
     const a = join(srcDir, 'a.ts');
     const b = join(srcDir, 'b.ts');
-    expect(cycles(new Map([[a, [b]], [b, [a]]]))).toEqual([['a.ts', 'b.ts', 'a.ts']]);
+    expect(
+      cycles(
+        new Map([
+          [a, [b]],
+          [b, [a]],
+        ]),
+      ),
+    ).toEqual([['a.ts', 'b.ts', 'a.ts']]);
   });
 });

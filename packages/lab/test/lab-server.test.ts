@@ -20,7 +20,10 @@ describe('lab server', () => {
     const session = await McpHttpSession.open(lab.url);
     const drop = new AbortController();
     const call = session.toolCall('stream_progress', { count: 6, delay: 40 });
-    const first = await session.post(call.message, { signal: drop.signal, onEvent: (event) => event.message && 'method' in event.message && drop.abort() });
+    const first = await session.post(call.message, {
+      signal: drop.signal,
+      onEvent: (event) => event.message && 'method' in event.message && drop.abort(),
+    });
     const cursor = first.events.filter((event) => event.id !== undefined).at(-1)!.id!;
     // Until the server has noticed the dropped connection, the SDK answers 409 (stream still active).
     const resumed = await vi.waitFor(
@@ -59,7 +62,9 @@ describe('lab server', () => {
 
   it('answers an unknown session with 404 and a malformed cursor with the SDK 400', async () => {
     const session = await McpHttpSession.open(lab.url);
-    const unknown = await fetch(lab.url, { headers: { accept: 'text/event-stream', 'mcp-session-id': 'no-such-session' } });
+    const unknown = await fetch(lab.url, {
+      headers: { accept: 'text/event-stream', 'mcp-session-id': 'no-such-session' },
+    });
     await unknown.body?.cancel();
     expect(unknown.status).toBe(404);
     const malformed = await session.get('not-a-cursor');

@@ -18,7 +18,9 @@ describe('the real failure modes of real servers, raw client', () => {
     expect(summary.terminalDeliveries).toBe(1);
     expect(summary.distinctTerminalStreams).toBe(1);
     expect(summary.resultsPerRequest).toEqual({ '1': 1 });
-    expect(lab.resumesAtServer(summary.sessionId).map((entry) => [entry.path, entry.status])).toEqual([['/mcp/bounded', 200]]);
+    expect(lab.resumesAtServer(summary.sessionId).map((entry) => [entry.path, entry.status])).toEqual([
+      ['/mcp/bounded', 200],
+    ]);
   });
 
   it('polling: ten polls and more, all 200, most without a message; the result once, on the last poll', async () => {
@@ -43,9 +45,13 @@ describe('the real failure modes of real servers, raw client', () => {
 
   it('listening-replay: the resumed listening stream receives results already delivered on their POST streams, and a data: {} event', async () => {
     const summary = await runScenario('listening-replay', { serverUrl: lab.server.url });
-    expect(summary.details.listeningEventsBeforeCut).toEqual([{ id: summary.details.cursor, kind: 'notifications/tools/list_changed' }]);
+    expect(summary.details.listeningEventsBeforeCut).toEqual([
+      { id: summary.details.cursor, kind: 'notifications/tools/list_changed' },
+    ]);
     expect(summary.resumeStatuses).toEqual([200]);
-    const replayed = (summary.details.replayedOnListening as Array<{ kind: string; requestId?: number }>).map(({ kind, requestId }) => ({ kind, requestId }));
+    const replayed = (summary.details.replayedOnListening as Array<{ kind: string; requestId?: number }>).map(
+      ({ kind, requestId }) => ({ kind, requestId }),
+    );
     expect(replayed).toEqual([
       { kind: 'response', requestId: 1 },
       { kind: 'not a message: "{}"', requestId: undefined },
@@ -56,9 +62,9 @@ describe('the real failure modes of real servers, raw client', () => {
     expect(summary.terminalDeliveries).toBe(2);
     expect(summary.distinctTerminalStreams).toBe(2);
     expect(summary.resultsPerRequest).toEqual({ '1': 2, '2': 2 });
-    expect(lab.resumesAtServer(summary.sessionId).map((entry) => [entry.path, entry.lastEventId, entry.status])).toEqual([
-      ['/mcp/replay-all-streams', summary.details.cursor, 200],
-    ]);
+    expect(
+      lab.resumesAtServer(summary.sessionId).map((entry) => [entry.path, entry.lastEventId, entry.status]),
+    ).toEqual([['/mcp/replay-all-streams', summary.details.cursor, 200]]);
   });
 
   it('endless-loop: the never-evicting store replays the final result on every reconnect; only the client cap stops it', async () => {
@@ -74,15 +80,29 @@ describe('the real failure modes of real servers, raw client', () => {
     expect(new Set(summary.details.terminalEventIds as string[]).size).toBe(1);
     expect(lab.server.state().eventStore.evicted['replay-limit']).toBe(evictedBefore);
     const replays = lab.server.state().recentReplays.filter((replay) => replay.sessionId === summary.sessionId);
-    expect(replays.map((replay) => [replay.sent, replay.streamFinished, replay.closed])).toEqual(Array(8).fill([1, true, true]));
+    expect(replays.map((replay) => [replay.sent, replay.streamFinished, replay.closed])).toEqual(
+      Array(8).fill([1, true, true]),
+    );
   });
 
   it('cancellation: notifications/cancelled (202) ends the call without a result; so does closing the transport', async () => {
     const summary = await runScenario('cancellation', { serverUrl: lab.server.url });
     const notified = summary.details.notified as Record<string, unknown>;
     const closed = summary.details.transportClosed as Record<string, unknown>;
-    expect(notified).toMatchObject({ requestId: 1, progressBefore: 1, cancelStatus: 202, streamEnd: 'error', terminals: 0 });
-    expect(closed).toMatchObject({ requestId: 1, progressBefore: 1, cancelStatus: undefined, streamEnd: 'error', terminals: 0 });
+    expect(notified).toMatchObject({
+      requestId: 1,
+      progressBefore: 1,
+      cancelStatus: 202,
+      streamEnd: 'error',
+      terminals: 0,
+    });
+    expect(closed).toMatchObject({
+      requestId: 1,
+      progressBefore: 1,
+      cancelStatus: undefined,
+      streamEnd: 'error',
+      terminals: 0,
+    });
     expect(summary.terminalDeliveries).toBe(0);
     expect(summary.resultsPerRequest).toEqual({});
     const methods = (sessionId: unknown) => lab.server.requestLog(sessionId as string).map((entry) => entry.method);
@@ -135,14 +155,28 @@ describe.each(['sdk', 'sdk-v2'] as const)('the same with the unmodified %s clien
     expect(summary.details.replayedResponseIds).toEqual([1, 2]);
     expect(summary.details.nonMessageEventsOnResume).toBe(1);
     expect(summary.resultsPerRequest).toEqual({ '1': 2, '2': 2 });
-    expect((summary.details.sdkErrors as string[]).filter((error) => error.startsWith('Received a response for an unknown message ID'))).toHaveLength(2);
+    expect(
+      (summary.details.sdkErrors as string[]).filter((error) =>
+        error.startsWith('Received a response for an unknown message ID'),
+      ),
+    ).toHaveLength(2);
   });
 
   it('cancellation: the SDK sends notifications/cancelled (202) and rejects the call; closing the client rejects the other', async () => {
     const summary = await runScenario('cancellation', { serverUrl: lab.server.url, client });
-    expect(summary.details.notified).toMatchObject({ requestId: 1, progressBefore: 1, cancelStatus: 202, terminals: 0 });
+    expect(summary.details.notified).toMatchObject({
+      requestId: 1,
+      progressBefore: 1,
+      cancelStatus: 202,
+      terminals: 0,
+    });
     expect((summary.details.notified as { outcome: string }).outcome).toMatch(/^rejected: .*the client gave up/);
-    expect(summary.details.transportClosed).toMatchObject({ requestId: 1, progressBefore: 1, cancelStatus: undefined, terminals: 0 });
+    expect(summary.details.transportClosed).toMatchObject({
+      requestId: 1,
+      progressBefore: 1,
+      cancelStatus: undefined,
+      terminals: 0,
+    });
     expect((summary.details.transportClosed as { outcome: string }).outcome).toMatch(/^rejected: .*Connection closed/);
     expect(summary.terminalDeliveries).toBe(0);
   });
@@ -160,6 +194,8 @@ describe.each(['sdk', 'sdk-v2'] as const)('the same with the unmodified %s clien
 
 describe('client choice', () => {
   it('a scenario an SDK client cannot run says so', async () => {
-    await expect(runScenario('endless-loop', { serverUrl: lab.server.url, client: 'sdk' })).rejects.toThrow('scenario endless-loop runs with the raw client only (clients: raw)');
+    await expect(runScenario('endless-loop', { serverUrl: lab.server.url, client: 'sdk' })).rejects.toThrow(
+      'scenario endless-loop runs with the raw client only (clients: raw)',
+    );
   });
 });

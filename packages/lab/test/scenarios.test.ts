@@ -121,11 +121,17 @@ describe('scenarios against the lab server', () => {
       expect(urls.every((url) => !url.includes('/control'))).toBe(true);
       // cross-session-store and cancellation use a second session.
       const details = summary.details as { sessionB?: string; transportClosed?: { sessionId?: string } };
-      const sessions = [summary.sessionId, details.sessionB, details.transportClosed?.sessionId].filter((id) => id !== undefined);
-      const atServer = () => sessions.reduce((sum, id) => sum + lab.server.requestLog(id).filter((entry) => !entry.restore).length, 0);
+      const sessions = [summary.sessionId, details.sessionB, details.transportClosed?.sessionId].filter(
+        (id) => id !== undefined,
+      );
+      const atServer = () =>
+        sessions.reduce((sum, id) => sum + lab.server.requestLog(id).filter((entry) => !entry.restore).length, 0);
       // A request the client aborted is logged once the server saw the connection close.
       // network-cut and others talk to their own proxy, which forwards to the server.
-      await vi.waitFor(() => expect({ name, calls: urls.length }).toEqual({ name, calls: atServer() }), { timeout: 2000, interval: 20 });
+      await vi.waitFor(() => expect({ name, calls: urls.length }).toEqual({ name, calls: atServer() }), {
+        timeout: 2000,
+        interval: 20,
+      });
     }
   }, 120_000);
 });

@@ -1,11 +1,25 @@
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
-import { McpHttpSession, ReplayAllStreamsEventStore, RequestIdKeyedEventStore, startLabServer, storeVariantUrl } from '../src/index.js';
+import {
+  McpHttpSession,
+  ReplayAllStreamsEventStore,
+  RequestIdKeyedEventStore,
+  startLabServer,
+  storeVariantUrl,
+} from '../src/index.js';
 import type { BoundedEventStore } from '../src/index.js';
 import { labRequestContext } from '../src/request-context.js';
 
-const progress = (n: number): JSONRPCMessage => ({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 't', progress: n } });
-const result = (id: number, text: string): JSONRPCMessage => ({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text }] } });
+const progress = (n: number): JSONRPCMessage => ({
+  jsonrpc: '2.0',
+  method: 'notifications/progress',
+  params: { progressToken: 't', progress: n },
+});
+const result = (id: number, text: string): JSONRPCMessage => ({
+  jsonrpc: '2.0',
+  id,
+  result: { content: [{ type: 'text', text }] },
+});
 const priming = {} as JSONRPCMessage;
 
 async function replay(store: BoundedEventStore, cursor: string): Promise<{ streamId: string; sent: string[] }> {
@@ -15,15 +29,24 @@ async function replay(store: BoundedEventStore, cursor: string): Promise<{ strea
 }
 
 /** Stores an event as the lab does: inside the context of the HTTP request that carries JSON-RPC request `requestId`. */
-function storeFor(store: BoundedEventStore, requestId: string | undefined, streamId: string, message: JSONRPCMessage): Promise<string> {
-  return labRequestContext.run({ sessionId: undefined, jsonRpcRequestId: requestId }, () => store.storeEvent(streamId, message));
+function storeFor(
+  store: BoundedEventStore,
+  requestId: string | undefined,
+  streamId: string,
+  message: JSONRPCMessage,
+): Promise<string> {
+  return labRequestContext.run({ sessionId: undefined, jsonRpcRequestId: requestId }, () =>
+    store.storeEvent(streamId, message),
+  );
 }
 
 describe('storeVariantUrl', () => {
   it('appends the variant to the MCP path, replacing a variant already there', () => {
     expect(storeVariantUrl('http://127.0.0.1:8080/mcp', 'never-evict')).toBe('http://127.0.0.1:8080/mcp/never-evict');
     expect(storeVariantUrl('http://127.0.0.1:8080/mcp/', 'bounded')).toBe('http://127.0.0.1:8080/mcp/bounded');
-    expect(storeVariantUrl('http://127.0.0.1:8080/mcp/never-evict', 'replay-all-streams')).toBe('http://127.0.0.1:8080/mcp/replay-all-streams');
+    expect(storeVariantUrl('http://127.0.0.1:8080/mcp/never-evict', 'replay-all-streams')).toBe(
+      'http://127.0.0.1:8080/mcp/replay-all-streams',
+    );
   });
 });
 
@@ -70,9 +93,17 @@ describe('store variants on the lab server', () => {
   it('serves every variant under /mcp/<variant>, 404 for an unknown one, and restores a session on its own path', async () => {
     const lab = await startLabServer();
     try {
-      const unknown = await fetch(`${lab.url}/no-such-store`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+      const unknown = await fetch(`${lab.url}/no-such-store`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{}',
+      });
       expect(unknown.status).toBe(404);
-      const session = await McpHttpSession.open(storeVariantUrl(lab.url, 'replay-all-streams'), fetch, 'variant-restore');
+      const session = await McpHttpSession.open(
+        storeVariantUrl(lab.url, 'replay-all-streams'),
+        fetch,
+        'variant-restore',
+      );
       await lab.restart();
       // The restart destroyed the client's pooled keep-alive socket; the first request may hit it.
       const call = () => session.callTool('echo', { text: 'after restart' });

@@ -7,10 +7,17 @@ const lab = labServerPerFile();
 describe('RunTimeline: what the client fetch saw, per request', () => {
   it('seed-loop: one request went wrong; its terminal 4 times, 4 resumes after it with the stale cursor', async () => {
     const timeline = new RunTimeline();
-    const summary = await runScenario('seed-loop', { serverUrl: lab.server.url, fetch: timeline.wrap((input, init) => fetch(input, init)) });
+    const summary = await runScenario('seed-loop', {
+      serverUrl: lab.server.url,
+      fetch: timeline.wrap((input, init) => fetch(input, init)),
+    });
     const [wrong, ...more] = timeline.wentWrong();
     expect(more).toEqual([]);
-    expect(wrong).toMatchObject({ sessionId: summary.sessionId, rpcId: String(summary.details.requestId), rpcMethod: 'tools/call stream_progress' });
+    expect(wrong).toMatchObject({
+      sessionId: summary.sessionId,
+      rpcId: String(summary.details.requestId),
+      rpcMethod: 'tools/call stream_progress',
+    });
     expect(wrong!.terminalDeliveries).toBe(summary.terminalDeliveries);
     expect(wrong!.resumesAfterTerminal).toBe(summary.reconnects);
     const [post, ...resumes] = wrong!.exchanges;
@@ -26,7 +33,10 @@ describe('RunTimeline: what the client fetch saw, per request', () => {
 
   it('network-cut: the resume of an unfinished request is a continuation, not a request that went wrong', async () => {
     const timeline = new RunTimeline();
-    const summary = await runScenario('network-cut', { serverUrl: lab.server.url, fetch: timeline.wrap((input, init) => fetch(input, init)) });
+    const summary = await runScenario('network-cut', {
+      serverUrl: lab.server.url,
+      fetch: timeline.wrap((input, init) => fetch(input, init)),
+    });
     expect(timeline.wentWrong()).toEqual([]);
     const request = timeline.requests().find((r) => r.rpcId === String(summary.details.requestId))!;
     // The cut POST, then the resume with the last id it got, traced back to the request by that cursor.
@@ -39,7 +49,10 @@ describe('RunTimeline: what the client fetch saw, per request', () => {
 
   it('healthy: nothing went wrong', async () => {
     const timeline = new RunTimeline();
-    await runScenario('healthy', { serverUrl: lab.server.url, fetch: timeline.wrap((input, init) => fetch(input, init)) });
+    await runScenario('healthy', {
+      serverUrl: lab.server.url,
+      fetch: timeline.wrap((input, init) => fetch(input, init)),
+    });
     expect(timeline.requests().length).toBeGreaterThan(0);
     expect(timeline.wentWrong()).toEqual([]);
   });

@@ -46,7 +46,10 @@ export function resumeVerdict(seen: ResumeObservation): ResumeVerdict | undefine
   if (!(status >= 200 && status < 300)) return { outcome: outcomeOfStatus(status), evidence: ResumeEvidence.STATUS };
   if (seen.messages > 0) return { outcome: ResumeOutcome.CONTINUATION, evidence: ResumeEvidence.MESSAGE };
   if (seen.ended === 'clean') {
-    return { outcome: seen.pollingAnnounced ? ResumeOutcome.POLL : ResumeOutcome.EMPTY_REPLAY, evidence: ResumeEvidence.BODY_END };
+    return {
+      outcome: seen.pollingAnnounced ? ResumeOutcome.POLL : ResumeOutcome.EMPTY_REPLAY,
+      evidence: ResumeEvidence.BODY_END,
+    };
   }
   if (seen.ended !== undefined) return { outcome: ResumeOutcome.ERROR, evidence: ResumeEvidence.BODY_END };
   if (seen.deadlinePassed) return { outcome: ResumeOutcome.EMPTY_REPLAY, evidence: ResumeEvidence.DEADLINE };
@@ -61,5 +64,9 @@ export function resumeVerdict(seen: ResumeObservation): ResumeVerdict | undefine
  * retry of the resume failed too or the request ended without its terminal.
  */
 export function isFailedResumptionOutcome(outcome: ResumeOutcome): boolean {
-  return outcome === ResumeOutcome.EMPTY_REPLAY || outcome === ResumeOutcome.CURSOR_REJECTED || outcome === ResumeOutcome.SESSION_NOT_FOUND;
+  return (
+    outcome === ResumeOutcome.EMPTY_REPLAY ||
+    outcome === ResumeOutcome.CURSOR_REJECTED ||
+    outcome === ResumeOutcome.SESSION_NOT_FOUND
+  );
 }

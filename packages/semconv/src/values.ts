@@ -102,7 +102,10 @@ export const FindingKind = {
 export type FindingKind = ValuesOf<typeof FindingKind>;
 export const FINDING_KINDS: readonly FindingKind[] = Object.values(FindingKind);
 /** The finding kinds that blame the MCP server rather than the client; counted per server too. */
-export const SERVER_DEFECT_KINDS: readonly FindingKind[] = [FindingKind.FOREIGN_REPLAY, FindingKind.CONFLICTING_TERMINAL];
+export const SERVER_DEFECT_KINDS: readonly FindingKind[] = [
+  FindingKind.FOREIGN_REPLAY,
+  FindingKind.CONFLICTING_TERMINAL,
+];
 /** The finding kinds a later span can retract (a failed resumption contradicted by a continuation or terminal). */
 export const RETRACTABLE_KINDS: readonly FindingKind[] = [FindingKind.AMBIGUOUS_EMPTY_REPLAY, FindingKind.CURSOR_LOST];
 

@@ -18,9 +18,14 @@ describe('telemetry contract', () => {
     expect(semconv.SPAN_STREAM_RESUME).toBe('mcp.stream.resume');
     expect(semconv.SPAN_REQUEST_TERMINAL).toBe('mcp.request.terminal');
     expect(semconv.TRACER_SCOPE).toBe('@resumewatch/instrumentation');
-    expect(Object.values(semconv.ResumeOutcome).sort()).toEqual(
-      ['continuation', 'cursor_rejected', 'empty_replay', 'error', 'poll', 'session_not_found'],
-    );
+    expect(Object.values(semconv.ResumeOutcome).sort()).toEqual([
+      'continuation',
+      'cursor_rejected',
+      'empty_replay',
+      'error',
+      'poll',
+      'session_not_found',
+    ]);
     expect([...semconv.FINDING_KINDS].sort()).toEqual([
       'ambiguous_empty_replay',
       'conflicting_terminal',
@@ -59,7 +64,9 @@ describe('telemetry contract', () => {
       if (metric.type === 'counter') expect(metric.name).toMatch(/_total$/);
       else expect(metric.name).not.toMatch(/_total$/);
       for (const label of metric.labelNames) {
-        expect(['kind', 'service', 'duplicate', 'outcome', 'accepted', 'result', 'server', 'ended_by']).toContain(label);
+        expect(['kind', 'service', 'duplicate', 'outcome', 'accepted', 'result', 'server', 'ended_by']).toContain(
+          label,
+        );
       }
       if (metric.type === 'histogram') expect(metric.buckets?.length).toBeGreaterThan(0);
     }

@@ -12,7 +12,8 @@ function contractValues(): Map<string, string> {
   const out = new Map<string, string>();
   for (const [set, members] of Object.entries(values)) {
     if (members === null || typeof members !== 'object' || Array.isArray(members)) continue;
-    for (const [member, value] of Object.entries(members)) if (typeof value === 'string') out.set(value, `${set}.${member}`);
+    for (const [member, value] of Object.entries(members))
+      if (typeof value === 'string') out.set(value, `${set}.${member}`);
   }
   return out;
 }
@@ -22,21 +23,39 @@ function contractValues(): Map<string, string> {
  * a JSON-RPC member test (`'result' in message`, `'error' in message`) and an event name
  * (`.on('error', …)`, `.once('message', …)`). Nothing else is exempt by context.
  */
-const OTHER_VOCABULARY_CONTEXTS: RegExp[] = [/(['"])(?:result|error)\1\s+in\s/g, /\.(?:on|once|off|emit)\((['"])[a-z_]+\1/g];
+const OTHER_VOCABULARY_CONTEXTS: RegExp[] = [
+  /(['"])(?:result|error)\1\s+in\s/g,
+  /\.(?:on|once|off|emit)\((['"])[a-z_]+\1/g,
+];
 
 /**
  * Files that use such a word in its own vocabulary without a context above: `file: [values]`.
  * Each entry says what the word means there.
  */
 const OTHER_VOCABULARY: Record<string, { values: string[]; why: string }> = {
-  'packages/lab/src/event-store.ts': { values: ['evicted', 'invalid'], why: "the lab store's CursorState ('present' | 'evicted' | 'unknown' | 'invalid')" },
+  'packages/lab/src/event-store.ts': {
+    values: ['evicted', 'invalid'],
+    why: "the lab store's CursorState ('present' | 'evicted' | 'unknown' | 'invalid')",
+  },
   'packages/lab/src/lab-server/mcp-request.ts': { values: ['evicted'], why: "the lab store's CursorState" },
-  'packages/lab/src/scenarios/listening-replay.ts': { values: ['message'], why: 'a scenario detail: the replayed event held a JSON-RPC message' },
-  'packages/lab/src/timeline-format.ts': { values: ['request', 'error', 'result'], why: 'words of a printed timeline line (the lab does not depend on the contract)' },
+  'packages/lab/src/scenarios/listening-replay.ts': {
+    values: ['message'],
+    why: 'a scenario detail: the replayed event held a JSON-RPC message',
+  },
+  'packages/lab/src/timeline-format.ts': {
+    values: ['request', 'error', 'result'],
+    why: 'words of a printed timeline line (the lab does not depend on the contract)',
+  },
   'packages/lab/src/mcp-http-client.ts': { values: ['error'], why: "how a body read ended ('clean' | 'error')" },
-  'packages/lab/src/scenarios/recording-fetch.ts': { values: ['error'], why: "how a recorded body ended ('clean' | 'error')" },
+  'packages/lab/src/scenarios/recording-fetch.ts': {
+    values: ['error'],
+    why: "how a recorded body ended ('clean' | 'error')",
+  },
   'packages/wire/src/body-taps.ts': { values: ['error'], why: 'a body stream ending in an error' },
-  'packages/wire/src/types.ts': { values: ['error'], why: "how a response body ended, wire's StreamEnd ('clean' | 'error' | 'abort')" },
+  'packages/wire/src/types.ts': {
+    values: ['error'],
+    why: "how a response body ended, wire's StreamEnd ('clean' | 'error' | 'abort')",
+  },
 };
 
 interface Spelling {
@@ -80,7 +99,8 @@ describe('protocol values of the contract', () => {
     const seen = new Map<string, string[]>();
     for (const [set, members] of Object.entries(values)) {
       if (members === null || typeof members !== 'object' || Array.isArray(members)) continue;
-      for (const value of Object.values(members)) if (typeof value === 'string') seen.set(value, [...(seen.get(value) ?? []), set]);
+      for (const value of Object.values(members))
+        if (typeof value === 'string') seen.set(value, [...(seen.get(value) ?? []), set]);
     }
     expect([...seen].filter(([, sets]) => sets.length > 1)).toEqual([['error', ['ResumeOutcome', 'TerminalOutcome']]]);
   });
@@ -95,13 +115,18 @@ describe('protocol values of the contract', () => {
   it('lists no exemption that is no longer needed', () => {
     const found = new Set(spellings().map(({ file, value }) => `${file} ${value}`));
     const stale = [
-      ...Object.entries(OTHER_VOCABULARY).flatMap(([file, { values: words }]) => words.map((value) => `${file} ${value}`)),
+      ...Object.entries(OTHER_VOCABULARY).flatMap(([file, { values: words }]) =>
+        words.map((value) => `${file} ${value}`),
+      ),
     ].filter((entry) => !found.has(entry));
     expect(stale).toEqual([]);
   });
 
   it('sees a value spelled in code, and not one named in a comment or a JSON-RPC member test', () => {
-    const sample = code("// a `poll` in prose\nconst o = 'poll'; if ('result' in m) x();").replace(OTHER_VOCABULARY_CONTEXTS[0]!, ' ');
+    const sample = code("// a `poll` in prose\nconst o = 'poll'; if ('result' in m) x();").replace(
+      OTHER_VOCABULARY_CONTEXTS[0]!,
+      ' ',
+    );
     expect([...sample.matchAll(/(['"`])([a-z_]+)\1/g)].map((m) => m[2])).toEqual(['poll']);
   });
 });

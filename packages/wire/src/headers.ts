@@ -15,11 +15,13 @@ export function headerValue(headers: HeaderSource, name: string): string | undef
   if (headers instanceof Headers) return headers.get(name) ?? undefined;
   let value: string | undefined;
   if (Array.isArray(headers)) {
-    for (const pair of headers) if (isName(pair[0], name)) value = value === undefined ? trimmed(pair[1]!) : `${value}, ${trimmed(pair[1]!)}`;
+    for (const pair of headers)
+      if (isName(pair[0], name)) value = value === undefined ? trimmed(pair[1]!) : `${value}, ${trimmed(pair[1]!)}`;
     return value;
   }
   // Headers' other forms (a record, or an iterable of pairs that is not an array) are rare: copied.
-  if (typeof (headers as unknown as Iterable<unknown>)[Symbol.iterator] === 'function') return new Headers(headers).get(name) ?? undefined;
+  if (typeof (headers as unknown as Iterable<unknown>)[Symbol.iterator] === 'function')
+    return new Headers(headers).get(name) ?? undefined;
   const record = headers as Record<string, string | readonly string[]>;
   for (const key in record) {
     if (!isName(key, name)) continue;

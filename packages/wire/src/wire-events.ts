@@ -48,4 +48,14 @@ export class SseWireEvent extends ScannedEvent implements WireEvent {
 }
 
 holdShape(new JsonWireEvent(undefined as never, undefined as never, NO_MESSAGES, [], 0));
-holdShape(new SseWireEvent(new SseScanner({ event: () => undefined }), undefined as never, undefined as never, undefined, undefined, [], 0));
+holdShape(
+  new SseWireEvent(
+    new SseScanner({ event: () => undefined }),
+    undefined as never,
+    undefined as never,
+    undefined,
+    undefined,
+    [],
+    0,
+  ),
+);

@@ -23,7 +23,11 @@ describe('the cursor a client holds', () => {
       { filters: true },
     );
     const fetch = observer.wrap();
-    const init = await fetch(server.url, { method: 'POST', headers: json, body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize' }) });
+    const init = await fetch(server.url, {
+      method: 'POST',
+      headers: json,
+      body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize' }),
+    });
     await init.text();
     const sessionId = init.headers.get('mcp-session-id')!;
     const call = await fetch(server.url, {

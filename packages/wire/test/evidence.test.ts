@@ -78,7 +78,12 @@ describe('the listening stream and foreign terminals', () => {
     expect(resumed.terminalEvents).toBe(0);
     expect(resumed.foreignTerminalEvents).toBe(1);
     const replayed = wire.terminals()[1]!;
-    expect([replayed.foreign, replayed.duplicate, replayed.conflict, replayed.delivery]).toEqual([true, true, false, 'replay']);
+    expect([replayed.foreign, replayed.duplicate, replayed.conflict, replayed.delivery]).toEqual([
+      true,
+      true,
+      false,
+      'replay',
+    ]);
     expect(replayed.firstStream?.id).toBe(wire.responses[0]!.stream!.id);
     expect(replayed.firstEventId).toBe('c1');
   });
@@ -113,8 +118,18 @@ describe('conflicting terminals', () => {
     const [first, duplicate, conflict] = wire.terminals();
     const post = wire.responses[0]!.stream!;
     expect([first!.duplicate, first!.conflict, first!.firstStream]).toEqual([false, false, undefined]);
-    expect([duplicate!.duplicate, duplicate!.conflict, duplicate!.firstStream?.id, duplicate!.firstEventId]).toEqual([true, false, post.id, 'g2']);
-    expect([conflict!.duplicate, conflict!.conflict, conflict!.firstStream?.id, conflict!.firstEventId]).toEqual([false, true, post.id, 'g2']);
+    expect([duplicate!.duplicate, duplicate!.conflict, duplicate!.firstStream?.id, duplicate!.firstEventId]).toEqual([
+      true,
+      false,
+      post.id,
+      'g2',
+    ]);
+    expect([conflict!.duplicate, conflict!.conflict, conflict!.firstStream?.id, conflict!.firstEventId]).toEqual([
+      false,
+      true,
+      post.id,
+      'g2',
+    ]);
     const record = wire.observer.getRequest(SESSION, 8)!;
     expect(record.terminalCount).toBe(3);
     expect(record.firstTerminalStream?.id).toBe(post.id);
@@ -138,8 +153,14 @@ describe('cancellation', () => {
     const wire = observed();
     await call(wire.fetch, 11, [sse({ id: 'k1', data: progress(1) })]);
     scripted.server.script.push({ status: 202, chunks: [] });
-    const body = JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 11, reason: 'user' } });
-    await (await wire.fetch(scripted.server.url, { method: 'POST', headers: { 'mcp-session-id': SESSION }, body })).text();
+    const body = JSON.stringify({
+      jsonrpc: '2.0',
+      method: 'notifications/cancelled',
+      params: { requestId: 11, reason: 'user' },
+    });
+    await (
+      await wire.fetch(scripted.server.url, { method: 'POST', headers: { 'mcp-session-id': SESSION }, body })
+    ).text();
     expect(wire.requests[1]!.cancels.map((r) => r.id)).toEqual(['11']);
     expect(wire.requests[0]!.cancels).toEqual([]);
   });

@@ -15,7 +15,11 @@ afterAll(async () => {
 
 const post = (body: object, sessionId: string) => ({
   method: 'POST',
-  headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': sessionId },
+  headers: {
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    'mcp-session-id': sessionId,
+  },
   body: JSON.stringify(body),
 });
 
@@ -38,7 +42,7 @@ function eventsOf(text: string): SseEvent[] {
 }
 
 describe('WireObserver hot path', () => {
-  it("tells a listener that wants only deciding events the terminals and every event of a resumed stream, and no other", async () => {
+  it('tells a listener that wants only deciding events the terminals and every event of a resumed stream, and no other', async () => {
     const observer = new WireObserver();
     const all: WireEvent[] = [];
     const deciding: WireEvent[] = [];
@@ -48,7 +52,9 @@ describe('WireObserver hot path', () => {
     server.progress = 3;
     try {
       const sessionId = await initialize(fetch);
-      await (await fetch(server.url, post({ jsonrpc: '2.0', id: 21, method: 'tools/call', params: {} }, sessionId))).text();
+      await (
+        await fetch(server.url, post({ jsonrpc: '2.0', id: 21, method: 'tools/call', params: {} }, sessionId))
+      ).text();
       // Every SSE event to the first; to the second the JSON initialize body and the terminal only.
       expect(all.filter((e) => e.sse).map((e) => e.eventId)).toEqual(['s21-1', 's21-2', 's21-3', 's21-4']);
       expect(deciding.map((e) => [e.eventId, e.terminals.length])).toEqual([
@@ -72,11 +78,18 @@ describe('WireObserver hot path', () => {
     server.progress = 3;
     try {
       const sessionId = await initialize(fetch);
-      await (await fetch(server.url, post({ jsonrpc: '2.0', id: 22, method: 'tools/call', params: {} }, sessionId))).text();
+      await (
+        await fetch(server.url, post({ jsonrpc: '2.0', id: 22, method: 'tools/call', params: {} }, sessionId))
+      ).text();
       expect(told).toBe(2);
       const session = observer.getSession(sessionId)!;
       const stream = session.streams.at(-1)!;
-      expect([stream.messageEvents, stream.terminalEvents, stream.lastEventId, stream.deliveredEventId]).toEqual([4, 1, 's22-4', 's22-4']);
+      expect([stream.messageEvents, stream.terminalEvents, stream.lastEventId, stream.deliveredEventId]).toEqual([
+        4,
+        1,
+        's22-4',
+        's22-4',
+      ]);
       expect(session.cursors.get('s22-2')).toBe(stream);
     } finally {
       server.progress = 1;
@@ -91,7 +104,9 @@ describe('WireObserver hot path', () => {
     server.progress = 5;
     try {
       const sessionId = await initialize(fetch);
-      const text = await (await fetch(server.url, post({ jsonrpc: '2.0', id: 23, method: 'tools/call', params: {} }, sessionId))).text();
+      const text = await (
+        await fetch(server.url, post({ jsonrpc: '2.0', id: 23, method: 'tools/call', params: {} }, sessionId))
+      ).text();
       const original = server.written.get('POST 23')!;
       const expected = eventsOf(original)
         .filter((e) => e.id !== 's23-2' && e.id !== 's23-4')
@@ -135,8 +150,22 @@ describe('headerValue', () => {
       [['MCP-SESSION-ID', 'abc']],
       new Map([['mcp-session-id', 'abc']]) as unknown as RequestInit['headers'],
     ];
-    for (const headers of forms) expect(headerValue(headers, 'mcp-session-id')).toBe(new Headers(headers).get('mcp-session-id'));
-    expect(headerValue([['a', '1'], ['A', '2']], 'a')).toBe(new Headers([['a', '1'], ['A', '2']]).get('a'));
+    for (const headers of forms)
+      expect(headerValue(headers, 'mcp-session-id')).toBe(new Headers(headers).get('mcp-session-id'));
+    expect(
+      headerValue(
+        [
+          ['a', '1'],
+          ['A', '2'],
+        ],
+        'a',
+      ),
+    ).toBe(
+      new Headers([
+        ['a', '1'],
+        ['A', '2'],
+      ]).get('a'),
+    );
     expect(headerValue({ accept: 'x' }, 'mcp-session-id')).toBeUndefined();
     expect(headerValue(undefined, 'accept')).toBeUndefined();
   });

@@ -38,12 +38,17 @@ describe('WireObserver', () => {
     expect(observer.getSession(sessionId)?.initializedHere).toBe(true);
     expect(observer.getSession(sessionId)?.protocolVersion).toBe('2025-06-18');
 
-    const call = await fetch(server.url, post({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'stream_progress' } }, sessionId));
+    const call = await fetch(
+      server.url,
+      post({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'stream_progress' } }, sessionId),
+    );
     const text = await call.text();
     expect(text).toBe(server.written.get('POST 1'));
 
     const terminals = seen.events.flatMap((e) => e.terminals);
-    expect(terminals.map((t) => [t.request.id, t.request.method, t.request.target, t.outcome, t.duplicate, t.delivery])).toEqual([
+    expect(
+      terminals.map((t) => [t.request.id, t.request.method, t.request.target, t.outcome, t.duplicate, t.delivery]),
+    ).toEqual([
       ['0', 'initialize', undefined, 'result', false, 'live'],
       ['1', 'tools/call', 'stream_progress', 'result', false, 'live'],
     ]);
@@ -79,10 +84,14 @@ describe('WireObserver', () => {
     observer.addListener(seen.listener);
     const fetch = observer.wrap();
     const sessionId = await initialize(fetch, server.url);
-    await (await fetch(server.url, post({ jsonrpc: '2.0', id: 6, method: 'tools/call', params: {} }, sessionId))).text();
+    await (
+      await fetch(server.url, post({ jsonrpc: '2.0', id: 6, method: 'tools/call', params: {} }, sessionId))
+    ).text();
     // Another process's id for this session: the server replays it, the observer cannot place it.
     const foreign = await initialize(globalThis.fetch, server.url);
-    await (await globalThis.fetch(server.url, post({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: {} }, foreign))).text();
+    await (
+      await globalThis.fetch(server.url, post({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: {} }, foreign))
+    ).text();
     await (await fetch(server.url, { headers: { 'mcp-session-id': sessionId, 'last-event-id': 's7-1' } })).text();
     const resume = seen.requests.at(-1)!.resume!;
     expect(resume.from).toBeUndefined();
@@ -98,7 +107,13 @@ describe('WireObserver', () => {
     }
     const cursors = observer.getSession(sessionId)!.cursors;
     expect(cursors.size).toBe(3);
-    expect(['s30-1', 's30-2', 's31-1', 's31-2', 's32-1'].map((id) => cursors.get(id)?.requests[0]?.id)).toEqual([undefined, '30', '31', '31', undefined]);
+    expect(['s30-1', 's30-2', 's31-1', 's31-2', 's32-1'].map((id) => cursors.get(id)?.requests[0]?.id)).toEqual([
+      undefined,
+      '30',
+      '31',
+      '31',
+      undefined,
+    ]);
   });
 
   it('marks a terminal replayed on a resumed stream as a duplicate replay', async () => {
@@ -108,7 +123,10 @@ describe('WireObserver', () => {
     const fetch = observer.wrap();
     const sessionId = await initialize(fetch, server.url);
 
-    const call = await fetch(server.url, post({ jsonrpc: '2.0', id: 5, method: 'tools/call', params: { name: 'x' } }, sessionId));
+    const call = await fetch(
+      server.url,
+      post({ jsonrpc: '2.0', id: 5, method: 'tools/call', params: { name: 'x' } }, sessionId),
+    );
     await call.text();
     const resumed = await fetch(server.url, { headers: { 'mcp-session-id': sessionId, 'last-event-id': 's5-1' } });
     // s5-1 was not the last id of the stream, so this cursor is not recognised as the stream's tail;
@@ -145,10 +163,16 @@ describe('WireObserver', () => {
     const cut = await fetch(server.url, post({ jsonrpc: '2.0', id: 20, method: 'tools/call', params: {} }, sessionId));
     await expect(cut.text()).rejects.toThrow();
 
-    const aborted = await fetch(server.url, post({ jsonrpc: '2.0', id: 21, method: 'tools/call', params: {} }, sessionId));
+    const aborted = await fetch(
+      server.url,
+      post({ jsonrpc: '2.0', id: 21, method: 'tools/call', params: {} }, sessionId),
+    );
     await aborted.body!.cancel();
 
-    const clean = await fetch(server.url, post({ jsonrpc: '2.0', id: 22, method: 'tools/call', params: {} }, sessionId));
+    const clean = await fetch(
+      server.url,
+      post({ jsonrpc: '2.0', id: 22, method: 'tools/call', params: {} }, sessionId),
+    );
     await clean.text();
 
     expect(seen.ends.map((e) => e.how)).toEqual(['clean', 'error', 'abort', 'clean']);
@@ -164,9 +188,14 @@ describe('WireObserver', () => {
     const seen = recorder();
     observer.addListener(seen.listener);
     const fetch = observer.wrap();
-    const response = await fetch(server.url, post({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: {} }, 'from-elsewhere'));
+    const response = await fetch(
+      server.url,
+      post({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: {} }, 'from-elsewhere'),
+    );
     await response.text();
-    await (await fetch(server.url, post({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: {} }, 'from-elsewhere'))).text();
+    await (
+      await fetch(server.url, post({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: {} }, 'from-elsewhere'))
+    ).text();
     expect(seen.requests.map((r) => r.reattach?.trigger)).toEqual(['new_transport', undefined]);
   });
 
@@ -199,7 +228,13 @@ describe('WireObserver', () => {
       open.push(await fetch(server.url, post({ jsonrpc: '2.0', id, method: 'tools/call', params: {} }, sessionId)));
     }
     // initialize (finished, released) and 30 calls in flight: the 20 oldest pushed out by the cap.
-    expect(observer.stats()).toEqual({ sessions: 1, requests: 10, evictions: 20, releasedSessions: 0, releasedRequests: 1 });
+    expect(observer.stats()).toEqual({
+      sessions: 1,
+      requests: 10,
+      evictions: 20,
+      releasedSessions: 0,
+      releasedRequests: 1,
+    });
     for (const response of open) await response.body?.cancel();
   });
 });

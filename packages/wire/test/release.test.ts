@@ -24,8 +24,19 @@ describe('release of wire state', () => {
   it('a finished request leaves the request map when its stream ends after the terminal; its cursors still place', async () => {
     const { observer, fetch, requests } = observed();
     const sessionId = await initialize(fetch, sse.server.url);
-    await (await fetch(sse.server.url, post({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'x' } }, sessionId))).text();
-    expect(observer.stats()).toEqual({ sessions: 1, requests: 0, evictions: 0, releasedSessions: 0, releasedRequests: 2 });
+    await (
+      await fetch(
+        sse.server.url,
+        post({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'x' } }, sessionId),
+      )
+    ).text();
+    expect(observer.stats()).toEqual({
+      sessions: 1,
+      requests: 0,
+      evictions: 0,
+      releasedSessions: 0,
+      releasedRequests: 2,
+    });
     // Still known through its stream: terminal count, no payload needed for the decision.
     expect(observer.getRequest(sessionId, 7)?.terminalCount).toBe(1);
     // A cursor from the middle of the finished stream is placed on it, the request terminal.
@@ -38,7 +49,10 @@ describe('release of wire state', () => {
   it('a request in flight stays until its stream ends', async () => {
     const { observer, fetch } = observed();
     const sessionId = await initialize(fetch, sse.server.url);
-    const call = await fetch(sse.server.url, post({ jsonrpc: '2.0', id: 8, method: 'tools/call', params: {} }, sessionId));
+    const call = await fetch(
+      sse.server.url,
+      post({ jsonrpc: '2.0', id: 8, method: 'tools/call', params: {} }, sessionId),
+    );
     expect(observer.stats().requests).toBe(1);
     await call.text();
     expect(observer.stats().requests).toBe(0);
@@ -47,8 +61,13 @@ describe('release of wire state', () => {
   it('a DELETE of the session releases the session and its requests, in flight or not', async () => {
     const { observer, fetch, released } = observed();
     const sessionId = await initialize(fetch, sse.server.url);
-    await (await fetch(sse.server.url, post({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: {} }, sessionId))).text();
-    const unread = await fetch(sse.server.url, post({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: {} }, sessionId));
+    await (
+      await fetch(sse.server.url, post({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: {} }, sessionId))
+    ).text();
+    const unread = await fetch(
+      sse.server.url,
+      post({ jsonrpc: '2.0', id: 2, method: 'tools/call', params: {} }, sessionId),
+    );
     expect(observer.stats()).toMatchObject({ sessions: 1, requests: 1 });
     const deleted = await fetch(sse.server.url, { method: 'DELETE', headers: { 'mcp-session-id': sessionId } });
     expect(deleted.status).toBe(200);
@@ -66,8 +85,14 @@ describe('release of wire state', () => {
     const { observer, fetch, released } = observed();
     const sessionId = await initialize(fetch, sse.server.url);
     const transport = new AbortController();
-    const standalone = await fetch(sse.server.url, { headers: { 'mcp-session-id': sessionId, accept: 'text/event-stream' }, signal: transport.signal });
-    const call = await fetch(sse.server.url, { ...post({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: {} }, sessionId), signal: transport.signal });
+    const standalone = await fetch(sse.server.url, {
+      headers: { 'mcp-session-id': sessionId, accept: 'text/event-stream' },
+      signal: transport.signal,
+    });
+    const call = await fetch(sse.server.url, {
+      ...post({ jsonrpc: '2.0', id: 3, method: 'tools/call', params: {} }, sessionId),
+      signal: transport.signal,
+    });
     const reading = standalone.text().catch(() => 'aborted');
     expect(observer.stats()).toMatchObject({ sessions: 1, requests: 1 });
     transport.abort();
@@ -85,12 +110,21 @@ describe('release of wire state', () => {
     // The server holds the stream 30 ms after its progress event, then cuts it: the client drops it first.
     sse.server.cutNextStream = true;
     const dropped = new AbortController();
-    const call = await fetch(sse.server.url, { ...post({ jsonrpc: '2.0', id: 4, method: 'tools/call', params: {} }, sessionId), signal: dropped.signal });
+    const call = await fetch(sse.server.url, {
+      ...post({ jsonrpc: '2.0', id: 4, method: 'tools/call', params: {} }, sessionId),
+      signal: dropped.signal,
+    });
     const reader = call.body!.getReader();
     await reader.read();
     dropped.abort();
     await reader.read().catch(() => undefined);
-    expect(observer.stats()).toEqual({ sessions: 1, requests: 1, evictions: 0, releasedSessions: 0, releasedRequests: 1 });
+    expect(observer.stats()).toEqual({
+      sessions: 1,
+      requests: 1,
+      evictions: 0,
+      releasedSessions: 0,
+      releasedRequests: 1,
+    });
     await (await fetch(sse.server.url, { headers: { 'mcp-session-id': sessionId, 'last-event-id': 's4-1' } })).text();
     expect(requests.at(-1)!.resume!.requests.map((r) => r.id)).toEqual(['4']);
   });

@@ -23,7 +23,13 @@ interface Scanned {
 function scan(chunks: string[]): Scanned[] {
   const seen: Scanned[] = [];
   const scanner = new SseScanner({
-    event: (s) => void seen.push({ mayHoldId: s.mayHoldId, mayHoldMethod: s.mayHoldMethod, dataLength: s.dataLength, data: s.decodeData() }),
+    event: (s) =>
+      void seen.push({
+        mayHoldId: s.mayHoldId,
+        mayHoldMethod: s.mayHoldMethod,
+        dataLength: s.dataLength,
+        data: s.decodeData(),
+      }),
   });
   for (const chunk of chunks) scanner.push(encoder.encode(chunk));
   scanner.end();
@@ -42,7 +48,9 @@ describe("SseScanner's JSON-RPC pre-filter (internal to the wire observer)", () 
     ]);
     expect(events.map((e) => e.mayHoldId)).toEqual([false, true, true, true, false, false]);
     expect(events.map((e) => e.mayHoldMethod)).toEqual([true, false, false, false, false, false]);
-    expect(events.map((e) => e.dataLength)).toEqual(events.map((e) => encoder.encode(e.data.replaceAll('\n', '')).length));
+    expect(events.map((e) => e.dataLength)).toEqual(
+      events.map((e) => encoder.encode(e.data.replaceAll('\n', '')).length),
+    );
     expect(events.at(-1)!.dataLength).toBe(0);
   });
 
@@ -50,8 +58,14 @@ describe("SseScanner's JSON-RPC pre-filter (internal to the wire observer)", () 
     const text = 'data: {"x":1}\n\ndata: {"id":1,"result":{}}\n\ndata: {"method":"m"}\n\n';
     for (let cut = 1; cut < text.length; cut++) {
       const events = scan([text.slice(0, cut), text.slice(cut)]);
-      expect(events.map((e) => e.mayHoldId), `cut at ${cut}`).toEqual([false, true, false]);
-      expect(events.map((e) => e.mayHoldMethod), `cut at ${cut}`).toEqual([false, false, true]);
+      expect(
+        events.map((e) => e.mayHoldId),
+        `cut at ${cut}`,
+      ).toEqual([false, true, false]);
+      expect(
+        events.map((e) => e.mayHoldMethod),
+        `cut at ${cut}`,
+      ).toEqual([false, false, true]);
     }
   });
 
@@ -66,7 +80,11 @@ describe('SseParser decodes lazily', () => {
     const bytes = encoder.encode('id: é-1\nevent: méssage\ndata: {"text":"žluťoučký 🐎"}\n\n');
     for (let cut = 1; cut < bytes.length; cut++) {
       const [event] = parse([bytes.slice(0, cut), bytes.slice(cut)]);
-      expect([event!.id, event!.event, event!.data], `cut at ${cut}`).toEqual(['é-1', 'méssage', '{"text":"žluťoučký 🐎"}']);
+      expect([event!.id, event!.event, event!.data], `cut at ${cut}`).toEqual([
+        'é-1',
+        'méssage',
+        '{"text":"žluťoučký 🐎"}',
+      ]);
     }
   });
 

@@ -77,7 +77,10 @@ describe('SseParser', () => {
       const cuts = new Set<number>();
       const count = Math.floor(next() * 12);
       for (let i = 0; i < count; i++) cuts.add(1 + Math.floor(next() * (bytes.length - 1)));
-      const chunked = parseInChunks(bytes, [...cuts].sort((a, b) => a - b));
+      const chunked = parseInChunks(
+        bytes,
+        [...cuts].sort((a, b) => a - b),
+      );
       expect(chunked.events.map(summary)).toEqual(reference.events.map(summary));
       expect(concat([...chunked.raw, chunked.rest])).toEqual(bytes);
     }

@@ -42,7 +42,6 @@ const TERMINAL = 1;
 const RESUME = 2;
 const REATTACH = 3;
 
-
 /**
  * The detection core: spans in, findings out, one span at a time and without I/O.
  * Every decision is taken on event time (span start), so the order in which spans arrive does
@@ -106,7 +105,9 @@ export class Detector {
     else if (name === SPAN_SESSION_REATTACH) type = REATTACH;
     else {
       return this.count(
-        typeof span.attributes[ATTR_MCP_METHOD_NAME] === 'string' ? SpanReceivedResult.ACCEPTED : SpanReceivedResult.IGNORED,
+        typeof span.attributes[ATTR_MCP_METHOD_NAME] === 'string'
+          ? SpanReceivedResult.ACCEPTED
+          : SpanReceivedResult.IGNORED,
       );
     }
     const time = span.startTimeUnixMs;
@@ -119,7 +120,12 @@ export class Detector {
     const hasReq = typeof req === 'string' ? req.length > 0 : typeof req === 'number';
     // A resume of the listening stream is no request's resume, even if a replayed terminal named one.
     const listening = type !== TERMINAL && attrs[ATTR_MCP_STREAM_KIND] === StreamKind.LISTENING;
-    if (typeof session !== 'string' || session.length === 0 || (!hasReq && type === RESUME && !listening) || (!hasReq && type === TERMINAL)) {
+    if (
+      typeof session !== 'string' ||
+      session.length === 0 ||
+      (!hasReq && type === RESUME && !listening) ||
+      (!hasReq && type === TERMINAL)
+    ) {
       return this.count(SpanReceivedResult.IGNORED);
     }
     // The span id's two words are parsed once here and reused by whatever stores the id below.
@@ -138,10 +144,17 @@ export class Detector {
       // The same status rule as a resume's (semconv): the server no longer holds the cursor or the session.
       reattachEvicts = isCursorGoneStatus(status);
     } else if (listening) {
-      this.events?.listeningResume(service, refusedByGuard(attrs) ? ResumeOutcome.ERROR : resumeOutcome(attrs, statusOf(attrs)));
+      this.events?.listeningResume(
+        service,
+        refusedByGuard(attrs) ? ResumeOutcome.ERROR : resumeOutcome(attrs, statusOf(attrs)),
+      );
       return this.count(SpanReceivedResult.ACCEPTED);
     }
-    const slot = this.slotFor(this.services.idOf(service), session, typeof req === 'string' ? req : String(req as number));
+    const slot = this.slotFor(
+      this.services.idOf(service),
+      session,
+      typeof req === 'string' ? req : String(req as number),
+    );
     this.table.seenAt(slot, span.endTimeUnixMs > this.now ? span.endTimeUnixMs : this.now);
     if (type === TERMINAL) this.terminal(slot, span, time, service);
     else if (type === RESUME) this.resume(slot, span, time, service);
@@ -214,22 +227,38 @@ export class Detector {
 
   /** Loads exportState() of a detector with the same options into this fresh one; StateMismatchError if it does not fit. */
   importState(state: DetectorState): void {
-    if (state.format !== STATE_FORMAT) throw new StateMismatchError(`state format ${state.format}, expected ${STATE_FORMAT}`);
+    if (state.format !== STATE_FORMAT)
+      throw new StateMismatchError(`state format ${state.format}, expected ${STATE_FORMAT}`);
     for (const k of Object.keys(this.options) as (keyof DetectorOptions)[]) {
-      if (state.options[k] !== this.options[k]) throw new StateMismatchError(`state was kept with ${k}=${state.options[k]}, this detector has ${this.options[k]}`);
+      if (state.options[k] !== this.options[k])
+        throw new StateMismatchError(
+          `state was kept with ${k}=${state.options[k]}, this detector has ${this.options[k]}`,
+        );
     }
-    if (this.table.size > 0 || this.services.size > 0) throw new StateMismatchError('importState needs a detector that has seen no span');
+    if (this.table.size > 0 || this.services.size > 0)
+      throw new StateMismatchError('importState needs a detector that has seen no span');
     loadFields(this.table, state.table, 'request table');
     loadFields(this.spanIds, state.spanIds, 'span ids');
     loadFields(this.attemptStreams, state.attemptStreams, 'attempt streams');
     this.now = state.now;
-    [this.evictions, this.released, this.accepted, this.duplicate, this.invalid, this.ignored] = state.counts as [number, number, number, number, number, number];
+    [this.evictions, this.released, this.accepted, this.duplicate, this.invalid, this.ignored] = state.counts as [
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+    ];
     // Admitted in their order, the names get back their numbers, which the table's service column holds.
     for (const name of state.services) this.services.idOf(name);
-    if (this.services.size !== state.services.length) throw new StateMismatchError(`state holds ${state.services.length} services, ${this.services.size} distinct within the cap`);
+    if (this.services.size !== state.services.length)
+      throw new StateMismatchError(
+        `state holds ${state.services.length} services, ${this.services.size} distinct within the cap`,
+      );
     for (const slot of state.openStorms) this.openStorms.add(slot);
     // The metrics of the new process count the storms still open.
-    for (const slot of this.openStorms) if (!this.table.stormEnded(slot)) this.events?.stormStarted(this.serviceOf(slot));
+    for (const slot of this.openStorms)
+      if (!this.table.stormEnded(slot)) this.events?.stormStarted(this.serviceOf(slot));
   }
 
   private activeStorms(): number {
@@ -312,7 +341,8 @@ export class Detector {
     this.duplicateTerminal(slot, span.traceId, duplicateTime, span.spanId);
     // Spans out of order: a resume already seen turns out to be later than this terminal.
     const resumeTime = table.latestResumeAt(slot);
-    if (resumeTime >= table.firstTerminalAt(slot)) this.resumeAfterTerminal(slot, span.traceId, table.firstTerminalAt(slot), resumeTime, undefined);
+    if (resumeTime >= table.firstTerminalAt(slot))
+      this.resumeAfterTerminal(slot, span.traceId, table.firstTerminalAt(slot), resumeTime, undefined);
   }
 
   /** A resume (GET with Last-Event-ID) of the request's stream. */
@@ -336,7 +366,13 @@ export class Detector {
     table.noteResume(slot, time, this.spanHi, this.spanLo);
     const haveTerminal = table.hasTerminal(slot);
     if (observed || (haveTerminal && table.firstTerminalAt(slot) <= time)) {
-      this.resumeAfterTerminal(slot, span.traceId, haveTerminal ? Math.min(table.firstTerminalAt(slot), time) : time, time, span.spanId);
+      this.resumeAfterTerminal(
+        slot,
+        span.traceId,
+        haveTerminal ? Math.min(table.firstTerminalAt(slot), time) : time,
+        time,
+        span.spanId,
+      );
     } else if (outcome === ResumeOutcome.CONTINUATION || outcome === ResumeOutcome.POLL) {
       // The request is alive: a poll or a continuation before its terminal is no attempt and no finding.
       if (outcome === ResumeOutcome.CONTINUATION) {
@@ -369,7 +405,8 @@ export class Detector {
       if (this.quietStreams.contains(streamHash, key)) return;
       if (!this.attemptStreams.add(streamHash, key)) {
         // The second span of an attempt already counted: it can still tell that the server evicted it.
-        if (evicts && table.episodeAttemptCount(slot) > 0 && streamHash === table.lastAttemptStream(slot)) this.markEvicting(slot);
+        if (evicts && table.episodeAttemptCount(slot) > 0 && streamHash === table.lastAttemptStream(slot))
+          this.markEvicting(slot);
         return;
       }
     } else {
@@ -427,7 +464,13 @@ export class Detector {
    * resume_after_terminal: a resume of a request whose terminal had been delivered (by event time, or
    * as the instrumentation observed it). `resumeSpanId` undefined: the latest resume stored in the table.
    */
-  private resumeAfterTerminal(slot: number, traceId: string, first: number, last: number, resumeSpanId: string | undefined): void {
+  private resumeAfterTerminal(
+    slot: number,
+    traceId: string,
+    first: number,
+    last: number,
+    resumeSpanId: string | undefined,
+  ): void {
     const table = this.table;
     if (table.wasReported(slot, Reported.RESUME_AFTER_TERMINAL)) return;
     table.markReported(slot, Reported.RESUME_AFTER_TERMINAL);
@@ -448,9 +491,17 @@ export class Detector {
     table.startStorm(slot);
     this.openStorms.add(slot);
     this.events?.stormStarted(service);
-    this.emit(slot, FindingKind.RECONNECT_STORM, span.traceId, oldest, newest, uniq([table.firstAttemptSpanId(slot), span.spanId]), {
-      attempts: table.episodeAttemptCount(slot),
-    });
+    this.emit(
+      slot,
+      FindingKind.RECONNECT_STORM,
+      span.traceId,
+      oldest,
+      newest,
+      uniq([table.firstAttemptSpanId(slot), span.spanId]),
+      {
+        attempts: table.episodeAttemptCount(slot),
+      },
+    );
     // Duplicates were delivered before the storm was complete: the pattern is complete now.
     this.signature(slot, span.traceId, time);
   }
@@ -485,7 +536,12 @@ export class Detector {
    */
   private emptyReplay(slot: number, span: SpanRecord, time: number, status: number): void {
     const table = this.table;
-    if (table.wasReported(slot, Reported.EMPTY_REPLAY) || table.continuationAt(slot) >= time || !isEvidencedEmptyReplay(span.attributes, span.kind)) return;
+    if (
+      table.wasReported(slot, Reported.EMPTY_REPLAY) ||
+      table.continuationAt(slot) >= time ||
+      !isEvidencedEmptyReplay(span.attributes, span.kind)
+    )
+      return;
     table.markReported(slot, Reported.EMPTY_REPLAY);
     table.setEmptyReplayAt(slot, time);
     this.emit(slot, FindingKind.AMBIGUOUS_EMPTY_REPLAY, span.traceId, time, time, [span.spanId], {
@@ -533,7 +589,16 @@ export class Detector {
       (terminal || time >= table.emptyReplayAt(slot))
     ) {
       table.markReported(slot, Reported.EMPTY_REPLAY_RETRACTION);
-      this.emit(slot, FindingKind.AMBIGUOUS_EMPTY_REPLAY, span.traceId, table.emptyReplayAt(slot), time, [span.spanId], undefined, FindingRecord.RETRACTION);
+      this.emit(
+        slot,
+        FindingKind.AMBIGUOUS_EMPTY_REPLAY,
+        span.traceId,
+        table.emptyReplayAt(slot),
+        time,
+        [span.spanId],
+        undefined,
+        FindingRecord.RETRACTION,
+      );
     }
     if (
       table.wasReported(slot, Reported.CURSOR_LOST) &&
@@ -541,7 +606,16 @@ export class Detector {
       (terminal || time >= table.cursorLostAt(slot))
     ) {
       table.markReported(slot, Reported.CURSOR_LOST_RETRACTION);
-      this.emit(slot, FindingKind.CURSOR_LOST, span.traceId, table.cursorLostAt(slot), time, [span.spanId], undefined, FindingRecord.RETRACTION);
+      this.emit(
+        slot,
+        FindingKind.CURSOR_LOST,
+        span.traceId,
+        table.cursorLostAt(slot),
+        time,
+        [span.spanId],
+        undefined,
+        FindingRecord.RETRACTION,
+      );
     }
   }
 
@@ -570,9 +644,23 @@ export class Detector {
   }
 
   /** conflicting_terminal: a second terminal of the request whose content differs from the first. */
-  private conflictingTerminal(slot: number, span: SpanRecord, time: number, server: string, extra: Partial<Finding>): void {
+  private conflictingTerminal(
+    slot: number,
+    span: SpanRecord,
+    time: number,
+    server: string,
+    extra: Partial<Finding>,
+  ): void {
     this.table.ensureCold(slot);
-    this.reportServerDefect(slot, FindingKind.CONFLICTING_TERMINAL, Reported.CONFLICTING_TERMINAL, server, span, time, extra);
+    this.reportServerDefect(
+      slot,
+      FindingKind.CONFLICTING_TERMINAL,
+      Reported.CONFLICTING_TERMINAL,
+      server,
+      span,
+      time,
+      extra,
+    );
   }
 
   /** Server defects are counted per server every time (metrics), and reported once per request and kind. */
@@ -601,7 +689,8 @@ export class Detector {
     if (typeof stream !== 'string' || stream.length === 0) return;
     const streamHash = hash32(stream);
     const key = this.table.incarnationKey(slot);
-    if (this.quietStreams.add(streamHash, key) && this.attemptStreams.contains(streamHash, key)) this.withdraw(slot, span.startTimeUnixMs);
+    if (this.quietStreams.add(streamHash, key) && this.attemptStreams.contains(streamHash, key))
+      this.withdraw(slot, span.startTimeUnixMs);
   }
 
   /** Removes one counted attempt (the one nearest `time`) from the current episode, unless it is already a storm. */
@@ -660,7 +749,12 @@ export class Detector {
       last,
       uniq([table.firstAttemptSpanId(slot), table.lastAttemptSpanId(slot)]),
       // The whole storm's counts: duplicates too, so a reader sees one count per request at its end.
-      { attempts, duplicates: table.duplicateDeliveries(slot) || undefined, ended_by: endedBy, ended_by_eviction: endedBy === StormEnd.EVICTED },
+      {
+        attempts,
+        duplicates: table.duplicateDeliveries(slot) || undefined,
+        ended_by: endedBy,
+        ended_by_eviction: endedBy === StormEnd.EVICTED,
+      },
       FindingRecord.STORM_ENDED,
     );
   }

@@ -79,7 +79,12 @@ export abstract class RequestSlots {
       const bucket = buckets[i]!;
       if (bucket === 0) return NO_SLOT;
       const slot = bucket - 1;
-      if (this.hashes[slot] === hash && this.serviceIds[slot] === service && this.requests[slot] === request && this.sessions[slot] === session) {
+      if (
+        this.hashes[slot] === hash &&
+        this.serviceIds[slot] === service &&
+        this.requests[slot] === request &&
+        this.sessions[slot] === session
+      ) {
         return slot;
       }
     }
@@ -180,7 +185,8 @@ export abstract class RequestSlots {
     while (buckets < cap * 2) buckets *= 2;
     this.buckets = new Int32Array(buckets);
     this.bucketMask = buckets - 1;
-    for (let slot = 0; slot < this.sessions.length; slot++) if (this.sessions[slot] !== undefined) this.insertBucket(slot);
+    for (let slot = 0; slot < this.sessions.length; slot++)
+      if (this.sessions[slot] !== undefined) this.insertBucket(slot);
   }
 }
 

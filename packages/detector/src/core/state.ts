@@ -46,7 +46,8 @@ export function loadFields(target: object, fields: StateFields, what: string): v
       : Array.isArray(v)
         ? Array.isArray(f)
         : typeof f === typeof v;
-    if (!sameKind) throw new StateMismatchError(`state of ${what}: field ${k} is not a ${Array.isArray(v) ? 'list' : typeof v}`);
+    if (!sameKind)
+      throw new StateMismatchError(`state of ${what}: field ${k} is not a ${Array.isArray(v) ? 'list' : typeof v}`);
   }
   for (const k of Object.keys(fields)) {
     if (!(k in t)) throw new StateMismatchError(`state of ${what} has an unknown field ${k}`);

@@ -232,7 +232,11 @@ export class RequestTable extends RequestSlots {
   duplicateDeliveries(slot: number): number {
     const row = this.coldRows[slot]!;
     const replays = this.replayedDuplicates[row]! + Math.max(0, this.replayedFirsts[row]! - 1);
-    return Math.max(this.terminalDeliveries[slot]! - this.firstStreamDeliveries[slot]!, this.markedDuplicates[slot]!, replays);
+    return Math.max(
+      this.terminalDeliveries[slot]! - this.firstStreamDeliveries[slot]!,
+      this.markedDuplicates[slot]!,
+      replays,
+    );
   }
 
   /** Stream hash of a foreign terminal of the request, 0 for none. */
@@ -352,7 +356,15 @@ export class RequestTable extends RequestSlots {
   }
 
   /** The attempt at `time` is the episode's latest; `evicted`: the server answered it 400/404/409. */
-  setLastAttempt(slot: number, time: number, stream: number, traceId: string, spanHi: number, spanLo: number, evicted: boolean): void {
+  setLastAttempt(
+    slot: number,
+    time: number,
+    stream: number,
+    traceId: string,
+    spanHi: number,
+    spanLo: number,
+    evicted: boolean,
+  ): void {
     const row = this.ensureCold(slot);
     this.lastAttemptTimes[row] = time;
     this.lastAttemptStreams[row] = stream;

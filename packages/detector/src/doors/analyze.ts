@@ -42,9 +42,11 @@ export interface AnalyzeResult {
 
 /** Why the detector ignored a span, in words. */
 function ignoredReason(s: SpanRecord): string {
-  const contract = s.name === SPAN_REQUEST_TERMINAL || s.name === SPAN_STREAM_RESUME || s.name === SPAN_SESSION_REATTACH;
+  const contract =
+    s.name === SPAN_REQUEST_TERMINAL || s.name === SPAN_STREAM_RESUME || s.name === SPAN_SESSION_REATTACH;
   if (!contract) return 'not an MCP span';
-  if (typeof s.attributes[ATTR_MCP_SESSION_ID] !== 'string' || s.attributes[ATTR_MCP_SESSION_ID] === '') return `no ${ATTR_MCP_SESSION_ID}`;
+  if (typeof s.attributes[ATTR_MCP_SESSION_ID] !== 'string' || s.attributes[ATTR_MCP_SESSION_ID] === '')
+    return `no ${ATTR_MCP_SESSION_ID}`;
   if (s.attributes[ATTR_JSONRPC_REQUEST_ID] === undefined) return `no ${ATTR_JSONRPC_REQUEST_ID}`;
   return 'other';
 }
@@ -61,7 +63,14 @@ export async function analyzeFiles(
 ): Promise<AnalyzeResult> {
   const findings: Finding[] = [];
   const detector = new Detector({ ...options, onFinding: (f) => findings.push(f) });
-  const result: AnalyzeResult = { findings, spans: 0, invalidSpans: 0, duplicateSpans: 0, ignoredSpans: {}, documentsWithoutSpans: 0 };
+  const result: AnalyzeResult = {
+    findings,
+    spans: 0,
+    invalidSpans: 0,
+    duplicateSpans: 0,
+    ignoredSpans: {},
+    documentsWithoutSpans: 0,
+  };
   let latest = -Infinity;
   const sink = (s: SpanRecord): void => {
     if (s.endTimeUnixMs > latest) latest = s.endTimeUnixMs;
@@ -84,7 +93,11 @@ export async function analyzeFiles(
     let resourceSpans = 0;
     for (const doc of documents(text, name)) {
       if (typeof doc.value !== 'object' || doc.value === null || Array.isArray(doc.value)) {
-        throw new AnalyzeInputError(name, doc.line, 'not an OTLP/JSON export request (expected a JSON object with resourceSpans)');
+        throw new AnalyzeInputError(
+          name,
+          doc.line,
+          'not an OTLP/JSON export request (expected a JSON object with resourceSpans)',
+        );
       }
       let n: number;
       try {
@@ -103,7 +116,11 @@ export async function analyzeFiles(
     }
     // An all-clear needs something to be clear of: input without a single ResourceSpans is the wrong input.
     if (resourceSpans === 0) {
-      throw new AnalyzeInputError(name, undefined, 'no OTLP resource spans (expected OTLP/JSON export requests: {"resourceSpans": [...]}, one a line or one document)');
+      throw new AnalyzeInputError(
+        name,
+        undefined,
+        'no OTLP resource spans (expected OTLP/JSON export requests: {"resourceSpans": [...]}, one a line or one document)',
+      );
     }
   }
   detector.flush();
@@ -149,14 +166,19 @@ export function formatSummary(result: AnalyzeResult): string {
   const out: string[] = [];
   const groups = groupFindings(result.findings);
   if (groups.length > 0) out.push(formatFindingGroups(groups), '');
-  const used = result.spans - result.invalidSpans - result.duplicateSpans - Object.values(result.ignoredSpans).reduce((a, b) => a + b, 0);
+  const used =
+    result.spans -
+    result.invalidSpans -
+    result.duplicateSpans -
+    Object.values(result.ignoredSpans).reduce((a, b) => a + b, 0);
   const ignored = Object.entries(result.ignoredSpans);
   const ignoredTotal = ignored.reduce((a, [, n]) => a + n, 0);
   out.push(
     `${result.spans} span(s) read: ${used} used, ${result.duplicateSpans} duplicate(s) (redelivered span ids, counted once), ` +
       `${ignoredTotal} ignored${ignored.length ? ` (${ignored.map(([why, n]) => `${n} ${why}`).join(', ')})` : ''}, ${result.invalidSpans} malformed.`,
   );
-  if (result.documentsWithoutSpans > 0) out.push(`${result.documentsWithoutSpans} document(s) without resource spans skipped.`);
+  if (result.documentsWithoutSpans > 0)
+    out.push(`${result.documentsWithoutSpans} document(s) without resource spans skipped.`);
   // Records (how a storm ended, a retraction) concern a finding; they are counted apart from findings.
   const byKind = new Map<string, number>();
   const byRecord = new Map<string, number>();
@@ -167,7 +189,12 @@ export function formatSummary(result: AnalyzeResult): string {
   }
   const findings = [...byKind.values()].reduce((a, b) => a + b, 0);
   if (findings === 0) out.push('No finding.');
-  else out.push(`${findings} finding(s) on ${groups.length} request(s): ` + [...byKind].map(([k, n]) => `${k} ${n}`).join(', ') + '.');
+  else
+    out.push(
+      `${findings} finding(s) on ${groups.length} request(s): ` +
+        [...byKind].map(([k, n]) => `${k} ${n}`).join(', ') +
+        '.',
+    );
   if (byRecord.size > 0) out.push('Records about them: ' + [...byRecord].map(([k, n]) => `${k} ${n}`).join(', ') + '.');
   return out.join('\n') + '\n';
 }

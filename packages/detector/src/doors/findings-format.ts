@@ -19,7 +19,19 @@ export interface FindingGroup {
 }
 
 /** Fields every finding has, shown in the group's header or on the finding's line, not as a fact. */
-const IDENTITY = new Set(['kind', 'service', 'session_id', 'request_id', 'trace_id', 'first_time_unix_ms', 'last_time_unix_ms', 'span_ids', 'duplicates', 'attempts', 'record']);
+const IDENTITY = new Set([
+  'kind',
+  'service',
+  'session_id',
+  'request_id',
+  'trace_id',
+  'first_time_unix_ms',
+  'last_time_unix_ms',
+  'span_ids',
+  'duplicates',
+  'attempts',
+  'record',
+]);
 
 /** Groups findings by (service, session, request), in order of each group's first finding. */
 export function groupFindings(findings: readonly Finding[]): FindingGroup[] {
@@ -28,7 +40,15 @@ export function groupFindings(findings: readonly Finding[]): FindingGroup[] {
     const key = `${f.service}\n${f.session_id}\n${f.request_id}`;
     let g = groups.get(key);
     if (!g) {
-      g = { service: f.service, session_id: f.session_id, request_id: f.request_id, trace_ids: [], duplicates: undefined, attempts: undefined, findings: [] };
+      g = {
+        service: f.service,
+        session_id: f.session_id,
+        request_id: f.request_id,
+        trace_ids: [],
+        duplicates: undefined,
+        attempts: undefined,
+        findings: [],
+      };
       groups.set(key, g);
     }
     g.findings.push(f);
@@ -42,7 +62,8 @@ export function groupFindings(findings: readonly Finding[]): FindingGroup[] {
 /** The request's counts in words, e.g. "3 duplicate terminal deliveries, 4 resume/reattach attempts". */
 export function describeCounts(g: FindingGroup): string {
   const parts: string[] = [];
-  if (g.duplicates !== undefined) parts.push(`${g.duplicates} duplicate terminal deliver${g.duplicates === 1 ? 'y' : 'ies'}`);
+  if (g.duplicates !== undefined)
+    parts.push(`${g.duplicates} duplicate terminal deliver${g.duplicates === 1 ? 'y' : 'ies'}`);
   if (g.attempts !== undefined) parts.push(`${g.attempts} resume/reattach attempt${g.attempts === 1 ? '' : 's'}`);
   return parts.join(', ');
 }
@@ -73,10 +94,15 @@ export function formatFindingGroups(groups: readonly FindingGroup[], options: Fi
   const out: string[] = [];
   for (const g of groups) {
     const counts = describeCounts(g);
-    out.push(`${indent}service=${g.service} session=${g.session_id} request=${g.request_id} trace=${g.trace_ids.join(',')}${counts ? `: ${counts}` : ''}`);
+    out.push(
+      `${indent}service=${g.service} session=${g.session_id} request=${g.request_id} trace=${g.trace_ids.join(',')}${counts ? `: ${counts}` : ''}`,
+    );
     for (const f of g.findings) {
       const facts = findingFacts(f);
-      const at = options.times === false ? '' : ` ${new Date(f.first_time_unix_ms).toISOString()}..${new Date(f.last_time_unix_ms).toISOString()}`;
+      const at =
+        options.times === false
+          ? ''
+          : ` ${new Date(f.first_time_unix_ms).toISOString()}..${new Date(f.last_time_unix_ms).toISOString()}`;
       // A record (how a storm ended, a retraction) is labelled with the kind of the finding it concerns.
       const label = f.record === undefined ? f.kind : `${f.kind}:${f.record}`;
       out.push(`${indent}  ${label.padEnd(24)}${at}${facts ? ` ${facts}` : ''}`.trimEnd());

@@ -80,12 +80,19 @@ function guard({ config, budget, shed }: GrpcReceiverInit): grpc.ServerIntercept
                 shed();
                 const details = `server busy: request bodies in flight reach ${config.maxInflightBytes} bytes (--max-inflight); retry later`;
                 const trailers = new grpc.Metadata();
-                trailers.set(STATUS_DETAILS_KEY, encodeStatus(RpcCode.RESOURCE_EXHAUSTED, details, retryInfo(config.retryAfterMs)));
+                trailers.set(
+                  STATUS_DETAILS_KEY,
+                  encodeStatus(RpcCode.RESOURCE_EXHAUSTED, details, retryInfo(config.retryAfterMs)),
+                );
                 return refuse(grpc.status.RESOURCE_EXHAUSTED, details, trailers);
               }
               held = true;
               timer = setTimeout(
-                () => refuse(grpc.status.DEADLINE_EXCEEDED, `no complete message within ${config.idleTimeoutMs} ms (--idle-timeout)`),
+                () =>
+                  refuse(
+                    grpc.status.DEADLINE_EXCEEDED,
+                    `no complete message within ${config.idleTimeoutMs} ms (--idle-timeout)`,
+                  ),
                 config.idleTimeoutMs,
               );
               timer.unref();

@@ -64,7 +64,8 @@ export function otlpHttpHandler({ pipeline, config, budget, inflight, shed }: Ht
       res.setHeader('connection', 'close');
       sendStatus(res, http, code, message, pb, retryAfterMs);
     };
-    if (path !== TRACES_PATH) return refuse(404, RpcCode.UNIMPLEMENTED, `no such path: ${path}; spans go to POST ${TRACES_PATH}`);
+    if (path !== TRACES_PATH)
+      return refuse(404, RpcCode.UNIMPLEMENTED, `no such path: ${path}; spans go to POST ${TRACES_PATH}`);
     if (req.method !== 'POST') {
       res.setHeader('allow', 'POST');
       return refuse(405, RpcCode.UNIMPLEMENTED, `${req.method} not allowed; use POST`);
@@ -75,15 +76,26 @@ export function otlpHttpHandler({ pipeline, config, budget, inflight, shed }: Ht
     }
     if (encoding === undefined) {
       res.setHeader('connection', 'close');
-      return sendStatus(res, 415, RpcCode.INVALID_ARGUMENT, `unsupported Content-Type "${req.headers['content-type'] ?? ''}"; use application/json or application/x-protobuf`, false);
+      return sendStatus(
+        res,
+        415,
+        RpcCode.INVALID_ARGUMENT,
+        `unsupported Content-Type "${req.headers['content-type'] ?? ''}"; use application/json or application/x-protobuf`,
+        false,
+      );
     }
     const contentEncoding = (req.headers['content-encoding'] ?? 'identity').toLowerCase();
     if (contentEncoding !== 'gzip' && contentEncoding !== 'identity') {
-      return refuse(415, RpcCode.INVALID_ARGUMENT, `unsupported Content-Encoding "${contentEncoding}"; use gzip or none`);
+      return refuse(
+        415,
+        RpcCode.INVALID_ARGUMENT,
+        `unsupported Content-Encoding "${contentEncoding}"; use gzip or none`,
+      );
     }
     const lengthHeader = req.headers['content-length'];
     const declared = lengthHeader === undefined ? undefined : Number(lengthHeader);
-    if (declared !== undefined && declared > config.maxBodyBytes) return refuse(413, RpcCode.RESOURCE_EXHAUSTED, tooLarge);
+    if (declared !== undefined && declared > config.maxBodyBytes)
+      return refuse(413, RpcCode.RESOURCE_EXHAUSTED, tooLarge);
 
     const reservation = new Reservation(budget);
     inflight.enter();
@@ -101,7 +113,8 @@ export function otlpHttpHandler({ pipeline, config, budget, inflight, shed }: Ht
     // A declared body is copied into one reusable buffer as it arrives. An undeclared (chunked) one is
     // kept as its chunks and joined at the end, and so is a gzip one: gunzip reads its input later, on
     // another thread, and may still hold it when the request is refused, so its buffer is never reused.
-    let pooled = declared !== undefined && declared > 0 && contentEncoding !== 'gzip' ? bodies.take(declared) : undefined;
+    let pooled =
+      declared !== undefined && declared > 0 && contentEncoding !== 'gzip' ? bodies.take(declared) : undefined;
     const chunks: Buffer[] = [];
     let size = 0;
     let stopped = false;
@@ -149,9 +162,15 @@ export function otlpHttpHandler({ pipeline, config, budget, inflight, shed }: Ht
       chunks.length = 0;
       if (contentEncoding !== 'gzip') return handle(body);
       gunzipBounded(body, config.maxDecompressedBytes, reservation, (failure, plain) => {
-        if (failure === 'too-large') return refuse(413, RpcCode.RESOURCE_EXHAUSTED, `decompressed body exceeds ${config.maxDecompressedBytes} bytes (--max-decompressed)`);
+        if (failure === 'too-large')
+          return refuse(
+            413,
+            RpcCode.RESOURCE_EXHAUSTED,
+            `decompressed body exceeds ${config.maxDecompressedBytes} bytes (--max-decompressed)`,
+          );
         if (failure === 'busy') return shedding();
-        if (failure !== undefined) return refuse(400, RpcCode.INVALID_ARGUMENT, `malformed gzip body: ${failure.message}`);
+        if (failure !== undefined)
+          return refuse(400, RpcCode.INVALID_ARGUMENT, `malformed gzip body: ${failure.message}`);
         handle(plain!);
       });
     });
@@ -175,8 +194,13 @@ export function otlpHttpHandler({ pipeline, config, budget, inflight, shed }: Ht
         return;
       }
       const message = rejectionMessage(result);
-      const out = pb ? encodeProtobufResponse(result.invalid, message) : Buffer.from(jsonResponse(result.invalid, message));
-      res.writeHead(200, { 'content-type': pb ? 'application/x-protobuf' : 'application/json', 'content-length': out.length });
+      const out = pb
+        ? encodeProtobufResponse(result.invalid, message)
+        : Buffer.from(jsonResponse(result.invalid, message));
+      res.writeHead(200, {
+        'content-type': pb ? 'application/x-protobuf' : 'application/json',
+        'content-length': out.length,
+      });
       res.end(out);
     }
   };

@@ -37,12 +37,12 @@ function route(pipeline: Pipeline, config: ResumewatchConfig) {
       Promise.resolve()
         .then(() => pipeline.metrics.render(req.headers.accept))
         .then(
-        ({ contentType, body }) => {
-          res.writeHead(200, { 'content-type': contentType });
-          res.end(body);
-        },
-        (e: Error) => text(res, 500, `metrics failed: ${e.message}\n`),
-      );
+          ({ contentType, body }) => {
+            res.writeHead(200, { 'content-type': contentType });
+            res.end(body);
+          },
+          (e: Error) => text(res, 500, `metrics failed: ${e.message}\n`),
+        );
       return;
     }
     text(res, 404, 'not found: try /metrics, /healthz or /findings\n');

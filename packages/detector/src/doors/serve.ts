@@ -68,16 +68,30 @@ export async function startServer(options: ServeOptions = {}): Promise<RunningSe
       options.onFinding?.(f);
     },
   });
-  if (output) findingsOut = new FindingsOutput(output, config.stdoutBufferBytes, doorCounter(pipeline.metrics, METRIC_FINDINGS_DROPPED_TOTAL));
+  if (output)
+    findingsOut = new FindingsOutput(
+      output,
+      config.stdoutBufferBytes,
+      doorCounter(pipeline.metrics, METRIC_FINDINGS_DROPPED_TOTAL),
+    );
   const state = config.stateFile ? new StateFile(config.stateFile, pipeline.detector) : undefined;
   const log = options.log ?? ((line: string) => void process.stderr.write(`resumewatch: ${line}\n`));
   const restored = state ? await state.restore() : undefined;
-  if (restored) log('error' in restored ? restored.error : `restored ${restored.tracked} tracked requests from ${config.stateFile}`);
-  const snapshot = (): Promise<void> => (state ? state.write().catch((e: Error) => log(`snapshot to ${config.stateFile} failed: ${e.message}`)) : Promise.resolve());
+  if (restored)
+    log(
+      'error' in restored ? restored.error : `restored ${restored.tracked} tracked requests from ${config.stateFile}`,
+    );
+  const snapshot = (): Promise<void> =>
+    state
+      ? state.write().catch((e: Error) => log(`snapshot to ${config.stateFile} failed: ${e.message}`))
+      : Promise.resolve();
   const budget = new InflightBudget(config.maxInflightBytes);
   const inflight = new InflightRequests();
   const shed = doorCounter(pipeline.metrics, METRIC_REQUESTS_SHED_TOTAL);
-  const http = limits(createServer({ ...serverTimeouts(config) }, otlpHttpHandler({ pipeline, config, budget, inflight, shed })), config);
+  const http = limits(
+    createServer({ ...serverTimeouts(config) }, otlpHttpHandler({ pipeline, config, budget, inflight, shed })),
+    config,
+  );
   const metrics = limits(createServer({ ...serverTimeouts(config) }, metricsHandler(pipeline, config)), config);
   let grpc: GrpcReceiver | undefined;
   try {
@@ -90,7 +104,10 @@ export async function startServer(options: ServeOptions = {}): Promise<RunningSe
     }
     const timer = setInterval(() => pipeline.tick(), options.tickMs ?? 1000);
     timer.unref();
-    const snapshots = state && config.snapshotIntervalMs > 0 ? setInterval(() => void snapshot(), config.snapshotIntervalMs) : undefined;
+    const snapshots =
+      state && config.snapshotIntervalMs > 0
+        ? setInterval(() => void snapshot(), config.snapshotIntervalMs)
+        : undefined;
     snapshots?.unref();
     let closing: Promise<void> | undefined;
     return {

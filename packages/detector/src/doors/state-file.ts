@@ -12,7 +12,16 @@ import type { DetectorState } from '../core/state.js';
  */
 const MAGIC = Buffer.from('RWSTATE1');
 
-const TYPED = { Float64Array, Uint32Array, Int32Array, Uint8Array, Float32Array, Uint16Array, Int16Array, Int8Array } as const;
+const TYPED = {
+  Float64Array,
+  Uint32Array,
+  Int32Array,
+  Uint8Array,
+  Float32Array,
+  Uint16Array,
+  Int16Array,
+  Int8Array,
+} as const;
 type TypedName = keyof typeof TYPED;
 
 export function encodeState(state: DetectorState): Buffer {
@@ -25,7 +34,9 @@ export function encodeState(state: DetectorState): Buffer {
       const name = value.constructor.name;
       if (!(name in TYPED)) throw new Error(`cannot save a ${name}`);
       // Copied now, synchronously: the detector goes on changing its arrays while the file is written.
-      const bytes = Buffer.from(Uint8Array.prototype.slice.call(new Uint8Array(value.buffer, value.byteOffset, value.byteLength)));
+      const bytes = Buffer.from(
+        Uint8Array.prototype.slice.call(new Uint8Array(value.buffer, value.byteOffset, value.byteLength)),
+      );
       const at = offset;
       // Keep every array aligned to 8 bytes in the file, so it can be read back as a view.
       const pad = (8 - (bytes.length % 8)) % 8;
@@ -55,7 +66,8 @@ export function decodeState(file: Buffer): DetectorState {
       const Type = TYPED[v.$ta as TypedName];
       const at = Number(v.at);
       const len = Number(v.n);
-      if (!Type || !(at >= 0) || !(len >= 0) || at + len * Type.BYTES_PER_ELEMENT > raw.length) throw new Error('corrupt state file');
+      if (!Type || !(at >= 0) || !(len >= 0) || at + len * Type.BYTES_PER_ELEMENT > raw.length)
+        throw new Error('corrupt state file');
       const out = new Type(len);
       new Uint8Array(out.buffer).set(raw.subarray(at, at + len * Type.BYTES_PER_ELEMENT));
       return out;

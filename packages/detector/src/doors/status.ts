@@ -12,7 +12,14 @@ export const RpcCode = {
 } as const;
 
 /** Sends an OTLP/HTTP error: a google.rpc.Status as protobuf or JSON, matching the request's encoding. */
-export function sendStatus(res: ServerResponse, http: number, code: number, message: string, protobuf: boolean, retryAfterMs?: number): void {
+export function sendStatus(
+  res: ServerResponse,
+  http: number,
+  code: number,
+  message: string,
+  protobuf: boolean,
+  retryAfterMs?: number,
+): void {
   if (res.headersSent || res.destroyed) return;
   const retry = retryAfterMs === undefined ? undefined : retryInfo(retryAfterMs);
   const body = protobuf
@@ -21,7 +28,11 @@ export function sendStatus(res: ServerResponse, http: number, code: number, mess
         JSON.stringify(
           retryAfterMs === undefined
             ? { code, message }
-            : { code, message, details: [{ '@type': RETRY_INFO_TYPE, retryDelay: `${(retryAfterMs / 1000).toFixed(3)}s` }] },
+            : {
+                code,
+                message,
+                details: [{ '@type': RETRY_INFO_TYPE, retryDelay: `${(retryAfterMs / 1000).toFixed(3)}s` }],
+              },
         ),
       );
   const headers: Record<string, string | number> = {
@@ -40,14 +51,25 @@ const RETRY_INFO_TYPE = 'type.googleapis.com/google.rpc.RetryInfo';
 export function retryInfo(ms: number): Buffer {
   const seconds = Math.floor(ms / 1000);
   const nanos = Math.round((ms - seconds * 1000) * 1e6);
-  const duration = Buffer.concat([Buffer.from([0x08]), varint(seconds), ...(nanos > 0 ? [Buffer.from([0x10]), varint(nanos)] : [])]);
+  const duration = Buffer.concat([
+    Buffer.from([0x08]),
+    varint(seconds),
+    ...(nanos > 0 ? [Buffer.from([0x10]), varint(nanos)] : []),
+  ]);
   return Buffer.concat([Buffer.from([0x0a]), varint(duration.length), duration]);
 }
 
 /** google.protobuf.Any { string type_url = 1; bytes value = 2; } */
 function any(typeUrl: string, value: Buffer): Buffer {
   const url = Buffer.from(typeUrl);
-  return Buffer.concat([Buffer.from([0x0a]), varint(url.length), url, Buffer.from([0x12]), varint(value.length), value]);
+  return Buffer.concat([
+    Buffer.from([0x0a]),
+    varint(url.length),
+    url,
+    Buffer.from([0x12]),
+    varint(value.length),
+    value,
+  ]);
 }
 
 /** google.rpc.Status { int32 code = 1; string message = 2; repeated google.protobuf.Any details = 3; } */

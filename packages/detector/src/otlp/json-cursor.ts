@@ -79,7 +79,12 @@ export class JsonCursor {
   fail(what: string, at = this.pos): never {
     if (this.maxDepth !== Infinity) checkJsonDepth(this.buf, this.maxDepth);
     const b = this.buf[at];
-    const found = b === undefined ? 'end of input' : b >= 0x21 && b < 0x7f ? `'${String.fromCharCode(b)}'` : `byte 0x${b.toString(16).padStart(2, '0')}`;
+    const found =
+      b === undefined
+        ? 'end of input'
+        : b >= 0x21 && b < 0x7f
+          ? `'${String.fromCharCode(b)}'`
+          : `byte 0x${b.toString(16).padStart(2, '0')}`;
     throw new OtlpDecodeError(`malformed JSON: ${what}, found ${found} at byte ${at}`);
   }
 
@@ -189,7 +194,8 @@ export class JsonCursor {
         flags |= ESCAPED;
         const e = b[p + 1];
         if (e === 0x75) {
-          if (!(HEX[b[p + 2]!] && HEX[b[p + 3]!] && HEX[b[p + 4]!] && HEX[b[p + 5]!])) this.fail('bad \\u escape in a string', p);
+          if (!(HEX[b[p + 2]!] && HEX[b[p + 3]!] && HEX[b[p + 4]!] && HEX[b[p + 5]!]))
+            this.fail('bad \\u escape in a string', p);
           p += 6;
           continue;
         }
@@ -208,7 +214,8 @@ export class JsonCursor {
   /** The last string token's value. */
   stringValue(): string {
     const flags = this.strFlags;
-    if (flags === 0 || flags === UNDERSCORE) return Buffer.prototype.latin1Slice.call(this.buf, this.strStart, this.strEnd);
+    if (flags === 0 || flags === UNDERSCORE)
+      return Buffer.prototype.latin1Slice.call(this.buf, this.strStart, this.strEnd);
     if ((flags & ESCAPED) === 0) return Buffer.prototype.utf8Slice.call(this.buf, this.strStart, this.strEnd);
     return JSON.parse(Buffer.prototype.utf8Slice.call(this.buf, this.strStart - 1, this.strEnd + 1)) as string;
   }
@@ -322,7 +329,10 @@ export class JsonCursor {
       } else if (c === (isObject ? CLOSE_OBJECT : CLOSE_ARRAY)) {
         this.pos++;
         stack.pop();
-      } else this.fail(isObject ? "expected ',' or '}' after an object member" : "expected ',' or ']' after an array element");
+      } else
+        this.fail(
+          isObject ? "expected ',' or '}' after an object member" : "expected ',' or ']' after an array element",
+        );
     }
   }
 

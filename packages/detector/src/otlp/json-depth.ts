@@ -22,7 +22,8 @@ export function checkJsonDepth(buf: Uint8Array, max: number): void {
       else if (c === QUOTE) inString = false;
     } else if (c === QUOTE) inString = true;
     else if (c === OPEN_ARRAY || c === OPEN_OBJECT) {
-      if (++depth > max) throw new OtlpDecodeError(`malformed OTLP/JSON: nesting deeper than ${max} levels at byte ${i}`);
+      if (++depth > max)
+        throw new OtlpDecodeError(`malformed OTLP/JSON: nesting deeper than ${max} levels at byte ${i}`);
     } else if (c === CLOSE_ARRAY || c === CLOSE_OBJECT) depth--;
   }
 }

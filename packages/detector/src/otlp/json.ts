@@ -3,7 +3,20 @@ import { UNKNOWN_SERVICE } from '../core/services.js';
 import type { AttributeValue, SpanRecord } from '../core/types.js';
 import { ByteKeys, CONTRACT_NAMES, DETECTOR_KEYS, isContractSpan } from './detector-keys.js';
 import { OtlpDecodeError, type DecodeResult } from './errors.js';
-import { ARRAY, CONTAINER, ESCAPED, FALSE, JsonCursor, NON_ASCII, NONE, NULL, NUMBER, OBJECT, STRING, TRUE } from './json-cursor.js';
+import {
+  ARRAY,
+  CONTAINER,
+  ESCAPED,
+  FALSE,
+  JsonCursor,
+  NON_ASCII,
+  NONE,
+  NULL,
+  NUMBER,
+  OBJECT,
+  STRING,
+  TRUE,
+} from './json-cursor.js';
 import { spanKind } from './kind.js';
 import { readString } from './strings.js';
 
@@ -96,7 +109,16 @@ const F_KIND = 4;
 const F_START = 5;
 const F_END = 6;
 const F_ATTRIBUTES = 7;
-const SPAN = new Fields(['traceId', 'spanId', 'parentSpanId', 'name', 'kind', 'startTimeUnixNano', 'endTimeUnixNano', 'attributes']);
+const SPAN = new Fields([
+  'traceId',
+  'spanId',
+  'parentSpanId',
+  'name',
+  'kind',
+  'startTimeUnixNano',
+  'endTimeUnixNano',
+  'attributes',
+]);
 const KEY_VALUE = new Fields(['key', 'value']);
 const ANY_VALUE = new Fields(['stringValue', 'boolValue', 'intValue', 'doubleValue']);
 const SERVICE_KEY = new ByteKeys([ATTR_SERVICE_NAME]);
@@ -232,7 +254,14 @@ class Walk {
     }
     if (badResource || badScopeSpans) {
       entries.length = mark;
-      entries.push(new Problem(true, badResource ? `malformed OTLP/JSON: resourceSpans[${i}].resource is not an object` : `malformed OTLP/JSON: resourceSpans[${i}].scopeSpans is not an array`));
+      entries.push(
+        new Problem(
+          true,
+          badResource
+            ? `malformed OTLP/JSON: resourceSpans[${i}].resource is not an object`
+            : `malformed OTLP/JSON: resourceSpans[${i}].scopeSpans is not an array`,
+        ),
+      );
       return;
     }
     const name = service ?? UNKNOWN_SERVICE;
@@ -281,7 +310,9 @@ class Walk {
       if (cur.peek() === OBJECT) this.scopeSpansObject(i, j);
       else {
         cur.skip(5);
-        this.entries.push(new Problem(true, `malformed OTLP/JSON: resourceSpans[${i}].scopeSpans[${j}] is not a ScopeSpans`));
+        this.entries.push(
+          new Problem(true, `malformed OTLP/JSON: resourceSpans[${i}].scopeSpans[${j}] is not a ScopeSpans`),
+        );
       }
     }
   }
@@ -320,7 +351,11 @@ class Walk {
         cur.skip(7);
         span = 'not an object';
       }
-      this.entries.push(typeof span === 'string' ? new Problem(false, `resourceSpans[${i}].scopeSpans[${j}].spans[${k}]: ${span}`) : span);
+      this.entries.push(
+        typeof span === 'string'
+          ? new Problem(false, `resourceSpans[${i}].scopeSpans[${j}].spans[${k}]: ${span}`)
+          : span,
+      );
     }
   }
 
@@ -774,7 +809,11 @@ class Walk {
  * Decodes an OTLP/JSON ExportTraceServiceRequest into span records: its UTF-8 bytes (or text). An
  * already parsed document is accepted too, serialised again first.
  */
-export function decodeJsonRequest(body: Uint8Array | string | unknown, sink: (s: SpanRecord) => void, options?: JsonDecodeOptions): DecodeResult {
+export function decodeJsonRequest(
+  body: Uint8Array | string | unknown,
+  sink: (s: SpanRecord) => void,
+  options?: JsonDecodeOptions,
+): DecodeResult {
   const walk = new Walk(bytesOf(body), options?.maxDepth ?? Infinity, options?.detectorAttributesOnly === true);
   if (!walk.request()) throw new OtlpDecodeError('malformed OTLP/JSON: the body is not a JSON object');
   const result: DecodeResult = { spans: 0, invalid: 0, resourceSpans: walk.resourceSpans };
@@ -795,9 +834,11 @@ export function decodeJsonRequest(body: Uint8Array | string | unknown, sink: (s:
 
 function bytesOf(body: unknown): Uint8Array {
   // A Buffer view (no copy): its native slicing methods make the strings.
-  if (body instanceof Uint8Array) return Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  if (body instanceof Uint8Array)
+    return Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
   if (typeof body === 'string') return Buffer.from(body, 'utf8');
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new OtlpDecodeError('malformed OTLP/JSON: the body is not a JSON object');
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw new OtlpDecodeError('malformed OTLP/JSON: the body is not a JSON object');
   return Buffer.from(JSON.stringify(body), 'utf8');
 }
 

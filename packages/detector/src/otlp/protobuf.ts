@@ -91,7 +91,9 @@ class Reader {
     const t = this.varint(end);
     if (t < 8 || t > 0xffffffff) {
       throw new OtlpDecodeError(
-        t >= 0 && t < 8 ? `malformed protobuf: field number 0 at byte ${at}` : `malformed protobuf: tag ${t} out of range at byte ${at}`,
+        t >= 0 && t < 8
+          ? `malformed protobuf: field number 0 at byte ${at}`
+          : `malformed protobuf: tag ${t} out of range at byte ${at}`,
       );
     }
     return t;
@@ -103,7 +105,9 @@ class Reader {
     const n = this.varint(end);
     if (n < 0) throw new OtlpDecodeError(`malformed protobuf: negative length ${n} at byte ${at}`);
     if (n > end - this.pos) {
-      throw new OtlpDecodeError(`malformed protobuf: length ${n} at byte ${at} runs past the end of its message (byte ${end})`);
+      throw new OtlpDecodeError(
+        `malformed protobuf: length ${n} at byte ${at} runs past the end of its message (byte ${end})`,
+      );
     }
     return this.pos + n;
   }
@@ -158,7 +162,11 @@ export interface ProtobufDecodeOptions {
 }
 
 /** Decodes a binary ExportTraceServiceRequest; throws OtlpDecodeError on a malformed message. */
-export function decodeProtobufRequest(buf: Uint8Array, sink: (s: SpanRecord) => void, options?: ProtobufDecodeOptions): DecodeResult {
+export function decodeProtobufRequest(
+  buf: Uint8Array,
+  sink: (s: SpanRecord) => void,
+  options?: ProtobufDecodeOptions,
+): DecodeResult {
   const r = new Reader(buf);
   r.slim = options?.detectorAttributesOnly === true;
   const result: DecodeResult = { spans: 0, invalid: 0 };
@@ -204,14 +212,21 @@ function resourceService(r: Reader, end: number): string | undefined {
     if (tag === ((1 << 3) | 2)) {
       const stop = r.len(end);
       const kv = keyValue(r, stop);
-      if (kv !== undefined && kv[0] === ATTR_SERVICE_NAME && typeof kv[1] === 'string' && kv[1].length > 0) service = kv[1];
+      if (kv !== undefined && kv[0] === ATTR_SERVICE_NAME && typeof kv[1] === 'string' && kv[1].length > 0)
+        service = kv[1];
       r.pos = stop;
     } else r.skip(tag & 7, end);
   }
   return service;
 }
 
-function scopeSpans(r: Reader, end: number, service: string, sink: (s: SpanRecord) => void, result: DecodeResult): void {
+function scopeSpans(
+  r: Reader,
+  end: number,
+  service: string,
+  sink: (s: SpanRecord) => void,
+  result: DecodeResult,
+): void {
   while (r.pos < end) {
     const tag = r.tag(end);
     if (tag === ((2 << 3) | 2)) {

@@ -38,7 +38,8 @@ class ResumeRecordingExporter implements SpanExporter {
   readonly resumes: ReadableSpan[] = [];
   constructor(private readonly inner: SpanExporter) {}
   export(spans: ReadableSpan[], done: Parameters<SpanExporter['export']>[1]): void {
-    for (const span of spans) if (span.name === SPAN_STREAM_RESUME && this.resumes.length < 1_000) this.resumes.push(span);
+    for (const span of spans)
+      if (span.name === SPAN_STREAM_RESUME && this.resumes.length < 1_000) this.resumes.push(span);
     this.inner.export(spans, done);
   }
   shutdown(): Promise<void> {
@@ -98,7 +99,8 @@ export async function startRig(side: Side, protocol: Protocol, options: RigOptio
         })
       : await startLabServer({ retryIntervalMs: 50 });
   const requestTimeoutMs = options.requestTimeoutMs ?? 10_000;
-  const instrumented = side === 'client' ? instrumentFetch({ tracerProvider, requestTimeoutMs, guard: options.guard }) : undefined;
+  const instrumented =
+    side === 'client' ? instrumentFetch({ tracerProvider, requestTimeoutMs, guard: options.guard }) : undefined;
   const findings = (sessionId?: string): Finding[] =>
     detector.findings().filter((f) => f.service === service && (sessionId === undefined || f.session_id === sessionId));
   return {

@@ -2,7 +2,13 @@
  * The OTLP/JSON decoder as it was before the scanning one (src/otlp/json.ts): JSON.parse of the whole body,
  * then a walk over the objects. Kept only as the reference the equivalence test compares the scanner with.
  */
-import { ATTR_MCP_METHOD_NAME, ATTR_SERVICE_NAME, SPAN_REQUEST_TERMINAL, SPAN_SESSION_REATTACH, SPAN_STREAM_RESUME } from '@resumewatch/semconv';
+import {
+  ATTR_MCP_METHOD_NAME,
+  ATTR_SERVICE_NAME,
+  SPAN_REQUEST_TERMINAL,
+  SPAN_SESSION_REATTACH,
+  SPAN_STREAM_RESUME,
+} from '@resumewatch/semconv';
 import { UNKNOWN_SERVICE } from '../../src/core/services.js';
 import type { AttributeValue, SpanRecord } from '../../src/core/types.js';
 import { OtlpDecodeError, type DecodeResult } from '../../src/otlp/errors.js';
@@ -19,7 +25,11 @@ export interface JsonDecodeOptions {
 }
 
 /** Decodes an OTLP/JSON ExportTraceServiceRequest (text or already parsed) into span records. */
-export function referenceDecodeJsonRequest(body: string | unknown, sink: (s: SpanRecord) => void, options?: JsonDecodeOptions): DecodeResult {
+export function referenceDecodeJsonRequest(
+  body: string | unknown,
+  sink: (s: SpanRecord) => void,
+  options?: JsonDecodeOptions,
+): DecodeResult {
   const slim = options?.detectorAttributesOnly === true;
   let doc: unknown = body;
   if (typeof body === 'string') {
@@ -40,7 +50,8 @@ export function referenceDecodeJsonRequest(body: string | unknown, sink: (s: Spa
     const service = serviceOf(rs.resource, i);
     const sss = rs.scopeSpans;
     if (sss === undefined) continue;
-    if (!Array.isArray(sss)) throw new OtlpDecodeError(`malformed OTLP/JSON: resourceSpans[${i}].scopeSpans is not an array`);
+    if (!Array.isArray(sss))
+      throw new OtlpDecodeError(`malformed OTLP/JSON: resourceSpans[${i}].scopeSpans is not an array`);
     for (let j = 0; j < sss.length; j++) {
       const ss = sss[j];
       const spans = isObject(ss) ? ss.spans : undefined;
@@ -65,7 +76,8 @@ export function referenceDecodeJsonRequest(body: string | unknown, sink: (s: Spa
 
 function serviceOf(resource: unknown, i: number): string {
   if (resource === undefined) return UNKNOWN_SERVICE;
-  if (!isObject(resource)) throw new OtlpDecodeError(`malformed OTLP/JSON: resourceSpans[${i}].resource is not an object`);
+  if (!isObject(resource))
+    throw new OtlpDecodeError(`malformed OTLP/JSON: resourceSpans[${i}].resource is not an object`);
   const attrs = resource.attributes;
   if (!Array.isArray(attrs)) return UNKNOWN_SERVICE;
   for (const kv of attrs) {

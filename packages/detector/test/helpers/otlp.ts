@@ -51,7 +51,11 @@ export function emit(provider: BasicTracerProvider, spans: SpanRecord[]): void {
   const tracer = provider.getTracer(TRACER_SCOPE);
   for (const s of spans) {
     tracer
-      .startSpan(s.name, { kind: s.kind - 1, attributes: s.attributes as Record<string, string>, startTime: new Date(s.startTimeUnixMs) })
+      .startSpan(s.name, {
+        kind: s.kind - 1,
+        attributes: s.attributes as Record<string, string>,
+        startTime: new Date(s.startTimeUnixMs),
+      })
       .end(new Date(s.endTimeUnixMs));
   }
 }

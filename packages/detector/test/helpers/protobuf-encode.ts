@@ -44,8 +44,16 @@ function keyValue(key: string, v: AttributeValue): number[] {
 }
 
 function encodeSpan(s: SpanRecord): number[] {
-  const out = [...field(1, 2, hex(s.traceId)), ...field(2, 2, hex(s.spanId)), ...field(5, 2, utf8(s.name)), ...field(6, 0, [s.kind])];
-  out.push(...field(7, 1, fixed64(BigInt(Math.round(s.startTimeUnixMs * 1e6)))), ...field(8, 1, fixed64(BigInt(Math.round(s.endTimeUnixMs * 1e6)))));
+  const out = [
+    ...field(1, 2, hex(s.traceId)),
+    ...field(2, 2, hex(s.spanId)),
+    ...field(5, 2, utf8(s.name)),
+    ...field(6, 0, [s.kind]),
+  ];
+  out.push(
+    ...field(7, 1, fixed64(BigInt(Math.round(s.startTimeUnixMs * 1e6)))),
+    ...field(8, 1, fixed64(BigInt(Math.round(s.endTimeUnixMs * 1e6)))),
+  );
   for (const [k, v] of Object.entries(s.attributes)) if (v !== undefined) out.push(...field(9, 2, keyValue(k, v)));
   return out;
 }
@@ -57,7 +65,11 @@ export function encodeRequest(spans: SpanRecord[]): Uint8Array {
   const out: number[] = [];
   for (const [service, list] of byService) {
     const resource = field(1, 2, field(1, 2, keyValue(ATTR_SERVICE_NAME, service)));
-    const scope = field(2, 2, list.flatMap((s) => field(2, 2, encodeSpan(s))));
+    const scope = field(
+      2,
+      2,
+      list.flatMap((s) => field(2, 2, encodeSpan(s))),
+    );
     out.push(...field(1, 2, [...resource, ...scope]));
   }
   return Uint8Array.from(out);

@@ -1,4 +1,11 @@
-import type { ConflictingTerminal, DroppedTerminal, FailedResumption, GuardOptions, RefusedResume, ResumeReport } from '../../src/index.js';
+import type {
+  ConflictingTerminal,
+  DroppedTerminal,
+  FailedResumption,
+  GuardOptions,
+  RefusedResume,
+  ResumeReport,
+} from '../../src/index.js';
 
 export interface GuardRecord {
   refused: RefusedResume[];

@@ -32,7 +32,11 @@ type CallOptions = { onprogress: (p: { progress: number }) => void; signal?: Abo
 /** Connects one of the two clients over Streamable HTTP through `fetch`. */
 export async function connectClient(kind: ClientKind, url: string, fetch: FetchLike | undefined): Promise<AnyClient> {
   const progress: number[] = [];
-  const options = (signal?: AbortSignal): CallOptions => ({ onprogress: (p) => void progress.push(p.progress), signal, timeout: 30_000 });
+  const options = (signal?: AbortSignal): CallOptions => ({
+    onprogress: (p) => void progress.push(p.progress),
+    signal,
+    timeout: 30_000,
+  });
   // Either generation's connected client and transport; only callTool's arguments differ.
   const anyClient = (
     transport: { readonly sessionId?: string; terminateSession(): Promise<void> },
@@ -53,9 +57,14 @@ export async function connectClient(kind: ClientKind, url: string, fetch: FetchL
   });
   if (kind === 'sdk-v1') {
     const { client, transport, errors } = await connectSdkClient(url, fetch, MAX_RETRIES);
-    return anyClient(transport, client, errors, (name, args, call) => client.callTool({ name, arguments: args }, undefined, call));
+    return anyClient(transport, client, errors, (name, args, call) =>
+      client.callTool({ name, arguments: args }, undefined, call),
+    );
   }
-  const transport = new TransportV2(new URL(url), { ...(fetch ? { fetch } : {}), reconnectionOptions: fastReconnection(MAX_RETRIES) });
+  const transport = new TransportV2(new URL(url), {
+    ...(fetch ? { fetch } : {}),
+    reconnectionOptions: fastReconnection(MAX_RETRIES),
+  });
   const client = new ClientV2({ name: 'peer-test', version: '2.0.0' });
   const errors: unknown[] = [];
   client.onerror = (e) => void errors.push(e);

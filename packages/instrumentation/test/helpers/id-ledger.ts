@@ -50,7 +50,11 @@ type ServerSpans = () => { tracerProvider: TracerProvider; ids: IdPolicyOptions 
  * and transport are instrumented too (`instrumentEventStore`, `instrumentServerTransport`).
  */
 export function startIdLedgerLab(ledger: IdLedger, serverSpans?: ServerSpans): Promise<LabServer> {
-  if (!serverSpans) return startLabServer({ retryIntervalMs: 50, wrapEventStore: (store, sessionId) => ledger.record(store, sessionId) });
+  if (!serverSpans)
+    return startLabServer({
+      retryIntervalMs: 50,
+      wrapEventStore: (store, sessionId) => ledger.record(store, sessionId),
+    });
   return startLabServer({
     retryIntervalMs: 50,
     wrapEventStore: (store, sessionId) => {

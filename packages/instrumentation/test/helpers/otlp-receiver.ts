@@ -49,7 +49,13 @@ export async function startOtlpReceiver(): Promise<{ url: string; spans: Receive
       for (const rs of parsed.resourceSpans ?? []) {
         const service = attributes(rs.resource?.attributes)['service.name'];
         for (const ss of rs.scopeSpans ?? []) {
-          for (const span of ss.spans ?? []) spans.push({ name: span.name, scope: ss.scope?.name ?? '', attributes: attributes(span.attributes), service });
+          for (const span of ss.spans ?? [])
+            spans.push({
+              name: span.name,
+              scope: ss.scope?.name ?? '',
+              attributes: attributes(span.attributes),
+              service,
+            });
         }
       }
     }

@@ -59,6 +59,7 @@ export class RequestKeyedStore implements EventStore {
 
 function keyOf(streamId: string, message: JSONRPCMessage): string {
   if ('id' in message && message.id !== undefined && !('method' in message)) return `request ${String(message.id)}`;
-  const token = 'params' in message ? (message.params as { progressToken?: unknown } | undefined)?.progressToken : undefined;
+  const token =
+    'params' in message ? (message.params as { progressToken?: unknown } | undefined)?.progressToken : undefined;
   return token !== undefined ? `request ${String(token)}` : streamId;
 }

@@ -25,7 +25,11 @@ export class RawClient {
   }
 
   async initialize(): Promise<void> {
-    const params = { protocolVersion: PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'raw', version: '1.0.0' } };
+    const params = {
+      protocolVersion: PROTOCOL_VERSION,
+      capabilities: {},
+      clientInfo: { name: 'raw', version: '1.0.0' },
+    };
     const response = await this.post({ jsonrpc: '2.0', id: 0, method: 'initialize', params });
     this.sessionId = response.headers.get('mcp-session-id') ?? undefined;
     await response.text();

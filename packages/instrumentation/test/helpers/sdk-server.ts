@@ -29,7 +29,10 @@ export class MemoryEventStore implements EventStore {
     return id;
   }
 
-  async replayEventsAfter(lastEventId: string, { send }: { send: (id: string, m: JSONRPCMessage) => Promise<void> }): Promise<string> {
+  async replayEventsAfter(
+    lastEventId: string,
+    { send }: { send: (id: string, m: JSONRPCMessage) => Promise<void> },
+  ): Promise<string> {
     const streamId = lastEventId.slice(0, lastEventId.lastIndexOf('_'));
     const at = this.events.findIndex((e) => e.id === lastEventId);
     this.lastReplayed = 0;
@@ -143,7 +146,10 @@ export async function startSdkServer(options: SdkServerOptions = {}): Promise<Sd
     }, CLIENT_BACK);
 
   async function newSession(): Promise<StreamableHTTPServerTransport> {
-    const server = new Server({ name: 'test-server', version: '1.0.0' }, { capabilities: { tools: { listChanged: true } } });
+    const server = new Server(
+      { name: 'test-server', version: '1.0.0' },
+      { capabilities: { tools: { listChanged: true } } },
+    );
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: randomUUID,
       eventStore: newStore(),
@@ -168,7 +174,10 @@ export async function startSdkServer(options: SdkServerOptions = {}): Promise<Sd
       };
       const token = request.params._meta?.progressToken ?? String(extra.requestId);
       const progress = (n: number, total?: number) =>
-        extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: n, ...(total ? { total } : {}) } });
+        extra.sendNotification({
+          method: 'notifications/progress',
+          params: { progressToken: token, progress: n, ...(total ? { total } : {}) },
+        });
       const text = (t: string) => ({ content: [{ type: 'text' as const, text: t }] });
       switch (request.params.name) {
         case 'stream_progress': {
@@ -231,7 +240,9 @@ export async function startSdkServer(options: SdkServerOptions = {}): Promise<Sd
     const sessionId = req.headers['mcp-session-id'];
     let transport = typeof sessionId === 'string' ? transports.get(sessionId) : undefined;
     if (typeof sessionId === 'string' && !transport) {
-      res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32001, message: 'Session not found' } }));
+      res
+        .writeHead(404, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32001, message: 'Session not found' } }));
       return;
     }
     const cursor = req.headers['last-event-id'];
@@ -240,7 +251,8 @@ export async function startSdkServer(options: SdkServerOptions = {}): Promise<Sd
       res.on('close', () => void state.closedResumes++);
       afterHeaders(res, () => {
         state.answeredResumes++;
-        if (options.primeResumes && res.statusCode === 200) res.write(`id: ${cursor}\nretry: ${retryInterval}\ndata: \n\n`);
+        if (options.primeResumes && res.statusCode === 200)
+          res.write(`id: ${cursor}\nretry: ${retryInterval}\ndata: \n\n`);
       });
       if (options.closeReplays) endAfterReplay(res, shared);
       if (state.holdResumes) await state.holdResumes;
@@ -286,7 +298,8 @@ export function sdkServerPerTest(): (options?: SdkServerOptions) => Promise<SdkS
 }
 
 function countEvents(chunk: unknown): number {
-  const text = typeof chunk === 'string' ? chunk : chunk instanceof Uint8Array ? Buffer.from(chunk).toString('utf8') : '';
+  const text =
+    typeof chunk === 'string' ? chunk : chunk instanceof Uint8Array ? Buffer.from(chunk).toString('utf8') : '';
   return text.split('\nid: ').length - 1 + (text.startsWith('id: ') ? 1 : 0);
 }
 

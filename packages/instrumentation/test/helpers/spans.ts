@@ -23,13 +23,22 @@ export function captureSpans(): SpanCapture {
 }
 
 /** A span capture and an instrumentFetch whose spans go to it. */
-export function capturedFetch(options: InstrumentFetchOptions = {}): { capture: SpanCapture; fetch: InstrumentedFetch } {
+export function capturedFetch(options: InstrumentFetchOptions = {}): {
+  capture: SpanCapture;
+  fetch: InstrumentedFetch;
+} {
   const capture = captureSpans();
   return { capture, fetch: instrumentFetch({ ...options, tracerProvider: capture.provider }) };
 }
 
 /** What `stats()` says once every request and stream has ended. */
-export const IDLE: RecorderStats = { openRequests: 0, openResumes: 0, pendingHttp: 0, heldPolls: 0, heldPollsEvicted: 0 };
+export const IDLE: RecorderStats = {
+  openRequests: 0,
+  openResumes: 0,
+  pendingHttp: 0,
+  heldPolls: 0,
+  heldPollsEvicted: 0,
+};
 
 /** `vi.waitFor` options for what arrives over real loopback HTTP: generous, as tests run on loaded machines. */
 export const WAIT = { timeout: 15_000, interval: 20 };

@@ -35,7 +35,13 @@ interface Generation extends SharedStoreHolder {
 export type StoreStats = Omit<EventStoreStats, 'epoch'>;
 
 function emptyStats(): StoreStats {
-  return { events: 0, streams: 0, stored: 0, replays: 0, evicted: { capacity: 0, ttl: 0, 'replay-limit': 0, explicit: 0 } };
+  return {
+    events: 0,
+    streams: 0,
+    stored: 0,
+    replays: 0,
+    evicted: { capacity: 0, ttl: 0, 'replay-limit': 0, explicit: 0 },
+  };
 }
 
 function addStats(total: StoreStats, stats: EventStoreStats): void {
@@ -74,16 +80,29 @@ export class LiveSessions {
   }
 
   private newGeneration(id: number): Generation {
-    return { id, live: new BoundedMap(this.maxLive, this.idleTtl, Date.now, (_id, live) => void live.server.close()), shared: undefined };
+    return {
+      id,
+      live: new BoundedMap(this.maxLive, this.idleTtl, Date.now, (_id, live) => void live.server.close()),
+      shared: undefined,
+    };
   }
 
   /** A new session (or a restored one when `restoreId` is set) on the path of `variant`. */
-  async create(initialize: JSONRPCRequest, restoreId: string | undefined, path: string, variant: LabStoreVariant): Promise<LiveSession> {
+  async create(
+    initialize: JSONRPCRequest,
+    restoreId: string | undefined,
+    path: string,
+    variant: LabStoreVariant,
+  ): Promise<LiveSession> {
     const owner = this.generation;
     const newId = restoreId ?? randomUUID();
     let sessionId: string | undefined;
-    const store = createVariantStore(variant, this.options.eventStore, () => sessionId, owner, (record, id) =>
-      this.replayClosing.afterReplay(record, id),
+    const store = createVariantStore(
+      variant,
+      this.options.eventStore,
+      () => sessionId,
+      owner,
+      (record, id) => this.replayClosing.afterReplay(record, id),
     );
     const server = new Server(SERVER_INFO, { capabilities: { tools: {} } });
     registerLabTools(server, this.ledger);
@@ -96,7 +115,9 @@ export class LiveSessions {
         sessionId = id;
         owner.live.set(id, live);
         if (restoreId === undefined) {
-          const protocolVersion = String((initialize.params as { protocolVersion?: unknown } | undefined)?.protocolVersion ?? '');
+          const protocolVersion = String(
+            (initialize.params as { protocolVersion?: unknown } | undefined)?.protocolVersion ?? '',
+          );
           this.registry.remember({ sessionId: id, initialize, protocolVersion, createdAt: Date.now(), path });
         }
       },
@@ -123,7 +144,9 @@ export class LiveSessions {
     let pending = this.restoring.get(sessionId);
     if (!pending) {
       const headers = { [RESTORE_TOKEN_HEADER]: this.restoreToken, [RESTORE_SESSION_HEADER]: sessionId };
-      pending = restoreSession(new URL(record.path, this.selfUrl).toString(), record, headers).finally(() => this.restoring.delete(sessionId));
+      pending = restoreSession(new URL(record.path, this.selfUrl).toString(), record, headers).finally(() =>
+        this.restoring.delete(sessionId),
+      );
       this.restoring.set(sessionId, pending);
     }
     await pending;
@@ -135,7 +158,13 @@ export class LiveSessions {
     const token = header(req, RESTORE_TOKEN_HEADER);
     if (token === undefined) return undefined;
     const target = header(req, RESTORE_SESSION_HEADER);
-    if (token !== this.restoreToken || target === undefined || !this.registry.get(target) || this.generation.live.has(target)) return null;
+    if (
+      token !== this.restoreToken ||
+      target === undefined ||
+      !this.registry.get(target) ||
+      this.generation.live.has(target)
+    )
+      return null;
     return target;
   }
 
@@ -163,10 +192,17 @@ export class LiveSessions {
   }
 
   /** The figures of `/control/state` that sessions own. */
-  counts(): { generation: number; restarts: number; liveSessions: number; knownSessions: number; eventStore: StoreStats } {
+  counts(): {
+    generation: number;
+    restarts: number;
+    liveSessions: number;
+    knownSessions: number;
+    eventStore: StoreStats;
+  } {
     const eventStore = emptyStats();
     // The shared variant's one store serves many sessions: count each store once.
-    for (const store of new Set([...this.generation.live.values()].map((live) => live.store))) addStats(eventStore, store.stats());
+    for (const store of new Set([...this.generation.live.values()].map((live) => live.store)))
+      addStats(eventStore, store.stats());
     return {
       generation: this.generation.id,
       restarts: this.restarts,

@@ -14,7 +14,8 @@ const MAX_BODY_BYTES = 4 * 1024 * 1024;
 /** The JSON-RPC id (as a string) of the first request in a POST body. */
 function firstRequestId(body: unknown): string | undefined {
   for (const message of Array.isArray(body) ? body : [body]) {
-    if (message !== null && typeof message === 'object' && 'method' in message && 'id' in message) return String((message as { id: unknown }).id);
+    if (message !== null && typeof message === 'object' && 'method' in message && 'id' in message)
+      return String((message as { id: unknown }).id);
   }
   return undefined;
 }
@@ -35,7 +36,11 @@ export interface McpRequest {
  * one, when the lab sends it to itself); every other request goes to its session's transport, restored
  * first if the session is known but not live. A resume of a cursor the buffer evicted gets the lab's 404.
  */
-export async function handleMcpRequest(request: McpRequest, sessions: LiveSessions, replayClosing: ReplayClosing): Promise<void> {
+export async function handleMcpRequest(
+  request: McpRequest,
+  sessions: LiveSessions,
+  replayClosing: ReplayClosing,
+): Promise<void> {
   const { req, res } = request;
   const sessionId = header(req, HEADER_SESSION_ID);
   if (req.method === 'POST') {
@@ -49,7 +54,8 @@ export async function handleMcpRequest(request: McpRequest, sessions: LiveSessio
     request.context.jsonRpcRequestId = firstRequestId(body);
     if (sessionId === undefined) {
       const initialize = body as JSONRPCRequest;
-      if (!isInitializeRequest(initialize)) return sendJsonRpcError(res, 400, -32000, 'Bad Request: No valid session ID provided');
+      if (!isInitializeRequest(initialize))
+        return sendJsonRpcError(res, 400, -32000, 'Bad Request: No valid session ID provided');
       const restoreId = sessions.restoreTarget(req);
       if (restoreId === null) return sendJsonRpcError(res, 403, -32000, 'Forbidden: invalid session restore');
       const live = await sessions.create(initialize, restoreId, request.path, request.variant);
@@ -61,14 +67,20 @@ export async function handleMcpRequest(request: McpRequest, sessions: LiveSessio
     return live.transport.handleRequest(req, res, body);
   }
   if (req.method === 'GET' || req.method === 'DELETE') {
-    if (sessionId === undefined) return sendJsonRpcError(res, 400, -32000, 'Bad Request: Mcp-Session-Id header is required');
+    if (sessionId === undefined)
+      return sendJsonRpcError(res, 400, -32000, 'Bad Request: Mcp-Session-Id header is required');
     const live = await sessions.find(sessionId);
     if (!live) return sendJsonRpcError(res, 404, -32001, 'Session not found');
     const lastEventId = header(req, HEADER_LAST_EVENT_ID);
     if (req.method === 'GET' && lastEventId !== undefined) {
       if (live.store.cursorState(lastEventId) === 'evicted') {
         // The lab's answer for a cursor its buffer has dropped; the session itself is still valid.
-        return sendJsonRpcError(res, 404, -32000, 'Event stream not found: the cursor was evicted from the event buffer');
+        return sendJsonRpcError(
+          res,
+          404,
+          -32000,
+          'Event stream not found: the cursor was evicted from the event buffer',
+        );
       }
       replayClosing.watch(sessionId, lastEventId, res);
     }

@@ -11,7 +11,12 @@ export class RequestLog {
   private readonly entries = new RecentList<RequestLogEntry>(1000);
 
   /** Records the request once its response closes; `created` names the session an initialize created. */
-  recordOnClose(req: IncomingMessage, res: ServerResponse, path: string, created: { transport?: StreamableHTTPServerTransport }): void {
+  recordOnClose(
+    req: IncomingMessage,
+    res: ServerResponse,
+    path: string,
+    created: { transport?: StreamableHTTPServerTransport },
+  ): void {
     res.once('close', () =>
       this.entries.push({
         at: Date.now(),

@@ -47,7 +47,8 @@ export function labRequestListener(routes: LabRoutes): RequestListener {
       handled = Promise.resolve(sendJsonRpcError(res, path.startsWith(CONTROL_PATH) ? 403 : 404, -32000, 'Not found'));
     }
     handled.catch((error: unknown) => {
-      if (!res.headersSent) sendJsonRpcError(res, 500, -32603, `Internal error: ${error instanceof Error ? error.message : String(error)}`);
+      if (!res.headersSent)
+        sendJsonRpcError(res, 500, -32603, `Internal error: ${error instanceof Error ? error.message : String(error)}`);
       else res.destroy();
     });
   };

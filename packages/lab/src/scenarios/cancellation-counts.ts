@@ -16,7 +16,10 @@ interface GivenUpCall {
 export function cancellationCounts(
   notified: GivenUpCall,
   transportClosed: GivenUpCall,
-): Pick<ScenarioSummary, 'sessionId' | 'terminalDeliveries' | 'distinctTerminalStreams' | 'reconnects' | 'resumeStatuses'> {
+): Pick<
+  ScenarioSummary,
+  'sessionId' | 'terminalDeliveries' | 'distinctTerminalStreams' | 'reconnects' | 'resumeStatuses'
+> {
   return {
     sessionId: notified.sessionId,
     terminalDeliveries: notified.terminals + transportClosed.terminals,

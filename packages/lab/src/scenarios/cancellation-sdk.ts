@@ -12,13 +12,21 @@ import type { ScenarioSummary } from './summary.js';
  * the application closes the client after the first progress update (the transport aborts its
  * requests; no cancel, no DELETE).
  */
-export async function runCancellationSdk(kind: SdkClientKind, options: ResolvedScenarioOptions): Promise<ScenarioSummary> {
+export async function runCancellationSdk(
+  kind: SdkClientKind,
+  options: ResolvedScenarioOptions,
+): Promise<ScenarioSummary> {
   const started = Date.now();
   const url = storeVariantUrl(options.serverUrl, 'bounded');
   const counts: Record<string, number> = {};
 
   async function giveUp(notify: boolean) {
-    const session = await connectSdkSession(kind, url, options.fetch, notify ? 'cancellation-notified' : 'cancellation-transport-closed');
+    const session = await connectSdkSession(
+      kind,
+      url,
+      options.fetch,
+      notify ? 'cancellation-notified' : 'cancellation-transport-closed',
+    );
     const abort = new AbortController();
     let progressBefore = 0;
     let closing: Promise<void> | undefined;
@@ -53,7 +61,8 @@ export async function runCancellationSdk(kind: SdkClientKind, options: ResolvedS
       progressBefore,
       cancelStatus: cancelEntry()?.status,
       outcome,
-      terminals: session.log.flatMap((entry) => entry.responses).filter((response) => response.rpcId === post?.rpcId).length,
+      terminals: session.log.flatMap((entry) => entry.responses).filter((response) => response.rpcId === post?.rpcId)
+        .length,
       sdkErrors: session.errors,
     };
   }

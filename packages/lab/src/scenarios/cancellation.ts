@@ -31,7 +31,11 @@ export async function runCancellation(options: ScenarioOptions): Promise<Scenari
   const tally = new ResultTally();
 
   async function giveUp(notify: boolean): Promise<CancelledCall> {
-    const session = await McpHttpSession.open(url, fetch, notify ? 'cancellation-notified' : 'cancellation-transport-closed');
+    const session = await McpHttpSession.open(
+      url,
+      fetch,
+      notify ? 'cancellation-notified' : 'cancellation-transport-closed',
+    );
     const call = session.toolCall('stream_progress', LONG_CALL);
     const stop = new AbortController();
     let progressBefore = 0;
@@ -39,11 +43,21 @@ export async function runCancellation(options: ScenarioOptions): Promise<Scenari
     const read = await session.post(call.message, {
       signal: stop.signal,
       onEvent: (event) => {
-        if (!event.message || !('method' in event.message) || event.message.method !== 'notifications/progress' || cancelled) return;
+        if (
+          !event.message ||
+          !('method' in event.message) ||
+          event.message.method !== 'notifications/progress' ||
+          cancelled
+        )
+          return;
         progressBefore++;
         cancelled = notify
           ? session
-              .post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: call.id, reason: 'the client gave up' } })
+              .post({
+                jsonrpc: '2.0',
+                method: 'notifications/cancelled',
+                params: { requestId: call.id, reason: 'the client gave up' },
+              })
               .then((answer) => answer.status)
               .finally(() => stop.abort())
           : Promise.resolve(0).finally(() => stop.abort());
@@ -52,8 +66,17 @@ export async function runCancellation(options: ScenarioOptions): Promise<Scenari
     const cancelStatus = cancelled ? await cancelled : undefined;
     tally.add(read);
     if (notify) await session.close().catch(() => undefined);
-    const terminals = read.events.filter((event) => event.message && 'id' in event.message && event.message.id === call.id).length;
-    return { sessionId: session.sessionId, requestId: call.id, progressBefore, cancelStatus: notify ? cancelStatus : undefined, streamEnd: read.end, terminals };
+    const terminals = read.events.filter(
+      (event) => event.message && 'id' in event.message && event.message.id === call.id,
+    ).length;
+    return {
+      sessionId: session.sessionId,
+      requestId: call.id,
+      progressBefore,
+      cancelStatus: notify ? cancelStatus : undefined,
+      streamEnd: read.end,
+      terminals,
+    };
   }
 
   const notified = await giveUp(true);

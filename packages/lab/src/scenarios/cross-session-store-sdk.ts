@@ -3,7 +3,14 @@ import { startFaultProxy } from '../fault-proxy.js';
 import { storeVariantUrl } from '../store-variants.js';
 import { CROSS_SESSION_A_TEXT, CROSS_SESSION_B_TEXT } from './cross-session-store.js';
 import type { ResolvedScenarioOptions } from './options.js';
-import { connectSdkSession, responsesPerRequest, responsesTo, resumesIn, toolCallPost, waitUntil } from './sdk-clients.js';
+import {
+  connectSdkSession,
+  responsesPerRequest,
+  responsesTo,
+  resumesIn,
+  toolCallPost,
+  waitUntil,
+} from './sdk-clients.js';
 import type { SdkClientKind, SdkSession } from './sdk-clients.js';
 import type { ScenarioSummary } from './summary.js';
 import { waitForServerToSeeDrop } from './wire-helpers.js';
@@ -15,7 +22,10 @@ import { waitForServerToSeeDrop } from './wire-helpers.js';
  * `callTool` resolves with B's result; A's own result follows on the same stream (the SDK reports
  * it as a response to an unknown id).
  */
-export async function runCrossSessionStoreSdk(kind: SdkClientKind, options: ResolvedScenarioOptions): Promise<ScenarioSummary> {
+export async function runCrossSessionStoreSdk(
+  kind: SdkClientKind,
+  options: ResolvedScenarioOptions,
+): Promise<ScenarioSummary> {
   const started = Date.now();
   const control = new LabControlClient(options.controlUrl);
   const target = storeVariantUrl(options.serverUrl, 'shared-by-request-id');
@@ -31,7 +41,11 @@ export async function runCrossSessionStoreSdk(kind: SdkClientKind, options: Reso
       },
     });
     proxy.armCut({ method: 'POST', afterEvents: 2 });
-    const callA = a.callTool('quiet_progress', { quietMs: 1500, text: CROSS_SESSION_A_TEXT }, { onprogress: () => undefined });
+    const callA = a.callTool(
+      'quiet_progress',
+      { quietMs: 1500, text: CROSS_SESSION_A_TEXT },
+      { onprogress: () => undefined },
+    );
     const postA = () => toolCallPost(a!.log, 'quiet_progress');
     await waitUntil(() => postA()?.end !== undefined, 5000);
     const b = await connectSdkSession(kind, target, options.fetch, 'cross-session-store-b');

@@ -23,7 +23,8 @@ export async function runCursorEvicted(options: ScenarioOptions): Promise<Scenar
   const first = await session.post(call.message, {
     signal: drop.signal,
     onEvent: (event) => {
-      if (event.message && 'method' in event.message && event.message.method === 'notifications/progress') progressSeen++;
+      if (event.message && 'method' in event.message && event.message.method === 'notifications/progress')
+        progressSeen++;
       if (progressSeen === DROP_AFTER_PROGRESS) drop.abort();
     },
   });

@@ -15,7 +15,9 @@ export async function runHealthy(options: ScenarioOptions): Promise<ScenarioSumm
   const terminal = streamed.read.events.filter((event) => isResponseTo(event.message, streamed.call.id)).length;
   const chargeResponse = charged.read.events.find((event) => isResponseTo(event.message, charged.call.id))?.message;
   const sideEffectCount =
-    chargeResponse && 'result' in chargeResponse ? ((chargeResponse.result as { structuredContent?: { count?: number } }).structuredContent?.count ?? 0) : 0;
+    chargeResponse && 'result' in chargeResponse
+      ? ((chargeResponse.result as { structuredContent?: { count?: number } }).structuredContent?.count ?? 0)
+      : 0;
   return {
     scenario: 'healthy',
     sessionId: session.sessionId,

@@ -39,7 +39,9 @@ const SCENARIOS: Record<ScenarioName, (options: ScenarioOptions) => Promise<Scen
 };
 
 /** Scenarios that also run with the unmodified SDK clients (1.x and v2). */
-const SDK_RUNS: Partial<Record<ScenarioName, (kind: SdkClientKind, options: ResolvedScenarioOptions) => Promise<ScenarioSummary>>> = {
+const SDK_RUNS: Partial<
+  Record<ScenarioName, (kind: SdkClientKind, options: ResolvedScenarioOptions) => Promise<ScenarioSummary>>
+> = {
   'quiet-resume': runQuietResumeSdk,
   polling: runPollingSdk,
   'listening-replay': runListeningReplaySdk,
@@ -57,6 +59,7 @@ export async function runScenario(name: ScenarioName, options: ScenarioOptions):
   const client = options.client ?? 'raw';
   if (client === 'raw') return SCENARIOS[name](options);
   const sdkRun = SDK_RUNS[name];
-  if (!sdkRun) throw new Error(`scenario ${name} runs with the raw client only (clients: ${scenarioClients(name).join(', ')})`);
+  if (!sdkRun)
+    throw new Error(`scenario ${name} runs with the raw client only (clients: ${scenarioClients(name).join(', ')})`);
   return sdkRun(client, resolveOptions(options));
 }

@@ -16,7 +16,10 @@ import { waitForServerToSeeDrop } from './wire-helpers.js';
  * responses to unknown ids and a message it cannot parse. The lab waits (bounded) for both replayed
  * results, then closes the client.
  */
-export async function runListeningReplaySdk(kind: SdkClientKind, options: ResolvedScenarioOptions): Promise<ScenarioSummary> {
+export async function runListeningReplaySdk(
+  kind: SdkClientKind,
+  options: ResolvedScenarioOptions,
+): Promise<ScenarioSummary> {
   const started = Date.now();
   const control = new LabControlClient(options.controlUrl);
   const proxy = await startFaultProxy({ target: storeVariantUrl(options.serverUrl, 'replay-all-streams') });

@@ -6,7 +6,13 @@ import { storeVariantUrl } from '../store-variants.js';
 import type { ScenarioOptions } from './options.js';
 import { resolveOptions } from './options.js';
 import type { ScenarioSummary } from './summary.js';
-import { ResultTally, isJsonRpcEvent, isTerminalMessage, resumeStream, waitForServerToSeeDrop } from './wire-helpers.js';
+import {
+  ResultTally,
+  isJsonRpcEvent,
+  isTerminalMessage,
+  resumeStream,
+  waitForServerToSeeDrop,
+} from './wire-helpers.js';
 
 /** The client gives the resumed listening stream this long to show the replay, then closes it. */
 const LISTEN_CAP_MS = 3000;
@@ -46,7 +52,8 @@ export async function runListeningReplay(options: ScenarioOptions): Promise<Scen
     const cutListening = await listening;
     tally.add(cutListening);
     const cursor = cutListening.events.find((event) => event.id !== undefined)?.id;
-    if (cursor === undefined) throw new Error('listening-replay: the listening stream carried no event id before the cut');
+    if (cursor === undefined)
+      throw new Error('listening-replay: the listening stream carried no event id before the cut');
     const echo = await session.callTool('echo', { text: 'after the cut' });
     tally.add(echo.read);
     await waitForServerToSeeDrop(control, session.sessionId, { method: 'GET' });

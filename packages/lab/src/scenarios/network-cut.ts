@@ -68,7 +68,8 @@ export async function runNetworkCut(options: ScenarioOptions): Promise<ScenarioS
 
     const duplicateEventIds = [...idDeliveries].filter(([, count]) => count > 1).map(([id]) => id);
     const missingProgress: number[] = [];
-    for (let progress = 1; progress <= PROGRESS_COUNT; progress++) if (progressDeliveries.get(progress) !== 1) missingProgress.push(progress);
+    for (let progress = 1; progress <= PROGRESS_COUNT; progress++)
+      if (progressDeliveries.get(progress) !== 1) missingProgress.push(progress);
     const exactlyOnce = duplicateEventIds.length === 0 && missingProgress.length === 0 && terminalDeliveries === 1;
     return {
       scenario: 'network-cut',

@@ -55,7 +55,10 @@ export async function runPerStreamDedup(options: ScenarioOptions): Promise<Scena
   async function charge(consumer: keyof typeof keys): Promise<void> {
     const { call, read } = await session.callTool('side_effect', { key: keys[consumer] });
     const response = read.events.find((event) => isResponseTo(event.message, call.id))?.message;
-    const count = response && 'result' in response ? (response.result as { structuredContent?: { count?: number } }).structuredContent?.count : undefined;
+    const count =
+      response && 'result' in response
+        ? (response.result as { structuredContent?: { count?: number } }).structuredContent?.count
+        : undefined;
     if (typeof count !== 'number') throw new Error(`side_effect gave no count (status ${read.status})`);
     charged[consumer] = count;
   }

@@ -15,8 +15,17 @@ import type { ScenarioSummary } from './summary.js';
  */
 export async function runPollingSdk(kind: SdkClientKind, options: ResolvedScenarioOptions): Promise<ScenarioSummary> {
   const started = Date.now();
-  const session = await connectSdkSession(kind, storeVariantUrl(options.serverUrl, 'bounded'), options.fetch, 'polling');
-  const result = await session.callTool('poll_task', { closes: POLLING_CLOSES, intervalMs: POLLING_INTERVAL_MS, progress: true }, { onprogress: () => undefined });
+  const session = await connectSdkSession(
+    kind,
+    storeVariantUrl(options.serverUrl, 'bounded'),
+    options.fetch,
+    'polling',
+  );
+  const result = await session.callTool(
+    'poll_task',
+    { closes: POLLING_CLOSES, intervalMs: POLLING_INTERVAL_MS, progress: true },
+    { onprogress: () => undefined },
+  );
   const post = toolCallPost(session.log, 'poll_task');
   const polls = resumesIn(session.log);
   const terminals = responsesTo(session.log, post?.rpcId);

@@ -51,7 +51,12 @@ export async function runPolling(options: ScenarioOptions): Promise<ScenarioSumm
     await sleep(retryMs ?? DEFAULT_RETRY_MS);
     const read = await resumeUnlessRejected(session, cursor, resumeStatuses, resumeErrors);
     if (!read) break;
-    polls.push({ status: read.status, events: read.events.length, messages: read.events.filter(isJsonRpcEvent).length, end: read.end });
+    polls.push({
+      status: read.status,
+      events: read.events.length,
+      messages: read.events.filter(isJsonRpcEvent).length,
+      end: read.end,
+    });
     if (read.status !== 200) break;
     absorb(read, polls.length);
   }

@@ -14,7 +14,10 @@ import { waitForServerToSeeDrop } from './wire-helpers.js';
  * holds the resume until the server has seen the drop, so it is not answered 409); the resumed
  * stream is silent for 2.5 s, then the result arrives once and `callTool` resolves.
  */
-export async function runQuietResumeSdk(kind: SdkClientKind, options: ResolvedScenarioOptions): Promise<ScenarioSummary> {
+export async function runQuietResumeSdk(
+  kind: SdkClientKind,
+  options: ResolvedScenarioOptions,
+): Promise<ScenarioSummary> {
   const started = Date.now();
   const control = new LabControlClient(options.controlUrl);
   const proxy = await startFaultProxy({ target: storeVariantUrl(options.serverUrl, 'bounded') });
@@ -24,7 +27,11 @@ export async function runQuietResumeSdk(kind: SdkClientKind, options: ResolvedSc
       beforeResume: async () => void (await waitForServerToSeeDrop(control, session!.sessionId()!, { method: 'POST' })),
     });
     proxy.armCut({ method: 'POST', afterEvents: 2 });
-    const result = await session.callTool('quiet_progress', { quietMs: QUIET_RESUME_QUIET_MS }, { onprogress: () => undefined });
+    const result = await session.callTool(
+      'quiet_progress',
+      { quietMs: QUIET_RESUME_QUIET_MS },
+      { onprogress: () => undefined },
+    );
     const post = toolCallPost(session.log, 'quiet_progress');
     const resumes = resumesIn(session.log);
     const terminals = responsesTo(session.log, post?.rpcId);

@@ -60,7 +60,15 @@ export function recordingFetch(inner: FetchLike, log: RecordedRequest[], cap = 1
     const [forCaller, forLog] = response.body.tee();
     readSse(forLog, (event) => {
       if (event.id !== undefined) entry.eventIds.push(event.id);
-      let message: { jsonrpc?: unknown; id?: unknown; method?: unknown; error?: unknown; result?: { content?: Array<{ text?: string }> } } | undefined;
+      let message:
+        | {
+            jsonrpc?: unknown;
+            id?: unknown;
+            method?: unknown;
+            error?: unknown;
+            result?: { content?: Array<{ text?: string }> };
+          }
+        | undefined;
       try {
         message = event.data ? (JSON.parse(event.data) as typeof message) : undefined;
       } catch {
@@ -72,12 +80,21 @@ export function recordingFetch(inner: FetchLike, log: RecordedRequest[], cap = 1
       }
       if (message.error !== undefined) entry.errorResponses.push({ rpcId: message.id, eventId: event.id });
       if (message.error !== undefined || message.result !== undefined) {
-        entry.responses.push({ rpcId: message.id, eventId: event.id, error: message.error !== undefined, text: message.result?.content?.[0]?.text });
+        entry.responses.push({
+          rpcId: message.id,
+          eventId: event.id,
+          error: message.error !== undefined,
+          text: message.result?.content?.[0]?.text,
+        });
       }
     }).then(
       () => void (entry.end = 'clean'),
       () => void (entry.end = 'error'),
     );
-    return new Response(forCaller, { status: response.status, statusText: response.statusText, headers: response.headers });
+    return new Response(forCaller, {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+    });
   };
 }

@@ -60,7 +60,13 @@ function gatedFetch(inner: FetchLike, beforeResume: (() => Promise<void>) | unde
  * Connects an unmodified SDK client (1.x or v2) to `url`; all its traffic goes through `fetch`,
  * recorded. The SDKs are imported on demand so that importing the lab does not load them.
  */
-export async function connectSdkSession(kind: SdkClientKind, url: string, fetch: FetchLike, name: string, options: SdkSessionOptions = {}): Promise<SdkSession> {
+export async function connectSdkSession(
+  kind: SdkClientKind,
+  url: string,
+  fetch: FetchLike,
+  name: string,
+  options: SdkSessionOptions = {},
+): Promise<SdkSession> {
   const log: RecordedRequest[] = [];
   const errors: string[] = [];
   const clientFetch = gatedFetch(recordingFetch(fetch, log), options.beforeResume);
@@ -96,7 +102,8 @@ export async function connectSdkSession(kind: SdkClientKind, url: string, fetch:
     return connected(
       new StreamableHTTPClientTransport(new URL(url), { fetch: clientFetch }),
       client,
-      (tool, args, call = {}) => client.callTool({ name: tool, arguments: args }, undefined, call) as Promise<SdkToolResult>,
+      (tool, args, call = {}) =>
+        client.callTool({ name: tool, arguments: args }, undefined, call) as Promise<SdkToolResult>,
     );
   }
   const { Client, StreamableHTTPClientTransport } = await import('@modelcontextprotocol/client');
@@ -119,14 +126,23 @@ export function resumesIn(log: RecordedRequest[]): RecordedRequest[] {
 }
 
 /** Responses to JSON-RPC request `rpcId` in the log, with the index of the HTTP response that carried each. */
-export function responsesTo(log: RecordedRequest[], rpcId: unknown): Array<{ seq: number; eventId: string | undefined; text: string | undefined }> {
-  return log.flatMap((entry) => entry.responses.filter((response) => response.rpcId === rpcId).map((response) => ({ seq: entry.seq, eventId: response.eventId, text: response.text })));
+export function responsesTo(
+  log: RecordedRequest[],
+  rpcId: unknown,
+): Array<{ seq: number; eventId: string | undefined; text: string | undefined }> {
+  return log.flatMap((entry) =>
+    entry.responses
+      .filter((response) => response.rpcId === rpcId)
+      .map((response) => ({ seq: entry.seq, eventId: response.eventId, text: response.text })),
+  );
 }
 
 /** Responses (initialize excluded) per JSON-RPC request id, over every HTTP response in the log. */
 export function responsesPerRequest(log: RecordedRequest[]): Record<string, number> {
   const counts: Record<string, number> = {};
-  for (const entry of log) for (const response of entry.responses) if (response.rpcId !== 0) counts[String(response.rpcId)] = (counts[String(response.rpcId)] ?? 0) + 1;
+  for (const entry of log)
+    for (const response of entry.responses)
+      if (response.rpcId !== 0) counts[String(response.rpcId)] = (counts[String(response.rpcId)] ?? 0) + 1;
   return counts;
 }
 

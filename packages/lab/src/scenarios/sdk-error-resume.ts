@@ -43,7 +43,8 @@ export async function runSdkErrorResume(options: ScenarioOptions): Promise<Scena
   const after = (): RecordedRequest[] => (failPost ? log.slice(failPost.seq + 1) : []);
 
   const deadline = Date.now() + WAIT_FOR_RESUME_MS;
-  while (Date.now() < deadline && !after().some((entry) => entry.method === 'GET' && entry.lastEventId !== undefined)) await sleep(25);
+  while (Date.now() < deadline && !after().some((entry) => entry.method === 'GET' && entry.lastEventId !== undefined))
+    await sleep(25);
   // Then let the SDK finish what it does next, until it has been quiet for a while.
   const settleEnd = Date.now() + SETTLE_CAP_MS;
   let seen = log.length;
@@ -62,7 +63,9 @@ export async function runSdkErrorResume(options: ScenarioOptions): Promise<Scena
   const followUps = after().filter((entry) => entry.method === 'GET');
   const resumes = followUps.filter((entry) => entry.lastEventId !== undefined);
   const deliveries = log.flatMap((entry) =>
-    entry.errorResponses.filter((response) => failPost !== undefined && response.rpcId === failPost.rpcId).map(() => entry.seq),
+    entry.errorResponses
+      .filter((response) => failPost !== undefined && response.rpcId === failPost.rpcId)
+      .map(() => entry.seq),
   );
   const resumedWithErrorId = errorEventId !== undefined && resumes.some((entry) => entry.lastEventId === errorEventId);
   return {
@@ -82,7 +85,13 @@ export async function runSdkErrorResume(options: ScenarioOptions): Promise<Scena
       errorMessage,
       errorEventId,
       resumedWithErrorEventId: resumedWithErrorId,
-      requestsAfterError: after().map((entry) => ({ method: entry.method, rpc: entry.rpc, lastEventId: entry.lastEventId, status: entry.status, events: entry.eventIds.length })),
+      requestsAfterError: after().map((entry) => ({
+        method: entry.method,
+        rpc: entry.rpc,
+        lastEventId: entry.lastEventId,
+        status: entry.status,
+        events: entry.eventIds.length,
+      })),
       sdkErrors,
     },
   };

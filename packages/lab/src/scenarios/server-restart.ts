@@ -25,7 +25,8 @@ export async function runServerRestart(options: ScenarioOptions): Promise<Scenar
   let restart: Promise<RestartReport> | undefined;
   const first = await session.post(call.message, {
     onEvent: (event) => {
-      if (event.message && 'method' in event.message && event.message.method === 'notifications/progress') progressSeen++;
+      if (event.message && 'method' in event.message && event.message.method === 'notifications/progress')
+        progressSeen++;
       if (progressSeen === RESTART_AFTER_PROGRESS && !restart) restart = control.restart();
     },
   });

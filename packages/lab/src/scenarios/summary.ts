@@ -56,7 +56,9 @@ export function formatSummary(summary: ScenarioSummary): string {
   ];
   if (summary.resultsPerRequest !== undefined) {
     const entries = Object.entries(summary.resultsPerRequest);
-    lines.push(`results per request    ${entries.length > 0 ? entries.map(([id, count]) => `${id}: ${count}`).join(', ') : '-'}`);
+    lines.push(
+      `results per request    ${entries.length > 0 ? entries.map(([id, count]) => `${id}: ${count}`).join(', ') : '-'}`,
+    );
   }
   if (summary.sideEffectCount !== undefined) lines.push(`side effects           ${summary.sideEffectCount}`);
   lines.push(`duration               ${summary.durationMs} ms`, '', summary.finding);

@@ -7,14 +7,21 @@ import type { McpHttpSession, ReadOptions, StreamEvent, StreamRead } from '../mc
 export { sleep };
 
 /** Whether a message is a JSON-RPC response (result or error); `data: {}` and other non-JSON-RPC data are not. */
-export function isTerminalMessage(message: JSONRPCMessage | undefined): message is JSONRPCMessage & { id: string | number } {
+export function isTerminalMessage(
+  message: JSONRPCMessage | undefined,
+): message is JSONRPCMessage & { id: string | number } {
   return message !== undefined && 'id' in message && ('result' in message || 'error' in message);
 }
 
 /** Whether an SSE event's data holds a JSON-RPC message (request, notification or response). */
 export function isJsonRpcEvent(event: StreamEvent): boolean {
   const message = event.message as Record<string, unknown> | undefined;
-  return message !== undefined && typeof message === 'object' && message.jsonrpc === '2.0' && ('method' in message || 'id' in message);
+  return (
+    message !== undefined &&
+    typeof message === 'object' &&
+    message.jsonrpc === '2.0' &&
+    ('method' in message || 'id' in message)
+  );
 }
 
 /** Counts the responses of every JSON-RPC request id the client saw (initialize excluded). */
@@ -24,7 +31,8 @@ export class ResultTally {
   add(read: StreamRead): void {
     for (const event of read.events) {
       const message = event.message;
-      if (isTerminalMessage(message) && message.id !== 0) this.perRequest[String(message.id)] = (this.perRequest[String(message.id)] ?? 0) + 1;
+      if (isTerminalMessage(message) && message.id !== 0)
+        this.perRequest[String(message.id)] = (this.perRequest[String(message.id)] ?? 0) + 1;
     }
   }
 }
@@ -55,7 +63,16 @@ export async function waitForServerToSeeDrop(
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     const log = await control.requests(sessionId);
-    if (log.some((entry) => entry.method === match.method && !entry.completed && entry.lastEventId === match.lastEventId && !entry.restore)) return true;
+    if (
+      log.some(
+        (entry) =>
+          entry.method === match.method &&
+          !entry.completed &&
+          entry.lastEventId === match.lastEventId &&
+          !entry.restore,
+      )
+    )
+      return true;
     await sleep(20);
   }
   return false;
@@ -65,7 +82,12 @@ export async function waitForServerToSeeDrop(
  * GET with Last-Event-ID; a 409 (the server still holds the dropped stream) is retried a few times
  * with a short backoff. Every status is appended to `statuses`.
  */
-export async function resumeStream(session: McpHttpSession, cursor: string, statuses: number[], options: ReadOptions = {}): Promise<StreamRead> {
+export async function resumeStream(
+  session: McpHttpSession,
+  cursor: string,
+  statuses: number[],
+  options: ReadOptions = {},
+): Promise<StreamRead> {
   for (let attempt = 1; ; attempt++) {
     const read = await session.get(cursor, options);
     statuses.push(read.status);

@@ -18,7 +18,9 @@ export function labServerPerFile(): LabPerFile {
       return file.server;
     },
     resumesAtServer(sessionId) {
-      return file.server.requestLog(sessionId).filter((entry) => entry.method === 'GET' && entry.lastEventId !== undefined && !entry.restore);
+      return file.server
+        .requestLog(sessionId)
+        .filter((entry) => entry.method === 'GET' && entry.lastEventId !== undefined && !entry.restore);
     },
   };
 }

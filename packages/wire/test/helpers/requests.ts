@@ -12,7 +12,10 @@ export function post(body: object, sessionId?: string): RequestInit {
 }
 
 export function resumeInit(sessionId: string, lastEventId: string): RequestInit {
-  return { method: 'GET', headers: { accept: 'text/event-stream', 'mcp-session-id': sessionId, 'last-event-id': lastEventId } };
+  return {
+    method: 'GET',
+    headers: { accept: 'text/event-stream', 'mcp-session-id': sessionId, 'last-event-id': lastEventId },
+  };
 }
 
 /** Initializes a session against the test server; returns its session id. */

@@ -36,9 +36,17 @@ async function startScriptedServer(): Promise<ScriptedServer> {
       let body = '';
       for await (const chunk of req) body += chunk;
       const lastEventId = req.headers['last-event-id'];
-      seen.push({ method: req.method ?? '', lastEventId: typeof lastEventId === 'string' ? lastEventId : undefined, body });
+      seen.push({
+        method: req.method ?? '',
+        lastEventId: typeof lastEventId === 'string' ? lastEventId : undefined,
+        body,
+      });
       const next = script.shift() ?? { status: 500, chunks: [] };
-      res.writeHead(next.status ?? 200, { 'content-type': 'text/event-stream', 'mcp-session-id': SCRIPTED_SESSION, ...next.headers });
+      res.writeHead(next.status ?? 200, {
+        'content-type': 'text/event-stream',
+        'mcp-session-id': SCRIPTED_SESSION,
+        ...next.headers,
+      });
       for (const chunk of next.chunks ?? []) res.write(chunk);
       if (!next.holdOpen) res.end();
     })();
@@ -95,11 +103,20 @@ export function sse(fields: { id?: string; retry?: number; data?: string | objec
   let out = '';
   if (fields.id !== undefined) out += `id: ${fields.id}\n`;
   if (fields.retry !== undefined) out += `retry: ${fields.retry}\n`;
-  if (fields.data !== undefined) out += `data: ${typeof fields.data === 'string' ? fields.data : JSON.stringify(fields.data)}\n`;
+  if (fields.data !== undefined)
+    out += `data: ${typeof fields.data === 'string' ? fields.data : JSON.stringify(fields.data)}\n`;
   return `${out}\n`;
 }
 
 /** A progress notification, as a scripted event's data. */
-export const progress = (n: number) => ({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 't', progress: n } });
+export const progress = (n: number) => ({
+  jsonrpc: '2.0',
+  method: 'notifications/progress',
+  params: { progressToken: 't', progress: n },
+});
 /** A tools/call result for request `id`, as a scripted event's data. */
-export const result = (id: number, text: string) => ({ jsonrpc: '2.0', id, result: { content: [{ type: 'text', text }] } });
+export const result = (id: number, text: string) => ({
+  jsonrpc: '2.0',
+  id,
+  result: { content: [{ type: 'text', text }] },
+});

@@ -104,7 +104,8 @@ export async function startSseServer(): Promise<SseServer> {
       text += event;
       res.write(event);
     };
-    for (let i = 1; i <= state.progress; i++) send({ jsonrpc: '2.0', method: 'notifications/progress', params: { progress: i } });
+    for (let i = 1; i <= state.progress; i++)
+      send({ jsonrpc: '2.0', method: 'notifications/progress', params: { progress: i } });
     const cut = state.cutNextStream;
     state.cutNextStream = false;
     if (cut) {
@@ -114,7 +115,11 @@ export async function startSseServer(): Promise<SseServer> {
       // Stored for replay, never delivered on this stream.
       n++;
       const id = `${stream}-${n}`;
-      log.push({ id, stream, text: `id: ${id}\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: message.id, result: { content: [] } })}\n\n` });
+      log.push({
+        id,
+        stream,
+        text: `id: ${id}\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: message.id, result: { content: [] } })}\n\n`,
+      });
       state.written.set(`POST ${message.id}`, text);
       return;
     }
