@@ -92,8 +92,11 @@ export class SseTap implements BodyTap, SseSink {
   private at = NaN;
   /** End of the last complete event of the chunk being scanned, in the scanner's buffer. */
   private eventsEnd = 0;
-  /** Removed events of the chunk being scanned: start and end offsets, in pairs (usually none). */
-  private readonly removed: number[] = [];
+  /**
+   * Removed events of the chunk being scanned: start and end offsets, in pairs (usually none). Made at
+   * the first removed event: most streams never lose one.
+   */
+  private removed: number[] | undefined = undefined;
 
   constructor(
     private readonly observer: TapHost,
@@ -106,19 +109,22 @@ export class SseTap implements BodyTap, SseSink {
     this.at = this.observer.clock();
     if (!this.filtering) {
       this.scanner.push(chunk);
+      this.scanner.releaseBytes();
       controller.enqueue(chunk);
       return true;
     }
     this.eventsEnd = 0;
     this.scanner.push(chunk);
-    return this.forward(chunk, controller);
+    const enqueued = this.forward(chunk, controller);
+    this.scanner.releaseBytes();
+    return enqueued;
   }
 
   /** Called by the scanner for each event. */
   event(scan: SseScanner): void {
     const kept = this.observer.sseEvent(this.request, this.stream, scan, this.at);
     if (!this.filtering) return;
-    if (!kept) this.removed.push(scan.rawStart, scan.rawEnd);
+    if (!kept) (this.removed ??= []).push(scan.rawStart, scan.rawEnd);
     this.eventsEnd = scan.rawEnd;
   }
 
@@ -133,7 +139,7 @@ export class SseTap implements BodyTap, SseSink {
     if (end === 0) return false;
     const bytes = this.scanner.bytes;
     const removed = this.removed;
-    if (removed.length === 0) {
+    if (removed === undefined || removed.length === 0) {
       // Every event of the chunk kept and none carried over: the chunk itself, no view.
       const whole = end === chunk.length && bytes.buffer === chunk.buffer && bytes.byteOffset === chunk.byteOffset;
       controller.enqueue(whole ? chunk : bytes.subarray(0, end));

@@ -66,6 +66,8 @@ export class WireObserver implements TapHost {
   private filtering = false;
   private releasedSessions = 0;
   private releasedRequests = 0;
+  /** The last request's URL (see urlText). */
+  private lastUrl = '';
 
   constructor(options: WireObserverOptions = {}) {
     this.now = options.now ?? Date.now;
@@ -208,7 +210,7 @@ export class WireObserver implements TapHost {
     // fetch(request, init): init's headers replace the request's. Read in place, not copied.
     const headers = init?.headers ?? (input instanceof Request ? input.headers : undefined);
     const httpMethod = (init?.method ?? (input instanceof Request ? input.method : 'GET')).toUpperCase();
-    const url = input instanceof Request ? input.url : String(input);
+    const url = this.urlText(input instanceof Request ? input.url : String(input));
     const sessionId = headerValue(headers, HEADER_SESSION_ID);
     const lastEventId = headerValue(headers, HEADER_LAST_EVENT_ID);
     const protocolVersion = headerValue(headers, HEADER_PROTOCOL_VERSION);
@@ -227,14 +229,14 @@ export class WireObserver implements TapHost {
       if (protocolVersion) session.protocolVersion = protocolVersion;
     }
 
-    const requests: RequestRecord[] = [];
+    let requests: RequestRecord[] | undefined;
     for (const message of messages) {
       if (!isRequest(message)) continue;
       const id = String(message.id);
       const key = requestKey(sessionId, id);
       const record = newRequestRecord(key, sessionId ?? '', id, message.method, requestTarget(message), message, startedAt);
       this.requests.set(key, record);
-      requests.push(record);
+      (requests ??= []).push(record);
     }
     let cancels: RequestRecord[] | undefined;
     for (const message of messages) {
@@ -256,12 +258,22 @@ export class WireObserver implements TapHost {
       protocolVersion ?? session?.protocolVersion,
       session,
       messages,
-      requests,
+      requests ?? NO_REQUESTS,
       cancels ?? NO_REQUESTS,
       resume,
       reattach,
       startedAt,
     );
+  }
+
+  /**
+   * The request's URL, the same string as the last request's when equal: a stream open for a long time
+   * keeps its request, and the sessions of a client usually share one URL.
+   */
+  private urlText(url: string): string {
+    if (url === this.lastUrl) return this.lastUrl;
+    this.lastUrl = url;
+    return url;
   }
 
   private describeResume(session: SessionRecord | undefined, lastEventId: string): ResumeInfo {
@@ -276,7 +288,7 @@ export class WireObserver implements TapHost {
       }
       from ??= session.cursors.get(lastEventId);
     }
-    const requests = from?.requests ?? [];
+    const requests = from?.requests ?? NO_REQUESTS;
     return { lastEventId, from, requests, terminalObserved: requests.some((r) => r.terminalCount > 0) };
   }
 
@@ -326,13 +338,18 @@ export class WireObserver implements TapHost {
   private openStream(request: WireRequest, format: 'sse' | 'json'): StreamRecord {
     const session = request.session;
     const resume = request.resume;
+    const kind = resume ? resume.from?.kind : request.httpMethod === 'GET' ? StreamKind.LISTENING : StreamKind.REQUEST;
+    // A stream of a known kind never gains a request (a terminal of another one on it is foreign), so it
+    // shares the array of its POST or of the stream it resumes; only a resume from a cursor not placed
+    // learns its request from its first terminal, into an array of its own.
+    const requests = kind !== undefined ? ((resume ? resume.requests : request.requests) as RequestRecord[]) : [...(resume?.requests ?? NO_REQUESTS)];
     const stream = newStreamRecord(
       `${++this.streamSeq}`,
       request.sessionId ?? '',
       request.httpMethod,
       format,
-      resume ? resume.from?.kind : request.httpMethod === 'GET' ? StreamKind.LISTENING : StreamKind.REQUEST,
-      resume ? [...resume.requests] : [...request.requests],
+      kind,
+      requests,
       resume !== undefined,
       resume?.lastEventId,
       resume?.from?.pollingAnnounced ?? false,
