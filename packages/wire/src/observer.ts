@@ -338,18 +338,14 @@ export class WireObserver implements TapHost {
   private openStream(request: WireRequest, format: 'sse' | 'json'): StreamRecord {
     const session = request.session;
     const resume = request.resume;
-    const kind = resume ? resume.from?.kind : request.httpMethod === 'GET' ? StreamKind.LISTENING : StreamKind.REQUEST;
-    // A stream of a known kind never gains a request (a terminal of another one on it is foreign), so it
-    // shares the array of its POST or of the stream it resumes; only a resume from a cursor not placed
-    // learns its request from its first terminal, into an array of its own.
-    const requests = kind !== undefined ? ((resume ? resume.requests : request.requests) as RequestRecord[]) : [...(resume?.requests ?? NO_REQUESTS)];
     const stream = newStreamRecord(
       `${++this.streamSeq}`,
       request.sessionId ?? '',
       request.httpMethod,
       format,
-      kind,
-      requests,
+      resume ? resume.from?.kind : request.httpMethod === 'GET' ? StreamKind.LISTENING : StreamKind.REQUEST,
+      // A copy of exact size (the request's array may have spare slots), kept as long as the stream.
+      resume ? [...resume.requests] : [...request.requests],
       resume !== undefined,
       resume?.lastEventId,
       resume?.from?.pollingAnnounced ?? false,
