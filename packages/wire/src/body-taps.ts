@@ -191,7 +191,15 @@ export class JsonTap implements BodyTap {
 
 holdShape(new SseTap(undefined as never, undefined as never, undefined as never, false));
 holdShape(new JsonTap(undefined as never, undefined as never, undefined as never, 0));
-holdShape(new TappedSource(undefined as never, undefined as never, undefined as never, new ReadableStream(), undefined as never));
+holdShape(
+  new TappedSource(
+    undefined as never,
+    undefined as never,
+    undefined as never,
+    new ReadableStream(),
+    undefined as never,
+  ),
+);
 // The controller of an observed body, whose `enqueue` the taps call: a stream made as tapBody makes one.
 holdShape(new ReadableStream<Uint8Array>({ pull: () => undefined }, { highWaterMark: 0 }));
 

@@ -2,7 +2,14 @@ import { BoundedMap } from '@resumewatch/bounded';
 import { HEADER_LAST_EVENT_ID, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID, headerValue } from './headers.js';
 import { ReattachTrigger, StreamKind, TerminalDelivery, TerminalOutcome } from '@resumewatch/semconv';
 import { digestOfTerminal } from './digest.js';
-import { cancelledRequestIds, isErrorResponse, isRequest, isResponse, parseMessages, requestTarget } from './jsonrpc.js';
+import {
+  cancelledRequestIds,
+  isErrorResponse,
+  isRequest,
+  isResponse,
+  parseMessages,
+  requestTarget,
+} from './jsonrpc.js';
 import type { JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from './jsonrpc.js';
 import { JsonTap, SseTap, TappedSource, isAbort } from './body-taps.js';
 import type { BodyTap, TapHost } from './body-taps.js';
@@ -122,7 +129,13 @@ export class WireObserver implements TapHost {
    * Sessions and requests currently held, how many the caps pushed out, and how many were released on
    * the evidence that they were over (see "Release" in the README).
    */
-  stats(): { sessions: number; requests: number; evictions: number; releasedSessions: number; releasedRequests: number } {
+  stats(): {
+    sessions: number;
+    requests: number;
+    evictions: number;
+    releasedSessions: number;
+    releasedRequests: number;
+  } {
     return {
       sessions: this.sessions.size,
       requests: this.requests.size,
@@ -136,7 +149,11 @@ export class WireObserver implements TapHost {
     return (input, init) => this.observe(fetchImpl, input, init);
   }
 
-  private async observe(fetchImpl: FetchLike, input: string | URL | Request, init: RequestInit | undefined): Promise<Response> {
+  private async observe(
+    fetchImpl: FetchLike,
+    input: string | URL | Request,
+    init: RequestInit | undefined,
+  ): Promise<Response> {
     const request = this.describeRequest(input, init);
     try {
       for (const listener of this.listeners) listener.onRequest?.(request);
@@ -169,7 +186,8 @@ export class WireObserver implements TapHost {
     if (!aborted || session.inFlight > 0) return;
     // Transport closed: the client aborted its standalone stream and has nothing else in flight. A
     // single aborted POST stream is not enough: a client drops one to resume it from its cursor.
-    if (session.lastStandalone?.ended === 'abort' && this.sessions.get(session.id) === session) this.releaseSession(session.id);
+    if (session.lastStandalone?.ended === 'abort' && this.sessions.get(session.id) === session)
+      this.releaseSession(session.id);
   }
 
   /** Forgets a session and its requests, and tells the listeners. */
@@ -234,7 +252,15 @@ export class WireObserver implements TapHost {
       if (!isRequest(message)) continue;
       const id = String(message.id);
       const key = requestKey(sessionId, id);
-      const record = newRequestRecord(key, sessionId ?? '', id, message.method, requestTarget(message), message, startedAt);
+      const record = newRequestRecord(
+        key,
+        sessionId ?? '',
+        id,
+        message.method,
+        requestTarget(message),
+        message,
+        startedAt,
+      );
       this.requests.set(key, record);
       (requests ??= []).push(record);
     }
@@ -292,23 +318,37 @@ export class WireObserver implements TapHost {
     return { lastEventId, from, requests, terminalObserved: requests.some((r) => r.terminalCount > 0) };
   }
 
-  private describeReattach(session: SessionRecord, httpMethod: string, resume: ResumeInfo | undefined): ReattachInfo | undefined {
-    if (!session.initializedHere && !session.used) return { trigger: ReattachTrigger.NEW_TRANSPORT, previous: undefined };
+  private describeReattach(
+    session: SessionRecord,
+    httpMethod: string,
+    resume: ResumeInfo | undefined,
+  ): ReattachInfo | undefined {
+    if (!session.initializedHere && !session.used)
+      return { trigger: ReattachTrigger.NEW_TRANSPORT, previous: undefined };
     if (httpMethod !== 'GET') return undefined;
     const previous = resume ? (resume.from ?? lastEnded(session)) : session.lastStandalone;
     if (!previous || (!resume && previous.ended === undefined)) return undefined;
-    return { trigger: previous.ended === 'clean' ? ReattachTrigger.STREAM_CLOSED : ReattachTrigger.STREAM_ERROR, previous };
+    return {
+      trigger: previous.ended === 'clean' ? ReattachTrigger.STREAM_CLOSED : ReattachTrigger.STREAM_ERROR,
+      previous,
+    };
   }
 
   private observeResponse(request: WireRequest, response: Response): Response {
     const contentType = response.headers.get('content-type') ?? '';
     const sessionId = response.headers.get(HEADER_SESSION_ID) ?? request.sessionId;
     const initialized =
-      sessionId !== undefined && request.sessionId === undefined && request.requests.some((r) => r.method === 'initialize')
+      sessionId !== undefined &&
+      request.sessionId === undefined &&
+      request.requests.some((r) => r.method === 'initialize')
         ? this.initializedSession(sessionId, request.protocolVersion)
         : undefined;
 
-    const format = contentType.includes('text/event-stream') ? 'sse' : contentType.includes('application/json') ? 'json' : undefined;
+    const format = contentType.includes('text/event-stream')
+      ? 'sse'
+      : contentType.includes('application/json')
+        ? 'json'
+        : undefined;
     const stream = format && response.body ? this.openStream(request, format) : undefined;
     if (stream && initialized) this.initializeStreams.set(stream, initialized);
     const wireResponse: WireResponse = { status: response.status, contentType, sessionId, stream };
@@ -318,8 +358,15 @@ export class WireObserver implements TapHost {
       return response;
     }
 
-    const body = format === 'sse' ? this.observeSse(request, stream, response.body) : this.observeJson(request, stream, response.body);
-    const observed = new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+    const body =
+      format === 'sse'
+        ? this.observeSse(request, stream, response.body)
+        : this.observeJson(request, stream, response.body);
+    const observed = new Response(body, {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+    });
     Object.defineProperty(observed, 'url', { value: response.url });
     Object.defineProperty(observed, 'redirected', { value: response.redirected });
     return observed;
@@ -369,16 +416,29 @@ export class WireObserver implements TapHost {
     if (record.firstTerminalDigest !== undefined) this.finished.set(record.key, record.firstTerminalDigest);
   }
 
-  private observeSse(request: WireRequest, stream: StreamRecord, source: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
+  private observeSse(
+    request: WireRequest,
+    stream: StreamRecord,
+    source: ReadableStream<Uint8Array>,
+  ): ReadableStream<Uint8Array> {
     return this.tapBody(request, stream, source, new SseTap(this, request, stream, this.filtering));
   }
 
-  private observeJson(request: WireRequest, stream: StreamRecord, source: ReadableStream<Uint8Array>): ReadableStream<Uint8Array> {
+  private observeJson(
+    request: WireRequest,
+    stream: StreamRecord,
+    source: ReadableStream<Uint8Array>,
+  ): ReadableStream<Uint8Array> {
     return this.tapBody(request, stream, source, new JsonTap(this, request, stream, this.maxJsonBodyBytes));
   }
 
   /** A pull-driven copy of the body: nothing is read from the network before the client asks. */
-  private tapBody(request: WireRequest, stream: StreamRecord, source: ReadableStream<Uint8Array>, tap: BodyTap): ReadableStream<Uint8Array> {
+  private tapBody(
+    request: WireRequest,
+    stream: StreamRecord,
+    source: ReadableStream<Uint8Array>,
+    tap: BodyTap,
+  ): ReadableStream<Uint8Array> {
     return new ReadableStream<Uint8Array>(new TappedSource(this, request, stream, source, tap), { highWaterMark: 0 });
   }
 
@@ -413,7 +473,9 @@ export class WireObserver implements TapHost {
       if (scan.mayHoldMethod) stream.messageEvents++;
       // Decides nothing unless its stream is a resume: told only to listeners that want every event.
       const told = this.everyEventListeners > 0 || (stream.isResume && this.eventListeners.length > 0);
-      kept = !told || this.notify(new SseWireEvent(scan, request, stream, undefined, undefined, NO_TERMINALS, at), stream.isResume);
+      kept =
+        !told ||
+        this.notify(new SseWireEvent(scan, request, stream, undefined, undefined, NO_TERMINALS, at), stream.isResume);
     } else {
       const data = scan.hasData ? scan.decodeData() : undefined;
       const messages = data !== undefined ? parseMessages(data) : NO_MESSAGES;
@@ -431,7 +493,11 @@ export class WireObserver implements TapHost {
   }
 
   /** Counts a message event and observes the terminals among its messages. */
-  private terminalsOf(stream: StreamRecord, messages: readonly JsonRpcMessage[], eventId: string | undefined): readonly TerminalObservation[] {
+  private terminalsOf(
+    stream: StreamRecord,
+    messages: readonly JsonRpcMessage[],
+    eventId: string | undefined,
+  ): readonly TerminalObservation[] {
     if (messages.length === 0) return NO_TERMINALS;
     stream.messageEvents++;
     let terminals: TerminalObservation[] | undefined;
@@ -446,7 +512,8 @@ export class WireObserver implements TapHost {
   /** @internal Observes the messages of a JSON body. */
   jsonBody(request: WireRequest, stream: StreamRecord, messages: readonly JsonRpcMessage[]): void {
     const terminals = this.terminalsOf(stream, messages, undefined);
-    if (this.eventListeners.length > 0) this.notify(new JsonWireEvent(request, stream, messages, terminals, this.now()), true);
+    if (this.eventListeners.length > 0)
+      this.notify(new JsonWireEvent(request, stream, messages, terminals, this.now()), true);
   }
 
   /** Tells the event to the listeners that want it (`deciding`: it can decide something); false when one removed it. */
@@ -462,7 +529,11 @@ export class WireObserver implements TapHost {
     return keep;
   }
 
-  private observeTerminal(stream: StreamRecord, message: JsonRpcResponse, eventId: string | undefined): TerminalObservation | undefined {
+  private observeTerminal(
+    stream: StreamRecord,
+    message: JsonRpcResponse,
+    eventId: string | undefined,
+  ): TerminalObservation | undefined {
     if (message.id === null) return undefined;
     const id = String(message.id);
     let record = stream.requests.find((r) => r.id === id);
@@ -584,21 +655,60 @@ function newWireRequest(
   reattach: ReattachInfo | undefined,
   startedAt: number,
 ): WireRequest {
-  return { seq, httpMethod, url, sessionId, protocolVersion, session, messages, requests, cancels, resume, reattach, startedAt };
+  return {
+    seq,
+    httpMethod,
+    url,
+    sessionId,
+    protocolVersion,
+    session,
+    messages,
+    requests,
+    cancels,
+    resume,
+    reattach,
+    startedAt,
+  };
 }
 
 holdShape(new WireObserver());
 {
   const session = newSession('held', undefined, 1);
-  const stream = holdShape(newStreamRecord('0', 'held', 'POST', 'sse', StreamKind.REQUEST, [], false, undefined, false));
+  const stream = holdShape(
+    newStreamRecord('0', 'held', 'POST', 'sse', StreamKind.REQUEST, [], false, undefined, false),
+  );
   const record = holdShape(newRequestRecord('held\n0', 'held', '0', 'ping', undefined, undefined, Date.now() + 0.5));
   stream.requests.push(record);
   session.streams.push(stream);
-  holdShape(newWireRequest(1, 'POST', 'http://held/', 'held', undefined, holdShape(session), NO_MESSAGES, [record], NO_REQUESTS, undefined, undefined, Date.now() + 0.5));
+  holdShape(
+    newWireRequest(
+      1,
+      'POST',
+      'http://held/',
+      'held',
+      undefined,
+      holdShape(session),
+      NO_MESSAGES,
+      [record],
+      NO_REQUESTS,
+      undefined,
+      undefined,
+      Date.now() + 0.5,
+    ),
+  );
 }
 
 function newSession(id: string, protocolVersion: string | undefined, cursors: number): SessionRecord {
-  return { id, initializedHere: false, protocolVersion, streams: [], lastStandalone: undefined, cursors: new CursorRing(cursors), used: false, inFlight: 0 };
+  return {
+    id,
+    initializedHere: false,
+    protocolVersion,
+    streams: [],
+    lastStandalone: undefined,
+    cursors: new CursorRing(cursors),
+    used: false,
+    inFlight: 0,
+  };
 }
 
 /** What is left of a released finished request: its terminal flag and first digest, no payload. */

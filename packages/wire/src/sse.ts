@@ -233,7 +233,9 @@ export class SseScanner {
   /** The event's data, decoded. */
   decodeData(): string {
     if (!this.hasData) return '';
-    return this.dataLines === undefined ? decoder.decode(this.bytes.subarray(this.dataStart, this.dataEnd)) : joinLines(this.dataLines);
+    return this.dataLines === undefined
+      ? decoder.decode(this.bytes.subarray(this.dataStart, this.dataEnd))
+      : joinLines(this.dataLines);
   }
 
   /**
@@ -244,7 +246,13 @@ export class SseScanner {
   private parseLine(work: Uint8Array, text: string, base: number, start: number, end: number): void {
     const c0 = text.charCodeAt(start);
     if (c0 === D) {
-      if (!(text.charCodeAt(start + 1) === A && text.charCodeAt(start + 2) === T && text.charCodeAt(start + 3) === A && nameEndsAt(text, start + 4, end))) return;
+      if (!(
+        text.charCodeAt(start + 1) === A &&
+        text.charCodeAt(start + 2) === T &&
+        text.charCodeAt(start + 3) === A &&
+        nameEndsAt(text, start + 4, end)
+      ))
+        return;
       const valueStart = valueAfter(text, start + 4, end);
       if (!this.hasData) {
         this.hasData = true;
@@ -265,7 +273,14 @@ export class SseScanner {
       if (value !== undefined) this.id = value;
       this.sawField = true;
     } else if (c0 === E) {
-      if (!(text.charCodeAt(start + 1) === V && text.charCodeAt(start + 2) === E && text.charCodeAt(start + 3) === N && text.charCodeAt(start + 4) === T && nameEndsAt(text, start + 5, end))) return;
+      if (!(
+        text.charCodeAt(start + 1) === V &&
+        text.charCodeAt(start + 2) === E &&
+        text.charCodeAt(start + 3) === N &&
+        text.charCodeAt(start + 4) === T &&
+        nameEndsAt(text, start + 5, end)
+      ))
+        return;
       const valueStart = valueAfter(text, start + 5, end);
       const last = this.lastEventType;
       if (sameText(text, valueStart, end, last)) {
@@ -275,7 +290,14 @@ export class SseScanner {
       }
       this.sawField = true;
     } else if (c0 === R) {
-      if (!(text.charCodeAt(start + 1) === E && text.charCodeAt(start + 2) === T && text.charCodeAt(start + 3) === R && text.charCodeAt(start + 4) === Y && nameEndsAt(text, start + 5, end))) return;
+      if (!(
+        text.charCodeAt(start + 1) === E &&
+        text.charCodeAt(start + 2) === T &&
+        text.charCodeAt(start + 3) === R &&
+        text.charCodeAt(start + 4) === Y &&
+        nameEndsAt(text, start + 5, end)
+      ))
+        return;
       const value = this.fieldValue(work, text, base, valueAfter(text, start + 5, end), end, false)!;
       if (/^\d+$/.test(value)) this.retry = Number(value);
       this.sawField = true;
@@ -320,7 +342,14 @@ export class SseScanner {
    * slices of the chunk's latin1 view, which a kept slice would keep alive whole: a short one is a
    * substring, which V8 copies below 13 characters; a longer one is copied from the chunk's bytes.
    */
-  private fieldValue(work: Uint8Array, text: string, base: number, start: number, end: number, noNul: boolean): string | undefined {
+  private fieldValue(
+    work: Uint8Array,
+    text: string,
+    base: number,
+    start: number,
+    end: number,
+    noNul: boolean,
+  ): string | undefined {
     for (let i = start; i < end; i++) {
       const c = text.charCodeAt(i);
       if (c >= 0x80) {
@@ -329,7 +358,9 @@ export class SseScanner {
       }
       if (c === 0 && noNul) return undefined;
     }
-    return end - start < COPIED_SUBSTRING ? text.slice(start, end) : this.view!.toString('latin1', base + start, base + end);
+    return end - start < COPIED_SUBSTRING
+      ? text.slice(start, end)
+      : this.view!.toString('latin1', base + start, base + end);
   }
 
   private resetEvent(): void {
@@ -403,7 +434,8 @@ export class ScannedEvent implements SseEvent {
   get data(): string {
     if (this.decoded !== undefined) return this.decoded;
     if (!this.hasData) this.decoded = '';
-    else if (this.dataLines === undefined) this.decoded = decoder.decode(this.bytes.subarray(this.dataStart, this.dataEnd));
+    else if (this.dataLines === undefined)
+      this.decoded = decoder.decode(this.bytes.subarray(this.dataStart, this.dataEnd));
     else this.decoded = joinLines(this.dataLines);
     return this.decoded;
   }
