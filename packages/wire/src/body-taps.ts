@@ -21,12 +21,23 @@ export interface BodyTap {
   end(controller: ReadableStreamDefaultController<Uint8Array>): void;
 }
 
+type ReadResult = Awaited<ReturnType<ReadableStreamDefaultReader<Uint8Array>['read']>>;
+
 /**
  * The underlying source of an observed body. The hot path goes through methods of a few classes,
  * not closures made per stream (why: the README, "Design").
  */
 export class TappedSource {
   private readonly reader: ReadableStreamDefaultReader<Uint8Array>;
+  /** The controller of the observed body (the same one at every pull). */
+  private controller: ReadableStreamDefaultController<Uint8Array> | undefined = undefined;
+  /*
+   * A pull waits on a promise chain, not in an async function: an open stream is suspended in its
+   * pull for its whole life, and a suspended async function keeps a generator, its registers and the
+   * await's closures (a few hundred bytes per open stream); these two handlers are made once.
+   */
+  private readonly onRead = (result: ReadResult): Promise<void> | undefined => this.read(result);
+  private readonly onReadError = (error: unknown): void => this.failed(error);
 
   constructor(
     private readonly observer: TapHost,
@@ -38,26 +49,28 @@ export class TappedSource {
     this.reader = source.getReader();
   }
 
-  async pull(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> {
+  pull(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> {
+    this.controller = controller;
+    return this.reader.read().then(this.onRead, this.onReadError) as Promise<void>;
+  }
+
+  private read(result: ReadResult): Promise<void> | undefined {
+    const controller = this.controller!;
+    if (result.done) {
+      this.tap.end(controller);
+      this.observer.streamEnded(this.request, this.stream, 'clean', undefined);
+      controller.close();
+      return undefined;
+    }
+    if (this.tap.chunk(result.value, controller)) return undefined;
     // A pull that enqueues nothing is not called again, so read on until something is given to the
     // client (every event of a chunk may have been removed) or the body ends.
-    for (;;) {
-      let result: Awaited<ReturnType<typeof this.reader.read>>;
-      try {
-        result = await this.reader.read();
-      } catch (error) {
-        this.observer.streamEnded(this.request, this.stream, isAbort(error) ? 'abort' : 'error', error);
-        controller.error(error);
-        return;
-      }
-      if (result.done) {
-        this.tap.end(controller);
-        this.observer.streamEnded(this.request, this.stream, 'clean', undefined);
-        controller.close();
-        return;
-      }
-      if (this.tap.chunk(result.value, controller)) return;
-    }
+    return this.reader.read().then(this.onRead, this.onReadError) as Promise<void>;
+  }
+
+  private failed(error: unknown): void {
+    this.observer.streamEnded(this.request, this.stream, isAbort(error) ? 'abort' : 'error', error);
+    this.controller!.error(error);
   }
 
   async cancel(reason: unknown): Promise<void> {
@@ -79,8 +92,11 @@ export class SseTap implements BodyTap, SseSink {
   private at = NaN;
   /** End of the last complete event of the chunk being scanned, in the scanner's buffer. */
   private eventsEnd = 0;
-  /** Removed events of the chunk being scanned: start and end offsets, in pairs (usually none). */
-  private readonly removed: number[] = [];
+  /**
+   * Removed events of the chunk being scanned: start and end offsets, in pairs (usually none). Made at
+   * the first removed event: most streams never lose one.
+   */
+  private removed: number[] | undefined = undefined;
 
   constructor(
     private readonly observer: TapHost,
@@ -93,19 +109,22 @@ export class SseTap implements BodyTap, SseSink {
     this.at = this.observer.clock();
     if (!this.filtering) {
       this.scanner.push(chunk);
+      this.scanner.releaseBytes();
       controller.enqueue(chunk);
       return true;
     }
     this.eventsEnd = 0;
     this.scanner.push(chunk);
-    return this.forward(chunk, controller);
+    const enqueued = this.forward(chunk, controller);
+    this.scanner.releaseBytes();
+    return enqueued;
   }
 
   /** Called by the scanner for each event. */
   event(scan: SseScanner): void {
     const kept = this.observer.sseEvent(this.request, this.stream, scan, this.at);
     if (!this.filtering) return;
-    if (!kept) this.removed.push(scan.rawStart, scan.rawEnd);
+    if (!kept) (this.removed ??= []).push(scan.rawStart, scan.rawEnd);
     this.eventsEnd = scan.rawEnd;
   }
 
@@ -120,7 +139,7 @@ export class SseTap implements BodyTap, SseSink {
     if (end === 0) return false;
     const bytes = this.scanner.bytes;
     const removed = this.removed;
-    if (removed.length === 0) {
+    if (removed === undefined || removed.length === 0) {
       // Every event of the chunk kept and none carried over: the chunk itself, no view.
       const whole = end === chunk.length && bytes.buffer === chunk.buffer && bytes.byteOffset === chunk.byteOffset;
       controller.enqueue(whole ? chunk : bytes.subarray(0, end));

@@ -73,6 +73,8 @@ export class WireObserver implements TapHost {
   private filtering = false;
   private releasedSessions = 0;
   private releasedRequests = 0;
+  /** The last request's URL (see urlText). */
+  private lastUrl = '';
 
   constructor(options: WireObserverOptions = {}) {
     this.now = options.now ?? Date.now;
@@ -226,7 +228,7 @@ export class WireObserver implements TapHost {
     // fetch(request, init): init's headers replace the request's. Read in place, not copied.
     const headers = init?.headers ?? (input instanceof Request ? input.headers : undefined);
     const httpMethod = (init?.method ?? (input instanceof Request ? input.method : 'GET')).toUpperCase();
-    const url = input instanceof Request ? input.url : String(input);
+    const url = this.urlText(input instanceof Request ? input.url : String(input));
     const sessionId = headerValue(headers, HEADER_SESSION_ID);
     const lastEventId = headerValue(headers, HEADER_LAST_EVENT_ID);
     const protocolVersion = headerValue(headers, HEADER_PROTOCOL_VERSION);
@@ -245,7 +247,7 @@ export class WireObserver implements TapHost {
       if (protocolVersion) session.protocolVersion = protocolVersion;
     }
 
-    const requests: RequestRecord[] = [];
+    let requests: RequestRecord[] | undefined;
     for (const message of messages) {
       if (!isRequest(message)) continue;
       const id = String(message.id);
@@ -260,7 +262,7 @@ export class WireObserver implements TapHost {
         startedAt,
       );
       this.requests.set(key, record);
-      requests.push(record);
+      (requests ??= []).push(record);
     }
     let cancels: RequestRecord[] | undefined;
     for (const message of messages) {
@@ -282,12 +284,22 @@ export class WireObserver implements TapHost {
       protocolVersion ?? session?.protocolVersion,
       session,
       messages,
-      requests,
+      requests ?? NO_REQUESTS,
       cancels ?? NO_REQUESTS,
       resume,
       reattach,
       startedAt,
     );
+  }
+
+  /**
+   * The request's URL, the same string as the last request's when equal: a stream open for a long time
+   * keeps its request, and the sessions of a client usually share one URL.
+   */
+  private urlText(url: string): string {
+    if (url === this.lastUrl) return this.lastUrl;
+    this.lastUrl = url;
+    return url;
   }
 
   private describeResume(session: SessionRecord | undefined, lastEventId: string): ResumeInfo {
@@ -302,7 +314,7 @@ export class WireObserver implements TapHost {
       }
       from ??= session.cursors.get(lastEventId);
     }
-    const requests = from?.requests ?? [];
+    const requests = from?.requests ?? NO_REQUESTS;
     return { lastEventId, from, requests, terminalObserved: requests.some((r) => r.terminalCount > 0) };
   }
 
@@ -379,6 +391,7 @@ export class WireObserver implements TapHost {
       request.httpMethod,
       format,
       resume ? resume.from?.kind : request.httpMethod === 'GET' ? StreamKind.LISTENING : StreamKind.REQUEST,
+      // A copy of exact size (the request's array may have spare slots), kept as long as the stream.
       resume ? [...resume.requests] : [...request.requests],
       resume !== undefined,
       resume?.lastEventId,

@@ -221,6 +221,15 @@ export class SseScanner {
     return rest;
   }
 
+  /**
+   * Drops the reference to the chunk last scanned once its events have been read (the offsets are
+   * valid during the push only): an open stream that waits for its next event would otherwise keep
+   * that chunk and its buffer. What is left unparsed stays in `pending`.
+   */
+  releaseBytes(): void {
+    this.bytes = EMPTY;
+  }
+
   /** The event's data, decoded. */
   decodeData(): string {
     if (!this.hasData) return '';
