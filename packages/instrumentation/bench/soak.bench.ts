@@ -1,8 +1,10 @@
 /**
  * Client memory soak: heap per live session and per request, and what stays after sessions end,
  * for the bare SDK 1.x client against the same client with `guardedFetch` and with `instrumentFetch`,
- * side by side in one process (each variant measured from its own baseline, after full GCs). One
- * wrapper per variant is shared by every session, as an application installs it.
+ * side by side in one run. Each variant runs in a process of its own, measured from its own baseline
+ * after full GCs: sharing one process, a later variant's figures moved with what earlier ones had left
+ * (a per-session difference of a few KB is a few MB of heap, the size of that drift). One wrapper per
+ * variant is shared by every session, as an application installs it.
  *
  * Per variant: open --sessions sessions (each: initialize, its standalone GET stream, one tools/call
  * with progress events) and keep them → heap per live session; then 4 more calls on each → heap per
@@ -13,7 +15,8 @@
  *
  *   node --expose-gc --import tsx bench/soak.bench.ts [--sessions 600] [--variants bare,guarded,instrumented] [--max-seconds 900]
  */
-import { parseArgs } from 'node:util';
+import { execFile } from 'node:child_process';
+import { parseArgs, promisify } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
@@ -32,6 +35,9 @@ const { values } = parseArgs({
     sessions: { type: 'string', default: '600' },
     variants: { type: 'string' },
     'max-seconds': { type: 'string', default: '900' },
+    // Internal: run one variant against this lab URL and print its result as a JSON line.
+    child: { type: 'string' },
+    url: { type: 'string' },
   },
 });
 const SESSIONS = Math.max(3, Number(values.sessions));
@@ -137,14 +143,29 @@ async function soak(url: string, fetch: FetchLike | undefined): Promise<Result> 
   };
 }
 
-const provider = new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(dropAll)] });
-const makers: Record<string, () => FetchLike | undefined> = {
+const makers: Record<string, (provider: BasicTracerProvider) => FetchLike | undefined> = {
   bare: () => undefined,
   guarded: () => ourGuardedFetch(),
-  instrumented: () => ourInstrumentedFetch(provider),
+  instrumented: (provider) => ourInstrumentedFetch(provider),
 };
+
+if (values.child !== undefined) {
+  // The child: one variant, warmed up, then measured; its result is its last line.
+  const provider = new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(dropAll)] });
+  const make = makers[values.child];
+  if (!make || !values.url) throw new Error(`soak child: unknown variant ${values.child} or no --url`);
+  // Warm-up, not reported: the first sessions of a process pay for compiling the SDK's code paths.
+  await soakWarm(values.url, make(provider));
+  const result = await soak(values.url, make(provider));
+  await provider.shutdown();
+  console.log(JSON.stringify(result));
+  // Abandoned sessions' streams are still open by design: end the process here.
+  process.exit(0);
+}
+
 const names = values.variants?.split(',') ?? Object.keys(makers);
 if (names[0] !== 'bare') throw new Error('--variants must start with bare: the other figures are taken against it');
+for (const name of names) if (!makers[name]) throw new Error(`--variants: unknown variant ${name}`);
 // Past about a thousand live sessions on one lab server, calls start to hang (SDK request timeouts): kept below.
 if (SESSIONS > 900)
   throw new Error(
@@ -152,23 +173,25 @@ if (SESSIONS > 900)
   );
 const results: Record<string, Result> = {};
 const started = Date.now();
+const run = promisify(execFile);
 // Each variant gets its own lab server: closed and abandoned sessions stay known to a server, and one
 // variant's must not push the next one's out of the server's bounded session registry.
-const labs: { stop(): void }[] = [];
-process.on('exit', () => labs.forEach((l) => l.stop()));
 for (const name of names) {
   const lab = await startLabChild();
-  labs.push(lab);
-  // Warm-up, not reported: the first sessions of a process pay for compiling the SDK's code paths.
-  await soakWarm(lab.url, makers[name]!());
-  results[name] = await soak(lab.url, makers[name]!());
-  // Kept running to the end: its abandoned sessions' streams stay open, a constant for the next variant.
+  try {
+    const seconds = Math.max(1, Math.floor((deadline - Date.now()) / 1000));
+    const args = [...process.execArgv, import.meta.filename, '--child', name, '--url', lab.url];
+    args.push('--sessions', String(SESSIONS), '--max-seconds', String(seconds));
+    const { stdout } = await run(process.execPath, args, { maxBuffer: 1 << 20 });
+    results[name] = JSON.parse(stdout.trim().split('\n').at(-1)!) as Result;
+  } finally {
+    lab.stop();
+  }
 }
-await provider.shutdown();
 
 const kb = (b: number) => `${(b / 1024).toFixed(2)} KiB`;
 console.log(
-  `client memory soak: ${SESSIONS} sessions per variant (a tools/call of ${PROGRESS} progress events each, then ${MORE_CALLS} more per session); ends: a third closed, a third DELETEd, a third abandoned; Node ${process.version}; ${((Date.now() - started) / 1000).toFixed(0)} s`,
+  `client memory soak: ${SESSIONS} sessions per variant, each variant in a process of its own (a tools/call of ${PROGRESS} progress events each, then ${MORE_CALLS} more per session); ends: a third closed, a third DELETEd, a third abandoned; Node ${process.version}; ${((Date.now() - started) / 1000).toFixed(0)} s`,
 );
 console.log(
   'variant        per live session   per request (live)   kept per closed   kept per DELETEd   kept per abandoned   kept per session, all ended',
@@ -229,5 +252,4 @@ for (const name of names) {
     note: `${note}; an abandoned session's transport is never closed, so the caps, not release, bound it`,
   });
 }
-// Abandoned sessions' streams are still open by design: end the process here.
 process.exit(0);
