@@ -8,7 +8,7 @@ import { Walk } from './json-walk.js';
  * and builds only the span records (ids, name, kind, times, service and the attributes asked for), never
  * the objects of the whole document: JSON.parse would make every object, string and number of the body,
  * most of which the detector never reads. Its results are those of parsing the body whole and reading the
- * objects, as this decoder did before (test/helpers/otlp-json-reference.ts; test/otlp-json-scan.test.ts
+ * objects, as this decoder did before (test/helpers/otlp-json-reference.ts; test/otlp-decode-equivalence.test.ts
  * compares both on generated, hostile and real exporters' bodies):
  * - a duplicate key counts by its last occurrence, as in JSON.parse;
  * - field names are read under their lowerCamelCase JSON names or their proto (snake_case) names, as
