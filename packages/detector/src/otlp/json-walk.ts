@@ -1,0 +1,572 @@
+import { ATTR_MCP_METHOD_NAME } from '@resumewatch/semconv';
+import { UNKNOWN_SERVICE } from '../core/services.js';
+import type { AttributeValue, SpanRecord } from '../core/types.js';
+import { type ByteKeys, DETECTOR_KEYS, isContractSpan } from './detector-keys.js';
+import { ARRAY, ESCAPED, FALSE, JsonCursor, NON_ASCII, NONE, NUMBER, OBJECT, STRING, TRUE } from './json-cursor.js';
+import {
+  Admission,
+  ANY_VALUE,
+  F_ATTRIBUTES,
+  F_END,
+  F_KIND,
+  F_PARENT,
+  F_SPAN,
+  F_START,
+  F_TRACE,
+  KEY_VALUE,
+  RESOURCE,
+  RESOURCE_SPANS,
+  SCOPE_SPANS,
+  SERVICE_KEY,
+  SPAN,
+  TOP,
+} from './json-fields.js';
+import { Problem } from './json-problem.js';
+import { hexId, id, nanosToMs, spanName } from './json-span-fields.js';
+import { kvDecode, V_FALSE, V_INT, V_DOUBLE, V_NONE, V_STRING, V_TRUE, value } from './json-values.js';
+import { spanKind } from './kind.js';
+import { readString } from './strings.js';
+
+/*
+ * The walk over one OTLP/JSON ExportTraceServiceRequest: the messages in their nesting (request,
+ * ResourceSpans, Resource, ScopeSpans, Span, KeyValue, AnyValue), each read by a method of its own name,
+ * validating every byte as JSON.parse would and keeping the tokens of the fields the decoder uses. It reads
+ * bytes instead of calling JSON.parse (json.ts says why): no object of the document is built, only the
+ * span records, and its scratch (token arrays, admissions) is reused span after span. The rules on keys are
+ * in json-fields.ts; the values are made from the tokens by json-values.ts and json-span-fields.ts.
+ */
+
+const COLON_BYTE = 0x3a;
+const CLOSE_OBJECT_BYTE = 0x7d;
+
+/** The bytes every OTLP/JSON exporter writes around a KeyValue: `{"key":"` and `","value":{"` (from the closing quote of the key). */
+const KV_HEAD = Buffer.from('{"key":"', 'latin1');
+const KV_VALUE = Buffer.from('","value":{"', 'latin1');
+
+function at(buf: Uint8Array, pos: number, bytes: Uint8Array): boolean {
+  if (pos + bytes.length > buf.length) return false;
+  for (let i = 0; i < bytes.length; i++) if (buf[pos + i] !== bytes[i]) return false;
+  return true;
+}
+
+/** One body's walk: the cursor, and scratch reused span after span. */
+export class Walk {
+  readonly cur: JsonCursor;
+  /** Span records and problems of the counted resourceSpans, in document order. */
+  readonly entries: (SpanRecord | Problem)[] = [];
+  resourceSpans = 0;
+  /** Tokens of the span's scalar fields: type, start, end, flags for each of F_TRACE..F_END. */
+  private readonly tok = new Int32Array(7 * 4);
+  /** Tokens of an AnyValue's four fields, as tok. */
+  private readonly any = new Int32Array(4 * 4);
+  /** The span's attributes read so far: keys, and the token of each value (kind, type, start, end, flags), decoded at the span's end. */
+  private readonly attrKeys: string[] = [];
+  private attrTok = new Int32Array(16 * 5);
+  private attrCount = 0;
+  /** The value of the last KeyValue read: its kind (V_*) and token (type, start, end, flags). */
+  private kvKind = V_NONE;
+  private readonly kvTok = new Int32Array(4);
+  private readonly admitTop = new Admission();
+  private readonly admitRs = new Admission();
+  private readonly admitResource = new Admission();
+  private readonly admitSs = new Admission();
+  private readonly admitSpan = new Admission();
+  private readonly admitKv = new Admission();
+  private readonly admitAny = new Admission();
+
+  constructor(
+    buf: Uint8Array,
+    maxDepth: number,
+    private readonly slim: boolean,
+  ) {
+    this.cur = new JsonCursor(buf, maxDepth);
+  }
+
+  /** The request object at depth 1; false when the body is JSON but not an object. */
+  request(): boolean {
+    const cur = this.cur;
+    if (cur.peek() !== OBJECT) {
+      cur.skip(1);
+      cur.end();
+      return false;
+    }
+    cur.open(1);
+    this.admitTop.reset();
+    for (let first = true; cur.nextKey(first); first = false) {
+      const id = TOP.of(cur);
+      if (id === 0 && this.admitTop.admit(0, TOP.snake)) {
+        this.entries.length = 0;
+        this.resourceSpans = 0;
+        if (cur.peek() === ARRAY) this.resourceSpansArray();
+        else {
+          cur.skip(2);
+          this.entries.push(new Problem(true, 'malformed OTLP/JSON: resourceSpans is not an array'));
+        }
+      } else cur.skip(2);
+    }
+    cur.end();
+    return true;
+  }
+
+  private resourceSpansArray(): void {
+    const cur = this.cur;
+    cur.open(2);
+    let i = 0;
+    for (let first = true; cur.nextElement(first); first = false, i++) {
+      if (cur.peek() === OBJECT) this.resourceSpansObject(i);
+      else {
+        cur.skip(3);
+        this.entries.push(new Problem(true, `malformed OTLP/JSON: resourceSpans[${i}] is not an object`));
+      }
+    }
+    this.resourceSpans = i;
+  }
+
+  private resourceSpansObject(i: number): void {
+    const cur = this.cur;
+    const entries = this.entries;
+    const mark = entries.length;
+    const admit = this.admitRs;
+    cur.open(3);
+    admit.reset();
+    let service: string | undefined;
+    let badResource = false;
+    let badScopeSpans = false;
+    for (let first = true; cur.nextKey(first); first = false) {
+      const id = RESOURCE_SPANS.of(cur);
+      if (id < 0 || !admit.admit(id, RESOURCE_SPANS.snake)) {
+        cur.skip(4);
+      } else if (id === 0) {
+        badResource = cur.peek() !== OBJECT;
+        if (badResource) cur.skip(4);
+        else service = this.resource();
+      } else {
+        entries.length = mark;
+        badScopeSpans = cur.peek() !== ARRAY;
+        if (badScopeSpans) cur.skip(4);
+        else this.scopeSpansArray(i);
+      }
+      // Both fields' admission states live in one Admission; the resource walk resets its own.
+    }
+    if (badResource || badScopeSpans) {
+      entries.length = mark;
+      entries.push(
+        new Problem(
+          true,
+          badResource
+            ? `malformed OTLP/JSON: resourceSpans[${i}].resource is not an object`
+            : `malformed OTLP/JSON: resourceSpans[${i}].scopeSpans is not an array`,
+        ),
+      );
+      return;
+    }
+    const name = service ?? UNKNOWN_SERVICE;
+    for (let k = mark; k < entries.length; k++) {
+      const e = entries[k]!;
+      if (!(e instanceof Problem)) e.service = name;
+    }
+  }
+
+  /** The Resource object at depth 4: its service.name, when one is a non-empty string. */
+  private resource(): string | undefined {
+    const cur = this.cur;
+    const admit = this.admitResource;
+    cur.open(4);
+    admit.reset();
+    let service: string | undefined;
+    for (let first = true; cur.nextKey(first); first = false) {
+      const id = RESOURCE.of(cur);
+      if (id === 0 && admit.admit(0, RESOURCE.snake)) {
+        service = undefined;
+        if (cur.peek() !== ARRAY) {
+          cur.skip(5);
+          continue;
+        }
+        cur.open(5);
+        for (let f = true; cur.nextElement(f); f = false) {
+          if (cur.peek() !== OBJECT) {
+            cur.skip(6);
+            continue;
+          }
+          const key = this.keyValue(6, SERVICE_KEY);
+          const v = key === undefined ? undefined : kvDecode(cur, this.kvKind, this.kvTok, 0);
+          // The first service.name with a non-empty string value is the service.
+          if (service === undefined && key !== undefined && typeof v === 'string' && v.length > 0) service = v;
+        }
+      } else cur.skip(5);
+    }
+    return service;
+  }
+
+  private scopeSpansArray(i: number): void {
+    const cur = this.cur;
+    cur.open(4);
+    let j = 0;
+    for (let first = true; cur.nextElement(first); first = false, j++) {
+      if (cur.peek() === OBJECT) this.scopeSpansObject(i, j);
+      else {
+        cur.skip(5);
+        this.entries.push(
+          new Problem(true, `malformed OTLP/JSON: resourceSpans[${i}].scopeSpans[${j}] is not a ScopeSpans`),
+        );
+      }
+    }
+  }
+
+  private scopeSpansObject(i: number, j: number): void {
+    const cur = this.cur;
+    const entries = this.entries;
+    const mark = entries.length;
+    const admit = this.admitSs;
+    cur.open(5);
+    admit.reset();
+    let bad = false;
+    for (let first = true; cur.nextKey(first); first = false) {
+      const id = SCOPE_SPANS.of(cur);
+      if (id === 0 && admit.admit(0, SCOPE_SPANS.snake)) {
+        entries.length = mark;
+        bad = cur.peek() !== ARRAY;
+        if (bad) cur.skip(6);
+        else this.spansArray(i, j);
+      } else cur.skip(6);
+    }
+    if (bad) {
+      entries.length = mark;
+      entries.push(new Problem(true, `malformed OTLP/JSON: resourceSpans[${i}].scopeSpans[${j}] is not a ScopeSpans`));
+    }
+  }
+
+  private spansArray(i: number, j: number): void {
+    const cur = this.cur;
+    cur.open(6);
+    let k = 0;
+    for (let first = true; cur.nextElement(first); first = false, k++) {
+      let span: SpanRecord | string;
+      if (cur.peek() === OBJECT) span = this.span();
+      else {
+        cur.skip(7);
+        span = 'not an object';
+      }
+      this.entries.push(
+        typeof span === 'string'
+          ? new Problem(false, `resourceSpans[${i}].scopeSpans[${j}].spans[${k}]: ${span}`)
+          : span,
+      );
+    }
+  }
+
+  /** A Span object at depth 7: its record, or why it was rejected. */
+  private span(): SpanRecord | string {
+    const cur = this.cur;
+    const tok = this.tok;
+    const admit = this.admitSpan;
+    for (let f = 0; f < 7 * 4; f += 4) tok[f] = NONE;
+    this.attrCount = 0;
+    cur.open(7);
+    admit.reset();
+    for (let first = true; cur.nextKey(first); first = false) {
+      const id = SPAN.of(cur);
+      if (id < 0 || !admit.admit(id, SPAN.snake)) {
+        cur.skip(8);
+        continue;
+      }
+      const type = cur.peek();
+      if (id === F_ATTRIBUTES) {
+        this.attrCount = 0;
+        if (type === ARRAY) this.attributes();
+        else cur.skip(8);
+        continue;
+      }
+      const t = id * 4;
+      tok[t] = type;
+      if (type === STRING) {
+        cur.string();
+        tok[t + 1] = cur.strStart;
+        tok[t + 2] = cur.strEnd;
+        tok[t + 3] = cur.strFlags;
+      } else if (type === NUMBER) {
+        cur.number();
+        tok[t + 1] = cur.numStart;
+        tok[t + 2] = cur.pos;
+      } else cur.skip(8);
+    }
+    const traceId = this.traceHex() ?? id(this.scalar(F_TRACE), 16);
+    if (traceId === undefined) return 'traceId is not 16 bytes of hex';
+    const spanId = hexId(cur, tok, F_SPAN, 8) ?? id(this.scalar(F_SPAN), 8);
+    if (spanId === undefined) return 'spanId is not 8 bytes of hex';
+    let parent: string | undefined;
+    if (tok[F_PARENT * 4] !== NONE) {
+      const p = this.scalar(F_PARENT);
+      parent = p === '' ? undefined : id(p, 8);
+    }
+    const start = nanosToMs(cur, tok, F_START);
+    const end = nanosToMs(cur, tok, F_END);
+    if (start === undefined || end === undefined) return 'startTimeUnixNano/endTimeUnixNano is not an unsigned integer';
+    const name = spanName(cur, tok);
+    const attributes: Record<string, AttributeValue> = {};
+    const methodOnly = this.slim && !isContractSpan(name);
+    const keys = this.attrKeys;
+    const at = this.attrTok;
+    for (let a = 0; a < this.attrCount; a++) {
+      const key = keys[a]!;
+      if (methodOnly && key !== ATTR_MCP_METHOD_NAME) continue;
+      const v = kvDecode(cur, at[a * 5]!, at, a * 5 + 1);
+      if (v !== undefined) attributes[key] = v;
+    }
+    return {
+      traceId,
+      spanId,
+      parentSpanId: parent,
+      name,
+      kind: spanKind(this.scalar(F_KIND)),
+      startTimeUnixMs: start,
+      endTimeUnixMs: end,
+      attributes,
+      service: '',
+    };
+  }
+
+  /** A span's attributes array at depth 8: the key/value pairs asked for, in order. */
+  private attributes(): void {
+    const cur = this.cur;
+    const keys = this.slim ? DETECTOR_KEYS : undefined;
+    cur.open(8);
+    for (let first = true; cur.nextElement(first); first = false) {
+      if (cur.peek() !== OBJECT) {
+        cur.skip(9);
+        continue;
+      }
+      const key = this.keyValue(9, keys);
+      if (key === undefined || this.kvKind === V_NONE) continue;
+      const n = this.attrCount++;
+      if ((n + 1) * 5 > this.attrTok.length) {
+        const grown = new Int32Array(this.attrTok.length * 2);
+        grown.set(this.attrTok);
+        this.attrTok = grown;
+      }
+      const t = n * 5;
+      const at = this.attrTok;
+      const kv = this.kvTok;
+      this.attrKeys[n] = key;
+      at[t] = this.kvKind;
+      at[t + 1] = kv[0]!;
+      at[t + 2] = kv[1]!;
+      at[t + 3] = kv[2]!;
+      at[t + 4] = kv[3]!;
+    }
+  }
+
+  /**
+   * A KeyValue object at `depth`: its key, when it is a string (and one of `keys` if given: their own
+   * string), with its value's kind and token in kvKind and kvTok (V_NONE when it has none of the four
+   * scalar kinds); the value is decoded only if it is used (kvDecode).
+   */
+  private keyValue(depth: number, keys: ByteKeys | undefined): string | undefined {
+    const cur = this.cur;
+    const buf = cur.buf;
+    const any = this.any;
+    any[0] = any[4] = any[8] = any[12] = NONE;
+    if (!this.keyValueAsWritten(depth)) {
+      any[0] = any[4] = any[8] = any[12] = NONE;
+      this.keyValueAnyLayout(depth);
+    }
+    const keyType = this.kType;
+    const keyStart = this.kStart;
+    const keyEnd = this.kEnd;
+    const keyFlags = this.kFlags;
+    const valueIsObject = this.kValueIsObject;
+    this.kvKind = V_NONE;
+    if (keyType !== STRING) return undefined;
+    let key: string | undefined;
+    if ((keyFlags & (ESCAPED | NON_ASCII)) === 0) {
+      key = keys === undefined ? readString(buf, keyStart, keyEnd) : keys.find(buf, keyStart, keyEnd);
+    } else {
+      cur.strStart = keyStart;
+      cur.strEnd = keyEnd;
+      cur.strFlags = keyFlags;
+      const s = cur.stringValue();
+      if (keys === undefined) key = s;
+      else {
+        const i = keys.indexOfString(s);
+        key = i < 0 ? undefined : keys.values[i];
+      }
+    }
+    if (key === undefined) return undefined;
+    if (valueIsObject) this.pick();
+    return key;
+  }
+
+  /** An AnyValue object at `depth`: the tokens of its string, bool, int and double fields. */
+  private anyValue(depth: number): void {
+    const cur = this.cur;
+    const admit = this.admitAny;
+    const any = this.any;
+    cur.open(depth);
+    admit.reset();
+    for (let first = true; cur.nextKey(first); first = false) {
+      const id = ANY_VALUE.of(cur);
+      if (id < 0 || !admit.admit(id, ANY_VALUE.snake)) {
+        cur.skip(depth + 1);
+        continue;
+      }
+      const type = cur.peek();
+      const t = id * 4;
+      any[t] = type;
+      if (type === STRING) {
+        cur.string();
+        any[t + 1] = cur.strStart;
+        any[t + 2] = cur.strEnd;
+        any[t + 3] = cur.strFlags;
+      } else if (type === NUMBER) {
+        cur.number();
+        any[t + 1] = cur.numStart;
+        any[t + 2] = cur.pos;
+      } else cur.skip(depth + 1);
+    }
+  }
+
+  /** The KeyValue read last: its key token, and whether its value was an object. */
+  private kType = NONE;
+  private kStart = 0;
+  private kEnd = 0;
+  private kFlags = 0;
+  private kValueIsObject = false;
+
+  /**
+   * The layout exporters write, {"key":"…","value":{"<field>":<scalar>}}, read straight through: true
+   * when the KeyValue at `pos` has it (its key token and value tokens kept); false, with `pos` back at its
+   * start, for anything else (whitespace, another order, more fields), which keyValueAnyLayout reads
+   * again, throwing at the same byte whatever this would have thrown at.
+   */
+  private keyValueAsWritten(depth: number): boolean {
+    const cur = this.cur;
+    const buf = cur.buf;
+    const start = cur.pos;
+    if (depth + 1 > cur.maxDepth || !at(buf, start, KV_HEAD)) return false;
+    cur.pos = start + KV_HEAD.length - 1;
+    cur.string();
+    this.kStart = cur.strStart;
+    this.kEnd = cur.strEnd;
+    this.kFlags = cur.strFlags;
+    if (at(buf, cur.pos - 1, KV_VALUE)) {
+      cur.pos += KV_VALUE.length - 2;
+      cur.string();
+      const id = cur.strFlags === 0 ? ANY_VALUE.of(cur) : -1;
+      if (id >= 0 && buf[cur.pos] === COLON_BYTE) {
+        cur.pos++;
+        const type = cur.peek();
+        if (type !== OBJECT && type !== ARRAY) {
+          const any = this.any;
+          const t = id * 4;
+          any[t] = type;
+          cur.scalar(type);
+          if (type === STRING) {
+            any[t + 1] = cur.strStart;
+            any[t + 2] = cur.strEnd;
+            any[t + 3] = cur.strFlags;
+          } else if (type === NUMBER) {
+            any[t + 1] = cur.numStart;
+            any[t + 2] = cur.pos;
+          }
+          if (buf[cur.pos] === CLOSE_OBJECT_BYTE && buf[cur.pos + 1] === CLOSE_OBJECT_BYTE) {
+            cur.pos += 2;
+            this.kType = STRING;
+            this.kValueIsObject = true;
+            return true;
+          }
+        }
+      }
+    }
+    cur.pos = start;
+    return false;
+  }
+
+  /** A KeyValue object at `depth` in any layout: duplicates, both spellings, other fields, whitespace. */
+  private keyValueAnyLayout(depth: number): void {
+    const cur = this.cur;
+    const admit = this.admitKv;
+    this.kType = NONE;
+    this.kValueIsObject = false;
+    cur.open(depth);
+    admit.reset();
+    for (let first = true; cur.nextKey(first); first = false) {
+      const id = KEY_VALUE.of(cur);
+      if (id < 0 || !admit.admit(id, KEY_VALUE.snake)) {
+        cur.skip(depth + 1);
+        continue;
+      }
+      const type = cur.peek();
+      if (id === 0) {
+        this.kType = type;
+        if (type === STRING) {
+          cur.string();
+          this.kStart = cur.strStart;
+          this.kEnd = cur.strEnd;
+          this.kFlags = cur.strFlags;
+        } else cur.skip(depth + 1);
+      } else {
+        const any = this.any;
+        this.kValueIsObject = type === OBJECT;
+        any[0] = any[4] = any[8] = any[12] = NONE;
+        if (type === OBJECT) this.anyValue(depth + 1);
+        else cur.skip(depth + 1);
+      }
+    }
+  }
+
+  /** Which field of the AnyValue read last gives the attribute value (the decoder's rule before: string, bool, int, double). */
+  private pick(): void {
+    const any = this.any;
+    let field = -1;
+    if (any[0] === STRING) {
+      this.kvKind = V_STRING;
+      field = 0;
+    } else if (any[4] === TRUE) this.kvKind = V_TRUE;
+    else if (any[4] === FALSE) this.kvKind = V_FALSE;
+    else if (any[8] !== NONE) {
+      // An int of another type is no value, and the double is not looked at.
+      if (any[8] === NUMBER || any[8] === STRING) {
+        this.kvKind = V_INT;
+        field = 8;
+      }
+    } else if (any[12] === NUMBER || any[12] === STRING) {
+      this.kvKind = V_DOUBLE;
+      field = 12;
+    }
+    if (field >= 0) {
+      const kv = this.kvTok;
+      kv[0] = any[field]!;
+      kv[1] = any[field + 1]!;
+      kv[2] = any[field + 2]!;
+      kv[3] = any[field + 3]!;
+    }
+  }
+
+  /** Where the last trace id token read starts, and its string: the spans of one trace usually come together. */
+  private lastTraceAt = -1;
+  private lastTrace = '';
+
+  /** hexId of the trace id; the previous span's string again when its bytes are the same. */
+  private traceHex(): string | undefined {
+    const tok = this.tok;
+    const t = F_TRACE * 4;
+    const s = tok[t + 1]!;
+    const last = this.lastTraceAt;
+    if (last >= 0 && tok[t] === STRING && tok[t + 3] === 0 && tok[t + 2]! - s === 32) {
+      const buf = this.cur.buf;
+      let i = 31;
+      while (i >= 0 && buf[s + i] === buf[last + i]) i--;
+      if (i < 0) return this.lastTrace;
+    }
+    const id = hexId(this.cur, tok, F_TRACE, 16);
+    if (id !== undefined) {
+      this.lastTraceAt = s;
+      this.lastTrace = id;
+    }
+    return id;
+  }
+
+  private scalar(field: number): unknown {
+    return value(this.cur, this.tok, field * 4);
+  }
+}
