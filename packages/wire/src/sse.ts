@@ -244,16 +244,19 @@ export class SseScanner {
    * the colon, no substring compared. Any other name is ignored, as the spec says.
    */
   private parseLine(work: Uint8Array, text: string, base: number, start: number, end: number): void {
-    const c0 = text.charCodeAt(start);
+    // Characters are read from the bytes (`work[base + i]` is `text.charCodeAt(i)`): a typed array
+    // read costs less than charCodeAt, which checks the string's representation at each call.
+    const b = base;
+    const c0 = work[b + start];
     if (c0 === D) {
       if (!(
-        text.charCodeAt(start + 1) === A &&
-        text.charCodeAt(start + 2) === T &&
-        text.charCodeAt(start + 3) === A &&
-        nameEndsAt(text, start + 4, end)
+        work[b + start + 1] === A &&
+        work[b + start + 2] === T &&
+        work[b + start + 3] === A &&
+        nameEndsAt(work, b, start + 4, end)
       ))
         return;
-      const valueStart = valueAfter(text, start + 4, end);
+      const valueStart = valueAfter(work, b, start + 4, end);
       if (!this.hasData) {
         this.hasData = true;
         this.dataStart = base + valueStart;
@@ -267,23 +270,23 @@ export class SseScanner {
       if (!this.mayHoldMethod) this.mayHoldMethod = this.methodKeyIn(text, valueStart, end);
       this.sawField = true;
     } else if (c0 === I) {
-      if (!(text.charCodeAt(start + 1) === D && nameEndsAt(text, start + 2, end))) return;
-      const value = this.fieldValue(work, text, base, valueAfter(text, start + 2, end), end, true);
+      if (!(work[b + start + 1] === D && nameEndsAt(work, b, start + 2, end))) return;
+      const value = this.fieldValue(work, text, base, valueAfter(work, b, start + 2, end), end, true);
       // An id holding NUL is ignored (fieldValue gives undefined for one).
       if (value !== undefined) this.id = value;
       this.sawField = true;
     } else if (c0 === E) {
       if (!(
-        text.charCodeAt(start + 1) === V &&
-        text.charCodeAt(start + 2) === E &&
-        text.charCodeAt(start + 3) === N &&
-        text.charCodeAt(start + 4) === T &&
-        nameEndsAt(text, start + 5, end)
+        work[b + start + 1] === V &&
+        work[b + start + 2] === E &&
+        work[b + start + 3] === N &&
+        work[b + start + 4] === T &&
+        nameEndsAt(work, b, start + 5, end)
       ))
         return;
-      const valueStart = valueAfter(text, start + 5, end);
+      const valueStart = valueAfter(work, b, start + 5, end);
       const last = this.lastEventType;
-      if (sameText(text, valueStart, end, last)) {
+      if (sameText(work, b, valueStart, end, last)) {
         this.event = last;
       } else {
         this.event = this.lastEventType = this.fieldValue(work, text, base, valueStart, end, false)!;
@@ -291,14 +294,14 @@ export class SseScanner {
       this.sawField = true;
     } else if (c0 === R) {
       if (!(
-        text.charCodeAt(start + 1) === E &&
-        text.charCodeAt(start + 2) === T &&
-        text.charCodeAt(start + 3) === R &&
-        text.charCodeAt(start + 4) === Y &&
-        nameEndsAt(text, start + 5, end)
+        work[b + start + 1] === E &&
+        work[b + start + 2] === T &&
+        work[b + start + 3] === R &&
+        work[b + start + 4] === Y &&
+        nameEndsAt(work, b, start + 5, end)
       ))
         return;
-      const value = this.fieldValue(work, text, base, valueAfter(text, start + 5, end), end, false)!;
+      const value = this.fieldValue(work, text, base, valueAfter(work, b, start + 5, end), end, false)!;
       if (/^\d+$/.test(value)) this.retry = Number(value);
       this.sawField = true;
     }
@@ -350,8 +353,8 @@ export class SseScanner {
     end: number,
     noNul: boolean,
   ): string | undefined {
-    for (let i = start; i < end; i++) {
-      const c = text.charCodeAt(i);
+    for (let i = base + start; i < base + end; i++) {
+      const c = work[i]!;
       if (c >= 0x80) {
         const value = decoder.decode(work.subarray(base + start, base + end));
         return noNul && value.includes('\0') ? undefined : value;
@@ -376,22 +379,27 @@ export class SseScanner {
   }
 }
 
+/*
+ * The helpers below take positions in the latin1 text and read its characters from the bytes:
+ * `bytes[base + i]` is character i.
+ */
+
 /** Whether text[start, end) is `value`, compared by character (the value is short: an event type). */
-function sameText(text: string, start: number, end: number, value: string): boolean {
+function sameText(bytes: Uint8Array, base: number, start: number, end: number, value: string): boolean {
   if (end - start !== value.length) return false;
-  for (let i = 0; i < value.length; i++) if (text.charCodeAt(start + i) !== value.charCodeAt(i)) return false;
+  for (let i = 0; i < value.length; i++) if (bytes[base + start + i] !== value.charCodeAt(i)) return false;
   return true;
 }
 
 /** Whether a field name ends at `at`: the line ends there or a colon follows. */
-function nameEndsAt(text: string, at: number, end: number): boolean {
-  return at === end || (at < end && text.charCodeAt(at) === COLON);
+function nameEndsAt(bytes: Uint8Array, base: number, at: number, end: number): boolean {
+  return at === end || (at < end && bytes[base + at] === COLON);
 }
 
 /** Where the value of a field whose name ends at `at` starts: after the colon and one space. */
-function valueAfter(text: string, at: number, end: number): number {
+function valueAfter(bytes: Uint8Array, base: number, at: number, end: number): number {
   if (at === end) return end;
-  return at + 1 < end && text.charCodeAt(at + 1) === SPACE ? at + 2 : at + 1;
+  return at + 1 < end && bytes[base + at + 1] === SPACE ? at + 2 : at + 1;
 }
 
 function joinLines(lines: readonly Uint8Array[]): string {
