@@ -1,3 +1,4 @@
+import { FNV_OFFSET, FNV_PRIME, ID_HASH_MASK, hashOfId } from './id-hash.js';
 import { holdShape } from './shapes.js';
 
 /**
@@ -73,6 +74,8 @@ export class SseScanner {
   rawStart = 0;
   rawEnd = 0;
   id: string | undefined = undefined;
+  /** `hashOfId(id)` when the event has an id, computed while the id is read (internal: not on `SseEvent`). */
+  idHash = 0;
   event = '';
   hasData = false;
   /** The value of the event's only data line, `bytes[dataStart, dataEnd)`, when it has exactly one. */
@@ -271,9 +274,7 @@ export class SseScanner {
       this.sawField = true;
     } else if (c0 === I) {
       if (!(work[b + start + 1] === D && nameEndsAt(work, b, start + 2, end))) return;
-      const value = this.fieldValue(work, text, base, valueAfter(work, b, start + 2, end), end, true);
-      // An id holding NUL is ignored (fieldValue gives undefined for one).
-      if (value !== undefined) this.id = value;
+      this.idValue(work, text, base, valueAfter(work, b, start + 2, end), end);
       this.sawField = true;
     } else if (c0 === E) {
       if (!(
@@ -341,6 +342,30 @@ export class SseScanner {
   }
 
   /**
+   * Reads an id field's value into `id` and its hash into `idHash`; an id holding NUL is ignored, as
+   * the spec says. An ASCII id is hashed from its bytes in the loop that checks them (the same hash as
+   * `hashOfId` of the string); any other is decoded, then hashed.
+   */
+  private idValue(work: Uint8Array, text: string, base: number, start: number, end: number): void {
+    let hash = FNV_OFFSET;
+    for (let i = base + start; i < base + end; i++) {
+      const c = work[i]!;
+      if (c >= 0x80) {
+        const value = this.fieldValue(work, text, base, start, end, true);
+        if (value === undefined) return;
+        this.id = value;
+        this.idHash = hashOfId(value);
+        return;
+      }
+      if (c === 0) return;
+      hash = Math.imul(hash ^ c, FNV_PRIME);
+    }
+    this.id =
+      end - start < COPIED_SUBSTRING ? text.slice(start, end) : this.view!.toString('latin1', base + start, base + end);
+    this.idHash = hash & ID_HASH_MASK;
+  }
+
+  /**
    * A field value, UTF-8 decoded, or undefined when it holds NUL and `noNul` is set. ASCII values are copies, never
    * slices of the chunk's latin1 view, which a kept slice would keep alive whole: a short one is a
    * substring, which V8 copies below 13 characters; a longer one is copied from the chunk's bytes.
@@ -368,6 +393,7 @@ export class SseScanner {
 
   private resetEvent(): void {
     this.id = undefined;
+    this.idHash = 0;
     this.event = '';
     this.hasData = false;
     this.dataLines = undefined;
