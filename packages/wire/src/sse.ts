@@ -87,7 +87,8 @@ export class SseScanner {
    * The wire observer's JSON-RPC pre-filter, noted while the data lines are scanned anyway (internal:
    * not on `SseEvent`). `mayHoldId`: the data contains `"id"` or a backslash (an escaped key); without
    * either it is no request or response. `mayHoldMethod`: it holds a `"method"` key followed by a
-   * colon; without it and without an id it is no JSON-RPC message at all.
+   * colon; without it and without an id it is no JSON-RPC message at all (looked up only while
+   * `mayHoldId` is false: with an id the observer parses the data anyway).
    */
   mayHoldId = false;
   mayHoldMethod = false;
@@ -270,7 +271,9 @@ export class SseScanner {
       }
       this.dataLength += end - valueStart;
       if (!this.mayHoldId) this.mayHoldId = this.mayHoldIdIn(text, valueStart, end);
-      if (!this.mayHoldMethod) this.mayHoldMethod = this.methodKeyIn(text, valueStart, end);
+      // The method key matters only to data with no "id" member (the observer parses any other), so
+      // it is not looked up in a response's or a request's data once its "id" is seen.
+      if (!this.mayHoldId && !this.mayHoldMethod) this.mayHoldMethod = this.methodKeyIn(text, valueStart, end);
       this.sawField = true;
     } else if (c0 === I) {
       if (!(work[b + start + 1] === D && nameEndsAt(work, b, start + 2, end))) return;
