@@ -1,3 +1,4 @@
+import { hashOfId } from './id-hash.js';
 import { holdShape } from './shapes.js';
 import type { CursorMemory, StreamRecord } from './types.js';
 
@@ -28,7 +29,11 @@ export class CursorRing implements CursorMemory {
   }
 
   add(id: string, stream: StreamRecord): void {
-    const hash = hashOfId(id);
+    this.addHash(hashOfId(id), stream);
+  }
+
+  /** Records a delivery by the id's hash (`hashOfId`), as the SSE scanner computed it. */
+  addHash(hash: number, stream: StreamRecord): void {
     if (this.count < this.cap) {
       if (this.count === this.hashes.length) this.grow();
       this.hashes[this.count] = hash;
@@ -69,13 +74,3 @@ export class CursorRing implements CursorMemory {
 }
 
 holdShape(new CursorRing(1));
-
-/** FNV-1a over the id's UTF-16 code units, cut to 30 bits so that it stays a small integer. */
-function hashOfId(id: string): number {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < id.length; i++) {
-    hash ^= id.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193);
-  }
-  return hash & 0x3fffffff;
-}

@@ -487,7 +487,7 @@ export class WireObserver implements TapHost {
     kept ||= !this.filtering;
     if (kept && id !== undefined) {
       stream.deliveredEventId = id;
-      (request.session?.cursors as CursorRing | undefined)?.add(id, stream);
+      (request.session?.cursors as CursorRing | undefined)?.addHash(scan.idHash, stream);
     }
     return kept;
   }

@@ -1,3 +1,4 @@
+import { FNV_OFFSET, FNV_PRIME, ID_HASH_MASK, hashOfId } from './id-hash.js';
 import { holdShape } from './shapes.js';
 
 /**
@@ -73,6 +74,8 @@ export class SseScanner {
   rawStart = 0;
   rawEnd = 0;
   id: string | undefined = undefined;
+  /** `hashOfId(id)` when the event has an id, computed while the id is read (internal: not on `SseEvent`). */
+  idHash = 0;
   event = '';
   hasData = false;
   /** The value of the event's only data line, `bytes[dataStart, dataEnd)`, when it has exactly one. */
@@ -84,7 +87,8 @@ export class SseScanner {
    * The wire observer's JSON-RPC pre-filter, noted while the data lines are scanned anyway (internal:
    * not on `SseEvent`). `mayHoldId`: the data contains `"id"` or a backslash (an escaped key); without
    * either it is no request or response. `mayHoldMethod`: it holds a `"method"` key followed by a
-   * colon; without it and without an id it is no JSON-RPC message at all.
+   * colon; without it and without an id it is no JSON-RPC message at all (looked up only while
+   * `mayHoldId` is false: with an id the observer parses the data anyway).
    */
   mayHoldId = false;
   mayHoldMethod = false;
@@ -244,16 +248,19 @@ export class SseScanner {
    * the colon, no substring compared. Any other name is ignored, as the spec says.
    */
   private parseLine(work: Uint8Array, text: string, base: number, start: number, end: number): void {
-    const c0 = text.charCodeAt(start);
+    // Characters are read from the bytes (`work[base + i]` is `text.charCodeAt(i)`): a typed array
+    // read costs less than charCodeAt, which checks the string's representation at each call.
+    const b = base;
+    const c0 = work[b + start];
     if (c0 === D) {
       if (!(
-        text.charCodeAt(start + 1) === A &&
-        text.charCodeAt(start + 2) === T &&
-        text.charCodeAt(start + 3) === A &&
-        nameEndsAt(text, start + 4, end)
+        work[b + start + 1] === A &&
+        work[b + start + 2] === T &&
+        work[b + start + 3] === A &&
+        nameEndsAt(work, b, start + 4, end)
       ))
         return;
-      const valueStart = valueAfter(text, start + 4, end);
+      const valueStart = valueAfter(work, b, start + 4, end);
       if (!this.hasData) {
         this.hasData = true;
         this.dataStart = base + valueStart;
@@ -264,26 +271,26 @@ export class SseScanner {
       }
       this.dataLength += end - valueStart;
       if (!this.mayHoldId) this.mayHoldId = this.mayHoldIdIn(text, valueStart, end);
-      if (!this.mayHoldMethod) this.mayHoldMethod = this.methodKeyIn(text, valueStart, end);
+      // The method key matters only to data with no "id" member (the observer parses any other), so
+      // it is not looked up in a response's or a request's data once its "id" is seen.
+      if (!this.mayHoldId && !this.mayHoldMethod) this.mayHoldMethod = this.methodKeyIn(text, valueStart, end);
       this.sawField = true;
     } else if (c0 === I) {
-      if (!(text.charCodeAt(start + 1) === D && nameEndsAt(text, start + 2, end))) return;
-      const value = this.fieldValue(work, text, base, valueAfter(text, start + 2, end), end, true);
-      // An id holding NUL is ignored (fieldValue gives undefined for one).
-      if (value !== undefined) this.id = value;
+      if (!(work[b + start + 1] === D && nameEndsAt(work, b, start + 2, end))) return;
+      this.idValue(work, text, base, valueAfter(work, b, start + 2, end), end);
       this.sawField = true;
     } else if (c0 === E) {
       if (!(
-        text.charCodeAt(start + 1) === V &&
-        text.charCodeAt(start + 2) === E &&
-        text.charCodeAt(start + 3) === N &&
-        text.charCodeAt(start + 4) === T &&
-        nameEndsAt(text, start + 5, end)
+        work[b + start + 1] === V &&
+        work[b + start + 2] === E &&
+        work[b + start + 3] === N &&
+        work[b + start + 4] === T &&
+        nameEndsAt(work, b, start + 5, end)
       ))
         return;
-      const valueStart = valueAfter(text, start + 5, end);
+      const valueStart = valueAfter(work, b, start + 5, end);
       const last = this.lastEventType;
-      if (sameText(text, valueStart, end, last)) {
+      if (sameText(work, b, valueStart, end, last)) {
         this.event = last;
       } else {
         this.event = this.lastEventType = this.fieldValue(work, text, base, valueStart, end, false)!;
@@ -291,14 +298,14 @@ export class SseScanner {
       this.sawField = true;
     } else if (c0 === R) {
       if (!(
-        text.charCodeAt(start + 1) === E &&
-        text.charCodeAt(start + 2) === T &&
-        text.charCodeAt(start + 3) === R &&
-        text.charCodeAt(start + 4) === Y &&
-        nameEndsAt(text, start + 5, end)
+        work[b + start + 1] === E &&
+        work[b + start + 2] === T &&
+        work[b + start + 3] === R &&
+        work[b + start + 4] === Y &&
+        nameEndsAt(work, b, start + 5, end)
       ))
         return;
-      const value = this.fieldValue(work, text, base, valueAfter(text, start + 5, end), end, false)!;
+      const value = this.fieldValue(work, text, base, valueAfter(work, b, start + 5, end), end, false)!;
       if (/^\d+$/.test(value)) this.retry = Number(value);
       this.sawField = true;
     }
@@ -338,6 +345,30 @@ export class SseScanner {
   }
 
   /**
+   * Reads an id field's value into `id` and its hash into `idHash`; an id holding NUL is ignored, as
+   * the spec says. An ASCII id is hashed from its bytes in the loop that checks them (the same hash as
+   * `hashOfId` of the string); any other is decoded, then hashed.
+   */
+  private idValue(work: Uint8Array, text: string, base: number, start: number, end: number): void {
+    let hash = FNV_OFFSET;
+    for (let i = base + start; i < base + end; i++) {
+      const c = work[i]!;
+      if (c >= 0x80) {
+        const value = this.fieldValue(work, text, base, start, end, true);
+        if (value === undefined) return;
+        this.id = value;
+        this.idHash = hashOfId(value);
+        return;
+      }
+      if (c === 0) return;
+      hash = Math.imul(hash ^ c, FNV_PRIME);
+    }
+    this.id =
+      end - start < COPIED_SUBSTRING ? text.slice(start, end) : this.view!.toString('latin1', base + start, base + end);
+    this.idHash = hash & ID_HASH_MASK;
+  }
+
+  /**
    * A field value, UTF-8 decoded, or undefined when it holds NUL and `noNul` is set. ASCII values are copies, never
    * slices of the chunk's latin1 view, which a kept slice would keep alive whole: a short one is a
    * substring, which V8 copies below 13 characters; a longer one is copied from the chunk's bytes.
@@ -350,8 +381,8 @@ export class SseScanner {
     end: number,
     noNul: boolean,
   ): string | undefined {
-    for (let i = start; i < end; i++) {
-      const c = text.charCodeAt(i);
+    for (let i = base + start; i < base + end; i++) {
+      const c = work[i]!;
       if (c >= 0x80) {
         const value = decoder.decode(work.subarray(base + start, base + end));
         return noNul && value.includes('\0') ? undefined : value;
@@ -365,6 +396,7 @@ export class SseScanner {
 
   private resetEvent(): void {
     this.id = undefined;
+    this.idHash = 0;
     this.event = '';
     this.hasData = false;
     this.dataLines = undefined;
@@ -376,22 +408,27 @@ export class SseScanner {
   }
 }
 
+/*
+ * The helpers below take positions in the latin1 text and read its characters from the bytes:
+ * `bytes[base + i]` is character i.
+ */
+
 /** Whether text[start, end) is `value`, compared by character (the value is short: an event type). */
-function sameText(text: string, start: number, end: number, value: string): boolean {
+function sameText(bytes: Uint8Array, base: number, start: number, end: number, value: string): boolean {
   if (end - start !== value.length) return false;
-  for (let i = 0; i < value.length; i++) if (text.charCodeAt(start + i) !== value.charCodeAt(i)) return false;
+  for (let i = 0; i < value.length; i++) if (bytes[base + start + i] !== value.charCodeAt(i)) return false;
   return true;
 }
 
 /** Whether a field name ends at `at`: the line ends there or a colon follows. */
-function nameEndsAt(text: string, at: number, end: number): boolean {
-  return at === end || (at < end && text.charCodeAt(at) === COLON);
+function nameEndsAt(bytes: Uint8Array, base: number, at: number, end: number): boolean {
+  return at === end || (at < end && bytes[base + at] === COLON);
 }
 
 /** Where the value of a field whose name ends at `at` starts: after the colon and one space. */
-function valueAfter(text: string, at: number, end: number): number {
+function valueAfter(bytes: Uint8Array, base: number, at: number, end: number): number {
   if (at === end) return end;
-  return at + 1 < end && text.charCodeAt(at + 1) === SPACE ? at + 2 : at + 1;
+  return at + 1 < end && bytes[base + at + 1] === SPACE ? at + 2 : at + 1;
 }
 
 function joinLines(lines: readonly Uint8Array[]): string {
