@@ -223,7 +223,7 @@ for (const name of names) {
   if (name === 'bare') continue;
   const r = results[name]!;
   const label = name === 'guarded' ? 'guardedFetch' : 'instrumentFetch';
-  const note = `${SESSIONS} sessions; heap + array buffers after GC; the wrapper shared by every session`;
+  const note = `${SESSIONS} sessions; heap (code space left out) + array buffers after GC, span queue flushed; the wrapper shared by every session`;
   figure({
     bench: 'client-soak',
     name: `${label}: heap per live session beyond the bare SDK's`,
