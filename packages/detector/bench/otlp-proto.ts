@@ -6,6 +6,7 @@
  */
 import protobuf from 'protobufjs';
 import type { SpanRecord } from '../src/index.js';
+import { otlpAttributes } from '../test/helpers/otlp.js';
 
 const PROTO = `
 syntax = "proto3";
@@ -58,17 +59,7 @@ export function otlpProtobufBodies(spans: SpanRecord[], perBody: number, service
                 kind: s.kind,
                 startTimeUnixNano: String(Math.round(s.startTimeUnixMs * 1e6)),
                 endTimeUnixNano: String(Math.round(s.endTimeUnixMs * 1e6)),
-                attributes: Object.entries(s.attributes).map(([key, v]) => ({
-                  key,
-                  value:
-                    typeof v === 'string'
-                      ? { stringValue: v }
-                      : typeof v === 'boolean'
-                        ? { boolValue: v }
-                        : Number.isInteger(v)
-                          ? { intValue: v }
-                          : { doubleValue: v },
-                })),
+                attributes: otlpAttributes(s.attributes, Number),
               })),
             },
           ],

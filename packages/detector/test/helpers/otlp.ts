@@ -3,6 +3,27 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import { ATTR_SERVICE_NAME, TRACER_SCOPE } from '@resumewatch/semconv';
 import type { SpanRecord } from '../../src/index.js';
 
+/**
+ * A span's attributes as OTLP KeyValues. `intValue` spells an integer as the encoding wants it: a string
+ * in OTLP/JSON (int64), a number for protobufjs.
+ */
+export function otlpAttributes(
+  attributes: SpanRecord['attributes'],
+  intValue: (n: number) => string | number,
+): { key: string; value: Record<string, unknown> }[] {
+  return Object.entries(attributes).map(([key, v]) => ({
+    key,
+    value:
+      typeof v === 'string'
+        ? { stringValue: v }
+        : typeof v === 'boolean'
+          ? { boolValue: v }
+          : Number.isInteger(v)
+            ? { intValue: intValue(v as number) }
+            : { doubleValue: v },
+  }));
+}
+
 /** One OTLP/JSON ExportTraceServiceRequest holding the given spans under one service. */
 export function otlpJson(spans: SpanRecord[], service = 'client'): Record<string, unknown> {
   return {
@@ -19,17 +40,7 @@ export function otlpJson(spans: SpanRecord[], service = 'client'): Record<string
               kind: s.kind,
               startTimeUnixNano: String(Math.round(s.startTimeUnixMs * 1e6)),
               endTimeUnixNano: String(Math.round(s.endTimeUnixMs * 1e6)),
-              attributes: Object.entries(s.attributes).map(([key, v]) => ({
-                key,
-                value:
-                  typeof v === 'string'
-                    ? { stringValue: v }
-                    : typeof v === 'boolean'
-                      ? { boolValue: v }
-                      : Number.isInteger(v)
-                        ? { intValue: String(v) }
-                        : { doubleValue: v },
-              })),
+              attributes: otlpAttributes(s.attributes, String),
             })),
           },
         ],
