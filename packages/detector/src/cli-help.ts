@@ -73,6 +73,7 @@ export function commandHelp(name: CommandName): string {
 export const USAGE = `Usage:
   resumewatch serve [options]           ${COMMANDS.serve.summary.split(';')[0]}
   resumewatch analyze [--json] FILE...  detect over recorded OTLP/JSON (one request per line, or one document; - for stdin)
+  resumewatch gateway --upstream URL    a reverse proxy in front of one MCP server: observes every client, --enforce stops the failure
   resumewatch <command> --help          the command's options, environment variables and defaults (or: resumewatch help <command>)
 
 analyze exits 0 when there is no finding, 1 when there is one, 2 on bad input or usage.

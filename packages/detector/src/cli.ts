@@ -13,7 +13,28 @@ class UsageError extends Error {
   override readonly name = 'UsageError';
 }
 
+/** The gateway lives in its own package (it brings the instrumentation and the OpenTelemetry SDK): loaded when asked for. */
+const GATEWAY_PACKAGE = '@resumewatch/gateway/cli';
+
+async function gateway(argv: string[]): Promise<number> {
+  let cli: { main(argv: string[]): Promise<number> };
+  try {
+    cli = (await import(GATEWAY_PACKAGE)) as typeof cli;
+  } catch (e) {
+    if (
+      (e as NodeJS.ErrnoException).code === 'ERR_MODULE_NOT_FOUND' &&
+      String((e as Error).message).includes('@resumewatch/gateway')
+    )
+      throw new UsageError('the gateway is the package @resumewatch/gateway: npm install @resumewatch/gateway');
+    throw e;
+  }
+  return cli.main(argv);
+}
+
 async function main(argv: string[]): Promise<number> {
+  // The gateway has options of its own: the whole command line is its.
+  if (argv[0] === 'gateway') return gateway(argv.slice(1));
+  if (argv[0] === 'help' && argv[1] === 'gateway') return gateway(['--help']);
   let parsed;
   try {
     parsed = parseArgs({

@@ -1,6 +1,7 @@
 export * from './core/index.js';
 export { ResumewatchSpanProcessor, toSpanRecord, type ResumewatchSpanProcessorOptions } from './doors/processor.js';
 export { startServer, type RunningServer, type ServeOptions } from './doors/serve.js';
+export { startEmbeddedDetector, type EmbeddedDetector, type EmbeddedDetectorOptions } from './doors/embedded.js';
 export { analyzeFiles, formatSummary, AnalyzeInputError, type AnalyzeResult } from './doors/analyze.js';
 export {
   groupFindings,

@@ -91,6 +91,22 @@ export class DetectorMetrics implements DetectorEvents {
     }
   }
 
+  /**
+   * Adds another door's metric (the gateway's) to both registries. `read` gives its values at each
+   * scrape, as (labels, value) pairs: counts kept as plain numbers by the door, never updated here.
+   */
+  addCollected(d: MetricDescriptor, read: () => Iterable<readonly [Record<string, string>, number]>): void {
+    const collect = (metric: Metric): void => {
+      metric.reset();
+      for (const [labels, value] of read()) {
+        if (metric instanceof Counter) metric.inc(labels, value);
+        else if (metric instanceof Gauge) metric.set(labels, value);
+      }
+    };
+    create(d, this.prometheus as Registry<RegistryContentType>, false, collect);
+    create(d, this.openMetrics as Registry<RegistryContentType>, true, collect);
+  }
+
   /** The `server` label value: the server.address itself while fewer than maxServices are known, else `other`. */
   server(address: string): string {
     return this.servers.labelOf(address);

@@ -51,12 +51,25 @@ export interface GuardOptions extends StreamResumptionGuardOptions {
    * request's outcome is unknown: retry it with idempotency protection.
    */
   onFailedResumption?(report: FailedResumption): void;
+  /**
+   * A terminal event counts as delivered only once `settleDelivery(stream, true)` says the stream that
+   * carried it reached its reader whole. For a proxy, which knows what it wrote, not what its client
+   * read: a terminal on a downstream response that broke is not delivered, so its replay passes and a
+   * resume of its request is let through (its replay is the client's only copy). Default false: a
+   * terminal is delivered when the application reads it from the body.
+   */
+  confirmDelivery?: boolean;
 }
 
 export interface GuardListener extends WireListener {
   readonly guard: StreamResumptionGuard;
   /** Resumed streams open and silent (no verdict yet); rejected or polled requests awaiting what settles them. */
   stats(): { silentResumes: number; unsettledRequests: number; evictions: number };
+  /**
+   * With `confirmDelivery`: the stream reached its reader whole (`true`: its terminals are delivered
+   * from now on) or did not (`false`: they are not). Call it once per stream the proxy wrote.
+   */
+  settleDelivery(stream: StreamRecord, delivered: boolean): void;
   /** Stops pending deadline timers. */
   dispose(): void;
 }
@@ -109,6 +122,8 @@ class GuardWireListener implements GuardListener {
   private readonly deadlineMs: number;
   private readonly silent: BoundedMap<StreamRecord, SilentResume>;
   private readonly unsettled: BoundedMap<string, Unsettled>;
+  /** With confirmDelivery: the first terminals each stream carried, delivered once the stream is confirmed. */
+  private readonly awaitingDelivery: BoundedMap<StreamRecord, string[]> | undefined;
 
   constructor(options: GuardOptions) {
     this.options = options;
@@ -120,9 +135,15 @@ class GuardWireListener implements GuardListener {
     // Cap only: each entry's timer ends it.
     this.silent = new BoundedMap<StreamRecord, SilentResume>(cap, Infinity, this.now, clearEntryTimer);
     this.unsettled = new BoundedMap<string, Unsettled>(cap, Infinity, this.now, clearEntryTimer);
+    // Cap and the guard's retention: a stream the proxy never settles (it crashed mid-write) is forgotten.
+    this.awaitingDelivery = options.confirmDelivery
+      ? new BoundedMap<StreamRecord, string[]>(cap, options.retentionMs ?? 600_000, this.now)
+      : undefined;
   }
 
+  /** Whether the request's terminal reached the application: the one answer the listener's decisions read. */
   private isTerminal(record: RequestRecord): boolean {
+    if (this.awaitingDelivery) return this.guard.isTerminal(record.key);
     return record.terminalCount > 0 || this.guard.isTerminal(record.key);
   }
 
@@ -302,7 +323,12 @@ class GuardWireListener implements GuardListener {
           foreign: terminal.foreign,
           event,
         });
-      } else if (sse && (terminal.duplicate || this.guard.isTerminal(record.key))) {
+      } else if (
+        sse &&
+        (this.awaitingDelivery
+          ? this.guard.isTerminal(record.key)
+          : terminal.duplicate || this.guard.isTerminal(record.key))
+      ) {
         keep = false;
         options.onDuplicateTerminalDropped?.({
           action: GuardAction.DUPLICATE_TERMINAL_DROPPED,
@@ -314,6 +340,11 @@ class GuardWireListener implements GuardListener {
           foreign: terminal.foreign,
           event,
         });
+      } else if (this.awaitingDelivery) {
+        // Passed on, delivered once the stream's end is confirmed; until then a replay of it passes too.
+        const keys = this.awaitingDelivery.get(event.stream);
+        if (keys) keys.push(record.key);
+        else this.awaitingDelivery.set(event.stream, [record.key]);
       } else {
         // The first terminal, delivered even when foreign: it is the only result the client has.
         this.guard.observeEvent(record.key, event.eventId, true);
@@ -412,6 +443,13 @@ class GuardWireListener implements GuardListener {
     }
   }
 
+  settleDelivery(stream: StreamRecord, delivered: boolean): void {
+    const keys = this.awaitingDelivery?.get(stream);
+    if (keys === undefined) return;
+    this.awaitingDelivery!.delete(stream);
+    if (delivered) for (const key of keys) this.guard.observeEvent(key, stream.deliveredEventId, true);
+  }
+
   stats(): { silentResumes: number; unsettledRequests: number; evictions: number } {
     return {
       silentResumes: this.silent.size,
@@ -425,6 +463,7 @@ class GuardWireListener implements GuardListener {
     for (const entry of this.unsettled.values()) clearTimeout(entry.timer);
     this.silent.clear();
     this.unsettled.clear();
+    this.awaitingDelivery?.clear();
   }
 }
 

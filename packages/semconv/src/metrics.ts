@@ -10,6 +10,14 @@ export const LABEL_RESULT = 'result';
 export const LABEL_SERVER = 'server';
 /** How a reconnect storm ended: see StormEnd. */
 export const LABEL_ENDED_BY = 'ended_by';
+/** What the gateway's guard did (GuardAction). */
+export const LABEL_ACTION = 'action';
+/** Why the gateway answered a request itself (GatewayRefusal). */
+export const LABEL_REASON = 'reason';
+/** HTTP method of an exchange through the gateway. */
+export const LABEL_METHOD = 'method';
+/** Status class of the gateway's answer: 2xx, 3xx, 4xx, 5xx, or `none` (the connection broke first). */
+export const LABEL_STATUS_CLASS = 'status_class';
 /** Exemplar label on the findings counter (OpenMetrics only). */
 export const EXEMPLAR_TRACE_ID = 'trace_id';
 
@@ -29,6 +37,11 @@ export const METRIC_FINDINGS_RETRACTED_TOTAL = 'resumewatch_findings_retracted_t
 export const METRIC_LISTENING_RESUMES_TOTAL = 'resumewatch_listening_resumes_total';
 export const METRIC_FINDINGS_DROPPED_TOTAL = 'resumewatch_findings_dropped_total';
 export const METRIC_REQUESTS_SHED_TOTAL = 'resumewatch_requests_shed_total';
+
+export const METRIC_GATEWAY_EXCHANGES_TOTAL = 'resumewatch_gateway_exchanges_total';
+export const METRIC_GATEWAY_OPEN_EXCHANGES = 'resumewatch_gateway_open_exchanges';
+export const METRIC_GATEWAY_REFUSALS_TOTAL = 'resumewatch_gateway_refusals_total';
+export const METRIC_GATEWAY_GUARD_ACTIONS_TOTAL = 'resumewatch_gateway_guard_actions_total';
 
 export type MetricType = 'counter' | 'gauge' | 'histogram';
 
@@ -138,6 +151,34 @@ export const METRICS: readonly MetricDescriptor[] = [
     type: 'counter',
     help: 'Export requests answered 429 / RESOURCE_EXHAUSTED because the bytes in flight reached --max-inflight.',
     labelNames: [],
+  },
+];
+
+/** The metrics `resumewatch gateway` adds to the detector's, on the same /metrics. */
+export const GATEWAY_METRICS: readonly MetricDescriptor[] = [
+  {
+    name: METRIC_GATEWAY_EXCHANGES_TOTAL,
+    type: 'counter',
+    help: 'HTTP exchanges through the gateway, by method and the status class of its answer (none: the connection broke first).',
+    labelNames: [LABEL_METHOD, LABEL_STATUS_CLASS],
+  },
+  {
+    name: METRIC_GATEWAY_OPEN_EXCHANGES,
+    type: 'gauge',
+    help: 'Exchanges open now (waiting for the upstream, or streaming a body); --max-streams caps them.',
+    labelNames: [],
+  },
+  {
+    name: METRIC_GATEWAY_REFUSALS_TOTAL,
+    type: 'counter',
+    help: 'Requests the gateway answered itself instead of forwarding, and streams it closed, by reason.',
+    labelNames: [LABEL_REASON],
+  },
+  {
+    name: METRIC_GATEWAY_GUARD_ACTIONS_TOTAL,
+    type: 'counter',
+    help: 'What the gateway enforced with --enforce (resume refused, duplicate terminal dropped, conflicting terminal reported, failed resumption reported), by action.',
+    labelNames: [LABEL_ACTION],
   },
 ];
 

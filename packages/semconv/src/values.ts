@@ -141,3 +141,33 @@ export const SpanReceivedResult = {
   IGNORED: 'ignored',
 } as const;
 export type SpanReceivedResult = ValuesOf<typeof SpanReceivedResult>;
+
+/** Why `resumewatch gateway` answered a request itself instead of forwarding it (`reason` of its refusals metric). */
+export const GatewayRefusal = {
+  /** The POST body was larger than --max-body (413). */
+  BODY_TOO_LARGE: 'body_too_large',
+  /** --max-streams exchanges were already open (503). */
+  TOO_MANY_STREAMS: 'too_many_streams',
+  /** Not a request for the upstream: absolute-form target, CONNECT (400 / 405). */
+  NOT_PROXIED: 'not_proxied',
+  /** The upstream could not be reached, or its response broke before its headers (502). */
+  UPSTREAM_UNREACHABLE: 'upstream_unreachable',
+  /** No response headers from the upstream within --upstream-timeout (504). */
+  UPSTREAM_TIMEOUT: 'upstream_timeout',
+  /** With --enforce: a resume of a request whose terminal was delivered, answered 405 without the upstream. */
+  RESUME_REFUSED: 'resume_refused',
+  /** A stream silent in both directions for --stream-idle-timeout was closed. */
+  STREAM_IDLE: 'stream_idle',
+} as const;
+export type GatewayRefusal = ValuesOf<typeof GatewayRefusal>;
+
+/**
+ * JSON-RPC error codes of the gateway's own answers, the MCP SDKs' codes for the same conditions
+ * (`ErrorCode.ConnectionClosed`, `ErrorCode.RequestTimeout`).
+ */
+export const GatewayErrorCode = {
+  /** The upstream is unreachable, refused the exchange, or the gateway is at a limit. */
+  UNAVAILABLE: -32000,
+  /** The upstream did not answer in time. */
+  TIMEOUT: -32001,
+} as const;

@@ -38,6 +38,18 @@ type Writable<T> = { -readonly [K in keyof T]: T[K] };
 export type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 
 const NO_MESSAGES: readonly JsonRpcMessage[] = [];
+const utf8 = new TextDecoder();
+
+/**
+ * The JSON-RPC messages of a request body held in memory: text, or bytes (a proxy forwards the bytes
+ * it received). A stream body is not read: it would have to be consumed.
+ */
+function messagesOfBody(body: RequestInit['body'] | undefined): readonly JsonRpcMessage[] {
+  if (typeof body === 'string') return parseMessages(body);
+  if (body instanceof Uint8Array) return parseMessages(utf8.decode(body));
+  if (body instanceof ArrayBuffer) return parseMessages(utf8.decode(new Uint8Array(body)));
+  return NO_MESSAGES;
+}
 const NO_TERMINALS: readonly TerminalObservation[] = [];
 const NO_REQUESTS: readonly RequestRecord[] = [];
 
@@ -69,6 +81,8 @@ export class WireObserver implements TapHost {
   private streamSeq = 0;
   /** The session an initialize response assigned, by the stream that carries the response. */
   private readonly initializeStreams = new WeakMap<StreamRecord, SessionRecord>();
+  /** The stream each observed response carries (see streamOf). */
+  private readonly responseStreams = new WeakMap<Response, StreamRecord>();
   /** Set when any listener may drop events: bodies are then forwarded event by event. */
   private filtering = false;
   private releasedSessions = 0;
@@ -143,6 +157,15 @@ export class WireObserver implements TapHost {
       releasedSessions: this.releasedSessions,
       releasedRequests: this.releasedRequests,
     };
+  }
+
+  /**
+   * The stream record of a response this observer returned (undefined for a response without a JSON
+   * or SSE body). A proxy that writes the body on to its own client uses it to say when that stream
+   * reached the client (a guard listener's `confirmDelivery`).
+   */
+  streamOf(response: Response): StreamRecord | undefined {
+    return this.responseStreams.get(response);
   }
 
   wrap(fetchImpl: FetchLike = globalThis.fetch): FetchLike {
@@ -232,7 +255,7 @@ export class WireObserver implements TapHost {
     const sessionId = headerValue(headers, HEADER_SESSION_ID);
     const lastEventId = headerValue(headers, HEADER_LAST_EVENT_ID);
     const protocolVersion = headerValue(headers, HEADER_PROTOCOL_VERSION);
-    const messages = typeof init?.body === 'string' ? parseMessages(init.body) : NO_MESSAGES;
+    const messages = messagesOfBody(init?.body);
     const startedAt = this.now();
 
     let session: SessionRecord | undefined;
@@ -369,6 +392,7 @@ export class WireObserver implements TapHost {
     });
     Object.defineProperty(observed, 'url', { value: response.url });
     Object.defineProperty(observed, 'redirected', { value: response.redirected });
+    this.responseStreams.set(observed, stream);
     return observed;
   }
 

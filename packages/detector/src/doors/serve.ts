@@ -1,5 +1,4 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer } from 'node:http';
 import { METRIC_FINDINGS_DROPPED_TOTAL, METRIC_REQUESTS_SHED_TOTAL } from '@resumewatch/semconv';
 import { DEFAULT_CONFIG, type ResumewatchConfig } from '../config.js';
 import type { Detector } from '../core/detector.js';
@@ -12,6 +11,7 @@ import { startGrpcReceiver, type GrpcReceiver } from './grpc-receiver.js';
 import { otlpHttpHandler } from './http-receiver.js';
 import { InflightBudget } from './inflight.js';
 import { metricsHandler } from './metrics-server.js';
+import { closeHttp, limits, listen, serverTimeouts } from './listeners.js';
 import { Pipeline } from './pipeline.js';
 import { StateFile } from './state-file.js';
 
@@ -142,24 +142,6 @@ export async function startServer(options: ServeOptions = {}): Promise<RunningSe
   }
 }
 
-/** Header and body timeouts: a client that sends its headers or body too slowly is cut off. */
-function serverTimeouts(config: ResumewatchConfig) {
-  return {
-    headersTimeout: config.headerTimeoutMs,
-    // Node checks headersTimeout on this interval (30 s by default): check often enough to honour it.
-    connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(config.headerTimeoutMs / 2))),
-    // Node's limit on a whole request (5 minutes), kept above the header timeout as Node requires.
-    requestTimeout: Math.max(300_000, config.headerTimeoutMs + 1),
-  };
-}
-
-function limits(server: Server, config: ResumewatchConfig): Server {
-  // A connection silent for --idle-timeout (mid-body or idle) is closed.
-  server.setTimeout(config.idleTimeoutMs);
-  server.maxConnections = config.maxConnections;
-  return server;
-}
-
 /**
  * Findings still waiting for stdout get a second to drain before close() resolves. A write that a
  * stalled reader never takes keeps the event loop alive (Node cannot cancel it, nor destroy stdout):
@@ -175,26 +157,5 @@ async function drainOutput(output: NodeJS.WritableStream | null): Promise<void> 
       clearTimeout(timer);
       resolve();
     });
-  });
-}
-
-function listen(server: Server, host: string, port: number): Promise<number> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve((server.address() as AddressInfo).port);
-    });
-  });
-}
-
-function closeHttp(server: Server): Promise<void> {
-  return new Promise((resolve) => {
-    if (!server.listening) {
-      server.closeAllConnections();
-      return resolve();
-    }
-    server.close(() => resolve());
-    server.closeAllConnections();
   });
 }

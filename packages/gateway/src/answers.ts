@@ -1,0 +1,46 @@
+import type { ServerResponse } from 'node:http';
+import { GatewayErrorCode, GatewayRefusal } from '@resumewatch/semconv';
+
+type Refusal = (typeof GatewayRefusal)[keyof typeof GatewayRefusal];
+
+/** Status and JSON-RPC error code of each answer the gateway gives itself. */
+const ANSWERS: Record<Refusal, { status: number; code: number }> = {
+  [GatewayRefusal.BODY_TOO_LARGE]: { status: 413, code: GatewayErrorCode.UNAVAILABLE },
+  [GatewayRefusal.TOO_MANY_STREAMS]: { status: 503, code: GatewayErrorCode.UNAVAILABLE },
+  [GatewayRefusal.NOT_PROXIED]: { status: 400, code: GatewayErrorCode.UNAVAILABLE },
+  [GatewayRefusal.UPSTREAM_UNREACHABLE]: { status: 502, code: GatewayErrorCode.UNAVAILABLE },
+  [GatewayRefusal.UPSTREAM_TIMEOUT]: { status: 504, code: GatewayErrorCode.TIMEOUT },
+  [GatewayRefusal.RESUME_REFUSED]: { status: 405, code: GatewayErrorCode.UNAVAILABLE },
+  [GatewayRefusal.STREAM_IDLE]: { status: 504, code: GatewayErrorCode.TIMEOUT },
+};
+
+/**
+ * Answers a request the gateway does not forward: the status, and a JSON-RPC error body naming the
+ * request when it was one (`id`), null otherwise. A HEAD gets no body; a refused resume gets none
+ * either: 405 is the answer a server gives a GET it has no stream for, and clients read no body in it.
+ */
+export function answer(
+  res: ServerResponse,
+  refusal: Refusal,
+  message: string,
+  options: { id?: string | number | null; method?: string; headers?: Record<string, string> } = {},
+): void {
+  if (res.headersSent || res.destroyed) {
+    res.destroy();
+    return;
+  }
+  const { status, code } = ANSWERS[refusal];
+  const withBody = options.method !== 'HEAD' && refusal !== GatewayRefusal.RESUME_REFUSED;
+  const body = withBody
+    ? JSON.stringify({
+        jsonrpc: '2.0',
+        id: options.id ?? null,
+        error: { code, message: `resumewatch gateway: ${message}` },
+      })
+    : '';
+  res.writeHead(status, {
+    ...(withBody ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } : {}),
+    ...options.headers,
+  });
+  res.end(body);
+}

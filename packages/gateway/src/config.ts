@@ -1,0 +1,263 @@
+import { readFileSync } from 'node:fs';
+import { ConfigError, OPTION_SPECS, parseDuration, resolveConfig, type ResumewatchConfig } from '@resumewatch/detector';
+import type { IdPolicy } from '@resumewatch/instrumentation';
+import { GATEWAY_DEFAULTS, type GatewayOptions } from './gateway.js';
+
+type Kind = 'int' | 'duration' | 'string' | 'port' | 'boolean';
+
+/** One row of the gateway's own options: flag, environment variable, type, meaning. */
+export interface GatewayOptionSpec {
+  key: keyof GatewayCliOptions;
+  flag: string;
+  env: string;
+  kind: Kind;
+  help: string;
+  default: string;
+}
+
+/** What the command line sets of the gateway (the detector's options are `serve`'s). */
+export interface GatewayCliOptions {
+  upstream: string;
+  port: number;
+  enforce: boolean;
+  maxBodyBytes: number;
+  maxHeaderBytes: number;
+  maxStreams: number;
+  maxSessions: number;
+  upstreamTimeoutMs: number;
+  streamIdleTimeoutMs: number;
+  requestTimeoutMs: number;
+  upstreamCa: string | undefined;
+  idPolicy: string | undefined;
+  idKey: string | undefined;
+  serviceName: string | undefined;
+}
+
+export const GATEWAY_OPTION_SPECS: readonly GatewayOptionSpec[] = [
+  {
+    key: 'upstream',
+    flag: 'upstream',
+    env: 'RESUMEWATCH_UPSTREAM',
+    kind: 'string',
+    help: "the MCP server: requests go to its origin with the client's path (required)",
+    default: 'none',
+  },
+  {
+    key: 'port',
+    flag: 'port',
+    env: 'RESUMEWATCH_GATEWAY_PORT',
+    kind: 'port',
+    help: 'port clients connect to',
+    default: String(GATEWAY_DEFAULTS.port),
+  },
+  {
+    key: 'enforce',
+    flag: 'enforce',
+    env: 'RESUMEWATCH_ENFORCE',
+    kind: 'boolean',
+    help: 'refuse resumes of delivered requests (405) and drop replays of delivered terminals',
+    default: 'off',
+  },
+  {
+    key: 'maxBodyBytes',
+    flag: 'max-body',
+    env: 'RESUMEWATCH_GATEWAY_MAX_BODY',
+    kind: 'int',
+    help: 'largest request body in bytes (413 above)',
+    default: String(GATEWAY_DEFAULTS.maxBodyBytes),
+  },
+  {
+    key: 'maxHeaderBytes',
+    flag: 'max-header-bytes',
+    env: 'RESUMEWATCH_GATEWAY_MAX_HEADER_BYTES',
+    kind: 'int',
+    help: 'largest request header block in bytes (431 above)',
+    default: String(GATEWAY_DEFAULTS.maxHeaderBytes),
+  },
+  {
+    key: 'maxStreams',
+    flag: 'max-streams',
+    env: 'RESUMEWATCH_GATEWAY_MAX_STREAMS',
+    kind: 'int',
+    help: 'exchanges open at once, streams included (503 above)',
+    default: String(GATEWAY_DEFAULTS.maxStreams),
+  },
+  {
+    key: 'maxSessions',
+    flag: 'max-sessions',
+    env: 'RESUMEWATCH_GATEWAY_MAX_SESSIONS',
+    kind: 'int',
+    help: 'sessions observed at once (least recently used forgotten first)',
+    default: '10000',
+  },
+  {
+    key: 'upstreamTimeoutMs',
+    flag: 'upstream-timeout',
+    env: 'RESUMEWATCH_UPSTREAM_TIMEOUT',
+    kind: 'duration',
+    help: 'time the upstream has to send response headers (504 after)',
+    default: '5m',
+  },
+  {
+    key: 'streamIdleTimeoutMs',
+    flag: 'stream-idle-timeout',
+    env: 'RESUMEWATCH_STREAM_IDLE_TIMEOUT',
+    kind: 'duration',
+    help: 'an exchange silent both ways this long is closed; 0: never',
+    default: '10m',
+  },
+  {
+    key: 'requestTimeoutMs',
+    flag: 'request-timeout',
+    env: 'RESUMEWATCH_REQUEST_TIMEOUT',
+    kind: 'duration',
+    help: "a request's deadline for its spans and for verdicts on silence",
+    default: '5m',
+  },
+  {
+    key: 'upstreamCa',
+    flag: 'upstream-ca',
+    env: 'RESUMEWATCH_UPSTREAM_CA',
+    kind: 'string',
+    help: "PEM file of CAs trusted for an https upstream, besides Node's",
+    default: 'none',
+  },
+  {
+    key: 'idPolicy',
+    flag: 'id-policy',
+    env: 'RESUMEWATCH_ID_POLICY',
+    kind: 'string',
+    help: 'session and event ids on spans and findings: raw, hmac or omit',
+    default: 'raw',
+  },
+  {
+    key: 'idKey',
+    flag: 'id-key',
+    env: 'RESUMEWATCH_ID_KEY',
+    kind: 'string',
+    help: 'HMAC key for --id-policy hmac (16 bytes or more)',
+    default: 'none',
+  },
+  {
+    key: 'serviceName',
+    flag: 'service-name',
+    env: 'OTEL_SERVICE_NAME',
+    kind: 'string',
+    help: "service.name of the gateway's spans",
+    default: 'resumewatch-gateway',
+  },
+];
+
+/** serve's options that the gateway's built-in detector and its /metrics listener take too. */
+const SHARED_KEYS = new Set<keyof ResumewatchConfig>([
+  'stormThreshold',
+  'stormWindowMs',
+  'settleMs',
+  'maxRequests',
+  'retentionMs',
+  'dedupeCapacity',
+  'host',
+  'metricsPort',
+  'token',
+  'maxServices',
+  'findingsBuffer',
+  'findingsMaxBytes',
+  'maxIdBytes',
+  'stdoutBufferBytes',
+]);
+export const SHARED_OPTION_SPECS = OPTION_SPECS.filter((s) => SHARED_KEYS.has(s.key));
+
+/** parseArgs option definitions of every gateway flag. */
+export function gatewayArgs(): Record<string, { type: 'string' | 'boolean' }> {
+  const out: Record<string, { type: 'string' | 'boolean' }> = {};
+  for (const s of SHARED_OPTION_SPECS) out[s.flag] = { type: 'string' };
+  for (const s of GATEWAY_OPTION_SPECS) out[s.flag] = { type: s.kind === 'boolean' ? 'boolean' : 'string' };
+  return out;
+}
+
+function parseValue(spec: GatewayOptionSpec, text: string, source: string): unknown {
+  switch (spec.kind) {
+    case 'string':
+      return text;
+    case 'boolean':
+      if (/^(1|true|yes|on)$/i.test(text)) return true;
+      if (/^(0|false|no|off)?$/i.test(text)) return false;
+      throw new ConfigError(`${source}: not a boolean: "${text}" (use true or false)`);
+    case 'duration':
+      try {
+        return parseDuration(text);
+      } catch (e) {
+        throw new ConfigError(`${source}: ${(e as Error).message}`);
+      }
+    case 'port': {
+      const n = Number(text);
+      if (!Number.isInteger(n) || n < 0 || n > 65535) throw new ConfigError(`${source}: not a port: "${text}"`);
+      return n;
+    }
+    case 'int': {
+      const n = Number(text);
+      if (!Number.isInteger(n) || n < 1) throw new ConfigError(`${source}: not a positive integer: "${text}"`);
+      return n;
+    }
+  }
+}
+
+/** Defaults, then environment, then flags; the gateway's options and its detector's configuration. */
+export function resolveGatewayConfig(
+  flags: Record<string, unknown>,
+  env: NodeJS.ProcessEnv = process.env,
+): { gateway: GatewayOptions; detector: ResumewatchConfig } {
+  const shared: Record<string, unknown> = {};
+  for (const s of SHARED_OPTION_SPECS) if (flags[s.flag] !== undefined) shared[s.flag] = flags[s.flag];
+  const detector = resolveConfig(shared, env);
+  const values: Record<string, unknown> = {};
+  for (const spec of GATEWAY_OPTION_SPECS) {
+    const e = env[spec.env];
+    if (e !== undefined && e !== '') values[spec.key] = parseValue(spec, e, spec.env);
+    const f = flags[spec.flag];
+    if (typeof f === 'string') values[spec.key] = parseValue(spec, f, `--${spec.flag}`);
+    if (f === true) values[spec.key] = true;
+  }
+  const upstream = values.upstream as string | undefined;
+  if (upstream === undefined)
+    throw new ConfigError('--upstream is required: the URL of the MCP server to put the gateway in front of');
+  let url: URL;
+  try {
+    url = new URL(upstream);
+  } catch {
+    throw new ConfigError(`--upstream: not a URL: "${upstream}" (e.g. http://127.0.0.1:3001/mcp)`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new ConfigError(`--upstream: use an http:// or https:// URL, got "${url.protocol}"`);
+  const policy = values.idPolicy as string | undefined;
+  if (policy !== undefined && policy !== 'raw' && policy !== 'hmac' && policy !== 'omit')
+    throw new ConfigError(`--id-policy: one of raw, hmac, omit; got "${policy}"`);
+  let ca: string | undefined;
+  if (values.upstreamCa !== undefined) {
+    try {
+      ca = readFileSync(values.upstreamCa as string, 'utf8');
+    } catch (e) {
+      throw new ConfigError(
+        `--upstream-ca: cannot read ${String(values.upstreamCa)}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+      );
+    }
+  }
+  const gateway: GatewayOptions = {
+    upstream: url,
+    host: detector.host,
+    port: (values.port as number | undefined) ?? GATEWAY_DEFAULTS.port,
+    enforce: (values.enforce as boolean | undefined) ?? false,
+    maxBodyBytes: (values.maxBodyBytes as number | undefined) ?? GATEWAY_DEFAULTS.maxBodyBytes,
+    maxHeaderBytes: (values.maxHeaderBytes as number | undefined) ?? GATEWAY_DEFAULTS.maxHeaderBytes,
+    maxStreams: (values.maxStreams as number | undefined) ?? GATEWAY_DEFAULTS.maxStreams,
+    upstreamTimeoutMs: (values.upstreamTimeoutMs as number | undefined) ?? GATEWAY_DEFAULTS.upstreamTimeoutMs,
+    streamIdleTimeoutMs: (values.streamIdleTimeoutMs as number | undefined) ?? GATEWAY_DEFAULTS.streamIdleTimeoutMs,
+    requestTimeoutMs: (values.requestTimeoutMs as number | undefined) ?? GATEWAY_DEFAULTS.requestTimeoutMs,
+    ...(values.maxSessions !== undefined ? { maxSessions: values.maxSessions as number } : {}),
+    ...(ca !== undefined ? { upstreamCa: ca } : {}),
+    ...(policy !== undefined ? { idPolicy: policy as IdPolicy } : {}),
+    ...(values.idKey !== undefined ? { idKey: values.idKey as string } : {}),
+    ...(values.serviceName !== undefined ? { serviceName: values.serviceName as string } : {}),
+  };
+  return { gateway, detector };
+}

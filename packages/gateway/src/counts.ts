@@ -1,0 +1,75 @@
+import type { DetectorMetrics } from '@resumewatch/detector';
+import {
+  GATEWAY_METRICS,
+  LABEL_ACTION,
+  LABEL_METHOD,
+  LABEL_REASON,
+  LABEL_STATUS_CLASS,
+  METRIC_GATEWAY_EXCHANGES_TOTAL,
+  METRIC_GATEWAY_GUARD_ACTIONS_TOTAL,
+  METRIC_GATEWAY_OPEN_EXCHANGES,
+  METRIC_GATEWAY_REFUSALS_TOTAL,
+  type GatewayRefusal,
+  type GuardAction,
+} from '@resumewatch/semconv';
+
+/** The HTTP methods MCP uses; any other is counted as `other` (a label set a client cannot grow). */
+const METHODS = new Set(['GET', 'POST', 'DELETE', 'HEAD', 'OPTIONS']);
+
+/**
+ * The gateway's own counts, plain numbers on the data path, read by the metrics at scrape time
+ * (`DetectorMetrics.addCollected`), next to the detector's on the same /metrics.
+ */
+export class GatewayCounts {
+  /** Exchanges open now (waiting for the upstream, or streaming a body). */
+  open = 0;
+  private readonly exchanges = new Map<string, number>();
+  private readonly refusals = new Map<GatewayRefusal, number>();
+  private readonly actions = new Map<GuardAction, number>();
+
+  opened(): void {
+    this.open++;
+  }
+
+  closed(): void {
+    this.open--;
+  }
+
+  exchangeEnded(method: string, status: number | undefined): void {
+    const key = `${METHODS.has(method) ? method : 'other'}\n${status === undefined ? 'none' : `${Math.floor(status / 100)}xx`}`;
+    this.exchanges.set(key, (this.exchanges.get(key) ?? 0) + 1);
+  }
+
+  refused(reason: GatewayRefusal): void {
+    this.refusals.set(reason, (this.refusals.get(reason) ?? 0) + 1);
+  }
+
+  guardAction(action: GuardAction): void {
+    this.actions.set(action, (this.actions.get(action) ?? 0) + 1);
+  }
+
+  /** What has been counted of each (for tests and stats). */
+  snapshot(): {
+    open: number;
+    refusals: Partial<Record<GatewayRefusal, number>>;
+    actions: Partial<Record<GuardAction, number>>;
+  } {
+    return { open: this.open, refusals: Object.fromEntries(this.refusals), actions: Object.fromEntries(this.actions) };
+  }
+
+  /** Adds the gateway's metrics to the detector's registries. */
+  register(metrics: DetectorMetrics): void {
+    const reads: Record<string, () => Iterable<readonly [Record<string, string>, number]>> = {
+      [METRIC_GATEWAY_EXCHANGES_TOTAL]: () =>
+        [...this.exchanges].map(([key, n]) => {
+          const [method, statusClass] = key.split('\n') as [string, string];
+          return [{ [LABEL_METHOD]: method, [LABEL_STATUS_CLASS]: statusClass }, n] as const;
+        }),
+      [METRIC_GATEWAY_OPEN_EXCHANGES]: () => [[{}, this.open]],
+      [METRIC_GATEWAY_REFUSALS_TOTAL]: () => [...this.refusals].map(([r, n]) => [{ [LABEL_REASON]: r }, n] as const),
+      [METRIC_GATEWAY_GUARD_ACTIONS_TOTAL]: () =>
+        [...this.actions].map(([a, n]) => [{ [LABEL_ACTION]: a }, n] as const),
+    };
+    for (const d of GATEWAY_METRICS) metrics.addCollected(d, reads[d.name]!);
+  }
+}

@@ -1,0 +1,262 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { InvalidResumptionError } from '@resumewatch/guard';
+import type { SessionInstrumentedFetch } from '@resumewatch/instrumentation';
+import { GatewayRefusal } from '@resumewatch/semconv';
+import { parseMessages } from '@resumewatch/wire';
+import { answer } from './answers.js';
+import type { GatewayCounts } from './counts.js';
+import { endToEndRequestHeaders, endToEndResponseHeaders } from './hop-by-hop.js';
+
+export interface ForwarderLimits {
+  /** Largest request body forwarded (413 above). */
+  maxBodyBytes: number;
+  /** Exchanges open at once (503 above). */
+  maxStreams: number;
+  /** Time the upstream has to send its response headers (504 after). */
+  upstreamTimeoutMs: number;
+  /** Time an open exchange may carry no byte in either direction before it is closed; 0: never. */
+  streamIdleTimeoutMs: number;
+}
+
+/** Why the gateway aborted an upstream exchange. */
+const CLIENT_GONE = 'client_gone';
+
+/**
+ * Forwards one client's HTTP exchange to the upstream through the instrumented fetch, and the answer
+ * back: status, end-to-end headers, and the body chunk by chunk as it arrives, written only as fast as
+ * the client takes it.
+ */
+export class Forwarder {
+  constructor(
+    private readonly upstream: URL,
+    private readonly fetch: SessionInstrumentedFetch,
+    private readonly limits: ForwarderLimits,
+    private readonly counts: GatewayCounts,
+  ) {}
+
+  handle(req: IncomingMessage, res: ServerResponse): void {
+    const method = req.method ?? 'GET';
+    res.once('close', () => this.counts.exchangeEnded(method, res.headersSent ? res.statusCode : undefined));
+    this.forward(req, res, method).catch((e: unknown) => {
+      // A defect of the gateway, never the client's: the connection ends rather than the process.
+      if (!res.headersSent) answer(res, GatewayRefusal.UPSTREAM_UNREACHABLE, `internal error: ${(e as Error).message}`);
+      else res.destroy();
+    });
+  }
+
+  private refuse(
+    res: ServerResponse,
+    refusal: GatewayRefusal,
+    message: string,
+    options?: Parameters<typeof answer>[3],
+  ) {
+    this.counts.refused(refusal);
+    answer(res, refusal, message, options);
+  }
+
+  private async forward(req: IncomingMessage, res: ServerResponse, method: string): Promise<void> {
+    const target = req.url ?? '/';
+    if (method === 'CONNECT' || !target.startsWith('/')) {
+      req.resume();
+      return this.refuse(
+        res,
+        GatewayRefusal.NOT_PROXIED,
+        `forwards only to its upstream; send an origin-form request (a path), not ${method === 'CONNECT' ? 'CONNECT' : 'an absolute URL'}`,
+        { method },
+      );
+    }
+    if (this.counts.open >= this.limits.maxStreams) {
+      req.resume();
+      return this.refuse(
+        res,
+        GatewayRefusal.TOO_MANY_STREAMS,
+        `${this.limits.maxStreams} exchanges open (--max-streams); retry shortly`,
+        { method, headers: { 'retry-after': '1' } },
+      );
+    }
+    this.counts.opened();
+    const controller = new AbortController();
+    let idle: ReturnType<typeof setTimeout> | undefined;
+    const stopIdle = (): void => clearTimeout(idle);
+    res.once('close', () => {
+      stopIdle();
+      this.counts.closed();
+      if (!res.writableFinished) controller.abort(abortReason(CLIENT_GONE));
+    });
+    if (this.limits.streamIdleTimeoutMs > 0) {
+      idle = setTimeout(() => {
+        this.counts.refused(GatewayRefusal.STREAM_IDLE);
+        controller.abort(abortReason(GatewayRefusal.STREAM_IDLE));
+        if (res.headersSent) res.destroy();
+        else
+          answer(
+            res,
+            GatewayRefusal.STREAM_IDLE,
+            `no byte for ${this.limits.streamIdleTimeoutMs} ms (--stream-idle-timeout)`,
+            { method },
+          );
+      }, this.limits.streamIdleTimeoutMs);
+      idle.unref();
+    }
+
+    const body = await readBody(req, this.limits.maxBodyBytes);
+    if (body === TOO_LARGE) {
+      stopIdle();
+      return this.refuse(
+        res,
+        GatewayRefusal.BODY_TOO_LARGE,
+        `request body over ${this.limits.maxBodyBytes} bytes (--max-body)`,
+        { method, headers: { connection: 'close' } },
+      );
+    }
+    if (body === GONE || res.destroyed) return;
+    idle?.refresh();
+
+    const headers = endToEndRequestHeaders(req.rawHeaders, req.headers).filter(
+      ([n]) => n.toLowerCase() !== 'content-length',
+    );
+    if (body.byteLength > 0 || req.headers['content-length'] !== undefined)
+      headers.push(['content-length', String(body.byteLength)]);
+    headers.push(['host', this.upstream.host]);
+    const timeout = setTimeout(
+      () => controller.abort(abortReason(GatewayRefusal.UPSTREAM_TIMEOUT)),
+      this.limits.upstreamTimeoutMs,
+    );
+    timeout.unref();
+    let response: Response;
+    try {
+      response = await this.fetch(new URL(target, this.upstream).href, {
+        method,
+        headers,
+        ...(body.byteLength > 0 ? { body } : {}),
+        signal: controller.signal,
+      });
+    } catch (e) {
+      stopIdle();
+      const id = singleRequestId(body);
+      if (e instanceof InvalidResumptionError) {
+        // Answered as a server with no stream here answers a GET: the client's SDK stops resuming.
+        return this.refuse(res, GatewayRefusal.RESUME_REFUSED, 'request already delivered its result', {
+          method,
+          headers: { allow: 'POST, DELETE' },
+        });
+      }
+      if (controller.signal.aborted) {
+        const reason = (controller.signal.reason as Error).message;
+        if (reason === GatewayRefusal.UPSTREAM_TIMEOUT)
+          return this.refuse(
+            res,
+            GatewayRefusal.UPSTREAM_TIMEOUT,
+            `no answer from the upstream within ${this.limits.upstreamTimeoutMs} ms (--upstream-timeout)`,
+            { id, method },
+          );
+        return; // the client left, or the idle timer answered
+      }
+      return this.refuse(
+        res,
+        GatewayRefusal.UPSTREAM_UNREACHABLE,
+        `upstream ${this.upstream.origin} unreachable: ${describe(e)}`,
+        { id, method },
+      );
+    } finally {
+      clearTimeout(timeout);
+    }
+    if (res.destroyed) {
+      await response.body?.cancel(abortReason(CLIENT_GONE)).catch(() => undefined);
+      return;
+    }
+    res.writeHead(response.status, response.statusText, endToEndResponseHeaders(response.headers));
+    if (response.body === null) {
+      stopIdle();
+      res.end();
+      return;
+    }
+    // Headers now, not with the first chunk: an SSE client waits for them before anything else.
+    res.flushHeaders();
+    await this.pump(response, res, () => idle?.refresh());
+    stopIdle();
+  }
+
+  /**
+   * Copies the body to the client chunk by chunk, reading the next chunk only once the client took the
+   * last one. The terminals it carried count as delivered only when the response ended cleanly after
+   * they were written (`settleDelivery`).
+   */
+  private async pump(response: Response, res: ServerResponse, active: () => void): Promise<void> {
+    const reader = response.body!.getReader();
+    const closed = new Promise<void>((resolve) => res.once('close', resolve));
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        active();
+        if (!res.write(value)) {
+          await Promise.race([new Promise((resolve) => res.once('drain', resolve)), closed]);
+          if (res.destroyed) throw abortReason(CLIENT_GONE);
+        }
+      }
+    } catch (e) {
+      // The client left (its reader is cancelled: the upstream exchange is aborted), or the upstream
+      // broke mid-body (the client must see a broken stream, never a clean end).
+      await reader.cancel(e).catch(() => undefined);
+      res.destroy();
+      this.fetch.settleDelivery(response, false);
+      return;
+    }
+    const finished = await new Promise<boolean>((resolve) => {
+      res.once('finish', () => resolve(true));
+      res.once('close', () => resolve(res.writableFinished));
+      res.end();
+    });
+    this.fetch.settleDelivery(response, finished);
+  }
+}
+
+function abortReason(reason: string): Error {
+  const error = new Error(reason);
+  error.name = 'AbortError';
+  return error;
+}
+
+const TOO_LARGE = Symbol('too large');
+const GONE = Symbol('gone');
+
+/** The whole request body, or TOO_LARGE past the limit (the rest is left unread), or GONE if the client left. */
+function readBody(req: IncomingMessage, max: number): Promise<Uint8Array | typeof TOO_LARGE | typeof GONE> {
+  const declared = Number(req.headers['content-length']);
+  if (declared > max) return Promise.resolve(TOO_LARGE);
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.byteLength;
+      if (size > max) {
+        req.removeAllListeners('data');
+        req.pause();
+        resolve(TOO_LARGE);
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.once('end', () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)));
+    req.once('error', () => resolve(GONE));
+    req.once('close', () => {
+      if (!req.complete) resolve(GONE);
+    });
+  });
+}
+
+/** The id of the body's one JSON-RPC request, for an error answer that names it; null otherwise. */
+function singleRequestId(body: Uint8Array): string | number | null {
+  if (body.byteLength === 0 || body.byteLength > 65_536) return null;
+  const messages = parseMessages(Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8'));
+  if (messages.length !== 1) return null;
+  const id = (messages[0] as { id?: unknown }).id;
+  return typeof id === 'string' || typeof id === 'number' ? id : null;
+}
+
+/** One line for an upstream failure: the system error code when there is one. */
+function describe(e: unknown): string {
+  const err = e as { code?: string; cause?: { code?: string; message?: string }; message?: string };
+  return err.code ?? err.cause?.code ?? err.message ?? String(e);
+}

@@ -1,0 +1,168 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { startEmbeddedDetector, type EmbeddedDetector, type EmbeddedDetectorOptions } from '@resumewatch/detector';
+import { instrumentSessions } from '@resumewatch/instrumentation';
+import type { GlobalFetchStats, GuardOptions, IdPolicyOptions } from '@resumewatch/instrumentation';
+import { GuardAction } from '@resumewatch/semconv';
+import { GatewayCounts } from './counts.js';
+import { Forwarder, type ForwarderLimits } from './forward.js';
+import { gatewayTracing, type GatewayTracing } from './tracing.js';
+import { upstreamFetch } from './upstream.js';
+
+export interface GatewayOptions extends Partial<ForwarderLimits>, IdPolicyOptions {
+  /** The MCP server's URL; every request goes to its origin, with the client's path. */
+  upstream: string | URL;
+  /** Address the proxy listens on. Default 127.0.0.1. */
+  host?: string;
+  /** Port of the proxy; 0 picks a free one. Default 8080. */
+  port?: number;
+  /** Enforce the guard's rules on the server's side of the wire. Default false: observe only. */
+  enforce?: boolean;
+  /** Largest request header block in bytes (431 above). Default 16 KiB. */
+  maxHeaderBytes?: number;
+  /** PEM certificates trusted for an https upstream, in addition to Node's. */
+  upstreamCa?: string;
+  /** A request's deadline for its spans (and the guard's verdicts on silence). Default 300000 ms. */
+  requestTimeoutMs?: number;
+  /** Sessions observed at once; the least recently used goes first. Default 10,000. */
+  maxSessions?: number;
+  /** The built-in detector and its /metrics listener (`config.host`, `config.metricsPort`), or false for none. */
+  detector?: EmbeddedDetectorOptions | false;
+  /**
+   * More span processors for the gateway's spans, besides the built-in detector and the OTLP exporter
+   * that OTEL_EXPORTER_OTLP_ENDPOINT (or the traces endpoint) turns on.
+   */
+  spanProcessors?: readonly SpanProcessor[];
+  /** service.name of the gateway's spans. Default OTEL_SERVICE_NAME, else `resumewatch-gateway`. */
+  serviceName?: string;
+}
+
+export interface RunningGateway {
+  /** The proxy's base URL: the upstream's path appended is the MCP endpoint clients use. */
+  readonly url: string;
+  readonly host: string;
+  readonly port: number;
+  readonly upstream: URL;
+  readonly enforce: boolean;
+  /** The built-in detector (undefined with `detector: false`). */
+  readonly detector: EmbeddedDetector | undefined;
+  /** What the gateway counted: open exchanges, refusals by reason, enforced actions. */
+  counts(): ReturnType<GatewayCounts['snapshot']>;
+  /** Per-session state of the observation (sessions, open requests and resumes). */
+  stats(): GlobalFetchStats;
+  /** Ends every span still open and hands it to the detector and the exporter. */
+  flush(): Promise<void>;
+  /** Stops accepting, closes every connection, flushes the spans, stops the detector. */
+  close(): Promise<void>;
+}
+
+export const GATEWAY_DEFAULTS = {
+  host: '127.0.0.1',
+  port: 8080,
+  maxBodyBytes: 4 * 1024 * 1024,
+  maxHeaderBytes: 16 * 1024,
+  maxStreams: 10_000,
+  upstreamTimeoutMs: 300_000,
+  streamIdleTimeoutMs: 600_000,
+  requestTimeoutMs: 300_000,
+} as const;
+
+/** Starts the gateway: the proxy on `host:port`, the built-in detector's /metrics on its own port. */
+export async function startGateway(options: GatewayOptions): Promise<RunningGateway> {
+  const upstream = new URL(options.upstream);
+  if (upstream.protocol !== 'http:' && upstream.protocol !== 'https:')
+    throw new TypeError(`upstream must be an http or https URL, got ${upstream.protocol}`);
+  const enforce = options.enforce ?? false;
+  const counts = new GatewayCounts();
+  const detector = options.detector === false ? undefined : await startEmbeddedDetector(options.detector ?? {});
+  detector && counts.register(detector.metrics);
+  let tracing: GatewayTracing | undefined;
+  let server: Server | undefined;
+  const below = upstreamFetch({ ca: options.upstreamCa });
+  try {
+    tracing = gatewayTracing({
+      detector,
+      spanProcessors: options.spanProcessors,
+      serviceName: options.serviceName,
+    });
+    const guard: GuardOptions | undefined = enforce
+      ? {
+          confirmDelivery: true,
+          onResumeRefused: () => counts.guardAction(GuardAction.RESUME_REFUSED),
+          onDuplicateTerminalDropped: () => counts.guardAction(GuardAction.DUPLICATE_TERMINAL_DROPPED),
+          onConflictingTerminal: () => counts.guardAction(GuardAction.CONFLICTING_TERMINAL_REPORTED),
+          onFailedResumption: () => counts.guardAction(GuardAction.RESUMPTION_FAILED_REPORTED),
+        }
+      : undefined;
+    const fetch = instrumentSessions(below, {
+      tracerProvider: tracing.provider,
+      requestTimeoutMs: options.requestTimeoutMs ?? GATEWAY_DEFAULTS.requestTimeoutMs,
+      ...(guard ? { guard } : {}),
+      ...(options.idPolicy ? { idPolicy: options.idPolicy } : {}),
+      ...(options.idKey ? { idKey: options.idKey } : {}),
+      ...(options.maxSessions ? { maxSessions: options.maxSessions } : {}),
+    });
+    const forwarder = new Forwarder(
+      upstream,
+      fetch,
+      {
+        maxBodyBytes: options.maxBodyBytes ?? GATEWAY_DEFAULTS.maxBodyBytes,
+        maxStreams: options.maxStreams ?? GATEWAY_DEFAULTS.maxStreams,
+        upstreamTimeoutMs: options.upstreamTimeoutMs ?? GATEWAY_DEFAULTS.upstreamTimeoutMs,
+        streamIdleTimeoutMs: options.streamIdleTimeoutMs ?? GATEWAY_DEFAULTS.streamIdleTimeoutMs,
+      },
+      counts,
+    );
+    server = createServer(
+      {
+        maxHeaderSize: options.maxHeaderBytes ?? GATEWAY_DEFAULTS.maxHeaderBytes,
+        // Streams stay open for as long as their server keeps them: Node's whole-request limit does not apply.
+        requestTimeout: 0,
+      },
+      (req, res) => forwarder.handle(req, res),
+    );
+    const host = options.host ?? GATEWAY_DEFAULTS.host;
+    const port = await listen(server, host, options.port ?? GATEWAY_DEFAULTS.port);
+    const running = server;
+    const spans = tracing;
+    let closing: Promise<void> | undefined;
+    return {
+      url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+      host,
+      port,
+      upstream,
+      enforce,
+      detector,
+      counts: () => counts.snapshot(),
+      stats: () => fetch.stats(),
+      flush: () => spans.flush(),
+      close: () =>
+        (closing ??= (async () => {
+          await new Promise<void>((resolve) => {
+            running.close(() => resolve());
+            running.closeAllConnections();
+          });
+          below.close();
+          await spans.shutdown();
+          await detector?.close();
+        })()),
+    };
+  } catch (e) {
+    server?.close();
+    below.close();
+    await tracing?.shutdown();
+    await detector?.close();
+    throw e;
+  }
+}
+
+function listen(server: Server, host: string, port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}

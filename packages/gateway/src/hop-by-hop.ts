@@ -1,0 +1,59 @@
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
+
+/**
+ * Header fields that belong to one connection, not to the message (RFC 9110, 7.6.1), plus those a
+ * proxy sets itself: `host` (the upstream's), and `expect` (the gateway has read the whole body before
+ * it forwards it, so the 100-continue handshake is over).
+ */
+const HOP_BY_HOP = new Set([
+  'connection',
+  'proxy-connection',
+  'keep-alive',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'host',
+  'expect',
+]);
+
+/** The field names the Connection header lists: hop-by-hop for this message too. */
+function connectionListed(connection: string | string[] | undefined): Set<string> | undefined {
+  if (connection === undefined) return undefined;
+  const text = Array.isArray(connection) ? connection.join(',') : connection;
+  const names = new Set<string>();
+  for (const name of text.split(',')) {
+    const trimmed = name.trim().toLowerCase();
+    if (trimmed) names.add(trimmed);
+  }
+  return names;
+}
+
+/** The end-to-end fields of a request from Node's raw header list, in order, repeated fields kept. */
+export function endToEndRequestHeaders(
+  rawHeaders: readonly string[],
+  headers: IncomingHttpHeaders,
+): [string, string][] {
+  const listed = connectionListed(headers.connection);
+  const out: [string, string][] = [];
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!;
+    const lower = name.toLowerCase();
+    if (HOP_BY_HOP.has(lower) || listed?.has(lower)) continue;
+    out.push([name, rawHeaders[i + 1]!]);
+  }
+  return out;
+}
+
+/** The end-to-end fields of an upstream response, for `writeHead` (Set-Cookie kept as separate lines). */
+export function endToEndResponseHeaders(headers: Headers): OutgoingHttpHeaders {
+  const listed = connectionListed(headers.get('connection') ?? undefined);
+  const out: OutgoingHttpHeaders = {};
+  headers.forEach((value, name) => {
+    if (HOP_BY_HOP.has(name) || listed?.has(name) || name === 'set-cookie') return;
+    out[name] = value;
+  });
+  const cookies = headers.getSetCookie();
+  if (cookies.length > 0) out['set-cookie'] = cookies;
+  return out;
+}
