@@ -119,6 +119,7 @@ describe('pnpm pack of every publishable package', () => {
     }
     expect(tarballs.get('@resumewatch/detector')!.manifest.bin).toEqual({ resumewatch: './dist/cli.js' });
     expect(tarballs.get('@resumewatch/lab')!.manifest.bin).toEqual({ 'resumewatch-lab': './dist/cli.js' });
+    expect(tarballs.get('@resumewatch/gateway')!.manifest.bin).toEqual({ 'resumewatch-gateway': './dist/bin.js' });
     expect(Object.keys(tarballs.get('@resumewatch/instrumentation')!.manifest.exports!)).toEqual(['.', './register']);
   });
 
@@ -142,6 +143,7 @@ describe('the CLIs from a clone (root scripts, as the README shows them)', () =>
     { timeout: 120_000 },
     () => {
       expect(run('pnpm', ['resumewatch', '--help'], repoRoot)).toContain('resumewatch serve');
+      expect(run('pnpm', ['gateway', '--help'], repoRoot)).toContain('--upstream');
       expect(run('pnpm', ['lab', 'scenarios'], repoRoot).trim().split('\n')).toContain('seed-loop');
       // Spans go nowhere here (nothing listens on port 9), not to whatever listens on 4318 on this machine.
       const output = run('pnpm', ['lab:instrumented', 'run', 'healthy', '--json'], repoRoot, 120_000, {
@@ -249,6 +251,40 @@ describe('installed with npm outside the workspace', () => {
         return list.some((f) => f.kind === semconv.FindingKind.RESUME_AFTER_TERMINAL) ? list : undefined;
       }, 'the finding of the SDK app');
       expect(new Set(findings.map((f) => f.service))).toEqual(new Set(['my-app']));
+
+      // The same app, not instrumented, through the installed `resumewatch gateway` in front of the lab
+      // server: the gateway's own detector sees the SDK's resume after the error.
+      const [gatewayPort, gatewayMetricsPort] = [await freePort(), await freePort()];
+      const gateway = start(join(app, 'node_modules/.bin/resumewatch'), [
+        'gateway',
+        '--upstream',
+        `http://127.0.0.1:${labPort}/mcp`,
+        '--port',
+        String(gatewayPort),
+        '--metrics-port',
+        String(gatewayMetricsPort),
+      ]);
+      await waitFor(
+        answers(`http://127.0.0.1:${gatewayMetricsPort}/healthz`),
+        `resumewatch gateway: ${gateway.output()}`,
+      );
+      const plain = spawn(process.execPath, ['app.mjs'], {
+        cwd: app,
+        env: { ...process.env, MCP_URL: `http://127.0.0.1:${gatewayPort}/mcp` },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      procs.push(plain);
+      let plainOutput = '';
+      plain.stdout.on('data', (d: Buffer) => (plainOutput += d.toString()));
+      plain.stderr.on('data', (d: Buffer) => (plainOutput += d.toString()));
+      expect(await new Promise((resolve) => plain.on('exit', resolve)), plainOutput).toBe(0);
+      expect(plainOutput).toContain('tool failed:');
+      await waitFor(async () => {
+        const list = (await (await fetch(`http://127.0.0.1:${gatewayMetricsPort}/findings`)).json()) as {
+          kind: string;
+        }[];
+        return list.some((f) => f.kind === semconv.FindingKind.RESUME_AFTER_TERMINAL) || undefined;
+      }, `the gateway's finding: ${gateway.output()}`);
     },
   );
 });

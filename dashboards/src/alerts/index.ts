@@ -2,6 +2,7 @@
 import type { MonitoringConfig } from '../config.js';
 import { detectorRules } from './detector.js';
 import { failureRules } from './failure.js';
+import { gatewayRules } from './gateway.js';
 import type { RuleFile } from './model.js';
 import { recordingRules } from './recording.js';
 import { renderRuleFile } from './render.js';
@@ -9,7 +10,7 @@ import { renderRuleFile } from './render.js';
 export { renewRunbookUrls } from './promtool-runbooks.js';
 
 function ruleFiles(config: MonitoringConfig): RuleFile[] {
-  return [recordingRules, failureRules, detectorRules(config)];
+  return [recordingRules, failureRules, detectorRules(config), gatewayRules(config)];
 }
 
 /** File name in alerts/rules → its exact text. */

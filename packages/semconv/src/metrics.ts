@@ -182,9 +182,12 @@ export const GATEWAY_METRICS: readonly MetricDescriptor[] = [
   },
 ];
 
-/** Names of the series each metric exposes (histograms expose _bucket, _sum and _count). */
-export function exportedSeriesNames(): string[] {
-  return METRICS.flatMap((m) =>
+/**
+ * Names of the series each metric exposes (histograms expose _bucket, _sum and _count): of the
+ * detector's metrics (`serve`), or of another list (the gateway serves METRICS and GATEWAY_METRICS).
+ */
+export function exportedSeriesNames(metrics: readonly MetricDescriptor[] = METRICS): string[] {
+  return metrics.flatMap((m) =>
     m.type === 'histogram' ? [`${m.name}_bucket`, `${m.name}_sum`, `${m.name}_count`] : [m.name],
   );
 }

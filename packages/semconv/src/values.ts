@@ -154,8 +154,6 @@ export const GatewayRefusal = {
   UPSTREAM_UNREACHABLE: 'upstream_unreachable',
   /** No response headers from the upstream within --upstream-timeout (504). */
   UPSTREAM_TIMEOUT: 'upstream_timeout',
-  /** With --enforce: a resume of a request whose terminal was delivered, answered 405 without the upstream. */
-  RESUME_REFUSED: 'resume_refused',
   /** A stream silent in both directions for --stream-idle-timeout was closed. */
   STREAM_IDLE: 'stream_idle',
 } as const;

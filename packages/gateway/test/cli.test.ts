@@ -1,0 +1,155 @@
+// The command as users run it: the built `resumewatch` CLI (`resumewatch gateway …`), in front of the
+// real lab MCP server over loopback, with the seed loop's client knowing only the gateway's address.
+import { spawn, spawnSync } from 'node:child_process';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { runScenario, startLabServer } from '@resumewatch/lab';
+import {
+  FindingKind,
+  GuardAction,
+  METRIC_FINDINGS_TOTAL,
+  METRIC_GATEWAY_GUARD_ACTIONS_TOTAL,
+} from '@resumewatch/semconv';
+import { describe, expect, it, vi } from 'vitest';
+
+const CLI = join(import.meta.dirname, '../../detector/dist/cli.js');
+
+function run(args: string[], env: NodeJS.ProcessEnv = {}) {
+  const r = spawnSync(process.execPath, [CLI, ...args], {
+    env: { ...process.env, ...env },
+    encoding: 'utf8',
+    timeout: 20_000,
+  });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** A one-line error: exit 2, one line on stderr, nothing on stdout. */
+function expectOneLine(r: ReturnType<typeof run>, pattern: RegExp): void {
+  expect(r.status).toBe(2);
+  expect(r.stdout).toBe('');
+  expect(r.stderr.trimEnd().split('\n')).toHaveLength(1);
+  expect(r.stderr).toMatch(pattern);
+}
+
+describe('resumewatch gateway (built CLI)', () => {
+  it('--help lists every flag with its environment variable and default', () => {
+    const r = run(['gateway', '--help']);
+    expect(r.status).toBe(0);
+    for (const flag of [
+      '--upstream',
+      '--host',
+      '--port',
+      '--metrics-port',
+      '--enforce',
+      '--max-body',
+      '--max-streams',
+      '--stream-idle-timeout',
+      '--upstream-timeout',
+      '--upstream-ca',
+      '--id-policy',
+    ])
+      expect(r.stdout).toContain(flag);
+    expect(r.stdout).toMatch(/RESUMEWATCH_UPSTREAM/);
+    expect(run(['help', 'gateway']).stdout).toBe(r.stdout);
+    expect(run(['--help']).stdout).toMatch(/resumewatch gateway --upstream URL/);
+  });
+
+  it('bad input: exit 2 with one line saying what to fix', () => {
+    expectOneLine(run(['gateway']), /--upstream is required/);
+    expectOneLine(run(['gateway', '--upstream', 'not a url']), /--upstream: not a URL/);
+    expectOneLine(run(['gateway', '--upstream', 'ftp://x/']), /http:\/\/ or https:\/\//);
+    expectOneLine(run(['gateway', '--upstream', 'http://127.0.0.1:1/mcp', '--port', 'x']), /--port: not a port/);
+    expectOneLine(
+      run(['gateway', '--upstream', 'http://127.0.0.1:1/mcp', '--bogus']),
+      /Unknown option '--bogus'.*--help/,
+    );
+    expectOneLine(
+      run(['gateway', '--upstream', 'http://127.0.0.1:1/mcp', '--port', '9999', '--metrics-port', '9999']),
+      /--port and --metrics-port are both 9999/,
+    );
+    expectOneLine(
+      run(['gateway', '--upstream', 'http://127.0.0.1:1/mcp', '--id-policy', 'secret']),
+      /--id-policy: one of raw, hmac, omit/,
+    );
+    expectOneLine(
+      run(['gateway', '--upstream', 'http://127.0.0.1:1/mcp', '--upstream-ca', '/nonexistent.pem']),
+      /--upstream-ca: cannot read \/nonexistent.pem: ENOENT/,
+    );
+    expectOneLine(
+      run(['gateway'], { RESUMEWATCH_UPSTREAM: 'http://127.0.0.1:1/mcp', RESUMEWATCH_STREAM_IDLE_TIMEOUT: 'soon' }),
+      /RESUMEWATCH_STREAM_IDLE_TIMEOUT: not a duration/,
+    );
+  });
+
+  it('a port in use: exit 2, one line naming the port and its flag', async () => {
+    const busy = createServer();
+    await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
+    const port = (busy.address() as { port: number }).port;
+    try {
+      expectOneLine(
+        run(['gateway', '--upstream', 'http://127.0.0.1:1/mcp', '--port', String(port), '--metrics-port', '0']),
+        new RegExp(`port ${port} on 127.0.0.1 is in use \\(--port\\)`),
+      );
+      expectOneLine(
+        run(['gateway', '--upstream', 'http://127.0.0.1:1/mcp', '--port', '0', '--metrics-port', String(port)]),
+        new RegExp(`port ${port} on 127.0.0.1 is in use \\(--metrics-port\\)`),
+      );
+    } finally {
+      busy.close();
+    }
+  });
+
+  it('in front of the lab server: the seed loop seen and stopped for an unmodified client; findings on stdout and /metrics; SIGTERM stops it', async () => {
+    const lab = await startLabServer({ retryIntervalMs: 50 });
+    const child = spawn(process.execPath, [
+      CLI,
+      'gateway',
+      '--upstream',
+      lab.url,
+      '--port',
+      '0',
+      '--metrics-port',
+      '0',
+      '--enforce',
+      '--storm-window',
+      '2s',
+    ]);
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    try {
+      await vi.waitFor(() => expect(stderr).toMatch(/metrics on/), { timeout: 10_000, interval: 20 });
+      const url = /gateway on (\S+)/.exec(stderr)![1]!;
+      expect(stderr).toMatch(/\(enforcing\)/);
+      const metricsPort = Number(/127\.0\.0\.1:(\d+)\/metrics/.exec(stderr)![1]);
+      const summary = await runScenario('seed-loop', {
+        serverUrl: url,
+        controlUrl: lab.controlUrl,
+        fetch: globalThis.fetch,
+        maxReconnects: 10,
+      });
+      // The result once, the stale resume answered 405 by the gateway: the client stops.
+      expect(summary.terminalDeliveries).toBe(1);
+      expect(summary.resumeStatuses).toEqual([405]);
+      const metrics = async () => (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+      await vi.waitFor(
+        async () =>
+          expect(await metrics()).toMatch(
+            new RegExp(`${METRIC_GATEWAY_GUARD_ACTIONS_TOTAL}\\{action="${GuardAction.RESUME_REFUSED}"\\} 1`),
+          ),
+        { timeout: 10_000 },
+      );
+      expect(await metrics()).not.toMatch(
+        new RegExp(`${METRIC_FINDINGS_TOTAL}\\{kind="${FindingKind.DUPLICATE_TERMINAL}"`),
+      );
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+      expect(stderr).toMatch(/shutting down/);
+    } finally {
+      child.kill('SIGKILL');
+      await lab.close();
+    }
+  });
+});
