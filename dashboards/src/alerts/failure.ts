@@ -78,9 +78,9 @@ the stream (restart, lost buffer); the client may believe it missed nothing.`,
           severity: 'warning',
           summary: `MCP resume cursors rejected for unfinished requests of {{ $labels.service }}`,
           description: `{{ $value | printf "%.0f" }} resume attempt(s) in the last 10 minutes on service
-{{ $labels.service }} were answered 404, or 400/409 twice in a row, for a request that had not
-finished, and no later continuation or terminal retracted it: the cursor or the session is
-gone and the request's remaining events are lost.`,
+{{ $labels.service }} were answered 404, or 400/409 confirmed by a second rejection or by the
+client giving the request up, for a request that had not finished, and no later continuation or
+terminal retracted it: the cursor or the session is gone and the request's remaining events are lost.`,
         },
       ],
     },

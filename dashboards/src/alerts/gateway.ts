@@ -1,9 +1,5 @@
 // alerts/rules/gateway.yaml: the alerts on `resumewatch gateway`, per scraped replica.
-import {
-  GatewayRefusal,
-  LABEL_REASON,
-  METRIC_GATEWAY_REFUSALS_TOTAL,
-} from '@resumewatch/semconv';
+import { GatewayRefusal, LABEL_REASON, METRIC_GATEWAY_REFUSALS_TOTAL } from '@resumewatch/semconv';
 import type { MonitoringConfig } from '../config.js';
 import type { RuleFile } from './model.js';
 

@@ -1,4 +1,9 @@
 import {
+  ATTR_ERROR_TYPE,
+  ATTR_JSONRPC_REQUEST_ID,
+  ATTR_MCP_METHOD_NAME,
+  ATTR_MCP_SESSION_ID,
+  ErrorType,
   ATTR_MCP_GUARD_ACTION,
   ATTR_MCP_REQUEST_TERMINAL_OBSERVED,
   ATTR_MCP_STREAM_KIND,
@@ -670,6 +675,57 @@ describe('detector core: evidence only, no verdict from silence (issue 9)', () =
         },
       ]);
     }
+  });
+
+  it('a lone 400/409 is confirmed by the request given up without its terminal, as the guard confirms it', () => {
+    const rejected = resume(r, T0, 'B', 'A', {
+      observed: false,
+      outcome: ResumeOutcome.CURSOR_REJECTED,
+      evidence: ResumeEvidence.STATUS,
+      status: 409,
+      replayed: 0,
+    });
+    const givenUp = (error: string, t = T0 + 300_000, kind: SpanRecord['kind'] = 3) =>
+      span(
+        'tools/call stream_progress',
+        t - 300_000,
+        {
+          [ATTR_MCP_METHOD_NAME]: 'tools/call',
+          [ATTR_MCP_SESSION_ID]: r.session,
+          [ATTR_JSONRPC_REQUEST_ID]: r.request,
+          [ATTR_ERROR_TYPE]: error,
+        },
+        { kind },
+      );
+    for (const error of [ErrorType.TIMEOUT, ErrorType.ABORTED, ErrorType.CANCELLED]) {
+      const ended = { ...givenUp(error), endTimeUnixMs: T0 + 300_000 };
+      expect(run([rejected, ended])).toEqual([
+        {
+          kind: FindingKind.CURSOR_LOST,
+          service: 'client',
+          session_id: 'sess-1',
+          request_id: '7',
+          trace_id: ended.traceId,
+          first_time_unix_ms: T0,
+          last_time_unix_ms: T0 + 300_000,
+          span_ids: [rejected.spanId, ended.spanId],
+          outcome: ResumeOutcome.CURSOR_REJECTED,
+        },
+      ]);
+    }
+    // Not a give-up: a request that ended with its result, a tool error, or a server's span of it.
+    expect(run([rejected, givenUp(ErrorType.TOOL_ERROR)])).toEqual([]);
+    expect(run([rejected, givenUp(ErrorType.TIMEOUT, T0 + 300_000, 2)])).toEqual([]);
+    // The retry succeeded, or the terminal came: the rejection was transient.
+    const continued = resume(r, T0 + 50, 'C', 'A', {
+      observed: false,
+      outcome: ResumeOutcome.CONTINUATION,
+      replayed: 1,
+    });
+    expect(run([rejected, continued, givenUp(ErrorType.TIMEOUT)])).toEqual([]);
+    expect(run([rejected, terminal(r, T0 + 80, 'A'), givenUp(ErrorType.ABORTED)])).toEqual([]);
+    // A request given up that was never rejected, or is not tracked at all, makes no state and no finding.
+    expect(run([givenUp(ErrorType.TIMEOUT)])).toEqual([]);
   });
 
   it('retracts a failed resumption when a later span shows a continuation or the terminal: a record, once', () => {

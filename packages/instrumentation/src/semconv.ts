@@ -46,4 +46,5 @@ export {
   resumeVerdict,
   ResumeOutcome,
   GuardAction,
+  ErrorType,
 } from '@resumewatch/semconv';

@@ -11,15 +11,10 @@ import {
   ATTR_SERVER_PORT,
 } from './semconv.js';
 
-/** error.type values this package sets besides HTTP status codes, JSON-RPC error codes and exception names. */
-export const ErrorType = {
-  TIMEOUT: 'timeout',
-  ABORTED: 'aborted',
-  /** The client sent `notifications/cancelled` for the request. */
-  CANCELLED: 'cancelled',
-  TOOL_ERROR: 'tool_error',
-  OTHER: '_OTHER',
-} as const;
+import { ErrorType } from './semconv.js';
+
+/** error.type values this package sets besides HTTP status codes, JSON-RPC error codes and exception names (semconv's). */
+export { ErrorType };
 
 const EXECUTE_TOOL = 'execute_tool';
 

@@ -169,3 +169,22 @@ export const GatewayErrorCode = {
   /** The upstream did not answer in time. */
   TIMEOUT: -32001,
 } as const;
+
+/**
+ * `error.type` values the instrumentation sets on request spans besides HTTP status codes, JSON-RPC
+ * error codes and exception names.
+ */
+export const ErrorType = {
+  /** The request's deadline passed without its terminal event. */
+  TIMEOUT: 'timeout',
+  /** The client aborted the request, or its session's transport closed, before its terminal event. */
+  ABORTED: 'aborted',
+  /** The client sent `notifications/cancelled` for the request. */
+  CANCELLED: 'cancelled',
+  /** A tools/call whose result says `isError`. */
+  TOOL_ERROR: 'tool_error',
+  OTHER: '_OTHER',
+} as const;
+export type ErrorType = ValuesOf<typeof ErrorType>;
+/** The `error.type` of a client request span that ended without its terminal event: the client gave the request up. */
+export const REQUEST_GIVEN_UP_ERRORS: readonly string[] = [ErrorType.TIMEOUT, ErrorType.ABORTED, ErrorType.CANCELLED];

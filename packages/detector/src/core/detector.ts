@@ -1,6 +1,8 @@
 import { CappedLabels } from '@resumewatch/bounded';
 import {
+  ATTR_ERROR_TYPE,
   ATTR_JSONRPC_REQUEST_ID,
+  REQUEST_GIVEN_UP_ERRORS,
   ATTR_MCP_STREAM_KIND,
   ATTR_MCP_TERMINAL_CONFLICT,
   ATTR_MCP_TERMINAL_FIRST_STREAM_ID,
@@ -35,7 +37,7 @@ import { MAX_CORE_SERVICES, OTHER_SERVICE, UNKNOWN_SERVER, UNKNOWN_SERVICE } fro
 import { NO_SLOT } from './slots.js';
 import { Reported, RequestTable, type ForcedStormEnd } from './table.js';
 import { STATE_FORMAT, StateMismatchError, fieldsOf, loadFields, type DetectorState } from './state.js';
-import type { DetectorEvents, DetectorStats, Finding, SpanRecord } from './types.js';
+import { SPAN_KIND_CLIENT, type DetectorEvents, type DetectorStats, type Finding, type SpanRecord } from './types.js';
 
 /** The three span kinds the core decides on (everything else is counted and ignored). */
 const TERMINAL = 1;
@@ -104,11 +106,9 @@ export class Detector {
     else if (name === SPAN_STREAM_RESUME) type = RESUME;
     else if (name === SPAN_SESSION_REATTACH) type = REATTACH;
     else {
-      return this.count(
-        typeof span.attributes[ATTR_MCP_METHOD_NAME] === 'string'
-          ? SpanReceivedResult.ACCEPTED
-          : SpanReceivedResult.IGNORED,
-      );
+      if (typeof span.attributes[ATTR_MCP_METHOD_NAME] !== 'string') return this.count(SpanReceivedResult.IGNORED);
+      this.request(span);
+      return this.count(SpanReceivedResult.ACCEPTED);
     }
     const time = span.startTimeUnixMs;
     if (span.spanId.length !== 16 || span.traceId.length !== 32 || !(time >= 0) || !(span.endTimeUnixMs >= 0)) {
@@ -345,6 +345,25 @@ export class Detector {
       this.resumeAfterTerminal(slot, span.traceId, table.firstTerminalAt(slot), resumeTime, undefined);
   }
 
+  /**
+   * A request span. Only one that the client gave up (its deadline passed, it was aborted or cancelled
+   * before its terminal event) tells anything, and only about a request already tracked: no state is
+   * made for the requests that end as they should.
+   */
+  private request(span: SpanRecord): void {
+    const attrs = span.attributes;
+    if (span.kind !== SPAN_KIND_CLIENT) return;
+    const error = attrs[ATTR_ERROR_TYPE];
+    if (typeof error !== 'string' || !REQUEST_GIVEN_UP_ERRORS.includes(error)) return;
+    const session = attrs[ATTR_MCP_SESSION_ID];
+    const req = attrs[ATTR_JSONRPC_REQUEST_ID];
+    if (typeof session !== 'string' || (typeof req !== 'string' && typeof req !== 'number')) return;
+    const service = this.services.idOf(span.service || UNKNOWN_SERVICE);
+    const request = typeof req === 'string' ? req : String(req);
+    const slot = this.table.find(RequestTable.hash(service, session, request), service, session, request);
+    if (slot !== NO_SLOT) this.cursorLostOnGiveUp(slot, span);
+  }
+
   /** A resume (GET with Last-Event-ID) of the request's stream. */
   private resume(slot: number, span: SpanRecord, time: number, service: string): void {
     const table = this.table;
@@ -575,6 +594,32 @@ export class Detector {
     table.markReported(slot, Reported.CURSOR_LOST);
     table.setCursorLostAt(slot, time);
     this.emit(slot, FindingKind.CURSOR_LOST, span.traceId, first, time, ids, { outcome, status_code: status });
+  }
+
+  /**
+   * cursor_lost confirmed by the request's end: a lone 400/409 (provisional: the client may resume
+   * again and succeed) and then the client gave the request up without its terminal event or a
+   * continuation. Many clients stop after one rejection; the guard confirms the same way.
+   */
+  private cursorLostOnGiveUp(slot: number, span: SpanRecord): void {
+    const table = this.table;
+    if (!table.hasColdRow(slot) || !table.hasRejection(slot) || table.hasTerminal(slot)) return;
+    const rejectedAt = table.firstRejectionAt(slot);
+    if (table.wasReported(slot, Reported.CURSOR_LOST) || table.continuationAt(slot) >= rejectedAt) return;
+    const end = Math.max(span.endTimeUnixMs, rejectedAt);
+    table.markReported(slot, Reported.CURSOR_LOST);
+    table.setCursorLostAt(slot, end);
+    this.emit(
+      slot,
+      FindingKind.CURSOR_LOST,
+      span.traceId,
+      rejectedAt,
+      end,
+      [table.firstRejectionSpanId(slot), span.spanId],
+      {
+        outcome: ResumeOutcome.CURSOR_REJECTED,
+      },
+    );
   }
 
   /**

@@ -7,11 +7,10 @@ import {
   ResumeOutcome,
   resumeVerdict,
 } from '@resumewatch/semconv';
-import type { SpanKindCode, SpanRecord } from './types.js';
+import { SPAN_KIND_SERVER, type SpanKindCode, type SpanRecord } from './types.js';
 
 const OUTCOMES = new Set<string>(Object.values(ResumeOutcome));
 /** OTLP span kind SERVER. */
-const SERVER_KIND: SpanKindCode = 2;
 
 export function statusOf(attrs: SpanRecord['attributes']): number {
   const v = attrs[ATTR_HTTP_RESPONSE_STATUS_CODE];
@@ -48,6 +47,6 @@ export function resumeOutcome(attrs: SpanRecord['attributes'], status: number): 
  */
 export function isEvidencedEmptyReplay(attrs: SpanRecord['attributes'], kind: SpanKindCode): boolean {
   const evidence = attrs[ATTR_MCP_RESUME_EVIDENCE];
-  if (evidence === undefined) return kind !== SERVER_KIND;
+  if (evidence === undefined) return kind !== SPAN_KIND_SERVER;
   return evidence === ResumeEvidence.BODY_END || evidence === ResumeEvidence.DEADLINE;
 }

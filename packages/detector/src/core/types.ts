@@ -2,6 +2,9 @@ import type { FindingKind, FindingRecord, ResumeOutcome, SpanReceivedResult, Sto
 
 /** OTLP span kind numbering: 0 unspecified, 1 internal, 2 server, 3 client, 4 producer, 5 consumer. */
 export type SpanKindCode = 0 | 1 | 2 | 3 | 4 | 5;
+/** OTLP's span kinds the rules read. */
+export const SPAN_KIND_SERVER: SpanKindCode = 2;
+export const SPAN_KIND_CLIENT: SpanKindCode = 3;
 
 export type AttributeValue = string | number | boolean;
 
