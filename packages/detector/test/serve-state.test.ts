@@ -2,13 +2,13 @@ import { spawn } from 'node:child_process';
 import { copyFile, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FindingKind, FindingRecord, StormEnd } from '@resumewatch/semconv';
+import { FindingKind, FindingRecord, ResumeOutcome, StormEnd } from '@resumewatch/semconv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Detector, startServer, type Finding, type RunningServer, type SpanRecord } from '../src/index.js';
 import { decodeState, encodeState } from '../src/doors/state-file.js';
 import { otlpJson } from './helpers/otlp.js';
 import { healthz, postHead, rawConnect } from './helpers/raw-client.js';
-import { essence, seedScenario } from './helpers/spans.js';
+import { essence, reattach, resume, seedScenario } from './helpers/spans.js';
 import { waitFor } from './helpers/wait.js';
 
 const CLI = join(import.meta.dirname, '../dist/cli.js');
@@ -140,6 +140,27 @@ describe('state across restarts (--state-file)', () => {
     expect((await stat(`${file}.rejected`)).size).toBeGreaterThan(0);
     expect(await healthz(b.metricsPort)).toBeLessThan(1000);
     await b.close();
+  });
+
+  it('a restart between a poll and its reattach span: the reattach is still no attempt (no storm)', () => {
+    // SEP-1699 polling: each poll is a GET with Last-Event-ID whose resume span (outcome poll) and
+    // reattach span arrive apart; a restart between the two must not turn the polls into a storm.
+    const r = { session: 'polled', request: 1, service: 'svc-state' };
+    const t0 = Date.now() - 60_000;
+    const polls = [1, 2, 3, 4, 5].map((i) => ({
+      resume: resume(r, t0 + i * 100, `P${i}`, 'A', { outcome: ResumeOutcome.POLL, observed: false, replayed: 0 }),
+      reattach: reattach(r, t0 + i * 100, `P${i}`, 'A'),
+    }));
+    const findings: Finding[] = [];
+    const before = new Detector({ onFinding: (f) => findings.push(f) });
+    for (const p of polls) before.ingest(p.resume);
+    const after = new Detector({ onFinding: (f) => findings.push(f) });
+    after.importState(decodeState(encodeState(before.exportState())));
+    for (const p of polls) after.ingest(p.reattach);
+    after.flush();
+    expect(findings).toEqual([]);
+    // The same spans without the restart: no finding either.
+    expect(reference(polls.flatMap((p) => [p.resume, p.reattach]))).toEqual([]);
   });
 
   it('round-trips every field of the state, typed arrays, holes and non-finite numbers included', () => {

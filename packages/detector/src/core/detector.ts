@@ -222,6 +222,7 @@ export class Detector {
       table: fieldsOf(this.table),
       spanIds: fieldsOf(this.spanIds),
       attemptStreams: fieldsOf(this.attemptStreams),
+      quietStreams: fieldsOf(this.quietStreams),
     };
   }
 
@@ -240,6 +241,7 @@ export class Detector {
     loadFields(this.table, state.table, 'request table');
     loadFields(this.spanIds, state.spanIds, 'span ids');
     loadFields(this.attemptStreams, state.attemptStreams, 'attempt streams');
+    loadFields(this.quietStreams, state.quietStreams, 'quiet streams');
     this.now = state.now;
     [this.evictions, this.released, this.accepted, this.duplicate, this.invalid, this.ignored] = state.counts as [
       number,

@@ -1,7 +1,7 @@
 import type { DetectorOptions } from './options.js';
 
 /** Bumped whenever what exportState() holds changes meaning; a file of another format is not loaded. */
-export const STATE_FORMAT = 2;
+export const STATE_FORMAT = 3;
 
 /** The fields of one of the core's structures (typed-array columns, arrays, numbers), by name. */
 export type StateFields = Record<string, unknown>;
@@ -18,6 +18,8 @@ export interface DetectorState {
   table: StateFields;
   spanIds: StateFields;
   attemptStreams: StateFields;
+  /** Streams of polls and continuations: their reattach span is no attempt, before a restart or after it. */
+  quietStreams: StateFields;
 }
 
 /** A state that does not fit the detector it is loaded into (other format, other options, other columns). */
