@@ -123,6 +123,14 @@ describe('pnpm pack of every publishable package', () => {
     expect(Object.keys(tarballs.get('@resumewatch/instrumentation')!.manifest.exports!)).toEqual(['.', './register']);
   });
 
+  it('publishes types of the public API only: no @internal member in a declaration file', () => {
+    for (const [name, { files, read }] of tarballs) {
+      const declarations = [...files].filter((f) => f.startsWith('dist/') && f.endsWith('.d.ts'));
+      expect(declarations.length, name).toBeGreaterThan(0);
+      for (const file of declarations) expect(read(file), `${name} ${file}`).not.toContain('@internal');
+    }
+  });
+
   it('takes OpenTelemetry as ranges, and the API (one per application) as a peer', () => {
     for (const [name, { manifest }] of tarballs) {
       for (const [dep, range] of Object.entries(manifest.dependencies ?? {})) {

@@ -12,7 +12,7 @@ import {
 } from './jsonrpc.js';
 import type { JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from './jsonrpc.js';
 import { JsonTap, SseTap, TappedSource, isAbort } from './body-taps.js';
-import type { BodyTap, TapHost } from './body-taps.js';
+import type { BodyTap } from './body-taps.js';
 import { CursorRing } from './cursor-ring.js';
 import { holdShape } from './shapes.js';
 import type { SseScanner } from './sse.js';
@@ -58,7 +58,7 @@ const NO_REQUESTS: readonly RequestRecord[] = [];
  * request, response, SSE event and stream end to the listeners, keeping bounded per-session,
  * per-request and per-stream state that the listeners share.
  */
-export class WireObserver implements TapHost {
+export class WireObserver {
   private readonly listeners: WireListener[] = [];
   /** The listeners with an onEvent hook: without any, no event objects are made. */
   private readonly eventListeners: WireListener[] = [];
