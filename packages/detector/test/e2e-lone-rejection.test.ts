@@ -8,10 +8,12 @@ import type { AddressInfo } from 'node:net';
 import { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { instrumentFetch } from '@resumewatch/instrumentation';
-import type { FailedResumption } from '@resumewatch/guard';
+import type { GuardOptions } from '@resumewatch/instrumentation';
 import { ATTR_SERVICE_NAME, FindingKind, ResumeEvidence, ResumeOutcome } from '@resumewatch/semconv';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { ResumewatchSpanProcessor, type Finding } from '../src/index.js';
+
+type FailedResumption = Parameters<NonNullable<GuardOptions['onFailedResumption']>>[0];
 
 const SESSION = 'lone-409-session';
 let server: Server;

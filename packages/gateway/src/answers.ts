@@ -1,16 +1,18 @@
 import type { ServerResponse } from 'node:http';
-import { GatewayErrorCode, GatewayRefusal } from '@resumewatch/semconv';
+import { GatewayErrorCode, GatewayRefusal, GuardAction } from '@resumewatch/semconv';
 
-type Refusal = (typeof GatewayRefusal)[keyof typeof GatewayRefusal];
+/** Why the gateway answers itself: a refusal, or (with --enforce) a resume of a delivered request. */
+type Refusal = GatewayRefusal | typeof GuardAction.RESUME_REFUSED;
 
 /** Status and JSON-RPC error code of each answer the gateway gives itself. */
 const ANSWERS: Record<Refusal, { status: number; code: number }> = {
   [GatewayRefusal.BODY_TOO_LARGE]: { status: 413, code: GatewayErrorCode.UNAVAILABLE },
+  [GatewayRefusal.HEADERS_TOO_LARGE]: { status: 431, code: GatewayErrorCode.UNAVAILABLE },
   [GatewayRefusal.TOO_MANY_STREAMS]: { status: 503, code: GatewayErrorCode.UNAVAILABLE },
   [GatewayRefusal.NOT_PROXIED]: { status: 400, code: GatewayErrorCode.UNAVAILABLE },
   [GatewayRefusal.UPSTREAM_UNREACHABLE]: { status: 502, code: GatewayErrorCode.UNAVAILABLE },
   [GatewayRefusal.UPSTREAM_TIMEOUT]: { status: 504, code: GatewayErrorCode.TIMEOUT },
-  [GatewayRefusal.RESUME_REFUSED]: { status: 405, code: GatewayErrorCode.UNAVAILABLE },
+  [GuardAction.RESUME_REFUSED]: { status: 405, code: GatewayErrorCode.UNAVAILABLE },
   [GatewayRefusal.STREAM_IDLE]: { status: 504, code: GatewayErrorCode.TIMEOUT },
 };
 
@@ -30,7 +32,7 @@ export function answer(
     return;
   }
   const { status, code } = ANSWERS[refusal];
-  const withBody = options.method !== 'HEAD' && refusal !== GatewayRefusal.RESUME_REFUSED;
+  const withBody = options.method !== 'HEAD' && refusal !== GuardAction.RESUME_REFUSED;
   const body = withBody
     ? JSON.stringify({
         jsonrpc: '2.0',

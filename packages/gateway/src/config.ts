@@ -16,7 +16,7 @@ export interface GatewayOptionSpec {
 }
 
 /** What the command line sets of the gateway (the detector's options are `serve`'s). */
-export interface GatewayCliOptions {
+interface GatewayCliOptions {
   upstream: string;
   port: number;
   enforce: boolean;

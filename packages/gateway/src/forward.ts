@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { InvalidResumptionError } from '@resumewatch/guard';
 import type { SessionInstrumentedFetch } from '@resumewatch/instrumentation';
-import { GatewayRefusal } from '@resumewatch/semconv';
+import { GatewayRefusal, GuardAction } from '@resumewatch/semconv';
 import { parseMessages } from '@resumewatch/wire';
 import { answer } from './answers.js';
 import type { GatewayCounts } from './counts.js';
@@ -83,6 +83,8 @@ export class Forwarder {
       this.counts.closed();
       if (!res.writableFinished) controller.abort(abortReason(CLIENT_GONE));
     });
+    // The request's body once it is in: a 504 of the idle timer names its JSON-RPC id too (parsed then, off the data path).
+    let sent: Uint8Array | undefined = undefined;
     if (this.limits.streamIdleTimeoutMs > 0) {
       idle = setTimeout(() => {
         this.counts.refused(GatewayRefusal.STREAM_IDLE);
@@ -93,7 +95,7 @@ export class Forwarder {
             res,
             GatewayRefusal.STREAM_IDLE,
             `no byte for ${this.limits.streamIdleTimeoutMs} ms (--stream-idle-timeout)`,
-            { method },
+            { id: sent ? singleRequestId(sent) : null, method },
           );
       }, this.limits.streamIdleTimeoutMs);
       idle.unref();
@@ -111,6 +113,7 @@ export class Forwarder {
     }
     if (body === GONE || res.destroyed) return;
     idle?.refresh();
+    sent = body;
 
     const headers = endToEndRequestHeaders(req.rawHeaders, req.headers).filter(
       ([n]) => n.toLowerCase() !== 'content-length',
@@ -125,7 +128,9 @@ export class Forwarder {
     timeout.unref();
     let response: Response;
     try {
-      response = await this.fetch(new URL(target, this.upstream).href, {
+      // The target appended to the upstream's origin, never resolved against it: `//host/x` or `/\host/x`
+      // resolved as a URL reference names another host, and the gateway would be an open proxy.
+      response = await this.fetch(new URL(this.upstream.origin + target).href, {
         method,
         headers,
         ...(body.byteLength > 0 ? { body } : {}),
@@ -136,7 +141,7 @@ export class Forwarder {
       const id = singleRequestId(body);
       if (e instanceof InvalidResumptionError) {
         // Answered as a server with no stream here answers a GET: the client's SDK stops resuming.
-        return this.refuse(res, GatewayRefusal.RESUME_REFUSED, 'request already delivered its result', {
+        return answer(res, GuardAction.RESUME_REFUSED, 'request already delivered its result', {
           method,
           headers: { allow: 'POST, DELETE' },
         });

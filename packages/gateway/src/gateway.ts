@@ -5,6 +5,7 @@ import { startEmbeddedDetector, type EmbeddedDetector, type EmbeddedDetectorOpti
 import { instrumentSessions } from '@resumewatch/instrumentation';
 import type { GlobalFetchStats, GuardOptions, IdPolicyOptions } from '@resumewatch/instrumentation';
 import { GuardAction } from '@resumewatch/semconv';
+import { refuseAtConnection } from './connection-refusals.js';
 import { GatewayCounts } from './counts.js';
 import { Forwarder, type ForwarderLimits } from './forward.js';
 import { gatewayTracing, type GatewayTracing } from './tracing.js';
@@ -76,7 +77,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   const enforce = options.enforce ?? false;
   const counts = new GatewayCounts();
   const detector = options.detector === false ? undefined : await startEmbeddedDetector(options.detector ?? {});
-  detector && counts.register(detector.metrics);
+  if (detector) counts.register(detector.metrics);
   let tracing: GatewayTracing | undefined;
   let server: Server | undefined;
   const below = upstreamFetch({ ca: options.upstreamCa });
@@ -122,6 +123,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       },
       (req, res) => forwarder.handle(req, res),
     );
+    refuseAtConnection(server, counts);
     const host = options.host ?? GATEWAY_DEFAULTS.host;
     const port = await listen(server, host, options.port ?? GATEWAY_DEFAULTS.port);
     const running = server;

@@ -4,7 +4,7 @@ import { BasicTracerProvider, BatchSpanProcessor, type SpanProcessor } from '@op
 import type { EmbeddedDetector } from '@resumewatch/detector';
 import { ATTR_SERVICE_NAME } from '@resumewatch/semconv';
 
-export const DEFAULT_SERVICE_NAME = 'resumewatch-gateway';
+const DEFAULT_SERVICE_NAME = 'resumewatch-gateway';
 
 export interface GatewayTracing {
   readonly provider: BasicTracerProvider;

@@ -146,9 +146,11 @@ export type SpanReceivedResult = ValuesOf<typeof SpanReceivedResult>;
 export const GatewayRefusal = {
   /** The POST body was larger than --max-body (413). */
   BODY_TOO_LARGE: 'body_too_large',
+  /** The request's header block was larger than --max-header-bytes (431). */
+  HEADERS_TOO_LARGE: 'headers_too_large',
   /** --max-streams exchanges were already open (503). */
   TOO_MANY_STREAMS: 'too_many_streams',
-  /** Not a request for the upstream: absolute-form target, CONNECT (400 / 405). */
+  /** Not a request for the upstream: an absolute-form target (400), CONNECT (405). */
   NOT_PROXIED: 'not_proxied',
   /** The upstream could not be reached, or its response broke before its headers (502). */
   UPSTREAM_UNREACHABLE: 'upstream_unreachable',
