@@ -1,4 +1,4 @@
-# The resumewatch image: the detector (`resumewatch serve`), the lab server and the lab clients.
+# The resumewatch image: the detector (`resumewatch serve`), the gateway, the lab server and the lab clients.
 #   docker build -t resumewatch/resumewatch:0.1.0 .
 FROM node:20.19.5-bookworm-slim
 
@@ -11,6 +11,6 @@ RUN pnpm install --frozen-lockfile && pnpm exec tsc -b
 
 ENV NODE_ENV=production
 USER node
-# OTLP/gRPC, OTLP/HTTP, /metrics of the detector; 8080 for the lab server.
-EXPOSE 4317 4318 9464 8080
+# OTLP/gRPC, OTLP/HTTP, /metrics of the detector; 8080 for the lab server; 8081 and 9466 for the gateway.
+EXPOSE 4317 4318 9464 8080 8081 9466
 CMD ["node", "packages/detector/dist/cli.js", "serve", "--host", "0.0.0.0", "--port", "4318", "--grpc-port", "4317", "--metrics-port", "9464"]

@@ -67,6 +67,14 @@ export const BENCHES: Bench[] = [
     smokeArgs: ['--sessions', '12'],
     what: 'client heap per live session and per request: bare SDK, guardedFetch, instrumentFetch',
   },
+  {
+    id: 'gateway',
+    dir: 'packages/gateway',
+    script: 'bench/proxy.bench.ts',
+    args: ['--rounds', '6', '--open', '10000'],
+    smokeArgs: ['--smoke'],
+    what: 'the gateway against a bare Node reverse proxy and nginx on the same loopback MCP traffic: proxy CPU per JSON request and per SSE event, latency added at 1,000 events/s, heap per open stream with 10,000 open, heap kept after DELETE',
+  },
 ];
 
 export function rerunCommand(b: Bench): string {

@@ -17,6 +17,7 @@ const EXPECTED_FIGURES: Record<string, number> = {
   guard: 2,
   instrumentation: 6,
   'client-soak': 10,
+  gateway: 8,
 };
 
 describe('pnpm bench smoke', () => {

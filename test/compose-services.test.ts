@@ -4,7 +4,9 @@
 // collector, straight over OTLP to in-process detectors (`startServer`, one per detector service of the
 // compose file; the collector's routing is checked by stack.test.ts). Each client service must show
 // the findings the detector README's scenario table promises for its scenario, lab-healthy and
-// lab-network-cut none; the lab servers, run under the same hook, report their server side.
+// lab-network-cut none; the lab servers, run under the same hook, report their server side. The gateway
+// service runs the built CLI (`resumewatch gateway`) in front of its lab server, and its client, a plain
+// lab client (no hook) through it, must show on the gateway's /findings what the table promises.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -37,6 +39,17 @@ const labClients = Object.keys(services).filter((n) => isLab(n, 'run'));
 /** The lab server a client service talks to: the one whose network namespace it shares. */
 const serverOf = (client: string): string => services[client]!.network_mode!.replace(/^service:/, '');
 const detectorNames = Object.keys(services).filter((n) => n.startsWith('detector-'));
+/** The gateway services: the built CLI's `gateway` command. */
+const gatewayNames = Object.keys(services).filter((n) => (services[n]!.command ?? [])[2] === 'gateway');
+/** Lab clients through a gateway: `run` with a gateway service as --server (no hook: the gateway observes). */
+const gatewayClients = Object.keys(services).filter((n) => {
+  const server = flag(services[n]!.command ?? [], '--server');
+  return (
+    (services[n]!.command ?? []).includes('run') &&
+    server !== undefined &&
+    gatewayNames.includes(new URL(server).hostname)
+  );
+});
 const kinds = new Set<string>(semconv.FINDING_KINDS);
 
 /**
@@ -90,6 +103,46 @@ function localise(
   return { args, env };
 }
 
+/** A compose URL (`http://<service>:<port>/…`) pointed at where that service listens here. */
+function localUrl(url: string, listening: Map<string, number>): string {
+  const u = new URL(url);
+  const port = listening.get(`${u.hostname}:${u.port}`);
+  expect(port, `${url} names a service that runs here`).toBeDefined();
+  u.hostname = '127.0.0.1';
+  u.port = String(port);
+  return u.href;
+}
+
+/** A gateway service's command as it runs here: its upstream, listeners and the storm window rewritten. */
+function localiseGateway(
+  service: Service,
+  listening: Map<string, number>,
+  port: number,
+  metricsPort: number,
+): { args: string[]; env: Record<string, string> } {
+  const command = service.command ?? [];
+  expect(command.slice(0, 3)).toEqual(['node', 'packages/detector/dist/cli.js', 'gateway']);
+  const args = command.slice(1).map((arg, i, all) => {
+    const previous = all[i - 1];
+    if (previous === '--host') return '127.0.0.1';
+    if (previous === '--port') return String(port);
+    if (previous === '--metrics-port') return String(metricsPort);
+    if (previous === '--upstream') return localUrl(arg, listening);
+    return arg;
+  });
+  return { args, env: { ...(service.environment ?? {}), RESUMEWATCH_STORM_WINDOW: `${STORM_WINDOW_MS}ms` } };
+}
+
+/** A plain lab client's command as it runs here: its --server (a gateway) rewritten, its duration shortened. */
+function localiseGatewayClient(service: Service, listening: Map<string, number>): string[] {
+  return (service.command ?? []).slice(1).map((arg, i, all) => {
+    const previous = all[i - 1];
+    if (previous === '--duration') return DURATION_S;
+    if (previous === '--server') return localUrl(arg, listening);
+    return arg;
+  });
+}
+
 interface Proc {
   name: string;
   child: ChildProcess;
@@ -129,6 +182,9 @@ describe('the lab services of docker-compose.yml, run locally', () => {
   const promised = promisedFindings();
   const endpoints: string[] = [];
   const labServerProcs = new Map<string, Proc>();
+  /** Each gateway service's /metrics port here. */
+  const gatewayMetrics = new Map<string, number>();
+  const gatewayProcs = new Map<string, Proc>();
 
   beforeAll(async () => {
     for (const _ of detectorNames) {
@@ -154,13 +210,27 @@ describe('the lab services of docker-compose.yml, run locally', () => {
       labPorts.set(name, port);
     }
     for (const [name, port] of labPorts) await waitForAnswer(`http://127.0.0.1:${port}/mcp`, name);
+    // Where each service the commands name (`http://<service>:<port>`) listens here.
+    const listening = new Map<string, number>();
+    for (const [name, port] of labPorts)
+      listening.set(`${name}:${flag(services[name]!.command ?? [], '--port')}`, port);
+    for (const name of gatewayNames) {
+      const port = await freePort();
+      const metricsPort = await freePort();
+      const { args, env } = localiseGateway(services[name]!, listening, port, metricsPort);
+      gatewayProcs.set(name, start(name, args, env));
+      gatewayMetrics.set(name, metricsPort);
+      listening.set(`${name}:${flag(services[name]!.command ?? [], '--port')}`, port);
+      await waitForAnswer(`http://127.0.0.1:${metricsPort}/healthz`, name);
+    }
+    for (const name of gatewayClients) start(name, localiseGatewayClient(services[name]!, listening), {});
     // The collector spreads sessions over the detectors; here each client service exports to one of them.
     labClients.forEach((name, i) => {
       const { args, env } = localise(services[name]!, labPorts.get(serverOf(name))!, endpoints[i % endpoints.length]!);
       start(name, args, env);
     });
     // Each runs DURATION_S, then flushes; a client that does not end in time is named.
-    const clients = procs.filter((p) => labClients.includes(p.name));
+    const clients = procs.filter((p) => labClients.includes(p.name) || gatewayClients.includes(p.name));
     await waitFor(
       () => clients.every((p) => p.child.exitCode !== null || p.child.signalCode !== null),
       'the lab clients to end',
@@ -182,6 +252,72 @@ describe('the lab services of docker-compose.yml, run locally', () => {
   it('every lab client service ran its command to the end under the register hook', () => {
     for (const p of procs.filter((q) => labClients.includes(q.name))) {
       expect(p.child.exitCode, `${p.name}: ${p.output()}`).toBe(0);
+    }
+  });
+
+  it('has a gateway service in front of a lab server, and a plain lab client through it', () => {
+    expect(gatewayNames.length).toBeGreaterThan(0);
+    expect(gatewayClients.length).toBeGreaterThan(0);
+    // Every service that runs a lab scenario is proven here: a lab client or a gateway's client.
+    const runners = Object.keys(services).filter((n) => (services[n]!.command ?? []).includes('run'));
+    expect([...runners].sort()).toEqual([...labClients, ...gatewayClients].sort());
+    for (const name of gatewayNames) {
+      const upstream = new URL(flag(services[name]!.command ?? [], '--upstream')!);
+      expect(labServers).toContain(upstream.hostname);
+      expect(upstream.port).toBe(flag(services[upstream.hostname]!.command ?? [], '--port'));
+    }
+    for (const name of gatewayClients) {
+      // No hook and no exporter: the gateway is the client's only observer.
+      expect(services[name]!.command, name).not.toContain('--import');
+      expect(services[name]!.environment?.OTEL_EXPORTER_OTLP_ENDPOINT, name).toBeUndefined();
+      const server = new URL(flag(services[name]!.command ?? [], '--server')!);
+      expect(server.port).toBe(flag(services[server.hostname]!.command ?? [], '--port'));
+    }
+  });
+
+  it('every client of a gateway ran its command to the end', () => {
+    for (const p of procs.filter((q) => gatewayClients.includes(q.name))) {
+      expect(p.child.exitCode, `${p.name}: ${p.output()}`).toBe(0);
+    }
+  });
+
+  it(
+    "each gateway's /findings shows what the table promises for its client's scenario, under the gateway's service.name",
+    { timeout: 60_000 },
+    async () => {
+      for (const name of gatewayNames) {
+        const clients = gatewayClients.filter(
+          (c) => new URL(flag(services[c]!.command ?? [], '--server')!).hostname === name,
+        );
+        const expected = [
+          ...new Set(clients.flatMap((c) => promised.get(flag(services[c]!.command ?? [], 'run')!)!)),
+        ].sort();
+        expect(expected.length, `${name}'s clients run scenarios with findings`).toBeGreaterThan(0);
+        const service = services[name]!.environment?.OTEL_SERVICE_NAME;
+        expect(service, `${name} names its spans`).toBeDefined();
+        const findingsUrl = `http://127.0.0.1:${gatewayMetrics.get(name)}/findings`;
+        const kinds = async (): Promise<string[]> => {
+          const findings = (await (await fetch(findingsUrl)).json()) as Finding[];
+          return [...new Set(findings.filter((f) => f.service === service).map((f) => f.kind))].sort();
+        };
+        await waitFor(
+          async () => {
+            const seen = await kinds();
+            return expected.every((k) => seen.includes(k));
+          },
+          `${name}'s findings on ${findingsUrl}`,
+          30_000,
+        );
+        await sleep(STORM_WINDOW_MS + 1_500);
+        expect(await kinds(), `${name}: ${gatewayProcs.get(name)!.output().slice(-2000)}`).toEqual(expected);
+      }
+    },
+  );
+
+  it('the gateway services stop cleanly on SIGTERM', { timeout: 30_000 }, async () => {
+    for (const [name, proc] of gatewayProcs) {
+      proc.child.kill('SIGTERM');
+      expect(await proc.exited, `${name}: ${proc.output().slice(-2000)}`).toBe(0);
     }
   });
 

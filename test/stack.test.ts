@@ -2,7 +2,7 @@
 // ports, depends_on, mounts that exist), the Prometheus config with promtool, the Alertmanager config
 // with amtool, the collector's routing to the detectors, and Grafana's provisioning.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -20,6 +20,7 @@ interface Service {
   volumes?: string[];
   environment?: Record<string, string>;
   network_mode?: string;
+  healthcheck?: { test: string[] };
 }
 
 function load(path: string): Dict {
@@ -43,6 +44,10 @@ function commandOf(s: Service): string[] {
   return Array.isArray(s.command) ? s.command : String(s.command ?? '').split(/\s+/);
 }
 
+function deps(s: Service): string[] {
+  return Array.isArray(s.depends_on) ? s.depends_on : Object.keys(s.depends_on ?? {});
+}
+
 function flag(args: string[], name: string): string | undefined {
   const i = args.indexOf(name);
   return i >= 0 ? args[i + 1] : undefined;
@@ -59,6 +64,7 @@ describe('docker-compose.yml', () => {
       'alertmanager',
       'grafana',
       'lab-server',
+      'gateway',
     ]) {
       expect(names).toContain(s);
     }
@@ -123,8 +129,6 @@ describe('docker-compose.yml', () => {
   });
 
   it('depends only on services that exist, without cycles', () => {
-    const deps = (s: Service): string[] =>
-      Array.isArray(s.depends_on) ? s.depends_on : Object.keys(s.depends_on ?? {});
     for (const [name, s] of Object.entries(services)) {
       for (const d of deps(s)) expect(names, `${name} depends on ${d}`).toContain(d);
       if (s.network_mode) {
@@ -186,6 +190,44 @@ describe('docker-compose.yml', () => {
   });
 });
 
+describe('the gateway service', () => {
+  const gateway = services.gateway!;
+  const args = commandOf(gateway);
+
+  it('runs the built CLI in front of the lab server, listening on all interfaces, exporting no OTLP', () => {
+    expect(args.slice(0, 3)).toEqual(['node', 'packages/detector/dist/cli.js', 'gateway']);
+    expect(flag(args, '--host')).toBe('0.0.0.0');
+    const upstream = new URL(flag(args, '--upstream')!);
+    expect(upstream.hostname).toBe('lab-server');
+    expect(upstream.port).toBe(flag(commandOf(services['lab-server']!), '--port'));
+    expect(upstream.pathname).toBe('/mcp');
+    expect(deps(gateway)).toContain('lab-server');
+    // Its built-in detector reports; the collector's detectors must not see its spans a second time.
+    expect(gateway.environment?.OTEL_EXPORTER_OTLP_ENDPOINT).toBeUndefined();
+    expect(gateway.environment?.OTEL_SERVICE_NAME).toBe('gateway');
+    const port = flag(args, '--port')!;
+    const metricsPort = flag(args, '--metrics-port')!;
+    expect(port).not.toBe(metricsPort);
+    expect(gateway.ports).toEqual([`${port}:${port}`, `${metricsPort}:${metricsPort}`]);
+    expect(gateway.healthcheck?.test.join(' ')).toContain(`http://127.0.0.1:${metricsPort}/healthz`);
+  });
+
+  it('has a plain lab client (no hook, no exporter) whose server is the gateway', () => {
+    const clients = names.filter((n) => {
+      const server = flag(commandOf(services[n]!), '--server');
+      return server !== undefined && new URL(server).hostname === 'gateway';
+    });
+    expect(clients.length).toBeGreaterThan(0);
+    for (const name of clients) {
+      const s = services[name]!;
+      expect(commandOf(s), name).not.toContain('--import');
+      expect(s.environment?.OTEL_EXPORTER_OTLP_ENDPOINT, name).toBeUndefined();
+      expect(flag(commandOf(s), '--server')).toBe(`http://gateway:${flag(args, '--port')}/mcp`);
+      expect(deps(s), name).toContain('gateway');
+    }
+  });
+});
+
 describe('deploy/collector', () => {
   const config = load('deploy/collector/config.yaml') as {
     receivers: { otlp: { protocols: { grpc: { endpoint: string }; http: { endpoint: string } } } };
@@ -236,18 +278,19 @@ describe('deploy/prometheus and deploy/alertmanager', () => {
     writeFileSync(copy, text.split(inContainer).join(join(repoRoot, 'alerts/rules')));
     const r = run('promtool', ['check', 'config', copy]);
     expect(r.status, r.output).toBe(0);
-    expect(r.output).toMatch(/SUCCESS: 3 rule files found/);
+    const ruleFiles = readdirSync(join(repoRoot, 'alerts/rules')).filter((f) => f.endsWith('.yaml'));
+    expect(r.output).toContain(`SUCCESS: ${ruleFiles.length} rule files found`);
     expect(prom.command).toContain('--enable-feature=exemplar-storage');
   });
 
-  it('scrapes both detectors in the job the rules expect and alerts to the alertmanager service', () => {
+  it('scrapes both detectors and the gateway in the job the rules expect and alerts to the alertmanager service', () => {
     const cfg = load('deploy/prometheus/prometheus.yml') as {
       scrape_configs: { job_name: string; static_configs: { targets: string[] }[] }[];
       alerting: { alertmanagers: { static_configs: { targets: string[] }[] }[] };
     };
     const job = cfg.scrape_configs.find((j) => j.job_name === 'resumewatch-detector')!;
     const targets = job.static_configs.flatMap((c) => c.targets).sort();
-    expect(targets).toEqual(['detector-1:9464', 'detector-2:9464']);
+    expect(targets).toEqual(['detector-1:9464', 'detector-2:9464', 'gateway:9466']);
     for (const t of targets)
       expect(flag(commandOf(services[t.split(':')[0]!]!), '--metrics-port')).toBe(t.split(':')[1]);
     const rules = readFileSync(join(repoRoot, 'alerts/rules/detector.yaml'), 'utf8');

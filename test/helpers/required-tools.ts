@@ -7,6 +7,7 @@ const DEBIAN_PACKAGE: Record<string, string> = {
   prometheus: 'prometheus',
   amtool: 'prometheus-alertmanager',
   alertmanager: 'prometheus-alertmanager',
+  haproxy: 'haproxy',
 };
 
 function onPath(cmd: string): boolean {
