@@ -1,34 +1,50 @@
-import type { ScenarioName } from '@resumewatch/lab';
-import { FindingKind } from '@resumewatch/semconv';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { SCENARIO_NAMES, type ScenarioName } from '@resumewatch/lab';
+import { FINDING_KINDS } from '@resumewatch/semconv';
 
-// The finding kinds each lab scenario gives when the instrumented client (`instrumentFetch`) observes
-// it: the client-side expectations of packages/detector/test/e2e-lab.test.ts (seed-loop … healthy,
-// also EXPECTED.client of e2e-id-policy.test.ts) and of e2e-scenarios.test.ts (quiet-resume …
-// cross-session-store, endless-loop without the guard). Those tables live inside test files (importing
-// one would run its tests), so they are restated here entry for entry; the parity test also runs the
-// instrumented client next to the gateway, so a drift of either table shows as a mismatch.
+// The finding kinds each lab scenario gives when the instrumented client observes it, read from the one
+// place that promises them to users: the detector README's table "On the lab, end to end" (its
+// "client spans" column; test/compose-services.test.ts reads the same table). The parity tests also run
+// the instrumented client next to the gateway, so the gateway is held to both.
 
-const SEED = [
-  FindingKind.DUPLICATE_TERMINAL,
-  FindingKind.RESUME_AFTER_TERMINAL,
-  FindingKind.RECONNECT_STORM,
-  FindingKind.SIGNATURE,
-];
+const README = join(import.meta.dirname, '../../../detector/README.md');
+const KINDS = new Set<string>(FINDING_KINDS);
+
+function promisedFindings(): Map<string, string[]> {
+  const readme = readFileSync(README, 'utf8');
+  const lines = readme.slice(readme.indexOf('| scenario | client spans |')).split('\n');
+  const rows = lines.slice(
+    2,
+    lines.findIndex((line) => !line.startsWith('|')),
+  );
+  const promised = new Map<string, string[]>();
+  const ticked = (cell: string) => [...cell.matchAll(/`([^`]+)`/g)].map((m) => m[1]!);
+  for (const row of rows) {
+    const [scenarioCell, clientCell] = row
+      .split('|')
+      .slice(1, 3)
+      .map((c) => c.trim());
+    const scenarios = scenarioCell!.startsWith('healthy') ? ['healthy'] : ticked(scenarioCell!);
+    for (const s of scenarios)
+      promised.set(
+        s,
+        ticked(clientCell!).filter((k) => KINDS.has(k)),
+      );
+  }
+  return promised;
+}
+
+function expectedOfEveryScenario(): Record<ScenarioName, readonly string[]> {
+  const promised = promisedFindings();
+  const out = {} as Record<ScenarioName, readonly string[]>;
+  for (const name of SCENARIO_NAMES) {
+    const kinds = promised.get(name);
+    if (kinds === undefined) throw new Error(`the detector README's scenario table has no row for ${name}`);
+    out[name] = kinds;
+  }
+  return out;
+}
 
 /** Every scenario, with the finding kinds of the instrumented client's view of it. */
-export const CLIENT_EXPECTED: Record<ScenarioName, readonly string[]> = {
-  'seed-loop': SEED,
-  'per-stream-dedup': SEED,
-  'network-cut': [],
-  // The instrumented client's request deadline is 2 s there (the scenario's client waits 3 s).
-  'server-restart': [FindingKind.AMBIGUOUS_EMPTY_REPLAY],
-  'cursor-evicted': [FindingKind.CURSOR_LOST],
-  'sdk-error-resume': [FindingKind.RESUME_AFTER_TERMINAL],
-  healthy: [],
-  'quiet-resume': [],
-  polling: [],
-  'listening-replay': [FindingKind.FOREIGN_REPLAY],
-  'endless-loop': SEED,
-  cancellation: [],
-  'cross-session-store': [FindingKind.CONFLICTING_TERMINAL],
-};
+export const CLIENT_EXPECTED = expectedOfEveryScenario();
