@@ -24,6 +24,7 @@ interface GatewayCliOptions {
   maxHeaderBytes: number;
   maxStreams: number;
   maxSessions: number;
+  sessionRetentionMs: number;
   upstreamTimeoutMs: number;
   streamIdleTimeoutMs: number;
   requestTimeoutMs: number;
@@ -89,6 +90,14 @@ export const GATEWAY_OPTION_SPECS: readonly GatewayOptionSpec[] = [
     kind: 'int',
     help: 'sessions observed at once (least recently used forgotten first)',
     default: '10000',
+  },
+  {
+    key: 'sessionRetentionMs',
+    flag: 'session-retention',
+    env: 'RESUMEWATCH_GATEWAY_SESSION_RETENTION',
+    kind: 'duration',
+    help: 'a session with no exchange this long is no longer observed (a DELETE ends it at once)',
+    default: '1h',
   },
   {
     key: 'upstreamTimeoutMs',
@@ -254,6 +263,7 @@ export function resolveGatewayConfig(
     streamIdleTimeoutMs: (values.streamIdleTimeoutMs as number | undefined) ?? GATEWAY_DEFAULTS.streamIdleTimeoutMs,
     requestTimeoutMs: (values.requestTimeoutMs as number | undefined) ?? GATEWAY_DEFAULTS.requestTimeoutMs,
     ...(values.maxSessions !== undefined ? { maxSessions: values.maxSessions as number } : {}),
+    ...(values.sessionRetentionMs !== undefined ? { sessionRetentionMs: values.sessionRetentionMs as number } : {}),
     ...(ca !== undefined ? { upstreamCa: ca } : {}),
     ...(policy !== undefined ? { idPolicy: policy as IdPolicy } : {}),
     ...(values.idKey !== undefined ? { idKey: values.idKey as string } : {}),

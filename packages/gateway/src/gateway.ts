@@ -28,6 +28,8 @@ export interface GatewayOptions extends Partial<ForwarderLimits>, IdPolicyOption
   requestTimeoutMs?: number;
   /** Sessions observed at once; the least recently used goes first. Default 10,000. */
   maxSessions?: number;
+  /** How long a session with no exchange stays observed (a DELETE ends it at once). Default 1 h. */
+  sessionRetentionMs?: number;
   /** The built-in detector and its /metrics listener (`config.host`, `config.metricsPort`), or false for none. */
   detector?: EmbeddedDetectorOptions | false;
   /**
@@ -67,6 +69,7 @@ export const GATEWAY_DEFAULTS = {
   upstreamTimeoutMs: 300_000,
   streamIdleTimeoutMs: 600_000,
   requestTimeoutMs: 300_000,
+  sessionRetentionMs: 3_600_000,
 } as const;
 
 /** Starts the gateway: the proxy on `host:port`, the built-in detector's /metrics on its own port. */
@@ -75,6 +78,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   if (upstream.protocol !== 'http:' && upstream.protocol !== 'https:')
     throw new TypeError(`upstream must be an http or https URL, got ${upstream.protocol}`);
   const enforce = options.enforce ?? false;
+  const sessionRetentionMs = options.sessionRetentionMs ?? GATEWAY_DEFAULTS.sessionRetentionMs;
   const counts = new GatewayCounts();
   const detector = options.detector === false ? undefined : await startEmbeddedDetector(options.detector ?? {});
   if (detector) counts.register(detector.metrics);
@@ -99,10 +103,14 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     const fetch = instrumentSessions(below, {
       tracerProvider: tracing.provider,
       requestTimeoutMs: options.requestTimeoutMs ?? GATEWAY_DEFAULTS.requestTimeoutMs,
+      // A proxy sees no transport close: a client that drops its listening stream may come back on the
+      // session, and must not be given delivered results again. A DELETE, or retention, ends a session.
+      observer: { releaseOnTransportClose: false, sessionRetentionMs },
       ...(guard ? { guard } : {}),
       ...(options.idPolicy ? { idPolicy: options.idPolicy } : {}),
       ...(options.idKey ? { idKey: options.idKey } : {}),
       ...(options.maxSessions ? { maxSessions: options.maxSessions } : {}),
+      sessionRetentionMs,
     });
     const forwarder = new Forwarder(
       upstream,
@@ -126,6 +134,9 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     refuseAtConnection(server, counts);
     const host = options.host ?? GATEWAY_DEFAULTS.host;
     const port = await listen(server, host, options.port ?? GATEWAY_DEFAULTS.port);
+    // Sessions whose clients went away without a DELETE leave at their retention, not only when new ones come.
+    const pruning = setInterval(() => fetch.prune(), Math.min(60_000, sessionRetentionMs));
+    pruning.unref();
     const running = server;
     const spans = tracing;
     let closing: Promise<void> | undefined;
@@ -141,6 +152,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       flush: () => spans.flush(),
       close: () =>
         (closing ??= (async () => {
+          clearInterval(pruning);
           await new Promise<void>((resolve) => {
             running.close(() => resolve());
             running.closeAllConnections();

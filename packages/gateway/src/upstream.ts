@@ -43,7 +43,7 @@ export function upstreamFetch(options: UpstreamOptions = {}): FetchLike & { clos
       req.once('response', (res) => {
         req.off('error', reject);
         try {
-          resolve(toResponse(res, req.destroy.bind(req)));
+          resolve(toResponse(res, req.destroy.bind(req), init?.signal ?? undefined));
         } catch (e) {
           res.destroy();
           reject(e);
@@ -62,7 +62,7 @@ export function upstreamFetch(options: UpstreamOptions = {}): FetchLike & { clos
 /** Statuses whose response has no body (RFC 9110): a Response with one cannot be built. */
 const NULL_BODY = new Set([101, 103, 204, 205, 304]);
 
-function toResponse(res: IncomingMessage, destroy: () => void): Response {
+function toResponse(res: IncomingMessage, destroy: () => void, signal: AbortSignal | undefined): Response {
   const headers = new Headers();
   const raw = res.rawHeaders;
   for (let i = 0; i + 1 < raw.length; i += 2) headers.append(raw[i]!, raw[i + 1]!);
@@ -71,15 +71,22 @@ function toResponse(res: IncomingMessage, destroy: () => void): Response {
     res.resume();
     return new Response(null, { status, statusText: res.statusMessage ?? '', headers });
   }
-  return new Response(bodyOf(res, destroy), { status, statusText: res.statusMessage ?? '', headers });
+  return new Response(bodyOf(res, destroy, signal), { status, statusText: res.statusMessage ?? '', headers });
 }
 
 /**
  * The response body as a web stream that reads the socket only when pulled. An upstream that closes
  * the connection before the body is complete errors the stream (never a clean end: a clean end tells
- * an MCP client its stream is over).
+ * an MCP client its stream is over). A body cut because the exchange was aborted (the client left)
+ * errors with the abort's reason, so the observer records the stream as aborted, not broken: an aborted
+ * standalone stream is how a client closes its transport.
  */
-function bodyOf(res: IncomingMessage, destroy: () => void): ReadableStream<Uint8Array> {
+function bodyOf(
+  res: IncomingMessage,
+  destroy: () => void,
+  signal: AbortSignal | undefined,
+): ReadableStream<Uint8Array> {
+  const failure = (e: unknown): unknown => (signal?.aborted ? signal.reason : e);
   return new ReadableStream<Uint8Array>(
     {
       start(controller) {
@@ -95,10 +102,12 @@ function bodyOf(res: IncomingMessage, destroy: () => void): ReadableStream<Uint8
             // Already errored or cancelled.
           }
         });
-        res.once('error', (e) => controller.error(e));
+        res.once('error', (e) => controller.error(failure(e)));
         res.once('close', () => {
           if (!res.complete)
-            controller.error(Object.assign(new Error('upstream closed the response early'), { code: 'ECONNRESET' }));
+            controller.error(
+              failure(Object.assign(new Error('upstream closed the response early'), { code: 'ECONNRESET' })),
+            );
         });
       },
       pull() {

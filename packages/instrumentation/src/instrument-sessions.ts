@@ -23,6 +23,7 @@ export function instrumentSessions(
   Object.defineProperties(routed, {
     stats: { value: () => router.stats() },
     settleDelivery: { value: (response: Response, delivered: boolean) => router.settleDelivery(response, delivered) },
+    prune: { value: () => router.prune() },
   });
   return routed;
 }

@@ -51,7 +51,17 @@ export class SessionRouter {
     } else {
       this.sessions.touch(key);
     }
-    return this.remember(session, session(input, init));
+    const response = this.remember(session, session(input, init));
+    // A DELETE is the client's word that the session is over: its observation leaves with it, answered
+    // or not (the observer released the session when the DELETE was sent). A closed transport is only
+    // the wire's guess, so a session whose client went quiet leaves at its retention.
+    if (methodOf(input, init) === 'DELETE') {
+      const forget = (): void => {
+        if (this.sessions.get(key) === session) this.sessions.delete(key);
+      };
+      response.then(forget, forget);
+    }
+    return response;
   }
 
   /**
@@ -64,6 +74,11 @@ export class SessionRouter {
     if (fetch === undefined || fetch.guard === undefined) return;
     const stream = fetch.observer.streamOf(response);
     if (stream !== undefined) fetch.guard.settleDelivery(stream, delivered);
+  }
+
+  /** Forgets the sessions idle past their retention now (otherwise they go when a later session is added). */
+  prune(): void {
+    this.sessions.prune();
   }
 
   stats(): GlobalFetchStats {
@@ -122,4 +137,8 @@ export class SessionRouter {
 
 function sessionKey(origin: string, sessionId: string): string {
   return `${origin}\n${sessionId}`;
+}
+
+function methodOf(input: Parameters<FetchLike>[0], init: RequestInit | undefined): string {
+  return (init?.method ?? (input instanceof Request ? input.method : 'GET')).toUpperCase();
 }

@@ -87,6 +87,8 @@ export interface SessionInstrumentedFetch extends FetchLike {
    * whether the body reached that client whole. Terminals it carried count as delivered only then.
    */
   settleDelivery(response: Response, delivered: boolean): void;
+  /** Forgets the sessions idle past `sessionRetentionMs` now (otherwise they go when a later session is added). */
+  prune(): void;
 }
 
 /** The caps of the `globalFetch` option's per-session state. */

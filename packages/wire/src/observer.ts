@@ -76,6 +76,7 @@ export class WireObserver {
   private readonly streamsPerSession: number;
   private readonly cursorsPerSession: number;
   private readonly maxJsonBodyBytes: number;
+  private readonly releaseOnTransportClose: boolean;
   private readonly now: () => number;
   private requestSeq = 0;
   private streamSeq = 0;
@@ -98,6 +99,7 @@ export class WireObserver {
     this.streamsPerSession = options.streamsPerSession ?? 32;
     this.cursorsPerSession = options.cursorsPerSession ?? 256;
     this.maxJsonBodyBytes = options.maxJsonBodyBytes ?? 8 * 1024 * 1024;
+    this.releaseOnTransportClose = options.releaseOnTransportClose ?? true;
   }
 
   /** Adds a listener. `filters: true` declares that its onEvent may return false. */
@@ -206,7 +208,7 @@ export class WireObserver {
   /** A fetch or body of the session is over; the transport closed when an abort leaves nothing in flight. */
   private exchangeEnded(session: SessionRecord, aborted: boolean): void {
     session.inFlight--;
-    if (!aborted || session.inFlight > 0) return;
+    if (!aborted || session.inFlight > 0 || !this.releaseOnTransportClose) return;
     // Transport closed: the client aborted its standalone stream and has nothing else in flight. A
     // single aborted POST stream is not enough: a client drops one to resume it from its cursor.
     if (session.lastStandalone?.ended === 'abort' && this.sessions.get(session.id) === session)

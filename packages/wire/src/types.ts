@@ -230,5 +230,13 @@ export interface WireObserverOptions {
   cursorsPerSession?: number;
   /** Largest JSON body parsed for JSON-RPC messages; larger ones pass unparsed. Default 8 MiB. */
   maxJsonBodyBytes?: number;
+  /**
+   * Release a session when its transport closes (its standalone stream aborted, nothing else in
+   * flight), as well as on DELETE. Default true: in the client's own process that is the client closing
+   * its transport. False for a proxy, which cannot tell a client that closed its transport from one
+   * that dropped its listening stream and will reconnect on the session: only a DELETE (or retention)
+   * ends a session there.
+   */
+  releaseOnTransportClose?: boolean;
   now?: () => number;
 }

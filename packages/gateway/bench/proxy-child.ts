@@ -1,0 +1,134 @@
+/**
+ * One proxy of the benchmark in a process of its own, so that its CPU time (process.cpuUsage: every
+ * thread of the process, user + system) and its heap are its own:
+ *
+ * - `gateway`: startGateway in front of the upstream, observing (or enforcing, with `--enforce`), the
+ *   built-in detector on (metrics on a free port, findings written nowhere).
+ * - `bare`: the least a Node reverse proxy does: node:http server → node:http client with a
+ *   keep-alive agent, the request piped up, the response piped down (backpressure both ways),
+ *   hop-by-hop headers dropped.
+ *
+ * Sends `{ url }` over IPC once listening; answers `{ seq, op }` messages: `cpu` (process.cpuUsage),
+ * `heap` (after full GCs: heap used without code space, plus array buffers; RSS) and `stats` (the
+ * gateway's observed sessions and open exchanges).
+ *
+ *   node --expose-gc --import tsx bench/proxy-child.ts gateway|bare <upstream URL> [--enforce] [--max-streams n]
+ */
+import { Agent, createServer, request, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { getHeapSpaceStatistics } from 'node:v8';
+import { startGateway, type RunningGateway } from '../src/gateway.js';
+
+const [kind, upstream] = process.argv.slice(2) as [string, string];
+const enforce = process.argv.includes('--enforce');
+const maxIndex = process.argv.indexOf('--max-streams');
+const maxStreams = maxIndex > 0 ? Number(process.argv[maxIndex + 1]) : 100_000;
+const gc = (globalThis as { gc?: () => void }).gc;
+if (!gc) throw new Error('run with node --expose-gc');
+
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'host',
+]);
+
+function endToEnd(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
+  const out: OutgoingHttpHeaders = {};
+  for (const name in headers) if (!HOP_BY_HOP.has(name)) out[name] = headers[name];
+  return out;
+}
+
+async function bareProxy(): Promise<{ url: string; close(): Promise<void> }> {
+  const target = new URL(upstream);
+  const agent = new Agent({ keepAlive: true, maxSockets: Infinity });
+  const server = createServer({ requestTimeout: 0 }, (req, res) => {
+    const headers = endToEnd(req.headers);
+    headers.host = target.host;
+    const up = request({
+      host: target.hostname,
+      port: target.port,
+      path: req.url,
+      method: req.method,
+      headers,
+      agent,
+    });
+    up.once('response', (ur) => {
+      res.writeHead(ur.statusCode ?? 502, ur.statusMessage, endToEnd(ur.headers));
+      res.flushHeaders();
+      ur.pipe(res);
+      ur.once('error', () => res.destroy());
+    });
+    up.once('error', (e: NodeJS.ErrnoException) => {
+      if (!res.headersSent)
+        res.writeHead(502, { 'content-type': 'text/plain' }).end(`bare proxy: ${e.code ?? e.message}`);
+      else res.destroy();
+    });
+    res.once('close', () => {
+      if (!res.writableFinished) up.destroy();
+    });
+    req.pipe(up);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () =>
+      new Promise((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+        agent.destroy();
+      }),
+  };
+}
+
+let gateway: RunningGateway | undefined;
+let proxy: { url: string; close(): Promise<void> };
+if (kind === 'gateway') {
+  gateway = await startGateway({
+    upstream,
+    port: 0,
+    enforce,
+    // The benchmark opens more than the defaults allow at once (10,000 of each): the caps are not what it measures.
+    maxStreams,
+    maxSessions: maxStreams,
+    detector: { config: { metricsPort: 0 }, output: null },
+  });
+  proxy = { url: gateway.url, close: () => gateway!.close() };
+} else if (kind === 'bare') {
+  proxy = await bareProxy();
+} else {
+  throw new Error(`proxy-child: unknown kind ${kind}`);
+}
+
+async function heap(): Promise<{ heap: number; rss: number }> {
+  for (let i = 0; i < 4; i++) {
+    await sleep(25);
+    gc!();
+  }
+  const m = process.memoryUsage();
+  const code = getHeapSpaceStatistics().find((s) => s.space_name === 'code_space')?.space_used_size ?? 0;
+  return { heap: m.heapUsed - code + m.arrayBuffers, rss: m.rss };
+}
+
+process.on('message', (m: { seq: number; op: string }) => {
+  void (async () => {
+    let reply: object;
+    if (m.op === 'cpu') reply = process.cpuUsage();
+    else if (m.op === 'heap') reply = await heap();
+    else if (m.op === 'stats')
+      reply = gateway ? { ...gateway.stats(), open: gateway.counts().open } : { sessions: 0, open: 0 };
+    else reply = { error: `unknown op ${m.op}` };
+    process.send!({ seq: m.seq, ...reply });
+  })();
+});
+process.on('disconnect', () => {
+  // A clean exit, so that --cpu-prof (BENCH_PROF=1) writes its profile.
+  void proxy.close().finally(() => process.exit(0));
+  setTimeout(() => process.exit(0), 2000).unref();
+});
+process.send!({ url: proxy.url });
