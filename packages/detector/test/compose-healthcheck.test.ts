@@ -14,11 +14,14 @@ function healthScripts(): string[] {
 }
 
 describe('the compose healthcheck of the detectors', () => {
-  it('is on both detectors, against /healthz on the metrics port', () => {
-    // One definition (detector-1's, anchored), which detector-2 reuses.
+  it('is on both detectors, against /healthz on the metrics port, and on the gateway against its own', () => {
+    // One definition for the detectors (detector-1's, anchored), which detector-2 reuses; the gateway's
+    // is the same script on its metrics port.
     const scripts = healthScripts();
-    expect(scripts).toHaveLength(1);
+    expect(scripts).toHaveLength(2);
     expect(scripts[0]).toContain('http://127.0.0.1:9464/healthz');
+    expect(scripts[1]).toBe(scripts[0]!.replace('9464', '9466'));
+    expect(compose).toMatch(/\n {2}gateway:[\s\S]*?--metrics-port", "9466"[\s\S]*?healthcheck:/);
     expect(compose).toMatch(/detector-1:[\s\S]*?healthcheck: &detector-healthcheck\n/);
     expect(compose).toMatch(/detector-2:[\s\S]*?healthcheck: \*detector-healthcheck\n/);
   });

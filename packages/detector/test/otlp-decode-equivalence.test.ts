@@ -35,7 +35,7 @@ import {
   type Finding,
   type SpanRecord,
 } from '../src/index.js';
-import { DETECTOR_ATTRIBUTE_KEYS, isContractSpan } from '../src/otlp/detector-keys.js';
+import { DETECTOR_ATTRIBUTE_KEYS, isContractSpan, isRequestSpanKey } from '../src/otlp/detector-keys.js';
 import { checkJsonDepth } from '../src/otlp/json-depth.js';
 import { referenceDecodeJsonRequest } from './helpers/otlp-json-reference.js';
 import { emit, otlpJson } from './helpers/otlp.js';
@@ -89,7 +89,7 @@ function referenceJson(body: Buffer, slim: boolean, maxDepth: number | undefined
 function detectorView(s: SpanRecord): SpanRecord {
   const attributes: Record<string, unknown> = {};
   for (const key of Object.keys(s.attributes)) {
-    if (DETECTOR_ATTRIBUTE_KEYS.includes(key) && (isContractSpan(s.name) || key === ATTR_MCP_METHOD_NAME))
+    if (DETECTOR_ATTRIBUTE_KEYS.includes(key) && (isContractSpan(s.name) || isRequestSpanKey(key)))
       attributes[key] = s.attributes[key];
   }
   return { ...s, attributes: attributes as SpanRecord['attributes'] };

@@ -1,4 +1,6 @@
 import {
+  ATTR_ERROR_TYPE,
+  ATTR_MCP_STREAM_ID,
   ATTR_JSONRPC_REQUEST_ID,
   ATTR_MCP_METHOD_NAME,
   ATTR_MCP_SESSION_ID,
@@ -59,7 +61,7 @@ describe('OTLP/JSON decoding', () => {
       expect(decode([span(SPAN_REQUEST_TERMINAL, v)]).invalid).toBe(1);
   });
 
-  it('keeps every attribute by default, and only the method name off contract spans when asked', () => {
+  it("keeps every attribute by default, and only a request span's keys off contract spans when asked", () => {
     const other = mcpRequestSpanName('tools/call', 'work');
     const full = decode([span(SPAN_REQUEST_TERMINAL, '1'), span(other, '1')]).out;
     expect(full.map((s) => s.attributes)).toEqual([
@@ -68,6 +70,21 @@ describe('OTLP/JSON decoding', () => {
     ]);
     const slim = decode([span(SPAN_REQUEST_TERMINAL, '1'), span(other, '1')], true).out;
     expect(slim[0]!.attributes).toEqual(full[0]!.attributes);
-    expect(slim[1]!.attributes).toEqual({ [ATTR_MCP_METHOD_NAME]: 'tools/call' });
+    // What the core reads of a request span: its method, and, for one the client gave up, which request.
+    expect(slim[1]!.attributes).toEqual(full[1]!.attributes);
+    const withMore = {
+      ...span(other, '1'),
+      attributes: [
+        ...attrs,
+        { key: ATTR_ERROR_TYPE, value: { stringValue: 'timeout' } },
+        { key: ATTR_MCP_STREAM_ID, value: { stringValue: 'stream-1' } },
+      ],
+    };
+    expect(decode([withMore], true).out[0]!.attributes).toEqual({
+      [ATTR_MCP_SESSION_ID]: 's',
+      [ATTR_JSONRPC_REQUEST_ID]: 7,
+      [ATTR_MCP_METHOD_NAME]: 'tools/call',
+      [ATTR_ERROR_TYPE]: 'timeout',
+    });
   });
 });

@@ -1,4 +1,5 @@
 import {
+  ATTR_ERROR_TYPE,
   ATTR_HTTP_RESPONSE_STATUS_CODE,
   ATTR_JSONRPC_REQUEST_ID,
   ATTR_MCP_GUARD_ACTION,
@@ -25,9 +26,10 @@ import {
 /**
  * Every span attribute the detector core reads (src/core/*.ts; test/detector-keys.test.ts fails when the
  * core reads one not listed here). A decoder feeding nothing but a Detector converts only these, and
- * only ATTR_MCP_METHOD_NAME off the contract spans: the core never looks at the others.
+ * only the request span's keys (isRequestSpanKey) off the contract spans: the core never looks at the others.
  */
 export const DETECTOR_ATTRIBUTE_KEYS: readonly string[] = [
+  ATTR_ERROR_TYPE,
   ATTR_HTTP_RESPONSE_STATUS_CODE,
   ATTR_JSONRPC_REQUEST_ID,
   ATTR_MCP_GUARD_ACTION,
@@ -47,6 +49,19 @@ export const DETECTOR_ATTRIBUTE_KEYS: readonly string[] = [
   ATTR_MCP_TERMINAL_FOREIGN,
   ATTR_SERVER_ADDRESS,
 ];
+
+/**
+ * What the core reads of a span that is not a contract span (a request span): its method, and whether
+ * the client gave the request up (`error.type`), and then which request it was.
+ */
+export function isRequestSpanKey(key: string): boolean {
+  return (
+    key === ATTR_MCP_METHOD_NAME ||
+    key === ATTR_ERROR_TYPE ||
+    key === ATTR_MCP_SESSION_ID ||
+    key === ATTR_JSONRPC_REQUEST_ID
+  );
+}
 
 /** The span names the core decides on; any other span only counts by its ATTR_MCP_METHOD_NAME. */
 const CONTRACT_SPAN_NAMES: readonly string[] = [SPAN_REQUEST_TERMINAL, SPAN_STREAM_RESUME, SPAN_SESSION_REATTACH];

@@ -1,7 +1,6 @@
-import { ATTR_MCP_METHOD_NAME } from '@resumewatch/semconv';
 import { UNKNOWN_SERVICE } from '../core/services.js';
 import type { AttributeValue, SpanRecord } from '../core/types.js';
-import { type ByteKeys, DETECTOR_KEYS, isContractSpan } from './detector-keys.js';
+import { type ByteKeys, DETECTOR_KEYS, isContractSpan, isRequestSpanKey } from './detector-keys.js';
 import { ARRAY, ESCAPED, FALSE, JsonCursor, NON_ASCII, NONE, NUMBER, OBJECT, STRING, TRUE } from './json-cursor.js';
 import {
   Admission,
@@ -304,12 +303,12 @@ export class Walk {
     if (start === undefined || end === undefined) return 'startTimeUnixNano/endTimeUnixNano is not an unsigned integer';
     const name = spanName(cur, tok);
     const attributes: Record<string, AttributeValue> = {};
-    const methodOnly = this.slim && !isContractSpan(name);
+    const requestSpan = this.slim && !isContractSpan(name);
     const keys = this.attrKeys;
     const at = this.attrTok;
     for (let a = 0; a < this.attrCount; a++) {
       const key = keys[a]!;
-      if (methodOnly && key !== ATTR_MCP_METHOD_NAME) continue;
+      if (requestSpan && !isRequestSpanKey(key)) continue;
       const v = kvDecode(cur, at[a * 5]!, at, a * 5 + 1);
       if (v !== undefined) attributes[key] = v;
     }

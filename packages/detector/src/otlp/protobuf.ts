@@ -1,7 +1,7 @@
-import { ATTR_MCP_METHOD_NAME, ATTR_SERVICE_NAME } from '@resumewatch/semconv';
+import { ATTR_SERVICE_NAME } from '@resumewatch/semconv';
 import { UNKNOWN_SERVICE } from '../core/services.js';
 import type { AttributeValue, SpanRecord } from '../core/types.js';
-import { CONTRACT_NAMES, DETECTOR_KEYS, isContractSpan } from './detector-keys.js';
+import { CONTRACT_NAMES, DETECTOR_KEYS, isContractSpan, isRequestSpanKey } from './detector-keys.js';
 import { OtlpDecodeError, type DecodeResult } from './errors.js';
 import { spanKind } from './kind.js';
 import { readHex, readString, readUtf8 } from './strings.js';
@@ -307,11 +307,11 @@ function span(r: Reader, end: number, service: string): SpanRecord | string {
   if (traceId === '') return 'span without trace_id';
   if (spanId === '') return 'span without span_id';
   if (start < 0 || stop < 0) return 'span without start or end time';
-  // The name may follow the attributes on the wire: off the contract spans, the method name is all the detector reads.
+  // The name may follow the attributes on the wire: off the contract spans, the request span's keys are all the detector reads.
   if (slim && !isContractSpan(name)) {
-    const method = attributes[ATTR_MCP_METHOD_NAME];
-    attributes = {};
-    if (method !== undefined) attributes[ATTR_MCP_METHOD_NAME] = method;
+    const kept: Record<string, AttributeValue> = {};
+    for (const key in attributes) if (isRequestSpanKey(key)) kept[key] = attributes[key]!;
+    attributes = kept;
   }
   return {
     traceId,

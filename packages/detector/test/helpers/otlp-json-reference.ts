@@ -3,7 +3,10 @@
  * then a walk over the objects. Kept only as the reference the equivalence test compares the scanner with.
  */
 import {
+  ATTR_ERROR_TYPE,
+  ATTR_JSONRPC_REQUEST_ID,
   ATTR_MCP_METHOD_NAME,
+  ATTR_MCP_SESSION_ID,
   ATTR_SERVICE_NAME,
   SPAN_REQUEST_TERMINAL,
   SPAN_SESSION_REATTACH,
@@ -15,6 +18,14 @@ import { OtlpDecodeError, type DecodeResult } from '../../src/otlp/errors.js';
 import { spanKind } from '../../src/otlp/kind.js';
 
 type Json = Record<string, unknown>;
+
+/** Off the contract spans, slim keeps what the core reads of a request span. */
+const REQUEST_SPAN_KEYS: readonly string[] = [
+  ATTR_MCP_METHOD_NAME,
+  ATTR_ERROR_TYPE,
+  ATTR_MCP_SESSION_ID,
+  ATTR_JSONRPC_REQUEST_ID,
+];
 
 export interface JsonDecodeOptions {
   /**
@@ -107,9 +118,9 @@ function toRecord(s: unknown, service: string, slim: boolean): SpanRecord | stri
     if (slim && name !== SPAN_REQUEST_TERMINAL && name !== SPAN_STREAM_RESUME && name !== SPAN_SESSION_REATTACH) {
       for (let i = 0; i < attrs.length; i++) {
         const kv = attrs[i];
-        if (isObject(kv) && kv.key === ATTR_MCP_METHOD_NAME) {
+        if (isObject(kv) && typeof kv.key === 'string' && REQUEST_SPAN_KEYS.includes(kv.key)) {
           const v = anyValue(kv.value);
-          if (v !== undefined) attributes[ATTR_MCP_METHOD_NAME] = v;
+          if (v !== undefined) attributes[kv.key] = v;
         }
       }
     } else {
