@@ -8,8 +8,8 @@
  *   or the events (a stream's request and headers are in its events' share). Node proxies report
  *   process.cpuUsage() over IPC; nginx's master and worker are read from /proc (clock ticks).
  * - Latency added, p50 and p99: SSE progress events paced at `--rate` events/s in all, evenly
- *   (`--paced-streams` streams at once, one pacer upstream), each carrying the upstream's monotonic clock when written, read against the same
- *   clock by the client when it arrives; and JSON calls sent at `--json-rate`/s, timed round trip. The
+ *   (`--paced-streams` streams at once, one pacer upstream), each carrying the upstream's monotonic clock
+ *   when written, read against the same clock by the client when it arrives; and JSON calls sent at `--json-rate`/s, timed round trip. The
  *   same traffic direct to the upstream is the reference: added = a proxy's percentile minus direct's.
  * - Memory per open stream: `--open` sessions, each with one SSE stream the upstream holds open, at once
  *   through one proxy; its heap (after full GCs, code space left out, array buffers in) and RSS against

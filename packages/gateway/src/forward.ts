@@ -1,10 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { InvalidResumptionError } from '@resumewatch/guard';
-import type { SessionInstrumentedFetch } from '@resumewatch/instrumentation';
 import { GatewayRefusal, GuardAction } from '@resumewatch/semconv';
 import { parseMessages } from '@resumewatch/wire';
 import { answer } from './answers.js';
 import type { GatewayCounts } from './counts.js';
+import type { Observation } from './observation.js';
 import { endToEndRequestHeaders, endToEndResponseHeaders } from './hop-by-hop.js';
 
 export interface ForwarderLimits {
@@ -29,7 +29,7 @@ const CLIENT_GONE = 'client_gone';
 export class Forwarder {
   constructor(
     private readonly upstream: URL,
-    private readonly fetch: SessionInstrumentedFetch,
+    private readonly observation: Observation,
     private readonly limits: ForwarderLimits,
     private readonly counts: GatewayCounts,
   ) {}
@@ -130,7 +130,7 @@ export class Forwarder {
     try {
       // The target appended to the upstream's origin, never resolved against it: `//host/x` or `/\host/x`
       // resolved as a URL reference names another host, and the gateway would be an open proxy.
-      response = await this.fetch(new URL(this.upstream.origin + target).href, {
+      response = await this.observation.fetch(new URL(this.upstream.origin + target).href, {
         method,
         headers,
         ...(body.byteLength > 0 ? { body } : {}),
@@ -205,7 +205,7 @@ export class Forwarder {
       // broke mid-body (the client must see a broken stream, never a clean end).
       await reader.cancel(e).catch(() => undefined);
       res.destroy();
-      this.fetch.settleDelivery(response, false);
+      this.observation.settleDelivery(response, false);
       return;
     }
     const finished = await new Promise<boolean>((resolve) => {
@@ -213,7 +213,7 @@ export class Forwarder {
       res.once('close', () => resolve(res.writableFinished));
       res.end();
     });
-    this.fetch.settleDelivery(response, finished);
+    this.observation.settleDelivery(response, finished);
   }
 }
 

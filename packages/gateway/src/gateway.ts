@@ -2,12 +2,12 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { startEmbeddedDetector, type EmbeddedDetector, type EmbeddedDetectorOptions } from '@resumewatch/detector';
-import { instrumentSessions } from '@resumewatch/instrumentation';
-import type { GlobalFetchStats, GuardOptions, IdPolicyOptions } from '@resumewatch/instrumentation';
+import type { GuardOptions, IdPolicyOptions } from '@resumewatch/instrumentation';
 import { GuardAction } from '@resumewatch/semconv';
 import { refuseAtConnection } from './connection-refusals.js';
 import { GatewayCounts } from './counts.js';
 import { Forwarder, type ForwarderLimits } from './forward.js';
+import { observeExchanges, type ObservationStats } from './observation.js';
 import { gatewayTracing, type GatewayTracing } from './tracing.js';
 import { upstreamFetch } from './upstream.js';
 
@@ -53,7 +53,7 @@ export interface RunningGateway {
   /** What the gateway counted: open exchanges, refusals by reason, enforced actions. */
   counts(): ReturnType<GatewayCounts['snapshot']>;
   /** Per-session state of the observation (sessions, open requests and resumes). */
-  stats(): GlobalFetchStats;
+  stats(): ObservationStats;
   /** Ends every span still open and hands it to the detector and the exporter. */
   flush(): Promise<void>;
   /** Stops accepting, closes every connection, flushes the spans, stops the detector. */
@@ -100,12 +100,9 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
           onFailedResumption: () => counts.guardAction(GuardAction.RESUMPTION_FAILED_REPORTED),
         }
       : undefined;
-    const fetch = instrumentSessions(below, {
+    const observation = observeExchanges(below, {
       tracerProvider: tracing.provider,
       requestTimeoutMs: options.requestTimeoutMs ?? GATEWAY_DEFAULTS.requestTimeoutMs,
-      // A proxy sees no transport close: a client that drops its listening stream may come back on the
-      // session, and must not be given delivered results again. A DELETE, or retention, ends a session.
-      observer: { releaseOnTransportClose: false, sessionRetentionMs },
       ...(guard ? { guard } : {}),
       ...(options.idPolicy ? { idPolicy: options.idPolicy } : {}),
       ...(options.idKey ? { idKey: options.idKey } : {}),
@@ -114,7 +111,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     });
     const forwarder = new Forwarder(
       upstream,
-      fetch,
+      observation,
       {
         maxBodyBytes: options.maxBodyBytes ?? GATEWAY_DEFAULTS.maxBodyBytes,
         maxStreams: options.maxStreams ?? GATEWAY_DEFAULTS.maxStreams,
@@ -135,7 +132,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     const host = options.host ?? GATEWAY_DEFAULTS.host;
     const port = await listen(server, host, options.port ?? GATEWAY_DEFAULTS.port);
     // Sessions whose clients went away without a DELETE leave at their retention, not only when new ones come.
-    const pruning = setInterval(() => fetch.prune(), Math.min(60_000, sessionRetentionMs));
+    const pruning = setInterval(() => observation.prune(), Math.min(60_000, sessionRetentionMs));
     pruning.unref();
     const running = server;
     const spans = tracing;
@@ -148,7 +145,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       enforce,
       detector,
       counts: () => counts.snapshot(),
-      stats: () => fetch.stats(),
+      stats: () => observation.stats(),
       flush: () => spans.flush(),
       close: () =>
         (closing ??= (async () => {

@@ -1,5 +1,4 @@
 export { instrumentFetch, DEFAULT_REQUEST_TIMEOUT_MS } from './instrument-fetch.js';
-export { instrumentSessions } from './instrument-sessions.js';
 export { releaseHeldPolls } from './held-polls.js';
 export { ErrorType } from './span-util.js';
 export { McpResumeInstrumentation } from './instrumentation.js';
@@ -10,8 +9,6 @@ export type { GuardOptions } from '@resumewatch/guard';
 export type {
   InstrumentFetchOptions,
   InstrumentedFetch,
-  InstrumentSessionsOptions,
-  SessionInstrumentedFetch,
   RecorderStats,
   McpResumeInstrumentationConfig,
   GlobalFetchOptions,

@@ -11,9 +11,9 @@ const DEFAULT_SESSION_RETENTION_MS = 60 * 60 * 1000;
 
 /**
  * Routes MCP exchanges of many clients to one instrumented fetch per (server origin, `Mcp-Session-Id`):
- * on the wire, the session is what ties a client's exchanges together, and whoever sees many clients
- * (the process-wide fetch, a gateway) cannot tell which client made a call. A request without a
- * session (initialize, a 2026-07-28 request) gets a fresh instrumented fetch; when its response names
+ * on the wire, the session is what ties a client's exchanges together, and the process-wide fetch
+ * cannot tell which client object made a call. A request without a session (initialize, a 2026-07-28
+ * request) gets a fresh instrumented fetch; when its response names
  * a session, that fetch becomes the session's, so the session's later requests, resumes and replays
  * are observed where its initialize was. Session-less exchanges that never get a session are each
  * observed on their own: request ids of different clients never meet.
@@ -22,8 +22,6 @@ export class SessionRouter {
   private readonly sessions: BoundedMap<string, InstrumentedFetch>;
   /** Session-less exchanges in flight, so that stats() sees them. */
   private readonly unattached = new Set<InstrumentedFetch>();
-  /** Which instrumented fetch returned a response (see settleDelivery). */
-  private readonly byResponse = new WeakMap<Response, InstrumentedFetch>();
   private exchanges = 0;
 
   constructor(
@@ -51,7 +49,7 @@ export class SessionRouter {
     } else {
       this.sessions.touch(key);
     }
-    const response = this.remember(session, session(input, init));
+    const response = session(input, init);
     // A DELETE is the client's word that the session is over: its observation leaves with it, answered
     // or not (the observer released the session when the DELETE was sent). A closed transport is only
     // the wire's guess, so a session whose client went quiet leaves at its retention.
@@ -62,23 +60,6 @@ export class SessionRouter {
       response.then(forget, forget);
     }
     return response;
-  }
-
-  /**
-   * For a proxy that writes a response's body on to its own client, with the guard's `confirmDelivery`:
-   * whether that body reached the client whole (the downstream response ended cleanly after it was
-   * written). Terminals it carried count as delivered only then.
-   */
-  settleDelivery(response: Response, delivered: boolean): void {
-    const fetch = this.byResponse.get(response);
-    if (fetch === undefined || fetch.guard === undefined) return;
-    const stream = fetch.observer.streamOf(response);
-    if (stream !== undefined) fetch.guard.settleDelivery(stream, delivered);
-  }
-
-  /** Forgets the sessions idle past their retention now (otherwise they go when a later session is added). */
-  prune(): void {
-    this.sessions.prune();
   }
 
   stats(): GlobalFetchStats {
@@ -107,12 +88,6 @@ export class SessionRouter {
     return createInstrumentedFetch(this.base, this.options, this.tracer);
   }
 
-  private async remember(fetch: InstrumentedFetch, pending: Promise<Response>): Promise<Response> {
-    const response = await pending;
-    if (fetch.guard !== undefined) this.byResponse.set(response, fetch);
-    return response;
-  }
-
   private async firstExchange(
     origin: string,
     input: Parameters<FetchLike>[0],
@@ -121,7 +96,7 @@ export class SessionRouter {
     const fetch = this.instrumented();
     this.unattached.add(fetch);
     try {
-      const response = await this.remember(fetch, fetch(input, init));
+      const response = await fetch(input, init);
       const sessionId = response.headers.get(HEADER_SESSION_ID);
       if (sessionId !== null) {
         const key = sessionKey(origin, sessionId);

@@ -75,22 +75,6 @@ export interface McpResumeInstrumentationConfig
   globalFetch?: boolean | GlobalFetchOptions;
 }
 
-/** instrumentSessions: the options of instrumentFetch, applied to each session's, and the caps of the sessions. */
-export interface InstrumentSessionsOptions extends InstrumentFetchOptions, GlobalFetchOptions {}
-
-/** A fetch that observes each MCP session of many clients apart (instrumentSessions). */
-export interface SessionInstrumentedFetch extends FetchLike {
-  /** The sessions and the summed recorder stats. */
-  stats(): GlobalFetchStats;
-  /**
-   * For a proxy writing a response's body on to its own client, with the guard's `confirmDelivery`:
-   * whether the body reached that client whole. Terminals it carried count as delivered only then.
-   */
-  settleDelivery(response: Response, delivered: boolean): void;
-  /** Forgets the sessions idle past `sessionRetentionMs` now (otherwise they go when a later session is added). */
-  prune(): void;
-}
-
 /** The caps of the `globalFetch` option's per-session state. */
 export interface GlobalFetchOptions {
   /** Sessions whose instrumented fetch is kept; the least recently used goes first. Default 10,000. */

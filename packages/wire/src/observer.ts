@@ -77,6 +77,7 @@ export class WireObserver {
   private readonly cursorsPerSession: number;
   private readonly maxJsonBodyBytes: number;
   private readonly releaseOnTransportClose: boolean;
+  private readonly sessionlessApart: boolean;
   private readonly now: () => number;
   private requestSeq = 0;
   private streamSeq = 0;
@@ -100,6 +101,7 @@ export class WireObserver {
     this.cursorsPerSession = options.cursorsPerSession ?? 256;
     this.maxJsonBodyBytes = options.maxJsonBodyBytes ?? 8 * 1024 * 1024;
     this.releaseOnTransportClose = options.releaseOnTransportClose ?? true;
+    this.sessionlessApart = options.sessionlessApart ?? false;
   }
 
   /** Adds a listener. `filters: true` declares that its onEvent may return false. */
@@ -168,6 +170,13 @@ export class WireObserver {
    */
   streamOf(response: Response): StreamRecord | undefined {
     return this.responseStreams.get(response);
+  }
+
+  /** Forgets the sessions and requests past their retention now (otherwise they go as later ones are added). */
+  prune(): void {
+    this.sessions.prune();
+    this.requests.prune();
+    this.finished.prune();
   }
 
   wrap(fetchImpl: FetchLike = globalThis.fetch): FetchLike {
@@ -273,10 +282,13 @@ export class WireObserver {
     }
 
     let requests: RequestRecord[] | undefined;
+    // Session-less requests of one exchange, apart from every other exchange's (sessionlessApart): a
+    // scope no session id can spell (a header value holds no line break).
+    const keyScope = sessionId ?? (this.sessionlessApart ? `\n${this.requestSeq + 1}` : undefined);
     for (const message of messages) {
       if (!isRequest(message)) continue;
       const id = String(message.id);
-      const key = requestKey(sessionId, id);
+      const key = requestKey(keyScope, id);
       const record = newRequestRecord(
         key,
         sessionId ?? '',
@@ -439,6 +451,8 @@ export class WireObserver {
   }
 
   private keepDigest(record: RequestRecord): void {
+    // A session-less request kept apart was its exchange's alone: no later stream can carry it.
+    if (this.sessionlessApart && record.sessionId === '') return;
     if (record.firstTerminalDigest !== undefined) this.finished.set(record.key, record.firstTerminalDigest);
   }
 

@@ -238,5 +238,12 @@ export interface WireObserverOptions {
    * ends a session there.
    */
   releaseOnTransportClose?: boolean;
+  /**
+   * Key each request without a session (initialize, a 2026-07-28 request) by its own exchange, so that
+   * one observer can serve many clients: their session-less request ids never meet, and such a
+   * request's digest is not kept once its stream ended (nothing can resume it). Default false: one
+   * client's observer keys them by id, as its transport does.
+   */
+  sessionlessApart?: boolean;
   now?: () => number;
 }
