@@ -2,10 +2,12 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { InvalidResumptionError } from '@resumewatch/guard';
 import { GatewayRefusal, GuardAction } from '@resumewatch/semconv';
 import { parseMessages } from '@resumewatch/wire';
+import type { PushedBody, WireRequest } from '@resumewatch/wire';
 import { answer } from './answers.js';
 import type { GatewayCounts } from './counts.js';
 import type { Observation } from './observation.js';
 import { endToEndRequestHeaders, endToEndResponseHeaders } from './hop-by-hop.js';
+import type { UpstreamClient } from './upstream.js';
 
 export interface ForwarderLimits {
   /** Largest request body forwarded (413 above). */
@@ -22,7 +24,7 @@ export interface ForwarderLimits {
 const CLIENT_GONE = 'client_gone';
 
 /**
- * Forwards one client's HTTP exchange to the upstream through the instrumented fetch, and the answer
+ * Forwards one client's HTTP exchange to the upstream, observed on the wire observer, and the answer
  * back: status, end-to-end headers, and the body chunk by chunk as it arrives, written only as fast as
  * the client takes it.
  */
@@ -30,6 +32,7 @@ export class Forwarder {
   constructor(
     private readonly upstream: URL,
     private readonly observation: Observation,
+    private readonly client: UpstreamClient,
     private readonly limits: ForwarderLimits,
     private readonly counts: GatewayCounts,
   ) {}
@@ -121,32 +124,36 @@ export class Forwarder {
     if (body.byteLength > 0 || req.headers['content-length'] !== undefined)
       headers.push(['content-length', String(body.byteLength)]);
     headers.push(['host', this.upstream.host]);
+    // The target appended to the upstream's origin, never resolved against it: `//host/x` or `/\host/x`
+    // resolved as a URL reference names another host, and the gateway would be an open proxy.
+    const url = new URL(this.upstream.origin + target);
+    const observer = this.observation.observer;
+    let request: WireRequest;
+    try {
+      request = observer.proxyRequest(url.href, { method, headers, ...(body.byteLength > 0 ? { body } : {}) });
+    } catch (e) {
+      stopIdle();
+      if (!(e instanceof InvalidResumptionError)) throw e;
+      // Answered as a server with no stream here answers a GET: the client's SDK stops resuming.
+      return answer(res, GuardAction.RESUME_REFUSED, 'request already delivered its result', {
+        method,
+        headers: { allow: 'POST, DELETE' },
+      });
+    }
     const timeout = setTimeout(
       () => controller.abort(abortReason(GatewayRefusal.UPSTREAM_TIMEOUT)),
       this.limits.upstreamTimeoutMs,
     );
     timeout.unref();
-    let response: Response;
+    let upstream: IncomingMessage;
     try {
-      // The target appended to the upstream's origin, never resolved against it: `//host/x` or `/\host/x`
-      // resolved as a URL reference names another host, and the gateway would be an open proxy.
-      response = await this.observation.fetch(new URL(this.upstream.origin + target).href, {
-        method,
-        headers,
-        ...(body.byteLength > 0 ? { body } : {}),
-        signal: controller.signal,
-      });
+      upstream = await this.client.send(url, { method, headers, body, signal: controller.signal });
     } catch (e) {
       stopIdle();
+      const aborted = controller.signal.aborted;
+      observer.proxyFailed(request, aborted ? controller.signal.reason : e);
       const id = singleRequestId(body);
-      if (e instanceof InvalidResumptionError) {
-        // Answered as a server with no stream here answers a GET: the client's SDK stops resuming.
-        return answer(res, GuardAction.RESUME_REFUSED, 'request already delivered its result', {
-          method,
-          headers: { allow: 'POST, DELETE' },
-        });
-      }
-      if (controller.signal.aborted) {
+      if (aborted) {
         const reason = (controller.signal.reason as Error).message;
         if (reason === GatewayRefusal.UPSTREAM_TIMEOUT)
           return this.refuse(
@@ -166,55 +173,85 @@ export class Forwarder {
     } finally {
       clearTimeout(timeout);
     }
+    const status = upstream.statusCode ?? 502;
+    const observed = observer.proxyResponse(request, status, upstream.headers, hasBody(method, status));
     if (res.destroyed) {
-      await response.body?.cancel(abortReason(CLIENT_GONE)).catch(() => undefined);
+      observed?.fail(abortReason(CLIENT_GONE));
+      upstream.destroy();
       return;
     }
-    res.writeHead(response.status, response.statusText, endToEndResponseHeaders(response.headers));
-    if (response.body === null) {
-      stopIdle();
-      res.end();
-      return;
-    }
+    res.writeHead(status, upstream.statusMessage, endToEndResponseHeaders(upstream.rawHeaders));
     // Headers now, not with the first chunk: an SSE client waits for them before anything else.
     res.flushHeaders();
-    await this.pump(response, res, () => idle?.refresh());
+    await this.pump(upstream, observed, res, controller, () => idle?.refresh());
     stopIdle();
   }
 
   /**
-   * Copies the body to the client chunk by chunk, reading the next chunk only once the client took the
-   * last one. The terminals it carried count as delivered only when the response ended cleanly after
-   * they were written (`settleDelivery`).
+   * Copies the body to the client chunk by chunk as it arrives, through the observer when it is JSON or
+   * SSE, pausing the upstream while the client has not taken what was written. An upstream that breaks
+   * mid-body breaks the client's response (never a clean end). The terminals it carried count as
+   * delivered only when the response ended cleanly after they were written (`settleDelivery`).
    */
-  private async pump(response: Response, res: ServerResponse, active: () => void): Promise<void> {
-    const reader = response.body!.getReader();
-    const closed = new Promise<void>((resolve) => res.once('close', resolve));
-    try {
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done) break;
+  private pump(
+    upstream: IncomingMessage,
+    observed: PushedBody | undefined,
+    res: ServerResponse,
+    controller: AbortController,
+    active: () => void,
+  ): Promise<void> {
+    return new Promise<void>((resolve) => {
+      let over = false;
+      const settle = (delivered: boolean): void => {
+        if (over) return;
+        over = true;
+        if (observed) this.observation.settleDelivery(observed.stream, delivered);
+        resolve();
+      };
+      const sink = {
+        enqueue(bytes: Uint8Array): void {
+          if (!res.write(bytes)) upstream.pause();
+        },
+      };
+      res.on('drain', () => upstream.resume());
+      upstream.on('data', (chunk: Buffer) => {
         active();
-        if (!res.write(value)) {
-          await Promise.race([new Promise((resolve) => res.once('drain', resolve)), closed]);
-          if (res.destroyed) throw abortReason(CLIENT_GONE);
-        }
-      }
-    } catch (e) {
-      // The client left (its reader is cancelled: the upstream exchange is aborted), or the upstream
-      // broke mid-body (the client must see a broken stream, never a clean end).
-      await reader.cancel(e).catch(() => undefined);
-      res.destroy();
-      this.observation.settleDelivery(response, false);
-      return;
-    }
-    const finished = await new Promise<boolean>((resolve) => {
-      res.once('finish', () => resolve(true));
-      res.once('close', () => resolve(res.writableFinished));
-      res.end();
+        if (observed) observed.chunk(chunk, sink);
+        else sink.enqueue(chunk);
+      });
+      let ended = false;
+      upstream.once('end', () => {
+        ended = true;
+        observed?.end(sink);
+        res.end();
+      });
+      const broken = (error: unknown): void => {
+        if (ended) return;
+        ended = true;
+        observed?.fail(controller.signal.aborted ? controller.signal.reason : error);
+        res.destroy();
+        settle(false);
+      };
+      upstream.once('error', broken);
+      upstream.once('close', () => {
+        if (!upstream.complete)
+          broken(Object.assign(new Error('upstream closed the response early'), { code: 'ECONNRESET' }));
+      });
+      res.once('finish', () => settle(true));
+      res.once('close', () => {
+        if (res.writableFinished) return;
+        // The client left: the exchange is aborted, and the body ends as aborted.
+        controller.abort(abortReason(CLIENT_GONE));
+        upstream.destroy();
+        broken(controller.signal.reason);
+      });
     });
-    this.observation.settleDelivery(response, finished);
   }
+}
+
+/** Statuses and methods whose response has no body (RFC 9110). */
+function hasBody(method: string, status: number): boolean {
+  return method !== 'HEAD' && status >= 200 && status !== 204 && status !== 205 && status !== 304;
 }
 
 function abortReason(reason: string): Error {

@@ -9,7 +9,7 @@ import { GatewayCounts } from './counts.js';
 import { Forwarder, type ForwarderLimits } from './forward.js';
 import { observeExchanges, type ObservationStats } from './observation.js';
 import { gatewayTracing, type GatewayTracing } from './tracing.js';
-import { upstreamFetch } from './upstream.js';
+import { UpstreamClient } from './upstream.js';
 
 export interface GatewayOptions extends Partial<ForwarderLimits>, IdPolicyOptions {
   /** The MCP server's URL; every request goes to its origin, with the client's path. */
@@ -84,7 +84,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   if (detector) counts.register(detector.metrics);
   let tracing: GatewayTracing | undefined;
   let server: Server | undefined;
-  const below = upstreamFetch({ ca: options.upstreamCa });
+  const client = new UpstreamClient({ ca: options.upstreamCa });
   try {
     tracing = gatewayTracing({
       detector,
@@ -100,7 +100,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
           onFailedResumption: () => counts.guardAction(GuardAction.RESUMPTION_FAILED_REPORTED),
         }
       : undefined;
-    const observation = observeExchanges(below, {
+    const observation = observeExchanges({
       tracerProvider: tracing.provider,
       requestTimeoutMs: options.requestTimeoutMs ?? GATEWAY_DEFAULTS.requestTimeoutMs,
       ...(guard ? { guard } : {}),
@@ -112,6 +112,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     const forwarder = new Forwarder(
       upstream,
       observation,
+      client,
       {
         maxBodyBytes: options.maxBodyBytes ?? GATEWAY_DEFAULTS.maxBodyBytes,
         maxStreams: options.maxStreams ?? GATEWAY_DEFAULTS.maxStreams,
@@ -154,14 +155,14 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
             running.close(() => resolve());
             running.closeAllConnections();
           });
-          below.close();
+          client.close();
           await spans.shutdown();
           await detector?.close();
         })()),
     };
   } catch (e) {
     server?.close();
-    below.close();
+    client.close();
     await tracing?.shutdown();
     await detector?.close();
     throw e;

@@ -1,4 +1,4 @@
-import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
 
 /**
  * Header fields that belong to one connection, not to the message (RFC 9110, 7.6.1), plus those a
@@ -45,15 +45,20 @@ export function endToEndRequestHeaders(
   return out;
 }
 
-/** The end-to-end fields of an upstream response, for `writeHead` (Set-Cookie kept as separate lines). */
-export function endToEndResponseHeaders(headers: Headers): OutgoingHttpHeaders {
-  const listed = connectionListed(headers.get('connection') ?? undefined);
-  const out: OutgoingHttpHeaders = {};
-  headers.forEach((value, name) => {
-    if (HOP_BY_HOP.has(name) || listed?.has(name) || name === 'set-cookie') return;
-    out[name] = value;
-  });
-  const cookies = headers.getSetCookie();
-  if (cookies.length > 0) out['set-cookie'] = cookies;
+/**
+ * The end-to-end fields of an upstream response from Node's raw header list, for `writeHead`: names as
+ * the upstream spelled them, in order, repeated fields (Set-Cookie) kept as separate lines.
+ */
+export function endToEndResponseHeaders(rawHeaders: readonly string[]): string[] {
+  let connection: string[] | undefined;
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2)
+    if (rawHeaders[i]!.toLowerCase() === 'connection') (connection ??= []).push(rawHeaders[i + 1]!);
+  const listed = connectionListed(connection);
+  const out: string[] = [];
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    const lower = rawHeaders[i]!.toLowerCase();
+    if (HOP_BY_HOP.has(lower) || listed?.has(lower)) continue;
+    out.push(rawHeaders[i]!, rawHeaders[i + 1]!);
+  }
   return out;
 }

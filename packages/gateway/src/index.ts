@@ -1,3 +1,2 @@
 export { startGateway, GATEWAY_DEFAULTS, type GatewayOptions, type RunningGateway } from './gateway.js';
-export { upstreamFetch, type UpstreamOptions } from './upstream.js';
 export { main as runGatewayCli, GATEWAY_HELP } from './cli.js';

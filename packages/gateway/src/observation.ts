@@ -1,6 +1,6 @@
 import { instrumentFetch } from '@resumewatch/instrumentation';
 import type { InstrumentFetchOptions, RecorderStats } from '@resumewatch/instrumentation';
-import type { FetchLike } from '@resumewatch/wire';
+import type { StreamRecord, WireObserver } from '@resumewatch/wire';
 
 /** What the gateway's observation holds now: sessions and requests of the wire, open spans of the recorder. */
 export interface ObservationStats extends RecorderStats {
@@ -10,11 +10,11 @@ export interface ObservationStats extends RecorderStats {
   evictions: number;
 }
 
-/** The instrumented fetch of every client's exchanges, and what the forwarder tells it back. */
+/** The wire observer of every client's exchanges (with the span recorder and the guard on it). */
 export interface Observation {
-  readonly fetch: FetchLike;
-  /** Whether a response's body reached the client whole (the downstream response ended cleanly after it). */
-  settleDelivery(response: Response, delivered: boolean): void;
+  readonly observer: WireObserver;
+  /** Whether a body reached the client whole (the downstream response ended cleanly after it). */
+  settleDelivery(stream: StreamRecord, delivered: boolean): void;
   stats(): ObservationStats;
   /** Forgets sessions and requests past their retention now. */
   prune(): void;
@@ -24,14 +24,14 @@ export interface Observation {
  * One wire observer, one span recorder and (with --enforce) one guard for every client: the observer
  * keys requests by session, and, kept apart per exchange, the requests without one (initialize, a
  * 2026-07-28 request), so clients never meet. A proxy cannot see a client close its transport: only a
- * DELETE, or retention, ends a session.
+ * DELETE, or retention, ends a session. The forwarder drives the observer itself (`proxyRequest`,
+ * `proxyResponse`): no fetch, no Response, no web stream on the data path.
  */
 export function observeExchanges(
-  below: FetchLike,
   options: InstrumentFetchOptions & { maxSessions?: number; sessionRetentionMs: number },
 ): Observation {
   const { maxSessions, sessionRetentionMs, ...rest } = options;
-  const fetch = instrumentFetch(below, {
+  const instrumented = instrumentFetch({
     ...rest,
     observer: {
       releaseOnTransportClose: false,
@@ -40,16 +40,16 @@ export function observeExchanges(
       ...(maxSessions ? { maxSessions } : {}),
     },
   });
-  const observer = fetch.observer;
+  const observer = instrumented.observer;
+  const guard = instrumented.guard;
   return {
-    fetch,
-    settleDelivery(response, delivered) {
-      const stream = observer.streamOf(response);
-      if (stream !== undefined) fetch.guard?.settleDelivery(stream, delivered);
+    observer,
+    settleDelivery(stream, delivered) {
+      guard?.settleDelivery(stream, delivered);
     },
     stats() {
       const wire = observer.stats();
-      return { sessions: wire.sessions, requests: wire.requests, evictions: wire.evictions, ...fetch.stats() };
+      return { sessions: wire.sessions, requests: wire.requests, evictions: wire.evictions, ...instrumented.stats() };
     },
     prune: () => observer.prune(),
   };

@@ -14,11 +14,16 @@ export interface TapHost {
   jsonBody(request: WireRequest, stream: StreamRecord, messages: readonly JsonRpcMessage[]): void;
 }
 
+/** Where a tap puts the bytes the client gets: a web stream's controller, or a proxy's writer. */
+export interface ChunkSink {
+  enqueue(chunk: Uint8Array): void;
+}
+
 /** Sees each chunk of a body before the client does, and its clean end. */
 export interface BodyTap {
   /** Returns whether anything was enqueued. */
-  chunk(chunk: Uint8Array, controller: ReadableStreamDefaultController<Uint8Array>): boolean;
-  end(controller: ReadableStreamDefaultController<Uint8Array>): void;
+  chunk(chunk: Uint8Array, controller: ChunkSink): boolean;
+  end(controller: ChunkSink): void;
 }
 
 type ReadResult = Awaited<ReturnType<ReadableStreamDefaultReader<Uint8Array>['read']>>;
@@ -80,6 +85,36 @@ export class TappedSource {
 }
 
 /**
+ * A body a proxy reads itself (from Node's HTTP client) and hands over chunk by chunk: the same taps as
+ * a fetch's body, without a web stream or a Response. What its client must get goes to the sink.
+ */
+export class PushedBody {
+  constructor(
+    private readonly observer: TapHost,
+    private readonly request: WireRequest,
+    /** The stream's record (the guard's `settleDelivery` takes it). */
+    readonly stream: StreamRecord,
+    private readonly tap: BodyTap,
+  ) {}
+
+  /** A chunk as it arrived; the bytes the client gets (the chunk, or its kept events) go to `sink`. */
+  chunk(chunk: Uint8Array, sink: ChunkSink): void {
+    this.tap.chunk(chunk, sink);
+  }
+
+  /** The body ended cleanly: the rest of an unfinished event goes to `sink`. */
+  end(sink: ChunkSink): void {
+    this.tap.end(sink);
+    this.observer.streamEnded(this.request, this.stream, 'clean', undefined);
+  }
+
+  /** The body broke (`error`), or the exchange was aborted (an AbortError: `abort`). */
+  fail(error: unknown): void {
+    this.observer.streamEnded(this.request, this.stream, isAbort(error) ? 'abort' : 'error', error);
+  }
+}
+
+/**
  * Sees an SSE body's events. With a filtering listener it forwards the bytes of kept events only: the
  * events of a chunk are scanned first, then what the client gets is enqueued once per chunk (the
  * chunk itself when every event of it is kept and none carried over). `event` never calls into the
@@ -105,7 +140,7 @@ export class SseTap implements BodyTap, SseSink {
     private readonly filtering: boolean,
   ) {}
 
-  chunk(chunk: Uint8Array, controller: ReadableStreamDefaultController<Uint8Array>): boolean {
+  chunk(chunk: Uint8Array, controller: ChunkSink): boolean {
     this.at = this.observer.clock();
     if (!this.filtering) {
       this.scanner.push(chunk);
@@ -128,13 +163,13 @@ export class SseTap implements BodyTap, SseSink {
     this.eventsEnd = scan.rawEnd;
   }
 
-  end(controller: ReadableStreamDefaultController<Uint8Array>): void {
+  end(controller: ChunkSink): void {
     const rest = this.scanner.end();
     if (this.filtering && rest.length > 0) controller.enqueue(rest);
   }
 
   /** Enqueues the kept events of the chunk just scanned; returns whether anything was enqueued. */
-  private forward(chunk: Uint8Array, controller: ReadableStreamDefaultController<Uint8Array>): boolean {
+  private forward(chunk: Uint8Array, controller: ChunkSink): boolean {
     const end = this.eventsEnd;
     if (end === 0) return false;
     const bytes = this.scanner.bytes;
@@ -174,7 +209,7 @@ export class JsonTap implements BodyTap {
     private readonly maxBytes: number,
   ) {}
 
-  chunk(chunk: Uint8Array, controller: ReadableStreamDefaultController<Uint8Array>): boolean {
+  chunk(chunk: Uint8Array, controller: ChunkSink): boolean {
     this.size += chunk.length;
     if (this.size <= this.maxBytes) this.chunks.push(chunk);
     controller.enqueue(chunk);
@@ -191,6 +226,7 @@ export class JsonTap implements BodyTap {
 
 holdShape(new SseTap(undefined as never, undefined as never, undefined as never, false));
 holdShape(new JsonTap(undefined as never, undefined as never, undefined as never, 0));
+holdShape(new PushedBody(undefined as never, undefined as never, undefined as never, undefined as never));
 holdShape(
   new TappedSource(
     undefined as never,

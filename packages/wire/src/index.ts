@@ -1,6 +1,7 @@
 export { SseParser, readSse } from './sse.js';
 export type { SseEvent, SseEventHandler } from './sse.js';
 export { WireObserver } from './observer.js';
+export type { ChunkSink, PushedBody } from './body-taps.js';
 export type { FetchLike } from './observer.js';
 export { digestOfTerminal } from './digest.js';
 export { HEADER_LAST_EVENT_ID, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID } from './headers.js';

@@ -11,7 +11,7 @@ import {
   requestTarget,
 } from './jsonrpc.js';
 import type { JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from './jsonrpc.js';
-import { JsonTap, SseTap, TappedSource, isAbort } from './body-taps.js';
+import { JsonTap, PushedBody, SseTap, TappedSource, isAbort } from './body-taps.js';
 import type { BodyTap } from './body-taps.js';
 import { CursorRing } from './cursor-ring.js';
 import { holdShape } from './shapes.js';
@@ -83,8 +83,6 @@ export class WireObserver {
   private streamSeq = 0;
   /** The session an initialize response assigned, by the stream that carries the response. */
   private readonly initializeStreams = new WeakMap<StreamRecord, SessionRecord>();
-  /** The stream each observed response carries (see streamOf). */
-  private readonly responseStreams = new WeakMap<Response, StreamRecord>();
   /** Set when any listener may drop events: bodies are then forwarded event by event. */
   private filtering = false;
   private releasedSessions = 0;
@@ -161,15 +159,6 @@ export class WireObserver {
       releasedSessions: this.releasedSessions,
       releasedRequests: this.releasedRequests,
     };
-  }
-
-  /**
-   * The stream record of a response this observer returned (undefined for a response without a JSON
-   * or SSE body). A proxy that writes the body on to its own client uses it to say when that stream
-   * reached the client (a guard listener's `confirmDelivery`).
-   */
-  streamOf(response: Response): StreamRecord | undefined {
-    return this.responseStreams.get(response);
   }
 
   /** Forgets the sessions and requests past their retention now (otherwise they go as later ones are added). */
@@ -372,8 +361,76 @@ export class WireObserver {
   }
 
   private observeResponse(request: WireRequest, response: Response): Response {
-    const contentType = response.headers.get('content-type') ?? '';
-    const sessionId = response.headers.get(HEADER_SESSION_ID) ?? request.sessionId;
+    const stream = this.responded(request, response.status, response.headers, response.body !== null);
+    if (!stream || !response.body) return response;
+    const body =
+      stream.format === 'sse'
+        ? this.observeSse(request, stream, response.body)
+        : this.observeJson(request, stream, response.body);
+    const observed = new Response(body, {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+    });
+    Object.defineProperty(observed, 'url', { value: response.url });
+    Object.defineProperty(observed, 'redirected', { value: response.redirected });
+    return observed;
+  }
+
+  /**
+   * A proxy's request, before it leaves (a proxy that sends it itself, with Node's HTTP client, and
+   * writes the body on to its own client: no fetch, no Response, no web stream). The listeners are
+   * told; it throws what a listener refusing it threw (the guard's InvalidResumptionError). Then
+   * `proxyFailed`, or `proxyResponse` and the body's chunks.
+   */
+  proxyRequest(url: string, init: RequestInit): WireRequest {
+    const request = this.describeRequest(url, init);
+    try {
+      for (const listener of this.listeners) listener.onRequest?.(request);
+    } catch (error) {
+      for (const listener of this.listeners) listener.onRefused?.(request, error);
+      throw error;
+    }
+    if (request.session) request.session.inFlight++;
+    return request;
+  }
+
+  /** The proxy's request failed without a response. */
+  proxyFailed(request: WireRequest, error: unknown): void {
+    for (const listener of this.listeners) listener.onFetchError?.(request, error);
+    if (request.session) this.exchangeEnded(request.session, isAbort(error));
+    if (request.httpMethod === 'DELETE' && request.sessionId !== undefined) this.releaseSession(request.sessionId);
+  }
+
+  /**
+   * The response's head arrived for the proxy's request: the body to push through the observer chunk by
+   * chunk, or undefined when it has no JSON or SSE body (forward it as it is).
+   */
+  proxyResponse(
+    request: WireRequest,
+    status: number,
+    headers: RequestInit['headers'] | Record<string, string | string[] | undefined>,
+    hasBody: boolean,
+  ): PushedBody | undefined {
+    const stream = this.responded(request, status, headers as RequestInit['headers'], hasBody);
+    if (request.httpMethod === 'DELETE' && request.sessionId !== undefined) this.releaseSession(request.sessionId);
+    if (!stream) return undefined;
+    const tap =
+      stream.format === 'sse'
+        ? new SseTap(this, request, stream, this.filtering)
+        : new JsonTap(this, request, stream, this.maxJsonBodyBytes);
+    return new PushedBody(this, request, stream, tap);
+  }
+
+  /** A response's head: the stream its body opens (JSON or SSE), the listeners told. */
+  private responded(
+    request: WireRequest,
+    status: number,
+    headers: RequestInit['headers'],
+    hasBody: boolean,
+  ): StreamRecord | undefined {
+    const contentType = headerValue(headers, 'content-type') ?? '';
+    const sessionId = headerValue(headers, HEADER_SESSION_ID) ?? request.sessionId;
     const initialized =
       sessionId !== undefined &&
       request.sessionId === undefined &&
@@ -386,28 +443,12 @@ export class WireObserver {
       : contentType.includes('application/json')
         ? 'json'
         : undefined;
-    const stream = format && response.body ? this.openStream(request, format) : undefined;
+    const stream = format && hasBody ? this.openStream(request, format) : undefined;
     if (stream && initialized) this.initializeStreams.set(stream, initialized);
-    const wireResponse: WireResponse = { status: response.status, contentType, sessionId, stream };
+    const wireResponse: WireResponse = { status, contentType, sessionId, stream };
     for (const listener of this.listeners) listener.onResponse?.(request, wireResponse);
-    if (!stream || !response.body) {
-      if (request.session) this.exchangeEnded(request.session, false);
-      return response;
-    }
-
-    const body =
-      format === 'sse'
-        ? this.observeSse(request, stream, response.body)
-        : this.observeJson(request, stream, response.body);
-    const observed = new Response(body, {
-      status: response.status,
-      statusText: response.statusText,
-      headers: response.headers,
-    });
-    Object.defineProperty(observed, 'url', { value: response.url });
-    Object.defineProperty(observed, 'redirected', { value: response.redirected });
-    this.responseStreams.set(observed, stream);
-    return observed;
+    if (!stream && request.session) this.exchangeEnded(request.session, false);
+    return stream;
   }
 
   private initializedSession(sessionId: string, protocolVersion: string | undefined): SessionRecord {
