@@ -4,6 +4,8 @@ import type { StreamRecord, WireObserver } from '@resumewatch/wire';
 
 /** What the gateway's observation holds now: sessions and requests of the wire, open spans of the recorder. */
 export interface ObservationStats extends RecorderStats {
+  /** HTTP exchanges observed so far. */
+  exchanges: number;
   sessions: number;
   requests: number;
   /** Sessions and requests pushed out by the caps. */
@@ -49,7 +51,13 @@ export function observeExchanges(
     },
     stats() {
       const wire = observer.stats();
-      return { sessions: wire.sessions, requests: wire.requests, evictions: wire.evictions, ...instrumented.stats() };
+      return {
+        exchanges: wire.exchanges,
+        sessions: wire.sessions,
+        requests: wire.requests,
+        evictions: wire.evictions,
+        ...instrumented.stats(),
+      };
     },
     prune: () => observer.prune(),
   };
