@@ -130,7 +130,7 @@ export class Forwarder {
     const observer = this.observation.observer;
     let request: WireRequest;
     try {
-      request = observer.proxyRequest(url.href, { method, headers, ...(body.byteLength > 0 ? { body } : {}) });
+      request = this.observation.begin(url.href, { method, headers, ...(body.byteLength > 0 ? { body } : {}) });
     } catch (e) {
       stopIdle();
       if (!(e instanceof InvalidResumptionError)) throw e;

@@ -1,6 +1,6 @@
 import { instrumentFetch } from '@resumewatch/instrumentation';
 import type { InstrumentFetchOptions, RecorderStats } from '@resumewatch/instrumentation';
-import type { StreamRecord, WireObserver } from '@resumewatch/wire';
+import type { StreamRecord, WireObserver, WireRequest } from '@resumewatch/wire';
 
 /** What the gateway's observation holds now: sessions and requests of the wire, open spans of the recorder. */
 export interface ObservationStats extends RecorderStats {
@@ -15,6 +15,8 @@ export interface ObservationStats extends RecorderStats {
 /** The wire observer of every client's exchanges (with the span recorder and the guard on it). */
 export interface Observation {
   readonly observer: WireObserver;
+  /** A client's request, before it goes upstream (the observer's `proxyRequest`, counted). */
+  begin(url: string, init: RequestInit): WireRequest;
   /** Whether a body reached the client whole (the downstream response ended cleanly after it). */
   settleDelivery(stream: StreamRecord, delivered: boolean): void;
   stats(): ObservationStats;
@@ -44,15 +46,20 @@ export function observeExchanges(
   });
   const observer = instrumented.observer;
   const guard = instrumented.guard;
+  let exchanges = 0;
   return {
     observer,
+    begin(url, init) {
+      exchanges++;
+      return observer.proxyRequest(url, init);
+    },
     settleDelivery(stream, delivered) {
       guard?.settleDelivery(stream, delivered);
     },
     stats() {
       const wire = observer.stats();
       return {
-        exchanges: wire.exchanges,
+        exchanges,
         sessions: wire.sessions,
         requests: wire.requests,
         evictions: wire.evictions,

@@ -142,11 +142,10 @@ export class WireObserver {
   }
 
   /**
-   * Sessions and requests currently held, how many the caps pushed out, how many were released on the
-   * evidence that they were over (see "Release" in the README), and how many HTTP exchanges were seen.
+   * Sessions and requests currently held, how many the caps pushed out, and how many were released on
+   * the evidence that they were over (see "Release" in the README).
    */
   stats(): {
-    exchanges: number;
     sessions: number;
     requests: number;
     evictions: number;
@@ -154,7 +153,6 @@ export class WireObserver {
     releasedRequests: number;
   } {
     return {
-      exchanges: this.requestSeq,
       sessions: this.sessions.size,
       requests: this.requests.size,
       evictions: this.sessions.evictions + this.requests.evictions,

@@ -52,7 +52,7 @@ export const DETECTOR_ATTRIBUTE_KEYS: readonly string[] = [
 
 /**
  * What the core reads of a span that is not a contract span (a request span): its method, and whether
- * the client gave the request up (`error.type`), and then which request it was.
+ * the client gave the request up (its error type), and then which request it was.
  */
 export function isRequestSpanKey(key: string): boolean {
   return (
