@@ -177,6 +177,21 @@ export class WireObserver {
     input: string | URL | Request,
     init: RequestInit | undefined,
   ): Promise<Response> {
+    const request = this.begin(input, init);
+    let response: Response;
+    try {
+      response = await fetchImpl(input, init);
+    } catch (error) {
+      this.proxyFailed(request, error);
+      throw error;
+    }
+    const observed = this.observeResponse(request, response);
+    this.deleteSent(request);
+    return observed;
+  }
+
+  /** A request before it leaves: the listeners are told, and may refuse it (their error is thrown). */
+  private begin(input: string | URL | Request, init: RequestInit | undefined): WireRequest {
     const request = this.describeRequest(input, init);
     try {
       for (const listener of this.listeners) listener.onRequest?.(request);
@@ -185,22 +200,16 @@ export class WireObserver {
       throw error;
     }
     // Counted from here: a request in flight keeps its session from being released as closed.
-    const session = request.session;
-    if (session) session.inFlight++;
-    let response: Response;
-    try {
-      response = await fetchImpl(input, init);
-    } catch (error) {
-      for (const listener of this.listeners) listener.onFetchError?.(request, error);
-      if (session) this.exchangeEnded(session, isAbort(error));
-      if (request.httpMethod === 'DELETE' && request.sessionId !== undefined) this.releaseSession(request.sessionId);
-      throw error;
-    }
-    const observed = this.observeResponse(request, response);
-    // A DELETE sent ends the session whatever the answer: the client gave it up (a 405 leaves it to
-    // the server, but this client will not use it again).
+    if (request.session) request.session.inFlight++;
+    return request;
+  }
+
+  /**
+   * A DELETE sent ends the session whatever the answer: the client gave it up (a 405 leaves it to the
+   * server, but this client will not use it again).
+   */
+  private deleteSent(request: WireRequest): void {
     if (request.httpMethod === 'DELETE' && request.sessionId !== undefined) this.releaseSession(request.sessionId);
-    return observed;
   }
 
   /** A fetch or body of the session is over; the transport closed when an abort leaves nothing in flight. */
@@ -384,22 +393,14 @@ export class WireObserver {
    * `proxyFailed`, or `proxyResponse` and the body's chunks.
    */
   proxyRequest(url: string, init: RequestInit): WireRequest {
-    const request = this.describeRequest(url, init);
-    try {
-      for (const listener of this.listeners) listener.onRequest?.(request);
-    } catch (error) {
-      for (const listener of this.listeners) listener.onRefused?.(request, error);
-      throw error;
-    }
-    if (request.session) request.session.inFlight++;
-    return request;
+    return this.begin(url, init);
   }
 
   /** The proxy's request failed without a response. */
   proxyFailed(request: WireRequest, error: unknown): void {
     for (const listener of this.listeners) listener.onFetchError?.(request, error);
     if (request.session) this.exchangeEnded(request.session, isAbort(error));
-    if (request.httpMethod === 'DELETE' && request.sessionId !== undefined) this.releaseSession(request.sessionId);
+    this.deleteSent(request);
   }
 
   /**
@@ -413,7 +414,7 @@ export class WireObserver {
     hasBody: boolean,
   ): PushedBody | undefined {
     const stream = this.responded(request, status, headers as RequestInit['headers'], hasBody);
-    if (request.httpMethod === 'DELETE' && request.sessionId !== undefined) this.releaseSession(request.sessionId);
+    this.deleteSent(request);
     if (!stream) return undefined;
     const tap =
       stream.format === 'sse'

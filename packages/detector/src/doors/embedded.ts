@@ -1,18 +1,16 @@
 import { createServer } from 'node:http';
 import type { Context } from '@opentelemetry/api';
 import type { ReadableSpan, Span, SpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { METRIC_FINDINGS_DROPPED_TOTAL } from '@resumewatch/semconv';
-import { DEFAULT_CONFIG, type ResumewatchConfig } from '../config.js';
+import type { ResumewatchConfig } from '../config.js';
 import type { Detector } from '../core/detector.js';
 import type { Finding, SpanRecord } from '../core/types.js';
 import type { DecodeResult } from '../otlp/errors.js';
 import type { DetectorMetrics } from '../metrics.js';
-import { doorCounter } from './door-counters.js';
-import { FindingsOutput } from './findings-output.js';
 import { closeHttp, limits, listen, serverTimeouts } from './listeners.js';
 import { metricsHandler } from './metrics-server.js';
-import { Pipeline } from './pipeline.js';
+import type { Pipeline } from './pipeline.js';
 import { toSpanRecord } from './processor.js';
+import { configWith, writingPipeline } from './writing-pipeline.js';
 
 export interface EmbeddedDetectorOptions {
   /** The detector's options and the metrics listener's (`host`, `metricsPort`, `token`, limits); the OTLP ones are unused. */
@@ -67,27 +65,8 @@ class PipelineSpanProcessor implements SpanProcessor {
  * and findings, the metrics listener on `config.metricsPort` (0 picks a free one), no OTLP receiver.
  */
 export async function startEmbeddedDetector(options: EmbeddedDetectorOptions = {}): Promise<EmbeddedDetector> {
-  const config: ResumewatchConfig = { ...DEFAULT_CONFIG };
-  for (const key of Object.keys(DEFAULT_CONFIG) as (keyof ResumewatchConfig)[]) {
-    const value = options.config?.[key];
-    if (value !== undefined) (config as unknown as Record<string, unknown>)[key] = value;
-  }
-  const output = options.output === undefined ? process.stdout : options.output;
-  let findingsOut: FindingsOutput | undefined;
-  const pipeline = new Pipeline({
-    config,
-    ...(options.clock ? { clock: options.clock } : {}),
-    onFinding: (f, json) => {
-      findingsOut?.write(json);
-      options.onFinding?.(f);
-    },
-  });
-  if (output)
-    findingsOut = new FindingsOutput(
-      output,
-      config.stdoutBufferBytes,
-      doorCounter(pipeline.metrics, METRIC_FINDINGS_DROPPED_TOTAL),
-    );
+  const config = configWith(options.config);
+  const { pipeline } = writingPipeline(config, options);
   const server = limits(createServer({ ...serverTimeouts(config) }, metricsHandler(pipeline, config)), config);
   const metricsPort = await listen(server, config.host, config.metricsPort);
   const timer = setInterval(() => pipeline.tick(), options.tickMs ?? 1000);

@@ -1,19 +1,18 @@
 import { createServer } from 'node:http';
-import { METRIC_FINDINGS_DROPPED_TOTAL, METRIC_REQUESTS_SHED_TOTAL } from '@resumewatch/semconv';
-import { DEFAULT_CONFIG, type ResumewatchConfig } from '../config.js';
+import { METRIC_REQUESTS_SHED_TOTAL } from '@resumewatch/semconv';
+import type { ResumewatchConfig } from '../config.js';
 import type { Detector } from '../core/detector.js';
 import type { Finding } from '../core/types.js';
 import type { DetectorMetrics } from '../metrics.js';
 import { doorCounter } from './door-counters.js';
 import { InflightRequests } from './drain.js';
-import { FindingsOutput } from './findings-output.js';
 import { startGrpcReceiver, type GrpcReceiver } from './grpc-receiver.js';
 import { otlpHttpHandler } from './http-receiver.js';
 import { InflightBudget } from './inflight.js';
 import { metricsHandler } from './metrics-server.js';
 import { closeHttp, limits, listen, serverTimeouts } from './listeners.js';
-import { Pipeline } from './pipeline.js';
 import { StateFile } from './state-file.js';
+import { configWith, writingPipeline } from './writing-pipeline.js';
 
 export interface ServeOptions extends Partial<ResumewatchConfig> {
   /** Called for every finding, after it is counted and kept for /findings. */
@@ -54,26 +53,8 @@ export interface RunningServer {
 
 /** Starts the OTLP receivers and the metrics endpoint; ports may be 0 to pick free ones. */
 export async function startServer(options: ServeOptions = {}): Promise<RunningServer> {
-  const config: ResumewatchConfig = { ...DEFAULT_CONFIG };
-  for (const key of Object.keys(DEFAULT_CONFIG) as (keyof ResumewatchConfig)[]) {
-    if (options[key] !== undefined) (config as unknown as Record<string, unknown>)[key] = options[key];
-  }
-  const output = options.output === undefined ? process.stdout : options.output;
-  let findingsOut: FindingsOutput | undefined;
-  const pipeline = new Pipeline({
-    config,
-    ...(options.clock ? { clock: options.clock } : {}),
-    onFinding: (f, json) => {
-      findingsOut?.write(json);
-      options.onFinding?.(f);
-    },
-  });
-  if (output)
-    findingsOut = new FindingsOutput(
-      output,
-      config.stdoutBufferBytes,
-      doorCounter(pipeline.metrics, METRIC_FINDINGS_DROPPED_TOTAL),
-    );
+  const config = configWith(options);
+  const { pipeline, output } = writingPipeline(config, options);
   const state = config.stateFile ? new StateFile(config.stateFile, pipeline.detector) : undefined;
   const log = options.log ?? ((line: string) => void process.stderr.write(`resumewatch: ${line}\n`));
   const restored = state ? await state.restore() : undefined;
