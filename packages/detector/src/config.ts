@@ -79,6 +79,7 @@ export const DEFAULT_CONFIG: ResumewatchConfig = {
 };
 
 type Kind = 'int' | 'duration' | 'string' | 'port';
+export type OptionKind = Kind;
 
 /** One row of the configuration table: flag, environment variable, type, meaning. */
 export interface OptionSpec {
@@ -283,7 +284,16 @@ export function parseDuration(text: string): number {
 }
 
 function parseValue(spec: OptionSpec, text: string, source: string): ResumewatchConfig[keyof ResumewatchConfig] {
-  switch (spec.kind) {
+  if (spec.key === 'grpcPort' && (text === 'off' || text === 'false')) return false;
+  return parseOptionText(spec.kind, text, source);
+}
+
+/**
+ * An option's text as its kind reads it: a string as it is, a duration in ms, a port (0 to 65535), a
+ * positive integer. ConfigError names `source` (the flag or the environment variable) on one line.
+ */
+export function parseOptionText(kind: Kind, text: string, source: string): string | number {
+  switch (kind) {
     case 'string':
       return text;
     case 'duration':
@@ -293,7 +303,6 @@ function parseValue(spec: OptionSpec, text: string, source: string): Resumewatch
         throw new ConfigError(`${source}: ${(e as Error).message}`);
       }
     case 'port': {
-      if (spec.key === 'grpcPort' && (text === 'off' || text === 'false')) return false;
       const n = Number(text);
       if (!Number.isInteger(n) || n < 0 || n > 65535) throw new ConfigError(`${source}: not a port: "${text}"`);
       return n;

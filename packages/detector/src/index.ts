@@ -18,6 +18,8 @@ export {
   OPTION_SPECS,
   ConfigError,
   parseDuration,
+  parseOptionText,
+  type OptionKind,
   resolveConfig,
   type OptionSpec,
   type ResumewatchConfig,

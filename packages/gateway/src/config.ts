@@ -1,9 +1,16 @@
 import { readFileSync } from 'node:fs';
-import { ConfigError, OPTION_SPECS, parseDuration, resolveConfig, type ResumewatchConfig } from '@resumewatch/detector';
+import {
+  ConfigError,
+  OPTION_SPECS,
+  parseOptionText,
+  resolveConfig,
+  type OptionKind,
+  type ResumewatchConfig,
+} from '@resumewatch/detector';
 import type { IdPolicy } from '@resumewatch/instrumentation';
 import { GATEWAY_DEFAULTS, type GatewayOptions } from './gateway.js';
 
-type Kind = 'int' | 'duration' | 'string' | 'port' | 'boolean';
+type Kind = OptionKind | 'boolean';
 
 /** One row of the gateway's own options: flag, environment variable, type, meaning. */
 export interface GatewayOptionSpec {
@@ -185,30 +192,10 @@ export function gatewayArgs(): Record<string, { type: 'string' | 'boolean' }> {
 }
 
 function parseValue(spec: GatewayOptionSpec, text: string, source: string): unknown {
-  switch (spec.kind) {
-    case 'string':
-      return text;
-    case 'boolean':
-      if (/^(1|true|yes|on)$/i.test(text)) return true;
-      if (/^(0|false|no|off)?$/i.test(text)) return false;
-      throw new ConfigError(`${source}: not a boolean: "${text}" (use true or false)`);
-    case 'duration':
-      try {
-        return parseDuration(text);
-      } catch (e) {
-        throw new ConfigError(`${source}: ${(e as Error).message}`);
-      }
-    case 'port': {
-      const n = Number(text);
-      if (!Number.isInteger(n) || n < 0 || n > 65535) throw new ConfigError(`${source}: not a port: "${text}"`);
-      return n;
-    }
-    case 'int': {
-      const n = Number(text);
-      if (!Number.isInteger(n) || n < 1) throw new ConfigError(`${source}: not a positive integer: "${text}"`);
-      return n;
-    }
-  }
+  if (spec.kind !== 'boolean') return parseOptionText(spec.kind, text, source);
+  if (/^(1|true|yes|on)$/i.test(text)) return true;
+  if (/^(0|false|no|off)?$/i.test(text)) return false;
+  throw new ConfigError(`${source}: not a boolean: "${text}" (use true or false)`);
 }
 
 /** Defaults, then environment, then flags; the gateway's options and its detector's configuration. */
