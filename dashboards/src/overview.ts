@@ -247,6 +247,19 @@ export function overviewDashboard(): dashboard.Dashboard {
         stacked: true,
       }),
     )
+    .withPanel(
+      series({
+        id: 19,
+        title: 'Requests still in the session era, share by service',
+        description:
+          "Of each service's MCP requests, the share on protocol revisions up to 2025-11-25 (sessions, Last-Event-ID " +
+          'resumption): the traffic the replay loop can still reach. Falls towards 0 as clients and servers move to ' +
+          "2026-07-28, which has no resumption. From the request spans' mcp.protocol.version.",
+        unit: 'percentunit',
+        queries: [{ expr: q.sessionEraShare, legend: '{{service}}' }],
+        at: { w: 8, h: 8 },
+      }),
+    )
     .withRow(row(102, 'Detection'))
     .withPanel(
       series({

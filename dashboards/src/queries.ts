@@ -5,6 +5,7 @@ import {
   LABEL_ACCEPTED,
   LABEL_DUPLICATE,
   LABEL_ENDED_BY,
+  LABEL_ERA,
   LABEL_KIND,
   LABEL_SERVER,
   LABEL_OUTCOME,
@@ -14,6 +15,7 @@ import {
   METRIC_FINDINGS_RETRACTED_TOTAL,
   METRIC_FINDINGS_TOTAL,
   METRIC_LISTENING_RESUMES_TOTAL,
+  METRIC_MCP_REQUESTS_TOTAL,
   METRIC_RECONNECT_STORMS_ENDED_TOTAL,
   METRIC_SERVER_DEFECTS_TOTAL,
   METRIC_RECONNECT_STORM_ATTEMPTS,
@@ -24,6 +26,7 @@ import {
   METRIC_STATE_EVICTIONS_TOTAL,
   METRIC_TERMINAL_EVENTS_TOTAL,
   METRIC_TRACKED_REQUESTS,
+  ProtocolEra,
   SpanReceivedResult,
 } from '@resumewatch/semconv';
 import { config } from './config.js';
@@ -79,6 +82,11 @@ export const overview = {
   stormsEndedByReason: `sum by (${LABEL_ENDED_BY}) (${rate(METRIC_RECONNECT_STORMS_ENDED_TOTAL, service)})`,
   findingsRetracted: `sum by (${LABEL_KIND}) (${rate(METRIC_FINDINGS_RETRACTED_TOTAL, service)})`,
   listeningResumes: `sum by (${LABEL_OUTCOME}) (${rate(METRIC_LISTENING_RESUMES_TOTAL, service)})`,
+  // The share of each service's MCP requests still in the session era (up to 2025-11-25): the traffic
+  // the replay loop can reach. It falls towards 0 as clients and servers move to 2026-07-28.
+  sessionEraShare:
+    `sum by (${LABEL_SERVICE}) (${rate(METRIC_MCP_REQUESTS_TOTAL, `${service}, ${LABEL_ERA}="${ProtocolEra.SESSIONS}"`)})` +
+    ` / sum by (${LABEL_SERVICE}) (${rate(METRIC_MCP_REQUESTS_TOTAL, service)})`,
   detectionLagP50: quantile(0.5, METRIC_DETECTION_LAG_SECONDS, detectors),
   detectionLagP99: quantile(0.99, METRIC_DETECTION_LAG_SECONDS, detectors),
 };

@@ -2,6 +2,7 @@ import {
   EXEMPLAR_TRACE_ID,
   LABEL_ACCEPTED,
   LABEL_DUPLICATE,
+  LABEL_ERA,
   LABEL_ENDED_BY,
   LABEL_KIND,
   LABEL_SERVER,
@@ -13,6 +14,7 @@ import {
   METRIC_FINDINGS_RETRACTED_TOTAL,
   METRIC_FINDINGS_TOTAL,
   METRIC_LISTENING_RESUMES_TOTAL,
+  METRIC_MCP_REQUESTS_TOTAL,
   METRIC_RECONNECT_STORMS_ENDED_TOTAL,
   METRIC_SERVER_DEFECTS_TOTAL,
   METRIC_RECONNECT_STORMS_ACTIVE,
@@ -24,6 +26,7 @@ import {
   METRIC_TERMINAL_EVENTS_TOTAL,
   METRIC_TRACKED_REQUESTS,
   FindingRecord,
+  ProtocolEra,
   type FindingKind,
   type MetricDescriptor,
   type ResumeOutcome,
@@ -78,6 +81,7 @@ export class DetectorMetrics implements DetectorEvents {
       [METRIC_SESSION_REATTACH_TOTAL]: (m) => this.collectReattaches(m as Counter<string>),
       [METRIC_RECONNECT_STORMS_ACTIVE]: (m) => this.collectActiveStorms(m as Gauge<string>),
       [METRIC_TRACKED_REQUESTS]: (m) => this.collectTracked(m as Gauge<string>),
+      [METRIC_MCP_REQUESTS_TOTAL]: (m) => this.collectRequests(m as Counter<string>),
       [METRIC_STATE_EVICTIONS_TOTAL]: (m) => this.collectEvictions(m as Counter<string>),
     };
     for (const [registry, om] of [
@@ -169,6 +173,12 @@ export class DetectorMetrics implements DetectorEvents {
     for (const set of this.sets) (set[METRIC_SERVER_DEFECTS_TOTAL] as Counter<string>).inc(labels);
   }
 
+  request(service: string, era: ProtocolEra): void {
+    const c = this.countsFor(service);
+    if (era === ProtocolEra.STATELESS) c.requestsStateless++;
+    else c.requestsSessions++;
+  }
+
   listeningResume(service: string, outcome: ResumeOutcome): void {
     const r = this.countsFor(service).listeningResumes;
     r.set(outcome, (r.get(outcome) ?? 0) + 1);
@@ -213,6 +223,16 @@ export class DetectorMetrics implements DetectorEvents {
   private collectSpans(spans: Counter<string>): void {
     spans.reset();
     for (const [result, n] of this.spanResults) spans.inc({ [LABEL_RESULT]: result }, n);
+  }
+
+  private collectRequests(requests: Counter<string>): void {
+    requests.reset();
+    for (const c of this.counts) {
+      if (c.requestsSessions)
+        requests.inc({ [LABEL_SERVICE]: c.label, [LABEL_ERA]: ProtocolEra.SESSIONS }, c.requestsSessions);
+      if (c.requestsStateless)
+        requests.inc({ [LABEL_SERVICE]: c.label, [LABEL_ERA]: ProtocolEra.STATELESS }, c.requestsStateless);
+    }
   }
 
   private collectTerminals(terminals: Counter<string>): void {
@@ -267,6 +287,8 @@ class ServiceCounts {
   stormsActive = 0;
   readonly resumes = new Map<ResumeOutcome, number>();
   readonly listeningResumes = new Map<ResumeOutcome, number>();
+  requestsSessions = 0;
+  requestsStateless = 0;
   constructor(readonly label: string) {}
 }
 

@@ -50,6 +50,7 @@ const noEvents: DetectorEvents = {
   stormFinalized: () => {},
   serverDefect: () => {},
   listeningResume: () => {},
+  request: () => {},
 };
 /** Kinds of the findings proper (records about earlier findings left out). */
 const kinds = (fs: Finding[]) =>

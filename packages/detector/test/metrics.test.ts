@@ -1,4 +1,11 @@
 import {
+  ATTR_MCP_METHOD_NAME,
+  ATTR_MCP_PROTOCOL_VERSION,
+  LABEL_ERA,
+  METRIC_MCP_REQUESTS_TOTAL,
+  ProtocolEra,
+  STATELESS_PROTOCOL_VERSION,
+  protocolEra,
   FindingKind,
   LABEL_ACCEPTED,
   LABEL_DUPLICATE,
@@ -28,7 +35,7 @@ import {
 } from '@resumewatch/semconv';
 import { describe, expect, it } from 'vitest';
 import { Detector, DetectorMetrics, type DetectorStats } from '../src/index.js';
-import { T0, resume, seedScenario, terminal, type Req } from './helpers/spans.js';
+import { T0, resume, seedScenario, span, terminal, type Req } from './helpers/spans.js';
 
 function wired(maxServices = 100) {
   const metrics = new DetectorMetrics(maxServices);
@@ -45,6 +52,38 @@ async function sample(metrics: DetectorMetrics, name: string, accept?: string): 
 }
 
 describe('detector metrics: storms ended, server defects, retractions, listening resumes', () => {
+  it('counts MCP requests by service and protocol era, from the request spans that say their version', async () => {
+    const { metrics, detector } = wired();
+    const request = (service: string, version: string | undefined, kind: 2 | 3 = 3) =>
+      span(
+        'tools/call work',
+        T0,
+        {
+          [ATTR_MCP_METHOD_NAME]: 'tools/call',
+          ...(version ? { [ATTR_MCP_PROTOCOL_VERSION]: version } : {}),
+        },
+        { service, kind },
+      );
+    for (const s of [
+      request('billing', '2025-06-18'),
+      request('billing', '2025-11-25'),
+      request('billing', '2026-07-28'),
+      request('search', '2026-07-28', 2),
+      request('search', undefined),
+      request('search', 'not-a-date'),
+    ])
+      detector.ingest(s);
+    expect(await sample(metrics, METRIC_MCP_REQUESTS_TOTAL)).toEqual([
+      `${METRIC_MCP_REQUESTS_TOTAL}{${LABEL_SERVICE}="billing",${LABEL_ERA}="${ProtocolEra.SESSIONS}"} 2`,
+      `${METRIC_MCP_REQUESTS_TOTAL}{${LABEL_SERVICE}="billing",${LABEL_ERA}="${ProtocolEra.STATELESS}"} 1`,
+      `${METRIC_MCP_REQUESTS_TOTAL}{${LABEL_SERVICE}="search",${LABEL_ERA}="${ProtocolEra.STATELESS}"} 1`,
+    ]);
+    expect(protocolEra('2025-11-25')).toBe(ProtocolEra.SESSIONS);
+    expect(protocolEra(STATELESS_PROTOCOL_VERSION)).toBe(ProtocolEra.STATELESS);
+    expect(protocolEra('2027-01-01')).toBe(ProtocolEra.STATELESS);
+    expect(protocolEra(undefined)).toBeUndefined();
+  });
+
   it('counts how each storm ended, once, and no finding for the storm_ended record', async () => {
     const { metrics, detector } = wired();
     for (const s of seedScenario({ session: 's1', request: 1 }, 3)) detector.ingest(s);

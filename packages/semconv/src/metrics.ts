@@ -10,6 +10,8 @@ export const LABEL_RESULT = 'result';
 export const LABEL_SERVER = 'server';
 /** How a reconnect storm ended: see StormEnd. */
 export const LABEL_ENDED_BY = 'ended_by';
+/** The protocol era of a request (ProtocolEra). */
+export const LABEL_ERA = 'era';
 /** What the gateway's guard did (GuardAction). */
 export const LABEL_ACTION = 'action';
 /** Why the gateway answered a request itself (GatewayRefusal). */
@@ -37,6 +39,7 @@ export const METRIC_FINDINGS_RETRACTED_TOTAL = 'resumewatch_findings_retracted_t
 export const METRIC_LISTENING_RESUMES_TOTAL = 'resumewatch_listening_resumes_total';
 export const METRIC_FINDINGS_DROPPED_TOTAL = 'resumewatch_findings_dropped_total';
 export const METRIC_REQUESTS_SHED_TOTAL = 'resumewatch_requests_shed_total';
+export const METRIC_MCP_REQUESTS_TOTAL = 'resumewatch_mcp_requests_total';
 
 export const METRIC_GATEWAY_EXCHANGES_TOTAL = 'resumewatch_gateway_exchanges_total';
 export const METRIC_GATEWAY_OPEN_EXCHANGES = 'resumewatch_gateway_open_exchanges';
@@ -145,6 +148,12 @@ export const METRICS: readonly MetricDescriptor[] = [
     type: 'counter',
     help: 'Findings not written to stdout because its reader did not keep up (they are still counted and kept for /findings).',
     labelNames: [],
+  },
+  {
+    name: METRIC_MCP_REQUESTS_TOTAL,
+    type: 'counter',
+    help: 'MCP requests seen (request spans with mcp.protocol.version), by service and protocol era: sessions (up to 2025-11-25, exposed to the replay loop) or stateless (2026-07-28 and later).',
+    labelNames: [LABEL_SERVICE, LABEL_ERA],
   },
   {
     name: METRIC_REQUESTS_SHED_TOTAL,

@@ -190,3 +190,23 @@ export const ErrorType = {
 export type ErrorType = ValuesOf<typeof ErrorType>;
 /** The `error.type` of a client request span that ended without its terminal event: the client gave the request up. */
 export const REQUEST_GIVEN_UP_ERRORS: readonly string[] = [ErrorType.TIMEOUT, ErrorType.ABORTED, ErrorType.CANCELLED];
+
+/**
+ * The two eras of MCP's Streamable HTTP transport. `sessions`: every revision up to 2025-11-25, with
+ * `Mcp-Session-Id`, the standalone GET stream and `Last-Event-ID` resumption (where the replay loop
+ * lives). `stateless`: 2026-07-28 and later, one response stream per request and no resumption.
+ */
+export const ProtocolEra = {
+  SESSIONS: 'sessions',
+  STATELESS: 'stateless',
+} as const;
+export type ProtocolEra = ValuesOf<typeof ProtocolEra>;
+
+/** The first protocol revision without sessions and resumption. */
+export const STATELESS_PROTOCOL_VERSION = '2026-07-28';
+
+/** The era of a negotiated protocol version (`mcp.protocol.version`, YYYY-MM-DD); undefined when none is known. */
+export function protocolEra(version: unknown): ProtocolEra | undefined {
+  if (typeof version !== 'string' || !/^\d{4}-\d{2}-\d{2}$/.test(version)) return undefined;
+  return version >= STATELESS_PROTOCOL_VERSION ? ProtocolEra.STATELESS : ProtocolEra.SESSIONS;
+}

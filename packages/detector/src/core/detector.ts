@@ -2,7 +2,9 @@ import { CappedLabels } from '@resumewatch/bounded';
 import {
   ATTR_ERROR_TYPE,
   ATTR_JSONRPC_REQUEST_ID,
+  ATTR_MCP_PROTOCOL_VERSION,
   REQUEST_GIVEN_UP_ERRORS,
+  protocolEra,
   ATTR_MCP_STREAM_KIND,
   ATTR_MCP_TERMINAL_CONFLICT,
   ATTR_MCP_TERMINAL_FIRST_STREAM_ID,
@@ -354,6 +356,8 @@ export class Detector {
    */
   private request(span: SpanRecord): void {
     const attrs = span.attributes;
+    const era = protocolEra(attrs[ATTR_MCP_PROTOCOL_VERSION]);
+    if (era !== undefined) this.events?.request(span.service || UNKNOWN_SERVICE, era);
     if (span.kind !== SPAN_KIND_CLIENT) return;
     const error = attrs[ATTR_ERROR_TYPE];
     if (typeof error !== 'string' || !REQUEST_GIVEN_UP_ERRORS.includes(error)) return;

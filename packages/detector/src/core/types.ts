@@ -1,4 +1,11 @@
-import type { FindingKind, FindingRecord, ResumeOutcome, SpanReceivedResult, StormEnd } from '@resumewatch/semconv';
+import type {
+  FindingKind,
+  FindingRecord,
+  ProtocolEra,
+  ResumeOutcome,
+  SpanReceivedResult,
+  StormEnd,
+} from '@resumewatch/semconv';
 
 /** OTLP span kind numbering: 0 unspecified, 1 internal, 2 server, 3 client, 4 producer, 5 consumer. */
 export type SpanKindCode = 0 | 1 | 2 | 3 | 4 | 5;
@@ -79,6 +86,8 @@ export interface DetectorEvents {
   serverDefect(kind: FindingKind, server: string): void;
   /** A resume of the session's listening stream: counted, no request state. */
   listeningResume(service: string, outcome: ResumeOutcome): void;
+  /** A request span whose protocol version says its era. */
+  request(service: string, era: ProtocolEra): void;
 }
 
 export interface DetectorStats {

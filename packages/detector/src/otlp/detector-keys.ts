@@ -1,5 +1,6 @@
 import {
   ATTR_ERROR_TYPE,
+  ATTR_MCP_PROTOCOL_VERSION,
   ATTR_HTTP_RESPONSE_STATUS_CODE,
   ATTR_JSONRPC_REQUEST_ID,
   ATTR_MCP_GUARD_ACTION,
@@ -30,6 +31,7 @@ import {
  */
 export const DETECTOR_ATTRIBUTE_KEYS: readonly string[] = [
   ATTR_ERROR_TYPE,
+  ATTR_MCP_PROTOCOL_VERSION,
   ATTR_HTTP_RESPONSE_STATUS_CODE,
   ATTR_JSONRPC_REQUEST_ID,
   ATTR_MCP_GUARD_ACTION,
@@ -51,15 +53,17 @@ export const DETECTOR_ATTRIBUTE_KEYS: readonly string[] = [
 ];
 
 /**
- * What the core reads of a span that is not a contract span (a request span): its method, and whether
- * the client gave the request up (its error type), and then which request it was.
+ * What the core reads of a span that is not a contract span (a request span): its method, its protocol
+ * version (the era it counts under), whether the client gave the request up (its error type), and then
+ * which request it was.
  */
 export function isRequestSpanKey(key: string): boolean {
   return (
     key === ATTR_MCP_METHOD_NAME ||
     key === ATTR_ERROR_TYPE ||
     key === ATTR_MCP_SESSION_ID ||
-    key === ATTR_JSONRPC_REQUEST_ID
+    key === ATTR_JSONRPC_REQUEST_ID ||
+    key === ATTR_MCP_PROTOCOL_VERSION
   );
 }
 
