@@ -118,9 +118,7 @@ export class Forwarder {
     idle?.refresh();
     sent = body;
 
-    const headers = endToEndRequestHeaders(req.rawHeaders, req.headers).filter(
-      ([n]) => n.toLowerCase() !== 'content-length',
-    );
+    const headers = endToEndRequestHeaders(req.rawHeaders, req.headers);
     if (body.byteLength > 0 || req.headers['content-length'] !== undefined)
       headers.push(['content-length', String(body.byteLength)]);
     headers.push(['host', this.upstream.host]);
@@ -239,11 +237,9 @@ export class Forwarder {
       });
       res.once('finish', () => settle(true));
       res.once('close', () => {
-        if (res.writableFinished) return;
-        // The client left: the exchange is aborted, and the body ends as aborted.
-        controller.abort(abortReason(CLIENT_GONE));
-        upstream.destroy();
-        broken(controller.signal.reason);
+        // The client left: forward()'s own close handler aborted the exchange (which destroys the
+        // upstream response); the body ends as aborted.
+        if (!res.writableFinished) broken(controller.signal.reason);
       });
     });
   }

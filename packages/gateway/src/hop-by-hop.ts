@@ -29,7 +29,10 @@ function connectionListed(connection: string | string[] | undefined): Set<string
   return names;
 }
 
-/** The end-to-end fields of a request from Node's raw header list, in order, repeated fields kept. */
+/**
+ * The end-to-end fields of a request from Node's raw header list, in order, repeated fields kept, less
+ * `content-length`: the forwarder sets it for the body it read whole (a chunked upload included).
+ */
 export function endToEndRequestHeaders(
   rawHeaders: readonly string[],
   headers: IncomingHttpHeaders,
@@ -39,7 +42,7 @@ export function endToEndRequestHeaders(
   for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
     const name = rawHeaders[i]!;
     const lower = name.toLowerCase();
-    if (HOP_BY_HOP.has(lower) || listed?.has(lower)) continue;
+    if (HOP_BY_HOP.has(lower) || lower === 'content-length' || listed?.has(lower)) continue;
     out.push([name, rawHeaders[i + 1]!]);
   }
   return out;

@@ -12,6 +12,7 @@ import type {
   RequestRecord,
   StreamEnd,
   StreamRecord,
+  TerminalObservation,
   WireEvent,
   WireListener,
   WireRequest,
@@ -145,6 +146,16 @@ class GuardWireListener implements GuardListener {
   private isTerminal(record: RequestRecord): boolean {
     if (this.awaitingDelivery) return this.guard.isTerminal(record.key);
     return record.terminalCount > 0 || this.guard.isTerminal(record.key);
+  }
+
+  /**
+   * Whether a terminal arriving now repeats one the application already has. The wire has counted
+   * this one already (its `duplicate`: an earlier terminal was seen); with confirmDelivery only a
+   * terminal whose stream reached the reader counts, so the guard's own flag answers.
+   */
+  private deliveredBefore(terminal: TerminalObservation): boolean {
+    const known = this.guard.isTerminal(terminal.request.key);
+    return this.awaitingDelivery ? known : terminal.duplicate || known;
   }
 
   /** Whom a resume's verdict concerns: none for the listening stream, else the requests its stream carries. */
@@ -323,12 +334,7 @@ class GuardWireListener implements GuardListener {
           foreign: terminal.foreign,
           event,
         });
-      } else if (
-        sse &&
-        (this.awaitingDelivery
-          ? this.guard.isTerminal(record.key)
-          : terminal.duplicate || this.guard.isTerminal(record.key))
-      ) {
+      } else if (sse && this.deliveredBefore(terminal)) {
         keep = false;
         options.onDuplicateTerminalDropped?.({
           action: GuardAction.DUPLICATE_TERMINAL_DROPPED,

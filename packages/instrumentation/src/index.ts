@@ -1,6 +1,7 @@
 export { instrumentFetch, DEFAULT_REQUEST_TIMEOUT_MS } from './instrument-fetch.js';
 export { releaseHeldPolls } from './held-polls.js';
-export { ErrorType } from './span-util.js';
+/** error.type values the instrumentation sets besides HTTP status codes, JSON-RPC error codes and exception names. */
+export { ErrorType } from './semconv.js';
 export { McpResumeInstrumentation } from './instrumentation.js';
 export { instrumentEventStore } from './event-store.js';
 export { instrumentServerTransport } from './server-transport.js';

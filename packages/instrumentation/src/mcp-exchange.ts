@@ -1,4 +1,4 @@
-import { HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID, parseMessages } from '@resumewatch/wire';
+import { HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID, messagesOfBody } from '@resumewatch/wire';
 
 /**
  * Recognises an MCP Streamable HTTP exchange from the arguments of a `fetch` call, before it is sent,
@@ -13,7 +13,6 @@ type HeaderSource = RequestInit['headers'] | Headers;
 
 const SSE = 'text/event-stream';
 const ACCEPT = 'accept';
-const decoder = new TextDecoder();
 
 export interface McpExchange {
   /** The server's origin: session ids are only unique per server. */
@@ -54,10 +53,7 @@ function headerOf(headers: HeaderSource, name: string): string | undefined {
 
 /** Only bodies already in memory are looked at: a stream body would have to be consumed. */
 function hasJsonRpcBody(body: RequestInit['body'] | undefined): boolean {
-  if (typeof body === 'string') return parseMessages(body).length > 0;
-  if (body instanceof Uint8Array) return parseMessages(decoder.decode(body)).length > 0;
-  if (body instanceof ArrayBuffer) return parseMessages(decoder.decode(new Uint8Array(body))).length > 0;
-  return false;
+  return messagesOfBody(body).length > 0;
 }
 
 function originOf(input: FetchInput): string | undefined {

@@ -13,7 +13,8 @@ import {
   ATTR_RPC_RESPONSE_STATUS_CODE,
   mcpRequestSpanName,
 } from './semconv.js';
-import { ErrorType, addTargetAttributes, setError } from './span-util.js';
+import { ErrorType } from './semconv.js';
+import { addTargetAttributes, setError } from './span-util.js';
 import { sendingFrom, streamLivenessOf } from './stream-liveness.js';
 import type { ServerTransportInstrumentationOptions, ServerTransportLike } from './types.js';
 

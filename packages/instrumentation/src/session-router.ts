@@ -13,10 +13,10 @@ const DEFAULT_SESSION_RETENTION_MS = 60 * 60 * 1000;
  * Routes MCP exchanges of many clients to one instrumented fetch per (server origin, `Mcp-Session-Id`):
  * on the wire, the session is what ties a client's exchanges together, and the process-wide fetch
  * cannot tell which client object made a call. A request without a session (initialize, a 2026-07-28
- * request) gets a fresh instrumented fetch; when its response names
- * a session, that fetch becomes the session's, so the session's later requests, resumes and replays
- * are observed where its initialize was. Session-less exchanges that never get a session are each
- * observed on their own: request ids of different clients never meet.
+ * request) gets a fresh instrumented fetch; when its response names a session, that fetch becomes the
+ * session's, so the session's later requests, resumes and replays are observed where its initialize
+ * was. Session-less exchanges that never get a session are each observed on their own: request ids of
+ * different clients never meet.
  */
 export class SessionRouter {
   private readonly sessions: BoundedMap<string, InstrumentedFetch>;

@@ -52,16 +52,9 @@ import {
   SPAN_SESSION_REATTACH,
   SPAN_STREAM_RESUME,
   mcpRequestSpanName,
-} from './semconv.js';
-import {
   ErrorType,
-  ServerAttributes,
-  addTargetAttributes,
-  errorType,
-  isToolError,
-  nowMs,
-  setError,
-} from './span-util.js';
+} from './semconv.js';
+import { ServerAttributes, addTargetAttributes, errorType, isToolError, nowMs, setError } from './span-util.js';
 import type { TracerSource } from './tracer-source.js';
 import type { RecorderStats } from './types.js';
 import { HeldPolls } from './held-polls.js';

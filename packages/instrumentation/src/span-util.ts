@@ -9,12 +9,8 @@ import {
   ATTR_MCP_RESOURCE_URI,
   ATTR_SERVER_ADDRESS,
   ATTR_SERVER_PORT,
+  ErrorType,
 } from './semconv.js';
-
-import { ErrorType } from './semconv.js';
-
-/** error.type values this package sets besides HTTP status codes, JSON-RPC error codes and exception names (semconv's). */
-export { ErrorType };
 
 const EXECUTE_TOOL = 'execute_tool';
 

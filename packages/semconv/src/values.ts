@@ -207,6 +207,8 @@ export const STATELESS_PROTOCOL_VERSION = '2026-07-28';
 
 /** The era of a negotiated protocol version (`mcp.protocol.version`, YYYY-MM-DD); undefined when none is known. */
 export function protocolEra(version: unknown): ProtocolEra | undefined {
-  if (typeof version !== 'string' || !/^\d{4}-\d{2}-\d{2}$/.test(version)) return undefined;
+  // Called for every request span the detector reads: the shape of a date, checked without a regex.
+  if (typeof version !== 'string' || version.length !== 10 || version[4] !== '-' || version[7] !== '-')
+    return undefined;
   return version >= STATELESS_PROTOCOL_VERSION ? ProtocolEra.STATELESS : ProtocolEra.SESSIONS;
 }

@@ -6,6 +6,6 @@ export type { FetchLike } from './observer.js';
 export { digestOfTerminal } from './digest.js';
 export { HEADER_LAST_EVENT_ID, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID } from './headers.js';
 // The JSON-RPC helpers the instrumentation reads message bodies with; the rest of jsonrpc.ts is internal.
-export { isJsonRpcMessage, isRequest, isResponse, parseMessages, requestTarget } from './jsonrpc.js';
+export { isJsonRpcMessage, isRequest, isResponse, messagesOfBody, parseMessages, requestTarget } from './jsonrpc.js';
 export type { JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from './jsonrpc.js';
 export type * from './types.js';

@@ -59,6 +59,19 @@ function messagesOf(parsed: unknown): JsonRpcMessage[] {
   return isJsonRpcMessage(parsed) ? [parsed] : [];
 }
 
+const utf8 = new TextDecoder();
+
+/**
+ * The JSON-RPC messages of a request body held in memory: text, or bytes (a proxy forwards the bytes it
+ * received). A stream body is not read: it would have to be consumed.
+ */
+export function messagesOfBody(body: RequestInit['body'] | undefined): JsonRpcMessage[] {
+  if (typeof body === 'string') return parseMessages(body);
+  if (body instanceof Uint8Array) return parseMessages(utf8.decode(body));
+  if (body instanceof ArrayBuffer) return parseMessages(utf8.decode(new Uint8Array(body)));
+  return [];
+}
+
 /** Parses a body as JSON-RPC; text that is not JSON gives no messages. */
 export function parseMessages(text: string): JsonRpcMessage[] {
   if (text.length === 0) return [];

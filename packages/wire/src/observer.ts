@@ -7,6 +7,7 @@ import {
   isErrorResponse,
   isRequest,
   isResponse,
+  messagesOfBody,
   parseMessages,
   requestTarget,
 } from './jsonrpc.js';
@@ -38,18 +39,6 @@ type Writable<T> = { -readonly [K in keyof T]: T[K] };
 export type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 
 const NO_MESSAGES: readonly JsonRpcMessage[] = [];
-const utf8 = new TextDecoder();
-
-/**
- * The JSON-RPC messages of a request body held in memory: text, or bytes (a proxy forwards the bytes
- * it received). A stream body is not read: it would have to be consumed.
- */
-function messagesOfBody(body: RequestInit['body'] | undefined): readonly JsonRpcMessage[] {
-  if (typeof body === 'string') return parseMessages(body);
-  if (body instanceof Uint8Array) return parseMessages(utf8.decode(body));
-  if (body instanceof ArrayBuffer) return parseMessages(utf8.decode(new Uint8Array(body)));
-  return NO_MESSAGES;
-}
 const NO_TERMINALS: readonly TerminalObservation[] = [];
 const NO_REQUESTS: readonly RequestRecord[] = [];
 
@@ -372,10 +361,7 @@ export class WireObserver {
   private observeResponse(request: WireRequest, response: Response): Response {
     const stream = this.responded(request, response.status, response.headers, response.body !== null);
     if (!stream || !response.body) return response;
-    const body =
-      stream.format === 'sse'
-        ? this.observeSse(request, stream, response.body)
-        : this.observeJson(request, stream, response.body);
+    const body = this.tapBody(request, stream, response.body, this.tapFor(request, stream));
     const observed = new Response(body, {
       status: response.status,
       statusText: response.statusText,
@@ -415,12 +401,7 @@ export class WireObserver {
   ): PushedBody | undefined {
     const stream = this.responded(request, status, headers as RequestInit['headers'], hasBody);
     this.deleteSent(request);
-    if (!stream) return undefined;
-    const tap =
-      stream.format === 'sse'
-        ? new SseTap(this, request, stream, this.filtering)
-        : new JsonTap(this, request, stream, this.maxJsonBodyBytes);
-    return new PushedBody(this, request, stream, tap);
+    return stream ? new PushedBody(this, request, stream, this.tapFor(request, stream)) : undefined;
   }
 
   /** A response's head: the stream its body opens (JSON or SSE), the listeners told. */
@@ -498,20 +479,11 @@ export class WireObserver {
     if (record.firstTerminalDigest !== undefined) this.finished.set(record.key, record.firstTerminalDigest);
   }
 
-  private observeSse(
-    request: WireRequest,
-    stream: StreamRecord,
-    source: ReadableStream<Uint8Array>,
-  ): ReadableStream<Uint8Array> {
-    return this.tapBody(request, stream, source, new SseTap(this, request, stream, this.filtering));
-  }
-
-  private observeJson(
-    request: WireRequest,
-    stream: StreamRecord,
-    source: ReadableStream<Uint8Array>,
-  ): ReadableStream<Uint8Array> {
-    return this.tapBody(request, stream, source, new JsonTap(this, request, stream, this.maxJsonBodyBytes));
+  /** What sees a body: the SSE scanner of its events, or the JSON body's parse at its end. */
+  private tapFor(request: WireRequest, stream: StreamRecord): BodyTap {
+    return stream.format === 'sse'
+      ? new SseTap(this, request, stream, this.filtering)
+      : new JsonTap(this, request, stream, this.maxJsonBodyBytes);
   }
 
   /** A pull-driven copy of the body: nothing is read from the network before the client asks. */
