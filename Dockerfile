@@ -13,4 +13,4 @@ ENV NODE_ENV=production
 USER node
 # OTLP/gRPC, OTLP/HTTP, /metrics of the detector; 8080 for the lab server; 8081 and 9466 for the gateway.
 EXPOSE 4317 4318 9464 8080 8081 9466
-CMD ["node", "packages/detector/dist/cli.js", "serve", "--host", "0.0.0.0", "--port", "4318", "--grpc-port", "4317", "--metrics-port", "9464"]
+CMD ["node", "packages/daemon/dist/cli.js", "serve", "--host", "0.0.0.0", "--port", "4318", "--grpc-port", "4317", "--metrics-port", "9464"]

@@ -27,8 +27,8 @@ export default mergeConfig(
         // Whole stories over real HTTP, seconds each: pnpm test runs them.
         'packages/demo/test/**',
         'packages/lab/test/everything-server.test.ts',
-        'packages/detector/test/serve-hostile.test.ts',
-        'packages/detector/test/analyze.test.ts',
+        'packages/daemon/test/serve-hostile.test.ts',
+        'packages/daemon/test/analyze.test.ts',
         'packages/instrumentation/test/instrumentation.test.ts',
         'packages/instrumentation/test/global-fetch.test.ts',
         'packages/instrumentation/test/server-polling.test.ts',

@@ -21,7 +21,7 @@ export const NODE_FLAGS = ['--expose-gc', '--import', 'tsx'];
 export const BENCHES: Bench[] = [
   {
     id: 'detector-core',
-    dir: 'packages/detector',
+    dir: 'packages/daemon',
     script: 'bench/run.ts',
     args: ['core', 'core-dict', 'memory'],
     smokeArgs: ['core', 'core-dict', 'memory', '--smoke'],
@@ -29,7 +29,7 @@ export const BENCHES: Bench[] = [
   },
   {
     id: 'detector-serve',
-    dir: 'packages/detector',
+    dir: 'packages/daemon',
     script: 'bench/run.ts',
     args: ['serve', 'serve-protobuf', 'decode'],
     smokeArgs: ['serve', 'serve-protobuf', 'decode', '--smoke'],
@@ -37,7 +37,7 @@ export const BENCHES: Bench[] = [
   },
   {
     id: 'detector-lag',
-    dir: 'packages/detector',
+    dir: 'packages/daemon',
     script: 'bench/lag.ts',
     args: [],
     smokeArgs: ['--smoke'],

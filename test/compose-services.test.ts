@@ -12,8 +12,9 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer } from '../packages/detector/src/index.js';
-import type { Finding, RunningServer } from '../packages/detector/src/index.js';
+import { startServer } from '../packages/daemon/src/index.js';
+import type { RunningServer } from '../packages/daemon/src/index.js';
+import type { Finding } from '../packages/detector/src/index.js';
 import { parseYaml, repoRoot, semconv } from './helpers/promql.js';
 import { freePort, waitFor, waitForAnswer } from './helpers/wait.js';
 
@@ -121,7 +122,7 @@ function localiseGateway(
   metricsPort: number,
 ): { args: string[]; env: Record<string, string> } {
   const command = service.command ?? [];
-  expect(command.slice(0, 3)).toEqual(['node', 'packages/detector/dist/cli.js', 'gateway']);
+  expect(command.slice(0, 3)).toEqual(['node', 'packages/daemon/dist/cli.js', 'gateway']);
   const args = command.slice(1).map((arg, i, all) => {
     const previous = all[i - 1];
     if (previous === '--host') return '127.0.0.1';

@@ -32,7 +32,7 @@ function jobOf(selector: string): string {
   return job;
 }
 const HOST = '127.0.0.1';
-const cliPath = join(repoRoot, 'packages/detector/dist/cli.js');
+const cliPath = join(repoRoot, 'packages/daemon/dist/cli.js');
 
 interface Proc {
   name: string;

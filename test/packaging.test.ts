@@ -85,6 +85,7 @@ describe('pnpm pack of every publishable package', () => {
       expect.arrayContaining([
         '@resumewatch/instrumentation',
         '@resumewatch/detector',
+        '@resumewatch/daemon',
         '@resumewatch/lab',
         '@resumewatch/guard',
       ]),
@@ -117,7 +118,8 @@ describe('pnpm pack of every publishable package', () => {
         expect(read(target.replace(/^\.\//, '')).startsWith('#!/usr/bin/env node\n'), `${name} bin ${bin}`).toBe(true);
       }
     }
-    expect(tarballs.get('@resumewatch/detector')!.manifest.bin).toEqual({ resumewatch: './dist/cli.js' });
+    expect(tarballs.get('@resumewatch/daemon')!.manifest.bin).toEqual({ resumewatch: './dist/cli.js' });
+    expect(tarballs.get('@resumewatch/detector')!.manifest.bin).toBeUndefined();
     expect(tarballs.get('@resumewatch/lab')!.manifest.bin).toEqual({ 'resumewatch-lab': './dist/cli.js' });
     expect(tarballs.get('@resumewatch/gateway')!.manifest.bin).toEqual({ 'resumewatch-gateway': './dist/bin.js' });
     expect(Object.keys(tarballs.get('@resumewatch/instrumentation')!.manifest.exports!)).toEqual(['.', './register']);
@@ -199,6 +201,39 @@ await client.close();
 `;
 
 describe('installed with npm outside the workspace', () => {
+  it(
+    "the detector library alone (SpanProcessor, core, decoders) brings none of the daemon's dependencies",
+    { timeout: 200_000 },
+    () => {
+      const lib = join(work, 'library-app');
+      mkdirSync(lib);
+      writeFileSync(join(lib, 'package.json'), JSON.stringify({ name: 'library-app', private: true, type: 'module' }));
+      // The detector and the workspace packages it depends on, as tarballs: what npm would fetch.
+      const needed = [
+        '@resumewatch/detector',
+        ...Object.keys(tarballs.get('@resumewatch/detector')!.manifest.dependencies ?? {}),
+      ];
+      run(
+        'npm',
+        ['install', '--no-audit', '--no-fund', '--loglevel=error', ...needed.map((n) => tarballs.get(n)!.path)],
+        lib,
+        150_000,
+      );
+      const tree = run('npm', ['ls', '--all', '--parseable'], lib);
+      for (const daemonDependency of ['prom-client', '@grpc/grpc-js', '@opentelemetry/sdk-trace-base'])
+        expect(tree, daemonDependency).not.toContain(`node_modules/${daemonDependency}`);
+      const loaded = run(
+        process.execPath,
+        [
+          '-e',
+          "import('@resumewatch/detector').then((m) => console.log(typeof m.ResumewatchSpanProcessor, typeof m.Detector, typeof m.decodeProtobufRequest))",
+        ],
+        lib,
+      );
+      expect(loaded.trim()).toBe('function function function');
+    },
+  );
+
   it(
     'an unmodified SDK app under --import @resumewatch/instrumentation/register reports to the installed resumewatch serve',
     { timeout: 240_000 },

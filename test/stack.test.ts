@@ -168,7 +168,7 @@ describe('docker-compose.yml', () => {
   it('runs the detectors with the CLI flags and the lab through the instrumentation hook', () => {
     for (const d of ['detector-1', 'detector-2']) {
       const args = commandOf(services[d]!);
-      expect(args.slice(0, 3)).toEqual(['node', 'packages/detector/dist/cli.js', 'serve']);
+      expect(args.slice(0, 3)).toEqual(['node', 'packages/daemon/dist/cli.js', 'serve']);
       expect(flag(args, '--grpc-port')).toBe('4317');
       expect(flag(args, '--metrics-port')).toBe('9464');
       expect(flag(args, '--host')).toBe('0.0.0.0');
@@ -195,7 +195,7 @@ describe('the gateway service', () => {
   const args = commandOf(gateway);
 
   it('runs the built CLI in front of the lab server, listening on all interfaces, exporting no OTLP', () => {
-    expect(args.slice(0, 3)).toEqual(['node', 'packages/detector/dist/cli.js', 'gateway']);
+    expect(args.slice(0, 3)).toEqual(['node', 'packages/daemon/dist/cli.js', 'gateway']);
     expect(flag(args, '--host')).toBe('0.0.0.0');
     const upstream = new URL(flag(args, '--upstream')!);
     expect(upstream.hostname).toBe('lab-server');

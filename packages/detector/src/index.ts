@@ -1,8 +1,5 @@
 export * from './core/index.js';
 export { ResumewatchSpanProcessor, toSpanRecord, type ResumewatchSpanProcessorOptions } from './doors/processor.js';
-export { startServer, type RunningServer, type ServeOptions } from './doors/serve.js';
-export { startEmbeddedDetector, type EmbeddedDetector, type EmbeddedDetectorOptions } from './doors/embedded.js';
-export { analyzeFiles, formatSummary, AnalyzeInputError, type AnalyzeResult } from './doors/analyze.js';
 export {
   groupFindings,
   formatFindingGroups,
@@ -12,16 +9,16 @@ export {
   type FindingFormatOptions,
 } from './doors/findings-format.js';
 export { camelCaseOtlpFieldNames } from './doors/otlp-json-names.js';
-export { DetectorMetrics } from './metrics.js';
+// What a door in front of the core needs: the OTLP decoders and their responses, and the bounding of
+// the strings the core keeps. The daemon (@resumewatch/daemon) builds serve and analyze from these.
+export { IdBounder, boundSpanStrings, DEFAULT_MAX_ID_BYTES } from './doors/bounded-ids.js';
 export {
-  DEFAULT_CONFIG,
-  OPTION_SPECS,
-  ConfigError,
-  parseDuration,
-  parseOptionText,
-  type OptionKind,
-  resolveConfig,
-  type OptionSpec,
-  type ResumewatchConfig,
-} from './config.js';
-export { decodeJsonRequest, decodeProtobufRequest, OtlpDecodeError, type DecodeResult } from './otlp/index.js';
+  decodeJsonRequest,
+  decodeProtobufRequest,
+  OtlpDecodeError,
+  encodeProtobufResponse,
+  jsonResponse,
+  rejectionMessage,
+  protobufVarint,
+  type DecodeResult,
+} from './otlp/index.js';

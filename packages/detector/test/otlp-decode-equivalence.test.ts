@@ -24,7 +24,7 @@ import {
 } from '@resumewatch/semconv';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { otlpBodies, workload } from '../bench/workload.js';
+import { otlpBodies, workload } from './helpers/workload.js';
 import {
   Detector,
   OtlpDecodeError,

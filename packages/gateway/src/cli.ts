@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { ConfigError } from '@resumewatch/detector';
+import { ConfigError } from '@resumewatch/daemon';
 import { IdPolicyError } from '@resumewatch/instrumentation';
 import { GATEWAY_OPTION_SPECS, SHARED_OPTION_SPECS, gatewayArgs, resolveGatewayConfig } from './config.js';
 import { startGateway } from './gateway.js';

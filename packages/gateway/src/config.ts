@@ -6,7 +6,7 @@ import {
   resolveConfig,
   type OptionKind,
   type ResumewatchConfig,
-} from '@resumewatch/detector';
+} from '@resumewatch/daemon';
 import type { IdPolicy } from '@resumewatch/instrumentation';
 import { GATEWAY_DEFAULTS, type GatewayOptions } from './gateway.js';
 

@@ -1,4 +1,4 @@
-import type { DetectorMetrics } from '@resumewatch/detector';
+import type { DetectorMetrics } from '@resumewatch/daemon';
 import {
   GATEWAY_METRICS,
   LABEL_ACTION,

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { startEmbeddedDetector, type EmbeddedDetector, type EmbeddedDetectorOptions } from '@resumewatch/detector';
+import { startEmbeddedDetector, type EmbeddedDetector, type EmbeddedDetectorOptions } from '@resumewatch/daemon';
 import type { GuardOptions, IdPolicyOptions } from '@resumewatch/instrumentation';
 import { GuardAction } from '@resumewatch/semconv';
 import { refuseAtConnection } from './connection-refusals.js';

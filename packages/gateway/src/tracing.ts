@@ -1,7 +1,7 @@
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
-import type { EmbeddedDetector } from '@resumewatch/detector';
+import type { EmbeddedDetector } from '@resumewatch/daemon';
 import { ATTR_SERVICE_NAME } from '@resumewatch/semconv';
 
 const DEFAULT_SERVICE_NAME = 'resumewatch-gateway';

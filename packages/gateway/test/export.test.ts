@@ -1,8 +1,8 @@
 // The gateway's spans leave the process too: with the standard OTLP endpoint variable set, a central
 // `resumewatch serve` (the real one, over OTLP/HTTP) sees what the gateway's own detector sees, under the
 // id policy the gateway was given.
-import { startServer } from '@resumewatch/detector';
-import type { RunningServer } from '@resumewatch/detector';
+import { startServer } from '@resumewatch/daemon';
+import type { RunningServer } from '@resumewatch/daemon';
 import { runScenario, startLabServer } from '@resumewatch/lab';
 import type { LabServer } from '@resumewatch/lab';
 import { FindingKind } from '@resumewatch/semconv';

@@ -260,15 +260,26 @@ export class Detector {
         `state holds ${state.services.length} services, ${this.services.size} distinct within the cap`,
       );
     for (const slot of state.openStorms) this.openStorms.add(slot);
-    // The metrics of the new process count the storms still open.
-    for (const slot of this.openStorms)
-      if (!this.table.stormEnded(slot)) this.events?.stormStarted(this.serviceOf(slot));
   }
 
   private activeStorms(): number {
     let n = 0;
     for (const slot of this.openStorms) if (!this.table.stormEnded(slot)) n++;
     return n;
+  }
+
+  /**
+   * The reported storms not yet ended, by service: a count of state, read when it is needed (a scrape),
+   * so it is right after a restart and never drifts from the storms the detector holds.
+   */
+  activeStormsByService(): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const slot of this.openStorms) {
+      if (this.table.stormEnded(slot)) continue;
+      const service = this.serviceOf(slot);
+      out.set(service, (out.get(service) ?? 0) + 1);
+    }
+    return out;
   }
 
   private count(r: SpanReceivedResult): SpanReceivedResult {
@@ -450,10 +461,9 @@ export class Detector {
       if (table.stormEnded(slot) && !evicts) {
         // A later attempt: the storm did not end where it seemed to.
         table.reopenStorm(slot);
-        this.events?.stormStarted(service);
       }
     }
-    if (!table.inStorm(slot)) this.reconnectStorm(slot, span, time, service);
+    if (!table.inStorm(slot)) this.reconnectStorm(slot, span, time);
     if (table.inStorm(slot) && table.lastAttemptEvicted(slot) && !table.stormEnded(slot)) {
       this.endStorm(slot, table.lastAttemptAt(slot), true);
     }
@@ -508,14 +518,13 @@ export class Detector {
    * reconnect_storm: `stormThreshold` attempts of one episode within `stormWindowMs`. The ring holds the
    * threshold latest attempt times, so its span is the tightest window of that many attempts.
    */
-  private reconnectStorm(slot: number, span: SpanRecord, time: number, service: string): void {
+  private reconnectStorm(slot: number, span: SpanRecord, time: number): void {
     const table = this.table;
     const oldest = table.oldestRingTime(slot);
     const newest = table.newestRingTime(slot);
     if (!(newest - oldest <= this.options.stormWindowMs)) return;
     table.startStorm(slot);
     this.openStorms.add(slot);
-    this.events?.stormStarted(service);
     this.emit(
       slot,
       FindingKind.RECONNECT_STORM,
@@ -761,7 +770,6 @@ export class Detector {
   /** The storm ends at `at`; its storm_ended record follows once settleMs has passed (at once on eviction with no settle time). */
   private endStorm(slot: number, at: number, byEviction: boolean): void {
     this.table.endStorm(slot, at);
-    this.events?.stormEnded(this.serviceOf(slot));
     if (byEviction && this.options.settleMs <= 0) this.finalize(slot);
   }
 

@@ -9,10 +9,5 @@ export const OTHER_SERVICE = 'other';
  * service's name in any real fleet.
  */
 export const MAX_CORE_SERVICES = 4096;
-/**
- * Default of `--max-services`: `service` and `server` label values of the metrics before `other`. A
- * smaller cap than the core's for a different reason: every label value is a set of Prometheus series.
- */
-export const DEFAULT_MAX_SERVICES = 100;
 /** The `server` of a server-defect finding whose span names no server address (ATTR_SERVER_ADDRESS). */
 export const UNKNOWN_SERVER = 'unknown_server';

@@ -78,8 +78,6 @@ export interface DetectorEvents {
   terminal(service: string, duplicate: boolean): void;
   resume(service: string, outcome: ResumeOutcome): void;
   reattach(service: string, accepted: boolean): void;
-  stormStarted(service: string): void;
-  stormEnded(service: string): void;
   /** A reported storm ended (after the settle delay): counts its attempts and how it ended. */
   stormFinalized(service: string, attempts: number, endedBy: StormEnd): void;
   /** A terminal span that shows a server defect (every occurrence, guard or not). */

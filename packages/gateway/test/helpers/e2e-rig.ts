@@ -1,6 +1,7 @@
 import { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
-import { startEmbeddedDetector } from '@resumewatch/detector';
-import type { EmbeddedDetector, Finding } from '@resumewatch/detector';
+import { startEmbeddedDetector } from '@resumewatch/daemon';
+import type { EmbeddedDetector } from '@resumewatch/daemon';
+import type { Finding } from '@resumewatch/detector';
 import { instrumentFetch } from '@resumewatch/instrumentation';
 import type { InstrumentedFetch } from '@resumewatch/instrumentation';
 import { startLabServer } from '@resumewatch/lab';

@@ -1,0 +1,221 @@
+/**
+ * Detection lag under load: a spawned `resumewatch serve` takes a steady OTLP/JSON load of healthy
+ * traffic on two keep-alive connections, while probes, one at a time, post the span that completes a
+ * finding (a request's second terminal, marked duplicate: `duplicate_terminal`). Per probe:
+ *   emitted  from the start of the probe's POST to its finding's line on serve's stdout
+ *   metrics  from the start of the probe's POST to the first /metrics scrape that counts it
+ * and, as the reference measured alongside, the POST's own round trip (start to HTTP 200).
+ * The load is healthy traffic only, so every finding is a probe's.
+ *
+ *   node --expose-gc --import tsx bench/lag.ts [--probes 200] [--smoke]
+ */
+import { spawn } from 'node:child_process';
+import { Agent, request } from 'node:http';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import {
+  ATTR_JSONRPC_REQUEST_ID,
+  ATTR_MCP_SESSION_ID,
+  ATTR_MCP_STREAM_ID,
+  ATTR_MCP_TERMINAL_DUPLICATE,
+  FindingKind,
+  LABEL_KIND,
+  LABEL_SERVICE,
+  METRIC_FINDINGS_TOTAL,
+  SPAN_REQUEST_TERMINAL,
+} from '@resumewatch/semconv';
+import { figure } from '../../../bench/figure.js';
+import type { SpanRecord } from '@resumewatch/detector';
+import { otlpJson } from '../../detector/test/helpers/otlp.js';
+import { otlpBodies, workload } from '../../detector/test/helpers/workload.js';
+
+const { values } = parseArgs({
+  options: { probes: { type: 'string', default: '200' }, smoke: { type: 'boolean', default: false } },
+});
+const SMOKE = values.smoke;
+const PROBES = SMOKE ? 3 : Number(values.probes);
+const PROBE_SERVICE = 'lag-probe';
+
+// Healthy load: more distinct spans than the dedupe set remembers, so cycling the pool keeps them new.
+const load = otlpBodies(workload(SMOKE ? 600 : 60_000, 'lag', Number.MAX_SAFE_INTEGER), 512);
+
+const cli = join(import.meta.dirname, '../src/cli.ts');
+const child = spawn(
+  process.execPath,
+  ['--import', 'tsx', cli, 'serve', '--port', '0', '--grpc-port', 'off', '--metrics-port', '0'],
+  { stdio: ['ignore', 'pipe', 'pipe'] },
+);
+let stderr = '';
+child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+const deadline = Date.now() + 60_000;
+while (!/metrics on/.test(stderr)) {
+  if (child.exitCode !== null || Date.now() > deadline)
+    throw new Error(`resumewatch serve did not start: ${stderr.trim()}`);
+  await new Promise((r) => setTimeout(r, 20));
+}
+const port = Number(/:(\d+)\/v1\/traces/.exec(stderr)![1]);
+const metricsPort = Number(/:(\d+)\/metrics/.exec(stderr)![1]);
+
+// Findings on stdout: resolve the waiter of the probe whose session the line names.
+const waiting = new Map<string, (at: bigint) => void>();
+let out = '';
+child.stdout.on('data', (d: Buffer) => {
+  const at = process.hrtime.bigint();
+  out += d.toString();
+  let nl: number;
+  while ((nl = out.indexOf('\n')) >= 0) {
+    const line = out.slice(0, nl);
+    out = out.slice(nl + 1);
+    const f = JSON.parse(line) as { kind: string; session_id: string };
+    if (f.kind === FindingKind.DUPLICATE_TERMINAL) waiting.get(f.session_id)?.(at);
+  }
+});
+
+const agent = new Agent({ keepAlive: true, maxSockets: 3 });
+function post(body: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port,
+        path: '/v1/traces',
+        method: 'POST',
+        agent,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`status ${res.statusCode}`))));
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+const metricsAgent = new Agent({ keepAlive: true, maxSockets: 1 });
+const counted = new RegExp(
+  `^${METRIC_FINDINGS_TOTAL}\\{[^}]*${LABEL_KIND}="${FindingKind.DUPLICATE_TERMINAL}",${LABEL_SERVICE}="${PROBE_SERVICE}"[^}]*\\} (\\d+)`,
+  'm',
+);
+function probeCount(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    request({ host: '127.0.0.1', port: metricsPort, path: '/metrics', agent: metricsAgent }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (text += c));
+      res.on('end', () => resolve(Number(counted.exec(text)?.[1] ?? 0)));
+    })
+      .on('error', reject)
+      .end();
+  });
+}
+
+let loading = true;
+let loadSpans = 0;
+const loaders = [0, 1].map(async (k) => {
+  for (let i = k; loading; i = (i + 2) % load.length) {
+    await post(load[i]!);
+    loadSpans += 512;
+  }
+});
+
+function probeBody(n: number): string {
+  const now = Date.now();
+  const session = `lag-probe-${n}`;
+  const base = { [ATTR_MCP_SESSION_ID]: session, [ATTR_JSONRPC_REQUEST_ID]: 1 };
+  const id = (k: number) => (0xf0000000 + n * 2 + k).toString(16).padStart(16, '0');
+  const spans: SpanRecord[] = [
+    {
+      traceId: 'f'.repeat(32),
+      spanId: id(0),
+      name: SPAN_REQUEST_TERMINAL,
+      kind: 1,
+      startTimeUnixMs: now,
+      endTimeUnixMs: now + 1,
+      attributes: { ...base, [ATTR_MCP_STREAM_ID]: `${session}-a` },
+      service: PROBE_SERVICE,
+    },
+    {
+      traceId: 'f'.repeat(32),
+      spanId: id(1),
+      name: SPAN_REQUEST_TERMINAL,
+      kind: 1,
+      startTimeUnixMs: now + 2,
+      endTimeUnixMs: now + 3,
+      attributes: { ...base, [ATTR_MCP_STREAM_ID]: `${session}-b`, [ATTR_MCP_TERMINAL_DUPLICATE]: true },
+      service: PROBE_SERVICE,
+    },
+  ];
+  return JSON.stringify(otlpJson(spans, PROBE_SERVICE));
+}
+
+const ms = (a: bigint, b: bigint) => Number(b - a) / 1e6;
+const emitted: number[] = [];
+const scraped: number[] = [];
+const roundTrip: number[] = [];
+await new Promise((r) => setTimeout(r, SMOKE ? 50 : 1000)); // the load reaches a steady state
+const loadStart = process.hrtime.bigint();
+const loadAtStart = loadSpans;
+for (let n = 0; n < PROBES; n++) {
+  const body = probeBody(n);
+  const session = `lag-probe-${n}`;
+  const found = new Promise<bigint>((resolve) => waiting.set(session, resolve));
+  let timer: NodeJS.Timeout | undefined;
+  const finding = Promise.race([
+    found,
+    new Promise<bigint>(
+      (_, reject) => (timer = setTimeout(() => reject(new Error(`probe ${n}: no finding in 10 s`)), 10_000)),
+    ),
+  ]);
+  const start = process.hrtime.bigint();
+  await post(body);
+  roundTrip.push(ms(start, process.hrtime.bigint()));
+  emitted.push(ms(start, await finding));
+  clearTimeout(timer);
+  waiting.delete(session);
+  for (;;) {
+    const c = await probeCount();
+    if (c >= n + 1) break;
+    if (ms(start, process.hrtime.bigint()) > 10_000) throw new Error(`probe ${n}: not in /metrics after 10 s`);
+  }
+  scraped.push(ms(start, process.hrtime.bigint()));
+  await new Promise((r) => setTimeout(r, 10 + (n % 7) * 5));
+}
+const loadRate = (loadSpans - loadAtStart) / (Number(process.hrtime.bigint() - loadStart) / 1e9);
+loading = false;
+await Promise.all(loaders);
+agent.destroy();
+metricsAgent.destroy();
+child.kill('SIGTERM');
+
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]!;
+};
+const f2 = (x: number) => x.toFixed(2);
+console.log(
+  `detection lag, ${PROBES} probes under a load of ${Math.round(loadRate).toLocaleString('en-US')} spans/s (OTLP/JSON, 512 spans a body, 2 connections):`,
+);
+console.log(`  POST round trip (reference): p50 ${f2(pct(roundTrip, 50))} ms, p99 ${f2(pct(roundTrip, 99))} ms`);
+console.log(`  → finding emitted:          p50 ${f2(pct(emitted, 50))} ms, p99 ${f2(pct(emitted, 99))} ms`);
+console.log(`  → counted in /metrics:      p50 ${f2(pct(scraped, 50))} ms, p99 ${f2(pct(scraped, 99))} ms`);
+const note = `${PROBES} probes; load ${Math.round(loadRate).toLocaleString('en-US')} spans/s of healthy OTLP/JSON on 2 connections`;
+for (const p of [50, 99]) {
+  const reference = { name: `probe POST round trip p${p}`, value: pct(roundTrip, p), unit: 'ms' };
+  figure({
+    bench: 'detector',
+    name: `detection lag p${p}: completing span posted → finding emitted`,
+    value: pct(emitted, p),
+    unit: 'ms',
+    reference,
+    note,
+  });
+  figure({
+    bench: 'detector',
+    name: `detection lag p${p}: completing span posted → counted in /metrics`,
+    value: pct(scraped, p),
+    unit: 'ms',
+    reference,
+    note: `${note}; /metrics scraped back to back`,
+  });
+}

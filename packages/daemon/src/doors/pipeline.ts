@@ -1,0 +1,71 @@
+import { SpanReceivedResult } from '@resumewatch/semconv';
+import type { ResumewatchConfig } from '../config.js';
+import {
+  Detector,
+  type Finding,
+  type SpanRecord,
+  type DecodeResult,
+  IdBounder,
+  boundSpanStrings,
+} from '@resumewatch/detector';
+import { DetectorMetrics } from '../metrics.js';
+import { FindingLog } from './finding-log.js';
+
+export interface PipelineInit {
+  config: ResumewatchConfig;
+  /** Unix ms; drives storm windows and retention. Defaults to Date.now. */
+  clock?: () => number;
+  /** Every finding with its JSON text (one line, written once). */
+  onFinding?: (f: Finding, json: string) => void;
+}
+
+/** What the serve door's receivers share: the detector, its metrics and the recent findings. */
+export class Pipeline {
+  readonly detector: Detector;
+  readonly metrics: DetectorMetrics;
+  readonly recent: FindingLog;
+  readonly ids: IdBounder;
+  private current: SpanRecord | undefined;
+  private readonly clock: () => number;
+  private readonly sink = (s: SpanRecord): void => {
+    boundSpanStrings(s, this.ids);
+    this.current = s;
+    this.detector.ingest(s);
+    this.current = undefined;
+  };
+
+  constructor(init: PipelineInit) {
+    const { config } = init;
+    this.clock = init.clock ?? Date.now;
+    this.ids = new IdBounder(config.maxIdBytes);
+    this.recent = new FindingLog(config.findingsBuffer, config.findingsMaxBytes);
+    // The metrics read the detector's state at scrape time; the detector reports its events to them.
+    this.metrics = new DetectorMetrics(config.maxServices, {
+      stats: () => this.detector.stats(),
+      activeStormsByService: () => this.detector.activeStormsByService(),
+    });
+    this.detector = new Detector({
+      ...config,
+      clock: this.clock,
+      events: this.metrics,
+      onFinding: (f) => {
+        const lag = this.current ? (this.clock() - this.current.endTimeUnixMs) / 1000 : undefined;
+        this.metrics.finding(f, lag);
+        const json = JSON.stringify(f);
+        this.recent.push(f, json);
+        init.onFinding?.(f, json);
+      },
+    });
+  }
+
+  /** Runs a decoder over one request body, feeding every span to the detector. */
+  ingest(decode: (sink: (s: SpanRecord) => void) => DecodeResult): DecodeResult {
+    const result = decode(this.sink);
+    if (result.invalid > 0) this.metrics.spans(SpanReceivedResult.INVALID, result.invalid);
+    return result;
+  }
+
+  tick(): void {
+    this.detector.tick();
+  }
+}

@@ -1,0 +1,136 @@
+import { open, readFile, rename, unlink } from 'node:fs/promises';
+import type { Detector, DetectorState } from '@resumewatch/detector';
+
+/*
+ * The detector's state on disk, so that a restart loses nothing a snapshot holds:
+ *   "RWSTATE1" | uint32 LE length of the JSON header | JSON header | raw bytes of every typed array
+ * The header is the DetectorState with each typed array replaced by {"$ta": type, "at": offset, "n": length}
+ * (offsets into the raw bytes), holes of arrays by {"$u": 1} and non-finite numbers by {"$n": "NaN"}.
+ * Written to a temporary file, fsynced and renamed over the old one: a crash mid-write leaves the
+ * previous snapshot whole.
+ */
+const MAGIC = Buffer.from('RWSTATE1');
+
+const TYPED = {
+  Float64Array,
+  Uint32Array,
+  Int32Array,
+  Uint8Array,
+  Float32Array,
+  Uint16Array,
+  Int16Array,
+  Int8Array,
+} as const;
+type TypedName = keyof typeof TYPED;
+
+export function encodeState(state: DetectorState): Buffer {
+  const blobs: Buffer[] = [];
+  let offset = 0;
+  const header = JSON.stringify(state, function (this: unknown, _key, value: unknown) {
+    if (value === undefined && Array.isArray(this)) return { $u: 1 };
+    if (typeof value === 'number' && !Number.isFinite(value)) return { $n: String(value) };
+    if (ArrayBuffer.isView(value) && !(value instanceof DataView)) {
+      const name = value.constructor.name;
+      if (!(name in TYPED)) throw new Error(`cannot save a ${name}`);
+      // Copied now, synchronously: the detector goes on changing its arrays while the file is written.
+      const bytes = Buffer.from(
+        Uint8Array.prototype.slice.call(new Uint8Array(value.buffer, value.byteOffset, value.byteLength)),
+      );
+      const at = offset;
+      // Keep every array aligned to 8 bytes in the file, so it can be read back as a view.
+      const pad = (8 - (bytes.length % 8)) % 8;
+      blobs.push(bytes, Buffer.alloc(pad));
+      offset += bytes.length + pad;
+      return { $ta: name, at, n: (value as unknown as { length: number }).length };
+    }
+    return value;
+  });
+  const json = Buffer.from(header, 'utf8');
+  const len = Buffer.alloc(4);
+  len.writeUInt32LE(json.length);
+  return Buffer.concat([MAGIC, len, json, ...blobs]);
+}
+
+export function decodeState(file: Buffer): DetectorState {
+  if (file.length < 12 || !file.subarray(0, 8).equals(MAGIC)) throw new Error('not a resumewatch state file');
+  const n = file.readUInt32LE(8);
+  if (12 + n > file.length) throw new Error('truncated state file');
+  const raw = file.subarray(12 + n);
+  return JSON.parse(file.subarray(12, 12 + n).toString('utf8'), (_key, value: unknown) => {
+    if (typeof value !== 'object' || value === null) return value;
+    const v = value as Record<string, unknown>;
+    if (v.$u === 1) return undefined;
+    if (typeof v.$n === 'string') return Number(v.$n);
+    if (typeof v.$ta === 'string') {
+      const Type = TYPED[v.$ta as TypedName];
+      const at = Number(v.at);
+      const len = Number(v.n);
+      if (!Type || !(at >= 0) || !(len >= 0) || at + len * Type.BYTES_PER_ELEMENT > raw.length)
+        throw new Error('corrupt state file');
+      const out = new Type(len);
+      new Uint8Array(out.buffer).set(raw.subarray(at, at + len * Type.BYTES_PER_ELEMENT));
+      return out;
+    }
+    return value;
+  }) as DetectorState;
+}
+
+/** The --state-file of one detector: restore() on start, write() periodically and on shutdown. */
+export class StateFile {
+  private writing: Promise<void> | undefined;
+  /** Bytes and milliseconds of the last write, for the figures. */
+  lastWrite: { bytes: number; ms: number } | undefined;
+
+  constructor(
+    readonly path: string,
+    private readonly detector: Detector,
+  ) {}
+
+  /** Reads the file back into the (fresh) detector. A missing file is a first start; a bad one is reported and set aside. */
+  async restore(): Promise<{ tracked: number } | { error: string } | undefined> {
+    let file: Buffer;
+    try {
+      file = await readFile(this.path);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      return { error: `cannot read ${this.path}: ${(e as Error).message}` };
+    }
+    try {
+      this.detector.importState(decodeState(file));
+      return { tracked: this.detector.stats().tracked };
+    } catch (e) {
+      // Set aside, not deleted: the next snapshot would overwrite it, and someone may want to look.
+      await rename(this.path, `${this.path}.rejected`).catch(() => undefined);
+      return { error: `state file ${this.path} not loaded (${(e as Error).message}); starting empty` };
+    }
+  }
+
+  /** Writes a snapshot; concurrent calls share one write that starts after the one in progress. */
+  write(): Promise<void> {
+    const next = (this.writing ?? Promise.resolve()).then(() => this.writeNow());
+    this.writing = next.finally(() => {
+      if (this.writing === next) this.writing = undefined;
+    });
+    return next;
+  }
+
+  private async writeNow(): Promise<void> {
+    const started = performance.now();
+    const bytes = encodeState(this.detector.exportState());
+    const tmp = `${this.path}.tmp-${process.pid}`;
+    const handle = await open(tmp, 'w');
+    try {
+      await handle.writeFile(bytes);
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    try {
+      await rename(tmp, this.path);
+    } catch (e) {
+      await unlink(tmp).catch(() => undefined);
+      throw e;
+    }
+    this.lastWrite = { bytes: bytes.length, ms: performance.now() - started };
+  }
+}

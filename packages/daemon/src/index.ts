@@ -1,0 +1,15 @@
+export { startServer, type RunningServer, type ServeOptions } from './doors/serve.js';
+export { startEmbeddedDetector, type EmbeddedDetector, type EmbeddedDetectorOptions } from './doors/embedded.js';
+export { analyzeFiles, formatSummary, AnalyzeInputError, type AnalyzeResult } from './doors/analyze.js';
+export { DetectorMetrics } from './metrics.js';
+export {
+  DEFAULT_CONFIG,
+  OPTION_SPECS,
+  ConfigError,
+  parseDuration,
+  parseOptionText,
+  type OptionKind,
+  resolveConfig,
+  type OptionSpec,
+  type ResumewatchConfig,
+} from './config.js';

@@ -1,0 +1,211 @@
+import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import type { GuardOptions } from '@resumewatch/instrumentation';
+import { connectSdkSession, responsesPerRequest, resumesIn, startFaultProxy } from '@resumewatch/lab';
+import type { FaultProxy, SdkSession } from '@resumewatch/lab';
+import { startEverythingServer } from '@resumewatch/lab/everything-server';
+import type { EverythingServer } from '@resumewatch/lab/everything-server';
+import {
+  ATTR_JSONRPC_REQUEST_ID,
+  ATTR_MCP_GUARD_ACTION,
+  ATTR_MCP_RESUME_EVIDENCE,
+  ATTR_MCP_RESUME_OUTCOME,
+  ATTR_MCP_TERMINAL_FOREIGN,
+  FindingKind,
+  GuardAction,
+  ResumeEvidence,
+  ResumeOutcome,
+  SPAN_REQUEST_TERMINAL,
+  SPAN_STREAM_RESUME,
+} from '@resumewatch/semconv';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { HEADER_LAST_EVENT_ID } from '@resumewatch/wire';
+import { startRig } from './helpers/lab-rig.js';
+import { waitFor } from '../../detector/test/helpers/wait.js';
+import type { Rig } from './helpers/lab-rig.js';
+
+// The official `@modelcontextprotocol/server-everything` (its Streamable HTTP mode and its own event
+// store) as a peer the project did not write: the unmodified SDK 1.x client through `instrumentFetch`
+// (with and without the guard), the real OTLP exporter, an in-process `resumewatch serve`.
+
+const TIMEOUT = 60_000;
+const LONG_RUNNING = 'Long running operation completed. Duration: 0.3 seconds, Steps: 3.';
+
+let everything: EverythingServer;
+let proxy: FaultProxy;
+const rigs: Rig[] = [];
+
+beforeAll(async () => {
+  everything = await startEverythingServer();
+  proxy = await startFaultProxy({ target: everything.url });
+});
+afterEach(async () => {
+  await Promise.allSettled(rigs.splice(0).map((r) => r.close()));
+});
+afterAll(async () => {
+  await proxy?.close();
+  await everything?.stop();
+});
+
+interface Client {
+  rig: Rig;
+  session: SdkSession;
+  spans: ReadableSpan[];
+  guard: { failed: string[]; conflicting: string[]; dropped: string[]; refused: string[] };
+}
+
+/** A fetch that holds every resume (a request carrying Last-Event-ID) until `release` settles. */
+function holdingResumes(fetchFn: typeof fetch, release: Promise<void>): typeof fetch {
+  return (async (input: Parameters<typeof fetch>[0], init?: RequestInit) => {
+    if (new Headers(init?.headers).has(HEADER_LAST_EVENT_ID)) await release;
+    return fetchFn(input, init);
+  }) as typeof fetch;
+}
+
+async function client(guarded: boolean, holdResumesUntil?: Promise<void>): Promise<Client> {
+  const guard: Client['guard'] = { failed: [], conflicting: [], dropped: [], refused: [] };
+  const spans: ReadableSpan[] = [];
+  const options: GuardOptions = {
+    onFailedResumption: (r) => void guard.failed.push(`${r.requestId}:${r.outcome}`),
+    onConflictingTerminal: (r) => void guard.conflicting.push(r.requestId),
+    onDuplicateTerminalDropped: (r) => void guard.dropped.push(`${r.requestId}:${r.foreign ? 'foreign' : 'own'}`),
+    onResumeRefused: (r) => void guard.refused.push(r.requestIds.join(',')),
+  };
+  const rig = await startRig('client', guarded ? 'proto' : 'json', {
+    guard: guarded ? options : undefined,
+    tee: (batch) => void spans.push(...batch),
+  });
+  rigs.push(rig);
+  const fetchFn = holdResumesUntil ? holdingResumes(rig.fetch, holdResumesUntil) : rig.fetch;
+  const session = await connectSdkSession('sdk', proxy.url, fetchFn, `everything-${guarded ? 'guarded' : 'plain'}`);
+  return { rig, session, spans, guard };
+}
+
+async function finish(c: Client): Promise<void> {
+  await c.session.terminate();
+  await c.session.close();
+  await c.rig.settle();
+  await c.rig.settle();
+  expect(c.rig.detector.detector.stats().spans.accepted).toBeGreaterThan(0);
+}
+
+const text = (result: { content?: Array<{ text?: string }> }): string | undefined => result.content?.[0]?.text;
+const kinds = (rig: Rig): string[] => [...new Set(rig.findings().map((f) => f.kind))].sort();
+const resumeSpans = (spans: readonly ReadableSpan[]): string[] =>
+  spans
+    .filter((s) => s.name === SPAN_STREAM_RESUME)
+    .map(
+      (s) =>
+        `${String(s.attributes[ATTR_JSONRPC_REQUEST_ID])}:${String(s.attributes[ATTR_MCP_RESUME_OUTCOME])}/${String(s.attributes[ATTR_MCP_RESUME_EVIDENCE])}`,
+    );
+
+describe.each([false, true])('the everything server, SDK 1.x client, guard=%s', (guarded) => {
+  it(
+    'healthy workload: four tool calls, one with progress; every result once, no finding',
+    { timeout: TIMEOUT },
+    async () => {
+      const c = await client(guarded);
+      const progress: number[] = [];
+      const texts = [
+        text(await c.session.callTool('echo', { message: 'one' })),
+        text(await c.session.callTool('get-sum', { a: 2, b: 3 })),
+        text(
+          await c.session.callTool(
+            'trigger-long-running-operation',
+            { duration: 0.3, steps: 3 },
+            { onprogress: (p) => void progress.push(p.progress) },
+          ),
+        ),
+        text(await c.session.callTool('echo', { message: 'two' })),
+      ];
+      await finish(c);
+      expect(texts).toEqual(['Echo: one', 'The sum of 2 and 3 is 5.', LONG_RUNNING, 'Echo: two']);
+      expect(progress).toEqual([1, 2, 3]);
+      expect(responsesPerRequest(c.session.log)).toEqual({ '1': 1, '2': 1, '3': 1, '4': 1 });
+      expect(resumesIn(c.session.log)).toEqual([]);
+      expect(c.rig.findings()).toEqual([]);
+      expect(c.guard).toEqual({ failed: [], conflicting: [], dropped: [], refused: [] });
+    },
+  );
+
+  it(
+    'cut and resume: the POST stream cut after its first progress update; a continuation, no finding',
+    { timeout: TIMEOUT },
+    async () => {
+      const c = await client(guarded);
+      const progress: number[] = [];
+      const before = text(await c.session.callTool('echo', { message: 'before' }));
+      // Priming event + progress 1, then the TCP cut; the SDK resumes after 1 s (no `retry:` from this
+      // server), when the operation (0.3 s) is done: the replay holds progress 2, 3 and the result.
+      proxy.armCut({ method: 'POST', afterEvents: 2 });
+      const cut = text(
+        await c.session.callTool(
+          'trigger-long-running-operation',
+          { duration: 0.3, steps: 3 },
+          { onprogress: (p) => void progress.push(p.progress) },
+        ),
+      );
+      const after = text(await c.session.callTool('echo', { message: 'after' }));
+      await finish(c);
+      expect([before, cut, after]).toEqual(['Echo: before', LONG_RUNNING, 'Echo: after']);
+      expect(proxy.cuts.at(-1)?.eventsForwarded).toBe(2);
+      expect(progress).toEqual([1, 2, 3]);
+      expect(resumesIn(c.session.log).map((entry) => entry.status)).toEqual([200]);
+      expect(responsesPerRequest(c.session.log)).toEqual({ '1': 1, '2': 1, '3': 1 });
+      expect(resumeSpans(c.spans)).toEqual([`2:${ResumeOutcome.CONTINUATION}/${ResumeEvidence.MESSAGE}`]);
+      expect(c.rig.findings()).toEqual([]);
+      expect(c.guard).toEqual({ failed: [], conflicting: [], dropped: [], refused: [] });
+    },
+  );
+
+  it(
+    'cut and resume with a call completed meanwhile: its result is replayed into the resumed stream; the server is blamed',
+    { timeout: TIMEOUT },
+    async () => {
+      // The resume waits for request 3 to complete: without the hold, a loaded machine can take longer
+      // than the SDK's reconnection delay (1 s) for the meanwhile call, and request 3's result then
+      // arrives live on its own stream and is never replayed.
+      let meanwhileDone!: () => void;
+      const c = await client(guarded, new Promise<void>((resolve) => (meanwhileDone = resolve)));
+      const progress: number[] = [];
+      text(await c.session.callTool('echo', { message: 'before' }));
+      const cutsBefore = proxy.cuts.length;
+      proxy.armCut({ method: 'POST', afterEvents: 2 });
+      const cut = c.session.callTool(
+        'trigger-long-running-operation',
+        { duration: 0.3, steps: 3 },
+        { onprogress: (p) => void progress.push(p.progress) },
+      );
+      // Once the cut happened (the cursor, progress 1, is stored), and while the cut request waits for
+      // its resume (1 s), request 3 runs and completes on its own POST stream.
+      await waitFor(() => proxy.cuts.length > cutsBefore, 'the cut');
+      const meanwhile = text(await c.session.callTool('echo', { message: 'meanwhile' }));
+      meanwhileDone();
+      const resumed = text(await cut);
+      const after = text(await c.session.callTool('echo', { message: 'after' }));
+      await finish(c);
+      // The application got every result once (a promise resolves once; the SDK reports the replayed
+      // copy of request 3's result as a response to an unknown id).
+      expect([meanwhile, resumed, after]).toEqual(['Echo: meanwhile', LONG_RUNNING, 'Echo: after']);
+      expect(progress).toEqual([1, 2, 3]);
+      expect(resumeSpans(c.spans)).toEqual([`2:${ResumeOutcome.CONTINUATION}/${ResumeEvidence.MESSAGE}`]);
+      // The everything server's store replays every event of the session after the cursor, whatever its
+      // stream (the spec forbids it): request 3's result, already delivered on request 3's own POST
+      // stream, comes again on request 2's resumed stream. A terminal on a stream that never carried its
+      // request is the server's defect (`foreign_replay`, blamed on its address), not the client's
+      // `duplicate_terminal` or `resume_after_terminal`: the client resumed request 2, which was not finished.
+      expect(kinds(c.rig)).toEqual([FindingKind.FOREIGN_REPLAY]);
+      expect(c.rig.findings()).toMatchObject([
+        { kind: FindingKind.FOREIGN_REPLAY, request_id: '3', server: '127.0.0.1' },
+      ]);
+      const foreign = c.spans.filter(
+        (s) => s.name === SPAN_REQUEST_TERMINAL && s.attributes[ATTR_MCP_TERMINAL_FOREIGN] === true,
+      );
+      expect(foreign.map((s) => [s.attributes[ATTR_JSONRPC_REQUEST_ID], s.attributes[ATTR_MCP_GUARD_ACTION]])).toEqual([
+        ['3', guarded ? GuardAction.DUPLICATE_TERMINAL_DROPPED : undefined],
+      ]);
+      // Without the guard the copy reaches the SDK (which drops it); with the guard it never does.
+      expect(responsesPerRequest(c.session.log)).toEqual({ '1': 1, '2': 1, '3': guarded ? 1 : 2, '4': 1 });
+      expect(c.guard).toEqual({ failed: [], conflicting: [], dropped: guarded ? ['3:foreign'] : [], refused: [] });
+    },
+  );
+});

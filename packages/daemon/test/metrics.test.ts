@@ -1,0 +1,224 @@
+import {
+  ATTR_MCP_METHOD_NAME,
+  ATTR_MCP_PROTOCOL_VERSION,
+  LABEL_ERA,
+  METRIC_MCP_REQUESTS_TOTAL,
+  ProtocolEra,
+  STATELESS_PROTOCOL_VERSION,
+  protocolEra,
+  FindingKind,
+  LABEL_ACCEPTED,
+  LABEL_DUPLICATE,
+  LABEL_ENDED_BY,
+  LABEL_KIND,
+  LABEL_OUTCOME,
+  LABEL_RESULT,
+  LABEL_SERVER,
+  LABEL_SERVICE,
+  METRIC_FINDINGS_RETRACTED_TOTAL,
+  METRIC_FINDINGS_TOTAL,
+  METRIC_LISTENING_RESUMES_TOTAL,
+  METRIC_RECONNECT_STORMS_ACTIVE,
+  METRIC_RECONNECT_STORMS_ENDED_TOTAL,
+  METRIC_RESUME_ATTEMPTS_TOTAL,
+  METRIC_SERVER_DEFECTS_TOTAL,
+  METRIC_SESSION_REATTACH_TOTAL,
+  METRIC_SPANS_RECEIVED_TOTAL,
+  METRIC_STATE_EVICTIONS_TOTAL,
+  METRIC_TERMINAL_EVENTS_TOTAL,
+  METRIC_TRACKED_REQUESTS,
+  ResumeEvidence,
+  ResumeOutcome,
+  SpanReceivedResult,
+  StormEnd,
+  StreamKind,
+} from '@resumewatch/semconv';
+import { describe, expect, it } from 'vitest';
+import { DetectorMetrics } from '../src/index.js';
+import { Detector, type DetectorStats } from '@resumewatch/detector';
+import { T0, resume, seedScenario, span, terminal, type Req } from '../../detector/test/helpers/spans.js';
+
+function wired(maxServices = 100) {
+  const metrics = new DetectorMetrics(maxServices);
+  const detector = new Detector({ events: metrics, onFinding: (f) => metrics.finding(f) });
+  return { metrics, detector };
+}
+
+async function sample(metrics: DetectorMetrics, name: string, accept?: string): Promise<string[]> {
+  const { body } = await metrics.render(accept);
+  return body
+    .split('\n')
+    .filter((l) => l.startsWith(name + '{') || l.startsWith(name + ' '))
+    .sort();
+}
+
+describe('detector metrics: storms ended, server defects, retractions, listening resumes', () => {
+  it('counts MCP requests by service and protocol era, from the request spans that say their version', async () => {
+    const { metrics, detector } = wired();
+    const request = (service: string, version: string | undefined, kind: 2 | 3 = 3) =>
+      span(
+        'tools/call work',
+        T0,
+        {
+          [ATTR_MCP_METHOD_NAME]: 'tools/call',
+          ...(version ? { [ATTR_MCP_PROTOCOL_VERSION]: version } : {}),
+        },
+        { service, kind },
+      );
+    for (const s of [
+      request('billing', '2025-06-18'),
+      request('billing', '2025-11-25'),
+      request('billing', '2026-07-28'),
+      request('search', '2026-07-28', 2),
+      request('search', undefined),
+      request('search', 'not-a-date'),
+    ])
+      detector.ingest(s);
+    expect(await sample(metrics, METRIC_MCP_REQUESTS_TOTAL)).toEqual([
+      `${METRIC_MCP_REQUESTS_TOTAL}{${LABEL_SERVICE}="billing",${LABEL_ERA}="${ProtocolEra.SESSIONS}"} 2`,
+      `${METRIC_MCP_REQUESTS_TOTAL}{${LABEL_SERVICE}="billing",${LABEL_ERA}="${ProtocolEra.STATELESS}"} 1`,
+      `${METRIC_MCP_REQUESTS_TOTAL}{${LABEL_SERVICE}="search",${LABEL_ERA}="${ProtocolEra.STATELESS}"} 1`,
+    ]);
+    expect(protocolEra('2025-11-25')).toBe(ProtocolEra.SESSIONS);
+    expect(protocolEra(STATELESS_PROTOCOL_VERSION)).toBe(ProtocolEra.STATELESS);
+    expect(protocolEra('2027-01-01')).toBe(ProtocolEra.STATELESS);
+    expect(protocolEra(undefined)).toBeUndefined();
+  });
+
+  it('counts how each storm ended, once, and no finding for the storm_ended record', async () => {
+    const { metrics, detector } = wired();
+    for (const s of seedScenario({ session: 's1', request: 1 }, 3)) detector.ingest(s);
+    for (const s of seedScenario({ session: 's2', request: 1 }, 3).slice(0, -2)) detector.ingest(s);
+    detector.flush();
+    expect(await sample(metrics, METRIC_RECONNECT_STORMS_ENDED_TOTAL)).toEqual([
+      `${METRIC_RECONNECT_STORMS_ENDED_TOTAL}{${LABEL_SERVICE}="client",${LABEL_ENDED_BY}="${StormEnd.EVICTED}"} 1`,
+      `${METRIC_RECONNECT_STORMS_ENDED_TOTAL}{${LABEL_SERVICE}="client",${LABEL_ENDED_BY}="${StormEnd.SHUTDOWN}"} 1`,
+    ]);
+    expect(await sample(metrics, METRIC_FINDINGS_TOTAL)).toContain(
+      `${METRIC_FINDINGS_TOTAL}{${LABEL_KIND}="${FindingKind.RECONNECT_STORM}",${LABEL_SERVICE}="client"} 2`,
+    );
+    expect(await sample(metrics, METRIC_FINDINGS_TOTAL)).toContain(
+      `${METRIC_FINDINGS_TOTAL}{${LABEL_KIND}="${FindingKind.SIGNATURE}",${LABEL_SERVICE}="client"} 2`,
+    );
+  });
+
+  it('counts server defects per server, capped like services', async () => {
+    const { metrics, detector } = wired(2);
+    const r: Req = { session: 's', request: 1 };
+    for (const [i, server] of ['a.test', 'b.test', 'c.test', 'a.test'].entries()) {
+      detector.ingest(terminal({ ...r, request: i }, T0 + i, `G${i}`, true, { foreign: true, server }));
+    }
+    detector.ingest(terminal(r, T0 + 10, 'H', false, { conflict: true, server: 'b.test' }));
+    expect(await sample(metrics, METRIC_SERVER_DEFECTS_TOTAL)).toEqual([
+      `${METRIC_SERVER_DEFECTS_TOTAL}{${LABEL_KIND}="${FindingKind.CONFLICTING_TERMINAL}",${LABEL_SERVER}="b.test"} 1`,
+      `${METRIC_SERVER_DEFECTS_TOTAL}{${LABEL_KIND}="${FindingKind.FOREIGN_REPLAY}",${LABEL_SERVER}="a.test"} 2`,
+      `${METRIC_SERVER_DEFECTS_TOTAL}{${LABEL_KIND}="${FindingKind.FOREIGN_REPLAY}",${LABEL_SERVER}="b.test"} 1`,
+      `${METRIC_SERVER_DEFECTS_TOTAL}{${LABEL_KIND}="${FindingKind.FOREIGN_REPLAY}",${LABEL_SERVER}="other"} 1`,
+    ]);
+  });
+
+  it('caps service labels at maxServices: the first ones keep theirs, the rest count under other', async () => {
+    const { metrics, detector } = wired(2);
+    for (const [i, service] of ['a', 'b', 'c', 'd', 'a'].entries())
+      detector.ingest(terminal({ session: 's', request: i, service }, T0 + i, `T${i}`));
+    const line = (service: string, n: number) =>
+      `${METRIC_TERMINAL_EVENTS_TOTAL}{${LABEL_SERVICE}="${service}",${LABEL_DUPLICATE}="false"} ${n}`;
+    expect(await sample(metrics, METRIC_TERMINAL_EVENTS_TOTAL)).toEqual([line('a', 2), line('b', 1), line('other', 2)]);
+    expect(metrics.service('e')).toBe('other');
+    expect(metrics.service('b')).toBe('b');
+  });
+
+  it('counts retractions by kind and service; the retracted finding stays counted in findings_total', async () => {
+    const { metrics, detector } = wired();
+    const r: Req = { session: 's', request: 1 };
+    detector.ingest(
+      resume(r, T0, 'B', 'A', {
+        observed: false,
+        outcome: ResumeOutcome.EMPTY_REPLAY,
+        evidence: ResumeEvidence.BODY_END,
+        replayed: 0,
+      }),
+    );
+    detector.ingest(terminal(r, T0 + 100, 'B'));
+    expect(await sample(metrics, METRIC_FINDINGS_RETRACTED_TOTAL)).toEqual([
+      `${METRIC_FINDINGS_RETRACTED_TOTAL}{${LABEL_KIND}="${FindingKind.AMBIGUOUS_EMPTY_REPLAY}",${LABEL_SERVICE}="client"} 1`,
+    ]);
+    expect(await sample(metrics, METRIC_FINDINGS_TOTAL)).toEqual([
+      `${METRIC_FINDINGS_TOTAL}{${LABEL_KIND}="${FindingKind.AMBIGUOUS_EMPTY_REPLAY}",${LABEL_SERVICE}="client"} 1`,
+    ]);
+  });
+
+  it('counts listening-stream resumes apart from request resumes', async () => {
+    const { metrics, detector } = wired();
+    const r: Req = { session: 's', request: 1 };
+    detector.ingest(
+      resume(r, T0, 'G1', 'G0', { noRequest: true, streamKind: StreamKind.LISTENING, outcome: ResumeOutcome.POLL }),
+    );
+    detector.ingest(
+      resume(r, T0 + 1, 'G2', 'G1', { noRequest: true, streamKind: StreamKind.LISTENING, outcome: ResumeOutcome.POLL }),
+    );
+    expect(await sample(metrics, METRIC_LISTENING_RESUMES_TOTAL)).toEqual([
+      `${METRIC_LISTENING_RESUMES_TOTAL}{${LABEL_SERVICE}="client",${LABEL_OUTCOME}="${ResumeOutcome.POLL}"} 2`,
+    ]);
+    expect(await sample(metrics, METRIC_RESUME_ATTEMPTS_TOTAL)).toEqual([]);
+    expect(detector.stats().tracked).toBe(0);
+  });
+
+  it('reads the plain counts at each scrape, the same in both formats, never counted twice', async () => {
+    let stats = { tracked: 7, evictions: 3 } as DetectorStats;
+    // The detector's state, read at each scrape: storms of a (active) and b (ended) as the detector holds them.
+    const metrics = new DetectorMetrics(2, { stats: () => stats, activeStormsByService: () => new Map([['a', 1]]) });
+    metrics.span(SpanReceivedResult.ACCEPTED);
+    metrics.spans(SpanReceivedResult.INVALID, 4);
+    metrics.terminal('a', false);
+    metrics.terminal('a', true);
+    metrics.terminal('b', false);
+    metrics.terminal('c', true); // a third service: counted under `other`
+    metrics.resume('a', ResumeOutcome.POLL);
+    metrics.listeningResume('b', ResumeOutcome.POLL);
+    metrics.reattach('a', true);
+    metrics.reattach('b', false);
+    const expected = (terminalsOfA: number, tracked: number) => ({
+      [METRIC_SPANS_RECEIVED_TOTAL]: [
+        `${METRIC_SPANS_RECEIVED_TOTAL}{${LABEL_RESULT}="${SpanReceivedResult.ACCEPTED}"} 1`,
+        `${METRIC_SPANS_RECEIVED_TOTAL}{${LABEL_RESULT}="${SpanReceivedResult.INVALID}"} 4`,
+      ],
+      [METRIC_TERMINAL_EVENTS_TOTAL]: [
+        `${METRIC_TERMINAL_EVENTS_TOTAL}{${LABEL_SERVICE}="a",${LABEL_DUPLICATE}="false"} ${terminalsOfA}`,
+        `${METRIC_TERMINAL_EVENTS_TOTAL}{${LABEL_SERVICE}="a",${LABEL_DUPLICATE}="true"} 1`,
+        `${METRIC_TERMINAL_EVENTS_TOTAL}{${LABEL_SERVICE}="b",${LABEL_DUPLICATE}="false"} 1`,
+        `${METRIC_TERMINAL_EVENTS_TOTAL}{${LABEL_SERVICE}="other",${LABEL_DUPLICATE}="true"} 1`,
+      ],
+      [METRIC_RESUME_ATTEMPTS_TOTAL]: [
+        `${METRIC_RESUME_ATTEMPTS_TOTAL}{${LABEL_SERVICE}="a",${LABEL_OUTCOME}="${ResumeOutcome.POLL}"} 1`,
+      ],
+      [METRIC_LISTENING_RESUMES_TOTAL]: [
+        `${METRIC_LISTENING_RESUMES_TOTAL}{${LABEL_SERVICE}="b",${LABEL_OUTCOME}="${ResumeOutcome.POLL}"} 1`,
+      ],
+      [METRIC_SESSION_REATTACH_TOTAL]: [
+        `${METRIC_SESSION_REATTACH_TOTAL}{${LABEL_SERVICE}="a",${LABEL_ACCEPTED}="true"} 1`,
+        `${METRIC_SESSION_REATTACH_TOTAL}{${LABEL_SERVICE}="b",${LABEL_ACCEPTED}="false"} 1`,
+      ],
+      [METRIC_RECONNECT_STORMS_ACTIVE]: [
+        `${METRIC_RECONNECT_STORMS_ACTIVE}{${LABEL_SERVICE}="a"} 1`,
+        `${METRIC_RECONNECT_STORMS_ACTIVE}{${LABEL_SERVICE}="b"} 0`,
+        `${METRIC_RECONNECT_STORMS_ACTIVE}{${LABEL_SERVICE}="other"} 0`,
+      ],
+      [METRIC_TRACKED_REQUESTS]: [`${METRIC_TRACKED_REQUESTS} ${tracked}`],
+      [METRIC_STATE_EVICTIONS_TOTAL]: [`${METRIC_STATE_EVICTIONS_TOTAL} 3`],
+    });
+    const scrape = async (accept?: string) => {
+      const out: Record<string, string[]> = {};
+      for (const name of Object.keys(expected(0, 0))) out[name] = await sample(metrics, name, accept);
+      return out;
+    };
+    expect(await scrape()).toEqual(expected(1, 7));
+    expect(await scrape()).toEqual(expected(1, 7));
+    // OpenMetrics renders counters with the same series (its _total suffix is part of the name already).
+    expect(await scrape('application/openmetrics-text')).toEqual(expected(1, 7));
+    metrics.terminal('a', false);
+    stats = { tracked: 8, evictions: 3 } as DetectorStats;
+    expect(await scrape()).toEqual(expected(2, 8));
+    expect(await scrape('application/openmetrics-text')).toEqual(expected(2, 8));
+  });
+});
