@@ -1,11 +1,16 @@
 // resumewatch — detector health: are the detectors scraped, fed, and within their caps.
 import * as dashboard from '@grafana/grafana-foundation-sdk/dashboard';
+import { percentileName } from './alerts/recorded.js';
+import type { MonitoringConfig } from './config.js';
 import { datasourceVariable, instanceVariable, row, serviceVariable, series, single } from './panels.js';
-import { detector as q } from './queries.js';
+import { detectorQueries } from './queries.js';
 
 const DETECTOR_HEALTH_UID = 'resumewatch-detector-health';
 
-export function detectorHealthDashboard(): dashboard.Dashboard {
+export function detectorHealthDashboard(config: MonitoringConfig): dashboard.Dashboard {
+  const q = detectorQueries(config);
+  const lag = config.alerts.ResumewatchDetectionLagHigh;
+  const invalidPercent = Number((config.alerts.ResumewatchDetectorRejectingSpans.threshold * 100).toPrecision(12));
   return new dashboard.DashboardBuilder('resumewatch — detector health')
     .uid(DETECTOR_HEALTH_UID)
     .description('The detector replicas (resumewatch serve): scrape health, spans received, state held and evicted.')
@@ -24,7 +29,7 @@ export function detectorHealthDashboard(): dashboard.Dashboard {
         .keepTime(true),
     )
     .withVariable(datasourceVariable())
-    .withVariable(instanceVariable())
+    .withVariable(instanceVariable(config))
     .withVariable(serviceVariable())
     .withRow(row(100, 'Scrape and intake'))
     .withPanel(
@@ -71,7 +76,7 @@ export function detectorHealthDashboard(): dashboard.Dashboard {
       series({
         id: 4,
         title: 'Invalid span ratio',
-        description: 'Share of received spans that were malformed. The alert threshold is 1%.',
+        description: `Share of received spans that were malformed. The alert threshold is ${invalidPercent}%.`,
         unit: 'percentunit',
         queries: [{ expr: q.invalidRatio, legend: '{{instance}}' }],
         at: { w: 8, h: 7 },
@@ -115,11 +120,11 @@ export function detectorHealthDashboard(): dashboard.Dashboard {
     .withPanel(
       series({
         id: 8,
-        title: 'Detection lag p99 by replica',
+        title: `Detection lag ${percentileName(lag.quantile)} by replica`,
         description:
           'Seconds from the end of the span that completed a finding to the finding. Alert: ResumewatchDetectionLagHigh.',
         unit: 's',
-        queries: [{ expr: q.detectionLagP99, legend: '{{instance}}' }],
+        queries: [{ expr: q.detectionLagAlerted, legend: '{{instance}}' }],
         at: { w: 8, h: 8 },
       }),
     )

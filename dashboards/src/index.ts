@@ -3,7 +3,10 @@ import type * as dashboard from '@grafana/grafana-foundation-sdk/dashboard';
 import { detectorHealthDashboard } from './detectorHealth.js';
 import { overviewDashboard } from './overview.js';
 
-export { RECORDED, VAR_DATASOURCE, VAR_SERVICE } from './queries.js';
+import type { MonitoringConfig } from './config.js';
+import { config as defaultConfig } from './config.js';
+
+export { recordedByDashboards, VAR_DATASOURCE, VAR_SERVICE } from './queries.js';
 
 export interface GeneratedDashboard {
   /** File name in dashboards/generated. */
@@ -11,10 +14,11 @@ export interface GeneratedDashboard {
   dashboard: dashboard.Dashboard;
 }
 
-export function dashboards(): GeneratedDashboard[] {
+/** The dashboards, with the thresholds, windows and selector of `config` (the generator's by default). */
+export function dashboards(config: MonitoringConfig = defaultConfig): GeneratedDashboard[] {
   return [
-    { file: 'overview.json', dashboard: overviewDashboard() },
-    { file: 'detector-health.json', dashboard: detectorHealthDashboard() },
+    { file: 'overview.json', dashboard: overviewDashboard(config) },
+    { file: 'detector-health.json', dashboard: detectorHealthDashboard(config) },
   ];
 }
 

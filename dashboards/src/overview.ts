@@ -1,12 +1,14 @@
 // resumewatch — overview: is the resumption failure happening, to whom, and how badly.
 import * as dashboard from '@grafana/grafana-foundation-sdk/dashboard';
-import { config } from './config.js';
-import { datasourceVariable, row, serviceVariable, series, single } from './panels.js';
-import { overview as q } from './queries.js';
+import type { MonitoringConfig } from './config.js';
+import { datasourceVariable, firingCount, row, serviceVariable, series, single } from './panels.js';
+import { overviewQueries } from './queries.js';
 
 const OVERVIEW_UID = 'resumewatch-overview';
 
-export function overviewDashboard(): dashboard.Dashboard {
+export function overviewDashboard(config: MonitoringConfig): dashboard.Dashboard {
+  const q = overviewQueries(config);
+  const alerts = config.alerts;
   return new dashboard.DashboardBuilder('resumewatch — overview')
     .uid(OVERVIEW_UID)
     .description(
@@ -39,27 +41,27 @@ export function overviewDashboard(): dashboard.Dashboard {
     .withPanel(
       single({
         id: 1,
-        title: 'Duplicate terminal events, last 10m',
+        title: `Duplicate terminal events, last ${config.findingsWindow}`,
         description:
           'Terminal events (JSON-RPC results and errors) delivered again for a (session, request) that already had one. ' +
           'Each one can run a side effect twice. Alert: McpDuplicateTerminalDelivered.',
         unit: 'short',
-        query: { expr: q.duplicateTerminals10m, legend: 'duplicates' },
+        query: { expr: q.duplicateTerminalsInWindow, legend: 'duplicates' },
         at: { w: 6, h: 5 },
-        red: 1,
+        red: firingCount(alerts.McpDuplicateTerminalDelivered.threshold),
       }),
     )
     .withPanel(
       single({
         id: 2,
-        title: 'Full signatures, last 10m',
+        title: `Full signatures, last ${config.findingsWindow}`,
         description:
           'Duplicate terminals under distinct stream identities and a reconnect storm of the same request, reported as soon ' +
           'as both are seen (while the loop runs). Alert: McpResumeLoopSignature.',
         unit: 'short',
-        query: { expr: q.signatures10m, legend: 'signatures' },
+        query: { expr: q.signaturesInWindow, legend: 'signatures' },
         at: { w: 6, h: 5 },
-        red: 1,
+        red: firingCount(alerts.McpResumeLoopSignature.threshold),
       }),
     )
     .withPanel(
@@ -70,7 +72,7 @@ export function overviewDashboard(): dashboard.Dashboard {
         unit: 'short',
         query: { expr: q.stormsActiveNow, legend: 'storms' },
         at: { w: 6, h: 5 },
-        red: 1,
+        red: firingCount(alerts.McpReconnectStorm.threshold),
       }),
     )
     .withPanel(
@@ -184,14 +186,17 @@ export function overviewDashboard(): dashboard.Dashboard {
     .withPanel(
       single({
         id: 14,
-        title: 'Server defects, last 10m',
+        title: `Server defects, last ${config.findingsWindow}`,
         description:
           'Terminal events that show an MCP server replaying what it must not (foreign_replay, conflicting_terminal), all ' +
           'servers. Alerts: McpServerConflictingTerminal, McpServerForeignReplay.',
         unit: 'short',
-        query: { expr: q.serverDefects10m, legend: 'defects' },
+        query: { expr: q.serverDefectsInWindow, legend: 'defects' },
         at: { w: 6, h: 8 },
-        red: 1,
+        red: Math.min(
+          firingCount(alerts.McpServerConflictingTerminal.threshold),
+          firingCount(alerts.McpServerForeignReplay.threshold),
+        ),
       }),
     )
     .withPanel(

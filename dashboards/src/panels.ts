@@ -5,7 +5,7 @@ import * as dashboard from '@grafana/grafana-foundation-sdk/dashboard';
 import * as prometheus from '@grafana/grafana-foundation-sdk/prometheus';
 import * as stat from '@grafana/grafana-foundation-sdk/stat';
 import * as timeseries from '@grafana/grafana-foundation-sdk/timeseries';
-import { config } from './config.js';
+import type { MonitoringConfig } from './config.js';
 import { VAR_DATASOURCE, VAR_INSTANCE, VAR_SERVICE } from './queries.js';
 import { METRIC_TERMINAL_EVENTS_TOTAL, LABEL_SERVICE } from '@resumewatch/semconv';
 
@@ -116,6 +116,14 @@ export function single(p: StatPanel): stat.PanelBuilder {
     .targets(targets([p.query]));
 }
 
+/**
+ * Where the stat of a count turns red for an alert that fires when that count is `> threshold`: the
+ * first whole count above it (1 for a threshold of 0).
+ */
+export function firingCount(threshold: number): number {
+  return Math.floor(threshold) + 1;
+}
+
 export function row(id: number, title: string): dashboard.RowBuilder {
   return new dashboard.RowBuilder(title).id(id);
 }
@@ -141,7 +149,7 @@ export function serviceVariable(): dashboard.QueryVariableBuilder {
     .current({ text: 'All', value: '$__all' });
 }
 
-export function instanceVariable(): dashboard.QueryVariableBuilder {
+export function instanceVariable(config: MonitoringConfig): dashboard.QueryVariableBuilder {
   return new dashboard.QueryVariableBuilder(VAR_INSTANCE)
     .label('detector replica')
     .datasource(PROMETHEUS)

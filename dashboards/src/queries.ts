@@ -29,18 +29,19 @@ import {
   ProtocolEra,
   SpanReceivedResult,
 } from '@resumewatch/semconv';
-import { config } from './config.js';
-
-/** The detectors' scrape targets, as the alerts select them (`detectorSelector` of config.ts). */
-const detectors = config.detectorSelector;
+import type { MonitoringConfig } from './config.js';
+import { recordedNames } from './alerts/recorded.js';
 
 /** Recording rules of alerts/rules/recording.yaml that the dashboards read (checked by a test). */
-export const RECORDED = {
-  duplicateTerminalsIncrease10m: 'service:resumewatch_duplicate_terminal_events:increase10m',
-  findingsIncrease10m: 'service_kind:resumewatch_findings:increase10m',
-  stormsActive: 'service:resumewatch_reconnect_storms:active',
-  serverDefectsIncrease10m: 'server_kind:resumewatch_server_defects:increase10m',
-} as const;
+export function recordedByDashboards(config: MonitoringConfig) {
+  const names = recordedNames(config);
+  return {
+    duplicateTerminals: names.duplicateTerminals,
+    findings: names.findings,
+    stormsActive: names.stormsActive,
+    serverDefects: names.serverDefects,
+  } as const;
+}
 
 /** Dashboard variables. */
 export const VAR_DATASOURCE = 'datasource';
@@ -49,7 +50,11 @@ export const VAR_INSTANCE = 'instance';
 
 const RATE = '$__rate_interval';
 const service = `${LABEL_SERVICE}=~"$${VAR_SERVICE}"`;
-const instance = `${detectors}, instance=~"$${VAR_INSTANCE}"`;
+
+/** The detectors as the alerts select them (`detectorSelector`), narrowed to the replica variable. */
+function instanceOf(config: MonitoringConfig): string {
+  return `${config.detectorSelector}, instance=~"$${VAR_INSTANCE}"`;
+}
 
 function rate(metric: string, matchers: string): string {
   return `rate(${metric}{${matchers}}[${RATE}])`;
@@ -60,46 +65,59 @@ function quantile(q: number, histogram: string, matchers: string, by: string[] =
   return `histogram_quantile(${q}, sum by (${labels}) (${rate(`${histogram}_bucket`, matchers)}))`;
 }
 
-export const overview = {
-  duplicateTerminals10m: `sum(${RECORDED.duplicateTerminalsIncrease10m}{${service}}) or vector(0)`,
-  signatures10m: `sum(${RECORDED.findingsIncrease10m}{${service}, ${LABEL_KIND}="${FindingKind.SIGNATURE}"}) or vector(0)`,
-  stormsActiveNow: `sum(${RECORDED.stormsActive}{${service}}) or vector(0)`,
-  duplicateTerminalRate: `sum by (${LABEL_SERVICE}) (${rate(METRIC_TERMINAL_EVENTS_TOTAL, `${service}, ${LABEL_DUPLICATE}="true"`)})`,
-  signatureRate: `sum by (${LABEL_SERVICE}) (${rate(METRIC_FINDINGS_TOTAL, `${service}, ${LABEL_KIND}="${FindingKind.SIGNATURE}"`)})`,
-  stormsActive: `sum by (${LABEL_SERVICE}) (${METRIC_RECONNECT_STORMS_ACTIVE}{${service}})`,
-  stormAttemptsP50: quantile(0.5, METRIC_RECONNECT_STORM_ATTEMPTS, service, [LABEL_SERVICE]),
-  stormAttemptsP90: quantile(0.9, METRIC_RECONNECT_STORM_ATTEMPTS, service, [LABEL_SERVICE]),
-  terminalEventsByDuplicate: `sum by (${LABEL_DUPLICATE}) (${rate(METRIC_TERMINAL_EVENTS_TOTAL, service)})`,
-  resumeOutcomes: `sum by (${LABEL_OUTCOME}) (${rate(METRIC_RESUME_ATTEMPTS_TOTAL, service)})`,
-  reattachByAcceptance: `sum by (${LABEL_ACCEPTED}) (${rate(METRIC_SESSION_REATTACH_TOTAL, service)})`,
-  reattachAcceptedRatio:
-    `sum by (${LABEL_SERVICE}) (${rate(METRIC_SESSION_REATTACH_TOTAL, `${service}, ${LABEL_ACCEPTED}="true"`)})` +
-    ` / sum by (${LABEL_SERVICE}) (${rate(METRIC_SESSION_REATTACH_TOTAL, service)})`,
-  findingsByKind: `sum by (${LABEL_KIND}) (${rate(METRIC_FINDINGS_TOTAL, service)})`,
-  // Server defects carry the MCP server (server.address), not the client's service: not filtered by $service.
-  serverDefects10m: `sum(${RECORDED.serverDefectsIncrease10m}) or vector(0)`,
-  serverDefectsByServer: `sum by (${LABEL_SERVER}, ${LABEL_KIND}) (${rate(METRIC_SERVER_DEFECTS_TOTAL, `${LABEL_KIND}=~".+"`)})`,
-  stormsEndedByReason: `sum by (${LABEL_ENDED_BY}) (${rate(METRIC_RECONNECT_STORMS_ENDED_TOTAL, service)})`,
-  findingsRetracted: `sum by (${LABEL_KIND}) (${rate(METRIC_FINDINGS_RETRACTED_TOTAL, service)})`,
-  listeningResumes: `sum by (${LABEL_OUTCOME}) (${rate(METRIC_LISTENING_RESUMES_TOTAL, service)})`,
-  // The share of each service's MCP requests still in the session era (up to 2025-11-25): the traffic
-  // the replay loop can reach. It falls towards 0 as clients and servers move to 2026-07-28.
-  sessionEraShare:
-    `sum by (${LABEL_SERVICE}) (${rate(METRIC_MCP_REQUESTS_TOTAL, `${service}, ${LABEL_ERA}="${ProtocolEra.SESSIONS}"`)})` +
-    ` / sum by (${LABEL_SERVICE}) (${rate(METRIC_MCP_REQUESTS_TOTAL, service)})`,
-  detectionLagP50: quantile(0.5, METRIC_DETECTION_LAG_SECONDS, detectors),
-  detectionLagP99: quantile(0.99, METRIC_DETECTION_LAG_SECONDS, detectors),
-};
+export function overviewQueries(config: MonitoringConfig) {
+  const recorded = recordedByDashboards(config);
+  const detectors = config.detectorSelector;
+  return {
+    duplicateTerminalsInWindow: `sum(${recorded.duplicateTerminals}{${service}}) or vector(0)`,
+    signaturesInWindow: `sum(${recorded.findings}{${service}, ${LABEL_KIND}="${FindingKind.SIGNATURE}"}) or vector(0)`,
+    stormsActiveNow: `sum(${recorded.stormsActive}{${service}}) or vector(0)`,
+    duplicateTerminalRate: `sum by (${LABEL_SERVICE}) (${rate(METRIC_TERMINAL_EVENTS_TOTAL, `${service}, ${LABEL_DUPLICATE}="true"`)})`,
+    signatureRate: `sum by (${LABEL_SERVICE}) (${rate(METRIC_FINDINGS_TOTAL, `${service}, ${LABEL_KIND}="${FindingKind.SIGNATURE}"`)})`,
+    stormsActive: `sum by (${LABEL_SERVICE}) (${METRIC_RECONNECT_STORMS_ACTIVE}{${service}})`,
+    stormAttemptsP50: quantile(0.5, METRIC_RECONNECT_STORM_ATTEMPTS, service, [LABEL_SERVICE]),
+    stormAttemptsP90: quantile(0.9, METRIC_RECONNECT_STORM_ATTEMPTS, service, [LABEL_SERVICE]),
+    terminalEventsByDuplicate: `sum by (${LABEL_DUPLICATE}) (${rate(METRIC_TERMINAL_EVENTS_TOTAL, service)})`,
+    resumeOutcomes: `sum by (${LABEL_OUTCOME}) (${rate(METRIC_RESUME_ATTEMPTS_TOTAL, service)})`,
+    reattachByAcceptance: `sum by (${LABEL_ACCEPTED}) (${rate(METRIC_SESSION_REATTACH_TOTAL, service)})`,
+    reattachAcceptedRatio:
+      `sum by (${LABEL_SERVICE}) (${rate(METRIC_SESSION_REATTACH_TOTAL, `${service}, ${LABEL_ACCEPTED}="true"`)})` +
+      ` / sum by (${LABEL_SERVICE}) (${rate(METRIC_SESSION_REATTACH_TOTAL, service)})`,
+    findingsByKind: `sum by (${LABEL_KIND}) (${rate(METRIC_FINDINGS_TOTAL, service)})`,
+    // Server defects carry the MCP server (server.address), not the client's service: not filtered by $service.
+    serverDefectsInWindow: `sum(${recorded.serverDefects}) or vector(0)`,
+    serverDefectsByServer: `sum by (${LABEL_SERVER}, ${LABEL_KIND}) (${rate(METRIC_SERVER_DEFECTS_TOTAL, `${LABEL_KIND}=~".+"`)})`,
+    stormsEndedByReason: `sum by (${LABEL_ENDED_BY}) (${rate(METRIC_RECONNECT_STORMS_ENDED_TOTAL, service)})`,
+    findingsRetracted: `sum by (${LABEL_KIND}) (${rate(METRIC_FINDINGS_RETRACTED_TOTAL, service)})`,
+    listeningResumes: `sum by (${LABEL_OUTCOME}) (${rate(METRIC_LISTENING_RESUMES_TOTAL, service)})`,
+    // The share of each service's MCP requests still in the session era (up to 2025-11-25): the traffic
+    // the replay loop can reach. It falls towards 0 as clients and servers move to 2026-07-28.
+    sessionEraShare:
+      `sum by (${LABEL_SERVICE}) (${rate(METRIC_MCP_REQUESTS_TOTAL, `${service}, ${LABEL_ERA}="${ProtocolEra.SESSIONS}"`)})` +
+      ` / sum by (${LABEL_SERVICE}) (${rate(METRIC_MCP_REQUESTS_TOTAL, service)})`,
+    detectionLagP50: quantile(0.5, METRIC_DETECTION_LAG_SECONDS, detectors),
+    detectionLagP99: quantile(0.99, METRIC_DETECTION_LAG_SECONDS, detectors),
+  };
+}
 
-export const detector = {
-  up: `up{${instance}}`,
-  spansByResult: `sum by (${LABEL_RESULT}) (${rate(METRIC_SPANS_RECEIVED_TOTAL, instance)})`,
-  spansByReplica: `sum by (instance) (${rate(METRIC_SPANS_RECEIVED_TOTAL, instance)})`,
-  invalidRatio:
-    `sum by (instance) (${rate(METRIC_SPANS_RECEIVED_TOTAL, `${instance}, ${LABEL_RESULT}="${SpanReceivedResult.INVALID}"`)})` +
-    ` / sum by (instance) (${rate(METRIC_SPANS_RECEIVED_TOTAL, instance)})`,
-  trackedRequests: `sum by (instance) (${METRIC_TRACKED_REQUESTS}{${instance}})`,
-  evictions: `sum by (instance) (${rate(METRIC_STATE_EVICTIONS_TOTAL, instance)})`,
-  detectionLagP99: quantile(0.99, METRIC_DETECTION_LAG_SECONDS, instance, ['instance']),
-  terminalEventsByService: `sum by (${LABEL_SERVICE}) (${rate(METRIC_TERMINAL_EVENTS_TOTAL, `${instance}, ${service}`)})`,
-};
+export function detectorQueries(config: MonitoringConfig) {
+  const instance = instanceOf(config);
+  return {
+    up: `up{${instance}}`,
+    spansByResult: `sum by (${LABEL_RESULT}) (${rate(METRIC_SPANS_RECEIVED_TOTAL, instance)})`,
+    spansByReplica: `sum by (instance) (${rate(METRIC_SPANS_RECEIVED_TOTAL, instance)})`,
+    invalidRatio:
+      `sum by (instance) (${rate(METRIC_SPANS_RECEIVED_TOTAL, `${instance}, ${LABEL_RESULT}="${SpanReceivedResult.INVALID}"`)})` +
+      ` / sum by (instance) (${rate(METRIC_SPANS_RECEIVED_TOTAL, instance)})`,
+    trackedRequests: `sum by (instance) (${METRIC_TRACKED_REQUESTS}{${instance}})`,
+    evictions: `sum by (instance) (${rate(METRIC_STATE_EVICTIONS_TOTAL, instance)})`,
+    // At the quantile ResumewatchDetectionLagHigh alerts on.
+    detectionLagAlerted: quantile(
+      config.alerts.ResumewatchDetectionLagHigh.quantile,
+      METRIC_DETECTION_LAG_SECONDS,
+      instance,
+      ['instance'],
+    ),
+    terminalEventsByService: `sum by (${LABEL_SERVICE}) (${rate(METRIC_TERMINAL_EVENTS_TOTAL, `${instance}, ${service}`)})`,
+  };
+}

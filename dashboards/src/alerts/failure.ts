@@ -1,117 +1,125 @@
 // alerts/rules/failure.yaml: the alerts on the resumption failure (per service) and on server defects (per server).
 import { FindingKind, LABEL_KIND } from '@resumewatch/semconv';
+import { spelled } from '../config.js';
+import type { MonitoringConfig } from '../config.js';
 import type { RuleFile } from './model.js';
+import { recordedNames } from './recorded.js';
 
-export const failureRules: RuleFile = {
-  file: 'failure.yaml',
-  header: `Alerts on the MCP Streamable HTTP resumption failure: a client that treats "session accepted +
+export function failureRules(config: MonitoringConfig): RuleFile {
+  const names = recordedNames(config);
+  const window = spelled(config.findingsWindow);
+  const alerts = config.alerts;
+  return {
+    file: 'failure.yaml',
+    header: `Alerts on the MCP Streamable HTTP resumption failure: a client that treats "session accepted +
 event id known" as a continuation. Each alert links to its section of docs/runbooks.md.
 Inputs are the recording rules of recording.yaml (summed over detector replicas, per service).`,
-  groups: [
-    {
-      name: 'resumewatch.failure',
-      rules: [
-        {
-          alert: 'McpDuplicateTerminalDelivered',
-          expr: `service:resumewatch_duplicate_terminal_events:increase10m > 0`,
-          for: '1m',
-          severity: 'critical',
-          summary: `Duplicate MCP terminal results delivered to clients of {{ $labels.service }}`,
-          description: `{{ $value | printf "%.0f" }} terminal event(s) (JSON-RPC result or error) reached clients of
-service {{ $labels.service }} in the last 10 minutes for a (session, request) that had already
+    groups: [
+      {
+        name: 'resumewatch.failure',
+        rules: [
+          {
+            alert: 'McpDuplicateTerminalDelivered',
+            expr: `${names.duplicateTerminals} > ${alerts.McpDuplicateTerminalDelivered.threshold}`,
+            for: alerts.McpDuplicateTerminalDelivered.for,
+            severity: 'critical',
+            summary: `Duplicate MCP terminal results delivered to clients of {{ $labels.service }}`,
+            description: `{{ $value | printf "%.0f" }} terminal event(s) (JSON-RPC result or error) reached clients of
+service {{ $labels.service }} in the last ${window} for a (session, request) that had already
 received one. Each is a replay of a finished request on a new stream: a consumer that
 deduplicates per stream runs its side effect again.`,
-        },
-        {
-          alert: 'McpResumeLoopSignature',
-          expr: `service_kind:resumewatch_findings:increase10m{${LABEL_KIND}="${FindingKind.SIGNATURE}"} > 0`,
-          for: '1m',
-          severity: 'critical',
-          summary: `Resume-after-completion loop (full signature) on {{ $labels.service }}`,
-          description: `The detector matched the full signature {{ $value | printf "%.0f" }} time(s) in the last
-10 minutes on service {{ $labels.service }}: duplicate terminal events under distinct stream
+          },
+          {
+            alert: 'McpResumeLoopSignature',
+            expr: `${names.findings}{${LABEL_KIND}="${FindingKind.SIGNATURE}"} > ${alerts.McpResumeLoopSignature.threshold}`,
+            for: alerts.McpResumeLoopSignature.for,
+            severity: 'critical',
+            summary: `Resume-after-completion loop (full signature) on {{ $labels.service }}`,
+            description: `The detector matched the full signature {{ $value | printf "%.0f" }} time(s) in the last
+${window} on service {{ $labels.service }}: duplicate terminal events under distinct stream
 identities and a reconnect storm for the same request, reported as soon as both are seen,
 while the loop may still run (it ends only if the server evicts the cursor). A client
 reconnects with Last-Event-ID after its request finished.`,
-        },
-        {
-          alert: 'McpReconnectStorm',
-          expr: `sum by (service) (service_kind:resumewatch_findings:increase10m{${LABEL_KIND}="${FindingKind.RECONNECT_STORM}"}) > 0
+          },
+          {
+            alert: 'McpReconnectStorm',
+            expr: `sum by (service) (${names.findings}{${LABEL_KIND}="${FindingKind.RECONNECT_STORM}"}) > ${alerts.McpReconnectStorm.threshold}
   or
-service:resumewatch_reconnect_storms:active > 0
+${names.stormsActive} > ${alerts.McpReconnectStorm.threshold}
 `,
-          for: '2m',
-          severity: 'warning',
-          summary: `MCP reconnect storm on {{ $labels.service }}`,
-          description: `Clients of service {{ $labels.service }} keep re-presenting their Mcp-Session-Id on new streams
-({{ $value | printf "%.0f" }} storm(s) detected in the last 10 minutes or in progress). A storm
+            for: alerts.McpReconnectStorm.for,
+            severity: 'warning',
+            summary: `MCP reconnect storm on {{ $labels.service }}`,
+            description: `Clients of service {{ $labels.service }} keep re-presenting their Mcp-Session-Id on new streams
+({{ $value | printf "%.0f" }} storm(s) detected in the last ${window} or in progress). A storm
 after a clean close ends only when the server's event buffer evicts the cursor.`,
-        },
-        {
-          alert: 'McpResumeAfterTerminal',
-          expr: `service_kind:resumewatch_findings:increase10m{${LABEL_KIND}="${FindingKind.RESUME_AFTER_TERMINAL}"} > 0`,
-          for: '5m',
-          severity: 'warning',
-          summary: `MCP clients of {{ $labels.service }} resume requests that already finished`,
-          description: `{{ $value | printf "%.0f" }} resume attempt(s) in the last 10 minutes on service
+          },
+          {
+            alert: 'McpResumeAfterTerminal',
+            expr: `${names.findings}{${LABEL_KIND}="${FindingKind.RESUME_AFTER_TERMINAL}"} > ${alerts.McpResumeAfterTerminal.threshold}`,
+            for: alerts.McpResumeAfterTerminal.for,
+            severity: 'warning',
+            summary: `MCP clients of {{ $labels.service }} resume requests that already finished`,
+            description: `{{ $value | printf "%.0f" }} resume attempt(s) in the last ${window} on service
 {{ $labels.service }} sent Last-Event-ID for a request whose terminal event had already been
 delivered. The stream ended because the work completed; resuming it can only replay the
 final result.`,
-        },
-        {
-          comment: `Failed resumptions are counted net of their retractions (a later continuation or terminal).`,
-          alert: 'McpAmbiguousEmptyReplay',
-          expr: `service_kind:resumewatch_findings_standing:increase10m{${LABEL_KIND}="${FindingKind.AMBIGUOUS_EMPTY_REPLAY}"} > 0`,
-          for: '5m',
-          severity: 'warning',
-          summary: `Empty replays on unfinished MCP requests of {{ $labels.service }}`,
-          description: `{{ $value | printf "%.0f" }} resume attempt(s) in the last 10 minutes on service
+          },
+          {
+            comment: `Failed resumptions are counted net of their retractions (a later continuation or terminal).`,
+            alert: 'McpAmbiguousEmptyReplay',
+            expr: `${names.findingsStanding}{${LABEL_KIND}="${FindingKind.AMBIGUOUS_EMPTY_REPLAY}"} > ${alerts.McpAmbiguousEmptyReplay.threshold}`,
+            for: alerts.McpAmbiguousEmptyReplay.for,
+            severity: 'warning',
+            summary: `Empty replays on unfinished MCP requests of {{ $labels.service }}`,
+            description: `{{ $value | printf "%.0f" }} resume attempt(s) in the last ${window} on service
 {{ $labels.service }} got 2xx and a body that ended with no message (no polling announced), or
 stayed silent past the request's deadline, for a request that had not finished, and no later
 continuation or terminal retracted it. The server accepted the session but no longer holds
 the stream (restart, lost buffer); the client may believe it missed nothing.`,
-        },
-        {
-          alert: 'McpResumeCursorLost',
-          expr: `service_kind:resumewatch_findings_standing:increase10m{${LABEL_KIND}="${FindingKind.CURSOR_LOST}"} > 0`,
-          for: '5m',
-          severity: 'warning',
-          summary: `MCP resume cursors rejected for unfinished requests of {{ $labels.service }}`,
-          description: `{{ $value | printf "%.0f" }} resume attempt(s) in the last 10 minutes on service
+          },
+          {
+            alert: 'McpResumeCursorLost',
+            expr: `${names.findingsStanding}{${LABEL_KIND}="${FindingKind.CURSOR_LOST}"} > ${alerts.McpResumeCursorLost.threshold}`,
+            for: alerts.McpResumeCursorLost.for,
+            severity: 'warning',
+            summary: `MCP resume cursors rejected for unfinished requests of {{ $labels.service }}`,
+            description: `{{ $value | printf "%.0f" }} resume attempt(s) in the last ${window} on service
 {{ $labels.service }} were answered 404, or 400/409 confirmed by a second rejection or by the
 client giving the request up, for a request that had not finished, and no later continuation or
 terminal retracted it: the cursor or the session is gone and the request's remaining events are lost.`,
-        },
-      ],
-    },
-    {
-      name: 'resumewatch.server',
-      comment: `Server defects: the MCP server's event store replays what it must not. Per server.address, so the
+          },
+        ],
+      },
+      {
+        name: 'resumewatch.server',
+        comment: `Server defects: the MCP server's event store replays what it must not. Per server.address, so the
 page goes to whoever runs that server. Counted with or without the client-side guard.`,
-      rules: [
-        {
-          alert: 'McpServerConflictingTerminal',
-          expr: `server_kind:resumewatch_server_defects:increase10m{${LABEL_KIND}="${FindingKind.CONFLICTING_TERMINAL}"} > 0`,
-          for: '1m',
-          severity: 'critical',
-          summary: `MCP server {{ $labels.server }} delivers conflicting results for one request`,
-          description: `{{ $value | printf "%.0f" }} terminal event(s) in the last 10 minutes from MCP server
+        rules: [
+          {
+            alert: 'McpServerConflictingTerminal',
+            expr: `${names.serverDefects}{${LABEL_KIND}="${FindingKind.CONFLICTING_TERMINAL}"} > ${alerts.McpServerConflictingTerminal.threshold}`,
+            for: alerts.McpServerConflictingTerminal.for,
+            severity: 'critical',
+            summary: `MCP server {{ $labels.server }} delivers conflicting results for one request`,
+            description: `{{ $value | printf "%.0f" }} terminal event(s) in the last ${window} from MCP server
 {{ $labels.server }} answered a (session, request) that already had a different result. Its
 event store replayed another request's or another session's result: the application may hold
 the wrong one, and another session's data may have leaked.`,
-        },
-        {
-          alert: 'McpServerForeignReplay',
-          expr: `server_kind:resumewatch_server_defects:increase10m{${LABEL_KIND}="${FindingKind.FOREIGN_REPLAY}"} > 0`,
-          for: '5m',
-          severity: 'warning',
-          summary: `MCP server {{ $labels.server }} replays events across streams`,
-          description: `{{ $value | printf "%.0f" }} terminal event(s) in the last 10 minutes from MCP server
+          },
+          {
+            alert: 'McpServerForeignReplay',
+            expr: `${names.serverDefects}{${LABEL_KIND}="${FindingKind.FOREIGN_REPLAY}"} > ${alerts.McpServerForeignReplay.threshold}`,
+            for: alerts.McpServerForeignReplay.for,
+            severity: 'warning',
+            summary: `MCP server {{ $labels.server }} replays events across streams`,
+            description: `{{ $value | printf "%.0f" }} terminal event(s) in the last ${window} from MCP server
 {{ $labels.server }} arrived on a stream that never carried their request (the listening
 stream, or another request's stream). Its event store replays across streams, which the
 transport forbids; clients without the guard see results twice.`,
-        },
-      ],
-    },
-  ],
-};
+          },
+        ],
+      },
+    ],
+  };
+}

@@ -10,7 +10,7 @@ import { renderRuleFile } from './render.js';
 export { renewRunbookUrls } from './promtool-runbooks.js';
 
 function ruleFiles(config: MonitoringConfig): RuleFile[] {
-  return [recordingRules, failureRules, detectorRules(config), gatewayRules(config)];
+  return [recordingRules(config), failureRules(config), detectorRules(config), gatewayRules(config)];
 }
 
 /** File name in alerts/rules → its exact text. */

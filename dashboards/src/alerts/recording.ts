@@ -1,143 +1,153 @@
 // alerts/rules/recording.yaml: the recording rules shared by the alerts and the dashboards.
 import { LABEL_ACCEPTED, LABEL_DUPLICATE, LABEL_RESULT, SpanReceivedResult } from '@resumewatch/semconv';
+import { spelled } from '../config.js';
+import type { MonitoringConfig } from '../config.js';
 import type { RuleFile } from './model.js';
+import { recordedNames } from './recorded.js';
 
-export const recordingRules: RuleFile = {
-  file: 'recording.yaml',
-  header: `Recording rules shared by the alerts (failure.yaml, detector.yaml) and the dashboards.
+export function recordingRules(config: MonitoringConfig): RuleFile {
+  const names = recordedNames(config);
+  const counted = config.findingsWindow;
+  const rate = config.rateWindow;
+  const evictions = config.alerts.ResumewatchDetectorEvictingState;
+  const lag = config.alerts.ResumewatchDetectionLagHigh;
+  return {
+    file: 'recording.yaml',
+    header: `Recording rules shared by the alerts (failure.yaml, detector.yaml) and the dashboards.
 
 Naming follows level:metric:operations. Every rule aggregates away \`instance\`, so the two
 detector replicas behind the collector's load-balancing exporter add up to one figure per service.
 
-The \`:increase10m\` rules count findings and duplicate terminals over the last 10 minutes, and they
+The \`:increase${counted}\` rules count findings and duplicate terminals over the last ${spelled(counted)}, and they
 count a series that appeared inside the window too: the detector creates a labelled series on its
 first increment (value 1), and increase() alone would miss that first event, which for a service
-with a single duplicate terminal is the only one. So a series that did not exist 10 minutes ago
+with a single duplicate terminal is the only one. So a series that did not exist ${spelled(counted)} ago
 counts with its whole value, and every other series with increase():
-  ((x unless x offset 10m) and on (job, instance) (up offset 10m)) or increase(x[10m])
+  ((x unless x offset ${counted}) and on (job, instance) (up offset ${counted})) or increase(x[${counted}])
 (\`or\` keeps the left side where both have a series: vector matching ignores the metric name.)
-The \`up offset 10m\` guard counts a series as new only on a target Prometheus already scraped
-10 minutes ago: after a Prometheus cold start (or a gap in its data) every old counter looks new,
+The \`up offset ${counted}\` guard counts a series as new only on a target Prometheus already scraped
+${spelled(counted)} ago: after a Prometheus cold start (or a gap in its data) every old counter looks new,
 and without the guard each one that ever counted a duplicate would page. The price: on a target
-younger than 10 minutes, a series' very first event is seen only once its counter moves again.`,
-  groups: [
-    {
-      name: 'resumewatch.recording',
-      rules: [
-        {
-          record: 'service_kind:resumewatch_findings:increase10m',
-          expr: `sum by (service, kind) (
+younger than ${spelled(counted)}, a series' very first event is seen only once its counter moves again.`,
+    groups: [
+      {
+        name: 'resumewatch.recording',
+        rules: [
+          {
+            record: names.findings,
+            expr: `sum by (service, kind) (
     (
-        (resumewatch_findings_total unless resumewatch_findings_total offset 10m)
+        (resumewatch_findings_total unless resumewatch_findings_total offset ${counted})
       and on (job, instance)
-        (up offset 10m)
+        (up offset ${counted})
     )
   or
-    increase(resumewatch_findings_total[10m])
+    increase(resumewatch_findings_total[${counted}])
 )
 `,
-        },
-        {
-          comment: `Retractions of failed-resumption findings (a later continuation or terminal contradicted them),
+          },
+          {
+            comment: `Retractions of failed-resumption findings (a later continuation or terminal contradicted them),
 counted like the findings; the standing findings are the findings minus their retractions
 (a kind without retractions minus 0), never below 0.`,
-          record: 'service_kind:resumewatch_findings_retracted:increase10m',
-          expr: `sum by (service, kind) (
+            record: names.findingsRetracted,
+            expr: `sum by (service, kind) (
     (
-        (resumewatch_findings_retracted_total unless resumewatch_findings_retracted_total offset 10m)
+        (resumewatch_findings_retracted_total unless resumewatch_findings_retracted_total offset ${counted})
       and on (job, instance)
-        (up offset 10m)
+        (up offset ${counted})
     )
   or
-    increase(resumewatch_findings_retracted_total[10m])
+    increase(resumewatch_findings_retracted_total[${counted}])
 )
 `,
-        },
-        {
-          record: 'service_kind:resumewatch_findings_standing:increase10m',
-          expr: `clamp_min(
-    service_kind:resumewatch_findings:increase10m
+          },
+          {
+            record: names.findingsStanding,
+            expr: `clamp_min(
+    ${names.findings}
   -
-    (service_kind:resumewatch_findings_retracted:increase10m or service_kind:resumewatch_findings:increase10m * 0),
+    (${names.findingsRetracted} or ${names.findings} * 0),
   0
 )
 `,
-        },
-        {
-          comment: `Server defects (foreign_replay, conflicting_terminal) per MCP server (server.address), summed over
+          },
+          {
+            comment: `Server defects (foreign_replay, conflicting_terminal) per MCP server (server.address), summed over
 replicas and services, counted like the findings.`,
-          record: 'server_kind:resumewatch_server_defects:increase10m',
-          expr: `sum by (server, kind) (
+            record: names.serverDefects,
+            expr: `sum by (server, kind) (
     (
-        (resumewatch_server_defects_total unless resumewatch_server_defects_total offset 10m)
+        (resumewatch_server_defects_total unless resumewatch_server_defects_total offset ${counted})
       and on (job, instance)
-        (up offset 10m)
+        (up offset ${counted})
     )
   or
-    increase(resumewatch_server_defects_total[10m])
+    increase(resumewatch_server_defects_total[${counted}])
 )
 `,
-        },
-        {
-          record: 'service_kind:resumewatch_findings:rate5m',
-          expr: `sum by (service, kind) (rate(resumewatch_findings_total[5m]))`,
-        },
-        {
-          record: 'service:resumewatch_duplicate_terminal_events:increase10m',
-          expr: `sum by (service) (
+          },
+          {
+            record: names.findingsRate,
+            expr: `sum by (service, kind) (rate(resumewatch_findings_total[${rate}]))`,
+          },
+          {
+            record: names.duplicateTerminals,
+            expr: `sum by (service) (
     (
         (
             resumewatch_terminal_events_total{${LABEL_DUPLICATE}="true"}
           unless
-            resumewatch_terminal_events_total{${LABEL_DUPLICATE}="true"} offset 10m
+            resumewatch_terminal_events_total{${LABEL_DUPLICATE}="true"} offset ${counted}
         )
       and on (job, instance)
-        (up offset 10m)
+        (up offset ${counted})
     )
   or
-    increase(resumewatch_terminal_events_total{${LABEL_DUPLICATE}="true"}[10m])
+    increase(resumewatch_terminal_events_total{${LABEL_DUPLICATE}="true"}[${counted}])
 )
 `,
-        },
-        {
-          record: 'service_ended_by:resumewatch_reconnect_storms_ended:increase1h',
-          expr: `sum by (service, ended_by) (increase(resumewatch_reconnect_storms_ended_total[1h]))`,
-        },
-        {
-          record: 'service:resumewatch_reconnect_storms:active',
-          expr: `sum by (service) (resumewatch_reconnect_storms_active)`,
-        },
-        {
-          record: 'service_outcome:resumewatch_resume_attempts:rate5m',
-          expr: `sum by (service, outcome) (rate(resumewatch_resume_attempts_total[5m]))`,
-        },
-        {
-          record: 'service:resumewatch_session_reattach_accepted:ratio_rate5m',
-          expr: `sum by (service) (rate(resumewatch_session_reattach_total{${LABEL_ACCEPTED}="true"}[5m]))
+          },
+          {
+            record: names.stormsEnded,
+            expr: `sum by (service, ended_by) (increase(resumewatch_reconnect_storms_ended_total[${config.stormsEndedWindow}]))`,
+          },
+          {
+            record: names.stormsActive,
+            expr: `sum by (service) (resumewatch_reconnect_storms_active)`,
+          },
+          {
+            record: names.resumeAttemptsRate,
+            expr: `sum by (service, outcome) (rate(resumewatch_resume_attempts_total[${rate}]))`,
+          },
+          {
+            record: names.reattachAcceptedRatio,
+            expr: `sum by (service) (rate(resumewatch_session_reattach_total{${LABEL_ACCEPTED}="true"}[${rate}]))
   /
-sum by (service) (rate(resumewatch_session_reattach_total[5m]))
+sum by (service) (rate(resumewatch_session_reattach_total[${rate}]))
 `,
-        },
-        {
-          record: 'instance:resumewatch_spans_received:rate5m',
-          expr: `sum by (job, instance) (rate(resumewatch_spans_received_total[5m]))`,
-        },
-        {
-          record: 'instance:resumewatch_spans_invalid:ratio_rate5m',
-          expr: `sum by (job, instance) (rate(resumewatch_spans_received_total{${LABEL_RESULT}="${SpanReceivedResult.INVALID}"}[5m]))
+          },
+          {
+            record: names.spansReceivedRate,
+            expr: `sum by (job, instance) (rate(resumewatch_spans_received_total[${rate}]))`,
+          },
+          {
+            record: names.spansInvalidRatio,
+            expr: `sum by (job, instance) (rate(resumewatch_spans_received_total{${LABEL_RESULT}="${SpanReceivedResult.INVALID}"}[${rate}]))
   /
-sum by (job, instance) (rate(resumewatch_spans_received_total[5m]))
+sum by (job, instance) (rate(resumewatch_spans_received_total[${rate}]))
 `,
-        },
-        {
-          record: 'instance:resumewatch_state_evictions:increase10m',
-          expr: `sum by (job, instance) (increase(resumewatch_state_evictions_total[10m]))`,
-        },
-        {
-          record: 'job:resumewatch_detection_lag_seconds:p99_rate10m',
-          expr: `histogram_quantile(0.99, sum by (job, le) (rate(resumewatch_detection_lag_seconds_bucket[10m])))`,
-        },
-      ],
-    },
-  ],
-};
+          },
+          {
+            record: names.stateEvictions,
+            expr: `sum by (job, instance) (increase(resumewatch_state_evictions_total[${evictions.window}]))`,
+          },
+          {
+            record: names.detectionLag,
+            expr: `histogram_quantile(${lag.quantile}, sum by (job, le) (rate(resumewatch_detection_lag_seconds_bucket[${lag.window}])))`,
+          },
+        ],
+      },
+    ],
+  };
+}
