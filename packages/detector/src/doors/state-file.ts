@@ -1,6 +1,6 @@
 import { open, readFile, rename, unlink } from 'node:fs/promises';
 import type { Detector } from '../core/detector.js';
-import type { DetectorState } from '../core/state.js';
+import type { DetectorState } from '../core/state-codec.js';
 
 /*
  * The detector's state on disk, so that a restart loses nothing a snapshot holds:
