@@ -111,9 +111,9 @@ describe('serve under hostile input', () => {
       const res = await post(server, gzipSync(JSON.stringify(otlpJson(spans))), { 'content-encoding': 'gzip' });
       expect(res.status).toBe(200);
     }
-    const sessions = (server.detector.exportState().table.sessions as (string | undefined)[]).filter(
-      (s): s is string => s?.startsWith('00000') === true,
-    );
+    const sessions = server.detector
+      .exportState()
+      .requests.sessions.filter((s): s is string => s?.startsWith('00000') === true);
     expect(sessions).toHaveLength(30);
     for (const s of sessions) {
       expect(Buffer.byteLength(s)).toBe(256);

@@ -12,7 +12,7 @@ import {
 } from '@resumewatch/semconv';
 import { describe, expect, it, vi } from 'vitest';
 
-const CLI = join(import.meta.dirname, '../../detector/dist/cli.js');
+const CLI = join(import.meta.dirname, '../../daemon/dist/cli.js');
 
 function run(args: string[], env: NodeJS.ProcessEnv = {}) {
   const r = spawnSync(process.execPath, [CLI, ...args], {

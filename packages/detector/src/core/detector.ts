@@ -37,8 +37,8 @@ import { DEFAULT_DETECTOR_OPTIONS, type DetectorInit, type DetectorOptions } fro
 import { isEvidencedEmptyReplay, resumeOutcome, statusOf } from './outcome.js';
 import { MAX_CORE_SERVICES, OTHER_SERVICE, UNKNOWN_SERVER, UNKNOWN_SERVICE } from './services.js';
 import { NO_SLOT } from './slots.js';
-import { Reported, RequestTable, type ForcedStormEnd } from './table.js';
-import { STATE_FORMAT, StateMismatchError, fieldsOf, loadFields, type DetectorState } from './state.js';
+import { RequestTable, type ForcedStormEnd } from './table.js';
+import { readState, writeState, type DetectorCounts, type DetectorState } from './state-codec.js';
 import { SPAN_KIND_CLIENT, type DetectorEvents, type DetectorStats, type Finding, type SpanRecord } from './types.js';
 
 /** The three span kinds the core decides on (everything else is counted and ignored). */
@@ -73,15 +73,7 @@ export class Detector {
   private readonly events: DetectorEvents | undefined;
   private readonly clock: () => number;
   private now = -Infinity;
-  /** The words of the span id being ingested (set by ingest before any handler runs). */
-  private spanHi = 0;
-  private spanLo = 0;
-  private evictions = 0;
-  private released = 0;
-  private accepted = 0;
-  private duplicate = 0;
-  private invalid = 0;
-  private ignored = 0;
+  private counts: DetectorCounts = { evictions: 0, released: 0, accepted: 0, duplicate: 0, invalid: 0, ignored: 0 };
 
   constructor(init: DetectorInit = {}) {
     const options: DetectorOptions = { ...DEFAULT_DETECTOR_OPTIONS };
@@ -133,8 +125,6 @@ export class Detector {
     // The span id's two words are parsed once here and reused by whatever stores the id below.
     const hi = hexWord(span.spanId, 0);
     const lo = hexWord(span.spanId, 8);
-    this.spanHi = hi;
-    this.spanLo = lo;
     if (!this.spanIds.add(hi, lo)) return this.count(SpanReceivedResult.DUPLICATE);
     const service = span.service || UNKNOWN_SERVICE;
     let reattachEvicts = false;
@@ -158,9 +148,9 @@ export class Detector {
       typeof req === 'string' ? req : String(req as number),
     );
     this.table.seenAt(slot, span.endTimeUnixMs > this.now ? span.endTimeUnixMs : this.now);
-    if (type === TERMINAL) this.terminal(slot, span, time, service);
-    else if (type === RESUME) this.resume(slot, span, time, service);
-    else this.attempt(slot, span, time, service, reattachEvicts);
+    if (type === TERMINAL) this.terminal(slot, span, hi, lo, time, service);
+    else if (type === RESUME) this.resume(slot, span, hi, lo, time, service);
+    else this.attempt(slot, span, hi, lo, time, service, reattachEvicts);
     return this.count(SpanReceivedResult.ACCEPTED);
   }
 
@@ -180,7 +170,7 @@ export class Detector {
     while (table.oldest !== NO_SLOT && table.lastSeenAt(table.oldest) < horizon) {
       const oldest = table.oldest;
       this.releaseSlot(oldest, this.now > table.lastAttemptAt(oldest) + window ? undefined : StormEnd.DROPPED);
-      this.released++;
+      this.counts.released++;
     }
   }
 
@@ -195,71 +185,57 @@ export class Detector {
   }
 
   stats(): DetectorStats {
+    const counts = this.counts;
     return {
       tracked: this.table.size,
-      evictions: this.evictions,
-      released: this.released,
+      evictions: counts.evictions,
+      released: counts.released,
       activeStorms: this.activeStorms(),
       spans: {
-        [SpanReceivedResult.ACCEPTED]: this.accepted,
-        [SpanReceivedResult.DUPLICATE]: this.duplicate,
-        [SpanReceivedResult.INVALID]: this.invalid,
-        [SpanReceivedResult.IGNORED]: this.ignored,
+        [SpanReceivedResult.ACCEPTED]: counts.accepted,
+        [SpanReceivedResult.DUPLICATE]: counts.duplicate,
+        [SpanReceivedResult.INVALID]: counts.invalid,
+        [SpanReceivedResult.IGNORED]: counts.ignored,
       },
     };
   }
 
   /**
-   * Everything the detector knows, as plain data (typed arrays shared, not copied), so that a door can
-   * write it to a file and a restarted process can importState() it. See src/doors/state-file.ts.
+   * Everything the detector knows, as plain data by the names of its state codec (state-codec.ts):
+   * copied, so that a door can write it to a file while the detector goes on, and a restarted process
+   * can importState() it. See src/doors/state-file.ts.
    */
   exportState(): DetectorState {
-    return {
-      format: STATE_FORMAT,
-      options: { ...this.options },
+    return writeState({
+      options: this.options,
       now: this.now,
-      counts: [this.evictions, this.released, this.accepted, this.duplicate, this.invalid, this.ignored],
-      services: [...this.services.keys()],
-      openStorms: [...this.openStorms],
-      table: fieldsOf(this.table),
-      spanIds: fieldsOf(this.spanIds),
-      attemptStreams: fieldsOf(this.attemptStreams),
-      quietStreams: fieldsOf(this.quietStreams),
-    };
+      counts: this.counts,
+      services: this.services,
+      openStorms: this.openStorms,
+      table: this.table,
+      spanIds: this.spanIds,
+      attemptStreams: this.attemptStreams,
+      quietStreams: this.quietStreams,
+    });
   }
 
-  /** Loads exportState() of a detector with the same options into this fresh one; StateMismatchError if it does not fit. */
+  /**
+   * Loads exportState() of a detector with the same options into this fresh one. A state of another
+   * format, other options, or with a missing, unknown or mistyped field is refused whole
+   * (StateMismatchError, one line saying why), and this detector stays empty.
+   */
   importState(state: DetectorState): void {
-    if (state.format !== STATE_FORMAT)
-      throw new StateMismatchError(`state format ${state.format}, expected ${STATE_FORMAT}`);
-    for (const k of Object.keys(this.options) as (keyof DetectorOptions)[]) {
-      if (state.options[k] !== this.options[k])
-        throw new StateMismatchError(
-          `state was kept with ${k}=${state.options[k]}, this detector has ${this.options[k]}`,
-        );
-    }
-    if (this.table.size > 0 || this.services.size > 0)
-      throw new StateMismatchError('importState needs a detector that has seen no span');
-    loadFields(this.table, state.table, 'request table');
-    loadFields(this.spanIds, state.spanIds, 'span ids');
-    loadFields(this.attemptStreams, state.attemptStreams, 'attempt streams');
-    loadFields(this.quietStreams, state.quietStreams, 'quiet streams');
-    this.now = state.now;
-    [this.evictions, this.released, this.accepted, this.duplicate, this.invalid, this.ignored] = state.counts as [
-      number,
-      number,
-      number,
-      number,
-      number,
-      number,
-    ];
-    // Admitted in their order, the names get back their numbers, which the table's service column holds.
-    for (const name of state.services) this.services.idOf(name);
-    if (this.services.size !== state.services.length)
-      throw new StateMismatchError(
-        `state holds ${state.services.length} services, ${this.services.size} distinct within the cap`,
-      );
-    for (const slot of state.openStorms) this.openStorms.add(slot);
+    const loaded = readState(state, {
+      options: this.options,
+      services: this.services,
+      table: this.table,
+      spanIds: this.spanIds,
+      attemptStreams: this.attemptStreams,
+      quietStreams: this.quietStreams,
+    });
+    this.now = loaded.now;
+    this.counts = loaded.counts;
+    for (const slot of loaded.openStorms) this.openStorms.add(slot);
   }
 
   private activeStorms(): number {
@@ -283,10 +259,11 @@ export class Detector {
   }
 
   private count(r: SpanReceivedResult): SpanReceivedResult {
-    if (r === SpanReceivedResult.ACCEPTED) this.accepted++;
-    else if (r === SpanReceivedResult.DUPLICATE) this.duplicate++;
-    else if (r === SpanReceivedResult.INVALID) this.invalid++;
-    else this.ignored++;
+    const counts = this.counts;
+    if (r === SpanReceivedResult.ACCEPTED) counts.accepted++;
+    else if (r === SpanReceivedResult.DUPLICATE) counts.duplicate++;
+    else if (r === SpanReceivedResult.INVALID) counts.invalid++;
+    else counts.ignored++;
     this.events?.span(r);
     return r;
   }
@@ -298,7 +275,7 @@ export class Detector {
     if (found !== NO_SLOT) return found;
     if (table.size >= table.maxRequests) {
       this.releaseSlot(table.oldest, StormEnd.DROPPED);
-      this.evictions++;
+      this.counts.evictions++;
     }
     return table.create(streamHash, service, session, request);
   }
@@ -314,7 +291,7 @@ export class Detector {
   // ---------------------------------------------------------------------------------------------
 
   /** A terminal (result or error) delivered to the application for the request. */
-  private terminal(slot: number, span: SpanRecord, time: number, service: string): void {
+  private terminal(slot: number, span: SpanRecord, hi: number, lo: number, time: number, service: string): void {
     const table = this.table;
     const attrs = span.attributes;
     const marks = terminalMarks(attrs);
@@ -336,17 +313,17 @@ export class Detector {
     this.events?.terminal(service, hadTerminal || markedDuplicate);
     let duplicateTime = time;
     if (!hadTerminal) {
-      table.setFirstTerminal(slot, time, streamHash, this.spanHi, this.spanLo);
+      table.setFirstTerminal(slot, time, streamHash, hi, lo);
     } else if (streamHash === table.firstTerminalStream(slot)) {
       // The same stream delivering it again (a replay to the same stream) is no duplicate by itself.
-      table.countFirstStreamDelivery(slot, time, this.spanHi, this.spanLo);
+      table.countFirstStreamDelivery(slot, time, hi, lo);
     } else if (time < table.firstTerminalAt(slot)) {
       // A delivery earlier than the one taken as first: that one becomes the duplicate.
       duplicateTime = table.firstTerminalAt(slot);
       table.demoteFirstTerminal(slot);
-      table.setFirstTerminal(slot, time, streamHash, this.spanHi, this.spanLo);
+      table.setFirstTerminal(slot, time, streamHash, hi, lo);
     } else {
-      table.noteDuplicateSpan(slot, this.spanHi, this.spanLo);
+      table.noteDuplicateSpan(slot, hi, lo);
     }
     // The common case, a request's first terminal with nothing else known about it (no cold row: never
     // resumed, reattached or duplicated): no finding to retract, no duplicate, no resume before it.
@@ -382,7 +359,7 @@ export class Detector {
   }
 
   /** A resume (GET with Last-Event-ID) of the request's stream. */
-  private resume(slot: number, span: SpanRecord, time: number, service: string): void {
+  private resume(slot: number, span: SpanRecord, hi: number, lo: number, time: number, service: string): void {
     const table = this.table;
     table.ensureCold(slot);
     const attrs = span.attributes;
@@ -399,7 +376,7 @@ export class Detector {
       table.countReplayedTerminal(slot, observed);
       this.duplicateTerminal(slot, span.traceId, time, span.spanId);
     }
-    table.noteResume(slot, time, this.spanHi, this.spanLo);
+    table.noteResume(slot, time, hi, lo);
     const haveTerminal = table.hasTerminal(slot);
     if (observed || (haveTerminal && table.firstTerminalAt(slot) <= time)) {
       this.resumeAfterTerminal(
@@ -419,9 +396,9 @@ export class Detector {
       return;
     } else if (!haveTerminal && isFailedResumptionOutcome(outcome)) {
       if (outcome === ResumeOutcome.EMPTY_REPLAY) this.emptyReplay(slot, span, time, status);
-      else this.cursorLost(slot, span, time, outcome, status);
+      else this.cursorLost(slot, span, hi, lo, time, outcome, status);
     }
-    this.attempt(slot, span, time, service, isFailedResumptionOutcome(outcome));
+    this.attempt(slot, span, hi, lo, time, service, isFailedResumptionOutcome(outcome));
   }
 
   /**
@@ -429,7 +406,15 @@ export class Detector {
    * new streams, so the two spans of one GET count once. `evicts`: the server answered 400/404/409, so
    * the session (and the storm, if this episode is one) ends with this attempt.
    */
-  private attempt(slot: number, span: SpanRecord, time: number, service: string, evicts: boolean): void {
+  private attempt(
+    slot: number,
+    span: SpanRecord,
+    hi: number,
+    lo: number,
+    time: number,
+    service: string,
+    evicts: boolean,
+  ): void {
     if (refusedByGuard(span.attributes)) return;
     const table = this.table;
     table.ensureCold(slot);
@@ -455,9 +440,9 @@ export class Detector {
       if (time > table.lastAttemptAt(slot) + window) this.closeEpisode(slot);
       else if (time < table.firstAttemptAt(slot) - window) return;
     }
-    table.countAttempt(slot, time, this.spanHi, this.spanLo);
+    table.countAttempt(slot, time, hi, lo);
     if (!(time < table.lastAttemptAt(slot))) {
-      table.setLastAttempt(slot, time, streamHash, span.traceId, this.spanHi, this.spanLo, evicts);
+      table.setLastAttempt(slot, time, streamHash, span.traceId, hi, lo, evicts);
       if (table.stormEnded(slot) && !evicts) {
         // A later attempt: the storm did not end where it seemed to.
         table.reopenStorm(slot);
@@ -479,10 +464,10 @@ export class Detector {
    */
   private duplicateTerminal(slot: number, traceId: string, time: number, spanId: string): void {
     const table = this.table;
-    if (table.wasReported(slot, Reported.DUPLICATE_TERMINAL)) return;
+    if (table.wasReported(slot, FindingKind.DUPLICATE_TERMINAL)) return;
     const duplicates = table.duplicateDeliveries(slot);
     if (duplicates < 1) return;
-    table.markReported(slot, Reported.DUPLICATE_TERMINAL);
+    table.markReported(slot, FindingKind.DUPLICATE_TERMINAL);
     const haveTerminal = table.hasTerminal(slot);
     const first = haveTerminal ? Math.min(table.firstTerminalAt(slot), time) : time;
     const last = haveTerminal ? Math.max(table.firstTerminalAt(slot), time) : time;
@@ -507,8 +492,8 @@ export class Detector {
     resumeSpanId: string | undefined,
   ): void {
     const table = this.table;
-    if (table.wasReported(slot, Reported.RESUME_AFTER_TERMINAL)) return;
-    table.markReported(slot, Reported.RESUME_AFTER_TERMINAL);
+    if (table.wasReported(slot, FindingKind.RESUME_AFTER_TERMINAL)) return;
+    table.markReported(slot, FindingKind.RESUME_AFTER_TERMINAL);
     const resumeSpan = resumeSpanId ?? table.latestResumeSpanId(slot);
     const ids = table.hasTerminal(slot) ? [table.firstTerminalSpanId(slot), resumeSpan] : [resumeSpan];
     this.emit(slot, FindingKind.RESUME_AFTER_TERMINAL, traceId, first, last, ids);
@@ -547,10 +532,10 @@ export class Detector {
   private signature(slot: number, traceId: string, time: number): void {
     const table = this.table;
     const current = table.inStorm(slot);
-    if (table.wasReported(slot, Reported.SIGNATURE) || !(current || table.hasPastStorm(slot))) return;
+    if (table.wasReported(slot, FindingKind.SIGNATURE) || !(current || table.hasPastStorm(slot))) return;
     const duplicates = table.duplicateDeliveries(slot);
     if (duplicates < 1) return;
-    table.markReported(slot, Reported.SIGNATURE);
+    table.markReported(slot, FindingKind.SIGNATURE);
     const stormFirst = current ? table.firstAttemptAt(slot) : table.pastStormFirstAt(slot);
     const stormLast = current ? table.lastAttemptAt(slot) : table.stormEndAt(slot);
     const first = table.hasTerminal(slot) ? Math.min(table.firstTerminalAt(slot), stormFirst) : stormFirst;
@@ -571,12 +556,12 @@ export class Detector {
   private emptyReplay(slot: number, span: SpanRecord, time: number, status: number): void {
     const table = this.table;
     if (
-      table.wasReported(slot, Reported.EMPTY_REPLAY) ||
+      table.wasReported(slot, FindingKind.AMBIGUOUS_EMPTY_REPLAY) ||
       table.continuationAt(slot) >= time ||
       !isEvidencedEmptyReplay(span.attributes, span.kind)
     )
       return;
-    table.markReported(slot, Reported.EMPTY_REPLAY);
+    table.markReported(slot, FindingKind.AMBIGUOUS_EMPTY_REPLAY);
     table.setEmptyReplayAt(slot, time);
     this.emit(slot, FindingKind.AMBIGUOUS_EMPTY_REPLAY, span.traceId, time, time, [span.spanId], {
       outcome: ResumeOutcome.EMPTY_REPLAY,
@@ -589,14 +574,22 @@ export class Detector {
    * rejected too, for a request with no terminal and no continuation at or after the failure, by event
    * time. Withdrawn by retractFailedResumption if the request turns out alive.
    */
-  private cursorLost(slot: number, span: SpanRecord, time: number, outcome: ResumeOutcome, status: number): void {
+  private cursorLost(
+    slot: number,
+    span: SpanRecord,
+    hi: number,
+    lo: number,
+    time: number,
+    outcome: ResumeOutcome,
+    status: number,
+  ): void {
     const table = this.table;
     let first = time;
     const ids = [span.spanId];
     if (outcome === ResumeOutcome.CURSOR_REJECTED) {
       // Provisional: the server may still hold the dropped connection, and the client's next resume succeed.
       if (!table.hasRejection(slot)) {
-        table.setFirstRejection(slot, time, this.spanHi, this.spanLo);
+        table.setFirstRejection(slot, time, hi, lo);
         return;
       }
       const earlier = table.firstRejectionAt(slot);
@@ -605,8 +598,8 @@ export class Detector {
       else ids.push(table.firstRejectionSpanId(slot));
       time = Math.max(earlier, time);
     }
-    if (table.wasReported(slot, Reported.CURSOR_LOST) || table.continuationAt(slot) >= time) return;
-    table.markReported(slot, Reported.CURSOR_LOST);
+    if (table.wasReported(slot, FindingKind.CURSOR_LOST) || table.continuationAt(slot) >= time) return;
+    table.markReported(slot, FindingKind.CURSOR_LOST);
     table.setCursorLostAt(slot, time);
     this.emit(slot, FindingKind.CURSOR_LOST, span.traceId, first, time, ids, { outcome, status_code: status });
   }
@@ -620,9 +613,9 @@ export class Detector {
     const table = this.table;
     if (!table.hasColdRow(slot) || !table.hasRejection(slot) || table.hasTerminal(slot)) return;
     const rejectedAt = table.firstRejectionAt(slot);
-    if (table.wasReported(slot, Reported.CURSOR_LOST) || table.continuationAt(slot) >= rejectedAt) return;
+    if (table.wasReported(slot, FindingKind.CURSOR_LOST) || table.continuationAt(slot) >= rejectedAt) return;
     const end = Math.max(span.endTimeUnixMs, rejectedAt);
-    table.markReported(slot, Reported.CURSOR_LOST);
+    table.markReported(slot, FindingKind.CURSOR_LOST);
     table.setCursorLostAt(slot, end);
     this.emit(
       slot,
@@ -644,11 +637,11 @@ export class Detector {
   private retractFailedResumption(slot: number, span: SpanRecord, time: number, terminal: boolean): void {
     const table = this.table;
     if (
-      table.wasReported(slot, Reported.EMPTY_REPLAY) &&
-      !table.wasReported(slot, Reported.EMPTY_REPLAY_RETRACTION) &&
+      table.wasReported(slot, FindingKind.AMBIGUOUS_EMPTY_REPLAY) &&
+      !table.wasRetracted(slot, FindingKind.AMBIGUOUS_EMPTY_REPLAY) &&
       (terminal || time >= table.emptyReplayAt(slot))
     ) {
-      table.markReported(slot, Reported.EMPTY_REPLAY_RETRACTION);
+      table.markRetracted(slot, FindingKind.AMBIGUOUS_EMPTY_REPLAY);
       this.emit(
         slot,
         FindingKind.AMBIGUOUS_EMPTY_REPLAY,
@@ -661,11 +654,11 @@ export class Detector {
       );
     }
     if (
-      table.wasReported(slot, Reported.CURSOR_LOST) &&
-      !table.wasReported(slot, Reported.CURSOR_LOST_RETRACTION) &&
+      table.wasReported(slot, FindingKind.CURSOR_LOST) &&
+      !table.wasRetracted(slot, FindingKind.CURSOR_LOST) &&
       (terminal || time >= table.cursorLostAt(slot))
     ) {
-      table.markReported(slot, Reported.CURSOR_LOST_RETRACTION);
+      table.markRetracted(slot, FindingKind.CURSOR_LOST);
       this.emit(
         slot,
         FindingKind.CURSOR_LOST,
@@ -700,7 +693,7 @@ export class Detector {
     const stream = span.attributes[ATTR_MCP_STREAM_ID];
     // Kept so that a later "duplicate" of this foreign terminal is not taken for the client's duplicate.
     if (typeof stream === 'string' && stream.length > 0) table.setForeignStream(slot, hash32(stream));
-    this.reportServerDefect(slot, FindingKind.FOREIGN_REPLAY, Reported.FOREIGN_REPLAY, server, span, time, extra);
+    this.reportServerDefect(slot, FindingKind.FOREIGN_REPLAY, server, span, time, extra);
   }
 
   /** conflicting_terminal: a second terminal of the request whose content differs from the first. */
@@ -712,30 +705,21 @@ export class Detector {
     extra: Partial<Finding>,
   ): void {
     this.table.ensureCold(slot);
-    this.reportServerDefect(
-      slot,
-      FindingKind.CONFLICTING_TERMINAL,
-      Reported.CONFLICTING_TERMINAL,
-      server,
-      span,
-      time,
-      extra,
-    );
+    this.reportServerDefect(slot, FindingKind.CONFLICTING_TERMINAL, server, span, time, extra);
   }
 
   /** Server defects are counted per server every time (metrics), and reported once per request and kind. */
   private reportServerDefect(
     slot: number,
     kind: FindingKind,
-    once: Reported,
     server: string,
     span: SpanRecord,
     time: number,
     extra: Partial<Finding>,
   ): void {
     this.events?.serverDefect(kind, server);
-    if (this.table.wasReported(slot, once)) return;
-    this.table.markReported(slot, once);
+    if (this.table.wasReported(slot, kind)) return;
+    this.table.markReported(slot, kind);
     this.emit(slot, kind, span.traceId, time, time, [span.spanId], extra);
   }
 

@@ -58,6 +58,43 @@ export class IdSet {
     return this.has(this.cur, hi, lo) || this.has(this.old, hi, lo);
   }
 
+  /**
+   * The identities held, as pairs of words, generation by generation (older first): what a state file
+   * keeps, rather than the hash tables' layout.
+   */
+  generations(): { older: Uint32Array<ArrayBuffer>; newer: Uint32Array<ArrayBuffer> } {
+    return { older: idsOf(this.old), newer: idsOf(this.cur) };
+  }
+
+  /** Fills this fresh set with generations() of a set of the same capacity; false if they do not fit it. */
+  load(older: Uint32Array, newer: Uint32Array): boolean {
+    if (!this.fits(older) || !this.fits(newer) || this.curCount !== 0) return false;
+    for (let i = 0; i < older.length; i += 2) this.insert(this.old, older[i]!, older[i + 1]!);
+    for (let i = 0; i < newer.length; i += 2) if (this.insert(this.cur, newer[i]!, newer[i + 1]!)) this.curCount++;
+    return true;
+  }
+
+  /** Whether a generation of these identities (pairs of words) fits this set. */
+  fits(ids: Uint32Array): boolean {
+    return ids.length % 2 === 0 && ids.length / 2 <= this.perGeneration;
+  }
+
+  /** Puts the identity into the table unless it is there; true if it was put. */
+  private insert(table: Uint32Array, hi: number, lo: number): boolean {
+    let i = this.slot(hi, lo);
+    for (;;) {
+      const at = i * 3;
+      if (table[at + 2] === 0) break;
+      if (table[at] === hi && table[at + 1] === lo) return false;
+      i = (i + 1) & this.mask;
+    }
+    const at = i * 3;
+    table[at] = hi;
+    table[at + 1] = lo;
+    table[at + 2] = 1;
+    return true;
+  }
+
   private has(table: Uint32Array, hi: number, lo: number): boolean {
     let i = this.slot(hi, lo);
     for (;;) {
@@ -71,4 +108,17 @@ export class IdSet {
   private slot(hi: number, lo: number): number {
     return (Math.imul(hi ^ Math.imul(lo, 0x9e3779b1), 0x85ebca6b) >>> 7) & this.mask;
   }
+}
+
+function idsOf(table: Uint32Array): Uint32Array<ArrayBuffer> {
+  let n = 0;
+  for (let at = 2; at < table.length; at += 3) if (table[at] === 1) n++;
+  const out = new Uint32Array(n * 2);
+  let o = 0;
+  for (let at = 0; at < table.length; at += 3) {
+    if (table[at + 2] !== 1) continue;
+    out[o++] = table[at]!;
+    out[o++] = table[at + 1]!;
+  }
+  return out;
 }

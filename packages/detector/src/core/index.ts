@@ -1,5 +1,11 @@
 export { Detector } from './detector.js';
 export { DEFAULT_DETECTOR_OPTIONS, type DetectorInit, type DetectorOptions } from './options.js';
 export type { AttributeValue, DetectorEvents, DetectorStats, Finding, SpanKindCode, SpanRecord } from './types.js';
-export { StateMismatchError, type DetectorState } from './state.js';
+export {
+  StateMismatchError,
+  type DetectorCounts,
+  type DetectorState,
+  type IdGenerations,
+  type RequestRows,
+} from './state-codec.js';
 export { OTHER_SERVICE } from './services.js';

@@ -11,8 +11,8 @@ const MIN_CAPACITY = 1024;
  * columns of its own indexed by the same slot numbers, grown and reset through the hooks below.
  */
 export abstract class RequestSlots {
-  // Columns are private or protected: the detector reads and changes a request through named methods.
-  // They stay plain own fields so that exportState()/importState() (state.ts) save and load them by name.
+  // Columns are private or protected: the detector reads and changes a request through named methods,
+  // the state codec (state-codec.ts) through the identity and order methods below.
   protected sessions: (string | undefined)[] = [];
   protected requests: (string | undefined)[] = [];
   /** Index into the detector's service names. */
@@ -120,6 +120,32 @@ export abstract class RequestSlots {
     this.used--;
   }
 
+  /** The next more recently touched request, or NO_SLOT: from `oldest`, every request in LRU order. */
+  newer(slot: number): number {
+    return this.next[slot]!;
+  }
+
+  incarnation(slot: number): number {
+    return this.incarnations[slot]!;
+  }
+
+  /** The last incarnation number given out: a restored table goes on from there, so no key is reused. */
+  get incarnationsGiven(): number {
+    return this.lastIncarnation;
+  }
+
+  /**
+   * A request read back from a state file: created most recently touched (so rows created oldest first
+   * rebuild the LRU order) with its saved incarnation, which the keys of its attempt streams hold.
+   */
+  restore(service: number, session: string, request: string, incarnation: number, incarnationsGiven: number): number {
+    const given = this.lastIncarnation;
+    const slot = this.create(RequestSlots.hash(service, session, request), service, session, request);
+    this.incarnations[slot] = incarnation;
+    this.lastIncarnation = Math.max(given, incarnationsGiven);
+    return slot;
+  }
+
   /** Makes the slot the most recently touched. */
   touch(slot: number): void {
     if (this.tail === slot) return;
@@ -190,12 +216,7 @@ export abstract class RequestSlots {
   }
 }
 
-export function growF(a: Float64Array, n: number): Float64Array<ArrayBuffer> {
-  const b = new Float64Array(n);
-  b.set(a);
-  return b;
-}
-export function growU(a: Uint32Array, n: number): Uint32Array<ArrayBuffer> {
+function growU(a: Uint32Array, n: number): Uint32Array<ArrayBuffer> {
   const b = new Uint32Array(n);
   b.set(a);
   return b;

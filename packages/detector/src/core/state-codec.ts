@@ -1,0 +1,368 @@
+import type { CappedLabels } from '@resumewatch/bounded';
+import type { IdSet } from './id-set.js';
+import type { DetectorOptions } from './options.js';
+import {
+  COLD_FIELDS,
+  FLAGS,
+  FIELD_TYPES,
+  HOT_FIELDS,
+  REQUEST_FIELDS,
+  wordsOf,
+  type ColdField,
+  type HotField,
+} from './request-schema.js';
+import { NO_SLOT } from './slots.js';
+import type { RequestTable } from './table.js';
+
+/**
+ * Bumped whenever what a DetectorState holds changes meaning; a state of another format is not loaded.
+ * 4: fields by the names of request-schema.ts, requests in LRU order, dedupe sets as their ids.
+ */
+export const STATE_FORMAT = 4;
+
+/** The detector's counters since it started (or since the state it was loaded from started). */
+export interface DetectorCounts {
+  evictions: number;
+  released: number;
+  accepted: number;
+  duplicate: number;
+  invalid: number;
+  ignored: number;
+}
+const COUNT_NAMES = ['evictions', 'released', 'accepted', 'duplicate', 'invalid', 'ignored'] as const;
+
+/** A dedupe set's identities as pairs of 32-bit words, its older generation first. */
+export interface IdGenerations {
+  older: Uint32Array;
+  newer: Uint32Array;
+}
+
+/**
+ * The tracked requests, least recently touched first: loading them in this order rebuilds the LRU
+ * order, and the hash index is rebuilt from their identities.
+ */
+export interface RequestRows {
+  sessions: string[];
+  requestIds: string[];
+  /** Index of each request's service in DetectorState.services. */
+  services: Uint32Array;
+  /** Each request's incarnation, which the keys of its attempt and quiet streams hold. */
+  incarnations: Uint32Array;
+  /** The last incarnation given out, so that a restored detector gives out no key twice. */
+  incarnationsGiven: number;
+  /** The flag names, bit by bit: the flags field's bit i is flag flagNames[i]. */
+  flagNames: string[];
+  /** Every persisted hot field of request-schema.ts, by name: one value per request and word. */
+  hot: Record<string, Float64Array | Uint32Array>;
+  /** The requests (ascending indices into the lists above) that have cold state. */
+  coldRequests: Uint32Array;
+  /** Every persisted cold field, by name: one value per request of coldRequests and word. */
+  cold: Record<string, Float64Array | Uint32Array>;
+}
+
+/** Everything a Detector knows, as plain data: named fields, typed arrays and lists, no object layout. */
+export interface DetectorState {
+  format: number;
+  options: DetectorOptions;
+  now: number;
+  counts: DetectorCounts;
+  services: string[];
+  requests: RequestRows;
+  /** The requests (indices into requests) with a storm not yet finalized, in the order they were reported. */
+  openStorms: number[];
+  spanIds: IdGenerations;
+  attemptStreams: IdGenerations;
+  /** Streams of polls and continuations: their reattach span is no attempt, before a restart or after it. */
+  quietStreams: IdGenerations;
+}
+
+/** A state that does not fit the detector it is loaded into (other format, other options, a missing, unknown or mistyped field). */
+export class StateMismatchError extends Error {
+  override readonly name = 'StateMismatchError';
+}
+
+/** The parts of a Detector that its state is made of. */
+export interface DetectorParts {
+  options: DetectorOptions;
+  now: number;
+  counts: DetectorCounts;
+  services: CappedLabels<string>;
+  /** Slots of the storms not yet finalized, in the order they were reported. */
+  openStorms: Iterable<number>;
+  table: RequestTable;
+  spanIds: IdSet;
+  attemptStreams: IdSet;
+  quietStreams: IdSet;
+}
+
+const PERSISTED_HOT = HOT_FIELDS.filter((f) => REQUEST_FIELDS[f].persisted);
+const PERSISTED_COLD = COLD_FIELDS.filter((f) => REQUEST_FIELDS[f].persisted);
+
+/** The detector's state, copied: the detector may go on changing while it is written. */
+export function writeState(parts: DetectorParts): DetectorState {
+  const { table } = parts;
+  const slots: number[] = [];
+  for (let slot = table.oldest; slot !== NO_SLOT; slot = table.newer(slot)) slots.push(slot);
+  const indexOf = new Map(slots.map((slot, i) => [slot, i]));
+  const n = slots.length;
+  const services = new Uint32Array(n);
+  const incarnations = new Uint32Array(n);
+  const coldIndices: number[] = [];
+  const coldRows: number[] = [];
+  slots.forEach((slot, i) => {
+    services[i] = table.serviceId(slot);
+    incarnations[i] = table.incarnation(slot);
+    if (table.hasColdRow(slot)) {
+      coldIndices.push(i);
+      coldRows.push(table.coldRowOf(slot));
+    }
+  });
+  const hot: Record<string, Float64Array | Uint32Array> = {};
+  for (const field of PERSISTED_HOT) hot[field] = gather(table.hotColumn(field), slots, wordsOf(field, table.ringSize));
+  const cold: Record<string, Float64Array | Uint32Array> = {};
+  for (const field of PERSISTED_COLD)
+    cold[field] = gather(table.coldColumn(field), coldRows, wordsOf(field, table.ringSize));
+  return {
+    format: STATE_FORMAT,
+    options: { ...parts.options },
+    now: parts.now,
+    counts: { ...parts.counts },
+    services: [...parts.services.keys()],
+    requests: {
+      sessions: slots.map((slot) => table.sessionId(slot)),
+      requestIds: slots.map((slot) => table.requestId(slot)),
+      services,
+      incarnations,
+      incarnationsGiven: table.incarnationsGiven,
+      flagNames: [...FLAGS],
+      hot,
+      coldRequests: Uint32Array.from(coldIndices),
+      cold,
+    },
+    openStorms: [...parts.openStorms].map((slot) => indexOf.get(slot)!),
+    spanIds: parts.spanIds.generations(),
+    attemptStreams: parts.attemptStreams.generations(),
+    quietStreams: parts.quietStreams.generations(),
+  };
+}
+
+/** What a loaded state gives back that the detector holds itself. */
+export interface LoadedState {
+  now: number;
+  counts: DetectorCounts;
+  /** Slots of the open storms, in their order. */
+  openStorms: number[];
+}
+
+/**
+ * Loads writeState() of a detector with the same options into the parts of a fresh one. Everything is
+ * checked before anything is loaded: a state that does not fit (StateMismatchError, one line saying
+ * why) leaves the parts as they were.
+ */
+export function readState(
+  state: DetectorState,
+  into: Omit<DetectorParts, 'now' | 'counts' | 'openStorms'>,
+): LoadedState {
+  const s = checked(state, into);
+  const { table } = into;
+  const rows = s.requests;
+  for (const name of s.services) into.services.idOf(name);
+  const slots = rows.sessions.map((session, i) =>
+    table.restore(rows.services[i]!, session, rows.requestIds[i]!, rows.incarnations[i]!, rows.incarnationsGiven),
+  );
+  const coldRows = Array.from(rows.coldRequests, (i) => table.ensureCold(slots[i]!));
+  for (const field of PERSISTED_HOT)
+    scatter(rows.hot[field]!, table.hotColumn(field), slots, wordsOf(field, table.ringSize));
+  for (const field of PERSISTED_COLD)
+    scatter(rows.cold[field]!, table.coldColumn(field), coldRows, wordsOf(field, table.ringSize));
+  remapFlags(table.hotColumn('flags'), slots, rows.flagNames);
+  into.spanIds.load(s.spanIds.older, s.spanIds.newer);
+  into.attemptStreams.load(s.attemptStreams.older, s.attemptStreams.newer);
+  into.quietStreams.load(s.quietStreams.older, s.quietStreams.newer);
+  return { now: s.now, counts: { ...s.counts }, openStorms: s.openStorms.map((i) => slots[i]!) };
+}
+
+/** Copies each of `rows` (`words` values each) of the column into a dense array, in order. */
+function gather<A extends Float64Array | Uint32Array>(column: A, rows: readonly number[], words: number): A {
+  const out = new (column.constructor as new (n: number) => A)(rows.length * words);
+  for (let i = 0, o = 0; i < rows.length; i++)
+    for (let w = 0, at = rows[i]! * words; w < words; w++) out[o++] = column[at + w]!;
+  return out;
+}
+
+/** The inverse of gather: each value of row i goes to row rows[i] of the column. */
+function scatter(
+  values: Float64Array | Uint32Array,
+  column: Float64Array | Uint32Array,
+  rows: number[],
+  words: number,
+) {
+  for (let i = 0, v = 0; i < rows.length; i++)
+    for (let w = 0, at = rows[i]! * words; w < words; w++) column[at + w] = values[v++]!;
+}
+
+/** The file names its flags bit by bit: bits move to this version's positions of the same names. */
+function remapFlags(column: Uint32Array, slots: number[], names: string[]): void {
+  if (names.every((name, i) => FLAGS[i] === name)) return;
+  const to = names.map((name) => 1 << FLAGS.indexOf(name));
+  for (const slot of slots) {
+    const from = column[slot]!;
+    let flags = 0;
+    for (let bit = 0; bit < to.length; bit++) if (from & (1 << bit)) flags |= to[bit]!;
+    column[slot] = flags;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Checks: a state read from a file is untrusted data until each field is known to be what it says.
+// ---------------------------------------------------------------------------------------------------
+
+function fail(message: string): never {
+  throw new StateMismatchError(message);
+}
+
+type Fields = Record<string, unknown>;
+
+function fieldsOf(value: unknown, what: string): Fields {
+  if (typeof value !== 'object' || value === null || Array.isArray(value) || ArrayBuffer.isView(value))
+    fail(`state field ${what} is not a record`);
+  return value as Fields;
+}
+
+/** The record has exactly these fields. */
+function exactly(value: unknown, names: readonly string[], what: string): Fields {
+  const fields = fieldsOf(value, what);
+  const prefix = what === '' ? '' : `${what}.`;
+  for (const name of names) if (!(name in fields)) fail(`state has no field ${prefix}${name}`);
+  for (const name of Object.keys(fields))
+    if (!names.includes(name)) fail(`state has an unknown field ${prefix}${name}`);
+  return fields;
+}
+
+function number(value: unknown, what: string): number {
+  if (typeof value !== 'number' || Number.isNaN(value)) fail(`state field ${what} is not a number`);
+  return value;
+}
+
+function index(value: unknown, below: number, what: string): number {
+  if (!Number.isInteger(value) || (value as number) < 0 || (value as number) >= below)
+    fail(`state field ${what} is not an index below ${below}`);
+  return value as number;
+}
+
+function strings(value: unknown, what: string): string[] {
+  if (!Array.isArray(value) || !value.every((v) => typeof v === 'string'))
+    fail(`state field ${what} is not a list of strings`);
+  return value as string[];
+}
+
+function column<T extends Float64ArrayConstructor | Uint32ArrayConstructor>(
+  value: unknown,
+  type: T,
+  length: number | undefined,
+  what: string,
+): InstanceType<T> {
+  if (!(value instanceof type) || (length !== undefined && value.length !== length))
+    fail(`state field ${what} is not a ${type.name}${length === undefined ? '' : ` of ${length} values`}`);
+  return value as InstanceType<T>;
+}
+
+function idGenerations(value: unknown, what: string): IdGenerations {
+  const f = exactly(value, ['older', 'newer'], what);
+  return {
+    older: column(f.older, Uint32Array, undefined, `${what}.older`),
+    newer: column(f.newer, Uint32Array, undefined, `${what}.newer`),
+  };
+}
+
+const STATE_FIELDS: readonly (keyof DetectorState)[] = [
+  'format',
+  'options',
+  'now',
+  'counts',
+  'services',
+  'requests',
+  'openStorms',
+  'spanIds',
+  'attemptStreams',
+  'quietStreams',
+];
+const ROW_FIELDS: readonly (keyof RequestRows)[] = [
+  'sessions',
+  'requestIds',
+  'services',
+  'incarnations',
+  'incarnationsGiven',
+  'flagNames',
+  'hot',
+  'coldRequests',
+  'cold',
+];
+
+/** The state, each field checked against the detector it is to be loaded into. */
+function checked(state: unknown, into: Omit<DetectorParts, 'now' | 'counts' | 'openStorms'>): DetectorState {
+  const s = fieldsOf(state, 'state');
+  if (s.format !== STATE_FORMAT) fail(`state format ${String(s.format)}, expected ${STATE_FORMAT}`);
+  exactly(s, STATE_FIELDS, '');
+  const options = exactly(s.options, Object.keys(into.options), 'options');
+  for (const [k, v] of Object.entries(into.options))
+    if (options[k] !== v) fail(`state was kept with ${k}=${String(options[k])}, this detector has ${v}`);
+  const { table } = into;
+  if (table.size > 0 || into.services.size > 0) fail('importState needs a detector that has seen no span');
+  number(s.now, 'now');
+  const counts = exactly(s.counts, COUNT_NAMES, 'counts');
+  for (const name of COUNT_NAMES) number(counts[name], `counts.${name}`);
+
+  const services = strings(s.services, 'services');
+  const distinct = new Set(services).size;
+  if (distinct !== services.length || services.length > into.services.cap)
+    fail(`state holds ${services.length} services, ${Math.min(distinct, into.services.cap)} distinct within the cap`);
+
+  const rows = exactly(s.requests, ROW_FIELDS, 'requests');
+  const sessions = strings(rows.sessions, 'requests.sessions');
+  const n = sessions.length;
+  if (n > table.maxRequests) fail(`state holds ${n} requests, more than maxRequests ${table.maxRequests}`);
+  if (strings(rows.requestIds, 'requests.requestIds').length !== n)
+    fail(`state field requests.requestIds is not a list of ${n} strings`);
+  const serviceIds = column(rows.services, Uint32Array, n, 'requests.services');
+  for (const id of serviceIds) index(id, services.length, 'requests.services');
+  const incarnations = column(rows.incarnations, Uint32Array, n, 'requests.incarnations');
+  const given = number(rows.incarnationsGiven, 'requests.incarnationsGiven');
+  for (const incarnation of incarnations)
+    if (incarnation > given) fail('state field requests.incarnations holds one not yet given out');
+  const identities = new Set<string>();
+  for (let i = 0; i < n; i++) identities.add(`${serviceIds[i]}\n${sessions[i]}\n${(rows.requestIds as string[])[i]}`);
+  if (identities.size !== n) fail('state field requests holds a request twice');
+
+  const flagNames = strings(rows.flagNames, 'requests.flagNames');
+  for (const name of flagNames) if (!FLAGS.includes(name)) fail(`state has an unknown flag ${name}`);
+  for (const name of FLAGS) if (!flagNames.includes(name)) fail(`state has no flag ${name}`);
+  if (new Set(flagNames).size !== flagNames.length) fail('state field requests.flagNames names a flag twice');
+
+  const hot = exactly(rows.hot, PERSISTED_HOT, 'requests.hot');
+  for (const field of PERSISTED_HOT) checkField(hot[field], field, n, table.ringSize, 'requests.hot');
+  const coldRequests = column(rows.coldRequests, Uint32Array, undefined, 'requests.coldRequests');
+  let previous = -1;
+  for (const i of coldRequests) {
+    if (i <= previous) fail('state field requests.coldRequests is not ascending');
+    previous = index(i, n, 'requests.coldRequests');
+  }
+  const cold = exactly(rows.cold, PERSISTED_COLD, 'requests.cold');
+  for (const field of PERSISTED_COLD)
+    checkField(cold[field], field, coldRequests.length, table.ringSize, 'requests.cold');
+
+  if (!Array.isArray(s.openStorms)) fail('state field openStorms is not a list');
+  for (const i of s.openStorms as unknown[]) index(i, n, 'openStorms');
+  if (new Set(s.openStorms).size !== s.openStorms.length) fail('state field openStorms names a request twice');
+
+  for (const name of ['spanIds', 'attemptStreams', 'quietStreams'] as const) {
+    const ids = idGenerations(s[name], name);
+    if (!into[name].fits(ids.older) || !into[name].fits(ids.newer))
+      fail(`state field ${name} does not fit a dedupe set of dedupeCapacity`);
+  }
+  return s as unknown as DetectorState;
+}
+
+function checkField(value: unknown, field: HotField | ColdField, rows: number, ringSize: number, what: string): void {
+  column(value, FIELD_TYPES[REQUEST_FIELDS[field].type].array, rows * wordsOf(field, ringSize), `${what}.${field}`);
+}
