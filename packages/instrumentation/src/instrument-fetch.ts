@@ -56,7 +56,9 @@ export function createInstrumentedFetch(
   // The observer calls the guard (a deciding listener) before the recorder whatever the order they are
   // added in; what it did travels on the request or event (`guardAction`), which the recorder reads.
   observer.addListener(recorder);
-  const guard = options.guard ? guardListener(options.guard === true ? {} : options.guard, requestTimeoutMs) : undefined;
+  const guard = options.guard
+    ? guardListener(options.guard === true ? {} : options.guard, requestTimeoutMs)
+    : undefined;
   if (guard) observer.addListener(guard, { filters: true });
   const below: FetchLike = fetch ?? ((input, init) => globalThis.fetch(input, init));
   // Marked, so that the global fetch patch of `register` does not instrument the same exchange again.
