@@ -12,6 +12,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import type { SpanContext } from '@opentelemetry/api';
 import type { tracing } from '@opentelemetry/sdk-node';
 
 type SpanExporter = tracing.SpanExporter;
@@ -24,26 +25,12 @@ const SUCCESS = 0;
 /** The child that exports the spans an exiting process hands it. */
 const EXPORT_CHILD = fileURLToPath(new URL('./exit-export.js', import.meta.url));
 
-/** A ReadableSpan as JSON: what the OTLP serializer reads of it, the function `spanContext()` as its value. */
-export interface SpanJson {
-  name: string;
-  kind: ReadableSpan['kind'];
-  spanContext: ReturnType<ReadableSpan['spanContext']>;
-  parentSpanContext: ReadableSpan['parentSpanContext'];
-  startTime: ReadableSpan['startTime'];
-  endTime: ReadableSpan['endTime'];
-  duration: ReadableSpan['duration'];
-  status: ReadableSpan['status'];
-  attributes: ReadableSpan['attributes'];
-  links: ReadableSpan['links'];
-  events: ReadableSpan['events'];
-  droppedAttributesCount: number;
-  droppedEventsCount: number;
-  droppedLinksCount: number;
-  instrumentationScope: ReadableSpan['instrumentationScope'];
+/** A ReadableSpan as JSON: what the OTLP serializer reads of it, `spanContext()` as its value, the resource as an index. */
+export type SpanJson = Omit<ReadableSpan, 'spanContext' | 'resource' | 'ended'> & {
+  spanContext: SpanContext;
   /** Index into `ExitBatch.resources`. */
   resource: number;
-}
+};
 
 /** What the exiting process writes to the child's stdin. */
 export interface ExitBatch {
