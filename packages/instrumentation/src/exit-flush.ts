@@ -26,7 +26,7 @@ const SUCCESS = 0;
 const EXPORT_CHILD = fileURLToPath(new URL('./exit-export.js', import.meta.url));
 
 /** A ReadableSpan as JSON: what the OTLP serializer reads of it, `spanContext()` as its value, the resource as an index. */
-export type SpanJson = Omit<ReadableSpan, 'spanContext' | 'resource' | 'ended'> & {
+type SpanJson = Omit<ReadableSpan, 'spanContext' | 'resource' | 'ended'> & {
   spanContext: SpanContext;
   /** Index into `ExitBatch.resources`. */
   resource: number;
