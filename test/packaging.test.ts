@@ -1,8 +1,9 @@
 // The packages as a user gets them: every publishable package packs (`pnpm pack`, as `pnpm pack:all`
 // does) into a tarball with a complete package.json, and the tarballs install with plain npm into a
-// fresh folder outside the workspace, next to the MCP SDK. There an unmodified SDK application runs
-// under `node --import @resumewatch/instrumentation/register` against the installed lab server and
-// exports to the installed `resumewatch serve`, which reports the finding.
+// fresh folder outside the workspace, next to the MCP SDK and the OpenTelemetry SDK that `register`
+// starts. There an unmodified SDK application runs under `node --import
+// @resumewatch/instrumentation/register` against the installed lab server and exports to the installed
+// `resumewatch serve`, which reports the finding.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,6 +23,7 @@ interface Manifest {
   files?: string[];
   dependencies?: Record<string, string>;
   peerDependencies?: Record<string, string>;
+  peerDependenciesMeta?: Record<string, { optional?: boolean }>;
 }
 
 const packageDirs = readdirSync(join(repoRoot, 'packages')).filter((dir) => {
@@ -141,9 +143,20 @@ describe('pnpm pack of every publishable package', () => {
         expect(range, `${name} ${dep}`).toMatch(/^\^\d/);
       }
     }
-    expect(tarballs.get('@resumewatch/instrumentation')!.manifest.peerDependencies).toEqual({
+    // The library uses the application's SDK; only `register` brings one in, from optional peers.
+    const instrumentation = tarballs.get('@resumewatch/instrumentation')!.manifest;
+    expect(instrumentation.peerDependencies).toEqual({
       '@opentelemetry/api': '^1.9.0',
+      '@opentelemetry/exporter-trace-otlp-http': '^0.223.0',
+      '@opentelemetry/sdk-node': '^0.223.0',
     });
+    expect(instrumentation.peerDependenciesMeta).toEqual({
+      '@opentelemetry/exporter-trace-otlp-http': { optional: true },
+      '@opentelemetry/sdk-node': { optional: true },
+    });
+    expect(Object.keys(instrumentation.dependencies ?? {}).filter((dep) => dep.startsWith('@opentelemetry/'))).toEqual([
+      '@opentelemetry/instrumentation',
+    ]);
   });
 });
 
@@ -244,7 +257,17 @@ describe('installed with npm outside the workspace', () => {
       const files = [...tarballs.values()].map((t) => t.path);
       run(
         'npm',
-        ['install', '--no-audit', '--no-fund', '--loglevel=error', ...files, '@modelcontextprotocol/sdk@1.32.2'],
+        [
+          'install',
+          '--no-audit',
+          '--no-fund',
+          '--loglevel=error',
+          ...files,
+          '@modelcontextprotocol/sdk@1.32.2',
+          // What `register` starts (optional peers of the instrumentation): the application installs them.
+          '@opentelemetry/sdk-node@^0.223.0',
+          '@opentelemetry/exporter-trace-otlp-http@^0.223.0',
+        ],
         app,
         200_000,
       );

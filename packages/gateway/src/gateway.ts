@@ -93,7 +93,6 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     });
     const guard: GuardOptions | undefined = enforce
       ? {
-          confirmDelivery: true,
           onResumeRefused: () => counts.guardAction(GuardAction.RESUME_REFUSED),
           onDuplicateTerminalDropped: () => counts.guardAction(GuardAction.DUPLICATE_TERMINAL_DROPPED),
           onConflictingTerminal: () => counts.guardAction(GuardAction.CONFLICTING_TERMINAL_REPORTED),

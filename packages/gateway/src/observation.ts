@@ -40,12 +40,14 @@ export function observeExchanges(
     observer: {
       releaseOnTransportClose: false,
       sessionlessApart: true,
+      // A proxy knows what it wrote, not what its client read: a terminal finishes its request once the
+      // downstream response that carried it ended cleanly (settleDelivery).
+      confirmDelivery: true,
       sessionRetentionMs,
       ...(maxSessions ? { maxSessions } : {}),
     },
   });
   const observer = instrumented.observer;
-  const guard = instrumented.guard;
   let exchanges = 0;
   return {
     observer,
@@ -53,9 +55,7 @@ export function observeExchanges(
       exchanges++;
       return observer.proxyRequest(url, init);
     },
-    settleDelivery(stream, delivered) {
-      guard?.settleDelivery(stream, delivered);
-    },
+    settleDelivery: (stream, delivered) => observer.settleDelivery(stream, delivered),
     stats() {
       const wire = observer.stats();
       return {

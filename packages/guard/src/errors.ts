@@ -1,5 +1,5 @@
 /**
- * Raised when a client attempts to resume a stream that is not resumable. The message never carries
+ * Raised when a client attempts to resume a stream whose requests have all finished. The message never carries
  * the session id (an Mcp-Session-Id is close to a credential and error messages end up in logs); the
  * `sessionId` property has it, not enumerable, so printing or serialising the error leaves it out too.
  */
@@ -13,8 +13,8 @@ export class InvalidResumptionError extends Error {
     /** The JSON-RPC request id the resumption concerned. */
     readonly requestId: string,
     sessionId: string | undefined,
-    /** Why it was refused. */
-    readonly reason: 'terminal' | 'no_cursor',
+    /** Why it was refused: every request the cursor's stream carried had finished. */
+    readonly reason: 'terminal',
   ) {
     super(message);
     Object.defineProperty(this, 'sessionId', { value: sessionId, enumerable: false });
@@ -28,15 +28,6 @@ export class InvalidResumptionError extends Error {
       requestId,
       sessionId,
       'terminal',
-    );
-  }
-
-  static noCursor(requestId: string, sessionId: string | undefined): InvalidResumptionError {
-    return new InvalidResumptionError(
-      `request ${JSON.stringify(requestId)} has no observed event cursor; cannot resume without a Last-Event-ID.`,
-      requestId,
-      sessionId,
-      'no_cursor',
     );
   }
 }

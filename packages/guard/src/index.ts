@@ -1,7 +1,5 @@
 export { InvalidResumptionError } from './errors.js';
 export { ResumeDecision, decideResume, isCursorGoneStatus, isFailedResumption } from './decision.js';
-export { StreamResumptionGuard } from './resumption-guard.js';
-export type { ResumeHeaders, StreamResumptionGuardOptions } from './resumption-guard.js';
 export { DEFAULT_REQUEST_DEADLINE_MS, createGuardListener } from './listener.js';
 export type { GuardListener, GuardOptions } from './listener.js';
 export { guardedFetch } from './guarded-fetch.js';

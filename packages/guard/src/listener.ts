@@ -12,7 +12,6 @@ import type {
   RequestRecord,
   StreamEnd,
   StreamRecord,
-  TerminalObservation,
   WireEvent,
   WireListener,
   WireRequest,
@@ -21,12 +20,17 @@ import type {
 import { ResumeDecision, decideResume } from './decision.js';
 import { InvalidResumptionError } from './errors.js';
 import type { ConflictingTerminal, DroppedTerminal, FailedResumption, RefusedResume, ResumeReport } from './reports.js';
-import { StreamResumptionGuard } from './resumption-guard.js';
-import type { StreamResumptionGuardOptions } from './resumption-guard.js';
 
 export const DEFAULT_REQUEST_DEADLINE_MS = 300_000;
 
-export interface GuardOptions extends StreamResumptionGuardOptions {
+export interface GuardOptions {
+  /**
+   * Most resumed streams open and silent, and most requests held after a 400/409 or a poll, each;
+   * the oldest is dropped beyond it (counted in `stats().evictions`). Default 10,000. Whether a request
+   * is finished is the wire observer's to keep (its `maxRequests` and `requestRetentionMs`).
+   */
+  maxRequests?: number;
+  now?: () => number;
   /**
    * A request's deadline, from when it was sent. A resumed stream of the request still silent then is
    * an empty replay (evidence `deadline`); a rejected cursor (400/409) not retried by then is a failed
@@ -52,25 +56,11 @@ export interface GuardOptions extends StreamResumptionGuardOptions {
    * request's outcome is unknown: retry it with idempotency protection.
    */
   onFailedResumption?(report: FailedResumption): void;
-  /**
-   * A terminal event counts as delivered only once `settleDelivery(stream, true)` says the stream that
-   * carried it reached its reader whole. For a proxy, which knows what it wrote, not what its client
-   * read: a terminal on a downstream response that broke is not delivered, so its replay passes and a
-   * resume of its request is let through (its replay is the client's only copy). Default false: a
-   * terminal is delivered when the application reads it from the body.
-   */
-  confirmDelivery?: boolean;
 }
 
 export interface GuardListener extends WireListener {
-  readonly guard: StreamResumptionGuard;
   /** Resumed streams open and silent (no verdict yet); rejected or polled requests awaiting what settles them. */
   stats(): { silentResumes: number; unsettledRequests: number; evictions: number };
-  /**
-   * With `confirmDelivery`: the stream reached its reader whole (`true`: its terminals are delivered
-   * from now on) or did not (`false`: they are not). Call it once per stream the proxy wrote.
-   */
-  settleDelivery(stream: StreamRecord, delivered: boolean): void;
   /** Stops pending deadline timers. */
   dispose(): void;
 }
@@ -98,7 +88,9 @@ interface Unsettled {
  * The guard as a wire listener: add it to a WireObserver with `{ filters: true }`. It refuses a
  * `Last-Event-ID` request whose cursor's stream carried only finished requests, removes terminal
  * events for a (session, request) that already had one (reporting a conflicting one), and takes a
- * verdict on every resume with `resumeVerdict` of @resumewatch/semconv, on evidence only.
+ * verdict on every resume with `resumeVerdict` of @resumewatch/semconv, on evidence only. Whether a
+ * request is finished is the observer's answer (`RequestRecord.finished`); what the guard did travels
+ * on the request or event it decided (`guardAction`), before any other listener sees it.
  */
 export function createGuardListener(options: GuardOptions = {}): GuardListener {
   return new GuardWireListener(options);
@@ -115,7 +107,6 @@ function clearEntryTimer(_key: unknown, entry: { timer: ReturnType<typeof setTim
  * and optimised code that inlined a dead one is thrown away at the next GC.
  */
 class GuardWireListener implements GuardListener {
-  readonly guard: StreamResumptionGuard;
   /** Only the events that can decide something: terminals, and the events of resumed streams. */
   readonly eventsWanted = 'deciding' as const;
   private readonly options: GuardOptions;
@@ -123,39 +114,17 @@ class GuardWireListener implements GuardListener {
   private readonly deadlineMs: number;
   private readonly silent: BoundedMap<StreamRecord, SilentResume>;
   private readonly unsettled: BoundedMap<string, Unsettled>;
-  /** With confirmDelivery: the first terminals each stream carried, delivered once the stream is confirmed. */
-  private readonly awaitingDelivery: BoundedMap<StreamRecord, string[]> | undefined;
 
   constructor(options: GuardOptions) {
     this.options = options;
-    this.guard = new StreamResumptionGuard(options);
     this.now = options.now ?? Date.now;
     this.deadlineMs = options.requestDeadlineMs ?? DEFAULT_REQUEST_DEADLINE_MS;
     if (!(this.deadlineMs > 0)) throw new RangeError(`requestDeadlineMs must be positive, got ${this.deadlineMs}`);
     const cap = options.maxRequests ?? 10_000;
+    if (!(cap > 0)) throw new RangeError(`maxRequests must be positive, got ${cap}`);
     // Cap only: each entry's timer ends it.
     this.silent = new BoundedMap<StreamRecord, SilentResume>(cap, Infinity, this.now, clearEntryTimer);
     this.unsettled = new BoundedMap<string, Unsettled>(cap, Infinity, this.now, clearEntryTimer);
-    // Cap and the guard's retention: a stream the proxy never settles (it crashed mid-write) is forgotten.
-    this.awaitingDelivery = options.confirmDelivery
-      ? new BoundedMap<StreamRecord, string[]>(cap, options.retentionMs ?? 600_000, this.now)
-      : undefined;
-  }
-
-  /** Whether the request's terminal reached the application: the one answer the listener's decisions read. */
-  private isTerminal(record: RequestRecord): boolean {
-    if (this.awaitingDelivery) return this.guard.isTerminal(record.key);
-    return record.terminalCount > 0 || this.guard.isTerminal(record.key);
-  }
-
-  /**
-   * Whether a terminal arriving now repeats one the application already has. The wire has counted
-   * this one already (its `duplicate`: an earlier terminal was seen); with confirmDelivery only a
-   * terminal whose stream reached the reader counts, so the guard's own flag answers.
-   */
-  private deliveredBefore(terminal: TerminalObservation): boolean {
-    const known = this.guard.isTerminal(terminal.request.key);
-    return this.awaitingDelivery ? known : terminal.duplicate || known;
   }
 
   /** Whom a resume's verdict concerns: none for the listening stream, else the requests its stream carries. */
@@ -181,6 +150,7 @@ class GuardWireListener implements GuardListener {
   }
 
   private fail(report: ResumeReport, evidence = report.evidence): void {
+    report.request.guardAction = GuardAction.RESUMPTION_FAILED_REPORTED;
     this.options.onFailedResumption?.({ ...report, evidence, action: GuardAction.RESUMPTION_FAILED_REPORTED });
   }
 
@@ -204,7 +174,7 @@ class GuardWireListener implements GuardListener {
     if (entry === undefined) return;
     this.retract(key);
     const record = entry.report.record;
-    if (record !== undefined && this.isTerminal(record)) return;
+    if (record?.finished) return;
     if (entry.kind === 'rejected') {
       this.fail(entry.report, evidence);
     } else if (evidence === ResumeEvidence.DEADLINE) {
@@ -270,9 +240,9 @@ class GuardWireListener implements GuardListener {
       return;
     }
     for (const record of records) {
-      // The guard's own flag: the observer has already counted a terminal carried by the event that
-      // settles this verdict, which is part of the continuation, not something seen before it.
-      const terminal = this.guard.isTerminal(record.key);
+      // As before the event that settles this verdict (the observer marks its terminal after every
+      // listener saw it): a terminal it carries is part of the continuation, not something seen before it.
+      const terminal = record.finished;
       const report: ResumeReport = { ...base, requestId: record.id, record, decision: decideResume(verdict, terminal) };
       this.decide(report, record.key, terminal, record.startedAt + this.deadlineMs);
     }
@@ -322,6 +292,7 @@ class GuardWireListener implements GuardListener {
       this.retract(record.key);
       if (terminal.conflict) {
         if (sse) keep = false;
+        event.guardAction = GuardAction.CONFLICTING_TERMINAL_REPORTED;
         const first = terminal.firstStream;
         options.onConflictingTerminal?.({
           action: GuardAction.CONFLICTING_TERMINAL_REPORTED,
@@ -334,8 +305,11 @@ class GuardWireListener implements GuardListener {
           foreign: terminal.foreign,
           event,
         });
-      } else if (sse && this.deliveredBefore(terminal)) {
+      } else if (sse && record.finished) {
+        // A copy of the terminal the reader already has (the observer's answer, not the wire's `duplicate`:
+        // with confirmDelivery a terminal seen on a stream that never reached its reader is not one).
         keep = false;
+        event.guardAction = GuardAction.DUPLICATE_TERMINAL_DROPPED;
         options.onDuplicateTerminalDropped?.({
           action: GuardAction.DUPLICATE_TERMINAL_DROPPED,
           sessionId: record.sessionId,
@@ -346,30 +320,20 @@ class GuardWireListener implements GuardListener {
           foreign: terminal.foreign,
           event,
         });
-      } else if (this.awaitingDelivery) {
-        // Passed on, delivered once the stream's end is confirmed; until then a replay of it passes too.
-        const keys = this.awaitingDelivery.get(event.stream);
-        if (keys) keys.push(record.key);
-        else this.awaitingDelivery.set(event.stream, [record.key]);
-      } else {
-        // The first terminal, delivered even when foreign: it is the only result the client has.
-        this.guard.observeEvent(record.key, event.eventId, true);
       }
     }
     return keep;
   }
 
   onRequest(request: WireRequest): void {
-    for (const record of request.requests) {
-      this.guard.forget(record.key);
-      this.retract(record.key);
-    }
+    // A new request with the id of an earlier one: what was held for that one no longer applies.
+    for (const record of request.requests) this.retract(record.key);
     if (request.cancels.length > 0) this.requestsEnded(request.sessionId, request.cancels);
     if (request.httpMethod === 'DELETE' && request.sessionId !== undefined)
       this.requestsEnded(request.sessionId, undefined);
     const resume = request.resume;
     if (resume === undefined || resume.requests.length === 0) return;
-    for (const record of resume.requests) if (!this.isTerminal(record)) return;
+    for (const record of resume.requests) if (!record.finished) return;
     const first = resume.requests[0]!;
     const error = InvalidResumptionError.terminal(first.id, request.sessionId);
     this.options.onResumeRefused?.({
@@ -380,6 +344,7 @@ class GuardWireListener implements GuardListener {
       error,
       request,
     });
+    request.guardAction = GuardAction.RESUME_REFUSED;
     throw error;
   }
 
@@ -439,7 +404,6 @@ class GuardWireListener implements GuardListener {
   }
 
   onSessionReleased(sessionId: string): void {
-    this.guard.forgetSession(sessionId);
     // Silent resumes of the session ended with their streams (abort) or with the DELETE (request
     // end); what remains of them, and held rejections or polls, no longer concern a live session.
     for (const [stream, entry] of [...this.silent.entries()]) {
@@ -447,13 +411,6 @@ class GuardWireListener implements GuardListener {
       clearTimeout(entry.timer);
       this.silent.delete(stream);
     }
-  }
-
-  settleDelivery(stream: StreamRecord, delivered: boolean): void {
-    const keys = this.awaitingDelivery?.get(stream);
-    if (keys === undefined) return;
-    this.awaitingDelivery!.delete(stream);
-    if (delivered) for (const key of keys) this.guard.observeEvent(key, stream.deliveredEventId, true);
   }
 
   stats(): { silentResumes: number; unsettledRequests: number; evictions: number } {
@@ -469,12 +426,11 @@ class GuardWireListener implements GuardListener {
     for (const entry of this.unsettled.values()) clearTimeout(entry.timer);
     this.silent.clear();
     this.unsettled.clear();
-    this.awaitingDelivery?.clear();
   }
 }
 
 /**
- * One listener held for the life of the process: its class's hidden class (and the guard's) then
+ * One listener held for the life of the process: its class's hidden class then
  * outlives every guarded fetch, so the observer's optimised code that checks it is not thrown away
  * at a GC that finds no listener alive (see shapes.ts of @resumewatch/wire).
  */

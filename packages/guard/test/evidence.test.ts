@@ -101,7 +101,7 @@ describe('the listening stream and foreign terminals', () => {
       sse({ id: 'd3', data: result(6, 'six') }),
     ]);
     expect(text).toContain('"five"');
-    expect(fetch.listener.guard.isTerminal(`${SESSION}\n5`)).toBe(true);
+    expect(fetch.observer.getRequest(SESSION, 5)?.finished).toBe(true);
     expect(seen.dropped).toEqual([]);
   });
 });

@@ -85,13 +85,15 @@ describe('guardedFetch', () => {
     const init = await fetch(sse.server.url, post({ jsonrpc: '2.0', id: 0, method: 'initialize', params: {} }));
     await init.text();
     const sessionId = init.headers.get('mcp-session-id')!;
-    await call(fetch, sessionId);
-    // The call's terminal flag, and the initialize's: sent before a session existed, it is keyed by no
+    const { id } = await call(fetch, sessionId);
+    // The call is finished, and the initialize: sent before a session existed, it is keyed by no
     // session, one key for every initialize with id 0 (a later one replaces it).
-    expect(fetch.listener.guard.stats().finished).toBe(2);
+    expect(fetch.observer.getRequest(sessionId, id)?.finished).toBe(true);
+    expect(fetch.observer.getRequest(undefined, 0)?.finished).toBe(true);
     await fetch(sse.server.url, { method: 'DELETE', headers: { 'mcp-session-id': sessionId } });
     expect(fetch.observer.stats()).toMatchObject({ sessions: 0, requests: 0, releasedSessions: 1 });
-    expect(fetch.listener.guard.stats()).toEqual({ open: 0, finished: 1, evictions: 0 });
+    expect(fetch.observer.getRequest(sessionId, id)).toBeUndefined();
+    expect(fetch.observer.getRequest(undefined, 0)?.finished).toBe(true);
     expect(fetch.listener.stats()).toEqual({ silentResumes: 0, unsettledRequests: 0, evictions: 0 });
   });
 
@@ -389,6 +391,6 @@ describe('guardedFetch', () => {
     await (await fetch(sse.server.url, post({ jsonrpc: '2.0', id: 0, method: 'initialize', params: {} }))).text();
     expect(sent).toBe(1);
     expect(fetch.observer.stats().sessions).toBe(1);
-    expect(fetch.listener.guard.stats().finished).toBe(1);
+    expect(fetch.observer.getRequest(undefined, 0)?.finished).toBe(true);
   });
 });

@@ -6,7 +6,7 @@ import { WireObserver } from '@resumewatch/wire';
 import type { FetchLike } from '@resumewatch/wire';
 import { callBelowInstrumentedFetch } from './fetch-scope.js';
 import { createIdRecorder, withIdPolicy } from './id-policy.js';
-import { GuardAction, TRACER_SCOPE } from './semconv.js';
+import { TRACER_SCOPE } from './semconv.js';
 import { SpanRecorder } from './span-recorder.js';
 import type { TracerSource } from './tracer-source.js';
 import type { InstrumentFetchOptions, InstrumentedFetch } from './types.js';
@@ -53,13 +53,13 @@ export function createInstrumentedFetch(
   const observer = new WireObserver(options.observer);
   const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
   const recorder = new SpanRecorder({ tracer, observer, requestTimeoutMs });
-  // The guard goes first: it tells the recorder what it did before the recorder's hook for the same
-  // request or event runs.
+  // The observer calls the guard (a deciding listener) before the recorder whatever the order they are
+  // added in; what it did travels on the request or event (`guardAction`), which the recorder reads.
+  observer.addListener(recorder);
   const guard = options.guard
-    ? guardListener(options.guard === true ? {} : options.guard, recorder, requestTimeoutMs)
+    ? guardListener(options.guard === true ? {} : options.guard, requestTimeoutMs)
     : undefined;
   if (guard) observer.addListener(guard, { filters: true });
-  observer.addListener(recorder);
   const below: FetchLike = fetch ?? ((input, init) => globalThis.fetch(input, init));
   // Marked, so that the global fetch patch of `register` does not instrument the same exchange again.
   const target: FetchLike = (input, init) => callBelowInstrumentedFetch(() => below(input, init));
@@ -73,26 +73,7 @@ export function createInstrumentedFetch(
   return wrapped as InstrumentedFetch;
 }
 
-function guardListener(options: GuardOptions, recorder: SpanRecorder, requestTimeoutMs: number): GuardListener {
-  return createGuardListener({
-    // One deadline for the spans and the guard, unless the guard was given its own.
-    requestDeadlineMs: requestTimeoutMs,
-    ...options,
-    onResumeRefused(report) {
-      recorder.noteGuardAction(report.request, GuardAction.RESUME_REFUSED);
-      options.onResumeRefused?.(report);
-    },
-    onDuplicateTerminalDropped(report) {
-      recorder.noteGuardAction(report.event, GuardAction.DUPLICATE_TERMINAL_DROPPED);
-      options.onDuplicateTerminalDropped?.(report);
-    },
-    onConflictingTerminal(report) {
-      recorder.noteGuardAction(report.event, GuardAction.CONFLICTING_TERMINAL_REPORTED);
-      options.onConflictingTerminal?.(report);
-    },
-    onFailedResumption(report) {
-      recorder.noteGuardAction(report.request, GuardAction.RESUMPTION_FAILED_REPORTED);
-      options.onFailedResumption?.(report);
-    },
-  });
+function guardListener(options: GuardOptions, requestTimeoutMs: number): GuardListener {
+  // One deadline for the spans and the guard, unless the guard was given its own.
+  return createGuardListener({ requestDeadlineMs: requestTimeoutMs, ...options });
 }

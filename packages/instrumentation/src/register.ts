@@ -3,17 +3,34 @@
  * McpResumeInstrumentation (SDK transports patched, and every MCP exchange through the global fetch)
  * and McpServerInstrumentation (SDK server transports and their event stores), the OTLP/HTTP trace
  * exporter, configured by the standard OTEL_* environment variables, and registers the ESM loader hook
- * so ESM imports of the MCP SDK are patched. Spans are flushed at exit, including `process.exit()`.
+ * so ESM imports of the MCP SDK are patched. Spans are flushed at exit, including `process.exit()`
+ * (see exit-flush.ts), which is left as it is.
+ *
+ * The only module of this package that brings in an OpenTelemetry SDK: `@opentelemetry/sdk-node` and
+ * `@opentelemetry/exporter-trace-otlp-http` are its optional peer dependencies, installed by the
+ * application that uses `register`. An application with its own SDK uses the library (instrumentFetch,
+ * McpResumeInstrumentation) and gets no second SDK.
  */
 import { register } from 'node:module';
-import { diag } from '@opentelemetry/api';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import { NodeSDK } from '@opentelemetry/sdk-node';
-import { holdExitUntil } from './exit-flush.js';
+import { diag, trace } from '@opentelemetry/api';
+import type { ProxyTracerProvider } from '@opentelemetry/api';
+import { ExitSafeExporter, exportAtExit } from './exit-flush.js';
 import { releaseHeldPolls } from './held-polls.js';
 import { idOptionsFromEnv } from './id-policy.js';
 import { McpResumeInstrumentation } from './instrumentation.js';
 import { McpServerInstrumentation } from './server-instrumentation.js';
+import { TRACER_SCOPE } from './semconv.js';
+
+const [{ NodeSDK }, { OTLPTraceExporter }] = await Promise.all([
+  import('@opentelemetry/sdk-node'),
+  import('@opentelemetry/exporter-trace-otlp-http'),
+]).catch((error: unknown) => {
+  throw new Error(
+    '@resumewatch/instrumentation/register starts the OpenTelemetry Node SDK: install @opentelemetry/sdk-node ' +
+      'and @opentelemetry/exporter-trace-otlp-http (its optional peer dependencies) next to it',
+    { cause: error },
+  );
+});
 
 register('@opentelemetry/instrumentation/hook.mjs', import.meta.url);
 
@@ -39,9 +56,11 @@ const client = sides.has('client')
     })
   : undefined;
 const server = sides.has('server') ? new McpServerInstrumentation() : undefined;
+// register's own exporter (the environment chose none), kept at a process.exit() for the exit export.
+const exporter = exporterFromEnv ? undefined : new ExitSafeExporter(new OTLPTraceExporter());
 const sdk = new NodeSDK({
   instrumentations: [client, server].filter((i) => i !== undefined),
-  ...(exporterFromEnv ? {} : { traceExporter: new OTLPTraceExporter() }),
+  ...(exporter ? { traceExporter: exporter } : {}),
 });
 sdk.start();
 
@@ -58,22 +77,43 @@ export function shutdown(): Promise<void> {
 
 process.once('beforeExit', () => void shutdown());
 process.once('SIGTERM', () => {
-  // Counted when the signal arrives: an application handler (which may end with process.exit(), held
-  // below until the flush) decides how the process ends; without one, SIGTERM is re-raised after the flush.
+  // Counted when the signal arrives: an application handler (which may end with process.exit(): the
+  // exit export below then takes what this flush has not) decides how the process ends; without one,
+  // SIGTERM is re-raised after the flush.
   const handledElsewhere = process.listenerCount('SIGTERM') > 0;
   void shutdown().finally(() => {
     if (!handledElsewhere) process.kill(process.pid, 'SIGTERM');
   });
 });
-// CLIs end with process.exit(), which skips beforeExit: hold that exit until the spans are out.
-holdExitUntil(shutdown, () => {
-  const fetches = client?.globalFetchStats();
-  return {
-    recorded: (client?.hasRecorded() ?? false) || (server?.hasRecorded() ?? false),
-    openResumes: fetches?.openResumes ?? 0,
-    pendingHttp: fetches?.pendingHttp ?? 0,
+// CLIs end with process.exit(), which skips beforeExit: the spans still in the batch are exported at
+// 'exit' by a child process (exit-flush.ts). Only with register's own exporter: one the environment
+// chose is the SDK's, and spans it still holds at a process.exit() are lost (beforeExit and SIGTERM flush it).
+if (exporter) {
+  settleResource();
+  exportAtExit(
+    exporter,
+    () => void ((trace.getTracerProvider() as ProxyTracerProvider).getDelegate() as Flushable).forceFlush?.(),
+    // Polls still held (their request's fate unknown) leave as polls, with the rest.
+    () => void releaseHeldPolls(),
+  );
+}
+
+interface Flushable {
+  forceFlush?(): Promise<void>;
+}
+
+/**
+ * The SDK's detected resource attributes (host, process, ...) stay pending until someone awaits them;
+ * the batch processor awaits them before an export, which at a process.exit() would be too late for
+ * the exit export (its hand-over must be synchronous). Awaited now, through the resource of a span
+ * that is never ended, so never exported.
+ */
+function settleResource(): void {
+  const probe = trace.getTracer(TRACER_SCOPE).startSpan('resource') as {
+    resource?: { waitForAsyncAttributes?(): Promise<void> };
   };
-});
+  void probe.resource?.waitForAsyncAttributes?.();
+}
 
 /**
  * RESUMEWATCH_REQUEST_TIMEOUT_MS: the client requests' deadline (`requestTimeoutMs`). A bad value is

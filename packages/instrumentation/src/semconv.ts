@@ -45,6 +45,5 @@ export {
   StreamKind,
   resumeVerdict,
   ResumeOutcome,
-  GuardAction,
   ErrorType,
 } from '@resumewatch/semconv';

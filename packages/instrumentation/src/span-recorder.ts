@@ -43,7 +43,6 @@ import {
   ATTR_NETWORK_PROTOCOL_NAME,
   ATTR_NETWORK_TRANSPORT,
   ATTR_RPC_RESPONSE_STATUS_CODE,
-  GuardAction,
   ResumeEvidence,
   ResumeOutcome,
   StreamKind,
@@ -115,8 +114,6 @@ interface Emitted {
   verdict?: ResumeVerdict | undefined;
   /** The error type of an attempt that failed (its status, the exception's name, ...). */
   error?: string | undefined;
-  /** What the guard did, when it refused the request itself (otherwise looked up by request). */
-  guardAction?: GuardAction | undefined;
   /** When the resume span ends: now, or when a held poll was held. */
   endTime?: number;
 }
@@ -151,8 +148,6 @@ export class SpanRecorder implements WireListener {
    * for its terminal on the stream (or the stream's end) so the span says what the resume delivered.
    */
   private readonly openResumes = new Map<StreamRecord, Attempt>();
-  /** What the guard did to an event or a request, told by the guard before this listener's hook runs. */
-  private readonly guardActions = new WeakMap<WireEvent | WireRequest, GuardAction>();
   private readonly server = new ServerAttributes();
   /**
    * The latest `poll` of each unfinished request, emitted once the request's fate decides it: a poll when
@@ -184,10 +179,6 @@ export class SpanRecorder implements WireListener {
     return `${this.prefix}-${stream.id}`;
   }
 
-  noteGuardAction(subject: WireEvent | WireRequest, action: GuardAction): void {
-    this.guardActions.set(subject, action);
-  }
-
   onRequest(req: WireRequest): void {
     try {
       if (req.cancels.length > 0) this.cancelled(req.cancels);
@@ -205,9 +196,9 @@ export class SpanRecorder implements WireListener {
   }
 
   onRefused(req: WireRequest, error: unknown): void {
-    // A listener added before this one (the guard) refused it before onRequest reached this recorder.
+    // A deciding listener (the guard, called before this one) refused it before onRequest reached this recorder.
     if ((req.reattach || req.resume) && !this.pending.has(req)) this.startAttempt(req, otelContext.active());
-    this.failed(req, errorType(error), this.guardActions.get(req));
+    this.failed(req, errorType(error));
   }
 
   onFetchError(req: WireRequest, error: unknown): void {
@@ -437,7 +428,7 @@ export class SpanRecorder implements WireListener {
   }
 
   /** No response: a network error, a refusal (by the guard or another listener) or the headers timeout. */
-  private failed(req: WireRequest, type: string, guardAction?: GuardAction): void {
+  private failed(req: WireRequest, type: string): void {
     try {
       for (const record of req.requests) {
         const state = this.requests.get(record);
@@ -447,7 +438,7 @@ export class SpanRecorder implements WireListener {
       if (!attempt) return;
       this.pending.delete(req);
       clearTimeout(attempt.timer);
-      this.emit(attempt, { verdict: NO_RESPONSE, error: type, guardAction });
+      this.emit(attempt, { verdict: NO_RESPONSE, error: type });
     } catch (failure) {
       diag.error('resumewatch: recording a failed request failed', failure);
     }
@@ -503,7 +494,7 @@ export class SpanRecorder implements WireListener {
 
   /** Creates the reattach and resume spans of a finished attempt, with their recorded times. */
   private emit(attempt: Attempt, emitted: Emitted): void {
-    const { verdict, error, guardAction, endTime = nowMs() } = emitted;
+    const { verdict, error, endTime = nowMs() } = emitted;
     const { req, concerned } = attempt;
     const tracer = this.tracer();
     const parent = this.parentOf(concerned, attempt.active);
@@ -516,8 +507,8 @@ export class SpanRecorder implements WireListener {
     if (concerned) base[ATTR_JSONRPC_REQUEST_ID] = concerned.id;
     if (attempt.kind !== undefined) base[ATTR_MCP_STREAM_KIND] = attempt.kind;
     if (attempt.status !== undefined) base[ATTR_HTTP_RESPONSE_STATUS_CODE] = attempt.status;
-    const action = guardAction ?? this.guardActions.get(req);
-    if (action !== undefined) base[ATTR_MCP_GUARD_ACTION] = action;
+    // What the guard did about the request (refused it, reported its resume failed), decided before this recorder saw it.
+    if (req.guardAction !== undefined) base[ATTR_MCP_GUARD_ACTION] = req.guardAction;
 
     if (req.reattach) {
       const accepted = attempt.status !== undefined && attempt.status >= 200 && attempt.status < 300;
@@ -581,8 +572,7 @@ export class SpanRecorder implements WireListener {
     if (terminal.conflict) attributes[ATTR_MCP_TERMINAL_CONFLICT] = true;
     if (terminal.firstStream) attributes[ATTR_MCP_TERMINAL_FIRST_STREAM_ID] = this.streamId(terminal.firstStream);
     this.server.addTo(attributes, event.request.url);
-    const guardAction = this.guardActions.get(event);
-    if (guardAction !== undefined) attributes[ATTR_MCP_GUARD_ACTION] = guardAction;
+    if (event.guardAction !== undefined) attributes[ATTR_MCP_GUARD_ACTION] = event.guardAction;
     this.tracer()
       .startSpan(
         SPAN_REQUEST_TERMINAL,

@@ -90,7 +90,7 @@ describe('McpResumeInstrumentation', () => {
     }
   });
 
-  it('register: a poll still held when the process exits leaves as a poll, exported with the rest', async () => {
+  it('register: a poll still held at process.exit() leaves as a poll, exported with the rest, and the exit is not held', async () => {
     const lab = await startLabServer();
     const receiver = await startOtlpReceiver();
     try {
@@ -101,6 +101,8 @@ describe('McpResumeInstrumentation', () => {
       });
       expect(await child.code, child.stderr()).toBe(0);
       expect(child.stdout()).toContain('poll 200 clean');
+      // register leaves process.exit() as it is: the exit export runs at 'exit', the script stops at the call.
+      expect(child.stdout()).not.toContain('ran past process.exit()');
       const resumes = receiver.spans.filter((s) => s.scope === TRACER_SCOPE && s.name === SPAN_STREAM_RESUME);
       expect(
         resumes.map((s) => [s.attributes[ATTR_MCP_RESUME_OUTCOME], s.attributes[ATTR_MCP_RESUME_EVIDENCE]]),

@@ -48,7 +48,11 @@ const NO_REQUESTS: readonly RequestRecord[] = [];
  * per-request and per-stream state that the listeners share.
  */
 export class WireObserver {
+  /** The deciding listeners (added with `filters: true`) first, then the others; each group in the order added. */
   private readonly listeners: WireListener[] = [];
+  /** How many of `listeners` (and of `eventListeners`) are deciding ones, at their start. */
+  private deciders = 0;
+  private eventDeciders = 0;
   /** The listeners with an onEvent hook: without any, no event objects are made. */
   private readonly eventListeners: WireListener[] = [];
   /** Per entry of `eventListeners`: it wants only the events that can decide something (`eventsWanted`). */
@@ -58,10 +62,13 @@ export class WireObserver {
   private readonly sessions: BoundedMap<string, SessionRecord>;
   private readonly requests: BoundedMap<string, RequestRecord>;
   /**
-   * Released finished requests: the digest of their first terminal, by request key, so that a late
-   * terminal of one (a replay on another stream) is still a duplicate or a conflict.
+   * Released requests whose terminal was seen: the digest of their first terminal and whether it
+   * finished them, by request key, so that a late terminal of one (a replay on another stream) is
+   * still a duplicate or a conflict, and a finished one stays finished.
    */
-  private readonly finished: BoundedMap<string, number>;
+  private readonly released: BoundedMap<string, ReleasedTerminal>;
+  /** With confirmDelivery: the requests whose first terminal a stream carried, finished once the stream is settled. */
+  private readonly awaitingDelivery: BoundedMap<StreamRecord, RequestRecord[]> | undefined;
   private readonly streamsPerSession: number;
   private readonly cursorsPerSession: number;
   private readonly maxJsonBodyBytes: number;
@@ -83,7 +90,11 @@ export class WireObserver {
     this.now = options.now ?? Date.now;
     this.sessions = new BoundedMap(options.maxSessions ?? 10_000, options.sessionRetentionMs ?? 3_600_000, this.now);
     this.requests = new BoundedMap(options.maxRequests ?? 100_000, options.requestRetentionMs ?? 600_000, this.now);
-    this.finished = new BoundedMap(options.maxRequests ?? 100_000, options.requestRetentionMs ?? 600_000, this.now);
+    this.released = new BoundedMap(options.maxRequests ?? 100_000, options.requestRetentionMs ?? 600_000, this.now);
+    // Cap and retention of the requests: a stream the proxy never settles (it crashed mid-write) is forgotten.
+    this.awaitingDelivery = options.confirmDelivery
+      ? new BoundedMap(options.maxRequests ?? 100_000, options.requestRetentionMs ?? 600_000, this.now)
+      : undefined;
     this.streamsPerSession = options.streamsPerSession ?? 32;
     this.cursorsPerSession = options.cursorsPerSession ?? 256;
     this.maxJsonBodyBytes = options.maxJsonBodyBytes ?? 8 * 1024 * 1024;
@@ -91,17 +102,33 @@ export class WireObserver {
     this.sessionlessApart = options.sessionlessApart ?? false;
   }
 
-  /** Adds a listener. `filters: true` declares that its onEvent may return false. */
+  /**
+   * Adds a listener. `filters: true` declares a deciding listener: its onEvent may return false, its
+   * onRequest may refuse, it may write `guardAction`. Deciding listeners are called before the others
+   * whatever the order of the calls to addListener, so no listener's result depends on that order.
+   */
   addListener(listener: WireListener, { filters = false }: { filters?: boolean } = {}): this {
-    this.listeners.push(listener);
+    this.listeners.splice(filters ? this.deciders++ : this.listeners.length, 0, listener);
     if (listener.onEvent) {
-      const deciding = listener.eventsWanted === 'deciding';
-      this.eventListeners.push(listener);
-      this.decidingOnly.push(deciding);
-      if (!deciding) this.everyEventListeners++;
+      const wantsDeciding = listener.eventsWanted === 'deciding';
+      const at = filters ? this.eventDeciders++ : this.eventListeners.length;
+      this.eventListeners.splice(at, 0, listener);
+      this.decidingOnly.splice(at, 0, wantsDeciding);
+      if (!wantsDeciding) this.everyEventListeners++;
     }
     if (filters) this.filtering = true;
     return this;
+  }
+
+  /**
+   * With `confirmDelivery`: the stream reached its reader whole (`true`: the requests whose first
+   * terminal it carried are finished) or did not (`false`: they are not). Once per stream the proxy wrote.
+   */
+  settleDelivery(stream: StreamRecord, delivered: boolean): void {
+    const records = this.awaitingDelivery?.get(stream);
+    if (records === undefined) return;
+    this.awaitingDelivery!.delete(stream);
+    if (delivered) for (const record of records) this.finish(record);
   }
 
   getSession(sessionId: string): SessionRecord | undefined {
@@ -110,7 +137,8 @@ export class WireObserver {
 
   /**
    * A request in flight, or a finished one still remembered: whole while its stream is among its
-   * session's recent streams, else a compact record (terminal count 1, the first terminal's digest).
+   * session's recent streams, else a compact record (terminal count 1, the first terminal's digest,
+   * whether it finished the request).
    */
   getRequest(sessionId: string | undefined, id: string | number): RequestRecord | undefined {
     return this.lookup(sessionId ?? '', String(id));
@@ -126,8 +154,8 @@ export class WireObserver {
         for (const record of session.streams[i]!.requests) if (record.key === key) return record;
       }
     }
-    const digest = this.finished.get(key);
-    return digest === undefined ? undefined : compactRecord(key, sessionId, id, digest);
+    const released = this.released.get(key);
+    return released === undefined ? undefined : compactRecord(key, sessionId, id, released);
   }
 
   /**
@@ -154,7 +182,8 @@ export class WireObserver {
   prune(): void {
     this.sessions.prune();
     this.requests.prune();
-    this.finished.prune();
+    this.released.prune();
+    this.awaitingDelivery?.prune();
   }
 
   wrap(fetchImpl: FetchLike = globalThis.fetch): FetchLike {
@@ -221,7 +250,7 @@ export class WireObserver {
     const prefix = `${sessionId}\n`;
     const ofSession = (key: string) => key.startsWith(prefix);
     this.releasedRequests += this.requests.deleteWhere(ofSession);
-    this.finished.deleteWhere(ofSession);
+    this.released.deleteWhere(ofSession);
     for (const listener of this.listeners) listener.onSessionReleased?.(sessionId);
   }
 
@@ -236,7 +265,7 @@ export class WireObserver {
     for (const record of stream.requests) {
       if (this.requests.get(record.key) !== record) continue;
       this.requests.delete(record.key);
-      // The payload is not needed to judge a late resume or terminal: only the count and digest are.
+      // The payload is not needed to judge a late resume or terminal: only the count, digest and finished flag are.
       (record as Writable<RequestRecord>).message = undefined;
       // While the stream is among its session's recent streams the record is found there; the digest
       // alone is kept once the stream leaves them (or at once, without a session).
@@ -286,6 +315,8 @@ export class WireObserver {
         startedAt,
       );
       this.requests.set(key, record);
+      // A new request with the id of a released one: what is kept of the old one no longer answers for the key.
+      if (this.released.size > 0) this.released.delete(key);
       (requests ??= []).push(record);
     }
     let cancels: RequestRecord[] | undefined;
@@ -476,7 +507,32 @@ export class WireObserver {
   private keepDigest(record: RequestRecord): void {
     // A session-less request kept apart was its exchange's alone: no later stream can carry it.
     if (this.sessionlessApart && record.sessionId === '') return;
-    if (record.firstTerminalDigest !== undefined) this.finished.set(record.key, record.firstTerminalDigest);
+    if (record.firstTerminalDigest !== undefined)
+      this.released.set(record.key, { digest: record.firstTerminalDigest, finished: record.finished });
+  }
+
+  /** The terminals of an event that reached the reader: their requests are finished (with confirmDelivery, once the stream is). */
+  private delivered(stream: StreamRecord, terminals: readonly TerminalObservation[]): void {
+    for (let i = 0; i < terminals.length; i++) {
+      const record = terminals[i]!.request;
+      if (record.finished) continue;
+      if (!this.awaitingDelivery) {
+        this.finish(record);
+        continue;
+      }
+      const records = this.awaitingDelivery.get(stream);
+      if (records) records.push(record);
+      else this.awaitingDelivery.set(stream, [record]);
+    }
+  }
+
+  private finish(record: RequestRecord): void {
+    record.finished = true;
+    // A released record (a compact one is a copy): what is kept of it must say so too.
+    if (record.message === undefined) {
+      const released = this.released.get(record.key);
+      if (released) released.finished = true;
+    }
   }
 
   /** What sees a body: the SSE scanner of its events, or the JSON body's parse at its end. */
@@ -520,6 +576,7 @@ export class WireObserver {
     }
     if (scan.retry !== undefined) stream.pollingAnnounced = true;
     let kept: boolean;
+    let terminals = NO_TERMINALS;
     if (scan.hasData && !scan.mayHoldId) {
       // No "id" member anywhere: not a request or a response, so no terminal to look for. The
       // messages (notifications) are parsed only if a listener asks for them; a notification has
@@ -533,15 +590,18 @@ export class WireObserver {
     } else {
       const data = scan.hasData ? scan.decodeData() : undefined;
       const messages = data !== undefined ? parseMessages(data) : NO_MESSAGES;
-      const terminals = this.terminalsOf(stream, messages, id);
+      terminals = this.terminalsOf(stream, messages, id);
       const deciding = terminals.length > 0 || stream.isResume;
       const told = this.everyEventListeners > 0 || (deciding && this.eventListeners.length > 0);
       kept = !told || this.notify(new SseWireEvent(scan, request, stream, data, messages, terminals, at), deciding);
     }
     kept ||= !this.filtering;
-    if (kept && id !== undefined) {
-      stream.deliveredEventId = id;
-      (request.session?.cursors as CursorRing | undefined)?.addHash(scan.idHash, stream);
+    if (kept) {
+      if (terminals.length > 0) this.delivered(stream, terminals);
+      if (id !== undefined) {
+        stream.deliveredEventId = id;
+        (request.session?.cursors as CursorRing | undefined)?.addHash(scan.idHash, stream);
+      }
     }
     return kept;
   }
@@ -568,6 +628,8 @@ export class WireObserver {
     const terminals = this.terminalsOf(stream, messages, undefined);
     if (this.eventListeners.length > 0)
       this.notify(new JsonWireEvent(request, stream, messages, terminals, this.now()), true);
+    // A JSON body is passed whole, whatever a listener decided.
+    if (terminals.length > 0) this.delivered(stream, terminals);
   }
 
   /** Tells the event to the listeners that want it (`deciding`: it can decide something); false when one removed it. */
@@ -689,6 +751,7 @@ function newRequestRecord(
     message,
     startedAt,
     terminalCount: 0,
+    finished: false,
     firstTerminalStream: undefined,
     firstTerminalEventId: undefined,
     firstTerminalDigest: undefined,
@@ -722,6 +785,7 @@ function newWireRequest(
     resume,
     reattach,
     startedAt,
+    guardAction: undefined,
   };
 }
 
@@ -765,8 +829,14 @@ function newSession(id: string, protocolVersion: string | undefined, cursors: nu
   };
 }
 
-/** What is left of a released finished request: its terminal flag and first digest, no payload. */
-function compactRecord(key: string, sessionId: string, id: string, digest: number): RequestRecord {
+/** What is kept of a released request whose terminal was seen. */
+interface ReleasedTerminal {
+  readonly digest: number;
+  finished: boolean;
+}
+
+/** What is left of a released request: its first terminal's digest and whether it finished it, no payload. */
+function compactRecord(key: string, sessionId: string, id: string, released: ReleasedTerminal): RequestRecord {
   return {
     key,
     sessionId,
@@ -776,9 +846,10 @@ function compactRecord(key: string, sessionId: string, id: string, digest: numbe
     message: undefined,
     startedAt: 0,
     terminalCount: 1,
+    finished: released.finished,
     firstTerminalStream: undefined,
     firstTerminalEventId: undefined,
-    firstTerminalDigest: digest,
+    firstTerminalDigest: released.digest,
   };
 }
 

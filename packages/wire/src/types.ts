@@ -1,4 +1,4 @@
-import type { ReattachTrigger, StreamKind, TerminalDelivery, TerminalOutcome } from '@resumewatch/semconv';
+import type { GuardAction, ReattachTrigger, StreamKind, TerminalDelivery, TerminalOutcome } from '@resumewatch/semconv';
 import type { JsonRpcMessage, JsonRpcRequest } from './jsonrpc.js';
 import type { SseEvent } from './sse.js';
 
@@ -47,8 +47,15 @@ export interface RequestRecord {
   /** The request as sent; undefined on the compact record of a released finished request. */
   readonly message: JsonRpcRequest | undefined;
   readonly startedAt: number;
-  /** Terminal events seen for this request so far, duplicates included. */
+  /** Terminal events seen for this request so far, duplicates included: what the wire showed. */
   terminalCount: number;
+  /**
+   * The request is finished: a terminal event of it reached its reader (the application; with
+   * `confirmDelivery`, a proxy's client). The one answer to "is this request finished?": a resume of
+   * it has nothing to bring, and another terminal of it is a copy. Set once every listener has seen the
+   * event that delivered it, so during a listener's hook it says what held before that event.
+   */
+  finished: boolean;
   /** The stream the first terminal event arrived on. */
   firstTerminalStream: StreamRecord | undefined;
   /** The SSE id of the first terminal event, when it had one. */
@@ -139,6 +146,12 @@ export interface WireRequest {
   readonly resume: ResumeInfo | undefined;
   readonly reattach: ReattachInfo | undefined;
   readonly startedAt: number;
+  /**
+   * What a deciding listener (the guard) did about this request: refused it, or reported its resume
+   * failed. Written only by a listener added with `filters: true`, whose hooks run before any other
+   * listener's, so every other listener reads the decision whatever the order they were added in.
+   */
+  guardAction: GuardAction | undefined;
 }
 
 export interface WireResponse {
@@ -182,11 +195,20 @@ export interface WireEvent {
   readonly messages: readonly JsonRpcMessage[];
   readonly terminals: readonly TerminalObservation[];
   readonly at: number;
+  /**
+   * What a deciding listener (the guard) did about this event: removed a duplicate terminal, or
+   * reported a conflicting one. Written only in the hook of a listener added with `filters: true`,
+   * which the observer calls before any other listener's.
+   */
+  guardAction: GuardAction | undefined;
 }
 
 /**
  * What the guard, the instrumentation and the lab's clients hook into. Calls are synchronous and
- * in wire order; the records are live objects, valid until the observer releases them.
+ * in wire order; the records are live objects, valid until the observer releases them. The listeners
+ * added with `filters: true` (the deciding ones: the guard) are called first, in the order they were
+ * added, then the others: a decision (a refusal, a removed event, `guardAction`) is taken before any
+ * other listener sees what it decided, whatever order the listeners were added in.
  */
 export interface WireListener {
   /**
@@ -245,5 +267,13 @@ export interface WireObserverOptions {
    * client's observer keys them by id, as its transport does.
    */
   sessionlessApart?: boolean;
+  /**
+   * A terminal finishes its request (`RequestRecord.finished`) only once `settleDelivery(stream, true)`
+   * says the stream that carried it reached its reader whole. For a proxy, which knows what it wrote,
+   * not what its client read: a terminal on a downstream response that broke did not finish its
+   * request, so a resume of it, and its replay (the client's only copy), are let through. Default
+   * false: a terminal finishes its request when the event that carried it is passed to the reader.
+   */
+  confirmDelivery?: boolean;
   now?: () => number;
 }

@@ -2,6 +2,7 @@ import { parseMessages } from './jsonrpc.js';
 import type { JsonRpcMessage } from './jsonrpc.js';
 import { ScannedEvent, SseScanner } from './sse.js';
 import { holdShape } from './shapes.js';
+import type { GuardAction } from '@resumewatch/semconv';
 import type { StreamRecord, TerminalObservation, WireEvent, WireRequest } from './types.js';
 
 const NO_MESSAGES: readonly JsonRpcMessage[] = [];
@@ -10,6 +11,7 @@ const NO_MESSAGES: readonly JsonRpcMessage[] = [];
 export class JsonWireEvent implements WireEvent {
   readonly sse = undefined;
   readonly eventId = undefined;
+  guardAction: GuardAction | undefined = undefined;
 
   constructor(
     readonly request: WireRequest,
@@ -22,6 +24,8 @@ export class JsonWireEvent implements WireEvent {
 
 /** An SSE event as the listeners see it: the wire event and the SSE event in one object. */
 export class SseWireEvent extends ScannedEvent implements WireEvent {
+  guardAction: GuardAction | undefined = undefined;
+
   constructor(
     scan: SseScanner,
     readonly request: WireRequest,
