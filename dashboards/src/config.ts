@@ -85,9 +85,6 @@ export interface MonitoringConfig {
   };
 }
 
-/** The name of an alert that the configuration tunes: every alert of alerts/rules. */
-export type AlertName = keyof MonitoringConfig['alerts'];
-
 /**
  * The defaults work for a user who copies the files as they are: deploy/prometheus/prometheus.yml
  * scrapes the detectors as job `resumewatch-detector`, and the runbooks travel with the rules as

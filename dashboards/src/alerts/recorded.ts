@@ -37,5 +37,3 @@ export function recordedNames(config: MonitoringConfig) {
     detectionLag: `job:resumewatch_detection_lag_seconds:${percentileName(lag.quantile)}_rate${lag.window}`,
   } as const;
 }
-
-export type RecordedNames = ReturnType<typeof recordedNames>;
