@@ -113,7 +113,7 @@ describe('serve under hostile input', () => {
     }
     const sessions = server.detector
       .exportState()
-      .requests.sessions.filter((s): s is string => s?.startsWith('00000') === true);
+      .requests.sessionIds.filter((s): s is string => s?.startsWith('00000') === true);
     expect(sessions).toHaveLength(30);
     for (const s of sessions) {
       expect(Buffer.byteLength(s)).toBe(256);

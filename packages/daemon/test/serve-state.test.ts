@@ -123,7 +123,7 @@ describe('state across restarts (--state-file)', () => {
     expect(await c.until(/^HTTP\/1\.1 200 /)).toBeTruthy();
     await closing;
     const state = decodeState(await readFile(file));
-    expect(state.requests.sessions.filter((s) => s === 'grace')).toHaveLength(1);
+    expect(state.requests.sessionIds.filter((s) => s === 'grace')).toHaveLength(1);
   });
 
   it('7. a state file kept with other options is set aside, and serve starts empty', async () => {

@@ -92,7 +92,12 @@ if (exporter) {
   settleResource();
   exportAtExit(
     exporter,
-    () => void ((trace.getTracerProvider() as ProxyTracerProvider).getDelegate() as Flushable).forceFlush?.(),
+    // The hand-over is synchronous; the flush's promise settles (or fails: the exporter is unreachable,
+    // say) after the process is gone, and must not surface as the application's unhandled rejection.
+    () =>
+      void ((trace.getTracerProvider() as ProxyTracerProvider).getDelegate() as Flushable)
+        .forceFlush?.()
+        .catch(() => undefined),
     // Polls still held (their request's fate unknown) leave as polls, with the rest.
     () => void releaseHeldPolls(),
   );

@@ -73,7 +73,16 @@ export class Detector {
   private readonly events: DetectorEvents | undefined;
   private readonly clock: () => number;
   private now = -Infinity;
-  private counts: DetectorCounts = { evictions: 0, released: 0, accepted: 0, duplicate: 0, invalid: 0, ignored: 0 };
+  private counts: DetectorCounts = {
+    evictions: 0,
+    released: 0,
+    spans: {
+      [SpanReceivedResult.ACCEPTED]: 0,
+      [SpanReceivedResult.DUPLICATE]: 0,
+      [SpanReceivedResult.INVALID]: 0,
+      [SpanReceivedResult.IGNORED]: 0,
+    },
+  };
 
   constructor(init: DetectorInit = {}) {
     const options: DetectorOptions = { ...DEFAULT_DETECTOR_OPTIONS };
@@ -191,12 +200,7 @@ export class Detector {
       evictions: counts.evictions,
       released: counts.released,
       activeStorms: this.activeStorms(),
-      spans: {
-        [SpanReceivedResult.ACCEPTED]: counts.accepted,
-        [SpanReceivedResult.DUPLICATE]: counts.duplicate,
-        [SpanReceivedResult.INVALID]: counts.invalid,
-        [SpanReceivedResult.IGNORED]: counts.ignored,
-      },
+      spans: { ...counts.spans },
     };
   }
 
@@ -259,11 +263,7 @@ export class Detector {
   }
 
   private count(r: SpanReceivedResult): SpanReceivedResult {
-    const counts = this.counts;
-    if (r === SpanReceivedResult.ACCEPTED) counts.accepted++;
-    else if (r === SpanReceivedResult.DUPLICATE) counts.duplicate++;
-    else if (r === SpanReceivedResult.INVALID) counts.invalid++;
-    else counts.ignored++;
+    this.counts.spans[r]++;
     this.events?.span(r);
     return r;
   }

@@ -1,4 +1,5 @@
 import type { CappedLabels } from '@resumewatch/bounded';
+import { SpanReceivedResult } from '@resumewatch/semconv';
 import type { IdSet } from './id-set.js';
 import type { DetectorOptions } from './options.js';
 import {
@@ -24,12 +25,11 @@ export const STATE_FORMAT = 4;
 export interface DetectorCounts {
   evictions: number;
   released: number;
-  accepted: number;
-  duplicate: number;
-  invalid: number;
-  ignored: number;
+  /** Spans received, by result. */
+  spans: Record<SpanReceivedResult, number>;
 }
-const COUNT_NAMES = ['evictions', 'released', 'accepted', 'duplicate', 'invalid', 'ignored'] as const;
+const COUNT_NAMES = ['evictions', 'released', 'spans'] as const;
+const SPAN_RESULTS: readonly SpanReceivedResult[] = Object.values(SpanReceivedResult);
 
 /** A dedupe set's identities as pairs of 32-bit words, its older generation first. */
 export interface IdGenerations {
@@ -42,7 +42,7 @@ export interface IdGenerations {
  * order, and the hash index is rebuilt from their identities.
  */
 export interface RequestRows {
-  sessions: string[];
+  sessionIds: string[];
   requestIds: string[];
   /** Index of each request's service in DetectorState.services. */
   services: Uint32Array;
@@ -129,7 +129,7 @@ export function writeState(parts: DetectorParts): DetectorState {
     counts: { ...parts.counts },
     services: [...parts.services.keys()],
     requests: {
-      sessions: slots.map((slot) => table.sessionId(slot)),
+      sessionIds: slots.map((slot) => table.sessionId(slot)),
       requestIds: slots.map((slot) => table.requestId(slot)),
       services,
       incarnations,
@@ -167,7 +167,7 @@ export function readState(
   const { table } = into;
   const rows = s.requests;
   for (const name of s.services) into.services.idOf(name);
-  const slots = rows.sessions.map((session, i) =>
+  const slots = rows.sessionIds.map((session, i) =>
     table.restore(rows.services[i]!, session, rows.requestIds[i]!, rows.incarnations[i]!, rows.incarnationsGiven),
   );
   const coldRows = Array.from(rows.coldRequests, (i) => table.ensureCold(slots[i]!));
@@ -288,7 +288,7 @@ const STATE_FIELDS: readonly (keyof DetectorState)[] = [
   'quietStreams',
 ];
 const ROW_FIELDS: readonly (keyof RequestRows)[] = [
-  'sessions',
+  'sessionIds',
   'requestIds',
   'services',
   'incarnations',
@@ -311,7 +311,10 @@ function checked(state: unknown, into: Omit<DetectorParts, 'now' | 'counts' | 'o
   if (table.size > 0 || into.services.size > 0) fail('importState needs a detector that has seen no span');
   number(s.now, 'now');
   const counts = exactly(s.counts, COUNT_NAMES, 'counts');
-  for (const name of COUNT_NAMES) number(counts[name], `counts.${name}`);
+  number(counts.evictions, 'counts.evictions');
+  number(counts.released, 'counts.released');
+  const spans = exactly(counts.spans, SPAN_RESULTS, 'counts.spans');
+  for (const result of SPAN_RESULTS) number(spans[result], `counts.spans.${result}`);
 
   const services = strings(s.services, 'services');
   const distinct = new Set(services).size;
@@ -319,7 +322,7 @@ function checked(state: unknown, into: Omit<DetectorParts, 'now' | 'counts' | 'o
     fail(`state holds ${services.length} services, ${Math.min(distinct, into.services.cap)} distinct within the cap`);
 
   const rows = exactly(s.requests, ROW_FIELDS, 'requests');
-  const sessions = strings(rows.sessions, 'requests.sessions');
+  const sessions = strings(rows.sessionIds, 'requests.sessionIds');
   const n = sessions.length;
   if (n > table.maxRequests) fail(`state holds ${n} requests, more than maxRequests ${table.maxRequests}`);
   if (strings(rows.requestIds, 'requests.requestIds').length !== n)

@@ -8,6 +8,7 @@ import {
   FindingRecord,
   ResumeEvidence,
   ResumeOutcome,
+  SpanReceivedResult,
 } from '@resumewatch/semconv';
 import { describe, expect, it } from 'vitest';
 import { COLD_FIELDS, FLAGS, HOT_FIELDS, REQUEST_FIELDS } from '../../src/core/request-schema.js';
@@ -259,7 +260,7 @@ describe('state codec: the file holds named fields, not the implementation', () 
   it('writes the requests in LRU order by their identity, each persisted field of the schema by name', () => {
     const state = busy().exportState();
     expect(state.format).toBe(STATE_FORMAT);
-    expect(state.requests.sessions).toEqual(['old', 'fourth', 'mid']);
+    expect(state.requests.sessionIds).toEqual(['old', 'fourth', 'mid']);
     const persisted = (fields: readonly string[]) =>
       fields.filter((f) => REQUEST_FIELDS[f as keyof typeof REQUEST_FIELDS].persisted).sort();
     expect(Object.keys(state.requests.hot).sort()).toEqual(persisted(HOT_FIELDS));
@@ -397,7 +398,7 @@ describe('state codec: refusals', () => {
     [
       'a request twice',
       (s) => {
-        s.requests.sessions.push(s.requests.sessions[0]!);
+        s.requests.sessionIds.push(s.requests.sessionIds[0]!);
         s.requests.requestIds.push(s.requests.requestIds[0]!);
         return s;
       },
@@ -418,8 +419,8 @@ describe('state codec: refusals', () => {
     ],
     [
       'a mistyped count',
-      (s) => ({ ...s, counts: { ...s.counts, accepted: '3' } }),
-      'state field counts.accepted is not a number',
+      (s) => ({ ...s, counts: { ...s.counts, spans: { ...s.counts.spans, [SpanReceivedResult.ACCEPTED]: '3' } } }),
+      `state field counts.spans.${SpanReceivedResult.ACCEPTED} is not a number`,
     ],
     [
       'other options',
@@ -443,7 +444,7 @@ describe('state codec: refusals', () => {
 
   it('refuses a request held twice', () => {
     const s = state();
-    s.requests.sessions.push(s.requests.sessions[0]!);
+    s.requests.sessionIds.push(s.requests.sessionIds[0]!);
     s.requests.requestIds.push(s.requests.requestIds[0]!);
     s.requests.services = new Uint32Array([0, 0]);
     s.requests.incarnations = new Uint32Array([1, 1]);
