@@ -96,6 +96,10 @@ export const REQUEST_FIELDS = {
   /** The first resume answered 400/409. */
   firstRejectionAt: { type: 'time', place: 'cold', persisted: true },
   firstRejectionSpan: { type: 'span', place: 'cold', persisted: true },
+  // Cold: the client's cancellation, and a terminal that came after it.
+  /** The client cancelled the request (the end of its request span, ended ErrorType.CANCELLED), and that span. */
+  cancelledAt: { type: 'time', place: 'cold', persisted: true },
+  cancelledSpan: { type: 'span', place: 'cold', persisted: true },
 } as const satisfies Record<string, FieldSpec>;
 
 type Fields = typeof REQUEST_FIELDS;
