@@ -53,13 +53,13 @@ const REATTACH = 3;
  * not decide whether a finding exists; see the package README for the exact guarantees.
  *
  * Reading order: `ingest` classifies a span and finds its request's slot in the table; a span handler
- * (`terminal`, `resume`, `attempt`) updates the request's state; the rules (`duplicateTerminal`,
- * `resumeAfterTerminal`, `reconnectStorm`, `signature`, `emptyReplay`, `cursorLost`,
- * `retractFailedResumption`, `foreignReplay`, `conflictingTerminal`, `completedAfterCancellation`)
- * decide and `emit` findings.
- * What the detector knows of a request is read and changed through the named methods of RequestTable
- * (table.ts), which stores it as columns of typed arrays rather than one object per request: that is
- * what keeps a tracked request near 163 bytes.
+ * (`terminal`, `resume`, `attempt`, and `request` for a client request span given up) updates the
+ * request's state; the rules (`duplicateTerminal`, `resumeAfterTerminal`, `reconnectStorm`, `signature`,
+ * `emptyReplay`, `cursorLost`, `retractFailedResumption`, `foreignReplay`, `conflictingTerminal`,
+ * `completedAfterCancellation`) decide and `emit` findings.
+ * What the detector knows of a request is read and changed through RequestTable (table.ts: named
+ * methods, or a field by its name), which stores it as columns of typed arrays rather than one object
+ * per request: that is what keeps a tracked request near 163 bytes.
  */
 export class Detector {
   readonly options: DetectorOptions;
