@@ -69,6 +69,7 @@ describe('alert conventions', () => {
       'McpResumeAfterTerminal',
       'McpAmbiguousEmptyReplay',
       'McpResumeCursorLost',
+      'McpCompletedAfterCancellation',
       'ResumewatchDetectorDown',
       'ResumewatchDetectorNoSpans',
       'ResumewatchDetectorRejectingSpans',

@@ -64,6 +64,8 @@ export interface MonitoringConfig {
     McpAmbiguousEmptyReplay: ThresholdAlert;
     /** Threshold: standing cursor-lost findings per service over `findingsWindow`. */
     McpResumeCursorLost: ThresholdAlert;
+    /** Threshold: completed-after-cancellation findings per service over `findingsWindow`. */
+    McpCompletedAfterCancellation: ThresholdAlert;
     /** Threshold: conflicting terminals per MCP server over `findingsWindow`. */
     McpServerConflictingTerminal: ThresholdAlert;
     /** Threshold: foreign replays per MCP server over `findingsWindow`. */
@@ -139,6 +141,12 @@ const DEFAULT_CONFIG: MonitoringConfig = {
       // Any standing finding: the request's remaining events are gone.
       threshold: 0,
       // Leaves the retraction (a late continuation or terminal) time to arrive before firing.
+      for: '5m',
+    },
+    McpCompletedAfterCancellation: {
+      // Any: each one is a call the application was told failed while it ran to completion.
+      threshold: 0,
+      // A ticket, not a page: the harm (a retry running it twice) is the application's next move; 5m filters noise.
       for: '5m',
     },
     McpServerConflictingTerminal: {

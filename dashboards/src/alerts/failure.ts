@@ -89,6 +89,17 @@ the stream (restart, lost buffer); the client may believe it missed nothing.`,
 client giving the request up, for a request that had not finished, and no later continuation or
 terminal retracted it: the cursor or the session is gone and the request's remaining events are lost.`,
           },
+          {
+            alert: 'McpCompletedAfterCancellation',
+            expr: `${names.findings}{${LABEL_KIND}="${FindingKind.COMPLETED_AFTER_CANCELLATION}"} > ${alerts.McpCompletedAfterCancellation.threshold}`,
+            for: alerts.McpCompletedAfterCancellation.for,
+            severity: 'warning',
+            summary: `MCP calls of {{ $labels.service }} completed after the client cancelled them`,
+            description: `{{ $value | printf "%.0f" }} request(s) in the last ${window} on service {{ $labels.service }}
+were cancelled by the client (notifications/cancelled), and their result arrived afterwards: the
+server ran them to completion. The application was told the call failed; if it retries, the
+side effect runs twice.`,
+          },
         ],
       },
       {

@@ -779,6 +779,86 @@ describe('detector core: evidence only, no verdict from silence (issue 9)', () =
   });
 });
 
+describe('detector core: completed after cancellation', () => {
+  /** The client's request span, ended at `end` with `error` (undefined: it ended with its result). */
+  const requestSpan = (end: number, error: string | undefined, kind: SpanRecord['kind'] = 3, req: Req = r) => ({
+    ...span(
+      'tools/call side_effect',
+      end - 1000,
+      {
+        [ATTR_MCP_METHOD_NAME]: 'tools/call',
+        [ATTR_MCP_SESSION_ID]: req.session,
+        [ATTR_JSONRPC_REQUEST_ID]: req.request,
+        ...(error === undefined ? {} : { [ATTR_ERROR_TYPE]: error }),
+      },
+      { kind },
+    ),
+    endTimeUnixMs: end,
+  });
+
+  it('reports a terminal that arrived after the client cancelled, whichever span comes first', () => {
+    const cancelled = requestSpan(T0 + 100, ErrorType.CANCELLED);
+    const result = terminal(r, T0 + 500, 'A');
+    for (const order of [
+      [cancelled, result],
+      [result, cancelled],
+    ]) {
+      expect(run(order)).toEqual([
+        {
+          kind: FindingKind.COMPLETED_AFTER_CANCELLATION,
+          service: 'client',
+          session_id: 'sess-1',
+          request_id: '7',
+          trace_id: result.traceId,
+          first_time_unix_ms: T0 + 100,
+          last_time_unix_ms: T0 + 500,
+          span_ids: [cancelled.spanId, result.spanId],
+        },
+      ]);
+    }
+  });
+
+  it('only for a cancellation the server was told of: not a timeout, an abort, an error or a result', () => {
+    const result = terminal(r, T0 + 500, 'A');
+    for (const error of [ErrorType.TIMEOUT, ErrorType.ABORTED, ErrorType.TOOL_ERROR, '500', undefined]) {
+      expect(run([requestSpan(T0 + 100, error), result]), String(error)).toEqual([]);
+      expect(run([result, requestSpan(T0 + 100, error)]), String(error)).toEqual([]);
+    }
+    // A server's span of the request (kind SERVER) says nothing of what the client was told.
+    expect(run([requestSpan(T0 + 100, ErrorType.CANCELLED, 2), result])).toEqual([]);
+  });
+
+  it('not when no terminal came, nor when the terminal came before the cancellation', () => {
+    expect(run([requestSpan(T0 + 100, ErrorType.CANCELLED)])).toEqual([]);
+    const early = terminal(r, T0 + 50, 'A');
+    const cancelled = requestSpan(T0 + 100, ErrorType.CANCELLED);
+    expect(run([early, cancelled])).toEqual([]);
+    expect(run([cancelled, early])).toEqual([]);
+    // The application had its result: a duplicate after the cancellation is the duplicate's finding only.
+    expect(kinds(run([early, cancelled, terminal(r, T0 + 500, 'B')]))).toEqual([FindingKind.DUPLICATE_TERMINAL]);
+    // Another request's terminal is not this one's.
+    expect(run([cancelled, terminal({ session: 'sess-1', request: 8 }, T0 + 500, 'A')])).toEqual([]);
+  });
+
+  it('reports once per request, however many terminals and copies of the cancelled span arrive', () => {
+    const cancelled = requestSpan(T0 + 100, ErrorType.CANCELLED);
+    const fs = run([cancelled, terminal(r, T0 + 500, 'A'), { ...cancelled }, terminal(r, T0 + 600, 'B')]);
+    expect(kinds(fs)).toEqual([FindingKind.COMPLETED_AFTER_CANCELLATION, FindingKind.DUPLICATE_TERMINAL].sort());
+    // A second request of the session is a finding of its own.
+    const other: Req = { session: 'sess-1', request: 8 };
+    const both = run([
+      cancelled,
+      requestSpan(T0 + 200, ErrorType.CANCELLED, 3, other),
+      terminal(r, T0 + 500, 'A'),
+      terminal(other, T0 + 700, 'C'),
+    ]);
+    expect(both.map((f) => [f.kind, f.request_id])).toEqual([
+      [FindingKind.COMPLETED_AFTER_CANCELLATION, '7'],
+      [FindingKind.COMPLETED_AFTER_CANCELLATION, '8'],
+    ]);
+  });
+});
+
 describe('detector core: server defects (issue 12)', () => {
   it("a foreign terminal is foreign_replay, blamed on server.address, never the client's duplicate or resume after terminal", () => {
     for (const guard of [undefined, GuardAction.DUPLICATE_TERMINAL_DROPPED]) {
@@ -903,6 +983,22 @@ describe('detector core: order independence of the new rules', () => {
       terminal(req('f', 2), T0 + 10, 'G', true, { foreign: true, server: 's1', firstStream: 'A' }),
       terminal(req('c', 2), T0, 'A'),
       terminal(req('c', 2), T0 + 10, 'B', false, { conflict: true, server: 's2', firstStream: 'A' }),
+      // Cancelled by the client at T0 + 100, completed at T0 + 400.
+      {
+        ...span(
+          'tools/call side_effect',
+          T0 - 900,
+          {
+            [ATTR_MCP_METHOD_NAME]: 'tools/call',
+            [ATTR_MCP_SESSION_ID]: 'x',
+            [ATTR_JSONRPC_REQUEST_ID]: 3,
+            [ATTR_ERROR_TYPE]: ErrorType.CANCELLED,
+          },
+          { kind: 3 },
+        ),
+        endTimeUnixMs: T0 + 100,
+      },
+      terminal(req('x', 3), T0 + 400, 'A'),
     ];
     const reference = net(run(spans, { settleMs: 60_000 }))
       .map(essence)
@@ -918,6 +1014,7 @@ describe('detector core: order independence of the new rules', () => {
         FindingKind.CURSOR_LOST,
         FindingKind.FOREIGN_REPLAY,
         FindingKind.CONFLICTING_TERMINAL,
+        FindingKind.COMPLETED_AFTER_CANCELLATION,
       ].sort(),
     );
     for (let seed = 1; seed <= 200; seed++) {

@@ -98,6 +98,12 @@ export const FindingKind = {
    * (`mcp.terminal.conflict`): the application may hold another request's or another session's result.
    */
   CONFLICTING_TERMINAL: 'conflicting_terminal',
+  /**
+   * The client cancelled a request (`notifications/cancelled`: its request span ended with `error.type`
+   * `cancelled`) and the request's terminal arrived after that all the same: the application was told
+   * the call failed while it ran to completion, so a retry runs its side effect twice.
+   */
+  COMPLETED_AFTER_CANCELLATION: 'completed_after_cancellation',
 } as const;
 export type FindingKind = ValuesOf<typeof FindingKind>;
 export const FINDING_KINDS: readonly FindingKind[] = Object.values(FindingKind);

@@ -28,6 +28,7 @@ describe('telemetry contract', () => {
     ]);
     expect([...semconv.FINDING_KINDS].sort()).toEqual([
       'ambiguous_empty_replay',
+      'completed_after_cancellation',
       'conflicting_terminal',
       'cursor_lost',
       'duplicate_terminal',

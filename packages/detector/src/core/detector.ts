@@ -2,6 +2,7 @@ import { CappedLabels } from '@resumewatch/bounded';
 import {
   ATTR_ERROR_TYPE,
   ATTR_JSONRPC_REQUEST_ID,
+  ErrorType,
   ATTR_MCP_PROTOCOL_VERSION,
   REQUEST_GIVEN_UP_ERRORS,
   protocolEra,
@@ -52,12 +53,13 @@ const REATTACH = 3;
  * not decide whether a finding exists; see the package README for the exact guarantees.
  *
  * Reading order: `ingest` classifies a span and finds its request's slot in the table; a span handler
- * (`terminal`, `resume`, `attempt`) updates the request's state; the rules (`duplicateTerminal`,
- * `resumeAfterTerminal`, `reconnectStorm`, `signature`, `emptyReplay`, `cursorLost`,
- * `retractFailedResumption`, `foreignReplay`, `conflictingTerminal`) decide and `emit` findings.
- * What the detector knows of a request is read and changed through the named methods of RequestTable
- * (table.ts), which stores it as columns of typed arrays rather than one object per request: that is
- * what keeps a tracked request near 163 bytes.
+ * (`terminal`, `resume`, `attempt`, and `request` for a client request span given up) updates the
+ * request's state; the rules (`duplicateTerminal`, `resumeAfterTerminal`, `reconnectStorm`, `signature`,
+ * `emptyReplay`, `cursorLost`, `retractFailedResumption`, `foreignReplay`, `conflictingTerminal`,
+ * `completedAfterCancellation`) decide and `emit` findings.
+ * What the detector knows of a request is read and changed through RequestTable (table.ts: named
+ * methods, or a field by its name), which stores it as columns of typed arrays rather than one object
+ * per request: that is what keeps a tracked request near 163 bytes.
  */
 export class Detector {
   readonly options: DetectorOptions;
@@ -335,12 +337,14 @@ export class Detector {
     const resumeTime = table.latestResumeAt(slot);
     if (resumeTime >= table.firstTerminalAt(slot))
       this.resumeAfterTerminal(slot, span.traceId, table.firstTerminalAt(slot), resumeTime, undefined);
+    this.completedAfterCancellation(slot, span.traceId);
   }
 
   /**
    * A request span. Only one that the client gave up (its deadline passed, it was aborted or cancelled
-   * before its terminal event) tells anything, and only about a request already tracked: no state is
-   * made for the requests that end as they should.
+   * before its terminal event) tells anything. No state is made for the requests that end as they
+   * should: a given-up request is looked at only if it is already tracked, except a cancelled one,
+   * whose terminal may still come.
    */
   private request(span: SpanRecord): void {
     const attrs = span.attributes;
@@ -354,8 +358,33 @@ export class Detector {
     if (typeof session !== 'string' || (typeof req !== 'string' && typeof req !== 'number')) return;
     const service = this.services.idOf(span.service || UNKNOWN_SERVICE);
     const request = typeof req === 'string' ? req : String(req);
-    const slot = this.table.find(RequestTable.hash(service, session, request), service, session, request);
-    if (slot !== NO_SLOT) this.cursorLostOnGiveUp(slot, span);
+    // Only `cancelled` says the server was told (notifications/cancelled). `timeout` is the instrumentation's
+    // own deadline, and `aborted` a closed stream or session: neither asks the server to stop.
+    const cancelled =
+      error === ErrorType.CANCELLED &&
+      session.length > 0 &&
+      request.length > 0 &&
+      span.spanId.length === 16 &&
+      span.endTimeUnixMs >= 0;
+    const slot = cancelled
+      ? this.slotFor(service, session, request)
+      : this.table.find(RequestTable.hash(service, session, request), service, session, request);
+    if (slot === NO_SLOT) return;
+    this.cursorLostOnGiveUp(slot, span);
+    if (cancelled) this.cancelled(slot, span);
+  }
+
+  /** The client cancelled the request (`notifications/cancelled`) when its request span ended. */
+  private cancelled(slot: number, span: SpanRecord): void {
+    const table = this.table;
+    const at = span.endTimeUnixMs;
+    table.seenAt(slot, at > this.now ? at : this.now);
+    // The earliest cancellation counts: the same span exported twice, or a retry's, changes nothing.
+    if (!(at >= table.read(slot, 'cancelledAt'))) {
+      table.write(slot, 'cancelledAt', at);
+      table.writeSpan(slot, 'cancelledSpan', hexWord(span.spanId, 0), hexWord(span.spanId, 8));
+    }
+    this.completedAfterCancellation(slot, span.traceId);
   }
 
   /** A resume (GET with Last-Event-ID) of the request's stream. */
@@ -628,6 +657,28 @@ export class Detector {
         outcome: ResumeOutcome.CURSOR_REJECTED,
       },
     );
+  }
+
+  /**
+   * completed_after_cancellation: the client cancelled the request and its first terminal arrived at or
+   * after the cancellation, by event time, whichever of the two spans came first. The application was
+   * told the call failed while the work ran to completion (the server did not stop, or its result was
+   * already under way): a retry runs the side effect twice, the harm of the replay loop.
+   */
+  private completedAfterCancellation(slot: number, traceId: string): void {
+    const table = this.table;
+    const cancelledAt = table.read(slot, 'cancelledAt');
+    if (
+      table.wasReported(slot, FindingKind.COMPLETED_AFTER_CANCELLATION) ||
+      !table.hasTerminal(slot) ||
+      !(table.firstTerminalAt(slot) >= cancelledAt)
+    )
+      return;
+    table.markReported(slot, FindingKind.COMPLETED_AFTER_CANCELLATION);
+    this.emit(slot, FindingKind.COMPLETED_AFTER_CANCELLATION, traceId, cancelledAt, table.firstTerminalAt(slot), [
+      table.readSpan(slot, 'cancelledSpan')!,
+      table.firstTerminalSpanId(slot),
+    ]);
   }
 
   /**

@@ -96,12 +96,22 @@ export const REQUEST_FIELDS = {
   /** The first resume answered 400/409. */
   firstRejectionAt: { type: 'time', place: 'cold', persisted: true },
   firstRejectionSpan: { type: 'span', place: 'cold', persisted: true },
+  // Cold: the client's cancellation, and a terminal that came after it.
+  /** The client cancelled the request (the end of its request span, ended ErrorType.CANCELLED), and that span. */
+  cancelledAt: { type: 'time', place: 'cold', persisted: true },
+  cancelledSpan: { type: 'span', place: 'cold', persisted: true },
 } as const satisfies Record<string, FieldSpec>;
 
 type Fields = typeof REQUEST_FIELDS;
 export type RequestField = keyof Fields;
 export type HotField = { [K in RequestField]: Fields[K]['place'] extends 'hot' ? K : never }[RequestField];
 export type ColdField = { [K in RequestField]: Fields[K]['place'] extends 'cold' ? K : never }[RequestField];
+/** The fields of one word a rule reads and writes by name (RequestTable.read / write): a time, a count, a hash. */
+export type WordField = {
+  [K in RequestField]: Fields[K]['type'] extends 'time' | 'count' | 'hash' ? K : never;
+}[RequestField];
+/** The span-id fields, read and written by name (RequestTable.readSpan / writeSpan). */
+export type SpanField = { [K in RequestField]: Fields[K]['type'] extends 'span' ? K : never }[RequestField];
 
 /** The typed array a field's type is stored in. */
 type ArrayOf<T extends FieldType> = (typeof FIELD_TYPES)[T]['array'] extends Float64ArrayConstructor

@@ -4,6 +4,7 @@ import {
   COLD_FIELDS,
   HOT_FIELDS,
   REPORTED_FLAG,
+  REQUEST_FIELDS,
   RETRACTED_FLAG,
   StormFlag,
   newColumn,
@@ -13,6 +14,8 @@ import {
   type Columns,
   type HotField,
   type RequestField,
+  type SpanField,
+  type WordField,
 } from './request-schema.js';
 import { RequestSlots } from './slots.js';
 
@@ -32,7 +35,9 @@ interface Layout<F extends RequestField> {
 }
 
 /**
- * What the detector knows of each tracked request, read and changed through named methods, one per fact.
+ * What the detector knows of each tracked request, read and changed through named methods, one per fact
+ * that spans several fields or more than a write, and through read / write / readSpan / writeSpan by
+ * the field's name for a fact that is one field (a new rule's state is a line of REQUEST_FIELDS only).
  *
  * Stored as columns of typed arrays indexed by the request's slot (see slots.ts), so that a tracked
  * request costs a fixed number of bytes plus references to its session and request id strings: no
@@ -86,6 +91,32 @@ export class RequestTable extends RequestSlots {
     this.resetCold(row);
     this.hot.coldRow[slot] = row;
     return row;
+  }
+
+  // --- Any field, by name -----------------------------------------------------------------------
+  // A rule's own state needs no method here: its line in REQUEST_FIELDS, read and written by its name.
+  // The named methods below are for facts that take more than one field or more than a write.
+
+  /** A field of one word (a time, a count, a stream hash), by name: its reset value until written. */
+  read(slot: number, field: WordField): number {
+    return this.columnOf(field)[this.readRow(slot, field)]!;
+  }
+
+  /** Writes a field of one word; a cold one takes the request's cold row first. */
+  write(slot: number, field: WordField, value: number): void {
+    this.columnOf(field)[this.writeRow(slot, field)] = value;
+  }
+
+  /** A span-id field, by name, as 16 hex digits; undefined until written. */
+  readSpan(slot: number, field: SpanField): string | undefined {
+    const column = this.columnOf(field) as Uint32Array;
+    const row = this.readRow(slot, field);
+    return hasSpan(column, row) ? spanHex(column, row) : undefined;
+  }
+
+  /** Writes a span-id field, given as the two words `ingest` parsed. */
+  writeSpan(slot: number, field: SpanField, spanHi: number, spanLo: number): void {
+    setSpan(this.columnOf(field) as Uint32Array, this.writeRow(slot, field), spanHi, spanLo);
   }
 
   // --- Seen -------------------------------------------------------------------------------------
@@ -479,6 +510,21 @@ export class RequestTable extends RequestSlots {
 
   coldRowOf(slot: number): number {
     return this.hot.coldRow[slot]!;
+  }
+
+  /** The field's current column (growth replaces columns, so it is looked up at each use). */
+  private columnOf(field: RequestField): Float64Array | Uint32Array {
+    return REQUEST_FIELDS[field].place === 'hot' ? this.hot[field as HotField] : this.cold[field as ColdField];
+  }
+
+  /** Where a field of the request is read: its slot, or its cold row (row 0, a fresh row's values, if none). */
+  private readRow(slot: number, field: RequestField): number {
+    return REQUEST_FIELDS[field].place === 'hot' ? slot : this.hot.coldRow[slot]!;
+  }
+
+  /** Where a field of the request is written: its slot, or its cold row, taken if it has none. */
+  private writeRow(slot: number, field: RequestField): number {
+    return REQUEST_FIELDS[field].place === 'hot' ? slot : this.ensureCold(slot);
   }
 
   /**

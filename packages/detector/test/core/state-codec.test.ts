@@ -40,18 +40,20 @@ interface Sequence {
 const a: Req = { session: 'sess-a', request: 1 };
 const b: Req = { session: 'sess-b', request: 'b-2', service: 'svc-b' };
 
-function givenUp(r: Req, t: number): SpanRecord {
-  return span(
+/** The client's request span, ended at `t` without its terminal: at its deadline, or cancelled. */
+function givenUp(r: Req, t: number, error: ErrorType = ErrorType.TIMEOUT): SpanRecord {
+  const request = span(
     'tools/call stream_progress',
     t - 1000,
     {
       [ATTR_MCP_METHOD_NAME]: 'tools/call',
       [ATTR_MCP_SESSION_ID]: r.session,
       [ATTR_JSONRPC_REQUEST_ID]: r.request,
-      [ATTR_ERROR_TYPE]: ErrorType.TIMEOUT,
+      [ATTR_ERROR_TYPE]: error,
     },
     { service: r.service },
   );
+  return { ...request, endTimeUnixMs: t };
 }
 
 function rejected(r: Req, t: number, stream: string): SpanRecord {
@@ -125,6 +127,18 @@ const SEQUENCES: Sequence[] = [
     name: 'a lone 409, then the request given up without its terminal',
     spans: [terminal(b, T0 - 5000, 'A'), rejected(a, T0, 'B'), givenUp(a, T0 + 30_000)],
     expects: [FindingKind.CURSOR_LOST],
+  },
+  {
+    name: 'cancelled, then completed; completed, then its cancellation arrives; one completed before its cancellation',
+    spans: [
+      givenUp(a, T0, ErrorType.CANCELLED),
+      terminal(b, T0 + 100, 'A'),
+      terminal({ session: 'early', request: 1 }, T0 + 150, 'A'),
+      terminal(a, T0 + 200, 'A'),
+      givenUp(b, T0 + 50, ErrorType.CANCELLED),
+      givenUp({ session: 'early', request: 1 }, T0 + 300, ErrorType.CANCELLED),
+    ],
+    expects: [FindingKind.COMPLETED_AFTER_CANCELLATION],
   },
   {
     name: 'two 409s, then a continuation retracts the cursor_lost; an empty replay retracted by the terminal',

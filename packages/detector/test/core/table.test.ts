@@ -1,6 +1,15 @@
 import { FINDING_KINDS, FindingKind, RETRACTABLE_KINDS, StormEnd } from '@resumewatch/semconv';
 import { describe, expect, it } from 'vitest';
-import { COLD_FIELDS, HOT_FIELDS, resetOf, wordsOf } from '../../src/core/request-schema.js';
+import {
+  COLD_FIELDS,
+  HOT_FIELDS,
+  REQUEST_FIELDS,
+  resetOf,
+  wordsOf,
+  type RequestField,
+  type SpanField,
+  type WordField,
+} from '../../src/core/request-schema.js';
 import { RequestTable } from '../../src/core/table.js';
 
 const RING = 3;
@@ -33,8 +42,24 @@ function fresh(t: RequestTable, slot: number): Record<string, number[]> {
   return out;
 }
 
-/** Writes something into every fact of the request, through the table's named methods. */
+const FIELD_NAMES = Object.keys(REQUEST_FIELDS) as RequestField[];
+/** The fields a rule reads and writes by name, by their type. */
+const WORD_FIELDS = FIELD_NAMES.filter((f) =>
+  ['time', 'count', 'hash'].includes(REQUEST_FIELDS[f].type),
+) as WordField[];
+const SPAN_FIELDS = FIELD_NAMES.filter((f) => REQUEST_FIELDS[f].type === 'span') as SpanField[];
+
+/**
+ * Writes something into every fact of the request: through the table's named methods, then, by name,
+ * into every field of one word or one span id they left alone (a rule's own state has no method).
+ */
 function scribble(t: RequestTable, slot: number, time: number): void {
+  named(t, slot, time);
+  for (const field of WORD_FIELDS) if (Object.is(t.read(slot, field), resetOf(field))) t.write(slot, field, time);
+  for (const field of SPAN_FIELDS) if (t.readSpan(slot, field) === undefined) t.writeSpan(slot, field, 16, 17);
+}
+
+function named(t: RequestTable, slot: number, time: number): void {
   t.seenAt(slot, time);
   for (const kind of FINDING_KINDS) t.markReported(slot, kind);
   for (const kind of RETRACTABLE_KINDS) t.markRetracted(slot, kind);
@@ -103,6 +128,31 @@ describe('request table: rows from the schema', () => {
       expect(t.firstTerminalSpanId(slot)).toBe(hex(i) + hex(i + 1));
       expect(t.latestResumeAt(slot)).toBe(i % 3 === 0 ? i : NaN);
     });
+  });
+});
+
+describe('request table: any field by name', () => {
+  it('reads a fresh value until written, hot or cold, and writes a cold field into the cold row it takes', () => {
+    const t = new RequestTable(10, RING);
+    const slot = add(t, 'a');
+    expect(t.read(slot, 'firstTerminalAt')).toBeNaN();
+    expect(t.read(slot, 'continuationAt')).toBeNaN();
+    expect(t.readSpan(slot, 'duplicateSpan')).toBeUndefined();
+    expect(t.hasColdRow(slot)).toBe(false);
+    t.write(slot, 'terminalDeliveries', 2);
+    expect(t.hasColdRow(slot)).toBe(false);
+    t.write(slot, 'continuationAt', 1234);
+    t.writeSpan(slot, 'duplicateSpan', 0xabc, 0xdef);
+    expect(t.hasColdRow(slot)).toBe(true);
+    expect([t.read(slot, 'terminalDeliveries'), t.read(slot, 'continuationAt')]).toEqual([2, 1234]);
+    expect(t.readSpan(slot, 'duplicateSpan')).toBe(hex(0xabc) + hex(0xdef));
+    expect([t.continuationAt(slot), t.duplicateSpanId(slot)]).toEqual([1234, hex(0xabc) + hex(0xdef)]);
+    // The named methods and the names read the same columns.
+    t.setFirstRejection(slot, 99, 1, 2);
+    expect([t.read(slot, 'firstRejectionAt'), t.readSpan(slot, 'firstRejectionSpan')]).toEqual([99, hex(1) + hex(2)]);
+    // Another request's row is its own.
+    const other = add(t, 'b');
+    expect(t.read(other, 'continuationAt')).toBeNaN();
   });
 });
 

@@ -21,6 +21,8 @@ export function isScenarioClient(name: string): name is ScenarioClient {
 interface SdkCallOptions {
   signal?: AbortSignal;
   onprogress?: (progress: { progress: number }) => void;
+  /** The call's own timeout (ms): when it passes, the SDK sends `notifications/cancelled` and rejects the call. */
+  timeout?: number;
 }
 
 /** What a tool call resolves to, as far as the scenarios read it. */
