@@ -21,6 +21,7 @@ export default mergeConfig(
         'packages/lab/test/scenarios.test.ts',
         '**/cli*.test.ts',
         '**/serve-state.test.ts',
+        '**/serve-restart.test.ts',
         '**/otlp-decode-equivalence.test.ts',
         'alerts/test/**',
         'packages/gateway/test/**',

@@ -1,0 +1,92 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { OTLPTraceExporter as JsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { instrumentEventStore, instrumentFetch, instrumentServerTransport } from '@resumewatch/instrumentation';
+import { runScenario, startLabServer, type ScenarioName } from '@resumewatch/lab';
+import { ATTR_SERVICE_NAME } from '@resumewatch/semconv';
+import { waitFor } from '../../../detector/test/helpers/wait.js';
+
+/** One OTLP/HTTP export request as an exporter sent it: replayed byte for byte. */
+export interface OtlpBatch {
+  body: Buffer;
+  contentType: string;
+}
+
+/**
+ * A stand-in collector on 127.0.0.1 that keeps every OTLP/HTTP export request it receives, in arrival
+ * order, and acknowledges it: the real exporters' bodies, recorded once and replayed as often as a test likes.
+ */
+async function startOtlpRecorder(): Promise<{ url: string; batches: OtlpBatch[]; close(): Promise<void> }> {
+  const batches: OtlpBatch[] = [];
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (d: Buffer) => chunks.push(d));
+    req.on('end', () => {
+      batches.push({ body: Buffer.concat(chunks), contentType: req.headers['content-type'] ?? 'application/json' });
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/traces`,
+    batches,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** Spans per export request: small, so that a kill can fall between any few spans of a scenario. */
+const SPANS_PER_BATCH = 3;
+
+function provider(url: string, service: string): BasicTracerProvider {
+  return new BasicTracerProvider({
+    resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: service }),
+    spanProcessors: [
+      new BatchSpanProcessor(new JsonExporter({ url }), {
+        maxExportBatchSize: SPANS_PER_BATCH,
+        scheduledDelayMillis: 20,
+      }),
+    ],
+  });
+}
+
+/**
+ * Runs one lab scenario once with the instrumentation on both sides (the client's fetch as
+ * `<service>/client`, the lab server's store and transports as `<service>/server`), and returns the
+ * OTLP/JSON export requests the real exporter sent, in order.
+ */
+export async function recordLabScenario(
+  name: ScenarioName,
+  service: string,
+  options: { requestTimeoutMs?: number } = {},
+): Promise<OtlpBatch[]> {
+  const recorder = await startOtlpRecorder();
+  const clientProvider = provider(recorder.url, `${service}/client`);
+  const serverProvider = provider(recorder.url, `${service}/server`);
+  const lab = await startLabServer({
+    retryIntervalMs: 50,
+    wrapEventStore: (store, sessionId) => instrumentEventStore(store, { sessionId, tracerProvider: serverProvider }),
+    onTransport: (transport) => void instrumentServerTransport(transport, { tracerProvider: serverProvider }),
+  });
+  const fetch = instrumentFetch({
+    tracerProvider: clientProvider,
+    requestTimeoutMs: options.requestTimeoutMs ?? 10_000,
+  });
+  try {
+    await runScenario(name, { serverUrl: lab.url, controlUrl: lab.controlUrl, fetch, maxReconnects: 5 });
+    await waitFor(() => {
+      const stats = fetch.stats();
+      return stats.openResumes === 0 && stats.pendingHttp === 0 && stats.heldPolls === 0;
+    }, `the client spans of ${name} to end`);
+  } finally {
+    await lab.close();
+    await Promise.all([clientProvider.shutdown(), serverProvider.shutdown()]);
+    await recorder.close();
+  }
+  return recorder.batches;
+}
