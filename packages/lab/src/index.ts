@@ -19,6 +19,10 @@ export type {
 export { formatEventId, parseEventId } from './event-id.js';
 export type { ParsedEventId } from './event-id.js';
 export { startFaultProxy } from './fault-proxy.js';
+export { startModernLabServer } from './modern/server.js';
+export type { ModernLabServer, ModernLabServerOptions, ModernServerEras, ServerExchange } from './modern/server.js';
+export { MODERN_TOOL_NAMES } from './modern/tools.js';
+export type { ToolExecution } from './modern/tools.js';
 export type { CutRecord, CutRule, FaultProxy, FaultProxyOptions } from './fault-proxy.js';
 export { LabControlClient } from './control-client.js';
 export { McpHttpSession, LAB_PROTOCOL_VERSION, isResponseTo } from './mcp-http-client.js';

@@ -3,10 +3,14 @@ import { runCancellationSdk } from './cancellation-sdk.js';
 import { runCrossSessionStore } from './cross-session-store.js';
 import { runCrossSessionStoreSdk } from './cross-session-store-sdk.js';
 import { runCursorEvicted } from './cursor-evicted.js';
+import { runDualEra } from './dual-era.js';
 import { runEndlessLoop } from './endless-loop.js';
 import { runHealthy } from './healthy.js';
 import { runListeningReplay } from './listening-replay.js';
 import { runListeningReplaySdk } from './listening-replay-sdk.js';
+import { runModernHealthy } from './modern-healthy.js';
+import { runModernInputRound } from './modern-input-round.js';
+import { runModernReissue } from './modern-reissue.js';
 import { runNetworkCut } from './network-cut.js';
 import type { ResolvedScenarioOptions, ScenarioOptions } from './options.js';
 import { resolveOptions } from './options.js';
@@ -19,10 +23,25 @@ import type { ScenarioClient, SdkClientKind } from './sdk-clients.js';
 import { runSdkErrorResume } from './sdk-error-resume.js';
 import { runSeedLoop } from './seed-loop.js';
 import { runServerRestart } from './server-restart.js';
+import { runSessionClientModernServer } from './session-client-modern-server.js';
 import type { ScenarioName, ScenarioSummary } from './summary.js';
 
-/** The scenario registry: every scenario with its raw-client run. */
-const SCENARIOS: Record<ScenarioName, (options: ScenarioOptions) => Promise<ScenarioSummary>> = {
+/**
+ * The 2026-07-28 scenarios: each starts its own server on the v2 SDK (in-process, loopback; `serverUrl`
+ * and the control endpoint are not used) and runs the real SDK clients it names.
+ */
+const MODERN: Partial<Record<ScenarioName, (options: ScenarioOptions) => Promise<ScenarioSummary>>> = {
+  'modern-healthy': runModernHealthy,
+  'modern-broken-reissue': (options) => runModernReissue('modern-broken-reissue', 'charge', resolveOptions(options)),
+  'modern-honours-cancel': (options) =>
+    runModernReissue('modern-honours-cancel', 'charge_cancellable', resolveOptions(options)),
+  'modern-input-round': runModernInputRound,
+  'dual-era': runDualEra,
+  'session-client-modern-server': runSessionClientModernServer,
+};
+
+/** The scenario registry: every scenario of the session era with its raw-client run. */
+const SCENARIOS: Partial<Record<ScenarioName, (options: ScenarioOptions) => Promise<ScenarioSummary>>> = {
   'seed-loop': runSeedLoop,
   'per-stream-dedup': runPerStreamDedup,
   'network-cut': runNetworkCut,
@@ -51,13 +70,20 @@ const SDK_RUNS: Partial<
 
 /** The clients a scenario runs with. */
 export function scenarioClients(name: ScenarioName): ScenarioClient[] {
+  if (MODERN[name]) return ['sdk-v2'];
   return SDK_RUNS[name] ? ['raw', 'sdk', 'sdk-v2'] : ['raw'];
 }
 
 /** Runs one scenario against a lab server and returns what it observed. */
 export async function runScenario(name: ScenarioName, options: ScenarioOptions): Promise<ScenarioSummary> {
+  const modern = MODERN[name];
+  if (modern) {
+    if (options.client !== undefined && options.client !== 'sdk-v2')
+      throw new Error(`scenario ${name} runs with the real v2 SDK clients only (clients: sdk-v2)`);
+    return modern(options);
+  }
   const client = options.client ?? 'raw';
-  if (client === 'raw') return SCENARIOS[name](options);
+  if (client === 'raw') return SCENARIOS[name]!(options);
   const sdkRun = SDK_RUNS[name];
   if (!sdkRun)
     throw new Error(`scenario ${name} runs with the raw client only (clients: ${scenarioClients(name).join(', ')})`);

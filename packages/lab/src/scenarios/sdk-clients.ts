@@ -20,6 +20,8 @@ export function isScenarioClient(name: string): name is ScenarioClient {
 
 interface SdkCallOptions {
   signal?: AbortSignal;
+  /** The SDK's request timeout (ms); the SDKs' default is 60 s. */
+  timeout?: number;
   onprogress?: (progress: { progress: number }) => void;
   /** The call's own timeout (ms): when it passes, the SDK sends `notifications/cancelled` and rejects the call. */
   timeout?: number;
@@ -36,6 +38,8 @@ export interface SdkSession {
   /** Errors the client reported through `onerror` (bounded). */
   readonly errors: string[];
   sessionId(): string | undefined;
+  /** The protocol version the client negotiated (2026-07-28 for a v2 client in the new era). */
+  protocolVersion(): string | undefined;
   callTool(name: string, args: Record<string, unknown>, options?: SdkCallOptions): Promise<SdkToolResult>;
   /** DELETE the session. */
   terminate(): Promise<void>;
@@ -46,6 +50,13 @@ export interface SdkSession {
 export interface SdkSessionOptions {
   /** Awaited before every GET that carries Last-Event-ID leaves the client (e.g. until the server saw the drop). */
   beforeResume?: () => Promise<void>;
+  /**
+   * v2 only: `legacy` (the SDK's default: the session era's initialize, as a 1.x client) or `auto`
+   * (probe with `server/discover`, 2026-07-28 when the server offers it, else the session era).
+   */
+  negotiation?: 'legacy' | 'auto';
+  /** v2 only: declare form elicitation and accept every elicitation with this content (a user who says yes). */
+  acceptElicitation?: Record<string, string | number | boolean | string[]>;
 }
 
 /** A fetch that holds resumes until `beforeResume` settles; everything else passes straight through. */
@@ -82,6 +93,7 @@ export async function connectSdkSession(
     transport: T,
     client: { onerror?: (error: Error) => void; connect(transport: NoInfer<T>): Promise<void>; close(): Promise<void> },
     callTool: SdkSession['callTool'],
+    protocolVersion: () => string | undefined,
   ): Promise<SdkSession> => {
     client.onerror = onerror;
     await client.connect(transport);
@@ -90,6 +102,7 @@ export async function connectSdkSession(
       log,
       errors,
       sessionId: () => transport.sessionId,
+      protocolVersion,
       callTool,
       terminate: () => transport.terminateSession(),
       close: () => client.close(),
@@ -101,19 +114,27 @@ export async function connectSdkSession(
       import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
     ]);
     const client = new Client(info);
+    const transport = new StreamableHTTPClientTransport(new URL(url), { fetch: clientFetch });
     return connected(
-      new StreamableHTTPClientTransport(new URL(url), { fetch: clientFetch }),
+      transport,
       client,
       (tool, args, call = {}) =>
         client.callTool({ name: tool, arguments: args }, undefined, call) as Promise<SdkToolResult>,
+      () => transport.protocolVersion,
     );
   }
   const { Client, StreamableHTTPClientTransport } = await import('@modelcontextprotocol/client');
-  const client = new Client(info);
+  const accept = options.acceptElicitation;
+  const client = new Client(info, {
+    ...(options.negotiation ? { versionNegotiation: { mode: options.negotiation } } : {}),
+    ...(accept ? { capabilities: { elicitation: { form: {} } } } : {}),
+  });
+  if (accept) client.setRequestHandler('elicitation/create', () => ({ action: 'accept', content: accept }));
   return connected(
     new StreamableHTTPClientTransport(new URL(url), { fetch: clientFetch }),
     client,
     (tool, args, call = {}) => client.callTool({ name: tool, arguments: args }, call) as Promise<SdkToolResult>,
+    () => client.getNegotiatedProtocolVersion(),
   );
 }
 
@@ -139,12 +160,19 @@ export function responsesTo(
   );
 }
 
-/** Responses (initialize excluded) per JSON-RPC request id, over every HTTP response in the log. */
+/**
+ * Responses per JSON-RPC request id, over every HTTP response in the log; the handshake's excluded
+ * (initialize, or the 2026-07-28 server/discover probe).
+ */
 export function responsesPerRequest(log: RecordedRequest[]): Record<string, number> {
+  const handshake = new Set(
+    log.filter((entry) => entry.rpc === 'initialize' || entry.rpc === 'server/discover').map((entry) => entry.rpcId),
+  );
   const counts: Record<string, number> = {};
   for (const entry of log)
     for (const response of entry.responses)
-      if (response.rpcId !== 0) counts[String(response.rpcId)] = (counts[String(response.rpcId)] ?? 0) + 1;
+      if (!handshake.has(response.rpcId as string | number | undefined))
+        counts[String(response.rpcId)] = (counts[String(response.rpcId)] ?? 0) + 1;
   return counts;
 }
 

@@ -12,6 +12,12 @@ export const SCENARIO_NAMES = [
   'endless-loop',
   'cancellation',
   'cross-session-store',
+  'modern-healthy',
+  'modern-broken-reissue',
+  'modern-honours-cancel',
+  'modern-input-round',
+  'dual-era',
+  'session-client-modern-server',
 ] as const;
 
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
