@@ -140,11 +140,11 @@ export const PAGE_SCRIPT = `
       track.appendChild(h('button', { type: 'button', cls: 'ev ' + ev.type + ' ' + cls + (ev.guard ? ' guard' : ''), style: 'left:' + at(ev.start) + '%',
         title: label(ev), 'aria-label': label(ev) + ' at +' + span(ev.start - tl.start), 'data-mark': ev.mark || '',
         onclick: function () { Array.prototype.forEach.call(table.children, function (r) { r.classList.remove('selected'); }); row.classList.add('selected'); row.scrollIntoView({ block: 'nearest' }); } },
-        [(SHORT[ev.type] || '?') + (ev.mark ? ' ' + ev.mark.slice(0, 3) : '')]));
+        [(SHORT[ev.type] || '?') + (ev.mark ? ' ' + ev.mark : '')]));
     });
     var ticks = h('div', { cls: 'ticks', 'aria-hidden': 'true' }, [0, 25, 50, 75, 100].map(function (p) { return h('span', { style: 'left:' + p + '%', text: '+' + span((width * p) / 100) }); }));
     var legend = h('p', { cls: 'legend' }, [h('span', { text: 'T terminal, R resume, A reattach, C the request; G: the guard or gateway acted.' })].concat(
-      conf.marks.map(function (m) { return h('span', { cls: 'mark-' + m, text: m.slice(0, 3) + ' = ' + m }); })));
+      conf.marks.map(function (m) { return h('span', { cls: 'mark-' + m, text: '\u25a0 ' + m }); })));
     return h('section', { 'aria-label': 'request timeline' }, [h('h2', { text: 'Timeline: ' + tl.lanes.length + ' lanes, ' + tl.events.length + ' events' + (tl.dropped ? ' (' + tl.dropped + ' more left out)' : '') }),
       legend, h('div', { cls: 'chart' }, rows.concat([h('div', { cls: 'axis' }, [h('span', { text: 'time' }), ticks])])),
       h('table', { cls: 'events' }, [h('thead', null, [h('tr', null, ['when', 'stream', 'event', 'attributes', 'span'].map(function (t) { return h('th', { scope: 'col', text: t, cls: t === 'span' ? 'span' : '' }); }))]), table])]);

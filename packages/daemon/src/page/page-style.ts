@@ -36,13 +36,14 @@ ol.findings li { margin: 0 0 6px; }
 .ids dt { color: var(--muted); }
 .ids dd { margin: 0; font-family: ui-monospace, monospace; overflow-wrap: anywhere; }
 .chart { border: 1px solid var(--line); border-radius: 6px; padding: 8px; overflow-x: auto; }
-.lane { display: grid; grid-template-columns: 9rem minmax(16rem, 1fr); align-items: center; min-height: 34px; border-bottom: 1px dashed var(--line); }
+.lane { display: grid; grid-template-columns: 9rem minmax(16rem, 1fr); align-items: center; min-height: 48px; border-bottom: 1px dashed var(--line); }
 .lane-name { font-family: ui-monospace, monospace; font-size: .8rem; overflow-wrap: anywhere; padding-right: 6px; }
-.track { position: relative; height: 30px; }
-.bar { position: absolute; top: 12px; height: 6px; background: var(--line); border-radius: 3px; }
-.ev { position: absolute; top: 3px; transform: translateX(-50%); min-width: 22px; height: 24px; padding: 0 4px; border-radius: 12px;
-  border: 2px solid currentColor; background: var(--bg); font-size: .7rem; font-weight: 700; line-height: 20px; text-align: center; cursor: pointer; }
-.ev.terminal { border-radius: 3px; }
+.track { position: relative; height: 46px; }
+.bar { position: absolute; top: 20px; height: 6px; background: var(--line); border-radius: 3px; }
+.ev { position: absolute; top: 0; transform: translateX(-50%); min-width: 22px; height: 24px; padding: 0 4px; border-radius: 12px;
+  border: 2px solid currentColor; background: var(--bg); font-size: .7rem; font-weight: 700; line-height: 20px; text-align: center; white-space: nowrap; cursor: pointer; }
+/* Terminals below, resumes and reattaches above: events at one moment stay apart. */
+.ev.terminal { border-radius: 3px; top: 22px; }
 .ev.guard::after { content: "G"; position: absolute; top: -8px; right: -8px; background: var(--fg); color: var(--bg); border-radius: 6px; padding: 0 3px; font-size: .6rem; line-height: 12px; }
 .mark-live { color: var(--live); } .mark-replay { color: var(--replay); } .mark-duplicate { color: var(--duplicate); }
 .mark-conflicting { color: var(--conflicting); } .mark-foreign { color: var(--foreign); } .ev.other { color: var(--muted); }
