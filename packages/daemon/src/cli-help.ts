@@ -23,7 +23,10 @@ export const COMMANDS = {
     specs: () => OPTION_SPECS.filter(isDetectorOption),
     flags: [
       ['--json', 'write the findings as one JSON object a line instead of the readable summary'],
-      ['--html FILE', 'also write the page of the findings and their request timelines as one self-contained HTML file'],
+      [
+        '--html FILE',
+        'also write the page of the findings and their request timelines as one self-contained HTML file',
+      ],
     ] as Array<[string, string]>,
   },
 } as const;

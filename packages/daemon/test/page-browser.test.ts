@@ -19,6 +19,11 @@ import { waitFor } from '../../detector/test/helpers/wait.js';
 // an in-process `resumewatch serve`; and the HTML report of the same spans, opened offline.
 
 const TIMEOUT = 90_000;
+
+// The callbacks of page.evaluate run in the browser; the few DOM names they use, declared for them alone.
+type Dataset = { dataset: Record<string, string | undefined> };
+declare const document: { activeElement: Dataset | null; documentElement: { scrollWidth: number } };
+declare const window: { innerWidth: number };
 const dir = mkdtempSync(join(tmpdir(), 'resumewatch-page-'));
 /** Where screenshots go when RESUMEWATCH_SCREENSHOTS names a directory (docs/ for the README). */
 const SHOTS = process.env.RESUMEWATCH_SCREENSHOTS;
@@ -62,7 +67,7 @@ async function timelineOf(page: Page, kind: string): Promise<{ lane: string; mar
   return page.$$eval('.lane', (lanes) =>
     lanes.map((l) => ({
       lane: l.getAttribute('aria-label') ?? '',
-      marks: [...l.querySelectorAll<HTMLElement>('.ev.terminal')].map((e) => e.dataset.mark ?? ''),
+      marks: [...l.querySelectorAll('.ev.terminal')].map((e) => (e as unknown as Dataset).dataset.mark ?? ''),
     })),
   );
 }
@@ -77,57 +82,72 @@ function expectDuplicatesOnDistinctLanes(lanes: { lane: string; marks: string[] 
 }
 
 describe('the page in chromium', () => {
-  it('draws the seed loop: the duplicate terminals on distinct lanes; readable, by keyboard, on a phone', { timeout: TIMEOUT }, async () => {
-    const { rig, spans } = await seedLoop();
-    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-    const errors: string[] = [];
-    page.on('pageerror', (e) => errors.push(e.message));
-    await page.goto(`http://127.0.0.1:${rig.detector.metricsPort}${ROUTE_PAGE}`);
-    await page.waitForSelector('.lane');
-    if (SHOTS) await page.screenshot({ path: join(SHOTS, 'page-seed-loop.png'), fullPage: true });
-    const lanes = await timelineOf(page, FindingKind.DUPLICATE_TERMINAL);
-    expectDuplicatesOnDistinctLanes(lanes);
-    // Keyboard: the filters, then the findings (arrow keys move between them), then the timeline's events.
-    await page.selectOption('#filter-kind', '');
-    await page.focus('.finding');
-    const first = await page.evaluate(() => (document.activeElement as HTMLElement).dataset.id);
-    await page.keyboard.press('ArrowDown');
-    const second = await page.evaluate(() => (document.activeElement as HTMLElement).dataset.id);
-    expect(second).not.toBe(first);
-    await page.keyboard.press('Enter');
-    const current = await page.$$eval('.finding[aria-current="true"]', (b) => b.map((e) => e.dataset.id));
-    expect(current).toEqual([second]);
-    // WCAG AA for the main text against its background.
-    for (const selector of ['h1', '.stats dd', '.stats dt', '.finding .kind', '.finding .meta', '.lane-name', '.ev', 'table.events td'])
-      expect(await lowestContrast(page, selector), selector).toBeGreaterThanOrEqual(4.5);
-    // A phone: one column, nothing wider than the screen but the chart's own scroll.
-    await page.setViewportSize({ width: 390, height: 800 });
-    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
-    expect(overflow).toBeLessThanOrEqual(0);
-    if (SHOTS) await page.screenshot({ path: join(SHOTS, 'page-phone.png'), fullPage: false });
-    expect(errors).toEqual([]);
-    await page.close();
+  it(
+    'draws the seed loop: the duplicate terminals on distinct lanes; readable, by keyboard, on a phone',
+    { timeout: TIMEOUT },
+    async () => {
+      const { rig, spans } = await seedLoop();
+      const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+      const errors: string[] = [];
+      page.on('pageerror', (e) => errors.push(e.message));
+      await page.goto(`http://127.0.0.1:${rig.detector.metricsPort}${ROUTE_PAGE}`);
+      await page.waitForSelector('.lane');
+      if (SHOTS) await page.screenshot({ path: join(SHOTS, 'page-seed-loop.png'), fullPage: true });
+      const lanes = await timelineOf(page, FindingKind.DUPLICATE_TERMINAL);
+      expectDuplicatesOnDistinctLanes(lanes);
+      // Keyboard: the filters, then the findings (arrow keys move between them), then the timeline's events.
+      await page.selectOption('#filter-kind', '');
+      await page.focus('.finding');
+      const first = await page.evaluate(() => document.activeElement?.dataset.id);
+      await page.keyboard.press('ArrowDown');
+      const second = await page.evaluate(() => document.activeElement?.dataset.id);
+      expect(second).not.toBe(first);
+      await page.keyboard.press('Enter');
+      const current = await page.$$eval('.finding[aria-current="true"]', (b) =>
+        b.map((e) => (e as unknown as Dataset).dataset.id),
+      );
+      expect(current).toEqual([second]);
+      // WCAG AA for the main text against its background.
+      for (const selector of [
+        'h1',
+        '.stats dd',
+        '.stats dt',
+        '.finding .kind',
+        '.finding .meta',
+        '.lane-name',
+        '.ev',
+        'table.events td',
+      ])
+        expect(await lowestContrast(page, selector), selector).toBeGreaterThanOrEqual(4.5);
+      // A phone: one column, nothing wider than the screen but the chart's own scroll.
+      await page.setViewportSize({ width: 390, height: 800 });
+      const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+      expect(overflow).toBeLessThanOrEqual(0);
+      if (SHOTS) await page.screenshot({ path: join(SHOTS, 'page-phone.png'), fullPage: false });
+      expect(errors).toEqual([]);
+      await page.close();
 
-    // The report of the same spans, opened from file:// with every network request refused.
-    const traces = join(dir, 'seed-loop.jsonl');
-    writeFileSync(traces, JSON.stringify(otlpJson(spans, rig.service)) + '\n');
-    const { html } = await analyzeToHtml([traces], DEFAULT_CONFIG);
-    const report = join(dir, 'report.html');
-    writeFileSync(report, html);
-    const context = await browser.newContext({ offline: true });
-    const requested: string[] = [];
-    await context.route('**/*', (route) => {
-      const url = route.request().url();
-      if (url.startsWith('file:')) return route.continue();
-      requested.push(url);
-      return route.abort();
-    });
-    const offline = await context.newPage();
-    await offline.goto(pathToFileURL(report).href);
-    expectDuplicatesOnDistinctLanes(await timelineOf(offline, FindingKind.DUPLICATE_TERMINAL));
-    expect(requested).toEqual([]);
-    await context.close();
-  });
+      // The report of the same spans, opened from file:// with every network request refused.
+      const traces = join(dir, 'seed-loop.jsonl');
+      writeFileSync(traces, JSON.stringify(otlpJson(spans, rig.service)) + '\n');
+      const { html } = await analyzeToHtml([traces], DEFAULT_CONFIG);
+      const report = join(dir, 'report.html');
+      writeFileSync(report, html);
+      const context = await browser.newContext({ offline: true });
+      const requested: string[] = [];
+      await context.route('**/*', (route) => {
+        const url = route.request().url();
+        if (url.startsWith('file:')) return route.continue();
+        requested.push(url);
+        return route.abort();
+      });
+      const offline = await context.newPage();
+      await offline.goto(pathToFileURL(report).href);
+      expectDuplicatesOnDistinctLanes(await timelineOf(offline, FindingKind.DUPLICATE_TERMINAL));
+      expect(requested).toEqual([]);
+      await context.close();
+    },
+  );
 
   it('a healthy run shows no finding', { timeout: TIMEOUT }, async () => {
     const rig = await startRig('client', 'json');

@@ -50,7 +50,9 @@ describe('the evidence the page draws from', () => {
     for (let n = 1; n <= 500; n++) {
       feed(pipeline, seedOf(n));
       // Requests that never become findings only ever reach the window.
-      feed(pipeline, [{ ...terminal({ session: `ok-${n}`, request: n }, 1000, 'A'), spanId: `f${n.toString(16).padStart(15, '0')}` }]);
+      feed(pipeline, [
+        { ...terminal({ session: `ok-${n}`, request: n }, 1000, 'A'), spanId: `f${n.toString(16).padStart(15, '0')}` },
+      ]);
     }
     const stats = pipeline.evidence.stats();
     expect(stats.bytes).toBeLessThanOrEqual(evidenceBytes);
@@ -73,7 +75,12 @@ describe('the page on the metrics port', () => {
   function get(path: string, token?: string): Promise<{ status: number; body: string }> {
     return new Promise((resolve, reject) => {
       const req = httpRequest(
-        { host: '127.0.0.1', port: server.metricsPort, path, headers: token ? { authorization: `Bearer ${token}` } : {} },
+        {
+          host: '127.0.0.1',
+          port: server.metricsPort,
+          path,
+          headers: token ? { authorization: `Bearer ${token}` } : {},
+        },
         (res) => {
           let body = '';
           res.setEncoding('utf8');

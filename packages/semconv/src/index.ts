@@ -3,5 +3,6 @@ export * from './attributes.js';
 export * from './values.js';
 export * from './metrics.js';
 export * from './routes.js';
+export * from './page.js';
 export type { ValuesOf } from './types.js';
 export * from './resume-verdict.js';

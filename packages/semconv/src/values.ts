@@ -212,16 +212,3 @@ export function protocolEra(version: unknown): ProtocolEra | undefined {
     return undefined;
   return version >= STATELESS_PROTOCOL_VERSION ? ProtocolEra.STATELESS : ProtocolEra.SESSIONS;
 }
-
-/**
- * How the page of `resumewatch serve` marks a terminal on a request's timeline: how it was delivered
- * (on the request's own stream, or on a resumed one) or what was wrong with it, the worst first.
- */
-export const TimelineMark = {
-  LIVE: 'live',
-  REPLAY: 'replay',
-  DUPLICATE: 'duplicate',
-  CONFLICTING: 'conflicting',
-  FOREIGN: 'foreign',
-} as const;
-export type TimelineMark = ValuesOf<typeof TimelineMark>;

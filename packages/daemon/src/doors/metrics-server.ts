@@ -1,11 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import {
-  ROUTE_FINDINGS,
-  ROUTE_HEALTHZ,
-  ROUTE_METRICS,
-  ROUTE_PAGE,
-  ROUTE_PAGE_DATA,
-} from '@resumewatch/semconv';
+import { ROUTE_FINDINGS, ROUTE_HEALTHZ, ROUTE_METRICS, ROUTE_PAGE, ROUTE_PAGE_DATA } from '@resumewatch/semconv';
 import { livePage, livePageData } from '../page/live-page.js';
 import type { ResumewatchConfig } from '../config.js';
 import { authorized } from './auth.js';

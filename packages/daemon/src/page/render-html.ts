@@ -39,7 +39,8 @@ export function renderPage(data: PageData, options: PageOptions): string {
     marks: Object.values(TimelineMark),
   };
   // The policy forbids every fetch but the page's own origin, and any script or style not inline.
-  const csp = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; img-src data:";
+  const csp =
+    "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; img-src data:";
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -55,7 +56,7 @@ export function renderPage(data: PageData, options: PageOptions): string {
 <section aria-labelledby="findings-title">
 <h2 id="findings-title">Findings, newest first</h2>
 <div class="filters" id="filters"></div>
-<p id="updates" class="note" role="status"></p>
+<p id="updates" class="note" aria-live="polite"></p>
 <ol class="findings" id="findings"></ol>
 </section>
 <section id="detail" tabindex="-1" aria-live="polite" aria-label="the chosen finding and its request"></section>

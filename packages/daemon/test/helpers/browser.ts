@@ -10,12 +10,19 @@ export async function launchChromium(): Promise<Browser> {
   });
 }
 
+// The callbacks of page.$$eval run in the browser; the few DOM names they use, declared for them alone.
+interface Styled {
+  parentElement: Styled | null;
+}
+declare function getComputedStyle(element: Styled): { color: string; backgroundColor: string };
+
 /**
  * The WCAG contrast ratio of the text of every element matching `selector` against the first opaque
  * background behind it (the lowest of them), computed from the page's own styles.
  */
 export async function lowestContrast(page: Page, selector: string): Promise<number> {
-  return page.$$eval(selector, (elements) => {
+  return page.$$eval(selector, (found) => {
+    const elements = found as unknown as Styled[];
     const rgb = (text: string): number[] => (text.match(/[\d.]+/g) ?? []).map(Number);
     const luminance = ([r, g, b]: number[]): number => {
       const c = [r!, g!, b!].map((v) => {
@@ -24,7 +31,7 @@ export async function lowestContrast(page: Page, selector: string): Promise<numb
       });
       return 0.2126 * c[0]! + 0.7152 * c[1]! + 0.0722 * c[2]!;
     };
-    const background = (el: Element | null): number[] => {
+    const background = (el: Styled | null): number[] => {
       for (let e = el; e; e = e.parentElement) {
         const bg = rgb(getComputedStyle(e).backgroundColor);
         if (bg.length === 3 || (bg.length === 4 && bg[3]! > 0)) return bg;
