@@ -8,7 +8,7 @@ export interface HeldTimeline {
 }
 
 /** Bytes an event is counted for: about its JSON text, without making it (observed for every span). */
-export function eventBytes(event: TimelineEvent): number {
+function eventBytes(event: TimelineEvent): number {
   let bytes = 72 + event.span_id.length + event.type.length;
   const attrs = event.attributes;
   for (const key in attrs) {

@@ -6,7 +6,7 @@ import { findingKey } from './timeline-event.js';
 import { drawTimeline, type DrawnTimeline } from './timeline-view.js';
 
 /** Where the data comes from: a running detector, or recorded traces (`analyze --html`). */
-export type PageSource = 'serve' | 'report';
+type PageSource = 'serve' | 'report';
 
 /** The header: what the detector holds and the limits it runs under. */
 export interface PageHeader {

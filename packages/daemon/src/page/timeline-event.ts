@@ -70,7 +70,7 @@ const SHOWN: readonly string[] = [
 ];
 
 /** The request a span or a finding is about: (service, session, request), as the detector keys it. */
-export function requestKey(service: string, session: string, request: string): string {
+function requestKey(service: string, session: string, request: string): string {
   return JSON.stringify([service, session, request]);
 }
 

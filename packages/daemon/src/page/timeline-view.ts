@@ -20,7 +20,7 @@ import {
 import { EventType, type TimelineEvent } from './timeline-event.js';
 
 /** One lane of a timeline: a stream of the request (as its spans name it), or the request itself. */
-export interface Lane {
+interface Lane {
   /** The stream id the spans carry; empty for the request's own lane (spans without a stream). */
   stream: string;
   /** The stream was opened by a resume (Last-Event-ID). */
@@ -28,7 +28,7 @@ export interface Lane {
 }
 
 /** One event as the page draws it: where, when, what, and the attributes that say so. */
-export interface DrawnEvent {
+interface DrawnEvent {
   lane: number;
   start: number;
   end: number;
