@@ -13,7 +13,7 @@ describe('requirements', () => {
     process.env.PATH = path;
   });
 
-  it('a missing promtool, prometheus, amtool or haproxy fails with one line naming the tool and the apt package', () => {
+  it('a missing promtool, prometheus, amtool, haproxy or chromium fails with one line naming the tool and the apt package', () => {
     const empty = mkdtempSync(join(tmpdir(), 'resumewatch-path-'));
     try {
       process.env.PATH = empty;
@@ -22,6 +22,7 @@ describe('requirements', () => {
         ['prometheus', 'prometheus'],
         ['amtool', 'prometheus-alertmanager'],
         ['haproxy', 'haproxy'],
+        ['chromium', 'chromium'],
       ];
       for (const [tool, pkg] of cases) {
         expect(() => requireTools(tool)).toThrow(
@@ -35,7 +36,7 @@ describe('requirements', () => {
     }
   });
 
-  it('the README states Node, pnpm, the prometheus and haproxy packages and Compose v2 next to the Quick start commands', () => {
+  it('the README states Node, pnpm, the prometheus, haproxy and chromium packages and Compose v2 next to the Quick start commands', () => {
     const readme = readFileSync(join(repoRoot, 'README.md'), 'utf8');
     const quickStart = readme.slice(
       readme.indexOf('## Quick start'),
@@ -43,7 +44,7 @@ describe('requirements', () => {
     );
     expect(quickStart).toContain('npm i -g pnpm@12.4.2');
     expect(quickStart).toContain('Node 20.6 or newer');
-    expect(quickStart).toContain('sudo apt-get install prometheus prometheus-alertmanager haproxy');
+    expect(quickStart).toContain('sudo apt-get install prometheus prometheus-alertmanager haproxy chromium');
     expect(quickStart).toContain('Compose v2');
     const engines = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as {
       engines: { node: string };

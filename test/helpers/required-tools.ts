@@ -8,6 +8,7 @@ const DEBIAN_PACKAGE: Record<string, string> = {
   amtool: 'prometheus-alertmanager',
   alertmanager: 'prometheus-alertmanager',
   haproxy: 'haproxy',
+  chromium: 'chromium',
 };
 
 function onPath(cmd: string): boolean {

@@ -10,7 +10,8 @@ export const COMMANDS = {
   serve: {
     args: '[options]',
     summary:
-      'OTLP receivers (HTTP POST /v1/traces, gRPC) and /metrics, /healthz, /findings; findings on stdout, one JSON object a line',
+      'OTLP receivers (HTTP POST /v1/traces, gRPC) and, on the metrics port, the page (/: findings and their request\n' +
+      'timelines), /metrics, /healthz, /findings; findings on stdout, one JSON object a line',
     specs: () => OPTION_SPECS,
     flags: [] as Array<[string, string]>,
   },
@@ -20,9 +21,13 @@ export const COMMANDS = {
       'detect over recorded OTLP/JSON: one export request a line (a Collector file exporter) or one document; - reads stdin.\n' +
       'Field names in lowerCamelCase or snake_case. Exit 0: no finding; 1: findings; 2: bad input or usage.',
     specs: () => OPTION_SPECS.filter(isDetectorOption),
-    flags: [['--json', 'write the findings as one JSON object a line instead of the readable summary']] as Array<
-      [string, string]
-    >,
+    flags: [
+      ['--json', 'write the findings as one JSON object a line instead of the readable summary'],
+      [
+        '--html FILE',
+        'also write the page of the findings and their request timelines as one self-contained HTML file',
+      ],
+    ] as Array<[string, string]>,
   },
 } as const;
 export type CommandName = keyof typeof COMMANDS;

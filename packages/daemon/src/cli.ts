@@ -5,8 +5,9 @@ import { COMMANDS, USAGE, commandHelp, isDetectorOption, parseErrorText, type Co
 import { ConfigError, OPTION_SPECS, configArgs, resolveConfig, type ResumewatchConfig } from './config.js';
 import { AnalyzeInputError, analyzeFiles, formatSummary } from './doors/analyze.js';
 import { startServer } from './doors/serve.js';
+import { writeHtmlReport } from './page/report.js';
 import type { Finding } from '@resumewatch/detector';
-import { FindingRecord } from '@resumewatch/semconv';
+import { FindingRecord, ROUTE_METRICS, ROUTE_PAGE } from '@resumewatch/semconv';
 
 /** A usage or input error: one line on stderr, exit code 2. */
 class UsageError extends Error {
@@ -40,7 +41,12 @@ async function main(argv: string[]): Promise<number> {
     parsed = parseArgs({
       args: argv,
       allowPositionals: true,
-      options: { ...configArgs(), help: { type: 'boolean', short: 'h' }, json: { type: 'boolean' } },
+      options: {
+        ...configArgs(),
+        help: { type: 'boolean', short: 'h' },
+        json: { type: 'boolean' },
+        html: { type: 'string' },
+      },
     });
   } catch (e) {
     throw new UsageError(`${parseErrorText(e)} (resumewatch --help lists the options)`);
@@ -74,6 +80,8 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'serve') {
     if (rest.length > 0) throw new UsageError(`serve takes no file or argument, got "${rest[0]}"`);
     if (values.json) throw new UsageError('--json is an analyze flag; serve always writes findings as JSON lines');
+    if (values.html !== undefined)
+      throw new UsageError('--html is an analyze flag; serve shows the page on its metrics port (/)');
     return serve(config);
   }
   const serveOnly = OPTION_SPECS.find(
@@ -86,7 +94,8 @@ async function main(argv: string[]): Promise<number> {
         .join(', ')}, --json`,
     );
   if (rest.length === 0) throw new UsageError('analyze needs a FILE (an OTLP/JSON export, or - for stdin)');
-  return analyze(config, rest, values.json === true);
+  if (values.html === '') throw new UsageError('--html needs a FILE to write the report to');
+  return analyze(config, rest, values.json === true, values.html);
 }
 
 /** Two listeners on one port fail half-way with EADDRINUSE; say which flags collide instead. */
@@ -151,7 +160,8 @@ async function serve(config: ResumewatchConfig): Promise<number> {
   process.stderr.write(
     `resumewatch: OTLP/HTTP on http://${server.host}:${server.httpPort}/v1/traces` +
       (server.grpcPort !== undefined ? `, OTLP/gRPC on ${server.host}:${server.grpcPort}` : '') +
-      `, metrics on http://${server.host}:${server.metricsPort}/metrics\n`,
+      `, metrics on http://${server.host}:${server.metricsPort}${ROUTE_METRICS}` +
+      `, the page on http://${server.host}:${server.metricsPort}${ROUTE_PAGE}\n`,
   );
   await new Promise<void>((resolve) => {
     const stop = (): void => resolve();
@@ -174,9 +184,15 @@ async function serve(config: ResumewatchConfig): Promise<number> {
 /** How long a graceful stop waits for stdout's reader to take what is still buffered. */
 const STDOUT_DRAIN_MS = 2_000;
 
-async function analyze(config: ResumewatchConfig, files: string[], json: boolean): Promise<number> {
+async function analyze(
+  config: ResumewatchConfig,
+  files: string[],
+  json: boolean,
+  html: string | undefined,
+): Promise<number> {
   try {
-    const result = await analyzeFiles(files, config);
+    const result = html === undefined ? await analyzeFiles(files, config) : await writeHtmlReport(html, files, config);
+    if (html !== undefined) process.stderr.write(`resumewatch: report written to ${html}\n`);
     if (json) process.stdout.write(result.findings.map((f) => JSON.stringify(f) + '\n').join(''));
     else process.stdout.write(formatSummary(result));
     return standingFindings(result.findings) > 0 ? 1 : 0;

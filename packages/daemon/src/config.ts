@@ -50,6 +50,10 @@ export interface ResumewatchConfig extends DetectorOptions {
   snapshotIntervalMs: number;
   /** On SIGTERM, time given to requests in flight to be answered before the listeners are closed by force. */
   graceMs: number;
+  /** Bytes of timeline evidence kept for reported requests (the page draws their timelines from it). */
+  evidenceBytes: number;
+  /** Bytes of recent spans kept for requests without a finding yet, so that a later finding has its history. */
+  evidenceWindowBytes: number;
 }
 
 export const DEFAULT_CONFIG: ResumewatchConfig = {
@@ -75,6 +79,8 @@ export const DEFAULT_CONFIG: ResumewatchConfig = {
   stateFile: undefined,
   snapshotIntervalMs: 30_000,
   graceMs: 5_000,
+  evidenceBytes: 8 * 1024 * 1024,
+  evidenceWindowBytes: 4 * 1024 * 1024,
 };
 
 type Kind = 'int' | 'duration' | 'string' | 'port';
@@ -146,7 +152,7 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
     flag: 'metrics-port',
     env: 'RESUMEWATCH_METRICS_PORT',
     kind: 'port',
-    help: 'port of /metrics, /healthz and /findings',
+    help: 'port of the page (/), /metrics, /healthz and /findings',
   },
   {
     key: 'token',
@@ -266,6 +272,20 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
     env: 'RESUMEWATCH_GRACE',
     kind: 'duration',
     help: 'on SIGTERM, time for requests in flight to be answered',
+  },
+  {
+    key: 'evidenceBytes',
+    flag: 'evidence-bytes',
+    env: 'RESUMEWATCH_EVIDENCE_BYTES',
+    kind: 'int',
+    help: 'bytes of timeline evidence kept for reported requests (the page at / draws it)',
+  },
+  {
+    key: 'evidenceWindowBytes',
+    flag: 'evidence-window-bytes',
+    env: 'RESUMEWATCH_EVIDENCE_WINDOW_BYTES',
+    kind: 'int',
+    help: 'bytes of recent spans kept for requests without a finding yet (their history, should one fire)',
   },
 ];
 

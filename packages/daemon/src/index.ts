@@ -13,3 +13,6 @@ export {
   type OptionSpec,
   type ResumewatchConfig,
 } from './config.js';
+export { analyzeToHtml, htmlReportOfSpans, writeHtmlReport } from './page/report.js';
+export { renderPage, scriptJson, type PageOptions } from './page/render-html.js';
+export type { PageData, PageHeader } from './page/page-data.js';

@@ -11,6 +11,9 @@ import {
   LABEL_SERVICE,
   METRICS,
   METRIC_DETECTION_LAG_SECONDS,
+  METRIC_EVIDENCE_BYTES,
+  METRIC_EVIDENCE_REQUESTS,
+  METRIC_EVIDENCE_WINDOW_BYTES,
   METRIC_FINDINGS_RETRACTED_TOTAL,
   METRIC_FINDINGS_TOTAL,
   METRIC_LISTENING_RESUMES_TOTAL,
@@ -57,6 +60,8 @@ export const DEFAULT_MAX_SERVICES = 100;
 export interface DetectorStateSource {
   stats(): DetectorStats;
   activeStormsByService(): Map<string, number>;
+  /** What the page's evidence holds (serve and the embedded detector have one). */
+  evidence?(): { bytes: number; requests: number; windowBytes: number };
 }
 
 /** A metric as both registries hold it: [Prometheus text, OpenMetrics]. */
@@ -106,6 +111,9 @@ export class DetectorMetrics implements DetectorEvents {
       [METRIC_TRACKED_REQUESTS]: (m) => this.collectTracked(gauge(m)),
       [METRIC_MCP_REQUESTS_TOTAL]: (m) => this.collectRequests(counter(m)),
       [METRIC_STATE_EVICTIONS_TOTAL]: (m) => this.collectEvictions(counter(m)),
+      [METRIC_EVIDENCE_BYTES]: (m) => this.collectEvidence(gauge(m), (e) => e.bytes),
+      [METRIC_EVIDENCE_REQUESTS]: (m) => this.collectEvidence(gauge(m), (e) => e.requests),
+      [METRIC_EVIDENCE_WINDOW_BYTES]: (m) => this.collectEvidence(gauge(m), (e) => e.windowBytes),
     };
     const byName = new Map<string, Pair<Metric>>();
     for (const d of METRICS) byName.set(d.name, this.register(d, collectors[d.name]));
@@ -198,6 +206,16 @@ export class DetectorMetrics implements DetectorEvents {
     else c.requestsSessions++;
   }
 
+  /** MCP requests seen by era, over every service: the counts of METRIC_MCP_REQUESTS_TOTAL. */
+  eraCounts(): Record<ProtocolEra, number> {
+    const eras = { [ProtocolEra.SESSIONS]: 0, [ProtocolEra.STATELESS]: 0 };
+    for (const c of this.counts) {
+      eras[ProtocolEra.SESSIONS] += c.requestsSessions;
+      eras[ProtocolEra.STATELESS] += c.requestsStateless;
+    }
+    return eras;
+  }
+
   listeningResume(service: string, outcome: ResumeOutcome): void {
     const r = this.countsFor(service).listeningResumes;
     r.set(outcome, (r.get(outcome) ?? 0) + 1);
@@ -285,6 +303,14 @@ export class DetectorMetrics implements DetectorEvents {
   private collectTracked(tracked: Gauge<string>): void {
     const stats = this.detector?.stats();
     if (stats) tracked.set(stats.tracked);
+  }
+
+  private collectEvidence(
+    metric: Gauge<string>,
+    read: (e: ReturnType<NonNullable<DetectorStateSource['evidence']>>) => number,
+  ): void {
+    const evidence = this.detector?.evidence?.();
+    if (evidence) metric.set(read(evidence));
   }
 
   private collectEvictions(evictions: Counter<string>): void {

@@ -1,5 +1,10 @@
 #!/usr/bin/env node
+import { writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
+import { DEFAULT_CONFIG, htmlReportOfSpans } from '@resumewatch/daemon';
 import { runDemo } from './demo.js';
 import { formatRun } from './format.js';
 
@@ -41,10 +46,19 @@ async function main(): Promise<void> {
   if (!json) process.stderr.write('resumewatch-demo: running seed-loop twice against a lab server on loopback...\n');
   const runs = await runDemo();
   if (json) {
-    process.stdout.write(`${JSON.stringify(runs)}\n`);
+    process.stdout.write(`${JSON.stringify(runs.map(({ spans: _spans, ...run }) => run))}\n`);
     return;
   }
   process.stdout.write(runs.map(formatRun).join('\n'));
+  // The same runs as a picture: the page of `resumewatch serve`, written as one self-contained file.
+  const report = join(tmpdir(), 'resumewatch-demo-report.html');
+  const html = htmlReportOfSpans(
+    runs.flatMap((r) => r.spans),
+    DEFAULT_CONFIG,
+    'resumewatch demo: the seed loop, then the guard',
+  );
+  await writeFile(report, html);
+  process.stdout.write(`\nThe findings and each request's timeline, in your browser: ${pathToFileURL(report).href}\n`);
 }
 
 main().catch((error: unknown) => {

@@ -1,7 +1,8 @@
 import { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import { ResumewatchSpanProcessor } from '@resumewatch/detector';
-import type { Finding } from '@resumewatch/detector';
+import { ResumewatchSpanProcessor, toSpanRecord } from '@resumewatch/detector';
+import type { Finding, SpanRecord } from '@resumewatch/detector';
+import type { ReadableSpan, Span, SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { instrumentFetch } from '@resumewatch/instrumentation';
 import { RunTimeline, runScenario, startLabServer } from '@resumewatch/lab';
 import type { RequestTimeline, ScenarioSummary } from '@resumewatch/lab';
@@ -14,6 +15,23 @@ export interface DemoRun {
   findings: Finding[];
   /** The wire timeline of each request that went wrong (terminal delivered again, or a resume after it, refused or not). */
   timelines: RequestTimeline[];
+  /** Every span the client made, in the order they ended: what the HTML report draws. */
+  spans: SpanRecord[];
+}
+
+/** Keeps the spans of a run (a demo's few dozen) for the report. */
+class SpanKeeper implements SpanProcessor {
+  readonly spans: SpanRecord[] = [];
+  onStart(_span: Span): void {}
+  onEnd(span: ReadableSpan): void {
+    this.spans.push(toSpanRecord(span));
+  }
+  forceFlush(): Promise<void> {
+    return Promise.resolve();
+  }
+  shutdown(): Promise<void> {
+    return Promise.resolve();
+  }
 }
 
 /**
@@ -35,9 +53,10 @@ export async function runDemo(): Promise<DemoRun[]> {
 async function seedLoop(serverUrl: string, guarded: boolean): Promise<DemoRun> {
   const findings: Finding[] = [];
   const detector = new ResumewatchSpanProcessor({ onFinding: (f) => findings.push(f), tickMs: 0 });
+  const kept = new SpanKeeper();
   const provider = new BasicTracerProvider({
     resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: guarded ? 'demo-client-guarded' : 'demo-client' }),
-    spanProcessors: [detector],
+    spanProcessors: [detector, kept],
   });
   // The timeline sits outside the instrumentation: it sees what the client asked for, including a resume the guard refused.
   const timeline = new RunTimeline();
@@ -45,5 +64,5 @@ async function seedLoop(serverUrl: string, guarded: boolean): Promise<DemoRun> {
   const summary = await runScenario('seed-loop', { serverUrl, fetch });
   await provider.forceFlush();
   await provider.shutdown();
-  return { guarded, summary, findings, timelines: timeline.wentWrong() };
+  return { guarded, summary, findings, timelines: timeline.wentWrong(), spans: kept.spans };
 }

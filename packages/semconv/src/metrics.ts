@@ -40,6 +40,9 @@ export const METRIC_LISTENING_RESUMES_TOTAL = 'resumewatch_listening_resumes_tot
 export const METRIC_FINDINGS_DROPPED_TOTAL = 'resumewatch_findings_dropped_total';
 export const METRIC_REQUESTS_SHED_TOTAL = 'resumewatch_requests_shed_total';
 export const METRIC_MCP_REQUESTS_TOTAL = 'resumewatch_mcp_requests_total';
+export const METRIC_EVIDENCE_BYTES = 'resumewatch_evidence_bytes';
+export const METRIC_EVIDENCE_REQUESTS = 'resumewatch_evidence_requests';
+export const METRIC_EVIDENCE_WINDOW_BYTES = 'resumewatch_evidence_window_bytes';
 
 export const METRIC_GATEWAY_EXCHANGES_TOTAL = 'resumewatch_gateway_exchanges_total';
 export const METRIC_GATEWAY_OPEN_EXCHANGES = 'resumewatch_gateway_open_exchanges';
@@ -159,6 +162,24 @@ export const METRICS: readonly MetricDescriptor[] = [
     name: METRIC_REQUESTS_SHED_TOTAL,
     type: 'counter',
     help: 'Export requests answered 429 / RESOURCE_EXHAUSTED because the bytes in flight reached --max-inflight.',
+    labelNames: [],
+  },
+  {
+    name: METRIC_EVIDENCE_BYTES,
+    type: 'gauge',
+    help: 'Bytes of timeline evidence held for reported requests (the page draws their timelines from it); --evidence-bytes caps it.',
+    labelNames: [],
+  },
+  {
+    name: METRIC_EVIDENCE_REQUESTS,
+    type: 'gauge',
+    help: 'Reported requests whose timeline evidence is held.',
+    labelNames: [],
+  },
+  {
+    name: METRIC_EVIDENCE_WINDOW_BYTES,
+    type: 'gauge',
+    help: 'Bytes of recent contract spans held for requests without a finding yet, moved to the evidence when one fires; --evidence-window-bytes caps it.',
     labelNames: [],
   },
 ];

@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import type { Evidence } from '../page/evidence.js';
 import {
   ATTR_JSONRPC_REQUEST_ID,
   ATTR_MCP_SESSION_ID,
@@ -9,7 +10,9 @@ import {
 } from '@resumewatch/semconv';
 import {
   Detector,
+  type DetectorEvents,
   type DetectorOptions,
+  type DetectorStats,
   type Finding,
   type SpanRecord,
   OtlpDecodeError,
@@ -42,6 +45,16 @@ export interface AnalyzeResult {
   ignoredSpans: Record<string, number>;
   /** JSON documents (lines) that held no resource spans, e.g. metrics or logs of a Collector file exporter. */
   documentsWithoutSpans: number;
+  /** The detector's counts at the end of the input. */
+  detectorStats: DetectorStats;
+}
+
+/** What analyze can also feed while it reads (the HTML report's evidence and counts). */
+export interface AnalyzeObservers {
+  /** Gets every span the detector accepted and every finding: the report's timelines. */
+  evidence?: Evidence;
+  /** Gets the detector's per-span events (counts by era, for the report's header). */
+  events?: DetectorEvents;
 }
 
 /** Why the detector ignored a span, in words. */
@@ -64,10 +77,19 @@ export async function analyzeFiles(
   paths: readonly string[],
   options: Partial<DetectorOptions> = {},
   readStdin: () => Promise<string> = readAllStdin,
+  observers: AnalyzeObservers = {},
 ): Promise<AnalyzeResult> {
   const findings: Finding[] = [];
-  const detector = new Detector({ ...options, onFinding: (f) => findings.push(f) });
-  const result: AnalyzeResult = {
+  const { evidence, events } = observers;
+  const detector = new Detector({
+    ...options,
+    ...(events ? { events } : {}),
+    onFinding: (f) => {
+      evidence?.reported(f);
+      findings.push(f);
+    },
+  });
+  const result: Omit<AnalyzeResult, 'detectorStats'> = {
     findings,
     spans: 0,
     invalidSpans: 0,
@@ -79,7 +101,8 @@ export async function analyzeFiles(
   const sink = (s: SpanRecord): void => {
     if (s.endTimeUnixMs > latest) latest = s.endTimeUnixMs;
     const r = detector.ingest(s);
-    if (r === SpanReceivedResult.DUPLICATE) result.duplicateSpans++;
+    if (r === SpanReceivedResult.ACCEPTED) evidence?.observe(s);
+    else if (r === SpanReceivedResult.DUPLICATE) result.duplicateSpans++;
     else if (r === SpanReceivedResult.INVALID) result.invalidSpans++;
     else if (r === SpanReceivedResult.IGNORED) {
       const why = ignoredReason(s);
@@ -128,7 +151,7 @@ export async function analyzeFiles(
     }
   }
   detector.flush();
-  return result;
+  return { ...result, detectorStats: detector.stats() };
 }
 
 function* documents(text: string, name: string): Generator<{ value: unknown; text: string; line: number | undefined }> {

@@ -27,16 +27,28 @@ export class FindingLog {
 
   /** A JSON array of the newest findings whose text fits in maxBytes, oldest first; `omitted` were left out. */
   toJson(): { body: string; omitted: number } {
-    const parts: string[] = [];
-    let bytes = 2;
-    for (let age = 0; age < this.items.size; age++) {
-      const json = this.items.newest(age)!.json;
-      const size = Buffer.byteLength(json, 'utf8') + 1;
-      if (bytes + size > this.maxBytes) break;
-      bytes += size;
-      parts.push(json);
-    }
+    const parts = this.fitting().map((item) => item.json);
     parts.reverse();
     return { body: `[${parts.join(',')}]`, omitted: this.items.size - parts.length };
+  }
+
+  /** The findings of toJson(), newest first. */
+  newestFitting(): { findings: Finding[]; omitted: number } {
+    const items = this.fitting();
+    return { findings: items.map((item) => item.finding), omitted: this.items.size - items.length };
+  }
+
+  /** The newest items whose JSON text fits in maxBytes as one array, newest first. */
+  private fitting(): { finding: Finding; json: string }[] {
+    const out: { finding: Finding; json: string }[] = [];
+    let bytes = 2;
+    for (let age = 0; age < this.items.size; age++) {
+      const item = this.items.newest(age)!;
+      const size = Buffer.byteLength(item.json, 'utf8') + 1;
+      if (bytes + size > this.maxBytes) break;
+      bytes += size;
+      out.push(item);
+    }
+    return out;
   }
 }

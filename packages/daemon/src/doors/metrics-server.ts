@@ -1,9 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ROUTE_FINDINGS, ROUTE_HEALTHZ, ROUTE_METRICS, ROUTE_PAGE, ROUTE_PAGE_DATA } from '@resumewatch/semconv';
+import { livePage, livePageData } from '../page/live-page.js';
 import type { ResumewatchConfig } from '../config.js';
 import { authorized } from './auth.js';
 import type { Pipeline } from './pipeline.js';
 
-/** GET /metrics (Prometheus or OpenMetrics by Accept), GET /healthz, GET /findings. */
+/** GET /metrics (Prometheus or OpenMetrics by Accept), GET /healthz, GET /findings, the page (/) and its data. */
 export function metricsHandler(pipeline: Pipeline, config: ResumewatchConfig) {
   const handle = route(pipeline, config);
   return (req: IncomingMessage, res: ServerResponse): void => {
@@ -22,18 +24,18 @@ function route(pipeline: Pipeline, config: ResumewatchConfig) {
     const path = (req.url ?? '').split('?')[0];
     req.resume();
     if (req.method !== 'GET' && req.method !== 'HEAD') return text(res, 405, 'use GET\n');
-    if (path === '/healthz') return text(res, 200, 'ok\n');
+    if (path === ROUTE_HEALTHZ) return text(res, 200, 'ok\n');
     if (!authorized(config.token, req.headers.authorization)) {
       res.setHeader('www-authenticate', 'Bearer');
       return text(res, 401, 'missing or wrong bearer token\n');
     }
-    if (path === '/findings') {
+    if (path === ROUTE_FINDINGS) {
       // Bounded by --findings-bytes whatever the findings hold: the newest that fit.
       const { body } = pipeline.recent.toJson();
       res.writeHead(200, { 'content-type': 'application/json' });
       return void res.end(body);
     }
-    if (path === '/metrics') {
+    if (path === ROUTE_METRICS) {
       Promise.resolve()
         .then(() => pipeline.metrics.render(req.headers.accept))
         .then(
@@ -45,9 +47,25 @@ function route(pipeline: Pipeline, config: ResumewatchConfig) {
         );
       return;
     }
-    text(res, 404, 'not found: try /metrics, /healthz or /findings\n');
+    if (path === ROUTE_PAGE) {
+      // Read-only and bounded: the findings as /findings bounds them, the timelines by --evidence-bytes.
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', ...PAGE_HEADERS });
+      return void res.end(livePage(pipeline, config));
+    }
+    if (path === ROUTE_PAGE_DATA) {
+      res.writeHead(200, { 'content-type': 'application/json', ...PAGE_HEADERS });
+      return void res.end(JSON.stringify(livePageData(pipeline, config)));
+    }
+    text(res, 404, `not found: try ${ROUTE_PAGE}, ${ROUTE_METRICS}, ${ROUTE_HEALTHZ} or ${ROUTE_FINDINGS}\n`);
   };
 }
+
+/** The page holds request ids: not cached, not framed by another site. */
+const PAGE_HEADERS = {
+  'cache-control': 'no-store',
+  'x-frame-options': 'DENY',
+  'x-content-type-options': 'nosniff',
+};
 
 function text(res: ServerResponse, status: number, body: string): void {
   if (res.headersSent) return;

@@ -9,6 +9,8 @@ import {
   boundSpanStrings,
 } from '@resumewatch/detector';
 import { DetectorMetrics } from '../metrics.js';
+import { Evidence } from '../page/evidence.js';
+import { SpanRate } from '../page/span-rate.js';
 import { FindingLog } from './finding-log.js';
 
 export interface PipelineInit {
@@ -25,12 +27,18 @@ export class Pipeline {
   readonly metrics: DetectorMetrics;
   readonly recent: FindingLog;
   readonly ids: IdBounder;
+  /** The spans of reported requests, for the page's timelines (bounded by --evidence-bytes). */
+  readonly evidence: Evidence;
+  /** Spans per second, sampled at each tick. */
+  readonly rate = new SpanRate();
   private current: SpanRecord | undefined;
   private readonly clock: () => number;
   private readonly sink = (s: SpanRecord): void => {
     boundSpanStrings(s, this.ids);
     this.current = s;
-    this.detector.ingest(s);
+    // After the detector: a span that completes a finding joins its request's evidence (reported() moved
+    // the request's earlier spans there first), and a redelivered span is not drawn twice.
+    if (this.detector.ingest(s) === SpanReceivedResult.ACCEPTED) this.evidence.observe(s);
     this.current = undefined;
   };
 
@@ -39,10 +47,12 @@ export class Pipeline {
     this.clock = init.clock ?? Date.now;
     this.ids = new IdBounder(config.maxIdBytes);
     this.recent = new FindingLog(config.findingsBuffer, config.findingsMaxBytes);
+    this.evidence = new Evidence(config);
     // The metrics read the detector's state at scrape time; the detector reports its events to them.
     this.metrics = new DetectorMetrics(config.maxServices, {
       stats: () => this.detector.stats(),
       activeStormsByService: () => this.detector.activeStormsByService(),
+      evidence: () => this.evidence.stats(),
     });
     this.detector = new Detector({
       ...config,
@@ -51,6 +61,7 @@ export class Pipeline {
       onFinding: (f) => {
         const lag = this.current ? (this.clock() - this.current.endTimeUnixMs) / 1000 : undefined;
         this.metrics.finding(f, lag);
+        this.evidence.reported(f);
         const json = JSON.stringify(f);
         this.recent.push(f, json);
         init.onFinding?.(f, json);
@@ -67,5 +78,11 @@ export class Pipeline {
 
   tick(): void {
     this.detector.tick();
+    this.rate.sample(this.clock(), this.spansReceived());
+  }
+
+  /** Spans received so far, whatever became of them. */
+  spansReceived(): number {
+    return Object.values(this.detector.stats().spans).reduce((a, b) => a + b, 0);
   }
 }

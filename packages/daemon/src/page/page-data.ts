@@ -1,0 +1,87 @@
+import { ProtocolEra } from '@resumewatch/semconv';
+import type { DetectorStats, Finding } from '@resumewatch/detector';
+import type { ResumewatchConfig } from '../config.js';
+import type { Evidence, EvidenceStats } from './evidence.js';
+import { findingKey } from './timeline-event.js';
+import { drawTimeline, type DrawnTimeline } from './timeline-view.js';
+
+/** Where the data comes from: a running detector, or recorded traces (`analyze --html`). */
+type PageSource = 'serve' | 'report';
+
+/** The header: what the detector holds and the limits it runs under. */
+export interface PageHeader {
+  source: PageSource;
+  generated_unix_ms: number;
+  tracked_requests: number;
+  open_storms: number;
+  /** Spans received per second lately; null when not known (a report, a detector just started). */
+  spans_per_second: number | null;
+  /** MCP requests seen by protocol era. */
+  eras: Record<ProtocolEra, number>;
+  evidence: EvidenceStats;
+  /** Each limit by its flag name: the value it runs under. */
+  limits: Record<string, number>;
+}
+
+/** What the page shows, and what GET ROUTE_PAGE_DATA answers. */
+export interface PageData {
+  header: PageHeader;
+  /** The findings stream, newest first: the newest that fit in --findings-bytes, as /findings has them. */
+  findings: Finding[];
+  /** Findings held but left out by the byte bound. */
+  omitted: number;
+  /** By request (the key of timeline-event.ts): the evidence held for each request in `findings`. */
+  timelines: Record<string, DrawnTimeline>;
+}
+
+/** What the data is read from. */
+export interface PageSources {
+  source: PageSource;
+  now: number;
+  config: ResumewatchConfig;
+  stats: DetectorStats;
+  eras: Record<ProtocolEra, number>;
+  spansPerSecond: number | undefined;
+  /** Newest first, bounded. */
+  findings: { findings: Finding[]; omitted: number };
+  evidence: Evidence;
+}
+
+/** The limits worth knowing when reading the page: their flag names and values. */
+const LIMITS: readonly (keyof ResumewatchConfig)[] = [
+  'maxRequests',
+  'stormThreshold',
+  'stormWindowMs',
+  'retentionMs',
+  'findingsBuffer',
+  'findingsMaxBytes',
+  'evidenceBytes',
+  'evidenceWindowBytes',
+];
+
+export function pageData(s: PageSources): PageData {
+  const limits: Record<string, number> = {};
+  for (const key of LIMITS) limits[key] = s.config[key] as number;
+  const timelines: Record<string, DrawnTimeline> = {};
+  for (const f of s.findings.findings) {
+    const key = findingKey(f);
+    if (key in timelines) continue;
+    const held = s.evidence.timeline(f);
+    if (held) timelines[key] = drawTimeline(held);
+  }
+  return {
+    header: {
+      source: s.source,
+      generated_unix_ms: s.now,
+      tracked_requests: s.stats.tracked,
+      open_storms: s.stats.activeStorms,
+      spans_per_second: s.spansPerSecond ?? null,
+      eras: s.eras,
+      evidence: s.evidence.stats(),
+      limits,
+    },
+    findings: s.findings.findings,
+    omitted: s.findings.omitted,
+    timelines,
+  };
+}

@@ -1,0 +1,180 @@
+/**
+ * The page's script, inlined (no external asset; it runs the same from /, from a file:// report and
+ * offline). It reads the data from a JSON script block, builds every element with textContent (never
+ * HTML from data), and, on a live page, fetches the data again every few seconds. It only reads.
+ */
+export const PAGE_SCRIPT = `
+(function () {
+  'use strict';
+  var data = JSON.parse(document.getElementById('page-data').textContent);
+  var conf = JSON.parse(document.getElementById('page-config').textContent);
+  var filter = { kind: '', service: '', server: '' };
+  var selected = null;
+  var shownFindings = '';
+  var shownDetail = '';
+
+  function h(tag, props, children) {
+    var el = document.createElement(tag);
+    if (props) for (var k in props) {
+      if (k === 'text') el.textContent = props[k];
+      else if (k === 'cls') el.className = props[k];
+      else if (k.slice(0, 2) === 'on') el.addEventListener(k.slice(2), props[k]);
+      else el.setAttribute(k, props[k]);
+    }
+    (children || []).forEach(function (c) { if (c) el.appendChild(typeof c === 'string' ? document.createTextNode(c) : c); });
+    return el;
+  }
+  function keyOf(f) { return JSON.stringify([f.service, f.session_id, f.request_id]); }
+  function idOf(f) { return keyOf(f) + ' ' + f.kind + ' ' + f.first_time_unix_ms; }
+  function time(ms) { return new Date(ms).toISOString().replace('T', ' ').replace('Z', ' UTC'); }
+  function span(ms) { return ms >= 10000 ? (ms / 1000).toFixed(1) + ' s' : ms >= 1000 ? (ms / 1000).toFixed(2) + ' s' : Math.round(ms) + ' ms'; }
+  function num(n) { return n === null || n === undefined ? 'n/a' : (Math.round(n * 10) / 10).toLocaleString('en'); }
+
+  /** Findings newest first, each with the records (storm ended, retraction) that change it. */
+  function entries() {
+    var out = [], byFinding = {};
+    data.findings.forEach(function (f) {
+      if (f.record === undefined) { var e = { finding: f, records: [] }; out.push(e); byFinding[keyOf(f) + ' ' + f.kind] = byFinding[keyOf(f) + ' ' + f.kind] || e; }
+    });
+    data.findings.forEach(function (f) {
+      if (f.record === undefined) return;
+      var e = byFinding[keyOf(f) + ' ' + f.kind];
+      if (e) e.records.push(f); else out.push({ finding: f, records: [] });
+    });
+    return out.sort(function (a, b) { return b.finding.last_time_unix_ms - a.finding.last_time_unix_ms; });
+  }
+  function visible(e) {
+    var f = e.finding;
+    return (!filter.kind || f.kind === filter.kind) && (!filter.service || f.service === filter.service) && (!filter.server || f.server === filter.server);
+  }
+
+  function renderHeader() {
+    var hd = data.header, eras = hd.eras, total = 0, parts = [];
+    for (var era in eras) total += eras[era];
+    for (var era2 in eras) parts.push(era2 + ' ' + (total ? Math.round((eras[era2] * 100) / total) : 0) + '%');
+    var stats = [
+      ['Findings held', String(data.findings.length + data.omitted)],
+      ['Tracked requests', num(hd.tracked_requests)],
+      ['Open storms', num(hd.open_storms)],
+      ['Spans per second', hd.source === 'report' ? 'n/a (report)' : num(hd.spans_per_second)],
+      ['Era share (' + total + ' MCP requests)', total ? parts.join(', ') : 'no request seen'],
+      ['Evidence', hd.evidence.requests + ' requests, ' + num(hd.evidence.bytes / 1024) + ' KiB'],
+    ];
+    var dl = h('dl', { cls: 'stats' }, stats.map(function (s) { return h('div', null, [h('dt', { text: s[0] }), h('dd', { text: s[1] })]); }));
+    var limits = h('details', { cls: 'limits' }, [h('summary', { text: 'Limits it runs under' }),
+      h('p', null, Object.keys(hd.limits).map(function (k) { return h('span', null, [h('code', { text: k }), ' ' + num(hd.limits[k]) + '  ']); }))]);
+    var head = document.getElementById('head');
+    head.replaceChildren(h('h1', { text: conf.title }), dl, limits,
+      h('p', { cls: 'note', text: (hd.source === 'report' ? 'Report written ' : 'Updated ') + time(hd.generated_unix_ms) + (data.omitted ? '; ' + data.omitted + ' older findings left out by the byte bound' : '') }));
+  }
+
+  function renderFilters() {
+    var all = entries(), box = document.getElementById('filters');
+    function options(name, label, pick) {
+      var values = {};
+      all.forEach(function (e) { var v = pick(e.finding); if (v !== undefined) values[v] = true; });
+      var sel = h('select', { id: 'filter-' + name, onchange: function () { filter[name] = sel.value; renderList(); } },
+        [h('option', { value: '', text: 'all' })].concat(Object.keys(values).sort().map(function (v) { return h('option', { value: v, text: v }); })));
+      sel.value = filter[name] in values ? filter[name] : '';
+      filter[name] = sel.value;
+      return h('label', { for: 'filter-' + name }, [label, sel]);
+    }
+    box.replaceChildren(options('kind', 'Kind', function (f) { return f.kind; }),
+      options('service', 'Service', function (f) { return f.service; }),
+      options('server', 'Server', function (f) { return f.server; }));
+  }
+
+  function renderList() {
+    var list = document.getElementById('findings'), focused = document.activeElement && document.activeElement.dataset && document.activeElement.dataset.id;
+    var shown = entries().filter(visible);
+    if (selected === null && shown.length) selected = idOf(shown[0].finding);
+    list.replaceChildren.apply(list, shown.map(function (e) {
+      var f = e.finding, id = idOf(f);
+      var button = h('button', { cls: 'finding', type: 'button', 'data-id': id, 'aria-current': String(id === selected),
+        onclick: function () { selected = id; renderList(); renderDetail(); document.getElementById('detail').focus(); } }, [
+        h('span', { cls: 'kind', text: f.record ? f.kind + ' (' + f.record + ')' : f.kind }),
+        h('span', { cls: 'meta', text: ' ' + f.service + (f.server ? ' \\u00b7 server ' + f.server : '') }),
+        h('span', { cls: 'meta', text: ' \\u00b7 request ' + f.request_id + ' \\u00b7 ' + time(f.last_time_unix_ms) }),
+      ].concat(e.records.map(function (r) { return h('span', { cls: 'record', text: '\\u21b3 ' + r.record + (r.ended_by ? ': ended ' + r.ended_by + (r.attempts ? ' after ' + r.attempts + ' attempts' : '') : '') + ' at ' + time(r.last_time_unix_ms) }); })));
+      return h('li', null, [button]);
+    }));
+    if (!shown.length) list.replaceChildren(h('li', { cls: 'empty', text: data.findings.length ? 'No finding matches the filters.' : 'No finding.' }));
+    if (focused) { var again = list.querySelector('[data-id="' + CSS.escape(focused) + '"]'); if (again) again.focus(); }
+    shownFindings = JSON.stringify(data.findings.length) + (data.findings[0] ? idOf(data.findings[0]) : '');
+  }
+
+  function current() {
+    var all = entries();
+    for (var i = 0; i < all.length; i++) if (idOf(all[i].finding) === selected) return all[i];
+    return null;
+  }
+
+  function renderDetail() {
+    var box = document.getElementById('detail'), e = current();
+    if (!e) { box.replaceChildren(h('p', { cls: 'empty', text: data.findings.length ? 'Choose a finding to see its request.' : 'No finding: nothing to draw.' })); shownDetail = ''; return; }
+    var f = e.finding, tl = data.timelines[keyOf(f)];
+    shownDetail = selected + ' ' + (tl ? tl.events.length + tl.dropped : 0) + ' ' + e.records.length;
+    var ids = h('dl', { cls: 'ids' }, []);
+    Object.keys(f).forEach(function (k) { ids.appendChild(h('dt', { text: k })); ids.appendChild(h('dd', { text: Array.isArray(f[k]) ? f[k].join(', ') : String(f[k]) })); });
+    var parts = [h('h2', { id: 'detail-title', text: (f.record ? f.kind + ' (' + f.record + ')' : f.kind) + ' on request ' + f.request_id }), ids];
+    e.records.forEach(function (r) { parts.push(h('p', { cls: 'note', text: 'Changed by ' + r.record + (r.ended_by ? ' (' + r.ended_by + ')' : '') + ' at ' + time(r.last_time_unix_ms) })); });
+    if (!tl) parts.push(h('p', { cls: 'note', text: 'No evidence held for this request (left out by the evidence byte cap).' }));
+    else parts.push(timeline(tl));
+    box.replaceChildren.apply(box, parts);
+  }
+
+  var SHORT = { terminal: 'T', resume: 'R', reattach: 'A', call: 'C' };
+  function label(ev) { return ev.type + (ev.mark ? ' ' + ev.mark : '') + (ev.outcome ? ' ' + ev.outcome : '') + (ev.guard ? ', guard ' + ev.guard : ''); }
+  function timeline(tl) {
+    var width = Math.max(1, tl.end - tl.start);
+    function at(t) { return Math.min(100, Math.max(0, ((t - tl.start) * 100) / width)); }
+    var rows = tl.lanes.map(function (lane) { return h('div', { cls: 'lane', role: 'group', 'aria-label': lane.stream ? 'stream ' + lane.stream : 'the request' }, [
+      h('div', { cls: 'lane-name', text: lane.stream ? lane.stream + (lane.resumed ? ' (resumed)' : '') : 'the request' }), h('div', { cls: 'track' })]); });
+    var table = h('tbody');
+    tl.events.forEach(function (ev, i) {
+      var track = rows[ev.lane].lastChild, cls = ev.mark ? 'mark-' + ev.mark : 'other';
+      if (ev.type === 'call') track.appendChild(h('div', { cls: 'bar', style: 'left:' + at(ev.start) + '%;width:' + Math.max(0.5, at(ev.end) - at(ev.start)) + '%' }));
+      var row = h('tr', { id: 'ev-' + i }, [h('td', { text: '+' + span(ev.start - tl.start) }), h('td', { text: tl.lanes[ev.lane].stream || 'the request' }),
+        h('td', { text: label(ev) }), h('td', { text: ev.facts.join('; ') }), h('td', { cls: 'span', text: ev.span_id })]);
+      table.appendChild(row);
+      track.appendChild(h('button', { type: 'button', cls: 'ev ' + ev.type + ' ' + cls + (ev.guard ? ' guard' : ''), style: 'left:' + at(ev.start) + '%',
+        title: label(ev), 'aria-label': label(ev) + ' at +' + span(ev.start - tl.start), 'data-mark': ev.mark || '',
+        onclick: function () { Array.prototype.forEach.call(table.children, function (r) { r.classList.remove('selected'); }); row.classList.add('selected'); row.scrollIntoView({ block: 'nearest' }); } },
+        [(SHORT[ev.type] || '?') + (ev.mark ? ' ' + ev.mark : '')]));
+    });
+    var ticks = h('div', { cls: 'ticks', 'aria-hidden': 'true' }, [0, 25, 50, 75, 100].map(function (p) { return h('span', { style: 'left:' + p + '%', text: '+' + span((width * p) / 100) }); }));
+    var legend = h('p', { cls: 'legend' }, [h('span', { text: 'T terminal, R resume, A reattach, C the request; G: the guard or gateway acted.' })].concat(
+      conf.marks.map(function (m) { return h('span', { cls: 'mark-' + m, text: '\u25a0 ' + m }); })));
+    return h('section', { 'aria-label': 'request timeline' }, [h('h2', { text: 'Timeline: ' + tl.lanes.length + ' lanes, ' + tl.events.length + ' events' + (tl.dropped ? ' (' + tl.dropped + ' more left out)' : '') }),
+      legend, h('div', { cls: 'chart' }, rows.concat([h('div', { cls: 'axis' }, [h('span', { text: 'time' }), ticks])])),
+      h('table', { cls: 'events' }, [h('thead', null, [h('tr', null, ['when', 'stream', 'event', 'attributes', 'span'].map(function (t) { return h('th', { scope: 'col', text: t, cls: t === 'span' ? 'span' : '' }); }))]), table])]);
+  }
+
+  document.getElementById('findings').addEventListener('keydown', function (ev) {
+    if (ev.key !== 'ArrowDown' && ev.key !== 'ArrowUp') return;
+    var all = Array.prototype.slice.call(this.querySelectorAll('.finding')), i = all.indexOf(document.activeElement);
+    var next = all[i + (ev.key === 'ArrowDown' ? 1 : -1)];
+    if (next) { next.focus(); ev.preventDefault(); }
+  });
+
+  function renderAll() { renderHeader(); renderFilters(); renderList(); renderDetail(); }
+  renderAll();
+  if (conf.dataPath) {
+    var timer = setInterval(function () {
+      fetch(conf.dataPath, { cache: 'no-store' }).then(function (r) {
+        if (!r.ok) { clearInterval(timer); document.getElementById('updates').textContent = 'Updates stopped (' + r.status + '); reload the page.'; return null; }
+        return r.json();
+      }).then(function (next) {
+        if (!next) return;
+        data = next;
+        renderHeader();
+        var before = shownFindings;
+        renderFilters();
+        if ((JSON.stringify(data.findings.length) + (data.findings[0] ? idOf(data.findings[0]) : '')) !== before) renderList();
+        var e = current(), tl = e && data.timelines[keyOf(e.finding)];
+        if (!e || selected + ' ' + (tl ? tl.events.length + tl.dropped : 0) + ' ' + e.records.length !== shownDetail) renderDetail();
+      }, function () {});
+    }, conf.refreshMs);
+  }
+})();
+`;

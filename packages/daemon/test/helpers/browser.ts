@@ -1,0 +1,49 @@
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { requireTools } from '../../../../test/helpers/required-tools.js';
+
+/** Debian's chromium, driven by playwright-core (Playwright's own browser download cannot work here). */
+export async function launchChromium(): Promise<Browser> {
+  requireTools('chromium');
+  return chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: ['--no-sandbox', '--disable-background-networking'],
+  });
+}
+
+// The callbacks of page.$$eval run in the browser; the few DOM names they use, declared for them alone.
+interface Styled {
+  parentElement: Styled | null;
+}
+declare function getComputedStyle(element: Styled): { color: string; backgroundColor: string };
+
+/**
+ * The WCAG contrast ratio of the text of every element matching `selector` against the first opaque
+ * background behind it (the lowest of them), computed from the page's own styles.
+ */
+export async function lowestContrast(page: Page, selector: string): Promise<number> {
+  return page.$$eval(selector, (found) => {
+    const elements = found as unknown as Styled[];
+    const rgb = (text: string): number[] => (text.match(/[\d.]+/g) ?? []).map(Number);
+    const luminance = ([r, g, b]: number[]): number => {
+      const c = [r!, g!, b!].map((v) => {
+        const s = v / 255;
+        return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4;
+      });
+      return 0.2126 * c[0]! + 0.7152 * c[1]! + 0.0722 * c[2]!;
+    };
+    const background = (el: Styled | null): number[] => {
+      for (let e = el; e; e = e.parentElement) {
+        const bg = rgb(getComputedStyle(e).backgroundColor);
+        if (bg.length === 3 || (bg.length === 4 && bg[3]! > 0)) return bg;
+      }
+      return [255, 255, 255];
+    };
+    let lowest = Infinity;
+    for (const el of elements) {
+      const fg = luminance(rgb(getComputedStyle(el).color));
+      const bg = luminance(background(el));
+      lowest = Math.min(lowest, (Math.max(fg, bg) + 0.05) / (Math.min(fg, bg) + 0.05));
+    }
+    return lowest;
+  });
+}
