@@ -6,7 +6,7 @@ import { SideEffectLedger } from '../side-effects.js';
 
 /** The tools of the v2 lab server, the same for both eras (one factory serves both, as the SDK asks). */
 export const MODERN_TOOL_NAMES = ['charge', 'charge_cancellable', 'confirm_charge'] as const;
-export type ModernToolName = (typeof MODERN_TOOL_NAMES)[number];
+type ModernToolName = (typeof MODERN_TOOL_NAMES)[number];
 
 /** What one tool execution did on the server: the server-side fact a scenario compares the client's view with. */
 export interface ToolExecution {

@@ -20,10 +20,11 @@ export function isScenarioClient(name: string): name is ScenarioClient {
 
 interface SdkCallOptions {
   signal?: AbortSignal;
-  /** The SDK's request timeout (ms); the SDKs' default is 60 s. */
-  timeout?: number;
   onprogress?: (progress: { progress: number }) => void;
-  /** The call's own timeout (ms): when it passes, the SDK sends `notifications/cancelled` and rejects the call. */
+  /**
+   * The call's own timeout (ms; the SDKs' default is 60 s): when it passes, the SDK gives up the call
+   * (1.x sends `notifications/cancelled`; a 2026-07-28 v2 client closes its stream) and rejects it.
+   */
   timeout?: number;
 }
 
