@@ -76,3 +76,29 @@ export const ATTR_MCP_TERMINAL_CONFLICT = 'mcp.terminal.conflict';
 export const ATTR_MCP_TERMINAL_FIRST_STREAM_ID = 'mcp.terminal.first_stream.id';
 /** What the guard did on this request or event, when it was enforced: see GuardAction. */
 export const ATTR_MCP_GUARD_ACTION = 'mcp.guard.action';
+
+// The 2026-07-28 era: one response stream per request, closing it cancels, a lost result is re-issued.
+/**
+ * A keyed digest of a request's method, name (`Mcp-Name`: the tool, prompt or resource) and arguments,
+ * hex; keyed like the ids under the instrumentation's id policy (never the raw arguments). Two requests
+ * of one client with the same digest asked for the same work.
+ */
+export const ATTR_MCP_REQUEST_ARGUMENTS_DIGEST = 'mcp.request.arguments.digest';
+/**
+ * On a client request span: this request re-issues an earlier request of the same client whose stream
+ * broke before its result (same method, name and arguments digest, within the instrumentation's
+ * re-issue window). The value is the earlier request's trace id; `mcp.request.reissue_of.span_id` is
+ * its span. A Multi Round-Trip retry that carries `inputResponses` is never a re-issue.
+ */
+export const ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID = 'mcp.request.reissue_of.trace_id';
+/** The span id of the request this one re-issues: see ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID. */
+export const ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID = 'mcp.request.reissue_of.span_id';
+/** A Multi Round-Trip round: the request carries `inputResponses` (the answer to the server's input request). */
+export const ATTR_MCP_REQUEST_INPUT_ROUND = 'mcp.request.input_round';
+/**
+ * On a server's (or the gateway's) request span: whether the request's handler went on to produce its
+ * result after its response stream was closed (the client's cancellation in the 2026-07-28 era). True:
+ * the work was not stopped; false: the stream closed and no result followed (the work was stopped, or
+ * never finished). Absent when the stream was not closed early.
+ */
+export const ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION = 'mcp.request.completed_after_cancellation';

@@ -78,6 +78,11 @@ export const GuardAction = {
    * stream and reported to the application (which may hold the wrong result).
    */
   CONFLICTING_TERMINAL_REPORTED: 'conflicting_terminal_reported',
+  /**
+   * 2026-07-28 era: the application was told that it is re-issuing (or about to re-issue) a call whose
+   * first attempt's stream broke, so the first attempt may have run.
+   */
+  REISSUE_REPORTED: 'reissue_reported',
 } as const;
 export type GuardAction = ValuesOf<typeof GuardAction>;
 
@@ -104,6 +109,19 @@ export const FindingKind = {
    * the call failed while it ran to completion, so a retry runs its side effect twice.
    */
   COMPLETED_AFTER_CANCELLATION: 'completed_after_cancellation',
+  /**
+   * 2026-07-28 era: a request was re-issued (`mcp.request.reissue_of.*`) after its first attempt's
+   * stream broke, and the first attempt ran to completion on the server all the same
+   * (`mcp.request.completed_after_cancellation` true on a server or gateway span of the first attempt's
+   * trace): the side effect ran twice. The era's successor of the replay loop.
+   */
+  DUPLICATE_EXECUTION: 'duplicate_execution',
+  /**
+   * 2026-07-28 era: a request was re-issued after its first attempt's stream broke, and nothing says
+   * whether the first attempt stopped or completed (no server or gateway span of it within the window):
+   * the side effect may have run twice. Lower severity than duplicate_execution.
+   */
+  POSSIBLE_DUPLICATE_EXECUTION: 'possible_duplicate_execution',
 } as const;
 export type FindingKind = ValuesOf<typeof FindingKind>;
 export const FINDING_KINDS: readonly FindingKind[] = Object.values(FindingKind);
@@ -191,11 +209,18 @@ export const ErrorType = {
   CANCELLED: 'cancelled',
   /** A tools/call whose result says `isError`. */
   TOOL_ERROR: 'tool_error',
+  /**
+   * The request's response stream ended (the network, a proxy or the server closed it) before its
+   * terminal event, and the client did not close it: in the 2026-07-28 era the result is lost.
+   */
+  STREAM_BROKEN: 'stream_broken',
   OTHER: '_OTHER',
 } as const;
 export type ErrorType = ValuesOf<typeof ErrorType>;
 /** The `error.type` of a client request span that ended without its terminal event: the client gave the request up. */
 export const REQUEST_GIVEN_UP_ERRORS: readonly string[] = [ErrorType.TIMEOUT, ErrorType.ABORTED, ErrorType.CANCELLED];
+/** The `error.type` of a client request span whose result is lost without the client giving it up: it may re-issue it. */
+export const REQUEST_BROKEN_ERRORS: readonly string[] = [ErrorType.STREAM_BROKEN];
 
 /**
  * The two eras of MCP's Streamable HTTP transport. `sessions`: every revision up to 2025-11-25, with

@@ -51,10 +51,6 @@ const OTHER_VOCABULARY: Record<string, { values: string[]; why: string }> = {
     values: ['error'],
     why: "how a recorded body ended ('clean' | 'error')",
   },
-  'packages/detector/src/core/state-codec.ts': {
-    values: ['accepted', 'duplicate', 'invalid', 'ignored', 'sessions'],
-    why: "field names of the detector's state file (DetectorCounts, RequestRows)",
-  },
   'packages/wire/src/body-taps.ts': { values: ['error'], why: 'a body stream ending in an error' },
   'packages/wire/src/types.ts': {
     values: ['error'],
