@@ -8,7 +8,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SCENARIO_NAMES } from '@resumewatch/lab';
+import { LAB_SERVER_SCENARIO_NAMES } from '@resumewatch/lab';
 import {
   ATTR_JSONRPC_REQUEST_ID,
   ATTR_MCP_SESSION_ID,
@@ -102,7 +102,7 @@ beforeAll(async () => {
   // Each lab scenario once, all at once, each on its own lab server (server-restart's deadline is the
   // evidence of its finding: short, as in the lab's own tests).
   const lab = await Promise.all(
-    SCENARIO_NAMES.map(async (name) => {
+    LAB_SERVER_SCENARIO_NAMES.map(async (name) => {
       const service = `lab.${name}`;
       const options = name === 'server-restart' ? { requestTimeoutMs: 2_000 } : {};
       return { name: service, batches: await recordLabScenario(name, service, options) };

@@ -1,4 +1,4 @@
-import { runScenario, SCENARIO_NAMES, scenarioClients } from '@resumewatch/lab';
+import { runScenario, LAB_SERVER_SCENARIO_NAMES, scenarioClients } from '@resumewatch/lab';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CLIENT_EXPECTED } from './helpers/e2e-expected.js';
 import { expectParity, settleBoth, startParityRig } from './helpers/e2e-rig.js';
@@ -16,7 +16,7 @@ afterEach(async () => {
   await Promise.allSettled(rigs.splice(0).map((r) => r.close()));
 });
 
-const CASES = SCENARIO_NAMES.flatMap((name) =>
+const CASES = LAB_SERVER_SCENARIO_NAMES.flatMap((name) =>
   scenarioClients(name)
     .filter((client) => client !== 'raw')
     .map((client) => ({ name, client })),

@@ -1,5 +1,5 @@
-import { runLoad, runScenario, SCENARIO_NAMES } from '@resumewatch/lab';
-import type { ScenarioName, ScenarioSummary } from '@resumewatch/lab';
+import { runLoad, runScenario, LAB_SERVER_SCENARIO_NAMES } from '@resumewatch/lab';
+import type { LabServerScenarioName, ScenarioSummary } from '@resumewatch/lab';
 import { FindingKind, FindingRecord, StormEnd } from '@resumewatch/semconv';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CLIENT_EXPECTED } from './helpers/e2e-expected.js';
@@ -32,7 +32,7 @@ async function rig(options?: ParityRigOptions): Promise<ParityRig> {
   return r;
 }
 
-async function runThrough(r: ParityRig, name: ScenarioName): Promise<ScenarioSummary> {
+async function runThrough(r: ParityRig, name: LabServerScenarioName): Promise<ScenarioSummary> {
   return runScenario(name, {
     serverUrl: r.url,
     controlUrl: r.lab.controlUrl,
@@ -42,11 +42,11 @@ async function runThrough(r: ParityRig, name: ScenarioName): Promise<ScenarioSum
 }
 
 /** The request deadline where it is the evidence (server-restart, as e2e-lab.test.ts gives it). */
-const rigOptions = (name: ScenarioName): ParityRigOptions =>
+const rigOptions = (name: LabServerScenarioName): ParityRigOptions =>
   name === 'server-restart' ? { requestTimeoutMs: 2_000 } : {};
 
 describe('every lab scenario through the gateway: the same findings as the instrumented client', () => {
-  it.each(SCENARIO_NAMES.filter((name) => name !== 'healthy'))('%s', { timeout: TIMEOUT }, async (name) => {
+  it.each(LAB_SERVER_SCENARIO_NAMES.filter((name) => name !== 'healthy'))('%s', { timeout: TIMEOUT }, async (name) => {
     const r = await rig(rigOptions(name));
     const expected = CLIENT_EXPECTED[name];
     const summary = await runThrough(r, name);

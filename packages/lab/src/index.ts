@@ -37,8 +37,14 @@ export { LAB_STORE_VARIANTS, isLabStoreVariant, storeVariantUrl } from './store-
 export type { LabStoreVariant } from './store-variants.js';
 export { ReplayAllStreamsEventStore } from './replay-all-streams-store.js';
 export { RequestIdKeyedEventStore } from './request-keyed-store.js';
-export { SCENARIO_NAMES, isScenarioName, formatSummary } from './scenarios/summary.js';
-export type { ScenarioName, ScenarioSummary } from './scenarios/summary.js';
+export {
+  SCENARIO_NAMES,
+  LAB_SERVER_SCENARIO_NAMES,
+  V2_SERVER_SCENARIO_NAMES,
+  isScenarioName,
+  formatSummary,
+} from './scenarios/summary.js';
+export type { LabServerScenarioName, ScenarioName, ScenarioSummary } from './scenarios/summary.js';
 export type { ScenarioOptions } from './scenarios/options.js';
 export { recordingFetch } from './scenarios/recording-fetch.js';
 export type { RecordedRequest } from './scenarios/recording-fetch.js';

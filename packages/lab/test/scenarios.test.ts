@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { LabControlClient, SCENARIO_NAMES, runScenario, startLabServer } from '../src/index.js';
+import { LabControlClient, LAB_SERVER_SCENARIO_NAMES, runScenario, startLabServer } from '../src/index.js';
 import { labServerPerFile } from './helpers/lab-per-file.js';
 
 const lab = labServerPerFile();
@@ -108,8 +108,8 @@ describe('scenarios against the lab server', () => {
     expect(lab.resumesAtServer(summary.sessionId)).toEqual([]);
   });
 
-  it('every scenario sends its MCP traffic through the injected fetch', async () => {
-    for (const name of SCENARIO_NAMES) {
+  it('every scenario against the lab server sends its MCP traffic through the injected fetch', async () => {
+    for (const name of LAB_SERVER_SCENARIO_NAMES) {
       const urls: string[] = [];
       const counting: typeof fetch = (input, init) => {
         urls.push(String(input instanceof Request ? input.url : input));

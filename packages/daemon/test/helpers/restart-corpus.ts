@@ -241,6 +241,19 @@ function corpusSpans(): Record<string, (service: string) => SpanRecord[]> {
       requestEnded(req(s, 3), T0 + 110, ErrorType.TOOL_ERROR),
       requestEnded(req(s, 1), T0 + 20_000, ErrorType.TIMEOUT),
     ],
+    /**
+     * Cancelled requests whose result arrived all the same (the request span before the terminal, and
+     * after it), one whose result came before the cancellation, one never answered: two findings.
+     */
+    cancelled: (s) => [
+      requestEnded(req(s, 1), T0 + 100, ErrorType.CANCELLED),
+      terminal(req(s, 1), T0 + 400, 'A'),
+      terminal(req(s, 2), T0 + 500, 'A'),
+      requestEnded(req(s, 2), T0 + 200, ErrorType.CANCELLED),
+      terminal(req(s, 3), T0 + 50, 'A'),
+      requestEnded(req(s, 3), T0 + 100, ErrorType.CANCELLED),
+      requestEnded(req(s, 4), T0 + 100, ErrorType.CANCELLED),
+    ],
     /** Server defects: a foreign replay into the listening stream, then the request's own copy flagged after it; a conflicting terminal. */
     'server-defects': (s) => [
       terminal(req(s, 1), T0, 'A'),

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { SCENARIO_NAMES, type ScenarioName } from '@resumewatch/lab';
+import { LAB_SERVER_SCENARIO_NAMES, type LabServerScenarioName } from '@resumewatch/lab';
 import { FINDING_KINDS } from '@resumewatch/semconv';
 
 // The finding kinds each lab scenario gives when the instrumented client observes it, read from the one
@@ -35,10 +35,10 @@ function promisedFindings(): Map<string, string[]> {
   return promised;
 }
 
-function expectedOfEveryScenario(): Record<ScenarioName, readonly string[]> {
+function expectedOfEveryScenario(): Record<LabServerScenarioName, readonly string[]> {
   const promised = promisedFindings();
-  const out = {} as Record<ScenarioName, readonly string[]>;
-  for (const name of SCENARIO_NAMES) {
+  const out = {} as Record<LabServerScenarioName, readonly string[]>;
+  for (const name of LAB_SERVER_SCENARIO_NAMES) {
     const kinds = promised.get(name);
     if (kinds === undefined) throw new Error(`the detector README's scenario table has no row for ${name}`);
     out[name] = kinds;

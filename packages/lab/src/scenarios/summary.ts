@@ -1,4 +1,5 @@
-export const SCENARIO_NAMES = [
+/** The scenarios that run against the lab's server (SDK 1.x, the session era; `--server`). */
+export const LAB_SERVER_SCENARIO_NAMES = [
   'seed-loop',
   'per-stream-dedup',
   'network-cut',
@@ -12,6 +13,10 @@ export const SCENARIO_NAMES = [
   'endless-loop',
   'cancellation',
   'cross-session-store',
+] as const;
+
+/** The scenarios that start their own server on the v2 SDK (the 2026-07-28 era, or both eras at once). */
+export const V2_SERVER_SCENARIO_NAMES = [
   'modern-healthy',
   'modern-broken-reissue',
   'modern-honours-cancel',
@@ -20,7 +25,10 @@ export const SCENARIO_NAMES = [
   'session-client-modern-server',
 ] as const;
 
+export const SCENARIO_NAMES = [...LAB_SERVER_SCENARIO_NAMES, ...V2_SERVER_SCENARIO_NAMES] as const;
+
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
+export type LabServerScenarioName = (typeof LAB_SERVER_SCENARIO_NAMES)[number];
 
 export function isScenarioName(name: string): name is ScenarioName {
   return (SCENARIO_NAMES as readonly string[]).includes(name);
