@@ -27,6 +27,8 @@ export function guardedFetch(fetchImpl?: FetchLike | GuardedFetchOptions, option
   }
   const listener = createGuardListener(options);
   const observer = new WireObserver(options?.wire).addListener(listener, { filters: true });
-  const wrapped = observer.wrap(base ?? ((input, init) => globalThis.fetch(input, init)));
+  const observed = observer.wrap(base ?? ((input, init) => globalThis.fetch(input, init)));
+  // The keys go into the body before the observer (and the guard) read it.
+  const wrapped = options?.idempotencyKey ? listener.withIdempotencyKeys(observed) : observed;
   return Object.assign(wrapped, { listener, observer });
 }

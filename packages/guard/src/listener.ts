@@ -9,6 +9,7 @@ import {
 } from '@resumewatch/semconv';
 import type { ResumeVerdict } from '@resumewatch/semconv';
 import type {
+  FetchLike,
   RequestRecord,
   StreamEnd,
   StreamRecord,
@@ -19,7 +20,18 @@ import type {
 } from '@resumewatch/wire';
 import { ResumeDecision, decideResume } from './decision.js';
 import { InvalidResumptionError } from './errors.js';
-import type { ConflictingTerminal, DroppedTerminal, FailedResumption, RefusedResume, ResumeReport } from './reports.js';
+import { withIdempotencyKeys } from './idempotency-keys.js';
+import { ReissueTracker } from './reissues.js';
+import type { IdempotencyKeyCall } from './reissues.js';
+import type {
+  BrokenAttempt,
+  ConflictingTerminal,
+  DroppedTerminal,
+  FailedResumption,
+  RefusedResume,
+  ReissueReport,
+  ResumeReport,
+} from './reports.js';
 
 export const DEFAULT_REQUEST_DEADLINE_MS = 300_000;
 
@@ -56,11 +68,46 @@ export interface GuardOptions {
    * request's outcome is unknown: retry it with idempotency protection.
    */
   onFailedResumption?(report: FailedResumption): void;
+  /**
+   * 2026-07-28 era: give every `tools/call` an idempotency key in its `_meta`
+   * (META_IDEMPOTENCY_KEY of @resumewatch/semconv), the same on each re-issue of a broken call, so a
+   * server that checks it can refuse to run the side effect twice. `true`: a random UUID per call; a
+   * function: the application's own key for a call that re-issues nothing. guardedFetch adds the keys;
+   * on a shared observer, wrap its fetch with the listener's `withIdempotencyKeys`. Default off.
+   */
+  idempotencyKey?: boolean | ((call: IdempotencyKeyCall) => string);
+  /**
+   * 2026-07-28 era: track broken streams and re-issues. Default true. A proxy serving many clients (a
+   * gateway) sets it false: a 2026-07-28 request names no session, so its guard cannot tell whose
+   * request a re-issue repeats, and would report one client's call as another's re-issue.
+   */
+  reissues?: boolean;
+  /**
+   * 2026-07-28 era: how long a request whose stream broke waits for its re-issue (same method, name
+   * and arguments). Default 10 min (DEFAULT_REISSUE_WINDOW_MS of @resumewatch/wire).
+   */
+  reissueWindowMs?: number;
+  /**
+   * 2026-07-28 era: a request's response stream ended before its result, and the client did not close
+   * it (the v2 SDK fails the call only at its timeout). The first attempt may have run, or may still run.
+   */
+  onStreamBroken?(attempt: BrokenAttempt): void;
+  /**
+   * 2026-07-28 era: the application is re-issuing a call whose earlier attempt's stream broke before
+   * its result (the request is about to leave, and does: the guard never holds it back). The earlier
+   * attempt may have run its side effect. `guardAction` on the request: `reissue_reported`.
+   */
+  onReissue?(report: ReissueReport): void;
 }
 
 export interface GuardListener extends WireListener {
   /** Resumed streams open and silent (no verdict yet); rejected or polled requests awaiting what settles them. */
-  stats(): { silentResumes: number; unsettledRequests: number; evictions: number };
+  stats(): { silentResumes: number; unsettledRequests: number; brokenRequests: number; evictions: number };
+  /**
+   * The fetch with an idempotency key added to every 2026-07-28 `tools/call` (see `idempotencyKey`):
+   * wrap the fetch the observer wrapped (the keys must be in the body before the observer reads it).
+   */
+  withIdempotencyKeys(fetch: FetchLike): FetchLike;
   /** Stops pending deadline timers. */
   dispose(): void;
 }
@@ -114,6 +161,8 @@ class GuardWireListener implements GuardListener {
   private readonly deadlineMs: number;
   private readonly silent: BoundedMap<StreamRecord, SilentResume>;
   private readonly unsettled: BoundedMap<string, Unsettled>;
+  private readonly reissues: ReissueTracker;
+  private readonly tracksReissues: boolean;
 
   constructor(options: GuardOptions) {
     this.options = options;
@@ -125,6 +174,22 @@ class GuardWireListener implements GuardListener {
     // Cap only: each entry's timer ends it.
     this.silent = new BoundedMap<StreamRecord, SilentResume>(cap, Infinity, this.now, clearEntryTimer);
     this.unsettled = new BoundedMap<string, Unsettled>(cap, Infinity, this.now, clearEntryTimer);
+    this.tracksReissues = options.reissues ?? true;
+    const makeKey = options.idempotencyKey;
+    this.reissues = new ReissueTracker(
+      {
+        reissueWindowMs: options.reissueWindowMs,
+        makeIdempotencyKey: typeof makeKey === 'function' ? makeKey : undefined,
+        onStreamBroken: options.onStreamBroken?.bind(options),
+        onReissue: options.onReissue?.bind(options),
+      },
+      cap,
+      this.now,
+    );
+  }
+
+  withIdempotencyKeys(fetch: FetchLike): FetchLike {
+    return withIdempotencyKeys(fetch, this.reissues);
   }
 
   /** Whom a resume's verdict concerns: none for the listening stream, else the requests its stream carries. */
@@ -328,6 +393,7 @@ class GuardWireListener implements GuardListener {
   onRequest(request: WireRequest): void {
     // A new request with the id of an earlier one: what was held for that one no longer applies.
     for (const record of request.requests) this.retract(record.key);
+    if (this.tracksReissues) this.reissues.onRequest(request);
     if (request.cancels.length > 0) this.requestsEnded(request.sessionId, request.cancels);
     if (request.httpMethod === 'DELETE' && request.sessionId !== undefined)
       this.requestsEnded(request.sessionId, undefined);
@@ -380,7 +446,8 @@ class GuardWireListener implements GuardListener {
     if (verdict) this.settle(request, status, stream, verdict);
   }
 
-  onFetchError(request: WireRequest): void {
+  onFetchError(request: WireRequest, error: unknown): void {
+    this.reissues.fetchFailed(request, error);
     if (request.resume === undefined) return;
     this.settle(request, 0, undefined, { outcome: ResumeOutcome.ERROR, evidence: ResumeEvidence.STATUS });
   }
@@ -398,6 +465,8 @@ class GuardWireListener implements GuardListener {
   }
 
   onStreamEnd(_request: WireRequest, stream: StreamRecord, end: StreamEnd): void {
+    // A 2026-07-28 request's stream has no session; closed by the client, its request was given up.
+    if (stream.sessionId === '') this.reissues.ended(stream.requests, end, end === 'abort');
     if (this.silent.size === 0) return;
     const entry = this.silent.get(stream);
     if (entry !== undefined) this.settleSilent(entry, { ended: end });
@@ -413,11 +482,13 @@ class GuardWireListener implements GuardListener {
     }
   }
 
-  stats(): { silentResumes: number; unsettledRequests: number; evictions: number } {
+  stats(): { silentResumes: number; unsettledRequests: number; brokenRequests: number; evictions: number } {
+    const reissues = this.reissues.stats();
     return {
       silentResumes: this.silent.size,
       unsettledRequests: this.unsettled.size,
-      evictions: this.silent.evictions + this.unsettled.evictions,
+      brokenRequests: reissues.brokenRequests,
+      evictions: this.silent.evictions + this.unsettled.evictions + reissues.evictions,
     };
   }
 

@@ -1,5 +1,5 @@
 import type { GuardAction, ResumeEvidence, ResumeOutcome, TerminalOutcome } from '@resumewatch/semconv';
-import type { RequestRecord, StreamRecord, WireEvent, WireRequest } from '@resumewatch/wire';
+import type { RequestRecord, StreamEnd, StreamRecord, WireEvent, WireRequest } from '@resumewatch/wire';
 import type { ResumeDecision } from './decision.js';
 import type { InvalidResumptionError } from './errors.js';
 
@@ -84,4 +84,53 @@ export interface ResumeReport {
  */
 export interface FailedResumption extends ResumeReport {
   readonly action: typeof GuardAction.RESUMPTION_FAILED_REPORTED;
+}
+
+/**
+ * 2026-07-28 era: a request whose response stream ended before its result (the network, a proxy or the
+ * server closed it; the client did not). The result is lost; the first attempt may have run, or may
+ * still be running: nothing on the client says which. Told at once (the v2 SDK fails the call only at
+ * its request timeout).
+ */
+export interface BrokenAttempt {
+  readonly requestId: string;
+  readonly method: string;
+  /** The tool, prompt or resource (`Mcp-Name`). */
+  readonly name: string | undefined;
+  /** When the attempt was sent and when its stream broke (the guard's clock). */
+  readonly startedAt: number;
+  readonly brokenAt: number;
+  /** How its body ended (`clean` or `error`); undefined when the fetch failed without a response. */
+  readonly streamEnd: StreamEnd | undefined;
+  /** The idempotency key the attempt carried in its `_meta`, if any. */
+  readonly idempotencyKey: string | undefined;
+  /** 1 for a first attempt, 2 for its first re-issue, and so on. */
+  readonly attempt: number;
+  readonly request: WireRequest;
+}
+
+/** The request that re-issues a broken one. */
+export interface ReissueAttempt {
+  readonly requestId: string;
+  /** The idempotency key it carries: the broken attempt's, when the guard added keys. */
+  readonly idempotencyKey: string | undefined;
+  readonly attempt: number;
+  readonly request: WireRequest;
+}
+
+/**
+ * 2026-07-28 era: the application is re-issuing (the request is about to leave) a call whose earlier
+ * attempt's stream broke before its result: the same method, name and arguments (by keyed digest)
+ * within the re-issue window. The earlier attempt may have run to its side effect; the re-issue is not
+ * held back. Never for a Multi Round-Trip round (a request carrying `inputResponses`).
+ */
+export interface ReissueReport {
+  readonly action: typeof GuardAction.REISSUE_REPORTED;
+  readonly method: string;
+  readonly name: string | undefined;
+  /** The keyed digest of method, name and arguments under this guard's own key (never the arguments). */
+  readonly argumentsDigest: string;
+  /** The attempt it re-issues: the first attempt, or the last re-issue when that broke too. */
+  readonly firstAttempt: BrokenAttempt;
+  readonly reissue: ReissueAttempt;
 }

@@ -4,7 +4,16 @@ export { WireObserver } from './observer.js';
 export type { ChunkSink, PushedBody } from './body-taps.js';
 export type { FetchLike } from './observer.js';
 export { digestOfTerminal } from './digest.js';
-export { HEADER_LAST_EVENT_ID, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID } from './headers.js';
+export { HEADER_LAST_EVENT_ID, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID, headerValue } from './headers.js';
+// Re-issue detection of the 2026-07-28 era, shared by the guard and the instrumentation.
+export {
+  BrokenRequests,
+  DEFAULT_REISSUE_WINDOW_MS,
+  canonicalJson,
+  isInputRound,
+  requestArgumentsDigest,
+} from './reissue.js';
+export type { BrokenRequestsOptions } from './reissue.js';
 // The JSON-RPC helpers the instrumentation reads message bodies with; the rest of jsonrpc.ts is internal.
 export { isJsonRpcMessage, isRequest, isResponse, messagesOfBody, parseMessages, requestTarget } from './jsonrpc.js';
 export type { JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from './jsonrpc.js';

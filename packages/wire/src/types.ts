@@ -147,9 +147,10 @@ export interface WireRequest {
   readonly reattach: ReattachInfo | undefined;
   readonly startedAt: number;
   /**
-   * What a deciding listener (the guard) did about this request: refused it, or reported its resume
-   * failed. Written only by a listener added with `filters: true`, whose hooks run before any other
-   * listener's, so every other listener reads the decision whatever the order they were added in.
+   * What a deciding listener (the guard) did about this request: refused it, reported its resume
+   * failed, or reported it re-issues a broken request (2026-07-28 era). Written only by a listener
+   * added with `filters: true`, whose hooks run before any other listener's, so every other listener
+   * reads the decision whatever the order they were added in.
    */
   guardAction: GuardAction | undefined;
 }

@@ -26,6 +26,8 @@ export interface ModernLabServerOptions {
   port?: number;
   /** `retry:` of the session era's priming events. Default 100. */
   retryIntervalMs?: number;
+  /** The `_meta` key `charge_once` reads a call's idempotency key from. Default none: it checks nothing. */
+  idempotencyMetaKey?: string;
 }
 
 /** One HTTP exchange the server answered. */
@@ -54,7 +56,7 @@ export interface ModernLabServer {
 
 /** Starts the lab's server on the v2 SDK (`@modelcontextprotocol/server` 2.4, `@modelcontextprotocol/node`). */
 export async function startModernLabServer(options: ModernLabServerOptions = {}): Promise<ModernLabServer> {
-  const state = new ModernToolState();
+  const state = new ModernToolState(options.idempotencyMetaKey);
   const factory = () => createModernToolServer(state);
   const modern = createMcpHandler(factory, { legacy: 'reject' });
   const legacy = new LegacySessions(factory, options.retryIntervalMs ?? 100);

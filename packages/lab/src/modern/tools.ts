@@ -1,11 +1,11 @@
 import { McpServer, acceptedContent, inputRequired } from '@modelcontextprotocol/server';
 import type { ServerContext } from '@modelcontextprotocol/server';
-import { RecentList } from '@resumewatch/bounded';
+import { BoundedMap, RecentList } from '@resumewatch/bounded';
 import { z } from 'zod';
 import { SideEffectLedger } from '../side-effects.js';
 
 /** The tools of the v2 lab server, the same for both eras (one factory serves both, as the SDK asks). */
-export const MODERN_TOOL_NAMES = ['charge', 'charge_cancellable', 'confirm_charge'] as const;
+export const MODERN_TOOL_NAMES = ['charge', 'charge_cancellable', 'confirm_charge', 'charge_once'] as const;
 type ModernToolName = (typeof MODERN_TOOL_NAMES)[number];
 
 /** What one tool execution did on the server: the server-side fact a scenario compares the client's view with. */
@@ -16,14 +16,25 @@ export interface ToolExecution {
   requestId: string | number;
   /** Whether its response stream had been closed (the SDK aborted its signal) when it ended. */
   cancelledBeforeEnd: boolean;
-  /** `charged`: the side effect ran; `stopped`: it honoured the cancellation; `input_required`: it asked for input. */
-  outcome: 'charged' | 'stopped' | 'input_required';
+  /**
+   * `charged`: the side effect ran; `stopped`: it honoured the cancellation; `input_required`: it asked
+   * for input; `already_charged`: `charge_once` saw an idempotency key whose side effect had run.
+   */
+  outcome: 'charged' | 'stopped' | 'input_required' | 'already_charged';
 }
 
 /** The side-effect ledger and the execution log, shared by every per-request server instance. */
 export class ModernToolState {
   readonly ledger = new SideEffectLedger();
   readonly executions = new RecentList<ToolExecution>(1000);
+  /** The idempotency keys `charge_once` has run its side effect for (bounded: a server keeps them a while). */
+  readonly idempotencyKeys = new BoundedMap<string, true>(10_000, 3_600_000);
+
+  /**
+   * @param idempotencyMetaKey the `_meta` key `charge_once` reads a call's idempotency key from (the
+   *   client's convention: the lab does not spell resumewatch's contract); none: it checks nothing.
+   */
+  constructor(readonly idempotencyMetaKey?: string) {}
 }
 
 const keyArgs = z.object({
@@ -68,6 +79,8 @@ function text(value: string) {
  * - `charge_cancellable {key, workMs}`: the same, but stops without charging when its signal aborts.
  * - `confirm_charge {key}`: a Multi Round-Trip tool: without an accepted `confirm` input response it
  *   answers `input_required` with an elicitation; with one it charges.
+ * - `charge_once {key, workMs}`: `charge` behind an idempotency-key check: a call whose `_meta` carries
+ *   a key (under the state's `idempotencyMetaKey`) already claimed does not charge again.
  */
 export function createModernToolServer(state: ModernToolState): McpServer {
   const server = new McpServer({ name: 'resumewatch-lab-v2', version: '0.1.0' });
@@ -138,5 +151,39 @@ export function createModernToolServer(state: ModernToolState): McpServer {
       return { ...text(`charged ${key} (${count})`), structuredContent: { count } };
     },
   );
+  server.registerTool(
+    'charge_once',
+    {
+      description:
+        'Charges the ledger under key after workMs, once per idempotency key, even if its stream was closed.',
+      inputSchema: keyArgs,
+    },
+    async ({ key, workMs }, ctx) => {
+      const claimed = idempotencyKeyOf(ctx, state.idempotencyMetaKey);
+      if (claimed !== undefined && state.idempotencyKeys.has(claimed)) {
+        record({
+          tool: 'charge_once',
+          key,
+          requestId: ctx.mcpReq.id,
+          cancelledBeforeEnd: false,
+          outcome: 'already_charged',
+        });
+        return { ...text(`already charged ${key}`), structuredContent: { count: state.ledger.count(key) } };
+      }
+      // Claimed before the work: a re-issue that arrives while the first attempt still runs is refused too.
+      if (claimed !== undefined) state.idempotencyKeys.set(claimed, true);
+      const cancelled = await work(ctx, workMs);
+      const count = state.ledger.record(key);
+      record({ tool: 'charge_once', key, requestId: ctx.mcpReq.id, cancelledBeforeEnd: cancelled, outcome: 'charged' });
+      return { ...text(`charged ${key} (${count})`), structuredContent: { count } };
+    },
+  );
   return server;
+}
+
+/** The idempotency key a request's `_meta` carries under `metaKey`, if the server checks one. */
+function idempotencyKeyOf(ctx: ServerContext, metaKey: string | undefined): string | undefined {
+  if (metaKey === undefined) return undefined;
+  const value = (ctx.mcpReq._meta as Record<string, unknown> | undefined)?.[metaKey];
+  return typeof value === 'string' ? value : undefined;
 }

@@ -1,0 +1,111 @@
+import { createHmac } from 'node:crypto';
+import { BoundedMap } from '@resumewatch/bounded';
+import { requestTarget } from './jsonrpc.js';
+import type { JsonRpcRequest } from './jsonrpc.js';
+
+/**
+ * "Is this request a re-issue of a broken one?", shared by the guard and the instrumentation. In the
+ * 2026-07-28 era a client that lost a request's response stream before its result sends the request
+ * again under a new id: the same method, the same name (`Mcp-Name`: tool, prompt or resource) and the
+ * same arguments. Requests are compared by a keyed digest of those three, never by their raw values.
+ */
+
+/** How long a broken request waits for its re-issue, unless the caller says otherwise: 10 min. */
+export const DEFAULT_REISSUE_WINDOW_MS = 600_000;
+
+/** Characters of hex kept of the HMAC-SHA256: 128 bits, as the instrumentation's id policy keeps. */
+const DIGEST_HEX_CHARS = 32;
+
+/**
+ * JSON text of a value with every object's keys sorted, so that two argument objects that differ only
+ * in key order give one text. Members JSON.stringify would drop (undefined, functions) are dropped.
+ */
+export function canonicalJson(value: unknown): string {
+  return JSON.stringify(value, (_key, member: unknown) => {
+    if (member === null || typeof member !== 'object' || Array.isArray(member)) return member;
+    const sorted: Record<string, unknown> = {};
+    for (const key of Object.keys(member).sort()) sorted[key] = (member as Record<string, unknown>)[key];
+    return sorted;
+  });
+}
+
+/**
+ * The keyed digest of the work a request asks for: HMAC-SHA256 under `key` of its method, its name and
+ * the canonical JSON of `params.arguments`, hex, 128 bits. Nothing else of the params counts: `_meta`
+ * (a progress token, an idempotency key) and a Multi Round-Trip round's `inputResponses` and
+ * `requestState` differ between attempts of one call. Processes that compare digests share the key.
+ */
+export function requestArgumentsDigest(request: JsonRpcRequest, key: string | Uint8Array): string {
+  const name = requestTarget(request) ?? '';
+  const args = request.params?.arguments;
+  return createHmac('sha256', key)
+    .update(request.method)
+    .update('\n')
+    .update(name)
+    .update('\n')
+    .update(args === undefined ? '' : canonicalJson(args))
+    .digest('hex')
+    .slice(0, DIGEST_HEX_CHARS);
+}
+
+/**
+ * A Multi Round-Trip round: the request answers the server's input request (`inputResponses`). It is
+ * the same call going on, never a re-issue.
+ */
+export function isInputRound(request: JsonRpcRequest): boolean {
+  return request.params?.inputResponses !== undefined;
+}
+
+export interface BrokenRequestsOptions {
+  /** How long a broken request can be matched by its re-issue. Default DEFAULT_REISSUE_WINDOW_MS. */
+  windowMs?: number;
+  /** Most broken requests held; the oldest is dropped beyond it. Default 10,000. */
+  maxEntries?: number;
+  now?: () => number;
+}
+
+/**
+ * Broken requests waiting for their re-issue, by digest (prefix the digest with a client's scope when
+ * one index serves many clients: a re-issue is a request of the same client). Bounded in count and
+ * time. What is kept per broken request (`T`) is the caller's: a span context, a report, a key.
+ */
+export class BrokenRequests<T> {
+  private readonly broken: BoundedMap<string, T>;
+
+  constructor(options: BrokenRequestsOptions = {}) {
+    const windowMs = options.windowMs ?? DEFAULT_REISSUE_WINDOW_MS;
+    if (!(windowMs > 0)) throw new RangeError(`windowMs must be positive, got ${windowMs}`);
+    this.broken = new BoundedMap(options.maxEntries ?? 10_000, windowMs, options.now ?? Date.now);
+  }
+
+  /** A request with this digest lost its response stream before its result. A later one with it replaces it. */
+  noteBroken(digest: string, attempt: T): void {
+    this.broken.set(digest, attempt);
+  }
+
+  /** The broken request a new request with this digest would re-issue, left in place. */
+  peek(digest: string): T | undefined {
+    return this.broken.get(digest);
+  }
+
+  /**
+   * The broken request this new request re-issues (same digest, within the window), taken out: one
+   * broken request is re-issued once. Undefined when there is none; never call it for an input round.
+   */
+  takeReissued(digest: string): T | undefined {
+    const attempt = this.broken.get(digest);
+    if (attempt !== undefined) this.broken.delete(digest);
+    return attempt;
+  }
+
+  /** Broken requests held now (expired ones dropped first). */
+  get size(): number {
+    this.broken.prune();
+    return this.broken.size;
+  }
+
+  /** Broken requests pushed out by the cap before their window ended. */
+  get evictions(): number {
+    return this.broken.evictions;
+  }
+}

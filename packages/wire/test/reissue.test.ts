@@ -1,0 +1,96 @@
+import { describe, expect, it } from 'vitest';
+import { BrokenRequests, canonicalJson, isInputRound, requestArgumentsDigest } from '../src/index.js';
+import type { JsonRpcRequest } from '../src/index.js';
+
+const KEY = 'a key of sixteen bytes or more';
+
+function call(id: number, name: string, args: unknown, extra: Record<string, unknown> = {}): JsonRpcRequest {
+  return { jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args, ...extra } };
+}
+
+describe('canonicalJson', () => {
+  it('sorts object keys at every depth and keeps array order', () => {
+    expect(canonicalJson({ b: 1, a: { d: [2, 1], c: null } })).toBe('{"a":{"c":null,"d":[2,1]},"b":1}');
+    expect(canonicalJson({ a: 1, b: 2 })).toBe(canonicalJson({ b: 2, a: 1 }));
+    expect(canonicalJson([{ y: 1, x: 2 }])).toBe('[{"x":2,"y":1}]');
+  });
+});
+
+describe('requestArgumentsDigest', () => {
+  const digest = (request: JsonRpcRequest, key = KEY) => requestArgumentsDigest(request, key);
+
+  it('is one value for one method, name and arguments, whatever the id, key order, _meta or input round', () => {
+    const first = digest(call(0, 'charge', { key: 'k', workMs: 5 }, { _meta: { progressToken: 0 } }));
+    expect(first).toMatch(/^[0-9a-f]{32}$/);
+    expect(digest(call(7, 'charge', { workMs: 5, key: 'k' }, { _meta: { progressToken: 7 } }))).toBe(first);
+    expect(digest(call(8, 'charge', { key: 'k', workMs: 5 }, { inputResponses: { confirm: {} } }))).toBe(first);
+  });
+
+  it('differs with the method, the name, the arguments or the key, and never holds the raw arguments', () => {
+    const first = digest(call(0, 'charge', { key: 'secret-value' }));
+    expect(digest(call(0, 'refund', { key: 'secret-value' }))).not.toBe(first);
+    expect(digest(call(0, 'charge', { key: 'other' }))).not.toBe(first);
+    expect(
+      digest({
+        jsonrpc: '2.0',
+        id: 0,
+        method: 'prompts/get',
+        params: { name: 'charge', arguments: { key: 'secret-value' } },
+      }),
+    ).not.toBe(first);
+    expect(digest(call(0, 'charge', { key: 'secret-value' }), 'another key of sixteen bytes')).not.toBe(first);
+    // The name and the arguments are not spliced into one text that two calls could share.
+    expect(digest(call(0, 'a', undefined))).not.toBe(digest(call(0, '', undefined)));
+    expect(first).not.toContain('secret');
+  });
+
+  it('names a resource by its uri', () => {
+    const read = (uri: string): JsonRpcRequest => ({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'resources/read',
+      params: { uri },
+    });
+    expect(digest(read('file:///a'))).toBe(digest(read('file:///a')));
+    expect(digest(read('file:///a'))).not.toBe(digest(read('file:///b')));
+  });
+});
+
+describe('isInputRound', () => {
+  it('is true only for a request carrying inputResponses', () => {
+    expect(isInputRound(call(1, 'confirm_charge', { key: 'k' }, { inputResponses: { confirm: {} } }))).toBe(true);
+    expect(isInputRound(call(0, 'confirm_charge', { key: 'k' }))).toBe(false);
+    expect(isInputRound({ jsonrpc: '2.0', id: 0, method: 'ping' })).toBe(false);
+  });
+});
+
+describe('BrokenRequests', () => {
+  it('matches a broken request once, by digest, within its window', () => {
+    let now = 0;
+    const broken = new BrokenRequests<string>({ windowMs: 1000, now: () => now });
+    broken.noteBroken('d1', 'first attempt');
+    expect(broken.takeReissued('d2')).toBeUndefined();
+    expect(broken.peek('d1')).toBe('first attempt');
+    expect(broken.takeReissued('d1')).toBe('first attempt');
+    // One broken request is re-issued once: a second request with the digest is a new call.
+    expect(broken.takeReissued('d1')).toBeUndefined();
+
+    broken.noteBroken('d1', 'again');
+    now = 1000;
+    expect(broken.takeReissued('d1')).toBeUndefined();
+    expect(broken.size).toBe(0);
+  });
+
+  it('holds at most maxEntries, the oldest dropped and counted', () => {
+    const broken = new BrokenRequests<number>({ maxEntries: 2 });
+    for (let i = 0; i < 3; i++) broken.noteBroken(`d${i}`, i);
+    expect(broken.size).toBe(2);
+    expect(broken.evictions).toBe(1);
+    expect(broken.peek('d0')).toBeUndefined();
+    expect(broken.peek('d2')).toBe(2);
+  });
+
+  it('refuses a window that is not positive', () => {
+    expect(() => new BrokenRequests({ windowMs: 0 })).toThrow(RangeError);
+  });
+});
