@@ -38,6 +38,13 @@ export interface InstrumentFetchOptions extends IdPolicyOptions {
   guard?: boolean | GuardOptions;
   /** Caps and retention of the wire observer's session, request and stream state. */
   observer?: WireObserverOptions;
+  /**
+   * How long a 2026-07-28 request whose stream broke before its result (`error.type` `stream_broken`
+   * or `aborted`) waits for its re-issue: a request of the same client with the same arguments digest
+   * within it gets `mcp.request.reissue_of.*`. At most 10,000 broken requests are remembered. Default
+   * 300000 ms.
+   */
+  reissueWindowMs?: number;
 }
 
 /** Per-stream and per-request state the span recorder currently holds. */
