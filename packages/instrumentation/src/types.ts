@@ -140,4 +140,11 @@ export interface ServerTransportInstrumentationOptions extends IdPolicyOptions {
   requestTimeoutMs?: number;
   /** Most request spans open at once; beyond it new requests are not traced. Default 10,000. */
   maxOpenRequests?: number;
+  /**
+   * How long a request whose response stream was closed before its result (the transport closed: the
+   * client's cancellation in the 2026-07-28 era) is watched for its handler's result: the span then
+   * says `mcp.request.completed_after_cancellation` true (the result came) or false (nothing came
+   * within this). Capped by requestTimeoutMs. Default 30000 ms.
+   */
+  cancellationWaitMs?: number;
 }

@@ -2,6 +2,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import { createMcpHandler, isLegacyRequest } from '@modelcontextprotocol/server';
+import type { McpServer } from '@modelcontextprotocol/server';
 import { RecentList } from '@resumewatch/bounded';
 import { HEADER_PROTOCOL_VERSION } from '@resumewatch/wire';
 import { hostForUrl, reachableHost } from '../loopback.js';
@@ -26,6 +27,11 @@ export interface ModernLabServerOptions {
   port?: number;
   /** `retry:` of the session era's priming events. Default 100. */
   retryIntervalMs?: number;
+  /**
+   * Applied to every server instance the factory builds (both eras), e.g. the instrumentation's
+   * `instrumentMcpServer`, so that tests observe the server side. Default: none.
+   */
+  decorateServer?: (server: McpServer) => McpServer;
 }
 
 /** One HTTP exchange the server answered. */
@@ -55,7 +61,8 @@ export interface ModernLabServer {
 /** Starts the lab's server on the v2 SDK (`@modelcontextprotocol/server` 2.4, `@modelcontextprotocol/node`). */
 export async function startModernLabServer(options: ModernLabServerOptions = {}): Promise<ModernLabServer> {
   const state = new ModernToolState();
-  const factory = () => createModernToolServer(state);
+  const decorate = options.decorateServer ?? ((server: McpServer) => server);
+  const factory = () => decorate(createModernToolServer(state));
   const modern = createMcpHandler(factory, { legacy: 'reject' });
   const legacy = new LegacySessions(factory, options.retryIntervalMs ?? 100);
   const exchanges = new RecentList<ServerExchange>(1000);
