@@ -18,7 +18,7 @@ const instrumentedServers = new WeakSet<object>();
  * transport it is connected to: every transport it connects gets `instrumentServerTransport`, and its
  * request handlers are watched to the end. A 2026-07-28 request whose stream the client closed is
  * cancelled, and the SDK drops whatever its handler returns afterwards, unsent: only the handler shows
- * whether the work ran on (`mcp.request.completed_after_cancellation`). With the v2 SDK's
+ * whether the work ran on (ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION). With the v2 SDK's
  * `createMcpHandler`, which builds a server per request, instrument it in the factory:
  * `createMcpHandler(() => instrumentMcpServer(buildServer()))`. Returns the server.
  */

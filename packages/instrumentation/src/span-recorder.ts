@@ -61,17 +61,17 @@ import { ServerAttributes, addTargetAttributes, errorType, isToolError, nowMs, s
 import type { TracerSource } from './tracer-source.js';
 import type { RecorderStats } from './types.js';
 import { HeldPolls } from './held-polls.js';
-import { BrokenRequests, reissueFacts } from './reissue.js';
+import { BrokenRequests, DEFAULT_REISSUE_WINDOW_MS, reissueFacts } from './reissue.js';
 
 export interface SpanRecorderOptions {
   tracer: TracerSource;
   observer: WireObserver;
   /** A request's deadline: its span ends with `timeout`, and a silent resume of it is an empty replay. */
   requestTimeoutMs: number;
-  /** The key of the request arguments digest (the id policy's HMAC key, or the process's own). */
-  digestKey: string | Uint8Array;
-  /** How long a broken 2026-07-28 request waits for its re-issue. */
-  reissueWindowMs: number;
+  /** The key of the request arguments digest (the id policy's HMAC key). Default: a random key of this recorder. */
+  digestKey?: string | Uint8Array;
+  /** How long a broken 2026-07-28 request waits for its re-issue. Default DEFAULT_REISSUE_WINDOW_MS. */
+  reissueWindowMs?: number;
 }
 
 interface RequestState {
@@ -178,8 +178,8 @@ export class SpanRecorder implements WireListener {
     this.tracer = options.tracer;
     this.observer = options.observer;
     this.requestTimeoutMs = options.requestTimeoutMs;
-    this.digestKey = options.digestKey;
-    this.broken = new BrokenRequests(options.reissueWindowMs);
+    this.digestKey = options.digestKey ?? randomBytes(32);
+    this.broken = new BrokenRequests(options.reissueWindowMs ?? DEFAULT_REISSUE_WINDOW_MS);
   }
 
   stats(): RecorderStats {

@@ -39,9 +39,9 @@ export interface InstrumentFetchOptions extends IdPolicyOptions {
   /** Caps and retention of the wire observer's session, request and stream state. */
   observer?: WireObserverOptions;
   /**
-   * How long a 2026-07-28 request whose stream broke before its result (`error.type` `stream_broken`
-   * or `aborted`) waits for its re-issue: a request of the same client with the same arguments digest
-   * within it gets `mcp.request.reissue_of.*`. At most 10,000 broken requests are remembered. Default
+   * How long a 2026-07-28 request whose stream broke before its result (error type STREAM_BROKEN
+   * or ABORTED) waits for its re-issue: a request of the same client with the same arguments digest
+   * within it gets ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID and _SPAN_ID. At most 10,000 broken requests are remembered. Default
    * 300000 ms.
    */
   reissueWindowMs?: number;
@@ -143,7 +143,7 @@ export interface ServerTransportInstrumentationOptions extends IdPolicyOptions {
   /**
    * How long a request whose response stream was closed before its result (the transport closed: the
    * client's cancellation in the 2026-07-28 era) is watched for its handler's result: the span then
-   * says `mcp.request.completed_after_cancellation` true (the result came) or false (nothing came
+   * says ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION true (the result came) or false (nothing came
    * within this). Capped by requestTimeoutMs. Default 30000 ms.
    */
   cancellationWaitMs?: number;
