@@ -61,6 +61,7 @@ import { ServerAttributes, addTargetAttributes, errorType, isToolError, nowMs, s
 import type { TracerSource } from './tracer-source.js';
 import type { RecorderStats } from './types.js';
 import { HeldPolls } from './held-polls.js';
+import { createIdRecorder } from './id-policy.js';
 import { BrokenRequests, DEFAULT_REISSUE_WINDOW_MS, reissueFacts } from './reissue.js';
 
 export interface SpanRecorderOptions {
@@ -68,7 +69,7 @@ export interface SpanRecorderOptions {
   observer: WireObserver;
   /** A request's deadline: its span ends with `timeout`, and a silent resume of it is an empty replay. */
   requestTimeoutMs: number;
-  /** The key of the request arguments digest (the id policy's HMAC key). Default: a random key of this recorder. */
+  /** The key of the request arguments digest (the id policy's HMAC key). Default: the process's random key. */
   digestKey?: string | Uint8Array;
   /** How long a broken 2026-07-28 request waits for its re-issue. Default DEFAULT_REISSUE_WINDOW_MS. */
   reissueWindowMs?: number;
@@ -178,7 +179,7 @@ export class SpanRecorder implements WireListener {
     this.tracer = options.tracer;
     this.observer = options.observer;
     this.requestTimeoutMs = options.requestTimeoutMs;
-    this.digestKey = options.digestKey ?? randomBytes(32);
+    this.digestKey = options.digestKey ?? createIdRecorder({ idPolicy: 'raw' }).digestKey;
     this.broken = new BrokenRequests(options.reissueWindowMs ?? DEFAULT_REISSUE_WINDOW_MS);
   }
 
