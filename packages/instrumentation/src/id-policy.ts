@@ -14,7 +14,7 @@
  * The policy is applied by wrapping the tracer (`withIdPolicy`), so every span of this package goes
  * through it whichever code path sets the attribute: at start, or later with setAttribute(s).
  */
-import { createHmac } from 'node:crypto';
+import { createHmac, randomBytes } from 'node:crypto';
 import type { Attributes, AttributeValue, Context, Span, SpanOptions, Tracer } from '@opentelemetry/api';
 import { ATTR_MCP_EVENT_ID, ATTR_MCP_RESUME_LAST_EVENT_ID, ATTR_MCP_SESSION_ID } from './semconv.js';
 import type { TracerSource } from './tracer-source.js';
@@ -48,12 +48,21 @@ export interface IdRecorder {
   recordIds(attributes: Attributes): void;
   /** The recorded value of one id attribute, or undefined when it is not recorded. */
   value(key: string, value: AttributeValue): AttributeValue | undefined;
+  /**
+   * The key of the keyed digests (the request arguments digest): the HMAC key under `hmac`, else a
+   * random key of this process, which only needs to compare one client's requests with each other.
+   */
+  readonly digestKey: string | Uint8Array;
 }
+
+/** The digest key of the policies without a key of their own: random, never leaves the process. */
+const PROCESS_DIGEST_KEY = randomBytes(32);
 
 const RAW: IdRecorder = {
   policy: 'raw',
   recordIds() {},
   value: (_key, value) => value,
+  digestKey: PROCESS_DIGEST_KEY,
 };
 
 /**
@@ -92,6 +101,7 @@ function omitRecorder(): IdRecorder {
       for (const key of ID_ATTRIBUTES) delete attributes[key];
     },
     value: (key, value) => (ID_ATTRIBUTES.has(key) ? undefined : value),
+    digestKey: PROCESS_DIGEST_KEY,
   };
 }
 
@@ -118,6 +128,7 @@ function hmacRecorder(key: string | Uint8Array): IdRecorder {
       }
     },
     value: (attribute, value) => (ID_ATTRIBUTES.has(attribute) ? hashed(attribute, value) : value),
+    digestKey: key,
   };
 }
 

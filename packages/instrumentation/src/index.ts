@@ -4,7 +4,8 @@ export { releaseHeldPolls } from './held-polls.js';
 export { ErrorType } from './semconv.js';
 export { McpResumeInstrumentation } from './instrumentation.js';
 export { instrumentEventStore } from './event-store.js';
-export { instrumentServerTransport } from './server-transport.js';
+export { instrumentServerTransport, DEFAULT_CANCELLATION_WAIT_MS } from './server-transport.js';
+export { instrumentMcpServer } from './mcp-server.js';
 export { idOptionsFromEnv, IdPolicyError, ENV_ID_POLICY, ENV_ID_KEY } from './id-policy.js';
 export type { GuardOptions } from '@resumewatch/guard';
 export type {

@@ -7,6 +7,7 @@ import type { FetchLike } from '@resumewatch/wire';
 import { callBelowInstrumentedFetch } from './fetch-scope.js';
 import { createIdRecorder, withIdPolicy } from './id-policy.js';
 import { TRACER_SCOPE } from './semconv.js';
+import { DEFAULT_REISSUE_WINDOW_MS } from './reissue.js';
 import { SpanRecorder } from './span-recorder.js';
 import type { TracerSource } from './tracer-source.js';
 import type { InstrumentFetchOptions, InstrumentedFetch } from './types.js';
@@ -49,10 +50,17 @@ export function createInstrumentedFetch(
   tracer: TracerSource,
 ): InstrumentedFetch {
   // Id policy (raw | hmac | omit): applied to every span through the tracer, see id-policy.ts.
-  tracer = withIdPolicy(tracer, createIdRecorder(options));
+  const ids = createIdRecorder(options);
+  tracer = withIdPolicy(tracer, ids);
   const observer = new WireObserver(options.observer);
   const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
-  const recorder = new SpanRecorder({ tracer, observer, requestTimeoutMs });
+  const recorder = new SpanRecorder({
+    tracer,
+    observer,
+    requestTimeoutMs,
+    digestKey: ids.digestKey,
+    reissueWindowMs: options.reissueWindowMs ?? DEFAULT_REISSUE_WINDOW_MS,
+  });
   // The observer calls the guard (a deciding listener) before the recorder whatever the order they are
   // added in; what it did travels on the request or event (`guardAction`), which the recorder reads.
   observer.addListener(recorder);

@@ -68,10 +68,10 @@ export class McpResumeInstrumentation extends InstrumentationBase<McpResumeInstr
 
   override enable(): void {
     super.enable();
-    const { globalFetch, requestTimeoutMs, observer, guard, idPolicy, idKey } = this.getConfig();
+    const { globalFetch, requestTimeoutMs, observer, guard, idPolicy, idKey, reissueWindowMs } = this.getConfig();
     if (globalFetch && !this.globalFetch) {
       this.globalFetch = patchGlobalFetch(
-        { requestTimeoutMs, observer, guard, idPolicy, idKey },
+        { requestTimeoutMs, observer, guard, idPolicy, idKey, reissueWindowMs },
         () => this.tracer,
         globalFetch === true ? {} : globalFetch,
       );
@@ -138,10 +138,10 @@ export class McpResumeInstrumentation extends InstrumentationBase<McpResumeInstr
     const target = transport as TransportLike;
     if (isInstrumentedFetch(target._fetch)) return;
     this.transportsInstrumented = (this.transportsInstrumented ?? 0) + 1;
-    const { requestTimeoutMs, observer, guard, idPolicy, idKey } = this.getConfig();
+    const { requestTimeoutMs, observer, guard, idPolicy, idKey, reissueWindowMs } = this.getConfig();
     target._fetch = createInstrumentedFetch(
       target._fetch,
-      { requestTimeoutMs, observer, guard, idPolicy, idKey },
+      { requestTimeoutMs, observer, guard, idPolicy, idKey, reissueWindowMs },
       () => this.tracer,
     );
   }

@@ -1,5 +1,6 @@
-import { SpanKind, context as otelContext, diag, trace } from '@opentelemetry/api';
-import type { Attributes, Span } from '@opentelemetry/api';
+import { SpanKind, context as otelContext, diag, propagation, trace } from '@opentelemetry/api';
+import type { Attributes, Context, Span, TextMapGetter } from '@opentelemetry/api';
+import { META_PROTOCOL_VERSION } from '@resumewatch/semconv';
 import { HEADER_PROTOCOL_VERSION, isJsonRpcMessage, isRequest, requestTarget } from '@resumewatch/wire';
 import { createIdRecorder, withIdPolicy } from './id-policy.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS, tracerSource } from './instrument-fetch.js';
@@ -7,6 +8,7 @@ import {
   ATTR_JSONRPC_REQUEST_ID,
   ATTR_MCP_METHOD_NAME,
   ATTR_MCP_PROTOCOL_VERSION,
+  ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION,
   ATTR_MCP_SESSION_ID,
   ATTR_NETWORK_PROTOCOL_NAME,
   ATTR_NETWORK_TRANSPORT,
@@ -22,6 +24,8 @@ interface Open {
   span: Span;
   method: string;
   timer: ReturnType<typeof setTimeout>;
+  /** The response stream was closed (the transport closed: the client's cancellation) before the result. */
+  closed: boolean;
 }
 
 interface Message {
@@ -31,8 +35,28 @@ interface Message {
   error?: { code?: unknown };
 }
 
+type RequestHeaders = Headers | Record<string, string | string[] | undefined>;
+
+/** What the SDK transports pass with a message: the HTTP request's headers (1.x `requestInfo`, v2 `request`). */
 interface Extra {
-  requestInfo?: { headers?: Record<string, string | string[] | undefined> };
+  requestInfo?: { headers?: RequestHeaders };
+  request?: { headers?: RequestHeaders };
+}
+
+/** Default of `cancellationWaitMs`: how long a request whose stream closed is watched for its result. */
+export const DEFAULT_CANCELLATION_WAIT_MS = 30_000;
+
+/** The handler-settled hooks of the instrumented transports (instrumentMcpServer tells them). */
+const settledHooks = new WeakMap<object, (id: string, produced: boolean) => void>();
+
+/**
+ * A request handler of a server connected to `transport` settled: `produced` when it returned a result
+ * (the SDK may drop it unsent when the request's stream was closed), false when it threw or its tool
+ * failed (`isError`: a tool that stopped on the cancellation).
+ */
+export function handlerSettled(transport: object | undefined, id: unknown, produced: boolean): void {
+  if (transport === undefined || (typeof id !== 'string' && typeof id !== 'number')) return;
+  settledHooks.get(transport)?.(String(id), produced);
 }
 
 /** The message handlers instrumentServerTransport installed, so that `register` does not wrap one again. */
@@ -63,6 +87,9 @@ export function instrumentServerTransport<T extends ServerTransportLike>(
   // Id policy (raw | hmac | omit): applied to every span through the tracer, see id-policy.ts.
   const tracer = withIdPolicy(tracerSource(options.tracerProvider), createIdRecorder(options));
   const timeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  const cancellationWaitMs = Math.min(options.cancellationWaitMs ?? DEFAULT_CANCELLATION_WAIT_MS, timeoutMs);
+  /** The version the session negotiated (its initialize result): the era of its requests without the header. */
+  let negotiated: string | undefined;
   const maxOpen = options.maxOpenRequests ?? 10_000;
   // Capped by refusal, not eviction (a BoundedMap would end someone else's span): past maxOpen a
   // request gets no span; each entry leaves with its response or its timeout.
@@ -77,11 +104,37 @@ export function instrumentServerTransport<T extends ServerTransportLike>(
     clearTimeout(entry.timer);
     if (transport.sessionId !== undefined) entry.span.setAttribute(ATTR_MCP_SESSION_ID, transport.sessionId);
     const version = message?.result?.protocolVersion;
-    if (entry.method === 'initialize' && typeof version === 'string')
+    if (entry.method === 'initialize' && typeof version === 'string') {
       entry.span.setAttribute(ATTR_MCP_PROTOCOL_VERSION, version);
+      negotiated = version;
+    }
     if (error !== undefined) setError(entry.span, error);
     entry.span.end();
   };
+
+  /**
+   * The fate of a request whose stream closed before its result: `completed` when its handler produced
+   * the result afterwards, false when it stopped or nothing followed within cancellationWaitMs. The
+   * client was not given the result either way: the span ends `aborted`.
+   */
+  const fate = (id: string, completed: boolean): void => {
+    const entry = open.get(id);
+    if (!entry?.closed) return;
+    entry.span.setAttribute(ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION, completed);
+    end(id, ErrorType.ABORTED);
+  };
+
+  /** The transport closed with requests open: their streams closed before their results. */
+  const closed = (): void => {
+    for (const [id, entry] of open) {
+      if (entry.closed) continue;
+      entry.closed = true;
+      clearTimeout(entry.timer);
+      entry.timer = setTimeout(() => fate(id, false), cancellationWaitMs);
+      entry.timer.unref();
+    }
+  };
+  settledHooks.set(transport, (id, produced) => fate(id, produced));
 
   const start = (request: unknown, extra: Extra | undefined): Span | undefined => {
     if (!isJsonRpcMessage(request) || !isRequest(request)) return undefined;
@@ -96,18 +149,20 @@ export function instrumentServerTransport<T extends ServerTransportLike>(
       [ATTR_NETWORK_PROTOCOL_NAME]: 'http',
     };
     if (transport.sessionId !== undefined) attributes[ATTR_MCP_SESSION_ID] = transport.sessionId;
-    const header = extra?.requestInfo?.headers?.[HEADER_PROTOCOL_VERSION];
-    if (typeof header === 'string') attributes[ATTR_MCP_PROTOCOL_VERSION] = header;
+    const headers = extra?.requestInfo?.headers ?? extra?.request?.headers;
+    // Per exchange: the header, else the request's own `_meta` claim, else the session's negotiated version.
+    const version = headerOf(headers, HEADER_PROTOCOL_VERSION) ?? metaVersion(request.params) ?? negotiated;
+    if (version !== undefined) attributes[ATTR_MCP_PROTOCOL_VERSION] = version;
     addTargetAttributes(attributes, request.method, target);
     const span = tracer().startSpan(
       mcpRequestSpanName(request.method, target),
       { kind: SpanKind.SERVER, attributes },
-      otelContext.active(),
+      parentOf(headers),
     );
     end(id, ErrorType.ABORTED);
     const timer = setTimeout(() => end(id, ErrorType.TIMEOUT), timeoutMs);
     timer.unref();
-    open.set(id, { span, method: request.method, timer });
+    open.set(id, { span, method: request.method, timer, closed: false });
     return span;
   };
 
@@ -152,7 +207,10 @@ export function instrumentServerTransport<T extends ServerTransportLike>(
     if (m && typeof m === 'object' && m.method === undefined && m.id !== undefined && m.id !== null && open.size > 0) {
       const id = String(m.id);
       const entry = open.get(id);
-      if (entry && m.error !== undefined) {
+      if (entry?.closed) {
+        // Sent after its stream closed (the SDK 1.x sends it; the client never reads it): the work ran on.
+        fate(id, m.error === undefined && m.result?.isError !== true);
+      } else if (entry && m.error !== undefined) {
         const code = typeof m.error.code === 'number' ? String(m.error.code) : ErrorType.OTHER;
         entry.span.setAttribute(ATTR_RPC_RESPONSE_STATUS_CODE, code);
         end(id, code, m);
@@ -162,7 +220,45 @@ export function instrumentServerTransport<T extends ServerTransportLike>(
     }
     return sendingFrom(liveness, () => send(message, sendOptions));
   }) as T['send'];
+
+  // Closing the transport closes the request's stream (the v2 SDK's per-request transport closes when
+  // the client closes its response: the 2026-07-28 cancellation).
+  const closable = transport as unknown as { close?: () => Promise<void> };
+  const close = closable.close?.bind(transport);
+  if (close)
+    closable.close = () => {
+      if (open.size > 0) closed();
+      return close();
+    };
   return transport;
+}
+
+/** A header of the request, from the SDK's record (1.x) or a web `Headers` (v2). */
+function headerOf(headers: RequestHeaders | undefined, name: string): string | undefined {
+  if (headers === undefined) return undefined;
+  const value = headers instanceof Headers ? headers.get(name) : headers[name];
+  return typeof value === 'string' ? value : undefined;
+}
+
+function metaVersion(params: Record<string, unknown> | undefined): string | undefined {
+  const meta = params?._meta as Record<string, unknown> | undefined;
+  const version = meta?.[META_PROTOCOL_VERSION];
+  return typeof version === 'string' ? version : undefined;
+}
+
+const headersGetter: TextMapGetter<RequestHeaders> = {
+  keys: (carrier) => (carrier instanceof Headers ? [...carrier.keys()] : Object.keys(carrier)),
+  get: (carrier, key) => (carrier instanceof Headers ? (carrier.get(key) ?? undefined) : carrier[key]),
+};
+
+/**
+ * The span's parent: the active span (an HTTP server instrumentation's), else the trace context the
+ * request carries (`traceparent`), so that a client that propagates it shares its trace.
+ */
+function parentOf(headers: RequestHeaders | undefined): Context {
+  const active = otelContext.active();
+  if (headers === undefined || trace.getSpan(active) !== undefined) return active;
+  return propagation.extract(active, headers, headersGetter);
 }
 
 function findAccessor(object: object, name: string): PropertyDescriptor | undefined {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { SpanKind, context as otelContext, diag, trace } from '@opentelemetry/api';
-import type { Attributes, Context, Span, SpanContext, Tracer } from '@opentelemetry/api';
-import { TerminalOutcome, type ResumeVerdict } from '@resumewatch/semconv';
+import type { Attributes, Context, Link, Span, SpanContext, Tracer } from '@opentelemetry/api';
+import { ProtocolEra, TerminalOutcome, protocolEra, type ResumeVerdict } from '@resumewatch/semconv';
 import type {
   RequestRecord,
   StreamEnd,
@@ -23,6 +23,10 @@ import {
   ATTR_MCP_PROTOCOL_VERSION,
   ATTR_MCP_REATTACH_ACCEPTED,
   ATTR_MCP_REATTACH_TRIGGER,
+  ATTR_MCP_REQUEST_ARGUMENTS_DIGEST,
+  ATTR_MCP_REQUEST_INPUT_ROUND,
+  ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID,
+  ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID,
   ATTR_MCP_REQUEST_TERMINAL_OBSERVED,
   ATTR_MCP_RESUME_LAST_EVENT_ID,
   ATTR_MCP_RESUME_OUTCOME,
@@ -57,12 +61,18 @@ import { ServerAttributes, addTargetAttributes, errorType, isToolError, nowMs, s
 import type { TracerSource } from './tracer-source.js';
 import type { RecorderStats } from './types.js';
 import { HeldPolls } from './held-polls.js';
+import { createIdRecorder } from './id-policy.js';
+import { BrokenRequests, DEFAULT_REISSUE_WINDOW_MS, reissueFacts } from './reissue.js';
 
 export interface SpanRecorderOptions {
   tracer: TracerSource;
   observer: WireObserver;
   /** A request's deadline: its span ends with `timeout`, and a silent resume of it is an empty replay. */
   requestTimeoutMs: number;
+  /** The key of the request arguments digest (the id policy's HMAC key). Default: the process's random key. */
+  digestKey?: string | Uint8Array;
+  /** How long a broken 2026-07-28 request waits for its re-issue. Default DEFAULT_REISSUE_WINDOW_MS. */
+  reissueWindowMs?: number;
 }
 
 interface RequestState {
@@ -73,6 +83,10 @@ interface RequestState {
   timer: ReturnType<typeof setTimeout> | undefined;
   /** Known from the request headers, or from the initialize response. */
   sessionId: string | undefined;
+  /** The exchange's 2026-07-28 era (its own version, not the client's): a stream that ends without the result loses it. */
+  readonly stateless: boolean;
+  /** The request arguments digest (tools/call, prompts/get, resources/read). */
+  readonly digest: string | undefined;
 }
 
 /**
@@ -157,11 +171,16 @@ export class SpanRecorder implements WireListener {
    */
   private readonly heldPolls = new HeldPolls<HeldPoll>((held, asPoll) => this.expirePoll(held, asPoll));
   private openRequests = 0;
+  private readonly digestKey: string | Uint8Array;
+  /** This client's broken 2026-07-28 requests, by digest, awaiting their re-issue. */
+  private readonly broken: BrokenRequests;
 
   constructor(options: SpanRecorderOptions) {
     this.tracer = options.tracer;
     this.observer = options.observer;
     this.requestTimeoutMs = options.requestTimeoutMs;
+    this.digestKey = options.digestKey ?? createIdRecorder({ idPolicy: 'raw' }).digestKey;
+    this.broken = new BrokenRequests(options.reissueWindowMs ?? DEFAULT_REISSUE_WINDOW_MS);
   }
 
   stats(): RecorderStats {
@@ -253,11 +272,19 @@ export class SpanRecorder implements WireListener {
             end === 'clean' ? undefined : end === 'abort' ? ErrorType.ABORTED : errorType(error),
           );
       }
-      // A stream that errored or closed may be resumed; only a cancelled one gives its requests up.
-      if (end !== 'abort') return;
+      // A stream that errored or closed may be resumed (session era); only a cancelled one gives its
+      // requests up. In the 2026-07-28 era nothing resumes: a stream that ended without the result lost it.
+      if (end !== 'abort') {
+        for (const record of stream.requests) {
+          const state = this.requests.get(record);
+          if (state?.span && state.stateless && record.terminalCount === 0) this.broke(state, ErrorType.STREAM_BROKEN);
+        }
+        return;
+      }
       for (const record of stream.requests) {
         const state = this.requests.get(record);
-        if (state?.span) this.endRequest(state, ErrorType.ABORTED);
+        if (state?.span && state.stateless && record.terminalCount === 0) this.broke(state, ErrorType.ABORTED);
+        else if (state?.span) this.endRequest(state, ErrorType.ABORTED);
         this.givenUpPoll(this.heldPolls.take(record), ErrorType.ABORTED);
       }
     } catch (failure) {
@@ -277,9 +304,11 @@ export class SpanRecorder implements WireListener {
     if (req.protocolVersion !== undefined) attributes[ATTR_MCP_PROTOCOL_VERSION] = req.protocolVersion;
     const target = record.target;
     addTargetAttributes(attributes, record.method, target);
+    const stateless = protocolEra(req.protocolVersion) === ProtocolEra.STATELESS;
+    const links = this.reissueAttributes(attributes, record, stateless);
     const span = tracer.startSpan(
       mcpRequestSpanName(record.method, target),
-      { kind: SpanKind.CLIENT, attributes },
+      { kind: SpanKind.CLIENT, attributes, ...(links ? { links } : {}) },
       parent,
     );
     const state: RequestState = {
@@ -288,12 +317,41 @@ export class SpanRecorder implements WireListener {
       spanContext: span.spanContext(),
       timer: undefined,
       sessionId: req.sessionId,
+      stateless,
+      digest: attributes[ATTR_MCP_REQUEST_ARGUMENTS_DIGEST] as string | undefined,
     };
     state.timer = setTimeout(() => this.endRequest(state, ErrorType.TIMEOUT), this.requestTimeoutMs);
     state.timer.unref();
     this.requests.set(record, state);
     this.openRequests++;
     if (state.sessionId !== undefined) this.trackSession(state);
+  }
+
+  /**
+   * The arguments digest, the input round, and (2026-07-28) the broken request of this client this one
+   * re-issues: its span ids as attributes, and a link to it.
+   */
+  private reissueAttributes(attributes: Attributes, record: RequestRecord, stateless: boolean): Link[] | undefined {
+    if (record.message === undefined) return undefined;
+    const { digest, inputRound } = reissueFacts(this.digestKey, record.message, record.target);
+    if (digest === undefined) return undefined;
+    attributes[ATTR_MCP_REQUEST_ARGUMENTS_DIGEST] = digest;
+    // A Multi Round-Trip round answers the server's input request: the same call going on, not a re-issue.
+    if (inputRound) {
+      attributes[ATTR_MCP_REQUEST_INPUT_ROUND] = true;
+      return undefined;
+    }
+    const first = stateless && this.broken.size > 0 ? this.broken.take(digest) : undefined;
+    if (first === undefined) return undefined;
+    attributes[ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID] = first.traceId;
+    attributes[ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID] = first.spanId;
+    return [{ context: first }];
+  }
+
+  /** A 2026-07-28 request lost its stream before its result: its span ends, and it awaits its re-issue. */
+  private broke(state: RequestState, type: string): void {
+    if (state.digest !== undefined) this.broken.broke(state.digest, state.spanContext);
+    this.endRequest(state, type);
   }
 
   private trackSession(state: RequestState): void {

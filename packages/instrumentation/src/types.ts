@@ -38,6 +38,13 @@ export interface InstrumentFetchOptions extends IdPolicyOptions {
   guard?: boolean | GuardOptions;
   /** Caps and retention of the wire observer's session, request and stream state. */
   observer?: WireObserverOptions;
+  /**
+   * How long a 2026-07-28 request whose stream broke before its result (error type STREAM_BROKEN
+   * or ABORTED) waits for its re-issue: a request of the same client with the same arguments digest
+   * within it gets ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID and _SPAN_ID. At most 10,000 broken requests are remembered. Default
+   * 300000 ms.
+   */
+  reissueWindowMs?: number;
 }
 
 /** Per-stream and per-request state the span recorder currently holds. */
@@ -133,4 +140,11 @@ export interface ServerTransportInstrumentationOptions extends IdPolicyOptions {
   requestTimeoutMs?: number;
   /** Most request spans open at once; beyond it new requests are not traced. Default 10,000. */
   maxOpenRequests?: number;
+  /**
+   * How long a request whose response stream was closed before its result (the transport closed: the
+   * client's cancellation in the 2026-07-28 era) is watched for its handler's result: the span then
+   * says ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION true (the result came) or false (nothing came
+   * within this). Capped by requestTimeoutMs. Default 30000 ms.
+   */
+  cancellationWaitMs?: number;
 }

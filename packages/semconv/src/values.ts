@@ -236,6 +236,12 @@ export type ProtocolEra = ValuesOf<typeof ProtocolEra>;
 /** The first protocol revision without sessions and resumption. */
 export const STATELESS_PROTOCOL_VERSION = '2026-07-28';
 
+/**
+ * The `_meta` key of a 2026-07-28 request's protocol version claim (the transport derives the
+ * `MCP-Protocol-Version` header from it): an exchange's version when the header is missing.
+ */
+export const META_PROTOCOL_VERSION = 'io.modelcontextprotocol/protocolVersion';
+
 /** The era of a negotiated protocol version (`mcp.protocol.version`, YYYY-MM-DD); undefined when none is known. */
 export function protocolEra(version: unknown): ProtocolEra | undefined {
   // Called for every request span the detector reads: the shape of a date, checked without a regex.

@@ -1,3 +1,5 @@
+import { META_PROTOCOL_VERSION } from '@resumewatch/semconv';
+
 type JsonRpcId = string | number;
 
 export interface JsonRpcRequest {
@@ -88,6 +90,19 @@ export function requestTarget(request: JsonRpcRequest): string | undefined {
   if (!params) return undefined;
   if (typeof params.name === 'string') return params.name;
   if (typeof params.uri === 'string') return params.uri;
+  return undefined;
+}
+
+/**
+ * The protocol version a request claims in its `_meta` (the 2026-07-28 envelope): the first request of
+ * the body that carries one.
+ */
+export function metaProtocolVersion(messages: readonly JsonRpcMessage[]): string | undefined {
+  for (const message of messages) {
+    const meta = 'params' in message ? message.params?._meta : undefined;
+    const version = isObject(meta) ? meta[META_PROTOCOL_VERSION] : undefined;
+    if (typeof version === 'string') return version;
+  }
   return undefined;
 }
 

@@ -8,6 +8,7 @@ import {
   isRequest,
   isResponse,
   messagesOfBody,
+  metaProtocolVersion,
   parseMessages,
   requestTarget,
 } from './jsonrpc.js';
@@ -281,8 +282,9 @@ export class WireObserver {
     const url = this.urlText(input instanceof Request ? input.url : String(input));
     const sessionId = headerValue(headers, HEADER_SESSION_ID);
     const lastEventId = headerValue(headers, HEADER_LAST_EVENT_ID);
-    const protocolVersion = headerValue(headers, HEADER_PROTOCOL_VERSION);
     const messages = messagesOfBody(init?.body);
+    // The header, else the version the request claims in its `_meta` (2026-07-28): the exchange's own era.
+    const protocolVersion = headerValue(headers, HEADER_PROTOCOL_VERSION) ?? metaProtocolVersion(messages);
     const startedAt = this.now();
 
     let session: SessionRecord | undefined;

@@ -135,6 +135,11 @@ export interface WireRequest {
   readonly httpMethod: string;
   readonly url: string;
   readonly sessionId: string | undefined;
+  /**
+   * The `MCP-Protocol-Version` header, else the version the body's request claims in its `_meta`
+   * (`io.modelcontextprotocol/protocolVersion`, 2026-07-28): this exchange's version, whatever other
+   * exchanges of the same client or server speak.
+   */
   readonly protocolVersion: string | undefined;
   readonly session: SessionRecord | undefined;
   /** JSON-RPC messages in the request body. */

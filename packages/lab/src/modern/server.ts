@@ -2,6 +2,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import { createMcpHandler, isLegacyRequest } from '@modelcontextprotocol/server';
+import type { McpServer } from '@modelcontextprotocol/server';
 import { RecentList } from '@resumewatch/bounded';
 import { HEADER_PROTOCOL_VERSION } from '@resumewatch/wire';
 import { hostForUrl, reachableHost } from '../loopback.js';
@@ -28,6 +29,11 @@ export interface ModernLabServerOptions {
   retryIntervalMs?: number;
   /** The `_meta` key `charge_once` reads a call's idempotency key from. Default none: it checks nothing. */
   idempotencyMetaKey?: string;
+  /**
+   * Applied to every server instance the factory builds (both eras), e.g. the instrumentation's
+   * `instrumentMcpServer`, so that tests observe the server side. Default: none.
+   */
+  decorateServer?: (server: McpServer) => McpServer;
 }
 
 /** One HTTP exchange the server answered. */
@@ -57,7 +63,8 @@ export interface ModernLabServer {
 /** Starts the lab's server on the v2 SDK (`@modelcontextprotocol/server` 2.4, `@modelcontextprotocol/node`). */
 export async function startModernLabServer(options: ModernLabServerOptions = {}): Promise<ModernLabServer> {
   const state = new ModernToolState(options.idempotencyMetaKey);
-  const factory = () => createModernToolServer(state);
+  const decorate = options.decorateServer ?? ((server: McpServer) => server);
+  const factory = () => decorate(createModernToolServer(state));
   const modern = createMcpHandler(factory, { legacy: 'reject' });
   const legacy = new LegacySessions(factory, options.retryIntervalMs ?? 100);
   const exchanges = new RecentList<ServerExchange>(1000);

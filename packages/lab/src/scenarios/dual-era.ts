@@ -15,7 +15,7 @@ import type { ScenarioSummary } from './summary.js';
 export async function runDualEra(input: ScenarioOptions): Promise<ScenarioSummary> {
   const options = resolveOptions(input);
   const started = Date.now();
-  const server = await startModernLabServer({ eras: 'dual' });
+  const server = await startModernLabServer({ eras: 'dual', ...options.modernServer });
   try {
     const [v1, v2] = await Promise.all([
       connectSdkSession('sdk', server.url, options.fetch, 'dual-era-v1'),

@@ -15,7 +15,7 @@ import type { ScenarioSummary } from './summary.js';
 export async function runModernInputRound(input: ScenarioOptions): Promise<ScenarioSummary> {
   const options = resolveOptions(input);
   const started = Date.now();
-  const server = await startModernLabServer({ eras: 'modern-only' });
+  const server = await startModernLabServer({ eras: 'modern-only', ...options.modernServer });
   try {
     const client = await connectSdkSession('sdk-v2', server.url, options.fetch, 'modern-input-round', {
       negotiation: 'auto',

@@ -24,7 +24,7 @@ export async function runModernReissue(
   options: ResolvedScenarioOptions,
 ): Promise<ScenarioSummary> {
   const started = Date.now();
-  const server = await startModernLabServer({ eras: 'modern-only' });
+  const server = await startModernLabServer({ eras: 'modern-only', ...options.modernServer });
   const proxy = await startFaultProxy({ target: server.url });
   try {
     const client = await connectSdkSession('sdk-v2', proxy.url, options.fetch, scenario, { negotiation: 'auto' });

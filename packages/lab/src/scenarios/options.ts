@@ -1,3 +1,4 @@
+import type { ModernLabServerOptions } from '../modern/server.js';
 import type { FetchLike } from '../mcp-http-client.js';
 import type { ScenarioClient } from './sdk-clients.js';
 
@@ -22,6 +23,8 @@ export interface ScenarioOptions {
    * compose services give the instrumentation, so that the deadline, not the DELETE, ends the wait.
    */
   resultWaitMs?: number;
+  /** The 2026-07-28 scenarios' own v2 lab server: `decorateServer` (e.g. to instrument its server side). */
+  modernServer?: Pick<ModernLabServerOptions, 'decorateServer'>;
 }
 
 export interface ResolvedScenarioOptions {
@@ -31,6 +34,7 @@ export interface ResolvedScenarioOptions {
   maxReconnects: number;
   client: ScenarioClient;
   resultWaitMs: number;
+  modernServer: Pick<ModernLabServerOptions, 'decorateServer'>;
 }
 
 export function resolveOptions(options: ScenarioOptions): ResolvedScenarioOptions {
@@ -41,5 +45,6 @@ export function resolveOptions(options: ScenarioOptions): ResolvedScenarioOption
     maxReconnects: options.maxReconnects ?? 20,
     client: options.client ?? 'raw',
     resultWaitMs: options.resultWaitMs ?? 3_000,
+    modernServer: options.modernServer ?? {},
   };
 }

@@ -81,7 +81,7 @@ async function sessionClientAgainstUpgrade(
 export async function runSessionClientModernServer(input: ScenarioOptions): Promise<ScenarioSummary> {
   const options = resolveOptions(input);
   const started = Date.now();
-  const server = await startModernLabServer({ eras: 'dual' });
+  const server = await startModernLabServer({ eras: 'dual', ...options.modernServer });
   try {
     const runs = [];
     for (const client of CLIENTS) runs.push(await sessionClientAgainstUpgrade(client, server, options));
