@@ -1063,7 +1063,7 @@ describe('detector core: duplicate execution (2026-07-28 era)', () => {
     }
   });
 
-  it("duplicate_execution from the gateway alone: its own span of the first attempt says the upstream completed it", () => {
+  it('duplicate_execution from the gateway alone: its own span of the first attempt says the upstream completed it', () => {
     const gatewayFirst = modernRequest(T0, {
       trace: traceOf(3),
       service: 'resumewatch-gateway',
@@ -1104,7 +1104,7 @@ describe('detector core: duplicate execution (2026-07-28 era)', () => {
     }
   });
 
-  it('possible_duplicate_execution when no span tells the first attempt\'s fate within the window after the re-issue ended', () => {
+  it("possible_duplicate_execution when no span tells the first attempt's fate within the window after the re-issue ended", () => {
     const reissueEnd = reissue.endTimeUnixMs;
     expect(run([first, reissue], {}, reissueEnd + WINDOW - 1)).toEqual([]);
     const expected = [
@@ -1157,7 +1157,11 @@ describe('detector core: duplicate execution (2026-07-28 era)', () => {
     const fs = run([reissue, { ...reissue }, server(true), server(true, T0 + 70), again, { ...reissue }]);
     expect(fs.map((f) => [f.kind, f.request_id])).toEqual([[FindingKind.DUPLICATE_EXECUTION, '2']]);
     const other = modernRequest(T0 + 200, { trace: traceOf(6), request: 6, error: ErrorType.STREAM_BROKEN });
-    const both = run([reissue, server(true), modernRequest(T0 + 900, { trace: traceOf(7), request: 7, reissueOf: other })]);
+    const both = run([
+      reissue,
+      server(true),
+      modernRequest(T0 + 900, { trace: traceOf(7), request: 7, reissueOf: other }),
+    ]);
     expect(both.map((f) => [f.kind, f.request_id])).toEqual([
       [FindingKind.DUPLICATE_EXECUTION, '2'],
       [FindingKind.POSSIBLE_DUPLICATE_EXECUTION, '7'],
@@ -1190,7 +1194,11 @@ describe('detector core: duplicate execution (2026-07-28 era)', () => {
   it('bounded: first attempts past the cap evict the least recently touched, which settles as possible; retention releases', () => {
     const o = observed({ maxRequests: 2 });
     const attempts = [1, 2, 3].map((n) =>
-      modernRequest(T0 + n * 1000, { trace: traceOf(100 + n), request: n, reissueOf: { ...first, traceId: traceOf(n) } }),
+      modernRequest(T0 + n * 1000, {
+        trace: traceOf(100 + n),
+        request: n,
+        reissueOf: { ...first, traceId: traceOf(n) },
+      }),
     );
     for (const a of attempts) o.d.ingest(a);
     expect(o.d.stats()).toMatchObject({ reissues: 2, evictions: 1 });

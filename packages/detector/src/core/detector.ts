@@ -199,7 +199,7 @@ export class Detector {
     const reissues = this.reissues;
     for (const trace of reissues.pending) {
       const entry = reissues.get(trace)!;
-      if (this.now >= entry.deadline) this.settleReissue(trace, entry);
+      if (this.now >= entry.settlesAt) this.settleReissue(trace, entry);
     }
     // A re-issue still in its window was touched at its deadline or later: it is never past the horizon.
     for (let trace = reissues.oldest(); trace !== undefined; trace = reissues.oldest()) {
@@ -467,7 +467,7 @@ export class Detector {
     entry.firstSpanId = typeof firstSpan === 'string' && firstSpan.length === 16 ? firstSpan : '';
     entry.start = span.startTimeUnixMs;
     entry.end = span.endTimeUnixMs;
-    entry.deadline = deadline;
+    entry.settlesAt = deadline;
     this.reissues.pending.add(firstTrace);
     this.duplicateExecution(firstTrace, entry);
   }

@@ -9,7 +9,7 @@
  * object per entry is affordable where a row per request was not.
  */
 
-/** What a span of the first attempt's trace said of it (`mcp.request.completed_after_cancellation`). */
+/** What a span of the first attempt's trace said of it (ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION). */
 export const Fate = {
   /** No span of the first attempt's trace has said. */
   UNKNOWN: 0,
@@ -18,7 +18,7 @@ export const Fate = {
   /** true: the handler produced its result after its stream was closed: the work ran. */
   COMPLETED: 2,
 } as const;
-export type Fate = (typeof Fate)[keyof typeof Fate];
+type Fate = (typeof Fate)[keyof typeof Fate];
 
 /** One first attempt, keyed by its trace id. */
 export interface Reissue {
@@ -38,7 +38,7 @@ export interface Reissue {
   start: number;
   end: number;
   /** When a re-issue whose first attempt's fate is still unknown is reported as possible. */
-  deadline: number;
+  settlesAt: number;
   /** REPORTED and SETTLED bits. */
   flags: number;
   /** Event time of the latest span of either half, or the deadline if later: retention runs from it. */
@@ -65,7 +65,7 @@ export function emptyReissue(): Reissue {
     firstSpanId: '',
     start: 0,
     end: 0,
-    deadline: 0,
+    settlesAt: 0,
     flags: 0,
     touchedAt: 0,
   };

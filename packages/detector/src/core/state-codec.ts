@@ -63,7 +63,7 @@ export interface RequestRows {
 }
 
 /** In ReissueRows.services: an entry whose re-issue is not known yet, only its first attempt's fate. */
-export const NO_REISSUE = 0xffffffff;
+const NO_REISSUE = 0xffffffff;
 
 /**
  * The 2026-07-28 era's first attempts (reissues.ts), least recently touched first, one value per entry
@@ -88,7 +88,7 @@ export interface ReissueRows {
   firstSpanIds: string[];
   starts: Float64Array;
   ends: Float64Array;
-  deadlines: Float64Array;
+  settleTimes: Float64Array;
   /** Bit 1: reported; bit 2: the window has passed. */
   flags: Uint32Array;
   touchedAt: Float64Array;
@@ -107,7 +107,7 @@ const REISSUE_FIELDS: readonly (keyof ReissueRows)[] = [
   'firstSpanIds',
   'starts',
   'ends',
-  'deadlines',
+  'settleTimes',
   'flags',
   'touchedAt',
 ];
@@ -124,7 +124,7 @@ const REISSUE_COLUMNS = {
   firstSpanIds: ['firstSpanId', Array],
   starts: ['start', Float64Array],
   ends: ['end', Float64Array],
-  deadlines: ['deadline', Float64Array],
+  settleTimes: ['settlesAt', Float64Array],
   flags: ['flags', Uint32Array],
   touchedAt: ['touchedAt', Float64Array],
 } as const satisfies Partial<Record<keyof ReissueRows, readonly [keyof Reissue, unknown]>>;
@@ -414,7 +414,8 @@ function checked(state: unknown, into: Omit<DetectorParts, 'now' | 'counts' | 'o
   for (const [k, v] of Object.entries(into.options))
     if (options[k] !== v) fail(`state was kept with ${k}=${String(options[k])}, this detector has ${v}`);
   const { table } = into;
-  if (table.size > 0 || into.services.size > 0 || into.reissues.size > 0) fail('importState needs a detector that has seen no span');
+  if (table.size > 0 || into.services.size > 0 || into.reissues.size > 0)
+    fail('importState needs a detector that has seen no span');
   number(s.now, 'now');
   const counts = exactly(s.counts, COUNT_NAMES, 'counts');
   number(counts.evictions, 'counts.evictions');

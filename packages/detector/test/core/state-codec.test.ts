@@ -506,10 +506,10 @@ describe('state codec: refusals', () => {
     [
       'a missing re-issue column',
       (s) => {
-        delete (s.reissues as Partial<DetectorState['reissues']>).deadlines;
+        delete (s.reissues as Partial<DetectorState['reissues']>).settleTimes;
         return s;
       },
-      'state has no field reissues.deadlines',
+      'state has no field reissues.settleTimes',
     ],
     [
       'other options',
