@@ -11,7 +11,9 @@
 // spans (ResumewatchDetectorRejectingSpans); a fourth target has nothing listening
 // (ResumewatchDetectorDown). `main` also gets, every second, the synthetic spans of a client of two
 // defective servers (McpServerForeignReplay, McpServerConflictingTerminal) with a retracted empty
-// replay (which must not raise McpAmbiguousEmptyReplay) and a listening-stream resume.
+// replay (which must not raise McpAmbiguousEmptyReplay) and a listening-stream resume, and two calls of
+// the 2026-07-28 era re-issued after a broken stream (McpDuplicateExecution: the server's span says it
+// completed the first attempt; McpPossibleDuplicateExecution: no span says).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -107,6 +109,9 @@ async function startDetector(name: keyof typeof ports, extra: string[] = []): Pr
     '3s',
     '--settle',
     '0',
+    // The synthetic re-issue without a fate is reported as possible_duplicate_execution within seconds.
+    '--reissue-settle',
+    '1s',
     ...extra,
   ];
   if (!existsSync(cliPath)) throw new Error(`${cliPath} is missing: build the workspace first (pnpm build)`);
@@ -228,6 +233,18 @@ describe('alerts and dashboards against a real Prometheus and real detectors', (
       [
         'McpServerForeignReplay',
         { server: DefectiveServer.FOREIGN, kind: semconv.FindingKind.FOREIGN_REPLAY, severity: 'warning' },
+      ],
+      [
+        'McpDuplicateExecution',
+        { service: Service.SERVER_DEFECTS, kind: semconv.FindingKind.DUPLICATE_EXECUTION, severity: 'critical' },
+      ],
+      [
+        'McpPossibleDuplicateExecution',
+        {
+          service: Service.SERVER_DEFECTS,
+          kind: semconv.FindingKind.POSSIBLE_DUPLICATE_EXECUTION,
+          severity: 'warning',
+        },
       ],
       ['ResumewatchDetectorDown', { instance: inst('dead'), job: JOB, severity: 'critical' }],
       ['ResumewatchDetectorNoSpans', { instance: inst('idle'), job: JOB, severity: 'warning' }],

@@ -66,6 +66,10 @@ export interface MonitoringConfig {
     McpResumeCursorLost: ThresholdAlert;
     /** Threshold: completed-after-cancellation findings per service over `findingsWindow`. */
     McpCompletedAfterCancellation: ThresholdAlert;
+    /** Threshold: duplicate-execution findings (2026-07-28 era) per service over `findingsWindow`. */
+    McpDuplicateExecution: ThresholdAlert;
+    /** Threshold: possible-duplicate-execution findings (2026-07-28 era) per service over `findingsWindow`. */
+    McpPossibleDuplicateExecution: ThresholdAlert;
     /** Threshold: conflicting terminals per MCP server over `findingsWindow`. */
     McpServerConflictingTerminal: ThresholdAlert;
     /** Threshold: foreign replays per MCP server over `findingsWindow`. */
@@ -147,6 +151,18 @@ const DEFAULT_CONFIG: MonitoringConfig = {
       // Any: each one is a call the application was told failed while it ran to completion.
       threshold: 0,
       // A ticket, not a page: the harm (a retry running it twice) is the application's next move; 5m filters noise.
+      for: '5m',
+    },
+    McpDuplicateExecution: {
+      // Any: each one is a side effect that ran twice, the era's duplicate terminal.
+      threshold: 0,
+      // Pages fast, as a duplicate terminal does: the harm is done, and 1m rides out one odd evaluation.
+      for: '1m',
+    },
+    McpPossibleDuplicateExecution: {
+      // Any: a re-issue whose first attempt may have run; the detector already waited --reissue-settle for its fate.
+      threshold: 0,
+      // A ticket, not a page: the harm is not proven (the server may have stopped); 5m filters one-off noise.
       for: '5m',
     },
     McpServerConflictingTerminal: {

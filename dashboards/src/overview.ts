@@ -265,6 +265,21 @@ export function overviewDashboard(config: MonitoringConfig): dashboard.Dashboard
         at: { w: 8, h: 8 },
       }),
     )
+    .withPanel(
+      series({
+        id: 20,
+        title: 'Duplicate executions by service (2026-07-28 era)',
+        description:
+          'Calls re-issued after their response stream broke, where the server ran the first attempt to completion all ' +
+          'the same (duplicate_execution: the side effect ran twice) or no span told its fate (possible_duplicate_execution). ' +
+          'The successor of the replay loop once traffic leaves the session era. Alerts: McpDuplicateExecution, ' +
+          'McpPossibleDuplicateExecution.',
+        unit: 'cps',
+        queries: [{ expr: q.duplicateExecutions, legend: '{{service}} {{kind}}', exemplar: true }],
+        at: { w: 16, h: 8 },
+        stacked: true,
+      }),
+    )
     .withRow(row(102, 'Detection'))
     .withPanel(
       series({

@@ -95,6 +95,12 @@ export function overviewQueries(config: MonitoringConfig) {
     sessionEraShare:
       `sum by (${LABEL_SERVICE}) (${rate(METRIC_MCP_REQUESTS_TOTAL, `${service}, ${LABEL_ERA}="${ProtocolEra.SESSIONS}"`)})` +
       ` / sum by (${LABEL_SERVICE}) (${rate(METRIC_MCP_REQUESTS_TOTAL, service)})`,
+    // The 2026-07-28 era's successor of the replay loop: calls re-issued after a broken stream whose first
+    // attempt ran (duplicate_execution) or may have run (possible_duplicate_execution).
+    duplicateExecutions: `sum by (${LABEL_SERVICE}, ${LABEL_KIND}) (${rate(
+      METRIC_FINDINGS_TOTAL,
+      `${service}, ${LABEL_KIND}=~"${FindingKind.DUPLICATE_EXECUTION}|${FindingKind.POSSIBLE_DUPLICATE_EXECUTION}"`,
+    )})`,
     detectionLagP50: quantile(0.5, METRIC_DETECTION_LAG_SECONDS, detectors),
     detectionLagP99: quantile(0.99, METRIC_DETECTION_LAG_SECONDS, detectors),
   };

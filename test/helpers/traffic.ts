@@ -19,6 +19,11 @@ import type { LabServer, ScenarioName } from '@resumewatch/lab';
 import {
   ATTR_HTTP_RESPONSE_STATUS_CODE,
   ATTR_JSONRPC_REQUEST_ID,
+  ATTR_ERROR_TYPE,
+  ATTR_MCP_METHOD_NAME,
+  ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION,
+  ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID,
+  ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID,
   ATTR_MCP_REQUEST_TERMINAL_OBSERVED,
   ATTR_MCP_RESUME_EVIDENCE,
   ATTR_MCP_RESUME_OUTCOME,
@@ -32,6 +37,7 @@ import {
   ATTR_MCP_TERMINAL_FOREIGN,
   ATTR_SERVER_ADDRESS,
   ATTR_SERVICE_NAME,
+  ErrorType,
   ResumeEvidence,
   ResumeOutcome,
   SPAN_REQUEST_TERMINAL,
@@ -50,8 +56,15 @@ export const Service = {
   CURSOR_EVICTED: 'e2e-cursor-evicted',
   /** healthy: streaming tool calls and side effects answered once, no resume (runLoad). */
   HEALTHY: 'e2e-healthy',
-  /** Synthetic (serverDefectSpansBody): clients of two defective servers, a retracted empty replay, a listening resume. */
+  /**
+   * Synthetic (serverDefectSpansBody): clients of two defective servers, a retracted empty replay, a
+   * listening resume; and two 2026-07-28 calls re-issued after a broken stream, one whose first attempt
+   * the server completed all the same (duplicate_execution), one whose fate no span tells
+   * (possible_duplicate_execution, once the detector's --reissue-settle has passed).
+   */
   SERVER_DEFECTS: 'e2e-server-defects',
+  /** Synthetic: the MCP server of the 2026-07-28 calls of SERVER_DEFECTS, whose span tells the first attempt's fate. */
+  MODERN_SERVER: 'e2e-modern-server',
 } as const;
 
 /** server.address of the defective servers of serverDefectSpansBody. */
@@ -302,11 +315,48 @@ export function serverDefectSpansBody(round: number, nowMs = Date.now()): string
     }),
     span(SPAN_REQUEST_TERMINAL, 1, 50, { [ATTR_JSONRPC_REQUEST_ID]: '3', [ATTR_MCP_STREAM_ID]: 'post-6' }),
   ];
+  // The 2026-07-28 era: no session, a trace per request. Two first attempts whose streams broke, each
+  // re-issued; the server says it completed the first one after its stream closed.
+  const traceOf = (prefix: string) => prefix + (round + 1).toString(16).padStart(31, '0');
+  const request = (t: string, kind: number, offsetMs: number, attrs: Record<string, string | number | boolean>) => ({
+    ...span(SPAN_REQUEST_TERMINAL, kind, offsetMs, {}),
+    traceId: t,
+    name: 'tools/call side_effect',
+    attributes: otlpAttributes({ [ATTR_MCP_METHOD_NAME]: 'tools/call', ...attrs }),
+  });
+  const executedTwice = request(traceOf('a'), 3, 60, {
+    [ATTR_JSONRPC_REQUEST_ID]: 1,
+    [ATTR_ERROR_TYPE]: ErrorType.STREAM_BROKEN,
+  });
+  const fateUnknown = request(traceOf('c'), 3, 60, {
+    [ATTR_JSONRPC_REQUEST_ID]: 2,
+    [ATTR_ERROR_TYPE]: ErrorType.STREAM_BROKEN,
+  });
+  const reissueOf = (first: { traceId: string; spanId: string }) => ({
+    [ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID]: first.traceId,
+    [ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID]: first.spanId,
+  });
+  const modern = [
+    executedTwice,
+    fateUnknown,
+    request(traceOf('b'), 3, 70, { [ATTR_JSONRPC_REQUEST_ID]: 3, ...reissueOf(executedTwice) }),
+    request(traceOf('d'), 3, 70, { [ATTR_JSONRPC_REQUEST_ID]: 4, ...reissueOf(fateUnknown) }),
+  ];
+  const server = [
+    request(traceOf('a'), 2, 61, {
+      [ATTR_JSONRPC_REQUEST_ID]: 1,
+      [ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION]: true,
+    }),
+  ];
   return JSON.stringify({
     resourceSpans: [
       {
         resource: { attributes: otlpAttributes({ [ATTR_SERVICE_NAME]: Service.SERVER_DEFECTS }) },
-        scopeSpans: [{ scope: { name: TRACER_SCOPE }, spans }],
+        scopeSpans: [{ scope: { name: TRACER_SCOPE }, spans: [...spans, ...modern] }],
+      },
+      {
+        resource: { attributes: otlpAttributes({ [ATTR_SERVICE_NAME]: Service.MODERN_SERVER }) },
+        scopeSpans: [{ scope: { name: TRACER_SCOPE }, spans: server }],
       },
     ],
   });

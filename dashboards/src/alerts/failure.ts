@@ -100,6 +100,28 @@ were cancelled by the client (notifications/cancelled), and their result arrived
 server ran them to completion. The application was told the call failed; if it retries, the
 side effect runs twice.`,
           },
+          {
+            comment: `The 2026-07-28 era: no session and no resumption, a broken stream loses the request and the client
+re-issues it. The successor of the replay loop, paged like a duplicate terminal.`,
+            alert: 'McpDuplicateExecution',
+            expr: `${names.findings}{${LABEL_KIND}="${FindingKind.DUPLICATE_EXECUTION}"} > ${alerts.McpDuplicateExecution.threshold}`,
+            for: alerts.McpDuplicateExecution.for,
+            severity: 'critical',
+            summary: `MCP calls of {{ $labels.service }} executed twice after a broken stream`,
+            description: `{{ $value | printf "%.0f" }} request(s) in the last ${window} on service {{ $labels.service }}
+were re-issued after their response stream broke (2026-07-28 era), and the server ran the first
+attempt to completion all the same: its side effect ran twice.`,
+          },
+          {
+            alert: 'McpPossibleDuplicateExecution',
+            expr: `${names.findings}{${LABEL_KIND}="${FindingKind.POSSIBLE_DUPLICATE_EXECUTION}"} > ${alerts.McpPossibleDuplicateExecution.threshold}`,
+            for: alerts.McpPossibleDuplicateExecution.for,
+            severity: 'warning',
+            summary: `MCP calls of {{ $labels.service }} re-issued after a broken stream, first attempt's fate unknown`,
+            description: `{{ $value | printf "%.0f" }} request(s) in the last ${window} on service {{ $labels.service }}
+were re-issued after their response stream broke (2026-07-28 era), and no span of the server or
+the gateway told whether the first attempt stopped or completed: its side effect may have run twice.`,
+          },
         ],
       },
       {

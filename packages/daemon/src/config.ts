@@ -138,6 +138,13 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
     kind: 'int',
     help: 'span ids remembered to drop redelivered spans',
   },
+  {
+    key: 'reissueSettleMs',
+    flag: 'reissue-settle',
+    env: 'RESUMEWATCH_REISSUE_SETTLE',
+    kind: 'duration',
+    help: "wait after a re-issued request for its first attempt's fate (2026-07-28 era)",
+  },
   { key: 'host', flag: 'host', env: 'RESUMEWATCH_HOST', kind: 'string', help: 'address every listener binds to' },
   { key: 'port', flag: 'port', env: 'RESUMEWATCH_PORT', kind: 'port', help: 'OTLP/HTTP port (POST /v1/traces)' },
   {

@@ -22,6 +22,7 @@ import { Detector, type DetectorEvents, type DetectorInit, type Finding, type Sp
 import {
   T0,
   essence,
+  modernRequest,
   net,
   reattach,
   resume,
@@ -29,6 +30,7 @@ import {
   shuffle,
   span,
   terminal,
+  traceOf,
   type Req,
 } from './helpers/spans.js';
 
@@ -1025,5 +1027,194 @@ describe('detector core: order independence of the new rules', () => {
           .sort(),
       ).toEqual(reference);
     }
+  });
+});
+
+describe('detector core: duplicate execution (2026-07-28 era)', () => {
+  // The first attempt, its stream broken before the result; the re-issue, a new request of its own trace.
+  const first = modernRequest(T0, { trace: traceOf(1), request: 1, error: ErrorType.STREAM_BROKEN });
+  const reissue = modernRequest(T0 + 1000, { trace: traceOf(2), request: 2, reissueOf: first });
+  /** The server's span of the first attempt (another service, trace of the first attempt). */
+  const server = (completed: boolean, t = T0 + 50) =>
+    modernRequest(t, { trace: traceOf(1), kind: 2, service: 'mcp-server', completedAfterCancellation: completed });
+  const WINDOW = 60_000;
+
+  it('duplicate_execution: the server completed the first attempt after its stream broke, whichever span comes first', () => {
+    const completed = server(true, T0 + 50);
+    for (const order of [
+      [first, completed, reissue],
+      [reissue, completed, first],
+      [completed, reissue],
+      [reissue, completed],
+    ]) {
+      expect(run(order)).toEqual([
+        {
+          kind: FindingKind.DUPLICATE_EXECUTION,
+          service: 'client',
+          session_id: '',
+          request_id: '2',
+          trace_id: traceOf(2),
+          first_time_unix_ms: T0 + 50,
+          last_time_unix_ms: T0 + 1100,
+          span_ids: [first.spanId, completed.spanId, reissue.spanId],
+          first_trace_id: traceOf(1),
+        },
+      ]);
+    }
+  });
+
+  it('duplicate_execution from the gateway alone: its own span of the first attempt says the upstream completed it', () => {
+    const gatewayFirst = modernRequest(T0, {
+      trace: traceOf(3),
+      service: 'resumewatch-gateway',
+      error: ErrorType.STREAM_BROKEN,
+      completedAfterCancellation: true,
+    });
+    const gatewayReissue = modernRequest(T0 + 500, {
+      trace: traceOf(4),
+      service: 'resumewatch-gateway',
+      request: 9,
+      reissueOf: gatewayFirst,
+    });
+    for (const order of [
+      [gatewayFirst, gatewayReissue],
+      [gatewayReissue, gatewayFirst],
+    ]) {
+      expect(run(order)).toMatchObject([
+        {
+          kind: FindingKind.DUPLICATE_EXECUTION,
+          service: 'resumewatch-gateway',
+          request_id: '9',
+          trace_id: traceOf(4),
+          first_trace_id: traceOf(3),
+          span_ids: [gatewayFirst.spanId, gatewayReissue.spanId],
+        },
+      ]);
+    }
+  });
+
+  it('nothing after a server that stopped the first attempt, in any order, within the window or after it', () => {
+    const stopped = server(false);
+    for (const order of [
+      [first, stopped, reissue],
+      [reissue, stopped, first],
+    ]) {
+      expect(run(order, {}, T0 + 10 * WINDOW)).toEqual([]);
+      expect(run(order)).toEqual([]);
+    }
+  });
+
+  it("possible_duplicate_execution when no span tells the first attempt's fate within the window after the re-issue ended", () => {
+    const reissueEnd = reissue.endTimeUnixMs;
+    expect(run([first, reissue], {}, reissueEnd + WINDOW - 1)).toEqual([]);
+    const expected = [
+      {
+        kind: FindingKind.POSSIBLE_DUPLICATE_EXECUTION,
+        service: 'client',
+        session_id: '',
+        request_id: '2',
+        trace_id: traceOf(2),
+        first_time_unix_ms: reissue.startTimeUnixMs,
+        last_time_unix_ms: reissueEnd,
+        span_ids: [first.spanId, reissue.spanId],
+        first_trace_id: traceOf(1),
+      },
+    ];
+    expect(run([first, reissue], {}, reissueEnd + WINDOW)).toEqual(expected);
+    // The end of input: no more evidence will come.
+    expect(run([reissue])).toEqual(expected);
+    // The window is an option.
+    expect(run([reissue], { reissueSettleMs: 5000 }, reissueEnd + 5000)).toEqual(expected);
+  });
+
+  it('the fate that arrives within the window decides; completed wins over stopped; after the window the verdict stands', () => {
+    const o = observed();
+    o.d.ingest(reissue);
+    o.d.ingest(server(false));
+    o.d.advance(T0 + 2000);
+    // A second span of the first attempt's trace (the gateway's) says the upstream completed it all the same.
+    o.d.ingest(server(true, T0 + 60));
+    expect(kinds(o.findings)).toEqual([FindingKind.DUPLICATE_EXECUTION]);
+
+    const late = observed();
+    late.d.ingest(reissue);
+    late.d.advance(reissue.endTimeUnixMs + WINDOW);
+    late.d.ingest(server(true));
+    late.d.flush();
+    expect(kinds(late.findings)).toEqual([FindingKind.POSSIBLE_DUPLICATE_EXECUTION]);
+  });
+
+  it('a Multi Round-Trip round is never a re-issue, nor a server span, even when the first attempt completed', () => {
+    const round = modernRequest(T0 + 1000, { trace: traceOf(2), reissueOf: first, inputRound: true });
+    expect(run([first, server(true), round])).toEqual([]);
+    expect(run([round])).toEqual([]);
+    const serverSide = modernRequest(T0 + 1000, { trace: traceOf(2), reissueOf: first, kind: 2 });
+    expect(run([server(true), serverSide])).toEqual([]);
+  });
+
+  it('reports once per re-issue: copies of its spans, a second re-issue of the same attempt; each attempt on its own', () => {
+    const again = modernRequest(T0 + 3000, { trace: traceOf(5), request: 3, reissueOf: first });
+    const fs = run([reissue, { ...reissue }, server(true), server(true, T0 + 70), again, { ...reissue }]);
+    expect(fs.map((f) => [f.kind, f.request_id])).toEqual([[FindingKind.DUPLICATE_EXECUTION, '2']]);
+    const other = modernRequest(T0 + 200, { trace: traceOf(6), request: 6, error: ErrorType.STREAM_BROKEN });
+    const both = run([
+      reissue,
+      server(true),
+      modernRequest(T0 + 900, { trace: traceOf(7), request: 7, reissueOf: other }),
+    ]);
+    expect(both.map((f) => [f.kind, f.request_id])).toEqual([
+      [FindingKind.DUPLICATE_EXECUTION, '2'],
+      [FindingKind.POSSIBLE_DUPLICATE_EXECUTION, '7'],
+    ]);
+  });
+
+  it('ignores a re-issue link that is no trace id, and a span without its ids', () => {
+    const bad = modernRequest(T0 + 1000, { trace: traceOf(2), reissueOf: { ...first, traceId: 'short' } });
+    expect(run([bad])).toEqual([]);
+    expect(run([{ ...reissue, spanId: '' }])).toEqual([]);
+  });
+
+  it('the findings do not depend on arrival order (permutations)', () => {
+    const spans: SpanRecord[] = [first, reissue, server(true)];
+    const stoppedFirst = modernRequest(T0, { trace: traceOf(8), request: 8, error: ErrorType.STREAM_BROKEN });
+    spans.push(
+      stoppedFirst,
+      modernRequest(T0 + 900, { trace: traceOf(9), request: 9, reissueOf: stoppedFirst }),
+      modernRequest(T0 + 60, { trace: traceOf(8), kind: 2, service: 'mcp-server', completedAfterCancellation: false }),
+      modernRequest(T0 + 900, { trace: traceOf(10), request: 10, reissueOf: { ...first, traceId: traceOf(11) } }),
+      modernRequest(T0 + 950, { trace: traceOf(12), request: 12, reissueOf: first, inputRound: true }),
+    );
+    const reference = run(spans).map(essence).sort();
+    expect(reference.map((e) => JSON.parse(e)[0]).sort()).toEqual(
+      [FindingKind.DUPLICATE_EXECUTION, FindingKind.POSSIBLE_DUPLICATE_EXECUTION].sort(),
+    );
+    for (let seed = 1; seed <= 100; seed++) expect(run(shuffle(spans, seed)).map(essence).sort()).toEqual(reference);
+  });
+
+  it('bounded: first attempts past the cap evict the least recently touched, which settles as possible; retention releases', () => {
+    const o = observed({ maxRequests: 2 });
+    const attempts = [1, 2, 3].map((n) =>
+      modernRequest(T0 + n * 1000, {
+        trace: traceOf(100 + n),
+        request: n,
+        reissueOf: { ...first, traceId: traceOf(n) },
+      }),
+    );
+    for (const a of attempts) o.d.ingest(a);
+    expect(o.d.stats()).toMatchObject({ reissues: 2, evictions: 1 });
+    // The evicted re-issue could wait no longer for its first attempt's fate.
+    expect(o.findings.map((f) => [f.kind, f.request_id])).toEqual([[FindingKind.POSSIBLE_DUPLICATE_EXECUTION, '1']]);
+    o.d.ingest(modernRequest(T0, { trace: traceOf(2), kind: 2, completedAfterCancellation: true }));
+    expect(o.findings.map((f) => f.request_id)).toEqual(['1', '2']);
+    // A server span alone is kept for a re-issue to come, within the cap too: it evicts the re-issue of 3.
+    o.d.ingest(modernRequest(T0, { trace: traceOf(50), kind: 2, completedAfterCancellation: true }));
+    expect(o.d.stats()).toMatchObject({ reissues: 2, evictions: 2 });
+    o.d.advance(T0 + 20 * WINDOW);
+    expect(o.d.stats()).toMatchObject({ reissues: 0, released: 2 });
+    expect(o.findings.map((f) => [f.kind, f.request_id])).toEqual([
+      [FindingKind.POSSIBLE_DUPLICATE_EXECUTION, '1'],
+      [FindingKind.DUPLICATE_EXECUTION, '2'],
+      [FindingKind.POSSIBLE_DUPLICATE_EXECUTION, '3'],
+    ]);
   });
 });

@@ -28,6 +28,10 @@ import {
   SPAN_REQUEST_TERMINAL,
   SPAN_SESSION_REATTACH,
   ATTR_MCP_GUARD_ACTION,
+  ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION,
+  ATTR_MCP_REQUEST_INPUT_ROUND,
+  ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID,
+  ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID,
   GuardAction,
   SPAN_STREAM_RESUME,
   SpanReceivedResult,
@@ -37,6 +41,7 @@ import { hash32, hexWord } from './ids.js';
 import { DEFAULT_DETECTOR_OPTIONS, type DetectorInit, type DetectorOptions } from './options.js';
 import { isEvidencedEmptyReplay, resumeOutcome, statusOf } from './outcome.js';
 import { MAX_CORE_SERVICES, OTHER_SERVICE, UNKNOWN_SERVER, UNKNOWN_SERVICE } from './services.js';
+import { Fate, REPORTED, Reissues, SETTLED, type Reissue } from './reissues.js';
 import { NO_SLOT } from './slots.js';
 import { RequestTable, type ForcedStormEnd } from './table.js';
 import { readState, writeState, type DetectorCounts, type DetectorState } from './state-codec.js';
@@ -71,6 +76,8 @@ export class Detector {
   /** Services are interned to a small number; past MAX_CORE_SERVICES they share one, `other`'s. */
   private readonly services = new CappedLabels<string>(MAX_CORE_SERVICES, OTHER_SERVICE);
   private readonly openStorms = new Set<number>();
+  /** 2026-07-28 era: first attempts that were re-issued, or whose fate a server told, by trace id. */
+  private readonly reissues: Reissues;
   private readonly onFinding: ((finding: Finding) => void) | undefined;
   private readonly events: DetectorEvents | undefined;
   private readonly clock: () => number;
@@ -98,6 +105,7 @@ export class Detector {
     this.spanIds = new IdSet(options.dedupeCapacity);
     this.attemptStreams = new IdSet(options.dedupeCapacity);
     this.quietStreams = new IdSet(options.dedupeCapacity);
+    this.reissues = new Reissues(Math.max(1, options.maxRequests));
     this.onFinding = init.onFinding;
     this.events = init.events;
     this.clock = init.clock ?? Date.now;
@@ -183,6 +191,24 @@ export class Detector {
       this.releaseSlot(oldest, this.now > table.lastAttemptAt(oldest) + window ? undefined : StormEnd.DROPPED);
       this.counts.released++;
     }
+    this.advanceReissues(horizon);
+  }
+
+  /** Re-issues whose window has passed get their verdict; first attempts idle past retention leave. */
+  private advanceReissues(horizon: number): void {
+    const reissues = this.reissues;
+    for (const trace of reissues.pending) {
+      const entry = reissues.get(trace)!;
+      if (this.now >= entry.settlesAt) this.settleReissue(trace, entry);
+    }
+    // A re-issue still in its window was touched at its deadline or later: it is never past the horizon.
+    for (let trace = reissues.oldest(); trace !== undefined; trace = reissues.oldest()) {
+      const entry = reissues.get(trace)!;
+      if (!(entry.touchedAt < horizon)) break;
+      this.settleReissue(trace, entry);
+      reissues.delete(trace);
+      this.counts.released++;
+    }
   }
 
   /** advance() to the clock's time. */
@@ -193,6 +219,8 @@ export class Detector {
   /** End of input: ends and reports every open storm now, whatever the windows say. */
   flush(): void {
     for (const slot of this.openStorms) this.forceFinalize(slot, StormEnd.SHUTDOWN);
+    // No more evidence will come: a re-issue whose first attempt's fate is unknown is reported as such.
+    for (const trace of this.reissues.pending) this.settleReissue(trace, this.reissues.get(trace)!);
   }
 
   stats(): DetectorStats {
@@ -202,6 +230,7 @@ export class Detector {
       evictions: counts.evictions,
       released: counts.released,
       activeStorms: this.activeStorms(),
+      reissues: this.reissues.size,
       spans: { ...counts.spans },
     };
   }
@@ -219,6 +248,7 @@ export class Detector {
       services: this.services,
       openStorms: this.openStorms,
       table: this.table,
+      reissues: this.reissues,
       spanIds: this.spanIds,
       attemptStreams: this.attemptStreams,
       quietStreams: this.quietStreams,
@@ -235,6 +265,7 @@ export class Detector {
       options: this.options,
       services: this.services,
       table: this.table,
+      reissues: this.reissues,
       spanIds: this.spanIds,
       attemptStreams: this.attemptStreams,
       quietStreams: this.quietStreams,
@@ -350,7 +381,12 @@ export class Detector {
     const attrs = span.attributes;
     const era = protocolEra(attrs[ATTR_MCP_PROTOCOL_VERSION]);
     if (era !== undefined) this.events?.request(span.service || UNKNOWN_SERVICE, era);
+    const fate = attrs[ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION];
+    if (typeof fate === 'boolean') this.firstAttemptFate(span, fate);
     if (span.kind !== SPAN_KIND_CLIENT) return;
+    const reissueOf = attrs[ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID];
+    // A Multi Round-Trip round carries the answer the server asked for: the same call going on, not a re-issue.
+    if (typeof reissueOf === 'string' && attrs[ATTR_MCP_REQUEST_INPUT_ROUND] !== true) this.reissued(span, reissueOf);
     const error = attrs[ATTR_ERROR_TYPE];
     if (typeof error !== 'string' || !REQUEST_GIVEN_UP_ERRORS.includes(error)) return;
     const session = attrs[ATTR_MCP_SESSION_ID];
@@ -385,6 +421,79 @@ export class Detector {
       table.writeSpan(slot, 'cancelledSpan', hexWord(span.spanId, 0), hexWord(span.spanId, 8));
     }
     this.completedAfterCancellation(slot, span.traceId);
+  }
+
+  /**
+   * A request span of a first attempt's trace (a server's, or the gateway's, which sees the upstream
+   * finish) that says whether its handler went on to produce the result after the stream was closed.
+   * `completed` wins over `stopped`, whatever the order: it is the evidence that the work ran.
+   */
+  private firstAttemptFate(span: SpanRecord, completed: boolean): void {
+    if (span.traceId.length !== 32 || span.spanId.length !== 16 || !(span.startTimeUnixMs >= 0)) return;
+    if (!(span.endTimeUnixMs >= span.startTimeUnixMs)) return;
+    const entry = this.reissueEntry(span.traceId, span.endTimeUnixMs);
+    const fate = completed ? Fate.COMPLETED : Fate.STOPPED;
+    // Of two spans saying the same, the earlier one is kept, so that the finding is the same in any order.
+    if (fate > entry.fate || (fate === entry.fate && span.startTimeUnixMs < entry.fateStart)) {
+      entry.fate = fate;
+      entry.fateSpanId = span.spanId;
+      entry.fateStart = span.startTimeUnixMs;
+      entry.fateEnd = span.endTimeUnixMs;
+    }
+    this.duplicateExecution(span.traceId, entry);
+  }
+
+  /**
+   * A client request span that re-issues the request of trace `firstTrace` (its stream broke before
+   * the result). The first re-issue of an attempt counts; the same span again, or another re-issue of
+   * the same attempt, changes nothing. Its verdict waits for the first attempt's fate until
+   * `reissueSettleMs` after the re-issue ended.
+   */
+  private reissued(span: SpanRecord, firstTrace: string): void {
+    if (firstTrace.length !== 32 || span.traceId.length !== 32 || span.spanId.length !== 16) return;
+    if (!(span.startTimeUnixMs >= 0) || !(span.endTimeUnixMs >= span.startTimeUnixMs)) return;
+    const deadline = span.endTimeUnixMs + this.options.reissueSettleMs;
+    const entry = this.reissueEntry(firstTrace, deadline);
+    if (entry.service >= 0) return;
+    const attrs = span.attributes;
+    const session = attrs[ATTR_MCP_SESSION_ID];
+    const req = attrs[ATTR_JSONRPC_REQUEST_ID];
+    const firstSpan = attrs[ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID];
+    entry.service = this.services.idOf(span.service || UNKNOWN_SERVICE);
+    entry.sessionId = typeof session === 'string' ? session : '';
+    entry.requestId = typeof req === 'string' ? req : typeof req === 'number' ? String(req) : '';
+    entry.traceId = span.traceId;
+    entry.spanId = span.spanId;
+    entry.firstSpanId = typeof firstSpan === 'string' && firstSpan.length === 16 ? firstSpan : '';
+    entry.start = span.startTimeUnixMs;
+    entry.end = span.endTimeUnixMs;
+    entry.settlesAt = deadline;
+    this.reissues.pending.add(firstTrace);
+    this.duplicateExecution(firstTrace, entry);
+  }
+
+  /** The first attempt's entry, touched at `at` (or the detector's time, if later); the least recently touched makes room. */
+  private reissueEntry(trace: string, at: number): Reissue {
+    const reissues = this.reissues;
+    if (reissues.full(trace)) {
+      const oldest = reissues.oldest()!;
+      this.settleReissue(oldest, reissues.get(oldest)!);
+      reissues.delete(oldest);
+      this.counts.evictions++;
+    }
+    return reissues.touch(trace, at > this.now ? at : this.now);
+  }
+
+  /**
+   * The re-issue's window has passed (or its state has to go, or input ended): the fate known now is
+   * its verdict. Unknown: possible_duplicate_execution; stopped: nothing (a later `completed` still
+   * reports duplicate_execution while the entry is kept).
+   */
+  private settleReissue(trace: string, entry: Reissue): void {
+    this.reissues.pending.delete(trace);
+    if (entry.service < 0 || (entry.flags & SETTLED) !== 0) return;
+    entry.flags |= SETTLED;
+    if (entry.fate === Fate.UNKNOWN) this.possibleDuplicateExecution(trace, entry);
   }
 
   /** A resume (GET with Last-Event-ID) of the request's stream. */
@@ -679,6 +788,45 @@ export class Detector {
       table.readSpan(slot, 'cancelledSpan')!,
       table.firstTerminalSpanId(slot),
     ]);
+  }
+
+  /**
+   * duplicate_execution: a re-issued request whose first attempt ran to completion on the server after
+   * its stream broke (a span of the first attempt's trace said `completed_after_cancellation`), in
+   * whichever order the two spans came: the side effect ran twice. Once per re-issue.
+   */
+  private duplicateExecution(firstTrace: string, entry: Reissue): void {
+    if (entry.service < 0 || entry.fate !== Fate.COMPLETED || (entry.flags & REPORTED) !== 0) return;
+    this.emitReissue(FindingKind.DUPLICATE_EXECUTION, firstTrace, entry);
+  }
+
+  /**
+   * possible_duplicate_execution: a re-issued request whose first attempt's fate no span told within
+   * the window: it may have run twice. Reported when the window passes, once per re-issue.
+   */
+  private possibleDuplicateExecution(firstTrace: string, entry: Reissue): void {
+    if ((entry.flags & REPORTED) !== 0) return;
+    this.emitReissue(FindingKind.POSSIBLE_DUPLICATE_EXECUTION, firstTrace, entry);
+  }
+
+  /** A re-issue's finding: the re-issuing client's service and request, the first attempt's trace beside its own. */
+  private emitReissue(kind: FindingKind, firstTrace: string, entry: Reissue): void {
+    entry.flags |= REPORTED;
+    this.reissues.pending.delete(firstTrace);
+    if (!this.onFinding) return;
+    const fate = entry.fate === Fate.COMPLETED;
+    const ids = [entry.firstSpanId, fate ? entry.fateSpanId : '', entry.spanId].filter((id) => id.length > 0);
+    this.onFinding({
+      kind,
+      service: this.services.keyOf(entry.service)!,
+      session_id: entry.sessionId,
+      request_id: entry.requestId,
+      trace_id: entry.traceId,
+      first_time_unix_ms: fate ? Math.min(entry.fateStart, entry.start) : entry.start,
+      last_time_unix_ms: fate ? Math.max(entry.fateEnd, entry.end) : entry.end,
+      span_ids: uniq(ids),
+      first_trace_id: firstTrace,
+    });
   }
 
   /**

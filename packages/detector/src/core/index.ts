@@ -6,6 +6,7 @@ export {
   type DetectorCounts,
   type DetectorState,
   type IdGenerations,
+  type ReissueRows,
   type RequestRows,
 } from './state-codec.js';
 export { OTHER_SERVICE } from './services.js';

@@ -10,12 +10,21 @@ export interface DetectorOptions {
    * and out of order are still counted. 0 reports at the moment the storm ends.
    */
   settleMs: number;
-  /** Cap on tracked (service, session, request) states; the least recently touched is evicted. */
+  /**
+   * Cap on tracked (service, session, request) states, and apart on tracked first attempts of re-issues
+   * (2026-07-28 era); the least recently touched is evicted.
+   */
   maxRequests: number;
-  /** Ms without a span after which a request's state is released. */
+  /** Ms without a span after which a request's (or a re-issued first attempt's) state is released. */
   retentionMs: number;
   /** Span ids (and attempt stream ids) remembered for idempotency. */
   dedupeCapacity: number;
+  /**
+   * Ms after a re-issued request (2026-07-28 era) ended that the detector waits for a span of the first
+   * attempt's trace to say whether the server completed it; past it, the fate is unknown and the
+   * re-issue is reported as possible_duplicate_execution.
+   */
+  reissueSettleMs: number;
 }
 
 export const DEFAULT_DETECTOR_OPTIONS: DetectorOptions = {
@@ -25,6 +34,7 @@ export const DEFAULT_DETECTOR_OPTIONS: DetectorOptions = {
   maxRequests: 200_000,
   retentionMs: 600_000,
   dedupeCapacity: 100_000,
+  reissueSettleMs: 60_000,
 };
 
 export interface DetectorInit extends Partial<DetectorOptions> {

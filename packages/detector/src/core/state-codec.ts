@@ -12,14 +12,16 @@ import {
   type ColdField,
   type HotField,
 } from './request-schema.js';
+import { Fate, Reissues, emptyReissue, type Reissue } from './reissues.js';
 import { NO_SLOT } from './slots.js';
 import type { RequestTable } from './table.js';
 
 /**
  * Bumped whenever what a DetectorState holds changes meaning; a state of another format is not loaded.
  * 4: fields by the names of request-schema.ts, requests in LRU order, dedupe sets as their ids.
+ * 5: the re-issued first attempts of the 2026-07-28 era (`reissues`).
  */
-export const STATE_FORMAT = 4;
+export const STATE_FORMAT = 5;
 
 /** The detector's counters since it started (or since the state it was loaded from started). */
 export interface DetectorCounts {
@@ -60,6 +62,75 @@ export interface RequestRows {
   cold: Record<string, Float64Array | Uint32Array>;
 }
 
+/** In ReissueRows.services: an entry whose re-issue is not known yet, only its first attempt's fate. */
+const NO_REISSUE = 0xffffffff;
+
+/**
+ * The 2026-07-28 era's first attempts (reissues.ts), least recently touched first, one value per entry
+ * in each field: the first attempt's fate and the span that told it, and the client request that
+ * re-issued it.
+ */
+export interface ReissueRows {
+  /** The first attempts' trace ids: the entries' keys. */
+  firstTraceIds: string[];
+  /** Each first attempt's fate: 0 unknown, 1 stopped, 2 completed. */
+  fates: Uint32Array;
+  fateSpanIds: string[];
+  fateStarts: Float64Array;
+  fateEnds: Float64Array;
+  /** Index of the re-issue's service in DetectorState.services, NO_REISSUE when none is known. */
+  services: Uint32Array;
+  sessionIds: string[];
+  requestIds: string[];
+  traceIds: string[];
+  spanIds: string[];
+  /** The first attempt's request span as the re-issue named it ('' when none). */
+  firstSpanIds: string[];
+  starts: Float64Array;
+  ends: Float64Array;
+  settleTimes: Float64Array;
+  /** Bit 1: reported; bit 2: the window has passed. */
+  flags: Uint32Array;
+  touchedAt: Float64Array;
+}
+const REISSUE_FIELDS: readonly (keyof ReissueRows)[] = [
+  'firstTraceIds',
+  'fates',
+  'fateSpanIds',
+  'fateStarts',
+  'fateEnds',
+  'services',
+  'sessionIds',
+  'requestIds',
+  'traceIds',
+  'spanIds',
+  'firstSpanIds',
+  'starts',
+  'ends',
+  'settleTimes',
+  'flags',
+  'touchedAt',
+];
+/** Each field of ReissueRows: the entry's property it holds, and its type in the file. */
+const REISSUE_COLUMNS = {
+  fates: ['fate', Uint32Array],
+  fateSpanIds: ['fateSpanId', Array],
+  fateStarts: ['fateStart', Float64Array],
+  fateEnds: ['fateEnd', Float64Array],
+  sessionIds: ['sessionId', Array],
+  requestIds: ['requestId', Array],
+  traceIds: ['traceId', Array],
+  spanIds: ['spanId', Array],
+  firstSpanIds: ['firstSpanId', Array],
+  starts: ['start', Float64Array],
+  ends: ['end', Float64Array],
+  settleTimes: ['settlesAt', Float64Array],
+  flags: ['flags', Uint32Array],
+  touchedAt: ['touchedAt', Float64Array],
+} as const satisfies Partial<Record<keyof ReissueRows, readonly [keyof Reissue, unknown]>>;
+type ReissueColumn = keyof typeof REISSUE_COLUMNS;
+const REISSUE_COLUMN_NAMES = Object.keys(REISSUE_COLUMNS) as ReissueColumn[];
+
 /** Everything a Detector knows, as plain data: named fields, typed arrays and lists, no object layout. */
 export interface DetectorState {
   format: number;
@@ -70,6 +141,8 @@ export interface DetectorState {
   requests: RequestRows;
   /** The requests (indices into requests) with a storm not yet finalized, in the order they were reported. */
   openStorms: number[];
+  /** The re-issued first attempts of the 2026-07-28 era, and the first attempts whose fate a server told. */
+  reissues: ReissueRows;
   spanIds: IdGenerations;
   attemptStreams: IdGenerations;
   /** Streams of polls and continuations: their reattach span is no attempt, before a restart or after it. */
@@ -90,6 +163,7 @@ export interface DetectorParts {
   /** Slots of the storms not yet finalized, in the order they were reported. */
   openStorms: Iterable<number>;
   table: RequestTable;
+  reissues: Reissues;
   spanIds: IdSet;
   attemptStreams: IdSet;
   quietStreams: IdSet;
@@ -140,6 +214,7 @@ export function writeState(parts: DetectorParts): DetectorState {
       cold,
     },
     openStorms: [...parts.openStorms].map((slot) => indexOf.get(slot)!),
+    reissues: reissueRows(parts.reissues),
     spanIds: parts.spanIds.generations(),
     attemptStreams: parts.attemptStreams.generations(),
     quietStreams: parts.quietStreams.generations(),
@@ -176,10 +251,40 @@ export function readState(
   for (const field of PERSISTED_COLD)
     scatter(rows.cold[field]!, table.coldColumn(field), coldRows, wordsOf(field, table.ringSize));
   remapFlags(table.hotColumn('flags'), slots, rows.flagNames);
+  loadReissues(s.reissues, into.reissues);
   into.spanIds.load(s.spanIds.older, s.spanIds.newer);
   into.attemptStreams.load(s.attemptStreams.older, s.attemptStreams.newer);
   into.quietStreams.load(s.quietStreams.older, s.quietStreams.newer);
   return { now: s.now, counts: { ...s.counts }, openStorms: s.openStorms.map((i) => slots[i]!) };
+}
+
+/** The entries as columns by field, least recently touched first. */
+function reissueRows(reissues: Reissues): ReissueRows {
+  const entries = [...reissues.entries()];
+  const columns: Record<string, unknown> = {
+    firstTraceIds: entries.map(([trace]) => trace),
+    services: Uint32Array.from(entries, ([, e]) => (e.service < 0 ? NO_REISSUE : e.service)),
+  };
+  for (const name of REISSUE_COLUMN_NAMES) {
+    const [property, type] = REISSUE_COLUMNS[name];
+    const values = entries.map(([, e]) => e[property]);
+    columns[name] = type === Array ? values : new (type as Float64ArrayConstructor)(values as number[]);
+  }
+  return columns as unknown as ReissueRows;
+}
+
+/** The inverse of reissueRows, into an empty Reissues, the oldest first so that its order comes back. */
+function loadReissues(rows: ReissueRows, into: Reissues): void {
+  rows.firstTraceIds.forEach((trace, i) => {
+    const entry = emptyReissue();
+    const service = rows.services[i]!;
+    entry.service = service === NO_REISSUE ? -1 : service;
+    for (const name of REISSUE_COLUMN_NAMES) {
+      const [property] = REISSUE_COLUMNS[name];
+      (entry as unknown as Record<string, unknown>)[property] = (rows[name] as ArrayLike<unknown>)[i];
+    }
+    into.restore(trace, entry);
+  });
 }
 
 /** Copies each of `rows` (`words` values each) of the column into a dense array, in order. */
@@ -283,6 +388,7 @@ const STATE_FIELDS: readonly (keyof DetectorState)[] = [
   'services',
   'requests',
   'openStorms',
+  'reissues',
   'spanIds',
   'attemptStreams',
   'quietStreams',
@@ -308,7 +414,8 @@ function checked(state: unknown, into: Omit<DetectorParts, 'now' | 'counts' | 'o
   for (const [k, v] of Object.entries(into.options))
     if (options[k] !== v) fail(`state was kept with ${k}=${String(options[k])}, this detector has ${v}`);
   const { table } = into;
-  if (table.size > 0 || into.services.size > 0) fail('importState needs a detector that has seen no span');
+  if (table.size > 0 || into.services.size > 0 || into.reissues.size > 0)
+    fail('importState needs a detector that has seen no span');
   number(s.now, 'now');
   const counts = exactly(s.counts, COUNT_NAMES, 'counts');
   number(counts.evictions, 'counts.evictions');
@@ -358,12 +465,36 @@ function checked(state: unknown, into: Omit<DetectorParts, 'now' | 'counts' | 'o
   for (const i of s.openStorms as unknown[]) index(i, n, 'openStorms');
   if (new Set(s.openStorms).size !== s.openStorms.length) fail('state field openStorms names a request twice');
 
+  checkReissues(s.reissues, services.length, into.reissues.cap);
+
   for (const name of ['spanIds', 'attemptStreams', 'quietStreams'] as const) {
     const ids = idGenerations(s[name], name);
     if (!into[name].fits(ids.older) || !into[name].fits(ids.newer))
       fail(`state field ${name} does not fit a dedupe set of dedupeCapacity`);
   }
   return s as unknown as DetectorState;
+}
+
+function checkReissues(value: unknown, services: number, cap: number): void {
+  const rows = exactly(value, REISSUE_FIELDS, 'reissues');
+  const traces = strings(rows.firstTraceIds, 'reissues.firstTraceIds');
+  const n = traces.length;
+  if (n > cap) fail(`state holds ${n} re-issued first attempts, more than maxRequests ${cap}`);
+  if (new Set(traces).size !== n) fail('state field reissues.firstTraceIds names a trace twice');
+  for (const id of column(rows.services, Uint32Array, n, 'reissues.services'))
+    if (id !== NO_REISSUE) index(id, services, 'reissues.services');
+  for (const name of REISSUE_COLUMN_NAMES) {
+    const [, type] = REISSUE_COLUMNS[name];
+    if (type === Array) {
+      if (strings(rows[name], `reissues.${name}`).length !== n)
+        fail(`state field reissues.${name} is not a list of ${n} strings`);
+    } else {
+      column(rows[name], type as Float64ArrayConstructor | Uint32ArrayConstructor, n, `reissues.${name}`);
+    }
+  }
+  const fates = Object.values(Fate) as number[];
+  for (const fate of rows.fates as Uint32Array)
+    if (!fates.includes(fate)) fail(`state field reissues.fates holds an unknown fate ${fate}`);
 }
 
 function checkField(value: unknown, field: HotField | ColdField, rows: number, ringSize: number, what: string): void {

@@ -67,6 +67,11 @@ export interface Finding {
   stream_id?: string;
   /** conflicting_terminal (and foreign_replay when known): the stream whose terminal reached the application first. */
   first_stream_id?: string;
+  /**
+   * duplicate_execution, possible_duplicate_execution: the trace of the first attempt the request
+   * re-issued (`trace_id` is the re-issue's).
+   */
+  first_trace_id?: string;
   /** ambiguous_empty_replay, cursor_lost: how the resume was answered. */
   outcome?: ResumeOutcome;
   status_code?: number;
@@ -93,5 +98,7 @@ export interface DetectorStats {
   evictions: number;
   released: number;
   activeStorms: number;
+  /** First attempts of re-issued requests (2026-07-28 era) tracked, and those whose fate a server told. */
+  reissues: number;
   spans: Record<SpanReceivedResult, number>;
 }

@@ -6,6 +6,10 @@ import {
   ATTR_MCP_GUARD_ACTION,
   ATTR_MCP_METHOD_NAME,
   ATTR_MCP_REATTACH_ACCEPTED,
+  ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION,
+  ATTR_MCP_REQUEST_INPUT_ROUND,
+  ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID,
+  ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID,
   ATTR_MCP_REQUEST_TERMINAL_OBSERVED,
   ATTR_MCP_RESUME_EVIDENCE,
   ATTR_MCP_RESUME_OUTCOME,
@@ -37,6 +41,10 @@ export const DETECTOR_ATTRIBUTE_KEYS: readonly string[] = [
   ATTR_MCP_GUARD_ACTION,
   ATTR_MCP_METHOD_NAME,
   ATTR_MCP_REATTACH_ACCEPTED,
+  ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION,
+  ATTR_MCP_REQUEST_INPUT_ROUND,
+  ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID,
+  ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID,
   ATTR_MCP_REQUEST_TERMINAL_OBSERVED,
   ATTR_MCP_RESUME_EVIDENCE,
   ATTR_MCP_RESUME_OUTCOME,
@@ -54,8 +62,9 @@ export const DETECTOR_ATTRIBUTE_KEYS: readonly string[] = [
 
 /**
  * What the core reads of a span that is not a contract span (a request span): its method, its protocol
- * version (the era it counts under), whether the client gave the request up (its error type), and then
- * which request it was.
+ * version (the era it counts under), whether the client gave the request up (its error type), which
+ * request it was, and the 2026-07-28 era's re-issue evidence (the request it re-issues, whether it is a
+ * Multi Round-Trip round, and on a server's span whether the work completed after its stream closed).
  */
 export function isRequestSpanKey(key: string): boolean {
   return (
@@ -63,7 +72,11 @@ export function isRequestSpanKey(key: string): boolean {
     key === ATTR_ERROR_TYPE ||
     key === ATTR_MCP_SESSION_ID ||
     key === ATTR_JSONRPC_REQUEST_ID ||
-    key === ATTR_MCP_PROTOCOL_VERSION
+    key === ATTR_MCP_PROTOCOL_VERSION ||
+    key === ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID ||
+    key === ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID ||
+    key === ATTR_MCP_REQUEST_INPUT_ROUND ||
+    key === ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION
   );
 }
 

@@ -21,7 +21,17 @@ import {
   type Finding,
   type SpanRecord,
 } from '../../src/index.js';
-import { T0, reattach, resume, seedScenario, span, terminal, type Req } from '../helpers/spans.js';
+import {
+  T0,
+  modernRequest,
+  reattach,
+  resume,
+  seedScenario,
+  span,
+  terminal,
+  traceOf,
+  type Req,
+} from '../helpers/spans.js';
 
 /**
  * The codec is proven by behaviour: a detector fed part of a sequence, saved, loaded into a fresh
@@ -89,6 +99,21 @@ function openStorm(r: Req, t: number, attempts: number): SpanRecord[] {
   const out: SpanRecord[] = [terminal(r, t, 'A')];
   for (let i = 1; i <= attempts; i++) out.push(reattach(r, t + i * 500, `S${i}`, 'A'));
   return out;
+}
+
+/** A first attempt of the 2026-07-28 era whose stream broke, its re-issue, and what the server said of it (undefined: nothing). */
+function reissued(n: number, t: number, completed: boolean | undefined, serverFirst = false): SpanRecord[] {
+  const first = modernRequest(t, { trace: traceOf(n), request: n, error: ErrorType.STREAM_BROKEN });
+  const again = modernRequest(t + 1000, { trace: traceOf(1000 + n), request: `again-${n}`, reissueOf: first });
+  if (completed === undefined) return [first, again];
+  const server = modernRequest(t + 50, {
+    trace: traceOf(n),
+    kind: 2,
+    service: 'mcp-server',
+    completedAfterCancellation: completed,
+  });
+  // The server span ends after the re-issue when it comes first: the restart may fall between them.
+  return serverFirst ? [first, { ...server, endTimeUnixMs: t + 900 }, again] : [first, again, server];
 }
 
 const SEQUENCES: Sequence[] = [
@@ -166,6 +191,30 @@ const SEQUENCES: Sequence[] = [
       terminal(a, T0 + 400, 'L', true, { conflict: true, server: 'mcp.example' }),
     ],
     expects: [FindingKind.FOREIGN_REPLAY, FindingKind.CONFLICTING_TERMINAL],
+  },
+  {
+    name: 're-issues (2026-07-28 era): completed after its re-issue, completed before it, stopped, a fate that never comes, one pending at the end',
+    spans: [
+      ...reissued(1, T0, true),
+      ...reissued(2, T0 + 100, true, true),
+      ...reissued(3, T0 + 200, false),
+      ...reissued(4, T0 + 300, undefined),
+      // Past the window of the re-issue of 4: its verdict is reported while spans still come.
+      ...reissued(5, T0 + 120_000, true),
+      ...reissued(6, T0 + 130_000, undefined),
+    ],
+    expects: [FindingKind.DUPLICATE_EXECUTION, FindingKind.POSSIBLE_DUPLICATE_EXECUTION],
+  },
+  {
+    name: 're-issues past the cap and the retention: the oldest first attempt settles and leaves, across the restart',
+    spans: [
+      ...reissued(1, T0, undefined),
+      ...reissued(2, T0 + 100, false),
+      ...reissued(3, T0 + 200, true),
+      ...reissued(4, T0 + 900_000, undefined),
+    ],
+    init: { maxRequests: 3 },
+    expects: [FindingKind.DUPLICATE_EXECUTION, FindingKind.POSSIBLE_DUPLICATE_EXECUTION],
   },
   {
     name: 'the least recently touched request is evicted first, across the restart',
@@ -340,6 +389,8 @@ describe('state codec: refusals', () => {
   function state(init: DetectorInit = {}): DetectorState {
     const d = new Detector(init);
     feed(d, seedScenario(a, 3));
+    // A pending re-issue of the 2026-07-28 era, of the same service.
+    feed(d, reissued(1, T0 + 10_000, undefined));
     return saved(d);
   }
 
@@ -435,6 +486,30 @@ describe('state codec: refusals', () => {
       'a mistyped count',
       (s) => ({ ...s, counts: { ...s.counts, spans: { ...s.counts.spans, [SpanReceivedResult.ACCEPTED]: '3' } } }),
       `state field counts.spans.${SpanReceivedResult.ACCEPTED} is not a number`,
+    ],
+    [
+      'an unknown fate of a re-issued first attempt',
+      (s) => {
+        s.reissues.fates[0] = 7;
+        return s;
+      },
+      'state field reissues.fates holds an unknown fate 7',
+    ],
+    [
+      'a re-issue of a service out of range',
+      (s) => {
+        s.reissues.services[0] = 3;
+        return s;
+      },
+      'state field reissues.services is not an index below 1',
+    ],
+    [
+      'a missing re-issue column',
+      (s) => {
+        delete (s.reissues as Partial<DetectorState['reissues']>).settleTimes;
+        return s;
+      },
+      'state has no field reissues.settleTimes',
     ],
     [
       'other options',

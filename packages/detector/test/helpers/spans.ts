@@ -24,6 +24,11 @@ import {
   ATTR_MCP_TERMINAL_FIRST_STREAM_ID,
   ATTR_MCP_TERMINAL_FOREIGN,
   ATTR_MCP_GUARD_ACTION,
+  ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION,
+  ATTR_MCP_REQUEST_INPUT_ROUND,
+  ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID,
+  ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID,
+  ATTR_ERROR_TYPE,
   ATTR_SERVER_ADDRESS,
   FindingRecord,
   GuardAction,
@@ -153,6 +158,48 @@ export function resume(r: Req, t: number, stream: string, from: string, o: Resum
   if (o.streamKind !== undefined) attrs[ATTR_MCP_STREAM_KIND] = o.streamKind;
   if (o.noRequest) delete attrs[ATTR_JSONRPC_REQUEST_ID];
   return span(SPAN_STREAM_RESUME, t, attrs, { service: r.service, kind: o.kind ?? 3 });
+}
+
+/** A 2026-07-28 era request span: no session, its own trace. */
+export interface ModernOpts {
+  trace: string;
+  request?: string | number;
+  service?: string;
+  /** OTLP kind: 3 client (the default), 2 server. */
+  kind?: SpanRecord['kind'];
+  /** The request span (trace and span) this one re-issues. */
+  reissueOf?: SpanRecord;
+  inputRound?: boolean;
+  error?: string;
+  /** mcp.request.completed_after_cancellation, on a server's or the gateway's span. */
+  completedAfterCancellation?: boolean;
+}
+
+/** A tools/call request span of the 2026-07-28 era from `t` to `t + 100`. */
+export function modernRequest(t: number, o: ModernOpts): SpanRecord {
+  const attrs: Record<string, AttributeValue> = {
+    [ATTR_MCP_METHOD_NAME]: 'tools/call',
+    [ATTR_JSONRPC_REQUEST_ID]: o.request ?? 1,
+  };
+  if (o.reissueOf !== undefined) {
+    attrs[ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID] = o.reissueOf.traceId;
+    attrs[ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID] = o.reissueOf.spanId;
+  }
+  if (o.inputRound !== undefined) attrs[ATTR_MCP_REQUEST_INPUT_ROUND] = o.inputRound;
+  if (o.error !== undefined) attrs[ATTR_ERROR_TYPE] = o.error;
+  if (o.completedAfterCancellation !== undefined)
+    attrs[ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION] = o.completedAfterCancellation;
+  const out = span('tools/call side_effect', t, attrs, {
+    trace: o.trace,
+    kind: o.kind ?? 3,
+    service: o.service ?? 'client',
+  });
+  return { ...out, endTimeUnixMs: t + 100 };
+}
+
+/** A trace id of its own for each number. */
+export function traceOf(n: number): string {
+  return n.toString(16).padStart(32, 'e');
 }
 
 /**
