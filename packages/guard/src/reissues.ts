@@ -1,11 +1,15 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { GuardAction, META_IDEMPOTENCY_KEY, ProtocolEra, protocolEra } from '@resumewatch/semconv';
-import { BrokenRequests, isInputRound, requestArgumentsDigest, requestTarget } from '@resumewatch/wire';
+import {
+  BrokenRequests,
+  isInputRound,
+  reissuableTarget,
+  requestArgumentsDigest,
+  requestTarget,
+  TOOLS_CALL_METHOD,
+} from '@resumewatch/wire';
 import type { JsonRpcRequest, RequestRecord, StreamEnd, WireRequest } from '@resumewatch/wire';
 import type { BrokenAttempt, ReissueReport } from './reports.js';
-
-/** The only method whose requests the guard gives an idempotency key: the one that runs side effects. */
-const METHOD_TOOLS_CALL = 'tools/call';
 
 /** What an application's own idempotency key is made from (`idempotencyKey` as a function). */
 export interface IdempotencyKeyCall {
@@ -83,7 +87,8 @@ export class ReissueTracker {
    * key of the broken attempt it re-issues, or a new one. Undefined for other methods.
    */
   idempotencyKeyFor(message: JsonRpcRequest): string | undefined {
-    if (message.method !== METHOD_TOOLS_CALL) return undefined;
+    // Only a tool call runs side effects: the only method whose requests get an idempotency key.
+    if (message.method !== TOOLS_CALL_METHOD) return undefined;
     const carried = idempotencyKeyOf(message);
     if (carried !== undefined) return carried;
     if (!isInputRound(message)) {
@@ -106,7 +111,7 @@ export class ReissueTracker {
     for (const record of request.requests) {
       const message = record.message;
       // Only a request that names its work can be re-issued (tools/call, prompts/get, resources/read).
-      if (message === undefined || record.target === undefined) continue;
+      if (message === undefined || reissuableTarget(message) === undefined) continue;
       const digest = this.digest(message);
       const idempotencyKey = idempotencyKeyOf(message);
       // A Multi Round-Trip round goes on with its call: it never re-issues one.

@@ -14,6 +14,13 @@ import type {
   WireResponse,
 } from '@resumewatch/wire';
 import {
+  BrokenRequests,
+  DEFAULT_REISSUE_WINDOW_MS,
+  isInputRound,
+  reissuableTarget,
+  requestArgumentsDigest,
+} from '@resumewatch/wire';
+import {
   ATTR_HTTP_REQUEST_METHOD,
   ATTR_HTTP_RESPONSE_STATUS_CODE,
   ATTR_JSONRPC_REQUEST_ID,
@@ -62,7 +69,6 @@ import type { TracerSource } from './tracer-source.js';
 import type { RecorderStats } from './types.js';
 import { HeldPolls } from './held-polls.js';
 import { createIdRecorder } from './id-policy.js';
-import { BrokenRequests, DEFAULT_REISSUE_WINDOW_MS, reissueFacts } from './reissue.js';
 
 export interface SpanRecorderOptions {
   tracer: TracerSource;
@@ -173,14 +179,14 @@ export class SpanRecorder implements WireListener {
   private openRequests = 0;
   private readonly digestKey: string | Uint8Array;
   /** This client's broken 2026-07-28 requests, by digest, awaiting their re-issue. */
-  private readonly broken: BrokenRequests;
+  private readonly broken: BrokenRequests<SpanContext>;
 
   constructor(options: SpanRecorderOptions) {
     this.tracer = options.tracer;
     this.observer = options.observer;
     this.requestTimeoutMs = options.requestTimeoutMs;
     this.digestKey = options.digestKey ?? createIdRecorder({ idPolicy: 'raw' }).digestKey;
-    this.broken = new BrokenRequests(options.reissueWindowMs ?? DEFAULT_REISSUE_WINDOW_MS);
+    this.broken = new BrokenRequests({ windowMs: options.reissueWindowMs ?? DEFAULT_REISSUE_WINDOW_MS });
   }
 
   stats(): RecorderStats {
@@ -333,15 +339,16 @@ export class SpanRecorder implements WireListener {
    */
   private reissueAttributes(attributes: Attributes, record: RequestRecord, stateless: boolean): Link[] | undefined {
     if (record.message === undefined) return undefined;
-    const { digest, inputRound } = reissueFacts(this.digestKey, record.message, record.target);
-    if (digest === undefined) return undefined;
+    // Only a request that names its work (tools/call, prompts/get, resources/read) can be re-issued.
+    if (reissuableTarget(record.message) === undefined) return undefined;
+    const digest = requestArgumentsDigest(record.message, this.digestKey);
     attributes[ATTR_MCP_REQUEST_ARGUMENTS_DIGEST] = digest;
     // A Multi Round-Trip round answers the server's input request: the same call going on, not a re-issue.
-    if (inputRound) {
+    if (isInputRound(record.message)) {
       attributes[ATTR_MCP_REQUEST_INPUT_ROUND] = true;
       return undefined;
     }
-    const first = stateless && this.broken.size > 0 ? this.broken.take(digest) : undefined;
+    const first = stateless ? this.broken.takeReissued(digest) : undefined;
     if (first === undefined) return undefined;
     attributes[ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID] = first.traceId;
     attributes[ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID] = first.spanId;
@@ -350,7 +357,7 @@ export class SpanRecorder implements WireListener {
 
   /** A 2026-07-28 request lost its stream before its result: its span ends, and it awaits its re-issue. */
   private broke(state: RequestState, type: string): void {
-    if (state.digest !== undefined) this.broken.broke(state.digest, state.spanContext);
+    if (state.digest !== undefined) this.broken.noteBroken(state.digest, state.spanContext);
     this.endRequest(state, type);
   }
 

@@ -41,8 +41,8 @@ export interface InstrumentFetchOptions extends IdPolicyOptions {
   /**
    * How long a 2026-07-28 request whose stream broke before its result (error type STREAM_BROKEN
    * or ABORTED) waits for its re-issue: a request of the same client with the same arguments digest
-   * within it gets ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID and _SPAN_ID. At most 10,000 broken requests are remembered. Default
-   * 300000 ms.
+   * within it gets ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID and _SPAN_ID. At most 10,000 broken requests are
+   * remembered. Default DEFAULT_REISSUE_WINDOW_MS of @resumewatch/wire (600000 ms), the guard's too.
    */
   reissueWindowMs?: number;
 }

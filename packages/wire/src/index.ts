@@ -12,6 +12,8 @@ export {
   canonicalJson,
   isInputRound,
   requestArgumentsDigest,
+  reissuableTarget,
+  TOOLS_CALL_METHOD,
 } from './reissue.js';
 export type { BrokenRequestsOptions } from './reissue.js';
 // The JSON-RPC helpers the instrumentation reads message bodies with; the rest of jsonrpc.ts is internal.

@@ -10,6 +10,20 @@ import type { JsonRpcRequest } from './jsonrpc.js';
  * same arguments. Requests are compared by a keyed digest of those three, never by their raw values.
  */
 
+/** The MCP method that runs a tool: the one whose re-issue repeats a side effect. */
+export const TOOLS_CALL_METHOD = 'tools/call';
+
+/** The methods whose requests name the work they ask for (a tool, a prompt, a resource): what can be re-issued. */
+const REISSUABLE_METHODS: ReadonlySet<string> = new Set([TOOLS_CALL_METHOD, 'prompts/get', 'resources/read']);
+
+/**
+ * The name of the work a request asks for (`Mcp-Name`: its tool, prompt or resource), when its method
+ * is one whose re-issue repeats that work; undefined for any other request (initialize, list calls, ...).
+ */
+export function reissuableTarget(request: JsonRpcRequest): string | undefined {
+  return REISSUABLE_METHODS.has(request.method) ? requestTarget(request) : undefined;
+}
+
 /** How long a broken request waits for its re-issue, unless the caller says otherwise: 10 min. */
 export const DEFAULT_REISSUE_WINDOW_MS = 600_000;
 
