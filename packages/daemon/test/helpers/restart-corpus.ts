@@ -14,8 +14,10 @@ import {
 import type { SpanRecord } from '@resumewatch/detector';
 import type { OtlpBatch } from './otlp-recording.js';
 import { otlpJson } from '../../../detector/test/helpers/otlp.js';
+import { createHash } from 'node:crypto';
 import {
   T0,
+  modernRequest,
   reattach,
   resume,
   seedScenario,
@@ -254,6 +256,32 @@ function corpusSpans(): Record<string, (service: string) => SpanRecord[]> {
       requestEnded(req(s, 3), T0 + 100, ErrorType.CANCELLED),
       requestEnded(req(s, 4), T0 + 100, ErrorType.CANCELLED),
     ],
+    /**
+     * 2026-07-28 re-issues of broken requests: the server completed the first attempt (duplicate
+     * execution), it stopped it (nothing), no span tells (possible duplicate execution, once the
+     * re-issue's evidence window has passed: after the restarts too). Traces of this sequence's own.
+     */
+    reissues: (s) => {
+      const trace = (n: number) =>
+        createHash('sha256').update(s).digest('hex').slice(0, 30) + n.toString(16).padStart(2, '0');
+      const first = (n: number) =>
+        modernRequest(T0 + n * 1000, { trace: trace(n), request: n, service: s, error: ErrorType.STREAM_BROKEN });
+      const fate = (n: number, completed: boolean) =>
+        modernRequest(T0 + n * 1000 + 50, {
+          trace: trace(n),
+          kind: 2,
+          service: `${s}/server`,
+          completedAfterCancellation: completed,
+        });
+      const reissue = (n: number) =>
+        modernRequest(T0 + n * 1000 + 500, {
+          trace: trace(n + 100),
+          request: n + 100,
+          service: s,
+          reissueOf: first(n),
+        });
+      return [first(1), fate(1, true), reissue(1), reissue(2), first(2), first(3), reissue(3), fate(3, false)];
+    },
     /** Server defects: a foreign replay into the listening stream, then the request's own copy flagged after it; a conflicting terminal. */
     'server-defects': (s) => [
       terminal(req(s, 1), T0, 'A'),
