@@ -68,6 +68,7 @@ import { ServerAttributes, addTargetAttributes, errorType, isToolError, nowMs, s
 import type { TracerSource } from './tracer-source.js';
 import type { RecorderStats } from './types.js';
 import { HeldPolls } from './held-polls.js';
+import { traceContextHeaders } from './trace-propagation.js';
 import { createIdRecorder } from './id-policy.js';
 
 export interface SpanRecorderOptions {
@@ -218,6 +219,13 @@ export class SpanRecorder implements WireListener {
     } catch (error) {
       diag.error('resumewatch: recording a request failed', error);
     }
+  }
+
+  /** The trace context of the request's span (its first request's, in a batch), for the server to continue. */
+  requestHeaders(req: WireRequest): Record<string, string> | undefined {
+    const first = req.requests[0];
+    const state = first === undefined ? undefined : this.requests.get(first);
+    return state === undefined ? undefined : traceContextHeaders(state.spanContext);
   }
 
   onRefused(req: WireRequest, error: unknown): void {

@@ -199,7 +199,7 @@ export class WireObserver {
     const request = this.begin(input, init);
     let response: Response;
     try {
-      response = await fetchImpl(input, init);
+      response = await fetchImpl(input, this.withAddedHeaders(request, input, init));
     } catch (error) {
       this.proxyFailed(request, error);
       throw error;
@@ -221,6 +221,37 @@ export class WireObserver {
     // Counted from here: a request in flight keeps its session from being released as closed.
     if (request.session) request.session.inFlight++;
     return request;
+  }
+
+  /**
+   * The headers the listeners add to a request before it leaves (`requestHeaders`): each listener's,
+   * unless the request's `headers` already carry one of them. A proxy that sends the request itself
+   * adds them to what it sends.
+   */
+  addedHeaders(request: WireRequest, headers: RequestInit['headers']): [string, string][] | undefined {
+    let added: [string, string][] | undefined;
+    for (const listener of this.listeners) {
+      const own = listener.requestHeaders?.(request);
+      if (own === undefined) continue;
+      const names = Object.keys(own);
+      if (names.length === 0 || names.some((name) => headerValue(headers, name) !== undefined)) continue;
+      for (const name of names) (added ??= []).push([name, own[name]!]);
+    }
+    return added;
+  }
+
+  /** The init to send the request with: its own, or a copy with the added headers (see addedHeaders). */
+  private withAddedHeaders(
+    request: WireRequest,
+    input: string | URL | Request,
+    init: RequestInit | undefined,
+  ): RequestInit | undefined {
+    const headers = init?.headers ?? (input instanceof Request ? input.headers : undefined);
+    const added = this.addedHeaders(request, headers);
+    if (added === undefined) return init;
+    const merged = new Headers(headers);
+    for (const [name, value] of added) merged.set(name, value);
+    return { ...init, headers: merged };
   }
 
   /**

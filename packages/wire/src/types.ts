@@ -226,6 +226,12 @@ export interface WireListener {
   readonly eventsWanted?: 'all' | 'deciding';
   /** Before the request leaves the process. Throwing refuses it: the fetch rejects with that error. */
   onRequest?(request: WireRequest): void;
+  /**
+   * Headers to add to the request as it leaves, after onRequest (the instrumentation's trace context,
+   * lower-case names). They are one piece: when the request already carries any of them (the
+   * application propagates its own), none is added.
+   */
+  requestHeaders?(request: WireRequest): Readonly<Record<string, string>> | undefined;
   /** A listener refused the request; nothing was sent. */
   onRefused?(request: WireRequest, error: unknown): void;
   onResponse?(request: WireRequest, response: WireResponse): void;

@@ -1,0 +1,120 @@
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { propagation } from '@opentelemetry/api';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { runScenario } from '@resumewatch/lab';
+import { ATTR_GEN_AI_TOOL_NAME, ATTR_MCP_METHOD_NAME } from '@resumewatch/semconv';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { instrumentMcpServer } from '../src/index.js';
+import { IDLE, WAIT, captureSpans, capturedFetch } from './helpers/spans.js';
+
+/**
+ * instrumentFetch carries its request span's context to the server (the global propagator's headers,
+ * W3C `traceparent` here), unless the application already sends one.
+ */
+
+const TOOL_CALL = JSON.stringify({
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'tools/call',
+  params: { name: 'echo', arguments: { text: 'hi' } },
+});
+
+/** A loopback server that answers every POST with a JSON result and keeps the `traceparent` it was sent. */
+async function recordingServer(): Promise<{ url: string; received: (string | undefined)[]; close(): Promise<void> }> {
+  const received: (string | undefined)[] = [];
+  const server = createServer((req, res) => {
+    received.push(req.headers.traceparent as string | undefined);
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ jsonrpc: '2.0', id: 1, result: { content: [] } }));
+    });
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    received,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
+const isCall = (tool: string) => (s: ReadableSpan) =>
+  s.attributes[ATTR_MCP_METHOD_NAME] === 'tools/call' && s.attributes[ATTR_GEN_AI_TOOL_NAME] === tool;
+
+describe('trace context propagation', () => {
+  beforeAll(() => propagation.setGlobalPropagator(new W3CTraceContextPropagator()));
+  afterAll(() => propagation.disable());
+
+  it('sends the request span as traceparent', async () => {
+    const server = await recordingServer();
+    try {
+      const { capture, fetch } = capturedFetch();
+      const response = await fetch(server.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: TOOL_CALL,
+      });
+      await response.text();
+      const span = await vi.waitFor(
+        () => capture.spans().find(isCall('echo')) ?? Promise.reject(new Error('none')),
+        WAIT,
+      );
+      const { traceId, spanId } = span.spanContext();
+      expect(server.received).toEqual([`00-${traceId}-${spanId}-01`]);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("leaves the application's own traceparent as it is", async () => {
+    const server = await recordingServer();
+    try {
+      const { fetch } = capturedFetch();
+      const own = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+      const response = await fetch(server.url, {
+        method: 'POST',
+        headers: [
+          ['content-type', 'application/json'],
+          ['Traceparent', own],
+        ],
+        body: TOOL_CALL,
+      });
+      await response.text();
+      expect(server.received).toEqual([own]);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("puts the real v2 server's span of each call in the client's trace, under the client's span", async () => {
+    const { capture: client, fetch } = capturedFetch({ requestTimeoutMs: 60_000 });
+    const server = captureSpans();
+    await runScenario('modern-broken-reissue', {
+      serverUrl: 'http://127.0.0.1:1/mcp',
+      fetch,
+      client: 'sdk-v2',
+      modernServer: {
+        decorateServer: (s) => instrumentMcpServer(s, { tracerProvider: server.provider, cancellationWaitMs: 5_000 }),
+      },
+    });
+    await vi.waitFor(() => expect(fetch.stats()).toEqual(IDLE), WAIT);
+    const sent = await vi.waitFor(() => {
+      const spans = client.spans().filter(isCall('charge'));
+      expect(spans).toHaveLength(2);
+      return spans;
+    }, WAIT);
+    const served = await vi.waitFor(() => {
+      const spans = server.spans().filter(isCall('charge'));
+      expect(spans).toHaveLength(2);
+      return spans;
+    }, WAIT);
+    const parent = (s: ReadableSpan) => `${s.spanContext().traceId}/${s.parentSpanContext?.spanId}`;
+    const own = (s: ReadableSpan) => `${s.spanContext().traceId}/${s.spanContext().spanId}`;
+    expect(served.map(parent).sort()).toEqual(sent.map(own).sort());
+  }, 30_000);
+});
