@@ -138,6 +138,9 @@ export class Forwarder {
         headers: { allow: 'POST, DELETE' },
       });
     }
+    // The gateway's request span as the upstream's parent (its `traceparent`), unless the client sent its own.
+    const traceContext = observer.addedHeaders(request, headers);
+    if (traceContext) headers.push(...traceContext);
     const timeout = setTimeout(
       () => controller.abort(abortReason(GatewayRefusal.UPSTREAM_TIMEOUT)),
       this.limits.upstreamTimeoutMs,
