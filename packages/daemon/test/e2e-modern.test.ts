@@ -2,7 +2,7 @@ import { propagation } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { instrumentFetch, instrumentMcpServer } from '@resumewatch/instrumentation';
-import type { BrokenAttempt, ReissueReport } from '@resumewatch/guard';
+import type { GuardOptions } from '@resumewatch/instrumentation';
 import { V2_SERVER_SCENARIO_NAMES, runScenario } from '@resumewatch/lab';
 import { FindingKind, ProtocolEra } from '@resumewatch/semconv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -19,6 +19,9 @@ import { waitFor } from '../../detector/test/helpers/wait.js';
 // request span's context (the W3C propagator, as the OpenTelemetry Node SDK registers it), so the
 // server's span of a first attempt is in that attempt's trace. The expected findings are the detector
 // README's table "The 2026-07-28 era on the lab".
+
+type BrokenAttempt = Parameters<NonNullable<GuardOptions['onStreamBroken']>>[0];
+type ReissueReport = Parameters<NonNullable<GuardOptions['onReissue']>>[0];
 
 /** The scenarios start their own v2 server: this URL is never called. */
 const UNUSED_LAB_URL = 'http://127.0.0.1:9/mcp';

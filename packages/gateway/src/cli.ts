@@ -1,4 +1,6 @@
 import { parseArgs } from 'node:util';
+import { propagation } from '@opentelemetry/api';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { ConfigError } from '@resumewatch/daemon';
 import { IdPolicyError } from '@resumewatch/instrumentation';
 import { GATEWAY_OPTION_SPECS, SHARED_OPTION_SPECS, gatewayArgs, resolveGatewayConfig } from './config.js';
@@ -60,6 +62,9 @@ async function run(argv: string[], stdout: NodeJS.WritableStream, stderr: NodeJS
   const { gateway: options, detector } = resolveGatewayConfig(parsed.values);
   if (options.port !== 0 && options.port === detector.metricsPort)
     throw new UsageError(`--port and --metrics-port are both ${options.port}; each listener needs its own port`);
+  // The process is the gateway's: its request span is the upstream's parent (W3C `traceparent`) when
+  // the client sent no trace context of its own.
+  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
   let gateway;
   try {
     gateway = await startGateway({ ...options, detector: { config: detector, output: stdout } });
