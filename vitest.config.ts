@@ -14,6 +14,10 @@ export default defineConfig({
       'alerts/test/**/*.test.ts',
       'test/**/*.test.ts',
     ],
+    // Most files wait on loopback servers, SDK clients and child processes rather than compute: on 2
+    // cores vitest's default (cores - 1 = one worker) runs them one after another. Four workers overlap
+    // the waits; the CPU-bound files are few. RESUMEWATCH_TEST_WORKERS overrides it (1 to debug a flake).
+    maxWorkers: Number(process.env.RESUMEWATCH_TEST_WORKERS) || 4,
     testTimeout: 30_000,
     hookTimeout: 30_000,
   },

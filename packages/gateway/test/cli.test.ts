@@ -1,6 +1,6 @@
 // The command as users run it: the built `resumewatch` CLI (`resumewatch gateway …`), in front of the
 // real lab MCP server over loopback, with the seed loop's client knowing only the gateway's address.
-import { spawn, spawnSync } from 'node:child_process';
+import { execFile, spawn, spawnSync } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { runScenario, startLabServer } from '@resumewatch/lab';
@@ -21,6 +21,19 @@ function run(args: string[], env: NodeJS.ProcessEnv = {}) {
     timeout: 20_000,
   });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** `run`, without blocking: the usage errors' processes start side by side. */
+function runAsync(args: string[], env: NodeJS.ProcessEnv = {}): Promise<ReturnType<typeof run>> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [CLI, ...args],
+      { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 20_000 },
+      (error, stdout, stderr) =>
+        resolve({ status: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr }),
+    );
+  });
 }
 
 /** A one-line error: exit 2, one line on stderr, nothing on stdout. */
@@ -54,31 +67,25 @@ describe('resumewatch gateway (built CLI)', () => {
     expect(run(['--help']).stdout).toMatch(/resumewatch gateway --upstream URL/);
   });
 
-  it('bad input: exit 2 with one line saying what to fix', () => {
-    expectOneLine(run(['gateway']), /--upstream is required/);
-    expectOneLine(run(['gateway', '--upstream', 'not a url']), /--upstream: not a URL/);
-    expectOneLine(run(['gateway', '--upstream', 'ftp://x/']), /http:\/\/ or https:\/\//);
-    expectOneLine(run(['gateway', '--upstream', 'http://127.0.0.1:1/mcp', '--port', 'x']), /--port: not a port/);
-    expectOneLine(
-      run(['gateway', '--upstream', 'http://127.0.0.1:1/mcp', '--bogus']),
-      /Unknown option '--bogus'.*--help/,
-    );
-    expectOneLine(
-      run(['gateway', '--upstream', 'http://127.0.0.1:1/mcp', '--port', '9999', '--metrics-port', '9999']),
-      /--port and --metrics-port are both 9999/,
-    );
-    expectOneLine(
-      run(['gateway', '--upstream', 'http://127.0.0.1:1/mcp', '--id-policy', 'secret']),
-      /--id-policy: one of raw, hmac, omit/,
-    );
-    expectOneLine(
-      run(['gateway', '--upstream', 'http://127.0.0.1:1/mcp', '--upstream-ca', '/nonexistent.pem']),
-      /--upstream-ca: cannot read \/nonexistent.pem: ENOENT/,
-    );
-    expectOneLine(
-      run(['gateway'], { RESUMEWATCH_UPSTREAM: 'http://127.0.0.1:1/mcp', RESUMEWATCH_STREAM_IDLE_TIMEOUT: 'soon' }),
-      /RESUMEWATCH_STREAM_IDLE_TIMEOUT: not a duration/,
-    );
+  it('bad input: exit 2 with one line saying what to fix', async () => {
+    const upstream = ['gateway', '--upstream', 'http://127.0.0.1:1/mcp'];
+    const cases: [string[], RegExp, NodeJS.ProcessEnv?][] = [
+      [['gateway'], /--upstream is required/],
+      [['gateway', '--upstream', 'not a url'], /--upstream: not a URL/],
+      [['gateway', '--upstream', 'ftp://x/'], /http:\/\/ or https:\/\//],
+      [[...upstream, '--port', 'x'], /--port: not a port/],
+      [[...upstream, '--bogus'], /Unknown option '--bogus'.*--help/],
+      [[...upstream, '--port', '9999', '--metrics-port', '9999'], /--port and --metrics-port are both 9999/],
+      [[...upstream, '--id-policy', 'secret'], /--id-policy: one of raw, hmac, omit/],
+      [[...upstream, '--upstream-ca', '/nonexistent.pem'], /--upstream-ca: cannot read \/nonexistent.pem: ENOENT/],
+      [
+        ['gateway'],
+        /RESUMEWATCH_STREAM_IDLE_TIMEOUT: not a duration/,
+        { RESUMEWATCH_UPSTREAM: 'http://127.0.0.1:1/mcp', RESUMEWATCH_STREAM_IDLE_TIMEOUT: 'soon' },
+      ],
+    ];
+    const results = await Promise.all(cases.map(([args, , env]) => runAsync(args, env)));
+    results.forEach((r, i) => expectOneLine(r, cases[i]![1]));
   });
 
   it('a port in use: exit 2, one line naming the port and its flag', async () => {
