@@ -3,8 +3,9 @@ import { DEFAULT_CONFIG, OPTION_SPECS, type OptionSpec } from './config.js';
 import { DEFAULT_DETECTOR_OPTIONS } from '@resumewatch/detector';
 
 // Options come from config.ts's table, so a new option shows in the help (with its default) without an edit here.
-// analyze runs the detector alone: it takes the detector's options, serve takes all of them.
-export const isDetectorOption = (s: OptionSpec): boolean => s.key in DEFAULT_DETECTOR_OPTIONS;
+// analyze runs the detector alone: it takes the detector's options (and the evidence caps of its HTML
+// report), serve takes all of them.
+export const isAnalyzeOption = (s: OptionSpec): boolean => s.key in DEFAULT_DETECTOR_OPTIONS || s.analyze === true;
 
 export const COMMANDS = {
   serve: {
@@ -20,7 +21,7 @@ export const COMMANDS = {
     summary:
       'detect over recorded OTLP/JSON: one export request a line (a Collector file exporter) or one document; - reads stdin.\n' +
       'Field names in lowerCamelCase or snake_case. Exit 0: no finding; 1: findings; 2: bad input or usage.',
-    specs: () => OPTION_SPECS.filter(isDetectorOption),
+    specs: () => OPTION_SPECS.filter(isAnalyzeOption),
     flags: [
       ['--json', 'write the findings as one JSON object a line instead of the readable summary'],
       [
@@ -85,7 +86,7 @@ analyze exits 0 when there is no finding, 1 when there is one, 2 on bad input or
 Findings are written to stdout as one JSON object a line (serve, analyze --json).
 
 ${optionRows(OPTION_SPECS)}
-(analyze takes the detector's options: ${OPTION_SPECS.filter(isDetectorOption)
+(analyze takes the detector's options and the evidence caps: ${OPTION_SPECS.filter(isAnalyzeOption)
   .map((s) => `--${s.flag}`)
   .join(', ')}.)
 `;

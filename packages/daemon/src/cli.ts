@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
 import { logVerbosity, setLogVerbosity } from '@grpc/grpc-js';
-import { COMMANDS, USAGE, commandHelp, isDetectorOption, parseErrorText, type CommandName } from './cli-help.js';
+import { COMMANDS, USAGE, commandHelp, isAnalyzeOption, parseErrorText, type CommandName } from './cli-help.js';
 import { ConfigError, OPTION_SPECS, configArgs, resolveConfig, type ResumewatchConfig } from './config.js';
 import { AnalyzeInputError, analyzeFiles, formatSummary } from './doors/analyze.js';
 import { startServer } from './doors/serve.js';
@@ -85,11 +85,11 @@ async function main(argv: string[]): Promise<number> {
     return serve(config);
   }
   const serveOnly = OPTION_SPECS.find(
-    (s) => !isDetectorOption(s) && (values as Record<string, unknown>)[s.flag] !== undefined,
+    (s) => !isAnalyzeOption(s) && (values as Record<string, unknown>)[s.flag] !== undefined,
   );
   if (serveOnly)
     throw new UsageError(
-      `--${serveOnly.flag} is a serve option; analyze takes ${OPTION_SPECS.filter(isDetectorOption)
+      `--${serveOnly.flag} is a serve option; analyze takes ${OPTION_SPECS.filter(isAnalyzeOption)
         .map((s) => `--${s.flag}`)
         .join(', ')}, --json`,
     );

@@ -93,6 +93,8 @@ export interface OptionSpec {
   env: string;
   kind: Kind;
   help: string;
+  /** analyze takes it too, though the detector does not (the HTML report's evidence caps). */
+  analyze?: true;
 }
 
 export const OPTION_SPECS: readonly OptionSpec[] = [
@@ -285,7 +287,8 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
     flag: 'evidence-bytes',
     env: 'RESUMEWATCH_EVIDENCE_BYTES',
     kind: 'int',
-    help: 'bytes of timeline evidence kept for reported requests (the page at / draws it)',
+    help: 'bytes of timeline evidence kept for reported requests (the page at / and analyze --html draw it)',
+    analyze: true,
   },
   {
     key: 'evidenceWindowBytes',
@@ -293,6 +296,7 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
     env: 'RESUMEWATCH_EVIDENCE_WINDOW_BYTES',
     kind: 'int',
     help: 'bytes of recent spans kept for requests without a finding yet (their history, should one fire)',
+    analyze: true,
   },
 ];
 

@@ -93,6 +93,8 @@ export class DetectorMetrics implements DetectorEvents {
   private readonly spanResults = new Map<SpanReceivedResult, number>();
   /** `server` label values of server-defect counts, capped at maxServices like `service` (the rest: `other`). */
   private readonly servers: CappedLabels<string>;
+  /** The metrics another door added (addCollected), in the order added. */
+  private readonly added: { name: string; read: () => Iterable<readonly [Record<string, string>, number]> }[] = [];
 
   constructor(
     maxServices = DEFAULT_MAX_SERVICES,
@@ -131,6 +133,7 @@ export class DetectorMetrics implements DetectorEvents {
    * at each scrape, as (labels, value) pairs: counts kept as plain numbers by the door, never updated here.
    */
   addCollected(d: MetricDescriptor, read: () => Iterable<readonly [Record<string, string>, number]>): void {
+    this.added.push({ name: d.name, read });
     this.register(d, (metric) => {
       metric.reset();
       for (const [labels, value] of read()) {
@@ -138,6 +141,20 @@ export class DetectorMetrics implements DetectorEvents {
         else if (metric instanceof Gauge) metric.set(labels, value);
       }
     });
+  }
+
+  /**
+   * The added metrics' values now (the page's header shows them), read from the same `read` as a scrape:
+   * by metric name, each series as its label values joined by a space (empty without labels).
+   */
+  addedValues(): Record<string, Record<string, number>> {
+    const out: Record<string, Record<string, number>> = {};
+    for (const { name, read } of this.added) {
+      const series: Record<string, number> = {};
+      for (const [labels, value] of read()) series[Object.values(labels).join(' ')] = value;
+      out[name] = series;
+    }
+    return out;
   }
 
   /** The one registration of a metric: its object in each registry, each with the same collect(). */

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FindingKind, FindingRecord } from '@resumewatch/semconv';
@@ -129,5 +129,34 @@ describe('analyze', () => {
       .map((l) => (JSON.parse(l) as Finding).kind)
       .sort();
     expect(kinds).toEqual([FindingKind.DUPLICATE_TERMINAL, FindingKind.RESUME_AFTER_TERMINAL].sort());
+  });
+
+  it('CLI: --html takes the evidence caps; serve-only options are still refused', () => {
+    /** The data of the report `analyze --html` wrote with `caps`: its limits and the timelines it holds. */
+    const report = (caps: string[]) => {
+      const out = join(dir, `report-${caps.join('-') || 'default'}.html`);
+      const r = cli(['analyze', '--json', '--html', out, ...caps, files.seed]);
+      expect(r.status, r.stderr).toBe(1);
+      const json = /<script type="application\/json" id="page-data">(.*?)<\/script>/s.exec(
+        readFileSync(out, 'utf8'),
+      )![1]!;
+      const data = JSON.parse(json) as {
+        header: { limits: Record<string, number> };
+        timelines: Record<string, { events: unknown[] }>;
+      };
+      const timelines = Object.values(data.timelines);
+      expect(timelines).toHaveLength(1);
+      return { limits: data.header.limits, events: timelines[0]!.events.length };
+    };
+    const full = report([]);
+    // A cap of a few bytes keeps at most the newest event: the caps reached the report.
+    const tiny = report(['--evidence-bytes', '1', '--evidence-window-bytes', '2']);
+    expect(tiny.limits).toMatchObject({ evidenceBytes: 1, evidenceWindowBytes: 2 });
+    expect(full.events).toBeGreaterThan(1);
+    expect(tiny.events).toBeLessThanOrEqual(1);
+    expect(cli(['analyze', '--help']).stdout).toMatch(/--evidence-bytes[\s\S]*--evidence-window-bytes/);
+    const serveOnly = cli(['analyze', '--metrics-port', '1', files.seed]);
+    expect(serveOnly.status).toBe(2);
+    expect(serveOnly.stderr).toMatch(/--metrics-port is a serve option; analyze takes .*--evidence-bytes/);
   });
 });

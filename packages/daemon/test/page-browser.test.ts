@@ -4,13 +4,13 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { runLoad, runScenario } from '@resumewatch/lab';
-import { FindingKind, ROUTE_PAGE, TimelineMark } from '@resumewatch/semconv';
+import { FindingKind, ROUTE_PAGE } from '@resumewatch/semconv';
 import { toSpanRecord, type SpanRecord } from '@resumewatch/detector';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_CONFIG } from '../src/index.js';
 import { analyzeToHtml } from '../src/page/report.js';
-import { launchChromium, lowestContrast } from './helpers/browser.js';
+import { expectDuplicatesOnDistinctLanes, launchChromium, lowestContrast, timelineOf } from './helpers/browser.js';
 import { startRig, type Rig } from './helpers/lab-rig.js';
 import { otlpJson } from '../../detector/test/helpers/otlp.js';
 import { waitFor } from '../../detector/test/helpers/wait.js';
@@ -56,29 +56,6 @@ async function seedLoop(): Promise<{ rig: Rig; spans: SpanRecord[] }> {
     'the seed loop signature',
   );
   return { rig, spans };
-}
-
-/** Chooses the first finding of `kind` with the keyboard and returns the lanes of its timeline. */
-async function timelineOf(page: Page, kind: string): Promise<{ lane: string; marks: string[] }[]> {
-  await page.selectOption('#filter-kind', kind);
-  await page.focus('.finding');
-  await page.keyboard.press('Enter');
-  await page.waitForSelector('.lane');
-  return page.$$eval('.lane', (lanes) =>
-    lanes.map((l) => ({
-      lane: l.getAttribute('aria-label') ?? '',
-      marks: [...l.querySelectorAll('.ev.terminal')].map((e) => (e as unknown as Dataset).dataset.mark ?? ''),
-    })),
-  );
-}
-
-function expectDuplicatesOnDistinctLanes(lanes: { lane: string; marks: string[] }[]): void {
-  const duplicateLanes = lanes.filter((l) => l.marks.includes(TimelineMark.DUPLICATE)).map((l) => l.lane);
-  const liveLanes = lanes.filter((l) => l.marks.includes(TimelineMark.LIVE)).map((l) => l.lane);
-  expect(new Set(duplicateLanes).size).toBeGreaterThanOrEqual(2);
-  expect(duplicateLanes.length).toBe(new Set(duplicateLanes).size);
-  expect(liveLanes).toHaveLength(1);
-  expect(duplicateLanes).not.toContain(liveLanes[0]);
 }
 
 describe('the page in chromium', () => {

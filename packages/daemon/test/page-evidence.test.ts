@@ -96,6 +96,9 @@ describe('the page on the metrics port', () => {
   it('asks for the token as /findings does; the evidence is counted in /metrics', async () => {
     server = await startServer({ port: 0, grpcPort: false, metricsPort: 0, output: null, token: 't0k' });
     for (const path of [ROUTE_PAGE, ROUTE_PAGE_DATA]) expect((await get(path)).status).toBe(401);
+    // Without the token the page is its code alone, no data: it asks for the token (page-script.ts).
+    expect((await get(ROUTE_PAGE)).body).toContain('<script type="application/json" id="page-data">null</script>');
+    expect((await get(ROUTE_PAGE, 'wrong')).body).toContain('id="page-data">null</script>');
     const page = await get(ROUTE_PAGE, 't0k');
     expect(page.status).toBe(200);
     expect(page.body).toContain('<script type="application/json" id="page-data">');

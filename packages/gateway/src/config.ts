@@ -180,6 +180,8 @@ const SHARED_KEYS = new Set<keyof ResumewatchConfig>([
   'findingsMaxBytes',
   'maxIdBytes',
   'stdoutBufferBytes',
+  'evidenceBytes',
+  'evidenceWindowBytes',
 ]);
 export const SHARED_OPTION_SPECS = OPTION_SPECS.filter((s) => SHARED_KEYS.has(s.key));
 

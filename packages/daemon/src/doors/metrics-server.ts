@@ -27,6 +27,12 @@ function route(pipeline: Pipeline, config: ResumewatchConfig) {
     if (path === ROUTE_HEALTHZ) return text(res, 200, 'ok\n');
     if (!authorized(config.token, req.headers.authorization)) {
       res.setHeader('www-authenticate', 'Bearer');
+      // A browser cannot send the header when it opens the page: it gets the page without its data,
+      // which takes the token from its address's fragment and fetches the data with it.
+      if (path === ROUTE_PAGE) {
+        res.writeHead(401, { 'content-type': 'text/html; charset=utf-8', ...PAGE_HEADERS });
+        return void res.end(livePage(pipeline, config, false));
+      }
       return text(res, 401, 'missing or wrong bearer token\n');
     }
     if (path === ROUTE_FINDINGS) {

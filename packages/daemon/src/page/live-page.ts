@@ -15,12 +15,17 @@ export function livePageData(pipeline: Pipeline, config: ResumewatchConfig): Pag
     stats: pipeline.detector.stats(),
     eras: pipeline.metrics.eraCounts(),
     spansPerSecond: pipeline.rate.perSecond(),
+    door: pipeline.metrics.addedValues(),
     findings: pipeline.recent.newestFitting(),
     evidence: pipeline.evidence,
   });
 }
 
-/** The page at ROUTE_PAGE, with the data of now inline and fresh data from ROUTE_PAGE_DATA. */
-export function livePage(pipeline: Pipeline, config: ResumewatchConfig): string {
-  return renderPage(livePageData(pipeline, config), { title: PAGE_TITLE, dataPath: ROUTE_PAGE_DATA });
+/**
+ * The page at ROUTE_PAGE, with the data of now inline and fresh data from ROUTE_PAGE_DATA; without the
+ * data when the request was not authorized (the page then asks for the token and fetches with it).
+ */
+export function livePage(pipeline: Pipeline, config: ResumewatchConfig, authorized = true): string {
+  const data = authorized ? livePageData(pipeline, config) : null;
+  return renderPage(data, { title: PAGE_TITLE, dataPath: ROUTE_PAGE_DATA });
 }

@@ -21,6 +21,11 @@ export interface PageHeader {
   evidence: EvidenceStats;
   /** Each limit by its flag name: the value it runs under. */
   limits: Record<string, number>;
+  /**
+   * The metrics the door running the detector adds to /metrics (the gateway's exchanges, refusals and
+   * guard actions), as it counts them: by metric name, by label values. Empty for `serve` and a report.
+   */
+  door: Record<string, Record<string, number>>;
 }
 
 /** What the page shows, and what GET ROUTE_PAGE_DATA answers. */
@@ -42,6 +47,7 @@ export interface PageSources {
   stats: DetectorStats;
   eras: Record<ProtocolEra, number>;
   spansPerSecond: number | undefined;
+  door: Record<string, Record<string, number>>;
   /** Newest first, bounded. */
   findings: { findings: Finding[]; omitted: number };
   evidence: Evidence;
@@ -79,6 +85,7 @@ export function pageData(s: PageSources): PageData {
       eras: s.eras,
       evidence: s.evidence.stats(),
       limits,
+      door: s.door,
     },
     findings: s.findings.findings,
     omitted: s.findings.omitted,

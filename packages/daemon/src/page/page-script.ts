@@ -2,12 +2,19 @@
  * The page's script, inlined (no external asset; it runs the same from /, from a file:// report and
  * offline). It reads the data from a JSON script block, builds every element with textContent (never
  * HTML from data), and, on a live page, fetches the data again every few seconds. It only reads.
+ *
+ * A detector run with --token answers the page without its data (401) and the data only with the
+ * token: the page takes it once from its address's fragment (#token=…, which a browser never sends
+ * to a server, so no server or proxy log holds it), removes it from the address bar, keeps it in memory
+ * only, and sends it as the Authorization header of its data requests.
  */
 export const PAGE_SCRIPT = `
 (function () {
   'use strict';
+  /** Null when the detector asks for a token this page was served without: the data comes by fetch. */
   var data = JSON.parse(document.getElementById('page-data').textContent);
   var conf = JSON.parse(document.getElementById('page-config').textContent);
+  var token = tokenFromFragment();
   var filter = { kind: '', service: '', server: '' };
   var selected = null;
   var shownFindings = '';
@@ -23,6 +30,12 @@ export const PAGE_SCRIPT = `
     }
     (children || []).forEach(function (c) { if (c) el.appendChild(typeof c === 'string' ? document.createTextNode(c) : c); });
     return el;
+  }
+  function tokenFromFragment() {
+    var t = new URLSearchParams(location.hash.slice(1)).get('token');
+    if (t === null) return '';
+    history.replaceState(null, '', location.pathname + location.search);
+    return t;
   }
   function keyOf(f) { return JSON.stringify([f.service, f.session_id, f.request_id]); }
   function idOf(f) { return keyOf(f) + ' ' + f.kind + ' ' + f.first_time_unix_ms; }
@@ -60,6 +73,11 @@ export const PAGE_SCRIPT = `
       ['Era share (' + total + ' MCP requests)', total ? parts.join(', ') : 'no request seen'],
       ['Evidence', hd.evidence.requests + ' requests, ' + num(hd.evidence.bytes / 1024) + ' KiB'],
     ];
+    // The door's own counts (the gateway's refusals and guard actions), as its /metrics has them.
+    Object.keys(hd.door || {}).forEach(function (name) {
+      var series = hd.door[name], keys = Object.keys(series);
+      stats.push([name, keys.length ? keys.map(function (k) { return (k ? k + ': ' : '') + num(series[k]); }).join(', ') : 'none']);
+    });
     var dl = h('dl', { cls: 'stats' }, stats.map(function (s) { return h('div', null, [h('dt', { text: s[0] }), h('dd', { text: s[1] })]); }));
     var limits = h('details', { cls: 'limits' }, [h('summary', { text: 'Limits it runs under' }),
       h('p', null, Object.keys(hd.limits).map(function (k) { return h('span', null, [h('code', { text: k }), ' ' + num(hd.limits[k]) + '  ']); }))]);
@@ -158,23 +176,43 @@ export const PAGE_SCRIPT = `
   });
 
   function renderAll() { renderHeader(); renderFilters(); renderList(); renderDetail(); }
-  renderAll();
+  var HOW = 'Open this page as ' + location.origin + location.pathname + '#token=YOUR_TOKEN: the part after # stays in this browser, and the page sends it only as the Authorization header of its data requests.';
+  var timer = null;
+  function stop(message) {
+    if (timer !== null) clearInterval(timer);
+    timer = null;
+    document.getElementById('updates').textContent = message;
+  }
+  function renderLocked() {
+    document.getElementById('head').replaceChildren(h('h1', { text: conf.title }));
+    document.getElementById('findings').replaceChildren(h('li', { cls: 'empty', text: 'No data without the token.' }));
+    document.getElementById('detail').replaceChildren();
+  }
+  function refresh() {
+    fetch(conf.dataPath, { cache: 'no-store', headers: token ? { Authorization: 'Bearer ' + token } : {} }).then(function (r) {
+      if (r.status === 401) { stop((token ? 'The token was refused (401). ' : 'This detector asks for its bearer token (--token). ') + HOW); return null; }
+      if (!r.ok) { stop('Updates stopped (' + r.status + '); reload the page.'); return null; }
+      return r.json();
+    }).then(function (next) {
+      if (!next) return;
+      var first = data === null;
+      data = next;
+      if (first) return renderAll();
+      renderHeader();
+      var before = shownFindings;
+      renderFilters();
+      if ((JSON.stringify(data.findings.length) + (data.findings[0] ? idOf(data.findings[0]) : '')) !== before) renderList();
+      var e = current(), tl = e && data.timelines[keyOf(e.finding)];
+      if (!e || selected + ' ' + (tl ? tl.events.length + tl.dropped : 0) + ' ' + e.records.length !== shownDetail) renderDetail();
+    }, function () {});
+  }
+  if (data !== null) renderAll(); else renderLocked();
   if (conf.dataPath) {
-    var timer = setInterval(function () {
-      fetch(conf.dataPath, { cache: 'no-store' }).then(function (r) {
-        if (!r.ok) { clearInterval(timer); document.getElementById('updates').textContent = 'Updates stopped (' + r.status + '); reload the page.'; return null; }
-        return r.json();
-      }).then(function (next) {
-        if (!next) return;
-        data = next;
-        renderHeader();
-        var before = shownFindings;
-        renderFilters();
-        if ((JSON.stringify(data.findings.length) + (data.findings[0] ? idOf(data.findings[0]) : '')) !== before) renderList();
-        var e = current(), tl = e && data.timelines[keyOf(e.finding)];
-        if (!e || selected + ' ' + (tl ? tl.events.length + tl.dropped : 0) + ' ' + e.records.length !== shownDetail) renderDetail();
-      }, function () {});
-    }, conf.refreshMs);
+    if (data === null && !token) stop('This detector asks for its bearer token (--token). ' + HOW);
+    else {
+      if (data === null) refresh();
+      timer = setInterval(refresh, conf.refreshMs);
+    }
   }
 })();
 `;

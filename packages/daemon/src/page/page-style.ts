@@ -13,7 +13,7 @@ h1 { font-size: 1.25rem; margin: 0 0 8px; }
 h2 { font-size: 1.05rem; margin: 0 0 8px; }
 .stats { display: flex; flex-wrap: wrap; gap: 8px 20px; margin: 0; }
 .stats div { min-width: 8rem; }
-.stats dt { color: var(--muted); font-size: .8rem; }
+.stats dt { color: var(--muted); font-size: .8rem; overflow-wrap: anywhere; }
 .stats dd { margin: 0; font-weight: 600; font-variant-numeric: tabular-nums; }
 details.limits { margin-top: 6px; color: var(--muted); }
 details.limits code { color: var(--fg); }

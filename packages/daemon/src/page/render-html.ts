@@ -30,8 +30,10 @@ function escapeHtml(text: string): string {
 /**
  * The page: one self-contained HTML document (inline style and script, the data inline as JSON; nothing
  * fetched but the live page's own data path). Served at ROUTE_PAGE and written by `analyze --html`.
+ * Without data (null): the page a detector with --token answers without it, which fetches its data
+ * with the token it is given (page-script.ts).
  */
-export function renderPage(data: PageData, options: PageOptions): string {
+export function renderPage(data: PageData | null, options: PageOptions): string {
   const config = {
     title: options.title,
     dataPath: options.dataPath ?? null,

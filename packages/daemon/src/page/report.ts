@@ -68,6 +68,7 @@ function reportPage(
     stats,
     eras: metrics.eraCounts(),
     spansPerSecond: undefined,
+    door: {},
     findings: log.newestFitting(),
     evidence,
   });

@@ -1,4 +1,9 @@
+import { TimelineMark } from '@resumewatch/semconv';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { expect } from 'vitest';
+
+/** For tests of other packages, which reach playwright-core through this helper. */
+export type { Browser, Page };
 import { requireTools } from '../../../../test/helpers/required-tools.js';
 
 /** Debian's chromium, driven by playwright-core (Playwright's own browser download cannot work here). */
@@ -46,4 +51,30 @@ export async function lowestContrast(page: Page, selector: string): Promise<numb
     }
     return lowest;
   });
+}
+
+// The dataset of an element, in the callbacks of page.$$eval.
+type Dataset = { dataset: Record<string, string | undefined> };
+
+/** Chooses the first finding of `kind` with the keyboard and returns the lanes of its timeline. */
+export async function timelineOf(page: Page, kind: string): Promise<{ lane: string; marks: string[] }[]> {
+  await page.selectOption('#filter-kind', kind);
+  await page.focus('.finding');
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('.lane');
+  return page.$$eval('.lane', (lanes) =>
+    lanes.map((l) => ({
+      lane: l.getAttribute('aria-label') ?? '',
+      marks: [...l.querySelectorAll('.ev.terminal')].map((e) => (e as unknown as Dataset).dataset.mark ?? ''),
+    })),
+  );
+}
+
+export function expectDuplicatesOnDistinctLanes(lanes: { lane: string; marks: string[] }[]): void {
+  const duplicateLanes = lanes.filter((l) => l.marks.includes(TimelineMark.DUPLICATE)).map((l) => l.lane);
+  const liveLanes = lanes.filter((l) => l.marks.includes(TimelineMark.LIVE)).map((l) => l.lane);
+  expect(new Set(duplicateLanes).size).toBeGreaterThanOrEqual(2);
+  expect(duplicateLanes.length).toBe(new Set(duplicateLanes).size);
+  expect(liveLanes).toHaveLength(1);
+  expect(duplicateLanes).not.toContain(liveLanes[0]);
 }

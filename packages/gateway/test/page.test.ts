@@ -1,0 +1,159 @@
+import { join } from 'node:path';
+import { runScenario, startLabServer } from '@resumewatch/lab';
+import {
+  FindingKind,
+  GuardAction,
+  METRIC_GATEWAY_GUARD_ACTIONS_TOTAL,
+  METRIC_GATEWAY_REFUSALS_TOTAL,
+  ROUTE_PAGE,
+} from '@resumewatch/semconv';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startGateway, type RunningGateway } from '../src/index.js';
+import {
+  expectDuplicatesOnDistinctLanes,
+  launchChromium,
+  timelineOf,
+  type Browser,
+  type Page,
+} from '../../daemon/test/helpers/browser.js';
+import { gatewayMcpUrl, settleGateway, waitFor } from './helpers/e2e-rig.js';
+
+// The page on the gateway's metrics port, in a real browser (Debian's chromium): the unmodified seed
+// client runs through a gateway in front of the lab server, and the page draws what the gateway saw,
+// with the gateway's own counts in its header; with --token, the page takes the token from its address.
+
+const TIMEOUT = 60_000;
+/** Where screenshots go when RESUMEWATCH_SCREENSHOTS names a directory (docs/ for the README). */
+const SHOTS = process.env.RESUMEWATCH_SCREENSHOTS;
+
+let browser: Browser;
+beforeAll(async () => {
+  browser = await launchChromium();
+});
+afterAll(async () => {
+  await browser?.close();
+});
+const closers: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close().catch(() => undefined);
+});
+
+/** A lab server and a gateway in front of it (its detector's metrics port with `token`, if any). */
+async function labThrough(enforce: boolean, token?: string): Promise<{ gateway: RunningGateway; url: string }> {
+  const lab = await startLabServer({ retryIntervalMs: 50 });
+  closers.push(() => lab.close());
+  const gateway = await startGateway({
+    upstream: lab.url,
+    port: 0,
+    enforce,
+    requestTimeoutMs: 10_000,
+    detector: { config: { metricsPort: 0, token }, output: null },
+  });
+  closers.push(() => gateway.close());
+  return { gateway, url: gatewayMcpUrl(gateway, lab.url) };
+}
+
+/** The seed loop through the gateway, observed: settled once its signature is found. */
+async function seedLoopThrough(gateway: RunningGateway, url: string): Promise<void> {
+  await runScenario('seed-loop', { serverUrl: url, fetch: globalThis.fetch, maxReconnects: 10 });
+  await settleGateway(gateway);
+  await waitFor(
+    () => gateway.detector!.findings().some((f) => f.kind === FindingKind.SIGNATURE),
+    'the seed loop signature',
+  );
+}
+
+async function openPage(path: string): Promise<{ page: Page; errors: string[] }> {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  closers.push(() => page.close());
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto(path);
+  return { page, errors };
+}
+
+/** The header's value for a term (a stat's dt), as the page shows it. */
+const headerValue = (page: Page, term: string): Promise<string> =>
+  page.$$eval(
+    '.stats div',
+    (divs, t) => divs.find((d) => d.querySelector('dt')?.textContent === t)?.querySelector('dd')?.textContent ?? '',
+    term,
+  );
+
+describe("the page on the gateway's metrics port, in chromium", () => {
+  it(
+    'the seed loop through the gateway: the duplicate terminals on distinct lanes; the gateway counts in the header',
+    { timeout: TIMEOUT },
+    async () => {
+      const { gateway, url } = await labThrough(false);
+      await seedLoopThrough(gateway, url);
+      const { page, errors } = await openPage(`http://127.0.0.1:${gateway.detector!.metricsPort}${ROUTE_PAGE}`);
+      expectDuplicatesOnDistinctLanes(await timelineOf(page, FindingKind.DUPLICATE_TERMINAL));
+      // Observing, the gateway acted on nothing and refused nothing: the header says so.
+      expect(await headerValue(page, METRIC_GATEWAY_GUARD_ACTIONS_TOTAL)).toBe('none');
+      expect(await headerValue(page, METRIC_GATEWAY_REFUSALS_TOTAL)).toBe('none');
+      if (SHOTS) await page.screenshot({ path: join(SHOTS, 'page-gateway.png'), fullPage: true });
+      expect(errors).toEqual([]);
+    },
+  );
+
+  it(
+    "--enforce: the gateway's actions on the timeline and in the header (listening-replay, both replays dropped)",
+    { timeout: TIMEOUT },
+    async () => {
+      const { gateway, url } = await labThrough(true);
+      await runScenario('listening-replay', { serverUrl: url, fetch: globalThis.fetch, client: 'raw' });
+      await settleGateway(gateway);
+      await waitFor(() => gateway.detector!.findings().length > 0, 'the foreign_replay finding');
+      const { page, errors } = await openPage(`http://127.0.0.1:${gateway.detector!.metricsPort}${ROUTE_PAGE}`);
+      await page.selectOption('#filter-kind', FindingKind.FOREIGN_REPLAY);
+      await page.focus('.finding');
+      await page.keyboard.press('Enter');
+      await page.waitForSelector('.lane');
+      const acted = await page.$$eval('.ev.guard', (evs) => evs.map((e) => e.getAttribute('aria-label') ?? ''));
+      expect(acted.length).toBeGreaterThan(0);
+      for (const label of acted) expect(label).toContain(`guard ${GuardAction.DUPLICATE_TERMINAL_DROPPED}`);
+      expect(await headerValue(page, METRIC_GATEWAY_GUARD_ACTIONS_TOTAL)).toBe(
+        `${GuardAction.DUPLICATE_TERMINAL_DROPPED}: 2`,
+      );
+      expect(errors).toEqual([]);
+    },
+  );
+
+  it(
+    '--token: the page takes the token from its fragment, keeps it out of the address, fetches with it',
+    { timeout: TIMEOUT },
+    async () => {
+      const { gateway, url } = await labThrough(false, 's3cret');
+      await seedLoopThrough(gateway, url);
+      const base = `http://127.0.0.1:${gateway.detector!.metricsPort}${ROUTE_PAGE}`;
+
+      // Without the token: no data, and the page says how to give it.
+      const bare = await openPage(base);
+      await expect(bare.page.textContent('#updates')).resolves.toMatch(/asks for its bearer token.*#token=/);
+      expect(await bare.page.$$('.finding')).toHaveLength(0);
+      expect(await bare.page.content()).toContain('<script type="application/json" id="page-data">null</script>');
+
+      // A wrong token: refused, said so.
+      const wrong = await openPage(`${base}#token=nope`);
+      await wrong.page.waitForFunction(() => /refused \(401\)/.test(document.getElementById('updates')!.textContent!));
+      expect(await wrong.page.$$('.finding')).toHaveLength(0);
+
+      // The token: the data comes by fetch with it, the address no longer shows it.
+      const sent: (string | undefined)[] = [];
+      const good = await browser.newPage();
+      closers.push(() => good.close());
+      good.on('request', (r) => sent.push(r.headers().authorization));
+      await good.goto(`${base}#token=s3cret`);
+      expectDuplicatesOnDistinctLanes(await timelineOf(good, FindingKind.DUPLICATE_TERMINAL));
+      expect(good.url()).toBe(base);
+      expect(sent[0]).toBeUndefined();
+      expect(sent.slice(1)).toContain('Bearer s3cret');
+      expect(await good.textContent('#updates')).toBe('');
+      expect(bare.errors.concat(wrong.errors)).toEqual([]);
+    },
+  );
+});
+
+// The callbacks of page.waitForFunction run in the browser; the DOM names they use, declared for them alone.
+declare const document: { getElementById(id: string): { textContent: string | null } | null };
