@@ -7,6 +7,9 @@
 // lab-network-cut none; the lab servers, run under the same hook, report their server side. The gateway
 // service runs the built CLI (`resumewatch gateway`) in front of its lab server, and its client, a plain
 // lab client (no hook) through it, must show on the gateway's /findings what the table promises.
+// A 2026-07-28 lab client starts its own v2 server in process (no lab server): its client and server
+// spans both export, and it must show what the detector README's era table promises for client and
+// server spans together.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -15,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer } from '../packages/daemon/src/index.js';
 import type { RunningServer } from '../packages/daemon/src/index.js';
 import type { Finding } from '../packages/detector/src/index.js';
+import { V2_SERVER_SCENARIO_NAMES } from '../packages/lab/src/index.js';
 import { parseYaml, repoRoot, semconv } from './helpers/promql.js';
 import { freePort, waitFor, waitForAnswer } from './helpers/wait.js';
 
@@ -37,6 +41,10 @@ const services = compose.services;
 const isLab = (n: string, sub: string) => n.startsWith('lab-') && (services[n]!.command ?? []).includes(sub);
 const labServers = Object.keys(services).filter((n) => isLab(n, 'server'));
 const labClients = Object.keys(services).filter((n) => isLab(n, 'run'));
+const scenarioOf = (client: string): string => flag(services[client]!.command ?? [], 'run')!;
+/** The 2026-07-28 lab clients: their scenario starts its own v2 server in process. */
+const modernClients = labClients.filter((n) => (V2_SERVER_SCENARIO_NAMES as readonly string[]).includes(scenarioOf(n)));
+const sessionClients = labClients.filter((n) => !modernClients.includes(n));
 /** The lab server a client service talks to: the one whose network namespace it shares. */
 const serverOf = (client: string): string => services[client]!.network_mode!.replace(/^service:/, '');
 const detectorNames = Object.keys(services).filter((n) => n.startsWith('detector-'));
@@ -54,12 +62,15 @@ const gatewayClients = Object.keys(services).filter((n) => {
 const kinds = new Set<string>(semconv.FINDING_KINDS);
 
 /**
- * The detector README's table "On the lab, end to end": scenario → the finding kinds of its client
- * spans (the lab clients are what the register hook instruments; the lab server's are checked apart).
+ * A table of the detector README: scenario → the finding kinds of its second column. "On the lab, end
+ * to end" (`| scenario | client spans |`): the lab clients are what the register hook instruments, the
+ * lab server's spans are checked apart. "The 2026-07-28 era on the lab" (`| era scenario | client and
+ * server spans |`): the scenario's in-process v2 server exports with its client.
  */
-function promisedFindings(): Map<string, string[]> {
+function promisedFindings(header = '| scenario | client spans |'): Map<string, string[]> {
   const readme = readFileSync(join(repoRoot, 'packages/detector/README.md'), 'utf8');
-  const table = readme.slice(readme.indexOf('| scenario | client spans |'));
+  expect(readme, `the detector README has the table ${header}`).toContain(header);
+  const table = readme.slice(readme.indexOf(header));
   const lines = table.split('\n');
   const end = lines.findIndex((line) => !line.startsWith('|'));
   const rows = lines.slice(2, end);
@@ -99,7 +110,9 @@ function localise(
       .replace(CONTAINER_ROOT, `${repoRoot}/`)
       .replace(/^http:\/\/127\.0\.0\.1:8080\//, `http://127.0.0.1:${labPort}/`);
   });
-  const env: Record<string, string> = { ...(service.environment ?? {}) };
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(service.environment ?? {}))
+    env[name] = String(value).replace(CONTAINER_ROOT, `${repoRoot}/`);
   env.OTEL_EXPORTER_OTLP_ENDPOINT = otlpEndpoint;
   return { args, env };
 }
@@ -181,6 +194,7 @@ afterAll(async () => {
 
 describe('the lab services of docker-compose.yml, run locally', () => {
   const promised = promisedFindings();
+  const promisedModern = promisedFindings('| era scenario | client and server spans |');
   const endpoints: string[] = [];
   const labServerProcs = new Map<string, Proc>();
   /** Each gateway service's /metrics port here. */
@@ -227,7 +241,9 @@ describe('the lab services of docker-compose.yml, run locally', () => {
     for (const name of gatewayClients) start(name, localiseGatewayClient(services[name]!, listening), {});
     // The collector spreads sessions over the detectors; here each client service exports to one of them.
     labClients.forEach((name, i) => {
-      const { args, env } = localise(services[name]!, labPorts.get(serverOf(name))!, endpoints[i % endpoints.length]!);
+      // A 2026-07-28 client names no lab server: its scenario starts its own (the port is not used).
+      const labPort = modernClients.includes(name) ? 0 : labPorts.get(serverOf(name))!;
+      const { args, env } = localise(services[name]!, labPort, endpoints[i % endpoints.length]!);
       start(name, args, env);
     });
     // Each runs DURATION_S, then flushes; a client that does not end in time is named.
@@ -244,10 +260,25 @@ describe('the lab services of docker-compose.yml, run locally', () => {
 
   it('the compose file has detectors, a lab server and a client service for every scenario of the table', () => {
     expect(detectorNames.length).toBeGreaterThan(0);
-    const scenarios = labClients.map((n) => flag(services[n]!.command ?? [], 'run'));
+    const scenarios = sessionClients.map(scenarioOf);
     expect([...scenarios].sort()).toEqual([...promised.keys()].sort());
     expect(labServers).toContain('lab-server');
     for (const name of labClients) expect(services[name]!.command).toContain('--import');
+  });
+
+  it('has a 2026-07-28 lab client of the era table, on its own v2 server with both sides instrumented', () => {
+    expect(modernClients.length).toBeGreaterThan(0);
+    for (const name of modernClients) {
+      expect(promisedModern.has(scenarioOf(name)), `${name}: ${scenarioOf(name)} is in the era table`).toBe(true);
+      const service = services[name]!;
+      // No lab server to name or share a network with: the scenario starts its v2 server in process.
+      expect(flag(service.command ?? [], '--server'), name).toBeUndefined();
+      expect(service.network_mode, name).toBeUndefined();
+      // register instruments the client; the in-process v2 server gets instrumentMcpServer from this module.
+      expect(service.environment?.RESUMEWATCH_LAB_V2_SERVER_HOOK, name).toBe(
+        `${CONTAINER_ROOT}packages/instrumentation/dist/index.js`,
+      );
+    }
   });
 
   it('every lab client service ran its command to the end under the register hook', () => {
@@ -327,7 +358,7 @@ describe('the lab services of docker-compose.yml, run locally', () => {
     { timeout: 60_000 },
     async () => {
       const expected = new Map(
-        labClients.map((n) => [n, [...promised.get(flag(services[n]!.command ?? [], 'run')!)!].sort()]),
+        labClients.map((n) => [n, [...(promised.get(scenarioOf(n)) ?? promisedModern.get(scenarioOf(n))!)].sort()]),
       );
       expect(expected.get('lab-healthy')).toEqual([]);
       expect(expected.get('lab-network-cut')).toEqual([]);
@@ -343,6 +374,17 @@ describe('the lab services of docker-compose.yml, run locally', () => {
       expect(actual).toEqual(expected);
     },
   );
+
+  it("the 2026-07-28 client's re-issue is a duplicate_execution, and its exchanges count in the stateless era", () => {
+    for (const name of modernClients.filter((n) => scenarioOf(n) === 'modern-broken-reissue')) {
+      // The first attempt's fate comes from the in-process server's span, in the same trace: both sides exported.
+      expect(kindsOf(name), name).toContain(semconv.FindingKind.DUPLICATE_EXECUTION);
+      expect(kindsOf(name), name).not.toContain(semconv.FindingKind.POSSIBLE_DUPLICATE_EXECUTION);
+    }
+    // Only the 2026-07-28 clients speak without sessions: what the era share panels read.
+    const stateless = detectors.reduce((n, d) => n + d.metrics.eraCounts()[semconv.ProtocolEra.STATELESS], 0);
+    expect(stateless).toBeGreaterThan(0);
+  });
 
   it(
     'the lab server reports its replays and requests (instrumentEventStore, instrumentServerTransport)',

@@ -77,6 +77,8 @@ describe('docker-compose.yml', () => {
       'cursor-evicted',
       'sdk-error-resume',
       'healthy',
+      // The 2026-07-28 era: the v2 SDK client and its own v2 server in process.
+      'modern-broken-reissue',
     ]) {
       expect(scenarios).toContain(s);
     }
@@ -180,9 +182,17 @@ describe('docker-compose.yml', () => {
       expect(existsSync(join(repoRoot, 'packages/instrumentation/src/register.ts'))).toBe(true);
       expect(s.environment?.OTEL_EXPORTER_OTLP_ENDPOINT, name).toBe('http://otel-collector:4318');
       expect(s.environment?.OTEL_SERVICE_NAME, name).toBe(name);
-      // A client talks to the lab server whose network namespace it shares (lab-server-restart has its own).
+      // A client talks to the lab server whose network namespace it shares (lab-server-restart has its own);
+      // a 2026-07-28 client's scenario starts its own v2 server in process, and instruments it through
+      // the module RESUMEWATCH_LAB_V2_SERVER_HOOK names (register patches SDK 1.x servers only).
       const server = s.network_mode?.replace(/^service:/, '');
-      if (args.includes('run'))
+      if (flag(args, 'run')?.startsWith('modern-')) {
+        expect(s.network_mode, name).toBeUndefined();
+        expect(flag(args, '--server'), name).toBeUndefined();
+        const hook = s.environment?.RESUMEWATCH_LAB_V2_SERVER_HOOK;
+        expect(hook, name).toBe('/app/packages/instrumentation/dist/index.js');
+        expect(existsSync(join(repoRoot, 'packages/instrumentation/src/index.ts'))).toBe(true);
+      } else if (args.includes('run'))
         expect(flag(args, '--server'), name).toBe(
           `http://127.0.0.1:${flag(commandOf(services[server!]!), '--port')}/mcp`,
         );

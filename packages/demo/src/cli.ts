@@ -8,7 +8,8 @@ import { DEFAULT_CONFIG, htmlReportOfSpans } from '@resumewatch/daemon';
 import { runDemo } from './demo.js';
 import { formatRun } from './format.js';
 
-const USAGE = `resumewatch-demo: the MCP resumption failure detected, then prevented, against a lab server on loopback
+const USAGE = `resumewatch-demo: the MCP resumption failure detected, then prevented, against a lab server on loopback;
+then its 2026-07-28 successor, a re-issued call, detected and made harmless by an idempotency key
 
 usage: resumewatch-demo [--json]
 
@@ -43,7 +44,10 @@ async function main(): Promise<void> {
     process.exitCode = 2;
     return;
   }
-  if (!json) process.stderr.write('resumewatch-demo: running seed-loop twice against a lab server on loopback...\n');
+  if (!json)
+    process.stderr.write(
+      'resumewatch-demo: running seed-loop twice against a lab server on loopback, then modern-broken-reissue (2026-07-28)...\n',
+    );
   const runs = await runDemo();
   if (json) {
     process.stdout.write(`${JSON.stringify(runs.map(({ spans: _spans, ...run }) => run))}\n`);
@@ -55,7 +59,7 @@ async function main(): Promise<void> {
   const html = htmlReportOfSpans(
     runs.flatMap((r) => r.spans),
     DEFAULT_CONFIG,
-    'resumewatch demo: the seed loop, then the guard',
+    'resumewatch demo: the seed loop, then the guard; a 2026-07-28 re-issue',
   );
   await writeFile(report, html);
   process.stdout.write(`\nThe findings and each request's timeline, in your browser: ${pathToFileURL(report).href}\n`);

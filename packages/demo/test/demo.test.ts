@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { FindingKind, FindingRecord, StormEnd } from '@resumewatch/semconv';
+import { FindingKind, FindingRecord, ProtocolEra, StormEnd } from '@resumewatch/semconv';
 import { describe, expect, it } from 'vitest';
 import type { DemoRun } from '../src/index.js';
 
@@ -60,10 +60,37 @@ describe('resumewatch-demo (the built CLI that `pnpm start` runs)', () => {
     expect(refused.rejected).toMatch(/^InvalidResumptionError: request "1" is terminal/);
   });
 
+  it('its third act, 2026-07-28: the re-issue of a call the server finished is a duplicate_execution, and the idempotency key runs its side effect once', async () => {
+    const { stdout } = await run(process.execPath, [cli, '--json'], { timeout: 60_000 });
+    const runs = JSON.parse(stdout) as DemoRun[];
+    // The seed loop's two runs stay first, as before; the act is added after them.
+    expect(runs.map((r) => r.era)).toEqual([ProtocolEra.SESSIONS, ProtocolEra.SESSIONS, ProtocolEra.STATELESS]);
+    const modern = runs[2]!;
+    expect(modern.summary.scenario).toBe('modern-broken-reissue');
+    expect(modern.summary.details.protocolVersion).toBe('2026-07-28');
+    expect(modern.summary.sessionId).toBeUndefined();
+    // The server ran the first attempt after its stream closed; the re-issue carried its key and did not charge again.
+    expect(modern.summary.details.firstAttempt).toMatchObject({
+      serverOutcome: 'charged',
+      completedAfterCancellation: true,
+    });
+    expect(modern.summary.details.reissues).toBe(1);
+    expect((modern.summary.details.serverExecutions as Array<{ outcome: string }>).map((e) => e.outcome)).toEqual([
+      'charged',
+      'already_charged',
+    ]);
+    expect(modern.summary.sideEffectCount).toBe(1);
+    // Both sides' spans told the detector: the first attempt completed after cancellation, and was re-issued.
+    expect(modern.findings.map((f) => f.kind)).toEqual([FindingKind.DUPLICATE_EXECUTION]);
+    expect(modern.findings[0]).toMatchObject({ service: 'demo-client-2026-07-28', request_id: '1' });
+  });
+
   it('prints one count per request, the timeline of the loop, and says the guarded resume was refused', async () => {
     const { stdout, stderr } = await run(process.execPath, [cli], { timeout: 60_000 });
-    expect(stderr).toBe('resumewatch-demo: running seed-loop twice against a lab server on loopback...\n');
-    const [bare, guarded] = stdout.split(/^== /m).slice(1);
+    expect(stderr).toBe(
+      'resumewatch-demo: running seed-loop twice against a lab server on loopback, then modern-broken-reissue (2026-07-28)...\n',
+    );
+    const [bare, guarded, modern] = stdout.split(/^== /m).slice(1);
     // One count for the request, not "(1 duplicate(s))" on duplicate_terminal and "(3 duplicate(s))" on signature.
     expect(bare).toMatch(
       /^ {2}service=demo-client session=\S+ request=1 trace=[0-9a-f]{32}: 3 duplicate terminal deliveries, 4 resume\/reattach attempts$/m,
@@ -92,6 +119,13 @@ describe('resumewatch-demo (the built CLI that `pnpm start` runs)', () => {
       /reconnect 1 with Last-Event-ID \S+ \(after the terminal\) {2}-> {2}refused in the process, never sent \(InvalidResumptionError: request "1" is terminal\)$/m,
     );
     expect(guarded).toContain('  none: the stale resume never left the process, so nothing was replayed');
+
+    expect(modern).toMatch(/^modern-broken-reissue \(MCP 2026-07-28\)/);
+    expect(modern).toContain('  protocol version       2026-07-28 (no session, nothing to resume)');
+    expect(modern).toContain('  first attempt          its stream broke mid-call; the server finished it anyway');
+    expect(modern).toContain('  server executions      request 0: charged, request 1: already_charged');
+    expect(modern).toContain('  side effects           1');
+    expect(modern).toMatch(/^ {4}duplicate_execution +first_trace_id=[0-9a-f]{32}$/m);
   });
 
   it('`pnpm start` says it is building before the silent first tsc -b', () => {

@@ -4,11 +4,12 @@ import { COMMANDS, commandHelp, integer, parse, port, scenarioList, url, usage }
 import { startLabServer } from './lab-server.js';
 import type { LabServer } from './lab-server.js';
 import { runLoad } from './load.js';
+import { modernServerFromEnv } from './modern-server-hook.js';
 import type { LoadReport } from './load.js';
 import type { FetchLike } from './mcp-http-client.js';
 import { runScenario, scenarioClients } from './scenarios/index.js';
 import { SCENARIO_CLIENTS, isScenarioClient } from './scenarios/sdk-clients.js';
-import { SCENARIO_NAMES, formatSummary, isScenarioName } from './scenarios/summary.js';
+import { SCENARIO_NAMES, V2_SERVER_SCENARIO_NAMES, formatSummary, isScenarioName } from './scenarios/summary.js';
 import type { ScenarioName } from './scenarios/summary.js';
 import { formatRequestTimeline } from './timeline-format.js';
 import { RunTimeline } from './timeline.js';
@@ -56,6 +57,9 @@ async function serve(args: string[]): Promise<'serving' | void> {
   return 'serving';
 }
 
+/** The lab server URL of a scenario that starts its own server: never called. */
+const UNUSED_SERVER_URL = 'http://127.0.0.1:9/mcp';
+
 /** The URL of the last exchange that never got an HTTP answer: named in the one-line error. */
 let unreachableUrl: string | undefined;
 /** The control endpoint of the current run: the control calls (global fetch) are not noted one by one. */
@@ -91,8 +95,11 @@ async function run(args: string[]): Promise<void> {
   const clients = integer(values, 'clients', 1) ?? 1;
   const duration = integer(values, 'duration', 1) ?? 10;
   const progress = integer(values, 'progress') ?? 5;
-  const local = server === undefined ? await startLabServer() : undefined;
-  const serverUrl = server ?? local!.url;
+  // The 2026-07-28 scenarios start their own v2 server in process: no lab server to start or name.
+  const ownServer = (V2_SERVER_SCENARIO_NAMES as readonly string[]).includes(name);
+  const modernServer = ownServer ? await modernServerFromEnv() : undefined;
+  const local = server === undefined && !ownServer ? await startLabServer() : undefined;
+  const serverUrl = server ?? local?.url ?? UNUSED_SERVER_URL;
   runControlUrl = control ?? local?.controlUrl ?? new URL('/control', serverUrl).toString();
   const timeline = new RunTimeline();
   const options = {
@@ -101,12 +108,12 @@ async function run(args: string[]): Promise<void> {
     ...(control !== undefined ? { controlUrl: control } : local ? { controlUrl: local.controlUrl } : {}),
     ...(maxReconnects !== undefined ? { maxReconnects } : {}),
     ...(client !== undefined ? { client } : {}),
+    ...(modernServer ? { modernServer } : {}),
   };
   try {
     if (load) {
-      process.stderr.write(
-        `resumewatch-lab: ${name} with ${clients} client(s) for ${duration} s against ${serverUrl}\n`,
-      );
+      const against = ownServer ? 'its own v2 server in process' : serverUrl;
+      process.stderr.write(`resumewatch-lab: ${name} with ${clients} client(s) for ${duration} s against ${against}\n`);
       const report = await runLoad(name, {
         ...options,
         clients,

@@ -16,14 +16,19 @@ const FIRST_ATTEMPT_TIMEOUT_MS = 1500;
  * its first SSE event (the progress notification); closing the stream is the cancellation. The v2
  * SDK does not re-issue: the call fails with its request timeout, and the application re-issues the
  * same call (same tool, same arguments), as a real application would. `charge` ignores the abort
- * signal and charges anyway (two side effects); `charge_cancellable` stops (one).
+ * signal and charges anyway (two side effects); `charge_cancellable` stops (one). With the server's
+ * `idempotencyMetaKey`, `charge` becomes `charge_once`: a re-issue carrying the first attempt's key
+ * (the guard's `idempotencyKey`) does not charge again.
  */
 export async function runModernReissue(
   scenario: Extract<ScenarioName, 'modern-broken-reissue' | 'modern-honours-cancel'>,
-  tool: 'charge' | 'charge_cancellable',
+  scenarioTool: 'charge' | 'charge_cancellable',
   options: ResolvedScenarioOptions,
 ): Promise<ScenarioSummary> {
   const started = Date.now();
+  // A server that checks idempotency keys: the same charge behind the check, so a keyed re-issue is seen.
+  const tool =
+    scenarioTool === 'charge' && options.modernServer.idempotencyMetaKey !== undefined ? 'charge_once' : scenarioTool;
   const server = await startModernLabServer({ eras: 'modern-only', ...options.modernServer });
   const proxy = await startFaultProxy({ target: server.url });
   try {

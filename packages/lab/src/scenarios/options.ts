@@ -23,8 +23,12 @@ export interface ScenarioOptions {
    * compose services give the instrumentation, so that the deadline, not the DELETE, ends the wait.
    */
   resultWaitMs?: number;
-  /** The 2026-07-28 scenarios' own v2 lab server: `decorateServer` (e.g. to instrument its server side). */
-  modernServer?: Pick<ModernLabServerOptions, 'decorateServer'>;
+  /**
+   * The 2026-07-28 scenarios' own v2 lab server: `decorateServer` (e.g. to instrument its server side);
+   * `idempotencyMetaKey`, under which its `charge_once` reads a call's idempotency key (then
+   * `modern-broken-reissue` calls `charge_once`, the same charge behind the key check).
+   */
+  modernServer?: ModernServerOptions;
 }
 
 export interface ResolvedScenarioOptions {
@@ -34,8 +38,10 @@ export interface ResolvedScenarioOptions {
   maxReconnects: number;
   client: ScenarioClient;
   resultWaitMs: number;
-  modernServer: Pick<ModernLabServerOptions, 'decorateServer'>;
+  modernServer: ModernServerOptions;
 }
+
+export type ModernServerOptions = Pick<ModernLabServerOptions, 'decorateServer' | 'idempotencyMetaKey'>;
 
 export function resolveOptions(options: ScenarioOptions): ResolvedScenarioOptions {
   return {
