@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { InvalidResumptionError } from '@resumewatch/guard';
 import { GatewayRefusal, GuardAction } from '@resumewatch/semconv';
@@ -128,7 +129,11 @@ export class Forwarder {
     const observer = this.observation.observer;
     let request: WireRequest;
     try {
-      request = this.observation.begin(url.href, { method, headers, ...(body.byteLength > 0 ? { body } : {}) });
+      request = this.observation.begin(
+        url.href,
+        { method, headers, ...(body.byteLength > 0 ? { body } : {}) },
+        clientOf(req),
+      );
     } catch (e) {
       stopIdle();
       if (!(e instanceof InvalidResumptionError)) throw e;
@@ -300,4 +305,16 @@ function singleRequestId(body: Uint8Array): string | number | null {
 function describe(e: unknown): string {
   const err = e as { code?: string; cause?: { code?: string; message?: string }; message?: string };
   return err.code ?? err.cause?.code ?? err.message ?? String(e);
+}
+
+/**
+ * Who sent a request, as far as a proxy can tell: the peer's address and a digest of its credentials
+ * (never the credentials themselves). A 2026-07-28 request names no session, so this is what keeps one
+ * client's call from being taken for another client's re-issue. Clients behind one address with the
+ * same credentials share it.
+ */
+function clientOf(req: IncomingMessage): string {
+  const credentials = req.headers.authorization;
+  const who = credentials === undefined ? '' : createHash('sha256').update(credentials).digest('hex').slice(0, 16);
+  return `${req.socket.remoteAddress ?? ''} ${who}`;
 }

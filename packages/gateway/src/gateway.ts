@@ -97,6 +97,8 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
           onDuplicateTerminalDropped: () => counts.guardAction(GuardAction.DUPLICATE_TERMINAL_DROPPED),
           onConflictingTerminal: () => counts.guardAction(GuardAction.CONFLICTING_TERMINAL_REPORTED),
           onFailedResumption: () => counts.guardAction(GuardAction.RESUMPTION_FAILED_REPORTED),
+          // A gateway has no application to tell of a re-issue; its spans show the re-issue link.
+          reissues: false,
         }
       : undefined;
     const observation = observeExchanges({

@@ -15,8 +15,11 @@ export interface ObservationStats extends RecorderStats {
 /** The wire observer of every client's exchanges (with the span recorder and the guard on it). */
 export interface Observation {
   readonly observer: WireObserver;
-  /** A client's request, before it goes upstream (the observer's `proxyRequest`, counted). */
-  begin(url: string, init: RequestInit): WireRequest;
+  /**
+   * A client's request, before it goes upstream (the observer's `proxyRequest`, counted). `client`: who
+   * sent it (clientScope), so that a 2026-07-28 re-issue is matched among that client's requests only.
+   */
+  begin(url: string, init: RequestInit, client: string): WireRequest;
   /** Whether a body reached the client whole (the downstream response ended cleanly after it). */
   settleDelivery(stream: StreamRecord, delivered: boolean): void;
   stats(): ObservationStats;
@@ -51,9 +54,9 @@ export function observeExchanges(
   let exchanges = 0;
   return {
     observer,
-    begin(url, init) {
+    begin(url, init, client) {
       exchanges++;
-      return observer.proxyRequest(url, init);
+      return observer.proxyRequest(url, init, client);
     },
     settleDelivery: (stream, delivered) => observer.settleDelivery(stream, delivered),
     stats() {

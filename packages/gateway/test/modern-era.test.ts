@@ -60,3 +60,50 @@ it('modern-broken-reissue through the gateway: stream_broken, then the re-issue 
     await server.close();
   }
 }, 30_000);
+
+it('a re-issue is matched among the requests of one client: the same call from another client is not linked', async () => {
+  const server = await startModernLabServer({ eras: 'modern-only' });
+  const proxy = await startFaultProxy({ target: server.url });
+  const exporter = new InMemorySpanExporter();
+  const gateway = await startTestGateway(proxy.url, { spanProcessors: [new SimpleSpanProcessor(exporter)] });
+  // Two clients of one address, told apart by their credentials (the gateway keeps only a digest of them).
+  const as = (token: string): typeof fetch => {
+    return (input, init) => {
+      const headers = new Headers(init?.headers);
+      headers.set('authorization', `Bearer ${token}`);
+      return fetch(input, { ...init, headers });
+    };
+  };
+  try {
+    const url = gatewayMcpUrl(gateway, proxy.url);
+    const connect = (token: string) =>
+      connectSdkSession('sdk-v2', url, as(token), `gateway-modern-${token}`, { negotiation: 'auto' });
+    const [alice, bob] = [await connect('alice'), await connect('bob')];
+    const args = { key: `gateway-scope-${Date.now()}`, workMs: 300 };
+    proxy.armCut({ method: 'POST', afterEvents: 1 });
+    await alice.callTool('charge', args, { timeout: 1000, onprogress: () => undefined }).catch(() => undefined);
+    await bob.callTool('charge', args, { onprogress: () => undefined });
+    await alice.callTool('charge', args, { onprogress: () => undefined });
+    await Promise.all([alice.close(), bob.close()]);
+
+    const calls = await waitFor(() => {
+      const spans = exporter
+        .getFinishedSpans()
+        .filter((s) => s.name.startsWith('tools/call') && s.attributes[ATTR_GEN_AI_TOOL_NAME] === 'charge')
+        .sort((a, b) => a.startTime[0] - b.startTime[0] || a.startTime[1] - b.startTime[1]);
+      return spans.length === 3 && spans;
+    }, "the gateway's three charge spans");
+    const [broken, other, reissue] = calls as [ReadableSpan, ReadableSpan, ReadableSpan];
+    expect(broken.attributes[ATTR_ERROR_TYPE]).toBe(ErrorType.STREAM_BROKEN);
+    // The same call, the same digest, but another client's: not a re-issue of alice's.
+    expect(other.attributes[ATTR_MCP_REQUEST_ARGUMENTS_DIGEST]).toBe(
+      broken.attributes[ATTR_MCP_REQUEST_ARGUMENTS_DIGEST],
+    );
+    expect(other.attributes[ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID]).toBeUndefined();
+    expect(reissue.attributes[ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID]).toBe(broken.spanContext().spanId);
+  } finally {
+    await gateway.close();
+    await proxy.close();
+    await server.close();
+  }
+}, 30_000);

@@ -92,8 +92,11 @@ interface RequestState {
   sessionId: string | undefined;
   /** The exchange's 2026-07-28 era (its own version, not the client's): a stream that ends without the result loses it. */
   readonly stateless: boolean;
-  /** The request arguments digest (tools/call, prompts/get, resources/read). */
-  readonly digest: string | undefined;
+  /**
+   * Its key among broken requests awaiting their re-issue: the arguments digest (tools/call,
+   * prompts/get, resources/read), within its client's scope at a proxy.
+   */
+  readonly reissueKey: string | undefined;
 }
 
 /**
@@ -319,7 +322,7 @@ export class SpanRecorder implements WireListener {
     const target = record.target;
     addTargetAttributes(attributes, record.method, target);
     const stateless = protocolEra(req.protocolVersion) === ProtocolEra.STATELESS;
-    const links = this.reissueAttributes(attributes, record, stateless);
+    const links = this.reissueAttributes(attributes, req, record, stateless);
     const span = tracer.startSpan(
       mcpRequestSpanName(record.method, target),
       { kind: SpanKind.CLIENT, attributes, ...(links ? { links } : {}) },
@@ -332,7 +335,7 @@ export class SpanRecorder implements WireListener {
       timer: undefined,
       sessionId: req.sessionId,
       stateless,
-      digest: attributes[ATTR_MCP_REQUEST_ARGUMENTS_DIGEST] as string | undefined,
+      reissueKey: reissueKeyOf(req, attributes[ATTR_MCP_REQUEST_ARGUMENTS_DIGEST] as string | undefined),
     };
     state.timer = setTimeout(() => this.endRequest(state, ErrorType.TIMEOUT), this.requestTimeoutMs);
     state.timer.unref();
@@ -345,7 +348,12 @@ export class SpanRecorder implements WireListener {
    * The arguments digest, the input round, and (2026-07-28) the broken request of this client this one
    * re-issues: its span ids as attributes, and a link to it.
    */
-  private reissueAttributes(attributes: Attributes, record: RequestRecord, stateless: boolean): Link[] | undefined {
+  private reissueAttributes(
+    attributes: Attributes,
+    req: WireRequest,
+    record: RequestRecord,
+    stateless: boolean,
+  ): Link[] | undefined {
     if (record.message === undefined) return undefined;
     // Only a request that names its work (tools/call, prompts/get, resources/read) can be re-issued.
     if (reissuableTarget(record.message) === undefined) return undefined;
@@ -356,7 +364,7 @@ export class SpanRecorder implements WireListener {
       attributes[ATTR_MCP_REQUEST_INPUT_ROUND] = true;
       return undefined;
     }
-    const first = stateless ? this.broken.takeReissued(digest) : undefined;
+    const first = stateless ? this.broken.takeReissued(reissueKeyOf(req, digest)!) : undefined;
     if (first === undefined) return undefined;
     attributes[ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID] = first.traceId;
     attributes[ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID] = first.spanId;
@@ -365,7 +373,7 @@ export class SpanRecorder implements WireListener {
 
   /** A 2026-07-28 request lost its stream before its result: its span ends, and it awaits its re-issue. */
   private broke(state: RequestState, type: string): void {
-    if (state.digest !== undefined) this.broken.noteBroken(state.digest, state.spanContext);
+    if (state.reissueKey !== undefined) this.broken.noteBroken(state.reissueKey, state.spanContext);
     this.endRequest(state, type);
   }
 
@@ -742,4 +750,10 @@ export class SpanRecorder implements WireListener {
   private responseId(req: WireRequest): string {
     return `${this.prefix}-r${req.seq}`;
   }
+}
+
+/** A request's key among broken requests: its digest, prefixed with its client at a proxy (one recorder, many clients). */
+function reissueKeyOf(req: WireRequest, digest: string | undefined): string | undefined {
+  if (digest === undefined) return undefined;
+  return req.clientScope === undefined ? digest : `${req.clientScope}\n${digest}`;
 }

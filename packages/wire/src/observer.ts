@@ -210,8 +210,8 @@ export class WireObserver {
   }
 
   /** A request before it leaves: the listeners are told, and may refuse it (their error is thrown). */
-  private begin(input: string | URL | Request, init: RequestInit | undefined): WireRequest {
-    const request = this.describeRequest(input, init);
+  private begin(input: string | URL | Request, init: RequestInit | undefined, clientScope?: string): WireRequest {
+    const request = this.describeRequest(input, init, clientScope);
     try {
       for (const listener of this.listeners) listener.onRequest?.(request);
     } catch (error) {
@@ -306,7 +306,11 @@ export class WireObserver {
     }
   }
 
-  private describeRequest(input: string | URL | Request, init: RequestInit | undefined): WireRequest {
+  private describeRequest(
+    input: string | URL | Request,
+    init: RequestInit | undefined,
+    clientScope: string | undefined,
+  ): WireRequest {
     // fetch(request, init): init's headers replace the request's. Read in place, not copied.
     const headers = init?.headers ?? (input instanceof Request ? input.headers : undefined);
     const httpMethod = (init?.method ?? (input instanceof Request ? input.method : 'GET')).toUpperCase();
@@ -377,6 +381,7 @@ export class WireObserver {
       resume,
       reattach,
       startedAt,
+      clientScope,
     );
   }
 
@@ -442,8 +447,8 @@ export class WireObserver {
    * told; it throws what a listener refusing it threw (the guard's InvalidResumptionError). Then
    * `proxyFailed`, or `proxyResponse` and the body's chunks.
    */
-  proxyRequest(url: string, init: RequestInit): WireRequest {
-    return this.begin(url, init);
+  proxyRequest(url: string, init: RequestInit, clientScope?: string): WireRequest {
+    return this.begin(url, init, clientScope);
   }
 
   /** The proxy's request failed without a response. */
@@ -804,6 +809,7 @@ function newWireRequest(
   resume: ResumeInfo | undefined,
   reattach: ReattachInfo | undefined,
   startedAt: number,
+  clientScope: string | undefined,
 ): WireRequest {
   return {
     seq,
@@ -818,6 +824,7 @@ function newWireRequest(
     resume,
     reattach,
     startedAt,
+    clientScope,
     guardAction: undefined,
   };
 }
@@ -845,6 +852,7 @@ holdShape(new WireObserver());
       undefined,
       undefined,
       Date.now() + 0.5,
+      'held',
     ),
   );
 }

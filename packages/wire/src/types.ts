@@ -152,6 +152,12 @@ export interface WireRequest {
   readonly reattach: ReattachInfo | undefined;
   readonly startedAt: number;
   /**
+   * The client a proxy received this request from (set by a proxy door, `proxyRequest`): requests of
+   * different clients are never compared, so a re-issue (2026-07-28) is matched within one client's
+   * requests. Undefined for a fetch, whose observer serves one client.
+   */
+  readonly clientScope: string | undefined;
+  /**
    * What a deciding listener (the guard) did about this request: refused it, reported its resume
    * failed, or reported it re-issues a broken request (2026-07-28 era). Written only by a listener
    * added with `filters: true`, whose hooks run before any other listener's, so every other listener
