@@ -4,7 +4,7 @@ import { UsageError } from './cli-errors.js';
 import type { ModernLabServerOptions } from './modern/server.js';
 
 /** The environment variable naming the module whose `instrumentMcpServer` decorates the in-process v2 servers. */
-export const MODERN_SERVER_HOOK_ENV = 'RESUMEWATCH_LAB_V2_SERVER_HOOK';
+const MODERN_SERVER_HOOK_ENV = 'RESUMEWATCH_LAB_V2_SERVER_HOOK';
 
 type Decorate = NonNullable<ModernLabServerOptions['decorateServer']>;
 

@@ -1,14 +1,15 @@
 import type { TimelineEvent } from './timeline-event.js';
 
-/** The events held for one request: the first `head` it had, then the latest; `dropped` left out between. */
-export interface HeldTimeline {
-  events: TimelineEvent[];
+/** The items held for one request: the first `head` it had, then the latest; `dropped` left out between. */
+export interface Held<T> {
+  events: T[];
   bytes: number;
   dropped: number;
 }
+export type HeldTimeline = Held<TimelineEvent>;
 
-/** Bytes an event is counted for: about its JSON text, without making it (observed for every span). */
-function eventBytes(event: TimelineEvent): number {
+/** Bytes an event is counted for: about its JSON text, without making it. */
+export function eventBytes(event: TimelineEvent): number {
   let bytes = 72 + event.span_id.length + event.type.length;
   const attrs = event.attributes;
   for (const key in attrs) {
@@ -19,18 +20,20 @@ function eventBytes(event: TimelineEvent): number {
 }
 
 /**
- * Timelines by request, least recently touched first, within `maxBytes` in all: the oldest request goes
- * when a new event would pass the cap. A request holds at most `maxEvents`: its first `head` events (the
- * live stream and its terminal, where a loop starts) and the latest ones (how it goes on).
+ * Items (timeline events, or the spans they are made from) by request, least recently touched first,
+ * within `maxBytes` in all (each item counted for `bytesOf` it): the oldest request goes when a new item
+ * would pass the cap. A request holds at most `maxEvents`: its first `head` items (the live stream and
+ * its terminal, where a loop starts) and the latest ones (how it goes on).
  */
-export class HeldRequests {
-  private readonly byKey = new Map<string, HeldTimeline>();
+export class HeldRequests<T> {
+  private readonly byKey = new Map<string, Held<T>>();
   private total = 0;
 
   constructor(
     private readonly maxBytes: number,
     private readonly maxEvents: number,
     private readonly head: number,
+    private readonly bytesOf: (item: T) => number,
   ) {}
 
   get bytes(): number {
@@ -45,13 +48,13 @@ export class HeldRequests {
     return this.byKey.has(key);
   }
 
-  get(key: string): HeldTimeline | undefined {
+  get(key: string): Held<T> | undefined {
     return this.byKey.get(key);
   }
 
   /** Adds an event to the request's timeline (a new one if it had none), keeping the bounds. */
-  append(key: string, event: TimelineEvent): void {
-    const size = eventBytes(event);
+  append(key: string, event: T): void {
+    const size = this.bytesOf(event);
     if (size > this.maxBytes) return;
     let held = this.byKey.get(key);
     if (held) this.byKey.delete(key);
@@ -62,7 +65,7 @@ export class HeldRequests {
     this.total += size;
     if (held.events.length > this.maxEvents) {
       const [gone] = held.events.splice(this.head, 1);
-      const freed = eventBytes(gone!);
+      const freed = this.bytesOf(gone!);
       held.bytes -= freed;
       this.total -= freed;
       held.dropped++;
@@ -71,7 +74,7 @@ export class HeldRequests {
   }
 
   /** Takes the request's timeline out. */
-  take(key: string): HeldTimeline | undefined {
+  take(key: string): Held<T> | undefined {
     const held = this.byKey.get(key);
     if (!held) return undefined;
     this.byKey.delete(key);
@@ -80,10 +83,10 @@ export class HeldRequests {
   }
 
   /** Puts a timeline in (as the most recent), trimmed to the bounds. */
-  put(key: string, held: HeldTimeline): void {
+  put(key: string, held: Held<T>): void {
     this.take(key);
     while (held.events.length > this.maxEvents) {
-      held.bytes -= eventBytes(held.events.splice(this.head, 1)[0]!);
+      held.bytes -= this.bytesOf(held.events.splice(this.head, 1)[0]!);
       held.dropped++;
     }
     this.byKey.set(key, held);
@@ -109,7 +112,7 @@ export class HeldRequests {
     const held = this.byKey.get(keep);
     while (held && this.total > this.maxBytes && held.events.length > 1) {
       const index = Math.min(this.head, held.events.length - 1);
-      const freed = eventBytes(held.events.splice(index, 1)[0]!);
+      const freed = this.bytesOf(held.events.splice(index, 1)[0]!);
       held.bytes -= freed;
       this.total -= freed;
       held.dropped++;

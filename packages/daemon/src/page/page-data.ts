@@ -2,7 +2,6 @@ import { ProtocolEra } from '@resumewatch/semconv';
 import type { DetectorStats, Finding } from '@resumewatch/detector';
 import type { ResumewatchConfig } from '../config.js';
 import type { Evidence, EvidenceStats } from './evidence.js';
-import { findingKey } from './timeline-event.js';
 import { drawTimeline, type DrawnTimeline } from './timeline-view.js';
 
 /** Where the data comes from: a running detector, or recorded traces (`analyze --html`). */
@@ -35,7 +34,7 @@ export interface PageData {
   findings: Finding[];
   /** Findings held but left out by the byte bound. */
   omitted: number;
-  /** By request (the key of timeline-event.ts): the evidence held for each request in `findings`. */
+  /** By request (pageKey): the evidence held for each request in `findings`. */
   timelines: Record<string, DrawnTimeline>;
 }
 
@@ -65,12 +64,20 @@ const LIMITS: readonly (keyof ResumewatchConfig)[] = [
   'evidenceWindowBytes',
 ];
 
+/**
+ * The key of a finding's request in `timelines`: JSON of [service, session_id, request_id], which the
+ * page's script (page-script.ts, `keyOf`) computes the same way from each finding it shows.
+ */
+function pageKey(f: Finding): string {
+  return JSON.stringify([f.service, f.session_id, f.request_id]);
+}
+
 export function pageData(s: PageSources): PageData {
   const limits: Record<string, number> = {};
   for (const key of LIMITS) limits[key] = s.config[key] as number;
   const timelines: Record<string, DrawnTimeline> = {};
   for (const f of s.findings.findings) {
-    const key = findingKey(f);
+    const key = pageKey(f);
     if (key in timelines) continue;
     const held = s.evidence.timeline(f);
     if (held) timelines[key] = drawTimeline(held);

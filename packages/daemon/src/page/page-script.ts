@@ -37,6 +37,7 @@ export const PAGE_SCRIPT = `
     history.replaceState(null, '', location.pathname + location.search);
     return t;
   }
+  // The same key as pageKey of page-data.ts: the request of a finding in data.timelines.
   function keyOf(f) { return JSON.stringify([f.service, f.session_id, f.request_id]); }
   function idOf(f) { return keyOf(f) + ' ' + f.kind + ' ' + f.first_time_unix_ms; }
   function time(ms) { return new Date(ms).toISOString().replace('T', ' ').replace('Z', ' UTC'); }

@@ -69,9 +69,12 @@ const SHOWN: readonly string[] = [
   ATTR_SERVER_ADDRESS,
 ];
 
-/** The request a span or a finding is about: (service, session, request), as the detector keys it. */
+/**
+ * The request a span or a finding is about: (service, session, request), as the detector keys it. The
+ * parts length-prefixed, so that no two triples give one key; made for every span the daemon accepts.
+ */
 function requestKey(service: string, session: string, request: string): string {
-  return JSON.stringify([service, session, request]);
+  return `${service.length}:${service}${session.length}:${session}${request}`;
 }
 
 export function findingKey(f: Finding): string {
@@ -79,26 +82,34 @@ export function findingKey(f: Finding): string {
 }
 
 /**
- * The request key and timeline event of a span the detector accepted, or undefined for a span that
- * concerns no single request (the listening stream, a span without session or request id).
+ * The request key of a span the detector accepted, or undefined for a span that concerns no single
+ * request (the listening stream, a span without session or request id). Cheap: it runs for every span.
  */
-export function timelineEvent(span: SpanRecord): { key: string; event: TimelineEvent } | undefined {
-  const type = eventType(span.name);
+export function requestKeyOf(span: SpanRecord): string | undefined {
   const attrs = span.attributes;
   const session = attrs[ATTR_MCP_SESSION_ID];
   const request = attrs[ATTR_JSONRPC_REQUEST_ID];
   if (typeof session !== 'string' || session === '') return undefined;
   if (typeof request !== 'string' && typeof request !== 'number') return undefined;
   if (request === '') return undefined;
-  if (type !== EventType.TERMINAL && attrs[ATTR_MCP_STREAM_KIND] === StreamKind.LISTENING) return undefined;
+  if (attrs[ATTR_MCP_STREAM_KIND] === StreamKind.LISTENING && span.name !== SPAN_REQUEST_TERMINAL) return undefined;
+  return requestKey(span.service || UNKNOWN_SERVICE, session, typeof request === 'string' ? request : String(request));
+}
+
+/** The timeline event of a span of a request (requestKeyOf gave its key): made only for a reported request. */
+export function timelineEvent(span: SpanRecord): TimelineEvent {
+  const attrs = span.attributes;
   const attributes: Record<string, AttributeValue> = {};
   for (const name of SHOWN) {
     const value = attrs[name];
     if (value !== undefined) attributes[name] = value;
   }
   return {
-    key: requestKey(span.service || UNKNOWN_SERVICE, session, typeof request === 'string' ? request : String(request)),
-    event: { type, start: span.startTimeUnixMs, end: span.endTimeUnixMs, span_id: span.spanId, attributes },
+    type: eventType(span.name),
+    start: span.startTimeUnixMs,
+    end: span.endTimeUnixMs,
+    span_id: span.spanId,
+    attributes,
   };
 }
 

@@ -41,7 +41,7 @@ export interface ResolvedScenarioOptions {
   modernServer: ModernServerOptions;
 }
 
-export type ModernServerOptions = Pick<ModernLabServerOptions, 'decorateServer' | 'idempotencyMetaKey'>;
+type ModernServerOptions = Pick<ModernLabServerOptions, 'decorateServer' | 'idempotencyMetaKey'>;
 
 export function resolveOptions(options: ScenarioOptions): ResolvedScenarioOptions {
   return {
