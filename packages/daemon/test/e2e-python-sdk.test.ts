@@ -1,5 +1,3 @@
-import { spawn, spawnSync } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { GuardOptions } from '@resumewatch/instrumentation';
@@ -9,65 +7,33 @@ import { FindingKind } from '@resumewatch/semconv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRig } from './helpers/lab-rig.js';
 import { waitFor } from '../../detector/test/helpers/wait.js';
+import {
+  pythonUnavailable,
+  pythonWithMcp,
+  startPythonServer,
+  type PythonServer,
+} from '../../gateway/test/helpers/e2e-python.js';
 
 // Optional (issue 12): the official Python SDK (`mcp`) server with a store that works like its example
 // event store (one store for every session, streams keyed by JSON-RPC request id), so session A's
-// resume replays session B's result. Runs where `python3` can import `mcp`, `uvicorn` and `starlette`
-// (`pip install mcp`); skipped elsewhere, with the reason in the test's name.
+// resume replays session B's result. The SDK (mcp 2.3.0) comes from ../shared/wheels, installed
+// offline into a venv the gateway's Python tests share (their helper); skipped where that is missing,
+// with the reason in the test's name.
 
 const SCRIPT = join(dirname(fileURLToPath(import.meta.url)), 'helpers', 'python', 'shared_store_server.py');
 const TIMEOUT = 60_000;
-
-function pythonUnavailable(): string | undefined {
-  const probe = spawnSync('python3', ['-c', 'import mcp, uvicorn, starlette'], { encoding: 'utf8', timeout: 20_000 });
-  if (probe.error) return `python3 cannot run (${probe.error.message})`;
-  if (probe.status !== 0) {
-    const last = probe.stderr.trim().split('\n').at(-1) ?? `exit ${probe.status}`;
-    return `python3 cannot import the Python MCP SDK (${last}); install it with \`pip install mcp\` (PyPI is not reachable from every build machine)`;
-  }
-  return undefined;
-}
-
 const unavailable = pythonUnavailable();
-
-/** Starts the script; resolves with its MCP endpoint once it printed its port. */
-function startPythonServer(): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn('python3', [SCRIPT], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(
-      () => fail(new Error(`the Python SDK server did not listen within 20 s: ${output.slice(-500)}`)),
-      20_000,
-    );
-    function fail(error: Error): void {
-      clearTimeout(timer);
-      child.kill('SIGKILL');
-      reject(error);
-    }
-    child.once('exit', (code) =>
-      fail(new Error(`the Python SDK server exited (${code}) before listening: ${output.slice(-500)}`)),
-    );
-    child.stderr!.on('data', (chunk: Buffer) => void (output = (output + chunk.toString('utf8')).slice(-8192)));
-    child.stdout!.on('data', (chunk: Buffer) => {
-      output = (output + chunk.toString('utf8')).slice(-8192);
-      const port = /listening (\d+)/.exec(output)?.[1];
-      if (port === undefined) return;
-      clearTimeout(timer);
-      child.removeAllListeners('exit');
-      resolve({ url: `http://127.0.0.1:${port}/mcp`, child });
-    });
-  });
-}
 
 describe.skipIf(unavailable !== undefined)(
   `the Python SDK server with a store shared across sessions${unavailable ? ` (skipped: ${unavailable})` : ''}`,
   () => {
-    let server: { url: string; child: ChildProcess };
+    let server: PythonServer;
     beforeAll(async () => {
-      server = await startPythonServer();
-    }, 30_000);
+      // The first run installs the wheels into the cached virtual environment (30 to 60 s).
+      server = await startPythonServer(pythonWithMcp(), SCRIPT, []);
+    }, 150_000);
     afterAll(() => {
-      server?.child.kill('SIGTERM');
+      server?.stop();
     });
 
     it.each([false, true])(

@@ -173,6 +173,13 @@ function scenarioSpans(): SpanRecord[] {
   return out;
 }
 
+/**
+ * The fast-check properties below: a fixed seed and count of runs bound their work; the timeout only
+ * guards a hang, on a machine whose cores the other test files share (about 10 s alone, several times
+ * that beside them).
+ */
+const PROPERTY_RUNS = { timeout: 120_000 };
+
 describe('OTLP/JSON: the scanner against JSON.parse and the walk it replaced', () => {
   it('gives the same records, counts and findings on the benchmark workload and the scenarios, compact, pretty-printed and in snake_case', () => {
     const bodies = otlpBodies(workload(600, 'eq', 3), 256).map((b) => Buffer.from(b));
@@ -300,42 +307,50 @@ describe('OTLP/JSON: the scanner against JSON.parse and the walk it replaced', (
     for (let depth = 1; depth <= 12; depth++) compareJson(body, depth);
   });
 
-  it('reads generated documents of every shape as before: types, duplicates, both spellings, escapes, whitespace (fast-check)', () => {
-    fc.assert(
-      fc.property(documentArb, fc.boolean(), (doc, pretty) => {
-        compareJson(Buffer.from(serialize(doc, pretty)), 64);
-      }),
-      { numRuns: 600, seed: 14 },
-    );
-  });
+  it(
+    'reads generated documents of every shape as before: types, duplicates, both spellings, escapes, whitespace (fast-check)',
+    PROPERTY_RUNS,
+    () => {
+      fc.assert(
+        fc.property(documentArb, fc.boolean(), (doc, pretty) => {
+          compareJson(Buffer.from(serialize(doc, pretty)), 64);
+        }),
+        { numRuns: 600, seed: 14 },
+      );
+    },
+  );
 
-  it('refuses mutated documents as before, and reads the ones that stay JSON as before (fast-check)', () => {
-    fc.assert(
-      fc.property(
-        documentArb,
-        fc.array(
-          fc.record({
-            at: fc.nat(),
-            byte: fc.constantFrom(...'{}[]",:\\ 0x-e'.split('').map((c) => c.charCodeAt(0)), 0, 0xff),
-            kind: fc.constantFrom('set', 'insert', 'delete', 'cut'),
-          }),
-          { minLength: 1, maxLength: 3 },
+  it(
+    'refuses mutated documents as before, and reads the ones that stay JSON as before (fast-check)',
+    PROPERTY_RUNS,
+    () => {
+      fc.assert(
+        fc.property(
+          documentArb,
+          fc.array(
+            fc.record({
+              at: fc.nat(),
+              byte: fc.constantFrom(...'{}[]",:\\ 0x-e'.split('').map((c) => c.charCodeAt(0)), 0, 0xff),
+              kind: fc.constantFrom('set', 'insert', 'delete', 'cut'),
+            }),
+            { minLength: 1, maxLength: 3 },
+          ),
+          (doc, mutations) => {
+            const b = [...Buffer.from(serialize(doc, false))];
+            for (const m of mutations) {
+              const at = b.length === 0 ? 0 : m.at % b.length;
+              if (m.kind === 'set') b[at] = m.byte;
+              else if (m.kind === 'insert') b.splice(at, 0, m.byte);
+              else if (m.kind === 'delete') b.splice(at, 1);
+              else b.length = at;
+            }
+            compareJson(Buffer.from(b), 8);
+          },
         ),
-        (doc, mutations) => {
-          const b = [...Buffer.from(serialize(doc, false))];
-          for (const m of mutations) {
-            const at = b.length === 0 ? 0 : m.at % b.length;
-            if (m.kind === 'set') b[at] = m.byte;
-            else if (m.kind === 'insert') b.splice(at, 0, m.byte);
-            else if (m.kind === 'delete') b.splice(at, 1);
-            else b.length = at;
-          }
-          compareJson(Buffer.from(b), 8);
-        },
-      ),
-      { numRuns: 1500, seed: 15 },
-    );
-  });
+        { numRuns: 1500, seed: 15 },
+      );
+    },
+  );
 });
 
 describe('OTLP/protobuf: converting only the detector attributes against converting every attribute', () => {
@@ -363,28 +378,32 @@ describe('OTLP/protobuf: converting only the detector attributes against convert
   });
   const requestArb = fc.array(spanArb, { maxLength: 8 }).map((spans) => encodeRequest(spans));
 
-  it('gives the same records, errors and findings on generated messages, intact and mutated (fast-check)', () => {
-    const mutation = fc.record({
-      at: fc.nat(),
-      kind: fc.constantFrom('set', 'insert', 'delete', 'varint'),
-      byte: fc.integer({ min: 0, max: 255 }),
-      value: fc.bigInt({ min: -(1n << 63n), max: (1n << 64n) - 1n }),
-    });
-    fc.assert(
-      fc.property(requestArb, fc.array(mutation, { maxLength: 3 }), (bytes, mutations) => {
-        const b = [...bytes];
-        for (const m of mutations) {
-          const at = b.length === 0 ? 0 : m.at % (b.length + 1);
-          if (m.kind === 'set' && at < b.length) b[at] = m.byte;
-          else if (m.kind === 'insert') b.splice(at, 0, m.byte);
-          else if (m.kind === 'delete') b.splice(at, 1);
-          else b.splice(at, 0, ...varintBytes(m.value));
-        }
-        compareProtobuf(Buffer.from(b));
-      }),
-      { numRuns: 1500, seed: 16 },
-    );
-  });
+  it(
+    'gives the same records, errors and findings on generated messages, intact and mutated (fast-check)',
+    PROPERTY_RUNS,
+    () => {
+      const mutation = fc.record({
+        at: fc.nat(),
+        kind: fc.constantFrom('set', 'insert', 'delete', 'varint'),
+        byte: fc.integer({ min: 0, max: 255 }),
+        value: fc.bigInt({ min: -(1n << 63n), max: (1n << 64n) - 1n }),
+      });
+      fc.assert(
+        fc.property(requestArb, fc.array(mutation, { maxLength: 3 }), (bytes, mutations) => {
+          const b = [...bytes];
+          for (const m of mutations) {
+            const at = b.length === 0 ? 0 : m.at % (b.length + 1);
+            if (m.kind === 'set' && at < b.length) b[at] = m.byte;
+            else if (m.kind === 'insert') b.splice(at, 0, m.byte);
+            else if (m.kind === 'delete') b.splice(at, 1);
+            else b.splice(at, 0, ...varintBytes(m.value));
+          }
+          compareProtobuf(Buffer.from(b));
+        }),
+        { numRuns: 1500, seed: 16 },
+      );
+    },
+  );
 });
 
 describe('bodies of the real OTLP exporters (JSON and protobuf over HTTP)', () => {

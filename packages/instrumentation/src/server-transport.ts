@@ -113,14 +113,16 @@ export function instrumentServerTransport<T extends ServerTransportLike>(
   };
 
   /**
-   * The fate of a request whose stream closed before its result: `completed` when its handler produced
-   * the result afterwards, false when it stopped or nothing followed within cancellationWaitMs. The
-   * client was not given the result either way: the span ends `aborted`.
+   * The fate of a request whose stream closed before its result: `completed` true when its handler
+   * produced the result afterwards, false when the handler ended without one (it threw, or its tool
+   * failed), undefined when nothing was seen within cancellationWaitMs: silence says nothing of whether
+   * the work stopped, so the span leaves the fate unknown. The client was not given the result either
+   * way: the span ends `aborted`.
    */
-  const fate = (id: string, completed: boolean): void => {
+  const fate = (id: string, completed: boolean | undefined): void => {
     const entry = open.get(id);
     if (!entry?.closed) return;
-    entry.span.setAttribute(ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION, completed);
+    if (completed !== undefined) entry.span.setAttribute(ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION, completed);
     end(id, ErrorType.ABORTED);
   };
 
@@ -130,7 +132,7 @@ export function instrumentServerTransport<T extends ServerTransportLike>(
       if (entry.closed) continue;
       entry.closed = true;
       clearTimeout(entry.timer);
-      entry.timer = setTimeout(() => fate(id, false), cancellationWaitMs);
+      entry.timer = setTimeout(() => fate(id, undefined), cancellationWaitMs);
       entry.timer.unref();
     }
   };

@@ -143,8 +143,9 @@ export interface ServerTransportInstrumentationOptions extends IdPolicyOptions {
   /**
    * How long a request whose response stream was closed before its result (the transport closed: the
    * client's cancellation in the 2026-07-28 era) is watched for its handler's result: the span then
-   * says ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION true (the result came) or false (nothing came
-   * within this). Capped by requestTimeoutMs. Default 30000 ms.
+   * says ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION true (the result came) or false (the handler
+   * ended without one); when nothing is seen within this, the span ends without it (fate unknown).
+   * Capped by requestTimeoutMs. Default 30000 ms.
    */
   cancellationWaitMs?: number;
 }

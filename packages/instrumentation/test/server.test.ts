@@ -4,6 +4,7 @@ import {
   ATTR_GEN_AI_TOOL_NAME,
   ATTR_JSONRPC_REQUEST_ID,
   ATTR_MCP_PROTOCOL_VERSION,
+  ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION,
   ATTR_MCP_REQUEST_TERMINAL_OBSERVED,
   ATTR_MCP_RESUME_LAST_EVENT_ID,
   ATTR_MCP_RESUME_OUTCOME,
@@ -13,6 +14,7 @@ import {
   ATTR_MCP_STREAM_ID,
   ATTR_MCP_STREAM_RESUMED_FROM_ID,
   SPAN_STREAM_RESUME,
+  ErrorType,
 } from '@resumewatch/semconv';
 import { describe, expect, it, vi } from 'vitest';
 import { instrumentEventStore, instrumentServerTransport } from '../src/index.js';
@@ -65,6 +67,36 @@ describe('server side', () => {
       [ATTR_MCP_PROTOCOL_VERSION]: PROTOCOL_VERSION,
     });
     expect(capture.spans(SPAN_STREAM_RESUME)).toHaveLength(0);
+  });
+
+  it('a request whose transport closed, and whose handler is not seen to end within cancellationWaitMs, leaves its fate unknown', async () => {
+    const capture = captureSpans();
+    let serverTransport: { close(): Promise<void> } | undefined;
+    const server = await sdkServer({
+      onTransport: (transport) =>
+        void (serverTransport = instrumentServerTransport(transport, {
+          tracerProvider: capture.provider,
+          cancellationWaitMs: 100,
+        })),
+    });
+    const c = await connectSdkClient(server.url);
+    // The handler runs on for a second and a half; its transport closes after the first progress update
+    // (as the v2 SDK's per-request transport closes when the client cancels).
+    let progressed!: () => void;
+    const firstProgress = new Promise<void>((resolve) => (progressed = resolve));
+    const call = c.client
+      .callTool({ name: 'stream_progress', arguments: { count: 2, delay: 1500 } }, undefined, {
+        onprogress: () => progressed(),
+      })
+      .catch(() => undefined);
+    await firstProgress;
+    await serverTransport!.close();
+    const span = await vi.waitFor(() => firstSpan(capture, 'tools/call stream_progress'), WAIT);
+    // Silence is not evidence: the span says the stream closed early, not that the work stopped.
+    expect(a(span, ATTR_ERROR_TYPE)).toBe(ErrorType.ABORTED);
+    expect(a(span, ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION)).toBeUndefined();
+    await c.close();
+    await call;
   });
 
   it('seed loop: every replay of the finished stream says the terminal had been delivered and was replayed', async () => {

@@ -98,7 +98,8 @@ export const ATTR_MCP_REQUEST_INPUT_ROUND = 'mcp.request.input_round';
 /**
  * On a server's (or the gateway's) request span: whether the request's handler went on to produce its
  * result after its response stream was closed (the client's cancellation in the 2026-07-28 era). True:
- * the work was not stopped; false: the stream closed and no result followed (the work was stopped, or
- * never finished). Absent when the stream was not closed early.
+ * the work was not stopped; false: the handler ended without a result (it threw, or its tool failed).
+ * Absent when the stream was not closed early, or when nothing showed the handler's end: silence does
+ * not say the work stopped.
  */
 export const ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION = 'mcp.request.completed_after_cancellation';

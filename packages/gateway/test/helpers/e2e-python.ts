@@ -62,9 +62,16 @@ export interface PythonServer {
   stop(): void;
 }
 
-/** Starts the peer script's server; resolves with its MCP endpoint once it printed its port. */
-export function startPythonServer(python: string): Promise<PythonServer> {
-  const child = spawn(python, [PYTHON_PEER, 'server'], { stdio: ['ignore', 'pipe', 'pipe'] });
+/**
+ * Starts a Python MCP server (the peer script's, or `script` with `args`); resolves with its MCP
+ * endpoint once it printed `listening <port>`.
+ */
+export function startPythonServer(
+  python: string,
+  script: string = PYTHON_PEER,
+  args: readonly string[] = ['server'],
+): Promise<PythonServer> {
+  const child = spawn(python, [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   return new Promise((resolve, reject) => {
     const timer = setTimeout(

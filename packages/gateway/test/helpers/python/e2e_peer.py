@@ -37,6 +37,9 @@ def serve() -> None:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
+    # Listening before the port is printed: a client that connects at once waits in the backlog until
+    # uvicorn accepts, instead of being refused.
+    sock.listen(128)
     print(f"listening {sock.getsockname()[1]}", flush=True)
     uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[sock])
 
