@@ -20,14 +20,18 @@ interface Styled {
   parentElement: Styled | null;
 }
 declare function getComputedStyle(element: Styled): { color: string; backgroundColor: string };
+declare const document: { querySelectorAll(selector: string): ArrayLike<Styled> };
 
 /**
  * The WCAG contrast ratio of the text of every element matching `selector` against the first opaque
- * background behind it (the lowest of them), computed from the page's own styles.
+ * background behind it (the lowest of them), computed from the page's own styles. The query runs in the
+ * same evaluation as the styles: the live page redraws on its own, and an element it replaced between a
+ * query and a later evaluation has no computed style (NaN).
  */
 export async function lowestContrast(page: Page, selector: string): Promise<number> {
-  return page.$$eval(selector, (found) => {
-    const elements = found as unknown as Styled[];
+  return page.evaluate((selector) => {
+    const elements = Array.from(document.querySelectorAll(selector));
+    if (elements.length === 0) return NaN;
     const rgb = (text: string): number[] => (text.match(/[\d.]+/g) ?? []).map(Number);
     const luminance = ([r, g, b]: number[]): number => {
       const c = [r!, g!, b!].map((v) => {
@@ -50,7 +54,7 @@ export async function lowestContrast(page: Page, selector: string): Promise<numb
       lowest = Math.min(lowest, (Math.max(fg, bg) + 0.05) / (Math.min(fg, bg) + 0.05));
     }
     return lowest;
-  });
+  }, selector);
 }
 
 // The dataset of an element, in the callbacks of page.$$eval.
