@@ -12,6 +12,7 @@ import { startServer, type RunningServer } from '../src/index.js';
 import { configWith } from '../src/doors/writing-pipeline.js';
 import { Pipeline } from '../src/doors/pipeline.js';
 import { scriptJson } from '../src/page/render-html.js';
+import { livePageData } from '../src/page/live-page.js';
 import { seedScenario, terminal } from '../../detector/test/helpers/spans.js';
 
 function feed(pipeline: Pipeline, spans: SpanRecord[]): void {
@@ -41,6 +42,23 @@ describe('the evidence the page draws from', () => {
     expect(stats.windowRequests).toBe(0);
     const finding = pipeline.recent.findings()[0]!;
     expect(pipeline.evidence.timeline(finding)!.events.map((e) => e.span_id)).toEqual(spans.map((s) => s.spanId));
+  });
+
+  it("gives each finding its request's key: findings of one request share a timeline, of two requests not", () => {
+    const pipeline = new Pipeline({ config: configWith() });
+    const [one, two] = [seedOf(1), seedOf(2)];
+    feed(pipeline, [...one, ...two]);
+    const data = livePageData(pipeline, configWith());
+    expect(data.findings.length).toBeGreaterThanOrEqual(2);
+    expect(data.request_keys).toHaveLength(data.findings.length);
+    const spansOf = (request: unknown) => (String(request) === '1' ? one : two).map((s) => s.spanId);
+    data.findings.forEach((f, i) => {
+      const timeline = data.timelines[data.request_keys[i]!]!;
+      expect(timeline.events.map((e) => e.span_id)).toEqual(spansOf(f.request_id));
+    });
+    const keyOf = new Map(data.findings.map((f, i) => [f.request_id, data.request_keys[i]]));
+    expect(new Set(data.request_keys)).toEqual(new Set(keyOf.values()));
+    expect(keyOf.size).toBe(2);
   });
 
   it('stays within its byte caps however many requests are reported', () => {

@@ -34,7 +34,9 @@ export interface PageData {
   findings: Finding[];
   /** Findings held but left out by the byte bound. */
   omitted: number;
-  /** By request (pageKey): the evidence held for each request in `findings`. */
+  /** The key of each finding's request, in the order of `findings`: where its timeline is in `timelines`. */
+  request_keys: string[];
+  /** By request key: the evidence held for each request in `findings`. */
   timelines: Record<string, DrawnTimeline>;
 }
 
@@ -65,10 +67,10 @@ const LIMITS: readonly (keyof ResumewatchConfig)[] = [
 ];
 
 /**
- * The key of a finding's request in `timelines`: JSON of [service, session_id, request_id], which the
- * page's script (page-script.ts, `keyOf`) computes the same way from each finding it shows.
+ * The key of a finding's request in `timelines`: JSON of [service, session_id, request_id]. The page's
+ * script reads it from `request_keys` rather than computing it again.
  */
-function pageKey(f: Finding): string {
+function requestKey(f: Finding): string {
   return JSON.stringify([f.service, f.session_id, f.request_id]);
 }
 
@@ -76,8 +78,10 @@ export function pageData(s: PageSources): PageData {
   const limits: Record<string, number> = {};
   for (const key of LIMITS) limits[key] = s.config[key] as number;
   const timelines: Record<string, DrawnTimeline> = {};
+  const requestKeys: string[] = [];
   for (const f of s.findings.findings) {
-    const key = pageKey(f);
+    const key = requestKey(f);
+    requestKeys.push(key);
     if (key in timelines) continue;
     const held = s.evidence.timeline(f);
     if (held) timelines[key] = drawTimeline(held);
@@ -96,6 +100,7 @@ export function pageData(s: PageSources): PageData {
     },
     findings: s.findings.findings,
     omitted: s.findings.omitted,
+    request_keys: requestKeys,
     timelines,
   };
 }

@@ -37,8 +37,10 @@ export const PAGE_SCRIPT = `
     history.replaceState(null, '', location.pathname + location.search);
     return t;
   }
-  // The same key as pageKey of page-data.ts: the request of a finding in data.timelines.
-  function keyOf(f) { return JSON.stringify([f.service, f.session_id, f.request_id]); }
+  // The key of a finding's request (its timeline in data.timelines), as the data gives it for each finding.
+  var keys = new Map();
+  function readKeys() { keys = new Map(); data.findings.forEach(function (f, i) { keys.set(f, data.request_keys[i]); }); }
+  function keyOf(f) { return keys.get(f); }
   function idOf(f) { return keyOf(f) + ' ' + f.kind + ' ' + f.first_time_unix_ms; }
   function time(ms) { return new Date(ms).toISOString().replace('T', ' ').replace('Z', ' UTC'); }
   function span(ms) { return ms >= 10000 ? (ms / 1000).toFixed(1) + ' s' : ms >= 1000 ? (ms / 1000).toFixed(2) + ' s' : Math.round(ms) + ' ms'; }
@@ -198,6 +200,7 @@ export const PAGE_SCRIPT = `
       if (!next) return;
       var first = data === null;
       data = next;
+      readKeys();
       if (first) return renderAll();
       renderHeader();
       var before = shownFindings;
@@ -207,7 +210,7 @@ export const PAGE_SCRIPT = `
       if (!e || selected + ' ' + (tl ? tl.events.length + tl.dropped : 0) + ' ' + e.records.length !== shownDetail) renderDetail();
     }, function () {});
   }
-  if (data !== null) renderAll(); else renderLocked();
+  if (data !== null) { readKeys(); renderAll(); } else renderLocked();
   if (conf.dataPath) {
     if (data === null && !token) stop('This detector asks for its bearer token (--token). ' + HOW);
     else {
