@@ -8,6 +8,7 @@ import { startServer } from './doors/serve.js';
 import { writeHtmlReport } from './page/report.js';
 import type { Finding } from '@resumewatch/detector';
 import { FindingRecord, ROUTE_METRICS, ROUTE_PAGE } from '@resumewatch/semconv';
+import { unexpectedErrorLine } from './cli-error.js';
 
 /** A usage or input error: one line on stderr, exit code 2. */
 class UsageError extends Error {
@@ -213,14 +214,7 @@ main(process.argv.slice(2)).then(
       return;
     }
     // Not the user's mistake: still one line; the stack only on request.
-    const debug = process.env.RESUMEWATCH_DEBUG === '1';
-    const text =
-      e instanceof Error
-        ? debug
-          ? (e.stack ?? e.message)
-          : `${e.name}: ${e.message.split('\n')[0]} (RESUMEWATCH_DEBUG=1 prints the stack)`
-        : String(e);
-    process.stderr.write(`resumewatch: ${text}\n`);
+    process.stderr.write(`resumewatch: ${unexpectedErrorLine(e)}\n`);
     process.exitCode = 2;
   },
 );

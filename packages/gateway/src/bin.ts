@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { unexpectedErrorLine } from '@resumewatch/daemon';
 import { main } from './cli.js';
 
 main(process.argv.slice(2)).then(
@@ -8,14 +9,7 @@ main(process.argv.slice(2)).then(
     if (code === 0) setImmediate(() => process.exit(code));
   },
   (e: unknown) => {
-    const debug = process.env.RESUMEWATCH_DEBUG === '1';
-    const text =
-      e instanceof Error
-        ? debug
-          ? (e.stack ?? e.message)
-          : `${e.name}: ${e.message.split('\n')[0]} (RESUMEWATCH_DEBUG=1 prints the stack)`
-        : String(e);
-    process.stderr.write(`resumewatch: ${text}\n`);
+    process.stderr.write(`resumewatch: ${unexpectedErrorLine(e)}\n`);
     process.exitCode = 2;
   },
 );
