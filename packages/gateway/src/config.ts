@@ -172,6 +172,8 @@ const SHARED_KEYS = new Set<keyof ResumewatchConfig>([
   'maxRequests',
   'retentionMs',
   'dedupeCapacity',
+  // A gateway sees 2026-07-28 re-issues too, and how long a long tool may run decides when one is reported.
+  'reissueSettleMs',
   'host',
   'metricsPort',
   'token',

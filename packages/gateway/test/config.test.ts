@@ -1,0 +1,23 @@
+import { DEFAULT_DETECTOR_OPTIONS } from '@resumewatch/detector';
+import { describe, expect, it } from 'vitest';
+import { SHARED_OPTION_SPECS, resolveGatewayConfig } from '../src/config.js';
+
+const UPSTREAM = { upstream: 'http://127.0.0.1:1/mcp' };
+
+describe("the gateway's configuration", () => {
+  it("takes every option of the detector core that serve takes: the built-in detector is tuned as serve's", () => {
+    const shared = new Set<string>(SHARED_OPTION_SPECS.map((s) => s.key));
+    for (const key of Object.keys(DEFAULT_DETECTOR_OPTIONS)) expect(shared, key).toContain(key);
+  });
+
+  it('--reissue-settle, then RESUMEWATCH_REISSUE_SETTLE, set how long a re-issue waits for its first attempt', () => {
+    expect(resolveGatewayConfig(UPSTREAM, {}).detector.reissueSettleMs).toBe(DEFAULT_DETECTOR_OPTIONS.reissueSettleMs);
+    expect(resolveGatewayConfig(UPSTREAM, { RESUMEWATCH_REISSUE_SETTLE: '90s' }).detector.reissueSettleMs).toBe(90_000);
+    const flagged = resolveGatewayConfig(
+      { ...UPSTREAM, 'reissue-settle': '5m' },
+      { RESUMEWATCH_REISSUE_SETTLE: '90s' },
+    );
+    expect(flagged.detector.reissueSettleMs).toBe(300_000);
+    expect(() => resolveGatewayConfig({ ...UPSTREAM, 'reissue-settle': 'soon' }, {})).toThrow(/--reissue-settle/);
+  });
+});
