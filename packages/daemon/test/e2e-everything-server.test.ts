@@ -17,6 +17,7 @@ import {
   SPAN_REQUEST_TERMINAL,
   SPAN_STREAM_RESUME,
 } from '@resumewatch/semconv';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { HEADER_LAST_EVENT_ID } from '@resumewatch/wire';
 import { startRig } from './helpers/lab-rig.js';
@@ -29,6 +30,9 @@ import type { Rig } from './helpers/lab-rig.js';
 
 const TIMEOUT = 60_000;
 const LONG_RUNNING = 'Long running operation completed. Duration: 0.3 seconds, Steps: 3.';
+/** The long operation of the "completed meanwhile" case, in seconds. */
+const LONG_OPERATION_S = 0.9;
+const LONG_OPERATION = `Long running operation completed. Duration: ${LONG_OPERATION_S} seconds, Steps: 3.`;
 
 let everything: EverythingServer;
 let proxy: FaultProxy;
@@ -163,16 +167,28 @@ describe.each([false, true])('the everything server, SDK 1.x client, guard=%s', 
     async () => {
       // The resume waits for request 3 to complete: without the hold, a loaded machine can take longer
       // than the SDK's reconnection delay (1 s) for the meanwhile call, and request 3's result then
-      // arrives live on its own stream and is never replayed.
+      // arrives live on its own stream and is never replayed. It also waits for the long operation to
+      // have ended on the server (its result is in the store, to be replayed). The operation lasts long
+      // enough (0.9 s, 0.6 s after the cut) for request 3's result to be stored before request 2's, so
+      // the replay carries it before request 2's result, which a client may stop reading after.
       let meanwhileDone!: () => void;
-      const c = await client(guarded, new Promise<void>((resolve) => (meanwhileDone = resolve)));
+      let operationStarted!: () => void;
+      const meanwhileP = new Promise<void>((resolve) => (meanwhileDone = resolve));
+      const operationEnded = new Promise<void>((resolve) => (operationStarted = resolve)).then(() =>
+        sleep(LONG_OPERATION_S * 1000 + 300),
+      );
+      const c = await client(
+        guarded,
+        Promise.all([meanwhileP, operationEnded]).then(() => undefined),
+      );
       const progress: number[] = [];
       text(await c.session.callTool('echo', { message: 'before' }));
       const cutsBefore = proxy.cuts.length;
       proxy.armCut({ method: 'POST', afterEvents: 2 });
+      operationStarted();
       const cut = c.session.callTool(
         'trigger-long-running-operation',
-        { duration: 0.3, steps: 3 },
+        { duration: LONG_OPERATION_S, steps: 3 },
         { onprogress: (p) => void progress.push(p.progress) },
       );
       // Once the cut happened (the cursor, progress 1, is stored), and while the cut request waits for
@@ -185,7 +201,7 @@ describe.each([false, true])('the everything server, SDK 1.x client, guard=%s', 
       await finish(c);
       // The application got every result once (a promise resolves once; the SDK reports the replayed
       // copy of request 3's result as a response to an unknown id).
-      expect([meanwhile, resumed, after]).toEqual(['Echo: meanwhile', LONG_RUNNING, 'Echo: after']);
+      expect([meanwhile, resumed, after]).toEqual(['Echo: meanwhile', LONG_OPERATION, 'Echo: after']);
       expect(progress).toEqual([1, 2, 3]);
       expect(resumeSpans(c.spans)).toEqual([`2:${ResumeOutcome.CONTINUATION}/${ResumeEvidence.MESSAGE}`]);
       // The everything server's store replays every event of the session after the cursor, whatever its
