@@ -11,7 +11,7 @@
  * The difference between two stages is what the later one adds; what the serve benchmark's CPU per span
  * adds to `pipeline` is the HTTP door.
  *
- *   node --expose-gc --import tsx bench/pipeline.ts [--smoke]
+ *   node --import tsx bench/pipeline.ts [--smoke]
  * runs every stage in alternating rounds, by this process's CPU time (GC helper threads included, as in
  * serve's). On a shared machine that time moves a lot; instruction counts do not:
  *   valgrind --tool=callgrind node --import tsx bench/pipeline.ts --only pipeline --rounds 1
@@ -33,7 +33,6 @@ const { values } = parseArgs({
     rounds: { type: 'string' },
   },
 });
-const gc = (globalThis as { gc?: () => void }).gc ?? ((): void => {});
 const SMOKE = values.smoke;
 const ROUNDS = SMOKE ? 2 : 12;
 const WARM = SMOKE ? 0 : 2;
@@ -102,8 +101,6 @@ if (values.only !== undefined) {
     // Each stage gets the round's bodies (new span ids each round); the order rotates per round.
     for (let j = 0; j < vs.length; j++) {
       const [name, feed] = vs[(j + round) % vs.length]!;
-      // Each stage's round starts from a collected heap: its CPU counts its own garbage, not the previous one's.
-      gc();
       const c0 = process.cpuUsage();
       for (const b of rounds[round]!) feed(b);
       await new Promise((r) => setImmediate(r));
