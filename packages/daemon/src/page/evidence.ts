@@ -1,6 +1,6 @@
 import type { Finding, SpanRecord } from '@resumewatch/detector';
 import { HeldRequests, eventBytes, type HeldTimeline } from './held-requests.js';
-import { findingKey, requestKeyOf, timelineEvent, type TimelineEvent } from './timeline-event.js';
+import { RequestKeys, findingKey, timelineEvent, type TimelineEvent } from './timeline-event.js';
 
 export interface EvidenceLimits {
   /** Bytes of timelines held for reported requests. */
@@ -39,6 +39,7 @@ export interface EvidenceStats {
 export class Evidence {
   private readonly held: HeldRequests<TimelineEvent>;
   private readonly window: HeldRequests<SpanRecord>;
+  private readonly keys = new RequestKeys();
 
   constructor(limits: EvidenceLimits) {
     this.held = new HeldRequests(limits.evidenceBytes, EVIDENCE_EVENTS, EVIDENCE_HEAD, eventBytes);
@@ -47,7 +48,7 @@ export class Evidence {
 
   /** A span the detector accepted. */
   observe(span: SpanRecord): void {
-    const key = requestKeyOf(span);
+    const key = this.keys.of(span);
     if (key === undefined) return;
     if (this.held.has(key)) this.held.append(key, timelineEvent(span));
     else this.window.append(key, span);

@@ -19,14 +19,31 @@ export function eventBytes(event: TimelineEvent): number {
   return bytes;
 }
 
+/** A request's entry: its items, and its neighbours in the order of last touch. */
+class Entry<T> implements Held<T> {
+  events: T[] = [];
+  bytes = 0;
+  dropped = 0;
+  /** Less and more recently touched entries; undefined at the ends. */
+  older: Entry<T> | undefined = undefined;
+  newer: Entry<T> | undefined = undefined;
+  constructor(readonly key: string) {}
+}
+
 /**
  * Items (timeline events, or the spans they are made from) by request, least recently touched first,
  * within `maxBytes` in all (each item counted for `bytesOf` it): the oldest request goes when a new item
  * would pass the cap. A request holds at most `maxEvents`: its first `head` items (the live stream and
  * its terminal, where a loop starts) and the latest ones (how it goes on).
+ *
+ * The order of last touch is a linked list through the entries, not the map's insertion order: the window
+ * touches a request for every span the daemon accepts, and moving a map entry to the end (delete, then set)
+ * costs two more hash operations and leaves a deleted slot that every later walk from the oldest end skips.
  */
 export class HeldRequests<T> {
-  private readonly byKey = new Map<string, Held<T>>();
+  private readonly byKey = new Map<string, Entry<T>>();
+  private oldest: Entry<T> | undefined = undefined;
+  private newest: Entry<T> | undefined = undefined;
   private total = 0;
 
   constructor(
@@ -57,9 +74,12 @@ export class HeldRequests<T> {
     const size = this.bytesOf(event);
     if (size > this.maxBytes) return;
     let held = this.byKey.get(key);
-    if (held) this.byKey.delete(key);
-    else held = { events: [], bytes: 0, dropped: 0 };
-    this.byKey.set(key, held);
+    if (held) this.makeNewest(held);
+    else {
+      held = new Entry<T>(key);
+      this.byKey.set(key, held);
+      this.link(held);
+    }
     held.events.push(event);
     held.bytes += size;
     this.total += size;
@@ -70,52 +90,82 @@ export class HeldRequests<T> {
       this.total -= freed;
       held.dropped++;
     }
-    this.evictBeyondCap(key);
+    if (this.total > this.maxBytes) this.evictBeyondCap(held);
   }
 
   /** Takes the request's timeline out. */
   take(key: string): Held<T> | undefined {
     const held = this.byKey.get(key);
     if (!held) return undefined;
-    this.byKey.delete(key);
-    this.total -= held.bytes;
+    this.remove(held);
     return held;
   }
 
   /** Puts a timeline in (as the most recent), trimmed to the bounds. */
-  put(key: string, held: Held<T>): void {
+  put(key: string, timeline: Held<T>): void {
     this.take(key);
+    const held = new Entry<T>(key);
+    held.events = timeline.events;
+    held.bytes = timeline.bytes;
+    held.dropped = timeline.dropped;
     while (held.events.length > this.maxEvents) {
       held.bytes -= this.bytesOf(held.events.splice(this.head, 1)[0]!);
       held.dropped++;
     }
     this.byKey.set(key, held);
+    this.link(held);
     this.total += held.bytes;
-    this.evictBeyondCap(key);
+    this.evictBeyondCap(held);
   }
 
   /** Marks the request as the most recently touched. */
   touch(key: string): void {
     const held = this.byKey.get(key);
-    if (!held) return;
-    this.byKey.delete(key);
-    this.byKey.set(key, held);
+    if (held) this.makeNewest(held);
   }
 
-  private evictBeyondCap(keep: string): void {
-    for (const [key] of this.byKey) {
-      if (this.total <= this.maxBytes) return;
-      if (key === keep) continue;
-      this.take(key);
+  private remove(held: Entry<T>): void {
+    this.byKey.delete(held.key);
+    this.unlink(held);
+    this.total -= held.bytes;
+  }
+
+  private link(held: Entry<T>): void {
+    held.older = this.newest;
+    held.newer = undefined;
+    if (this.newest) this.newest.newer = held;
+    else this.oldest = held;
+    this.newest = held;
+  }
+
+  private unlink(held: Entry<T>): void {
+    if (held.older) held.older.newer = held.newer;
+    else this.oldest = held.newer;
+    if (held.newer) held.newer.older = held.older;
+    else this.newest = held.older;
+    held.older = held.newer = undefined;
+  }
+
+  private makeNewest(held: Entry<T>): void {
+    if (this.newest === held) return;
+    this.unlink(held);
+    this.link(held);
+  }
+
+  private evictBeyondCap(keep: Entry<T>): void {
+    let e = this.oldest;
+    while (e && this.total > this.maxBytes) {
+      const next = e.newer;
+      if (e !== keep) this.remove(e);
+      e = next;
     }
     // Only `keep` is left and still too big: its oldest events beyond the head go.
-    const held = this.byKey.get(keep);
-    while (held && this.total > this.maxBytes && held.events.length > 1) {
-      const index = Math.min(this.head, held.events.length - 1);
-      const freed = this.bytesOf(held.events.splice(index, 1)[0]!);
-      held.bytes -= freed;
+    while (this.total > this.maxBytes && keep.events.length > 1) {
+      const index = Math.min(this.head, keep.events.length - 1);
+      const freed = this.bytesOf(keep.events.splice(index, 1)[0]!);
+      keep.bytes -= freed;
       this.total -= freed;
-      held.dropped++;
+      keep.dropped++;
     }
   }
 }

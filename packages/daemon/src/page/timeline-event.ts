@@ -68,6 +68,9 @@ const SHOWN: readonly string[] = [
   ATTR_ERROR_TYPE,
   ATTR_SERVER_ADDRESS,
 ];
+/** Each shown name's bit in timelineEvent's 32-bit mask. */
+const SHOWN_INDEX = new Map(SHOWN.map((name, index) => [name, index]));
+if (SHOWN.length > 31) throw new Error('timelineEvent marks the shown attributes in a 32-bit mask: at most 31');
 
 /**
  * The request a span or a finding is about: (service, session, request), as the detector keys it. The
@@ -82,27 +85,49 @@ export function findingKey(f: Finding): string {
 }
 
 /**
- * The request key of a span the detector accepted, or undefined for a span that concerns no single
- * request (the listening stream, a span without session or request id). Cheap: it runs for every span.
+ * The request keys of the spans the detector accepted (undefined for a span that concerns no single
+ * request: the listening stream, a span without session or request id), the last one remembered. It runs
+ * for every span, and making a key is most of the window's cost per span: a new string that each map
+ * then hashes. Consecutive spans of one request (an exporter's batch keeps a trace's spans together)
+ * reuse the last key, whose hash the maps already computed, after comparing the three parts.
  */
-export function requestKeyOf(span: SpanRecord): string | undefined {
-  const attrs = span.attributes;
-  const session = attrs[ATTR_MCP_SESSION_ID];
-  const request = attrs[ATTR_JSONRPC_REQUEST_ID];
-  if (typeof session !== 'string' || session === '') return undefined;
-  if (typeof request !== 'string' && typeof request !== 'number') return undefined;
-  if (request === '') return undefined;
-  if (attrs[ATTR_MCP_STREAM_KIND] === StreamKind.LISTENING && span.name !== SPAN_REQUEST_TERMINAL) return undefined;
-  return requestKey(span.service || UNKNOWN_SERVICE, session, typeof request === 'string' ? request : String(request));
+export class RequestKeys {
+  private service = '';
+  private session = '';
+  private request: string | number = '';
+  private key = '';
+
+  of(span: SpanRecord): string | undefined {
+    const attrs = span.attributes;
+    const session = attrs[ATTR_MCP_SESSION_ID];
+    const request = attrs[ATTR_JSONRPC_REQUEST_ID];
+    if (typeof session !== 'string' || session === '') return undefined;
+    if (typeof request !== 'string' && typeof request !== 'number') return undefined;
+    if (request === '') return undefined;
+    if (span.name !== SPAN_REQUEST_TERMINAL && attrs[ATTR_MCP_STREAM_KIND] === StreamKind.LISTENING) return undefined;
+    const service = span.service || UNKNOWN_SERVICE;
+    if (session === this.session && request === this.request && service === this.service) return this.key;
+    this.service = service;
+    this.session = session;
+    this.request = request;
+    this.key = requestKey(service, session, typeof request === 'string' ? request : String(request));
+    return this.key;
+  }
 }
 
-/** The timeline event of a span of a request (requestKeyOf gave its key): made only for a reported request. */
+/** The timeline event of a span of a request (RequestKeys gave its key): made only for a reported request. */
 export function timelineEvent(span: SpanRecord): TimelineEvent {
   const attrs = span.attributes;
+  // The span's few keys are walked once and the shown ones copied in SHOWN's order: a lookup of each shown
+  // name instead would mostly miss, and a missing key is the slowest lookup on these records.
+  let present = 0;
+  for (const key in attrs) {
+    const index = SHOWN_INDEX.get(key);
+    if (index !== undefined && attrs[key] !== undefined) present |= 1 << index;
+  }
   const attributes: Record<string, AttributeValue> = {};
-  for (const name of SHOWN) {
-    const value = attrs[name];
-    if (value !== undefined) attributes[name] = value;
+  for (let index = 0; present !== 0; index++, present >>>= 1) {
+    if ((present & 1) !== 0) attributes[SHOWN[index]!] = attrs[SHOWN[index]!]!;
   }
   return {
     type: eventType(span.name),

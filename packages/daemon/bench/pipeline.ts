@@ -1,0 +1,123 @@
+/**
+ * Where serve's CPU per span goes, without HTTP: the serve benchmark's OTLP/JSON bodies (512 spans a
+ * body, 1 request in 10 failing) fed in this process to stages of serve's path:
+ *   parse        JSON.parse of the bodies' text (the reference of the serve figures)
+ *   decode       the OTLP/JSON decoder alone, into a sink that drops the records
+ *   detector     decode + a bare detector (no metrics, no findings output, no evidence)
+ *   metrics      decode + the detector reporting to the metrics (DetectorMetrics, findings counted)
+ *   no-evidence  serve's pipeline without the page's evidence (ids bounded, detector, metrics, each finding
+ *                as JSON for /findings and a stream that drops the lines)
+ *   pipeline     serve's pipeline whole
+ * The difference between two stages is what the later one adds; what the serve benchmark's CPU per span
+ * adds to `pipeline` is the HTTP door.
+ *
+ *   node --import tsx bench/pipeline.ts [--smoke]
+ * runs every stage in alternating rounds, by this process's CPU time (GC helper threads included, as in
+ * serve's). On a shared machine that time moves a lot; instruction counts do not:
+ *   valgrind --tool=callgrind node --import tsx bench/pipeline.ts --only pipeline --rounds 1
+ *   valgrind --tool=callgrind node --import tsx bench/pipeline.ts --only pipeline --rounds 3
+ * make the same bodies and feed one stage 1 or 3 rounds: the difference of the two totals over the spans
+ * of two rounds is the stage's instructions per span, warm.
+ */
+import { parseArgs } from 'node:util';
+import { Writable } from 'node:stream';
+import { Detector, decodeJsonRequest, type SpanRecord } from '@resumewatch/detector';
+import { configWith, writingPipeline } from '../src/doors/writing-pipeline.js';
+import { DetectorMetrics } from '../src/metrics.js';
+import { otlpBodies, workload } from '../../detector/test/helpers/workload.js';
+
+const { values } = parseArgs({
+  options: {
+    smoke: { type: 'boolean', default: false },
+    only: { type: 'string' },
+    rounds: { type: 'string' },
+  },
+});
+const SMOKE = values.smoke;
+const ROUNDS = SMOKE ? 2 : 12;
+const WARM = SMOKE ? 0 : 2;
+const REQUESTS = SMOKE ? 600 : 6_000;
+const jsonOptions = { detectorAttributesOnly: true, maxDepth: 64 } as const;
+
+// Every round's bodies are made first, whatever is fed: the counted runs differ only in what they feed.
+const rounds = Array.from({ length: values.only ? 3 : ROUNDS }, (_, i) =>
+  otlpBodies(workload(REQUESTS, `p${i}`), 512).map((text) => ({ text, bytes: Buffer.from(text) })),
+);
+let spansPerRound = 0;
+for (const b of rounds[0]!) decodeJsonRequest(b.bytes, () => spansPerRound++, jsonOptions);
+
+type Body = (typeof rounds)[number][number];
+type Feed = (body: Body) => void;
+
+const drop = (): Writable =>
+  new Writable({
+    write(_chunk, _enc, done) {
+      done();
+    },
+  });
+const config = configWith({ maxRequests: 1_000_000 });
+const noop = (): void => {};
+
+/** Each stage, made only when asked for (a detector sized for 1 M requests is a few tens of MB). */
+const stages: Record<string, () => Feed> = {
+  parse: () => (b) => JSON.parse(b.text),
+  decode: () => (b) => decodeJsonRequest(b.bytes, noop, jsonOptions),
+  detector: () => {
+    const d = new Detector({ ...config, onFinding: noop });
+    const sink = (s: SpanRecord): void => void d.ingest(s);
+    return (b) => decodeJsonRequest(b.bytes, sink, jsonOptions);
+  },
+  metrics: () => {
+    const metrics = new DetectorMetrics();
+    const d = new Detector({ ...config, events: metrics, onFinding: (f) => metrics.finding(f, 0) });
+    const sink = (s: SpanRecord): void => void d.ingest(s);
+    return (b) => decodeJsonRequest(b.bytes, sink, jsonOptions);
+  },
+  'no-evidence': () => {
+    const p = writingPipeline(config, { output: drop() }).pipeline;
+    p.evidence.observe = noop;
+    p.evidence.reported = noop;
+    return (b) => p.ingest((sink) => decodeJsonRequest(b.bytes, sink, jsonOptions));
+  },
+  pipeline: () => {
+    const p = writingPipeline(config, { output: drop() }).pipeline;
+    return (b) => p.ingest((sink) => decodeJsonRequest(b.bytes, sink, jsonOptions));
+  },
+};
+
+if (values.only !== undefined) {
+  const make = stages[values.only];
+  if (!make) throw new Error(`no stage ${values.only}; one of ${Object.keys(stages).join(', ')}`);
+  const feed = make();
+  for (const bodies of rounds.slice(0, Number(values.rounds ?? 1))) {
+    for (const b of bodies) feed(b);
+    // Findings are written to the output in a microtask.
+    await new Promise((r) => setImmediate(r));
+  }
+} else {
+  const vs = Object.entries(stages).map(([name, make]) => [name, make()] as const);
+  const cpu = new Map<string, number[]>(vs.map(([k]) => [k, []]));
+  for (let round = 0; round < ROUNDS; round++) {
+    // Each stage gets the round's bodies (new span ids each round); the order rotates per round.
+    for (let j = 0; j < vs.length; j++) {
+      const [name, feed] = vs[(j + round) % vs.length]!;
+      const c0 = process.cpuUsage();
+      for (const b of rounds[round]!) feed(b);
+      await new Promise((r) => setImmediate(r));
+      const u = process.cpuUsage(c0);
+      if (round >= WARM) cpu.get(name)!.push((u.user + u.system) / spansPerRound);
+    }
+  }
+  const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
+  console.log(`µs of CPU per span (median of ${ROUNDS - WARM} rounds of ${spansPerRound} spans; min–max):`);
+  let previous = 0;
+  for (const [name] of vs) {
+    const xs = cpu.get(name)!;
+    const m = median(xs);
+    const added = name === 'parse' || name === 'decode' ? '' : `  +${(m - previous).toFixed(2)}`;
+    console.log(
+      `  ${name.padEnd(12)} ${m.toFixed(2)}  (${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)})${added}`,
+    );
+    previous = m;
+  }
+}

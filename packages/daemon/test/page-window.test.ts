@@ -1,0 +1,158 @@
+import { describe, expect, it } from 'vitest';
+import {
+  ATTR_HTTP_RESPONSE_STATUS_CODE,
+  ATTR_JSONRPC_REQUEST_ID,
+  ATTR_MCP_METHOD_NAME,
+  ATTR_MCP_RESUME_OUTCOME,
+  ATTR_MCP_SESSION_ID,
+  ATTR_MCP_STREAM_ID,
+  ATTR_MCP_STREAM_KIND,
+  ATTR_MCP_TERMINAL_DUPLICATE,
+  SPAN_REQUEST_TERMINAL,
+  SPAN_STREAM_RESUME,
+  StreamKind,
+} from '@resumewatch/semconv';
+import type { SpanRecord } from '@resumewatch/detector';
+import { HeldRequests } from '../src/page/held-requests.js';
+import { EventType, RequestKeys, timelineEvent } from '../src/page/timeline-event.js';
+
+/** Items counted for 10 bytes each; a request keeps its first 2 and then its latest ones, 4 at most. */
+const held = (maxBytes: number) => new HeldRequests<string>(maxBytes, 4, 2, () => 10);
+
+describe('the requests the page holds items for', () => {
+  it('drops the least recently touched request first when an item passes the byte cap', () => {
+    const h = held(50);
+    h.append('a', 'a1');
+    h.append('b', 'b1');
+    h.append('c', 'c1');
+    // Touching `a` (an item, or touch()) makes `b` the least recent.
+    h.append('a', 'a2');
+    h.touch('c');
+    h.append('d', 'd1');
+    expect([h.has('a'), h.has('b'), h.has('c'), h.has('d')]).toEqual([true, true, true, true]);
+    h.append('e', 'e1');
+    expect([h.has('a'), h.has('b'), h.has('c'), h.has('d'), h.has('e')]).toEqual([true, false, true, true, true]);
+    expect(h.bytes).toBe(50);
+    // Then `a` (touched before `c`, `d` and `e`), then `c`.
+    h.append('e', 'e2');
+    expect(h.has('a')).toBe(false);
+    h.append('e', 'e3');
+    expect(h.has('c')).toBe(true);
+    h.append('e', 'e4');
+    expect(h.has('c')).toBe(false);
+    expect(h.size).toBe(2);
+    expect(h.bytes).toBe(50);
+  });
+
+  it('keeps a request first items and its latest, counting the ones dropped between', () => {
+    const h = held(1000);
+    for (let i = 1; i <= 7; i++) h.append('a', `a${i}`);
+    expect(h.get('a')).toMatchObject({ events: ['a1', 'a2', 'a6', 'a7'], bytes: 40, dropped: 3 });
+    expect(h.bytes).toBe(40);
+  });
+
+  it('takes a request out, and puts one in as the most recent, trimmed and within the cap', () => {
+    const h = held(60);
+    h.append('a', 'a1');
+    h.append('b', 'b1');
+    expect(h.take('a')).toMatchObject({ events: ['a1'], bytes: 10 });
+    expect(h.has('a')).toBe(false);
+    expect(h.bytes).toBe(10);
+    h.put('c', { events: ['c1', 'c2', 'c3', 'c4', 'c5', 'c6'], bytes: 60, dropped: 0 });
+    // Trimmed to 4 items (40 bytes); with b's 10 the cap holds.
+    expect(h.get('c')).toMatchObject({ events: ['c1', 'c2', 'c5', 'c6'], bytes: 40, dropped: 2 });
+    expect(h.bytes).toBe(50);
+    h.append('d', 'd1');
+    h.append('d', 'd2');
+    // b was the least recent: it goes first, c (put after it) stays.
+    expect([h.has('b'), h.has('c'), h.has('d')]).toEqual([false, true, true]);
+    expect(h.bytes).toBe(60);
+  });
+
+  it('trims the only request left beyond its head when it alone passes the cap', () => {
+    const h = new HeldRequests<string>(30, 10, 1, () => 10);
+    for (let i = 1; i <= 5; i++) h.append('a', `a${i}`);
+    expect(h.get('a')).toMatchObject({ events: ['a1', 'a4', 'a5'], bytes: 30, dropped: 2 });
+    expect(h.bytes).toBe(30);
+  });
+});
+
+describe('the request key of a span', () => {
+  const span = (service: string, session: string, request: string | number, kind?: string): SpanRecord => ({
+    traceId: '0'.repeat(32),
+    spanId: '1'.repeat(16),
+    name: SPAN_STREAM_RESUME,
+    kind: 1,
+    startTimeUnixMs: 0,
+    endTimeUnixMs: 0,
+    attributes: {
+      [ATTR_MCP_SESSION_ID]: session,
+      [ATTR_JSONRPC_REQUEST_ID]: request,
+      ...(kind ? { [ATTR_MCP_STREAM_KIND]: kind } : {}),
+    },
+    service,
+  });
+
+  it('is the same for the spans of one request, consecutive or not, and differs when any part does', () => {
+    const keys = new RequestKeys();
+    const fresh = new RequestKeys();
+    const a = keys.of(span('svc', 's1', 1))!;
+    // Equal parts in new strings (as the decoder makes them): the same key, remembered or made again.
+    expect(keys.of(span('svc', `s${'1'}`, 1))).toBe(a);
+    expect(keys.of(span('svc', 's1', '1'))).toBe(a);
+    expect(fresh.of(span('svc', 's1', 1))).toBe(a);
+    const others = [span('svc2', 's1', 1), span('svc', 's2', 1), span('svc', 's1', 2), span('sv', 'cs1', 1)];
+    const seen = new Set([a]);
+    for (const s of others) {
+      const k = keys.of(s)!;
+      expect(seen.has(k)).toBe(false);
+      seen.add(k);
+      expect(keys.of(span('svc', 's1', 1))).toBe(a);
+    }
+    expect(keys.of(span('svc', 's1', 1, StreamKind.LISTENING))).toBeUndefined();
+    expect(keys.of(span('svc', '', 1))).toBeUndefined();
+    expect(keys.of(span('svc', 's1', ''))).toBeUndefined();
+  });
+});
+
+describe('the timeline event of a span', () => {
+  it('keeps the shown attributes the span has, in the order the page lists them, and nothing else', () => {
+    const attributes = {
+      [ATTR_MCP_METHOD_NAME]: 'tools/call',
+      [ATTR_JSONRPC_REQUEST_ID]: 3,
+      [ATTR_HTTP_RESPONSE_STATUS_CODE]: 200,
+      [ATTR_MCP_SESSION_ID]: 's',
+      [ATTR_MCP_STREAM_ID]: 'st',
+      [ATTR_MCP_TERMINAL_DUPLICATE]: true,
+      [ATTR_MCP_RESUME_OUTCOME]: undefined as unknown as string,
+    };
+    const event = timelineEvent({
+      traceId: '0'.repeat(32),
+      spanId: '2'.repeat(16),
+      name: SPAN_REQUEST_TERMINAL,
+      kind: 1,
+      startTimeUnixMs: 5,
+      endTimeUnixMs: 7,
+      attributes,
+      service: 'svc',
+    });
+    expect(event).toEqual({
+      type: EventType.TERMINAL,
+      start: 5,
+      end: 7,
+      span_id: '2'.repeat(16),
+      attributes: {
+        [ATTR_MCP_STREAM_ID]: 'st',
+        [ATTR_MCP_TERMINAL_DUPLICATE]: true,
+        [ATTR_HTTP_RESPONSE_STATUS_CODE]: 200,
+        [ATTR_MCP_METHOD_NAME]: 'tools/call',
+      },
+    });
+    expect(Object.keys(event.attributes)).toEqual([
+      ATTR_MCP_STREAM_ID,
+      ATTR_MCP_TERMINAL_DUPLICATE,
+      ATTR_HTTP_RESPONSE_STATUS_CODE,
+      ATTR_MCP_METHOD_NAME,
+    ]);
+  });
+});
