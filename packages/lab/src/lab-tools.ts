@@ -3,6 +3,7 @@ import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } fr
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { SideEffectLedger } from './side-effects.js';
+import { ResumeArrivals } from './resume-arrivals.js';
 
 export const LAB_TOOL_NAMES = [
   'stream_progress',
@@ -69,7 +70,7 @@ const TOOL_LIST = [
   {
     name: 'poll_task',
     description:
-      'A long task polled per SEP-1699: every `intervalMs` ms it closes its SSE stream (the client returns with Last-Event-ID after `retry`), `closes` times, then returns its result. With `progress`, a progress update precedes each close.',
+      'A long task polled per SEP-1699: `intervalMs` ms after its client is back it closes its SSE stream (the client returns with Last-Event-ID after `retry`), `closes` times, then returns its result. With `progress`, a progress update precedes each close.',
     inputSchema: {
       type: 'object' as const,
       properties: {
@@ -95,6 +96,9 @@ const TOOL_LIST = [
 function text(value: string): CallToolResult['content'] {
   return [{ type: 'text', text: value }];
 }
+
+/** Longest `poll_task` waits for its client to come back after a close: a client may never resume. */
+const POLL_RESUME_WAIT_MS = 10_000;
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -123,7 +127,7 @@ function invalidParams(error: z.ZodError): McpError {
  * high-level `McpServer` turns every thrown error into a tool result, and `fail` must end in a
  * JSON-RPC error response.
  */
-export function registerLabTools(server: Server, ledger: SideEffectLedger): void {
+export function registerLabTools(server: Server, ledger: SideEffectLedger, resumes = new ResumeArrivals()): void {
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: TOOL_LIST }));
   server.setRequestHandler(CallToolRequestSchema, async (request, extra): Promise<CallToolResult> => {
     const args = request.params.arguments ?? {};
@@ -182,6 +186,8 @@ export function registerLabTools(server: Server, ledger: SideEffectLedger): void
         const progressToken = request.params._meta?.progressToken ?? `poll_task:${String(extra.requestId)}`;
         // closeSSEStream exists only for clients that negotiated 2025-11-25 (they got a priming event
         // with an id to come back with); for others the task simply runs as long.
+        // After a close, the next interval starts when the client is back (its resume arrived), so each
+        // close ends a connected stream however slowly a loaded machine reconnects.
         let closed = 0;
         for (let i = 0; i < closes; i++) {
           await sleep(intervalMs, extra.signal);
@@ -191,8 +197,10 @@ export function registerLabTools(server: Server, ledger: SideEffectLedger): void
               params: { progressToken, progress: i + 1, total: closes },
             });
           if (extra.closeSSEStream) {
+            const before = resumes.count();
             extra.closeSSEStream();
             closed++;
+            await resumes.next(before, POLL_RESUME_WAIT_MS, extra.signal);
           }
         }
         return {

@@ -1,8 +1,27 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { HEADER_LAST_EVENT_ID, type FetchLike } from '@resumewatch/wire';
 import { describe, expect, it } from 'vitest';
 import { runScenario } from '../src/index.js';
+import { POLLING_CLOSES } from '../src/scenarios/polling.js';
 import { labServerPerFile } from './helpers/lab-per-file.js';
 
 const lab = labServerPerFile();
+
+describe('polling with a client slower to come back than the server polls', () => {
+  it('every close of the server finds its client connected: twelve polls, the result on the last', async () => {
+    // Each resume leaves 300 ms after it was due, longer than the task's 250 ms between closes.
+    const slow: FetchLike = async (input, init) => {
+      const headers = new Headers(init?.headers);
+      if ((init?.method ?? 'GET') === 'GET' && headers.has(HEADER_LAST_EVENT_ID)) await sleep(300);
+      return fetch(input, init);
+    };
+    const summary = await runScenario('polling', { serverUrl: lab.server.url, fetch: slow });
+    const polls = summary.details.polls as Array<{ messages: number }>;
+    expect(polls).toHaveLength(POLLING_CLOSES);
+    expect(polls.at(-1)!.messages).toBe(1);
+    expect(summary.terminalDeliveries).toBe(1);
+  });
+});
 
 describe('the real failure modes of real servers, raw client', () => {
   it('quiet-resume: the resumed stream is silent for seconds, then carries the result once', async () => {

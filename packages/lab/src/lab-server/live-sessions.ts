@@ -17,6 +17,7 @@ import type { ReplayClosing } from './replay-closing.js';
 import { createVariantStore } from './store-selection.js';
 import type { SharedStoreHolder } from './store-selection.js';
 import type { EvictReport, LabServerOptions, RestartReport } from './types.js';
+import { ResumeArrivals } from '../resume-arrivals.js';
 
 const SERVER_INFO = { name: 'resumewatch-lab', version: '0.1.0' };
 
@@ -24,6 +25,8 @@ export interface LiveSession {
   transport: StreamableHTTPServerTransport;
   server: Server;
   store: BoundedEventStore;
+  /** The session's resumes so far (poll_task waits for its client to come back). */
+  resumes: ResumeArrivals;
 }
 
 /** What a (simulated) server process holds; a restart replaces it whole. */
@@ -105,8 +108,14 @@ export class LiveSessions {
       (record, id) => this.replayClosing.afterReplay(record, id),
     );
     const server = new Server(SERVER_INFO, { capabilities: { tools: {} } });
-    registerLabTools(server, this.ledger);
-    const live: LiveSession = { transport: undefined as unknown as StreamableHTTPServerTransport, server, store };
+    const resumes = new ResumeArrivals();
+    registerLabTools(server, this.ledger, resumes);
+    const live: LiveSession = {
+      transport: undefined as unknown as StreamableHTTPServerTransport,
+      server,
+      store,
+      resumes,
+    };
     live.transport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => newId,
       eventStore: this.options.wrapEventStore ? this.options.wrapEventStore(store, newId) : store,

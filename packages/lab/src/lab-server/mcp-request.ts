@@ -83,6 +83,7 @@ export async function handleMcpRequest(
         );
       }
       replayClosing.watch(sessionId, lastEventId, res);
+      live.resumes.resumed();
     }
     return live.transport.handleRequest(req, res);
   }
