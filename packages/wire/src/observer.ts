@@ -431,8 +431,9 @@ export class WireObserver {
   /** The response itself, its body observed in place as the application reads it (watched-body.ts). */
   private observeResponse(request: WireRequest, response: Response): Response {
     const stream = this.responded(request, response.status, response.headers, response.body !== null);
-    if (stream && response.body) watchResponse(this, request, stream, response, this.tapFor(request, stream));
-    return response;
+    return stream && response.body
+      ? watchResponse(this, request, stream, response, this.tapFor(request, stream))
+      : response;
   }
 
   /**

@@ -475,20 +475,34 @@ const watchedResponseProto = Object.create(
 
 /**
  * Observes the body of `response` in place: its reads pass `tap`, and the observer is told how it
- * ended. Returns the same response.
+ * ended. Returns the same response; or, when another observer already watches it (one wrapped fetch
+ * around another), a copy reading through that observer's reader, watched in turn.
  */
 export function watchResponse(
   observer: TapHost,
   request: WireRequest,
   stream: StreamRecord,
-  response: Response,
+  observed: Response,
   tap: BodyTap,
 ): Response {
+  const response = bodies.has(observed.body!) ? copyOf(observed) : observed;
   const body = response.body!;
   bodies.set(body, new WatchedBody(observer, request, stream, tap));
   Object.setPrototypeOf(body, watchedStreamProto);
   Object.setPrototypeOf(response, watchedResponseProto);
   return response;
+}
+
+/** A Response over a plain stream pulling from the watched reader of `response`'s body. */
+function copyOf(response: Response): Response {
+  const copy = new Response(plainOf(response.body!), {
+    status: response.status,
+    statusText: response.statusText,
+    headers: response.headers,
+  });
+  Object.defineProperty(copy, 'url', { value: response.url });
+  Object.defineProperty(copy, 'redirected', { value: response.redirected });
+  return copy;
 }
 
 // Shapes held (shapes.ts): the per-body and per-reader objects, and a response and reader with the overriding prototypes.

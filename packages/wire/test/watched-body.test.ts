@@ -293,6 +293,32 @@ describe('a body observed in place', () => {
     }
   });
 
+  it('one wrapped fetch around another: each observer sees every event it is given once, the outer what the inner kept', async () => {
+    const inner = new WireObserver();
+    const outer = new WireObserver();
+    const seen = { inner: [] as string[], outer: [] as string[] };
+    const ends = { inner: [] as StreamEnd[], outer: [] as StreamEnd[] };
+    inner.addListener(
+      {
+        onEvent: (event) => {
+          seen.inner.push(event.sse!.data);
+          return !event.sse!.data.includes('drop');
+        },
+        onStreamEnd: (_r, _s, how) => void ends.inner.push(how),
+      },
+      { filters: true },
+    );
+    outer.addListener({
+      onEvent: (event) => void seen.outer.push(event.sse!.data),
+      onStreamEnd: (_r, _s, how) => void ends.outer.push(how),
+    });
+    const response = await outer.wrap(inner.wrap())(server.server.url + '/shrink');
+    expect(response.url).toBe(server.server.url + '/shrink');
+    expect(await response.text()).toBe('data: a\n\ndata: b\n\n');
+    expect(seen).toEqual({ inner: ['a', 'drop', 'b'], outer: ['a', 'b'] });
+    expect(ends).toEqual({ inner: ['clean'], outer: ['clean'] });
+  });
+
   it('a BYOB reader gets the kept bytes, copied into its views', async () => {
     const { events, ends, fetch } = observed();
     const reader = (await fetch('/shrink')).body!.getReader({ mode: 'byob' });
