@@ -57,6 +57,9 @@ const server = createServer((req, res) => {
   });
 });
 
+// Idle keep-alive sockets stay open while the client measures its heap (a pause of seconds): a socket
+// the server closed just as the client reused it would fail that session's request.
+server.keepAliveTimeout = 60_000;
 server.listen(0, '127.0.0.1', () => {
   console.log(`MCP http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`);
 });

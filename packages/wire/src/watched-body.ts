@@ -282,16 +282,14 @@ function ignore(): void {}
 /**
  * `pipeTo` over the watched reader, as the WHATWG streams standard's ReadableStreamPipeTo: writes wait
  * for the destination's backpressure (`writer.ready`); the source's end closes the destination unless
- * preventClose; its error aborts it unless preventAbort; the destination's error or early close
- * cancels the source unless preventCancel; the signal's abort does both (unless prevented); the locks
+ * preventClose; its error aborts it unless preventAbort; the destination's error (or its refusal of
+ * a write, closed early) cancels the source unless preventCancel; the signal's abort does both (unless prevented); the locks
  * are released when it settles. One object and a promise chain of its methods: it lives as long as
  * the body is open. It reads the real reader and passes each result through the tap itself (one
  * promise a chunk, not two).
  */
 class Pipe {
   private shuttingDown = false;
-  /** This pipe closes the destination: its `closed` resolving is then not an early close. */
-  private closing = false;
   /** The last write's promise: the shutdown waits for every chunk read to be written. */
   private lastWrite: Promise<void> | undefined = undefined;
   private resolve: () => void = ignore;
@@ -303,7 +301,7 @@ class Pipe {
   private readonly onReady = (): void => this.pull();
   private readonly onRead = (result: ReadResult): void => this.read(result);
   private readonly onSourceError = (error: unknown): void => this.sourceFailed(error);
-  private readonly onDestClosed = (): void => this.destinationClosed();
+  /* A destination closed before the pipe closes it refuses the next write: that rejection ends the pipe as its error does. */
   private readonly onDestError = (error: unknown): void => this.destinationFailed(error);
   private onAbort: (() => void) | undefined = undefined;
 
@@ -324,7 +322,7 @@ class Pipe {
       this.reject = reject;
     });
     this.source.reader.closed.then(undefined, this.onSourceError);
-    this.writer.closed.then(this.onDestClosed, this.onDestError);
+    this.writer.closed.then(undefined, this.onDestError);
     const signal = this.signal;
     if (signal?.aborted) this.aborted();
     else {
@@ -336,8 +334,10 @@ class Pipe {
 
   private step(): void {
     if (this.shuttingDown) return;
+    // Room in the destination's queue: read on at once, without a promise a chunk.
+    if ((this.writer.desiredSize ?? 0) > 0) this.pull();
     // A rejected ready means the destination errored: `closed` reports it.
-    this.writer.ready.then(this.onReady, ignore);
+    else this.writer.ready.then(this.onReady, ignore);
   }
 
   private pull(): void {
@@ -357,7 +357,7 @@ class Pipe {
 
   private write(chunk: Chunk): void {
     const written = this.writer.write(chunk);
-    written.then(undefined, ignore);
+    written.then(undefined, this.onDestError);
     this.lastWrite = written;
     this.step();
   }
@@ -368,7 +368,6 @@ class Pipe {
       return;
     }
     this.shuttingDown = true;
-    this.closing = true;
     this.writer.close().then(
       () => this.finish(undefined, false),
       (error: unknown) => this.finish(error, true),
@@ -384,12 +383,6 @@ class Pipe {
 
   private destinationFailed(error: unknown): void {
     if (this.shuttingDown) return;
-    this.shutdownNow(error, this.preventCancel ? undefined : () => this.cancelSource(error));
-  }
-
-  private destinationClosed(): void {
-    if (this.shuttingDown || this.closing) return;
-    const error = new TypeError('the destination was closed');
     this.shutdownNow(error, this.preventCancel ? undefined : () => this.cancelSource(error));
   }
 
