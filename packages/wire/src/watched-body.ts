@@ -283,10 +283,10 @@ function ignore(): void {}
  * `pipeTo` over the watched reader, as the WHATWG streams standard's ReadableStreamPipeTo: writes wait
  * for the destination's backpressure (`writer.ready`); the source's end closes the destination unless
  * preventClose; its error aborts it unless preventAbort; the destination's error (or its refusal of
- * a write, closed early) cancels the source unless preventCancel; the signal's abort does both (unless prevented); the locks
- * are released when it settles. One object and a promise chain of its methods: it lives as long as
- * the body is open. It reads the real reader and passes each result through the tap itself (one
- * promise a chunk, not two).
+ * a write, when it was closed early) cancels the source unless preventCancel; the signal's abort does
+ * both (unless prevented); the locks are released when it settles. One object and a promise chain of
+ * its methods: it lives as long as the body is open. It reads the real reader and passes each result
+ * through the tap itself (one promise a chunk, not two).
  */
 class Pipe {
   private shuttingDown = false;
@@ -301,7 +301,7 @@ class Pipe {
   private readonly onReady = (): void => this.pull();
   private readonly onRead = (result: ReadResult): void => this.read(result);
   private readonly onSourceError = (error: unknown): void => this.sourceFailed(error);
-  /* A destination closed before the pipe closes it refuses the next write: that rejection ends the pipe as its error does. */
+  /** The destination's error; also a refused write (a destination closed early refuses the next one). */
   private readonly onDestError = (error: unknown): void => this.destinationFailed(error);
   private onAbort: (() => void) | undefined = undefined;
 
