@@ -64,9 +64,9 @@ export const BENCHES: Bench[] = [
     id: 'client-soak',
     dir: 'packages/instrumentation',
     script: 'bench/soak.bench.ts',
-    args: ['--sessions', '600'],
-    smokeArgs: ['--sessions', '12'],
-    what: 'client heap per live session and per request: bare SDK, guardedFetch, instrumentFetch',
+    args: ['--sessions', '600', '--ended', '1000,10000'],
+    smokeArgs: ['--sessions', '12', '--ended', '40,80'],
+    what: 'client heap per live session, per request and kept per ended session (at 1,000 and 10,000 ended): bare SDK, guardedFetch, instrumentFetch',
   },
   {
     id: 'gateway',

@@ -16,7 +16,7 @@ const EXPECTED_FIGURES: Record<string, number> = {
   'detector-lag': 4,
   guard: 2,
   instrumentation: 6,
-  'client-soak': 10,
+  'client-soak': 14,
   gateway: 8,
 };
 

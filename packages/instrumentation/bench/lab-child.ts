@@ -6,9 +6,19 @@ import { fileURLToPath } from 'node:url';
  * node_modules), so that process.cpuUsage() and the heap of the benchmark count the client only.
  * Resolves with its MCP URL once it prints it; `stop()` ends it.
  */
-export async function startLabChild(): Promise<{ url: string; stop(): void }> {
+export function startLabChild(): Promise<{ url: string; stop(): void }> {
   const cli = fileURLToPath(new URL('../node_modules/@resumewatch/lab/dist/cli.js', import.meta.url));
-  const child = spawn(process.execPath, [cli, 'server', '--capacity', '100000'], {
+  return startServerChild([cli, 'server', '--capacity', '100000']);
+}
+
+/** The soak's lean churn server (churn-server.ts) in a child process. */
+export function startChurnChild(): Promise<{ url: string; stop(): void }> {
+  return startServerChild(['--import', 'tsx', fileURLToPath(new URL('churn-server.ts', import.meta.url))]);
+}
+
+/** A server child that prints `MCP <url>` once it listens. */
+async function startServerChild(args: string[]): Promise<{ url: string; stop(): void }> {
+  const child = spawn(process.execPath, args, {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const url = await new Promise<string>((resolve, reject) => {

@@ -13,7 +13,18 @@
  * heap kept per ended session, by how it ended. Figures beyond the SDK's own are the variant's
  * minus bare's, measured in the same run. Lab server in a child process, on loopback.
  *
- *   node --expose-gc --import tsx bench/soak.bench.ts [--sessions 600] [--variants bare,guarded,instrumented] [--max-seconds 900]
+ * With --ended 1000,10000, the churn, before the rest: sessions opened, called once and ended,
+ * --churn-width at a time, every other one closed and the others DELETEd (then closed), the heap
+ * measured when each count of the list is reached → heap kept per ended session at each count. A
+ * figure that stays the same per session from the first count to the last is something kept per
+ * session; a fixed cost shrinks per session as the count grows. The churn makes the SDK 1.x client's
+ * wire exchanges with plain fetch calls, against a lean server (churn-server.ts): the SDK client
+ * alone costs about 13 ms of CPU a session and the lab server more, which would make tens of
+ * thousands of sessions take many minutes (the churn's cost about 4 ms); what the wrapper keeps is
+ * decided by the wire exchanges, which are the same.
+ *
+ *   node --expose-gc --import tsx bench/soak.bench.ts [--sessions 600] [--ended 1000,10000] [--churn-width 10]
+ *     [--variants bare,guarded,instrumented] [--max-seconds 900]
  */
 import { execFile } from 'node:child_process';
 import { parseArgs, promisify } from 'node:util';
@@ -28,20 +39,27 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 import type { FetchLike } from '@resumewatch/wire';
 import { figure } from '../../../bench/figure.js';
-import { startLabChild } from './lab-child.js';
+import { startChurnChild, startLabChild } from './lab-child.js';
 import { ourGuardedFetch, ourInstrumentedFetch } from './variants.js';
 
 const { values } = parseArgs({
   options: {
     sessions: { type: 'string', default: '600' },
     variants: { type: 'string' },
+    ended: { type: 'string', default: '' },
+    'churn-width': { type: 'string', default: '10' },
     'max-seconds': { type: 'string', default: '900' },
     // Internal: run one variant against this lab URL and print its result as a JSON line.
     child: { type: 'string' },
     url: { type: 'string' },
+    'churn-url': { type: 'string' },
   },
 });
 const SESSIONS = Math.max(3, Number(values.sessions));
+const ENDED = values.ended ? values.ended.split(',').map(Number) : [];
+if (ENDED.some((n, i) => !(n > 0) || (i > 0 && n <= ENDED[i - 1]!)))
+  throw new Error('--ended: increasing session counts, e.g. 1000,10000');
+const CHURN_WIDTH = Math.max(1, Number(values['churn-width']));
 const MORE_CALLS = 4;
 const PROGRESS = 3;
 const deadline = Date.now() + Number(values['max-seconds']) * 1000;
@@ -88,6 +106,8 @@ interface Result {
   keptDeleted: number;
   keptAbandoned: number;
   keptAll: number;
+  /** Heap kept per ended session (half closed, half DELETEd) at each count of --ended. */
+  churn: number[];
 }
 
 /**
@@ -155,7 +175,85 @@ async function soak(url: string, fetch: FetchLike | undefined): Promise<Result> 
     keptAbandoned:
       perLive - (afterDeleted - afterAbandoned) / n + (MORE_CALLS * (busy - live)) / (SESSIONS * MORE_CALLS),
     keptAll: (afterAbandoned - base) / SESSIONS,
+    churn: [],
   };
+}
+
+const PROTOCOL = '2025-06-18';
+
+/** Reads a text stream to its end. */
+async function readText(stream: ReadableStream<string>): Promise<string> {
+  const reader = stream.getReader();
+  let text = '';
+  for (let r = await reader.read(); !r.done; r = await reader.read()) text += r.value;
+  return text;
+}
+
+/**
+ * One session of the churn, on the wire as the SDK 1.x client makes it (without the SDK's own CPU
+ * cost, which would make ten thousand sessions take many minutes): initialize, the initialized
+ * notification, the standalone GET stream (read as the SDK does, through a TextDecoderStream), one
+ * tools/call answered on an SSE stream, a DELETE with `terminate`, then the transport closed (its
+ * signal aborted, as the SDK's close does).
+ */
+async function oneSession(url: string, fetch: FetchLike, terminate: boolean): Promise<void> {
+  const controller = new AbortController();
+  const signal = controller.signal;
+  const post = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+  const rpc = (message: object) => JSON.stringify({ jsonrpc: '2.0', ...message });
+  const clientInfo = { name: 'soak', version: '1.0.0' };
+  const initialize = {
+    id: 0,
+    method: 'initialize',
+    params: { protocolVersion: PROTOCOL, capabilities: {}, clientInfo },
+  };
+  const initialized = await fetch(url, { method: 'POST', headers: post, body: rpc(initialize), signal });
+  const sessionId = initialized.headers.get('mcp-session-id')!;
+  await initialized.json();
+  const session = { 'mcp-session-id': sessionId, 'mcp-protocol-version': PROTOCOL };
+  const headers = { ...post, ...session };
+  const notified = await fetch(url, {
+    method: 'POST',
+    headers,
+    body: rpc({ method: 'notifications/initialized' }),
+    signal,
+  });
+  await notified.text();
+  const get = { accept: 'text/event-stream', ...session };
+  const listening = await fetch(url, { method: 'GET', headers: get, signal });
+  const reading = readText(listening.body!.pipeThrough(new TextDecoderStream())).catch(() => undefined);
+  const params = { name: 'stream_progress', arguments: { count: PROGRESS, delay: 0 }, _meta: { progressToken: 1 } };
+  const called = await fetch(url, {
+    method: 'POST',
+    headers,
+    body: rpc({ id: 1, method: 'tools/call', params }),
+    signal,
+  });
+  const events = await readText(called.body!.pipeThrough(new TextDecoderStream()));
+  if (!events.includes('"result"')) throw new Error(`churn: no result in ${events}`);
+  if (terminate) await (await fetch(url, { method: 'DELETE', headers: session, signal })).text();
+  controller.abort();
+  await reading;
+}
+
+/**
+ * Sessions opened and ended, CHURN_WIDTH at a time, up to each count of --ended: the heap kept per
+ * ended session at each count, measured from the heap before the first.
+ */
+async function churn(url: string, fetch: FetchLike): Promise<number[]> {
+  const kept: number[] = [];
+  const base = await heap();
+  let ended = 0;
+  for (const count of ENDED) {
+    while (ended < count) {
+      const width = Math.min(CHURN_WIDTH, count - ended);
+      await Promise.all(Array.from({ length: width }, (_, i) => oneSession(url, fetch, (ended + i) % 2 === 1)));
+      ended += width;
+      if (ended % 500 < width && Date.now() > deadline) throw new Error('soak: over --max-seconds');
+    }
+    kept.push(((await heap()) - base) / count);
+  }
+  return kept;
 }
 
 const makers: Record<string, (provider: BasicTracerProvider) => FetchLike | undefined> = {
@@ -172,7 +270,19 @@ if (values.child !== undefined) {
   if (!make || !values.url) throw new Error(`soak child: unknown variant ${values.child} or no --url`);
   // Warm-up, not reported: the first sessions of a process pay for compiling the SDK's code paths.
   await soakWarm(values.url, make(provider));
-  const result = await soak(values.url, make(provider));
+  const fetch = make(provider);
+  // The churn first, from a heap the soak's sessions have not touched (what they leave, such as idle
+  // sockets, settles over seconds and would be counted against the churn's sessions).
+  let churned: number[] = [];
+  if (ENDED.length > 0) {
+    const churnUrl = values['churn-url']!;
+    const churnFetch = fetch ?? globalThis.fetch;
+    // Warm-up of the churn's paths, not measured.
+    for (let i = 0; i < 40; i++) await oneSession(churnUrl, churnFetch, i % 2 === 0);
+    churned = await churn(churnUrl, churnFetch);
+  }
+  const result = await soak(values.url, fetch);
+  result.churn = churned;
   await provider.shutdown();
   console.log(JSON.stringify(result));
   // Abandoned sessions' streams are still open by design: end the process here.
@@ -194,14 +304,18 @@ const run = promisify(execFile);
 // variant's must not push the next one's out of the server's bounded session registry.
 for (const name of names) {
   const lab = await startLabChild();
+  const churnServer = ENDED.length > 0 ? await startChurnChild() : undefined;
   try {
     const seconds = Math.max(1, Math.floor((deadline - Date.now()) / 1000));
     const args = [...process.execArgv, import.meta.filename, '--child', name, '--url', lab.url];
     args.push('--sessions', String(SESSIONS), '--max-seconds', String(seconds));
+    if (churnServer)
+      args.push('--ended', ENDED.join(','), '--churn-width', String(CHURN_WIDTH), '--churn-url', churnServer.url);
     const { stdout } = await run(process.execPath, args, { maxBuffer: 1 << 20 });
     results[name] = JSON.parse(stdout.trim().split('\n').at(-1)!) as Result;
   } finally {
     lab.stop();
+    churnServer?.stop();
   }
 }
 
@@ -217,6 +331,16 @@ for (const name of names) {
   console.log(
     `${name.padEnd(14)} ${kb(r.perLive).padStart(16)}   ${kb(r.perRequest).padStart(18)}   ${kb(r.keptClosed).padStart(15)}   ${kb(r.keptDeleted).padStart(16)}   ${kb(r.keptAbandoned).padStart(18)}   ${kb(r.keptAll).padStart(27)}`,
   );
+}
+if (ENDED.length > 0) {
+  console.log(
+    `churn (the SDK 1.x client's wire exchanges with plain fetch, lean server): sessions opened, called once and ended (every other one DELETEd), ${CHURN_WIDTH} at a time; heap kept per ended session at ${ENDED.join(', ')} sessions`,
+  );
+  for (const name of names) {
+    const r = results[name]!;
+    const at = (kept: number[]) => kept.map(kb).join(' / ');
+    console.log(`${name.padEnd(14)} ${at(r.churn)}`);
+  }
 }
 const bare = results.bare!;
 for (const name of names) {
@@ -258,6 +382,17 @@ for (const name of names) {
     reference: { name: 'bare SDK, kept per DELETEd session', value: bare.keptDeleted, unit: 'bytes' },
     target: 'nothing kept',
     note,
+  });
+  ENDED.forEach((count, i) => {
+    figure({
+      bench: 'client-soak',
+      name: `${label}: kept per ended session beyond the bare client's, ${count} sessions ended`,
+      value: r.churn[i]! - bare.churn[i]!,
+      unit: 'bytes',
+      reference: { name: 'bare client, kept per ended session', value: bare.churn[i]!, unit: 'bytes' },
+      target: 'nothing kept',
+      note: `${count} sessions opened, called once and ended (every other one DELETEd, all closed), ${CHURN_WIDTH} at a time, before the live soak; the SDK 1.x client's wire exchanges made with plain fetch calls against a lean server; heap (code space left out) + array buffers after GC, span queue flushed`,
+    });
   });
   figure({
     bench: 'client-soak',

@@ -52,6 +52,7 @@ const OTHER_VOCABULARY: Record<string, { values: string[]; why: string }> = {
     why: "how a recorded body ended ('clean' | 'error')",
   },
   'packages/wire/src/body-taps.ts': { values: ['error'], why: 'a body stream ending in an error' },
+  'packages/wire/src/watched-body.ts': { values: ['error'], why: 'a body stream ending in an error' },
   'packages/wire/src/types.ts': {
     values: ['error'],
     why: "how a response body ended, wire's StreamEnd ('clean' | 'error' | 'abort')",

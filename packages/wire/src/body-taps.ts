@@ -14,7 +14,7 @@ export interface TapHost {
   jsonBody(request: WireRequest, stream: StreamRecord, messages: readonly JsonRpcMessage[]): void;
 }
 
-/** Where a tap puts the bytes the client gets: a web stream's controller, or a proxy's writer. */
+/** Where a tap puts the bytes the client gets: the watched body's reads (watched-body.ts), or a proxy's writer. */
 export interface ChunkSink {
   enqueue(chunk: Uint8Array): void;
 }
@@ -24,64 +24,6 @@ export interface BodyTap {
   /** Returns whether anything was enqueued. */
   chunk(chunk: Uint8Array, controller: ChunkSink): boolean;
   end(controller: ChunkSink): void;
-}
-
-type ReadResult = Awaited<ReturnType<ReadableStreamDefaultReader<Uint8Array>['read']>>;
-
-/**
- * The underlying source of an observed body. The hot path goes through methods of a few classes,
- * not closures made per stream (why: the README, "Design").
- */
-export class TappedSource {
-  private readonly reader: ReadableStreamDefaultReader<Uint8Array>;
-  /** The controller of the observed body (the same one at every pull). */
-  private controller: ReadableStreamDefaultController<Uint8Array> | undefined = undefined;
-  /*
-   * A pull waits on a promise chain, not in an async function: an open stream is suspended in its
-   * pull for its whole life, and a suspended async function keeps a generator, its registers and the
-   * await's closures (a few hundred bytes per open stream); these two handlers are made once.
-   */
-  private readonly onRead = (result: ReadResult): Promise<void> | undefined => this.read(result);
-  private readonly onReadError = (error: unknown): void => this.failed(error);
-
-  constructor(
-    private readonly observer: TapHost,
-    private readonly request: WireRequest,
-    private readonly stream: StreamRecord,
-    source: ReadableStream<Uint8Array>,
-    private readonly tap: BodyTap,
-  ) {
-    this.reader = source.getReader();
-  }
-
-  pull(controller: ReadableStreamDefaultController<Uint8Array>): Promise<void> {
-    this.controller = controller;
-    return this.reader.read().then(this.onRead, this.onReadError) as Promise<void>;
-  }
-
-  private read(result: ReadResult): Promise<void> | undefined {
-    const controller = this.controller!;
-    if (result.done) {
-      this.tap.end(controller);
-      this.observer.streamEnded(this.request, this.stream, 'clean', undefined);
-      controller.close();
-      return undefined;
-    }
-    if (this.tap.chunk(result.value, controller)) return undefined;
-    // A pull that enqueues nothing is not called again, so read on until something is given to the
-    // client (every event of a chunk may have been removed) or the body ends.
-    return this.reader.read().then(this.onRead, this.onReadError) as Promise<void>;
-  }
-
-  private failed(error: unknown): void {
-    this.observer.streamEnded(this.request, this.stream, isAbort(error) ? 'abort' : 'error', error);
-    this.controller!.error(error);
-  }
-
-  async cancel(reason: unknown): Promise<void> {
-    this.observer.streamEnded(this.request, this.stream, 'abort', reason);
-    await this.reader.cancel(reason);
-  }
 }
 
 /**
@@ -118,7 +60,7 @@ export class PushedBody {
  * Sees an SSE body's events. With a filtering listener it forwards the bytes of kept events only: the
  * events of a chunk are scanned first, then what the client gets is enqueued once per chunk (the
  * chunk itself when every event of it is kept and none carried over). `event` never calls into the
- * web stream: optimised code of the scanner that inlined it would depend on the stream's objects,
+ * reader's sink: optimised code of the scanner that inlined it would depend on the stream's objects,
  * which die with each body, and be thrown away at the next GC.
  */
 export class SseTap implements BodyTap, SseSink {
@@ -140,17 +82,17 @@ export class SseTap implements BodyTap, SseSink {
     private readonly filtering: boolean,
   ) {}
 
-  chunk(chunk: Uint8Array, controller: ChunkSink): boolean {
+  chunk(chunk: Uint8Array, sink: ChunkSink): boolean {
     this.at = this.observer.clock();
     if (!this.filtering) {
       this.scanner.push(chunk);
       this.scanner.releaseBytes();
-      controller.enqueue(chunk);
+      sink.enqueue(chunk);
       return true;
     }
     this.eventsEnd = 0;
     this.scanner.push(chunk);
-    const enqueued = this.forward(chunk, controller);
+    const enqueued = this.forward(chunk, sink);
     this.scanner.releaseBytes();
     return enqueued;
   }
@@ -163,13 +105,13 @@ export class SseTap implements BodyTap, SseSink {
     this.eventsEnd = scan.rawEnd;
   }
 
-  end(controller: ChunkSink): void {
+  end(sink: ChunkSink): void {
     const rest = this.scanner.end();
-    if (this.filtering && rest.length > 0) controller.enqueue(rest);
+    if (this.filtering && rest.length > 0) sink.enqueue(rest);
   }
 
   /** Enqueues the kept events of the chunk just scanned; returns whether anything was enqueued. */
-  private forward(chunk: Uint8Array, controller: ChunkSink): boolean {
+  private forward(chunk: Uint8Array, sink: ChunkSink): boolean {
     const end = this.eventsEnd;
     if (end === 0) return false;
     const bytes = this.scanner.bytes;
@@ -177,21 +119,21 @@ export class SseTap implements BodyTap, SseSink {
     if (removed === undefined || removed.length === 0) {
       // Every event of the chunk kept and none carried over: the chunk itself, no view.
       const whole = end === chunk.length && bytes.buffer === chunk.buffer && bytes.byteOffset === chunk.byteOffset;
-      controller.enqueue(whole ? chunk : bytes.subarray(0, end));
+      sink.enqueue(whole ? chunk : bytes.subarray(0, end));
       return true;
     }
     let from = 0;
     let enqueued = false;
     for (let i = 0; i < removed.length; i += 2) {
       if (removed[i]! > from) {
-        controller.enqueue(bytes.subarray(from, removed[i]!));
+        sink.enqueue(bytes.subarray(from, removed[i]!));
         enqueued = true;
       }
       from = removed[i + 1]!;
     }
     removed.length = 0;
     if (end > from) {
-      controller.enqueue(bytes.subarray(from, end));
+      sink.enqueue(bytes.subarray(from, end));
       enqueued = true;
     }
     return enqueued;
@@ -209,10 +151,10 @@ export class JsonTap implements BodyTap {
     private readonly maxBytes: number,
   ) {}
 
-  chunk(chunk: Uint8Array, controller: ChunkSink): boolean {
+  chunk(chunk: Uint8Array, sink: ChunkSink): boolean {
     this.size += chunk.length;
     if (this.size <= this.maxBytes) this.chunks.push(chunk);
-    controller.enqueue(chunk);
+    sink.enqueue(chunk);
     return true;
   }
 
@@ -227,18 +169,6 @@ export class JsonTap implements BodyTap {
 holdShape(new SseTap(undefined as never, undefined as never, undefined as never, false));
 holdShape(new JsonTap(undefined as never, undefined as never, undefined as never, 0));
 holdShape(new PushedBody(undefined as never, undefined as never, undefined as never, undefined as never));
-holdShape(
-  new TappedSource(
-    undefined as never,
-    undefined as never,
-    undefined as never,
-    new ReadableStream(),
-    undefined as never,
-  ),
-);
-// The controller of an observed body, whose `enqueue` the taps call: a stream made as tapBody makes one.
-holdShape(new ReadableStream<Uint8Array>({ pull: () => undefined }, { highWaterMark: 0 }));
-
 export function isAbort(error: unknown): boolean {
   return error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError');
 }

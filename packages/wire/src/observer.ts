@@ -13,7 +13,8 @@ import {
   requestTarget,
 } from './jsonrpc.js';
 import type { JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from './jsonrpc.js';
-import { JsonTap, PushedBody, SseTap, TappedSource, isAbort } from './body-taps.js';
+import { JsonTap, PushedBody, SseTap, isAbort } from './body-taps.js';
+import { watchResponse } from './watched-body.js';
 import type { BodyTap } from './body-taps.js';
 import { CursorRing } from './cursor-ring.js';
 import { holdShape } from './shapes.js';
@@ -427,18 +428,12 @@ export class WireObserver {
     };
   }
 
+  /** The response itself, its body observed in place as the application reads it (watched-body.ts). */
   private observeResponse(request: WireRequest, response: Response): Response {
     const stream = this.responded(request, response.status, response.headers, response.body !== null);
-    if (!stream || !response.body) return response;
-    const body = this.tapBody(request, stream, response.body, this.tapFor(request, stream));
-    const observed = new Response(body, {
-      status: response.status,
-      statusText: response.statusText,
-      headers: response.headers,
-    });
-    Object.defineProperty(observed, 'url', { value: response.url });
-    Object.defineProperty(observed, 'redirected', { value: response.redirected });
-    return observed;
+    return stream && response.body
+      ? watchResponse(this, request, stream, response, this.tapFor(request, stream))
+      : response;
   }
 
   /**
@@ -578,16 +573,6 @@ export class WireObserver {
     return stream.format === 'sse'
       ? new SseTap(this, request, stream, this.filtering)
       : new JsonTap(this, request, stream, this.maxJsonBodyBytes);
-  }
-
-  /** A pull-driven copy of the body: nothing is read from the network before the client asks. */
-  private tapBody(
-    request: WireRequest,
-    stream: StreamRecord,
-    source: ReadableStream<Uint8Array>,
-    tap: BodyTap,
-  ): ReadableStream<Uint8Array> {
-    return new ReadableStream<Uint8Array>(new TappedSource(this, request, stream, source, tap), { highWaterMark: 0 });
   }
 
   /** @internal Tells the listeners how a body ended (once). */
