@@ -67,6 +67,9 @@ function threadsReport(pid: number, before: Map<string, number>, label: string):
   console.error(`${label}: serve's CPU by thread over the measured rounds: ${parts.join(', ')}`);
 }
 
+/** The benchmark's clients drop a keep-alive socket idle this long (serve's keep-alive timeout is 5 s). */
+const IDLE_SOCKET_MS = 2_000;
+
 /** Requests of the unmeasured round that warms a serve process up before its measured rounds. */
 const WARM_UP_REQUESTS = SMOKE ? 100 : 20_000;
 
@@ -139,7 +142,10 @@ async function benchServe(): Promise<void> {
   const rounds = Array.from({ length: ROUNDS }, (_, i) => otlpBodies(workload(SMOKE ? 600 : 40_000, `serve${i}`), 512));
   const { child, port } = await startServe(false);
   const CONNECTIONS = 4;
-  const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS });
+  // Idle sockets are dropped after 2 s, before serve's 5 s keep-alive timeout closes them: a socket reused
+  // just as the server closes it fails its request ("socket hang up"), which a loaded machine's pauses
+  // between rounds made happen.
+  const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS, timeout: IDLE_SOCKET_MS });
   const post = (body: string) =>
     new Promise<void>((resolve, reject) => {
       const req = request(
@@ -352,7 +358,10 @@ async function benchServeProtobuf(): Promise<void> {
   );
   const { child, port, grpcPort } = await startServe(true);
   const CONNECTIONS = 4;
-  const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS });
+  // Idle sockets are dropped after 2 s, before serve's 5 s keep-alive timeout closes them: a socket reused
+  // just as the server closes it fails its request ("socket hang up"), which a loaded machine's pauses
+  // between rounds made happen.
+  const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS, timeout: IDLE_SOCKET_MS });
   const postHttp = (body: Buffer) =>
     new Promise<void>((resolve, reject) => {
       const req = request(
