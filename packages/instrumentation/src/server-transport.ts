@@ -232,7 +232,45 @@ export function instrumentServerTransport<T extends ServerTransportLike>(
       if (open.size > 0) closed();
       return close();
     };
+  // A transport can also close without its own close(): on a DELETE, the SDK 1.x Node transport closes
+  // the web-standard transport inside it, which calls the handler the outer one handed it.
+  watchInnerClose(transport, () => {
+    if (open.size > 0) closed();
+  });
   return transport;
+}
+
+/**
+ * For a transport whose `onclose` is an accessor handing the handler to a transport inside it (the SDK
+ * 1.x Node transport): the inner transport gets a handler that calls `hook` first. Reading `onclose`
+ * still gives the handler that was set (the SDK's Protocol chains on it at connect). A transport whose
+ * `onclose` is a plain property closes through its own close(), patched above.
+ */
+function watchInnerClose(transport: object, hook: () => void): void {
+  let descriptor: PropertyDescriptor | undefined;
+  for (
+    let o: object | null = transport;
+    o !== null && descriptor === undefined;
+    o = Object.getPrototypeOf(o) as object | null
+  )
+    descriptor = Object.getOwnPropertyDescriptor(o, 'onclose');
+  const { get, set } = descriptor ?? {};
+  if (get === undefined || set === undefined) return;
+  let handler = get.call(transport) as (() => void) | undefined;
+  const hooked = (): void => {
+    hook();
+    handler?.();
+  };
+  Object.defineProperty(transport, 'onclose', {
+    configurable: true,
+    enumerable: descriptor!.enumerable ?? false,
+    get: () => handler,
+    set: (next: (() => void) | undefined) => {
+      handler = next;
+      set.call(transport, hooked);
+    },
+  });
+  set.call(transport, hooked);
 }
 
 /** A header of the request, from the SDK's record (1.x) or a web `Headers` (v2). */

@@ -99,6 +99,29 @@ describe('server side', () => {
     await call;
   });
 
+  it("a session's DELETE closes its open requests' streams: their spans end aborted, not at the request timeout", async () => {
+    const capture = captureSpans();
+    const server = await sdkServer({
+      onTransport: (transport) =>
+        void instrumentServerTransport(transport, { tracerProvider: capture.provider, cancellationWaitMs: 100 }),
+    });
+    const c = await connectSdkClient(server.url);
+    let progressed!: () => void;
+    const firstProgress = new Promise<void>((resolve) => (progressed = resolve));
+    const call = c.client
+      .callTool({ name: 'stream_progress', arguments: { count: 2, delay: 1500 } }, undefined, {
+        onprogress: () => progressed(),
+      })
+      .catch(() => undefined);
+    await firstProgress;
+    // The SDK 1.x server transport closes its inner web-standard transport on a DELETE, not itself.
+    await c.transport.terminateSession();
+    const span = await vi.waitFor(() => firstSpan(capture, 'tools/call stream_progress'), WAIT);
+    expect(a(span, ATTR_ERROR_TYPE)).toBe(ErrorType.ABORTED);
+    await c.close();
+    await call;
+  });
+
   it('seed loop: every replay of the finished stream says the terminal had been delivered and was replayed', async () => {
     const { server, capture } = await instrumentedServer({ closeReplays: true });
     const client = new RawClient(server.url, globalThis.fetch);
