@@ -39,7 +39,8 @@ import { DETECTOR_ATTRIBUTE_KEYS, isContractSpan, isRequestSpanKey } from '../sr
 import { checkJsonDepth } from '../src/otlp/json-depth.js';
 import { referenceDecodeJsonRequest } from './helpers/otlp-json-reference.js';
 import { emit, otlpJson } from './helpers/otlp.js';
-import { encodeRequest, varintBytes } from './helpers/protobuf-encode.js';
+import { byteMutation, mutated } from './helpers/byte-mutations.js';
+import { encodeRequest } from './helpers/protobuf-encode.js';
 import { reattach, resume, seedScenario, terminal } from './helpers/spans.js';
 
 /*
@@ -382,23 +383,9 @@ describe('OTLP/protobuf: converting only the detector attributes against convert
     'gives the same records, errors and findings on generated messages, intact and mutated (fast-check)',
     PROPERTY_RUNS,
     () => {
-      const mutation = fc.record({
-        at: fc.nat(),
-        kind: fc.constantFrom('set', 'insert', 'delete', 'varint'),
-        byte: fc.integer({ min: 0, max: 255 }),
-        value: fc.bigInt({ min: -(1n << 63n), max: (1n << 64n) - 1n }),
-      });
       fc.assert(
-        fc.property(requestArb, fc.array(mutation, { maxLength: 3 }), (bytes, mutations) => {
-          const b = [...bytes];
-          for (const m of mutations) {
-            const at = b.length === 0 ? 0 : m.at % (b.length + 1);
-            if (m.kind === 'set' && at < b.length) b[at] = m.byte;
-            else if (m.kind === 'insert') b.splice(at, 0, m.byte);
-            else if (m.kind === 'delete') b.splice(at, 1);
-            else b.splice(at, 0, ...varintBytes(m.value));
-          }
-          compareProtobuf(Buffer.from(b));
+        fc.property(requestArb, fc.array(byteMutation, { maxLength: 3 }), (bytes, mutations) => {
+          compareProtobuf(Buffer.from(mutated(bytes, mutations)));
         }),
         { numRuns: 1500, seed: 16 },
       );

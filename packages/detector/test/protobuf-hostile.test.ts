@@ -7,6 +7,7 @@ import {
 } from '@resumewatch/semconv';
 import { describe, expect, it, vi } from 'vitest';
 import { OtlpDecodeError, decodeProtobufRequest, type SpanRecord } from '../src/index.js';
+import { byteMutation, mutated } from './helpers/byte-mutations.js';
 import { encodeRequest, varintBytes } from './helpers/protobuf-encode.js';
 
 function decode(bytes: Uint8Array | number[]): SpanRecord[] {
@@ -186,23 +187,9 @@ describe('protobuf reader: property-based (fast-check)', () => {
   });
 
   it('returns or throws a clear error on mutated messages (byte flips, insertions, hostile varints)', () => {
-    const mutation = fc.record({
-      at: fc.nat(),
-      kind: fc.constantFrom('set', 'insert', 'delete', 'varint'),
-      byte: fc.integer({ min: 0, max: 255 }),
-      value: fc.bigInt({ min: -(1n << 63n), max: (1n << 64n) - 1n }),
-    });
     fc.assert(
-      fc.property(requestArb, fc.array(mutation, { minLength: 1, maxLength: 4 }), ({ bytes }, mutations) => {
-        const b = [...bytes];
-        for (const m of mutations) {
-          const at = b.length === 0 ? 0 : m.at % (b.length + 1);
-          if (m.kind === 'set' && at < b.length) b[at] = m.byte;
-          else if (m.kind === 'insert') b.splice(at, 0, m.byte);
-          else if (m.kind === 'delete') b.splice(at, 1);
-          else b.splice(at, 0, ...varintBytes(m.value));
-        }
-        returnsOrThrowsClearly(Uint8Array.from(b));
+      fc.property(requestArb, fc.array(byteMutation, { minLength: 1, maxLength: 4 }), ({ bytes }, mutations) => {
+        returnsOrThrowsClearly(mutated(bytes, mutations));
       }),
       { numRuns: 2000, seed: 12 },
     );

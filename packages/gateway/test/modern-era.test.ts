@@ -6,6 +6,7 @@
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { connectSdkSession, startFaultProxy, startModernLabServer } from '@resumewatch/lab';
+import type { FaultProxy, ModernLabServer } from '@resumewatch/lab';
 import {
   ATTR_ERROR_TYPE,
   ATTR_GEN_AI_TOOL_NAME,
@@ -20,12 +21,30 @@ import {
 import { expect, it } from 'vitest';
 import { gatewayMcpUrl, startTestGateway, waitFor } from './helpers/e2e-rig.js';
 
-it('modern-broken-reissue through the gateway: stream_broken, then the re-issue linked to it', async () => {
+/** The v2 lab server (2026-07-28 only), the fault proxy in front of it, and the gateway in front of that. */
+async function withGateway(
+  test: (rig: {
+    server: ModernLabServer;
+    proxy: FaultProxy;
+    exporter: InMemorySpanExporter;
+    gateway: Awaited<ReturnType<typeof startTestGateway>>;
+  }) => Promise<void>,
+): Promise<void> {
   const server = await startModernLabServer({ eras: 'modern-only' });
   const proxy = await startFaultProxy({ target: server.url });
   const exporter = new InMemorySpanExporter();
   const gateway = await startTestGateway(proxy.url, { spanProcessors: [new SimpleSpanProcessor(exporter)] });
   try {
+    await test({ server, proxy, exporter, gateway });
+  } finally {
+    await gateway.close();
+    await proxy.close();
+    await server.close();
+  }
+}
+
+it('modern-broken-reissue through the gateway: stream_broken, then the re-issue linked to it', async () => {
+  await withGateway(async ({ server, proxy, exporter, gateway }) => {
     const url = gatewayMcpUrl(gateway, proxy.url);
     const client = await connectSdkSession('sdk-v2', url, (input, init) => fetch(input, init), 'gateway-modern', {
       negotiation: 'auto',
@@ -54,18 +73,10 @@ it('modern-broken-reissue through the gateway: stream_broken, then the re-issue 
     );
     expect(reissue.attributes[ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID]).toBe(first.spanContext().traceId);
     expect(reissue.attributes[ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID]).toBe(first.spanContext().spanId);
-  } finally {
-    await gateway.close();
-    await proxy.close();
-    await server.close();
-  }
+  });
 }, 30_000);
 
 it('a re-issue is matched among the requests of one client: the same call from another client is not linked', async () => {
-  const server = await startModernLabServer({ eras: 'modern-only' });
-  const proxy = await startFaultProxy({ target: server.url });
-  const exporter = new InMemorySpanExporter();
-  const gateway = await startTestGateway(proxy.url, { spanProcessors: [new SimpleSpanProcessor(exporter)] });
   // Two clients of one address, told apart by their credentials (the gateway keeps only a digest of them).
   const as = (token: string): typeof fetch => {
     return (input, init) => {
@@ -74,7 +85,7 @@ it('a re-issue is matched among the requests of one client: the same call from a
       return fetch(input, { ...init, headers });
     };
   };
-  try {
+  await withGateway(async ({ proxy, exporter, gateway }) => {
     const url = gatewayMcpUrl(gateway, proxy.url);
     const connect = (token: string) =>
       connectSdkSession('sdk-v2', url, as(token), `gateway-modern-${token}`, { negotiation: 'auto' });
@@ -101,9 +112,5 @@ it('a re-issue is matched among the requests of one client: the same call from a
     );
     expect(other.attributes[ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID]).toBeUndefined();
     expect(reissue.attributes[ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID]).toBe(broken.spanContext().spanId);
-  } finally {
-    await gateway.close();
-    await proxy.close();
-    await server.close();
-  }
+  });
 }, 30_000);

@@ -1,6 +1,4 @@
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import { runScenario } from '@resumewatch/lab';
-import type { ScenarioName, ScenarioSummary } from '@resumewatch/lab';
 import {
   ATTR_ERROR_TYPE,
   ATTR_GEN_AI_TOOL_NAME,
@@ -17,37 +15,14 @@ import {
   STATELESS_PROTOCOL_VERSION,
 } from '@resumewatch/semconv';
 import { describe, expect, it, vi } from 'vitest';
-import { instrumentMcpServer } from '../src/index.js';
-import { IDLE, WAIT, captureSpans, capturedFetch } from './helpers/spans.js';
+import { runModern } from './helpers/modern-run.js';
+import { WAIT } from './helpers/spans.js';
 import type { SpanCapture } from './helpers/spans.js';
 
 /**
  * The 2026-07-28 era on the real v2 SDK (client and server 2.4): the lab's modern scenarios, the client
  * through instrumentFetch, every server instance of the v2 lab server through instrumentMcpServer.
  */
-
-interface Run {
-  summary: ScenarioSummary;
-  /** The client's spans. */
-  client: SpanCapture;
-  /** The server's spans. */
-  server: SpanCapture;
-}
-
-async function run(name: ScenarioName): Promise<Run> {
-  const { capture: client, fetch } = capturedFetch({ requestTimeoutMs: 60_000 });
-  const server = captureSpans();
-  const summary = await runScenario(name, {
-    serverUrl: 'http://127.0.0.1:1/mcp',
-    fetch,
-    client: 'sdk-v2',
-    modernServer: {
-      decorateServer: (s) => instrumentMcpServer(s, { tracerProvider: server.provider, cancellationWaitMs: 5_000 }),
-    },
-  });
-  await vi.waitFor(() => expect(fetch.stats()).toEqual(IDLE), WAIT);
-  return { summary, client, server };
-}
 
 /** The request spans of `tool`'s calls, by JSON-RPC id (the terminal spans left out). */
 function calls(capture: SpanCapture, tool: string): ReadableSpan[] {
@@ -73,7 +48,7 @@ async function ended(capture: SpanCapture, tool: string, count: number): Promise
 
 describe('the 2026-07-28 era on the real v2 SDK', () => {
   it('modern-broken-reissue: stream_broken, then a re-issue pointing at it; the server completed the first attempt', async () => {
-    const { summary, client, server } = await run('modern-broken-reissue');
+    const { summary, client, server } = await runModern('modern-broken-reissue');
     expect(summary.details.reissues).toBe(1);
     const [first, reissue] = await ended(client, 'charge', 2);
     expect(first!.attributes[ATTR_ERROR_TYPE]).toBe(ErrorType.STREAM_BROKEN);
@@ -100,7 +75,7 @@ describe('the 2026-07-28 era on the real v2 SDK', () => {
   }, 30_000);
 
   it('modern-honours-cancel: the server span says the first attempt did not complete', async () => {
-    const { client, server } = await run('modern-honours-cancel');
+    const { client, server } = await runModern('modern-honours-cancel');
     const [first, reissue] = await ended(client, 'charge_cancellable', 2);
     expect(first!.attributes[ATTR_ERROR_TYPE]).toBe(ErrorType.STREAM_BROKEN);
     expect(reissue!.attributes[ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID]).toBe(first!.spanContext().spanId);
@@ -111,7 +86,7 @@ describe('the 2026-07-28 era on the real v2 SDK', () => {
   }, 30_000);
 
   it('modern-input-round: the Multi Round-Trip round is an input round, not a re-issue', async () => {
-    const { client, server } = await run('modern-input-round');
+    const { client, server } = await runModern('modern-input-round');
     const [ask, round] = await ended(client, 'confirm_charge', 2);
     expect(ask!.attributes[ATTR_MCP_REQUEST_INPUT_ROUND]).toBeUndefined();
     expect(round!.attributes[ATTR_MCP_REQUEST_INPUT_ROUND]).toBe(true);
@@ -128,7 +103,7 @@ describe('the 2026-07-28 era on the real v2 SDK', () => {
   }, 30_000);
 
   it('dual-era: each exchange carries its own version, on the client and on the dual server', async () => {
-    const { client, server } = await run('dual-era');
+    const { client, server } = await runModern('dual-era');
     const version = (s: ReadableSpan) => s.attributes[ATTR_MCP_PROTOCOL_VERSION];
     const inSession = (s: ReadableSpan) => s.attributes[ATTR_MCP_SESSION_ID] !== undefined;
     const spans = await ended(client, 'charge', 2);

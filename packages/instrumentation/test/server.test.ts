@@ -1,4 +1,5 @@
 import { SpanKind } from '@opentelemetry/api';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import {
   ATTR_ERROR_TYPE,
   ATTR_GEN_AI_TOOL_NAME,
@@ -19,6 +20,7 @@ import {
 import { describe, expect, it, vi } from 'vitest';
 import { instrumentEventStore, instrumentServerTransport } from '../src/index.js';
 import { connectSdkClient } from './helpers/sdk-client.js';
+import type { SdkClient } from './helpers/sdk-client.js';
 import { MemoryEventStore, sdkServerPerTest } from './helpers/sdk-server.js';
 import type { SdkServer, SdkServerOptions } from './helpers/sdk-server.js';
 import { PROTOCOL_VERSION, RawClient } from './helpers/raw-client.js';
@@ -37,6 +39,39 @@ async function instrumentedServer(
   });
   instrumentEventStore(server.store, { tracerProvider: capture.provider });
   return { server, capture };
+}
+
+/**
+ * A tool call whose handler runs on for a second and a half, on an instrumented server with a
+ * cancellationWaitMs of 100 ms; `close` runs after its first progress update. Returns the request's
+ * server span.
+ */
+async function slowCallClosedBy(
+  close: (transport: { close(): Promise<void> }, client: SdkClient) => Promise<void>,
+): Promise<ReadableSpan> {
+  const capture = captureSpans();
+  let serverTransport: { close(): Promise<void> } | undefined;
+  const server = await sdkServer({
+    onTransport: (transport) =>
+      void (serverTransport = instrumentServerTransport(transport, {
+        tracerProvider: capture.provider,
+        cancellationWaitMs: 100,
+      })),
+  });
+  const c = await connectSdkClient(server.url);
+  let progressed!: () => void;
+  const firstProgress = new Promise<void>((resolve) => (progressed = resolve));
+  const call = c.client
+    .callTool({ name: 'stream_progress', arguments: { count: 2, delay: 1500 } }, undefined, {
+      onprogress: () => progressed(),
+    })
+    .catch(() => undefined);
+  await firstProgress;
+  await close(serverTransport!, c);
+  const span = await vi.waitFor(() => firstSpan(capture, 'tools/call stream_progress'), WAIT);
+  await c.close();
+  await call;
+  return span;
 }
 
 describe('server side', () => {
@@ -70,56 +105,17 @@ describe('server side', () => {
   });
 
   it('a request whose transport closed, and whose handler is not seen to end within cancellationWaitMs, leaves its fate unknown', async () => {
-    const capture = captureSpans();
-    let serverTransport: { close(): Promise<void> } | undefined;
-    const server = await sdkServer({
-      onTransport: (transport) =>
-        void (serverTransport = instrumentServerTransport(transport, {
-          tracerProvider: capture.provider,
-          cancellationWaitMs: 100,
-        })),
-    });
-    const c = await connectSdkClient(server.url);
-    // The handler runs on for a second and a half; its transport closes after the first progress update
-    // (as the v2 SDK's per-request transport closes when the client cancels).
-    let progressed!: () => void;
-    const firstProgress = new Promise<void>((resolve) => (progressed = resolve));
-    const call = c.client
-      .callTool({ name: 'stream_progress', arguments: { count: 2, delay: 1500 } }, undefined, {
-        onprogress: () => progressed(),
-      })
-      .catch(() => undefined);
-    await firstProgress;
-    await serverTransport!.close();
-    const span = await vi.waitFor(() => firstSpan(capture, 'tools/call stream_progress'), WAIT);
+    // As the v2 SDK's per-request transport closes when the client cancels.
+    const span = await slowCallClosedBy((transport) => transport.close());
     // Silence is not evidence: the span says the stream closed early, not that the work stopped.
     expect(a(span, ATTR_ERROR_TYPE)).toBe(ErrorType.ABORTED);
     expect(a(span, ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION)).toBeUndefined();
-    await c.close();
-    await call;
   });
 
   it("a session's DELETE closes its open requests' streams: their spans end aborted, not at the request timeout", async () => {
-    const capture = captureSpans();
-    const server = await sdkServer({
-      onTransport: (transport) =>
-        void instrumentServerTransport(transport, { tracerProvider: capture.provider, cancellationWaitMs: 100 }),
-    });
-    const c = await connectSdkClient(server.url);
-    let progressed!: () => void;
-    const firstProgress = new Promise<void>((resolve) => (progressed = resolve));
-    const call = c.client
-      .callTool({ name: 'stream_progress', arguments: { count: 2, delay: 1500 } }, undefined, {
-        onprogress: () => progressed(),
-      })
-      .catch(() => undefined);
-    await firstProgress;
     // The SDK 1.x server transport closes its inner web-standard transport on a DELETE, not itself.
-    await c.transport.terminateSession();
-    const span = await vi.waitFor(() => firstSpan(capture, 'tools/call stream_progress'), WAIT);
+    const span = await slowCallClosedBy((_, client) => client.transport.terminateSession());
     expect(a(span, ATTR_ERROR_TYPE)).toBe(ErrorType.ABORTED);
-    await c.close();
-    await call;
   });
 
   it('seed loop: every replay of the finished stream says the terminal had been delivered and was replayed', async () => {

@@ -4,11 +4,10 @@ import type { AddressInfo } from 'node:net';
 import { propagation } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import { runScenario } from '@resumewatch/lab';
 import { ATTR_GEN_AI_TOOL_NAME, ATTR_MCP_METHOD_NAME } from '@resumewatch/semconv';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { instrumentMcpServer } from '../src/index.js';
-import { IDLE, WAIT, captureSpans, capturedFetch } from './helpers/spans.js';
+import { runModern } from './helpers/modern-run.js';
+import { WAIT, capturedFetch } from './helpers/spans.js';
 
 /**
  * instrumentFetch carries its request span's context to the server (the global propagator's headers,
@@ -92,17 +91,7 @@ describe('trace context propagation', () => {
   });
 
   it("puts the real v2 server's span of each call in the client's trace, under the client's span", async () => {
-    const { capture: client, fetch } = capturedFetch({ requestTimeoutMs: 60_000 });
-    const server = captureSpans();
-    await runScenario('modern-broken-reissue', {
-      serverUrl: 'http://127.0.0.1:1/mcp',
-      fetch,
-      client: 'sdk-v2',
-      modernServer: {
-        decorateServer: (s) => instrumentMcpServer(s, { tracerProvider: server.provider, cancellationWaitMs: 5_000 }),
-      },
-    });
-    await vi.waitFor(() => expect(fetch.stats()).toEqual(IDLE), WAIT);
+    const { client, server } = await runModern('modern-broken-reissue');
     const sent = await vi.waitFor(() => {
       const spans = client.spans().filter(isCall('charge'));
       expect(spans).toHaveLength(2);

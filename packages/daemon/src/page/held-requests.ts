@@ -39,6 +39,8 @@ class Entry<T> implements Held<T> {
  * The order of last touch is a linked list through the entries, not the map's insertion order: the window
  * touches a request for every span the daemon accepts, and moving a map entry to the end (delete, then set)
  * costs two more hash operations and leaves a deleted slot that every later walk from the oldest end skips.
+ * Not a BoundedMap (packages/bounded): that caps a count of entries; this caps their bytes, and what a
+ * request holds changes with every item appended.
  */
 export class HeldRequests<T> {
   private readonly byKey = new Map<string, Entry<T>>();
