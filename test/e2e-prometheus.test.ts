@@ -18,6 +18,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { refusedPort } from '@resumewatch/lab';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadRules, parseYaml, repoRoot, semconv, stringifyYaml } from './helpers/promql.js';
 import { DefectiveServer, LabTraffic, Service, invalidSpansBody, serverDefectSpansBody } from './helpers/traffic.js';
@@ -140,7 +141,7 @@ beforeAll(async () => {
   await startDetector('main');
   await startDetector('idle');
   await startDetector('capped', ['--max-requests', '2']);
-  ports.dead = { otlp: 0, metrics: await freePort() };
+  ports.dead = { otlp: 0, metrics: await refusedPort() };
 
   // The shipped rules, with short `for:` so that the test does not wait minutes.
   const rulesDir = join(tmp, 'rules');

@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { refusedPort } from '@resumewatch/lab';
 import { describe, expect, it } from 'vitest';
 import { startServer } from '../src/index.js';
 
@@ -31,6 +32,7 @@ describe('the compose healthcheck of the detectors', () => {
     const script = healthScripts()[0]!.replace('9464', String(server.metricsPort));
     await expect(run(process.execPath, ['-e', script])).resolves.toBeTruthy();
     await server.close();
-    await expect(run(process.execPath, ['-e', script])).rejects.toMatchObject({ code: 1 });
+    const nothing = healthScripts()[0]!.replace('9464', String(await refusedPort()));
+    await expect(run(process.execPath, ['-e', nothing])).rejects.toMatchObject({ code: 1 });
   });
 });

@@ -206,7 +206,7 @@ describe('quiet-resume: a resumed stream silent for 2.5 s, then the result', () 
     expect(o.summary.resumeStatuses).toEqual([200]);
     expect(o.summary.resultsPerRequest).toEqual({ '1': 1 });
     expect(o.summary.terminalDeliveries).toBe(1);
-    if (c.client === 'raw') expect(o.summary.details.silentMs).toBeGreaterThan(2_000);
+    if (c.client === 'raw') expect(o.summary.details.quietHeardMs).toBeGreaterThan(2_000);
     else expect(o.summary.details.resultText).toBe('quiet for 2500 ms');
   });
 });

@@ -2,6 +2,7 @@ import { createServer } from 'node:net';
 import type { AddressInfo, Server } from 'node:net';
 import { GatewayErrorCode, GatewayRefusal } from '@resumewatch/semconv';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { refusedPort } from '@resumewatch/lab';
 import { startGateway } from '../src/index.js';
 import type { RunningGateway } from '../src/index.js';
 import { open, send } from './helpers/raw-client.js';
@@ -44,10 +45,7 @@ async function gatewayTo(upstream: string, options = {}): Promise<RunningGateway
 
 describe('gateway upstream failures', () => {
   it('answers 502 with a JSON-RPC error naming the request when nothing listens upstream', async () => {
-    // A port that was just free: nothing accepts on it.
-    const { url, server } = await tcpServer(() => undefined);
-    await new Promise((resolve) => server.close(resolve));
-    const gateway = await gatewayTo(url);
+    const gateway = await gatewayTo(`http://127.0.0.1:${await refusedPort()}/mcp`);
     const endpoint = new URL('/mcp', gateway.url).href;
 
     const post = await send(endpoint, { method: 'POST', headers: json, body: call(7) });

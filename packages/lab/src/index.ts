@@ -19,6 +19,7 @@ export type {
 export { formatEventId, parseEventId } from './event-id.js';
 export type { ParsedEventId } from './event-id.js';
 export { startFaultProxy } from './fault-proxy.js';
+export { refusedPort } from './refused-port.js';
 export { startModernLabServer } from './modern/server.js';
 export type { ModernLabServer, ModernLabServerOptions, ModernServerEras, ServerExchange } from './modern/server.js';
 export { MODERN_TOOL_NAMES } from './modern/tools.js';

@@ -2,8 +2,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { createServer, type AddressInfo } from 'node:net';
-import { SCENARIO_NAMES } from '../src/index.js';
+import { SCENARIO_NAMES, refusedPort } from '../src/index.js';
 import type { ScenarioSummary } from '../src/index.js';
 import { labServerPerFile } from './helpers/lab-per-file.js';
 
@@ -33,15 +32,6 @@ function oneLine(stderr: string): string {
   expect(lines).toHaveLength(1);
   expect(stderr).not.toMatch(/^\s+at /m);
   return lines[0]!;
-}
-
-/** A loopback port nothing listens on (taken and released). */
-async function closedPort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const port = (probe.address() as AddressInfo).port;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
 }
 
 const labServer = labServerPerFile();
@@ -147,7 +137,7 @@ describe('resumewatch-lab CLI', () => {
   });
 
   it('usage and input errors: exit 2, one line naming the flag, URL or port', async () => {
-    const port = await closedPort();
+    const port = await refusedPort();
     const cases: Array<[string[], string]> = [
       [['run', 'seed-loop', '--nope'], 'resumewatch-lab: run: unknown flag --nope'],
       [['server', '--port'], 'resumewatch-lab: server: --port needs a value'],
@@ -173,7 +163,7 @@ describe('resumewatch-lab CLI', () => {
   });
 
   it('a control endpoint that cannot be reached, a URL that is not MCP: exit 2, one line naming the URL', async () => {
-    const control = `http://127.0.0.1:${await closedPort()}/control`;
+    const control = `http://127.0.0.1:${await refusedPort()}/control`;
     // server-restart calls the control endpoint from inside its stream; cursor-evicted after a drop.
     for (const scenario of ['server-restart', 'cursor-evicted']) {
       const failure = await labFails(['run', scenario, '--server', labServer.server.url, '--control', control]);

@@ -40,7 +40,13 @@ export async function runQuietResume(options: ScenarioOptions): Promise<Scenario
     const terminal = resume.events.find((event) => isResponseTo(event.message, call.id));
     const terminalOnFirst = first.events.filter((event) => isResponseTo(event.message, call.id)).length;
     const terminalOnResume = resume.events.filter((event) => isResponseTo(event.message, call.id)).length;
+    // How long the resumed stream was open before the result: shorter than the tool's quiet by the
+    // time the cut, the server's noticing it and the resume took, which load stretches.
     const silentMs = terminal ? terminal.at - openedAt : undefined;
+    // How long the client heard nothing of the call, from the last event before the cut to the result:
+    // the tool's quiet, less only that last event's delivery time.
+    const lastHeardAt = first.events.at(-1)?.at;
+    const quietHeardMs = terminal && lastHeardAt !== undefined ? terminal.at - lastHeardAt : undefined;
     return {
       scenario: 'quiet-resume',
       sessionId: session.sessionId,
@@ -65,6 +71,7 @@ export async function runQuietResume(options: ScenarioOptions): Promise<Scenario
         resumeEnd: resume.end,
         quietMs: QUIET_RESUME_QUIET_MS,
         silentMs,
+        quietHeardMs,
       },
     };
   } finally {
