@@ -69,6 +69,7 @@ import type { TracerSource } from './tracer-source.js';
 import type { RecorderStats } from './types.js';
 import { HeldPolls } from './held-polls.js';
 import { traceContextHeaders } from './trace-propagation.js';
+import { fetchInstrumentedBelow } from './fetch-instrumented-below.js';
 import { createIdRecorder } from './id-policy.js';
 
 export interface SpanRecorderOptions {
@@ -226,9 +227,24 @@ export class SpanRecorder implements WireListener {
 
   /** The trace context of the request's span (its first request's, in a batch), for the server to continue. */
   requestHeaders(req: WireRequest): Record<string, string> | undefined {
-    const first = req.requests[0];
-    const state = first === undefined ? undefined : this.requests.get(first);
+    // An instrumentation of fetch below adds its own traceparent to the same request. Two fold into one
+    // value at the server, which its propagator refuses: the server's span would start a trace of its
+    // own. That instrumentation's span is this one's child (sendWithin), so its header carries this trace.
+    if (fetchInstrumentedBelow()) return undefined;
+    const state = this.firstRequestOf(req);
     return state === undefined ? undefined : traceContextHeaders(state.spanContext);
+  }
+
+  /** Sends a request within its span's context: an HTTP client span of it below is the request span's child. */
+  sendWithin<T>(req: WireRequest, send: () => T): T {
+    const state = this.firstRequestOf(req);
+    if (state === undefined) return send();
+    return otelContext.with(trace.setSpanContext(otelContext.active(), state.spanContext), send);
+  }
+
+  private firstRequestOf(req: WireRequest): RequestState | undefined {
+    const first = req.requests[0];
+    return first === undefined ? undefined : this.requests.get(first);
   }
 
   onRefused(req: WireRequest, error: unknown): void {

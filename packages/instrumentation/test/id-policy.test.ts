@@ -214,19 +214,27 @@ describe('register reads the id policy from the environment', () => {
     }
   }
 
-  it('RESUMEWATCH_ID_POLICY=hmac with RESUMEWATCH_ID_KEY: every session id is a 32-hex keyed hash; a bad key warns and omits ids', async () => {
-    const hashed = await runApp({ [ENV_ID_POLICY]: 'hmac', [ENV_ID_KEY]: KEY });
-    const sessions = new Set(hashed.spans.map((s) => s.attributes[ATTR_MCP_SESSION_ID]).filter((v) => v !== undefined));
-    // One v1 and one v2 session.
-    expect(sessions.size).toBe(2);
-    for (const s of sessions) expect(s).toMatch(/^[0-9a-f]{32}$/);
+  // Two child processes one after the other, each loading the OpenTelemetry SDK: a loaded machine once
+  // took 30 s over both.
+  it(
+    'RESUMEWATCH_ID_POLICY=hmac with RESUMEWATCH_ID_KEY: every session id is a 32-hex keyed hash; a bad key warns and omits ids',
+    { timeout: 90_000 },
+    async () => {
+      const hashed = await runApp({ [ENV_ID_POLICY]: 'hmac', [ENV_ID_KEY]: KEY });
+      const sessions = new Set(
+        hashed.spans.map((s) => s.attributes[ATTR_MCP_SESSION_ID]).filter((v) => v !== undefined),
+      );
+      // One v1 and one v2 session.
+      expect(sessions.size).toBe(2);
+      for (const s of sessions) expect(s).toMatch(/^[0-9a-f]{32}$/);
 
-    const bad = await runApp({ [ENV_ID_POLICY]: 'hmac', [ENV_ID_KEY]: 'short' });
-    expect(bad.spans.length).toBe(hashed.spans.length);
-    for (const span of bad.spans) for (const key of ID_ATTRIBUTES) expect(span.attributes[key]).toBeUndefined();
-    expect(bad.stderr).toContain(
-      'ResumewatchConfigWarning: resumewatch: idPolicy "hmac" needs a key of at least 16 bytes',
-    );
-    expect(bad.stderr).not.toContain('short');
-  });
+      const bad = await runApp({ [ENV_ID_POLICY]: 'hmac', [ENV_ID_KEY]: 'short' });
+      expect(bad.spans.length).toBe(hashed.spans.length);
+      for (const span of bad.spans) for (const key of ID_ATTRIBUTES) expect(span.attributes[key]).toBeUndefined();
+      expect(bad.stderr).toContain(
+        'ResumewatchConfigWarning: resumewatch: idPolicy "hmac" needs a key of at least 16 bytes',
+      );
+      expect(bad.stderr).not.toContain('short');
+    },
+  );
 });

@@ -1,8 +1,10 @@
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { propagation } from '@opentelemetry/api';
+import { context, propagation } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { ATTR_GEN_AI_TOOL_NAME, ATTR_MCP_METHOD_NAME } from '@resumewatch/semconv';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -11,7 +13,8 @@ import { WAIT, capturedFetch } from './helpers/spans.js';
 
 /**
  * instrumentFetch carries its request span's context to the server (the global propagator's headers,
- * W3C `traceparent` here), unless the application already sends one.
+ * W3C `traceparent` here), unless the application already sends one. Under an instrumentation of fetch
+ * (instrumentation-undici), which adds a traceparent of its own, that one alone carries the trace.
  */
 
 const TOOL_CALL = JSON.stringify({
@@ -42,12 +45,21 @@ async function recordingServer(): Promise<{ url: string; received: (string | und
   };
 }
 
+const UNDICI_SCOPE = '@opentelemetry/instrumentation-undici';
+
 const isCall = (tool: string) => (s: ReadableSpan) =>
   s.attributes[ATTR_MCP_METHOD_NAME] === 'tools/call' && s.attributes[ATTR_GEN_AI_TOOL_NAME] === tool;
 
 describe('trace context propagation', () => {
-  beforeAll(() => propagation.setGlobalPropagator(new W3CTraceContextPropagator()));
-  afterAll(() => propagation.disable());
+  beforeAll(() => {
+    propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+    // As the Node SDK registers it: context follows the request into undici.
+    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  });
+  afterAll(() => {
+    propagation.disable();
+    context.disable();
+  });
 
   it('sends the request span as traceparent', async () => {
     const server = await recordingServer();
@@ -86,6 +98,35 @@ describe('trace context propagation', () => {
       await response.text();
       expect(server.received).toEqual([own]);
     } finally {
+      await server.close();
+    }
+  });
+
+  it("under instrumentation-undici, sends one traceparent: undici's span, the request span's child", async () => {
+    const server = await recordingServer();
+    const { capture, fetch } = capturedFetch();
+    // Enabled as constructed, as auto-instrumentations-node enables it: it subscribes to undici's channels.
+    const undici = new UndiciInstrumentation();
+    undici.setTracerProvider(capture.provider);
+    try {
+      const response = await fetch(server.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: TOOL_CALL,
+      });
+      await response.text();
+      const [request, http] = await vi.waitFor(() => {
+        const request = capture.spans().find(isCall('echo'));
+        const http = capture.spans().find((s) => s.instrumentationScope.name === UNDICI_SCOPE);
+        if (request === undefined || http === undefined) throw new Error('not yet');
+        return [request, http];
+      }, WAIT);
+      // One header, not two folded into a value the server's propagator refuses.
+      expect(server.received).toEqual([`00-${http.spanContext().traceId}-${http.spanContext().spanId}-01`]);
+      expect(http.spanContext().traceId).toBe(request.spanContext().traceId);
+      expect(http.parentSpanContext?.spanId).toBe(request.spanContext().spanId);
+    } finally {
+      undici.disable();
       await server.close();
     }
   });

@@ -200,7 +200,7 @@ export class WireObserver {
     const request = this.begin(input, init);
     let response: Response;
     try {
-      response = await fetchImpl(input, this.withAddedHeaders(request, input, init));
+      response = await this.sendWithin(request, () => fetchImpl(input, this.withAddedHeaders(request, input, init)));
     } catch (error) {
       this.proxyFailed(request, error);
       throw error;
@@ -222,6 +222,18 @@ export class WireObserver {
     // Counted from here: a request in flight keeps its session from being released as closed.
     if (request.session) request.session.inFlight++;
     return request;
+  }
+
+  /** `send` within every listener's scope (`sendWithin`), the first listener's outermost. */
+  private sendWithin<T>(request: WireRequest, send: () => T): T {
+    let scoped = send;
+    for (let i = this.listeners.length - 1; i >= 0; i--) {
+      const listener = this.listeners[i]!;
+      if (listener.sendWithin === undefined) continue;
+      const inner = scoped;
+      scoped = () => listener.sendWithin!(request, inner);
+    }
+    return scoped();
   }
 
   /**

@@ -238,6 +238,12 @@ export interface WireListener {
    * application propagates its own), none is added.
    */
   requestHeaders?(request: WireRequest): Readonly<Record<string, string>> | undefined;
+  /**
+   * Sends the request in the listener's scope: called with the send, returns what it returns (the
+   * instrumentation sends within its request span's context, so that an HTTP client instrumentation's
+   * span of the same request is that span's child). Listeners that have one nest in their order.
+   */
+  sendWithin?<T>(request: WireRequest, send: () => T): T;
   /** A listener refused the request; nothing was sent. */
   onRefused?(request: WireRequest, error: unknown): void;
   onResponse?(request: WireRequest, response: WireResponse): void;

@@ -237,4 +237,24 @@ describe('WireObserver', () => {
     });
     for (const response of open) await response.body?.cancel();
   });
+  it('sends each request within every listener scope (sendWithin), the first listener outermost', async () => {
+    const observer = new WireObserver();
+    const order: string[] = [];
+    const scope = (name: string): WireListener => ({
+      sendWithin: (request, send) => {
+        order.push(`${name} in ${request.httpMethod}`);
+        const sent = send();
+        order.push(`${name} out`);
+        return sent;
+      },
+    });
+    observer.addListener(scope('a'));
+    observer.addListener(scope('b'));
+    const fetch = observer.wrap((input, init) => {
+      order.push('fetch');
+      return globalThis.fetch(input, init);
+    });
+    await initialize(fetch, server.url);
+    expect(order).toEqual(['a in POST', 'b in POST', 'fetch', 'b out', 'a out']);
+  });
 });
