@@ -168,6 +168,8 @@ export class SpanRecorder implements WireListener {
   /** Open request spans by session, so a DELETE of the session ends them. */
   private readonly openBySession = new Map<string, Set<RequestState>>();
   private readonly pending = new Map<WireRequest, Attempt>();
+  /** The request being sent, while a fetch instrumented below sends it (sendWithin). */
+  private sendingBelowInstrumented: WireRequest | undefined;
   /**
    * Resumed streams still open: silent ones (no verdict yet), and continuations of a request waiting
    * for its terminal on the stream (or the stream's end) so the span says what the resume delivered.
@@ -227,19 +229,30 @@ export class SpanRecorder implements WireListener {
 
   /** The trace context of the request's span (its first request's, in a batch), for the server to continue. */
   requestHeaders(req: WireRequest): Record<string, string> | undefined {
-    // An instrumentation of fetch below adds its own traceparent to the same request. Two fold into one
-    // value at the server, which its propagator refuses: the server's span would start a trace of its
-    // own. That instrumentation's span is this one's child (sendWithin), so its header carries this trace.
-    if (fetchInstrumentedBelow()) return undefined;
+    if (req === this.sendingBelowInstrumented) return undefined;
     const state = this.firstRequestOf(req);
     return state === undefined ? undefined : traceContextHeaders(state.spanContext);
   }
 
-  /** Sends a request within its span's context: an HTTP client span of it below is the request span's child. */
+  /**
+   * Sends a request through fetch within its span's context: an HTTP client span of it below is the
+   * request span's child. When something instruments fetch below, it adds its own traceparent to the
+   * request, and two fold into one value at the server, which its propagator refuses (the server's span
+   * would start a trace of its own): this recorder then adds none (requestHeaders, asked within the
+   * send), and the header below, its span this one's child, carries the trace. A proxy sends its
+   * requests itself (no sendWithin) and always gets the headers.
+   */
   sendWithin<T>(req: WireRequest, send: () => T): T {
     const state = this.firstRequestOf(req);
     if (state === undefined) return send();
-    return otelContext.with(trace.setSpanContext(otelContext.active(), state.spanContext), send);
+    const scoped = (): T => otelContext.with(trace.setSpanContext(otelContext.active(), state.spanContext), send);
+    if (!fetchInstrumentedBelow()) return scoped();
+    this.sendingBelowInstrumented = req;
+    try {
+      return scoped();
+    } finally {
+      this.sendingBelowInstrumented = undefined;
+    }
   }
 
   private firstRequestOf(req: WireRequest): RequestState | undefined {

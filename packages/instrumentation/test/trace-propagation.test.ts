@@ -125,6 +125,9 @@ describe('trace context propagation', () => {
       expect(server.received).toEqual([`00-${http.spanContext().traceId}-${http.spanContext().spanId}-01`]);
       expect(http.spanContext().traceId).toBe(request.spanContext().traceId);
       expect(http.parentSpanContext?.spanId).toBe(request.spanContext().spanId);
+      // A proxy (the gateway) sends its requests itself, not through undici: it still gets the headers.
+      const proxied = fetch.observer.proxyRequest(server.url, { method: 'POST', body: TOOL_CALL });
+      expect(fetch.observer.addedHeaders(proxied, {})?.map(([name]) => name)).toEqual(['traceparent']);
     } finally {
       undici.disable();
       await server.close();
