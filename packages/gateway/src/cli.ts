@@ -1,10 +1,9 @@
 import { parseArgs } from 'node:util';
-import { propagation } from '@opentelemetry/api';
-import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { ConfigError } from '@resumewatch/daemon';
 import { IdPolicyError } from '@resumewatch/instrumentation';
 import { GATEWAY_OPTION_SPECS, SHARED_OPTION_SPECS, gatewayArgs, resolveGatewayConfig } from './config.js';
 import { startGateway } from './gateway.js';
+import { registerGatewayTraceContext } from './trace-context.js';
 
 export const GATEWAY_HELP = `Usage: resumewatch gateway --upstream URL [options]
 
@@ -62,9 +61,9 @@ async function run(argv: string[], stdout: NodeJS.WritableStream, stderr: NodeJS
   const { gateway: options, detector } = resolveGatewayConfig(parsed.values);
   if (options.port !== 0 && options.port === detector.metricsPort)
     throw new UsageError(`--port and --metrics-port are both ${options.port}; each listener needs its own port`);
-  // The process is the gateway's: its request span is the upstream's parent (W3C `traceparent`) when
-  // the client sent no trace context of its own.
-  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+  // The process is the gateway's: its request span is the client span's child and the upstream's
+  // parent (W3C `traceparent`).
+  registerGatewayTraceContext();
   let gateway;
   try {
     gateway = await startGateway({ ...options, detector: { config: detector, output: stdout } });

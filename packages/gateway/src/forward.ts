@@ -8,6 +8,7 @@ import { answer } from './answers.js';
 import type { GatewayCounts } from './counts.js';
 import type { Observation } from './observation.js';
 import { endToEndRequestHeaders, endToEndResponseHeaders } from './hop-by-hop.js';
+import { beginInClientContext, traceContextFields } from './trace-context.js';
 import type { UpstreamClient } from './upstream.js';
 
 export interface ForwarderLimits {
@@ -128,12 +129,11 @@ export class Forwarder {
     const url = new URL(this.upstream.origin + target);
     const observer = this.observation.observer;
     let request: WireRequest;
+    let joined: boolean;
     try {
-      request = this.observation.begin(
-        url.href,
-        { method, headers, ...(body.byteLength > 0 ? { body } : {}) },
-        clientOf(req),
-      );
+      ({ result: request, joined } = beginInClientContext(req.headers, () =>
+        this.observation.begin(url.href, { method, headers, ...(body.byteLength > 0 ? { body } : {}) }, clientOf(req)),
+      ));
     } catch (e) {
       stopIdle();
       if (!(e instanceof InvalidResumptionError)) throw e;
@@ -143,9 +143,16 @@ export class Forwarder {
         headers: { allow: 'POST, DELETE' },
       });
     }
-    // The gateway's request span as the upstream's parent (its `traceparent`), unless the client sent its own.
-    const traceContext = observer.addedHeaders(request, headers);
-    if (traceContext) headers.push(...traceContext);
+    // The gateway's request span as the upstream's parent (its `traceparent`): in place of the client's
+    // when that span is the client span's child, else only when the client sent none. A request the
+    // gateway has no span for (a notification, a GET) keeps the client's.
+    const fields = joined ? traceContextFields() : [];
+    const clientFree = joined ? headers.filter(([name]) => !fields.includes(name.toLowerCase())) : headers;
+    const traceContext = observer.addedHeaders(request, clientFree);
+    if (traceContext) {
+      if (clientFree !== headers) headers.splice(0, headers.length, ...clientFree);
+      headers.push(...traceContext);
+    }
     const timeout = setTimeout(
       () => controller.abort(abortReason(GatewayRefusal.UPSTREAM_TIMEOUT)),
       this.limits.upstreamTimeoutMs,
