@@ -17,8 +17,17 @@
  *   valgrind --tool=callgrind node --import tsx bench/pipeline.ts --only pipeline --rounds 1
  *   valgrind --tool=callgrind node --import tsx bench/pipeline.ts --only pipeline --rounds 3
  * make the same bodies and feed one stage 1 or 3 rounds: the difference of the two totals over the spans
- * of two rounds is the stage's instructions per span, warm.
+ * of two rounds is the stage's instructions per span, warm. Repeatable to about 40 instructions a span for
+ * the decoder (bench/notes.md, "Ingest, part 3"):
+ *   node --import tsx bench/pipeline.ts --bodies /tmp/bodies --rounds 7 --only none      (writes them once)
+ *   valgrind --tool=callgrind node --single-threaded --import tsx bench/pipeline.ts \
+ *     --bodies /tmp/bodies --rounds 1|7 --only decode|none
+ * reads the rounds' bodies from files instead of making them, and only as many rounds as are fed; `none`
+ * feeds nothing (what reading the files costs, to subtract); --single-threaded puts V8's collections and
+ * compilations on the main thread, where they fall the same way in every run.
  */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Writable } from 'node:stream';
 import { Detector, decodeJsonRequest, type SpanRecord } from '@resumewatch/detector';
@@ -31,6 +40,7 @@ const { values } = parseArgs({
     smoke: { type: 'boolean', default: false },
     only: { type: 'string' },
     rounds: { type: 'string' },
+    bodies: { type: 'string' },
   },
 });
 const SMOKE = values.smoke;
@@ -39,9 +49,22 @@ const WARM = SMOKE ? 0 : 2;
 const REQUESTS = SMOKE ? 600 : 6_000;
 const jsonOptions = { detectorAttributesOnly: true, maxDepth: 64 } as const;
 
-// Every round's bodies are made first, whatever is fed: the counted runs differ only in what they feed.
-const rounds = Array.from({ length: values.only ? 3 : ROUNDS }, (_, i) =>
-  otlpBodies(workload(REQUESTS, `p${i}`), 512).map((text) => ({ text, bytes: Buffer.from(text) })),
+/** Round i's bodies: made, or read from (and written to, the first time) the --bodies directory. */
+function roundBodies(i: number): string[] {
+  const dir = values.bodies;
+  if (dir === undefined) return otlpBodies(workload(REQUESTS, `p${i}`), 512);
+  const file = join(dir, `round-${i}.json`);
+  if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8')) as string[];
+  const bodies = otlpBodies(workload(REQUESTS, `p${i}`), 512);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(file, JSON.stringify(bodies));
+  return bodies;
+}
+// Without --bodies every round's bodies are made first, whatever is fed: the counted runs differ only in
+// what they feed. With it, only the rounds fed are read.
+const made = values.only ? (values.bodies === undefined ? 3 : Number(values.rounds ?? 1)) : ROUNDS;
+const rounds = Array.from({ length: made }, (_, i) =>
+  roundBodies(i).map((text) => ({ text, bytes: Buffer.from(text) })),
 );
 let spansPerRound = 0;
 for (const b of rounds[0]!) decodeJsonRequest(b.bytes, () => spansPerRound++, jsonOptions);
@@ -60,6 +83,7 @@ const noop = (): void => {};
 
 /** Each stage, made only when asked for (a detector sized for 1 M requests is a few tens of MB). */
 const stages: Record<string, () => Feed> = {
+  none: () => noop,
   parse: () => (b) => JSON.parse(b.text),
   decode: () => (b) => decodeJsonRequest(b.bytes, noop, jsonOptions),
   detector: () => {
@@ -95,7 +119,9 @@ if (values.only !== undefined) {
     await new Promise((r) => setImmediate(r));
   }
 } else {
-  const vs = Object.entries(stages).map(([name, make]) => [name, make()] as const);
+  const vs = Object.entries(stages)
+    .filter(([name]) => name !== 'none')
+    .map(([name, make]) => [name, make()] as const);
   const cpu = new Map<string, number[]>(vs.map(([k]) => [k, []]));
   for (let round = 0; round < ROUNDS; round++) {
     // Each stage gets the round's bodies (new span ids each round); the order rotates per round.

@@ -94,11 +94,20 @@ export class JsonCursor {
 
   ws(): number {
     const b = this.buf;
+    const n = b.length;
     let p = this.pos;
-    let c = b[p];
-    while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = b[++p];
+    // Never a read past the end: the undefined it gives would make V8 compile these comparisons (and
+    // every caller's that it is inlined into) as generic ones, a call to a builtin each.
+    while (p < n) {
+      const c = b[p]!;
+      if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) {
+        this.pos = p;
+        return c;
+      }
+      p++;
+    }
     this.pos = p;
-    return c === undefined ? -1 : c;
+    return -1;
   }
 
   /** After whitespace: the byte `c` (consumed), else a syntax error naming `what`. */
