@@ -10,6 +10,7 @@ import type {
   WireEvent,
   WireListener,
   WireObserver,
+  RequestSender,
   WireRequest,
   WireResponse,
 } from '@resumewatch/wire';
@@ -168,8 +169,6 @@ export class SpanRecorder implements WireListener {
   /** Open request spans by session, so a DELETE of the session ends them. */
   private readonly openBySession = new Map<string, Set<RequestState>>();
   private readonly pending = new Map<WireRequest, Attempt>();
-  /** The request being sent, while a fetch instrumented below sends it (sendWithin). */
-  private sendingBelowInstrumented: WireRequest | undefined;
   /**
    * Resumed streams still open: silent ones (no verdict yet), and continuations of a request waiting
    * for its terminal on the stream (or the stream's end) so the span says what the resume delivered.
@@ -227,32 +226,25 @@ export class SpanRecorder implements WireListener {
     }
   }
 
-  /** The trace context of the request's span (its first request's, in a batch), for the server to continue. */
-  requestHeaders(req: WireRequest): Record<string, string> | undefined {
-    if (req === this.sendingBelowInstrumented) return undefined;
+  /**
+   * The trace context of the request's span (its first request's, in a batch), for the server to continue.
+   * None for a request sent through a fetch that something instruments below (undici's channel has a
+   * subscriber): that instrumentation appends its own traceparent, and two fold into one value at the
+   * server, which its propagator refuses (the server's span would start a trace of its own). Its span is
+   * this one's child (sendWithin), so its header carries this trace. A proxy sends with its own client
+   * and always gets the headers.
+   */
+  requestHeaders(req: WireRequest, sender: RequestSender): Record<string, string> | undefined {
+    if (sender === 'fetch' && fetchInstrumentedBelow()) return undefined;
     const state = this.firstRequestOf(req);
     return state === undefined ? undefined : traceContextHeaders(state.spanContext);
   }
 
-  /**
-   * Sends a request through fetch within its span's context: an HTTP client span of it below is the
-   * request span's child. When something instruments fetch below, it adds its own traceparent to the
-   * request, and two fold into one value at the server, which its propagator refuses (the server's span
-   * would start a trace of its own): this recorder then adds none (requestHeaders, asked within the
-   * send), and the header below, its span this one's child, carries the trace. A proxy sends its
-   * requests itself (no sendWithin) and always gets the headers.
-   */
+  /** Sends a request within its span's context: an HTTP client span of it below is the request span's child. */
   sendWithin<T>(req: WireRequest, send: () => T): T {
     const state = this.firstRequestOf(req);
     if (state === undefined) return send();
-    const scoped = (): T => otelContext.with(trace.setSpanContext(otelContext.active(), state.spanContext), send);
-    if (!fetchInstrumentedBelow()) return scoped();
-    this.sendingBelowInstrumented = req;
-    try {
-      return scoped();
-    } finally {
-      this.sendingBelowInstrumented = undefined;
-    }
+    return otelContext.with(trace.setSpanContext(otelContext.active(), state.spanContext), send);
   }
 
   private firstRequestOf(req: WireRequest): RequestState | undefined {

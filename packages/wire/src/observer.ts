@@ -23,6 +23,7 @@ import { JsonWireEvent, SseWireEvent } from './wire-events.js';
 import type {
   ReattachInfo,
   RequestRecord,
+  RequestSender,
   ResumeInfo,
   SessionRecord,
   StreamEnd,
@@ -241,10 +242,14 @@ export class WireObserver {
    * unless the request's `headers` already carry one of them. A proxy that sends the request itself
    * adds them to what it sends.
    */
-  addedHeaders(request: WireRequest, headers: RequestInit['headers']): [string, string][] | undefined {
+  addedHeaders(
+    request: WireRequest,
+    headers: RequestInit['headers'],
+    sender: RequestSender = 'proxy',
+  ): [string, string][] | undefined {
     let added: [string, string][] | undefined;
     for (const listener of this.listeners) {
-      const own = listener.requestHeaders?.(request);
+      const own = listener.requestHeaders?.(request, sender);
       if (own === undefined) continue;
       const names = Object.keys(own);
       if (names.length === 0 || names.some((name) => headerValue(headers, name) !== undefined)) continue;
@@ -260,7 +265,7 @@ export class WireObserver {
     init: RequestInit | undefined,
   ): RequestInit | undefined {
     const headers = init?.headers ?? (input instanceof Request ? input.headers : undefined);
-    const added = this.addedHeaders(request, headers);
+    const added = this.addedHeaders(request, headers, 'fetch');
     if (added === undefined) return init;
     const merged = new Headers(headers);
     for (const [name, value] of added) merged.set(name, value);

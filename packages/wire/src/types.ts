@@ -129,6 +129,9 @@ export interface ReattachInfo {
   readonly previous: StreamRecord | undefined;
 }
 
+/** What sends a request: the observed `fetch` (`wrap`), or a proxy with its own HTTP client (`proxyRequest`). */
+export type RequestSender = 'fetch' | 'proxy';
+
 /** One HTTP request through the observed fetch. */
 export interface WireRequest {
   readonly seq: number;
@@ -235,9 +238,10 @@ export interface WireListener {
   /**
    * Headers to add to the request as it leaves, after onRequest (the instrumentation's trace context,
    * lower-case names). They are one piece: when the request already carries any of them (the
-   * application propagates its own), none is added.
+   * application propagates its own), none is added. `sender` says what sends the request: the
+   * observed `fetch`, or a proxy that sends it itself (`addedHeaders`).
    */
-  requestHeaders?(request: WireRequest): Readonly<Record<string, string>> | undefined;
+  requestHeaders?(request: WireRequest, sender: RequestSender): Readonly<Record<string, string>> | undefined;
   /**
    * Sends the request in the listener's scope: called with the send, returns what it returns (the
    * instrumentation sends within its request span's context, so that an HTTP client instrumentation's

@@ -3,6 +3,7 @@ import type { DetectorStats, Finding } from '@resumewatch/detector';
 import type { ResumewatchConfig } from '../config.js';
 import type { Evidence, EvidenceStats } from './evidence.js';
 import { drawTimeline, type DrawnTimeline } from './timeline-view.js';
+import { findingKey } from './timeline-event.js';
 
 /** Where the data comes from: a running detector, or recorded traces (`analyze --html`). */
 type PageSource = 'serve' | 'report';
@@ -66,21 +67,14 @@ const LIMITS: readonly (keyof ResumewatchConfig)[] = [
   'evidenceWindowBytes',
 ];
 
-/**
- * The key of a finding's request in `timelines`: JSON of [service, session_id, request_id]. The page's
- * script reads it from `request_keys` rather than computing it again.
- */
-function requestKey(f: Finding): string {
-  return JSON.stringify([f.service, f.session_id, f.request_id]);
-}
-
 export function pageData(s: PageSources): PageData {
   const limits: Record<string, number> = {};
   for (const key of LIMITS) limits[key] = s.config[key] as number;
   const timelines: Record<string, DrawnTimeline> = {};
   const requestKeys: string[] = [];
   for (const f of s.findings.findings) {
-    const key = requestKey(f);
+    // The evidence's own key of the request (one owner): the page reads it from request_keys.
+    const key = findingKey(f);
     requestKeys.push(key);
     if (key in timelines) continue;
     const held = s.evidence.timeline(f);
