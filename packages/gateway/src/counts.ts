@@ -3,6 +3,7 @@ import {
   GATEWAY_METRICS,
   LABEL_ACTION,
   LABEL_METHOD,
+  LABEL_PROOF,
   LABEL_REASON,
   LABEL_STATUS_CLASS,
   METRIC_GATEWAY_EXCHANGES_TOTAL,
@@ -11,6 +12,7 @@ import {
   METRIC_GATEWAY_REFUSALS_TOTAL,
   type GatewayRefusal,
   type GuardAction,
+  type GuardProof,
 } from '@resumewatch/semconv';
 
 /** The HTTP methods MCP uses; any other is counted as `other` (a label set a client cannot grow). */
@@ -25,7 +27,8 @@ export class GatewayCounts {
   open = 0;
   private readonly exchanges = new Map<string, number>();
   private readonly refusals = new Map<GatewayRefusal, number>();
-  private readonly actions = new Map<GuardAction, number>();
+  /** By action and the proof it rests on, `${action}\n${proof}`. */
+  private readonly actions = new Map<string, number>();
 
   opened(): void {
     this.open++;
@@ -44,17 +47,26 @@ export class GatewayCounts {
     this.refusals.set(reason, (this.refusals.get(reason) ?? 0) + 1);
   }
 
-  guardAction(action: GuardAction): void {
-    this.actions.set(action, (this.actions.get(action) ?? 0) + 1);
+  guardAction(action: GuardAction, proof: GuardProof): void {
+    const key = `${action}\n${proof}`;
+    this.actions.set(key, (this.actions.get(key) ?? 0) + 1);
   }
 
-  /** What has been counted of each (for tests and stats). */
+  /** What has been counted of each (for tests and stats): `actions` by action, `proofs` by action and proof. */
   snapshot(): {
     open: number;
     refusals: Partial<Record<GatewayRefusal, number>>;
     actions: Partial<Record<GuardAction, number>>;
+    proofs: Partial<Record<GuardAction, Partial<Record<GuardProof, number>>>>;
   } {
-    return { open: this.open, refusals: Object.fromEntries(this.refusals), actions: Object.fromEntries(this.actions) };
+    const actions: Partial<Record<GuardAction, number>> = {};
+    const proofs: Partial<Record<GuardAction, Partial<Record<GuardProof, number>>>> = {};
+    for (const [key, n] of this.actions) {
+      const [action, proof] = key.split('\n') as [GuardAction, GuardProof];
+      actions[action] = (actions[action] ?? 0) + n;
+      (proofs[action] ??= {})[proof] = n;
+    }
+    return { open: this.open, refusals: Object.fromEntries(this.refusals), actions, proofs };
   }
 
   /** Adds the gateway's metrics to the detector's registries. */
@@ -68,7 +80,10 @@ export class GatewayCounts {
       [METRIC_GATEWAY_OPEN_EXCHANGES]: () => [[{}, this.open]],
       [METRIC_GATEWAY_REFUSALS_TOTAL]: () => [...this.refusals].map(([r, n]) => [{ [LABEL_REASON]: r }, n] as const),
       [METRIC_GATEWAY_GUARD_ACTIONS_TOTAL]: () =>
-        [...this.actions].map(([a, n]) => [{ [LABEL_ACTION]: a }, n] as const),
+        [...this.actions].map(([key, n]) => {
+          const [action, proof] = key.split('\n') as [string, string];
+          return [{ [LABEL_ACTION]: action, [LABEL_PROOF]: proof }, n] as const;
+        }),
     };
     for (const d of GATEWAY_METRICS) metrics.addCollected(d, reads[d.name]!);
   }

@@ -3,10 +3,11 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { InvalidResumptionError } from '@resumewatch/guard';
 import { GatewayRefusal, GuardAction } from '@resumewatch/semconv';
 import { parseMessages } from '@resumewatch/wire';
-import type { PushedBody, WireRequest } from '@resumewatch/wire';
+import type { PushedBody, StreamRecord, WireRequest } from '@resumewatch/wire';
 import { answer } from './answers.js';
 import type { GatewayCounts } from './counts.js';
 import type { Observation } from './observation.js';
+import { ReceiptProofs } from './receipt-proof.js';
 import { endToEndRequestHeaders, endToEndResponseHeaders } from './hop-by-hop.js';
 import { beginInClientContext, traceContextFields } from './trace-context.js';
 import type { UpstreamClient } from './upstream.js';
@@ -25,24 +26,48 @@ export interface ForwarderLimits {
 /** Why the gateway aborted an upstream exchange. */
 const CLIENT_GONE = 'client_gone';
 
+/** What an exchange's response carried that the connection's next request may prove received. */
+interface Carried {
+  stream: StreamRecord | undefined;
+}
+
 /**
  * Forwards one client's HTTP exchange to the upstream, observed on the wire observer, and the answer
  * back: status, end-to-end headers, and the body chunk by chunk as it arrives, written only as fast as
  * the client takes it.
  */
 export class Forwarder {
+  private readonly receipts: ReceiptProofs;
+
   constructor(
     private readonly upstream: URL,
     private readonly observation: Observation,
     private readonly client: UpstreamClient,
     private readonly limits: ForwarderLimits,
     private readonly counts: GatewayCounts,
-  ) {}
+    /** The guard may remove events from SSE bodies (--enforce): their length is not the upstream's. */
+    private readonly filtering: boolean,
+  ) {
+    this.receipts = new ReceiptProofs(observation.observer);
+  }
 
   handle(req: IncomingMessage, res: ServerResponse): void {
     const method = req.method ?? 'GET';
-    res.once('close', () => this.counts.exchangeEnded(method, res.headersSent ? res.statusCode : undefined));
-    this.forward(req, res, method).catch((e: unknown) => {
+    // Before the request is judged: what this connection's earlier responses carried is proven received.
+    const connection = this.receipts.requestArrived(req.socket);
+    const carried: Carried = { stream: undefined };
+    let over = false;
+    const responseOver = (whole: boolean): void => {
+      if (over) return;
+      over = true;
+      this.receipts.responseOver(connection, carried.stream, whole);
+    };
+    res.once('finish', () => responseOver(true));
+    res.once('close', () => {
+      responseOver(false);
+      this.counts.exchangeEnded(method, res.headersSent ? res.statusCode : undefined);
+    });
+    this.forward(req, res, method, carried).catch((e: unknown) => {
       // A defect of the gateway, never the client's: the connection ends rather than the process.
       if (!res.headersSent) answer(res, GatewayRefusal.UPSTREAM_UNREACHABLE, `internal error: ${(e as Error).message}`);
       else res.destroy();
@@ -59,7 +84,7 @@ export class Forwarder {
     answer(res, refusal, message, options);
   }
 
-  private async forward(req: IncomingMessage, res: ServerResponse, method: string): Promise<void> {
+  private async forward(req: IncomingMessage, res: ServerResponse, method: string, carried: Carried): Promise<void> {
     const target = req.url ?? '/';
     if (method === 'CONNECT' || !target.startsWith('/')) {
       req.resume();
@@ -193,7 +218,11 @@ export class Forwarder {
       upstream.destroy();
       return;
     }
-    res.writeHead(status, upstream.statusMessage, endToEndResponseHeaders(upstream.rawHeaders));
+    carried.stream = observed?.stream;
+    // A body the guard may shorten never carries the upstream's length: Node frames it (chunked, or the
+    // connection's close for an HTTP/1.0 client), so a keep-alive connection stays in step.
+    const filtered = this.filtering && observed?.stream.format === 'sse';
+    res.writeHead(status, upstream.statusMessage, endToEndResponseHeaders(upstream.rawHeaders, filtered));
     // Headers now, not with the first chunk: an SSE client waits for them before anything else.
     res.flushHeaders();
     await this.pump(upstream, observed, res, controller, () => idle?.refresh());
@@ -204,7 +233,7 @@ export class Forwarder {
    * Copies the body to the client chunk by chunk as it arrives, through the observer when it is JSON or
    * SSE, pausing the upstream while the client has not taken what was written. An upstream that breaks
    * mid-body breaks the client's response (never a clean end). The terminals it carried count as
-   * delivered only when the response ended cleanly after they were written (`settleDelivery`).
+   * received only on the client's proof (its cursor, or its next request on the connection: `handle`).
    */
   private pump(
     upstream: IncomingMessage,
@@ -215,10 +244,9 @@ export class Forwarder {
   ): Promise<void> {
     return new Promise<void>((resolve) => {
       let over = false;
-      const settle = (delivered: boolean): void => {
+      const settle = (): void => {
         if (over) return;
         over = true;
-        if (observed) this.observation.settleDelivery(observed.stream, delivered);
         resolve();
       };
       const sink = {
@@ -243,14 +271,14 @@ export class Forwarder {
         ended = true;
         observed?.fail(controller.signal.aborted ? controller.signal.reason : error);
         res.destroy();
-        settle(false);
+        settle();
       };
       upstream.once('error', broken);
       upstream.once('close', () => {
         if (!upstream.complete)
           broken(Object.assign(new Error('upstream closed the response early'), { code: 'ECONNRESET' }));
       });
-      res.once('finish', () => settle(true));
+      res.once('finish', settle);
       res.once('close', () => {
         // The client left: forward()'s own close handler aborted the exchange (which destroys the
         // upstream response); the body ends as aborted.

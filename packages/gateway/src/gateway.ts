@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { startEmbeddedDetector, type EmbeddedDetector, type EmbeddedDetectorOptions } from '@resumewatch/daemon';
 import type { GuardOptions, IdPolicyOptions } from '@resumewatch/instrumentation';
-import { GuardAction } from '@resumewatch/semconv';
+import { GuardAction, GuardProof } from '@resumewatch/semconv';
 import { refuseAtConnection } from './connection-refusals.js';
 import { GatewayCounts } from './counts.js';
 import { Forwarder, type ForwarderLimits } from './forward.js';
@@ -93,10 +93,13 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     });
     const guard: GuardOptions | undefined = enforce
       ? {
-          onResumeRefused: () => counts.guardAction(GuardAction.RESUME_REFUSED),
-          onDuplicateTerminalDropped: () => counts.guardAction(GuardAction.DUPLICATE_TERMINAL_DROPPED),
-          onConflictingTerminal: () => counts.guardAction(GuardAction.CONFLICTING_TERMINAL_REPORTED),
-          onFailedResumption: () => counts.guardAction(GuardAction.RESUMPTION_FAILED_REPORTED),
+          // Each action counted with the proof of receipt it rests on (a report withholds nothing: none).
+          onResumeRefused: (report) => counts.guardAction(GuardAction.RESUME_REFUSED, report.proof),
+          onDuplicateTerminalDropped: (report) =>
+            counts.guardAction(GuardAction.DUPLICATE_TERMINAL_DROPPED, report.proof),
+          onConflictingTerminal: (report) =>
+            counts.guardAction(GuardAction.CONFLICTING_TERMINAL_REPORTED, report.proof),
+          onFailedResumption: () => counts.guardAction(GuardAction.RESUMPTION_FAILED_REPORTED, GuardProof.NONE),
           // A gateway has no application to tell of a re-issue; its spans show the re-issue link.
           reissues: false,
         }
@@ -121,6 +124,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
         streamIdleTimeoutMs: options.streamIdleTimeoutMs ?? GATEWAY_DEFAULTS.streamIdleTimeoutMs,
       },
       counts,
+      enforce,
     );
     server = createServer(
       {

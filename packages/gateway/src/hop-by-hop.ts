@@ -50,9 +50,10 @@ export function endToEndRequestHeaders(
 
 /**
  * The end-to-end fields of an upstream response from Node's raw header list, for `writeHead`: names as
- * the upstream spelled them, in order, repeated fields (Set-Cookie) kept as separate lines.
+ * the upstream spelled them, in order, repeated fields (Set-Cookie) kept as separate lines; less
+ * `content-length` when the body may be filtered (`filtered`): the length is then no longer the upstream's.
  */
-export function endToEndResponseHeaders(rawHeaders: readonly string[]): string[] {
+export function endToEndResponseHeaders(rawHeaders: readonly string[], filtered = false): string[] {
   let connection: string[] | undefined;
   for (let i = 0; i + 1 < rawHeaders.length; i += 2)
     if (rawHeaders[i]!.toLowerCase() === 'connection') (connection ??= []).push(rawHeaders[i + 1]!);
@@ -60,7 +61,7 @@ export function endToEndResponseHeaders(rawHeaders: readonly string[]): string[]
   const out: string[] = [];
   for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
     const lower = rawHeaders[i]!.toLowerCase();
-    if (HOP_BY_HOP.has(lower) || listed?.has(lower)) continue;
+    if (HOP_BY_HOP.has(lower) || listed?.has(lower) || (filtered && lower === 'content-length')) continue;
     out.push(rawHeaders[i]!, rawHeaders[i + 1]!);
   }
   return out;

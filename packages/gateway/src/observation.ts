@@ -1,6 +1,6 @@
 import { instrumentFetch } from '@resumewatch/instrumentation';
 import type { InstrumentFetchOptions, RecorderStats } from '@resumewatch/instrumentation';
-import type { StreamRecord, WireObserver, WireRequest } from '@resumewatch/wire';
+import type { WireObserver, WireRequest } from '@resumewatch/wire';
 
 /** What the gateway's observation holds now: sessions and requests of the wire, open spans of the recorder. */
 export interface ObservationStats extends RecorderStats {
@@ -20,8 +20,6 @@ export interface Observation {
    * sent it (clientScope), so that a 2026-07-28 re-issue is matched among that client's requests only.
    */
   begin(url: string, init: RequestInit, client: string): WireRequest;
-  /** Whether a body reached the client whole (the downstream response ended cleanly after it). */
-  settleDelivery(stream: StreamRecord, delivered: boolean): void;
   stats(): ObservationStats;
   /** Forgets sessions and requests past their retention now. */
   prune(): void;
@@ -43,8 +41,8 @@ export function observeExchanges(
     observer: {
       releaseOnTransportClose: false,
       sessionlessApart: true,
-      // A proxy knows what it wrote, not what its client read: a terminal finishes its request once the
-      // downstream response that carried it ended cleanly (settleDelivery).
+      // A proxy knows what it wrote, not what its client read: a terminal finishes its request only once
+      // the client proves it holds it (its cursor, or its next request on the connection: receipt-proof.ts).
       confirmDelivery: true,
       sessionRetentionMs,
       ...(maxSessions ? { maxSessions } : {}),
@@ -58,7 +56,6 @@ export function observeExchanges(
       exchanges++;
       return observer.proxyRequest(url, init, client);
     },
-    settleDelivery: (stream, delivered) => observer.settleDelivery(stream, delivered),
     stats() {
       const wire = observer.stats();
       return {

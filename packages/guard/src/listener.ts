@@ -1,6 +1,7 @@
 import { BoundedMap } from '@resumewatch/bounded';
 import {
   GuardAction,
+  GuardProof,
   ResumeEvidence,
   ResumeOutcome,
   StreamKind,
@@ -348,16 +349,30 @@ class GuardWireListener implements GuardListener {
     }
   }
 
+  /**
+   * Terminals of a request the reader provably holds (`finished`, with its proof) are removed from an
+   * SSE event, message by message: the rest of a batch goes on. A terminal that differs from the first
+   * is reported, and removed only when the reader provably holds the first; without proof it goes on
+   * (maybe the reader's only copy). A JSON body is passed whole.
+   */
   private onTerminals(event: WireEvent): boolean {
     const options = this.options;
     let keep = true;
     const sse = event.sse !== undefined;
+    const batch = event.messages.length > 1;
     for (const terminal of event.terminals) {
       const record = terminal.request;
       this.retract(record.key);
+      // The observer's answer, not the wire's `duplicate`: with confirmDelivery a terminal the client
+      // never proved it read does not finish its request.
+      const remove = sse && record.finished;
+      if (remove) {
+        if (batch) event.removeMessage(terminal.messageIndex);
+        else keep = false;
+      }
       if (terminal.conflict) {
-        if (sse) keep = false;
         event.guardAction = GuardAction.CONFLICTING_TERMINAL_REPORTED;
+        event.guardProof = remove ? record.proof : GuardProof.NONE;
         const first = terminal.firstStream;
         options.onConflictingTerminal?.({
           action: GuardAction.CONFLICTING_TERMINAL_REPORTED,
@@ -366,15 +381,14 @@ class GuardWireListener implements GuardListener {
           delivered: { streamId: first?.id, eventId: terminal.firstEventId },
           conflicting: { streamId: event.stream.id, eventId: event.eventId },
           outcome: terminal.outcome,
-          removed: sse,
+          removed: remove,
+          proof: event.guardProof ?? GuardProof.NONE,
           foreign: terminal.foreign,
           event,
         });
-      } else if (sse && record.finished) {
-        // A copy of the terminal the reader already has (the observer's answer, not the wire's `duplicate`:
-        // with confirmDelivery a terminal seen on a stream that never reached its reader is not one).
-        keep = false;
+      } else if (remove) {
         event.guardAction = GuardAction.DUPLICATE_TERMINAL_DROPPED;
+        event.guardProof = record.proof;
         options.onDuplicateTerminalDropped?.({
           action: GuardAction.DUPLICATE_TERMINAL_DROPPED,
           sessionId: record.sessionId,
@@ -383,6 +397,7 @@ class GuardWireListener implements GuardListener {
           eventId: event.eventId,
           streamId: event.stream.id,
           foreign: terminal.foreign,
+          proof: record.proof ?? GuardProof.NONE,
           event,
         });
       }
@@ -402,15 +417,19 @@ class GuardWireListener implements GuardListener {
     for (const record of resume.requests) if (!record.finished) return;
     const first = resume.requests[0]!;
     const error = InvalidResumptionError.terminal(first.id, request.sessionId);
+    // Every request the cursor's stream carried is proven received; the first one's proof names the refusal.
+    const proof = first.proof ?? GuardProof.NONE;
+    request.guardAction = GuardAction.RESUME_REFUSED;
+    request.guardProof = proof;
     this.options.onResumeRefused?.({
       action: GuardAction.RESUME_REFUSED,
       sessionId: request.sessionId,
       requestIds: resume.requests.map((r) => r.id),
       lastEventId: resume.lastEventId,
+      proof,
       error,
       request,
     });
-    request.guardAction = GuardAction.RESUME_REFUSED;
     throw error;
   }
 

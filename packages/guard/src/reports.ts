@@ -1,4 +1,4 @@
-import type { GuardAction, ResumeEvidence, ResumeOutcome, TerminalOutcome } from '@resumewatch/semconv';
+import type { GuardAction, GuardProof, ResumeEvidence, ResumeOutcome, TerminalOutcome } from '@resumewatch/semconv';
 import type { RequestRecord, StreamEnd, StreamRecord, WireEvent, WireRequest } from '@resumewatch/wire';
 import type { ResumeDecision } from './decision.js';
 import type { InvalidResumptionError } from './errors.js';
@@ -10,6 +10,11 @@ export interface RefusedResume {
   /** The JSON-RPC ids of the requests the cursor's stream carried, all terminal. */
   readonly requestIds: readonly string[];
   readonly lastEventId: string;
+  /**
+   * How the client showed it holds the results: `application_read` in the application's own process; through a
+   * proxy, its cursor at or past the result (`cursor`) or its next request on the same connection (`next_request`).
+   */
+  readonly proof: GuardProof;
   readonly error: InvalidResumptionError;
   readonly request: WireRequest;
 }
@@ -25,6 +30,8 @@ export interface DroppedTerminal {
   readonly streamId: string;
   /** It arrived on a stream that never carried the request (a server replaying across streams). */
   readonly foreign: boolean;
+  /** How the reader showed it holds the first copy (see RefusedResume.proof). */
+  readonly proof: GuardProof;
   readonly event: WireEvent;
 }
 
@@ -50,8 +57,14 @@ export interface ConflictingTerminal {
   /** The conflicting terminal, removed from its SSE stream (see `removed`). */
   readonly conflicting: TerminalPlace;
   readonly outcome: TerminalOutcome;
-  /** False only for a JSON body, which is passed whole. */
+  /**
+   * Removed from its SSE stream: only when the reader provably holds the first terminal (`proof`); a
+   * JSON body is passed whole, and without proof the conflicting copy goes on (it may be the only one
+   * the reader gets).
+   */
   readonly removed: boolean;
+  /** What the removal rests on; `not_needed` when nothing was removed. */
+  readonly proof: GuardProof;
   /** The conflicting terminal arrived on a stream that never carried the request. */
   readonly foreign: boolean;
   readonly event: WireEvent;

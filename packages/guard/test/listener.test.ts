@@ -1,4 +1,4 @@
-import { GuardAction } from '@resumewatch/semconv';
+import { GuardAction, GuardProof } from '@resumewatch/semconv';
 import { WireObserver } from '@resumewatch/wire';
 import type { StreamRecord, WireEvent, WireListener, WireRequest } from '@resumewatch/wire';
 import { describe, expect, it, vi } from 'vitest';
@@ -89,20 +89,76 @@ describe('the guard listener', () => {
     expect(before.events).toEqual([undefined, GuardAction.CONFLICTING_TERMINAL_REPORTED]);
   });
 
-  it('with the observer confirming delivery, passes the replay of a terminal no client got, then removes the next', async () => {
+  it('with the observer confirming delivery, passes the replay of a terminal no client proved it read, then removes the next', async () => {
     const streams: StreamRecord[] = [];
     const { observer, seen } = setup({}, { confirmDelivery: true });
     observer.addListener({ onStreamEnd: (_request, stream) => void streams.push(stream) });
     const fetch = observer.wrap();
     await call(fetch, 5, [sse({ id: 'e1', data: progress(1) }), sse({ id: 'e2', data: result(5, 'five') })]);
-    // The proxy's client never got that stream whole: the terminal did not finish the request.
-    observer.settleDelivery(streams[0]!, false);
+    // Written whole, but the client proved nothing: its resume from before the result, and the replay, pass.
     expect(await get(fetch, [sse({ id: 'e2', data: result(5, 'five') })], 'e1')).toContain('"five"');
     expect(seen.refused).toEqual([]);
     expect(seen.dropped).toEqual([]);
-    observer.settleDelivery(streams[1]!, true);
+    // Its next request on the same connection proves it read that replay whole.
+    observer.proveReceived(streams[1]!);
     expect(await get(fetch, [sse({ id: 'e3', data: result(5, 'five') })])).not.toContain('"five"');
-    expect(seen.dropped.map((d) => d.requestId)).toEqual(['5']);
+    expect(seen.dropped.map((d) => [d.requestId, d.proof])).toEqual([['5', GuardProof.NEXT_REQUEST]]);
+  });
+
+  it('with the observer confirming delivery, refuses a resume whose cursor names the result, naming that proof', async () => {
+    const { observer, seen } = setup({}, { confirmDelivery: true });
+    const fetch = observer.wrap();
+    await call(fetch, 9, [sse({ id: 'i1', data: progress(1) }), sse({ id: 'i2', data: result(9, 'nine') })]);
+    const error = await get(fetch, [], 'i2').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InvalidResumptionError);
+    expect(seen.refused.map((r) => [r.requestIds, r.proof, r.request.guardProof])).toEqual([
+      [['9'], GuardProof.CURSOR, GuardProof.CURSOR],
+    ]);
+  });
+
+  it('with the observer confirming delivery, forwards a differing replay of an unproven result and reports it, removing nothing', async () => {
+    const { observer, seen } = setup({}, { confirmDelivery: true });
+    const fetch = observer.wrap();
+    await call(fetch, 10, [sse({ id: 'j1', data: progress(1) }), sse({ id: 'j2', data: result(10, 'ten') })]);
+    // The client never proved it read the first result: a differing copy may be the only one it gets.
+    expect(await get(fetch, [sse({ id: 'j2', data: result(10, 'TEN') })], 'j1')).toContain('"TEN"');
+    expect(seen.conflicts.map((c) => [c.requestId, c.removed, c.proof])).toEqual([['10', false, GuardProof.NONE]]);
+  });
+
+  it('removes only the duplicate message of a batch event and forwards the rest of the event', async () => {
+    const { observer, seen } = setup();
+    const fetch = observer.wrap();
+    await call(fetch, 11, [sse({ id: 'k1', data: result(11, 'eleven') })]);
+    // A replay of 11's delivered result and 12's first result in one event.
+    const text = await scripted.batch(
+      fetch,
+      [12],
+      [sse({ id: 'k2', data: [result(11, 'eleven'), result(12, 'twelve')] })],
+    );
+    expect(text).not.toContain('"eleven"');
+    expect(text).toContain('"twelve"');
+    expect(text).toMatch(/^id: k2\n/);
+    expect(seen.dropped.map((d) => d.requestId)).toEqual(['11']);
+    expect(observer.getRequest(SCRIPTED_SESSION, 12)?.finished).toBe(true);
+  });
+
+  it('removes a batch event whole when every message of it is a duplicate', async () => {
+    const { observer } = setup();
+    const fetch = observer.wrap();
+    await scripted.batch(fetch, [13, 14], [sse({ id: 'l1', data: [result(13, 'a'), result(14, 'b')] })]);
+    const text = await get(fetch, [sse({ id: 'l2', data: [result(13, 'a'), result(14, 'b')] }), sse({ id: 'l3' })]);
+    expect(text).toBe(sse({ id: 'l3' }));
+  });
+
+  it('takes ids 1 and "1" for two requests: the second one’s result is neither a duplicate nor a conflict', async () => {
+    const { observer, seen } = setup();
+    const fetch = observer.wrap();
+    await scripted.batch(fetch, [1], [sse({ id: 'm1', data: result(1, 'number') })]);
+    const text = await scripted.batch(fetch, ['1'], [sse({ id: 'm2', data: result('1', 'string') })]);
+    expect(text).toContain('"string"');
+    expect(seen.dropped).toEqual([]);
+    expect(seen.conflicts).toEqual([]);
+    expect(observer.getRequest(SCRIPTED_SESSION, '1')?.finished).toBe(true);
   });
 
   it('puts a failed resumption on the request it reports', async () => {

@@ -27,6 +27,7 @@ import {
   ATTR_JSONRPC_REQUEST_ID,
   ATTR_MCP_EVENT_ID,
   ATTR_MCP_GUARD_ACTION,
+  ATTR_MCP_GUARD_PROOF,
   ATTR_MCP_METHOD_NAME,
   ATTR_MCP_PROTOCOL_VERSION,
   ATTR_MCP_REATTACH_ACCEPTED,
@@ -611,6 +612,7 @@ export class SpanRecorder implements WireListener {
     if (attempt.status !== undefined) base[ATTR_HTTP_RESPONSE_STATUS_CODE] = attempt.status;
     // What the guard did about the request (refused it, reported its resume failed), decided before this recorder saw it.
     if (req.guardAction !== undefined) base[ATTR_MCP_GUARD_ACTION] = req.guardAction;
+    if (req.guardProof !== undefined) base[ATTR_MCP_GUARD_PROOF] = req.guardProof;
 
     if (req.reattach) {
       const accepted = attempt.status !== undefined && attempt.status >= 200 && attempt.status < 300;
@@ -675,6 +677,7 @@ export class SpanRecorder implements WireListener {
     if (terminal.firstStream) attributes[ATTR_MCP_TERMINAL_FIRST_STREAM_ID] = this.streamId(terminal.firstStream);
     this.server.addTo(attributes, event.request.url);
     if (event.guardAction !== undefined) attributes[ATTR_MCP_GUARD_ACTION] = event.guardAction;
+    if (event.guardProof !== undefined) attributes[ATTR_MCP_GUARD_PROOF] = event.guardProof;
     this.tracer()
       .startSpan(
         SPAN_REQUEST_TERMINAL,

@@ -76,6 +76,8 @@ export const ATTR_MCP_TERMINAL_CONFLICT = 'mcp.terminal.conflict';
 export const ATTR_MCP_TERMINAL_FIRST_STREAM_ID = 'mcp.terminal.first_stream.id';
 /** What the guard did on this request or event, when it was enforced: see GuardAction. */
 export const ATTR_MCP_GUARD_ACTION = 'mcp.guard.action';
+/** What the guard's action rests on (GuardProof): how the client showed it holds the result. */
+export const ATTR_MCP_GUARD_PROOF = 'mcp.guard.proof';
 
 // The 2026-07-28 era: one response stream per request, closing it cancels, a lost result is re-issued.
 /**

@@ -14,6 +14,8 @@ export const LABEL_ENDED_BY = 'ended_by';
 export const LABEL_ERA = 'era';
 /** What the gateway's guard did (GuardAction). */
 export const LABEL_ACTION = 'action';
+/** What a guard action rests on (GuardProof). */
+export const LABEL_PROOF = 'proof';
 /** Why the gateway answered a request itself (GatewayRefusal). */
 export const LABEL_REASON = 'reason';
 /** HTTP method of an exchange through the gateway. */
@@ -207,8 +209,8 @@ export const GATEWAY_METRICS: readonly MetricDescriptor[] = [
   {
     name: METRIC_GATEWAY_GUARD_ACTIONS_TOTAL,
     type: 'counter',
-    help: 'What the gateway enforced with --enforce (resume refused, duplicate terminal dropped, conflicting terminal reported, failed resumption reported), by action.',
-    labelNames: [LABEL_ACTION],
+    help: 'What the gateway enforced with --enforce (resume refused, duplicate terminal dropped, conflicting terminal reported, failed resumption reported), by action and by the proof of receipt it rests on (cursor, next_request; not_needed for a report).',
+    labelNames: [LABEL_ACTION, LABEL_PROOF],
   },
 ];
 

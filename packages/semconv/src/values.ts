@@ -86,6 +86,26 @@ export const GuardAction = {
 } as const;
 export type GuardAction = ValuesOf<typeof GuardAction>;
 
+/**
+ * What showed that a client holds a request's result: the only ground on which a guard refuses a resume
+ * or removes a replayed result. A proxy knows what it wrote, not what its client read, so only the
+ * client's own behaviour proves receipt.
+ */
+export const GuardProof = {
+  /** In the client's own process: the application read the event that carried the result. */
+  READ: 'application_read',
+  /** The client's cursor (`Last-Event-ID`) named the result's event, or a later event of the same stream. */
+  CURSOR: 'cursor',
+  /**
+   * The client's next request arrived on the same connection after the response that carried the result
+   * ended (HTTP/1.1 reuses a connection only once the previous response was read whole; not pipelined).
+   */
+  NEXT_REQUEST: 'next_request',
+  /** No proof: the action (a report) needed none; nothing was withheld from the client. */
+  NONE: 'not_needed',
+} as const;
+export type GuardProof = ValuesOf<typeof GuardProof>;
+
 export const FindingKind = {
   DUPLICATE_TERMINAL: 'duplicate_terminal',
   RESUME_AFTER_TERMINAL: 'resume_after_terminal',

@@ -9,8 +9,10 @@ import type { StreamEnd, StreamRecord, WireRequest } from './types.js';
 export interface TapHost {
   clock(): number;
   streamEnded(request: WireRequest, stream: StreamRecord, how: StreamEnd, error: unknown): void;
-  /** Returns false when a listener removed the event. */
+  /** Returns false when a listener removed the event (`takeReplacement` then gives what takes its place, if anything). */
   sseEvent(request: WireRequest, stream: StreamRecord, scan: SseScanner, at: number): boolean;
+  /** The rewritten event (a batch less its removed messages) to put where the event just removed stood. */
+  takeReplacement(): Uint8Array | undefined;
   jsonBody(request: WireRequest, stream: StreamRecord, messages: readonly JsonRpcMessage[]): void;
 }
 
@@ -74,6 +76,8 @@ export class SseTap implements BodyTap, SseSink {
    * the first removed event: most streams never lose one.
    */
   private removed: number[] | undefined = undefined;
+  /** Per pair of `removed`: the bytes that take the removed event's place (its batch less some messages), or undefined. */
+  private replacements: (Uint8Array | undefined)[] | undefined = undefined;
 
   constructor(
     private readonly observer: TapHost,
@@ -101,7 +105,10 @@ export class SseTap implements BodyTap, SseSink {
   event(scan: SseScanner): void {
     const kept = this.observer.sseEvent(this.request, this.stream, scan, this.at);
     if (!this.filtering) return;
-    if (!kept) (this.removed ??= []).push(scan.rawStart, scan.rawEnd);
+    if (!kept) {
+      (this.removed ??= []).push(scan.rawStart, scan.rawEnd);
+      (this.replacements ??= []).push(this.observer.takeReplacement());
+    }
     this.eventsEnd = scan.rawEnd;
   }
 
@@ -122,6 +129,7 @@ export class SseTap implements BodyTap, SseSink {
       sink.enqueue(whole ? chunk : bytes.subarray(0, end));
       return true;
     }
+    const replacements = this.replacements!;
     let from = 0;
     let enqueued = false;
     for (let i = 0; i < removed.length; i += 2) {
@@ -129,9 +137,15 @@ export class SseTap implements BodyTap, SseSink {
         sink.enqueue(bytes.subarray(from, removed[i]!));
         enqueued = true;
       }
+      const replacement = replacements[i / 2];
+      if (replacement !== undefined) {
+        sink.enqueue(replacement);
+        enqueued = true;
+      }
       from = removed[i + 1]!;
     }
     removed.length = 0;
+    replacements.length = 0;
     if (end > from) {
       sink.enqueue(bytes.subarray(from, end));
       enqueued = true;

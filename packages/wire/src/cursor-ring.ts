@@ -16,6 +16,8 @@ import type { CursorMemory, StreamRecord } from './types.js';
 export class CursorRing implements CursorMemory {
   private hashes: number[] = [];
   private streams: StreamRecord[] = [];
+  /** The position of each delivery on its stream (StreamRecord.deliveredEvents when it was delivered). */
+  private positions: number[] = [];
   /** Deliveries held: they fill slots 0..count-1 in order until the cap, then the ring wraps at `next`. */
   private count = 0;
   private next = 0;
@@ -28,22 +30,35 @@ export class CursorRing implements CursorMemory {
     return this.count;
   }
 
-  add(id: string, stream: StreamRecord): void {
-    this.addHash(hashOfId(id), stream);
+  add(id: string, stream: StreamRecord, position: number): void {
+    this.addHash(hashOfId(id), stream, position);
   }
 
-  /** Records a delivery by the id's hash (`hashOfId`), as the SSE scanner computed it. */
-  addHash(hash: number, stream: StreamRecord): void {
+  /** Records a delivery by the id's hash (`hashOfId`), as the SSE scanner computed it, at `position` of its stream. */
+  addHash(hash: number, stream: StreamRecord, position: number): void {
     if (this.count < this.cap) {
       if (this.count === this.hashes.length) this.grow();
       this.hashes[this.count] = hash;
       this.streams[this.count] = stream;
+      this.positions[this.count] = position;
       this.count++;
       return;
     }
     this.hashes[this.next] = hash;
     this.streams[this.next] = stream;
+    this.positions[this.next] = position;
     this.next = this.next + 1 === this.cap ? 0 : this.next + 1;
+  }
+
+  /** The position on `stream` of the last delivery of `eventId` there, 0 when none is remembered. */
+  positionOn(eventId: string, stream: StreamRecord): number {
+    const n = this.count;
+    const hash = hashOfId(eventId);
+    for (let k = 1; k <= n; k++) {
+      const i = (this.next - k + n) % n;
+      if (this.hashes[i] === hash && this.streams[i] === stream) return this.positions[i]!;
+    }
+    return 0;
   }
 
   get(eventId: string): StreamRecord | undefined {
@@ -64,12 +79,15 @@ export class CursorRing implements CursorMemory {
     const size = Math.min(this.cap, Math.max(4, this.count * 2));
     const hashes = new Array<number>(size);
     const streams = new Array<StreamRecord>(size);
+    const positions = new Array<number>(size);
     for (let i = 0; i < this.count; i++) {
       hashes[i] = this.hashes[i]!;
       streams[i] = this.streams[i]!;
+      positions[i] = this.positions[i]!;
     }
     this.hashes = hashes;
     this.streams = streams;
+    this.positions = positions;
   }
 }
 

@@ -1,6 +1,6 @@
 import { META_PROTOCOL_VERSION } from '@resumewatch/semconv';
 
-type JsonRpcId = string | number;
+export type JsonRpcId = string | number;
 
 export interface JsonRpcRequest {
   jsonrpc: '2.0';
@@ -109,11 +109,11 @@ export function metaProtocolVersion(messages: readonly JsonRpcMessage[]): string
 /** The MCP notification a client sends to give a request up. */
 const METHOD_NOTIFICATION_CANCELLED = 'notifications/cancelled';
 
-const NO_IDS: readonly string[] = [];
+const NO_IDS: readonly JsonRpcId[] = [];
 
 /** The request id a `notifications/cancelled` names, if the message is one. */
-export function cancelledRequestIds(message: JsonRpcMessage): readonly string[] {
+export function cancelledRequestIds(message: JsonRpcMessage): readonly JsonRpcId[] {
   if (!('method' in message) || message.method !== METHOD_NOTIFICATION_CANCELLED || 'id' in message) return NO_IDS;
   const requestId = message.params?.requestId;
-  return isId(requestId) ? [String(requestId)] : NO_IDS;
+  return isId(requestId) ? [requestId] : NO_IDS;
 }

@@ -1,6 +1,6 @@
 import { BoundedMap } from '@resumewatch/bounded';
 import { HEADER_LAST_EVENT_ID, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID, headerValue } from './headers.js';
-import { ReattachTrigger, StreamKind, TerminalDelivery, TerminalOutcome } from '@resumewatch/semconv';
+import { GuardProof, ReattachTrigger, StreamKind, TerminalDelivery, TerminalOutcome } from '@resumewatch/semconv';
 import { digestOfTerminal } from './digest.js';
 import {
   cancelledRequestIds,
@@ -12,7 +12,7 @@ import {
   parseMessages,
   requestTarget,
 } from './jsonrpc.js';
-import type { JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from './jsonrpc.js';
+import type { JsonRpcId, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from './jsonrpc.js';
 import { JsonTap, PushedBody, SseTap, isAbort } from './body-taps.js';
 import { watchResponse } from './watched-body.js';
 import type { BodyTap } from './body-taps.js';
@@ -70,8 +70,13 @@ export class WireObserver {
    * still a duplicate or a conflict, and a finished one stays finished.
    */
   private readonly released: BoundedMap<string, ReleasedTerminal>;
-  /** With confirmDelivery: the requests whose first terminal a stream carried, finished once the stream is settled. */
-  private readonly awaitingDelivery: BoundedMap<StreamRecord, RequestRecord[]> | undefined;
+  /**
+   * With confirmDelivery: the requests whose first terminal a stream carried and whose receipt the
+   * client has not proven yet, with the position of the event that carried each (0 in a JSON body).
+   */
+  private readonly awaitingDelivery: BoundedMap<StreamRecord, AwaitingProof> | undefined;
+  /** Bytes that take the place of the SSE event just removed by sseEvent (a batch less its removed messages). */
+  private replacementBytes: Uint8Array | undefined = undefined;
   private readonly streamsPerSession: number;
   private readonly cursorsPerSession: number;
   private readonly maxJsonBodyBytes: number;
@@ -94,7 +99,7 @@ export class WireObserver {
     this.sessions = new BoundedMap(options.maxSessions ?? 10_000, options.sessionRetentionMs ?? 3_600_000, this.now);
     this.requests = new BoundedMap(options.maxRequests ?? 100_000, options.requestRetentionMs ?? 600_000, this.now);
     this.released = new BoundedMap(options.maxRequests ?? 100_000, options.requestRetentionMs ?? 600_000, this.now);
-    // Cap and retention of the requests: a stream the proxy never settles (it crashed mid-write) is forgotten.
+    // Cap and retention of the requests: a terminal its client never proves it holds is forgotten with them.
     this.awaitingDelivery = options.confirmDelivery
       ? new BoundedMap(options.maxRequests ?? 100_000, options.requestRetentionMs ?? 600_000, this.now)
       : undefined;
@@ -124,14 +129,44 @@ export class WireObserver {
   }
 
   /**
-   * With `confirmDelivery`: the stream reached its reader whole (`true`: the requests whose first
-   * terminal it carried are finished) or did not (`false`: they are not). Once per stream the proxy wrote.
+   * With `confirmDelivery`: the client proved it read this stream whole (its next request came on the
+   * same connection after the response ended, not pipelined): the requests whose first terminal the
+   * stream carried are finished, with proof `next_request`. The proxy calls it before it describes that
+   * next request, so the request itself is judged with the proof.
    */
-  settleDelivery(stream: StreamRecord, delivered: boolean): void {
-    const records = this.awaitingDelivery?.get(stream);
-    if (records === undefined) return;
+  proveReceived(stream: StreamRecord): void {
+    const awaiting = this.awaitingDelivery?.get(stream);
+    if (awaiting === undefined) return;
     this.awaitingDelivery!.delete(stream);
-    if (delivered) for (const record of records) this.finish(record);
+    for (const record of awaiting.records) this.finish(record, GuardProof.NEXT_REQUEST);
+  }
+
+  /**
+   * With `confirmDelivery`: a resume's cursor names the event at `position` of `stream` (its reader read
+   * that far): the terminals the stream carried up to there are received, with proof `cursor`.
+   */
+  private proveByCursor(stream: StreamRecord, position: number): void {
+    const awaiting = this.awaitingDelivery!.get(stream);
+    if (awaiting === undefined || position <= 0) return;
+    const { records, positions } = awaiting;
+    let kept = 0;
+    for (let i = 0; i < records.length; i++) {
+      if (positions[i]! > 0 && positions[i]! <= position) {
+        this.finish(records[i]!, GuardProof.CURSOR);
+        continue;
+      }
+      records[kept] = records[i]!;
+      positions[kept++] = positions[i]!;
+    }
+    records.length = positions.length = kept;
+    if (kept === 0) this.awaitingDelivery!.delete(stream);
+  }
+
+  /** Bytes to put where the SSE event just removed stood (sseEvent returned false), once; undefined: nothing. */
+  takeReplacement(): Uint8Array | undefined {
+    const bytes = this.replacementBytes;
+    this.replacementBytes = undefined;
+    return bytes;
   }
 
   getSession(sessionId: string): SessionRecord | undefined {
@@ -143,11 +178,11 @@ export class WireObserver {
    * session's recent streams, else a compact record (terminal count 1, the first terminal's digest,
    * whether it finished the request).
    */
-  getRequest(sessionId: string | undefined, id: string | number): RequestRecord | undefined {
-    return this.lookup(sessionId ?? '', String(id));
+  getRequest(sessionId: string | undefined, id: JsonRpcId): RequestRecord | undefined {
+    return this.lookup(sessionId ?? '', id);
   }
 
-  private lookup(sessionId: string, id: string): RequestRecord | undefined {
+  private lookup(sessionId: string, id: JsonRpcId): RequestRecord | undefined {
     const key = requestKey(sessionId, id);
     const live = this.requests.get(key);
     if (live) return live;
@@ -358,12 +393,12 @@ export class WireObserver {
     const keyScope = sessionId ?? (this.sessionlessApart ? `\n${this.requestSeq + 1}` : undefined);
     for (const message of messages) {
       if (!isRequest(message)) continue;
-      const id = String(message.id);
-      const key = requestKey(keyScope, id);
+      const key = requestKey(keyScope, message.id);
       const record = newRequestRecord(
         key,
         sessionId ?? '',
-        id,
+        String(message.id),
+        typeof message.id === 'string',
         message.method,
         requestTarget(message),
         message,
@@ -424,6 +459,14 @@ export class WireObserver {
         }
       }
       from ??= session.cursors.get(lastEventId);
+      // The cursor is the client's own word for how far it read: what it names proves receipt.
+      if (from && this.awaitingDelivery) {
+        const position =
+          from.deliveredEventId === lastEventId && from.deliveredEventAt > 0
+            ? from.deliveredEventAt
+            : (session.cursors as CursorRing).positionOn(lastEventId, from);
+        this.proveByCursor(from, position);
+      }
     }
     const requests = from?.requests ?? NO_REQUESTS;
     return { lastEventId, from, requests, terminalObserved: requests.some((r) => r.terminalCount > 0) };
@@ -558,30 +601,51 @@ export class WireObserver {
     // A session-less request kept apart was its exchange's alone: no later stream can carry it.
     if (this.sessionlessApart && record.sessionId === '') return;
     if (record.firstTerminalDigest !== undefined)
-      this.released.set(record.key, { digest: record.firstTerminalDigest, finished: record.finished });
+      this.released.set(record.key, {
+        digest: record.firstTerminalDigest,
+        finished: record.finished,
+        proof: record.proof,
+      });
   }
 
-  /** The terminals of an event that reached the reader: their requests are finished (with confirmDelivery, once the stream is). */
-  private delivered(stream: StreamRecord, terminals: readonly TerminalObservation[]): void {
+  /**
+   * The terminals of an event that reached the reader (at `position` of its stream; 0 for a JSON body,
+   * `removed` the indexes of messages a listener took out): their requests are finished, or, with
+   * confirmDelivery, await the client's proof.
+   */
+  private delivered(
+    stream: StreamRecord,
+    terminals: readonly TerminalObservation[],
+    position: number,
+    removed: readonly number[] | undefined,
+  ): void {
     for (let i = 0; i < terminals.length; i++) {
-      const record = terminals[i]!.request;
-      if (record.finished) continue;
+      const terminal = terminals[i]!;
+      const record = terminal.request;
+      if (record.finished || removed?.includes(terminal.messageIndex)) continue;
       if (!this.awaitingDelivery) {
-        this.finish(record);
+        this.finish(record, GuardProof.READ);
         continue;
       }
-      const records = this.awaitingDelivery.get(stream);
-      if (records) records.push(record);
-      else this.awaitingDelivery.set(stream, [record]);
+      const awaiting = this.awaitingDelivery.get(stream);
+      if (awaiting) {
+        awaiting.records.push(record);
+        awaiting.positions.push(position);
+      } else this.awaitingDelivery.set(stream, { records: [record], positions: [position] });
     }
   }
 
-  private finish(record: RequestRecord): void {
+  private finish(record: RequestRecord, proof: GuardProof): void {
+    if (record.finished) return;
     record.finished = true;
+    record.proof = proof;
     // A released record (a compact one is a copy): what is kept of it must say so too.
     if (record.message === undefined) {
       const released = this.released.get(record.key);
-      if (released) released.finished = true;
+      if (released) {
+        released.finished = true;
+        released.proof = proof;
+      }
     }
   }
 
@@ -633,17 +697,49 @@ export class WireObserver {
       terminals = this.terminalsOf(stream, messages, id);
       const deciding = terminals.length > 0 || stream.isResume;
       const told = this.everyEventListeners > 0 || (deciding && this.eventListeners.length > 0);
-      kept = !told || this.notify(new SseWireEvent(scan, request, stream, data, messages, terminals, at), deciding);
+      if (told) {
+        const event = new SseWireEvent(scan, request, stream, data, messages, terminals, at);
+        kept = this.notify(event, deciding);
+        // Some messages of a batch removed: the rest of the event goes on, rewritten (the tap puts it in place).
+        if (kept && event.removedMessages !== undefined && this.filtering) {
+          this.partlyRemoved(request, stream, event);
+          return false;
+        }
+      } else kept = true;
     }
     kept ||= !this.filtering;
     if (kept) {
-      if (terminals.length > 0) this.delivered(stream, terminals);
+      const position = ++stream.deliveredEvents;
+      if (terminals.length > 0) this.delivered(stream, terminals, position, undefined);
       if (id !== undefined) {
         stream.deliveredEventId = id;
-        (request.session?.cursors as CursorRing | undefined)?.addHash(scan.idHash, stream);
+        stream.deliveredEventAt = position;
+        (request.session?.cursors as CursorRing | undefined)?.addHash(scan.idHash, stream, position);
       }
     }
     return kept;
+  }
+
+  /**
+   * An event some of whose messages a listener removed (`removeMessage`): false when every message
+   * went (the event is removed whole), else true, its kept messages delivered and the event rewritten
+   * without the others (`takeReplacement`, which the tap puts in the removed event's place).
+   */
+  private partlyRemoved(request: WireRequest, stream: StreamRecord, event: SseWireEvent): boolean {
+    const removed = event.removedMessages!;
+    const messages = event.messages;
+    const kept = messages.filter((_, i) => !removed.includes(i));
+    if (kept.length === 0) return false;
+    this.replacementBytes = rewrittenEvent(event, kept);
+    const position = ++stream.deliveredEvents;
+    this.delivered(stream, event.terminals, position, removed);
+    const id = event.id;
+    if (id !== undefined) {
+      stream.deliveredEventId = id;
+      stream.deliveredEventAt = position;
+      (request.session?.cursors as CursorRing | undefined)?.add(id, stream, position);
+    }
+    return true;
   }
 
   /** Counts a message event and observes the terminals among its messages. */
@@ -655,9 +751,10 @@ export class WireObserver {
     if (messages.length === 0) return NO_TERMINALS;
     stream.messageEvents++;
     let terminals: TerminalObservation[] | undefined;
-    for (const message of messages) {
+    for (let i = 0; i < messages.length; i++) {
+      const message = messages[i]!;
       if (!isResponse(message)) continue;
-      const terminal = this.observeTerminal(stream, message, eventId);
+      const terminal = this.observeTerminal(stream, message, eventId, i);
       if (terminal) (terminals ??= []).push(terminal);
     }
     return terminals ?? NO_TERMINALS;
@@ -669,7 +766,7 @@ export class WireObserver {
     if (this.eventListeners.length > 0)
       this.notify(new JsonWireEvent(request, stream, messages, terminals, this.now()), true);
     // A JSON body is passed whole, whatever a listener decided.
-    if (terminals.length > 0) this.delivered(stream, terminals);
+    if (terminals.length > 0) this.delivered(stream, terminals, 0, undefined);
   }
 
   /** Tells the event to the listeners that want it (`deciding`: it can decide something); false when one removed it. */
@@ -681,7 +778,8 @@ export class WireObserver {
       if (!deciding && decidingOnly[i]) continue;
       if (listeners[i]!.onEvent!(event) === false) keep = false;
     }
-    if (!keep) for (const listener of this.listeners) listener.onEventDropped?.(event);
+    if (!keep || (event as SseWireEvent).removedMessages !== undefined)
+      for (const listener of this.listeners) listener.onEventDropped?.(event);
     return keep;
   }
 
@@ -689,10 +787,13 @@ export class WireObserver {
     stream: StreamRecord,
     message: JsonRpcResponse,
     eventId: string | undefined,
+    messageIndex: number,
   ): TerminalObservation | undefined {
-    if (message.id === null) return undefined;
-    const id = String(message.id);
-    let record = stream.requests.find((r) => r.id === id);
+    const id = message.id;
+    if (id === null) return undefined;
+    const text = String(id);
+    const isString = typeof id === 'string';
+    let record = stream.requests.find((r) => r.id === text && r.idIsString === isString);
     let foreign = false;
     if (!record) {
       record = this.lookup(stream.sessionId, id);
@@ -720,6 +821,7 @@ export class WireObserver {
     const error = isErrorResponse(message);
     return {
       request: record,
+      messageIndex,
       outcome: error ? TerminalOutcome.ERROR : TerminalOutcome.RESULT,
       errorCode: error ? message.error.code : undefined,
       duplicate: seen && !conflict,
@@ -765,6 +867,8 @@ function newStreamRecord(
     isResume,
     lastEventId: undefined,
     deliveredEventId,
+    deliveredEvents: 0,
+    deliveredEventAt: 0,
     messageEvents: 0,
     terminalEvents: 0,
     foreignTerminalEvents: 0,
@@ -777,6 +881,7 @@ function newRequestRecord(
   key: string,
   sessionId: string,
   id: string,
+  idIsString: boolean,
   method: string,
   target: string | undefined,
   message: JsonRpcRequest | undefined,
@@ -786,12 +891,14 @@ function newRequestRecord(
     key,
     sessionId,
     id,
+    idIsString,
     method,
     target,
     message,
     startedAt,
     terminalCount: 0,
     finished: false,
+    proof: undefined,
     firstTerminalStream: undefined,
     firstTerminalEventId: undefined,
     firstTerminalDigest: undefined,
@@ -828,6 +935,7 @@ function newWireRequest(
     startedAt,
     clientScope,
     guardAction: undefined,
+    guardProof: undefined,
   };
 }
 
@@ -837,7 +945,9 @@ holdShape(new WireObserver());
   const stream = holdShape(
     newStreamRecord('0', 'held', 'POST', 'sse', StreamKind.REQUEST, [], false, undefined, false),
   );
-  const record = holdShape(newRequestRecord('held\n0', 'held', '0', 'ping', undefined, undefined, Date.now() + 0.5));
+  const record = holdShape(
+    newRequestRecord('held\n0', 'held', '0', false, 'ping', undefined, undefined, Date.now() + 0.5),
+  );
   stream.requests.push(record);
   session.streams.push(stream);
   holdShape(
@@ -876,20 +986,29 @@ function newSession(id: string, protocolVersion: string | undefined, cursors: nu
 interface ReleasedTerminal {
   readonly digest: number;
   finished: boolean;
+  proof: GuardProof | undefined;
+}
+
+/** Requests of a stream whose first terminal it carried, awaiting the client's proof, and the position of each terminal's event. */
+interface AwaitingProof {
+  readonly records: RequestRecord[];
+  readonly positions: number[];
 }
 
 /** What is left of a released request: its first terminal's digest and whether it finished it, no payload. */
-function compactRecord(key: string, sessionId: string, id: string, released: ReleasedTerminal): RequestRecord {
+function compactRecord(key: string, sessionId: string, id: JsonRpcId, released: ReleasedTerminal): RequestRecord {
   return {
     key,
     sessionId,
-    id,
+    id: String(id),
+    idIsString: typeof id === 'string',
     method: '',
     target: undefined,
     message: undefined,
     startedAt: 0,
     terminalCount: 1,
     finished: released.finished,
+    proof: released.proof,
     firstTerminalStream: undefined,
     firstTerminalEventId: undefined,
     firstTerminalDigest: released.digest,
@@ -901,6 +1020,23 @@ function lastEnded(session: SessionRecord): StreamRecord | undefined {
   return undefined;
 }
 
-function requestKey(sessionId: string | undefined, id: string): string {
-  return `${sessionId ?? ''}\n${id}`;
+/**
+ * A request's key: its scope, a line break, and its id with the id's type (a string id behind a `"`, which
+ * no number's text starts with), so that `1` and `"1"` are two requests, as JSON-RPC matches them.
+ */
+function requestKey(scope: string | undefined, id: JsonRpcId): string {
+  return typeof id === 'string' ? `${scope ?? ''}\n"${id}` : `${scope ?? ''}\n${id}`;
+}
+
+/**
+ * An SSE event rewritten with only `kept` of its batch's messages: its id, type and retry as they were,
+ * the messages as one JSON array on one data line (JSON text holds no raw line break).
+ */
+function rewrittenEvent(event: SseWireEvent, kept: readonly JsonRpcMessage[]): Uint8Array {
+  let text = '';
+  if (event.id !== undefined) text += `id: ${event.id}\n`;
+  if (event.event !== '') text += `event: ${event.event}\n`;
+  if (event.retry !== undefined) text += `retry: ${event.retry}\n`;
+  text += `data: ${JSON.stringify(kept)}\n\n`;
+  return new TextEncoder().encode(text);
 }

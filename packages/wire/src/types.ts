@@ -1,4 +1,11 @@
-import type { GuardAction, ReattachTrigger, StreamKind, TerminalDelivery, TerminalOutcome } from '@resumewatch/semconv';
+import type {
+  GuardAction,
+  GuardProof,
+  ReattachTrigger,
+  StreamKind,
+  TerminalDelivery,
+  TerminalOutcome,
+} from '@resumewatch/semconv';
 import type { JsonRpcMessage, JsonRpcRequest } from './jsonrpc.js';
 import type { SseEvent } from './sse.js';
 
@@ -36,12 +43,18 @@ export interface CursorMemory {
   readonly size: number;
 }
 
-/** One JSON-RPC request, keyed by (session, id). */
+/**
+ * One JSON-RPC request, keyed by (session, id). The id's JSON type is part of it: `1` and `"1"` are two
+ * requests (JSON-RPC 2.0 matches a response to its request by the id's value, type included).
+ */
 export interface RequestRecord {
-  /** `${sessionId}\n${id}`, unique per observer. */
+  /** The session (or the exchange, for a session-less request kept apart), a line break, and the id with its type; unique per observer. */
   readonly key: string;
   readonly sessionId: string;
+  /** The id as text (a string id as it is, a number in its JSON form); `idIsString` tells `1` from `"1"`. */
   readonly id: string;
+  /** The JSON-RPC id was a string. */
+  readonly idIsString: boolean;
   readonly method: string;
   readonly target: string | undefined;
   /** The request as sent; undefined on the compact record of a released finished request. */
@@ -51,11 +64,16 @@ export interface RequestRecord {
   terminalCount: number;
   /**
    * The request is finished: a terminal event of it reached its reader (the application; with
-   * `confirmDelivery`, a proxy's client). The one answer to "is this request finished?": a resume of
+   * `confirmDelivery`, a proxy's client, once it proved it). The one answer to "is this request finished?": a resume of
    * it has nothing to bring, and another terminal of it is a copy. Set once every listener has seen the
    * event that delivered it, so during a listener's hook it says what held before that event.
    */
   finished: boolean;
+  /**
+   * What showed the reader holds the terminal, once `finished`: `application_read` (the application read the event,
+   * in its own process), or, with `confirmDelivery`, the client's proof (`cursor`, `next_request`).
+   */
+  proof: GuardProof | undefined;
   /** The stream the first terminal event arrived on. */
   firstTerminalStream: StreamRecord | undefined;
   /** The SSE id of the first terminal event, when it had one. */
@@ -96,6 +114,13 @@ export interface StreamRecord {
    * until then. A client resumes from this, which differs from `lastEventId` once an event was removed.
    */
   deliveredEventId: string | undefined;
+  /**
+   * SSE events of this stream given to its reader so far (removed events do not count): the position of
+   * each delivered event, by which a cursor on this stream says how far its reader read.
+   */
+  deliveredEvents: number;
+  /** The position (see `deliveredEvents`) of the event `deliveredEventId` names on this stream; 0 for the cursor a resume opened with. */
+  deliveredEventAt: number;
   /**
    * Events that carried at least one JSON-RPC message (request, notification or response). Priming
    * events (empty data), `data: {}` and other non-JSON-RPC data are not messages. Data without an
@@ -167,6 +192,8 @@ export interface WireRequest {
    * reads the decision whatever the order they were added in.
    */
   guardAction: GuardAction | undefined;
+  /** What the guard's action on this request rests on (a refused resume: the proof of receipt). */
+  guardProof: GuardProof | undefined;
 }
 
 export interface WireResponse {
@@ -180,6 +207,8 @@ export interface WireResponse {
 
 export interface TerminalObservation {
   readonly request: RequestRecord;
+  /** Index of the terminal's message among its event's (or JSON body's) messages: a batch carries several. */
+  readonly messageIndex: number;
   readonly outcome: TerminalOutcome;
   readonly errorCode: number | undefined;
   /** A terminal event with the same content had already been seen for this (session, request). */
@@ -216,6 +245,14 @@ export interface WireEvent {
    * which the observer calls before any other listener's.
    */
   guardAction: GuardAction | undefined;
+  /** What the guard's action rests on (the removed terminal's `RequestRecord.proof`). */
+  guardProof: GuardProof | undefined;
+  /**
+   * Removes one message of an SSE event that carries a JSON-RPC batch (by index in `messages`): the rest
+   * of the event still reaches the reader, rewritten without it. Only a deciding listener calls it. An
+   * event whose every message is removed is removed whole, as when its `onEvent` returns false.
+   */
+  removeMessage(index: number): void;
 }
 
 /**
@@ -255,7 +292,7 @@ export interface WireListener {
   onFetchError?(request: WireRequest, error: unknown): void;
   /** An event on a stream. Returning false removes an SSE event from the body the client reads. */
   onEvent?(event: WireEvent): boolean | void;
-  /** An event removed by a listener: told to every listener. */
+  /** An event removed by a listener, whole or some of its messages: told to every listener. */
   onEventDropped?(event: WireEvent): void;
   onStreamEnd?(request: WireRequest, stream: StreamRecord, end: StreamEnd, error: unknown): void;
   /**
@@ -296,11 +333,13 @@ export interface WireObserverOptions {
    */
   sessionlessApart?: boolean;
   /**
-   * A terminal finishes its request (`RequestRecord.finished`) only once `settleDelivery(stream, true)`
-   * says the stream that carried it reached its reader whole. For a proxy, which knows what it wrote,
-   * not what its client read: a terminal on a downstream response that broke did not finish its
-   * request, so a resume of it, and its replay (the client's only copy), are let through. Default
-   * false: a terminal finishes its request when the event that carried it is passed to the reader.
+   * A terminal finishes its request (`RequestRecord.finished`) only once the client proves it holds it:
+   * its cursor (`Last-Event-ID`) names the terminal's event or a later one of the same stream (the
+   * observer sees that itself), or its next request came on the same connection after the response
+   * that carried the terminal ended (the proxy tells that: `proveReceived`). For a proxy, which knows
+   * what it wrote, not what its client read: without proof a resume of the request, and a replay of
+   * its result (maybe the client's only copy), are let through. Default false: a terminal finishes its
+   * request when the event that carried it is passed to the reader (`application_read`).
    */
   confirmDelivery?: boolean;
   now?: () => number;

@@ -2,7 +2,7 @@ import { parseMessages } from './jsonrpc.js';
 import type { JsonRpcMessage } from './jsonrpc.js';
 import { ScannedEvent, SseScanner } from './sse.js';
 import { holdShape } from './shapes.js';
-import type { GuardAction } from '@resumewatch/semconv';
+import type { GuardAction, GuardProof } from '@resumewatch/semconv';
 import type { StreamRecord, TerminalObservation, WireEvent, WireRequest } from './types.js';
 
 const NO_MESSAGES: readonly JsonRpcMessage[] = [];
@@ -12,6 +12,7 @@ export class JsonWireEvent implements WireEvent {
   readonly sse = undefined;
   readonly eventId = undefined;
   guardAction: GuardAction | undefined = undefined;
+  guardProof: GuardProof | undefined = undefined;
 
   constructor(
     readonly request: WireRequest,
@@ -20,11 +21,17 @@ export class JsonWireEvent implements WireEvent {
     readonly terminals: readonly TerminalObservation[],
     readonly at: number,
   ) {}
+
+  /** A JSON body is passed whole: nothing is removed from it. */
+  removeMessage(): void {}
 }
 
 /** An SSE event as the listeners see it: the wire event and the SSE event in one object. */
 export class SseWireEvent extends ScannedEvent implements WireEvent {
   guardAction: GuardAction | undefined = undefined;
+  guardProof: GuardProof | undefined = undefined;
+  /** Indexes of messages a listener removed (`removeMessage`); undefined while none is (nearly always). */
+  removedMessages: number[] | undefined = undefined;
 
   constructor(
     scan: SseScanner,
@@ -48,6 +55,11 @@ export class SseWireEvent extends ScannedEvent implements WireEvent {
 
   get messages(): readonly JsonRpcMessage[] {
     return (this.parsed ??= this.hasData ? parseMessages(this.data) : NO_MESSAGES);
+  }
+
+  removeMessage(index: number): void {
+    const removed = (this.removedMessages ??= []);
+    if (!removed.includes(index)) removed.push(index);
   }
 }
 

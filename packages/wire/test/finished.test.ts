@@ -1,4 +1,4 @@
-import { GuardAction } from '@resumewatch/semconv';
+import { GuardAction, GuardProof } from '@resumewatch/semconv';
 import { describe, expect, it } from 'vitest';
 import { WireObserver } from '../src/index.js';
 import type { WireEvent, WireListener } from '../src/index.js';
@@ -39,22 +39,53 @@ describe('RequestRecord.finished', () => {
     expect([record.terminalCount, record.finished]).toEqual([1, false]);
   });
 
-  it('with confirmDelivery, waits for settleDelivery(stream, true), and stays set once the record is released', async () => {
+  it('with confirmDelivery, is set only on the client’s proof: a cursor at or past the terminal’s event', async () => {
+    const observer = new WireObserver({ confirmDelivery: true });
+    const fetch = observer.wrap();
+    await call(fetch, 3, [sse({ id: 'c1', data: progress(1) }), sse({ id: 'c2', data: result(3, 'three') })]);
+    // Written whole to the reader, a clean end: no proof the client read it.
+    expect(observer.getRequest(SCRIPTED_SESSION, 3)?.finished).toBe(false);
+    // A cursor before the terminal proves nothing of it.
+    await get(fetch, [sse({ id: 'c2', data: result(3, 'three') })], 'c1');
+    expect(observer.getRequest(SCRIPTED_SESSION, 3)?.finished).toBe(false);
+    // A cursor naming the terminal's own event: the client holds it.
+    await get(fetch, [], 'c2');
+    const record = observer.getRequest(SCRIPTED_SESSION, 3)!;
+    expect([record.finished, record.proof]).toEqual([true, GuardProof.CURSOR]);
+  });
+
+  it('with confirmDelivery, a cursor on a later event of the same stream proves the terminals before it, not after', async () => {
+    const observer = new WireObserver({ confirmDelivery: true });
+    const fetch = observer.wrap();
+    // One POST carrying two requests: 7's result, then an event, then 8's result.
+    await scripted.batch(
+      fetch,
+      [7, 8],
+      [
+        sse({ id: 'g1', data: result(7, 'seven') }),
+        sse({ id: 'g2', data: progress(8) }),
+        sse({ id: 'g3', data: result(8, 'eight') }),
+      ],
+    );
+    await get(fetch, [], 'g2');
+    expect(observer.getRequest(SCRIPTED_SESSION, 7)?.proof).toBe(GuardProof.CURSOR);
+    expect(observer.getRequest(SCRIPTED_SESSION, 8)?.finished).toBe(false);
+  });
+
+  it('with confirmDelivery, proveReceived (the next request on the connection) sets it, and it stays set once released', async () => {
     const observer = new WireObserver({ confirmDelivery: true, streamsPerSession: 1 });
-    const streams: Parameters<WireObserver['settleDelivery']>[0][] = [];
+    const streams: Parameters<WireObserver['proveReceived']>[0][] = [];
     observer.addListener({ onStreamEnd: (_request, stream) => void streams.push(stream) });
     const fetch = observer.wrap();
     await call(fetch, 3, [sse({ id: 'c1', data: result(3, 'three') })]);
     expect(observer.getRequest(SCRIPTED_SESSION, 3)?.finished).toBe(false);
-    observer.settleDelivery(streams[0]!, false);
-    expect(observer.getRequest(SCRIPTED_SESSION, 3)?.finished).toBe(false);
-    // A replay reached a client whose stream was then confirmed whole.
-    await get(fetch, [sse({ id: 'c1', data: result(3, 'three') })]);
-    observer.settleDelivery(streams[1]!, true);
+    observer.proveReceived(streams[0]!);
+    const record = observer.getRequest(SCRIPTED_SESSION, 3)!;
+    expect([record.finished, record.proof]).toEqual([true, GuardProof.NEXT_REQUEST]);
     // The call's stream left the session's recent streams: what is kept of the request is its compact record.
     await call(fetch, 4, [sse({ id: 'd1', data: result(4, 'four') })]);
     const compact = observer.getRequest(SCRIPTED_SESSION, 3)!;
-    expect([compact.message, compact.finished]).toEqual([undefined, true]);
+    expect([compact.message, compact.finished, compact.proof]).toEqual([undefined, true, GuardProof.NEXT_REQUEST]);
   });
 
   it('is a new request’s own when its id is used again', async () => {

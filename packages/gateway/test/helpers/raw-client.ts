@@ -1,5 +1,5 @@
 import { request } from 'node:http';
-import type { ClientRequest, IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { Agent, ClientRequest, IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
 
 /**
@@ -15,6 +15,8 @@ interface SendOptions {
   keepOpen?: boolean;
   /** Leave the response paused once its headers are in: nothing of the body is read until `res.resume()`. */
   paused?: boolean;
+  /** A keep-alive agent whose connection the request reuses; default none: a connection of its own. */
+  agent?: Agent;
 }
 
 export interface RawResponse {
@@ -40,7 +42,7 @@ interface OpenExchange {
 
 /** Sends a request and returns at once, before any answer (a client that may give up before the headers). */
 export function begin(url: string, options: SendOptions = {}): ClientRequest {
-  const req = request(url, { method: options.method ?? 'GET', agent: false });
+  const req = request(url, { method: options.method ?? 'GET', agent: options.agent ?? false });
   for (const [name, value] of Object.entries(options.headers ?? {})) req.setHeader(name, value);
   if (options.keepOpen) {
     if (options.body !== undefined) req.write(options.body);

@@ -73,6 +73,8 @@ export interface ScriptedServerFixture {
   call(fetch: FetchLike, id: number, chunks: string[]): Promise<string>;
   /** GETs the scripted session's stream (a resume when `lastEventId` is given), answered by `chunks`; the body. */
   get(fetch: FetchLike, chunks: string[], lastEventId?: string): Promise<string>;
+  /** POSTs a JSON-RPC batch of tools/call requests with these ids (of either JSON type), answered by `chunks`; the body. */
+  batch(fetch: FetchLike, ids: readonly (number | string)[], chunks: string[]): Promise<string>;
 }
 
 /** One scripted server for the whole test file that calls this at its top level. */
@@ -86,6 +88,14 @@ export function scriptedServerPerFile(): ScriptedServerFixture {
     call: async (fetch, id, chunks) => {
       server().script.push({ chunks });
       const body = JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'slow' } });
+      const headers = { 'mcp-session-id': SCRIPTED_SESSION, 'content-type': 'application/json' };
+      return (await fetch(server().url, { method: 'POST', headers, body })).text();
+    },
+    batch: async (fetch, ids, chunks) => {
+      server().script.push({ chunks });
+      const body = JSON.stringify(
+        ids.map((id) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'slow' } })),
+      );
       const headers = { 'mcp-session-id': SCRIPTED_SESSION, 'content-type': 'application/json' };
       return (await fetch(server().url, { method: 'POST', headers, body })).text();
     },
@@ -115,7 +125,7 @@ export const progress = (n: number) => ({
   params: { progressToken: 't', progress: n },
 });
 /** A tools/call result for request `id`, as a scripted event's data. */
-export const result = (id: number, text: string) => ({
+export const result = (id: number | string, text: string) => ({
   jsonrpc: '2.0',
   id,
   result: { content: [{ type: 'text', text }] },
