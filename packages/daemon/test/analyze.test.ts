@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -158,5 +159,23 @@ describe('analyze', () => {
     const serveOnly = cli(['analyze', '--metrics-port', '1', files.seed]);
     expect(serveOnly.status).toBe(2);
     expect(serveOnly.stderr).toMatch(/--metrics-port is a serve option; analyze takes .*--evidence-bytes/);
+  });
+
+  it("CLI: the --html report's policy is a meta tag (a file has no headers): its script and style by hash", () => {
+    const out = join(dir, 'report-policy.html');
+    expect(cli(['analyze', '--html', out, files.seed]).status).toBe(1);
+    const html = readFileSync(out, 'utf8');
+    const hash = (text: string | undefined) =>
+      `'sha256-${createHash('sha256').update(text!, 'utf8').digest('base64')}'`;
+    const policy = /<meta http-equiv="Content-Security-Policy" content="([^"]*)">/.exec(html)![1]!;
+    expect(policy.split('; ').sort()).toEqual(
+      [
+        "default-src 'none'",
+        `script-src ${hash(/<script>([\s\S]*?)<\/script>/.exec(html)?.[1])}`,
+        `style-src ${hash(/<style>([\s\S]*?)<\/style>/.exec(html)?.[1])}`,
+        "base-uri 'none'",
+        "form-action 'none'",
+      ].sort(),
+    );
   });
 });

@@ -4,16 +4,23 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { runLoad, runScenario } from '@resumewatch/lab';
-import { FindingKind, ROUTE_PAGE } from '@resumewatch/semconv';
+import { FindingKind, ROUTE_PAGE, ROUTE_PAGE_DATA } from '@resumewatch/semconv';
 import { toSpanRecord, type SpanRecord } from '@resumewatch/detector';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_CONFIG } from '../src/index.js';
+import { DEFAULT_CONFIG, startServer, type RunningServer } from '../src/index.js';
 import { analyzeToHtml } from '../src/page/report.js';
-import { expectDuplicatesOnDistinctLanes, launchChromium, lowestContrast, timelineOf } from './helpers/browser.js';
+import {
+  expectDuplicatesOnDistinctLanes,
+  launchChromium,
+  lowestContrast,
+  timelineOf,
+  watchPolicy,
+} from './helpers/browser.js';
 import { startRig, type Rig } from './helpers/lab-rig.js';
 import { otlpJson } from '../../detector/test/helpers/otlp.js';
 import { waitFor } from '../../detector/test/helpers/wait.js';
+import { seedScenario } from '../../detector/test/helpers/spans.js';
 
 // The page in a real browser (Debian's chromium), fed by real lab runs through real OTLP exporters into
 // an in-process `resumewatch serve`; and the HTML report of the same spans, opened offline.
@@ -22,7 +29,11 @@ const TIMEOUT = 90_000;
 
 // The callbacks of page.evaluate run in the browser; the few DOM names they use, declared for them alone.
 type Dataset = { dataset: Record<string, string | undefined> };
-declare const document: { activeElement: Dataset | null; documentElement: { scrollWidth: number } };
+declare const document: {
+  activeElement: Dataset | null;
+  documentElement: { scrollWidth: number };
+  getElementById(id: string): { textContent: string | null } | null;
+};
 declare const window: { innerWidth: number };
 const dir = mkdtempSync(join(tmpdir(), 'resumewatch-page-'));
 /** Where screenshots go when RESUMEWATCH_SCREENSHOTS names a directory (docs/ for the README). */
@@ -30,11 +41,12 @@ const SHOTS = process.env.RESUMEWATCH_SCREENSHOTS;
 
 let browser: Browser;
 const rigs: Rig[] = [];
+const servers: RunningServer[] = [];
 beforeAll(async () => {
   browser = await launchChromium();
 });
 afterAll(async () => {
-  await Promise.allSettled(rigs.splice(0).map((r) => r.close()));
+  await Promise.allSettled([...rigs.splice(0), ...servers.splice(0)].map((r) => r.close()));
   await browser?.close();
 });
 
@@ -119,9 +131,14 @@ describe('the page in chromium', () => {
         return route.abort();
       });
       const offline = await context.newPage();
+      const refusedOffline = await watchPolicy(offline);
       await offline.goto(pathToFileURL(report).href);
       expectDuplicatesOnDistinctLanes(await timelineOf(offline, FindingKind.DUPLICATE_TERMINAL));
       expect(requested).toEqual([]);
+      // Its policy is a meta tag (a file has no headers): its script and style by hash, and it refuses nothing of them.
+      expect(html).toMatch(/<meta http-equiv="Content-Security-Policy" content="[^"]*script-src 'sha256-/);
+      expect(html).not.toContain('unsafe-inline');
+      expect(await refusedOffline()).toEqual([]);
       await context.close();
     },
   );
@@ -146,4 +163,55 @@ describe('the page in chromium', () => {
     expect(await page.$$('.lane')).toHaveLength(0);
     await page.close();
   });
+
+  it(
+    '--token with + % & = / # and a space: read from the fragment, sent as given; the policy refuses nothing; live updates',
+    { timeout: TIMEOUT },
+    async () => {
+      const token = 'p+q/r=s&t%u v#w';
+      const server = await startServer({ port: 0, grpcPort: false, metricsPort: 0, output: null, token });
+      servers.push(server);
+      const post = async (request: number): Promise<void> => {
+        const spans = seedScenario({ session: `s-${request}`, request }, 3).map((s, i) => ({
+          ...s,
+          spanId: (request * 64 + i + 1).toString(16).padStart(16, '0'),
+        }));
+        const r = await fetch(`http://127.0.0.1:${server.httpPort}/v1/traces`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+          body: JSON.stringify(otlpJson(spans, 'page-token')),
+        });
+        expect(r.status).toBe(200);
+      };
+      await post(1);
+      const base = `http://127.0.0.1:${server.metricsPort}${ROUTE_PAGE}`;
+      // As encodeURIComponent writes it, and as a person might type it: + / = # and the space as they are.
+      for (const fragment of [encodeURIComponent(token), 'p+q/r=s%26t%25u v#w']) {
+        const page = await browser.newPage();
+        const refused = await watchPolicy(page);
+        const sent: string[] = [];
+        page.on('request', (r) => {
+          if (r.url().endsWith(ROUTE_PAGE_DATA)) sent.push(r.headers().authorization ?? '');
+        });
+        const answer = await page.goto(`${base}#token=${fragment}`);
+        // The page itself came without the token: the header policy is on it.
+        expect(answer!.status()).toBe(401);
+        expect(answer!.headers()['content-security-policy']).toMatch(/script-src 'sha256-[^']+'/);
+        // The findings, or the page's word that the token was refused.
+        await page.waitForSelector('.finding, #updates:not(:empty)');
+        expect(await page.textContent('#updates')).toBe('');
+        expect(page.url()).toBe(base);
+        expect(sent[0]).toBe(`Bearer ${token}`);
+        // The chosen finding's timeline is drawn: its events placed through the CSSOM, which the policy allows.
+        await page.waitForSelector('.lane .ev');
+        if (fragment !== encodeURIComponent(token)) {
+          // Live: a finding made since the page opened shows up by itself.
+          await post(2);
+          await page.waitForFunction(() => /request 2\b/.test(document.getElementById('findings')!.textContent!));
+        }
+        expect(await refused()).toEqual([]);
+        await page.close();
+      }
+    },
+  );
 });

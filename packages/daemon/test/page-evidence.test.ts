@@ -1,8 +1,12 @@
-import { request as httpRequest } from 'node:http';
+import { createServer, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { createHash } from 'node:crypto';
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
 import {
   METRIC_EVIDENCE_BYTES,
   METRIC_EVIDENCE_REQUESTS,
   METRIC_EVIDENCE_WINDOW_BYTES,
+  METRIC_PAGE_RENDERS_TOTAL,
   ROUTE_PAGE,
   ROUTE_PAGE_DATA,
 } from '@resumewatch/semconv';
@@ -12,7 +16,8 @@ import { startServer, type RunningServer } from '../src/index.js';
 import { configWith } from '../src/doors/writing-pipeline.js';
 import { Pipeline } from '../src/doors/pipeline.js';
 import { scriptJson } from '../src/page/render-html.js';
-import { livePageData } from '../src/page/live-page.js';
+import { PAGE_REUSE_MAX_MS, livePageData } from '../src/page/live-page.js';
+import { metricsHandler } from '../src/doors/metrics-server.js';
 import { seedScenario, terminal } from '../../detector/test/helpers/spans.js';
 
 function feed(pipeline: Pipeline, spans: SpanRecord[]): void {
@@ -86,30 +91,86 @@ describe('the evidence the page draws from', () => {
   });
 });
 
+/** The CSP sources of the page's inline script and style: the SHA-256 of their text as served. */
+function inlineHashes(html: string): { script: string; style: string } {
+  const hash = (text: string | undefined) => `'sha256-${createHash('sha256').update(text!, 'utf8').digest('base64')}'`;
+  return {
+    script: hash(/<script>([\s\S]*?)<\/script>/.exec(html)?.[1]),
+    style: hash(/<style>([\s\S]*?)<\/style>/.exec(html)?.[1]),
+  };
+}
+
+/** GET `path` on the metrics listener at `port`, with the bearer token if any. */
+function getFrom(
+  port: number,
+  path: string,
+  token?: string,
+): Promise<{ status: number; body: string; headers: IncomingHttpHeaders }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      { host: '127.0.0.1', port, path, headers: token ? { authorization: `Bearer ${token}` } : {} },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (body += c));
+        res.on('end', () => resolve({ status: res.statusCode!, body, headers: res.headers }));
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe("the page's render, shared", () => {
+  const closers: (() => void)[] = [];
+  afterAll(() => closers.forEach((close) => close()));
+
+  it('a loop of GETs costs one render per reuse window; a finding made since shows once it passes', async () => {
+    let now = Date.now();
+    const config = configWith();
+    const pipeline = new Pipeline({ config, clock: () => now });
+    const server = createServer(metricsHandler(pipeline, config));
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    closers.push(() => server.close());
+    const port = (server.address() as AddressInfo).port;
+    const get = (path: string) => getFrom(port, path);
+    const renders = async (): Promise<number> =>
+      Number(new RegExp(`^${METRIC_PAGE_RENDERS_TOTAL} (\\d+)$`, 'm').exec((await get('/metrics')).body)?.[1]);
+    const requestsShown = (body: string) =>
+      new Set((JSON.parse(body) as { findings: { request_id: unknown }[] }).findings.map((f) => String(f.request_id)));
+
+    feed(pipeline, seedOf(1));
+    expect(await renders()).toBe(0);
+    // 50 GETs, the page and its data, one after the other and 10 at once: one render, the same data.
+    const bodies: string[] = [];
+    for (let i = 0; i < 20; i++) bodies.push((await get(i % 2 ? ROUTE_PAGE : ROUTE_PAGE_DATA)).body);
+    bodies.push(...(await Promise.all(Array.from({ length: 10 }, () => get(ROUTE_PAGE_DATA)))).map((r) => r.body));
+    feed(pipeline, seedOf(2));
+    for (let i = 0; i < 20; i++) bodies.push((await get(i % 2 ? ROUTE_PAGE : ROUTE_PAGE_DATA)).body);
+    expect(await renders()).toBe(1);
+    const data = bodies.filter((b) => b.startsWith('{'));
+    expect(data).toHaveLength(30);
+    expect(new Set(data).size).toBe(1);
+    expect(requestsShown(data[0]!)).toEqual(new Set(['1']));
+    for (const page of bodies.filter((b) => !b.startsWith('{')))
+      expect(page).toContain(scriptJson(JSON.parse(data[0]!)));
+
+    // Past the window (longer when renders take long, never longer than PAGE_REUSE_MAX_MS), the next
+    // request renders again: request 2's finding is there, in the page too.
+    now += PAGE_REUSE_MAX_MS;
+    const next = (await get(ROUTE_PAGE_DATA)).body;
+    expect(requestsShown(next)).toEqual(new Set(['1', '2']));
+    expect((await get(ROUTE_PAGE)).body).toContain(scriptJson(JSON.parse(next)));
+    expect(await renders()).toBe(2);
+  });
+});
+
 describe('the page on the metrics port', () => {
   let server: RunningServer;
   afterAll(() => server?.close());
 
-  function get(path: string, token?: string): Promise<{ status: number; body: string }> {
-    return new Promise((resolve, reject) => {
-      const req = httpRequest(
-        {
-          host: '127.0.0.1',
-          port: server.metricsPort,
-          path,
-          headers: token ? { authorization: `Bearer ${token}` } : {},
-        },
-        (res) => {
-          let body = '';
-          res.setEncoding('utf8');
-          res.on('data', (c: string) => (body += c));
-          res.on('end', () => resolve({ status: res.statusCode!, body }));
-        },
-      );
-      req.on('error', reject);
-      req.end();
-    });
-  }
+  const get = (path: string, token?: string) => getFrom(server.metricsPort, path, token);
 
   it('asks for the token as /findings does; the evidence is counted in /metrics', async () => {
     server = await startServer({ port: 0, grpcPort: false, metricsPort: 0, output: null, token: 't0k' });
@@ -125,5 +186,28 @@ describe('the page on the metrics port', () => {
     const metrics = (await get('/metrics', 't0k')).body;
     for (const name of [METRIC_EVIDENCE_BYTES, METRIC_EVIDENCE_REQUESTS, METRIC_EVIDENCE_WINDOW_BYTES])
       expect(metrics).toContain(`${name} 0`);
+  });
+
+  it('sends its Content-Security-Policy as a header: its own script and style by hash, nothing inline else', async () => {
+    for (const token of ['t0k', undefined]) {
+      const page = await get(ROUTE_PAGE, token);
+      const policy = String(page.headers['content-security-policy']);
+      const { script, style } = inlineHashes(page.body);
+      expect(policy.split('; ').sort()).toEqual(
+        [
+          "default-src 'none'",
+          `script-src ${script}`,
+          `style-src ${style}`,
+          "connect-src 'self'",
+          "base-uri 'none'",
+          "form-action 'none'",
+          "frame-ancestors 'none'",
+        ].sort(),
+      );
+      expect(page.headers['x-content-type-options']).toBe('nosniff');
+      expect(page.headers['referrer-policy']).toBe('no-referrer');
+      expect(page.body).not.toContain('http-equiv');
+    }
+    expect((await get(ROUTE_PAGE_DATA, 't0k')).headers['x-content-type-options']).toBe('nosniff');
   });
 });

@@ -45,6 +45,7 @@ export const METRIC_MCP_REQUESTS_TOTAL = 'resumewatch_mcp_requests_total';
 export const METRIC_EVIDENCE_BYTES = 'resumewatch_evidence_bytes';
 export const METRIC_EVIDENCE_REQUESTS = 'resumewatch_evidence_requests';
 export const METRIC_EVIDENCE_WINDOW_BYTES = 'resumewatch_evidence_window_bytes';
+export const METRIC_PAGE_RENDERS_TOTAL = 'resumewatch_page_renders_total';
 
 export const METRIC_GATEWAY_EXCHANGES_TOTAL = 'resumewatch_gateway_exchanges_total';
 export const METRIC_GATEWAY_OPEN_EXCHANGES = 'resumewatch_gateway_open_exchanges';
@@ -182,6 +183,12 @@ export const METRICS: readonly MetricDescriptor[] = [
     name: METRIC_EVIDENCE_WINDOW_BYTES,
     type: 'gauge',
     help: 'Bytes of recent contract spans held for requests without a finding yet, moved to the evidence when one fires; --evidence-window-bytes caps it.',
+    labelNames: [],
+  },
+  {
+    name: METRIC_PAGE_RENDERS_TOTAL,
+    type: 'counter',
+    help: 'Renders of the page (/) and its data (/page.json) with the data of the moment; one render is reused by every request for a second.',
     labelNames: [],
   },
 ];

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ROUTE_FINDINGS, ROUTE_HEALTHZ, ROUTE_METRICS, ROUTE_PAGE, ROUTE_PAGE_DATA } from '@resumewatch/semconv';
-import { livePage, livePageData } from '../page/live-page.js';
+import { LivePage } from '../page/live-page.js';
+import { PAGE_HEADERS } from '../page/page-policy.js';
 import type { ResumewatchConfig } from '../config.js';
 import { authorized } from './auth.js';
 import type { Pipeline } from './pipeline.js';
@@ -20,6 +21,7 @@ export function metricsHandler(pipeline: Pipeline, config: ResumewatchConfig) {
 }
 
 function route(pipeline: Pipeline, config: ResumewatchConfig) {
+  const page = new LivePage(pipeline, config);
   return (req: IncomingMessage, res: ServerResponse): void => {
     const path = (req.url ?? '').split('?')[0];
     req.resume();
@@ -31,7 +33,7 @@ function route(pipeline: Pipeline, config: ResumewatchConfig) {
       // which takes the token from its address's fragment and fetches the data with it.
       if (path === ROUTE_PAGE) {
         res.writeHead(401, { 'content-type': 'text/html; charset=utf-8', ...PAGE_HEADERS });
-        return void res.end(livePage(pipeline, config, false));
+        return void res.end(page.locked());
       }
       return text(res, 401, 'missing or wrong bearer token\n');
     }
@@ -54,24 +56,20 @@ function route(pipeline: Pipeline, config: ResumewatchConfig) {
       return;
     }
     if (path === ROUTE_PAGE) {
-      // Read-only and bounded: the findings as /findings bounds them, the timelines by --evidence-bytes.
+      // Read-only and bounded: the findings as /findings bounds them, the timelines by --evidence-bytes;
+      // one render a second at most, shared by every request (live-page.ts).
+      const body = page.page();
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', ...PAGE_HEADERS });
-      return void res.end(livePage(pipeline, config));
+      return void res.end(body);
     }
     if (path === ROUTE_PAGE_DATA) {
+      const body = page.data();
       res.writeHead(200, { 'content-type': 'application/json', ...PAGE_HEADERS });
-      return void res.end(JSON.stringify(livePageData(pipeline, config)));
+      return void res.end(body);
     }
     text(res, 404, `not found: try ${ROUTE_PAGE}, ${ROUTE_METRICS}, ${ROUTE_HEALTHZ} or ${ROUTE_FINDINGS}\n`);
   };
 }
-
-/** The page holds request ids: not cached, not framed by another site. */
-const PAGE_HEADERS = {
-  'cache-control': 'no-store',
-  'x-frame-options': 'DENY',
-  'x-content-type-options': 'nosniff',
-};
 
 function text(res: ServerResponse, status: number, body: string): void {
   if (res.headersSent) return;

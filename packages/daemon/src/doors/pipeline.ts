@@ -32,7 +32,8 @@ export class Pipeline {
   /** Spans per second, sampled at each tick. */
   readonly rate = new SpanRate();
   private current: SpanRecord | undefined;
-  private readonly clock: () => number;
+  /** Unix ms; drives storm windows and retention (and how long the page's render is reused). */
+  readonly clock: () => number;
   private readonly sink = (s: SpanRecord): void => {
     boundSpanStrings(s, this.ids);
     this.current = s;

@@ -1,10 +1,20 @@
-import { ROUTE_PAGE_DATA } from '@resumewatch/semconv';
+import { METRIC_PAGE_RENDERS_TOTAL, ROUTE_PAGE_DATA } from '@resumewatch/semconv';
 import type { ResumewatchConfig } from '../config.js';
+import { doorCounter } from '../doors/door-counters.js';
 import type { Pipeline } from '../doors/pipeline.js';
 import { pageData, type PageData } from './page-data.js';
-import { renderPage } from './render-html.js';
+import { renderPageOfJson, type PageOptions } from './render-html.js';
 
 export const PAGE_TITLE = 'resumewatch: findings and their requests';
+
+/** How long one render of the live page and its data is reused at least: at most one render a second. */
+const PAGE_REUSE_MS = 1000;
+/** And at most, however long renders take: the page is never older than this. */
+export const PAGE_REUSE_MAX_MS = 10_000;
+/** A render is reused for this many times what it took: renders take at most a tenth of the event loop. */
+const REUSE_PER_RENDER_MS = 10;
+
+const OPTIONS: PageOptions = { title: PAGE_TITLE, dataPath: ROUTE_PAGE_DATA, policy: 'header' };
 
 /** What a running detector's page shows now. */
 export function livePageData(pipeline: Pipeline, config: ResumewatchConfig): PageData {
@@ -21,11 +31,76 @@ export function livePageData(pipeline: Pipeline, config: ResumewatchConfig): Pag
   });
 }
 
+/** One render: the data's JSON, made once; the bodies of the two routes, each encoded once when first asked. */
+interface Render {
+  at: number;
+  /** What making it took so far (ms of this process, the page's own part included once made). */
+  took: number;
+  json: string;
+  data?: Buffer;
+  page?: Buffer;
+}
+
 /**
- * The page at ROUTE_PAGE, with the data of now inline and fresh data from ROUTE_PAGE_DATA; without the
- * data when the request was not authorized (the page then asks for the token and fetches with it).
+ * The page at ROUTE_PAGE (the data of now inline) and its data at ROUTE_PAGE_DATA, for the metrics
+ * listener. A render (every listed finding's timeline drawn, the JSON of it all, a page of megabytes)
+ * is synchronous and runs in the door's own event loop, which in the gateway also forwards MCP
+ * traffic. So one render serves every request, whatever asks and however often (the page itself asks
+ * every two seconds), for PAGE_REUSE_MS, or for ten times what it took when that is longer (up to
+ * PAGE_REUSE_MAX_MS): renders take at most a tenth of the loop while one takes under a second. Requests
+ * that arrive during a render wait for it and take it. What one render holds is bounded by the newest
+ * findings that fit in --findings-bytes and the timelines of --evidence-bytes. Renders are counted in
+ * METRIC_PAGE_RENDERS_TOTAL.
  */
-export function livePage(pipeline: Pipeline, config: ResumewatchConfig, authorized = true): string {
-  const data = authorized ? livePageData(pipeline, config) : null;
-  return renderPage(data, { title: PAGE_TITLE, dataPath: ROUTE_PAGE_DATA });
+export class LivePage {
+  private last: Render | undefined;
+  /** The page without data, for a request without the token (it fetches its data with one): always the same. */
+  private readonly lockedPage = Buffer.from(renderPageOfJson('null', OPTIONS));
+  private readonly rendered: () => void;
+
+  constructor(
+    private readonly pipeline: Pipeline,
+    private readonly config: ResumewatchConfig,
+  ) {
+    this.rendered = doorCounter(pipeline.metrics, METRIC_PAGE_RENDERS_TOTAL);
+  }
+
+  /** The page with the data of the last render (at most PAGE_REUSE_MAX_MS old). */
+  page(): Buffer {
+    const r = this.render();
+    if (r.page) return r.page;
+    const start = performance.now();
+    r.page = Buffer.from(renderPageOfJson(r.json, OPTIONS));
+    r.took += performance.now() - start;
+    return r.page;
+  }
+
+  /** The data of the last render, as JSON. */
+  data(): Buffer {
+    const r = this.render();
+    return (r.data ??= Buffer.from(r.json));
+  }
+
+  /** The page without its data. */
+  locked(): Buffer {
+    return this.lockedPage;
+  }
+
+  private render(): Render {
+    const now = this.pipeline.clock();
+    // A clock that went back (a test's, a stepped system clock) is no reason to keep a render for good.
+    const last = this.last;
+    if (last && now >= last.at && now - last.at < reuseMs(last.took)) return last;
+    // The previous render goes before the next is made: never two held at once.
+    this.last = undefined;
+    this.rendered();
+    const start = performance.now();
+    const json = JSON.stringify(livePageData(this.pipeline, this.config));
+    return (this.last = { at: now, took: performance.now() - start, json });
+  }
+}
+
+/** How long a render that took `took` ms is reused. */
+function reuseMs(took: number): number {
+  return Math.min(PAGE_REUSE_MAX_MS, Math.max(PAGE_REUSE_MS, took * REUSE_PER_RENDER_MS));
 }

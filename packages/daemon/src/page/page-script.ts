@@ -25,17 +25,23 @@ export const PAGE_SCRIPT = `
     if (props) for (var k in props) {
       if (k === 'text') el.textContent = props[k];
       else if (k === 'cls') el.className = props[k];
+      // Through the CSSOM, which the page's policy allows: a style attribute is inline style it refuses.
+      else if (k === 'style') for (var p in props[k]) el.style[p] = props[k][p];
       else if (k.slice(0, 2) === 'on') el.addEventListener(k.slice(2), props[k]);
       else el.setAttribute(k, props[k]);
     }
     (children || []).forEach(function (c) { if (c) el.appendChild(typeof c === 'string' ? document.createTextNode(c) : c); });
     return el;
   }
+  // The token is the fragment's raw text after token= up to the next & or the end, percent-decoded by
+  // decodeURIComponent alone: a + stays a + (URLSearchParams would make it a space); % and & are written
+  // %25 and %26, as encodeURIComponent writes them. Text that is not valid percent-encoding is taken as it is.
   function tokenFromFragment() {
-    var t = new URLSearchParams(location.hash.slice(1)).get('token');
+    var parts = location.hash.slice(1).split('&'), t = null;
+    for (var i = 0; i < parts.length && t === null; i++) if (parts[i].slice(0, 6) === 'token=') t = parts[i].slice(6);
     if (t === null) return '';
     history.replaceState(null, '', location.pathname + location.search);
-    return t;
+    try { return decodeURIComponent(t); } catch (e) { return t; }
   }
   // The key of a finding's request (its timeline in data.timelines), as the data gives it for each finding.
   var keys = new Map();
@@ -154,16 +160,16 @@ export const PAGE_SCRIPT = `
     var table = h('tbody');
     tl.events.forEach(function (ev, i) {
       var track = rows[ev.lane].lastChild, cls = ev.mark ? 'mark-' + ev.mark : 'other';
-      if (ev.type === 'call') track.appendChild(h('div', { cls: 'bar', style: 'left:' + at(ev.start) + '%;width:' + Math.max(0.5, at(ev.end) - at(ev.start)) + '%' }));
+      if (ev.type === 'call') track.appendChild(h('div', { cls: 'bar', style: { left: at(ev.start) + '%', width: Math.max(0.5, at(ev.end) - at(ev.start)) + '%' } }));
       var row = h('tr', { id: 'ev-' + i }, [h('td', { text: '+' + span(ev.start - tl.start) }), h('td', { text: tl.lanes[ev.lane].stream || 'the request' }),
         h('td', { text: label(ev) }), h('td', { text: ev.facts.join('; ') }), h('td', { cls: 'span', text: ev.span_id })]);
       table.appendChild(row);
-      track.appendChild(h('button', { type: 'button', cls: 'ev ' + ev.type + ' ' + cls + (ev.guard ? ' guard' : ''), style: 'left:' + at(ev.start) + '%',
+      track.appendChild(h('button', { type: 'button', cls: 'ev ' + ev.type + ' ' + cls + (ev.guard ? ' guard' : ''), style: { left: at(ev.start) + '%' },
         title: label(ev), 'aria-label': label(ev) + ' at +' + span(ev.start - tl.start), 'data-mark': ev.mark || '',
         onclick: function () { Array.prototype.forEach.call(table.children, function (r) { r.classList.remove('selected'); }); row.classList.add('selected'); row.scrollIntoView({ block: 'nearest' }); } },
         [(SHORT[ev.type] || '?') + (ev.mark ? ' ' + ev.mark : '')]));
     });
-    var ticks = h('div', { cls: 'ticks', 'aria-hidden': 'true' }, [0, 25, 50, 75, 100].map(function (p) { return h('span', { style: 'left:' + p + '%', text: '+' + span((width * p) / 100) }); }));
+    var ticks = h('div', { cls: 'ticks', 'aria-hidden': 'true' }, [0, 25, 50, 75, 100].map(function (p) { return h('span', { style: { left: p + '%' }, text: '+' + span((width * p) / 100) }); }));
     var legend = h('p', { cls: 'legend' }, [h('span', { text: 'T terminal, R resume, A reattach, C the request; G: the guard or gateway acted.' })].concat(
       conf.marks.map(function (m) { return h('span', { cls: 'mark-' + m, text: '\u25a0 ' + m }); })));
     return h('section', { 'aria-label': 'request timeline' }, [h('h2', { text: 'Timeline: ' + tl.lanes.length + ' lanes, ' + tl.events.length + ' events' + (tl.dropped ? ' (' + tl.dropped + ' more left out)' : '') }),
@@ -179,7 +185,7 @@ export const PAGE_SCRIPT = `
   });
 
   function renderAll() { renderHeader(); renderFilters(); renderList(); renderDetail(); }
-  var HOW = 'Open this page as ' + location.origin + location.pathname + '#token=YOUR_TOKEN: the part after # stays in this browser, and the page sends it only as the Authorization header of its data requests.';
+  var HOW = 'Open this page as ' + location.origin + location.pathname + '#token=YOUR_TOKEN (percent-encoded as encodeURIComponent does, at least % as %25 and & as %26; a + stays a +): the part after # stays in this browser, and the page sends it only as the Authorization header of its data requests.';
   var timer = null;
   function stop(message) {
     if (timer !== null) clearInterval(timer);

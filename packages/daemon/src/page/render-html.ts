@@ -2,12 +2,18 @@ import { TimelineMark } from '@resumewatch/semconv';
 import type { PageData } from './page-data.js';
 import { PAGE_CSS } from './page-style.js';
 import { PAGE_SCRIPT } from './page-script.js';
+import { REPORT_POLICY } from './page-policy.js';
 
 export interface PageOptions {
   title: string;
   /** Where a live page fetches fresh data (ROUTE_PAGE_DATA); undefined: a report, the data never changes. */
   dataPath?: string;
   refreshMs?: number;
+  /**
+   * Where the Content-Security-Policy is: 'meta', a tag in the page (a report: a file has no headers);
+   * 'header', sent by the server with the page (page-policy.ts), and then no tag.
+   */
+  policy?: 'meta' | 'header';
 }
 
 /**
@@ -15,7 +21,12 @@ export interface PageOptions {
  * change the block), and the two line separators JavaScript once did not allow in strings.
  */
 export function scriptJson(value: unknown): string {
-  return JSON.stringify(value)
+  return scriptJsonOf(JSON.stringify(value));
+}
+
+/** scriptJson of JSON text already made (the live page's data, made once for both routes). */
+function scriptJsonOf(json: string): string {
+  return json
     .replace(/</g, '\\u003c')
     .replace(/>/g, '\\u003e')
     .replace(/&/g, '\\u0026')
@@ -34,22 +45,29 @@ function escapeHtml(text: string): string {
  * with the token it is given (page-script.ts).
  */
 export function renderPage(data: PageData | null, options: PageOptions): string {
+  return renderPageOfJson(JSON.stringify(data), options);
+}
+
+/** renderPage of the data's JSON text. */
+export function renderPageOfJson(json: string, options: PageOptions): string {
   const config = {
     title: options.title,
     dataPath: options.dataPath ?? null,
     refreshMs: options.refreshMs ?? 2000,
     marks: Object.values(TimelineMark),
   };
-  // The policy forbids every fetch but the page's own origin, and any script or style not inline.
-  const csp =
-    "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; connect-src 'self'; img-src data:";
+  // The style and script blocks are exactly PAGE_CSS and PAGE_SCRIPT: the policy allows them by their hash.
+  const meta =
+    (options.policy ?? 'meta') === 'meta'
+      ? `<meta http-equiv="Content-Security-Policy" content="${REPORT_POLICY}">\n`
+      : '';
   return `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta http-equiv="Content-Security-Policy" content="${csp}">
-<title>${escapeHtml(options.title)}</title>
+<meta name="referrer" content="no-referrer">
+${meta}<title>${escapeHtml(options.title)}</title>
 <style>${PAGE_CSS}</style>
 </head>
 <body>
@@ -64,7 +82,7 @@ export function renderPage(data: PageData | null, options: PageOptions): string 
 <section id="detail" tabindex="-1" aria-live="polite" aria-label="the chosen finding and its request"></section>
 </main>
 <noscript><p>The page draws with JavaScript; the data is in the page source as JSON.</p></noscript>
-<script type="application/json" id="page-data">${scriptJson(data)}</script>
+<script type="application/json" id="page-data">${scriptJsonOf(json)}</script>
 <script type="application/json" id="page-config">${scriptJson(config)}</script>
 <script>${PAGE_SCRIPT}</script>
 </body>

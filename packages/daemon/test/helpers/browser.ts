@@ -82,3 +82,30 @@ export function expectDuplicatesOnDistinctLanes(lanes: { lane: string; marks: st
   expect(liveLanes).toHaveLength(1);
   expect(duplicateLanes).not.toContain(liveLanes[0]);
 }
+
+// The init script runs in the browser; the few names it uses, declared for it alone.
+declare const window: { policyViolations?: string[] };
+declare function addEventListener(
+  type: string,
+  listener: (e: { violatedDirective: string; blockedURI: string }) => void,
+): void;
+
+/**
+ * Records what the page's Content-Security-Policy refuses, from before the page's own script runs: every
+ * `securitypolicyviolation` event, every console error that names the policy and every uncaught error. Returns a function that reads them.
+ */
+export async function watchPolicy(page: Page): Promise<() => Promise<string[]>> {
+  const errors: string[] = [];
+  page.on('console', (m) => {
+    // Chromium says each refusal on the console too; a 401 the page expects (no token) is also an error there.
+    if (m.type() === 'error' && /Content Security Policy/i.test(m.text())) errors.push(`console: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => errors.push(`page: ${e.message}`));
+  await page.addInitScript(() => {
+    window.policyViolations = [];
+    addEventListener('securitypolicyviolation', (e) =>
+      window.policyViolations!.push(`violation: ${e.violatedDirective} ${e.blockedURI}`),
+    );
+  });
+  return async () => [...errors, ...(await page.evaluate(() => window.policyViolations ?? []))];
+}
