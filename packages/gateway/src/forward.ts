@@ -2,11 +2,13 @@ import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { InvalidResumptionError } from '@resumewatch/guard';
 import { GatewayRefusal, GuardAction } from '@resumewatch/semconv';
+import type { HostCheck } from '@resumewatch/daemon';
 import { parseMessages } from '@resumewatch/wire';
 import type { PushedBody, WireRequest } from '@resumewatch/wire';
 import { answer } from './answers.js';
 import type { GatewayCounts } from './counts.js';
 import type { Observation } from './observation.js';
+import { forwardingHeaders } from './forwarded.js';
 import { endToEndRequestHeaders, endToEndResponseHeaders } from './hop-by-hop.js';
 import { beginInClientContext, traceContextFields } from './trace-context.js';
 import type { UpstreamClient } from './upstream.js';
@@ -37,6 +39,8 @@ export class Forwarder {
     private readonly client: UpstreamClient,
     private readonly limits: ForwarderLimits,
     private readonly counts: GatewayCounts,
+    /** The `Host` and `Origin` the gateway answers (--allowed-hosts, --allowed-origins). */
+    private readonly hosts: HostCheck,
   ) {}
 
   handle(req: IncomingMessage, res: ServerResponse): void {
@@ -60,6 +64,13 @@ export class Forwarder {
   }
 
   private async forward(req: IncomingMessage, res: ServerResponse, method: string): Promise<void> {
+    // A rebound name (DNS rebinding) or a foreign page's request never reaches the upstream, whose
+    // own Host check sees the upstream's name once the gateway has replaced it.
+    const refused = this.hosts(req.headers.host, req.headers.origin);
+    if (refused) {
+      req.resume();
+      return this.refuse(res, refused.reason, refused.message, { method });
+    }
     const target = req.url ?? '/';
     if (method === 'CONNECT' || !target.startsWith('/')) {
       req.resume();
@@ -124,6 +135,8 @@ export class Forwarder {
     if (body.byteLength > 0 || req.headers['content-length'] !== undefined)
       headers.push(['content-length', String(body.byteLength)]);
     headers.push(['host', this.upstream.host]);
+    // The client's Host, its scheme and address, which the upstream no longer sees (forwarded.ts).
+    headers.push(...forwardingHeaders(req));
     // The target appended to the upstream's origin, never resolved against it: `//host/x` or `/\host/x`
     // resolved as a URL reference names another host, and the gateway would be an open proxy.
     const url = new URL(this.upstream.origin + target);
