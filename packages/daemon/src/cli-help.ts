@@ -35,6 +35,7 @@ export type CommandName = keyof typeof COMMANDS;
 
 /** A default as the user would type it: durations with their unit, "off", "none". */
 function formatDefault(spec: OptionSpec): string {
+  if (spec.defaultText !== undefined) return spec.defaultText;
   const value = DEFAULT_CONFIG[spec.key] as unknown;
   if (value === undefined) return 'none';
   if (value === false) return 'off';

@@ -1,4 +1,5 @@
 import { DEFAULT_DETECTOR_OPTIONS, type DetectorOptions, DEFAULT_MAX_ID_BYTES } from '@resumewatch/detector';
+import { checkAllowedHosts, checkAllowedOrigins } from './host-policy.js';
 import { DEFAULT_MAX_SERVICES } from './metrics.js';
 
 /** Everything the three doors share, from flags and environment. */
@@ -8,6 +9,13 @@ export interface ResumewatchConfig extends DetectorOptions {
   /** false: no gRPC receiver. */
   grpcPort: number | false;
   metricsPort: number;
+  /**
+   * Names the `Host` of a request to the metrics port (and the gateway's proxy) may carry; undefined:
+   * loopback names when `host` is a loopback address, any name otherwise (host-policy.ts).
+   */
+  allowedHosts: readonly string[] | undefined;
+  /** Origins a cross-origin request may come from; undefined: an allowed host's (host-policy.ts). */
+  allowedOrigins: readonly string[] | undefined;
   token: string | undefined;
   /** Largest request body accepted on the wire (413 above). */
   maxBodyBytes: number;
@@ -62,6 +70,8 @@ export const DEFAULT_CONFIG: ResumewatchConfig = {
   port: 4318,
   grpcPort: 4317,
   metricsPort: 9464,
+  allowedHosts: undefined,
+  allowedOrigins: undefined,
   token: undefined,
   maxBodyBytes: 8 * 1024 * 1024,
   maxDecompressedBytes: 32 * 1024 * 1024,
@@ -83,7 +93,7 @@ export const DEFAULT_CONFIG: ResumewatchConfig = {
   evidenceWindowBytes: 4 * 1024 * 1024,
 };
 
-type Kind = 'int' | 'duration' | 'string' | 'port';
+type Kind = 'int' | 'duration' | 'string' | 'port' | 'list';
 export type OptionKind = Kind;
 
 /** One row of the configuration table: flag, environment variable, type, meaning. */
@@ -95,6 +105,8 @@ export interface OptionSpec {
   help: string;
   /** analyze takes it too, though the detector does not (the HTML report's evidence caps). */
   analyze?: true;
+  /** The default in words, when it depends on other options. */
+  defaultText?: string;
 }
 
 export const OPTION_SPECS: readonly OptionSpec[] = [
@@ -162,6 +174,22 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
     env: 'RESUMEWATCH_METRICS_PORT',
     kind: 'port',
     help: 'port of the page (/), /metrics, /healthz and /findings',
+  },
+  {
+    key: 'allowedHosts',
+    flag: 'allowed-hosts',
+    env: 'RESUMEWATCH_ALLOWED_HOSTS',
+    kind: 'list',
+    help: "names (name or name:port, comma-separated; * any) a request's Host may carry: metrics port, gateway; 403 else",
+    defaultText: 'loopback names on a loopback --host, any name otherwise',
+  },
+  {
+    key: 'allowedOrigins',
+    flag: 'allowed-origins',
+    env: 'RESUMEWATCH_ALLOWED_ORIGINS',
+    kind: 'list',
+    help: 'origins (https://name[:port], comma-separated; * any) a cross-origin request may come from; 403 else',
+    defaultText: "an allowed host's, or the request's own",
   },
   {
     key: 'token',
@@ -315,17 +343,30 @@ export function parseDuration(text: string): number {
 
 function parseValue(spec: OptionSpec, text: string, source: string): ResumewatchConfig[keyof ResumewatchConfig] {
   if (spec.key === 'grpcPort' && (text === 'off' || text === 'false')) return false;
-  return parseOptionText(spec.kind, text, source);
+  const value = parseOptionText(spec.kind, text, source);
+  try {
+    if (spec.key === 'allowedHosts') checkAllowedHosts(value as string[]);
+    if (spec.key === 'allowedOrigins') checkAllowedOrigins(value as string[]);
+  } catch (e) {
+    throw new ConfigError(`${source}: ${(e as Error).message}`);
+  }
+  return value;
 }
 
 /**
  * An option's text as its kind reads it: a string as it is, a duration in ms, a port (0 to 65535), a
- * positive integer. ConfigError names `source` (the flag or the environment variable) on one line.
+ * positive integer, a comma-separated list (entries trimmed, empty ones dropped). ConfigError names
+ * `source` (the flag or the environment variable) on one line.
  */
-export function parseOptionText(kind: Kind, text: string, source: string): string | number {
+export function parseOptionText(kind: Kind, text: string, source: string): string | number | string[] {
   switch (kind) {
     case 'string':
       return text;
+    case 'list':
+      return text
+        .split(',')
+        .map((entry) => entry.trim())
+        .filter((entry) => entry !== '');
     case 'duration':
       try {
         return parseDuration(text);

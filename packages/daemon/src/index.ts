@@ -3,6 +3,7 @@ export { startEmbeddedDetector, type EmbeddedDetector, type EmbeddedDetectorOpti
 export { analyzeFiles, formatSummary, AnalyzeInputError, type AnalyzeResult } from './doors/analyze.js';
 export { DetectorMetrics } from './metrics.js';
 export { unexpectedErrorLine } from './cli-error.js';
+export { hostCheck, type HostCheck, type HostRefusal } from './host-policy.js';
 export {
   DEFAULT_CONFIG,
   OPTION_SPECS,

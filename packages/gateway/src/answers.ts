@@ -14,6 +14,9 @@ const ANSWERS: Record<Refusal, { status: number; code: number }> = {
   [GatewayRefusal.UPSTREAM_TIMEOUT]: { status: 504, code: GatewayErrorCode.TIMEOUT },
   [GuardAction.RESUME_REFUSED]: { status: 405, code: GatewayErrorCode.UNAVAILABLE },
   [GatewayRefusal.STREAM_IDLE]: { status: 504, code: GatewayErrorCode.TIMEOUT },
+  // The code the MCP SDK's own Host and Origin validation answers with.
+  [GatewayRefusal.HOST_NOT_ALLOWED]: { status: 403, code: GatewayErrorCode.UNAVAILABLE },
+  [GatewayRefusal.ORIGIN_NOT_ALLOWED]: { status: 403, code: GatewayErrorCode.UNAVAILABLE },
 };
 
 /**

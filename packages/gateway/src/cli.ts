@@ -11,11 +11,13 @@ A reverse proxy for MCP Streamable HTTP in front of one MCP server: every exchan
 passes unchanged and is observed; the built-in detector's findings go to stdout (one JSON object a
 line) and to /findings, its metrics to /metrics, on --metrics-port. With --enforce, a resume of a
 request whose result was delivered is answered 405 and a replay of a delivered result is removed.
-With OTEL_EXPORTER_OTLP_ENDPOINT set, the spans are exported over OTLP/HTTP too.
+With OTEL_EXPORTER_OTLP_ENDPOINT set, the spans are exported over OTLP/HTTP too. A request whose Host
+(or Origin) is not allowed is answered 403 on both ports (DNS rebinding); the client's Host goes
+upstream in X-Forwarded-Host and Forwarded.
 
 Options (flag, environment variable, meaning and default):
 ${GATEWAY_OPTION_SPECS.map((s) => `  --${(s.kind === 'boolean' ? s.flag : `${s.flag} V`).padEnd(24)} ${s.env.padEnd(38)} ${s.help} (default: ${s.default})`).join('\n')}
-${SHARED_OPTION_SPECS.map((s) => `  --${`${s.flag} V`.padEnd(24)} ${s.env.padEnd(38)} ${s.help} (as serve's)`).join('\n')}
+${SHARED_OPTION_SPECS.map((s) => `  --${`${s.flag} V`.padEnd(24)} ${s.env.padEnd(38)} ${s.help} (${s.defaultText !== undefined ? `default: ${s.defaultText}` : "as serve's"})`).join('\n')}
 Durations take ms, s, m or h (a bare number is seconds).
 `;
 

@@ -176,6 +176,9 @@ const SHARED_KEYS = new Set<keyof ResumewatchConfig>([
   'reissueSettleMs',
   'host',
   'metricsPort',
+  // One list for both listeners: the names the machine is reached under.
+  'allowedHosts',
+  'allowedOrigins',
   'token',
   'maxServices',
   'findingsBuffer',
@@ -245,6 +248,8 @@ export function resolveGatewayConfig(
   const gateway: GatewayOptions = {
     upstream: url,
     host: detector.host,
+    ...(detector.allowedHosts !== undefined ? { allowedHosts: detector.allowedHosts } : {}),
+    ...(detector.allowedOrigins !== undefined ? { allowedOrigins: detector.allowedOrigins } : {}),
     port: (values.port as number | undefined) ?? GATEWAY_DEFAULTS.port,
     enforce: (values.enforce as boolean | undefined) ?? false,
     maxBodyBytes: (values.maxBodyBytes as number | undefined) ?? GATEWAY_DEFAULTS.maxBodyBytes,

@@ -2,12 +2,14 @@ import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { InvalidResumptionError } from '@resumewatch/guard';
 import { GatewayRefusal, GuardAction } from '@resumewatch/semconv';
+import type { HostCheck } from '@resumewatch/daemon';
 import { parseMessages } from '@resumewatch/wire';
 import type { PushedBody, StreamRecord, WireRequest } from '@resumewatch/wire';
 import { answer } from './answers.js';
 import type { GatewayCounts } from './counts.js';
 import type { Observation } from './observation.js';
 import { ReceiptProofs } from './receipt-proof.js';
+import { forwardingHeaders } from './forwarded.js';
 import { endToEndRequestHeaders, endToEndResponseHeaders } from './hop-by-hop.js';
 import { beginInClientContext, traceContextFields } from './trace-context.js';
 import type { UpstreamClient } from './upstream.js';
@@ -47,6 +49,8 @@ export class Forwarder {
     private readonly counts: GatewayCounts,
     /** The guard may remove events from SSE bodies (--enforce): their length is not the upstream's. */
     private readonly filtering: boolean,
+    /** The `Host` and `Origin` the gateway answers (--allowed-hosts, --allowed-origins). */
+    private readonly hosts: HostCheck,
   ) {
     this.receipts = new ReceiptProofs(observation.observer);
   }
@@ -85,6 +89,13 @@ export class Forwarder {
   }
 
   private async forward(req: IncomingMessage, res: ServerResponse, method: string, carried: Carried): Promise<void> {
+    // A rebound name (DNS rebinding) or a foreign page's request never reaches the upstream, whose
+    // own Host check sees the upstream's name once the gateway has replaced it.
+    const refused = this.hosts(req.headers.host, req.headers.origin);
+    if (refused) {
+      req.resume();
+      return this.refuse(res, refused.reason, refused.message, { method });
+    }
     const target = req.url ?? '/';
     if (method === 'CONNECT' || !target.startsWith('/')) {
       req.resume();
@@ -149,6 +160,8 @@ export class Forwarder {
     if (body.byteLength > 0 || req.headers['content-length'] !== undefined)
       headers.push(['content-length', String(body.byteLength)]);
     headers.push(['host', this.upstream.host]);
+    // The client's Host, its scheme and address, which the upstream no longer sees (forwarded.ts).
+    headers.push(...forwardingHeaders(req));
     // The target appended to the upstream's origin, never resolved against it: `//host/x` or `/\host/x`
     // resolved as a URL reference names another host, and the gateway would be an open proxy.
     const url = new URL(this.upstream.origin + target);

@@ -1,7 +1,12 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { SpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { startEmbeddedDetector, type EmbeddedDetector, type EmbeddedDetectorOptions } from '@resumewatch/daemon';
+import {
+  hostCheck,
+  startEmbeddedDetector,
+  type EmbeddedDetector,
+  type EmbeddedDetectorOptions,
+} from '@resumewatch/daemon';
 import type { GuardOptions, IdPolicyOptions } from '@resumewatch/instrumentation';
 import { GuardAction, GuardProof } from '@resumewatch/semconv';
 import { refuseAtConnection } from './connection-refusals.js';
@@ -16,6 +21,17 @@ export interface GatewayOptions extends Partial<ForwarderLimits>, IdPolicyOption
   upstream: string | URL;
   /** Address the proxy listens on. Default 127.0.0.1. */
   host?: string;
+  /**
+   * Names a request's `Host` may carry (`name` or `name:port`; `*`: any), 403 else. Default: loopback
+   * names (`localhost`, `127.0.0.1`, `[::1]`) when `host` is a loopback address, any name otherwise.
+   * The built-in detector's listener takes its own (`detector.config.allowedHosts`).
+   */
+  allowedHosts?: readonly string[];
+  /**
+   * Origins (`https://name[:port]`; `*`: any) a request with another origin than its own may come
+   * from, 403 else. Default: those naming an allowed host (with no --allowed-hosts off loopback: none).
+   */
+  allowedOrigins?: readonly string[];
   /** Port of the proxy; 0 picks a free one. Default 8080. */
   port?: number;
   /** Enforce the guard's rules on the server's side of the wire. Default false: observe only. */
@@ -80,6 +96,13 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   const enforce = options.enforce ?? false;
   const sessionRetentionMs = options.sessionRetentionMs ?? GATEWAY_DEFAULTS.sessionRetentionMs;
   const counts = new GatewayCounts();
+  const host = options.host ?? GATEWAY_DEFAULTS.host;
+  // Built first: a bad entry fails the start before anything listens.
+  const hosts = hostCheck({
+    bindHost: host,
+    allowedHosts: options.allowedHosts,
+    allowedOrigins: options.allowedOrigins,
+  });
   const detector = options.detector === false ? undefined : await startEmbeddedDetector(options.detector ?? {});
   if (detector) counts.register(detector.metrics);
   let tracing: GatewayTracing | undefined;
@@ -125,6 +148,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       },
       counts,
       enforce,
+      hosts,
     );
     server = createServer(
       {
@@ -135,7 +159,6 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       (req, res) => forwarder.handle(req, res),
     );
     refuseAtConnection(server, counts);
-    const host = options.host ?? GATEWAY_DEFAULTS.host;
     const port = await listen(server, host, options.port ?? GATEWAY_DEFAULTS.port);
     // Sessions whose clients went away without a DELETE leave at their retention, not only when new ones come.
     const pruning = setInterval(() => observation.prune(), Math.min(60_000, sessionRetentionMs));

@@ -1,9 +1,10 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import { FORWARDING_FIELDS } from './forwarded.js';
 
 /**
  * Header fields that belong to one connection, not to the message (RFC 9110, 7.6.1), plus those a
- * proxy sets itself: `host` (the upstream's), and `expect` (the gateway has read the whole body before
- * it forwards it, so the 100-continue handshake is over).
+ * proxy sets itself: `host` (the upstream's), `expect` (the gateway has read the whole body before
+ * it forwards it, so the 100-continue handshake is over) and the forwarding fields (forwarded.ts).
  */
 const HOP_BY_HOP = new Set([
   'connection',
@@ -15,6 +16,7 @@ const HOP_BY_HOP = new Set([
   'upgrade',
   'host',
   'expect',
+  ...FORWARDING_FIELDS,
 ]);
 
 /** The field names the Connection header lists: hop-by-hop for this message too. */

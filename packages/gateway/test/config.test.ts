@@ -20,4 +20,21 @@ describe("the gateway's configuration", () => {
     expect(flagged.detector.reissueSettleMs).toBe(300_000);
     expect(() => resolveGatewayConfig({ ...UPSTREAM, 'reissue-settle': 'soon' }, {})).toThrow(/--reissue-settle/);
   });
+
+  it('--allowed-hosts and --allowed-origins (or their variables) apply to the proxy and the metrics port alike', () => {
+    const none = resolveGatewayConfig(UPSTREAM, {});
+    expect(none.gateway.allowedHosts).toBeUndefined();
+    expect(none.detector.allowedHosts).toBeUndefined();
+    const given = resolveGatewayConfig(
+      { ...UPSTREAM, 'allowed-hosts': 'mcp.example.com,gateway:9466' },
+      { RESUMEWATCH_ALLOWED_ORIGINS: 'https://app.example.com' },
+    );
+    expect(given.gateway.allowedHosts).toEqual(['mcp.example.com', 'gateway:9466']);
+    expect(given.detector.allowedHosts).toEqual(['mcp.example.com', 'gateway:9466']);
+    expect(given.gateway.allowedOrigins).toEqual(['https://app.example.com']);
+    expect(given.detector.allowedOrigins).toEqual(['https://app.example.com']);
+    expect(() => resolveGatewayConfig({ ...UPSTREAM, 'allowed-hosts': 'a b' }, {})).toThrow(
+      '--allowed-hosts: not a host name: "a b"',
+    );
+  });
 });

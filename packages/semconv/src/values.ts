@@ -202,6 +202,13 @@ export const GatewayRefusal = {
   UPSTREAM_TIMEOUT: 'upstream_timeout',
   /** A stream silent in both directions for --stream-idle-timeout was closed. */
   STREAM_IDLE: 'stream_idle',
+  /**
+   * The request's `Host` is missing or not an allowed name (403): by default on a loopback address only
+   * loopback names, else --allowed-hosts. A rebound DNS name (DNS rebinding) gets this.
+   */
+  HOST_NOT_ALLOWED: 'host_not_allowed',
+  /** The request's `Origin` is neither the request's own origin nor an allowed one (403, --allowed-origins). */
+  ORIGIN_NOT_ALLOWED: 'origin_not_allowed',
 } as const;
 export type GatewayRefusal = ValuesOf<typeof GatewayRefusal>;
 

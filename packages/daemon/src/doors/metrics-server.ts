@@ -3,12 +3,18 @@ import { ROUTE_FINDINGS, ROUTE_HEALTHZ, ROUTE_METRICS, ROUTE_PAGE, ROUTE_PAGE_DA
 import { LivePage } from '../page/live-page.js';
 import { PAGE_HEADERS } from '../page/page-policy.js';
 import type { ResumewatchConfig } from '../config.js';
+import { hostCheck, type HostCheck } from '../host-policy.js';
 import { authorized } from './auth.js';
 import type { Pipeline } from './pipeline.js';
 
 /** GET /metrics (Prometheus or OpenMetrics by Accept), GET /healthz, GET /findings, the page (/) and its data. */
 export function metricsHandler(pipeline: Pipeline, config: ResumewatchConfig) {
-  const handle = route(pipeline, config);
+  const hosts = hostCheck({
+    bindHost: config.host,
+    allowedHosts: config.allowedHosts,
+    allowedOrigins: config.allowedOrigins,
+  });
+  const handle = route(pipeline, config, hosts);
   return (req: IncomingMessage, res: ServerResponse): void => {
     try {
       handle(req, res);
@@ -20,13 +26,17 @@ export function metricsHandler(pipeline: Pipeline, config: ResumewatchConfig) {
   };
 }
 
-function route(pipeline: Pipeline, config: ResumewatchConfig) {
+function route(pipeline: Pipeline, config: ResumewatchConfig, hosts: HostCheck) {
   const page = new LivePage(pipeline, config);
   return (req: IncomingMessage, res: ServerResponse): void => {
     const path = (req.url ?? '').split('?')[0];
     req.resume();
     if (req.method !== 'GET' && req.method !== 'HEAD') return text(res, 405, 'use GET\n');
+    // Says nothing but "up", and probes name the listener as they like (haproxy's sends no Host at all).
     if (path === ROUTE_HEALTHZ) return text(res, 200, 'ok\n');
+    // Before the token: a page on a rebound name (DNS rebinding) reads nothing, token or none.
+    const refused = hosts(req.headers.host, req.headers.origin);
+    if (refused) return text(res, 403, `${refused.message}\n`);
     if (!authorized(config.token, req.headers.authorization)) {
       res.setHeader('www-authenticate', 'Bearer');
       // A browser cannot send the header when it opens the page: it gets the page without its data,
