@@ -36,7 +36,7 @@ export class PushedBody {
   constructor(
     private readonly observer: TapHost,
     private readonly request: WireRequest,
-    /** The stream's record (the guard's `settleDelivery` takes it). */
+    /** The stream's record (the observer's `proveReceived` takes it). */
     readonly stream: StreamRecord,
     private readonly tap: BodyTap,
   ) {}
