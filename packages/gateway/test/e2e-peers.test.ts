@@ -167,14 +167,19 @@ describe.skipIf(unavailable !== undefined)(
       server?.stop();
     });
 
-    it('Python client (session era) to the lab server: results once, no finding', { timeout: TIMEOUT }, async () => {
-      const lab = await startLabServer({ retryIntervalMs: 50 });
-      closers.push(() => lab.close());
-      const { gateway, url } = await gatewayFor(lab.url);
-      const run = await runPythonClient(python, url, 'legacy', { lab: true });
-      expect(run.texts).toEqual(['Echo: one', 'Echo: two', 'streamed 3 progress notifications']);
-      await expectClean(gateway);
-    });
+    it.each([false, true])(
+      'Python client (session era) to the lab server, enforce=%s: results once, nothing refused, no finding',
+      { timeout: TIMEOUT },
+      async (enforce) => {
+        const lab = await startLabServer({ retryIntervalMs: 50 });
+        closers.push(() => lab.close());
+        const { gateway, url } = await gatewayFor(lab.url, enforce);
+        const run = await runPythonClient(python, url, 'legacy', { lab: true });
+        expect(run.texts).toEqual(['Echo: one', 'Echo: two', 'streamed 3 progress notifications']);
+        // It never resumes a request whose response it read: nothing for --enforce to act on.
+        await expectClean(gateway);
+      },
+    );
 
     it.each(['legacy', 'auto'] as const)(
       'Python client (%s) to the Python server: results once, no finding',
