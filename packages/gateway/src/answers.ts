@@ -14,6 +14,7 @@ const ANSWERS: Record<Refusal, { status: number; code: number }> = {
   [GatewayRefusal.UPSTREAM_TIMEOUT]: { status: 504, code: GatewayErrorCode.TIMEOUT },
   [GuardAction.RESUME_REFUSED]: { status: 405, code: GatewayErrorCode.UNAVAILABLE },
   [GatewayRefusal.STREAM_IDLE]: { status: 504, code: GatewayErrorCode.TIMEOUT },
+  [GatewayRefusal.INTERNAL_ERROR]: { status: 502, code: GatewayErrorCode.UNAVAILABLE },
 };
 
 /**

@@ -182,6 +182,11 @@ export const GatewayRefusal = {
   UPSTREAM_TIMEOUT: 'upstream_timeout',
   /** A stream silent in both directions for --stream-idle-timeout was closed. */
   STREAM_IDLE: 'stream_idle',
+  /**
+   * The gateway failed on an exchange in a way it did not foresee (502 with a generic message; the
+   * detail goes to its stderr), e.g. a response it cannot relay: a status below 100.
+   */
+  INTERNAL_ERROR: 'internal_error',
 } as const;
 export type GatewayRefusal = ValuesOf<typeof GatewayRefusal>;
 
