@@ -17,6 +17,7 @@ const ANSWERS: Record<Refusal, { status: number; code: number }> = {
   // The code the MCP SDK's own Host and Origin validation answers with.
   [GatewayRefusal.HOST_NOT_ALLOWED]: { status: 403, code: GatewayErrorCode.UNAVAILABLE },
   [GatewayRefusal.ORIGIN_NOT_ALLOWED]: { status: 403, code: GatewayErrorCode.UNAVAILABLE },
+  [GatewayRefusal.INTERNAL_ERROR]: { status: 502, code: GatewayErrorCode.UNAVAILABLE },
 };
 
 /**

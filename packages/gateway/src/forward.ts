@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { unexpectedErrorLine } from '@resumewatch/daemon';
 import { InvalidResumptionError } from '@resumewatch/guard';
 import { GatewayRefusal, GuardAction } from '@resumewatch/semconv';
 import type { HostCheck } from '@resumewatch/daemon';
@@ -72,9 +73,10 @@ export class Forwarder {
       this.counts.exchangeEnded(method, res.headersSent ? res.statusCode : undefined);
     });
     this.forward(req, res, method, carried).catch((e: unknown) => {
-      // A defect of the gateway, never the client's: the connection ends rather than the process.
-      if (!res.headersSent) answer(res, GatewayRefusal.UPSTREAM_UNREACHABLE, `internal error: ${(e as Error).message}`);
-      else res.destroy();
+      // A defect of the gateway, never the client's: the connection ends rather than the process. The
+      // client is told nothing of the gateway's insides; the detail is one line on stderr, and counted.
+      process.stderr.write(`resumewatch gateway: internal error: ${unexpectedErrorLine(e)}\n`);
+      this.refuse(res, GatewayRefusal.INTERNAL_ERROR, 'internal error (the gateway logged it)', { method });
     });
   }
 

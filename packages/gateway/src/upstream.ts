@@ -1,5 +1,6 @@
-import { request as httpRequest, Agent as HttpAgent, type IncomingMessage, type OutgoingHttpHeaders } from 'node:http';
-import { request as httpsRequest, Agent as HttpsAgent } from 'node:https';
+import { request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { HttpUpstreamAgent, HttpsUpstreamAgent, noteKeepAlive } from './upstream-agent.js';
 
 export interface UpstreamOptions {
   /** PEM certificates trusted for an https upstream, in addition to Node's. */
@@ -20,34 +21,68 @@ export interface UpstreamRequest {
  * followed, every header line kept. The caller reads the body as a Node stream, pausing it while its
  * client is slow, so a slow client holds the upstream back (TCP flow control) instead of growing the
  * gateway's memory. Aborting the signal destroys the exchange.
+ *
+ * Idle connections are pooled and closed before the upstream's announced keep-alive timeout
+ * (`upstream-agent.ts`). A request whose pooled connection turns out dead before the request's first
+ * byte was handed to it is sent once more, on a connection of its own.
  */
 export class UpstreamClient {
-  private readonly httpAgent = new HttpAgent({ keepAlive: true });
-  private readonly httpsAgent: HttpsAgent;
+  private readonly httpAgent = new HttpUpstreamAgent();
+  private readonly httpsAgent: HttpsUpstreamAgent;
+  private readonly ca: string | undefined;
 
   constructor(options: UpstreamOptions = {}) {
-    this.httpsAgent = new HttpsAgent({ keepAlive: true, ...(options.ca ? { ca: options.ca } : {}) });
+    this.ca = options.ca;
+    this.httpsAgent = new HttpsUpstreamAgent(options.ca);
   }
 
   send(url: URL, request: UpstreamRequest): Promise<IncomingMessage> {
+    return this.exchange(url, request, joinRepeated(request.headers), false);
+  }
+
+  private exchange(
+    url: URL,
+    request: UpstreamRequest,
+    headers: OutgoingHttpHeaders,
+    again: boolean,
+  ): Promise<IncomingMessage> {
     const https = url.protocol === 'https:';
-    const headers: OutgoingHttpHeaders = {};
-    for (const [name, value] of request.headers) {
-      const existing = headers[name];
-      headers[name] = existing === undefined ? value : `${String(existing)}, ${value}`;
-    }
     return new Promise<IncomingMessage>((resolve, reject) => {
       const req = (https ? httpsRequest : httpRequest)(url, {
         method: request.method,
         headers,
-        agent: https ? this.httpsAgent : this.httpAgent,
+        // The retry never takes another pooled connection, which may be as stale as the first.
+        agent: again ? false : https ? this.httpsAgent : this.httpAgent,
+        ...(again && https && this.ca ? { ca: this.ca } : {}),
         signal: request.signal,
       });
-      req.once('error', reject);
+      // Whether the request may be sent again: only if its connection was a pooled one, and the socket
+      // took no byte of the request (`bytesWritten` counts what was handed to it, sent or queued) and
+      // gave no byte of an answer. That is all Node can tell, and it is enough: nothing of the request
+      // left the gateway. It holds when the connection was found closed before the request reached it
+      // (the upstream's close read just before, the socket ended or destroyed while still in the pool).
+      // Once a byte is handed over, the upstream may have read the request and acted on it (a
+      // tools/call, any POST) before the connection broke, and a second send could run it twice. So the
+      // usual race, a request written as the upstream closes the idle connection, is not retried: the
+      // agents close idle connections before the upstream does, which keeps it from happening.
+      let untouched = (): boolean => false;
+      req.once('socket', (socket) => {
+        if (!req.reusedSocket || again) return;
+        const written = socket.bytesWritten;
+        const read = socket.bytesRead;
+        if (typeof written !== 'number' || typeof read !== 'number') return;
+        untouched = () => socket.bytesWritten === written && socket.bytesRead === read;
+      });
+      const failed = (error: Error): void => {
+        if (untouched() && !request.signal.aborted) this.exchange(url, request, headers, true).then(resolve, reject);
+        else reject(error);
+      };
+      req.once('error', failed);
       req.once('response', (res) => {
-        req.off('error', reject);
+        req.off('error', failed);
         // Later errors of the exchange reach the response (its 'error' or an incomplete 'close').
         req.on('error', () => undefined);
+        if (!again) noteKeepAlive(res.socket, res.headers['keep-alive']);
         resolve(res);
       });
       req.end(request.body.byteLength > 0 ? request.body : undefined);
@@ -58,4 +93,24 @@ export class UpstreamClient {
     this.httpAgent.destroy();
     this.httpsAgent.destroy();
   }
+}
+
+/**
+ * The header lines as Node's client takes them: a repeated field joined into one line, its name
+ * matched in any case and spelled as on its first line. `Cookie` lines are joined with "; ", the one
+ * separator its grammar allows (RFC 6265 5.4, as RFC 9113 8.2.3 joins HTTP/2's split cookies), every
+ * other field with ", " (RFC 9110 5.3).
+ */
+function joinRepeated(lines: readonly [string, string][]): OutgoingHttpHeaders {
+  const headers: OutgoingHttpHeaders = {};
+  const spelled = new Map<string, string>();
+  for (const [name, value] of lines) {
+    const lower = name.toLowerCase();
+    const first = spelled.get(lower);
+    if (first === undefined) {
+      spelled.set(lower, name);
+      headers[name] = value;
+    } else headers[first] = `${String(headers[first])}${lower === 'cookie' ? '; ' : ', '}${value}`;
+  }
+  return headers;
 }

@@ -209,6 +209,11 @@ export const GatewayRefusal = {
   HOST_NOT_ALLOWED: 'host_not_allowed',
   /** The request's `Origin` is neither the request's own origin nor an allowed one (403, --allowed-origins). */
   ORIGIN_NOT_ALLOWED: 'origin_not_allowed',
+  /**
+   * The gateway failed on an exchange in a way it did not foresee (502 with a generic message; the
+   * detail goes to its stderr), e.g. a response it cannot relay: a status below 100.
+   */
+  INTERNAL_ERROR: 'internal_error',
 } as const;
 export type GatewayRefusal = ValuesOf<typeof GatewayRefusal>;
 
