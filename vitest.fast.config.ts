@@ -29,6 +29,7 @@ export default mergeConfig(
         'packages/demo/test/**',
         'packages/lab/test/everything-server.test.ts',
         'packages/daemon/test/serve-hostile.test.ts',
+        'packages/daemon/test/refused-body.test.ts',
         'packages/daemon/test/analyze.test.ts',
         'packages/instrumentation/test/instrumentation.test.ts',
         'packages/instrumentation/test/global-fetch.test.ts',

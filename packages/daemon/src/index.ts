@@ -2,6 +2,7 @@ export { startServer, type RunningServer, type ServeOptions } from './doors/serv
 export { startEmbeddedDetector, type EmbeddedDetector, type EmbeddedDetectorOptions } from './doors/embedded.js';
 export { analyzeFiles, formatSummary, AnalyzeInputError, type AnalyzeResult } from './doors/analyze.js';
 export { DetectorMetrics } from './metrics.js';
+export { endAfterRefusedBody } from './doors/refused-body.js';
 export { unexpectedErrorLine } from './cli-error.js';
 export { hostCheck, type HostCheck, type HostRefusal } from './host-policy.js';
 export {

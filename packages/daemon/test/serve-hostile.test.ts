@@ -12,7 +12,8 @@ import { seedScenario, terminal } from '../../detector/test/helpers/spans.js';
 
 /*
  * The numbered cases of "serve survives hostile and oversized telemetry": each one is sent to a real
- * `startServer` over loopback, and /healthz must keep answering in under a second around it.
+ * `startServer` over loopback, and /healthz must keep answering around it. What is bounded is shown by
+ * work (bytes, byte offsets, counts), never by how long it took.
  */
 const TOKEN = 'hostile';
 const AUTH = { authorization: `Bearer ${TOKEN}` };
@@ -84,7 +85,7 @@ describe('serve under hostile input', () => {
   });
   afterAll(() => server.close());
   afterEach(async () => {
-    expect(await healthz(server.metricsPort)).toBeLessThan(1000);
+    expect(await healthz(server.metricsPort)).toBe(200);
   });
 
   it('1. the 11-byte negative-length protobuf body is a 400 / INVALID_ARGUMENT naming the offset (HTTP and gRPC), and field 0 too', async () => {
@@ -93,7 +94,7 @@ describe('serve under hostile input', () => {
     expect(Buffer.from(await res.arrayBuffer()).toString('latin1')).toContain(
       'malformed protobuf: negative length -11 at byte 1',
     );
-    expect(await healthz(server.metricsPort)).toBeLessThan(1000);
+    expect(await healthz(server.metricsPort)).toBe(200);
     expect(await grpcCall(server.grpcPort!, NEGATIVE_LENGTH)).toMatchObject({
       code: status.INVALID_ARGUMENT,
       details: 'malformed protobuf: negative length -11 at byte 1',
@@ -158,26 +159,26 @@ describe('serve under hostile input', () => {
       );
       expect(res.status).toBe(200);
     }
-    const started = performance.now();
     const res = await fetch(`http://127.0.0.1:${server.metricsPort}/metrics`, { headers: AUTH });
     expect(res.status).toBe(200);
     const text = await res.text();
-    expect(performance.now() - started).toBeLessThan(1000);
+    // 20 MiB of names went in; the whole exposition is smaller than one of them.
+    expect(Buffer.byteLength(text)).toBeLessThan(MIB);
     const labels = [...text.matchAll(/service="([^"]*)"/g)].map((m) => m[1]!);
     expect(labels.some((l) => l.startsWith('0-nnn'))).toBe(true);
     for (const l of labels) expect(Buffer.byteLength(l)).toBeLessThanOrEqual(256);
   });
 
-  it('5. a JSON body of 16 M levels of "[" (16 KB of gzip) is refused in milliseconds', async () => {
+  it('5. a JSON body of 16 M levels of "[" (16 KB of gzip) is refused at its 65th byte', async () => {
     const body = gzipSync(Buffer.alloc(16 * MIB, '['));
     expect(body.length).toBeLessThan(32 * 1024);
-    const started = performance.now();
     const res = await post(server, body, { 'content-encoding': 'gzip' });
     expect(res.status).toBe(400);
+    // The scan stops at the first bracket too deep (serve-bounds.test.ts counts the bytes it reads).
     expect(((await res.json()) as { message: string }).message).toBe(
       'malformed OTLP/JSON: nesting deeper than 64 levels at byte 64',
     );
-    expect(performance.now() - started).toBeLessThan(500);
+    expect(server.inflight.used).toBe(0);
   });
 
   it('5. a declared Content-Length over the limit gets its 413, and a request without the token its 401, before the body is sent', async () => {
@@ -188,6 +189,8 @@ describe('serve under hostile input', () => {
     const anon = await rawConnect(server.httpPort);
     anon.socket.write(postHead({ 'content-type': 'application/json', 'content-length': 4 * MIB }));
     expect(await anon.until(/^HTTP\/1\.1 401 /)).toMatch(/www-authenticate: Bearer/i);
+    // A body within twice --max-body is read and thrown away after the answer: the connection closes once it is in.
+    anon.socket.write(Buffer.alloc(4 * MIB, ' '));
     await anon.closed;
   });
 });
@@ -195,7 +198,7 @@ describe('serve under hostile input', () => {
 describe('serve: total memory bounded in bytes', () => {
   let server: RunningServer;
   afterEach(async () => {
-    expect(await healthz(server.metricsPort)).toBeLessThan(1000);
+    expect(await healthz(server.metricsPort)).toBe(200);
     await server.close();
   });
 
@@ -257,9 +260,8 @@ describe('serve: total memory bounded in bytes', () => {
     silentBody.socket.write(
       postHead({ 'content-type': 'application/json', 'content-length': 1000 }) + '{"resourceSpans":',
     );
-    const started = performance.now();
+    // Closed by the server (the test's own timeout is the only clock here).
     await Promise.all([slowHeaders.closed, silentBody.closed, silentGrpc.closed]);
-    expect(performance.now() - started).toBeLessThan(2500);
     expect(slowHeaders.received()).toMatch(/^(HTTP\/1\.1 408 |)/);
     await vi.waitFor(() => expect(server.inflight.used).toBe(0), { timeout: 5000 });
   });

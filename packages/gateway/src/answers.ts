@@ -18,18 +18,28 @@ const ANSWERS: Record<Refusal, { status: number; code: number }> = {
   [GatewayRefusal.HOST_NOT_ALLOWED]: { status: 403, code: GatewayErrorCode.UNAVAILABLE },
   [GatewayRefusal.ORIGIN_NOT_ALLOWED]: { status: 403, code: GatewayErrorCode.UNAVAILABLE },
   [GatewayRefusal.INTERNAL_ERROR]: { status: 502, code: GatewayErrorCode.UNAVAILABLE },
+  [GatewayRefusal.HEADERS_TIMEOUT]: { status: 408, code: GatewayErrorCode.TIMEOUT },
+  [GatewayRefusal.BODY_TIMEOUT]: { status: 408, code: GatewayErrorCode.TIMEOUT },
+  // Never answered: a connection over --max-connections is closed as it is accepted.
+  [GatewayRefusal.TOO_MANY_CONNECTIONS]: { status: 503, code: GatewayErrorCode.UNAVAILABLE },
 };
 
 /**
  * Answers a request the gateway does not forward: the status, and a JSON-RPC error body naming the
  * request when it was one (`id`), null otherwise. A HEAD gets no body; a refused resume gets none
  * either: 405 is the answer a server gives a GET it has no stream for, and clients read no body in it.
+ * `end` writes the body and ends the response (`endAfterRefusal` for a request whose body is unread).
  */
 export function answer(
   res: ServerResponse,
   refusal: Refusal,
   message: string,
-  options: { id?: string | number | null; method?: string; headers?: Record<string, string> } = {},
+  options: {
+    id?: string | number | null;
+    method?: string;
+    headers?: Record<string, string>;
+    end?: (body: string) => void;
+  } = {},
 ): void {
   if (res.headersSent || res.destroyed) {
     res.destroy();
@@ -48,5 +58,6 @@ export function answer(
     ...(withBody ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } : {}),
     ...options.headers,
   });
-  res.end(body);
+  if (options.end) options.end(body);
+  else res.end(body);
 }

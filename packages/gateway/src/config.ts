@@ -30,6 +30,9 @@ interface GatewayCliOptions {
   maxBodyBytes: number;
   maxHeaderBytes: number;
   maxStreams: number;
+  maxConnections: number;
+  headerTimeoutMs: number;
+  bodyTimeoutMs: number;
   maxSessions: number;
   sessionRetentionMs: number;
   upstreamTimeoutMs: number;
@@ -89,6 +92,30 @@ export const GATEWAY_OPTION_SPECS: readonly GatewayOptionSpec[] = [
     kind: 'int',
     help: 'exchanges open at once, streams included (503 above)',
     default: String(GATEWAY_DEFAULTS.maxStreams),
+  },
+  {
+    key: 'maxConnections',
+    flag: 'max-connections',
+    env: 'RESUMEWATCH_GATEWAY_MAX_CONNECTIONS',
+    kind: 'int',
+    help: 'client connections open at once (one more is closed unanswered)',
+    default: String(GATEWAY_DEFAULTS.maxConnections),
+  },
+  {
+    key: 'headerTimeoutMs',
+    flag: 'header-timeout',
+    env: 'RESUMEWATCH_GATEWAY_HEADER_TIMEOUT',
+    kind: 'duration',
+    help: 'time a client has to send its request headers (408 after); 0: never',
+    default: '10s',
+  },
+  {
+    key: 'bodyTimeoutMs',
+    flag: 'body-timeout',
+    env: 'RESUMEWATCH_GATEWAY_BODY_TIMEOUT',
+    kind: 'duration',
+    help: 'time a client has to send its whole request body (408 after); 0: never',
+    default: '1m',
   },
   {
     key: 'maxSessions',
@@ -255,6 +282,9 @@ export function resolveGatewayConfig(
     maxBodyBytes: (values.maxBodyBytes as number | undefined) ?? GATEWAY_DEFAULTS.maxBodyBytes,
     maxHeaderBytes: (values.maxHeaderBytes as number | undefined) ?? GATEWAY_DEFAULTS.maxHeaderBytes,
     maxStreams: (values.maxStreams as number | undefined) ?? GATEWAY_DEFAULTS.maxStreams,
+    maxConnections: (values.maxConnections as number | undefined) ?? GATEWAY_DEFAULTS.maxConnections,
+    headerTimeoutMs: (values.headerTimeoutMs as number | undefined) ?? GATEWAY_DEFAULTS.headerTimeoutMs,
+    bodyTimeoutMs: (values.bodyTimeoutMs as number | undefined) ?? GATEWAY_DEFAULTS.bodyTimeoutMs,
     upstreamTimeoutMs: (values.upstreamTimeoutMs as number | undefined) ?? GATEWAY_DEFAULTS.upstreamTimeoutMs,
     streamIdleTimeoutMs: (values.streamIdleTimeoutMs as number | undefined) ?? GATEWAY_DEFAULTS.streamIdleTimeoutMs,
     requestTimeoutMs: (values.requestTimeoutMs as number | undefined) ?? GATEWAY_DEFAULTS.requestTimeoutMs,

@@ -12,12 +12,11 @@ import type { Observation } from './observation.js';
 import { ReceiptProofs } from './receipt-proof.js';
 import { forwardingHeaders } from './forwarded.js';
 import { endToEndRequestHeaders, endToEndResponseHeaders } from './hop-by-hop.js';
+import { endAfterRefusal, readBody, refusedBodyMessage, type BodyLimits } from './request-body.js';
 import { beginInClientContext, traceContextFields } from './trace-context.js';
 import type { UpstreamClient } from './upstream.js';
 
-export interface ForwarderLimits {
-  /** Largest request body forwarded (413 above). */
-  maxBodyBytes: number;
+export interface ForwarderLimits extends BodyLimits {
   /** Exchanges open at once (503 above). */
   maxStreams: number;
   /** Time the upstream has to send its response headers (504 after). */
@@ -90,40 +89,43 @@ export class Forwarder {
     answer(res, refusal, message, options);
   }
 
+  /**
+   * Refuses a request before its body is read: the answer, then the rest of the body read and thrown
+   * away within the body's bounds (so the client reads the answer), then the connection closed.
+   */
+  private refuseUnread(
+    req: IncomingMessage,
+    res: ServerResponse,
+    refusal: GatewayRefusal,
+    message: string,
+    method: string,
+  ): void {
+    this.refuse(res, refusal, message, {
+      method,
+      headers: { connection: 'close' },
+      end: endAfterRefusal(req, res, { read: 0 }, this.limits),
+    });
+  }
+
   private async forward(req: IncomingMessage, res: ServerResponse, method: string, carried: Carried): Promise<void> {
     // A rebound name (DNS rebinding) or a foreign page's request never reaches the upstream, whose
     // own Host check sees the upstream's name once the gateway has replaced it.
     const refused = this.hosts(req.headers.host, req.headers.origin);
-    if (refused) {
-      req.resume();
-      return this.refuse(res, refused.reason, refused.message, { method });
-    }
+    if (refused) return this.refuseUnread(req, res, refused.reason, refused.message, method);
     const target = req.url ?? '/';
-    if (method === 'CONNECT' || !target.startsWith('/')) {
-      req.resume();
-      return this.refuse(
+    if (method === 'CONNECT' || !target.startsWith('/'))
+      return this.refuseUnread(
+        req,
         res,
         GatewayRefusal.NOT_PROXIED,
         `forwards only to its upstream; send an origin-form request (a path), not ${method === 'CONNECT' ? 'CONNECT' : 'an absolute URL'}`,
-        { method },
+        method,
       );
-    }
-    if (this.counts.open >= this.limits.maxStreams) {
-      req.resume();
-      return this.refuse(
-        res,
-        GatewayRefusal.TOO_MANY_STREAMS,
-        `${this.limits.maxStreams} exchanges open (--max-streams); retry shortly`,
-        { method, headers: { 'retry-after': '1' } },
-      );
-    }
-    this.counts.opened();
     const controller = new AbortController();
     let idle: ReturnType<typeof setTimeout> | undefined;
     const stopIdle = (): void => clearTimeout(idle);
     res.once('close', () => {
       stopIdle();
-      this.counts.closed();
       if (!res.writableFinished) controller.abort(abortReason(CLIENT_GONE));
     });
     // The request's body once it is in: a 504 of the idle timer names its JSON-RPC id too (parsed then, off the data path).
@@ -144,17 +146,35 @@ export class Forwarder {
       idle.unref();
     }
 
-    const body = await readBody(req, this.limits.maxBodyBytes);
-    if (body === TOO_LARGE) {
+    // The body before an exchange slot: a slow upload holds a connection (--max-connections) for at most
+    // --body-timeout, never one of the --max-streams exchanges; each byte of it keeps the idle timer off.
+    const read = await readBody(req, this.limits, () => idle?.refresh());
+    // Gone, or answered by the idle timer while its body was still coming (a body left unread ends the connection).
+    if ('gone' in read || res.writableEnded || res.destroyed) {
+      stopIdle();
+      if ('refused' in read) res.destroy();
+      return;
+    }
+    if ('refused' in read) {
+      stopIdle();
+      return this.refuse(res, read.refused, refusedBodyMessage(read.refused, this.limits), {
+        method,
+        headers: { connection: 'close' },
+        end: endAfterRefusal(req, res, read, this.limits),
+      });
+    }
+    const body = read.body;
+    if (this.counts.open >= this.limits.maxStreams) {
       stopIdle();
       return this.refuse(
         res,
-        GatewayRefusal.BODY_TOO_LARGE,
-        `request body over ${this.limits.maxBodyBytes} bytes (--max-body)`,
-        { method, headers: { connection: 'close' } },
+        GatewayRefusal.TOO_MANY_STREAMS,
+        `${this.limits.maxStreams} exchanges open (--max-streams); retry shortly`,
+        { id: singleRequestId(body), method, headers: { 'retry-after': '1' } },
       );
     }
-    if (body === GONE || res.destroyed) return;
+    this.counts.opened();
+    res.once('close', () => this.counts.closed());
     idle?.refresh();
     sent = body;
 
@@ -312,34 +332,6 @@ function abortReason(reason: string): Error {
   const error = new Error(reason);
   error.name = 'AbortError';
   return error;
-}
-
-const TOO_LARGE = Symbol('too large');
-const GONE = Symbol('gone');
-
-/** The whole request body, or TOO_LARGE past the limit (the rest is left unread), or GONE if the client left. */
-function readBody(req: IncomingMessage, max: number): Promise<Uint8Array | typeof TOO_LARGE | typeof GONE> {
-  const declared = Number(req.headers['content-length']);
-  if (declared > max) return Promise.resolve(TOO_LARGE);
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.byteLength;
-      if (size > max) {
-        req.removeAllListeners('data');
-        req.pause();
-        resolve(TOO_LARGE);
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.once('end', () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)));
-    req.once('error', () => resolve(GONE));
-    req.once('close', () => {
-      if (!req.complete) resolve(GONE);
-    });
-  });
 }
 
 /** The id of the body's one JSON-RPC request, for an error answer that names it; null otherwise. */

@@ -9,6 +9,7 @@ import {
 } from '@resumewatch/daemon';
 import type { GuardOptions, IdPolicyOptions } from '@resumewatch/instrumentation';
 import { GuardAction, GuardProof } from '@resumewatch/semconv';
+import { capConnections, listenerOptions } from './connection-limits.js';
 import { refuseAtConnection } from './connection-refusals.js';
 import { GatewayCounts } from './counts.js';
 import { Forwarder, type ForwarderLimits } from './forward.js';
@@ -38,6 +39,10 @@ export interface GatewayOptions extends Partial<ForwarderLimits>, IdPolicyOption
   enforce?: boolean;
   /** Largest request header block in bytes (431 above). Default 16 KiB. */
   maxHeaderBytes?: number;
+  /** Time a client has to send its request headers (408 after, connection closed); 0: no limit. Default 10 s. */
+  headerTimeoutMs?: number;
+  /** Client connections open at once; one more is closed as it is accepted. Default 12,000. */
+  maxConnections?: number;
   /** PEM certificates trusted for an https upstream, in addition to Node's. */
   upstreamCa?: string;
   /** A request's deadline for its spans (and the guard's verdicts on silence). Default 300000 ms. */
@@ -82,6 +87,10 @@ export const GATEWAY_DEFAULTS = {
   maxBodyBytes: 4 * 1024 * 1024,
   maxHeaderBytes: 16 * 1024,
   maxStreams: 10_000,
+  // --max-streams, and room for connections sending their request or idle between two.
+  maxConnections: 12_000,
+  headerTimeoutMs: 10_000,
+  bodyTimeoutMs: 60_000,
   upstreamTimeoutMs: 300_000,
   streamIdleTimeoutMs: 600_000,
   requestTimeoutMs: 300_000,
@@ -142,6 +151,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       client,
       {
         maxBodyBytes: options.maxBodyBytes ?? GATEWAY_DEFAULTS.maxBodyBytes,
+        bodyTimeoutMs: options.bodyTimeoutMs ?? GATEWAY_DEFAULTS.bodyTimeoutMs,
         maxStreams: options.maxStreams ?? GATEWAY_DEFAULTS.maxStreams,
         upstreamTimeoutMs: options.upstreamTimeoutMs ?? GATEWAY_DEFAULTS.upstreamTimeoutMs,
         streamIdleTimeoutMs: options.streamIdleTimeoutMs ?? GATEWAY_DEFAULTS.streamIdleTimeoutMs,
@@ -150,14 +160,13 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       enforce,
       hosts,
     );
-    server = createServer(
-      {
-        maxHeaderSize: options.maxHeaderBytes ?? GATEWAY_DEFAULTS.maxHeaderBytes,
-        // Streams stay open for as long as their server keeps them: Node's whole-request limit does not apply.
-        requestTimeout: 0,
-      },
-      (req, res) => forwarder.handle(req, res),
-    );
+    const connections = {
+      maxHeaderBytes: options.maxHeaderBytes ?? GATEWAY_DEFAULTS.maxHeaderBytes,
+      headerTimeoutMs: options.headerTimeoutMs ?? GATEWAY_DEFAULTS.headerTimeoutMs,
+      maxConnections: options.maxConnections ?? GATEWAY_DEFAULTS.maxConnections,
+    };
+    server = createServer(listenerOptions(connections), (req, res) => forwarder.handle(req, res));
+    capConnections(server, connections, counts);
     refuseAtConnection(server, counts);
     const port = await listen(server, host, options.port ?? GATEWAY_DEFAULTS.port);
     // Sessions whose clients went away without a DELETE leave at their retention, not only when new ones come.

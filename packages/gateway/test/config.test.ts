@@ -1,6 +1,7 @@
 import { DEFAULT_DETECTOR_OPTIONS } from '@resumewatch/detector';
 import { describe, expect, it } from 'vitest';
 import { SHARED_OPTION_SPECS, resolveGatewayConfig } from '../src/config.js';
+import { GATEWAY_DEFAULTS } from '../src/gateway.js';
 
 const UPSTREAM = { upstream: 'http://127.0.0.1:1/mcp' };
 
@@ -36,5 +37,30 @@ describe("the gateway's configuration", () => {
     expect(() => resolveGatewayConfig({ ...UPSTREAM, 'allowed-hosts': 'a b' }, {})).toThrow(
       '--allowed-hosts: not a host name: "a b"',
     );
+  });
+
+  it('--max-connections, --header-timeout and --body-timeout: flags over environment over defaults', () => {
+    expect(resolveGatewayConfig(UPSTREAM, {}).gateway).toMatchObject({
+      maxConnections: GATEWAY_DEFAULTS.maxConnections,
+      headerTimeoutMs: GATEWAY_DEFAULTS.headerTimeoutMs,
+      bodyTimeoutMs: GATEWAY_DEFAULTS.bodyTimeoutMs,
+    });
+    const env = {
+      RESUMEWATCH_GATEWAY_MAX_CONNECTIONS: '500',
+      RESUMEWATCH_GATEWAY_HEADER_TIMEOUT: '2s',
+      RESUMEWATCH_GATEWAY_BODY_TIMEOUT: '30s',
+    };
+    expect(resolveGatewayConfig(UPSTREAM, env).gateway).toMatchObject({
+      maxConnections: 500,
+      headerTimeoutMs: 2_000,
+      bodyTimeoutMs: 30_000,
+    });
+    const flags = { ...UPSTREAM, 'max-connections': '64', 'header-timeout': '500ms', 'body-timeout': '0' };
+    expect(resolveGatewayConfig(flags, env).gateway).toMatchObject({
+      maxConnections: 64,
+      headerTimeoutMs: 500,
+      bodyTimeoutMs: 0,
+    });
+    expect(() => resolveGatewayConfig({ ...UPSTREAM, 'max-connections': '0' }, {})).toThrow(/--max-connections/);
   });
 });

@@ -68,11 +68,10 @@ describe('gateway upstream failures', () => {
   });
 
   it('answers 504 when the upstream sends no headers within upstreamTimeoutMs, and cancels the upstream request', async () => {
+    // The upstream never answers: only the 200 ms timeout can end the exchange (the idle timer's is 10 minutes).
     const { upstream, gateway, endpoint } = await rig(() => undefined, { upstreamTimeoutMs: 200 });
-    const started = Date.now();
     const response = await send(endpoint, { method: 'POST', headers: json, body: call('call-9') });
     expect(response.status).toBe(504);
-    expect(Date.now() - started).toBeLessThan(5_000);
     expect(rpcError(response)).toMatchObject({ id: 'call-9', error: { code: GatewayErrorCode.TIMEOUT } });
     expect(await upstream.seen[0]!.closed).toEqual({ finished: false });
     expect(gateway.counts().refusals[GatewayRefusal.UPSTREAM_TIMEOUT]).toBe(1);

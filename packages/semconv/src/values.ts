@@ -214,6 +214,12 @@ export const GatewayRefusal = {
    * detail goes to its stderr), e.g. a response it cannot relay: a status below 100.
    */
   INTERNAL_ERROR: 'internal_error',
+  /** The request's header block did not arrive within --header-timeout (408, connection closed). */
+  HEADERS_TIMEOUT: 'headers_timeout',
+  /** The request's body did not arrive whole within --body-timeout (408, connection closed). */
+  BODY_TIMEOUT: 'body_timeout',
+  /** --max-connections client connections were already open: a new one is closed at once, unanswered. */
+  TOO_MANY_CONNECTIONS: 'too_many_connections',
 } as const;
 export type GatewayRefusal = ValuesOf<typeof GatewayRefusal>;
 
@@ -224,7 +230,7 @@ export type GatewayRefusal = ValuesOf<typeof GatewayRefusal>;
 export const GatewayErrorCode = {
   /** The upstream is unreachable, refused the exchange, or the gateway is at a limit. */
   UNAVAILABLE: -32000,
-  /** The upstream did not answer in time. */
+  /** The upstream did not answer in time, or the client did not send its request in time. */
   TIMEOUT: -32001,
 } as const;
 

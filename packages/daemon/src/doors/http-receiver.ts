@@ -15,6 +15,7 @@ import { BodyBuffers } from './body-buffers.js';
 import type { InflightRequests } from './drain.js';
 import { Reservation, type InflightBudget } from './inflight.js';
 import type { Pipeline } from './pipeline.js';
+import { endAfterRefusedBody } from './refused-body.js';
 import { RpcCode, sendStatus } from './status.js';
 
 const TRACES_PATH = '/v1/traces';
@@ -51,7 +52,9 @@ export interface HttpReceiverInit {
  * The OTLP/HTTP receiver: POST /v1/traces in JSON or protobuf, optionally gzip-compressed.
  * Everything that can be refused from the headers (path, method, token, content type, declared size,
  * in-flight budget) is answered before a byte of the body is read, with `Connection: close`, so a
- * client cannot make the receiver read or hold a body it will refuse.
+ * client cannot make the receiver hold a body it will refuse. The rest of a refused body is still read
+ * and thrown away, up to twice --max-body in all (`endAfterRefusedBody`): a client that is still sending
+ * reads its answer instead of a reset connection.
  */
 export function otlpHttpHandler({ pipeline, config, budget, inflight, shed }: HttpReceiverInit) {
   const tooLarge = `body exceeds ${config.maxBodyBytes} bytes (--max-body)`;
@@ -61,13 +64,17 @@ export function otlpHttpHandler({ pipeline, config, budget, inflight, shed }: Ht
   const protobufOptions = { detectorAttributesOnly: true } as const;
   const bodies = new BodyBuffers(KEPT_BODY_BUFFERS, Math.min(KEPT_BODY_BUFFER_BYTES, config.maxBodyBytes));
   const busy = `server busy: request bodies in flight reach ${config.maxInflightBytes} bytes (--max-inflight); retry later`;
+  const refusedBody = { maxBytes: 2 * config.maxBodyBytes };
   return (req: IncomingMessage, res: ServerResponse): void => {
     const path = (req.url ?? '').split('?')[0];
     const encoding = encodingOf(req.headers['content-type']);
     const pb = encoding === 'protobuf';
+    /** Body bytes received so far. */
+    let size = 0;
+    const endRefused = (body: Buffer): void => endAfterRefusedBody(req, res, body, size, refusedBody);
     const refuse = (http: number, code: number, message: string, retryAfterMs?: number): void => {
       res.setHeader('connection', 'close');
-      sendStatus(res, http, code, message, pb, retryAfterMs);
+      sendStatus(res, http, code, message, pb, retryAfterMs, endRefused);
     };
     if (path !== TRACES_PATH)
       return refuse(404, RpcCode.UNIMPLEMENTED, `no such path: ${path}; spans go to POST ${TRACES_PATH}`);
@@ -87,6 +94,8 @@ export function otlpHttpHandler({ pipeline, config, budget, inflight, shed }: Ht
         RpcCode.INVALID_ARGUMENT,
         `unsupported Content-Type "${req.headers['content-type'] ?? ''}"; use application/json or application/x-protobuf`,
         false,
+        undefined,
+        endRefused,
       );
     }
     const contentEncoding = (req.headers['content-encoding'] ?? 'identity').toLowerCase();
@@ -104,11 +113,18 @@ export function otlpHttpHandler({ pipeline, config, budget, inflight, shed }: Ht
 
     const reservation = new Reservation(budget);
     inflight.enter();
-    res.once('close', () => {
+    let done = false;
+    // Once the request is answered or refused: a refused body still being read and thrown away holds no
+    // bytes, and a graceful stop does not wait for it.
+    const leave = (): void => {
+      if (done) return;
+      done = true;
       reservation.releaseAll();
       inflight.leave();
-    });
+    };
+    res.once('close', leave);
     const shedding = (): void => {
+      leave();
       shed();
       refuse(429, RpcCode.RESOURCE_EXHAUSTED, busy, config.retryAfterMs);
     };
@@ -121,7 +137,6 @@ export function otlpHttpHandler({ pipeline, config, budget, inflight, shed }: Ht
     let pooled =
       declared !== undefined && declared > 0 && contentEncoding !== 'gzip' ? bodies.take(declared) : undefined;
     const chunks: Buffer[] = [];
-    let size = 0;
     let stopped = false;
     const giveBack = (): void => {
       if (pooled !== undefined) bodies.give(pooled);
@@ -133,6 +148,7 @@ export function otlpHttpHandler({ pipeline, config, budget, inflight, shed }: Ht
       req.off('data', onData);
       req.pause();
       giveBack();
+      leave();
     };
     const onData = (chunk: Buffer): void => {
       const at = size;

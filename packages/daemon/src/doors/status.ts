@@ -11,7 +11,10 @@ export const RpcCode = {
   UNAUTHENTICATED: 16,
 } as const;
 
-/** Sends an OTLP/HTTP error: a google.rpc.Status as protobuf or JSON, matching the request's encoding. */
+/**
+ * Sends an OTLP/HTTP error: a google.rpc.Status as protobuf or JSON, matching the request's encoding.
+ * `end` writes the body and ends the response (`endAfterRefusedBody` for a request whose body is unread).
+ */
 export function sendStatus(
   res: ServerResponse,
   http: number,
@@ -19,6 +22,7 @@ export function sendStatus(
   message: string,
   protobuf: boolean,
   retryAfterMs?: number,
+  end: (body: Buffer) => void = (body) => res.end(body),
 ): void {
   if (res.headersSent || res.destroyed) return;
   const retry = retryAfterMs === undefined ? undefined : retryInfo(retryAfterMs);
@@ -42,7 +46,7 @@ export function sendStatus(
   // OTLP/HTTP exporters honour Retry-After (whole seconds) on 429 and 503.
   if (retryAfterMs !== undefined) headers['retry-after'] = Math.max(1, Math.ceil(retryAfterMs / 1000));
   res.writeHead(http, headers);
-  res.end(body);
+  end(body);
 }
 
 const RETRY_INFO_TYPE = 'type.googleapis.com/google.rpc.RetryInfo';

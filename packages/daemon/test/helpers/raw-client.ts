@@ -54,11 +54,9 @@ export function postHead(headers: Record<string, string | number>, path = '/v1/t
   return lines.join('\r\n') + '\r\n\r\n';
 }
 
-/** GET /healthz answers, and in how many ms. */
+/** GET /healthz: its status, once its answer is read (a server that stopped answering fails the test by its timeout). */
 export async function healthz(port: number): Promise<number> {
-  const started = performance.now();
-  const res = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(1000) });
-  if (res.status !== 200) throw new Error(`/healthz answered ${res.status}`);
+  const res = await fetch(`http://127.0.0.1:${port}/healthz`);
   await res.text();
-  return performance.now() - started;
+  return res.status;
 }
