@@ -2,6 +2,8 @@ import { BoundedMap } from '@resumewatch/bounded';
 import { HEADER_LAST_EVENT_ID, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID, headerValue } from './headers.js';
 import { ReattachTrigger, StreamKind, TerminalDelivery, TerminalOutcome } from '@resumewatch/semconv';
 import { digestOfTerminal } from './digest.js';
+import { MAX_KEPT_CHARS, keptText } from './kept-text.js';
+import { isInputRound, reissuableTarget, requestIdempotencyKey, requestWorkDigest } from './reissue.js';
 import {
   cancelledRequestIds,
   isErrorResponse,
@@ -12,7 +14,7 @@ import {
   parseMessages,
   requestTarget,
 } from './jsonrpc.js';
-import type { JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from './jsonrpc.js';
+import type { JsonRpcMessage, JsonRpcResponse } from './jsonrpc.js';
 import { JsonTap, PushedBody, SseTap, isAbort } from './body-taps.js';
 import { watchResponse } from './watched-body.js';
 import type { BodyTap } from './body-taps.js';
@@ -144,7 +146,7 @@ export class WireObserver {
    * whether it finished the request).
    */
   getRequest(sessionId: string | undefined, id: string | number): RequestRecord | undefined {
-    return this.lookup(sessionId ?? '', String(id));
+    return this.lookup(sessionId ?? '', keptText(String(id)));
   }
 
   private lookup(sessionId: string, id: string): RequestRecord | undefined {
@@ -315,8 +317,8 @@ export class WireObserver {
     for (const record of stream.requests) {
       if (this.requests.get(record.key) !== record) continue;
       this.requests.delete(record.key);
-      // The payload is not needed to judge a late resume or terminal: only the count, digest and finished flag are.
-      (record as Writable<RequestRecord>).message = undefined;
+      // Only the count, digest and finished flag are needed to judge a late resume or terminal.
+      (record as Writable<RequestRecord>).released = true;
       // While the stream is among its session's recent streams the record is found there; the digest
       // alone is kept once the stream leaves them (or at once, without a session).
       if (!session?.streams.includes(stream)) this.keepDigest(record);
@@ -358,15 +360,20 @@ export class WireObserver {
     const keyScope = sessionId ?? (this.sessionlessApart ? `\n${this.requestSeq + 1}` : undefined);
     for (const message of messages) {
       if (!isRequest(message)) continue;
-      const id = String(message.id);
+      // What later decisions need of the request, computed now: the record never keeps the body.
+      const id = keptText(String(message.id));
       const key = requestKey(keyScope, id);
+      const target = requestTarget(message);
+      const idempotencyKey = requestIdempotencyKey(message);
       const record = newRequestRecord(
         key,
         sessionId ?? '',
         id,
-        message.method,
-        requestTarget(message),
-        message,
+        keptText(message.method),
+        target === undefined ? undefined : keptText(target),
+        reissuableTarget(message) === undefined ? undefined : requestWorkDigest(message),
+        isInputRound(message),
+        idempotencyKey !== undefined && idempotencyKey.length <= MAX_KEPT_CHARS ? idempotencyKey : undefined,
         startedAt,
       );
       this.requests.set(key, record);
@@ -377,7 +384,7 @@ export class WireObserver {
     let cancels: RequestRecord[] | undefined;
     for (const message of messages) {
       for (const id of cancelledRequestIds(message)) {
-        const record = this.lookup(sessionId ?? '', id);
+        const record = this.lookup(sessionId ?? '', keptText(id));
         if (record) (cancels ??= []).push(record);
       }
     }
@@ -551,7 +558,7 @@ export class WireObserver {
 
   /** A stream pushed out of its session's recent streams: its released requests keep their digest. */
   private streamLeft(stream: StreamRecord): void {
-    for (const record of stream.requests) if (record.message === undefined) this.keepDigest(record);
+    for (const record of stream.requests) if (record.released) this.keepDigest(record);
   }
 
   private keepDigest(record: RequestRecord): void {
@@ -579,7 +586,7 @@ export class WireObserver {
   private finish(record: RequestRecord): void {
     record.finished = true;
     // A released record (a compact one is a copy): what is kept of it must say so too.
-    if (record.message === undefined) {
+    if (record.released) {
       const released = this.released.get(record.key);
       if (released) released.finished = true;
     }
@@ -691,7 +698,7 @@ export class WireObserver {
     eventId: string | undefined,
   ): TerminalObservation | undefined {
     if (message.id === null) return undefined;
-    const id = String(message.id);
+    const id = keptText(String(message.id));
     let record = stream.requests.find((r) => r.id === id);
     let foreign = false;
     if (!record) {
@@ -779,7 +786,9 @@ function newRequestRecord(
   id: string,
   method: string,
   target: string | undefined,
-  message: JsonRpcRequest | undefined,
+  workDigest: string | undefined,
+  inputRound: boolean,
+  idempotencyKey: string | undefined,
   startedAt: number,
 ): RequestRecord {
   return {
@@ -788,7 +797,10 @@ function newRequestRecord(
     id,
     method,
     target,
-    message,
+    workDigest,
+    inputRound,
+    idempotencyKey,
+    released: false,
     startedAt,
     terminalCount: 0,
     finished: false,
@@ -837,7 +849,9 @@ holdShape(new WireObserver());
   const stream = holdShape(
     newStreamRecord('0', 'held', 'POST', 'sse', StreamKind.REQUEST, [], false, undefined, false),
   );
-  const record = holdShape(newRequestRecord('held\n0', 'held', '0', 'ping', undefined, undefined, Date.now() + 0.5));
+  const record = holdShape(
+    newRequestRecord('held\n0', 'held', '0', 'ping', undefined, undefined, false, undefined, Date.now() + 0.5),
+  );
   stream.requests.push(record);
   session.streams.push(stream);
   holdShape(
@@ -886,7 +900,10 @@ function compactRecord(key: string, sessionId: string, id: string, released: Rel
     id,
     method: '',
     target: undefined,
-    message: undefined,
+    workDigest: undefined,
+    inputRound: false,
+    idempotencyKey: undefined,
+    released: true,
     startedAt: 0,
     terminalCount: 1,
     finished: released.finished,

@@ -1,5 +1,5 @@
 import type { GuardAction, ReattachTrigger, StreamKind, TerminalDelivery, TerminalOutcome } from '@resumewatch/semconv';
-import type { JsonRpcMessage, JsonRpcRequest } from './jsonrpc.js';
+import type { JsonRpcMessage } from './jsonrpc.js';
 import type { SseEvent } from './sse.js';
 
 export type { ReattachTrigger, StreamKind };
@@ -36,7 +36,13 @@ export interface CursorMemory {
   readonly size: number;
 }
 
-/** One JSON-RPC request, keyed by (session, id). */
+/**
+ * One JSON-RPC request, keyed by (session, id). It keeps what later decisions need of the request,
+ * computed once when the request is described, never its body: a record may be kept for minutes
+ * (`requestRetentionMs`) whatever the client sent. The id, method and target are kept as they are up
+ * to 256 characters; a longer one is a stand-in of bounded length (its first 64 characters, its
+ * length and a digest of it), one per string.
+ */
 export interface RequestRecord {
   /** `${sessionId}\n${id}`, unique per observer. */
   readonly key: string;
@@ -44,8 +50,25 @@ export interface RequestRecord {
   readonly id: string;
   readonly method: string;
   readonly target: string | undefined;
-  /** The request as sent; undefined on the compact record of a released finished request. */
-  readonly message: JsonRpcRequest | undefined;
+  /**
+   * For a request whose method names work that a re-issue repeats (`tools/call`, `prompts/get`,
+   * `resources/read`; 2026-07-28): the unkeyed digest of that work (`requestWorkDigest`: SHA-256 of
+   * the method, the name and the canonical arguments). It never leaves the process: a listener keys
+   * it (`keyedArgumentsDigest`). Undefined for any other request.
+   */
+  readonly workDigest: string | undefined;
+  /** The request carries `inputResponses` (a Multi Round-Trip round): it goes on with its call, never re-issues one. */
+  readonly inputRound: boolean;
+  /**
+   * The idempotency key the request carries in its `_meta` (`requestIdempotencyKey`), up to 256
+   * characters (a longer one is not kept).
+   */
+  readonly idempotencyKey: string | undefined;
+  /**
+   * The record left the request map (its request finished and the stream that carried it ended; see
+   * "Release" in the README), or is the compact record of such a request.
+   */
+  readonly released: boolean;
   readonly startedAt: number;
   /** Terminal events seen for this request so far, duplicates included: what the wire showed. */
   terminalCount: number;
