@@ -16,6 +16,7 @@ import {
 } from './jsonrpc.js';
 import type { JsonRpcMessage, JsonRpcResponse } from './jsonrpc.js';
 import { JsonTap, PushedBody, SseTap, isAbort } from './body-taps.js';
+import { HeldBytes } from './held-bytes.js';
 import { watchResponse } from './watched-body.js';
 import type { BodyTap } from './body-taps.js';
 import { CursorRing } from './cursor-ring.js';
@@ -36,6 +37,7 @@ import type {
   WireObserverOptions,
   WireRequest,
   WireResponse,
+  WireStats,
 } from './types.js';
 
 /** The observer's own view of the records it hands out read-only. */
@@ -77,6 +79,11 @@ export class WireObserver {
   private readonly streamsPerSession: number;
   private readonly cursorsPerSession: number;
   private readonly maxJsonBodyBytes: number;
+  private readonly maxHeldEventBytes: number;
+  /** Bytes held to parse bodies and events, across every body (`maxHeldBytes`). */
+  private readonly heldBytes: HeldBytes;
+  private unparsedJsonBodies = 0;
+  private oversizedEvents = 0;
   private readonly releaseOnTransportClose: boolean;
   private readonly sessionlessApart: boolean;
   private readonly now: () => number;
@@ -103,6 +110,8 @@ export class WireObserver {
     this.streamsPerSession = options.streamsPerSession ?? 32;
     this.cursorsPerSession = options.cursorsPerSession ?? 256;
     this.maxJsonBodyBytes = options.maxJsonBodyBytes ?? 8 * 1024 * 1024;
+    this.maxHeldEventBytes = options.maxHeldEventBytes ?? 8 * 1024 * 1024;
+    this.heldBytes = new HeldBytes(options.maxHeldBytes ?? 64 * 1024 * 1024);
     this.releaseOnTransportClose = options.releaseOnTransportClose ?? true;
     this.sessionlessApart = options.sessionlessApart ?? false;
   }
@@ -165,21 +174,19 @@ export class WireObserver {
 
   /**
    * Sessions and requests currently held, how many the caps pushed out, and how many were released on
-   * the evidence that they were over (see "Release" in the README).
+   * the evidence that they were over (see "Release" in the README); the bytes held to parse bodies now,
+   * and the JSON bodies and SSE events passed on unparsed (see "Bounds").
    */
-  stats(): {
-    sessions: number;
-    requests: number;
-    evictions: number;
-    releasedSessions: number;
-    releasedRequests: number;
-  } {
+  stats(): WireStats {
     return {
       sessions: this.sessions.size,
       requests: this.requests.size,
       evictions: this.sessions.evictions + this.requests.evictions,
       releasedSessions: this.releasedSessions,
       releasedRequests: this.releasedRequests,
+      heldBytes: this.heldBytes.total,
+      unparsedJsonBodies: this.unparsedJsonBodies,
+      oversizedEvents: this.oversizedEvents,
     };
   }
 
@@ -595,8 +602,14 @@ export class WireObserver {
   /** What sees a body: the SSE scanner of its events, or the JSON body's parse at its end. */
   private tapFor(request: WireRequest, stream: StreamRecord): BodyTap {
     return stream.format === 'sse'
-      ? new SseTap(this, request, stream, this.filtering)
-      : new JsonTap(this, request, stream, this.maxJsonBodyBytes);
+      ? new SseTap(this, request, stream, this.filtering, this.heldBytes, this.maxHeldEventBytes)
+      : new JsonTap(this, request, stream, this.maxJsonBodyBytes, this.heldBytes);
+  }
+
+  /** @internal A JSON body or an SSE event was passed on unparsed (over its bound, or past maxHeldBytes). */
+  passedUnparsed(format: 'json' | 'sse'): void {
+    if (format === 'json') this.unparsedJsonBodies++;
+    else this.oversizedEvents++;
   }
 
   /** @internal Tells the listeners how a body ended (once). */
@@ -624,7 +637,12 @@ export class WireObserver {
     if (scan.retry !== undefined) stream.pollingAnnounced = true;
     let kept: boolean;
     let terminals = NO_TERMINALS;
-    if (scan.hasData && !scan.mayHoldId) {
+    if (scan.oversized) {
+      // Passed on as it came, unparsed (README, "Bounds"): its id is the client's cursor; data is taken
+      // for a message (the evidence a resume brought something); a terminal in it is not seen.
+      if (scan.hasData) stream.messageEvents++;
+      kept = true;
+    } else if (scan.hasData && !scan.mayHoldId) {
       // No "id" member anywhere: not a request or a response, so no terminal to look for. The
       // messages (notifications) are parsed only if a listener asks for them; a notification has
       // a "method" key, which `data: {}` and other non-JSON-RPC data lack.

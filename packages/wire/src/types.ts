@@ -301,8 +301,21 @@ export interface WireObserverOptions {
   streamsPerSession?: number;
   /** Delivered event ids remembered per session for cursor look-ups. Default 256. */
   cursorsPerSession?: number;
-  /** Largest JSON body parsed for JSON-RPC messages; larger ones pass unparsed. Default 8 MiB. */
+  /**
+   * Largest JSON body parsed for JSON-RPC messages; a larger one passes unparsed (counted in
+   * `stats().unparsedJsonBodies`). Default 8 MiB.
+   */
   maxJsonBodyBytes?: number;
+  /**
+   * Largest SSE event held to parse it: one larger is passed on as it arrives, unparsed, even with a
+   * filtering listener (counted in `stats().oversizedEvents`; README, "Bounds"). Default 8 MiB.
+   */
+  maxHeldEventBytes?: number;
+  /**
+   * Most bytes held at once, across every body, to parse JSON bodies and SSE events: a body or event
+   * that would pass it passes unparsed, as one over its own bound does. Default 64 MiB.
+   */
+  maxHeldBytes?: number;
   /**
    * Release a session when its transport closes (its standalone stream aborted, nothing else in
    * flight), as well as on DELETE. Default true: in the client's own process that is the client closing
@@ -327,4 +340,23 @@ export interface WireObserverOptions {
    */
   confirmDelivery?: boolean;
   now?: () => number;
+}
+
+/** What `WireObserver.stats()` tells. */
+export interface WireStats {
+  /** Sessions held. */
+  sessions: number;
+  /** Requests held (in flight, or finished and not yet released). */
+  requests: number;
+  /** Sessions and requests the caps pushed out. */
+  evictions: number;
+  /** Sessions and requests released on the evidence that they were over (README, "Release"). */
+  releasedSessions: number;
+  releasedRequests: number;
+  /** Bytes held now to parse JSON bodies and SSE events (`maxHeldBytes` caps them). */
+  heldBytes: number;
+  /** JSON bodies passed on unparsed: over `maxJsonBodyBytes`, or past `maxHeldBytes`. */
+  unparsedJsonBodies: number;
+  /** SSE events passed on unparsed (oversized): over `maxHeldEventBytes`, or past `maxHeldBytes`. */
+  oversizedEvents: number;
 }
