@@ -134,6 +134,8 @@ export class SseScanner {
    */
   private store: Uint8Array = EMPTY;
   private storeEnd = 0;
+  /** The event in progress was carried into the last chunk and is still not over: a long one, whose store doubles. */
+  private spanning = false;
   /** The line in progress of an oversized event was too long to hold: the bytes up to its end are skipped. */
   private skipLine = false;
   /** The skipped line is a data line: its bytes count in `dataLength`. */
@@ -170,7 +172,7 @@ export class SseScanner {
       if (next === chunk.length) {
         // Nothing after it here: a CR may be the first half of a CRLF.
         this.skipLeadingLf = chunk[end] === CR;
-        this.carry(chunk, next, next, next);
+        this.carry(chunk, next, next, next, false);
         return;
       }
       this.scanFrom = next;
@@ -184,7 +186,7 @@ export class SseScanner {
         // The line in progress goes on past this chunk: nothing to parse yet, and reading the
         // carried bytes again for each chunk would make a long line cost its length times its chunks.
         this.bytes = work;
-        this.carry(work, 0, this.scanFrom, work.length);
+        this.carry(work, 0, this.scanFrom, work.length, true);
         return;
       }
     }
@@ -271,14 +273,14 @@ export class SseScanner {
       pos = next;
     }
     this.view = undefined;
-    this.carry(work, blockStart, base + pos, pos < textLength ? base + searchFrom : base + pos);
+    this.carry(work, blockStart, base + pos, pos < textLength ? base + searchFrom : base + pos, work !== chunk);
   }
 
   /**
    * The carried bytes and the chunk, contiguous. The chunk is written after them when they end the
    * store and it has room; else both move to a new store: of their size when the carried event began
-   * in the last chunk (most events span two chunks at most), twice it when it had been carried
-   * already (a long event: its stores double, so gathering it costs a few times its length).
+   * in the last chunk (most events span two chunks at most), twice it when it had been carried into
+   * it already (`spanning`: a long event, whose stores double, so gathering it costs a few times its length).
    */
   private append(chunk: Uint8Array): Uint8Array {
     const pending = this.pending;
@@ -292,7 +294,7 @@ export class SseScanner {
         return store.subarray(start, this.storeEnd);
       }
     }
-    const growing = pending.buffer === store.buffer && start === 0;
+    const growing = this.spanning;
     const next = new Uint8Array(growing ? Math.max(2 * length, MIN_STORE_BYTES) : length);
     next.set(pending, 0);
     next.set(chunk, pending.length);
@@ -322,10 +324,11 @@ export class SseScanner {
   /**
    * Keeps what the next chunk needs: the event in progress from `blockStart` (all of `work` offsets),
    * or, of an oversized one, its line in progress. `lineStart`: the first line not parsed;
-   * `searchAt`: where the search for its end resumes.
+   * `searchAt`: where the search for its end resumes; `carried`: `work` began with carried bytes.
    */
-  private carry(work: Uint8Array, blockStart: number, lineStart: number, searchAt: number): void {
+  private carry(work: Uint8Array, blockStart: number, lineStart: number, searchAt: number, carried: boolean): void {
     const length = work.length;
+    this.spanning = carried && blockStart === 0 && !this.oversized;
     let from = blockStart;
     const sink = this.sink;
     if (!this.oversized && sink.held !== undefined) {
@@ -370,7 +373,9 @@ export class SseScanner {
     this.pending = EMPTY;
     this.store = EMPTY;
     this.storeEnd = 0;
+    this.spanning = false;
     this.skipLine = false;
+    this.skippingData = false;
     this.scanFrom = 0;
     this.searchFrom = 0;
     this.resetEvent();
