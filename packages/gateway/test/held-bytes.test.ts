@@ -2,6 +2,7 @@
 // record keeps what later decisions need of it (ids, method, target, digests), never its body.
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import { LABEL_KIND, METRIC_GATEWAY_UNPARSED_TOTAL, UnparsedKind } from '@resumewatch/semconv';
 import { describe, expect, it } from 'vitest';
 import { send } from './helpers/raw-client.js';
 import { rigPerTest } from './helpers/scripted-upstream.js';
@@ -65,4 +66,38 @@ describe('the bytes a gateway holds of what clients sent', () => {
       expect(growth).toBeLessThan((count * size) / 4);
     },
   );
+});
+
+describe('an SSE event larger than the gateway holds', () => {
+  it('passes to the client whole, as it arrives, with --enforce; counted in stats() and /metrics', async () => {
+    const size = 16 * 1024 * 1024;
+    const event = Buffer.from(
+      `id: big-1\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: 1, result: { text: 'r'.repeat(size) } })}\n\n`,
+    );
+    const { endpoint, gateway } = await rig(
+      (_req, res) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        const write = (at: number): void => {
+          while (at < event.length) {
+            const piece = event.subarray(at, at + 64 * 1024);
+            at += piece.length;
+            if (!res.write(piece)) return void res.once('drain', () => write(at));
+          }
+          res.end();
+        };
+        write(0);
+      },
+      { enforce: true },
+    );
+    const answer = await send(endpoint, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'big' } }),
+    });
+    expect(answer.status).toBe(200);
+    expect(answer.body.equals(event)).toBe(true);
+    expect(gateway.stats()).toMatchObject({ oversizedEvents: 1, unparsedJsonBodies: 0, heldBytes: 0 });
+    const metrics = await (await fetch(`http://127.0.0.1:${gateway.detector!.metricsPort}/metrics`)).text();
+    expect(metrics).toContain(`${METRIC_GATEWAY_UNPARSED_TOTAL}{${LABEL_KIND}="${UnparsedKind.SSE_EVENT}"} 1`);
+  });
 });
