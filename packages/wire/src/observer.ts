@@ -376,7 +376,7 @@ export class WireObserver {
         key,
         sessionId ?? '',
         id,
-        keptText(message.method),
+        keptText(String(message.method)),
         target === undefined ? undefined : keptText(target),
         reissuableTarget(message) === undefined ? undefined : requestWorkDigest(message),
         isInputRound(message),

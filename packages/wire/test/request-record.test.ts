@@ -75,6 +75,8 @@ describe('a request record', () => {
     expectNoBody(second!);
     expect(first!.id).not.toBe(second!.id);
     expect(first!.id.startsWith('iiii')).toBe(true);
+    // Whatever a body holds where a string belongs (a method that is a number) is kept as text.
+    expect(proxyPost(observer, { jsonrpc: '2.0', id: 3, method: 5, result: 1 })[0]!.method).toBe('5');
     expect(observer.getRequest('s1', longId(1))).toBe(first);
 
     const request = observer.proxyRequest(URL_, { method: 'POST', headers: { 'mcp-session-id': 's1' } });
