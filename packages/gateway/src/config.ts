@@ -29,6 +29,9 @@ interface GatewayCliOptions {
   enforce: boolean;
   maxBodyBytes: number;
   maxHeaderBytes: number;
+  maxJsonBodyBytes: number;
+  maxHeldEventBytes: number;
+  maxHeldBytes: number;
   maxStreams: number;
   maxConnections: number;
   headerTimeoutMs: number;
@@ -84,6 +87,30 @@ export const GATEWAY_OPTION_SPECS: readonly GatewayOptionSpec[] = [
     kind: 'int',
     help: 'largest request header block in bytes (431 above)',
     default: String(GATEWAY_DEFAULTS.maxHeaderBytes),
+  },
+  {
+    key: 'maxJsonBodyBytes',
+    flag: 'max-json-body-bytes',
+    env: 'RESUMEWATCH_GATEWAY_MAX_JSON_BODY_BYTES',
+    kind: 'int',
+    help: 'largest JSON response body parsed; a larger one passes to the client unparsed',
+    default: String(GATEWAY_DEFAULTS.maxJsonBodyBytes),
+  },
+  {
+    key: 'maxHeldEventBytes',
+    flag: 'max-held-event-bytes',
+    env: 'RESUMEWATCH_GATEWAY_MAX_HELD_EVENT_BYTES',
+    kind: 'int',
+    help: 'largest SSE event held to parse (and, with --enforce, filter) it; a larger one passes as it arrives, unparsed',
+    default: String(GATEWAY_DEFAULTS.maxHeldEventBytes),
+  },
+  {
+    key: 'maxHeldBytes',
+    flag: 'max-held-bytes',
+    env: 'RESUMEWATCH_GATEWAY_MAX_HELD_BYTES',
+    kind: 'int',
+    help: 'bytes held at once, across exchanges, to parse JSON bodies and SSE events; beyond, they pass unparsed',
+    default: String(GATEWAY_DEFAULTS.maxHeldBytes),
   },
   {
     key: 'maxStreams',
@@ -281,6 +308,9 @@ export function resolveGatewayConfig(
     enforce: (values.enforce as boolean | undefined) ?? false,
     maxBodyBytes: (values.maxBodyBytes as number | undefined) ?? GATEWAY_DEFAULTS.maxBodyBytes,
     maxHeaderBytes: (values.maxHeaderBytes as number | undefined) ?? GATEWAY_DEFAULTS.maxHeaderBytes,
+    maxJsonBodyBytes: (values.maxJsonBodyBytes as number | undefined) ?? GATEWAY_DEFAULTS.maxJsonBodyBytes,
+    maxHeldEventBytes: (values.maxHeldEventBytes as number | undefined) ?? GATEWAY_DEFAULTS.maxHeldEventBytes,
+    maxHeldBytes: (values.maxHeldBytes as number | undefined) ?? GATEWAY_DEFAULTS.maxHeldBytes,
     maxStreams: (values.maxStreams as number | undefined) ?? GATEWAY_DEFAULTS.maxStreams,
     maxConnections: (values.maxConnections as number | undefined) ?? GATEWAY_DEFAULTS.maxConnections,
     headerTimeoutMs: (values.headerTimeoutMs as number | undefined) ?? GATEWAY_DEFAULTS.headerTimeoutMs,

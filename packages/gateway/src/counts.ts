@@ -7,13 +7,21 @@ import {
   LABEL_REASON,
   LABEL_STATUS_CLASS,
   METRIC_GATEWAY_EXCHANGES_TOTAL,
+  LABEL_KIND,
   METRIC_GATEWAY_GUARD_ACTIONS_TOTAL,
+  METRIC_GATEWAY_HELD_BYTES,
   METRIC_GATEWAY_OPEN_EXCHANGES,
   METRIC_GATEWAY_REFUSALS_TOTAL,
+  METRIC_GATEWAY_UNPARSED_TOTAL,
+  UnparsedKind,
   type GatewayRefusal,
   type GuardAction,
   type GuardProof,
 } from '@resumewatch/semconv';
+import type { ObservationStats } from './observation.js';
+
+/** What the counts read of the observation at scrape time. */
+type HeldStats = Pick<ObservationStats, 'heldBytes' | 'unparsedJsonBodies' | 'oversizedEvents'>;
 
 /** The HTTP methods MCP uses; any other is counted as `other` (a label set a client cannot grow). */
 const METHODS = new Set(['GET', 'POST', 'DELETE', 'HEAD', 'OPTIONS']);
@@ -29,6 +37,12 @@ export class GatewayCounts {
   private readonly refusals = new Map<GatewayRefusal, number>();
   /** By action and the proof it rests on, `${action}\n${proof}`. */
   private readonly actions = new Map<string, number>();
+  /** The observation whose held bytes and unparsed bodies the metrics read (set once it is made). */
+  private observation: { stats(): HeldStats } | undefined = undefined;
+
+  observe(observation: { stats(): HeldStats }): void {
+    this.observation = observation;
+  }
 
   opened(): void {
     this.open++;
@@ -84,6 +98,14 @@ export class GatewayCounts {
           const [action, proof] = key.split('\n') as [string, string];
           return [{ [LABEL_ACTION]: action, [LABEL_PROOF]: proof }, n] as const;
         }),
+      [METRIC_GATEWAY_HELD_BYTES]: () => [[{}, this.observation?.stats().heldBytes ?? 0]],
+      [METRIC_GATEWAY_UNPARSED_TOTAL]: () => {
+        const stats = this.observation?.stats();
+        return [
+          [{ [LABEL_KIND]: UnparsedKind.JSON_BODY }, stats?.unparsedJsonBodies ?? 0],
+          [{ [LABEL_KIND]: UnparsedKind.SSE_EVENT }, stats?.oversizedEvents ?? 0],
+        ];
+      },
     };
     for (const d of GATEWAY_METRICS) metrics.addCollected(d, reads[d.name]!);
   }

@@ -123,13 +123,17 @@ export class Forwarder {
       );
     const controller = new AbortController();
     let idle: ReturnType<typeof setTimeout> | undefined;
-    const stopIdle = (): void => clearTimeout(idle);
+    // The request's body once it is in: a 504 of the idle timer names its JSON-RPC id too (parsed then, off the data path).
+    let sent: Uint8Array | undefined = undefined;
+    const stopIdle = (): void => {
+      clearTimeout(idle);
+      // The timer's closures live as long as the response: they must not keep the body past its exchange.
+      sent = undefined;
+    };
     res.once('close', () => {
       stopIdle();
       if (!res.writableFinished) controller.abort(abortReason(CLIENT_GONE));
     });
-    // The request's body once it is in: a 504 of the idle timer names its JSON-RPC id too (parsed then, off the data path).
-    let sent: Uint8Array | undefined = undefined;
     if (this.limits.streamIdleTimeoutMs > 0) {
       idle = setTimeout(() => {
         this.counts.refused(GatewayRefusal.STREAM_IDLE);

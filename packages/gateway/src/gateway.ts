@@ -43,6 +43,15 @@ export interface GatewayOptions extends Partial<ForwarderLimits>, IdPolicyOption
   headerTimeoutMs?: number;
   /** Client connections open at once; one more is closed as it is accepted. Default 12,000. */
   maxConnections?: number;
+  /** Largest JSON response body parsed; a larger one passes to the client unparsed. Default 8 MiB. */
+  maxJsonBodyBytes?: number;
+  /**
+   * Largest SSE event held to parse it (and, with `enforce`, to filter it); a larger one passes to the
+   * client as it arrives, unparsed. Default 8 MiB.
+   */
+  maxHeldEventBytes?: number;
+  /** Most bytes held at once, across exchanges, to parse JSON bodies and SSE events. Default 64 MiB. */
+  maxHeldBytes?: number;
   /** PEM certificates trusted for an https upstream, in addition to Node's. */
   upstreamCa?: string;
   /** A request's deadline for its spans (and the guard's verdicts on silence). Default 300000 ms. */
@@ -86,6 +95,9 @@ export const GATEWAY_DEFAULTS = {
   port: 8080,
   maxBodyBytes: 4 * 1024 * 1024,
   maxHeaderBytes: 16 * 1024,
+  maxJsonBodyBytes: 8 * 1024 * 1024,
+  maxHeldEventBytes: 8 * 1024 * 1024,
+  maxHeldBytes: 64 * 1024 * 1024,
   maxStreams: 10_000,
   // --max-streams, and room for connections sending their request or idle between two.
   maxConnections: 12_000,
@@ -144,7 +156,11 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       ...(options.idKey ? { idKey: options.idKey } : {}),
       ...(options.maxSessions ? { maxSessions: options.maxSessions } : {}),
       sessionRetentionMs,
+      maxJsonBodyBytes: options.maxJsonBodyBytes ?? GATEWAY_DEFAULTS.maxJsonBodyBytes,
+      maxHeldEventBytes: options.maxHeldEventBytes ?? GATEWAY_DEFAULTS.maxHeldEventBytes,
+      maxHeldBytes: options.maxHeldBytes ?? GATEWAY_DEFAULTS.maxHeldBytes,
     });
+    counts.observe(observation);
     const forwarder = new Forwarder(
       upstream,
       observation,

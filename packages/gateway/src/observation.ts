@@ -10,6 +10,19 @@ export interface ObservationStats extends RecorderStats {
   requests: number;
   /** Sessions and requests pushed out by the caps. */
   evictions: number;
+  /** Bytes held now to parse JSON bodies and SSE events (maxHeldBytes caps them). */
+  heldBytes: number;
+  /** JSON bodies passed to their client unparsed: over maxJsonBodyBytes, or past maxHeldBytes. */
+  unparsedJsonBodies: number;
+  /** SSE events passed to their client unparsed, as they arrived: over maxHeldEventBytes, or past maxHeldBytes. */
+  oversizedEvents: number;
+}
+
+/** What the gateway bounds of what it holds to parse bodies (the wire observer's options of the same names). */
+interface HeldBodyLimits {
+  maxJsonBodyBytes: number;
+  maxHeldEventBytes: number;
+  maxHeldBytes: number;
 }
 
 /** The wire observer of every client's exchanges (with the span recorder and the guard on it). */
@@ -33,9 +46,9 @@ export interface Observation {
  * `proxyResponse`): no fetch, no Response, no web stream on the data path.
  */
 export function observeExchanges(
-  options: InstrumentFetchOptions & { maxSessions?: number; sessionRetentionMs: number },
+  options: InstrumentFetchOptions & HeldBodyLimits & { maxSessions?: number; sessionRetentionMs: number },
 ): Observation {
-  const { maxSessions, sessionRetentionMs, ...rest } = options;
+  const { maxSessions, sessionRetentionMs, maxJsonBodyBytes, maxHeldEventBytes, maxHeldBytes, ...rest } = options;
   const instrumented = instrumentFetch({
     ...rest,
     observer: {
@@ -46,6 +59,10 @@ export function observeExchanges(
       confirmDelivery: true,
       sessionRetentionMs,
       ...(maxSessions ? { maxSessions } : {}),
+      // What a client's exchange makes the gateway hold is bounded by bytes: beyond, it passes unparsed.
+      maxJsonBodyBytes,
+      maxHeldEventBytes,
+      maxHeldBytes,
     },
   });
   const observer = instrumented.observer;
@@ -63,6 +80,9 @@ export function observeExchanges(
         sessions: wire.sessions,
         requests: wire.requests,
         evictions: wire.evictions,
+        heldBytes: wire.heldBytes,
+        unparsedJsonBodies: wire.unparsedJsonBodies,
+        oversizedEvents: wire.oversizedEvents,
         ...instrumented.stats(),
       };
     },

@@ -1,10 +1,11 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { GuardAction, META_IDEMPOTENCY_KEY, ProtocolEra, protocolEra } from '@resumewatch/semconv';
+import { GuardAction, ProtocolEra, protocolEra } from '@resumewatch/semconv';
 import {
   BrokenRequests,
   isInputRound,
-  reissuableTarget,
+  keyedArgumentsDigest,
   requestArgumentsDigest,
+  requestIdempotencyKey,
   requestTarget,
   TOOLS_CALL_METHOD,
 } from '@resumewatch/wire';
@@ -42,13 +43,6 @@ export function isStatelessEra(protocolVersion: string | undefined): boolean {
   return protocolEra(protocolVersion) === ProtocolEra.STATELESS;
 }
 
-function idempotencyKeyOf(message: JsonRpcRequest): string | undefined {
-  const meta = message.params?._meta;
-  const key =
-    typeof meta === 'object' && meta !== null ? (meta as Record<string, unknown>)[META_IDEMPOTENCY_KEY] : undefined;
-  return typeof key === 'string' ? key : undefined;
-}
-
 function isAbortError(error: unknown): boolean {
   return (error as { name?: unknown } | null)?.name === 'AbortError';
 }
@@ -78,10 +72,6 @@ export class ReissueTracker {
     return { brokenRequests: this.broken.size, evictions: this.broken.evictions };
   }
 
-  private digest(message: JsonRpcRequest): string {
-    return requestArgumentsDigest(message, this.digestKey);
-  }
-
   /**
    * The idempotency key a `tools/call` about to be sent should carry: the one it already carries, the
    * key of the broken attempt it re-issues, or a new one. Undefined for other methods.
@@ -89,10 +79,10 @@ export class ReissueTracker {
   idempotencyKeyFor(message: JsonRpcRequest): string | undefined {
     // Only a tool call runs side effects: the only method whose requests get an idempotency key.
     if (message.method !== TOOLS_CALL_METHOD) return undefined;
-    const carried = idempotencyKeyOf(message);
+    const carried = requestIdempotencyKey(message);
     if (carried !== undefined) return carried;
     if (!isInputRound(message)) {
-      const inherited = this.broken.peek(this.digest(message))?.idempotencyKey;
+      const inherited = this.broken.peek(requestArgumentsDigest(message, this.digestKey))?.idempotencyKey;
       if (inherited !== undefined) return inherited;
     }
     const make = this.options.makeIdempotencyKey;
@@ -109,13 +99,13 @@ export class ReissueTracker {
   onRequest(request: WireRequest): void {
     if (request.requests.length === 0 || !isStatelessEra(request.protocolVersion)) return;
     for (const record of request.requests) {
-      const message = record.message;
-      // Only a request that names its work can be re-issued (tools/call, prompts/get, resources/read).
-      if (message === undefined || reissuableTarget(message) === undefined) continue;
-      const digest = this.digest(message);
-      const idempotencyKey = idempotencyKeyOf(message);
+      // Only a request that names its work can be re-issued (tools/call, prompts/get, resources/read):
+      // the observer digested that work when it described the request (the record keeps no body).
+      if (record.workDigest === undefined) continue;
+      const digest = keyedArgumentsDigest(record.workDigest, this.digestKey);
+      const idempotencyKey = record.idempotencyKey;
       // A Multi Round-Trip round goes on with its call: it never re-issues one.
-      const first = isInputRound(message) ? undefined : this.broken.takeReissued(digest);
+      const first = record.inputRound ? undefined : this.broken.takeReissued(digest);
       const attempt = first === undefined ? 1 : first.attempt + 1;
       this.inFlight.set(record, { digest, idempotencyKey, attempt, request });
       if (first === undefined) continue;

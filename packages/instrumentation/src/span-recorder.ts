@@ -14,13 +14,7 @@ import type {
   WireRequest,
   WireResponse,
 } from '@resumewatch/wire';
-import {
-  BrokenRequests,
-  DEFAULT_REISSUE_WINDOW_MS,
-  isInputRound,
-  reissuableTarget,
-  requestArgumentsDigest,
-} from '@resumewatch/wire';
+import { BrokenRequests, DEFAULT_REISSUE_WINDOW_MS, keyedArgumentsDigest } from '@resumewatch/wire';
 import {
   ATTR_HTTP_REQUEST_METHOD,
   ATTR_HTTP_RESPONSE_STATUS_CODE,
@@ -376,13 +370,13 @@ export class SpanRecorder implements WireListener {
     record: RequestRecord,
     stateless: boolean,
   ): Link[] | undefined {
-    if (record.message === undefined) return undefined;
-    // Only a request that names its work (tools/call, prompts/get, resources/read) can be re-issued.
-    if (reissuableTarget(record.message) === undefined) return undefined;
-    const digest = requestArgumentsDigest(record.message, this.digestKey);
+    // Only a request that names its work (tools/call, prompts/get, resources/read) can be re-issued:
+    // the observer digested that work when it described the request (the record keeps no body).
+    if (record.workDigest === undefined) return undefined;
+    const digest = keyedArgumentsDigest(record.workDigest, this.digestKey);
     attributes[ATTR_MCP_REQUEST_ARGUMENTS_DIGEST] = digest;
     // A Multi Round-Trip round answers the server's input request: the same call going on, not a re-issue.
-    if (isInputRound(record.message)) {
+    if (record.inputRound) {
       attributes[ATTR_MCP_REQUEST_INPUT_ROUND] = true;
       return undefined;
     }

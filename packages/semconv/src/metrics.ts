@@ -51,6 +51,8 @@ export const METRIC_GATEWAY_EXCHANGES_TOTAL = 'resumewatch_gateway_exchanges_tot
 export const METRIC_GATEWAY_OPEN_EXCHANGES = 'resumewatch_gateway_open_exchanges';
 export const METRIC_GATEWAY_REFUSALS_TOTAL = 'resumewatch_gateway_refusals_total';
 export const METRIC_GATEWAY_GUARD_ACTIONS_TOTAL = 'resumewatch_gateway_guard_actions_total';
+export const METRIC_GATEWAY_HELD_BYTES = 'resumewatch_gateway_held_bytes';
+export const METRIC_GATEWAY_UNPARSED_TOTAL = 'resumewatch_gateway_unparsed_total';
 
 export type MetricType = 'counter' | 'gauge' | 'histogram';
 
@@ -218,6 +220,18 @@ export const GATEWAY_METRICS: readonly MetricDescriptor[] = [
     type: 'counter',
     help: 'What the gateway enforced with --enforce (resume refused, duplicate terminal dropped, conflicting terminal reported, failed resumption reported), by action and by the proof of receipt it rests on (cursor, next_request; not_needed for a report).',
     labelNames: [LABEL_ACTION, LABEL_PROOF],
+  },
+  {
+    name: METRIC_GATEWAY_HELD_BYTES,
+    type: 'gauge',
+    help: 'Bytes the gateway holds now to parse JSON bodies and SSE events, across exchanges; --max-held-bytes caps them.',
+    labelNames: [],
+  },
+  {
+    name: METRIC_GATEWAY_UNPARSED_TOTAL,
+    type: 'counter',
+    help: 'JSON bodies and SSE events passed to the client unparsed (over --max-json-body-bytes or --max-held-event-bytes, or past --max-held-bytes): not observed, and never filtered, by kind.',
+    labelNames: [LABEL_KIND],
   },
 ];
 

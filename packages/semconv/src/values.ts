@@ -224,6 +224,18 @@ export const GatewayRefusal = {
 export type GatewayRefusal = ValuesOf<typeof GatewayRefusal>;
 
 /**
+ * What the gateway passed to its client unparsed, the `kind` of `resumewatch_gateway_unparsed_total`:
+ * too large to hold (over its own bound), or past the bytes held across exchanges.
+ */
+export const UnparsedKind = {
+  /** A JSON response body. */
+  JSON_BODY: 'json_body',
+  /** An SSE event (passed as it arrived; it cannot be removed, and a terminal in it is not seen). */
+  SSE_EVENT: 'sse_event',
+} as const;
+export type UnparsedKind = ValuesOf<typeof UnparsedKind>;
+
+/**
  * JSON-RPC error codes of the gateway's own answers, the MCP SDKs' codes for the same conditions
  * (`ErrorCode.ConnectionClosed`, `ErrorCode.RequestTimeout`).
  */

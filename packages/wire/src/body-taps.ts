@@ -3,6 +3,7 @@ import type { SseSink } from './sse.js';
 import type { JsonRpcMessage } from './jsonrpc.js';
 import { parseMessages } from './jsonrpc.js';
 import { holdShape } from './shapes.js';
+import type { Hold, HeldBytes } from './held-bytes.js';
 import type { StreamEnd, StreamRecord, WireRequest } from './types.js';
 
 /** What a tap tells the observer. */
@@ -14,6 +15,8 @@ export interface TapHost {
   /** The rewritten event (a batch less its removed messages) to put where the event just removed stood. */
   takeReplacement(): Uint8Array | undefined;
   jsonBody(request: WireRequest, stream: StreamRecord, messages: readonly JsonRpcMessage[]): void;
+  /** A JSON body or an SSE event was passed on unparsed: over its bound, or past the held-bytes budget. */
+  passedUnparsed(format: 'json' | 'sse'): void;
 }
 
 /** Where a tap puts the bytes the client gets: the watched body's reads (watched-body.ts), or a proxy's writer. */
@@ -26,6 +29,8 @@ export interface BodyTap {
   /** Returns whether anything was enqueued. */
   chunk(chunk: Uint8Array, controller: ChunkSink): boolean;
   end(controller: ChunkSink): void;
+  /** The body is over (ended, failed or cancelled): what it held of the budget is given back. */
+  release(): void;
 }
 
 /**
@@ -54,6 +59,7 @@ export class PushedBody {
 
   /** The body broke (`error`), or the exchange was aborted (an AbortError: `abort`). */
   fail(error: unknown): void {
+    this.tap.release();
     this.observer.streamEnded(this.request, this.stream, isAbort(error) ? 'abort' : 'error', error);
   }
 }
@@ -78,12 +84,17 @@ export class SseTap implements BodyTap, SseSink {
   private removed: number[] | undefined = undefined;
   /** Per pair of `removed`: the bytes that take the removed event's place (its batch less some messages), or undefined. */
   private replacements: (Uint8Array | undefined)[] | undefined = undefined;
+  /** What the event in progress holds of the observer's budget: made when one is first carried over a chunk. */
+  private hold: Hold | undefined = undefined;
 
   constructor(
     private readonly observer: TapHost,
     private readonly request: WireRequest,
     private readonly stream: StreamRecord,
     private readonly filtering: boolean,
+    private readonly budget: HeldBytes,
+    /** Most bytes of one event held (`maxHeldEventBytes`). */
+    private readonly maxEventBytes: number,
   ) {}
 
   chunk(chunk: Uint8Array, sink: ChunkSink): boolean {
@@ -94,11 +105,34 @@ export class SseTap implements BodyTap, SseSink {
       sink.enqueue(chunk);
       return true;
     }
+    // An oversized event in progress passes as it comes: what the scanner carries of it was given out.
+    const passing = this.scanner.oversized;
     this.eventsEnd = 0;
     this.scanner.push(chunk);
-    const enqueued = this.forward(chunk, sink);
+    const enqueued = this.forward(chunk, sink, passing);
     this.scanner.releaseBytes();
     return enqueued;
+  }
+
+  /**
+   * Called by the scanner after each chunk: whether it may hold `bytes` of the event in progress. An
+   * event over `maxEventBytes`, or past the observer's budget, may not: it becomes oversized, and is
+   * given out as it comes, unparsed (README, "Bounds"). Its line in progress (at most 4 KiB) is held anyway.
+   */
+  held(bytes: number): boolean {
+    let hold = this.hold;
+    if (hold === undefined) {
+      if (bytes === 0) return true;
+      hold = this.hold = this.budget.holdFor(this);
+    }
+    if (bytes === hold.bytes) return true;
+    const oversized = this.scanner.oversized;
+    if (!oversized && (bytes > this.maxEventBytes || !this.budget.set(hold, bytes))) {
+      this.observer.passedUnparsed('sse');
+      return false;
+    }
+    if (oversized) this.budget.set(hold, bytes, true);
+    return true;
   }
 
   /** Called by the scanner for each event. */
@@ -113,24 +147,36 @@ export class SseTap implements BodyTap, SseSink {
   }
 
   end(sink: ChunkSink): void {
+    // The rest of an oversized event was given out as it came.
+    const passed = this.scanner.oversized;
     const rest = this.scanner.end();
-    if (this.filtering && rest.length > 0) sink.enqueue(rest);
+    if (this.filtering && !passed && rest.length > 0) sink.enqueue(rest);
+    this.release();
   }
 
-  /** Enqueues the kept events of the chunk just scanned; returns whether anything was enqueued. */
-  private forward(chunk: Uint8Array, sink: ChunkSink): boolean {
-    const end = this.eventsEnd;
-    if (end === 0) return false;
+  release(): void {
+    if (this.hold !== undefined) this.budget.release(this.hold);
+  }
+
+  /**
+   * Enqueues the kept events of the chunk just scanned, and, when an oversized event is in progress,
+   * what arrived of it (`passing`: it was in progress before this chunk, and what the scanner carried
+   * of it was given out already); returns whether anything was enqueued.
+   */
+  private forward(chunk: Uint8Array, sink: ChunkSink, passing: boolean): boolean {
     const bytes = this.scanner.bytes;
+    const start = passing ? bytes.length - chunk.length : 0;
+    const end = this.scanner.oversized ? bytes.length : this.eventsEnd;
+    if (end <= start) return false;
     const removed = this.removed;
     if (removed === undefined || removed.length === 0) {
-      // Every event of the chunk kept and none carried over: the chunk itself, no view.
-      const whole = end === chunk.length && bytes.buffer === chunk.buffer && bytes.byteOffset === chunk.byteOffset;
-      sink.enqueue(whole ? chunk : bytes.subarray(0, end));
+      // All of the chunk's bytes and nothing carried: the chunk itself, no view.
+      const whole = end - start === chunk.length && end === bytes.length;
+      sink.enqueue(whole ? chunk : bytes.subarray(start, end));
       return true;
     }
     const replacements = this.replacements!;
-    let from = 0;
+    let from = start;
     let enqueued = false;
     for (let i = 0; i < removed.length; i += 2) {
       if (removed[i]! > from) {
@@ -154,34 +200,58 @@ export class SseTap implements BodyTap, SseSink {
   }
 }
 
+/**
+ * Reads a JSON body whole, to parse it at its end. A body over `maxBytes`, or one that would take the
+ * observer's held bytes past its budget, is passed on unparsed from there, and what was held of it let go.
+ */
 export class JsonTap implements BodyTap {
   private readonly chunks: Uint8Array[] = [];
   private size = 0;
+  private unparsed = false;
+  private hold: Hold | undefined = undefined;
 
   constructor(
     private readonly observer: TapHost,
     private readonly request: WireRequest,
     private readonly stream: StreamRecord,
     private readonly maxBytes: number,
+    private readonly budget: HeldBytes,
   ) {}
 
   chunk(chunk: Uint8Array, sink: ChunkSink): boolean {
-    this.size += chunk.length;
-    if (this.size <= this.maxBytes) this.chunks.push(chunk);
+    if (!this.unparsed) {
+      this.size += chunk.length;
+      const hold = (this.hold ??= this.budget.holdFor(this));
+      if (this.size <= this.maxBytes && this.budget.set(hold, this.size)) {
+        this.chunks.push(chunk);
+      } else {
+        this.unparsed = true;
+        this.chunks.length = 0;
+        this.release();
+        this.observer.passedUnparsed('json');
+      }
+    }
     sink.enqueue(chunk);
     return true;
   }
 
   end(): void {
-    if (this.size > this.maxBytes) return;
-    const messages = parseMessages(Buffer.concat(this.chunks).toString('utf8'));
+    if (!this.unparsed) {
+      const messages = parseMessages(Buffer.concat(this.chunks).toString('utf8'));
+      this.chunks.length = 0;
+      this.release();
+      if (messages.length > 0) this.observer.jsonBody(this.request, this.stream, messages);
+    }
+  }
+
+  release(): void {
     this.chunks.length = 0;
-    if (messages.length > 0) this.observer.jsonBody(this.request, this.stream, messages);
+    if (this.hold !== undefined) this.budget.release(this.hold);
   }
 }
 
-holdShape(new SseTap(undefined as never, undefined as never, undefined as never, false));
-holdShape(new JsonTap(undefined as never, undefined as never, undefined as never, 0));
+holdShape(new SseTap(undefined as never, undefined as never, undefined as never, false, undefined as never, 0));
+holdShape(new JsonTap(undefined as never, undefined as never, undefined as never, 0, undefined as never));
 holdShape(new PushedBody(undefined as never, undefined as never, undefined as never, undefined as never));
 export function isAbort(error: unknown): boolean {
   return error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError');

@@ -11,8 +11,10 @@ export {
   DEFAULT_REISSUE_WINDOW_MS,
   canonicalJson,
   isInputRound,
+  keyedArgumentsDigest,
   requestArgumentsDigest,
-  reissuableTarget,
+  requestIdempotencyKey,
+  requestWorkDigest,
   TOOLS_CALL_METHOD,
 } from './reissue.js';
 export type { BrokenRequestsOptions } from './reissue.js';

@@ -2,6 +2,8 @@ import { BoundedMap } from '@resumewatch/bounded';
 import { HEADER_LAST_EVENT_ID, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID, headerValue } from './headers.js';
 import { GuardProof, ReattachTrigger, StreamKind, TerminalDelivery, TerminalOutcome } from '@resumewatch/semconv';
 import { digestOfTerminal } from './digest.js';
+import { MAX_KEPT_CHARS, keptText } from './kept-text.js';
+import { isInputRound, reissuableTarget, requestIdempotencyKey, requestWorkDigest } from './reissue.js';
 import {
   cancelledRequestIds,
   isErrorResponse,
@@ -12,8 +14,9 @@ import {
   parseMessages,
   requestTarget,
 } from './jsonrpc.js';
-import type { JsonRpcId, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from './jsonrpc.js';
+import type { JsonRpcId, JsonRpcMessage, JsonRpcResponse } from './jsonrpc.js';
 import { JsonTap, PushedBody, SseTap, isAbort } from './body-taps.js';
+import { HeldBytes } from './held-bytes.js';
 import { watchResponse } from './watched-body.js';
 import type { BodyTap } from './body-taps.js';
 import { CursorRing } from './cursor-ring.js';
@@ -34,6 +37,7 @@ import type {
   WireObserverOptions,
   WireRequest,
   WireResponse,
+  WireStats,
 } from './types.js';
 
 /** The observer's own view of the records it hands out read-only. */
@@ -80,6 +84,11 @@ export class WireObserver {
   private readonly streamsPerSession: number;
   private readonly cursorsPerSession: number;
   private readonly maxJsonBodyBytes: number;
+  private readonly maxHeldEventBytes: number;
+  /** Bytes held to parse bodies and events, across every body (`maxHeldBytes`). */
+  private readonly heldBytes: HeldBytes;
+  private unparsedJsonBodies = 0;
+  private oversizedEvents = 0;
   private readonly releaseOnTransportClose: boolean;
   private readonly sessionlessApart: boolean;
   private readonly now: () => number;
@@ -106,6 +115,8 @@ export class WireObserver {
     this.streamsPerSession = options.streamsPerSession ?? 32;
     this.cursorsPerSession = options.cursorsPerSession ?? 256;
     this.maxJsonBodyBytes = options.maxJsonBodyBytes ?? 8 * 1024 * 1024;
+    this.maxHeldEventBytes = options.maxHeldEventBytes ?? 8 * 1024 * 1024;
+    this.heldBytes = new HeldBytes(options.maxHeldBytes ?? 64 * 1024 * 1024);
     this.releaseOnTransportClose = options.releaseOnTransportClose ?? true;
     this.sessionlessApart = options.sessionlessApart ?? false;
   }
@@ -179,7 +190,7 @@ export class WireObserver {
    * whether it finished the request).
    */
   getRequest(sessionId: string | undefined, id: JsonRpcId): RequestRecord | undefined {
-    return this.lookup(sessionId ?? '', id);
+    return this.lookup(sessionId ?? '', typeof id === 'string' ? keptText(id) : id);
   }
 
   private lookup(sessionId: string, id: JsonRpcId): RequestRecord | undefined {
@@ -198,21 +209,19 @@ export class WireObserver {
 
   /**
    * Sessions and requests currently held, how many the caps pushed out, and how many were released on
-   * the evidence that they were over (see "Release" in the README).
+   * the evidence that they were over (see "Release" in the README); the bytes held to parse bodies now,
+   * and the JSON bodies and SSE events passed on unparsed (see "Bounds").
    */
-  stats(): {
-    sessions: number;
-    requests: number;
-    evictions: number;
-    releasedSessions: number;
-    releasedRequests: number;
-  } {
+  stats(): WireStats {
     return {
       sessions: this.sessions.size,
       requests: this.requests.size,
       evictions: this.sessions.evictions + this.requests.evictions,
       releasedSessions: this.releasedSessions,
       releasedRequests: this.releasedRequests,
+      heldBytes: this.heldBytes.total,
+      unparsedJsonBodies: this.unparsedJsonBodies,
+      oversizedEvents: this.oversizedEvents,
     };
   }
 
@@ -350,8 +359,8 @@ export class WireObserver {
     for (const record of stream.requests) {
       if (this.requests.get(record.key) !== record) continue;
       this.requests.delete(record.key);
-      // The payload is not needed to judge a late resume or terminal: only the count, digest and finished flag are.
-      (record as Writable<RequestRecord>).message = undefined;
+      // Only the count, digest and finished flag are needed to judge a late resume or terminal.
+      (record as Writable<RequestRecord>).released = true;
       // While the stream is among its session's recent streams the record is found there; the digest
       // alone is kept once the stream leaves them (or at once, without a session).
       if (!session?.streams.includes(stream)) this.keepDigest(record);
@@ -393,15 +402,22 @@ export class WireObserver {
     const keyScope = sessionId ?? (this.sessionlessApart ? `\n${this.requestSeq + 1}` : undefined);
     for (const message of messages) {
       if (!isRequest(message)) continue;
-      const key = requestKey(keyScope, message.id);
+      // What later decisions need of the request, computed now: the record never keeps the body. A
+      // string id is kept as it is up to a bound (keptText); a number's text is short whatever was sent.
+      const id = typeof message.id === 'string' ? keptText(message.id) : message.id;
+      const key = requestKey(keyScope, id);
+      const target = requestTarget(message);
+      const idempotencyKey = requestIdempotencyKey(message);
       const record = newRequestRecord(
         key,
         sessionId ?? '',
-        String(message.id),
-        typeof message.id === 'string',
-        message.method,
-        requestTarget(message),
-        message,
+        String(id),
+        typeof id === 'string',
+        keptText(String(message.method)),
+        target === undefined ? undefined : keptText(target),
+        reissuableTarget(message) === undefined ? undefined : requestWorkDigest(message),
+        isInputRound(message),
+        idempotencyKey !== undefined && idempotencyKey.length <= MAX_KEPT_CHARS ? idempotencyKey : undefined,
         startedAt,
       );
       this.requests.set(key, record);
@@ -412,7 +428,7 @@ export class WireObserver {
     let cancels: RequestRecord[] | undefined;
     for (const message of messages) {
       for (const id of cancelledRequestIds(message)) {
-        const record = this.lookup(sessionId ?? '', id);
+        const record = this.lookup(sessionId ?? '', typeof id === 'string' ? keptText(id) : id);
         if (record) (cancels ??= []).push(record);
       }
     }
@@ -594,7 +610,7 @@ export class WireObserver {
 
   /** A stream pushed out of its session's recent streams: its released requests keep their digest. */
   private streamLeft(stream: StreamRecord): void {
-    for (const record of stream.requests) if (record.message === undefined) this.keepDigest(record);
+    for (const record of stream.requests) if (record.released) this.keepDigest(record);
   }
 
   private keepDigest(record: RequestRecord): void {
@@ -640,7 +656,7 @@ export class WireObserver {
     record.finished = true;
     record.proof = proof;
     // A released record (a compact one is a copy): what is kept of it must say so too.
-    if (record.message === undefined) {
+    if (record.released) {
       const released = this.released.get(record.key);
       if (released) {
         released.finished = true;
@@ -652,8 +668,14 @@ export class WireObserver {
   /** What sees a body: the SSE scanner of its events, or the JSON body's parse at its end. */
   private tapFor(request: WireRequest, stream: StreamRecord): BodyTap {
     return stream.format === 'sse'
-      ? new SseTap(this, request, stream, this.filtering)
-      : new JsonTap(this, request, stream, this.maxJsonBodyBytes);
+      ? new SseTap(this, request, stream, this.filtering, this.heldBytes, this.maxHeldEventBytes)
+      : new JsonTap(this, request, stream, this.maxJsonBodyBytes, this.heldBytes);
+  }
+
+  /** @internal A JSON body or an SSE event was passed on unparsed (over its bound, or past maxHeldBytes). */
+  passedUnparsed(format: 'json' | 'sse'): void {
+    if (format === 'json') this.unparsedJsonBodies++;
+    else this.oversizedEvents++;
   }
 
   /** @internal Tells the listeners how a body ended (once). */
@@ -681,7 +703,12 @@ export class WireObserver {
     if (scan.retry !== undefined) stream.pollingAnnounced = true;
     let kept: boolean;
     let terminals = NO_TERMINALS;
-    if (scan.hasData && !scan.mayHoldId) {
+    if (scan.oversized) {
+      // Passed on as it came, unparsed (README, "Bounds"): its id is the client's cursor; data is taken
+      // for a message (the evidence a resume brought something); a terminal in it is not seen.
+      if (scan.hasData) stream.messageEvents++;
+      kept = true;
+    } else if (scan.hasData && !scan.mayHoldId) {
       // No "id" member anywhere: not a request or a response, so no terminal to look for. The
       // messages (notifications) are parsed only if a listener asks for them; a notification has
       // a "method" key, which `data: {}` and other non-JSON-RPC data lack.
@@ -789,8 +816,8 @@ export class WireObserver {
     eventId: string | undefined,
     messageIndex: number,
   ): TerminalObservation | undefined {
-    const id = message.id;
-    if (id === null) return undefined;
+    if (message.id === null) return undefined;
+    const id = typeof message.id === 'string' ? keptText(message.id) : message.id;
     const text = String(id);
     const isString = typeof id === 'string';
     let record = stream.requests.find((r) => r.id === text && r.idIsString === isString);
@@ -884,7 +911,9 @@ function newRequestRecord(
   idIsString: boolean,
   method: string,
   target: string | undefined,
-  message: JsonRpcRequest | undefined,
+  workDigest: string | undefined,
+  inputRound: boolean,
+  idempotencyKey: string | undefined,
   startedAt: number,
 ): RequestRecord {
   return {
@@ -894,7 +923,10 @@ function newRequestRecord(
     idIsString,
     method,
     target,
-    message,
+    workDigest,
+    inputRound,
+    idempotencyKey,
+    released: false,
     startedAt,
     terminalCount: 0,
     finished: false,
@@ -946,7 +978,7 @@ holdShape(new WireObserver());
     newStreamRecord('0', 'held', 'POST', 'sse', StreamKind.REQUEST, [], false, undefined, false),
   );
   const record = holdShape(
-    newRequestRecord('held\n0', 'held', '0', false, 'ping', undefined, undefined, Date.now() + 0.5),
+    newRequestRecord('held\n0', 'held', '0', false, 'ping', undefined, undefined, false, undefined, Date.now() + 0.5),
   );
   stream.requests.push(record);
   session.streams.push(stream);
@@ -1004,7 +1036,10 @@ function compactRecord(key: string, sessionId: string, id: JsonRpcId, released: 
     idIsString: typeof id === 'string',
     method: '',
     target: undefined,
-    message: undefined,
+    workDigest: undefined,
+    inputRound: false,
+    idempotencyKey: undefined,
+    released: true,
     startedAt: 0,
     terminalCount: 1,
     finished: released.finished,

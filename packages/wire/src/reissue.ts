@@ -1,5 +1,6 @@
-import { createHmac } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 import { BoundedMap } from '@resumewatch/bounded';
+import { META_IDEMPOTENCY_KEY } from '@resumewatch/semconv';
 import { requestTarget } from './jsonrpc.js';
 import type { JsonRpcRequest } from './jsonrpc.js';
 
@@ -44,22 +45,41 @@ export function canonicalJson(value: unknown): string {
 }
 
 /**
- * The keyed digest of the work a request asks for: HMAC-SHA256 under `key` of its method, its name and
- * the canonical JSON of `params.arguments`, hex, 128 bits. Nothing else of the params counts: `_meta`
- * (a progress token, an idempotency key) and a Multi Round-Trip round's `inputResponses` and
- * `requestState` differ between attempts of one call. Processes that compare digests share the key.
+ * The unkeyed digest of the work a request asks for: SHA-256 of its method, its name and the canonical
+ * JSON of `params.arguments`, hex. Nothing else of the params counts: `_meta` (a progress token, an
+ * idempotency key) and a Multi Round-Trip round's `inputResponses` and `requestState` differ between
+ * attempts of one call. The observer computes it once, when it describes the request
+ * (`RequestRecord.workDigest`), so that no record keeps the arguments; it never leaves the process:
+ * what does is keyed (`keyedArgumentsDigest`). The whole arguments count, not a bounded prefix: two
+ * calls that differ past a prefix are two calls, and a re-issue inherits its first attempt's idempotency key.
  */
-export function requestArgumentsDigest(request: JsonRpcRequest, key: string | Uint8Array): string {
+export function requestWorkDigest(request: JsonRpcRequest): string {
   const name = requestTarget(request) ?? '';
   const args = request.params?.arguments;
-  return createHmac('sha256', key)
+  return createHash('sha256')
     .update(request.method)
     .update('\n')
     .update(name)
     .update('\n')
     .update(args === undefined ? '' : canonicalJson(args))
-    .digest('hex')
-    .slice(0, DIGEST_HEX_CHARS);
+    .digest('hex');
+}
+
+/**
+ * The keyed digest of a request's work, from its unkeyed digest (`RequestRecord.workDigest`):
+ * HMAC-SHA256 under `key`, hex, 128 bits. What leaves the process; processes that compare digests
+ * share the key.
+ */
+export function keyedArgumentsDigest(workDigest: string, key: string | Uint8Array): string {
+  return createHmac('sha256', key).update(workDigest).digest('hex').slice(0, DIGEST_HEX_CHARS);
+}
+
+/**
+ * The keyed digest of the work a request asks for (its method, its name and its arguments, see
+ * `requestWorkDigest`): `keyedArgumentsDigest` of its unkeyed digest.
+ */
+export function requestArgumentsDigest(request: JsonRpcRequest, key: string | Uint8Array): string {
+  return keyedArgumentsDigest(requestWorkDigest(request), key);
 }
 
 /**
@@ -68,6 +88,17 @@ export function requestArgumentsDigest(request: JsonRpcRequest, key: string | Ui
  */
 export function isInputRound(request: JsonRpcRequest): boolean {
   return request.params?.inputResponses !== undefined;
+}
+
+/**
+ * The idempotency key a request carries in its `_meta` (META_IDEMPOTENCY_KEY of @resumewatch/semconv:
+ * one logical call, the same on every re-issue of it), when it is a string.
+ */
+export function requestIdempotencyKey(request: JsonRpcRequest): string | undefined {
+  const meta = request.params?._meta;
+  const key =
+    typeof meta === 'object' && meta !== null ? (meta as Record<string, unknown>)[META_IDEMPOTENCY_KEY] : undefined;
+  return typeof key === 'string' ? key : undefined;
 }
 
 export interface BrokenRequestsOptions {

@@ -51,9 +51,31 @@ const decoder = new TextDecoder();
  */
 const NONE_AHEAD = 2 ** 30 - 16;
 
+/**
+ * Bytes an event held for every data line beyond its first: the view of the line the scanner keeps
+ * costs about this much, so that an event of many short data lines is held by what it costs.
+ */
+const DATA_LINE_BYTES = 64;
+/**
+ * The longest line of an oversized event the scanner still holds to read its field (an `id:` line,
+ * so that the cursor is known); a longer one is skipped unread.
+ */
+const MAX_OVERSIZED_LINE = 4096;
+/** The smallest buffer carried bytes are gathered in. */
+const MIN_STORE_BYTES = 16 * 1024;
+/** A carried event this much smaller than its buffer moves to one of its size (the rest is let go). */
+const STORE_SHRINK = 4;
+
 /** Receives the scanner's events. An object with a method, not a closure: see `SseScanner`. */
 export interface SseSink {
   event(scanner: SseScanner): void;
+  /**
+   * After each chunk: the scanner would hold `bytes` of the event in progress (its bytes so far, and
+   * the views of its data lines), 0 when none. Returning false makes that event oversized: the
+   * scanner lets its bytes go and reads the rest of it only for its `id:` and `retry:` fields (see
+   * `SseScanner.oversized`). Without this method the scanner holds any event whole.
+   */
+  held?(bytes: number): boolean;
 }
 
 /**
@@ -94,8 +116,30 @@ export class SseScanner {
   mayHoldMethod = false;
   dataLength = 0;
   retry: number | undefined = undefined;
+  /**
+   * The event (in progress, or being reported) grew past what the sink lets the scanner hold
+   * (`SseSink.held`): its bytes were let go as they came, so it has no raw bytes and no data, only
+   * its `id`, `retry`, `event`, `hasData` and `dataLength` (an `id:` line longer than 4 KiB is not
+   * read either). Internal: not on `SseEvent`.
+   */
+  oversized = false;
 
+  /** The unparsed rest of earlier chunks: the event in progress (of an oversized one, its line in progress). */
   private pending: Uint8Array = EMPTY;
+  /**
+   * The buffer `pending` is gathered in when it spans chunks: bytes `[0, storeEnd)` are written once
+   * and never again (events handed out refer to them), a chunk is written after `pending` when it ends
+   * there and there is room, else both move to a new buffer, twice as large when the event is
+   * growing. So a long event costs its length (a few times) to gather, not its length times its chunks.
+   */
+  private store: Uint8Array = EMPTY;
+  private storeEnd = 0;
+  /** The event in progress was carried into the last chunk and is still not over: a long one, whose store doubles. */
+  private spanning = false;
+  /** The line in progress of an oversized event was too long to hold: the bytes up to its end are skipped. */
+  private skipLine = false;
+  /** The skipped line is a data line: its bytes count in `dataLength`. */
+  private skippingData = false;
   /** Offset in `pending` of the first line not yet parsed. */
   private scanFrom = 0;
   /** Offset in `pending` where the search for that line's end resumes. */
@@ -116,12 +160,35 @@ export class SseScanner {
   push(chunk: Uint8Array): void {
     if (chunk.length === 0) return;
     let work: Uint8Array;
-    if (this.pending.length === 0) {
+    if (this.skipLine) {
+      // The rest of a line too long to hold (nothing is carried): skipped up to its end, unread.
+      this.bytes = chunk;
+      const end = firstLineEnd(chunk);
+      if (this.skippingData) this.dataLength += end === -1 ? chunk.length : end;
+      if (end === -1) return;
+      this.skipLine = false;
+      let next = end + 1;
+      if (chunk[end] === CR && next < chunk.length && chunk[next] === LF) next++;
+      if (next === chunk.length) {
+        // Nothing after it here: a CR may be the first half of a CRLF.
+        this.skipLeadingLf = chunk[end] === CR;
+        this.carry(chunk, next, next, next, false);
+        return;
+      }
+      this.scanFrom = next;
+      this.searchFrom = next;
+      work = chunk;
+    } else if (this.pending.length === 0) {
       work = chunk;
     } else {
-      work = new Uint8Array(this.pending.length + chunk.length);
-      work.set(this.pending, 0);
-      work.set(chunk, this.pending.length);
+      work = this.append(chunk);
+      if (!this.skipLeadingLf && !hasLineEnd(chunk)) {
+        // The line in progress goes on past this chunk: nothing to parse yet, and reading the
+        // carried bytes again for each chunk would make a long line cost its length times its chunks.
+        this.bytes = work;
+        this.carry(work, 0, this.scanFrom, work.length, true);
+        return;
+      }
     }
     this.bytes = work;
     let base = this.scanFrom;
@@ -205,20 +272,110 @@ export class SseScanner {
       }
       pos = next;
     }
-    this.pending = blockStart === length ? EMPTY : work.subarray(blockStart);
-    this.scanFrom = base + pos - blockStart;
-    this.searchFrom = pos < textLength ? base + searchFrom - blockStart : this.scanFrom;
-    if (blockStart > 0 && this.hasData && this.dataLines === undefined) {
-      this.dataStart -= blockStart;
-      this.dataEnd -= blockStart;
-    }
     this.view = undefined;
+    this.carry(work, blockStart, base + pos, pos < textLength ? base + searchFrom : base + pos, work !== chunk);
+  }
+
+  /**
+   * The carried bytes and the chunk, contiguous. The chunk is written after them when they end the
+   * store and it has room; else both move to a new store: of their size when the carried event began
+   * in the last chunk (most events span two chunks at most), twice it when it had been carried into
+   * it already (`spanning`: a long event, whose stores double, so gathering it costs a few times its length).
+   */
+  private append(chunk: Uint8Array): Uint8Array {
+    const pending = this.pending;
+    const store = this.store;
+    const start = pending.byteOffset - store.byteOffset;
+    const length = pending.length + chunk.length;
+    if (pending.buffer === store.buffer && start + pending.length === this.storeEnd) {
+      if (this.storeEnd + chunk.length <= store.length) {
+        store.set(chunk, this.storeEnd);
+        this.storeEnd += chunk.length;
+        return store.subarray(start, this.storeEnd);
+      }
+    }
+    const growing = this.spanning;
+    const next = new Uint8Array(growing ? Math.max(2 * length, MIN_STORE_BYTES) : length);
+    next.set(pending, 0);
+    next.set(chunk, pending.length);
+    this.store = next;
+    this.storeEnd = length;
+    return growing ? next.subarray(0, length) : next;
+  }
+
+  /**
+   * A line of an oversized event too long to hold, `work[start, end)` so far: it is skipped unread,
+   * but a known field still counts as one (the event is dispatched), and a data line as data (its
+   * length counted as the rest of it passes).
+   */
+  private skipping(work: Uint8Array, start: number, end: number): void {
+    const c0 = work[start];
+    const named = (name: string) =>
+      sameText(work, start, 0, name.length, name) && nameEndsAt(work, start, name.length, end - start);
+    this.skippingData = c0 === D && named('data');
+    if (this.skippingData) {
+      this.hasData = true;
+      this.dataLength += end - start - valueAfter(work, start, 4, end - start);
+    }
+    if (this.skippingData || (c0 === I && named('id')) || (c0 === E && named('event')) || (c0 === R && named('retry')))
+      this.sawField = true;
+  }
+
+  /**
+   * Keeps what the next chunk needs: the event in progress from `blockStart` (all of `work` offsets),
+   * or, of an oversized one, its line in progress. `lineStart`: the first line not parsed;
+   * `searchAt`: where the search for its end resumes; `carried`: `work` began with carried bytes.
+   */
+  private carry(work: Uint8Array, blockStart: number, lineStart: number, searchAt: number, carried: boolean): void {
+    const length = work.length;
+    this.spanning = carried && blockStart === 0 && !this.oversized;
+    let from = blockStart;
+    const sink = this.sink;
+    if (!this.oversized && sink.held !== undefined) {
+      const lines = this.dataLines === undefined ? 0 : this.dataLines.length * DATA_LINE_BYTES;
+      if (!sink.held(length - from + lines)) this.oversized = true;
+    }
+    if (this.oversized) {
+      // Its bytes so far are let go: only its line in progress is held, to read it if it is a field.
+      from = length - lineStart > MAX_OVERSIZED_LINE ? length : lineStart;
+      this.skipLine = from === length && lineStart < length;
+      if (this.skipLine) this.skipping(work, lineStart, length);
+      this.dataLines = undefined;
+      sink.held?.(length - from);
+    }
+    const pending = from === length ? EMPTY : work.subarray(from);
+    this.pending = pending;
+    this.scanFrom = this.skipLine ? 0 : lineStart - from;
+    this.searchFrom = this.skipLine ? 0 : searchAt - from;
+    if (from > 0 && this.hasData && this.dataLines === undefined) {
+      this.dataStart -= from;
+      this.dataEnd -= from;
+    }
+    if (pending.length === 0) {
+      this.store = EMPTY;
+      this.storeEnd = 0;
+    } else if (
+      pending.buffer === this.store.buffer &&
+      this.store.length > STORE_SHRINK * pending.length + MIN_STORE_BYTES
+    ) {
+      // A long event ended and a short one is carried: it moves, and the long one's store is let go.
+      const store = new Uint8Array(2 * pending.length);
+      store.set(pending, 0);
+      this.store = store;
+      this.storeEnd = pending.length;
+      this.pending = store.subarray(0, pending.length);
+    }
   }
 
   /** Ends the stream. Returns the bytes of an unterminated last event, which the spec discards. */
   end(): Uint8Array {
     const rest = this.pending;
     this.pending = EMPTY;
+    this.store = EMPTY;
+    this.storeEnd = 0;
+    this.spanning = false;
+    this.skipLine = false;
+    this.skippingData = false;
     this.scanFrom = 0;
     this.searchFrom = 0;
     this.resetEvent();
@@ -261,6 +418,13 @@ export class SseScanner {
       ))
         return;
       const valueStart = valueAfter(work, b, start + 4, end);
+      if (this.oversized) {
+        // Its bytes are let go: no view of the line, only its length.
+        this.hasData = true;
+        this.dataLength += end - valueStart;
+        this.sawField = true;
+        return;
+      }
       if (!this.hasData) {
         this.hasData = true;
         this.dataStart = base + valueStart;
@@ -405,7 +569,20 @@ export class SseScanner {
     this.dataLength = 0;
     this.retry = undefined;
     this.sawField = false;
+    this.oversized = false;
   }
+}
+
+/** Whether the bytes hold a line end (LF or CR). */
+function hasLineEnd(bytes: Uint8Array): boolean {
+  return bytes.indexOf(LF) !== -1 || bytes.indexOf(CR) !== -1;
+}
+
+/** The first line end (CR or LF) in the bytes, or -1. */
+function firstLineEnd(bytes: Uint8Array): number {
+  const lf = bytes.indexOf(LF);
+  const cr = (lf === -1 ? bytes : bytes.subarray(0, lf)).indexOf(CR);
+  return cr === -1 ? lf : cr;
 }
 
 /*

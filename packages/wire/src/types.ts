@@ -6,7 +6,7 @@ import type {
   TerminalDelivery,
   TerminalOutcome,
 } from '@resumewatch/semconv';
-import type { JsonRpcMessage, JsonRpcRequest } from './jsonrpc.js';
+import type { JsonRpcMessage } from './jsonrpc.js';
 import type { SseEvent } from './sse.js';
 
 export type { ReattachTrigger, StreamKind };
@@ -45,7 +45,11 @@ export interface CursorMemory {
 
 /**
  * One JSON-RPC request, keyed by (session, id). The id's JSON type is part of it: `1` and `"1"` are two
- * requests (JSON-RPC 2.0 matches a response to its request by the id's value, type included).
+ * requests (JSON-RPC 2.0 matches a response to its request by the id's value, type included). It keeps
+ * what later decisions need of the request, computed once when the request is described, never its
+ * body: a record may be kept for minutes (`requestRetentionMs`) whatever the client sent. The id, method
+ * and target are kept as they are up to 256 characters; a longer one is a stand-in of bounded length (its
+ * first 64 characters, its length and a digest of it), one per string.
  */
 export interface RequestRecord {
   /** The session (or the exchange, for a session-less request kept apart), a line break, and the id with its type; unique per observer. */
@@ -57,8 +61,25 @@ export interface RequestRecord {
   readonly idIsString: boolean;
   readonly method: string;
   readonly target: string | undefined;
-  /** The request as sent; undefined on the compact record of a released finished request. */
-  readonly message: JsonRpcRequest | undefined;
+  /**
+   * For a request whose method names work that a re-issue repeats (`tools/call`, `prompts/get`,
+   * `resources/read`; 2026-07-28): the unkeyed digest of that work (`requestWorkDigest`: SHA-256 of
+   * the method, the name and the canonical arguments). It never leaves the process: a listener keys
+   * it (`keyedArgumentsDigest`). Undefined for any other request.
+   */
+  readonly workDigest: string | undefined;
+  /** The request carries `inputResponses` (a Multi Round-Trip round): it goes on with its call, never re-issues one. */
+  readonly inputRound: boolean;
+  /**
+   * The idempotency key the request carries in its `_meta` (`requestIdempotencyKey`), up to 256
+   * characters (a longer one is not kept).
+   */
+  readonly idempotencyKey: string | undefined;
+  /**
+   * The record left the request map (its request finished and the stream that carried it ended; see
+   * "Release" in the README), or is the compact record of such a request.
+   */
+  readonly released: boolean;
   readonly startedAt: number;
   /** Terminal events seen for this request so far, duplicates included: what the wire showed. */
   terminalCount: number;
@@ -315,8 +336,21 @@ export interface WireObserverOptions {
   streamsPerSession?: number;
   /** Delivered event ids remembered per session for cursor look-ups. Default 256. */
   cursorsPerSession?: number;
-  /** Largest JSON body parsed for JSON-RPC messages; larger ones pass unparsed. Default 8 MiB. */
+  /**
+   * Largest JSON body parsed for JSON-RPC messages; a larger one passes unparsed (counted in
+   * `stats().unparsedJsonBodies`). Default 8 MiB.
+   */
   maxJsonBodyBytes?: number;
+  /**
+   * Largest SSE event held to parse it: one larger is passed on as it arrives, unparsed, even with a
+   * filtering listener (counted in `stats().oversizedEvents`; README, "Bounds"). Default 8 MiB.
+   */
+  maxHeldEventBytes?: number;
+  /**
+   * Most bytes held at once, across every body, to parse JSON bodies and SSE events: a body or event
+   * that would pass it passes unparsed, as one over its own bound does. Default 64 MiB.
+   */
+  maxHeldBytes?: number;
   /**
    * Release a session when its transport closes (its standalone stream aborted, nothing else in
    * flight), as well as on DELETE. Default true: in the client's own process that is the client closing
@@ -343,4 +377,23 @@ export interface WireObserverOptions {
    */
   confirmDelivery?: boolean;
   now?: () => number;
+}
+
+/** What `WireObserver.stats()` tells. */
+export interface WireStats {
+  /** Sessions held. */
+  sessions: number;
+  /** Requests held (in flight, or finished and not yet released). */
+  requests: number;
+  /** Sessions and requests the caps pushed out. */
+  evictions: number;
+  /** Sessions and requests released on the evidence that they were over (README, "Release"). */
+  releasedSessions: number;
+  releasedRequests: number;
+  /** Bytes held now to parse JSON bodies and SSE events (`maxHeldBytes` caps them). */
+  heldBytes: number;
+  /** JSON bodies passed on unparsed: over `maxJsonBodyBytes`, or past `maxHeldBytes`. */
+  unparsedJsonBodies: number;
+  /** SSE events passed on unparsed (oversized): over `maxHeldEventBytes`, or past `maxHeldBytes`. */
+  oversizedEvents: number;
 }

@@ -92,6 +92,7 @@ class WatchedBody implements ChunkSink {
   failed(error: unknown): void {
     if (this.over) return;
     this.over = true;
+    this.tap.release();
     this.observer.streamEnded(this.request, this.stream, isAbort(error) ? 'abort' : 'error', error);
   }
 
@@ -104,6 +105,7 @@ class WatchedBody implements ChunkSink {
   cancelled(reason: unknown): void {
     if (this.over) return;
     this.over = true;
+    this.tap.release();
     this.observer.streamEnded(this.request, this.stream, 'abort', reason);
   }
 }

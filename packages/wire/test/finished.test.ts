@@ -85,7 +85,7 @@ describe('RequestRecord.finished', () => {
     // The call's stream left the session's recent streams: what is kept of the request is its compact record.
     await call(fetch, 4, [sse({ id: 'd1', data: result(4, 'four') })]);
     const compact = observer.getRequest(SCRIPTED_SESSION, 3)!;
-    expect([compact.message, compact.finished, compact.proof]).toEqual([undefined, true, GuardProof.NEXT_REQUEST]);
+    expect([compact.released, compact.finished, compact.proof]).toEqual([true, true, GuardProof.NEXT_REQUEST]);
   });
 
   it('is a new request’s own when its id is used again', async () => {

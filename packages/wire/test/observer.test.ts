@@ -234,6 +234,10 @@ describe('WireObserver', () => {
       evictions: 20,
       releasedSessions: 0,
       releasedRequests: 1,
+      // Bodies nobody reads hold nothing.
+      heldBytes: 0,
+      unparsedJsonBodies: 0,
+      oversizedEvents: 0,
     });
     for (const response of open) await response.body?.cancel();
   });

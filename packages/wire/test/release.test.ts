@@ -18,7 +18,9 @@ function observed(options = {}) {
   return { observer, released, requests, fetch: observer.wrap(withDelete) };
 }
 
-const empty = { sessions: 0, requests: 0, evictions: 0 };
+/** Nothing held to parse bodies once they ended, and nothing passed unparsed. */
+const noBodies = { heldBytes: 0, unparsedJsonBodies: 0, oversizedEvents: 0 };
+const empty = { sessions: 0, requests: 0, evictions: 0, ...noBodies };
 
 describe('release of wire state', () => {
   it('a finished request leaves the request map when its stream ends after the terminal; its cursors still place', async () => {
@@ -36,6 +38,7 @@ describe('release of wire state', () => {
       evictions: 0,
       releasedSessions: 0,
       releasedRequests: 2,
+      ...noBodies,
     });
     // Still known through its stream: terminal count, no payload needed for the decision.
     expect(observer.getRequest(sessionId, 7)?.terminalCount).toBe(1);
@@ -124,6 +127,7 @@ describe('release of wire state', () => {
       evictions: 0,
       releasedSessions: 0,
       releasedRequests: 1,
+      ...noBodies,
     });
     await (await fetch(sse.server.url, { headers: { 'mcp-session-id': sessionId, 'last-event-id': 's4-1' } })).text();
     expect(requests.at(-1)!.resume!.requests.map((r) => r.id)).toEqual(['4']);

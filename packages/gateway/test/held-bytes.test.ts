@@ -1,0 +1,103 @@
+// The gateway is safe at the edge: what a client sends is not held once it went through. A request's
+// record keeps what later decisions need of it (ids, method, target, digests), never its body.
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { LABEL_KIND, METRIC_GATEWAY_UNPARSED_TOTAL, UnparsedKind } from '@resumewatch/semconv';
+import { describe, expect, it } from 'vitest';
+import { send } from './helpers/raw-client.js';
+import { rigPerTest } from './helpers/scripted-upstream.js';
+
+const rig = rigPerTest();
+
+/** A full garbage collection, without starting the test process with --expose-gc. */
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+
+/** What the process holds after a full collection: the heap and the buffers outside it. */
+function held(): number {
+  gc();
+  gc();
+  const memory = process.memoryUsage();
+  return memory.heapUsed + memory.arrayBuffers;
+}
+
+/** Where a request carries its big string: its arguments, its id, or the tool's name. */
+type Where = 'arguments' | 'id' | 'name';
+
+/** A 2026-07-28 `tools/call` of about `size` bytes, most of them one string at `where`. */
+function bigCall(n: number, size: number, where: Where): Buffer {
+  // The string's characters differ per request, so no two bodies share one.
+  const big = String.fromCharCode(0x61 + (n % 26)).repeat(size) + String(n);
+  return Buffer.from(
+    JSON.stringify({
+      jsonrpc: '2.0',
+      id: where === 'id' ? big : n,
+      method: 'tools/call',
+      params: { name: where === 'name' ? big : 'upload', arguments: { blob: where === 'arguments' ? big : '' } },
+    }),
+  );
+}
+
+describe('the bytes a gateway holds of what clients sent', () => {
+  it.each<Where>(['arguments', 'id', 'name'])(
+    'keeps no request body once its exchange is over (60 POSTs of 1 MiB in their %s, answered 401)',
+    async (where) => {
+      const { endpoint, gateway } = await rig(
+        (_req, res, seen) => {
+          seen.body = Buffer.alloc(0);
+          res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"unauthorized"}');
+        },
+        { enforce: true },
+      );
+      const headers = { 'content-type': 'application/json', 'mcp-protocol-version': '2026-07-28' };
+      // A first exchange warms the gateway's code and lazily made state up, so what is measured is held data.
+      await send(endpoint, { method: 'POST', headers, body: bigCall(0, 1024, where) });
+      const before = held();
+      const size = 1024 * 1024;
+      const count = 60;
+      for (let i = 1; i <= count; i++) {
+        const answer = await send(endpoint, { method: 'POST', headers, body: bigCall(i, size, where) });
+        expect(answer.status).toBe(401);
+      }
+      // The records of these requests are still known (nothing ended them: no result was seen) ...
+      expect(gateway.stats().requests).toBe(count + 1);
+      // ... but not their bodies.
+      const growth = held() - before;
+      expect(growth).toBeLessThan((count * size) / 4);
+    },
+  );
+});
+
+describe('an SSE event larger than the gateway holds', () => {
+  it('passes to the client whole, as it arrives, with --enforce; counted in stats() and /metrics', async () => {
+    const size = 16 * 1024 * 1024;
+    const event = Buffer.from(
+      `id: big-1\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: 1, result: { text: 'r'.repeat(size) } })}\n\n`,
+    );
+    const { endpoint, gateway } = await rig(
+      (_req, res) => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        const write = (at: number): void => {
+          while (at < event.length) {
+            const piece = event.subarray(at, at + 64 * 1024);
+            at += piece.length;
+            if (!res.write(piece)) return void res.once('drain', () => write(at));
+          }
+          res.end();
+        };
+        write(0);
+      },
+      { enforce: true },
+    );
+    const answer = await send(endpoint, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'big' } }),
+    });
+    expect(answer.status).toBe(200);
+    expect(answer.body.equals(event)).toBe(true);
+    expect(gateway.stats()).toMatchObject({ oversizedEvents: 1, unparsedJsonBodies: 0, heldBytes: 0 });
+    const metrics = await (await fetch(`http://127.0.0.1:${gateway.detector!.metricsPort}/metrics`)).text();
+    expect(metrics).toContain(`${METRIC_GATEWAY_UNPARSED_TOTAL}{${LABEL_KIND}="${UnparsedKind.SSE_EVENT}"} 1`);
+  });
+});
