@@ -90,6 +90,23 @@ export class Forwarder {
   }
 
   /**
+   * The request described to the observer, in the client's trace context. A method of its own, so that
+   * no closure of `forward` captures the body: each would keep it for as long as the stream is open.
+   */
+  private begin(
+    req: IncomingMessage,
+    url: URL,
+    method: string,
+    headers: [string, string][],
+    body: Uint8Array,
+  ): { request: WireRequest; joined: boolean } {
+    const { result, joined } = beginInClientContext(req.headers, () =>
+      this.observation.begin(url.href, { method, headers, ...(body.byteLength > 0 ? { body } : {}) }, clientOf(req)),
+    );
+    return { request: result, joined };
+  }
+
+  /**
    * Refuses a request before its body is read: the answer, then the rest of the body read and thrown
    * away within the body's bounds (so the client reads the answer), then the connection closed.
    */
@@ -123,13 +140,10 @@ export class Forwarder {
       );
     const controller = new AbortController();
     let idle: ReturnType<typeof setTimeout> | undefined;
-    // The request's body once it is in: a 504 of the idle timer names its JSON-RPC id too (parsed then, off the data path).
-    let sent: Uint8Array | undefined = undefined;
-    const stopIdle = (): void => {
-      clearTimeout(idle);
-      // The timer's closures live as long as the response: they must not keep the body past its exchange.
-      sent = undefined;
-    };
+    // The request's JSON-RPC id once it is known, for a 504 of the idle timer. Never the body: the
+    // timer's closures live as long as the response, and a stream may stay open for hours.
+    let answeredId: string | number | null = null;
+    const stopIdle = (): void => clearTimeout(idle);
     res.once('close', () => {
       stopIdle();
       if (!res.writableFinished) controller.abort(abortReason(CLIENT_GONE));
@@ -144,7 +158,7 @@ export class Forwarder {
             res,
             GatewayRefusal.STREAM_IDLE,
             `no byte for ${this.limits.streamIdleTimeoutMs} ms (--stream-idle-timeout)`,
-            { id: sent ? singleRequestId(sent) : null, method },
+            { id: answeredId, method },
           );
       }, this.limits.streamIdleTimeoutMs);
       idle.unref();
@@ -152,7 +166,11 @@ export class Forwarder {
 
     // The body before an exchange slot: a slow upload holds a connection (--max-connections) for at most
     // --body-timeout, never one of the --max-streams exchanges; each byte of it keeps the idle timer off.
-    const read = await readBody(req, this.limits, () => idle?.refresh());
+    // `read` and `body` are let, cleared once the body is handed to the upstream: an async function keeps
+    // its locals in its suspended frame, and this one waits on the stream, for hours maybe.
+    let read: Awaited<ReturnType<typeof readBody>> | undefined = await readBody(req, this.limits, () =>
+      idle?.refresh(),
+    );
     // Gone, or answered by the idle timer while its body was still coming (a body left unread ends the connection).
     if ('gone' in read || res.writableEnded || res.destroyed) {
       stopIdle();
@@ -167,7 +185,8 @@ export class Forwarder {
         end: endAfterRefusal(req, res, read, this.limits),
       });
     }
-    const body = read.body;
+    let body: Uint8Array | undefined = read.body;
+    read = undefined;
     if (this.counts.open >= this.limits.maxStreams) {
       stopIdle();
       return this.refuse(
@@ -180,7 +199,6 @@ export class Forwarder {
     this.counts.opened();
     res.once('close', () => this.counts.closed());
     idle?.refresh();
-    sent = body;
 
     const headers = endToEndRequestHeaders(req.rawHeaders, req.headers);
     if (body.byteLength > 0 || req.headers['content-length'] !== undefined)
@@ -195,9 +213,7 @@ export class Forwarder {
     let request: WireRequest;
     let joined: boolean;
     try {
-      ({ result: request, joined } = beginInClientContext(req.headers, () =>
-        this.observation.begin(url.href, { method, headers, ...(body.byteLength > 0 ? { body } : {}) }, clientOf(req)),
-      ));
+      ({ request, joined } = this.begin(req, url, method, headers, body));
     } catch (e) {
       stopIdle();
       if (!(e instanceof InvalidResumptionError)) throw e;
@@ -207,6 +223,7 @@ export class Forwarder {
         headers: { allow: 'POST, DELETE' },
       });
     }
+    answeredId = oneRequestId(request);
     // The gateway's request span as the upstream's parent (its `traceparent`): in place of the client's
     // when that span is the client span's child, else only when the client sent none. A request the
     // gateway has no span for (a notification, a GET) keeps the client's.
@@ -224,12 +241,14 @@ export class Forwarder {
     timeout.unref();
     let upstream: IncomingMessage;
     try {
-      upstream = await this.client.send(url, { method, headers, body, signal: controller.signal });
+      const sending = this.client.send(url, { method, headers, body, signal: controller.signal });
+      body = undefined;
+      upstream = await sending;
     } catch (e) {
       stopIdle();
       const aborted = controller.signal.aborted;
       observer.proxyFailed(request, aborted ? controller.signal.reason : e);
-      const id = singleRequestId(body);
+      const id = answeredId;
       if (aborted) {
         const reason = (controller.signal.reason as Error).message;
         if (reason === GatewayRefusal.UPSTREAM_TIMEOUT)
@@ -336,6 +355,13 @@ function abortReason(reason: string): Error {
   const error = new Error(reason);
   error.name = 'AbortError';
   return error;
+}
+
+/** The id of the exchange's one JSON-RPC request, as the observer read it; null otherwise. */
+function oneRequestId(request: WireRequest): string | number | null {
+  if (request.requests.length !== 1) return null;
+  const record = request.requests[0]!;
+  return record.idIsString ? record.id : Number(record.id);
 }
 
 /** The id of the body's one JSON-RPC request, for an error answer that names it; null otherwise. */

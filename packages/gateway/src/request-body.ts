@@ -35,7 +35,13 @@ export function readBody(
       if (over) return;
       over = true;
       clearTimeout(deadline);
+      // Every listener goes: the request lives as long as its exchange (a stream, for hours maybe), and a
+      // listener left on it would keep `resolve`, the settled promise and so the body.
       req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+      req.off('close', onClose);
+      chunks.length = 0;
       resolve(result);
     };
     const refuse = (refused: RefusedBody['refused']): void => {
@@ -54,12 +60,15 @@ export function readBody(
         ? setTimeout(() => refuse(GatewayRefusal.BODY_TIMEOUT), limits.bodyTimeoutMs)
         : undefined;
     deadline?.unref();
-    req.on('data', onData);
-    req.once('end', () => settle({ body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size) }));
-    req.once('error', () => settle({ gone: true }));
-    req.once('close', () => {
+    const onEnd = (): void => settle({ body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size) });
+    const onError = (): void => settle({ gone: true });
+    const onClose = (): void => {
       if (!req.complete) settle({ gone: true });
-    });
+    };
+    req.on('data', onData);
+    req.once('end', onEnd);
+    req.once('error', onError);
+    req.once('close', onClose);
   });
 }
 

@@ -47,14 +47,20 @@ export class UpstreamClient {
     again: boolean,
   ): Promise<IncomingMessage> {
     const https = url.protocol === 'https:';
+    const { method, signal } = request;
+    // The request as a retry needs it, dropped once the upstream answers: the closures below live as
+    // long as the response (a stream may stay open for hours) and must not keep the body. Only the
+    // first send may be retried.
+    let retry: UpstreamRequest | undefined = again ? undefined : request;
+    let body: Uint8Array | undefined = request.body.byteLength > 0 ? request.body : undefined;
     return new Promise<IncomingMessage>((resolve, reject) => {
       const req = (https ? httpsRequest : httpRequest)(url, {
-        method: request.method,
+        method,
         headers,
         // The retry never takes another pooled connection, which may be as stale as the first.
         agent: again ? false : https ? this.httpsAgent : this.httpAgent,
         ...(again && https && this.ca ? { ca: this.ca } : {}),
-        signal: request.signal,
+        signal,
       });
       // Whether the request may be sent again: only if its connection was a pooled one, and the socket
       // took no byte of the request (`bytesWritten` counts what was handed to it, sent or queued) and
@@ -74,18 +80,22 @@ export class UpstreamClient {
         untouched = () => socket.bytesWritten === written && socket.bytesRead === read;
       });
       const failed = (error: Error): void => {
-        if (untouched() && !request.signal.aborted) this.exchange(url, request, headers, true).then(resolve, reject);
+        const first = retry;
+        retry = undefined;
+        if (first && untouched() && !signal.aborted) this.exchange(url, first, headers, true).then(resolve, reject);
         else reject(error);
       };
       req.once('error', failed);
       req.once('response', (res) => {
+        retry = undefined;
         req.off('error', failed);
         // Later errors of the exchange reach the response (its 'error' or an incomplete 'close').
         req.on('error', () => undefined);
         if (!again) noteKeepAlive(res.socket, res.headers['keep-alive']);
         resolve(res);
       });
-      req.end(request.body.byteLength > 0 ? request.body : undefined);
+      req.end(body);
+      body = undefined;
     });
   }
 

@@ -1,11 +1,15 @@
 // The gateway is safe at the edge: what a client sends is not held once it went through. A request's
 // record keeps what later decisions need of it (ids, method, target, digests), never its body.
+import { createServer } from 'node:http';
+import { connect } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { LABEL_KIND, METRIC_GATEWAY_UNPARSED_TOTAL, UnparsedKind } from '@resumewatch/semconv';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { send } from './helpers/raw-client.js';
-import { rigPerTest } from './helpers/scripted-upstream.js';
+import { startGateway } from '../src/index.js';
+import { gatewayOptions, rigPerTest } from './helpers/scripted-upstream.js';
 
 const rig = rigPerTest();
 
@@ -66,6 +70,56 @@ describe('the bytes a gateway holds of what clients sent', () => {
       expect(growth).toBeLessThan((count * size) / 4);
     },
   );
+});
+
+describe('the bytes a gateway holds of what clients sent, while their exchanges stay open', () => {
+  it('keeps no request body for the life of its stream (20 POSTs of 1 MiB whose SSE responses stay open)', async () => {
+    // An upstream that throws each body away as it comes and keeps each call's stream open (a long call),
+    // and clients that keep nothing of what they sent: what grows is the gateway's.
+    const upstream = createServer((req, res) => {
+      req.resume();
+      req.once('end', () => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.write('data: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}\n\n');
+      });
+    });
+    await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+    const sockets: Socket[] = [];
+    try {
+      const target = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/mcp`;
+      const gateway = await startGateway(gatewayOptions(target, { enforce: true }));
+      const endpoint = new URL('/mcp', gateway.url).href;
+      const post = (i: number, size: number): Socket => {
+        const body = bigCall(i, size, 'arguments');
+        const socket = connect(Number(new URL(endpoint).port), '127.0.0.1');
+        socket.on('data', () => undefined);
+        socket.on('error', () => undefined);
+        socket.write(
+          `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\n` +
+            `accept: application/json, text/event-stream\r\nmcp-protocol-version: 2026-07-28\r\n` +
+            `content-length: ${body.byteLength}\r\n\r\n`,
+        );
+        socket.write(body);
+        sockets.push(socket);
+        return socket;
+      };
+      post(0, 1024);
+      await vi.waitFor(() => expect(gateway.counts().open).toBe(1), { timeout: 10_000 });
+      const before = held();
+      const size = 1024 * 1024;
+      const count = 20;
+      for (let i = 1; i <= count; i++) post(i, size);
+      await vi.waitFor(() => expect(gateway.counts().open).toBe(count + 1), { timeout: 10_000 });
+      const growth = held() - before;
+      expect(growth).toBeLessThan((count * size) / 4);
+      for (const socket of sockets) socket.destroy();
+      await gateway.close();
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      upstream.closeAllConnections();
+      upstream.close();
+    }
+  });
 });
 
 describe('an SSE event larger than the gateway holds', () => {

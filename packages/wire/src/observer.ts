@@ -519,7 +519,11 @@ export class WireObserver {
    * `proxyFailed`, or `proxyResponse` and the body's chunks.
    */
   proxyRequest(url: string, init: RequestInit, clientScope?: string): WireRequest {
-    return this.begin(url, init, clientScope);
+    const request = this.begin(url, init, clientScope);
+    // A proxy's exchange stays open as long as its stream, for hours maybe: the request's messages (its
+    // parsed body) are the listeners' to read in onRequest, and not held past it.
+    (request as Writable<WireRequest>).messages = NO_MESSAGES;
+    return request;
   }
 
   /** The proxy's request failed without a response. */

@@ -191,7 +191,10 @@ export interface WireRequest {
    */
   readonly protocolVersion: string | undefined;
   readonly session: SessionRecord | undefined;
-  /** JSON-RPC messages in the request body. */
+  /**
+   * JSON-RPC messages in the request body. For a proxy's request (`proxyRequest`), only while the
+   * listeners' `onRequest` runs: empty after, so an exchange open for hours holds no body.
+   */
   readonly messages: readonly JsonRpcMessage[];
   /** Records of the JSON-RPC requests in the body. */
   readonly requests: readonly RequestRecord[];
