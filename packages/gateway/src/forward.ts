@@ -186,6 +186,8 @@ export class Forwarder {
       });
     }
     let body: Uint8Array | undefined = read.body;
+    // Read by nothing later, and that is the point: the suspended frame must not keep the body (above).
+    // eslint-disable-next-line no-useless-assignment
     read = undefined;
     if (this.counts.open >= this.limits.maxStreams) {
       stopIdle();
