@@ -23,6 +23,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadRules, parseYaml, repoRoot, semconv, stringifyYaml } from './helpers/promql.js';
 import { DefectiveServer, LabTraffic, Service, invalidSpansBody, serverDefectSpansBody } from './helpers/traffic.js';
 import { config, runbookUrl } from '../dashboards/src/config.js';
+import { overviewQueries } from '../dashboards/src/queries.js';
 import { requireTools } from './helpers/required-tools.js';
 import { freePort, waitFor as waitUntil } from './helpers/wait.js';
 
@@ -337,6 +338,34 @@ describe('alerts and dashboards against a real Prometheus and real detectors', (
     );
     expect(empty).toEqual([]);
   }, 120_000);
+
+  it('counts a refused 2026-07-28 probe apart: the era share of a client that fell back reads 1 (issue 31)', async () => {
+    // The synthetic client of SERVER_DEFECTS probes with server/discover at 2026-07-28, is refused 400, and
+    // runs its initialize in the session era: all of its era traffic is session-era traffic.
+    const q = overviewQueries(config);
+    const forService = (e: string): string =>
+      e.replaceAll('$__rate_interval', '15s').replaceAll('$service', Service.SERVER_DEFECTS);
+    const sample = async (expr: string) => {
+      const r = await prom(`/api/v1/query?query=${encodeURIComponent(forService(expr))}`);
+      return (r.data as { result: { metric: Record<string, string>; value: [number, string] }[] }).result;
+    };
+    const [share, refused] = await waitFor(
+      'the era panels of the synthetic client',
+      async () => {
+        const both = [await sample(q.sessionEraShare), await sample(q.negotiationsRefused)] as const;
+        return both[0].length > 0 && both[1].length > 0 ? both : undefined;
+      },
+      60_000,
+      1000,
+    );
+    expect(share.map((s) => [s.metric[semconv.LABEL_SERVICE], Number(s.value[1])])).toEqual([
+      [Service.SERVER_DEFECTS, 1],
+    ]);
+    expect(refused.map((s) => [s.metric[semconv.LABEL_SERVICE], s.metric[semconv.LABEL_VERSION]])).toEqual([
+      [Service.SERVER_DEFECTS, semconv.STATELESS_PROTOCOL_VERSION],
+    ]);
+    expect(Number(refused[0]!.value[1])).toBeGreaterThan(0);
+  }, 90_000);
 
   it('keeps the trace_id exemplars of the findings counter', async () => {
     const found = await waitFor(

@@ -257,12 +257,29 @@ export function overviewDashboard(config: MonitoringConfig): dashboard.Dashboard
         id: 19,
         title: 'Requests still in the session era, share by service',
         description:
-          "Of each service's MCP requests, the share on protocol revisions up to 2025-11-25 (sessions, Last-Event-ID " +
-          'resumption): the traffic the replay loop can still reach. Falls towards 0 as clients and servers move to ' +
-          "2026-07-28, which has no resumption. From the request spans' mcp.protocol.version.",
+          "Of each service's MCP requests the server accepted, the share on protocol revisions up to 2025-11-25 " +
+          '(sessions, Last-Event-ID resumption): the traffic the replay loop can still reach. Falls towards 0 as ' +
+          "clients and servers move to 2026-07-28, which has no resumption. From the request spans' " +
+          'mcp.protocol.version and how the server answered: a 2026-07-28 probe the server refused (the client then ' +
+          'falls back to the session era) is not 2026-07-28 traffic; see the next panel.',
         unit: 'percentunit',
         queries: [{ expr: q.sessionEraShare, legend: '{{service}}' }],
         at: { w: 8, h: 8 },
+      }),
+    )
+    .withPanel(
+      series({
+        id: 23,
+        title: 'Negotiations refused by version',
+        description:
+          'Clients that asked for a protocol version their server refused, by the version asked: a server/discover ' +
+          'probe, an initialize or a 2026-07-28 request answered 4xx or with a JSON-RPC error. Clients probing for ' +
+          '2026-07-28 against servers that refuse it stay in the session era: their servers are the ones to upgrade ' +
+          'before the share of the previous panel can fall.',
+        unit: 'reqps',
+        queries: [{ expr: q.negotiationsRefused, legend: '{{service}} {{version}}' }],
+        at: { w: 8, h: 8 },
+        stacked: true,
       }),
     )
     .withPanel(
@@ -276,7 +293,7 @@ export function overviewDashboard(config: MonitoringConfig): dashboard.Dashboard
           'McpPossibleDuplicateExecution.',
         unit: 'cps',
         queries: [{ expr: q.duplicateExecutions, legend: '{{service}} {{kind}}', exemplar: true }],
-        at: { w: 16, h: 8 },
+        at: { w: 8, h: 8 },
         stacked: true,
       }),
     )

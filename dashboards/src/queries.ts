@@ -11,11 +11,13 @@ import {
   LABEL_OUTCOME,
   LABEL_RESULT,
   LABEL_SERVICE,
+  LABEL_VERSION,
   METRIC_DETECTION_LAG_SECONDS,
   METRIC_FINDINGS_RETRACTED_TOTAL,
   METRIC_FINDINGS_TOTAL,
   METRIC_LISTENING_RESUMES_TOTAL,
   METRIC_MCP_REQUESTS_TOTAL,
+  METRIC_MCP_NEGOTIATIONS_REFUSED_TOTAL,
   METRIC_RECONNECT_STORMS_ENDED_TOTAL,
   METRIC_SERVER_DEFECTS_TOTAL,
   METRIC_RECONNECT_STORM_ATTEMPTS,
@@ -91,10 +93,13 @@ export function overviewQueries(config: MonitoringConfig) {
     findingsRetracted: `sum by (${LABEL_KIND}) (${rate(METRIC_FINDINGS_RETRACTED_TOTAL, service)})`,
     listeningResumes: `sum by (${LABEL_OUTCOME}) (${rate(METRIC_LISTENING_RESUMES_TOTAL, service)})`,
     // The share of each service's MCP requests still in the session era (up to 2025-11-25): the traffic
-    // the replay loop can reach. It falls towards 0 as clients and servers move to 2026-07-28.
+    // the replay loop can reach. It falls towards 0 as clients and servers move to 2026-07-28. Both counts
+    // are of exchanges the server accepted in their era: a refused 2026-07-28 probe is in neither.
     sessionEraShare:
       `sum by (${LABEL_SERVICE}) (${rate(METRIC_MCP_REQUESTS_TOTAL, `${service}, ${LABEL_ERA}="${ProtocolEra.SESSIONS}"`)})` +
       ` / sum by (${LABEL_SERVICE}) (${rate(METRIC_MCP_REQUESTS_TOTAL, service)})`,
+    // Clients asking for a version their server refuses (a 2026-07-28 probe against a session-era server).
+    negotiationsRefused: `sum by (${LABEL_SERVICE}, ${LABEL_VERSION}) (${rate(METRIC_MCP_NEGOTIATIONS_REFUSED_TOTAL, service)})`,
     // The 2026-07-28 era's successor of the replay loop: calls re-issued after a broken stream whose first
     // attempt ran (duplicate_execution) or may have run (possible_duplicate_execution).
     duplicateExecutions: `sum by (${LABEL_SERVICE}, ${LABEL_KIND}) (${rate(

@@ -133,6 +133,8 @@ describe('dashboard set', () => {
       'server defects by server',
       'storms ended by reason',
       'findings retracted',
+      'session era',
+      'negotiations refused',
     ]) {
       expect(titles(0)).toContain(word);
     }

@@ -21,6 +21,7 @@ import {
   ATTR_JSONRPC_REQUEST_ID,
   ATTR_ERROR_TYPE,
   ATTR_MCP_METHOD_NAME,
+  ATTR_MCP_PROTOCOL_VERSION,
   ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION,
   ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID,
   ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID,
@@ -42,9 +43,13 @@ import {
   ResumeOutcome,
   SPAN_REQUEST_TERMINAL,
   SPAN_STREAM_RESUME,
+  STATELESS_PROTOCOL_VERSION,
   StreamKind,
   TRACER_SCOPE,
 } from '@resumewatch/semconv';
+
+/** The session era's latest revision, negotiated by the synthetic client whose 2026-07-28 probe is refused. */
+const SESSION_ERA_VERSION = '2025-11-25';
 
 /** service.name of each scenario's traffic. */
 export const Service = {
@@ -260,7 +265,8 @@ function otlpAttributes(attrs: Record<string, string | number | boolean>): { key
  * One round of the spans a client of defective servers records (OTLP/JSON, service SERVER_DEFECTS), with a
  * session of its own per `round`: a result replayed on the listening stream (a foreign terminal, and the
  * listening stream's resume), a second, different result for a finished request (a conflicting
- * terminal), and an empty replay whose request then gets its result (a retracted ambiguous_empty_replay).
+ * terminal), and an empty replay whose request then gets its result (a retracted ambiguous_empty_replay);
+ * two 2026-07-28 calls re-issued after a broken stream; a 2026-07-28 probe refused, then the session era.
  */
 export function serverDefectSpansBody(round: number, nowMs = Date.now()): string {
   const session = `e2e-defects-${round}`;
@@ -342,6 +348,28 @@ export function serverDefectSpansBody(round: number, nowMs = Date.now()): string
     request(traceOf('b'), 3, 70, { [ATTR_JSONRPC_REQUEST_ID]: 3, ...reissueOf(executedTwice) }),
     request(traceOf('d'), 3, 70, { [ATTR_JSONRPC_REQUEST_ID]: 4, ...reissueOf(fateUnknown) }),
   ];
+  // A client probing for 2026-07-28 at a session-era server: its server/discover refused (400), counted
+  // apart by the version asked, not as 2026-07-28 traffic; the client falls back to initialize, accepted
+  // in the session era. All of this service's era traffic is in the session era.
+  const negotiation = (t: string, offsetMs: number, method: string, attrs: Record<string, string | number>) => ({
+    ...request(t, 3, offsetMs, {}),
+    name: method,
+    attributes: otlpAttributes({ [ATTR_MCP_METHOD_NAME]: method, ...attrs }),
+  });
+  const fallback = [
+    negotiation(traceOf('e'), 80, 'server/discover', {
+      [ATTR_JSONRPC_REQUEST_ID]: 'probe',
+      [ATTR_MCP_PROTOCOL_VERSION]: STATELESS_PROTOCOL_VERSION,
+      [ATTR_HTTP_RESPONSE_STATUS_CODE]: 400,
+      [ATTR_ERROR_TYPE]: '400',
+    }),
+    negotiation(traceOf('f'), 90, 'initialize', {
+      [ATTR_JSONRPC_REQUEST_ID]: 0,
+      [ATTR_MCP_PROTOCOL_VERSION]: SESSION_ERA_VERSION,
+      [ATTR_HTTP_RESPONSE_STATUS_CODE]: 200,
+      [ATTR_MCP_SESSION_ID]: `${session}-fallback`,
+    }),
+  ];
   const server = [
     request(traceOf('a'), 2, 61, {
       [ATTR_JSONRPC_REQUEST_ID]: 1,
@@ -352,7 +380,7 @@ export function serverDefectSpansBody(round: number, nowMs = Date.now()): string
     resourceSpans: [
       {
         resource: { attributes: otlpAttributes({ [ATTR_SERVICE_NAME]: Service.SERVER_DEFECTS }) },
-        scopeSpans: [{ scope: { name: TRACER_SCOPE }, spans: [...spans, ...modern] }],
+        scopeSpans: [{ scope: { name: TRACER_SCOPE }, spans: [...spans, ...modern, ...fallback] }],
       },
       {
         resource: { attributes: otlpAttributes({ [ATTR_SERVICE_NAME]: Service.MODERN_SERVER }) },

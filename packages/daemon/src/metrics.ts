@@ -9,6 +9,7 @@ import {
   LABEL_OUTCOME,
   LABEL_RESULT,
   LABEL_SERVICE,
+  LABEL_VERSION,
   METRICS,
   METRIC_DETECTION_LAG_SECONDS,
   METRIC_EVIDENCE_BYTES,
@@ -18,6 +19,7 @@ import {
   METRIC_FINDINGS_TOTAL,
   METRIC_LISTENING_RESUMES_TOTAL,
   METRIC_MCP_REQUESTS_TOTAL,
+  METRIC_MCP_NEGOTIATIONS_REFUSED_TOTAL,
   METRIC_RECONNECT_STORMS_ENDED_TOTAL,
   METRIC_SERVER_DEFECTS_TOTAL,
   METRIC_RECONNECT_STORMS_ACTIVE,
@@ -56,6 +58,12 @@ type Metric = Counter<string> | Gauge<string> | Histogram<string>;
  */
 export const DEFAULT_MAX_SERVICES = 100;
 
+/**
+ * `version` label values of refused negotiations before `other`: a client writes the version it asks
+ * for, so the label is capped; MCP has had five revisions in two years, so real traffic never reaches it.
+ */
+const MAX_VERSIONS = 16;
+
 /** What the metrics read from the detector at each scrape: counts of its state, never kept here. */
 export interface DetectorStateSource {
   stats(): DetectorStats;
@@ -93,6 +101,8 @@ export class DetectorMetrics implements DetectorEvents {
   private readonly spanResults = new Map<SpanReceivedResult, number>();
   /** `server` label values of server-defect counts, capped at maxServices like `service` (the rest: `other`). */
   private readonly servers: CappedLabels<string>;
+  /** `version` label values of refused negotiations (the protocol version a client asked for), capped. */
+  private readonly versions = new CappedLabels<string>(MAX_VERSIONS, OTHER_SERVICE);
   /** The metrics another door added (addCollected), in the order added. */
   private readonly added: { name: string; read: () => Iterable<readonly [Record<string, string>, number]> }[] = [];
 
@@ -112,6 +122,7 @@ export class DetectorMetrics implements DetectorEvents {
       [METRIC_RECONNECT_STORMS_ACTIVE]: (m) => this.collectActiveStorms(gauge(m)),
       [METRIC_TRACKED_REQUESTS]: (m) => this.collectTracked(gauge(m)),
       [METRIC_MCP_REQUESTS_TOTAL]: (m) => this.collectRequests(counter(m)),
+      [METRIC_MCP_NEGOTIATIONS_REFUSED_TOTAL]: (m) => this.collectRefusedNegotiations(counter(m)),
       [METRIC_STATE_EVICTIONS_TOTAL]: (m) => this.collectEvictions(counter(m)),
       [METRIC_EVIDENCE_BYTES]: (m) => this.collectEvidence(gauge(m), (e) => e.bytes),
       [METRIC_EVIDENCE_REQUESTS]: (m) => this.collectEvidence(gauge(m), (e) => e.requests),
@@ -223,7 +234,13 @@ export class DetectorMetrics implements DetectorEvents {
     else c.requestsSessions++;
   }
 
-  /** MCP requests seen by era, over every service: the counts of METRIC_MCP_REQUESTS_TOTAL. */
+  negotiationRefused(service: string, version: string): void {
+    const refused = this.countsFor(service).refusedNegotiations;
+    const id = this.versions.idOf(version);
+    refused[id] = (refused[id] ?? 0) + 1;
+  }
+
+  /** MCP requests accepted by era, over every service: the counts of METRIC_MCP_REQUESTS_TOTAL. */
   eraCounts(): Record<ProtocolEra, number> {
     const eras = { [ProtocolEra.SESSIONS]: 0, [ProtocolEra.STATELESS]: 0 };
     for (const c of this.counts) {
@@ -280,6 +297,15 @@ export class DetectorMetrics implements DetectorEvents {
         requests.inc({ [LABEL_SERVICE]: c.label, [LABEL_ERA]: ProtocolEra.SESSIONS }, c.requestsSessions);
       if (c.requestsStateless)
         requests.inc({ [LABEL_SERVICE]: c.label, [LABEL_ERA]: ProtocolEra.STATELESS }, c.requestsStateless);
+    }
+  }
+
+  private collectRefusedNegotiations(refused: Counter<string>): void {
+    refused.reset();
+    for (const c of this.counts) {
+      c.refusedNegotiations.forEach((n, id) => {
+        refused.inc({ [LABEL_SERVICE]: c.label, [LABEL_VERSION]: this.versions.keyOf(id)! }, n);
+      });
     }
   }
 
@@ -349,6 +375,8 @@ class ServiceCounts {
   readonly listeningResumes = new Map<ResumeOutcome, number>();
   requestsSessions = 0;
   requestsStateless = 0;
+  /** Refused negotiations, indexed by the `version` label's number (sparse: forEach skips the holes). */
+  readonly refusedNegotiations: number[] = [];
   constructor(readonly label: string) {}
 }
 

@@ -1,7 +1,11 @@
 import {
+  ATTR_ERROR_TYPE,
+  ATTR_HTTP_RESPONSE_STATUS_CODE,
   ATTR_MCP_METHOD_NAME,
   ATTR_MCP_PROTOCOL_VERSION,
   LABEL_ERA,
+  LABEL_VERSION,
+  METRIC_MCP_NEGOTIATIONS_REFUSED_TOTAL,
   METRIC_MCP_REQUESTS_TOTAL,
   ProtocolEra,
   STATELESS_PROTOCOL_VERSION,
@@ -83,6 +87,46 @@ describe('detector metrics: storms ended, server defects, retractions, listening
     expect(protocolEra(STATELESS_PROTOCOL_VERSION)).toBe(ProtocolEra.STATELESS);
     expect(protocolEra('2027-01-01')).toBe(ProtocolEra.STATELESS);
     expect(protocolEra(undefined)).toBeUndefined();
+  });
+
+  it('counts a refused negotiation apart, by the version asked (capped), and not in its era (issue 31)', async () => {
+    const { metrics, detector } = wired();
+    const answered = (service: string, method: string, version: string, status: number, error?: string) =>
+      span(
+        method,
+        T0,
+        {
+          [ATTR_MCP_METHOD_NAME]: method,
+          [ATTR_MCP_PROTOCOL_VERSION]: version,
+          [ATTR_HTTP_RESPONSE_STATUS_CODE]: status,
+          ...(error ? { [ATTR_ERROR_TYPE]: error } : {}),
+        },
+        { service },
+      );
+    // A client of a session-era server: its 2026-07-28 probe refused, then initialize and a call accepted.
+    for (const s of [
+      answered('billing', 'server/discover', STATELESS_PROTOCOL_VERSION, 400, '400'),
+      answered('billing', 'initialize', '2025-11-25', 200),
+      answered('billing', 'tools/call', '2025-11-25', 200),
+      // A call whose session is gone: not accepted, and no version refused.
+      answered('billing', 'tools/call', '2025-11-25', 404, '404'),
+    ])
+      detector.ingest(s);
+    // A client asking for ever new versions: 16 keep their label, the rest are `other`.
+    for (let i = 0; i < 20; i++) detector.ingest(answered('fuzz', 'initialize', `2030-01-${10 + i}`, 400, '400'));
+    expect(await sample(metrics, METRIC_MCP_REQUESTS_TOTAL)).toEqual([
+      `${METRIC_MCP_REQUESTS_TOTAL}{${LABEL_SERVICE}="billing",${LABEL_ERA}="${ProtocolEra.SESSIONS}"} 2`,
+    ]);
+    const refused = await sample(metrics, METRIC_MCP_NEGOTIATIONS_REFUSED_TOTAL);
+    expect(refused).toContain(
+      `${METRIC_MCP_NEGOTIATIONS_REFUSED_TOTAL}{${LABEL_SERVICE}="billing",${LABEL_VERSION}="${STATELESS_PROTOCOL_VERSION}"} 1`,
+    );
+    const fuzz = refused.filter((l) => l.includes('"fuzz"'));
+    // 15 of its own (the billing client's version took one of the 16), and `other` for the 5 past the cap.
+    expect(fuzz).toHaveLength(16);
+    expect(fuzz).toContain(
+      `${METRIC_MCP_NEGOTIATIONS_REFUSED_TOTAL}{${LABEL_SERVICE}="fuzz",${LABEL_VERSION}="other"} 5`,
+    );
   });
 
   it('counts how each storm ended, once, and no finding for the storm_ended record', async () => {

@@ -51,6 +51,7 @@ const noEvents: DetectorEvents = {
   serverDefect: () => {},
   listeningResume: () => {},
   request: () => {},
+  negotiationRefused: () => {},
 };
 /** Kinds of the findings proper (records about earlier findings left out). */
 const kinds = (fs: Finding[]) =>

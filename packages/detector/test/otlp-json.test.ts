@@ -1,5 +1,7 @@
 import {
   ATTR_ERROR_TYPE,
+  ATTR_HTTP_RESPONSE_STATUS_CODE,
+  ATTR_RPC_RESPONSE_STATUS_CODE,
   ATTR_MCP_STREAM_ID,
   ATTR_JSONRPC_REQUEST_ID,
   ATTR_MCP_METHOD_NAME,
@@ -78,6 +80,9 @@ describe('OTLP/JSON decoding', () => {
         ...attrs,
         { key: ATTR_ERROR_TYPE, value: { stringValue: 'timeout' } },
         { key: ATTR_MCP_STREAM_ID, value: { stringValue: 'stream-1' } },
+        // How the server answered: whether the request counts in its era or as a refused negotiation.
+        { key: ATTR_HTTP_RESPONSE_STATUS_CODE, value: { intValue: '200' } },
+        { key: ATTR_RPC_RESPONSE_STATUS_CODE, value: { stringValue: '-32601' } },
       ],
     };
     expect(decode([withMore], true).out[0]!.attributes).toEqual({
@@ -85,6 +90,8 @@ describe('OTLP/JSON decoding', () => {
       [ATTR_JSONRPC_REQUEST_ID]: 7,
       [ATTR_MCP_METHOD_NAME]: 'tools/call',
       [ATTR_ERROR_TYPE]: 'timeout',
+      [ATTR_HTTP_RESPONSE_STATUS_CODE]: 200,
+      [ATTR_RPC_RESPONSE_STATUS_CODE]: '-32601',
     });
   });
 });

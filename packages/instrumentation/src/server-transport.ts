@@ -16,7 +16,7 @@ import {
   mcpRequestSpanName,
 } from './semconv.js';
 import { ErrorType } from './semconv.js';
-import { addTargetAttributes, setError } from './span-util.js';
+import { addTargetAttributes, initializeVersion, setError } from './span-util.js';
 import { sendingFrom, streamLivenessOf } from './stream-liveness.js';
 import type { ServerTransportInstrumentationOptions, ServerTransportLike } from './types.js';
 
@@ -152,8 +152,13 @@ export function instrumentServerTransport<T extends ServerTransportLike>(
     };
     if (transport.sessionId !== undefined) attributes[ATTR_MCP_SESSION_ID] = transport.sessionId;
     const headers = extra?.requestInfo?.headers ?? extra?.request?.headers;
-    // Per exchange: the header, else the request's own `_meta` claim, else the session's negotiated version.
-    const version = headerOf(headers, HEADER_PROTOCOL_VERSION) ?? metaVersion(request.params) ?? negotiated;
+    // Per exchange: the header, else the request's own `_meta` claim (an initialize: the version it asks
+    // for, replaced by the negotiated one at its result), else the session's negotiated version.
+    const version =
+      headerOf(headers, HEADER_PROTOCOL_VERSION) ??
+      metaVersion(request.params) ??
+      initializeVersion(request.method, request.params) ??
+      negotiated;
     if (version !== undefined) attributes[ATTR_MCP_PROTOCOL_VERSION] = version;
     addTargetAttributes(attributes, request.method, target);
     const span = tracer().startSpan(

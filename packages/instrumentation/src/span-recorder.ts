@@ -60,7 +60,15 @@ import {
   mcpRequestSpanName,
   ErrorType,
 } from './semconv.js';
-import { ServerAttributes, addTargetAttributes, errorType, isToolError, nowMs, setError } from './span-util.js';
+import {
+  ServerAttributes,
+  addTargetAttributes,
+  errorType,
+  initializeVersion,
+  isToolError,
+  nowMs,
+  setError,
+} from './span-util.js';
 import type { TracerSource } from './tracer-source.js';
 import type { RecorderStats } from './types.js';
 import { HeldPolls } from './held-polls.js';
@@ -334,7 +342,9 @@ export class SpanRecorder implements WireListener {
     };
     this.server.addTo(attributes, req.url);
     if (req.sessionId !== undefined) attributes[ATTR_MCP_SESSION_ID] = req.sessionId;
-    if (req.protocolVersion !== undefined) attributes[ATTR_MCP_PROTOCOL_VERSION] = req.protocolVersion;
+    // An initialize's own version is the one it asks for (the negotiated one replaces it at its result).
+    const version = req.protocolVersion ?? initializeVersion(record.method, record.message?.params);
+    if (version !== undefined) attributes[ATTR_MCP_PROTOCOL_VERSION] = version;
     const target = record.target;
     addTargetAttributes(attributes, record.method, target);
     const stateless = protocolEra(req.protocolVersion) === ProtocolEra.STATELESS;
@@ -435,10 +445,9 @@ export class SpanRecorder implements WireListener {
         state.span.setAttribute(ATTR_MCP_SESSION_ID, res.sessionId);
         this.trackSession(state);
       }
-      if (!ok) {
-        state.span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, res.status);
-        this.endRequest(state, String(res.status));
-      }
+      // On every answered request: the detector counts a request in its era only when the server accepted it.
+      state.span.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, res.status);
+      if (!ok) this.endRequest(state, String(res.status));
     }
   }
 

@@ -27,6 +27,16 @@ export function addTargetAttributes(attributes: Attributes, method: string, targ
   }
 }
 
+/**
+ * The version an `initialize` asks for (its `protocolVersion` param): the session era's handshake carries
+ * it in its body, before any `MCP-Protocol-Version` header. A refused handshake is counted by it.
+ */
+export function initializeVersion(method: string, params: unknown): string | undefined {
+  if (method !== 'initialize') return undefined;
+  const version = (params as { protocolVersion?: unknown } | null | undefined)?.protocolVersion;
+  return typeof version === 'string' ? version : undefined;
+}
+
 export function setError(span: Span, type: string): void {
   span.setAttribute(ATTR_ERROR_TYPE, type);
   span.setStatus({ code: SpanStatusCode.ERROR });

@@ -7,3 +7,4 @@ export * from './routes.js';
 export * from './page.js';
 export type { ValuesOf } from './types.js';
 export * from './resume-verdict.js';
+export * from './negotiation.js';

@@ -12,6 +12,8 @@ export const LABEL_SERVER = 'server';
 export const LABEL_ENDED_BY = 'ended_by';
 /** The protocol era of a request (ProtocolEra). */
 export const LABEL_ERA = 'era';
+/** The MCP protocol version a client asked for (`mcp.protocol.version`, YYYY-MM-DD), capped like `service`. */
+export const LABEL_VERSION = 'version';
 /** What the gateway's guard did (GuardAction). */
 export const LABEL_ACTION = 'action';
 /** What a guard action rests on (GuardProof). */
@@ -42,6 +44,7 @@ export const METRIC_LISTENING_RESUMES_TOTAL = 'resumewatch_listening_resumes_tot
 export const METRIC_FINDINGS_DROPPED_TOTAL = 'resumewatch_findings_dropped_total';
 export const METRIC_REQUESTS_SHED_TOTAL = 'resumewatch_requests_shed_total';
 export const METRIC_MCP_REQUESTS_TOTAL = 'resumewatch_mcp_requests_total';
+export const METRIC_MCP_NEGOTIATIONS_REFUSED_TOTAL = 'resumewatch_mcp_negotiations_refused_total';
 export const METRIC_EVIDENCE_BYTES = 'resumewatch_evidence_bytes';
 export const METRIC_EVIDENCE_REQUESTS = 'resumewatch_evidence_requests';
 export const METRIC_EVIDENCE_WINDOW_BYTES = 'resumewatch_evidence_window_bytes';
@@ -160,8 +163,14 @@ export const METRICS: readonly MetricDescriptor[] = [
   {
     name: METRIC_MCP_REQUESTS_TOTAL,
     type: 'counter',
-    help: 'MCP requests seen (request spans with mcp.protocol.version), by service and protocol era: sessions (up to 2025-11-25, exposed to the replay loop) or stateless (2026-07-28 and later).',
+    help: 'MCP requests the server accepted in their protocol era (request spans with mcp.protocol.version answered 2xx, or with a JSON-RPC answer that does not refuse the version), by service and era: sessions (up to 2025-11-25, exposed to the replay loop) or stateless (2026-07-28 and later). A refused negotiation is not counted here.',
     labelNames: [LABEL_SERVICE, LABEL_ERA],
+  },
+  {
+    name: METRIC_MCP_NEGOTIATIONS_REFUSED_TOTAL,
+    type: 'counter',
+    help: 'Protocol negotiations the server refused, by service and the version the client asked for (capped): a server/discover probe, an initialize or a 2026-07-28 request answered with a 4xx (not 401, 403, 407, 408, 429) or a JSON-RPC error (any, to server/discover and initialize; -32022 Unsupported protocol version, to any request).',
+    labelNames: [LABEL_SERVICE, LABEL_VERSION],
   },
   {
     name: METRIC_REQUESTS_SHED_TOTAL,

@@ -12,6 +12,143 @@ function stringConstants(prefix: string): Map<string, string> {
   return out;
 }
 
+/**
+ * The names the project takes from the OpenTelemetry semantic conventions, by constant, with the name the
+ * conventions' current registry gives it (read for issue 30 in open-telemetry/semantic-conventions-genai,
+ * where the MCP conventions now live: model/mcp/registry.yaml, model/mcp/common.yaml and spans.yaml,
+ * docs/gen-ai/mcp.md; and in open-telemetry/semantic-conventions for the names MCP borrows: jsonrpc.*,
+ * rpc.response.status_code (which replaced rpc.jsonrpc.error_code), error.type, http.*, server.*,
+ * network.*, service.name). A name the conventions rename is renamed here, with a note in the README.
+ */
+const FROM_CONVENTIONS: Record<string, string> = {
+  // MCP (semantic-conventions-genai, model/mcp/registry.yaml): the registry's four attributes.
+  ATTR_MCP_METHOD_NAME: 'mcp.method.name',
+  ATTR_MCP_SESSION_ID: 'mcp.session.id',
+  ATTR_MCP_PROTOCOL_VERSION: 'mcp.protocol.version',
+  ATTR_MCP_RESOURCE_URI: 'mcp.resource.uri',
+  // What the MCP spans borrow: JSON-RPC, RPC and GenAI.
+  ATTR_JSONRPC_REQUEST_ID: 'jsonrpc.request.id',
+  ATTR_RPC_RESPONSE_STATUS_CODE: 'rpc.response.status_code',
+  ATTR_GEN_AI_TOOL_NAME: 'gen_ai.tool.name',
+  ATTR_GEN_AI_PROMPT_NAME: 'gen_ai.prompt.name',
+  ATTR_GEN_AI_OPERATION_NAME: 'gen_ai.operation.name',
+  // General conventions.
+  ATTR_ERROR_TYPE: 'error.type',
+  ATTR_HTTP_REQUEST_METHOD: 'http.request.method',
+  ATTR_HTTP_RESPONSE_STATUS_CODE: 'http.response.status_code',
+  ATTR_SERVER_ADDRESS: 'server.address',
+  ATTR_SERVER_PORT: 'server.port',
+  ATTR_NETWORK_TRANSPORT: 'network.transport',
+  ATTR_NETWORK_PROTOCOL_NAME: 'network.protocol.name',
+  ATTR_SERVICE_NAME: 'service.name',
+};
+
+/**
+ * Every `mcp.*` name the conventions' current MCP registry defines (attributes, and the metrics of
+ * model/mcp/metrics.yaml). The project's own names must not take one of them.
+ */
+const CONVENTIONS_MCP_NAMES = [
+  'mcp.method.name',
+  'mcp.session.id',
+  'mcp.protocol.version',
+  'mcp.resource.uri',
+  'mcp.client.operation.duration',
+  'mcp.server.operation.duration',
+  'mcp.client.session.duration',
+  'mcp.server.session.duration',
+];
+
+/**
+ * The project's own names: what the conventions lack (streams, event ids, reattaches, resumes, terminals,
+ * the guard, re-issues), under `mcp.` as the conventions' MCP names are. docs/architecture.md lists them
+ * as the project's proposal to the conventions.
+ */
+const EXTENSIONS = [
+  // Spans.
+  'mcp.session.reattach',
+  'mcp.stream.resume',
+  'mcp.request.terminal',
+  // Attributes.
+  'mcp.reattach.trigger',
+  'mcp.reattach.accepted',
+  'mcp.stream.id',
+  'mcp.stream.previous.id',
+  'mcp.stream.resumed_from.id',
+  'mcp.stream.kind',
+  'mcp.event.id',
+  'mcp.resume.last_event_id',
+  'mcp.resume.outcome',
+  'mcp.resume.evidence',
+  'mcp.resume.replayed_events',
+  'mcp.resume.replayed_terminal',
+  'mcp.request.terminal_observed',
+  'mcp.terminal.outcome',
+  'mcp.terminal.duplicate',
+  'mcp.terminal.delivery',
+  'mcp.terminal.foreign',
+  'mcp.terminal.conflict',
+  'mcp.terminal.first_stream.id',
+  'mcp.guard.action',
+  'mcp.guard.proof',
+  'mcp.request.arguments.digest',
+  'mcp.request.reissue_of.trace_id',
+  'mcp.request.reissue_of.span_id',
+  'mcp.request.input_round',
+  'mcp.request.completed_after_cancellation',
+];
+
+/** The names the telemetry carries: spans and attributes, and any metric named the OpenTelemetry way (dotted). */
+function emittedNames(): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const prefix of ['SPAN_', 'ATTR_', 'METRIC_'])
+    for (const [key, value] of stringConstants(prefix))
+      if (prefix !== 'METRIC_' || value.includes('.')) out.set(value, key);
+  return out;
+}
+
+/** The names of the table under the heading `## The project's names: a proposal ...` of docs/architecture.md. */
+function proposedInArchitecture(): string[] {
+  const doc = readFileSync(`${repoRoot}/docs/architecture.md`, 'utf8');
+  const section = doc.split(/^## /m).find((s) => s.startsWith("The project's names"));
+  if (section === undefined) throw new Error('docs/architecture.md has no section "## The project\'s names"');
+  return [...section.matchAll(/^\| `([a-z_.]+)` \|/gm)].map((m) => m[1]!);
+}
+
+describe('the OpenTelemetry semantic conventions (issue 30)', () => {
+  it('takes each conventions name as the current registry spells it', () => {
+    for (const [constant, name] of Object.entries(FROM_CONVENTIONS))
+      expect((semconv as Record<string, unknown>)[constant], constant).toBe(name);
+  });
+
+  it('emits no name that is neither taken from the conventions nor one of the listed extensions', () => {
+    const conventions = new Set(Object.values(FROM_CONVENTIONS));
+    const extensions = new Set(EXTENSIONS);
+    const neither = [...emittedNames()].filter(([name]) => !conventions.has(name) && !extensions.has(name));
+    expect(neither.map(([name, constant]) => `${constant} = ${name}`)).toEqual([]);
+    // Every listed extension is emitted: the list is the project's names, no more.
+    const emitted = emittedNames();
+    expect(EXTENSIONS.filter((name) => !emitted.has(name))).toEqual([]);
+    expect(new Set(EXTENSIONS).size).toBe(EXTENSIONS.length);
+  });
+
+  it("keeps the project's names under mcp., apart from every name of the conventions' MCP registry", () => {
+    for (const name of EXTENSIONS) {
+      expect(name).toMatch(/^mcp\.[a-z_]+(\.[a-z_]+)+$/);
+      for (const taken of CONVENTIONS_MCP_NAMES) {
+        expect(name, taken).not.toBe(taken);
+        // Not an attribute below one of the conventions' names (`mcp.session.id.x`), nor above one.
+        expect(name.startsWith(`${taken}.`) || taken.startsWith(`${name}.`), `${name} / ${taken}`).toBe(false);
+      }
+    }
+    for (const name of Object.values(FROM_CONVENTIONS).filter((n) => n.startsWith('mcp.')))
+      expect(CONVENTIONS_MCP_NAMES).toContain(name);
+  });
+
+  it("lists the project's names in docs/architecture.md, as its proposal to the conventions", () => {
+    expect([...proposedInArchitecture()].sort()).toEqual([...EXTENSIONS].sort());
+  });
+});
+
 describe('telemetry contract', () => {
   it('keeps the names the issues fixed', () => {
     expect(semconv.SPAN_SESSION_REATTACH).toBe('mcp.session.reattach');

@@ -6,6 +6,9 @@ import {
   ATTR_MCP_PROTOCOL_VERSION,
   REQUEST_GIVEN_UP_ERRORS,
   protocolEra,
+  eraAnswer,
+  EraAnswer,
+  ATTR_RPC_RESPONSE_STATUS_CODE,
   ATTR_MCP_STREAM_KIND,
   ATTR_MCP_TERMINAL_CONFLICT,
   ATTR_MCP_TERMINAL_FIRST_STREAM_ID,
@@ -35,6 +38,7 @@ import {
   GuardAction,
   SPAN_STREAM_RESUME,
   SpanReceivedResult,
+  type ProtocolEra,
 } from '@resumewatch/semconv';
 import { IdSet } from './id-set.js';
 import { hash32, hexWord } from './ids.js';
@@ -45,7 +49,14 @@ import { Fate, REPORTED, Reissues, SETTLED, type Reissue } from './reissues.js';
 import { NO_SLOT } from './slots.js';
 import { RequestTable, type ForcedStormEnd } from './table.js';
 import { readState, writeState, type DetectorCounts, type DetectorState } from './state-codec.js';
-import { SPAN_KIND_CLIENT, type DetectorEvents, type DetectorStats, type Finding, type SpanRecord } from './types.js';
+import {
+  SPAN_KIND_CLIENT,
+  SPAN_KIND_SERVER,
+  type DetectorEvents,
+  type DetectorStats,
+  type Finding,
+  type SpanRecord,
+} from './types.js';
 
 /** The three span kinds the core decides on (everything else is counted and ignored). */
 const TERMINAL = 1;
@@ -379,8 +390,9 @@ export class Detector {
    */
   private request(span: SpanRecord): void {
     const attrs = span.attributes;
-    const era = protocolEra(attrs[ATTR_MCP_PROTOCOL_VERSION]);
-    if (era !== undefined) this.events?.request(span.service || UNKNOWN_SERVICE, era);
+    const version = attrs[ATTR_MCP_PROTOCOL_VERSION];
+    const era = protocolEra(version);
+    if (era !== undefined && this.events) this.countEra(span, era, version as string);
     const fate = attrs[ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION];
     if (typeof fate === 'boolean') this.firstAttemptFate(span, fate);
     if (span.kind !== SPAN_KIND_CLIENT) return;
@@ -408,6 +420,25 @@ export class Detector {
     if (slot === NO_SLOT) return;
     this.cursorLostOnGiveUp(slot, span);
     if (cancelled) this.cancelled(slot, span);
+  }
+
+  /**
+   * A request span counts in its era only when the server accepted it there (eraAnswer); a negotiation the
+   * server refused (a `server/discover` probe answered 400, then the client's fallback to `initialize`) is
+   * counted apart, by the version asked, and never as traffic of that era.
+   */
+  private countEra(span: SpanRecord, era: ProtocolEra, version: string): void {
+    const attrs = span.attributes;
+    const answer = eraAnswer(
+      attrs[ATTR_MCP_METHOD_NAME],
+      era,
+      statusOf(attrs),
+      attrs[ATTR_RPC_RESPONSE_STATUS_CODE],
+      attrs[ATTR_ERROR_TYPE],
+      span.kind !== SPAN_KIND_SERVER,
+    );
+    if (answer === EraAnswer.ACCEPTED) this.events!.request(span.service || UNKNOWN_SERVICE, era);
+    else if (answer === EraAnswer.REFUSED) this.events!.negotiationRefused(span.service || UNKNOWN_SERVICE, version);
   }
 
   /** The client cancelled the request (`notifications/cancelled`) when its request span ended. */

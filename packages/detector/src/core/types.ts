@@ -89,8 +89,13 @@ export interface DetectorEvents {
   serverDefect(kind: FindingKind, server: string): void;
   /** A resume of the session's listening stream: counted, no request state. */
   listeningResume(service: string, outcome: ResumeOutcome): void;
-  /** A request span whose protocol version says its era. */
+  /** A request span the server accepted in the era its protocol version says (eraAnswer of @resumewatch/semconv). */
   request(service: string, era: ProtocolEra): void;
+  /**
+   * A request span whose protocol version the server refused (a `server/discover` probe or an `initialize`
+   * answered 4xx or with a JSON-RPC error, ...): `version` is the one asked, shaped YYYY-MM-DD, not capped.
+   */
+  negotiationRefused(service: string, version: string): void;
 }
 
 export interface DetectorStats {

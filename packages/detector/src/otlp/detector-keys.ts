@@ -22,6 +22,7 @@ import {
   ATTR_MCP_TERMINAL_DUPLICATE,
   ATTR_MCP_TERMINAL_FIRST_STREAM_ID,
   ATTR_MCP_TERMINAL_FOREIGN,
+  ATTR_RPC_RESPONSE_STATUS_CODE,
   ATTR_SERVER_ADDRESS,
   SPAN_REQUEST_TERMINAL,
   SPAN_SESSION_REATTACH,
@@ -57,12 +58,14 @@ export const DETECTOR_ATTRIBUTE_KEYS: readonly string[] = [
   ATTR_MCP_TERMINAL_DUPLICATE,
   ATTR_MCP_TERMINAL_FIRST_STREAM_ID,
   ATTR_MCP_TERMINAL_FOREIGN,
+  ATTR_RPC_RESPONSE_STATUS_CODE,
   ATTR_SERVER_ADDRESS,
 ];
 
 /**
  * What the core reads of a span that is not a contract span (a request span): its method, its protocol
- * version (the era it counts under), whether the client gave the request up (its error type), which
+ * version and how the server answered it (its HTTP status and JSON-RPC error code: whether it counts in
+ * that era or as a refused negotiation), whether the client gave the request up (its error type), which
  * request it was, and the 2026-07-28 era's re-issue evidence (the request it re-issues, whether it is a
  * Multi Round-Trip round, and on a server's span whether the work completed after its stream closed).
  */
@@ -73,6 +76,8 @@ export function isRequestSpanKey(key: string): boolean {
     key === ATTR_MCP_SESSION_ID ||
     key === ATTR_JSONRPC_REQUEST_ID ||
     key === ATTR_MCP_PROTOCOL_VERSION ||
+    key === ATTR_HTTP_RESPONSE_STATUS_CODE ||
+    key === ATTR_RPC_RESPONSE_STATUS_CODE ||
     key === ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID ||
     key === ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID ||
     key === ATTR_MCP_REQUEST_INPUT_ROUND ||
