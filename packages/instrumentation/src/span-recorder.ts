@@ -343,7 +343,7 @@ export class SpanRecorder implements WireListener {
     this.server.addTo(attributes, req.url);
     if (req.sessionId !== undefined) attributes[ATTR_MCP_SESSION_ID] = req.sessionId;
     // An initialize's own version is the one it asks for (the negotiated one replaces it at its result).
-    const version = req.protocolVersion ?? initializeVersion(record.method, record.message?.params);
+    const version = req.protocolVersion ?? initializeVersion(record.method, initializeParams(req, record));
     if (version !== undefined) attributes[ATTR_MCP_PROTOCOL_VERSION] = version;
     const target = record.target;
     addTargetAttributes(attributes, record.method, target);
@@ -783,4 +783,22 @@ export class SpanRecorder implements WireListener {
 function reissueKeyOf(req: WireRequest, digest: string | undefined): string | undefined {
   if (digest === undefined) return undefined;
   return req.clientScope === undefined ? digest : `${req.clientScope}\n${digest}`;
+}
+
+/**
+ * The params of the initialize request `record` among the request's messages (read in onRequest: a
+ * record keeps no body, and a proxy's request keeps its messages only until then).
+ */
+function initializeParams(req: WireRequest, record: RequestRecord): unknown {
+  if (record.method !== 'initialize') return undefined;
+  for (const message of req.messages) {
+    const id = (message as { id?: unknown }).id;
+    if (
+      (message as { method?: unknown }).method === 'initialize' &&
+      String(id) === record.id &&
+      (typeof id === 'string') === record.idIsString
+    )
+      return (message as { params?: unknown }).params;
+  }
+  return undefined;
 }
