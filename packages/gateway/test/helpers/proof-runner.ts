@@ -15,6 +15,8 @@ export interface RunReport {
   acted: Judgement['acted'];
   /** The broken invariants, the schedule and the trace, for a failure's message. */
   text: string;
+  /** The ids of the complete SSE events the client read of each step's response. */
+  eventsRead(step: number): string[];
 }
 
 const SETTLE_MS = 5_000;
@@ -170,5 +172,14 @@ export async function runSchedule(
     await upstream.close();
   }
   const { violations, lines, acted } = judge(steps, trace, upstream);
-  return { violations, acted, text: report(violations, describeSchedule(steps), lines) };
+  return {
+    violations,
+    acted,
+    text: report(violations, describeSchedule(steps), lines),
+    eventsRead: (step) =>
+      trace
+        .filter((entry) => entry.kind === 'read' && entry.step === step)
+        .flatMap((entry) => completeEvents((entry as { response: ReadResponse }).response.body.toString('utf8')))
+        .map((event) => event.id ?? ''),
+  };
 }

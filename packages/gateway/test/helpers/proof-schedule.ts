@@ -144,7 +144,7 @@ export const scheduleArbitrary: fc.Arbitrary<Step[]> = fc
       { weight: 1, arbitrary: listen },
     ),
     {
-      minLength: 2,
+      minLength: 1,
       maxLength: 6,
     },
   )
