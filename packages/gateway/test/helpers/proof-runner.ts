@@ -149,12 +149,12 @@ export async function runSchedule(
         if (response.end === 'complete') continue;
         // The client stopped reading (or the response broke): it destroys the socket, at once or once
         // the gateway is done writing (everything it wrote then sits unread in the client's buffer).
+        // The responses pipelined behind this one go unread.
+        const unread = sent.slice(i + 1);
+        orphans += unread.length;
         if (response.end === 'stopped' && read !== 'all' && read.close === 'later') await settled();
         conn.destroy();
-        for (const rest of sent.slice(i + 1)) {
-          trace.push({ kind: 'unread', step: rest, conn: conn.id });
-          orphans++;
-        }
+        for (const rest of unread) trace.push({ kind: 'unread', step: rest, conn: conn.id });
         break;
       }
       if (!(await settled()))
