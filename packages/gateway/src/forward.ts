@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { unexpectedErrorLine } from '@resumewatch/daemon';
 import { InvalidResumptionError } from '@resumewatch/guard';
 import { GatewayRefusal, GuardAction } from '@resumewatch/semconv';
@@ -67,6 +68,10 @@ export class Forwarder {
       this.receipts.responseOver(connection, carried.stream, whole);
     };
     res.once('finish', () => responseOver(true));
+    // A pipelined request's response waits behind the connection's earlier ones, and Node never closes it
+    // when the connection dies (no socket was ever given to it): closed here, or the exchange would hold
+    // its --max-streams slot and its upstream stream for good.
+    if (connection.open > 1) closeQueuedWithConnection(req.socket, res);
     res.once('close', () => {
       responseOver(false);
       this.counts.exchangeEnded(method, res.headersSent ? res.statusCode : undefined);
@@ -391,4 +396,15 @@ function clientOf(req: IncomingMessage): string {
   const credentials = req.headers.authorization;
   const who = credentials === undefined ? '' : createHash('sha256').update(credentials).digest('hex').slice(0, 16);
   return `${req.socket.remoteAddress ?? ''} ${who}`;
+}
+
+/** Closes `res`, queued behind another response on `socket`, if the connection dies before it is written. */
+function closeQueuedWithConnection(socket: Socket, res: ServerResponse): void {
+  const gone = (): void => {
+    if (res.writableFinished || res.destroyed) return;
+    res.destroy();
+    res.emit('close');
+  };
+  socket.once('close', gone);
+  res.once('close', () => socket.off('close', gone));
 }

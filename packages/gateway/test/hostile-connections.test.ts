@@ -144,6 +144,28 @@ describe('gateway: hostile connections', () => {
   });
 });
 
+describe('gateway: pipelining', () => {
+  it('a pipelined request queued behind a response whose connection dies releases its exchange', async () => {
+    // The first call's stream stays open; the second request waits behind it on the same connection.
+    const held: (() => void)[] = [];
+    const { gateway } = await rig((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('data: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}\n\n');
+      held.push(() => res.end());
+    });
+    const body = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}}';
+    const connection = await rawConnect(gateway.port);
+    connection.socket.write(postHead(body.length) + body + postHead(body.length) + body);
+    await connection.until(/notifications\/progress/);
+    await vi.waitFor(() => expect(gateway.counts().open).toBe(2), { timeout: 5_000 });
+    connection.socket.destroy();
+    // Node never closes a response still queued behind another when the connection dies: the gateway
+    // must see it go all the same, or each such connection keeps an exchange (--max-streams) for good.
+    await vi.waitFor(() => expect(gateway.counts().open).toBe(0), { timeout: 5_000 });
+    for (const end of held) end();
+  });
+});
+
 describe('gateway: a refused body is answered so that its client reads the answer', () => {
   // The body crosses --max-body in the chunks sent before the client's event loop is busy, and the
   // whole body is under twice --max-body: the gateway reads and throws away the rest after its answer.

@@ -15,8 +15,12 @@ import type { CallStep, ListenStep, ResumeStep, Step } from './helpers/proof-sch
  * A failure names the broken invariant, the schedule and the trace.
  */
 
-/** The fixed seed (the issue's number); RESUMEWATCH_PROOF_SEED and RESUMEWATCH_PROOF_RUNS explore others. */
-const SEED = Number(process.env.RESUMEWATCH_PROOF_SEED ?? 28);
+/**
+ * The fixed seed: one whose 100 runs include both a refusal and a removal made with proof (the coverage
+ * checks below; seed 28's 100 runs make no removal, its 200 do). RESUMEWATCH_PROOF_SEED and
+ * RESUMEWATCH_PROOF_RUNS explore others.
+ */
+const SEED = Number(process.env.RESUMEWATCH_PROOF_SEED ?? 4);
 const RUNS = Number(process.env.RESUMEWATCH_PROOF_RUNS ?? 100);
 
 /** The steps of the deterministic cases: a new connection, read whole, chunked upstream, unless said. */
