@@ -27,6 +27,7 @@ interface GatewayCliOptions {
   upstream: string;
   port: number;
   enforce: boolean;
+  cursorProofOnly: boolean;
   maxBodyBytes: number;
   maxHeaderBytes: number;
   maxJsonBodyBytes: number;
@@ -69,7 +70,15 @@ export const GATEWAY_OPTION_SPECS: readonly GatewayOptionSpec[] = [
     flag: 'enforce',
     env: 'RESUMEWATCH_ENFORCE',
     kind: 'boolean',
-    help: 'refuse resumes of delivered requests (405) and drop replays of delivered terminals',
+    help: "refuse resumes of delivered requests (405) and drop replays of delivered terminals, on the client's proof of receipt",
+    default: 'off',
+  },
+  {
+    key: 'cursorProofOnly',
+    flag: 'cursor-proof-only',
+    env: 'RESUMEWATCH_GATEWAY_CURSOR_PROOF_ONLY',
+    kind: 'boolean',
+    help: "with --enforce, take only a client's cursor for proof, never its next request on a connection: for a gateway behind a proxy that marks no request with Via, Forwarded or X-Forwarded-For",
     default: 'off',
   },
   {
@@ -306,6 +315,7 @@ export function resolveGatewayConfig(
     ...(detector.allowedOrigins !== undefined ? { allowedOrigins: detector.allowedOrigins } : {}),
     port: (values.port as number | undefined) ?? GATEWAY_DEFAULTS.port,
     enforce: (values.enforce as boolean | undefined) ?? false,
+    connectionProof: !((values.cursorProofOnly as boolean | undefined) ?? false),
     maxBodyBytes: (values.maxBodyBytes as number | undefined) ?? GATEWAY_DEFAULTS.maxBodyBytes,
     maxHeaderBytes: (values.maxHeaderBytes as number | undefined) ?? GATEWAY_DEFAULTS.maxHeaderBytes,
     maxJsonBodyBytes: (values.maxJsonBodyBytes as number | undefined) ?? GATEWAY_DEFAULTS.maxJsonBodyBytes,

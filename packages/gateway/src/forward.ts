@@ -10,7 +10,7 @@ import type { PushedBody, StreamRecord, WireRequest } from '@resumewatch/wire';
 import { answer } from './answers.js';
 import type { GatewayCounts } from './counts.js';
 import type { Observation } from './observation.js';
-import { ReceiptProofs } from './receipt-proof.js';
+import { ReceiptProofs, viaIntermediary } from './receipt-proof.js';
 import { forwardingHeaders } from './forwarded.js';
 import { endToEndRequestHeaders, endToEndResponseHeaders } from './hop-by-hop.js';
 import { endAfterRefusal, readBody, refusedBodyMessage, type BodyLimits } from './request-body.js';
@@ -52,14 +52,16 @@ export class Forwarder {
     private readonly filtering: boolean,
     /** The `Host` and `Origin` the gateway answers (--allowed-hosts, --allowed-origins). */
     private readonly hosts: HostCheck,
+    /** A connection's next request may prove its client read the previous response (--connection-proof). */
+    connectionProof: boolean,
   ) {
-    this.receipts = new ReceiptProofs(observation.observer);
+    this.receipts = new ReceiptProofs(observation.observer, connectionProof);
   }
 
   handle(req: IncomingMessage, res: ServerResponse): void {
     const method = req.method ?? 'GET';
     // Before the request is judged: what this connection's earlier responses carried is proven received.
-    const connection = this.receipts.requestArrived(req.socket);
+    const connection = this.receipts.requestArrived(req.socket, viaIntermediary(req.headers));
     const carried: Carried = { stream: undefined };
     let over = false;
     const responseOver = (whole: boolean): void => {

@@ -37,6 +37,13 @@ export interface GatewayOptions extends Partial<ForwarderLimits>, IdPolicyOption
   port?: number;
   /** Enforce the guard's rules on the server's side of the wire. Default false: observe only. */
   enforce?: boolean;
+  /**
+   * Whether a client's next request on a connection may prove it read the response before it (with
+   * `enforce`). Default true; a request that bears Via, Forwarded or X-Forwarded-For never does (a proxy
+   * reads responses whole whatever its clients read). False behind a proxy that leaves no such mark:
+   * only the client's cursor is proof then.
+   */
+  connectionProof?: boolean;
   /** Largest request header block in bytes (431 above). Default 16 KiB. */
   maxHeaderBytes?: number;
   /** Time a client has to send its request headers (408 after, connection closed); 0: no limit. Default 10 s. */
@@ -175,6 +182,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       counts,
       enforce,
       hosts,
+      options.connectionProof ?? true,
     );
     const connections = {
       maxHeaderBytes: options.maxHeaderBytes ?? GATEWAY_DEFAULTS.maxHeaderBytes,

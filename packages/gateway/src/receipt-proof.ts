@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import type { Socket } from 'node:net';
 import type { StreamRecord, WireObserver } from '@resumewatch/wire';
 
@@ -6,10 +7,11 @@ export interface ConnectionReceipts {
   /** Responses on the connection not yet written whole (or broken). */
   open: number;
   /**
-   * A request arrived while an earlier response was still open: the client pipelines, so a request
-   * proves nothing of what it read. Once seen, for the connection's life.
+   * The connection gives no proof, for its life: a request arrived on it while an earlier response was
+   * still open (the client pipelines), or a request on it came through an intermediary (a load balancer
+   * reads a response whole whatever its client read, and may send another client's request next).
    */
-  pipelined: boolean;
+  unproving: boolean;
   /** Streams written whole whose receipt the connection's next request would prove (at most the last one or two). */
   readonly ended: StreamRecord[];
 }
@@ -20,25 +22,33 @@ export interface ConnectionReceipts {
  * next request on the same connection, arriving after the response that carried a result was written
  * whole and with no response open, proves the client read that response. Node's `finish` alone proves
  * nothing (the bytes reached the kernel, not the client); a connection that closes after it gives no
- * proof, and neither does a pipelining one. The cursor, the other proof, is the wire observer's.
+ * proof, and neither does a pipelining one, nor one whose peer is an intermediary: a request that bears
+ * `Via`, `Forwarded` or `X-Forwarded-For` came through a proxy, which reads each response whole itself
+ * and may pass another client's request on the same connection next. The cursor, the other proof, is
+ * the wire observer's, and holds through any proxy.
  */
 export class ReceiptProofs {
   private readonly connections = new WeakMap<Socket, ConnectionReceipts>();
 
-  constructor(private readonly observer: WireObserver) {}
+  constructor(
+    private readonly observer: WireObserver,
+    /** Whether a connection's next request may prove receipt at all (`--connection-proof`). */
+    private readonly enabled: boolean,
+  ) {}
 
   /**
-   * A request arrived on `socket`: the streams its connection wrote whole before are proven received
-   * (unless the connection pipelines), before the request itself is judged.
+   * A request arrived on `socket` (`viaIntermediary`: it bears an intermediary's mark): the streams its
+   * connection wrote whole before are proven received (unless the connection gives no proof), before
+   * the request itself is judged.
    */
-  requestArrived(socket: Socket): ConnectionReceipts {
+  requestArrived(socket: Socket, viaIntermediary: boolean): ConnectionReceipts {
     let connection = this.connections.get(socket);
     if (connection === undefined) {
-      connection = { open: 0, pipelined: false, ended: [] };
+      connection = { open: 0, unproving: !this.enabled, ended: [] };
       this.connections.set(socket, connection);
     }
-    if (connection.open > 0) connection.pipelined = true;
-    else if (!connection.pipelined) for (const stream of connection.ended) this.observer.proveReceived(stream);
+    if (connection.open > 0 || viaIntermediary) connection.unproving = true;
+    else if (!connection.unproving) for (const stream of connection.ended) this.observer.proveReceived(stream);
     connection.ended.length = 0;
     connection.open++;
     return connection;
@@ -50,6 +60,11 @@ export class ReceiptProofs {
    */
   responseOver(connection: ConnectionReceipts, stream: StreamRecord | undefined, whole: boolean): void {
     connection.open--;
-    if (whole && stream !== undefined && !connection.pipelined) connection.ended.push(stream);
+    if (whole && stream !== undefined && !connection.unproving) connection.ended.push(stream);
   }
+}
+
+/** The marks an intermediary (a load balancer, a reverse proxy) leaves on a request it forwards. */
+export function viaIntermediary(headers: IncomingHttpHeaders): boolean {
+  return headers.via !== undefined || headers.forwarded !== undefined || headers['x-forwarded-for'] !== undefined;
 }

@@ -135,6 +135,41 @@ describe('gateway enforce: a resume is refused only on proof of receipt', () => 
     expect(gateway.counts().proofs).toEqual({ [GuardAction.RESUME_REFUSED]: { [GuardProof.NEXT_REQUEST]: 1 } });
   });
 
+  it('takes no request through an intermediary (X-Forwarded-For, Via, Forwarded) for proof: a proxy reads responses whole itself', async () => {
+    for (const [mark, value] of [
+      ['x-forwarded-for', '203.0.113.7'],
+      ['via', '1.1 lb'],
+      ['forwarded', 'for=203.0.113.7'],
+    ] as const) {
+      const { upstream, gateway, endpoint } = await startSession();
+      const connection = oneConnection();
+      const proxied = { ...inSession, [mark]: value };
+      const answered = await send(endpoint, {
+        method: 'POST',
+        headers: proxied,
+        body: JSON.stringify({ jsonrpc: '2.0', id: 14, method: 'tools/call', params: { name: 'quick' } }),
+        agent: connection,
+      });
+      expect(answered.complete).toBe(true);
+      const resumed = await send(endpoint, {
+        headers: { ...proxied, accept: 'text/event-stream', 'last-event-id': 'c14-1' },
+        agent: connection,
+      });
+      expect(resumed.status, mark).toBe(200);
+      expect(gets(upstream.seen), mark).toHaveLength(1);
+      expect(gateway.counts().actions, mark).toEqual({});
+    }
+  });
+
+  it('with connectionProof false (--cursor-proof-only), only the cursor proves', async () => {
+    const { gateway, endpoint } = await startSession({ connectionProof: false });
+    const connection = oneConnection();
+    expect((await call(endpoint, 15, connection)).complete).toBe(true);
+    expect((await resume(endpoint, 'c15-1', connection)).status).toBe(200);
+    expect((await resume(endpoint, 'c15-2', connection)).status).toBe(405);
+    expect(gateway.counts().proofs).toEqual({ [GuardAction.RESUME_REFUSED]: { [GuardProof.CURSOR]: 1 } });
+  });
+
   it('forwards the resume of a client that shows no proof (issue 28, point 1: a clean end is not receipt)', async () => {
     const { upstream, gateway, endpoint } = await startSession();
     // Written whole and ended cleanly (Node's `finish`), but the client may have stopped reading after
