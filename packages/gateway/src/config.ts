@@ -181,6 +181,7 @@ const SHARED_KEYS = new Set<keyof ResumewatchConfig>([
   'allowedOrigins',
   'token',
   'maxServices',
+  'maxTools',
   'findingsBuffer',
   'findingsMaxBytes',
   'maxIdBytes',

@@ -372,8 +372,9 @@ export class Detector {
   }
 
   /**
-   * A request span. Only one that the client gave up (its deadline passed, it was aborted or cancelled
-   * before its terminal event) tells anything. No state is made for the requests that end as they
+   * A request span: counted by era and timed as an operation (the metrics' events). For the findings,
+   * only one that the client gave up (its deadline passed, it was aborted or cancelled before its
+   * terminal event) tells anything. No state is made for the requests that end as they
    * should: a given-up request is looked at only if it is already tracked, except a cancelled one,
    * whose terminal may still come.
    */
@@ -383,6 +384,8 @@ export class Detector {
     if (era !== undefined) this.events?.request(span.service || UNKNOWN_SERVICE, era);
     const fate = attrs[ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION];
     if (typeof fate === 'boolean') this.firstAttemptFate(span, fate);
+    // Once per request, at its end: nothing per SSE event, whatever the metrics make of it.
+    this.events?.operation?.(span.service || UNKNOWN_SERVICE, span);
     if (span.kind !== SPAN_KIND_CLIENT) return;
     const reissueOf = attrs[ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID];
     // A Multi Round-Trip round carries the answer the server asked for: the same call going on, not a re-issue.

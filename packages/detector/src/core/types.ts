@@ -91,6 +91,12 @@ export interface DetectorEvents {
   listeningResume(service: string, outcome: ResumeOutcome): void;
   /** A request span whose protocol version says its era. */
   request(service: string, era: ProtocolEra): void;
+  /**
+   * Every request span (one that carries `mcp.method.name`), whatever its kind, as it arrives: one MCP
+   * operation, from its start to its end. The metrics door times the server's operations with it
+   * (mcp.server.operation.duration); a door without them leaves it out.
+   */
+  operation?(service: string, span: SpanRecord): void;
 }
 
 export interface DetectorStats {
