@@ -53,8 +53,8 @@ import {
   type DetectorEvents,
   type DetectorStats,
   type Finding,
+  type Operation,
   type SpanKindCode,
-  type SpanRecord,
 } from '@resumewatch/detector';
 import { DEFAULT_MAX_TOOLS, OperationHistogram } from './operation-histogram.js';
 
@@ -144,7 +144,7 @@ export class DetectorMetrics implements DetectorEvents {
         continue;
       }
       // Its values live in its own series (one observation per request, no label hashing on the way).
-      operations = new OperationHistogram(d, this.services, maxTools);
+      operations = new OperationHistogram(d, maxTools);
       operations.register(this.prometheus as Registry<RegistryContentType>, false);
       operations.register(this.openMetrics as Registry<RegistryContentType>, true);
     }
@@ -272,8 +272,12 @@ export class DetectorMetrics implements DetectorEvents {
     this.operationKind = SPAN_KIND_CLIENT;
   }
 
-  operation(service: string, span: SpanRecord): void {
-    if (span.kind === this.operationKind) this.operations.observe(service, span);
+  operation(op: Operation): void {
+    if (op.kind !== this.operationKind) return;
+    const id = this.services.idOf(op.service);
+    // Every service label number has its counts (the collectors walk them), this one's too.
+    const counts = (this.counts[id] ??= new ServiceCounts(this.services.keyOf(id)!));
+    this.operations.observe(id, counts.label, op);
   }
 
   listeningResume(service: string, outcome: ResumeOutcome): void {

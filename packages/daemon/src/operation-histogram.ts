@@ -1,12 +1,6 @@
 import { CappedLabels } from '@resumewatch/bounded';
-import { OTHER_SERVICE, type AttributeValue, type SpanRecord } from '@resumewatch/detector';
+import { OTHER_SERVICE, type Operation } from '@resumewatch/detector';
 import {
-  ATTR_ERROR_TYPE,
-  ATTR_GEN_AI_TOOL_NAME,
-  ATTR_MCP_METHOD_NAME,
-  ATTR_MCP_PROTOCOL_VERSION,
-  ATTR_RPC_RESPONSE_STATUS_CODE,
-  CALLER_ERROR_CODES,
   EXEMPLAR_TRACE_ID,
   LABEL_ERROR_TYPE,
   LABEL_GEN_AI_TOOL_NAME,
@@ -88,8 +82,6 @@ export class OperationHistogram {
 
   constructor(
     private readonly descriptor: MetricDescriptor,
-    /** The `service` label values, shared with the other metrics (`--max-services`). */
-    private readonly services: CappedLabels<string>,
     maxTools = DEFAULT_MAX_TOOLS,
   ) {
     this.boundaries = descriptor.buckets ?? [];
@@ -101,23 +93,21 @@ export class OperationHistogram {
     new SeriesHistogram(this.descriptor, registry, () => this.exposed(exemplars));
   }
 
-  /** One operation timed by a request span: its duration, in the bucket of its labels. */
-  observe(service: string, span: SpanRecord): void {
-    const seconds = (span.endTimeUnixMs - span.startTimeUnixMs) / 1000;
-    if (!(seconds >= 0 && seconds < Infinity)) return;
-    const attrs = span.attributes;
-    const code = attrs[ATTR_RPC_RESPONSE_STATUS_CODE];
-    let error = attrs[ATTR_ERROR_TYPE];
-    // The conventions, on the server's side: an error code that says the caller asked for what cannot be
-    // served (an unknown method or tool, invalid params) keeps its status code and is no error of the server's.
-    if (error === code && typeof code === 'string' && CALLER_ERROR_CODES.includes(code)) error = undefined;
-    const s = this.services.idOf(service);
-    const m = idOf(this.methods, attrs[ATTR_MCP_METHOD_NAME]);
-    const t = idOf(this.tools, attrs[ATTR_GEN_AI_TOOL_NAME]);
-    const e = idOf(this.errors, error);
-    const v = idOf(this.versions, attrs[ATTR_MCP_PROTOCOL_VERSION]);
-    const c = idOf(this.codes, code);
-    const series = this.seriesOf(s, m, t, e, v, c);
+  /**
+   * One operation timed by a request span: its duration, in the bucket of its labels. `serviceId` and
+   * `service` are its service as the other metrics label it (its number and its label).
+   */
+  observe(serviceId: number, service: string, op: Operation): void {
+    const seconds = op.seconds;
+    const series = this.seriesOf(
+      serviceId,
+      service,
+      idOf(this.methods, op.method),
+      idOf(this.tools, op.tool),
+      idOf(this.errors, op.errorType),
+      idOf(this.versions, op.protocolVersion),
+      idOf(this.codes, op.statusCode),
+    );
     const counts = series.counts;
     const bounds = this.boundaries;
     let i = 0;
@@ -125,14 +115,14 @@ export class OperationHistogram {
     counts[i] = counts[i]! + 1;
     series.sum += seconds;
     series.count++;
-    if (span.traceId.length === 32) {
-      series.traces[i] = span.traceId;
+    if (op.traceId.length === 32) {
+      series.traces[i] = op.traceId;
       series.seconds[i] = seconds;
-      series.times[i] = span.endTimeUnixMs / 1000;
+      series.times[i] = op.endTimeUnixMs / 1000;
     }
   }
 
-  private seriesOf(s: number, m: number, t: number, e: number, v: number, c: number): OperationSeries {
+  private seriesOf(s: number, service: string, m: number, t: number, e: number, v: number, c: number): OperationSeries {
     const outer = (s * (MAX_LABEL_VALUES + 2) + m) * (this.tools.cap + 2) + t;
     const inner = (e * (MAX_LABEL_VALUES + 2) + v) * (MAX_LABEL_VALUES + 2) + c;
     let byOuter = this.series.get(outer);
@@ -143,6 +133,7 @@ export class OperationHistogram {
       const other = (labels: CappedLabels<string>, id: number) => (id === ABSENT ? ABSENT : otherId(labels));
       return this.seriesOf(
         s,
+        service,
         otherId(this.methods),
         other(this.tools, t),
         other(this.errors, e),
@@ -151,7 +142,7 @@ export class OperationHistogram {
       );
     }
     if (!byOuter) this.series.set(outer, (byOuter = new Map()));
-    const labels: Record<string, string> = { [LABEL_SERVICE]: this.services.keyOf(s)! };
+    const labels: Record<string, string> = { [LABEL_SERVICE]: service };
     const put = (name: string, values: CappedLabels<string>, id: number) => {
       if (id !== ABSENT) labels[name] = values.keyOf(id - 1)!;
     };
@@ -208,9 +199,8 @@ export class OperationHistogram {
 }
 
 /** A label's number in a series key: ABSENT without a value, else 1 + its capped value's number. */
-function idOf(labels: CappedLabels<string>, value: AttributeValue | undefined): number {
-  if (typeof value === 'number') value = String(value);
-  if (typeof value !== 'string' || value === '') return ABSENT;
+function idOf(labels: CappedLabels<string>, value: string | undefined): number {
+  if (value === undefined || value === '') return ABSENT;
   return 1 + labels.idOf(value.length > MAX_LABEL_VALUE_LENGTH ? labels.overflow : value);
 }
 

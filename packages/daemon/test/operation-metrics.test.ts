@@ -17,6 +17,7 @@ import {
   LABEL_RPC_RESPONSE_STATUS_CODE,
   LABEL_SERVICE,
   METRIC_MCP_SERVER_OPERATION_DURATION_SECONDS as METRIC,
+  METRIC_TERMINAL_EVENTS_TOTAL,
   SPAN_REQUEST_TERMINAL,
 } from '@resumewatch/semconv';
 import { Detector, type AttributeValue, type SpanRecord } from '@resumewatch/detector';
@@ -105,6 +106,23 @@ describe('mcp_server_operation_duration_seconds', () => {
       0, 1, 1, 2, 2, 2,
     ]);
     expect(echo).toHaveLength(15);
+  });
+
+  it('keeps the other metrics whole when a service is first seen by its operations', async () => {
+    const { metrics, detector } = wired();
+    // No protocol version: the era counter does not see it, the operation is the first to name the service.
+    detector.ingest(request({ [ATTR_MCP_METHOD_NAME]: 'tools/list' }, 5, { service: 'server-first' }));
+    detector.ingest(
+      span(SPAN_REQUEST_TERMINAL, T0, {
+        [ATTR_MCP_METHOD_NAME]: 'tools/call',
+        [ATTR_MCP_SESSION_ID]: 's',
+        [ATTR_JSONRPC_REQUEST_ID]: '1',
+        [ATTR_MCP_STREAM_ID]: 'a',
+      }),
+    );
+    const { body } = await metrics.render(undefined);
+    expect(body).toContain(`${METRIC}_count{${LABEL_SERVICE}="server-first"`);
+    expect(body).toContain(`${METRIC_TERMINAL_EVENTS_TOTAL}{${LABEL_SERVICE}="client",duplicate="false"} 1`);
   });
 
   it('counts nothing for a terminal span or a client span in serve; a proxy times its client spans', async () => {

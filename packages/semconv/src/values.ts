@@ -284,3 +284,5 @@ export function protocolEra(version: unknown): ProtocolEra | undefined {
  * with one has `rpc.response.status_code` and no `error.type` (mcp.server.status.attributes).
  */
 export const CALLER_ERROR_CODES: readonly string[] = ['-32700', '-32600', '-32601', '-32602', '-32002'];
+/** `mcp.method.name` of a tool call: the operations that carry `gen_ai.tool.name`. */
+export const MCP_METHOD_TOOLS_CALL = 'tools/call';

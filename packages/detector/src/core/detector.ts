@@ -42,6 +42,7 @@ import { DEFAULT_DETECTOR_OPTIONS, type DetectorInit, type DetectorOptions } fro
 import { isEvidencedEmptyReplay, resumeOutcome, statusOf } from './outcome.js';
 import { MAX_CORE_SERVICES, OTHER_SERVICE, UNKNOWN_SERVER, UNKNOWN_SERVICE } from './services.js';
 import { Fate, REPORTED, Reissues, SETTLED, type Reissue } from './reissues.js';
+import { OperationReader } from './operations.js';
 import { NO_SLOT } from './slots.js';
 import { RequestTable, type ForcedStormEnd } from './table.js';
 import { readState, writeState, type DetectorCounts, type DetectorState } from './state-codec.js';
@@ -78,6 +79,8 @@ export class Detector {
   private readonly openStorms = new Set<number>();
   /** 2026-07-28 era: first attempts that were re-issued, or whose fate a server told, by trace id. */
   private readonly reissues: Reissues;
+  /** Reads each request span as the operation the metrics time (events.operation). */
+  private readonly operations = new OperationReader();
   private readonly onFinding: ((finding: Finding) => void) | undefined;
   private readonly events: DetectorEvents | undefined;
   private readonly clock: () => number;
@@ -385,7 +388,10 @@ export class Detector {
     const fate = attrs[ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION];
     if (typeof fate === 'boolean') this.firstAttemptFate(span, fate);
     // Once per request, at its end: nothing per SSE event, whatever the metrics make of it.
-    this.events?.operation?.(span.service || UNKNOWN_SERVICE, span);
+    if (this.events?.operation) {
+      const op = this.operations.read(span, span.service || UNKNOWN_SERVICE);
+      if (op) this.events.operation(op);
+    }
     if (span.kind !== SPAN_KIND_CLIENT) return;
     const reissueOf = attrs[ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID];
     // A Multi Round-Trip round carries the answer the server asked for: the same call going on, not a re-issue.

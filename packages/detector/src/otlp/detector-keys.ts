@@ -1,5 +1,7 @@
 import {
   ATTR_ERROR_TYPE,
+  ATTR_GEN_AI_TOOL_NAME,
+  ATTR_RPC_RESPONSE_STATUS_CODE,
   ATTR_MCP_PROTOCOL_VERSION,
   ATTR_HTTP_RESPONSE_STATUS_CODE,
   ATTR_JSONRPC_REQUEST_ID,
@@ -58,13 +60,17 @@ export const DETECTOR_ATTRIBUTE_KEYS: readonly string[] = [
   ATTR_MCP_TERMINAL_FIRST_STREAM_ID,
   ATTR_MCP_TERMINAL_FOREIGN,
   ATTR_SERVER_ADDRESS,
+  // What an operation says besides its method, version and error type (core/operations.ts).
+  ATTR_GEN_AI_TOOL_NAME,
+  ATTR_RPC_RESPONSE_STATUS_CODE,
 ];
 
 /**
  * What the core reads of a span that is not a contract span (a request span): its method, its protocol
  * version (the era it counts under), whether the client gave the request up (its error type), which
  * request it was, and the 2026-07-28 era's re-issue evidence (the request it re-issues, whether it is a
- * Multi Round-Trip round, and on a server's span whether the work completed after its stream closed).
+ * Multi Round-Trip round, and on a server's span whether the work completed after its stream closed),
+ * and what the operation metrics label it with (its tool and its JSON-RPC status code).
  */
 export function isRequestSpanKey(key: string): boolean {
   return (
@@ -76,7 +82,9 @@ export function isRequestSpanKey(key: string): boolean {
     key === ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID ||
     key === ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID ||
     key === ATTR_MCP_REQUEST_INPUT_ROUND ||
-    key === ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION
+    key === ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION ||
+    key === ATTR_GEN_AI_TOOL_NAME ||
+    key === ATTR_RPC_RESPONSE_STATUS_CODE
   );
 }
 
