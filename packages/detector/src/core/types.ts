@@ -93,7 +93,7 @@ export interface DetectorEvents {
   /** A request span whose protocol version says its era. */
   request(service: string, era: ProtocolEra): void;
   /**
-   * Every request span (one that carries `mcp.method.name`), whatever its kind, as it arrives: one MCP
+   * Every request span (one that carries its MCP method name), whatever its kind, as it arrives: one MCP
    * operation, from its start to its end (operations.ts; the object is the core's, reused). The metrics
    * door times the server's operations with it (mcp.server.operation.duration); a door without them
    * leaves it out.
