@@ -74,7 +74,7 @@ export const BENCHES: Bench[] = [
     script: 'bench/proxy.bench.ts',
     args: ['--rounds', '6', '--open', '10000'],
     smokeArgs: ['--smoke'],
-    what: 'the gateway against a bare Node reverse proxy and nginx on the same loopback MCP traffic: proxy CPU per JSON request and per SSE event, latency added at 1,000 events/s, heap per open stream with 10,000 open, heap kept after DELETE',
+    what: 'the gateway against a bare Node reverse proxy and nginx on the same loopback MCP traffic: proxy CPU per JSON request and per SSE event, latency added at 1,000 events/s, heap per open stream with 10,000 open, heap kept after DELETE; mcp_server_operation_duration_seconds: its observations per SSE event, and its CPU per request with and without it',
   },
 ];
 

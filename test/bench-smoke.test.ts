@@ -17,7 +17,7 @@ const EXPECTED_FIGURES: Record<string, number> = {
   guard: 2,
   instrumentation: 6,
   'client-soak': 14,
-  gateway: 8,
+  gateway: 10,
 };
 
 describe('pnpm bench smoke', () => {

@@ -13,7 +13,9 @@
 // defective servers (McpServerForeignReplay, McpServerConflictingTerminal) with a retracted empty
 // replay (which must not raise McpAmbiguousEmptyReplay) and a listening-stream resume, and two calls of
 // the 2026-07-28 era re-issued after a broken stream (McpDuplicateExecution: the server's span says it
-// completed the first attempt; McpPossibleDuplicateExecution: no span says).
+// completed the first attempt; McpPossibleDuplicateExecution: no span says), and the spans of an
+// instrumented MCP server with a failing and a slow tool (McpServerErrorRatioHigh, McpServerLatencyHigh,
+// and the MCP server dashboard's panels).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -25,6 +27,7 @@ import { DefectiveServer, LabTraffic, Service, invalidSpansBody, serverDefectSpa
 import { config, runbookUrl } from '../dashboards/src/config.js';
 import { overviewQueries } from '../dashboards/src/queries.js';
 import { requireTools } from './helpers/required-tools.js';
+import { MCP_SERVER_SERVICE, mcpServerSpansBody } from './helpers/mcp-server-traffic.js';
 import { freePort, waitFor as waitUntil } from './helpers/wait.js';
 
 // The job the generated rules select (dashboards/src/config.ts); this test's Prometheus scrapes under it.
@@ -196,7 +199,12 @@ beforeAll(async () => {
     void fetch(`http://${HOST}:${ports.main.otlp}/v1/traces`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: serverDefectSpansBody(round++),
+      body: serverDefectSpansBody(round),
+    }).catch(() => undefined);
+    void fetch(`http://${HOST}:${ports.main.otlp}/v1/traces`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: mcpServerSpansBody(round++),
     }).catch(() => undefined);
   };
   tick();
@@ -247,6 +255,11 @@ describe('alerts and dashboards against a real Prometheus and real detectors', (
           kind: semconv.FindingKind.POSSIBLE_DUPLICATE_EXECUTION,
           severity: 'warning',
         },
+      ],
+      ['McpServerErrorRatioHigh', { service: MCP_SERVER_SERVICE, severity: 'critical' }],
+      [
+        'McpServerLatencyHigh',
+        { service: MCP_SERVER_SERVICE, mcp_method_name: semconv.MCP_METHOD_TOOLS_CALL, severity: 'warning' },
       ],
       ['ResumewatchDetectorDown', { instance: inst('dead'), job: JOB, severity: 'critical' }],
       ['ResumewatchDetectorNoSpans', { instance: inst('idle'), job: JOB, severity: 'warning' }],
@@ -383,5 +396,45 @@ describe('alerts and dashboards against a real Prometheus and real detectors', (
       1000,
     );
     expect(found[0]!.labels[semconv.EXEMPLAR_TRACE_ID]).toMatch(/^[0-9a-f]{32}$/);
+  }, 90_000);
+
+  it('keeps the conventions labels and the trace_id exemplars of the MCP operations histogram', async () => {
+    const { LABEL_ERROR_TYPE, LABEL_GEN_AI_TOOL_NAME, LABEL_MCP_METHOD_NAME, LABEL_RPC_RESPONSE_STATUS_CODE } = semconv;
+    const count = `${semconv.METRIC_MCP_SERVER_OPERATION_DURATION_SECONDS}_count{${semconv.LABEL_SERVICE}="${MCP_SERVER_SERVICE}"}`;
+    const series = (await prom(`/api/v1/series?match[]=${encodeURIComponent(count)}`)).data as Record<string, string>[];
+    const labelSets = series
+      .map((l) =>
+        [LABEL_MCP_METHOD_NAME, LABEL_GEN_AI_TOOL_NAME, LABEL_ERROR_TYPE, LABEL_RPC_RESPONSE_STATUS_CODE]
+          .map((name) => l[name] ?? '')
+          .join(' '),
+      )
+      .sort();
+    expect(labelSets).toEqual([
+      'tools/call echo  ',
+      'tools/call fail -32603 -32603',
+      // The caller's error: its status code, no error of the server's.
+      'tools/call no_such_tool  -32602',
+      'tools/call report  ',
+      'tools/list   ',
+    ]);
+    const bucket = `${semconv.METRIC_MCP_SERVER_OPERATION_DURATION_SECONDS}_bucket`;
+    const found = await waitFor(
+      'exemplars on the operations histogram',
+      async () => {
+        const end = Date.now() / 1000;
+        const query = `${bucket}{${semconv.LABEL_GEN_AI_TOOL_NAME}="report"}`;
+        const r = await prom(
+          `/api/v1/query_exemplars?query=${encodeURIComponent(query)}&start=${end - 300}&end=${end}`,
+        );
+        const sets = (r.data as { exemplars: { labels: Record<string, string>; value: string }[] }[]) ?? [];
+        const ex = sets.flatMap((s) => s.exemplars);
+        return ex.length > 0 ? ex : undefined;
+      },
+      60_000,
+      1000,
+    );
+    // The 30 s report's trace, as its span carried it.
+    expect(found[0]!.labels[semconv.EXEMPLAR_TRACE_ID]).toMatch(/^[0-9a-f]{32}$/);
+    expect(Number(found[0]!.value)).toBe(30);
   }, 90_000);
 });

@@ -88,6 +88,10 @@ export interface MonitoringConfig {
     ResumewatchGatewayUpstreamFailing: ThresholdAlert;
     /** Threshold: 503 answered at `--max-streams` per gateway replica over `window`. */
     ResumewatchGatewayAtStreamLimit: WindowedAlert;
+    /** Threshold: the share (0 to 1) of a service's MCP operations that failed (`error_type` set), over `window`. */
+    McpServerErrorRatioHigh: WindowedAlert;
+    /** Threshold: seconds of the `quantile` of the duration of a service's operations of one method, over `window`. */
+    McpServerLatencyHigh: WindowedAlert & { quantile: number };
   };
 }
 
@@ -228,6 +232,24 @@ const DEFAULT_CONFIG: MonitoringConfig = {
       window: '10m',
       // A ticket after 5m: a short peak at the limit is what --max-streams is for.
       for: '5m',
+    },
+    McpServerErrorRatioHigh: {
+      // 5% of operations failing is far above a healthy server's noise, and well below an outage.
+      threshold: 0.05,
+      // The usual mixin range: enough requests in it that one failure of a quiet service weighs little.
+      window: '5m',
+      // Pages after 10m: a lasting error rate, not a deploy's or an upstream restart's blip.
+      for: '10m',
+    },
+    McpServerLatencyHigh: {
+      // 10 s in the tail: an interactive client has given up waiting; long-running tools may need more.
+      threshold: 10,
+      // The tail, where a saturated server or a slow dependency shows first.
+      quantile: 0.99,
+      // Enough operations in the window for a stable tail estimate.
+      window: '10m',
+      // A ticket after 15m: latency spikes with load; only a lasting one is a problem.
+      for: '15m',
     },
   },
 };

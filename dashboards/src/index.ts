@@ -1,6 +1,7 @@
 // The dashboards of resumewatch and their rendering to the JSON committed in dashboards/generated.
 import type * as dashboard from '@grafana/grafana-foundation-sdk/dashboard';
 import { detectorHealthDashboard } from './detectorHealth.js';
+import { mcpServerDashboard } from './mcpServer.js';
 import { overviewDashboard } from './overview.js';
 
 import type { MonitoringConfig } from './config.js';
@@ -19,6 +20,7 @@ export function dashboards(config: MonitoringConfig = defaultConfig): GeneratedD
   return [
     { file: 'overview.json', dashboard: overviewDashboard(config) },
     { file: 'detector-health.json', dashboard: detectorHealthDashboard(config) },
+    { file: 'mcp-server.json', dashboard: mcpServerDashboard(config) },
   ];
 }
 

@@ -135,12 +135,16 @@ export function datasourceVariable(): dashboard.DatasourceVariableBuilder {
     .current({ text: 'Prometheus', value: 'prometheus' });
 }
 
-export function serviceVariable(): dashboard.QueryVariableBuilder {
+/** The service variable, its values the `service` label of `series` (by default the clients' terminal events). */
+export function serviceVariable(
+  series = METRIC_TERMINAL_EVENTS_TOTAL,
+  description = "service.name of the instrumented MCP clients (the detector's service label)",
+): dashboard.QueryVariableBuilder {
   return new dashboard.QueryVariableBuilder(VAR_SERVICE)
     .label('service')
-    .description("service.name of the instrumented MCP clients (the detector's service label)")
+    .description(description)
     .datasource(PROMETHEUS)
-    .query(`label_values(${METRIC_TERMINAL_EVENTS_TOTAL}, ${LABEL_SERVICE})`)
+    .query(`label_values(${series}, ${LABEL_SERVICE})`)
     .refresh(dashboard.VariableRefresh.OnTimeRangeChanged)
     .sort(dashboard.VariableSort.AlphabeticalAsc)
     .multi(true)

@@ -58,11 +58,11 @@ function instanceOf(config: MonitoringConfig): string {
   return `${config.detectorSelector}, instance=~"$${VAR_INSTANCE}"`;
 }
 
-function rate(metric: string, matchers: string): string {
+export function rate(metric: string, matchers: string): string {
   return `rate(${metric}{${matchers}}[${RATE}])`;
 }
 
-function quantile(q: number, histogram: string, matchers: string, by: string[] = []): string {
+export function quantile(q: number, histogram: string, matchers: string, by: string[] = []): string {
   const labels = ['le', ...by].join(', ');
   return `histogram_quantile(${q}, sum by (${labels}) (${rate(`${histogram}_bucket`, matchers)}))`;
 }

@@ -4,7 +4,11 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { METRIC_FINDINGS_TOTAL, exportedSeriesNames } from '@resumewatch/semconv';
+import {
+  METRIC_FINDINGS_TOTAL,
+  METRIC_MCP_SERVER_OPERATION_DURATION_SECONDS,
+  exportedSeriesNames,
+} from '@resumewatch/semconv';
 import { config } from '../src/config.js';
 import { VAR_DATASOURCE, VAR_SERVICE, dashboards, recordedByDashboards } from '../src/index.js';
 import { metricNames, recordedNames, repoRoot } from '../../test/helpers/promql.js';
@@ -97,20 +101,23 @@ describe.each(generated.map((g) => [g.file, g.json] as const))('%s', (_file, jso
     }
   });
 
-  it('enables exemplars on every query of the findings counter', () => {
+  it('enables exemplars on every query of the findings counter and of the operation histogram buckets', () => {
     for (const panel of dataPanels(json)) {
       for (const t of panel.targets!) {
-        const usesFindings = metricNames(t.expr).includes(METRIC_FINDINGS_TOTAL);
-        expect(t.exemplar ?? false, `${panel.title}: ${t.expr}`).toBe(usesFindings);
+        const names = metricNames(t.expr);
+        const traced =
+          names.includes(METRIC_FINDINGS_TOTAL) ||
+          names.includes(`${METRIC_MCP_SERVER_OPERATION_DURATION_SECONDS}_bucket`);
+        expect(t.exemplar ?? false, `${panel.title}: ${t.expr}`).toBe(traced);
       }
     }
   });
 });
 
 describe('dashboard set', () => {
-  it('has an overview and a detector-health dashboard with distinct uids', () => {
+  it('has an overview, a detector-health and an MCP server dashboard with distinct uids', () => {
     const uids = generated.map((g) => g.json.uid);
-    expect(uids).toEqual(['resumewatch-overview', 'resumewatch-detector-health']);
+    expect(uids).toEqual(['resumewatch-overview', 'resumewatch-detector-health', 'resumewatch-mcp-server']);
   });
 
   it('reads only recording rules that alerts/rules defines', () => {
@@ -140,5 +147,16 @@ describe('dashboard set', () => {
     }
     for (const word of ['spans received by result', 'tracked requests', 'evictions', 'up'])
       expect(titles(1)).toContain(word);
+    // The MCP server: rate, errors and latency by method and by tool.
+    for (const word of [
+      'requests by method',
+      'errors by method',
+      'error ratio',
+      'latency p50 and p99 by method',
+      'tool calls by tool',
+      'tool errors by tool',
+      'tool latency p99 by tool',
+    ])
+      expect(titles(2)).toContain(word);
   });
 });

@@ -253,7 +253,7 @@ export function invalidSpansBody(n: number): string {
 }
 
 type OtlpValue = { stringValue: string } | { boolValue: boolean } | { intValue: string };
-function otlpAttributes(attrs: Record<string, string | number | boolean>): { key: string; value: OtlpValue }[] {
+export function otlpAttributes(attrs: Record<string, string | number | boolean>): { key: string; value: OtlpValue }[] {
   return Object.entries(attrs).map(([key, v]) => ({
     key,
     value:

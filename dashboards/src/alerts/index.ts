@@ -3,6 +3,7 @@ import type { MonitoringConfig } from '../config.js';
 import { detectorRules } from './detector.js';
 import { failureRules } from './failure.js';
 import { gatewayRules } from './gateway.js';
+import { mcpServerRules } from './mcpServer.js';
 import type { RuleFile } from './model.js';
 import { recordingRules } from './recording.js';
 import { renderRuleFile } from './render.js';
@@ -10,7 +11,13 @@ import { renderRuleFile } from './render.js';
 export { renewRunbookUrls } from './promtool-runbooks.js';
 
 function ruleFiles(config: MonitoringConfig): RuleFile[] {
-  return [recordingRules(config), failureRules(config), detectorRules(config), gatewayRules(config)];
+  return [
+    recordingRules(config),
+    failureRules(config),
+    detectorRules(config),
+    gatewayRules(config),
+    mcpServerRules(config),
+  ];
 }
 
 /** File name in alerts/rules → its exact text. */

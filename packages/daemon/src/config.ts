@@ -1,6 +1,7 @@
 import { DEFAULT_DETECTOR_OPTIONS, type DetectorOptions, DEFAULT_MAX_ID_BYTES } from '@resumewatch/detector';
 import { checkAllowedHosts, checkAllowedOrigins } from './host-policy.js';
 import { DEFAULT_MAX_SERVICES } from './metrics.js';
+import { DEFAULT_MAX_TOOLS } from './operation-histogram.js';
 
 /** Everything the three doors share, from flags and environment. */
 export interface ResumewatchConfig extends DetectorOptions {
@@ -23,6 +24,8 @@ export interface ResumewatchConfig extends DetectorOptions {
   maxDecompressedBytes: number;
   /** Distinct `service` label values; the rest are reported as `other`. */
   maxServices: number;
+  /** Distinct `gen_ai_tool_name` label values of mcp_server_operation_duration_seconds; the rest are `other`. */
+  maxTools: number;
   /** Findings kept for GET /findings. */
   findingsBuffer: number;
   /** Bytes of JSON GET /findings answers at most: the oldest findings are left out first. */
@@ -76,6 +79,7 @@ export const DEFAULT_CONFIG: ResumewatchConfig = {
   maxBodyBytes: 8 * 1024 * 1024,
   maxDecompressedBytes: 32 * 1024 * 1024,
   maxServices: DEFAULT_MAX_SERVICES,
+  maxTools: DEFAULT_MAX_TOOLS,
   findingsBuffer: 1000,
   findingsMaxBytes: 4 * 1024 * 1024,
   maxIdBytes: DEFAULT_MAX_ID_BYTES,
@@ -218,6 +222,13 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
     env: 'RESUMEWATCH_MAX_SERVICES',
     kind: 'int',
     help: 'distinct service label values before "other"',
+  },
+  {
+    key: 'maxTools',
+    flag: 'max-tools',
+    env: 'RESUMEWATCH_MAX_TOOLS',
+    kind: 'int',
+    help: 'distinct tool names (gen_ai_tool_name label of mcp_server_operation_duration_seconds) before "other"',
   },
   {
     key: 'findingsBuffer',

@@ -30,6 +30,7 @@ import {
   METRIC_STATE_EVICTIONS_TOTAL,
   METRIC_TERMINAL_EVENTS_TOTAL,
   METRIC_TRACKED_REQUESTS,
+  METRIC_MCP_SERVER_OPERATION_DURATION_SECONDS,
   FindingRecord,
   ProtocolEra,
   type FindingKind,
@@ -47,7 +48,17 @@ import {
   type OpenMetricsContentType,
   type RegistryContentType,
 } from 'prom-client';
-import { OTHER_SERVICE, type DetectorEvents, type DetectorStats, type Finding } from '@resumewatch/detector';
+import {
+  OTHER_SERVICE,
+  SPAN_KIND_CLIENT,
+  SPAN_KIND_SERVER,
+  type DetectorEvents,
+  type DetectorStats,
+  type Finding,
+  type Operation,
+  type SpanKindCode,
+} from '@resumewatch/detector';
+import { DEFAULT_MAX_TOOLS, OperationHistogram } from './operation-histogram.js';
 
 type Metric = Counter<string> | Gauge<string> | Histogram<string>;
 
@@ -84,6 +95,8 @@ type Pair<M extends Metric> = readonly [M, M];
  * numbers kept here and counts of the detector's state are read from it, both written into each
  * registry's metric by its collect() at scrape time, so the hot path does not touch prom-client; only
  * the few per-finding metrics (and the histograms, which cannot be set) are updated as events happen.
+ * mcp_server_operation_duration_seconds, observed once per request, keeps its own series as plain
+ * arrays (operation-histogram.ts), which its histogram in each registry reads at scrape time.
  */
 export class DetectorMetrics implements DetectorEvents {
   readonly prometheus = new Registry();
@@ -105,10 +118,16 @@ export class DetectorMetrics implements DetectorEvents {
   private readonly versions = new CappedLabels<string>(MAX_VERSIONS, OTHER_SERVICE);
   /** The metrics another door added (addCollected), in the order added. */
   private readonly added: { name: string; read: () => Iterable<readonly [Record<string, string>, number]> }[] = [];
+  /** mcp.server.operation.duration, kept as plain arrays and read by its histograms at scrape time. */
+  private readonly operations: OperationHistogram;
+  /** The kind of the request spans that time a server's operations: see timeServerOperationsAtProxy. */
+  private operationKind: SpanKindCode = SPAN_KIND_SERVER;
 
   constructor(
     maxServices = DEFAULT_MAX_SERVICES,
     private readonly detector?: DetectorStateSource,
+    /** `gen_ai_tool_name` label values of mcp_server_operation_duration_seconds before `other` (`--max-tools`). */
+    maxTools = DEFAULT_MAX_TOOLS,
   ) {
     this.services = new CappedLabels(maxServices, OTHER_SERVICE);
     this.servers = new CappedLabels(maxServices, OTHER_SERVICE);
@@ -129,7 +148,18 @@ export class DetectorMetrics implements DetectorEvents {
       [METRIC_EVIDENCE_WINDOW_BYTES]: (m) => this.collectEvidence(gauge(m), (e) => e.windowBytes),
     };
     const byName = new Map<string, Pair<Metric>>();
-    for (const d of METRICS) byName.set(d.name, this.register(d, collectors[d.name]));
+    let operations: OperationHistogram | undefined;
+    for (const d of METRICS) {
+      if (d.name !== METRIC_MCP_SERVER_OPERATION_DURATION_SECONDS) {
+        byName.set(d.name, this.register(d, collectors[d.name]));
+        continue;
+      }
+      // Its values live in its own series (one observation per request, no label hashing on the way).
+      operations = new OperationHistogram(d, maxTools);
+      operations.register(this.prometheus as Registry<RegistryContentType>, false);
+      operations.register(this.openMetrics as Registry<RegistryContentType>, true);
+    }
+    this.operations = operations!;
     const named = (name: string): Pair<Metric> => byName.get(name)!;
     this.findingsTotal = pairOf(named(METRIC_FINDINGS_TOTAL), counter);
     this.retractedTotal = pairOf(named(METRIC_FINDINGS_RETRACTED_TOTAL), counter);
@@ -248,6 +278,23 @@ export class DetectorMetrics implements DetectorEvents {
       eras[ProtocolEra.STATELESS] += c.requestsStateless;
     }
     return eras;
+  }
+
+  /**
+   * The door is a proxy in front of the MCP server (the gateway): its own client request spans, one per
+   * exchange it forwarded, time the server's operations as its clients see them. Without it (serve) the
+   * servers' own spans (kind SERVER) do; a client's spans time its waits, not the server's work.
+   */
+  timeServerOperationsAtProxy(): void {
+    this.operationKind = SPAN_KIND_CLIENT;
+  }
+
+  operation(op: Operation): void {
+    if (op.kind !== this.operationKind) return;
+    const id = this.services.idOf(op.service);
+    // Every service label number has its counts (the collectors walk them), this one's too.
+    const counts = (this.counts[id] ??= new ServiceCounts(this.services.keyOf(id)!));
+    this.operations.observe(id, counts.label, op);
   }
 
   listeningResume(service: string, outcome: ResumeOutcome): void {

@@ -4,6 +4,7 @@ import { OTLPTraceExporter as HttpExporter } from '@opentelemetry/exporter-trace
 import { OTLPTraceExporter as ProtoExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { Client, Metadata, credentials, status } from '@grpc/grpc-js';
 import {
+  ATTR_MCP_METHOD_NAME,
   FindingKind,
   FindingRecord,
   METRIC_FINDINGS_TOTAL,
@@ -14,7 +15,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer } from '../src/index.js';
 import { emit, otlpJson, providerWith } from '../../detector/test/helpers/otlp.js';
-import { seedScenario, terminal } from '../../detector/test/helpers/spans.js';
+import { seedScenario, span, terminal } from '../../detector/test/helpers/spans.js';
 import { waitFor } from '../../detector/test/helpers/wait.js';
 
 const EXPORT = '/opentelemetry.proto.collector.trace.v1.TraceService/Export';
@@ -102,6 +103,13 @@ describe('serve: real OpenTelemetry exporters', () => {
 
   it('serves the contract metrics as Prometheus text and as OpenMetrics with trace_id exemplars', async () => {
     const base = `http://127.0.0.1:${server.metricsPort}`;
+    // A server's request span, which mcp_server_operation_duration_seconds times.
+    const operation = span('tools/list', Date.now(), { [ATTR_MCP_METHOD_NAME]: 'tools/list' }, { kind: 2 });
+    await fetch(`http://127.0.0.1:${server.httpPort}/v1/traces`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(otlpJson([operation], 'svc-server')),
+    });
     const prom = await fetch(`${base}/metrics`);
     expect(prom.headers.get('content-type')).toContain('text/plain');
     const text = await prom.text();

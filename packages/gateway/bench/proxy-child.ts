@@ -9,8 +9,9 @@
  *   hop-by-hop headers dropped.
  *
  * Sends `{ url }` over IPC once listening; answers `{ seq, op }` messages: `cpu` (process.cpuUsage),
- * `heap` (after full GCs: heap used without code space, plus array buffers; RSS) and `stats` (the
- * gateway's observed sessions and open exchanges).
+ * `heap` (after full GCs: heap used without code space, plus array buffers; RSS), `stats` (the
+ * gateway's observed sessions and open exchanges) and `operations` (the requests its
+ * mcp_server_operation_duration_seconds observed so far).
  *
  *   node --expose-gc --import tsx bench/proxy-child.ts gateway|bare <upstream URL> [--enforce] [--max-streams n]
  */
@@ -18,6 +19,7 @@ import { Agent, createServer, request, type IncomingHttpHeaders, type OutgoingHt
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { getHeapSpaceStatistics } from 'node:v8';
+import { METRIC_MCP_SERVER_OPERATION_DURATION_SECONDS } from '@resumewatch/semconv';
 import { startGateway, type RunningGateway } from '../src/gateway.js';
 
 const [kind, upstream] = process.argv.slice(2) as [string, string];
@@ -105,6 +107,15 @@ if (kind === 'gateway') {
   throw new Error(`proxy-child: unknown kind ${kind}`);
 }
 
+/** Observations of mcp_server_operation_duration_seconds so far: the sum of its _count series. */
+async function operationsObserved(g: RunningGateway): Promise<number> {
+  const { body } = await g.detector!.metrics.render(undefined);
+  let n = 0;
+  for (const line of body.split('\n'))
+    if (line.startsWith(`${METRIC_MCP_SERVER_OPERATION_DURATION_SECONDS}_count{`)) n += Number(line.split(' ').at(-1));
+  return n;
+}
+
 async function heap(): Promise<{ heap: number; rss: number }> {
   for (let i = 0; i < 4; i++) {
     await sleep(25);
@@ -122,6 +133,7 @@ process.on('message', (m: { seq: number; op: string }) => {
     else if (m.op === 'heap') reply = await heap();
     else if (m.op === 'stats')
       reply = gateway ? { ...gateway.stats(), open: gateway.counts().open } : { sessions: 0, open: 0 };
+    else if (m.op === 'operations') reply = { observed: gateway ? await operationsObserved(gateway) : 0 };
     else reply = { error: `unknown op ${m.op}` };
     process.send!({ seq: m.seq, ...reply });
   })();

@@ -15,13 +15,19 @@
  *   through one proxy; its heap (after full GCs, code space left out, array buffers in) and RSS against
  *   its baseline, over the streams. Then every session is DELETEd (the upstream ends its stream) and
  *   the heap read again: what stays, per session.
+ * - mcp_server_operation_duration_seconds: its observations over one more phase of `--streams` streams
+ *   through the gateway, beyond one per request (per SSE event: none, by count, not by time); and its
+ *   CPU per request (operation-metrics.ts): the built-in detector's path for a request span with the
+ *   histogram against the same path without it, `--operations` spans a round, alternating, in this
+ *   process.
  *
  * Rounds alternate the proxies and flip their order every round; the CPU ratio is the median of the
  * rounds' ratios (gateway / bare), the latency the percentiles of all rounds' events, with the rounds'
  * spread. Upstream, each proxy and the load client run in processes of their own.
  *
  *   node --expose-gc --import tsx bench/proxy.bench.ts [--rounds 6] [--json 3000] [--streams 300]
- *     [--events 100] [--concurrency 8] [--rate 1000] [--paced-seconds 3] [--open 10000] [--enforce] [--smoke]
+ *     [--events 100] [--concurrency 8] [--rate 1000] [--paced-seconds 3] [--open 10000] [--operations 200000]
+ *     [--enforce] [--smoke]
  *
  * BENCH_PROF=1 writes CPU profiles (--cpu-prof) of the gateway and bare proxy processes to
  * bench/profiles/.
@@ -33,6 +39,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { figure } from '../../../bench/figure.js';
 import { startNginx, type Nginx } from './nginx.js';
+import { measureOperationCost } from './operation-metrics.js';
 
 const { values } = parseArgs({
   options: {
@@ -46,6 +53,7 @@ const { values } = parseArgs({
     'paced-streams': { type: 'string', default: '10' },
     'paced-seconds': { type: 'string', default: '3' },
     open: { type: 'string', default: '10000' },
+    operations: { type: 'string', default: '200000' },
     enforce: { type: 'boolean', default: false },
     smoke: { type: 'boolean', default: false },
   },
@@ -63,6 +71,7 @@ const PACED_SECONDS = smoke ? 0.2 : Number(values['paced-seconds']);
 /** Closed sockets and ended streams settle before a heap is read. */
 const SETTLE_MS = 500;
 let OPEN = smoke ? 100 : Number(values.open);
+const OPERATIONS = smoke ? 20_000 : Number(values.operations);
 const WANTED_OPEN = OPEN;
 
 // --- File descriptors: a proxy holds two sockets per open stream (client and upstream side). ---
@@ -215,6 +224,19 @@ for (let round = 0; round < ROUNDS; round++) {
     (jsonTimes[t.name] ??= []).push(times);
   }
   console.log(`round ${round + 1}/${ROUNDS} done (${((Date.now() - started) / 1000).toFixed(0)} s)`);
+}
+
+// --- mcp_server_operation_duration_seconds through the gateway: what a phase of streams adds to it ---
+const observedIn = async (): Promise<number> => (await gatewayChild.ask<{ observed: number }>('operations')).observed;
+let operationStreams: number;
+let operationsObserved: number;
+{
+  const sessions = await open(gw.url as string, CONCURRENCY);
+  const before = await observedIn();
+  await client.ask('sse', { base: gw.url, sessions, streams: STREAMS, events: EVENTS, rate: 0 });
+  operationsObserved = (await observedIn()) - before;
+  operationStreams = STREAMS;
+  await close(gw.url as string, sessions);
 }
 
 // --- Memory per open stream, and what stays after DELETE ---
@@ -390,6 +412,41 @@ figure({
   reference: { name: 'bare Node proxy, kept per DELETEd session', value: memory.bare!.kept, unit: 'bytes' },
   target: 'nothing kept',
   note: `against the heap before the sessions opened; sessions the gateway still observes after the DELETEs: ${memoryGw.sessionsAfter} of ${memoryGw.sessionsLive}`,
+});
+
+// The histogram per SSE event, by count: each stream is one request, whatever its events.
+figure({
+  bench: 'gateway',
+  name: `gateway, mcp_server_operation_duration_seconds observations per SSE event beyond one per request (${operationStreams} streams of ${EVENTS} events and a result)`,
+  value: (operationsObserved - operationStreams) / (operationStreams * EVENTS),
+  unit: 'observations per SSE event',
+  reference: {
+    name: 'observations per request (each stream is one tools/call)',
+    value: operationsObserved / operationStreams,
+    unit: 'observations per request',
+  },
+  target: 'nothing per SSE event',
+  note: `${operationsObserved} observations for ${operationStreams} requests and ${operationStreams * EVENTS} progress events, counted in the gateway's /metrics before and after the phase`,
+});
+
+// The histogram per request, side by side in this process (the children are idle).
+const cost = await measureOperationCost(ROUNDS, OPERATIONS);
+const costAdded = cost.withHistogram.map((w, i) => w - cost.without[i]!);
+figure({
+  bench: 'gateway',
+  name: `gateway, CPU per request of mcp_server_operation_duration_seconds: the built-in detector's request span path with the histogram, median of rounds' differences`,
+  value: median(costAdded),
+  unit: 'µs CPU per request',
+  range: range(costAdded),
+  reference: {
+    name: 'the same path without the histogram',
+    value: median(cost.without),
+    unit: 'µs CPU per request',
+    range: range(cost.without),
+  },
+  ratio: median(cost.withHistogram.map((w, i) => w / cost.without[i]!)),
+  target: 'under 2 µs per request',
+  note: `with the histogram ${fmt(median(cost.withHistogram), 3)} µs per request; ${cost.requests} request spans a round (${cost.series} label sets), ${ROUNDS} alternating rounds`,
 });
 
 // --- Done: stop what this run started ---

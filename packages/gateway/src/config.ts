@@ -244,6 +244,7 @@ const SHARED_KEYS = new Set<keyof ResumewatchConfig>([
   'allowedOrigins',
   'token',
   'maxServices',
+  'maxTools',
   'findingsBuffer',
   'findingsMaxBytes',
   'maxIdBytes',

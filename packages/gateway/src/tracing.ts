@@ -25,7 +25,11 @@ export function gatewayTracing(options: {
 }): GatewayTracing {
   const env = options.env ?? process.env;
   const processors: SpanProcessor[] = [];
-  if (options.detector) processors.push(options.detector.processor);
+  if (options.detector) {
+    processors.push(options.detector.processor);
+    // Each of the gateway's request spans is an exchange it forwarded: the server's operation as its clients see it.
+    options.detector.metrics.timeServerOperationsAtProxy();
+  }
   if (env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)
     processors.push(new BatchSpanProcessor(new OTLPTraceExporter()));
   processors.push(...(options.spanProcessors ?? []));

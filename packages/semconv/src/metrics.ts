@@ -1,4 +1,11 @@
 // Prometheus metrics exported by the detector. No session, request, event or trace id is ever a label.
+import {
+  ATTR_ERROR_TYPE,
+  ATTR_GEN_AI_TOOL_NAME,
+  ATTR_MCP_METHOD_NAME,
+  ATTR_MCP_PROTOCOL_VERSION,
+  ATTR_RPC_RESPONSE_STATUS_CODE,
+} from './attributes.js';
 
 export const LABEL_KIND = 'kind';
 export const LABEL_SERVICE = 'service';
@@ -27,6 +34,20 @@ export const LABEL_STATUS_CLASS = 'status_class';
 /** Exemplar label on the findings counter (OpenMetrics only). */
 export const EXEMPLAR_TRACE_ID = 'trace_id';
 
+/**
+ * The Prometheus label of an OpenTelemetry attribute, as the OpenTelemetry → Prometheus mapping writes
+ * it: every character a label name cannot hold (the dots) becomes `_`.
+ */
+export function prometheusLabelName(attribute: string): string {
+  return attribute.replace(/[^a-zA-Z0-9_]/g, '_');
+}
+// The attributes of mcp.server.operation.duration, as its Prometheus histogram's labels.
+export const LABEL_MCP_METHOD_NAME = prometheusLabelName(ATTR_MCP_METHOD_NAME);
+export const LABEL_GEN_AI_TOOL_NAME = prometheusLabelName(ATTR_GEN_AI_TOOL_NAME);
+export const LABEL_ERROR_TYPE = prometheusLabelName(ATTR_ERROR_TYPE);
+export const LABEL_MCP_PROTOCOL_VERSION = prometheusLabelName(ATTR_MCP_PROTOCOL_VERSION);
+export const LABEL_RPC_RESPONSE_STATUS_CODE = prometheusLabelName(ATTR_RPC_RESPONSE_STATUS_CODE);
+
 export const METRIC_FINDINGS_TOTAL = 'resumewatch_findings_total';
 export const METRIC_TERMINAL_EVENTS_TOTAL = 'resumewatch_terminal_events_total';
 export const METRIC_RESUME_ATTEMPTS_TOTAL = 'resumewatch_resume_attempts_total';
@@ -49,6 +70,12 @@ export const METRIC_EVIDENCE_BYTES = 'resumewatch_evidence_bytes';
 export const METRIC_EVIDENCE_REQUESTS = 'resumewatch_evidence_requests';
 export const METRIC_EVIDENCE_WINDOW_BYTES = 'resumewatch_evidence_window_bytes';
 export const METRIC_PAGE_RENDERS_TOTAL = 'resumewatch_page_renders_total';
+/**
+ * The OpenTelemetry MCP conventions' `mcp.server.operation.duration` (semantic-conventions-genai,
+ * model/mcp/metrics.yaml: a histogram in seconds), by its Prometheus name.
+ */
+export const MCP_SERVER_OPERATION_DURATION = 'mcp.server.operation.duration';
+export const METRIC_MCP_SERVER_OPERATION_DURATION_SECONDS = 'mcp_server_operation_duration_seconds';
 
 export const METRIC_GATEWAY_EXCHANGES_TOTAL = 'resumewatch_gateway_exchanges_total';
 export const METRIC_GATEWAY_OPEN_EXCHANGES = 'resumewatch_gateway_open_exchanges';
@@ -65,6 +92,11 @@ export interface MetricDescriptor {
   readonly help: string;
   readonly labelNames: readonly string[];
   readonly buckets?: readonly number[];
+  /**
+   * The OpenTelemetry semantic conventions' name of a metric they define; its Prometheus name is that
+   * name as the OpenTelemetry → Prometheus mapping writes it, with its unit (`_seconds`).
+   */
+  readonly convention?: string;
 }
 
 export const METRICS: readonly MetricDescriptor[] = [
@@ -201,6 +233,22 @@ export const METRICS: readonly MetricDescriptor[] = [
     type: 'counter',
     help: 'Renders of the page (/) and its data (/page.json) with the data of the moment; one render is reused by every request for a second.',
     labelNames: [],
+  },
+  {
+    name: METRIC_MCP_SERVER_OPERATION_DURATION_SECONDS,
+    convention: MCP_SERVER_OPERATION_DURATION,
+    type: 'histogram',
+    help: "Seconds from an MCP request's arrival to its result, as the server's side sees it (the server's request spans; the gateway's own, for the server behind it), by service and the conventions' attributes (tool names past --max-tools, and the other labels past their caps, are `other`). Carries trace_id exemplars under OpenMetrics.",
+    labelNames: [
+      LABEL_SERVICE,
+      LABEL_MCP_METHOD_NAME,
+      LABEL_GEN_AI_TOOL_NAME,
+      LABEL_ERROR_TYPE,
+      LABEL_MCP_PROTOCOL_VERSION,
+      LABEL_RPC_RESPONSE_STATUS_CODE,
+    ],
+    // The conventions' advice (ExplicitBucketBoundaries of mcp.server.operation.duration).
+    buckets: [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300],
   },
 ];
 

@@ -299,3 +299,13 @@ export function protocolEra(version: unknown): ProtocolEra | undefined {
     return undefined;
   return version >= STATELESS_PROTOCOL_VERSION ? ProtocolEra.STATELESS : ProtocolEra.SESSIONS;
 }
+
+/**
+ * JSON-RPC error codes that say the caller sent a request the server could not serve (parse error,
+ * invalid request, method not found, invalid params, which is also an unknown tool, resource not
+ * found): the MCP conventions do not count them as the server's errors, so a server operation answered
+ * with one has `rpc.response.status_code` and no `error.type` (mcp.server.status.attributes).
+ */
+export const CALLER_ERROR_CODES: readonly string[] = ['-32700', '-32600', '-32601', '-32602', '-32002'];
+/** `mcp.method.name` of a tool call: the operations that carry `gen_ai.tool.name`. */
+export const MCP_METHOD_TOOLS_CALL = 'tools/call';

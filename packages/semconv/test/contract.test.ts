@@ -186,6 +186,23 @@ describe('telemetry contract', () => {
     expect(semconv.METRIC_LISTENING_RESUMES_TOTAL).toBe('resumewatch_listening_resumes_total');
   });
 
+  it('names mcp.server.operation.duration and its labels as the OpenTelemetry → Prometheus mapping does', () => {
+    expect(semconv.METRIC_MCP_SERVER_OPERATION_DURATION_SECONDS).toBe('mcp_server_operation_duration_seconds');
+    const histogram = semconv.METRICS.find((m) => m.convention === semconv.MCP_SERVER_OPERATION_DURATION)!;
+    expect(histogram.name).toBe(semconv.METRIC_MCP_SERVER_OPERATION_DURATION_SECONDS);
+    expect(histogram.type).toBe('histogram');
+    expect(histogram.labelNames).toEqual([
+      'service',
+      'mcp_method_name',
+      'gen_ai_tool_name',
+      'error_type',
+      'mcp_protocol_version',
+      'rpc_response_status_code',
+    ]);
+    // The conventions' advice for the histogram's boundaries, in seconds.
+    expect(histogram.buckets).toEqual([0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300]);
+  });
+
   it('names the request span as the MCP semantic conventions do', () => {
     expect(semconv.mcpRequestSpanName('tools/call', 'stream_progress')).toBe('tools/call stream_progress');
     expect(semconv.mcpRequestSpanName('initialize')).toBe('initialize');
@@ -201,7 +218,9 @@ describe('telemetry contract', () => {
     const names = all.map((m) => m.name);
     expect(new Set(names).size).toBe(names.length);
     for (const metric of all) {
-      expect(metric.name).toMatch(/^resumewatch_[a-z_]+$/);
+      // A metric of the OpenTelemetry conventions keeps their name, mapped as OpenTelemetry maps it to Prometheus.
+      if (metric.convention) expect(metric.name).toBe(`${metric.convention.replaceAll('.', '_')}_seconds`);
+      else expect(metric.name).toMatch(/^resumewatch_[a-z_]+$/);
       if (metric.type === 'counter') expect(metric.name).toMatch(/_total$/);
       else expect(metric.name).not.toMatch(/_total$/);
       for (const label of metric.labelNames) {

@@ -50,11 +50,15 @@ export class Pipeline {
     this.recent = new FindingLog(config.findingsBuffer, config.findingsMaxBytes);
     this.evidence = new Evidence(config);
     // The metrics read the detector's state at scrape time; the detector reports its events to them.
-    this.metrics = new DetectorMetrics(config.maxServices, {
-      stats: () => this.detector.stats(),
-      activeStormsByService: () => this.detector.activeStormsByService(),
-      evidence: () => this.evidence.stats(),
-    });
+    this.metrics = new DetectorMetrics(
+      config.maxServices,
+      {
+        stats: () => this.detector.stats(),
+        activeStormsByService: () => this.detector.activeStormsByService(),
+        evidence: () => this.evidence.stats(),
+      },
+      config.maxTools,
+    );
     this.detector = new Detector({
       ...config,
       clock: this.clock,

@@ -46,6 +46,7 @@ import { DEFAULT_DETECTOR_OPTIONS, type DetectorInit, type DetectorOptions } fro
 import { isEvidencedEmptyReplay, resumeOutcome, statusOf } from './outcome.js';
 import { MAX_CORE_SERVICES, OTHER_SERVICE, UNKNOWN_SERVER, UNKNOWN_SERVICE } from './services.js';
 import { Fate, REPORTED, Reissues, SETTLED, type Reissue } from './reissues.js';
+import { OperationReader } from './operations.js';
 import { NO_SLOT } from './slots.js';
 import { RequestTable, type ForcedStormEnd } from './table.js';
 import { readState, writeState, type DetectorCounts, type DetectorState } from './state-codec.js';
@@ -89,6 +90,8 @@ export class Detector {
   private readonly openStorms = new Set<number>();
   /** 2026-07-28 era: first attempts that were re-issued, or whose fate a server told, by trace id. */
   private readonly reissues: Reissues;
+  /** Reads each request span as the operation the metrics time (events.operation). */
+  private readonly operations = new OperationReader();
   private readonly onFinding: ((finding: Finding) => void) | undefined;
   private readonly events: DetectorEvents | undefined;
   private readonly clock: () => number;
@@ -383,8 +386,9 @@ export class Detector {
   }
 
   /**
-   * A request span. Only one that the client gave up (its deadline passed, it was aborted or cancelled
-   * before its terminal event) tells anything. No state is made for the requests that end as they
+   * A request span: counted by era and timed as an operation (the metrics' events). For the findings,
+   * only one that the client gave up (its deadline passed, it was aborted or cancelled before its
+   * terminal event) tells anything. No state is made for the requests that end as they
    * should: a given-up request is looked at only if it is already tracked, except a cancelled one,
    * whose terminal may still come.
    */
@@ -395,6 +399,11 @@ export class Detector {
     if (era !== undefined && this.events) this.countEra(span, era, version as string);
     const fate = attrs[ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION];
     if (typeof fate === 'boolean') this.firstAttemptFate(span, fate);
+    // Once per request, at its end: nothing per SSE event, whatever the metrics make of it.
+    if (this.events?.operation) {
+      const op = this.operations.read(span, span.service || UNKNOWN_SERVICE);
+      if (op) this.events.operation(op);
+    }
     if (span.kind !== SPAN_KIND_CLIENT) return;
     const reissueOf = attrs[ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID];
     // A Multi Round-Trip round carries the answer the server asked for: the same call going on, not a re-issue.

@@ -6,6 +6,7 @@ import type {
   SpanReceivedResult,
   StormEnd,
 } from '@resumewatch/semconv';
+import type { Operation } from './operations.js';
 
 /** OTLP span kind numbering: 0 unspecified, 1 internal, 2 server, 3 client, 4 producer, 5 consumer. */
 export type SpanKindCode = 0 | 1 | 2 | 3 | 4 | 5;
@@ -96,6 +97,13 @@ export interface DetectorEvents {
    * answered 4xx or with a JSON-RPC error, ...): `version` is the one asked, shaped YYYY-MM-DD, not capped.
    */
   negotiationRefused(service: string, version: string): void;
+  /**
+   * Every request span (one that carries its MCP method name), whatever its kind, as it arrives: one MCP
+   * operation, from its start to its end (operations.ts; the object is the core's, reused). The metrics
+   * door times the server's operations with it (mcp.server.operation.duration); a door without them
+   * leaves it out.
+   */
+  operation?(op: Operation): void;
 }
 
 export interface DetectorStats {

@@ -1,5 +1,6 @@
 import {
   ATTR_ERROR_TYPE,
+  ATTR_GEN_AI_TOOL_NAME,
   ATTR_MCP_PROTOCOL_VERSION,
   ATTR_HTTP_RESPONSE_STATUS_CODE,
   ATTR_JSONRPC_REQUEST_ID,
@@ -60,6 +61,8 @@ export const DETECTOR_ATTRIBUTE_KEYS: readonly string[] = [
   ATTR_MCP_TERMINAL_FOREIGN,
   ATTR_RPC_RESPONSE_STATUS_CODE,
   ATTR_SERVER_ADDRESS,
+  // What an operation says besides its method, version, error type and status (core/operations.ts).
+  ATTR_GEN_AI_TOOL_NAME,
 ];
 
 /**
@@ -67,7 +70,8 @@ export const DETECTOR_ATTRIBUTE_KEYS: readonly string[] = [
  * version and how the server answered it (its HTTP status and JSON-RPC error code: whether it counts in
  * that era or as a refused negotiation), whether the client gave the request up (its error type), which
  * request it was, and the 2026-07-28 era's re-issue evidence (the request it re-issues, whether it is a
- * Multi Round-Trip round, and on a server's span whether the work completed after its stream closed).
+ * Multi Round-Trip round, and on a server's span whether the work completed after its stream closed),
+ * and what the operation metrics label it with (its tool and its JSON-RPC status code).
  */
 export function isRequestSpanKey(key: string): boolean {
   return (
@@ -81,7 +85,8 @@ export function isRequestSpanKey(key: string): boolean {
     key === ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID ||
     key === ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID ||
     key === ATTR_MCP_REQUEST_INPUT_ROUND ||
-    key === ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION
+    key === ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION ||
+    key === ATTR_GEN_AI_TOOL_NAME
   );
 }
 
