@@ -66,7 +66,15 @@ import {
   mcpRequestSpanName,
   ErrorType,
 } from './semconv.js';
-import { ServerAttributes, addTargetAttributes, errorType, isToolError, nowMs, setError } from './span-util.js';
+import {
+  ServerAttributes,
+  addTargetAttributes,
+  addTargetName,
+  errorType,
+  isToolError,
+  nowMs,
+  setError,
+} from './span-util.js';
 import type { TracerSource } from './tracer-source.js';
 import type { RecorderStats } from './types.js';
 import { HeldPolls } from './held-polls.js';
@@ -670,6 +678,9 @@ export class SpanRecorder implements WireListener {
     };
     if (sessionId) attributes[ATTR_MCP_SESSION_ID] = sessionId;
     if (protocolVersion !== undefined) attributes[ATTR_MCP_PROTOCOL_VERSION] = protocolVersion;
+    // The request's tool, prompt or resource, as on its request span: with no session (2026-07-28), the
+    // name is what a Collector routes both attempts of a call on (deploy/collector/config.yaml).
+    addTargetName(attributes, record.method, record.target);
     if (event.eventId !== undefined) attributes[ATTR_MCP_EVENT_ID] = event.eventId;
     if (terminal.errorCode !== undefined) attributes[ATTR_RPC_RESPONSE_STATUS_CODE] = String(terminal.errorCode);
     if (terminal.foreign) attributes[ATTR_MCP_TERMINAL_FOREIGN] = true;
