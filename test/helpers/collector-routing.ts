@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { parseYaml, repoRoot } from './promql.js';
 
 /** The shipped Collector configuration. */
-export const COLLECTOR_CONFIG = 'deploy/collector/config.yaml';
+const COLLECTOR_CONFIG = 'deploy/collector/config.yaml';
 
 /** One `loadbalancing` exporter that feeds the detectors: what it keys on, where it sends. */
 interface DetectorExport {
