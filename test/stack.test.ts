@@ -6,6 +6,7 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { isAbsolute, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { collectorRouting } from './helpers/collector-routing.js';
 import { parseYaml, repoRoot, semconv } from './helpers/promql.js';
 import { requireTools } from './helpers/required-tools.js';
 
@@ -251,20 +252,24 @@ describe('deploy/collector', () => {
     expect(Number(tag[1]) > 0 || Number(tag[2]) >= 124).toBe(true);
   });
 
-  it('receives OTLP on 4317 and 4318 and feeds both detectors, keyed by session, and Tempo', () => {
+  it('receives OTLP on 4317 and 4318 and feeds both detectors, sessions keyed by session, the rest by name, and Tempo', () => {
     expect(config.receivers.otlp.protocols.grpc.endpoint).toBe('0.0.0.0:4317');
     expect(config.receivers.otlp.protocols.http.endpoint).toBe('0.0.0.0:4318');
-    const [lbName, lb] = Object.entries(config.exporters).find(([k]) => k.split('/')[0] === 'loadbalancing')! as [
-      string,
-      Dict,
-    ];
-    expect(lb.routing_key).toBe('attributes');
-    expect(lb.routing_attributes).toEqual([semconv.ATTR_MCP_SESSION_ID]);
-    const hostnames = (lb.resolver as { static: { hostnames: string[] } }).static.hostnames;
-    expect(hostnames.sort()).toEqual(['detector-1:4317', 'detector-2:4317']);
-    for (const h of hostnames) {
-      const service = services[h.split(':')[0]!]!;
-      expect(flag(commandOf(service), '--grpc-port')).toBe(h.split(':')[1]);
+    const routing = collectorRouting(config as unknown as Record<string, unknown>);
+    expect(routing.sessionAttribute).toBe(semconv.ATTR_MCP_SESSION_ID);
+    expect(routing.sessions.attributes).toEqual([semconv.ATTR_MCP_SESSION_ID]);
+    // The name of the work, which a 2026-07-28 re-issue and its first attempt's spans all carry.
+    expect(routing.stateless.attributes).toEqual([
+      semconv.ATTR_GEN_AI_TOOL_NAME,
+      semconv.ATTR_GEN_AI_PROMPT_NAME,
+      semconv.ATTR_MCP_RESOURCE_URI,
+    ]);
+    for (const lb of [routing.sessions, routing.stateless]) {
+      expect(lb.hostnames.slice().sort()).toEqual(['detector-1:4317', 'detector-2:4317']);
+      for (const h of lb.hostnames) {
+        const service = services[h.split(':')[0]!]!;
+        expect(flag(commandOf(service), '--grpc-port')).toBe(h.split(':')[1]);
+      }
     }
     const [tempoName, tempo] = Object.entries(config.exporters).find(([k]) => k.startsWith('otlp'))! as [
       string,
@@ -273,7 +278,7 @@ describe('deploy/collector', () => {
     expect(tempo.endpoint).toBe('tempo:4317');
     const traces = config.service.pipelines.traces!;
     expect(traces.receivers).toEqual(['otlp']);
-    expect(traces.exporters.sort()).toEqual([lbName, tempoName].sort());
+    expect(traces.exporters.slice().sort()).toEqual([routing.connector, tempoName].sort());
   });
 });
 

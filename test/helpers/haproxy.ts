@@ -53,10 +53,12 @@ export interface HaproxyExchange {
   /** Undefined when the request carried no Mcp-Session-Id. */
   session: string | undefined;
   lastEventId: string | undefined;
+  /** The request's Mcp-Name (the tool, prompt or resource of a 2026-07-28 call); undefined when absent. */
+  name: string | undefined;
 }
 
-// log-format "%ci:%cp %HM %HU %ST %b/%s session=%[capture.req.hdr(0)] last-event-id=%[capture.req.hdr(1)] %Tt"
-const LINE = /^\S+ (\S+) (\S+) (-?\d+) [^/\s]+\/(\S+) session=(\S*) last-event-id=(\S*) -?\d+$/;
+// log-format "%ci:%cp %HM %HU %ST %b/%s session=%[capture.req.hdr(0)] last-event-id=%[capture.req.hdr(1)] name=%[capture.req.hdr(2)] %Tt"
+const LINE = /^\S+ (\S+) (\S+) (-?\d+) [^/\s]+\/(\S+) session=(\S*) last-event-id=(\S*) name=(\S*) -?\d+$/;
 
 /** A captured header: haproxy logs `-` (or nothing) for one the request did not carry. */
 const captured = (value: string): string | undefined => (value === '' || value === '-' ? undefined : value);
@@ -125,6 +127,7 @@ export async function startHaproxy(port: number, servers: HaproxyServer[]): Prom
             server: m[4]!,
             session: captured(m[5]!),
             lastEventId: captured(m[6]!),
+            name: captured(m[7]!),
           },
         ];
       }),

@@ -2,14 +2,18 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { propagation } from '@opentelemetry/api';
+import { W3CTraceContextPropagator } from '@opentelemetry/core';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { BasicTracerProvider, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { instrumentFetch, instrumentMcpServer } from '@resumewatch/instrumentation';
 import { runLoad, runScenario } from '@resumewatch/lab';
-import { FindingKind, ROUTE_PAGE, ROUTE_PAGE_DATA } from '@resumewatch/semconv';
-import { toSpanRecord, type SpanRecord } from '@resumewatch/detector';
-import type { Browser } from 'playwright-core';
+import { ATTR_SERVICE_NAME, FindingKind, ROUTE_PAGE, ROUTE_PAGE_DATA } from '@resumewatch/semconv';
+import { toSpanRecord, type Finding, type SpanRecord } from '@resumewatch/detector';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_CONFIG, startServer, type RunningServer } from '../src/index.js';
-import { analyzeToHtml } from '../src/page/report.js';
+import { analyzeToHtml, htmlReportOfSpans } from '../src/page/report.js';
 import {
   expectDuplicatesOnDistinctLanes,
   launchChromium,
@@ -33,6 +37,7 @@ declare const document: {
   activeElement: Dataset | null;
   documentElement: { scrollWidth: number };
   getElementById(id: string): { textContent: string | null } | null;
+  querySelectorAll(selector: string): ArrayLike<{ textContent: string | null }>;
 };
 declare const window: { innerWidth: number };
 const dir = mkdtempSync(join(tmpdir(), 'resumewatch-page-'));
@@ -212,6 +217,203 @@ describe('the page in chromium', () => {
         expect(await refused()).toEqual([]);
         await page.close();
       }
+    },
+  );
+});
+
+/**
+ * modern-broken-reissue on the real v2 SDK (the call's stream cut after its first event, `charge` running
+ * on, the application re-issuing it): the client's spans (instrumentFetch) and, with `server`, the v2
+ * server's (instrumentMcpServer), one trace per attempt, as `pnpm start` records them.
+ */
+async function modernReissue(server: boolean): Promise<SpanRecord[]> {
+  const spans: SpanRecord[] = [];
+  const provider = new BasicTracerProvider({
+    resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: 'page-2026-07-28' }),
+    spanProcessors: [
+      {
+        onStart: () => undefined,
+        onEnd: (span) => void spans.push(toSpanRecord(span)),
+        forceFlush: () => Promise.resolve(),
+        shutdown: () => Promise.resolve(),
+      },
+    ],
+  });
+  // The client's request span goes to the server in `traceparent`: the server's span joins its trace.
+  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+  try {
+    const summary = await runScenario('modern-broken-reissue', {
+      // The scenario starts its own v2 server: this URL is never called.
+      serverUrl: 'http://127.0.0.1:9/mcp',
+      client: 'sdk-v2',
+      fetch: instrumentFetch({ tracerProvider: provider }),
+      modernServer: server ? { decorateServer: (s) => instrumentMcpServer(s, { tracerProvider: provider }) } : {},
+    });
+    expect(summary.sideEffectCount, summary.finding).toBe(2);
+  } finally {
+    await provider.shutdown();
+    propagation.disable();
+  }
+  return spans;
+}
+
+/** What a re-issue's timeline draws on each lane: its name, its events (class and position), what is not known. */
+interface DrawnLane {
+  lane: string;
+  events: { type: string; mark: string; left: number }[];
+  unknown: string;
+}
+
+async function reissueLanes(page: Page, kind: FindingKind): Promise<DrawnLane[]> {
+  await page.selectOption('#filter-kind', kind);
+  await page.focus('.finding');
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('.lane');
+  return page.$$eval('.lane', (lanes) =>
+    lanes.map((l) => ({
+      lane: l.getAttribute('aria-label') ?? '',
+      events: [...l.querySelectorAll('.ev')].map((e) => ({
+        type:
+          [...e.classList].find((c) => c !== 'ev' && !c.startsWith('mark-') && c !== 'other' && c !== 'guard') ?? '',
+        mark: (e as unknown as Dataset).dataset.mark ?? '',
+        left: parseFloat((e as unknown as { style: { left: string } }).style.left),
+      })),
+      unknown: l.querySelector('.unknown')?.textContent ?? '',
+    })),
+  );
+}
+
+/** The detail's text holds the finding's times as dates and times, never as Unix milliseconds. */
+async function expectDatesNotMilliseconds(page: Page, f: Finding): Promise<void> {
+  const text = await page.evaluate(() => document.getElementById('detail')!.textContent!);
+  for (const ms of [f.first_time_unix_ms, f.last_time_unix_ms]) {
+    expect(text).not.toContain(String(Math.trunc(ms)));
+    expect(text).toContain(new Date(ms).toISOString().replace('T', ' ').replace('Z', ' UTC'));
+  }
+  expect(text).not.toMatch(/_unix_ms/);
+}
+
+const lane = (lanes: DrawnLane[], name: string): DrawnLane => {
+  const found = lanes.find((l) => l.lane === name);
+  expect(found, `lane ${name} of ${lanes.map((l) => l.lane).join(', ')}`).toBeDefined();
+  return found!;
+};
+const at = (l: DrawnLane, type: string): number => {
+  const e = l.events.find((ev) => ev.type === type);
+  expect(e, `${type} on ${l.lane}`).toBeDefined();
+  return e!.left;
+};
+
+describe('the 2026-07-28 story in chromium', () => {
+  it(
+    "duplicate_execution: both attempts on one time axis, the broken stream, the server running on, the re-issue's result",
+    { timeout: TIMEOUT },
+    async () => {
+      const spans = await modernReissue(true);
+      // The report `pnpm start` writes, opened from file://.
+      const html = htmlReportOfSpans(spans, DEFAULT_CONFIG, 'resumewatch: a 2026-07-28 re-issue');
+      const report = join(dir, 'reissue.html');
+      writeFileSync(report, html);
+      const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+      const refused = await watchPolicy(page);
+      await page.goto(pathToFileURL(report).href);
+      const lanes = await reissueLanes(page, FindingKind.DUPLICATE_EXECUTION);
+      if (SHOTS) await page.screenshot({ path: join(SHOTS, 'page-reissue.png'), fullPage: true });
+      expect(lanes.map((l) => l.lane)).toEqual([
+        'first attempt \u00b7 client',
+        'first attempt \u00b7 server',
+        're-issue \u00b7 client',
+        're-issue \u00b7 server',
+      ]);
+      const [firstClient, firstServer, reissueClient] = [
+        lane(lanes, 'first attempt \u00b7 client'),
+        lane(lanes, 'first attempt \u00b7 server'),
+        lane(lanes, 're-issue \u00b7 client'),
+      ];
+      // One axis: the first attempt, its stream broken, the server running on after it, then the re-issue and its result.
+      expect(firstClient.events.map((e) => e.type).sort()).toEqual(['broken', 'call']);
+      expect(firstServer.events.map((e) => e.type).sort()).toEqual(['call', 'ran_on']);
+      expect(at(firstClient, 'call')).toBeLessThan(at(firstClient, 'broken'));
+      expect(at(firstServer, 'ran_on')).toBeGreaterThan(at(firstServer, 'call'));
+      expect(at(firstClient, 'broken')).toBeLessThan(at(reissueClient, 'call'));
+      expect(at(firstServer, 'ran_on')).toBeLessThan(at(reissueClient, 'call'));
+      expect(reissueClient.events.filter((e) => e.type === 'terminal').map((e) => e.mark)).toEqual(['live']);
+      expect(at(reissueClient, 'terminal')).toBeGreaterThanOrEqual(at(reissueClient, 'call'));
+      expect(lanes.every((l) => l.unknown === '')).toBe(true);
+      const notes = await page.$$eval('.reissue-note', (n) => n.map((e) => e.textContent));
+      expect(notes.join(' ')).toMatch(/the work ran twice/);
+      const finding = (
+        JSON.parse(await page.evaluate(() => document.getElementById('page-data')!.textContent!)) as {
+          findings: Finding[];
+        }
+      ).findings.find((f) => f.kind === FindingKind.DUPLICATE_EXECUTION)!;
+      await expectDatesNotMilliseconds(page, finding);
+      expect(await refused()).toEqual([]);
+      await page.close();
+
+      // The same spans through OTLP into a live `serve`: its page draws the same lanes.
+      const server = await startServer({ port: 0, grpcPort: false, metricsPort: 0, output: null });
+      servers.push(server);
+      const r = await fetch(`http://127.0.0.1:${server.httpPort}/v1/traces`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(otlpJson(spans, 'page-2026-07-28')),
+      });
+      expect(r.status).toBe(200);
+      const live = await browser.newPage();
+      const refusedLive = await watchPolicy(live);
+      await live.goto(`http://127.0.0.1:${server.metricsPort}${ROUTE_PAGE}`);
+      await live.waitForSelector('.finding');
+      const liveLanes = await reissueLanes(live, FindingKind.DUPLICATE_EXECUTION);
+      expect(liveLanes.map((l) => [l.lane, l.events.map((e) => e.type).sort()])).toEqual(
+        lanes.map((l) => [l.lane, l.events.map((e) => e.type).sort()]),
+      );
+      expect(await refusedLive()).toEqual([]);
+      await live.close();
+    },
+  );
+
+  it(
+    'possible_duplicate_execution: what is known drawn, what is not said (no server span)',
+    { timeout: TIMEOUT },
+    async () => {
+      const spans = await modernReissue(false);
+      const report = join(dir, 'possible-reissue.html');
+      writeFileSync(
+        report,
+        htmlReportOfSpans(spans, DEFAULT_CONFIG, 'resumewatch: a 2026-07-28 re-issue, client only'),
+      );
+      const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+      const refused = await watchPolicy(page);
+      await page.goto(pathToFileURL(report).href);
+      const lanes = await reissueLanes(page, FindingKind.POSSIBLE_DUPLICATE_EXECUTION);
+      expect(lanes.map((l) => l.lane)).toEqual([
+        'first attempt \u00b7 client',
+        'first attempt \u00b7 server',
+        're-issue \u00b7 client',
+      ]);
+      expect(
+        lane(lanes, 'first attempt \u00b7 client')
+          .events.map((e) => e.type)
+          .sort(),
+      ).toEqual(['broken', 'call']);
+      const unknown = lane(lanes, 'first attempt \u00b7 server');
+      expect(unknown.events).toEqual([]);
+      expect(unknown.unknown).toMatch(
+        /^not known: no span says whether the server stopped or finished the first attempt/,
+      );
+      expect(lane(lanes, 're-issue \u00b7 client').events.map((e) => e.mark)).toContain('live');
+      const notes = (await page.$$eval('.reissue-note', (n) => n.map((e) => e.textContent))).join(' ');
+      expect(notes).toMatch(/^Known: the first attempt's stream broke before its result, and the call was re-issued\./);
+      expect(notes).toMatch(/Not known: whether the server stopped the first attempt or ran it to the end/);
+      const finding = (
+        JSON.parse(await page.evaluate(() => document.getElementById('page-data')!.textContent!)) as {
+          findings: Finding[];
+        }
+      ).findings.find((f) => f.kind === FindingKind.POSSIBLE_DUPLICATE_EXECUTION)!;
+      await expectDatesNotMilliseconds(page, finding);
+      expect(await refused()).toEqual([]);
+      await page.close();
     },
   );
 });

@@ -3,12 +3,17 @@ import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import {
+  ATTR_JSONRPC_REQUEST_ID,
+  ATTR_MCP_METHOD_NAME,
+  ErrorType,
+  FindingKind,
   METRIC_EVIDENCE_BYTES,
   METRIC_EVIDENCE_REQUESTS,
   METRIC_EVIDENCE_WINDOW_BYTES,
   METRIC_PAGE_RENDERS_TOTAL,
   ROUTE_PAGE,
   ROUTE_PAGE_DATA,
+  SPAN_REQUEST_TERMINAL,
 } from '@resumewatch/semconv';
 import type { SpanRecord } from '@resumewatch/detector';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -18,7 +23,7 @@ import { Pipeline } from '../src/doors/pipeline.js';
 import { scriptJson } from '../src/page/render-html.js';
 import { PAGE_REUSE_MAX_MS, livePageData } from '../src/page/live-page.js';
 import { metricsHandler } from '../src/doors/metrics-server.js';
-import { seedScenario, terminal } from '../../detector/test/helpers/spans.js';
+import { T0, modernRequest, seedScenario, span, terminal, traceOf } from '../../detector/test/helpers/spans.js';
 
 function feed(pipeline: Pipeline, spans: SpanRecord[]): void {
   pipeline.ingest((sink) => {
@@ -64,6 +69,58 @@ describe('the evidence the page draws from', () => {
     const keyOf = new Map(data.findings.map((f, i) => [f.request_id, data.request_keys[i]]));
     expect(new Set(data.request_keys)).toEqual(new Set(keyOf.values()));
     expect(keyOf.size).toBe(2);
+  });
+
+  it("holds a 2026-07-28 re-issue's two attempts by trace: both move in with its finding, later spans follow", () => {
+    const pipeline = new Pipeline({ config: configWith() });
+    const first = modernRequest(T0, { trace: traceOf(1), request: 0, error: ErrorType.STREAM_BROKEN });
+    const fate = modernRequest(T0 + 50, {
+      trace: traceOf(1),
+      kind: 2,
+      service: 'server',
+      completedAfterCancellation: true,
+    });
+    const reissue = modernRequest(T0 + 500, { trace: traceOf(2), request: 1, reissueOf: first });
+    // The re-issue's terminal: no session, so the detector ignores it; the page draws it.
+    const result = span(
+      SPAN_REQUEST_TERMINAL,
+      T0 + 590,
+      { [ATTR_MCP_METHOD_NAME]: 'tools/call', [ATTR_JSONRPC_REQUEST_ID]: 1 },
+      { trace: traceOf(2) },
+    );
+    // Spans of no MCP request, without a session: never held, not even in the window.
+    const other = span('GET /healthz', T0, {}, { trace: traceOf(3) });
+    feed(pipeline, [other, first, fate, result]);
+    expect(pipeline.evidence.stats()).toMatchObject({ requests: 0, windowRequests: 2 });
+    feed(pipeline, [reissue]);
+    const finding = pipeline.recent.findings().find((f) => f.kind === FindingKind.DUPLICATE_EXECUTION)!;
+    const ids = (held: { events: { span_id: string }[] } | undefined) => held?.events.map((e) => e.span_id);
+    expect(ids(pipeline.evidence.attempts(finding).first)).toEqual([first.spanId, fate.spanId]);
+    expect(ids(pipeline.evidence.attempts(finding).reissue)).toEqual([result.spanId, reissue.spanId]);
+    expect(pipeline.evidence.stats()).toMatchObject({ requests: 2, windowRequests: 0 });
+    // A span of either trace after the finding joins its attempt.
+    const late = modernRequest(T0 + 520, { trace: traceOf(2), kind: 2, service: 'server' });
+    feed(pipeline, [late]);
+    expect(ids(pipeline.evidence.attempts(finding).reissue)).toContain(late.spanId);
+    // The page's data: one timeline, both attempts, each side of each on its lane.
+    const data = livePageData(pipeline, configWith());
+    const timeline = data.timelines[data.request_keys[data.findings.indexOf(finding)]!]!;
+    expect(timeline.lanes.map((l) => l.label)).toEqual([
+      'first attempt \u00b7 client',
+      'first attempt \u00b7 server',
+      're-issue \u00b7 client',
+      're-issue \u00b7 server',
+    ]);
+    expect(timeline.events.map((e) => [timeline.lanes[e.lane]!.label, e.type])).toEqual([
+      ['first attempt \u00b7 client', 'call'],
+      ['first attempt \u00b7 server', 'call'],
+      ['first attempt \u00b7 client', 'broken'],
+      ['first attempt \u00b7 server', 'ran_on'],
+      ['re-issue \u00b7 client', 'call'],
+      ['re-issue \u00b7 server', 'call'],
+      ['re-issue \u00b7 client', 'terminal'],
+    ]);
+    expect(timeline.notes!.join(' ')).toMatch(/the work ran twice/);
   });
 
   it('stays within its byte caps however many requests are reported', () => {

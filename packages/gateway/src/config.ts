@@ -8,6 +8,7 @@ import {
   type ResumewatchConfig,
 } from '@resumewatch/daemon';
 import type { IdPolicy } from '@resumewatch/instrumentation';
+import { trustedProxies } from './client-identity.js';
 import { GATEWAY_DEFAULTS, type GatewayOptions } from './gateway.js';
 
 type Kind = OptionKind | 'boolean';
@@ -46,6 +47,7 @@ interface GatewayCliOptions {
   idPolicy: string | undefined;
   idKey: string | undefined;
   serviceName: string | undefined;
+  trustedProxies: string[] | undefined;
 }
 
 export const GATEWAY_OPTION_SPECS: readonly GatewayOptionSpec[] = [
@@ -218,6 +220,14 @@ export const GATEWAY_OPTION_SPECS: readonly GatewayOptionSpec[] = [
     default: 'none',
   },
   {
+    key: 'trustedProxies',
+    flag: 'trusted-proxies',
+    env: 'RESUMEWATCH_GATEWAY_TRUSTED_PROXIES',
+    kind: 'list',
+    help: 'load balancers (addresses, address/prefix) whose X-Forwarded-For names the client',
+    default: 'none',
+  },
+  {
     key: 'serviceName',
     flag: 'service-name',
     env: 'OTEL_SERVICE_NAME',
@@ -299,6 +309,14 @@ export function resolveGatewayConfig(
   const policy = values.idPolicy as string | undefined;
   if (policy !== undefined && policy !== 'raw' && policy !== 'hmac' && policy !== 'omit')
     throw new ConfigError(`--id-policy: one of raw, hmac, omit; got "${policy}"`);
+  const proxies = values.trustedProxies as string[] | undefined;
+  if (proxies !== undefined) {
+    try {
+      trustedProxies(proxies);
+    } catch (e) {
+      throw new ConfigError(`--trusted-proxies: ${(e as Error).message}`);
+    }
+  }
   let ca: string | undefined;
   if (values.upstreamCa !== undefined) {
     try {
@@ -335,6 +353,7 @@ export function resolveGatewayConfig(
     ...(policy !== undefined ? { idPolicy: policy as IdPolicy } : {}),
     ...(values.idKey !== undefined ? { idKey: values.idKey as string } : {}),
     ...(values.serviceName !== undefined ? { serviceName: values.serviceName as string } : {}),
+    ...(proxies !== undefined && proxies.length > 0 ? { trustedProxies: proxies } : {}),
   };
   return { gateway, detector };
 }

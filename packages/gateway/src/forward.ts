@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { unexpectedErrorLine } from '@resumewatch/daemon';
@@ -8,6 +7,7 @@ import type { HostCheck } from '@resumewatch/daemon';
 import { parseMessages } from '@resumewatch/wire';
 import type { PushedBody, StreamRecord, WireRequest } from '@resumewatch/wire';
 import { answer } from './answers.js';
+import type { ClientIdentities } from './client-identity.js';
 import type { GatewayCounts } from './counts.js';
 import type { Observation } from './observation.js';
 import { ReceiptProofs, viaIntermediary } from './receipt-proof.js';
@@ -52,6 +52,8 @@ export class Forwarder {
     private readonly filtering: boolean,
     /** The `Host` and `Origin` the gateway answers (--allowed-hosts, --allowed-origins). */
     private readonly hosts: HostCheck,
+    /** Who sent each request: its address, and the scope a 2026-07-28 re-issue is matched in. */
+    private readonly clients: ClientIdentities,
     /** A connection's next request may prove its client read the previous response (--connection-proof). */
     connectionProof: boolean,
   ) {
@@ -106,9 +108,11 @@ export class Forwarder {
     method: string,
     headers: [string, string][],
     body: Uint8Array,
+    /** Who sent it (`ClientIdentities`): a 2026-07-28 re-issue is matched among that client's requests. */
+    scope: string,
   ): { request: WireRequest; joined: boolean } {
     const { result, joined } = beginInClientContext(req.headers, () =>
-      this.observation.begin(url.href, { method, headers, ...(body.byteLength > 0 ? { body } : {}) }, clientOf(req)),
+      this.observation.begin(url.href, { method, headers, ...(body.byteLength > 0 ? { body } : {}) }, scope),
     );
     return { request: result, joined };
   }
@@ -213,8 +217,9 @@ export class Forwarder {
     if (body.byteLength > 0 || req.headers['content-length'] !== undefined)
       headers.push(['content-length', String(body.byteLength)]);
     headers.push(['host', this.upstream.host]);
+    const client = this.clients.of(req);
     // The client's Host, its scheme and address, which the upstream no longer sees (forwarded.ts).
-    headers.push(...forwardingHeaders(req));
+    headers.push(...forwardingHeaders(req, client.address));
     // The target appended to the upstream's origin, never resolved against it: `//host/x` or `/\host/x`
     // resolved as a URL reference names another host, and the gateway would be an open proxy.
     const url = new URL(this.upstream.origin + target);
@@ -222,7 +227,7 @@ export class Forwarder {
     let request: WireRequest;
     let joined: boolean;
     try {
-      ({ request, joined } = this.begin(req, url, method, headers, body));
+      ({ request, joined } = this.begin(req, url, method, headers, body, client.scope));
     } catch (e) {
       stopIdle();
       if (!(e instanceof InvalidResumptionError)) throw e;
@@ -386,18 +391,6 @@ function singleRequestId(body: Uint8Array): string | number | null {
 function describe(e: unknown): string {
   const err = e as { code?: string; cause?: { code?: string; message?: string }; message?: string };
   return err.code ?? err.cause?.code ?? err.message ?? String(e);
-}
-
-/**
- * Who sent a request, as far as a proxy can tell: the peer's address and a digest of its credentials
- * (never the credentials themselves). A 2026-07-28 request names no session, so this is what keeps one
- * client's call from being taken for another client's re-issue. Clients behind one address with the
- * same credentials share it.
- */
-function clientOf(req: IncomingMessage): string {
-  const credentials = req.headers.authorization;
-  const who = credentials === undefined ? '' : createHash('sha256').update(credentials).digest('hex').slice(0, 16);
-  return `${req.socket.remoteAddress ?? ''} ${who}`;
 }
 
 /** Closes `res`, queued behind another response on `socket`, if the connection dies before it is written. */

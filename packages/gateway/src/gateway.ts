@@ -10,6 +10,7 @@ import {
 import type { GuardOptions, IdPolicyOptions } from '@resumewatch/instrumentation';
 import { GuardAction, GuardProof } from '@resumewatch/semconv';
 import { capConnections, listenerOptions } from './connection-limits.js';
+import { ClientIdentities } from './client-identity.js';
 import { refuseAtConnection } from './connection-refusals.js';
 import { GatewayCounts } from './counts.js';
 import { Forwarder, type ForwarderLimits } from './forward.js';
@@ -33,6 +34,12 @@ export interface GatewayOptions extends Partial<ForwarderLimits>, IdPolicyOption
    * from, 403 else. Default: those naming an allowed host (with no --allowed-hosts off loopback: none).
    */
   allowedOrigins?: readonly string[];
+  /**
+   * Addresses (or `address/prefix` ranges) of the load balancers in front of the gateway whose
+   * `X-Forwarded-For` it believes: behind one, a client is the address the balancer put last there, not
+   * the balancer's own (client-identity.ts). Default none: the peer is the client.
+   */
+  trustedProxies?: readonly string[];
   /** Port of the proxy; 0 picks a free one. Default 8080. */
   port?: number;
   /** Enforce the guard's rules on the server's side of the wire. Default false: observe only. */
@@ -131,6 +138,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
     allowedHosts: options.allowedHosts,
     allowedOrigins: options.allowedOrigins,
   });
+  const clients = new ClientIdentities(options.trustedProxies);
   const detector = options.detector === false ? undefined : await startEmbeddedDetector(options.detector ?? {});
   if (detector) counts.register(detector.metrics);
   let tracing: GatewayTracing | undefined;
@@ -182,6 +190,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       counts,
       enforce,
       hosts,
+      clients,
       options.connectionProof ?? true,
     );
     const connections = {

@@ -63,6 +63,7 @@ import {
 import {
   ServerAttributes,
   addTargetAttributes,
+  addTargetName,
   errorType,
   initializeVersion,
   isToolError,
@@ -673,6 +674,9 @@ export class SpanRecorder implements WireListener {
     };
     if (sessionId) attributes[ATTR_MCP_SESSION_ID] = sessionId;
     if (protocolVersion !== undefined) attributes[ATTR_MCP_PROTOCOL_VERSION] = protocolVersion;
+    // The request's tool, prompt or resource, as on its request span: with no session (2026-07-28), the
+    // name is what a Collector routes both attempts of a call on (deploy/collector/config.yaml).
+    addTargetName(attributes, record.method, record.target);
     if (event.eventId !== undefined) attributes[ATTR_MCP_EVENT_ID] = event.eventId;
     if (terminal.errorCode !== undefined) attributes[ATTR_RPC_RESPONSE_STATUS_CODE] = String(terminal.errorCode);
     if (terminal.foreign) attributes[ATTR_MCP_TERMINAL_FOREIGN] = true;

@@ -16,10 +16,15 @@ const EXECUTE_TOOL = 'execute_tool';
 
 /** The tool, prompt or resource a request names, as the MCP and GenAI conventions spell it. */
 export function addTargetAttributes(attributes: Attributes, method: string, target: string | undefined): void {
+  addTargetName(attributes, method, target);
+  if (target !== undefined && method === 'tools/call') attributes[ATTR_GEN_AI_OPERATION_NAME] = EXECUTE_TOOL;
+}
+
+/** The name alone (no operation): for spans about a request that are not its operation (its terminal). */
+export function addTargetName(attributes: Attributes, method: string, target: string | undefined): void {
   if (target === undefined) return;
   if (method === 'tools/call') {
     attributes[ATTR_GEN_AI_TOOL_NAME] = target;
-    attributes[ATTR_GEN_AI_OPERATION_NAME] = EXECUTE_TOOL;
   } else if (method === 'prompts/get') {
     attributes[ATTR_GEN_AI_PROMPT_NAME] = target;
   } else if (method.startsWith('resources/')) {

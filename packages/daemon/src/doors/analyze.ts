@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises';
-import type { Evidence } from '../page/evidence.js';
+import { drawable, type Evidence } from '../page/evidence.js';
 import {
   ATTR_JSONRPC_REQUEST_ID,
   ATTR_MCP_SESSION_ID,
@@ -101,8 +101,8 @@ export async function analyzeFiles(
   const sink = (s: SpanRecord): void => {
     if (s.endTimeUnixMs > latest) latest = s.endTimeUnixMs;
     const r = detector.ingest(s);
-    if (r === SpanReceivedResult.ACCEPTED) evidence?.observe(s);
-    else if (r === SpanReceivedResult.DUPLICATE) result.duplicateSpans++;
+    if (drawable(r)) evidence?.observe(s);
+    if (r === SpanReceivedResult.DUPLICATE) result.duplicateSpans++;
     else if (r === SpanReceivedResult.INVALID) result.invalidSpans++;
     else if (r === SpanReceivedResult.IGNORED) {
       const why = ignoredReason(s);

@@ -9,7 +9,7 @@ import {
   boundSpanStrings,
 } from '@resumewatch/detector';
 import { DetectorMetrics } from '../metrics.js';
-import { Evidence } from '../page/evidence.js';
+import { Evidence, drawable } from '../page/evidence.js';
 import { SpanRate } from '../page/span-rate.js';
 import { FindingLog } from './finding-log.js';
 
@@ -39,7 +39,7 @@ export class Pipeline {
     this.current = s;
     // After the detector: a span that completes a finding joins its request's evidence (reported() moved
     // the request's earlier spans there first), and a redelivered span is not drawn twice.
-    if (this.detector.ingest(s) === SpanReceivedResult.ACCEPTED) this.evidence.observe(s);
+    if (drawable(this.detector.ingest(s))) this.evidence.observe(s);
     this.current = undefined;
   };
 

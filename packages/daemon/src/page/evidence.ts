@@ -1,6 +1,7 @@
 import type { Finding, SpanRecord } from '@resumewatch/detector';
+import { SpanReceivedResult } from '@resumewatch/semconv';
 import { HeldRequests, eventBytes, type HeldTimeline } from './held-requests.js';
-import { RequestKeys, findingKey, timelineEvent, type TimelineEvent } from './timeline-event.js';
+import { RequestKeys, findingKey, timelineEvent, traceKey, type TimelineEvent } from './timeline-event.js';
 
 export interface EvidenceLimits {
   /** Bytes of timelines held for reported requests. */
@@ -22,6 +23,22 @@ const WINDOW_HEAD = 16;
  */
 const WINDOW_SPAN_BYTES = 512;
 
+/** A re-issue's two attempts, each the timeline of its trace (undefined when none of its spans is held). */
+export interface Attempts {
+  first: HeldTimeline | undefined;
+  reissue: HeldTimeline | undefined;
+}
+
+/**
+ * Whether a span the detector answered `result` may be drawn: one it accepted, or one it had no use for
+ * (IGNORED), which the evidence keeps only if it is an MCP span of a request (RequestKeys): a 2026-07-28
+ * terminal, say, which the detector does not track but a re-issue's timeline shows. Not a duplicate or
+ * an invalid span. (A sessionless span is not deduplicated by the detector: one sent twice is drawn twice.)
+ */
+export function drawable(result: SpanReceivedResult): boolean {
+  return result === SpanReceivedResult.ACCEPTED || result === SpanReceivedResult.IGNORED;
+}
+
 export interface EvidenceStats {
   bytes: number;
   requests: number;
@@ -34,7 +51,9 @@ export interface EvidenceStats {
  * small transient window (recent spans per request, as the decoder made them, byte-capped, the least
  * recent request first out); when the request's first finding fires its spans become timeline events in
  * the evidence, which then keeps its later spans too. Nothing is kept in the evidence for a request
- * without a finding, and both are bounded.
+ * without a finding, and both are bounded. A span without a session (2026-07-28) is kept by its trace,
+ * one attempt of a call: a re-issue's finding moves both attempts' traces in, the first attempt's and
+ * the re-issue's, and the page draws them on one time axis.
  */
 export class Evidence {
   private readonly held: HeldRequests<TimelineEvent>;
@@ -54,9 +73,14 @@ export class Evidence {
     else this.window.append(key, span);
   }
 
-  /** A line of the findings stream: its request's spans are evidence from now on. */
+  /** A line of the findings stream: its request's spans (a re-issue's: both attempts') are evidence from now on. */
   reported(f: Finding): void {
-    const key = findingKey(f);
+    if (f.first_trace_id === undefined) return this.hold(findingKey(f));
+    this.hold(traceKey(f.first_trace_id));
+    this.hold(traceKey(f.trace_id));
+  }
+
+  private hold(key: string): void {
     if (this.held.has(key)) return this.held.touch(key);
     const spans = this.window.take(key);
     const events = spans ? spans.events.map(timelineEvent) : [];
@@ -65,9 +89,25 @@ export class Evidence {
     this.held.put(key, { events, bytes, dropped: spans?.dropped ?? 0 });
   }
 
-  /** The timeline held for the finding's request. */
+  /** The timeline held for the finding's request; a re-issue's, both attempts' events together. */
   timeline(f: Finding): HeldTimeline | undefined {
-    return this.held.get(findingKey(f));
+    if (f.first_trace_id === undefined) return this.held.get(findingKey(f));
+    const { first, reissue } = this.attempts(f);
+    if (!first && !reissue) return undefined;
+    const events = [...(first?.events ?? []), ...(reissue?.events ?? [])];
+    return {
+      events,
+      bytes: (first?.bytes ?? 0) + (reissue?.bytes ?? 0),
+      dropped: (first?.dropped ?? 0) + (reissue?.dropped ?? 0),
+    };
+  }
+
+  /** A re-issue finding's two attempts, apart. */
+  attempts(f: Finding): Attempts {
+    return {
+      first: f.first_trace_id === undefined ? undefined : this.held.get(traceKey(f.first_trace_id)),
+      reissue: this.held.get(traceKey(f.trace_id)),
+    };
   }
 
   stats(): EvidenceStats {

@@ -2,7 +2,7 @@ import { ProtocolEra } from '@resumewatch/semconv';
 import type { DetectorStats, Finding } from '@resumewatch/detector';
 import type { ResumewatchConfig } from '../config.js';
 import type { Evidence, EvidenceStats } from './evidence.js';
-import { drawTimeline, type DrawnTimeline } from './timeline-view.js';
+import { drawReissueTimeline, drawTimeline, type DrawnTimeline } from './timeline-view.js';
 import { findingKey } from './timeline-event.js';
 
 /** Where the data comes from: a running detector, or recorded traces (`analyze --html`). */
@@ -77,6 +77,11 @@ export function pageData(s: PageSources): PageData {
     const key = findingKey(f);
     requestKeys.push(key);
     if (key in timelines) continue;
+    // A 2026-07-28 re-issue: both attempts, each its own trace, on one time axis.
+    if (f.first_trace_id !== undefined) {
+      timelines[key] = drawReissueTimeline(f, s.evidence.attempts(f));
+      continue;
+    }
     const held = s.evidence.timeline(f);
     if (held) timelines[key] = drawTimeline(held);
   }

@@ -142,7 +142,12 @@ export const PAGE_SCRIPT = `
     var f = e.finding, tl = data.timelines[keyOf(f)];
     shownDetail = selected + ' ' + (tl ? tl.events.length + tl.dropped : 0) + ' ' + e.records.length;
     var ids = h('dl', { cls: 'ids' }, []);
-    Object.keys(f).forEach(function (k) { ids.appendChild(h('dt', { text: k })); ids.appendChild(h('dd', { text: Array.isArray(f[k]) ? f[k].join(', ') : String(f[k]) })); });
+    // A time is shown as a date and time (its Unix milliseconds stay in the data and in /findings).
+    Object.keys(f).forEach(function (k) {
+      var at = /_unix_ms$/.test(k) && typeof f[k] === 'number';
+      ids.appendChild(h('dt', { text: at ? k.replace(/_unix_ms$/, '').replace(/_/g, ' ') : k }));
+      ids.appendChild(h('dd', { text: at ? time(f[k]) : Array.isArray(f[k]) ? f[k].join(', ') : String(f[k]) }));
+    });
     var parts = [h('h2', { id: 'detail-title', text: (f.record ? f.kind + ' (' + f.record + ')' : f.kind) + ' on request ' + f.request_id }), ids];
     e.records.forEach(function (r) { parts.push(h('p', { cls: 'note', text: 'Changed by ' + r.record + (r.ended_by ? ' (' + r.ended_by + ')' : '') + ' at ' + time(r.last_time_unix_ms) })); });
     if (!tl) parts.push(h('p', { cls: 'note', text: 'No evidence held for this request (left out by the evidence byte cap).' }));
@@ -150,18 +155,20 @@ export const PAGE_SCRIPT = `
     box.replaceChildren.apply(box, parts);
   }
 
-  var SHORT = { terminal: 'T', resume: 'R', reattach: 'A', call: 'C' };
-  function label(ev) { return ev.type + (ev.mark ? ' ' + ev.mark : '') + (ev.outcome ? ' ' + ev.outcome : '') + (ev.guard ? ', guard ' + ev.guard : ''); }
+  // X, F, S: a 2026-07-28 re-issue's moments (its first attempt's stream broke; the server finished it, or stopped).
+  var SHORT = { terminal: 'T', resume: 'R', reattach: 'A', call: 'C', broken: 'X', ran_on: 'F', stopped: 'S' };
+  function label(ev) { return ev.what || ev.type + (ev.mark ? ' ' + ev.mark : '') + (ev.outcome ? ' ' + ev.outcome : '') + (ev.guard ? ', guard ' + ev.guard : ''); }
+  function laneName(lane) { return lane.label || (lane.stream ? lane.stream + (lane.resumed ? ' (resumed)' : '') : 'the request'); }
   function timeline(tl) {
     var width = Math.max(1, tl.end - tl.start);
     function at(t) { return Math.min(100, Math.max(0, ((t - tl.start) * 100) / width)); }
-    var rows = tl.lanes.map(function (lane) { return h('div', { cls: 'lane', role: 'group', 'aria-label': lane.stream ? 'stream ' + lane.stream : 'the request' }, [
-      h('div', { cls: 'lane-name', text: lane.stream ? lane.stream + (lane.resumed ? ' (resumed)' : '') : 'the request' }), h('div', { cls: 'track' })]); });
+    var rows = tl.lanes.map(function (lane) { return h('div', { cls: 'lane', role: 'group', 'aria-label': lane.label || (lane.stream ? 'stream ' + lane.stream : 'the request') }, [
+      h('div', { cls: 'lane-name', text: laneName(lane) }), h('div', { cls: 'track' }, lane.unknown ? [h('span', { cls: 'unknown', text: 'not known: ' + lane.unknown })] : [])]); });
     var table = h('tbody');
     tl.events.forEach(function (ev, i) {
       var track = rows[ev.lane].lastChild, cls = ev.mark ? 'mark-' + ev.mark : 'other';
       if (ev.type === 'call') track.appendChild(h('div', { cls: 'bar', style: { left: at(ev.start) + '%', width: Math.max(0.5, at(ev.end) - at(ev.start)) + '%' } }));
-      var row = h('tr', { id: 'ev-' + i }, [h('td', { text: '+' + span(ev.start - tl.start) }), h('td', { text: tl.lanes[ev.lane].stream || 'the request' }),
+      var row = h('tr', { id: 'ev-' + i }, [h('td', { text: '+' + span(ev.start - tl.start) }), h('td', { text: tl.lanes[ev.lane].label || tl.lanes[ev.lane].stream || 'the request' }),
         h('td', { text: label(ev) }), h('td', { text: ev.facts.join('; ') }), h('td', { cls: 'span', text: ev.span_id })]);
       table.appendChild(row);
       track.appendChild(h('button', { type: 'button', cls: 'ev ' + ev.type + ' ' + cls + (ev.guard ? ' guard' : ''), style: { left: at(ev.start) + '%' },
@@ -170,11 +177,14 @@ export const PAGE_SCRIPT = `
         [(SHORT[ev.type] || '?') + (ev.mark ? ' ' + ev.mark : '')]));
     });
     var ticks = h('div', { cls: 'ticks', 'aria-hidden': 'true' }, [0, 25, 50, 75, 100].map(function (p) { return h('span', { style: { left: p + '%' }, text: '+' + span((width * p) / 100) }); }));
-    var legend = h('p', { cls: 'legend' }, [h('span', { text: 'T terminal, R resume, A reattach, C the request; G: the guard or gateway acted.' })].concat(
+    var moments = tl.events.some(function (ev) { return ev.what; }) ? ' X: the first attempt\u2019s stream broke; F: the server finished it after the cancellation; S: the server stopped.' : '';
+    var legend = h('p', { cls: 'legend' }, [h('span', { text: 'T terminal, R resume, A reattach, C the request; G: the guard or gateway acted.' + moments })].concat(
       conf.marks.map(function (m) { return h('span', { cls: 'mark-' + m, text: '\u25a0 ' + m }); })));
     return h('section', { 'aria-label': 'request timeline' }, [h('h2', { text: 'Timeline: ' + tl.lanes.length + ' lanes, ' + tl.events.length + ' events' + (tl.dropped ? ' (' + tl.dropped + ' more left out)' : '') }),
+      h('p', { cls: 'note', text: 'From ' + time(tl.start) + ' to ' + time(tl.end) + '; times below are from its start.' })].concat(
+      (tl.notes || []).map(function (n) { return h('p', { cls: 'reissue-note', text: n }); }), [
       legend, h('div', { cls: 'chart' }, rows.concat([h('div', { cls: 'axis' }, [h('span', { text: 'time' }), ticks])])),
-      h('table', { cls: 'events' }, [h('thead', null, [h('tr', null, ['when', 'stream', 'event', 'attributes', 'span'].map(function (t) { return h('th', { scope: 'col', text: t, cls: t === 'span' ? 'span' : '' }); }))]), table])]);
+      h('table', { cls: 'events' }, [h('thead', null, [h('tr', null, ['when', tl.notes ? 'attempt, side' : 'stream', 'event', 'attributes', 'span'].map(function (t) { return h('th', { scope: 'col', text: t, cls: t === 'span' ? 'span' : '' }); }))]), table])]));
   }
 
   document.getElementById('findings').addEventListener('keydown', function (ev) {

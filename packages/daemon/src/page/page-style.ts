@@ -38,7 +38,8 @@ ol.findings li { margin: 0 0 6px; }
 .chart { border: 1px solid var(--line); border-radius: 6px; padding: 8px; overflow-x: auto; }
 .lane { display: grid; grid-template-columns: 9rem minmax(16rem, 1fr); align-items: center; min-height: 48px; border-bottom: 1px dashed var(--line); }
 .lane-name { font-family: ui-monospace, monospace; font-size: .8rem; overflow-wrap: anywhere; padding-right: 6px; }
-.track { position: relative; height: 46px; }
+/* The right margin keeps an event at the very end (the last result) inside the chart. */
+.track { position: relative; height: 46px; margin-right: 2.5rem; }
 .bar { position: absolute; top: 20px; height: 6px; background: var(--line); border-radius: 3px; }
 .ev { position: absolute; top: 0; transform: translateX(-50%); min-width: 22px; height: 24px; padding: 0 4px; border-radius: 12px;
   border: 2px solid currentColor; background: var(--bg); font-size: .7rem; font-weight: 700; line-height: 20px; text-align: center; white-space: nowrap; cursor: pointer; }
@@ -47,8 +48,14 @@ ol.findings li { margin: 0 0 6px; }
 .ev.guard::after { content: "G"; position: absolute; top: -8px; right: -8px; background: var(--fg); color: var(--bg); border-radius: 6px; padding: 0 3px; font-size: .6rem; line-height: 12px; }
 .mark-live { color: var(--live); } .mark-replay { color: var(--replay); } .mark-duplicate { color: var(--duplicate); }
 .mark-conflicting { color: var(--conflicting); } .mark-foreign { color: var(--foreign); } .ev.other { color: var(--muted); }
+/* A 2026-07-28 re-issue: the first attempt's broken stream, and what the server did after the cancellation. */
+/* Below the request's C, as terminals are: a short first attempt's start and end stay apart. */
+.ev.broken, .ev.ran_on, .ev.stopped { top: 22px; }
+.ev.broken { color: var(--conflicting); border-style: dashed; } .ev.ran_on { color: var(--duplicate); } .ev.stopped { color: var(--live); }
+.track .unknown { position: absolute; inset: 8px 0; border: 1px dashed var(--muted); border-radius: 4px; padding: 0 6px; color: var(--muted); font-size: .8rem; line-height: 28px; overflow: hidden; white-space: nowrap; text-overflow: ellipsis; }
+.reissue-note { font-size: .9rem; margin: 4px 0; }
 .axis { display: grid; grid-template-columns: 9rem minmax(16rem, 1fr); font-size: .75rem; color: var(--muted); }
-.axis .ticks { position: relative; height: 18px; }
+.axis .ticks { position: relative; height: 18px; margin-right: 2.5rem; }
 .axis .ticks span { position: absolute; transform: translateX(-50%); white-space: nowrap; }
 .axis .ticks span:first-child { transform: none; }
 .axis .ticks span:last-child { transform: translateX(-100%); }

@@ -1,11 +1,10 @@
 import { writeFile } from 'node:fs/promises';
 import { Detector, type DetectorStats, type Finding, type SpanRecord } from '@resumewatch/detector';
-import { SpanReceivedResult } from '@resumewatch/semconv';
 import type { ResumewatchConfig } from '../config.js';
 import { analyzeFiles, type AnalyzeResult } from '../doors/analyze.js';
 import { FindingLog } from '../doors/finding-log.js';
 import { DetectorMetrics } from '../metrics.js';
-import { Evidence } from './evidence.js';
+import { Evidence, drawable } from './evidence.js';
 import { pageData } from './page-data.js';
 import { PAGE_TITLE } from './live-page.js';
 import { renderPage } from './render-html.js';
@@ -43,7 +42,7 @@ export function htmlReportOfSpans(spans: readonly SpanRecord[], config: Resumewa
     },
   });
   for (const span of spans) {
-    if (detector.ingest(span) === SpanReceivedResult.ACCEPTED) evidence.observe(span);
+    if (drawable(detector.ingest(span))) evidence.observe(span);
     detector.advance(span.endTimeUnixMs);
   }
   detector.flush();

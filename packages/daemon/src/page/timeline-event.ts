@@ -5,6 +5,7 @@ import {
   ATTR_MCP_GUARD_ACTION,
   ATTR_MCP_METHOD_NAME,
   ATTR_MCP_REATTACH_ACCEPTED,
+  ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION,
   ATTR_MCP_REQUEST_TERMINAL_OBSERVED,
   ATTR_MCP_RESUME_EVIDENCE,
   ATTR_MCP_RESUME_OUTCOME,
@@ -44,6 +45,8 @@ export interface TimelineEvent {
   start: number;
   end: number;
   span_id: string;
+  /** A server's span (OTLP kind SERVER): the 2026-07-28 timeline draws the server's side apart. */
+  server?: true;
   /** The span's own attributes the timeline reads, as they arrived. */
   attributes: Record<string, AttributeValue>;
 }
@@ -67,6 +70,7 @@ const SHOWN: readonly string[] = [
   ATTR_MCP_METHOD_NAME,
   ATTR_ERROR_TYPE,
   ATTR_SERVER_ADDRESS,
+  ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION,
 ];
 /** Each shown name's bit in timelineEvent's 32-bit mask. */
 const SHOWN_INDEX = new Map(SHOWN.map((name, index) => [name, index]));
@@ -80,28 +84,52 @@ function requestKey(service: string, session: string, request: string): string {
   return `${service.length}:${service}${session.length}:${session}${request}`;
 }
 
+/**
+ * A span without a session (2026-07-28: a request, its terminal, the server's span of it) by its trace:
+ * one attempt of a call. A request key starts with a digit, so the two never meet.
+ */
+export function traceKey(traceId: string): string {
+  return `~${traceId}`;
+}
+
+/** OTLP's invalid trace id: a span that has it belongs to no trace. */
+const INVALID_TRACE_ID = '0'.repeat(32);
+
+/**
+ * The key of a finding's timeline. A re-issue's finding (duplicate_execution, possible_duplicate_execution)
+ * is about two traces, the first attempt's and the re-issue's: its timeline is both, held apart by trace.
+ */
 export function findingKey(f: Finding): string {
-  return requestKey(f.service, f.session_id, f.request_id);
+  return f.first_trace_id !== undefined
+    ? traceKey(f.first_trace_id) + traceKey(f.trace_id)
+    : requestKey(f.service, f.session_id, f.request_id);
 }
 
 /**
  * The request keys of the spans the detector accepted (undefined for a span that concerns no single
- * request: the listening stream, a span without session or request id), the last one remembered. It runs
- * for every span, and making a key is most of the window's cost per span: a new string that each map
- * then hashes. Consecutive spans of one request (an exporter's batch keeps a trace's spans together)
- * reuse the last key, whose hash the maps already computed, after comparing the three parts.
+ * request: the listening stream, a span of a session without a request id); a span without a session
+ * goes by its trace (traceKey). The last key is remembered. It runs for every span, and making a key is
+ * most of the window's cost per span: a new string that each map then hashes. Consecutive spans of one
+ * request or trace (an exporter's batch keeps a trace's spans together) reuse the last key, whose hash
+ * the maps already computed, after comparing its parts.
  */
 export class RequestKeys {
   private service = '';
   private session = '';
   private request: string | number = '';
   private key = '';
+  private trace = '';
+  private traceKey = '';
 
   of(span: SpanRecord): string | undefined {
     const attrs = span.attributes;
     const session = attrs[ATTR_MCP_SESSION_ID];
+    if (typeof session !== 'string' || session === '') {
+      // Only an MCP span of a request (its request span, client's or server's, or its terminal): the
+      // detector hands the evidence the spans it had no use for too (a 2026-07-28 terminal among them).
+      return typeof attrs[ATTR_MCP_METHOD_NAME] === 'string' ? this.ofTrace(span.traceId) : undefined;
+    }
     const request = attrs[ATTR_JSONRPC_REQUEST_ID];
-    if (typeof session !== 'string' || session === '') return undefined;
     if (typeof request !== 'string' && typeof request !== 'number') return undefined;
     if (request === '') return undefined;
     if (span.name !== SPAN_REQUEST_TERMINAL && attrs[ATTR_MCP_STREAM_KIND] === StreamKind.LISTENING) return undefined;
@@ -112,6 +140,14 @@ export class RequestKeys {
     this.request = request;
     this.key = requestKey(service, session, typeof request === 'string' ? request : String(request));
     return this.key;
+  }
+
+  private ofTrace(traceId: string): string | undefined {
+    if (traceId === this.trace && traceId !== '') return this.traceKey;
+    if (traceId.length !== 32 || traceId === INVALID_TRACE_ID) return undefined;
+    this.trace = traceId;
+    this.traceKey = traceKey(traceId);
+    return this.traceKey;
   }
 }
 
@@ -129,14 +165,19 @@ export function timelineEvent(span: SpanRecord): TimelineEvent {
   for (let index = 0; present !== 0; index++, present >>>= 1) {
     if ((present & 1) !== 0) attributes[SHOWN[index]!] = attrs[SHOWN[index]!]!;
   }
-  return {
+  const event: TimelineEvent = {
     type: eventType(span.name),
     start: span.startTimeUnixMs,
     end: span.endTimeUnixMs,
     span_id: span.spanId,
     attributes,
   };
+  if (span.kind === SPAN_KIND_SERVER) event.server = true;
+  return event;
 }
+
+/** OTLP's SPAN_KIND_SERVER. */
+const SPAN_KIND_SERVER = 2;
 
 function eventType(name: string): EventType {
   if (name === SPAN_REQUEST_TERMINAL) return EventType.TERMINAL;

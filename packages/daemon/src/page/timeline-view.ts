@@ -4,6 +4,7 @@ import {
   ATTR_MCP_GUARD_ACTION,
   ATTR_MCP_METHOD_NAME,
   ATTR_MCP_REATTACH_ACCEPTED,
+  ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION,
   ATTR_MCP_REQUEST_TERMINAL_OBSERVED,
   ATTR_MCP_RESUME_EVIDENCE,
   ATTR_MCP_RESUME_OUTCOME,
@@ -15,24 +16,49 @@ import {
   ATTR_MCP_TERMINAL_FIRST_STREAM_ID,
   ATTR_MCP_TERMINAL_FOREIGN,
   ATTR_SERVER_ADDRESS,
+  ErrorType,
+  FindingKind,
   TimelineMark,
 } from '@resumewatch/semconv';
+import type { Finding } from '@resumewatch/detector';
+import type { Attempts } from './evidence.js';
 import { EventType, type TimelineEvent } from './timeline-event.js';
 
-/** One lane of a timeline: a stream of the request (as its spans name it), or the request itself. */
+/**
+ * One lane of a timeline: a stream of the request (as its spans name it), or the request itself; in a
+ * 2026-07-28 re-issue's timeline, one side (client or server) of one attempt.
+ */
 interface Lane {
   /** The stream id the spans carry; empty for the request's own lane (spans without a stream). */
   stream: string;
   /** The stream was opened by a resume (Last-Event-ID). */
   resumed: boolean;
+  /** A lane that is no stream (an attempt's side): its name. */
+  label?: string;
+  /** Nothing is drawn on this lane because no span told it: what is not known. */
+  unknown?: string;
 }
+
+/**
+ * What a 2026-07-28 re-issue's timeline marks at the end of a span: the first attempt's stream broke
+ * (its client span ended with an error), and what the server's span says its handler did after the
+ * cancellation (ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION): ran on to its result, or stopped.
+ */
+const Moment = {
+  BROKEN: 'broken',
+  RAN_ON: 'ran_on',
+  STOPPED: 'stopped',
+} as const;
+type Moment = (typeof Moment)[keyof typeof Moment];
 
 /** One event as the page draws it: where, when, what, and the attributes that say so. */
 interface DrawnEvent {
   lane: number;
   start: number;
   end: number;
-  type: EventType;
+  type: EventType | Moment;
+  /** What a moment means, in words. */
+  what?: string;
   /** Terminals: how it was delivered or what was wrong with it. */
   mark?: TimelineMark;
   /** Resumes: the outcome; reattaches: accepted or not. */
@@ -52,6 +78,8 @@ export interface DrawnTimeline {
   end: number;
   /** Events left out between the first ones and the latest. */
   dropped: number;
+  /** What the drawing rests on and what is not known, in words (a re-issue's timeline). */
+  notes?: string[];
 }
 
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
@@ -134,6 +162,7 @@ const FACTS: readonly string[] = [
   ATTR_MCP_TERMINAL_FIRST_STREAM_ID,
   ATTR_MCP_GUARD_ACTION,
   ATTR_ERROR_TYPE,
+  ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION,
   ATTR_SERVER_ADDRESS,
 ];
 
@@ -141,4 +170,106 @@ function facts(a: TimelineEvent['attributes']): string[] {
   const out: string[] = [];
   for (const name of FACTS) if (a[name] !== undefined) out.push(`${name} ${String(a[name])}`);
   return out;
+}
+
+/** The attempts of a re-issue, in the order drawn, and the name of each. */
+const ATTEMPTS = [
+  ['first', 'first attempt'],
+  ['reissue', 're-issue'],
+] as const;
+
+/**
+ * A 2026-07-28 re-issue's finding (duplicate_execution, possible_duplicate_execution) on one time axis:
+ * for each attempt, its client's side (the request span, its terminal) and its server's side (the
+ * server's span), one lane each. The first attempt's broken stream and what the server's span says it
+ * did after the cancellation are marked where they happened. What no span told is said: a lane for the
+ * first attempt's server side with nothing on it, and notes.
+ */
+export function drawReissueTimeline(f: Finding, attempts: Attempts): DrawnTimeline {
+  const lanes: Lane[] = [];
+  const drawn: DrawnEvent[] = [];
+  const notes: string[] = [];
+  const none: ReadonlySet<string> = new Set();
+  let start = Infinity;
+  let end = -Infinity;
+  let fateTold = false;
+  for (const [which, name] of ATTEMPTS) {
+    const events = [...(attempts[which]?.events ?? [])].sort((a, b) => a.start - b.start);
+    const laneOf = (server: boolean): number => {
+      const label = `${name} \u00b7 ${server ? 'server' : 'client'}`;
+      const at = lanes.findIndex((l) => l.label === label);
+      return at >= 0 ? at : lanes.push({ stream: '', resumed: false, label }) - 1;
+    };
+    // Client side first, whatever comes first in time: the lanes read client, server, for each attempt.
+    if (events.some((e) => !e.server)) laneOf(false);
+    for (const e of events) {
+      const lane = laneOf(e.server === true);
+      start = Math.min(start, e.start);
+      end = Math.max(end, e.end);
+      drawn.push(drawEvent(e, lane, none));
+      const moment = e.type === EventType.CALL ? momentOf(e, which === 'first') : undefined;
+      if (moment) drawn.push({ lane, start: e.end, end: e.end, ...moment, facts: [], span_id: e.span_id });
+      if (moment && moment.type !== Moment.BROKEN) fateTold = true;
+    }
+    if (which === 'first' && events.length === 0)
+      notes.push(
+        'No span of the first attempt is held (the evidence window let them go before the finding): only the re-issue is drawn.',
+      );
+  }
+  if (!fateTold) {
+    const label = `first attempt \u00b7 server`;
+    const unknown = 'no span says whether the server stopped or finished the first attempt';
+    const at = lanes.findIndex((l) => l.label === label);
+    if (at >= 0) lanes[at]!.unknown = unknown;
+    else {
+      // After the first attempt's client lane, before the re-issue's.
+      const reissueAt = lanes.findIndex((l) => l.label?.startsWith('re-issue'));
+      const index = reissueAt >= 0 ? reissueAt : lanes.length;
+      lanes.splice(index, 0, { stream: '', resumed: false, label, unknown });
+      for (const d of drawn) if (d.lane >= index) d.lane++;
+    }
+  }
+  notes.push(...reissueNotes(f, fateTold));
+  drawn.sort((a, b) => a.start - b.start);
+  return {
+    lanes,
+    events: drawn,
+    start: Number.isFinite(start) ? start : f.first_time_unix_ms,
+    end: Number.isFinite(end) ? end : f.last_time_unix_ms,
+    dropped: (attempts.first?.dropped ?? 0) + (attempts.reissue?.dropped ?? 0),
+    notes,
+  };
+}
+
+/** The moment a request span's end marks, if any: the first attempt's broken stream; the server's fate. */
+function momentOf(e: TimelineEvent, first: boolean): Pick<DrawnEvent, 'type' | 'what'> | undefined {
+  if (e.server) {
+    const completed = e.attributes[ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION];
+    if (completed === true) return { type: Moment.RAN_ON, what: 'the server finished it after the cancellation' };
+    if (completed === false) return { type: Moment.STOPPED, what: 'the server stopped at the cancellation' };
+    return undefined;
+  }
+  const error = str(e.attributes[ATTR_ERROR_TYPE]);
+  if (!first || error === undefined) return undefined;
+  return {
+    type: Moment.BROKEN,
+    what: error === ErrorType.STREAM_BROKEN ? 'its stream broke before the result' : `its stream ended (${error})`,
+  };
+}
+
+/** What the finding rests on and what is not known, in words. */
+function reissueNotes(f: Finding, fateTold: boolean): string[] {
+  if (f.kind === FindingKind.DUPLICATE_EXECUTION)
+    return [
+      "The first attempt's stream broke before its result; the server's span of the first attempt says its handler went on " +
+        'to produce the result after the cancellation; the call was re-issued and ran again: the work ran twice.',
+    ];
+  return [
+    "Known: the first attempt's stream broke before its result, and the call was re-issued.",
+    fateTold
+      ? 'The server said what it did of the first attempt only after the re-issue was reported.'
+      : 'Not known: whether the server stopped the first attempt or ran it to the end. No span of its trace says so ' +
+        '(an uninstrumented server, a gateway, which sees only its side of the stream, or a server span that did not ' +
+        'arrive within --reissue-settle): the work may have run twice.',
+  ];
 }
