@@ -2,7 +2,7 @@
 import * as dashboard from '@grafana/grafana-foundation-sdk/dashboard';
 import { percentileName } from './alerts/recorded.js';
 import type { MonitoringConfig } from './config.js';
-import { datasourceVariable, instanceVariable, row, serviceVariable, series, single } from './panels.js';
+import { resumewatchDashboard, instanceVariable, row, serviceVariable, series, single } from './panels.js';
 import { detectorQueries } from './queries.js';
 
 const DETECTOR_HEALTH_UID = 'resumewatch-detector-health';
@@ -11,24 +11,13 @@ export function detectorHealthDashboard(config: MonitoringConfig): dashboard.Das
   const q = detectorQueries(config);
   const lag = config.alerts.ResumewatchDetectionLagHigh;
   const invalidPercent = Number((config.alerts.ResumewatchDetectorRejectingSpans.threshold * 100).toPrecision(12));
-  return new dashboard.DashboardBuilder('resumewatch — detector health')
-    .uid(DETECTOR_HEALTH_UID)
-    .description('The detector replicas (resumewatch serve): scrape health, spans received, state held and evicted.')
-    .tags(['resumewatch', 'detector'])
-    .editable()
-    .tooltip(dashboard.DashboardCursorSync.Crosshair)
-    .refresh('30s')
-    .time({ from: 'now-1h', to: 'now' })
-    .timezone('browser')
-    .link(
-      new dashboard.DashboardLinkBuilder('Overview')
-        .type(dashboard.DashboardLinkType.Dashboards)
-        .tags(['resumewatch'])
-        .asDropdown(false)
-        .includeVars(true)
-        .keepTime(true),
-    )
-    .withVariable(datasourceVariable())
+  return resumewatchDashboard({
+    title: 'resumewatch — detector health',
+    uid: DETECTOR_HEALTH_UID,
+    description: 'The detector replicas (resumewatch serve): scrape health, spans received, state held and evicted.',
+    tags: ['resumewatch', 'detector'],
+    dashboardsLink: 'Overview',
+  })
     .withVariable(instanceVariable(config))
     .withVariable(serviceVariable())
     .withRow(row(100, 'Scrape and intake'))

@@ -5,7 +5,7 @@ import { METRIC_MCP_SERVER_OPERATION_DURATION_SECONDS } from '@resumewatch/semco
 import { percentileName } from './alerts/recorded.js';
 import type { MonitoringConfig } from './config.js';
 import { mcpServerQueries } from './mcpServerQueries.js';
-import { datasourceVariable, row, serviceVariable, series } from './panels.js';
+import { resumewatchDashboard, row, serviceVariable, series } from './panels.js';
 
 const MCP_SERVER_UID = 'resumewatch-mcp-server';
 
@@ -14,33 +14,16 @@ export function mcpServerDashboard(config: MonitoringConfig): dashboard.Dashboar
   const errors = config.alerts.McpServerErrorRatioHigh;
   const latency = config.alerts.McpServerLatencyHigh;
   const errorPercent = Number((errors.threshold * 100).toPrecision(12));
-  return new dashboard.DashboardBuilder('resumewatch — MCP server')
-    .uid(MCP_SERVER_UID)
-    .description(
+  return resumewatchDashboard({
+    title: 'resumewatch — MCP server',
+    uid: MCP_SERVER_UID,
+    description:
       'Requests, errors and latency of MCP servers, by method and by tool, as a gateway in front of them (or their own ' +
-        'spans sent to resumewatch serve) times them: the OpenTelemetry MCP conventions’ mcp.server.operation.duration.',
-    )
-    .tags(['resumewatch', 'mcp'])
-    .editable()
-    .tooltip(dashboard.DashboardCursorSync.Crosshair)
-    .refresh('30s')
-    .time({ from: 'now-1h', to: 'now' })
-    .timezone('browser')
-    .link(
-      new dashboard.DashboardLinkBuilder('Runbooks')
-        .type(dashboard.DashboardLinkType.Link)
-        .url(config.runbookBaseUrl)
-        .targetBlank(true),
-    )
-    .link(
-      new dashboard.DashboardLinkBuilder('resumewatch')
-        .type(dashboard.DashboardLinkType.Dashboards)
-        .tags(['resumewatch'])
-        .asDropdown(false)
-        .includeVars(true)
-        .keepTime(true),
-    )
-    .withVariable(datasourceVariable())
+      'spans sent to resumewatch serve) times them: the OpenTelemetry MCP conventions’ mcp.server.operation.duration.',
+    tags: ['resumewatch', 'mcp'],
+    runbooks: config.runbookBaseUrl,
+    dashboardsLink: 'resumewatch',
+  })
     .withVariable(
       serviceVariable(
         `${METRIC_MCP_SERVER_OPERATION_DURATION_SECONDS}_count`,

@@ -1,7 +1,7 @@
 // resumewatch — overview: is the resumption failure happening, to whom, and how badly.
 import * as dashboard from '@grafana/grafana-foundation-sdk/dashboard';
 import type { MonitoringConfig } from './config.js';
-import { datasourceVariable, firingCount, row, serviceVariable, series, single } from './panels.js';
+import { resumewatchDashboard, firingCount, row, serviceVariable, series, single } from './panels.js';
 import { overviewQueries } from './queries.js';
 
 const OVERVIEW_UID = 'resumewatch-overview';
@@ -9,33 +9,16 @@ const OVERVIEW_UID = 'resumewatch-overview';
 export function overviewDashboard(config: MonitoringConfig): dashboard.Dashboard {
   const q = overviewQueries(config);
   const alerts = config.alerts;
-  return new dashboard.DashboardBuilder('resumewatch — overview')
-    .uid(OVERVIEW_UID)
-    .description(
+  return resumewatchDashboard({
+    title: 'resumewatch — overview',
+    uid: OVERVIEW_UID,
+    description:
       'MCP Streamable HTTP: session reattachment treated as stream continuation. Duplicate terminal events ' +
-        'under distinct streams, reconnect storms, ambiguous empty replays and lost cursors, per service.',
-    )
-    .tags(['resumewatch', 'mcp'])
-    .editable()
-    .tooltip(dashboard.DashboardCursorSync.Crosshair)
-    .refresh('30s')
-    .time({ from: 'now-1h', to: 'now' })
-    .timezone('browser')
-    .link(
-      new dashboard.DashboardLinkBuilder('Runbooks')
-        .type(dashboard.DashboardLinkType.Link)
-        .url(config.runbookBaseUrl)
-        .targetBlank(true),
-    )
-    .link(
-      new dashboard.DashboardLinkBuilder('Detector health')
-        .type(dashboard.DashboardLinkType.Dashboards)
-        .tags(['resumewatch'])
-        .asDropdown(false)
-        .includeVars(true)
-        .keepTime(true),
-    )
-    .withVariable(datasourceVariable())
+      'under distinct streams, reconnect storms, ambiguous empty replays and lost cursors, per service.',
+    tags: ['resumewatch', 'mcp'],
+    runbooks: config.runbookBaseUrl,
+    dashboardsLink: 'Detector health',
+  })
     .withVariable(serviceVariable())
     .withRow(row(100, 'The damage'))
     .withPanel(

@@ -128,6 +128,47 @@ export function row(id: number, title: string): dashboard.RowBuilder {
   return new dashboard.RowBuilder(title).id(id);
 }
 
+/**
+ * What every resumewatch dashboard starts with: its title, uid, description and tags, the shared time
+ * settings, its links (the runbooks when given, then the other resumewatch dashboards, under
+ * `dashboardsLink`) and the datasource variable.
+ */
+export function resumewatchDashboard(d: {
+  title: string;
+  uid: string;
+  description: string;
+  tags: string[];
+  runbooks?: string;
+  dashboardsLink: string;
+}): dashboard.DashboardBuilder {
+  const builder = new dashboard.DashboardBuilder(d.title)
+    .uid(d.uid)
+    .description(d.description)
+    .tags(d.tags)
+    .editable()
+    .tooltip(dashboard.DashboardCursorSync.Crosshair)
+    .refresh('30s')
+    .time({ from: 'now-1h', to: 'now' })
+    .timezone('browser');
+  if (d.runbooks !== undefined)
+    builder.link(
+      new dashboard.DashboardLinkBuilder('Runbooks')
+        .type(dashboard.DashboardLinkType.Link)
+        .url(d.runbooks)
+        .targetBlank(true),
+    );
+  return builder
+    .link(
+      new dashboard.DashboardLinkBuilder(d.dashboardsLink)
+        .type(dashboard.DashboardLinkType.Dashboards)
+        .tags(['resumewatch'])
+        .asDropdown(false)
+        .includeVars(true)
+        .keepTime(true),
+    )
+    .withVariable(datasourceVariable());
+}
+
 export function datasourceVariable(): dashboard.DatasourceVariableBuilder {
   return new dashboard.DatasourceVariableBuilder(VAR_DATASOURCE)
     .label('Prometheus')
