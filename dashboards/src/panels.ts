@@ -169,7 +169,7 @@ export function resumewatchDashboard(d: {
     .withVariable(datasourceVariable());
 }
 
-export function datasourceVariable(): dashboard.DatasourceVariableBuilder {
+function datasourceVariable(): dashboard.DatasourceVariableBuilder {
   return new dashboard.DatasourceVariableBuilder(VAR_DATASOURCE)
     .label('Prometheus')
     .type('prometheus')
