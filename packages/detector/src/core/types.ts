@@ -106,7 +106,10 @@ export interface DetectorStats {
   evictions: number;
   released: number;
   activeStorms: number;
-  /** First attempts of re-issued requests (2026-07-28 era) tracked, and those whose fate a server told. */
+  /**
+   * First attempts of the 2026-07-28 era tracked: re-issued, or whose fate a server told, or whose stream
+   * broke (a lost_result its re-issue may retract).
+   */
   reissues: number;
   spans: Record<SpanReceivedResult, number>;
 }
