@@ -145,7 +145,8 @@ async function openStream(
 }
 
 describe('SpanRecorder: a request that ends without its result after its stream did (issue 31)', () => {
-  const DEADLINE = 300;
+  // Long enough for the resume to leave before it on a loaded machine; each case waits for it once.
+  const DEADLINE = 1_500;
   const requestSpan = (capture: SpanCapture, id: number) =>
     capture.spans('tools/call slow').find((s) => a(s, ATTR_JSONRPC_REQUEST_ID) === String(id));
   const ended = (capture: SpanCapture, id: number) => {

@@ -81,7 +81,7 @@ export interface Finding {
   status_code?: number;
   /** lost_result: what the client did about the stream that ended without the result. */
   recovery?: RequestRecovery;
-  /** lost_result: how the request ended without its result (its `error.type`: timeout, aborted, stream_broken). */
+  /** lost_result: how the request ended without its result (its error type: timeout, aborted, stream_broken). */
   request_end?: string;
 }
 

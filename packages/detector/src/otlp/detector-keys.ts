@@ -8,6 +8,7 @@ import {
   ATTR_MCP_REATTACH_ACCEPTED,
   ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION,
   ATTR_MCP_REQUEST_INPUT_ROUND,
+  ATTR_MCP_REQUEST_RECOVERY,
   ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID,
   ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID,
   ATTR_MCP_REQUEST_TERMINAL_OBSERVED,
@@ -43,6 +44,7 @@ export const DETECTOR_ATTRIBUTE_KEYS: readonly string[] = [
   ATTR_MCP_REATTACH_ACCEPTED,
   ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION,
   ATTR_MCP_REQUEST_INPUT_ROUND,
+  ATTR_MCP_REQUEST_RECOVERY,
   ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID,
   ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID,
   ATTR_MCP_REQUEST_TERMINAL_OBSERVED,
@@ -63,8 +65,10 @@ export const DETECTOR_ATTRIBUTE_KEYS: readonly string[] = [
 /**
  * What the core reads of a span that is not a contract span (a request span): its method, its protocol
  * version (the era it counts under), whether the client gave the request up (its error type), which
- * request it was, and the 2026-07-28 era's re-issue evidence (the request it re-issues, whether it is a
- * Multi Round-Trip round, and on a server's span whether the work completed after its stream closed).
+ * request it was, what the client did about its stream ending without the result (its recovery, and its
+ * last resume's outcome), and the 2026-07-28 era's re-issue evidence (the request it re-issues, whether
+ * it is a Multi Round-Trip round, and on a server's span whether the work completed after its stream
+ * closed).
  */
 export function isRequestSpanKey(key: string): boolean {
   return (
@@ -76,7 +80,9 @@ export function isRequestSpanKey(key: string): boolean {
     key === ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID ||
     key === ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID ||
     key === ATTR_MCP_REQUEST_INPUT_ROUND ||
-    key === ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION
+    key === ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION ||
+    key === ATTR_MCP_REQUEST_RECOVERY ||
+    key === ATTR_MCP_RESUME_OUTCOME
   );
 }
 
