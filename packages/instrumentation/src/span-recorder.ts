@@ -692,8 +692,10 @@ export class SpanRecorder implements WireListener {
       span.end(attempt.responseTime ?? endTime);
     }
     if (req.resume && verdict !== undefined) {
+      // Its request's last resume, for the request span to say (endRequest emits the request's held poll
+      // and open resumes after it took the span, before it ends it).
       const state = concerned && this.requests.get(concerned);
-      if (state?.span) state.lastResume = verdict.outcome;
+      if (state) state.lastResume = verdict.outcome;
       const attributes: Attributes = {
         ...base,
         [ATTR_MCP_RESUME_LAST_EVENT_ID]: req.resume.lastEventId,

@@ -228,6 +228,29 @@ describe('SpanRecorder: a request that ends without its result after its stream 
     expect(capture.spans(SPAN_STREAM_RESUME)).toEqual([]);
   });
 
+  it("a held poll given up with the session's DELETE: the request span names it as its last resume's outcome", async () => {
+    const { observer, capture } = setup(false, 60_000);
+    const fetch = observer.wrap();
+    await call(fetch, 11, [sse({ id: 'k1', data: progress(1) })]);
+    // A priming event and a clean end: a poll, held until the request's fate decides it.
+    await get(fetch, [sse({ id: 'k2', data: '' })], 'k1');
+    expect(capture.spans(SPAN_STREAM_RESUME)).toEqual([]);
+    scripted.server.script.push({ status: 200, chunks: [] });
+    await (
+      await fetch(scripted.server.url, { method: 'DELETE', headers: { 'mcp-session-id': SCRIPTED_SESSION } })
+    ).text();
+    const request = await vi.waitFor(() => ended(capture, 11), WAIT);
+    expect(request.attributes).toMatchObject({
+      [ATTR_ERROR_TYPE]: ErrorType.ABORTED,
+      [ATTR_MCP_REQUEST_RECOVERY]: RequestRecovery.RESUMED,
+      [ATTR_MCP_RESUME_OUTCOME]: ResumeOutcome.ERROR,
+    });
+    expect(firstSpan(capture, SPAN_STREAM_RESUME).attributes).toMatchObject({
+      [ATTR_MCP_RESUME_OUTCOME]: ResumeOutcome.ERROR,
+      [ATTR_MCP_RESUME_EVIDENCE]: ResumeEvidence.REQUEST_END,
+    });
+  });
+
   it('a request whose stream is still open at its deadline (a slow server) names no recovery: nothing ended without it', async () => {
     const { observer, capture } = setup(false, DEADLINE);
     const fetch = observer.wrap();
