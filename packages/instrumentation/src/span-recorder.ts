@@ -785,6 +785,20 @@ export class SpanRecorder implements WireListener {
     const held = end === undefined ? undefined : this.heldPolls.take(state.record);
     if (held && end === ErrorType.TIMEOUT) this.expirePoll(held, false);
     else if (held && end !== undefined) this.givenUpPoll(held, end);
+    // A resume of it not answered by its deadline brought nothing by then (an empty replay, evidence
+    // deadline); one not answered when the client aborted it was given up with it. Its late answer, if
+    // any, is the request's no more: the request span says what its last resume was.
+    if (end !== undefined && end !== ErrorType.CANCELLED && this.pending.size > 0) {
+      for (const [req, attempt] of [...this.pending]) {
+        if (!req.resume || attempt.concerned !== state.record) continue;
+        this.pending.delete(req);
+        clearTimeout(attempt.timer);
+        this.emit(
+          attempt,
+          end === ErrorType.TIMEOUT ? { verdict: DEADLINE_PASSED } : { verdict: GIVEN_UP, error: end },
+        );
+      }
+    }
     if (this.openResumes.size > 0) {
       for (const [stream, attempt] of [...this.openResumes]) {
         if (attempt.concerned !== state.record) continue;

@@ -251,6 +251,28 @@ describe('SpanRecorder: a request that ends without its result after its stream 
     });
   });
 
+  it('a resume not answered by the deadline brought nothing by then: an empty replay, as the request span says', async () => {
+    const { observer, capture } = setup(false, DEADLINE);
+    // The resume's response comes only once the request's deadline has passed.
+    const fetch = observer.wrap(async (input, init) => {
+      if (new Headers(init?.headers).has('last-event-id')) await vi.waitFor(() => ended(capture, 12), WAIT);
+      return globalThis.fetch(input, init);
+    });
+    await call(fetch, 12, [sse({ id: 'l1', data: progress(1) })]);
+    // Answered with a priming event and a clean end: a poll, whose request's deadline has passed.
+    await get(fetch, [sse({ id: 'l2', data: '' })], 'l1');
+    // One resume span, emitted at the deadline (the detector's ambiguous_empty_replay tells the loss), and
+    // none again for its late answer.
+    expect(
+      capture.spans(SPAN_STREAM_RESUME).map((r) => [a(r, ATTR_MCP_RESUME_OUTCOME), a(r, ATTR_MCP_RESUME_EVIDENCE)]),
+    ).toEqual([[ResumeOutcome.EMPTY_REPLAY, ResumeEvidence.DEADLINE]]);
+    expect(ended(capture, 12).attributes).toMatchObject({
+      [ATTR_ERROR_TYPE]: ErrorType.TIMEOUT,
+      [ATTR_MCP_REQUEST_RECOVERY]: RequestRecovery.RESUMED,
+      [ATTR_MCP_RESUME_OUTCOME]: ResumeOutcome.EMPTY_REPLAY,
+    });
+  });
+
   it('a request whose stream is still open at its deadline (a slow server) names no recovery: nothing ended without it', async () => {
     const { observer, capture } = setup(false, DEADLINE);
     const fetch = observer.wrap();
