@@ -4,8 +4,8 @@
 // the shipped rules (with short `for:`) must raise each alert the scenarios call for, and every query
 // of every dashboard panel must return data.
 //
-// Traffic (test/helpers/traffic.ts): seed-loop, server-restart and cursor-evicted, each
-// under its own service.name, and healthy load under another one, all back to back until the end.
+// Traffic (test/helpers/traffic.ts): seed-loop, server-restart, cursor-evicted and resume-loses-result,
+// each under its own service.name, and healthy load under another one, all back to back until the end.
 // Detectors: `main` gets all traffic; `idle` gets none (ResumewatchDetectorNoSpans); `capped` gets all
 // traffic with a cap of 2 request states (ResumewatchDetectorEvictingState) plus synthetic malformed
 // spans (ResumewatchDetectorRejectingSpans); a fourth target has nothing listening
@@ -236,6 +236,7 @@ describe('alerts and dashboards against a real Prometheus and real detectors', (
       ['McpResumeAfterTerminal', { service: Service.SEED_LOOP, severity: 'warning' }],
       ['McpAmbiguousEmptyReplay', { service: Service.SERVER_RESTART, severity: 'warning' }],
       ['McpResumeCursorLost', { service: Service.CURSOR_EVICTED, severity: 'warning' }],
+      ['McpResultsLost', { service: Service.LOST_RESULT, severity: 'warning' }],
       [
         'McpServerConflictingTerminal',
         { server: DefectiveServer.CONFLICT, kind: semconv.FindingKind.CONFLICTING_TERMINAL, severity: 'critical' },

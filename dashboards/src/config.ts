@@ -70,6 +70,11 @@ export interface MonitoringConfig {
     McpDuplicateExecution: ThresholdAlert;
     /** Threshold: possible-duplicate-execution findings (2026-07-28 era) per service over `findingsWindow`. */
     McpPossibleDuplicateExecution: ThresholdAlert;
+    /**
+     * Threshold: the share (0 to 1) of a service's MCP requests over `findingsWindow` that lost their
+     * result (standing lost_result findings / requests).
+     */
+    McpResultsLost: ThresholdAlert;
     /** Threshold: conflicting terminals per MCP server over `findingsWindow`. */
     McpServerConflictingTerminal: ThresholdAlert;
     /** Threshold: foreign replays per MCP server over `findingsWindow`. */
@@ -167,6 +172,13 @@ const DEFAULT_CONFIG: MonitoringConfig = {
       // Any: a re-issue whose first attempt may have run; the detector already waited --reissue-settle for its fate.
       threshold: 0,
       // A ticket, not a page: the harm is not proven (the server may have stopped); 5m filters one-off noise.
+      for: '5m',
+    },
+    McpResultsLost: {
+      // Any: each lost result is a call that failed the application while nothing on the wire looked
+      // wrong. A service that tolerates a share of them raises it (0.01: one request in a hundred).
+      threshold: 0,
+      // A ticket after 5m: leaves a late result or a re-issue (the retractions) time to arrive.
       for: '5m',
     },
     McpServerConflictingTerminal: {

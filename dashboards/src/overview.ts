@@ -102,6 +102,20 @@ export function overviewDashboard(config: MonitoringConfig): dashboard.Dashboard
         at: { w: 8, h: 8 },
       }),
     )
+    .withPanel(
+      series({
+        id: 22,
+        title: `Requests that lost their result, share by service (last ${config.findingsWindow})`,
+        description:
+          "Of each service's MCP requests, the share that ended (its deadline, an abort) without its result after its " +
+          'stream had ended without it: resumed and the replay brought progress, not the result; no event id to resume ' +
+          'from; or, 2026-07-28, a broken stream not re-issued. Net of retractions (a late result, a re-issue). ' +
+          'Alert: McpResultsLost.',
+        unit: 'percentunit',
+        queries: [{ expr: q.lostResultsShare, legend: '{{service}}' }],
+        at: { w: 24, h: 7 },
+      }),
+    )
     .withRow(row(101, 'Resumption'))
     .withPanel(
       series({

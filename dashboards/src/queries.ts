@@ -42,6 +42,7 @@ export function recordedByDashboards(config: MonitoringConfig) {
     findings: names.findings,
     stormsActive: names.stormsActive,
     serverDefects: names.serverDefects,
+    lostResultsRatio: names.lostResultsRatio,
   } as const;
 }
 
@@ -106,6 +107,9 @@ export function overviewQueries(config: MonitoringConfig) {
       METRIC_FINDINGS_TOTAL,
       `${service}, ${LABEL_KIND}=~"${FindingKind.DUPLICATE_EXECUTION}|${FindingKind.POSSIBLE_DUPLICATE_EXECUTION}"`,
     )})`,
+    // The share of each service's requests that ended without their result after their stream did
+    // (standing lost_result findings / requests, over the findings window): what McpResultsLost alerts on.
+    lostResultsShare: `${recorded.lostResultsRatio}{${service}}`,
     detectionLagP50: quantile(0.5, METRIC_DETECTION_LAG_SECONDS, detectors),
     detectionLagP99: quantile(0.99, METRIC_DETECTION_LAG_SECONDS, detectors),
   };

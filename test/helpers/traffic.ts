@@ -62,6 +62,11 @@ export const Service = {
   /** healthy: streaming tool calls and side effects answered once, no resume (runLoad). */
   HEALTHY: 'e2e-healthy',
   /**
+   * resume-loses-result: the resume replays the missed progress, then the result goes to a stream no
+   * connection holds; the request's deadline (3 s) passes while the client waits (4 s).
+   */
+  LOST_RESULT: 'e2e-lost-result',
+  /**
    * Synthetic (serverDefectSpansBody): clients of two defective servers, a retracted empty replay, a
    * listening resume; and two 2026-07-28 calls re-issued after a broken stream, one whose first attempt
    * the server completed all the same (duplicate_execution), one whose fate no span tells
@@ -85,6 +90,7 @@ const SCENARIOS: [ServiceName, ScenarioName][] = [
   [Service.SEED_LOOP, 'seed-loop'],
   [Service.SERVER_RESTART, 'server-restart'],
   [Service.CURSOR_EVICTED, 'cursor-evicted'],
+  [Service.LOST_RESULT, 'resume-loses-result'],
   [Service.HEALTHY, 'healthy'],
 ];
 
@@ -197,7 +203,8 @@ export class LabTraffic {
     while (!this.stopped) {
       try {
         // server-restart's client waits for its result past the request timeout (3 s): the deadline, not
-        // the session's DELETE, ends its held poll, as an empty replay (McpAmbiguousEmptyReplay).
+        // the session's DELETE, ends its held poll, as an empty replay (McpAmbiguousEmptyReplay); and
+        // resume-loses-result's continuation, as a partial replay (McpResultsLost).
         await runScenario(loop.scenario, {
           serverUrl: loop.lab.url,
           fetch: this.fetchFor(loop),

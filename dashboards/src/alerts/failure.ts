@@ -122,6 +122,20 @@ attempt to completion all the same: its side effect ran twice.`,
 were re-issued after their response stream broke (2026-07-28 era), and no span of the server or
 the gateway told whether the first attempt stopped or completed: its side effect may have run twice.`,
           },
+          {
+            comment: `Results lost after their stream ended without them (resumed, or not), as a share of the
+service's requests, net of retractions (a late result, a re-issue).`,
+            alert: 'McpResultsLost',
+            expr: `${names.lostResultsRatio} > ${alerts.McpResultsLost.threshold}`,
+            for: alerts.McpResultsLost.for,
+            severity: 'warning',
+            summary: `MCP requests of {{ $labels.service }} lost their results`,
+            description: `{{ $value | humanizePercentage }} of the MCP requests of service {{ $labels.service }} in the last
+${window} ended without their result after their stream had ended without it: the client resumed
+and the replay brought progress but not the result, or it had no event id to resume from, or (2026-07-28)
+it re-issued nothing; then the request reached its deadline or was aborted. A resume counted as a
+continuation may be one of them.`,
+          },
         ],
       },
       {

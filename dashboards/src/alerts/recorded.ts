@@ -35,5 +35,7 @@ export function recordedNames(config: MonitoringConfig) {
     spansInvalidRatio: `instance:resumewatch_spans_invalid:ratio_rate${rate}`,
     stateEvictions: `instance:resumewatch_state_evictions:increase${evictions}`,
     detectionLag: `job:resumewatch_detection_lag_seconds:${percentileName(lag.quantile)}_rate${lag.window}`,
+    requests: `service:resumewatch_mcp_requests:increase${counted}`,
+    lostResultsRatio: `service:resumewatch_lost_results:ratio_increase${counted}`,
   } as const;
 }

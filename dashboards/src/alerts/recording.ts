@@ -1,5 +1,13 @@
 // alerts/rules/recording.yaml: the recording rules shared by the alerts and the dashboards.
-import { LABEL_ACCEPTED, LABEL_DUPLICATE, LABEL_RESULT, SpanReceivedResult } from '@resumewatch/semconv';
+import {
+  FindingKind,
+  LABEL_ACCEPTED,
+  LABEL_DUPLICATE,
+  LABEL_KIND,
+  LABEL_RESULT,
+  METRIC_MCP_REQUESTS_TOTAL,
+  SpanReceivedResult,
+} from '@resumewatch/semconv';
 import { spelled } from '../config.js';
 import type { MonitoringConfig } from '../config.js';
 import type { RuleFile } from './model.js';
@@ -11,6 +19,7 @@ export function recordingRules(config: MonitoringConfig): RuleFile {
   const rate = config.rateWindow;
   const evictions = config.alerts.ResumewatchDetectorEvictingState;
   const lag = config.alerts.ResumewatchDetectionLagHigh;
+  const lost = `sum by (service) (${names.findingsStanding}{${LABEL_KIND}="${FindingKind.LOST_RESULT}"})`;
   return {
     file: 'recording.yaml',
     header: `Recording rules shared by the alerts (failure.yaml, detector.yaml) and the dashboards.
@@ -145,6 +154,36 @@ sum by (job, instance) (rate(resumewatch_spans_received_total[${rate}]))
           {
             record: names.detectionLag,
             expr: `histogram_quantile(${lag.quantile}, sum by (job, le) (rate(resumewatch_detection_lag_seconds_bucket[${lag.window}])))`,
+          },
+          {
+            comment: `MCP requests per service (every era), counted like the findings: the denominator of the share of
+requests that lost their result.`,
+            record: names.requests,
+            expr: `sum by (service) (
+    (
+        (${METRIC_MCP_REQUESTS_TOTAL} unless ${METRIC_MCP_REQUESTS_TOTAL} offset ${counted})
+      and on (job, instance)
+        (up offset ${counted})
+    )
+  or
+    increase(${METRIC_MCP_REQUESTS_TOTAL}[${counted}])
+)
+`,
+          },
+          {
+            comment: `The share of a service's requests whose result was lost (standing lost_result findings: net of
+the retractions by a late result or a re-issue), over the larger of its requests and its lost results:
+a service whose request spans carry no protocol version (no requests counted) or too few of them counts
+its lost results as all of its requests (1), never as none.`,
+            record: names.lostResultsRatio,
+            expr: `${lost}
+  /
+(
+    ${names.requests} >= ${lost}
+  or
+    ${lost}
+)
+`,
           },
         ],
       },

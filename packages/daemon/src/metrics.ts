@@ -25,6 +25,7 @@ import {
   METRIC_RECONNECT_STORMS_ACTIVE,
   METRIC_RECONNECT_STORM_ATTEMPTS,
   METRIC_RESUME_ATTEMPTS_TOTAL,
+  METRIC_RESUME_OUTCOMES_CORRECTED_TOTAL,
   METRIC_SESSION_REATTACH_TOTAL,
   METRIC_SPANS_RECEIVED_TOTAL,
   METRIC_STATE_EVICTIONS_TOTAL,
@@ -33,9 +34,9 @@ import {
   METRIC_MCP_SERVER_OPERATION_DURATION_SECONDS,
   FindingRecord,
   ProtocolEra,
+  ResumeOutcome,
   type FindingKind,
   type MetricDescriptor,
-  type ResumeOutcome,
   type SpanReceivedResult,
   type StormEnd,
 } from '@resumewatch/semconv';
@@ -103,6 +104,7 @@ export class DetectorMetrics implements DetectorEvents {
   readonly openMetrics = new Registry<OpenMetricsContentType>();
   private readonly findingsTotal: Pair<Counter<string>>;
   private readonly retractedTotal: Pair<Counter<string>>;
+  private readonly correctedTotal: Pair<Counter<string>>;
   private readonly stormAttempts: Pair<Histogram<string>>;
   private readonly stormsEndedTotal: Pair<Counter<string>>;
   private readonly serverDefectsTotal: Pair<Counter<string>>;
@@ -163,6 +165,7 @@ export class DetectorMetrics implements DetectorEvents {
     const named = (name: string): Pair<Metric> => byName.get(name)!;
     this.findingsTotal = pairOf(named(METRIC_FINDINGS_TOTAL), counter);
     this.retractedTotal = pairOf(named(METRIC_FINDINGS_RETRACTED_TOTAL), counter);
+    this.correctedTotal = pairOf(named(METRIC_RESUME_OUTCOMES_CORRECTED_TOTAL), counter);
     this.stormAttempts = pairOf(named(METRIC_RECONNECT_STORM_ATTEMPTS), histogram);
     this.stormsEndedTotal = pairOf(named(METRIC_RECONNECT_STORMS_ENDED_TOTAL), counter);
     this.serverDefectsTotal = pairOf(named(METRIC_SERVER_DEFECTS_TOTAL), counter);
@@ -304,13 +307,18 @@ export class DetectorMetrics implements DetectorEvents {
 
   /**
    * Counts a line of the findings stream: a finding (with its trace id as exemplar, and the detection lag
-   * when a span completed it), a retraction; a storm_ended record is counted by stormFinalized.
+   * when a span completed it), a retraction, an outcome_corrected record (a resume counted as a
+   * continuation); a storm_ended record is counted by stormFinalized.
    */
   finding(f: Finding, lagSeconds?: number): void {
     if (f.record !== undefined) {
       if (f.record === FindingRecord.RETRACTION) {
         const labels = { [LABEL_KIND]: f.kind, [LABEL_SERVICE]: this.service(f.service) };
         for (const m of this.retractedTotal) m.inc(labels);
+      } else if (f.record === FindingRecord.OUTCOME_CORRECTED) {
+        // The core corrects only a resume counted as a continuation: the outcome it was counted under.
+        const labels = { [LABEL_SERVICE]: this.service(f.service), [LABEL_OUTCOME]: ResumeOutcome.CONTINUATION };
+        for (const m of this.correctedTotal) m.inc(labels);
       }
       return;
     }

@@ -10,8 +10,10 @@ import {
   ATTR_MCP_RESUME_EVIDENCE,
   ATTR_MCP_RESUME_OUTCOME,
   ATTR_MCP_TERMINAL_FOREIGN,
+  ErrorType,
   FindingKind,
   GuardAction,
+  RequestRecovery,
   ResumeEvidence,
   ResumeOutcome,
   SPAN_REQUEST_TERMINAL,
@@ -65,7 +67,7 @@ function holdingResumes(fetchFn: typeof fetch, release: Promise<void>): typeof f
   }) as typeof fetch;
 }
 
-async function client(guarded: boolean, holdResumesUntil?: Promise<void>): Promise<Client> {
+async function client(guarded: boolean, holdResumesUntil?: Promise<void>, requestTimeoutMs?: number): Promise<Client> {
   const guard: Client['guard'] = { failed: [], conflicting: [], dropped: [], refused: [] };
   const spans: ReadableSpan[] = [];
   const options: GuardOptions = {
@@ -77,6 +79,7 @@ async function client(guarded: boolean, holdResumesUntil?: Promise<void>): Promi
   const rig = await startRig('client', guarded ? 'proto' : 'json', {
     guard: guarded ? options : undefined,
     tee: (batch) => void spans.push(...batch),
+    requestTimeoutMs,
   });
   rigs.push(rig);
   const fetchFn = holdResumesUntil ? holdingResumes(rig.fetch, holdResumesUntil) : rig.fetch;
@@ -222,6 +225,57 @@ describe.each([false, true])('the everything server, SDK 1.x client, guard=%s', 
       // Without the guard the copy reaches the SDK (which drops it); with the guard it never does.
       expect(responsesPerRequest(c.session.log)).toEqual({ '1': 1, '2': 1, '3': guarded ? 1 : 2, '4': 1 });
       expect(c.guard).toEqual({ failed: [], conflicting: [], dropped: guarded ? ['3:foreign'] : [], refused: [] });
+    },
+  );
+
+  it(
+    'cut while the operation runs: the resume replays the missed progress, the result never comes: lost_result',
+    { timeout: TIMEOUT },
+    async () => {
+      // The operation (4 s, a progress update every 0.5 s) outlasts the SDK's resume (1 s after the cut,
+      // which comes after progress 1): the everything server's store replays the progress sent meanwhile
+      // and names the resumed stream after the last event it replayed, so what the operation sends
+      // afterwards, the result included, goes to the POST's stream, which no connection holds. The
+      // request's deadline (3 s) passes before the SDK's own timeout (5 s), which then cancels the call.
+      const c = await client(guarded, undefined, 3_000);
+      const progress: number[] = [];
+      proxy.armCut({ method: 'POST', afterEvents: 2 });
+      const error = await c.session
+        .callTool(
+          'trigger-long-running-operation',
+          { duration: 4, steps: 8 },
+          { onprogress: (p) => void progress.push(p.progress), timeout: 5_000 },
+        )
+        .then(
+          () => undefined,
+          (e: unknown) => (e instanceof Error ? e.message : String(e)),
+        );
+      await c.rig.settle();
+      await waitFor(() => c.rig.findings().length > 0, 'the lost result');
+      await finish(c);
+      expect(error).toMatch(/timed out/i);
+      expect(resumesIn(c.session.log).map((entry) => entry.status)).toEqual([200]);
+      // More than the update before the cut: the resume replayed what the client missed, not the result.
+      expect(progress.length).toBeGreaterThan(1);
+      expect(progress.length).toBeLessThan(8);
+      expect(responsesPerRequest(c.session.log)).toEqual({});
+      expect(resumeSpans(c.spans)).toEqual([`1:${ResumeOutcome.PARTIAL_REPLAY}/${ResumeEvidence.DEADLINE}`]);
+      expect(kinds(c.rig)).toEqual([FindingKind.LOST_RESULT]);
+      expect(c.rig.findings()).toMatchObject([
+        {
+          kind: FindingKind.LOST_RESULT,
+          request_id: '1',
+          recovery: RequestRecovery.RESUMED,
+          outcome: ResumeOutcome.PARTIAL_REPLAY,
+          request_end: ErrorType.TIMEOUT,
+        },
+      ]);
+      expect(c.guard).toEqual({
+        failed: guarded ? [`1:${ResumeOutcome.PARTIAL_REPLAY}`] : [],
+        conflicting: [],
+        dropped: [],
+        refused: [],
+      });
     },
   );
 });

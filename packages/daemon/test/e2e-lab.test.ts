@@ -5,8 +5,10 @@ import {
   ATTR_MCP_RESUME_EVIDENCE,
   ATTR_MCP_RESUME_OUTCOME,
   ATTR_MCP_RESUME_REPLAYED_TERMINAL,
+  ErrorType,
   FindingKind,
   FindingRecord,
+  RequestRecovery,
   ResumeEvidence,
   ResumeOutcome,
   StormEnd,
@@ -150,6 +152,31 @@ describe('client spans (instrumentFetch) through real OTLP exporters to resumewa
   it('steady healthy load (OTLP/protobuf): no finding', { timeout: TIMEOUT }, async () => {
     await healthyLoad(await rig('client', 'proto'));
   });
+
+  it(
+    'resume-loses-result (OTLP/gRPC): lost_result; the resume replayed progress, then the deadline passed without the result',
+    { timeout: TIMEOUT },
+    async () => {
+      // The request's deadline (2 s) passes while the client still waits on the resumed stream (3 s).
+      const r = await rig('client', 'grpc', { requestTimeoutMs: 2_000 });
+      const summary = await expectFindings(r, 'resume-loses-result', [FindingKind.LOST_RESULT]);
+      expect(summary.details.resultLost).toBe(true);
+      expect(r.findings(summary.sessionId)).toMatchObject([
+        {
+          kind: FindingKind.LOST_RESULT,
+          request_id: String(summary.details.requestId),
+          recovery: RequestRecovery.RESUMED,
+          outcome: ResumeOutcome.PARTIAL_REPLAY,
+          request_end: ErrorType.TIMEOUT,
+        },
+      ]);
+      // Not counted as a continuation: the resume was decided at the request's deadline.
+      const resumes = r
+        .resumeSpans()
+        .map((s) => [s.attributes[ATTR_MCP_RESUME_OUTCOME], s.attributes[ATTR_MCP_RESUME_EVIDENCE]]);
+      expect(resumes).toEqual([[ResumeOutcome.PARTIAL_REPLAY, ResumeEvidence.DEADLINE]]);
+    },
+  );
 });
 
 describe('server spans alone (instrumentEventStore, instrumentServerTransport on the lab server; plain client)', () => {
@@ -193,6 +220,14 @@ describe('server spans alone (instrumentEventStore, instrumentServerTransport on
   it('steady healthy load (OTLP/JSON): no finding', { timeout: TIMEOUT }, async () => {
     await healthyLoad(await rig('server', 'json'));
   });
+
+  it(
+    'resume-loses-result (OTLP/JSON): no finding, the server saw a replay that continued and sent the result',
+    { timeout: TIMEOUT },
+    async () => {
+      await expectFindings(await rig('server', 'json'), 'resume-loses-result', []);
+    },
+  );
 
   it(
     'polling (OTLP/protobuf): no finding; the result, stored while the client was between polls, is first delivered by the last poll',

@@ -4,7 +4,7 @@ import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { instrumentFetch, instrumentMcpServer } from '@resumewatch/instrumentation';
 import type { GuardOptions } from '@resumewatch/instrumentation';
 import { V2_SERVER_SCENARIO_NAMES, runScenario } from '@resumewatch/lab';
-import { FindingKind, ProtocolEra } from '@resumewatch/semconv';
+import { FindingKind, FindingRecord, ProtocolEra } from '@resumewatch/semconv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer } from '../src/index.js';
 import type { RunningServer } from '../src/index.js';
@@ -103,6 +103,10 @@ describe('the 2026-07-28 era on the lab, client and server instrumented, one res
         // The guard, in the same run, tells the application of the broken stream and of the re-issue.
         expect(broken.map((b) => b.name)).toEqual(reissued ? [expect.any(String)] : []);
         expect(reissues.map((r) => r.name)).toEqual(broken.map((b) => b.name));
+        // The broken first attempt's result was lost when its stream broke; the re-issue recovered the call.
+        expect(findings.filter((f) => f.kind === FindingKind.LOST_RESULT).map((f) => f.record ?? 'finding')).toEqual(
+          reissued ? ['finding', FindingRecord.RETRACTION] : [],
+        );
         if (name === 'modern-broken-reissue') {
           // Both sides' evidence, in one trace: the first attempt's.
           const [finding] = findings.filter((f) => f.kind === FindingKind.DUPLICATE_EXECUTION);

@@ -15,6 +15,7 @@ import {
   FindingKind,
   FindingRecord,
   GuardAction,
+  RequestRecovery,
   ResumeEvidence,
   ResumeOutcome,
   SPAN_REQUEST_TERMINAL,
@@ -99,12 +100,14 @@ const str = (value: unknown): string => (value === undefined ? '-' : String(valu
 async function rigFor(
   guarded: boolean,
   protocol: Protocol,
+  requestTimeoutMs?: number,
 ): Promise<{ rig: Rig; guard: GuardLog; spans: ReadableSpan[] }> {
   const guard: GuardLog = { failed: [], conflicting: [], dropped: [], refused: [], decisions: [] };
   const spans: ReadableSpan[] = [];
   const options: RigOptions = {
     guard: guarded ? guardOptions(guard) : undefined,
     tee: (batch) => void spans.push(...batch),
+    requestTimeoutMs,
   };
   const rig = await startRig('client', protocol, options);
   rigs.push(rig);
@@ -158,8 +161,9 @@ async function observe(
   protocol: Protocol,
   wrap?: (fetch: FetchLike, rig: Rig) => FetchLike,
   awaitKinds: readonly string[] = [],
+  requestTimeoutMs?: number,
 ): Promise<Observed> {
-  const { rig, guard, spans } = await rigFor(guarded, protocol);
+  const { rig, guard, spans } = await rigFor(guarded, protocol, requestTimeoutMs);
   const fetch = wrap ? wrap(rig.fetch, rig) : rig.fetch;
   const summary = await runScenario(name, {
     serverUrl: rig.lab.url,
@@ -314,6 +318,47 @@ describe("cross-session-store: session B's result replayed into session A's resu
     expect(o.summary.details.conflictingTerminals).toBe(!c.guarded);
     expect(o.summary.resultsPerRequest).toEqual({ '1': c.guarded ? 1 : 2 });
     if (c.client !== 'raw') expect(o.summary.details.resolvedWith).toBe('Echo: from session B');
+  });
+});
+
+describe('resume-loses-result: the resume replays the missed progress; the result goes to a stream no connection holds', () => {
+  it.each(CASES)('$client, guard=$guarded', { timeout: TIMEOUT }, async (c) => {
+    // The request's deadline (2 s) passes while the client still waits (3 s: its wait, or its SDK's timeout).
+    const o = await observe(
+      'resume-loses-result',
+      c.client,
+      c.guarded,
+      c.protocol,
+      undefined,
+      [FindingKind.LOST_RESULT],
+      2_000,
+    );
+    expect(o.kinds, label(c)).toEqual([FindingKind.LOST_RESULT]);
+    expect(o.records).toEqual([]);
+    const requestId = String(o.summary.details.requestId);
+    expect(o.findings[0]).toMatchObject({
+      session_id: o.summary.sessionId,
+      request_id: requestId,
+      recovery: RequestRecovery.RESUMED,
+      outcome: ResumeOutcome.PARTIAL_REPLAY,
+      request_end: ErrorType.TIMEOUT,
+    });
+    // A continuation by every rule of the wire, decided again at the request's deadline: a partial replay.
+    // (The guard's report and the span are both taken at the deadline: which comes first is not asserted.)
+    expect(o.resumes.map((r) => r.split(':').slice(0, 3).join(':'))).toEqual([
+      `${requestId}:${StreamKind.REQUEST}:${ResumeOutcome.PARTIAL_REPLAY}/${ResumeEvidence.DEADLINE}`,
+    ]);
+    expect(o.toolCallErrors).toEqual([ErrorType.TIMEOUT]);
+    expect(o.guard).toMatchObject({
+      failed: c.guarded ? [`${requestId}:${ResumeOutcome.PARTIAL_REPLAY}/${ResumeEvidence.DEADLINE}`] : [],
+      conflicting: [],
+      dropped: [],
+      refused: [],
+    });
+    expect(o.guard.decisions).toEqual(c.guarded ? [`${requestId}:continuation/message/continuation_valid`] : []);
+    expect(o.summary.resumeStatuses).toEqual([200]);
+    expect(o.summary.terminalDeliveries).toBe(0);
+    expect(o.summary.details.resultLost).toBe(true);
   });
 });
 

@@ -25,12 +25,15 @@ import {
   METRIC_RECONNECT_STORMS_ACTIVE,
   METRIC_RECONNECT_STORMS_ENDED_TOTAL,
   METRIC_RESUME_ATTEMPTS_TOTAL,
+  METRIC_RESUME_OUTCOMES_CORRECTED_TOTAL,
   METRIC_SERVER_DEFECTS_TOTAL,
   METRIC_SESSION_REATTACH_TOTAL,
   METRIC_SPANS_RECEIVED_TOTAL,
   METRIC_STATE_EVICTIONS_TOTAL,
   METRIC_TERMINAL_EVENTS_TOTAL,
   METRIC_TRACKED_REQUESTS,
+  ErrorType,
+  RequestRecovery,
   ResumeEvidence,
   ResumeOutcome,
   SpanReceivedResult,
@@ -40,7 +43,7 @@ import {
 import { describe, expect, it } from 'vitest';
 import { DetectorMetrics } from '../src/index.js';
 import { Detector, type DetectorStats } from '@resumewatch/detector';
-import { T0, resume, seedScenario, span, terminal, type Req } from '../../detector/test/helpers/spans.js';
+import { T0, requestEnded, resume, seedScenario, span, terminal, type Req } from '../../detector/test/helpers/spans.js';
 
 function wired(maxServices = 100) {
   const metrics = new DetectorMetrics(maxServices);
@@ -189,6 +192,33 @@ describe('detector metrics: storms ended, server defects, retractions, listening
     ]);
     expect(await sample(metrics, METRIC_FINDINGS_TOTAL)).toEqual([
       `${METRIC_FINDINGS_TOTAL}{${LABEL_KIND}="${FindingKind.AMBIGUOUS_EMPTY_REPLAY}",${LABEL_SERVICE}="client"} 1`,
+    ]);
+  });
+
+  it('counts a lost result, and the continuation it corrects under the outcome it was counted as', async () => {
+    const { metrics, detector } = wired();
+    const r: Req = { session: 's', request: 1 };
+    detector.ingest(resume(r, T0, 'B', 'A', { observed: false, outcome: ResumeOutcome.CONTINUATION, replayed: 2 }));
+    detector.ingest(
+      requestEnded(r, T0 + 5000, ErrorType.TIMEOUT, {
+        recovery: RequestRecovery.RESUMED,
+        outcome: ResumeOutcome.CONTINUATION,
+      }),
+    );
+    expect(await sample(metrics, METRIC_FINDINGS_TOTAL)).toEqual([
+      `${METRIC_FINDINGS_TOTAL}{${LABEL_KIND}="${FindingKind.LOST_RESULT}",${LABEL_SERVICE}="client"} 1`,
+    ]);
+    // Counted as a continuation when it came; the correction says it was not one.
+    expect(await sample(metrics, METRIC_RESUME_ATTEMPTS_TOTAL)).toEqual([
+      `${METRIC_RESUME_ATTEMPTS_TOTAL}{${LABEL_SERVICE}="client",${LABEL_OUTCOME}="${ResumeOutcome.CONTINUATION}"} 1`,
+    ]);
+    expect(await sample(metrics, METRIC_RESUME_OUTCOMES_CORRECTED_TOTAL)).toEqual([
+      `${METRIC_RESUME_OUTCOMES_CORRECTED_TOTAL}{${LABEL_SERVICE}="client",${LABEL_OUTCOME}="${ResumeOutcome.CONTINUATION}"} 1`,
+    ]);
+    // A result that came after all: the retraction is counted, the finding stays counted.
+    detector.ingest(terminal(r, T0 + 6000, 'B'));
+    expect(await sample(metrics, METRIC_FINDINGS_RETRACTED_TOTAL)).toEqual([
+      `${METRIC_FINDINGS_RETRACTED_TOTAL}{${LABEL_KIND}="${FindingKind.LOST_RESULT}",${LABEL_SERVICE}="client"} 1`,
     ]);
   });
 

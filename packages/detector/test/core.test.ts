@@ -5,12 +5,14 @@ import {
   ATTR_MCP_SESSION_ID,
   ErrorType,
   ATTR_MCP_GUARD_ACTION,
+  ATTR_MCP_REQUEST_RECOVERY,
   ATTR_MCP_REQUEST_TERMINAL_OBSERVED,
   ATTR_MCP_STREAM_KIND,
   SPAN_STREAM_RESUME,
   FindingKind,
   FindingRecord,
   GuardAction,
+  RequestRecovery,
   ResumeEvidence,
   ResumeOutcome,
   SpanReceivedResult,
@@ -25,6 +27,7 @@ import {
   modernRequest,
   net,
   reattach,
+  requestEnded,
   resume,
   seedScenario,
   shuffle,
@@ -61,6 +64,9 @@ const kinds = (fs: Finding[]) =>
     .sort();
 const records = (fs: Finding[]) => fs.filter((f) => f.record !== undefined);
 const r: Req = { session: 'sess-1', request: 7 };
+/** run(), with the lost_result of 2026-07-28 first attempts (and their retraction by the re-issue) left out. */
+const runReissues = (spans: SpanRecord[], init: DetectorInit = {}, end?: number): Finding[] =>
+  run(spans, init, end).filter((f) => f.kind !== FindingKind.LOST_RESULT);
 
 describe('detector core: finding kinds', () => {
   it('reports the seed pattern: duplicate, resume after terminal, storm, one signature as soon as complete, then how the storm ended', () => {
@@ -1039,6 +1045,8 @@ describe('detector core: duplicate execution (2026-07-28 era)', () => {
   const server = (completed: boolean, t = T0 + 50) =>
     modernRequest(t, { trace: traceOf(1), kind: 2, service: 'mcp-server', completedAfterCancellation: completed });
   const WINDOW = 60_000;
+  // The broken first attempts' own lost_result, retracted by their re-issue, is tested under "lost results".
+  const run = runReissues;
 
   it('duplicate_execution: the server completed the first attempt after its stream broke, whichever span comes first', () => {
     const completed = server(true, T0 + 50);
@@ -1217,5 +1225,275 @@ describe('detector core: duplicate execution (2026-07-28 era)', () => {
       [FindingKind.DUPLICATE_EXECUTION, '2'],
       [FindingKind.POSSIBLE_DUPLICATE_EXECUTION, '3'],
     ]);
+  });
+});
+
+describe('detector core: lost results (issue 31)', () => {
+  const at = T0 + 10_000;
+  /** A resume of request `req` at `t`: a continuation (a message arrived), or what the instrumentation decided at the request's end. */
+  const resumed = (t: number, outcome: ResumeOutcome, evidence: ResumeEvidence, req: Req = r) =>
+    resume(req, t, `R${t}`, 'A', { observed: false, outcome, evidence, replayed: 2 });
+  const continuation = resumed(T0 + 1000, ResumeOutcome.CONTINUATION, ResumeEvidence.MESSAGE);
+  const partial = { ...resumed(T0 + 1000, ResumeOutcome.PARTIAL_REPLAY, ResumeEvidence.DEADLINE), endTimeUnixMs: at };
+  /** The client's request span, ended at its deadline after it was resumed: its last resume a partial replay. */
+  const timedOut = requestEnded(r, at, ErrorType.TIMEOUT, {
+    recovery: RequestRecovery.RESUMED,
+    outcome: ResumeOutcome.PARTIAL_REPLAY,
+    start: T0,
+  });
+
+  it('a resume that replayed messages, not the result, then the request ended at its deadline: lost_result, once, in either order', () => {
+    const expected = {
+      kind: FindingKind.LOST_RESULT,
+      service: 'client',
+      session_id: 'sess-1',
+      request_id: '7',
+      recovery: RequestRecovery.RESUMED,
+      outcome: ResumeOutcome.PARTIAL_REPLAY,
+      request_end: ErrorType.TIMEOUT,
+      last_time_unix_ms: at,
+    };
+    for (const order of [[partial, timedOut], [timedOut, partial], [partial], [timedOut]]) {
+      const fs = run(order);
+      expect(fs).toMatchObject([expected]);
+      expect(fs).toHaveLength(1);
+    }
+    // Each piece of evidence names itself: the request span, or the resume decided at the request's end.
+    expect(run([timedOut])[0]).toMatchObject({ first_time_unix_ms: T0, span_ids: [timedOut.spanId] });
+    expect(run([partial])[0]).toMatchObject({ first_time_unix_ms: T0 + 1000, span_ids: [partial.spanId] });
+    // The client aborted it instead (closed its stream, deleted its session): lost too.
+    const aborted = {
+      ...resumed(T0 + 1000, ResumeOutcome.PARTIAL_REPLAY, ResumeEvidence.REQUEST_END),
+      endTimeUnixMs: at,
+    };
+    expect(run([aborted])).toMatchObject([{ kind: FindingKind.LOST_RESULT, request_end: ErrorType.ABORTED }]);
+  });
+
+  it('a resume already counted as continuation is corrected by a record when its request ends without its result, whichever comes first', () => {
+    const ended = requestEnded(r, at, ErrorType.TIMEOUT, {
+      recovery: RequestRecovery.RESUMED,
+      outcome: ResumeOutcome.CONTINUATION,
+      start: T0,
+    });
+    for (const order of [
+      [continuation, ended],
+      [ended, continuation],
+    ]) {
+      const o = observed();
+      for (const s of order) o.d.ingest(s);
+      expect(o.findings).toEqual([
+        {
+          kind: FindingKind.LOST_RESULT,
+          service: 'client',
+          session_id: 'sess-1',
+          request_id: '7',
+          trace_id: ended.traceId,
+          first_time_unix_ms: T0,
+          last_time_unix_ms: at,
+          span_ids: [ended.spanId],
+          recovery: RequestRecovery.RESUMED,
+          outcome: ResumeOutcome.CONTINUATION,
+          request_end: ErrorType.TIMEOUT,
+        },
+        {
+          kind: FindingKind.LOST_RESULT,
+          record: FindingRecord.OUTCOME_CORRECTED,
+          service: 'client',
+          session_id: 'sess-1',
+          request_id: '7',
+          trace_id: expect.any(String),
+          first_time_unix_ms: T0 + 1000,
+          last_time_unix_ms: at,
+          span_ids: [continuation.spanId],
+          outcome: ResumeOutcome.PARTIAL_REPLAY,
+        },
+      ]);
+      // The resume was counted as what its span said; the record is the correction.
+      expect(o.resumes).toEqual([ResumeOutcome.CONTINUATION]);
+    }
+    // A continuation after the request's end (another request's resume of the same id, a late span) is not corrected.
+    const later = resumed(at + 500, ResumeOutcome.CONTINUATION, ResumeEvidence.MESSAGE);
+    expect(records(run([ended, later]))).toEqual([]);
+    // Once per request, however many continuations came before.
+    const again = resumed(T0 + 2000, ResumeOutcome.CONTINUATION, ResumeEvidence.MESSAGE);
+    expect(records(run([continuation, again, ended]))).toHaveLength(1);
+    expect(records(run([continuation, ended, again]))).toHaveLength(1);
+  });
+
+  it('says what the client did: could not resume (no event id), or did not resume', () => {
+    for (const recovery of [RequestRecovery.NO_EVENT_ID, RequestRecovery.NOT_RESUMED]) {
+      for (const error of [ErrorType.TIMEOUT, ErrorType.ABORTED]) {
+        const ended = requestEnded(r, at, error, { recovery });
+        expect(run([ended])).toEqual([
+          {
+            kind: FindingKind.LOST_RESULT,
+            service: 'client',
+            session_id: 'sess-1',
+            request_id: '7',
+            trace_id: ended.traceId,
+            first_time_unix_ms: at - 1000,
+            last_time_unix_ms: at,
+            span_ids: [ended.spanId],
+            recovery,
+            request_end: error,
+          },
+        ]);
+      }
+    }
+  });
+
+  it('never on silence, a cancellation, a known terminal, a server span, or a loss another finding tells', () => {
+    // A request given up whose stream never ended without its result (a slow server): nothing says it was lost.
+    expect(run([requestEnded(r, at, ErrorType.TIMEOUT)])).toEqual([]);
+    // Cancelled by the client (notifications/cancelled): given up on purpose.
+    expect(run([requestEnded(r, at, ErrorType.CANCELLED, { recovery: RequestRecovery.RESUMED })])).toEqual([]);
+    // A server's span, an unknown recovery, a request span without ids.
+    expect(run([requestEnded(r, at, ErrorType.TIMEOUT, { recovery: RequestRecovery.NO_EVENT_ID, kind: 2 })])).toEqual(
+      [],
+    );
+    expect(run([span('tools/call x', T0, { ...timedOut.attributes, [ATTR_MCP_REQUEST_RECOVERY]: 'maybe' })])).toEqual(
+      [],
+    );
+    expect(run([{ ...timedOut, spanId: 'short' }])).toEqual([]);
+    // Its last resume was an empty replay or a lost cursor: ambiguous_empty_replay and cursor_lost tell the loss.
+    for (const outcome of [ResumeOutcome.EMPTY_REPLAY, ResumeOutcome.SESSION_NOT_FOUND, ResumeOutcome.CURSOR_REJECTED])
+      expect(
+        kinds(run([requestEnded(r, at, ErrorType.TIMEOUT, { recovery: RequestRecovery.RESUMED, outcome })])),
+      ).toEqual([]);
+    // The terminal arrived first: never reported; later: retracted (a record), once.
+    const late = terminal(r, at + 100, 'A');
+    expect(run([late, timedOut, partial])).toEqual([]);
+    const fs = run([timedOut, late, partial, terminal(r, at + 200, 'B')]);
+    expect(fs.map((f) => [f.kind, f.record])).toEqual([
+      [FindingKind.LOST_RESULT, undefined],
+      [FindingKind.LOST_RESULT, FindingRecord.RETRACTION],
+      // The second terminal, on another stream, is a duplicate delivery of the result that did come.
+      [FindingKind.DUPLICATE_TERMINAL, undefined],
+    ]);
+    expect(fs[1]).toMatchObject({ first_time_unix_ms: at, last_time_unix_ms: at + 100, span_ids: [late.spanId] });
+  });
+
+  it('a partial replay is no reconnect attempt, and retracts an earlier empty replay as a continuation does', () => {
+    const empty = resume(r, T0, 'B', 'A', {
+      observed: false,
+      outcome: ResumeOutcome.EMPTY_REPLAY,
+      evidence: ResumeEvidence.BODY_END,
+      replayed: 0,
+    });
+    const fs = run([empty, partial]);
+    expect(fs.map((f) => [f.kind, f.record])).toEqual([
+      [FindingKind.AMBIGUOUS_EMPTY_REPLAY, undefined],
+      [FindingKind.AMBIGUOUS_EMPTY_REPLAY, FindingRecord.RETRACTION],
+      [FindingKind.LOST_RESULT, undefined],
+    ]);
+    const polls = Array.from({ length: 6 }, (_, i) =>
+      resumed(T0 + i * 100, ResumeOutcome.PARTIAL_REPLAY, ResumeEvidence.DEADLINE),
+    );
+    expect(kinds(run(polls, { stormThreshold: 3 }))).toEqual([FindingKind.LOST_RESULT]);
+  });
+
+  describe('the 2026-07-28 era: a broken stream loses the result; its re-issue recovers it', () => {
+    const first = modernRequest(T0, { trace: traceOf(1), request: 1, error: ErrorType.STREAM_BROKEN });
+    const reissue = modernRequest(T0 + 1000, { trace: traceOf(2), request: 2, reissueOf: first });
+
+    it('lost_result at once, with not_reissued; retracted by the re-issue, or never reported when the re-issue came first', () => {
+      expect(run([first])).toEqual([
+        {
+          kind: FindingKind.LOST_RESULT,
+          service: 'client',
+          session_id: '',
+          request_id: '1',
+          trace_id: traceOf(1),
+          first_time_unix_ms: T0,
+          last_time_unix_ms: T0 + 100,
+          span_ids: [first.spanId],
+          recovery: RequestRecovery.NOT_REISSUED,
+          request_end: ErrorType.STREAM_BROKEN,
+        },
+      ]);
+      const fs = run([first, reissue]).filter((f) => f.kind === FindingKind.LOST_RESULT);
+      expect(fs[1]).toEqual({
+        kind: FindingKind.LOST_RESULT,
+        record: FindingRecord.RETRACTION,
+        service: 'client',
+        session_id: '',
+        request_id: '1',
+        trace_id: traceOf(2),
+        first_time_unix_ms: T0 + 100,
+        last_time_unix_ms: T0 + 1000,
+        span_ids: [reissue.spanId],
+        first_trace_id: traceOf(1),
+      });
+      expect(run([reissue, first]).filter((f) => f.kind === FindingKind.LOST_RESULT)).toEqual([]);
+      // Once: the same span twice, a second re-issue.
+      const again = modernRequest(T0 + 3000, { trace: traceOf(3), request: 3, reissueOf: first });
+      expect(
+        run([first, { ...first }, reissue, again])
+          .filter((f) => f.kind === FindingKind.LOST_RESULT)
+          .map((f) => f.record),
+      ).toEqual([undefined, FindingRecord.RETRACTION]);
+    });
+
+    it("not for the client's own close (the era's cancellation), a server's span, or a Multi Round-Trip round", () => {
+      expect(run([modernRequest(T0, { trace: traceOf(4), error: ErrorType.ABORTED })])).toEqual([]);
+      expect(run([modernRequest(T0, { trace: traceOf(5), error: ErrorType.STREAM_BROKEN, kind: 2 })])).toEqual([]);
+      // A round is no re-issue: the broken first attempt stays lost.
+      const round = modernRequest(T0 + 1000, { trace: traceOf(6), reissueOf: first, inputRound: true });
+      expect(kinds(net(run([first, round])))).toEqual([FindingKind.LOST_RESULT]);
+    });
+  });
+
+  it('the findings that stand do not depend on arrival order (permutations)', () => {
+    const req = (session: string): Req => ({ session, request: 1 });
+    const brokenFirst = modernRequest(T0, { trace: traceOf(7), request: 7, error: ErrorType.STREAM_BROKEN });
+    const spans: SpanRecord[] = [
+      // Resumed, a continuation, then the deadline: lost, and the continuation corrected.
+      resumed(T0 + 100, ResumeOutcome.CONTINUATION, ResumeEvidence.MESSAGE, req('c')),
+      requestEnded(req('c'), at, ErrorType.TIMEOUT, {
+        recovery: RequestRecovery.RESUMED,
+        outcome: ResumeOutcome.CONTINUATION,
+      }),
+      // A partial replay and its request span.
+      { ...resumed(T0 + 100, ResumeOutcome.PARTIAL_REPLAY, ResumeEvidence.DEADLINE, req('p')), endTimeUnixMs: at },
+      requestEnded(req('p'), at, ErrorType.TIMEOUT, {
+        recovery: RequestRecovery.RESUMED,
+        outcome: ResumeOutcome.PARTIAL_REPLAY,
+      }),
+      // No event id: lost; its late result retracts it.
+      requestEnded(req('n'), at, ErrorType.ABORTED, { recovery: RequestRecovery.NO_EVENT_ID }),
+      // Lost, then its result after all (a continuation counted before it: nothing stands for it).
+      resumed(T0 + 100, ResumeOutcome.CONTINUATION, ResumeEvidence.MESSAGE, req('t')),
+      requestEnded(req('t'), at, ErrorType.TIMEOUT, { recovery: RequestRecovery.RESUMED }),
+      terminal(req('t'), at + 500, 'A'),
+      // 2026-07-28: one broken and re-issued, one broken and left.
+      first2026(),
+      modernRequest(T0 + 900, { trace: traceOf(9), request: 9, reissueOf: first2026() }),
+      brokenFirst,
+    ];
+    function first2026(): SpanRecord {
+      return {
+        ...modernRequest(T0, { trace: traceOf(8), request: 8, error: ErrorType.STREAM_BROKEN }),
+        spanId: 'f'.repeat(16),
+      };
+    }
+    const standing = (fs: Finding[]) =>
+      net(fs)
+        .filter((f) => f.kind === FindingKind.LOST_RESULT)
+        .map((f) => JSON.stringify([f.record, f.session_id, f.request_id, f.recovery, f.request_end]))
+        .sort();
+    const reference = standing(run(spans));
+    expect(reference.map((e) => JSON.parse(e) as unknown[])).toEqual(
+      [
+        [null, 'c', '1', RequestRecovery.RESUMED, ErrorType.TIMEOUT],
+        [FindingRecord.OUTCOME_CORRECTED, 'c', '1', null, null],
+        [null, 'p', '1', RequestRecovery.RESUMED, ErrorType.TIMEOUT],
+        [null, 'n', '1', RequestRecovery.NO_EVENT_ID, ErrorType.ABORTED],
+        [null, '', '7', RequestRecovery.NOT_REISSUED, ErrorType.STREAM_BROKEN],
+      ]
+        .map((e) => JSON.stringify(e))
+        .sort()
+        .map((e) => JSON.parse(e) as unknown[]),
+    );
+    for (let seed = 1; seed <= 200; seed++) expect(standing(run(shuffle(spans, seed)))).toEqual(reference);
   });
 });

@@ -2,7 +2,12 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import * as semconv from '@resumewatch/semconv';
 import { describe, expect, it } from 'vitest';
+import { ErrorType, RequestRecovery, ResumeOutcome } from '@resumewatch/semconv';
+import { decodeJsonRequest, decodeProtobufRequest, type SpanRecord } from '../src/index.js';
 import { DETECTOR_ATTRIBUTE_KEYS, DETECTOR_KEYS } from '../src/otlp/detector-keys.js';
+import { otlpJson } from './helpers/otlp.js';
+import { encodeRequest as encodeProtobufRequest } from './helpers/protobuf-encode.js';
+import { requestEnded } from './helpers/spans.js';
 
 /*
  * The receivers' decoders convert only DETECTOR_ATTRIBUTE_KEYS: an attribute the core starts reading
@@ -32,5 +37,26 @@ describe('the attributes the decoders keep for the detector', () => {
     expect(
       DETECTOR_KEYS.find(Buffer.from(semconv.ATTR_SERVICE_NAME), 0, semconv.ATTR_SERVICE_NAME.length),
     ).toBeUndefined();
+  });
+
+  it("keep a request span's lost-result evidence, in JSON and protobuf, for the receivers' detector", () => {
+    const ended = requestEnded({ session: 's', request: 1 }, 1_700_000_000_000, ErrorType.TIMEOUT, {
+      recovery: RequestRecovery.RESUMED,
+      outcome: ResumeOutcome.PARTIAL_REPLAY,
+    });
+    const decoded: SpanRecord[] = [];
+    decodeJsonRequest(JSON.stringify(otlpJson([ended])), (span) => void decoded.push(span), {
+      detectorAttributesOnly: true,
+    });
+    decodeProtobufRequest(encodeProtobufRequest([ended]), (span) => void decoded.push(span), {
+      detectorAttributesOnly: true,
+    });
+    expect(decoded).toHaveLength(2);
+    for (const span of decoded)
+      expect(span.attributes).toMatchObject({
+        [semconv.ATTR_MCP_REQUEST_RECOVERY]: RequestRecovery.RESUMED,
+        [semconv.ATTR_MCP_RESUME_OUTCOME]: ResumeOutcome.PARTIAL_REPLAY,
+        [semconv.ATTR_ERROR_TYPE]: ErrorType.TIMEOUT,
+      });
   });
 });

@@ -5,7 +5,7 @@ import { expectParity, settleBoth, startParityRig } from './helpers/e2e-rig.js';
 import type { ParityRig } from './helpers/e2e-rig.js';
 
 // The lab scenarios the unmodified SDK clients run (SDK 1.x and v2: quiet-resume, polling,
-// listening-replay, cancellation, cross-session-store), through the gateway in observe mode, each
+// listening-replay, cancellation, cross-session-store, resume-loses-result), through the gateway in observe mode, each
 // observed at once by the instrumented client and by the gateway (as e2e-lab-parity.test.ts does for
 // the raw clients): the same findings on both sides, and those of the detector's end-to-end tests.
 
@@ -24,11 +24,12 @@ const CASES = LAB_SERVER_SCENARIO_NAMES.flatMap((name) =>
 
 describe('SDK clients through the gateway: the same findings as the instrumented client', () => {
   it('covers every scenario an SDK client runs', () => {
-    expect(CASES.length).toBe(10);
+    expect(CASES.length).toBe(12);
   });
 
   it.each(CASES)('$name, $client', { timeout: TIMEOUT }, async ({ name, client }) => {
-    const r = await startParityRig();
+    // The request's deadline is resume-loses-result's evidence: before the SDK's own timeout (3 s), which cancels.
+    const r = await startParityRig(name === 'resume-loses-result' ? { requestTimeoutMs: 2_000 } : {});
     rigs.push(r);
     const expected = CLIENT_EXPECTED[name];
     const summary = await runScenario(name, {
@@ -42,5 +43,6 @@ describe('SDK clients through the gateway: the same findings as the instrumented
     expectParity(r, name, expected);
     if (name === 'quiet-resume' || name === 'polling') expect(summary.resultsPerRequest).toEqual({ '1': 1 });
     if (name === 'cancellation') expect(summary.terminalDeliveries).toBe(0);
+    if (name === 'resume-loses-result') expect(summary.details.resultLost).toBe(true);
   });
 });

@@ -41,9 +41,9 @@ async function runThrough(r: ParityRig, name: LabServerScenarioName): Promise<Sc
   });
 }
 
-/** The request deadline where it is the evidence (server-restart, as e2e-lab.test.ts gives it). */
+/** The request deadline where it is the evidence (server-restart, resume-loses-result, as e2e-lab.test.ts gives it). */
 const rigOptions = (name: LabServerScenarioName): ParityRigOptions =>
-  name === 'server-restart' ? { requestTimeoutMs: 2_000 } : {};
+  name === 'server-restart' || name === 'resume-loses-result' ? { requestTimeoutMs: 2_000 } : {};
 
 describe('every lab scenario through the gateway: the same findings as the instrumented client', () => {
   it.each(LAB_SERVER_SCENARIO_NAMES.filter((name) => name !== 'healthy'))('%s', { timeout: TIMEOUT }, async (name) => {
@@ -68,6 +68,7 @@ describe('every lab scenario through the gateway: the same findings as the instr
     if (name === 'quiet-resume' || name === 'polling') expect(summary.resultsPerRequest).toEqual({ '1': 1 });
     if (name === 'cancellation') expect(summary.terminalDeliveries).toBe(0);
     if (name === 'endless-loop') expect(summary.details.stoppedBecause).toBe('max-reconnects');
+    if (name === 'resume-loses-result') expect(summary.details.resultLost).toBe(true);
   });
 
   it('healthy: steady load of three clients, no finding', { timeout: TIMEOUT }, async () => {

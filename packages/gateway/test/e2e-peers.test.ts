@@ -3,6 +3,7 @@ import { connectSdkSession, responsesPerRequest, resumesIn, startFaultProxy, sta
 import type { FaultProxy } from '@resumewatch/lab';
 import { startEverythingServer } from '@resumewatch/lab/everything-server';
 import type { EverythingServer } from '@resumewatch/lab/everything-server';
+import { FindingKind, RequestRecovery } from '@resumewatch/semconv';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startSdkServer } from '../../instrumentation/test/helpers/sdk-server.js';
 import type { RunningGateway } from '../src/index.js';
@@ -112,6 +113,53 @@ describe('the official everything server through the gateway, SDK 1.x client', (
       expect(resumesIn(session.log).map((e) => e.status)).toEqual([200]);
       expect(responsesPerRequest(session.log)).toEqual({ '1': 1, '2': 1, '3': 1 });
       await expectClean(gateway);
+    },
+  );
+});
+
+describe('the everything server loses a result after a resume, through the gateway (issue 31)', () => {
+  let everything: EverythingServer;
+  beforeAll(async () => {
+    everything = await startEverythingServer();
+  }, 30_000);
+  afterAll(async () => {
+    await everything?.stop();
+  });
+
+  it(
+    '--request-timeout 3s: the SDK resumes, the replay brings the missed progress, the result never comes: lost_result',
+    { timeout: TIMEOUT },
+    async () => {
+      const gateway = await startTestGateway(everything.url, { requestTimeoutMs: 3_000 });
+      closers.push(() => gateway.close());
+      const proxy: FaultProxy = await startFaultProxy({ target: gatewayMcpUrl(gateway, everything.url) });
+      closers.push(() => proxy.close());
+      const session = await connectSdkSession('sdk', proxy.url, globalThis.fetch, 'everything-lost');
+      closers.push(() => session.close());
+      const progress: number[] = [];
+      // The operation (4 s) outlasts the SDK's resume (1 s after the cut): the everything server's store
+      // replays the progress sent meanwhile and names the resumed stream after its last replayed event,
+      // so the rest goes nowhere. The gateway's deadline (3 s) comes before the SDK's timeout (5 s).
+      proxy.armCut({ method: 'POST', afterEvents: 2 });
+      const error = await session
+        .callTool(
+          'trigger-long-running-operation',
+          { duration: 4, steps: 8 },
+          { onprogress: (p) => void progress.push(p.progress), timeout: 5_000 },
+        )
+        .then(
+          () => undefined,
+          (e: unknown) => (e instanceof Error ? e.message : String(e)),
+        );
+      await session.terminate();
+      await session.close();
+      expect(error).toMatch(/timed out/i);
+      expect(resumesIn(session.log).map((e) => e.status)).toEqual([200]);
+      expect(progress.length).toBeGreaterThan(1);
+      await settleGateway(gateway);
+      expect(gateway.detector!.findings()).toMatchObject([
+        { kind: FindingKind.LOST_RESULT, request_id: '1', recovery: RequestRecovery.RESUMED },
+      ]);
     },
   );
 });

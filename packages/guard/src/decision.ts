@@ -26,6 +26,12 @@ export const ResumeDecision = {
    * stream was silent: not an answer about the cursor. The client resumes again or gives up on its own.
    */
   RESUME_ERROR_NO_ACTION: 'resume_error_no_action',
+  /**
+   * The resumed stream replayed messages (a continuation by them), and then the request's deadline
+   * passed, or the client aborted it, without its result: the replay was partial and the result is lost.
+   * Resumption failed; retry the request with idempotency protection.
+   */
+  PARTIAL_REPLAY_RETRY_WITH_IDEMPOTENCY: 'partial_replay_retry_with_idempotency',
 } as const;
 export type ResumeDecision = (typeof ResumeDecision)[keyof typeof ResumeDecision];
 
@@ -33,7 +39,8 @@ export type ResumeDecision = (typeof ResumeDecision)[keyof typeof ResumeDecision
 export function isFailedResumption(decision: ResumeDecision): boolean {
   return (
     decision === ResumeDecision.AMBIGUOUS_EMPTY_REPLAY_ESCALATE_TO_RETRY ||
-    decision === ResumeDecision.BUFFER_EVICTED_RETRY_FROM_SCRATCH
+    decision === ResumeDecision.BUFFER_EVICTED_RETRY_FROM_SCRATCH ||
+    decision === ResumeDecision.PARTIAL_REPLAY_RETRY_WITH_IDEMPOTENCY
   );
 }
 
@@ -54,6 +61,7 @@ export function decideResume(verdict: ResumeVerdict, terminal: boolean): ResumeD
       if (terminal) return ResumeDecision.TERMINAL_ALREADY_OBSERVED_NO_ACTION;
       if (verdict.outcome === ResumeOutcome.CONTINUATION) return ResumeDecision.CONTINUATION_VALID;
       if (verdict.outcome === ResumeOutcome.POLL) return ResumeDecision.POLL_NO_ACTION;
+      if (verdict.outcome === ResumeOutcome.PARTIAL_REPLAY) return ResumeDecision.PARTIAL_REPLAY_RETRY_WITH_IDEMPOTENCY;
       return ResumeDecision.AMBIGUOUS_EMPTY_REPLAY_ESCALATE_TO_RETRY;
   }
 }

@@ -65,8 +65,10 @@ export interface GuardOptions {
   /**
    * A resumption failed on evidence, for a request that has not finished (or a cursor this process
    * cannot place): an empty replay (body ended silent without polling announced, or the deadline
-   * passed silent), a 404, or a 400/409 confirmed by the next resume or the request's end. The
-   * request's outcome is unknown: retry it with idempotency protection.
+   * passed silent), a 404, a 400/409 confirmed by the next resume or the request's end, or a partial
+   * replay (messages replayed, then the request's deadline passed, or the client aborted it, without its
+   * result: outcome `partial_replay`). The request's outcome is unknown: retry it with idempotency
+   * protection.
    */
   onFailedResumption?(report: FailedResumption): void;
   /**
@@ -123,11 +125,13 @@ interface SilentResume {
 
 /**
  * An unfinished request whose last resume left it undecided: a 400/409 (maybe transient: a server
- * still holding the dropped connection), or a poll (the client is expected back). Settled by a later
- * verdict or terminal, by the request's end, or at its deadline.
+ * still holding the dropped connection), a poll (the client is expected back), or a continuation (its
+ * result is expected on the resumed stream: a server that replays the missed progress and routes nothing
+ * live to the resumed stream never sends it). Settled by a later verdict or terminal, by the request's
+ * end, or at its deadline.
  */
 interface Unsettled {
-  readonly kind: 'rejected' | 'polled';
+  readonly kind: 'rejected' | 'polled' | 'continued';
   readonly report: ResumeReport;
   timer: ReturnType<typeof setTimeout> | undefined;
 }
@@ -234,8 +238,15 @@ class GuardWireListener implements GuardListener {
     this.unsettled.set(key, entry);
   }
 
-  /** The request's deadline passed, or the client gave it up, without its terminal. */
-  private confirm(key: string, evidence: typeof ResumeEvidence.DEADLINE | typeof ResumeEvidence.REQUEST_END): void {
+  /**
+   * The request's deadline passed, or the client gave it up (`cancelled`: it sent notifications/cancelled;
+   * else it deleted the session or closed the resumed stream), without its terminal.
+   */
+  private confirm(
+    key: string,
+    evidence: typeof ResumeEvidence.DEADLINE | typeof ResumeEvidence.REQUEST_END,
+    cancelled = false,
+  ): void {
     const entry = this.unsettled.get(key);
     if (entry === undefined) return;
     this.retract(key);
@@ -243,6 +254,18 @@ class GuardWireListener implements GuardListener {
     if (record?.finished) return;
     if (entry.kind === 'rejected') {
       this.fail(entry.report, evidence);
+    } else if (entry.kind === 'continued') {
+      // The replay carried messages, not the result, and the request ended without it. A request the
+      // client cancelled was given up on purpose: nothing to retry.
+      if (cancelled) return;
+      this.fail(
+        {
+          ...entry.report,
+          outcome: ResumeOutcome.PARTIAL_REPLAY,
+          decision: ResumeDecision.PARTIAL_REPLAY_RETRY_WITH_IDEMPOTENCY,
+        },
+        evidence,
+      );
     } else if (evidence === ResumeEvidence.DEADLINE) {
       // Polled, and never back with the result: a server that lost its buffer looks like a quiet poll
       // until the deadline says otherwise. A request the client gave up after a poll lost nothing known.
@@ -261,9 +284,14 @@ class GuardWireListener implements GuardListener {
   private decide(report: ResumeReport, key: string, terminal: boolean, deadline: number): void {
     this.options.onResumeDecision?.(report);
     const outcome = report.outcome;
-    if (terminal || outcome === ResumeOutcome.CONTINUATION) {
-      // The server still holds the cursor, or the request has its result: an earlier rejection was transient.
+    if (terminal) {
+      // The request has its result: an earlier rejection was transient.
       this.retract(key);
+    } else if (outcome === ResumeOutcome.CONTINUATION) {
+      // The server still holds the cursor (an earlier rejection was transient); the result is expected
+      // on this stream. Its request's deadline or end without it settles the continuation as partial.
+      if (report.record === undefined) this.retract(key);
+      else this.watch('continued', report, key, deadline);
     } else if (outcome === ResumeOutcome.POLL) {
       this.watch('polled', report, key, deadline);
     } else if (outcome === ResumeOutcome.CURSOR_REJECTED) {
@@ -332,7 +360,7 @@ class GuardWireListener implements GuardListener {
     if (verdict) this.settle(entry.request, entry.status, stream, verdict);
   }
 
-  /** The client gave these requests up (cancelled them, or deleted their session). */
+  /** The client gave these requests up (cancelled them, or deleted their session: `records` undefined). */
   private requestsEnded(sessionId: string | undefined, records: readonly RequestRecord[] | undefined): void {
     for (const entry of [...this.silent.values()]) {
       if (entry.request.sessionId !== sessionId) continue;
@@ -341,7 +369,7 @@ class GuardWireListener implements GuardListener {
         this.settleSilent(entry, { requestEnded: true });
     }
     if (records !== undefined) {
-      for (const record of records) this.confirm(record.key, ResumeEvidence.REQUEST_END);
+      for (const record of records) this.confirm(record.key, ResumeEvidence.REQUEST_END, true);
       return;
     }
     for (const [key, entry] of [...this.unsettled.entries()]) {
@@ -486,6 +514,10 @@ class GuardWireListener implements GuardListener {
   onStreamEnd(_request: WireRequest, stream: StreamRecord, end: StreamEnd): void {
     // A 2026-07-28 request's stream has no session; closed by the client, its request was given up.
     if (stream.sessionId === '') this.reissues.ended(stream.requests, end, end === 'abort');
+    // The client closed a resumed stream that was a continuation: it gave its requests up without their result.
+    if (end === 'abort' && stream.isResume && this.unsettled.size > 0)
+      for (const record of stream.requests)
+        if (this.unsettled.get(record.key)?.kind === 'continued') this.confirm(record.key, ResumeEvidence.REQUEST_END);
     if (this.silent.size === 0) return;
     const entry = this.silent.get(stream);
     if (entry !== undefined) this.settleSilent(entry, { ended: end });

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { resumeVerdict } from '@resumewatch/semconv';
+import { ResumeEvidence, ResumeOutcome, resumeVerdict, verdictAtRequestEnd } from '@resumewatch/semconv';
 import type { ResumeObservation } from '@resumewatch/semconv';
 import { InvalidResumptionError, ResumeDecision, decideResume, isFailedResumption } from '../src/index.js';
 import type { ResumeDecision as Decision } from '../src/index.js';
@@ -69,14 +69,23 @@ describe('decideResume', () => {
     expect(decide(seen(status), false)).toBe(ResumeDecision.RESUME_ERROR_NO_ACTION);
   });
 
-  it('only an empty replay and a gone cursor leave the request to be retried', () => {
+  it('only an empty replay, a gone cursor and a partial replay leave the request to be retried', () => {
     const failed = Object.values(ResumeDecision).filter(isFailedResumption);
     expect(failed.sort()).toEqual(
       [
         ResumeDecision.AMBIGUOUS_EMPTY_REPLAY_ESCALATE_TO_RETRY,
         ResumeDecision.BUFFER_EVICTED_RETRY_FROM_SCRATCH,
+        ResumeDecision.PARTIAL_REPLAY_RETRY_WITH_IDEMPOTENCY,
       ].sort(),
     );
+    // A partial replay is known at the request's end: the continuation decided again then.
+    const partial = verdictAtRequestEnd(
+      { outcome: ResumeOutcome.CONTINUATION, evidence: ResumeEvidence.MESSAGE },
+      true,
+    );
+    expect(partial).toEqual({ outcome: ResumeOutcome.PARTIAL_REPLAY, evidence: ResumeEvidence.DEADLINE });
+    expect(decideResume(partial, false)).toBe(ResumeDecision.PARTIAL_REPLAY_RETRY_WITH_IDEMPOTENCY);
+    expect(decideResume(partial, true)).toBe(ResumeDecision.TERMINAL_ALREADY_OBSERVED_NO_ACTION);
   });
 
   it('matches the written-out table on any observation', () => {

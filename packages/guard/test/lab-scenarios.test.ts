@@ -1,5 +1,6 @@
 import { runScenario, startLabServer } from '@resumewatch/lab';
-import type { LabServer, ScenarioName } from '@resumewatch/lab';
+import type { LabServer, ScenarioClient, ScenarioName } from '@resumewatch/lab';
+import { ResumeEvidence, ResumeOutcome } from '@resumewatch/semconv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ResumeDecision, guardedFetch } from '../src/index.js';
 import type { GuardOptions } from '../src/index.js';
@@ -13,10 +14,10 @@ afterAll(async () => {
   await lab.close();
 });
 
-async function withGuard(name: ScenarioName, extra: GuardOptions = {}) {
+async function withGuard(name: ScenarioName, extra: GuardOptions = {}, client?: ScenarioClient) {
   const seen = recordGuard(extra);
   const fetch = guardedFetch(seen.options);
-  const summary = await runScenario(name, { serverUrl: lab.url, fetch });
+  const summary = await runScenario(name, { serverUrl: lab.url, fetch, client });
   fetch.listener.dispose();
   // Last-Event-ID requests that reached the lab server for the scenario's session.
   const serverResumes = lab
@@ -73,5 +74,43 @@ describe('the lab scenarios through guardedFetch, over real HTTP against the lab
     expect(seen.failed.map((f) => [f.sessionId, f.requestId, f.status, f.decision])).toEqual([
       [summary.sessionId, String(summary.details.requestId), status, ResumeDecision.BUFFER_EVICTED_RETRY_FROM_SCRATCH],
     ]);
+  });
+
+  // The server replays the missed progress and routes nothing live to the resumed stream: a continuation
+  // on the wire, and the result never comes. At the request's deadline (2 s here, before the client's own
+  // 3 s wait or timeout) the guard tells the application the resumption failed: retry with idempotency.
+  it.each(['raw', 'sdk', 'sdk-v2'] as const)(
+    'resume-loses-result (%s client): a continuation, then the deadline without the result: a failed resumption',
+    async (client) => {
+      const { summary, seen } = await withGuard('resume-loses-result', { requestDeadlineMs: 2_000 }, client);
+      expect(summary.terminalDeliveries).toBe(0);
+      const requestId = String(summary.details.requestId);
+      expect(seen.decisions.map((d) => [d.requestId, d.outcome, d.decision])).toEqual([
+        [requestId, ResumeOutcome.CONTINUATION, ResumeDecision.CONTINUATION_VALID],
+      ]);
+      expect(seen.failed.map((f) => [f.sessionId, f.requestId, f.status, f.outcome, f.evidence, f.decision])).toEqual([
+        [
+          summary.sessionId,
+          requestId,
+          200,
+          ResumeOutcome.PARTIAL_REPLAY,
+          ResumeEvidence.DEADLINE,
+          ResumeDecision.PARTIAL_REPLAY_RETRY_WITH_IDEMPOTENCY,
+        ],
+      ]);
+    },
+  );
+
+  it('resume-loses-result, the raw client deleting its session before the deadline: a failed resumption at that end', async () => {
+    const { seen } = await withGuard('resume-loses-result', { requestDeadlineMs: 60_000 });
+    expect(seen.failed.map((f) => [f.outcome, f.evidence, f.decision])).toEqual([
+      [ResumeOutcome.PARTIAL_REPLAY, ResumeEvidence.REQUEST_END, ResumeDecision.PARTIAL_REPLAY_RETRY_WITH_IDEMPOTENCY],
+    ]);
+  });
+
+  it('resume-loses-result, the client cancelling first (its own timeout before the deadline): nothing is reported', async () => {
+    const { seen } = await withGuard('resume-loses-result', { requestDeadlineMs: 60_000 }, 'sdk');
+    expect(seen.decisions.map((d) => d.decision)).toEqual([ResumeDecision.CONTINUATION_VALID]);
+    expect(seen.failed).toEqual([]);
   });
 });

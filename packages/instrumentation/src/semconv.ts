@@ -33,6 +33,7 @@ export {
   ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID,
   ATTR_MCP_REQUEST_INPUT_ROUND,
   ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION,
+  ATTR_MCP_REQUEST_RECOVERY,
   ATTR_MCP_RESUME_OUTCOME,
   ATTR_MCP_RESUME_REPLAYED_EVENTS,
   ATTR_MCP_RESUME_REPLAYED_TERMINAL,
@@ -50,6 +51,8 @@ export {
   ResumeEvidence,
   StreamKind,
   resumeVerdict,
+  verdictAtRequestEnd,
   ResumeOutcome,
+  RequestRecovery,
   ErrorType,
 } from '@resumewatch/semconv';

@@ -47,13 +47,16 @@ import {
   ATTR_MCP_TERMINAL_FOREIGN,
   ATTR_MCP_TERMINAL_CONFLICT,
   ATTR_MCP_TERMINAL_FIRST_STREAM_ID,
+  ATTR_MCP_REQUEST_RECOVERY,
   ATTR_NETWORK_PROTOCOL_NAME,
   ATTR_NETWORK_TRANSPORT,
   ATTR_RPC_RESPONSE_STATUS_CODE,
+  RequestRecovery,
   ResumeEvidence,
   ResumeOutcome,
   StreamKind,
   resumeVerdict,
+  verdictAtRequestEnd,
   SPAN_REQUEST_TERMINAL,
   SPAN_SESSION_REATTACH,
   SPAN_STREAM_RESUME,
@@ -103,7 +106,22 @@ interface RequestState {
    * prompts/get, resources/read), within its client's scope at a proxy.
    */
   readonly reissueKey: string | undefined;
+  /**
+   * Session era: a stream of it ended (clean or broken, not closed by the client) without its
+   * terminal, and whether the client held an event id of it then (a cursor to resume from).
+   */
+  broken: boolean;
+  cursor: boolean;
+  /** It was resumed (a GET with Last-Event-ID whose cursor is its stream's), and its last resume's emitted outcome. */
+  resumed: boolean;
+  lastResume: ResumeOutcome | undefined;
 }
+
+/**
+ * How a request ended without its terminal, for a resume of it still open: at its deadline or by an
+ * abort (a `continuation` then was a partial replay), or cancelled (it stays a continuation).
+ */
+type RequestEnd = typeof ErrorType.TIMEOUT | typeof ErrorType.ABORTED | typeof ErrorType.CANCELLED;
 
 /**
  * One HTTP request that reattaches a session or resumes a stream. Its spans are created when their
@@ -305,7 +323,8 @@ export class SpanRecorder implements WireListener {
     try {
       if (this.openResumes.size > 0) {
         const attempt = this.openResumes.get(stream);
-        if (attempt?.verdict) this.finish(stream, attempt);
+        // The client closing a resumed stream gives its request up (below): what it replayed is decided now.
+        if (attempt?.verdict) this.finish(stream, attempt, undefined, end === 'abort' ? ErrorType.ABORTED : undefined);
         else if (attempt)
           this.settleSilent(
             stream,
@@ -319,7 +338,13 @@ export class SpanRecorder implements WireListener {
       if (end !== 'abort') {
         for (const record of stream.requests) {
           const state = this.requests.get(record);
-          if (state?.span && state.stateless && record.terminalCount === 0) this.broke(state, ErrorType.STREAM_BROKEN);
+          if (!state?.span || record.terminalCount > 0) continue;
+          if (state.stateless) this.broke(state, ErrorType.STREAM_BROKEN);
+          else if (stream.kind !== StreamKind.LISTENING) {
+            // Resumable, if the client holds an event id of it; what it does about it is told at the request's end.
+            state.broken = true;
+            if (stream.deliveredEventId !== undefined) state.cursor = true;
+          }
         }
         return;
       }
@@ -363,6 +388,10 @@ export class SpanRecorder implements WireListener {
       sessionId: req.sessionId,
       stateless,
       reissueKey: reissueKeyOf(req, attributes[ATTR_MCP_REQUEST_ARGUMENTS_DIGEST] as string | undefined),
+      broken: false,
+      cursor: false,
+      resumed: false,
+      lastResume: undefined,
     };
     state.timer = setTimeout(() => this.endRequest(state, ErrorType.TIMEOUT), this.requestTimeoutMs);
     state.timer.unref();
@@ -415,7 +444,7 @@ export class SpanRecorder implements WireListener {
     for (const record of records) {
       const state = this.requests.get(record);
       if (state?.span) this.endRequest(state, ErrorType.CANCELLED);
-      this.requestGivenUp((attempt) => attempt.concerned === record);
+      this.requestGivenUp((attempt) => attempt.concerned === record, ErrorType.CANCELLED);
       this.givenUpPoll(this.heldPolls.take(record), ErrorType.CANCELLED);
     }
   }
@@ -424,14 +453,18 @@ export class SpanRecorder implements WireListener {
   private sessionEnded(sessionId: string): void {
     const open = this.openBySession.get(sessionId);
     if (open) for (const state of [...open]) this.endRequest(state, ErrorType.ABORTED);
-    this.requestGivenUp((attempt) => attempt.req.sessionId === sessionId && attempt.kind !== StreamKind.LISTENING);
+    this.requestGivenUp(
+      (attempt) => attempt.req.sessionId === sessionId && attempt.kind !== StreamKind.LISTENING,
+      ErrorType.ABORTED,
+    );
     for (const held of this.heldPolls.takeSession(sessionId)) this.givenUpPoll(held, ErrorType.ABORTED);
   }
 
-  private requestGivenUp(concerns: (attempt: Attempt) => boolean): void {
+  /** The client gave requests up: cancelled them (`cancelled`), or deleted their session (`aborted`). */
+  private requestGivenUp(concerns: (attempt: Attempt) => boolean, end: RequestEnd): void {
     for (const [stream, attempt] of [...this.openResumes]) {
       if (!concerns(attempt)) continue;
-      if (attempt.verdict) this.finish(stream, attempt);
+      if (attempt.verdict) this.finish(stream, attempt, undefined, end);
       else this.settleSilent(stream, attempt, { requestEnded: true }, ErrorType.CANCELLED);
     }
   }
@@ -482,6 +515,8 @@ export class SpanRecorder implements WireListener {
     attempt.timer = setTimeout(() => this.failed(req, ErrorType.TIMEOUT), this.requestTimeoutMs);
     attempt.timer.unref();
     this.pending.set(req, attempt);
+    const concerned = attempt.concerned && this.requests.get(attempt.concerned);
+    if (resume && concerned) concerned.resumed = true;
     // The request's next resume: its held poll was a poll.
     if (resume && attempt.concerned) this.emitHeldPoll(this.heldPolls.take(attempt.concerned));
   }
@@ -577,17 +612,43 @@ export class SpanRecorder implements WireListener {
       verdict.outcome === ResumeOutcome.CONTINUATION &&
       attempt.kind !== StreamKind.LISTENING &&
       stream.terminalEvents === 0
-    )
+    ) {
+      // It waits for the terminal, or the request's end: its deadline (here too, for a request this
+      // recorder no longer holds open, as a proxy's whose client went away and came back with the cursor).
+      const deadline = this.deadlineOf(attempt);
+      if (deadline !== undefined) {
+        attempt.timer = setTimeout(
+          () => this.finish(stream, attempt, undefined, ErrorType.TIMEOUT),
+          Math.max(0, deadline - Date.now()),
+        );
+        attempt.timer.unref();
+      }
       return;
+    }
     this.finish(stream, attempt, verdict.outcome === ResumeOutcome.ERROR ? error : undefined);
   }
 
-  /** Emits the spans of a resume whose verdict is taken. */
-  private finish(stream: StreamRecord, attempt: Attempt, error?: string): void {
+  /**
+   * Emits the spans of a resume whose verdict is taken. `requestEnd`: its request ends now (its deadline,
+   * an abort, a cancellation); a continuation that did not bring the request's terminal is then decided
+   * again (`verdictAtRequestEnd`): at the deadline or an abort it was a partial replay.
+   */
+  private finish(stream: StreamRecord, attempt: Attempt, error?: string, requestEnd?: RequestEnd): void {
     if (this.openResumes.get(stream) !== attempt) return;
     this.openResumes.delete(stream);
+    clearTimeout(attempt.timer);
+    attempt.timer = undefined;
     attempt.events = stream.messageEvents;
     attempt.replayedTerminal = stream.terminalEvents > 0;
+    const record = attempt.concerned;
+    if (
+      attempt.verdict !== undefined &&
+      requestEnd !== undefined &&
+      requestEnd !== ErrorType.CANCELLED &&
+      record !== undefined &&
+      record.terminalCount === 0
+    )
+      attempt.verdict = verdictAtRequestEnd(attempt.verdict, requestEnd === ErrorType.TIMEOUT);
     const first = stream.requests[0];
     if (attempt.concerned === undefined && attempt.kind === undefined && first !== undefined) {
       // The cursor was not one the observer could place; the first replayed terminal named its request
@@ -635,6 +696,10 @@ export class SpanRecorder implements WireListener {
       span.end(attempt.responseTime ?? endTime);
     }
     if (req.resume && verdict !== undefined) {
+      // Its request's last resume, for the request span to say (endRequest emits the request's held poll
+      // and open resumes after it took the span, before it ends it).
+      const state = concerned && this.requests.get(concerned);
+      if (state) state.lastResume = verdict.outcome;
       const attributes: Attributes = {
         ...base,
         [ATTR_MCP_RESUME_LAST_EVENT_ID]: req.resume.lastEventId,
@@ -720,20 +785,55 @@ export class SpanRecorder implements WireListener {
       const open = this.openBySession.get(state.sessionId);
       if (open?.delete(state) && open.size === 0) this.openBySession.delete(state.sessionId);
     }
-    // The request's deadline passed: a resume of it still silent, or its held poll, is an empty replay (evidence deadline).
-    if (error === ErrorType.TIMEOUT) {
-      const held = this.heldPolls.take(state.record);
-      if (held) this.expirePoll(held, false);
+    // The request's deadline passed: a resume of it still silent, or its held poll, is an empty replay
+    // (evidence deadline). Given up: its held poll is told so before the span says what the client did.
+    const end =
+      error === ErrorType.TIMEOUT || error === ErrorType.ABORTED || error === ErrorType.CANCELLED ? error : undefined;
+    const held = end === undefined ? undefined : this.heldPolls.take(state.record);
+    if (held && end === ErrorType.TIMEOUT) this.expirePoll(held, false);
+    else if (held && end !== undefined) this.givenUpPoll(held, end);
+    // A resume of it not answered by its deadline brought nothing by then (an empty replay, evidence
+    // deadline); one not answered when the client aborted it was given up with it. Its late answer, if
+    // any, is the request's no more: the request span says what its last resume was.
+    if (end !== undefined && end !== ErrorType.CANCELLED && this.pending.size > 0) {
+      for (const [req, attempt] of [...this.pending]) {
+        if (!req.resume || attempt.concerned !== state.record) continue;
+        this.pending.delete(req);
+        clearTimeout(attempt.timer);
+        this.emit(
+          attempt,
+          end === ErrorType.TIMEOUT ? { verdict: DEADLINE_PASSED } : { verdict: GIVEN_UP, error: end },
+        );
+      }
     }
     if (this.openResumes.size > 0) {
       for (const [stream, attempt] of [...this.openResumes]) {
         if (attempt.concerned !== state.record) continue;
-        if (attempt.verdict) this.finish(stream, attempt);
+        if (attempt.verdict) this.finish(stream, attempt, undefined, end);
         else if (error === ErrorType.TIMEOUT) this.settleSilent(stream, attempt, { deadlinePassed: true });
       }
     }
+    if (end !== undefined && end !== ErrorType.CANCELLED) this.recovery(state, span);
     if (error !== undefined) setError(span, error);
     span.end();
+  }
+
+  /**
+   * Session era: a request that ends at its deadline or by an abort without its terminal, after a stream
+   * of it ended without it, says what the client did about that (ATTR_MCP_REQUEST_RECOVERY), and the
+   * outcome of its last resume: the detector's evidence of a lost result.
+   */
+  private recovery(state: RequestState, span: Span): void {
+    if (state.stateless || state.record.terminalCount > 0 || !(state.resumed || state.broken)) return;
+    if (state.resumed) {
+      span.setAttribute(ATTR_MCP_REQUEST_RECOVERY, RequestRecovery.RESUMED);
+      if (state.lastResume !== undefined) span.setAttribute(ATTR_MCP_RESUME_OUTCOME, state.lastResume);
+    } else {
+      span.setAttribute(
+        ATTR_MCP_REQUEST_RECOVERY,
+        state.cursor ? RequestRecovery.NOT_RESUMED : RequestRecovery.NO_EVENT_ID,
+      );
+    }
   }
 
   /** Holds a `poll` of an unfinished request (not of the listening stream); false when it is emitted at once. */

@@ -3,12 +3,15 @@ import {
   ATTR_ERROR_TYPE,
   ATTR_JSONRPC_REQUEST_ID,
   ATTR_MCP_GUARD_ACTION,
+  ATTR_MCP_REQUEST_RECOVERY,
   ATTR_MCP_RESUME_EVIDENCE,
   ATTR_MCP_RESUME_OUTCOME,
   ATTR_MCP_TERMINAL_DELIVERY,
   ATTR_MCP_TERMINAL_DUPLICATE,
   ATTR_MCP_TERMINAL_OUTCOME,
+  ErrorType,
   GuardAction,
+  RequestRecovery,
   ResumeEvidence,
   ResumeOutcome,
   SPAN_REQUEST_TERMINAL,
@@ -17,10 +20,11 @@ import {
   TerminalOutcome,
 } from '@resumewatch/semconv';
 import { WireObserver } from '@resumewatch/wire';
-import { describe, expect, it } from 'vitest';
+import type { FetchLike } from '@resumewatch/wire';
+import { describe, expect, it, vi } from 'vitest';
 import { tracerSource } from '../src/instrument-fetch.js';
 import { SpanRecorder } from '../src/span-recorder.js';
-import { attr as a, captureSpans } from './helpers/spans.js';
+import { WAIT, attr as a, captureSpans, firstSpan } from './helpers/spans.js';
 import type { SpanCapture } from './helpers/spans.js';
 import {
   SCRIPTED_SESSION,
@@ -36,10 +40,13 @@ import {
 const scripted = scriptedServerPerFile();
 const { call, get } = scripted;
 
-function setup(guarded: boolean): { observer: WireObserver; recorder: SpanRecorder; capture: SpanCapture } {
+function setup(
+  guarded: boolean,
+  requestTimeoutMs = 60_000,
+): { observer: WireObserver; recorder: SpanRecorder; capture: SpanCapture } {
   const capture = captureSpans();
   const observer = new WireObserver();
-  const recorder = new SpanRecorder({ tracer: tracerSource(capture.provider), observer, requestTimeoutMs: 60_000 });
+  const recorder = new SpanRecorder({ tracer: tracerSource(capture.provider), observer, requestTimeoutMs });
   observer.addListener(recorder);
   if (guarded) observer.addListener(createGuardListener(), { filters: true });
   return { observer, recorder, capture };
@@ -102,6 +109,205 @@ describe('SpanRecorder', () => {
       expect(a(resume, ATTR_MCP_GUARD_ACTION)).toBe(guarded ? GuardAction.RESUMPTION_FAILED_REPORTED : undefined);
       expect(recorder.stats()).toMatchObject({ openResumes: 0, pendingHttp: 0 });
       expect(observer.getSession(SCRIPTED_SESSION)).toBeDefined();
+    }
+  });
+});
+
+/**
+ * A request held open by the scripted server after `chunks` (a resumed stream that stays open, as the
+ * SDK server keeps one): its body is read as it comes, until `close()` aborts it.
+ */
+async function openStream(
+  fetch: FetchLike,
+  init: { method: string; lastEventId?: string; body?: string },
+  chunks: string[],
+): Promise<{ close(): Promise<void> }> {
+  scripted.server.script.push({ chunks, holdOpen: true });
+  const controller = new AbortController();
+  const headers: Record<string, string> = { 'mcp-session-id': SCRIPTED_SESSION, 'content-type': 'application/json' };
+  if (init.lastEventId !== undefined) headers['last-event-id'] = init.lastEventId;
+  const response = await fetch(scripted.server.url, {
+    method: init.method,
+    headers,
+    body: init.body,
+    signal: controller.signal,
+  });
+  const reading = (async () => {
+    const reader = response.body!.getReader();
+    for (;;) if ((await reader.read()).done) return;
+  })().catch(() => undefined);
+  return {
+    close: async () => {
+      controller.abort();
+      await reading;
+    },
+  };
+}
+
+describe('SpanRecorder: a request that ends without its result after its stream did (issue 31)', () => {
+  // Long enough for the resume to leave before it on a loaded machine; each case waits for it once.
+  const DEADLINE = 1_500;
+  const requestSpan = (capture: SpanCapture, id: number) =>
+    capture.spans('tools/call slow').find((s) => a(s, ATTR_JSONRPC_REQUEST_ID) === String(id));
+  const ended = (capture: SpanCapture, id: number) => {
+    const span = requestSpan(capture, id);
+    if (span === undefined) throw new Error(`request ${id} has not ended`);
+    return span;
+  };
+
+  it('a resume that replayed progress, then nothing until the deadline: partial_replay, and the request says it was resumed', async () => {
+    const { observer, capture } = setup(false, DEADLINE);
+    const fetch = observer.wrap();
+    // The stream ends after the first progress update; the resume replays the next one and stays open.
+    await call(fetch, 5, [sse({ id: 'e1', data: progress(1) })]);
+    const resumed = await openStream(fetch, { method: 'GET', lastEventId: 'e1' }, [
+      sse({ id: 'e2', data: progress(2) }),
+    ]);
+    try {
+      const request = await vi.waitFor(() => ended(capture, 5), WAIT);
+      expect(request.attributes).toMatchObject({
+        [ATTR_ERROR_TYPE]: ErrorType.TIMEOUT,
+        [ATTR_MCP_REQUEST_RECOVERY]: RequestRecovery.RESUMED,
+        [ATTR_MCP_RESUME_OUTCOME]: ResumeOutcome.PARTIAL_REPLAY,
+      });
+      expect(firstSpan(capture, SPAN_STREAM_RESUME).attributes).toMatchObject({
+        [ATTR_JSONRPC_REQUEST_ID]: '5',
+        [ATTR_MCP_RESUME_OUTCOME]: ResumeOutcome.PARTIAL_REPLAY,
+        [ATTR_MCP_RESUME_EVIDENCE]: ResumeEvidence.DEADLINE,
+      });
+    } finally {
+      await resumed.close();
+    }
+  });
+
+  it('cancelled by the client, the resume stays a continuation and the request names no recovery', async () => {
+    const { observer, capture } = setup(false, 60_000);
+    const fetch = observer.wrap();
+    await call(fetch, 6, [sse({ id: 'f1', data: progress(1) })]);
+    const resumed = await openStream(fetch, { method: 'GET', lastEventId: 'f1' }, [
+      sse({ id: 'f2', data: progress(2) }),
+    ]);
+    try {
+      await vi.waitFor(
+        () => expect(observer.getSession(SCRIPTED_SESSION)?.streams.at(-1)?.messageEvents).toBe(1),
+        WAIT,
+      );
+      scripted.server.script.push({ status: 202, chunks: [] });
+      const cancel = { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 6 } };
+      await (
+        await fetch(scripted.server.url, {
+          method: 'POST',
+          headers: { 'mcp-session-id': SCRIPTED_SESSION, 'content-type': 'application/json' },
+          body: JSON.stringify(cancel),
+        })
+      ).text();
+      const request = await vi.waitFor(() => ended(capture, 6), WAIT);
+      expect(a(request, ATTR_ERROR_TYPE)).toBe(ErrorType.CANCELLED);
+      expect(a(request, ATTR_MCP_REQUEST_RECOVERY)).toBeUndefined();
+      expect(firstSpan(capture, SPAN_STREAM_RESUME).attributes).toMatchObject({
+        [ATTR_MCP_RESUME_OUTCOME]: ResumeOutcome.CONTINUATION,
+        [ATTR_MCP_RESUME_EVIDENCE]: ResumeEvidence.MESSAGE,
+      });
+    } finally {
+      await resumed.close();
+    }
+  });
+
+  it('a stream that ended without the result and without an event id, or with one the client never resumed from', async () => {
+    const { observer, capture } = setup(false, DEADLINE);
+    const fetch = observer.wrap();
+    await call(fetch, 7, [sse({ data: progress(1) })]);
+    await call(fetch, 8, [sse({ id: 'h1', data: progress(1) })]);
+    await vi.waitFor(() => [ended(capture, 7), ended(capture, 8)], WAIT);
+    expect(
+      [7, 8].map((id) => [a(ended(capture, id), ATTR_ERROR_TYPE), a(ended(capture, id), ATTR_MCP_REQUEST_RECOVERY)]),
+    ).toEqual([
+      [ErrorType.TIMEOUT, RequestRecovery.NO_EVENT_ID],
+      [ErrorType.TIMEOUT, RequestRecovery.NOT_RESUMED],
+    ]);
+    expect(capture.spans(SPAN_STREAM_RESUME)).toEqual([]);
+  });
+
+  it("a held poll given up with the session's DELETE: the request span names it as its last resume's outcome", async () => {
+    const { observer, capture } = setup(false, 60_000);
+    const fetch = observer.wrap();
+    await call(fetch, 11, [sse({ id: 'k1', data: progress(1) })]);
+    // A priming event and a clean end: a poll, held until the request's fate decides it.
+    await get(fetch, [sse({ id: 'k2', data: '' })], 'k1');
+    expect(capture.spans(SPAN_STREAM_RESUME)).toEqual([]);
+    scripted.server.script.push({ status: 200, chunks: [] });
+    await (
+      await fetch(scripted.server.url, { method: 'DELETE', headers: { 'mcp-session-id': SCRIPTED_SESSION } })
+    ).text();
+    const request = await vi.waitFor(() => ended(capture, 11), WAIT);
+    expect(request.attributes).toMatchObject({
+      [ATTR_ERROR_TYPE]: ErrorType.ABORTED,
+      [ATTR_MCP_REQUEST_RECOVERY]: RequestRecovery.RESUMED,
+      [ATTR_MCP_RESUME_OUTCOME]: ResumeOutcome.ERROR,
+    });
+    expect(firstSpan(capture, SPAN_STREAM_RESUME).attributes).toMatchObject({
+      [ATTR_MCP_RESUME_OUTCOME]: ResumeOutcome.ERROR,
+      [ATTR_MCP_RESUME_EVIDENCE]: ResumeEvidence.REQUEST_END,
+    });
+  });
+
+  it('a resume not answered by the deadline brought nothing by then: an empty replay, as the request span says', async () => {
+    const { observer, capture } = setup(false, DEADLINE);
+    // The resume's response comes only once the request's deadline has passed.
+    const fetch = observer.wrap(async (input, init) => {
+      if (new Headers(init?.headers).has('last-event-id')) await vi.waitFor(() => ended(capture, 12), WAIT);
+      return globalThis.fetch(input, init);
+    });
+    await call(fetch, 12, [sse({ id: 'l1', data: progress(1) })]);
+    // Answered with a priming event and a clean end: a poll, whose request's deadline has passed.
+    await get(fetch, [sse({ id: 'l2', data: '' })], 'l1');
+    // One resume span, emitted at the deadline (the detector's ambiguous_empty_replay tells the loss), and
+    // none again for its late answer.
+    expect(
+      capture.spans(SPAN_STREAM_RESUME).map((r) => [a(r, ATTR_MCP_RESUME_OUTCOME), a(r, ATTR_MCP_RESUME_EVIDENCE)]),
+    ).toEqual([[ResumeOutcome.EMPTY_REPLAY, ResumeEvidence.DEADLINE]]);
+    expect(ended(capture, 12).attributes).toMatchObject({
+      [ATTR_ERROR_TYPE]: ErrorType.TIMEOUT,
+      [ATTR_MCP_REQUEST_RECOVERY]: RequestRecovery.RESUMED,
+      [ATTR_MCP_RESUME_OUTCOME]: ResumeOutcome.EMPTY_REPLAY,
+    });
+  });
+
+  it('a request whose stream is still open at its deadline (a slow server) names no recovery: nothing ended without it', async () => {
+    const { observer, capture } = setup(false, DEADLINE);
+    const fetch = observer.wrap();
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'slow' } });
+    const open = await openStream(fetch, { method: 'POST', body }, [sse({ id: 'i1', data: progress(1) })]);
+    try {
+      const request = await vi.waitFor(() => ended(capture, 9), WAIT);
+      expect(a(request, ATTR_ERROR_TYPE)).toBe(ErrorType.TIMEOUT);
+      expect(a(request, ATTR_MCP_REQUEST_RECOVERY)).toBeUndefined();
+    } finally {
+      await open.close();
+    }
+  });
+
+  it('a continuation of a request whose span already ended (a proxy whose client came back) is decided at the request deadline', async () => {
+    const { observer, capture } = setup(false, DEADLINE);
+    const fetch = observer.wrap();
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 10, method: 'tools/call', params: { name: 'slow' } });
+    // The first stream is closed by the client (at a proxy: its client went away): the request span ends aborted.
+    const first = await openStream(fetch, { method: 'POST', body }, [sse({ id: 'j1', data: progress(1) })]);
+    await vi.waitFor(() => expect(observer.getSession(SCRIPTED_SESSION)?.streams.at(-1)?.messageEvents).toBe(1), WAIT);
+    await first.close();
+    expect(a(ended(capture, 10), ATTR_ERROR_TYPE)).toBe(ErrorType.ABORTED);
+    const resumed = await openStream(fetch, { method: 'GET', lastEventId: 'j1' }, [
+      sse({ id: 'j2', data: progress(2) }),
+    ]);
+    try {
+      const resume = await vi.waitFor(() => firstSpan(capture, SPAN_STREAM_RESUME), WAIT);
+      expect(resume.attributes).toMatchObject({
+        [ATTR_JSONRPC_REQUEST_ID]: '10',
+        [ATTR_MCP_RESUME_OUTCOME]: ResumeOutcome.PARTIAL_REPLAY,
+        [ATTR_MCP_RESUME_EVIDENCE]: ResumeEvidence.DEADLINE,
+      });
+    } finally {
+      await resumed.close();
     }
   });
 });

@@ -10,8 +10,17 @@
  *   cursor (the everything server's store). A server defect.
  * - `shared-by-request-id`: one for all sessions, streams keyed by JSON-RPC request id (the Python
  *   SDK's example store). A server defect: session A's cursor replays session B's events.
+ * - `misnames-resumed-stream`: one per session; a resume replays the cursor's stream but names the
+ *   resumed stream after its last replayed event (the everything server's store), so what the request
+ *   sends afterwards, its result included, goes nowhere. A server defect: the result is lost.
  */
-export const LAB_STORE_VARIANTS = ['bounded', 'never-evict', 'replay-all-streams', 'shared-by-request-id'] as const;
+export const LAB_STORE_VARIANTS = [
+  'bounded',
+  'never-evict',
+  'replay-all-streams',
+  'shared-by-request-id',
+  'misnames-resumed-stream',
+] as const;
 
 export type LabStoreVariant = (typeof LAB_STORE_VARIANTS)[number];
 

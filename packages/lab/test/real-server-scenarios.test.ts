@@ -148,7 +148,39 @@ describe('the real failure modes of real servers, raw client', () => {
   });
 });
 
+describe('resume-loses-result: the store names the resumed stream after its last replayed event (the everything server)', () => {
+  it('raw: the resume replays the missed progress, then nothing; the result is sent after it and goes nowhere', async () => {
+    const summary = await runScenario('resume-loses-result', { serverUrl: lab.server.url });
+    expect(summary.details.firstStreamEnd).toBe('error');
+    expect(summary.resumeStatuses).toEqual([200]);
+    // Progress the client missed while it was away, then silence until it deleted its session.
+    expect(summary.details.replayedMessages as number).toBeGreaterThan(0);
+    expect(summary.details.replay).toEqual({
+      sent: summary.details.replayedMessages,
+      streamFinished: false,
+      closed: false,
+    });
+    expect(summary.terminalDeliveries).toBe(0);
+    expect(summary.resultsPerRequest).toEqual({});
+    expect(summary.details.resultLost).toBe(true);
+    expect(lab.resumesAtServer(summary.sessionId).map((entry) => [entry.path, entry.status])).toEqual([
+      ['/mcp/misnames-resumed-stream', 200],
+    ]);
+  });
+});
+
 describe.each(['sdk', 'sdk-v2'] as const)('the same with the unmodified %s client', (client) => {
+  it('resume-loses-result: the SDK resumes (200), reports the replayed progress, and the call fails at its timeout', async () => {
+    const summary = await runScenario('resume-loses-result', { serverUrl: lab.server.url, client });
+    expect(summary.resumeStatuses).toEqual([200]);
+    const progress = summary.details.progress as number[];
+    // More progress than the one update before the cut: the resume replayed what the client missed.
+    expect(progress.length).toBeGreaterThan(1);
+    expect(summary.details.callError).toMatch(/timed out|timeout/i);
+    expect(summary.terminalDeliveries).toBe(0);
+    expect(summary.details.resultLost).toBe(true);
+  });
+
   it('quiet-resume: the SDK resumes once (200) and the quiet stream delivers the result once', async () => {
     const summary = await runScenario('quiet-resume', { serverUrl: lab.server.url, client });
     expect(summary.resumeStatuses).toEqual([200]);

@@ -8,6 +8,7 @@ import {
   storeVariantUrl,
 } from '../src/index.js';
 import type { BoundedEventStore } from '../src/index.js';
+import { MisnamesResumedStreamEventStore } from '../src/misnames-resumed-stream-store.js';
 import { labRequestContext } from '../src/request-context.js';
 
 const progress = (n: number): JSONRPCMessage => ({
@@ -86,6 +87,23 @@ describe('RequestIdKeyedEventStore (the Python SDK example store defect)', () =>
     const store = new RequestIdKeyedEventStore();
     await storeFor(store, '5', '_GET_stream', progress(1));
     expect(store.keyOf('_GET_stream')).toBe('_GET_stream');
+  });
+});
+
+describe('MisnamesResumedStreamEventStore', () => {
+  it("replays the cursor's stream, and names the resumed stream after the last event it replayed", async () => {
+    const store = new MisnamesResumedStreamEventStore();
+    const cursor = await store.storeEvent('post-1', progress(1));
+    const second = await store.storeEvent('post-1', progress(2));
+    const third = await store.storeEvent('post-1', progress(3));
+    await store.storeEvent('other', progress(9));
+    const { streamId, sent } = await replay(store, cursor);
+    expect(sent).toEqual([second, third]);
+    // Not `post-1`: what the request sends next goes to `post-1`, which the resumed connection is not.
+    expect(streamId).toBe(third);
+    expect(await store.getStreamIdForEventId(cursor)).toBe('post-1');
+    // Nothing to replay: named after the cursor itself.
+    expect((await replay(store, third)).streamId).toBe(third);
   });
 });
 

@@ -76,6 +76,7 @@ export const METRIC_PAGE_RENDERS_TOTAL = 'resumewatch_page_renders_total';
  */
 export const MCP_SERVER_OPERATION_DURATION = 'mcp.server.operation.duration';
 export const METRIC_MCP_SERVER_OPERATION_DURATION_SECONDS = 'mcp_server_operation_duration_seconds';
+export const METRIC_RESUME_OUTCOMES_CORRECTED_TOTAL = 'resumewatch_resume_outcomes_corrected_total';
 
 export const METRIC_GATEWAY_EXCHANGES_TOTAL = 'resumewatch_gateway_exchanges_total';
 export const METRIC_GATEWAY_OPEN_EXCHANGES = 'resumewatch_gateway_open_exchanges';
@@ -227,6 +228,12 @@ export const METRICS: readonly MetricDescriptor[] = [
     type: 'gauge',
     help: 'Bytes of recent contract spans held for requests without a finding yet, moved to the evidence when one fires; --evidence-window-bytes caps it.',
     labelNames: [],
+  },
+  {
+    name: METRIC_RESUME_OUTCOMES_CORRECTED_TOTAL,
+    type: 'counter',
+    help: 'Resumes counted in resumewatch_resume_attempts_total under an outcome (continuation) that their request ending without its result showed untrue (each was a partial_replay: a lost_result), by service and the outcome they were counted under.',
+    labelNames: [LABEL_SERVICE, LABEL_OUTCOME],
   },
   {
     name: METRIC_PAGE_RENDERS_TOTAL,

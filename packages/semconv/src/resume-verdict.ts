@@ -61,12 +61,27 @@ export function resumeVerdict(seen: ResumeObservation): ResumeVerdict | undefine
  * Outcomes that leave an unfinished request without its result: the application must retry it with
  * idempotency protection. Only for a request whose terminal had not been seen; a 400/409 may be
  * transient (a server still holding the dropped connection) and counts only once the client's own
- * retry of the resume failed too or the request ended without its terminal.
+ * retry of the resume failed too or the request ended without its terminal. A `partial_replay` is
+ * known only at the request's end.
  */
 export function isFailedResumptionOutcome(outcome: ResumeOutcome): boolean {
   return (
     outcome === ResumeOutcome.EMPTY_REPLAY ||
     outcome === ResumeOutcome.CURSOR_REJECTED ||
-    outcome === ResumeOutcome.SESSION_NOT_FOUND
+    outcome === ResumeOutcome.SESSION_NOT_FOUND ||
+    outcome === ResumeOutcome.PARTIAL_REPLAY
   );
+}
+
+/**
+ * The outcome of a resume that was a continuation when its request ended without its terminal: the
+ * request's deadline passed (`timedOut`) or the client aborted it (closed its stream or session). A
+ * request the client cancelled keeps its continuation. Any other verdict stands.
+ */
+export function verdictAtRequestEnd(verdict: ResumeVerdict, timedOut: boolean): ResumeVerdict {
+  if (verdict.outcome !== ResumeOutcome.CONTINUATION) return verdict;
+  return {
+    outcome: ResumeOutcome.PARTIAL_REPLAY,
+    evidence: timedOut ? ResumeEvidence.DEADLINE : ResumeEvidence.REQUEST_END,
+  };
 }

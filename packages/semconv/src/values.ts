@@ -34,6 +34,13 @@ export const ResumeOutcome = {
   SESSION_NOT_FOUND: 'session_not_found',
   /** Any other status, a network error, or a resume refused by the guard. */
   ERROR: 'error',
+  /**
+   * 2xx and messages arrived on the resumed stream (a continuation by them), and then the request ended
+   * without its terminal: its deadline passed, or the client aborted it, while the stream it was resumed
+   * on stayed open. The replay carried some of what was missed, not the result. Known only at the
+   * request's end, never from silence; a request the client cancelled keeps its `continuation`.
+   */
+  PARTIAL_REPLAY: 'partial_replay',
 } as const;
 export type ResumeOutcome = ValuesOf<typeof ResumeOutcome>;
 
@@ -45,9 +52,15 @@ export const ResumeEvidence = {
   STATUS: 'status',
   /** The end of the resumed body (clean, broken or cancelled). */
   BODY_END: 'body_end',
-  /** The request's deadline passed without its terminal while the resumed stream stayed silent. */
+  /**
+   * The request's deadline passed without its terminal while the resumed stream stayed silent (or, for
+   * a `partial_replay`, silent after the messages it replayed).
+   */
   DEADLINE: 'deadline',
-  /** The client gave the request up (cancelled it, closed the transport) while the resumed stream was silent. */
+  /**
+   * The client gave the request up (cancelled it, closed the transport) while the resumed stream was
+   * silent; or, for a `partial_replay`, aborted it (closed its stream or its session) after the replay.
+   */
   REQUEST_END: 'request_end',
 } as const;
 export type ResumeEvidence = ValuesOf<typeof ResumeEvidence>;
@@ -142,6 +155,15 @@ export const FindingKind = {
    * the side effect may have run twice. Lower severity than duplicate_execution.
    */
   POSSIBLE_DUPLICATE_EXECUTION: 'possible_duplicate_execution',
+  /**
+   * A request whose result never came after its stream ended without it: the client resumed it (with
+   * an outcome no other finding tells: a continuation or partial replay, an error), could not resume it
+   * (no event id), did not resume it, or (2026-07-28 era) re-issued nothing; then the request ended
+   * without its result: its deadline passed, the client aborted it, or (2026-07-28) its stream broke.
+   * Rests on the request's end, never on silence; a request the client cancelled is not one. Retracted
+   * by its terminal, or (2026-07-28) by its re-issue.
+   */
+  LOST_RESULT: 'lost_result',
 } as const;
 export type FindingKind = ValuesOf<typeof FindingKind>;
 export const FINDING_KINDS: readonly FindingKind[] = Object.values(FindingKind);
@@ -150,8 +172,31 @@ export const SERVER_DEFECT_KINDS: readonly FindingKind[] = [
   FindingKind.FOREIGN_REPLAY,
   FindingKind.CONFLICTING_TERMINAL,
 ];
-/** The finding kinds a later span can retract (a failed resumption contradicted by a continuation or terminal). */
-export const RETRACTABLE_KINDS: readonly FindingKind[] = [FindingKind.AMBIGUOUS_EMPTY_REPLAY, FindingKind.CURSOR_LOST];
+/**
+ * The finding kinds a later span can retract: a failed resumption contradicted by a continuation or
+ * terminal; a lost result contradicted by its terminal, or (2026-07-28 era) followed by its re-issue.
+ */
+export const RETRACTABLE_KINDS: readonly FindingKind[] = [
+  FindingKind.AMBIGUOUS_EMPTY_REPLAY,
+  FindingKind.CURSOR_LOST,
+  FindingKind.LOST_RESULT,
+];
+
+/**
+ * What the client did about a request whose stream ended without its result (`mcp.request.recovery` on
+ * its request span, and `recovery` of a `lost_result` finding).
+ */
+export const RequestRecovery = {
+  /** It resumed the request's stream with Last-Event-ID (the resume's outcome tells the rest). */
+  RESUMED: 'resumed',
+  /** It could not resume: the stream carried no event id (a server that sends none), so there is no cursor. */
+  NO_EVENT_ID: 'no_event_id',
+  /** The stream carried an event id, and the client never resumed with it. */
+  NOT_RESUMED: 'not_resumed',
+  /** 2026-07-28 era (no resumption): the client did not re-issue the request (so far: a re-issue retracts it). */
+  NOT_REISSUED: 'not_reissued',
+} as const;
+export type RequestRecovery = ValuesOf<typeof RequestRecovery>;
 
 /**
  * The `record` of a line in the detector's findings stream (stdout, `/findings`, `onFinding`) that is
@@ -160,8 +205,16 @@ export const RETRACTABLE_KINDS: readonly FindingKind[] = [FindingKind.AMBIGUOUS_
 export const FindingRecord = {
   /** A reconnect storm ended (its `ended_by` says how); one for every `reconnect_storm` reported. */
   STORM_ENDED: 'storm_ended',
-  /** A failed-resumption finding was contradicted by a later span (a continuation or a terminal). */
+  /**
+   * A failed-resumption finding was contradicted by a later span (a continuation or a terminal); a
+   * lost_result by the request's terminal or its re-issue.
+   */
   RETRACTION: 'retraction',
+  /**
+   * kind `lost_result`: a resume of the request counted as `continuation` (`resumewatch_resume_attempts_total`)
+   * whose request then ended without its result: it was a `partial_replay` (`outcome`). `span_ids` the resume.
+   */
+  OUTCOME_CORRECTED: 'outcome_corrected',
 } as const;
 export type FindingRecord = ValuesOf<typeof FindingRecord>;
 

@@ -160,6 +160,7 @@ describe('telemetry contract', () => {
       'cursor_rejected',
       'empty_replay',
       'error',
+      'partial_replay',
       'poll',
       'session_not_found',
     ]);
@@ -171,19 +172,28 @@ describe('telemetry contract', () => {
       'duplicate_execution',
       'duplicate_terminal',
       'foreign_replay',
+      'lost_result',
       'possible_duplicate_execution',
       'reconnect_storm',
       'resume_after_terminal',
       'signature',
     ]);
     expect(semconv.SERVER_DEFECT_KINDS).toEqual(['foreign_replay', 'conflicting_terminal']);
-    expect(semconv.RETRACTABLE_KINDS).toEqual(['ambiguous_empty_replay', 'cursor_lost']);
-    expect(Object.values(semconv.FindingRecord).sort()).toEqual(['retraction', 'storm_ended']);
+    expect(semconv.RETRACTABLE_KINDS).toEqual(['ambiguous_empty_replay', 'cursor_lost', 'lost_result']);
+    expect(Object.values(semconv.FindingRecord).sort()).toEqual(['outcome_corrected', 'retraction', 'storm_ended']);
+    expect(Object.values(semconv.RequestRecovery).sort()).toEqual([
+      'no_event_id',
+      'not_reissued',
+      'not_resumed',
+      'resumed',
+    ]);
     expect(Object.values(semconv.StormEnd).sort()).toEqual(['dropped', 'evicted', 'quiet', 'shutdown']);
     expect(semconv.METRIC_SERVER_DEFECTS_TOTAL).toBe('resumewatch_server_defects_total');
     expect(semconv.METRIC_RECONNECT_STORMS_ENDED_TOTAL).toBe('resumewatch_reconnect_storms_ended_total');
     expect(semconv.METRIC_FINDINGS_RETRACTED_TOTAL).toBe('resumewatch_findings_retracted_total');
     expect(semconv.METRIC_LISTENING_RESUMES_TOTAL).toBe('resumewatch_listening_resumes_total');
+    expect(semconv.METRIC_RESUME_OUTCOMES_CORRECTED_TOTAL).toBe('resumewatch_resume_outcomes_corrected_total');
+    expect(semconv.ATTR_MCP_REQUEST_RECOVERY).toBe('mcp.request.recovery');
   });
 
   it('names mcp.server.operation.duration and its labels as the OpenTelemetry → Prometheus mapping does', () => {

@@ -7,6 +7,7 @@ import {
   ATTR_MCP_STREAM_KIND,
   ErrorType,
   GuardAction,
+  RequestRecovery,
   ResumeEvidence,
   ResumeOutcome,
   StreamKind,
@@ -19,6 +20,7 @@ import {
   T0,
   modernRequest,
   reattach,
+  requestEnded as endedWithoutResult,
   resume,
   seedScenario,
   shuffle,
@@ -282,6 +284,29 @@ function corpusSpans(): Record<string, (service: string) => SpanRecord[]> {
         });
       return [first(1), fate(1, true), reissue(1), reissue(2), first(2), first(3), reissue(3), fate(3, false)];
     },
+    /**
+     * Lost results: a continuation, then the request's deadline (the continuation corrected); a partial
+     * replay; no event id; a cursor never used whose result came after all (retracted).
+     */
+    'lost-results': (s) => [
+      continued(req(s, 1), T0 + 100, 'C'),
+      endedWithoutResult(req(s, 1), T0 + 5000, ErrorType.TIMEOUT, {
+        recovery: RequestRecovery.RESUMED,
+        outcome: ResumeOutcome.CONTINUATION,
+      }),
+      {
+        ...resume(req(s, 2), T0 + 200, 'C', 'A', {
+          observed: false,
+          outcome: ResumeOutcome.PARTIAL_REPLAY,
+          evidence: ResumeEvidence.DEADLINE,
+          replayed: 2,
+        }),
+        endTimeUnixMs: T0 + 5050,
+      },
+      endedWithoutResult(req(s, 3), T0 + 5100, ErrorType.ABORTED, { recovery: RequestRecovery.NO_EVENT_ID }),
+      endedWithoutResult(req(s, 4), T0 + 5200, ErrorType.TIMEOUT, { recovery: RequestRecovery.NOT_RESUMED }),
+      terminal(req(s, 4), T0 + 6000, 'A'),
+    ],
     /** Server defects: a foreign replay into the listening stream, then the request's own copy flagged after it; a conflicting terminal. */
     'server-defects': (s) => [
       terminal(req(s, 1), T0, 'A'),

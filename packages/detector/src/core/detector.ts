@@ -35,7 +35,12 @@ import {
   ATTR_MCP_REQUEST_INPUT_ROUND,
   ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID,
   ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID,
+  ATTR_MCP_REQUEST_RECOVERY,
+  ATTR_MCP_RESUME_EVIDENCE,
+  ATTR_MCP_RESUME_OUTCOME,
   GuardAction,
+  RequestRecovery,
+  ResumeEvidence,
   SPAN_STREAM_RESUME,
   SpanReceivedResult,
   type ProtocolEra,
@@ -45,7 +50,7 @@ import { hash32, hexWord } from './ids.js';
 import { DEFAULT_DETECTOR_OPTIONS, type DetectorInit, type DetectorOptions } from './options.js';
 import { isEvidencedEmptyReplay, resumeOutcome, statusOf } from './outcome.js';
 import { MAX_CORE_SERVICES, OTHER_SERVICE, UNKNOWN_SERVER, UNKNOWN_SERVICE } from './services.js';
-import { Fate, REPORTED, Reissues, SETTLED, type Reissue } from './reissues.js';
+import { Fate, LOST, LOST_RETRACTED, REPORTED, Reissues, SETTLED, type Reissue } from './reissues.js';
 import { OperationReader } from './operations.js';
 import { NO_SLOT } from './slots.js';
 import { RequestTable, type ForcedStormEnd } from './table.js';
@@ -64,6 +69,11 @@ const TERMINAL = 1;
 const RESUME = 2;
 const REATTACH = 3;
 
+/** The recoveries a client request span may name (ATTR_MCP_REQUEST_RECOVERY). */
+const RECOVERIES = new Set<string>(Object.values(RequestRecovery));
+/** The resume outcomes a request span may name as its last resume's. */
+const OUTCOMES = new Set<string>(Object.values(ResumeOutcome));
+
 /**
  * The detection core: spans in, findings out, one span at a time and without I/O.
  * Every decision is taken on event time (span start), so the order in which spans arrive does
@@ -73,7 +83,7 @@ const REATTACH = 3;
  * (`terminal`, `resume`, `attempt`, and `request` for a client request span given up) updates the
  * request's state; the rules (`duplicateTerminal`, `resumeAfterTerminal`, `reconnectStorm`, `signature`,
  * `emptyReplay`, `cursorLost`, `retractFailedResumption`, `foreignReplay`, `conflictingTerminal`,
- * `completedAfterCancellation`) decide and `emit` findings.
+ * `completedAfterCancellation`, `lostResult`, `lostResultOfBrokenStream`) decide and `emit` findings.
  * What the detector knows of a request is read and changed through RequestTable (table.ts: named
  * methods, or a field by its name), which stores it as columns of typed arrays rather than one object
  * per request: that is what keeps a tracked request near 163 bytes.
@@ -409,26 +419,47 @@ export class Detector {
     // A Multi Round-Trip round carries the answer the server asked for: the same call going on, not a re-issue.
     if (typeof reissueOf === 'string' && attrs[ATTR_MCP_REQUEST_INPUT_ROUND] !== true) this.reissued(span, reissueOf);
     const error = attrs[ATTR_ERROR_TYPE];
-    if (typeof error !== 'string' || !REQUEST_GIVEN_UP_ERRORS.includes(error)) return;
+    if (typeof error !== 'string') return;
+    // 2026-07-28 era: nothing resumes a broken stream; its end is the request's end.
+    if (error === ErrorType.STREAM_BROKEN) return this.lostResultOfBrokenStream(span);
+    if (!REQUEST_GIVEN_UP_ERRORS.includes(error)) return;
     const session = attrs[ATTR_MCP_SESSION_ID];
     const req = attrs[ATTR_JSONRPC_REQUEST_ID];
     if (typeof session !== 'string' || (typeof req !== 'string' && typeof req !== 'number')) return;
     const service = this.services.idOf(span.service || UNKNOWN_SERVICE);
     const request = typeof req === 'string' ? req : String(req);
+    const valid = session.length > 0 && request.length > 0 && span.spanId.length === 16 && span.endTimeUnixMs >= 0;
     // Only `cancelled` says the server was told (notifications/cancelled). `timeout` is the instrumentation's
     // own deadline, and `aborted` a closed stream or session: neither asks the server to stop.
-    const cancelled =
-      error === ErrorType.CANCELLED &&
-      session.length > 0 &&
-      request.length > 0 &&
-      span.spanId.length === 16 &&
-      span.endTimeUnixMs >= 0;
-    const slot = cancelled
-      ? this.slotFor(service, session, request)
-      : this.table.find(RequestTable.hash(service, session, request), service, session, request);
+    const cancelled = error === ErrorType.CANCELLED && valid;
+    // A request whose stream had ended without its result (the span says what the client did about it)
+    // and that ended at its deadline or by an abort lost its result. A cancelled one was given up on purpose.
+    const recovery = attrs[ATTR_MCP_REQUEST_RECOVERY];
+    const lost = !cancelled && valid && typeof recovery === 'string' && RECOVERIES.has(recovery);
+    const slot =
+      cancelled || lost
+        ? this.slotFor(service, session, request)
+        : this.table.find(RequestTable.hash(service, session, request), service, session, request);
     if (slot === NO_SLOT) return;
     this.cursorLostOnGiveUp(slot, span);
     if (cancelled) this.cancelled(slot, span);
+    if (lost) this.lostOnRequestEnd(slot, span, recovery as RequestRecovery, error);
+  }
+
+  /**
+   * A client request span that ended at its deadline or by an abort after its stream ended without its
+   * result, saying what the client did about it. Resumed: lost, unless its last resume's outcome is a
+   * failed resumption the detector reports on its own (ambiguous_empty_replay, cursor_lost tell the loss).
+   */
+  private lostOnRequestEnd(slot: number, span: SpanRecord, recovery: RequestRecovery, error: string): void {
+    const table = this.table;
+    table.seenAt(slot, span.endTimeUnixMs > this.now ? span.endTimeUnixMs : this.now);
+    const last = span.attributes[ATTR_MCP_RESUME_OUTCOME];
+    const outcome = typeof last === 'string' && OUTCOMES.has(last) ? (last as ResumeOutcome) : undefined;
+    if (outcome !== undefined && outcome !== ResumeOutcome.PARTIAL_REPLAY && isFailedResumptionOutcome(outcome)) return;
+    const extra: Partial<Finding> = { recovery, request_end: error };
+    if (recovery === RequestRecovery.RESUMED && outcome !== undefined) extra.outcome = outcome;
+    this.lostResult(slot, span.traceId, span.startTimeUnixMs, span.endTimeUnixMs, span.spanId, extra);
   }
 
   /**
@@ -509,6 +540,7 @@ export class Detector {
     entry.end = span.endTimeUnixMs;
     entry.settlesAt = deadline;
     this.reissues.pending.add(firstTrace);
+    this.retractLostByReissue(firstTrace, entry);
     this.duplicateExecution(firstTrace, entry);
   }
 
@@ -564,12 +596,20 @@ export class Detector {
         time,
         span.spanId,
       );
-    } else if (outcome === ResumeOutcome.CONTINUATION || outcome === ResumeOutcome.POLL) {
+    } else if (
+      outcome === ResumeOutcome.CONTINUATION ||
+      outcome === ResumeOutcome.POLL ||
+      outcome === ResumeOutcome.PARTIAL_REPLAY
+    ) {
       // The request is alive: a poll or a continuation before its terminal is no attempt and no finding.
-      if (outcome === ResumeOutcome.CONTINUATION) {
+      // A partial replay carried messages too (the server held the stream), but its request then ended
+      // without its result: lost.
+      if (outcome !== ResumeOutcome.POLL) {
         table.noteContinuation(slot, time);
         this.retractFailedResumption(slot, span, time, false);
       }
+      if (outcome === ResumeOutcome.CONTINUATION) this.countedContinuation(slot, span, hi, lo, time);
+      else if (outcome === ResumeOutcome.PARTIAL_REPLAY) this.lostOnPartialReplay(slot, span, time);
       this.notAttempt(slot, span);
       return;
     } else if (!haveTerminal && isFailedResumptionOutcome(outcome)) {
@@ -870,8 +910,129 @@ export class Detector {
   }
 
   /**
+   * lost_result: the request ended (its deadline, an abort) without its result after its stream had
+   * ended without it, whatever the client did (resumed, could not, did not), unless its terminal is known.
+   * Retracted by a terminal that arrives later; a continuation counted before it is corrected.
+   */
+  private lostResult(
+    slot: number,
+    traceId: string,
+    first: number,
+    last: number,
+    spanId: string,
+    extra: Partial<Finding>,
+  ): void {
+    const table = this.table;
+    if (table.wasReported(slot, FindingKind.LOST_RESULT) || table.hasTerminal(slot)) return;
+    table.ensureCold(slot);
+    table.markReported(slot, FindingKind.LOST_RESULT);
+    table.write(slot, 'lostAt', last);
+    this.emit(slot, FindingKind.LOST_RESULT, traceId, first, last, [spanId], extra);
+    this.correctContinuation(slot, traceId);
+  }
+
+  /** A resume the instrumentation decided at the request's end: it replayed messages, not the result. */
+  private lostOnPartialReplay(slot: number, span: SpanRecord, time: number): void {
+    const evidence = span.attributes[ATTR_MCP_RESUME_EVIDENCE];
+    this.lostResult(slot, span.traceId, time, Math.max(time, span.endTimeUnixMs), span.spanId, {
+      recovery: RequestRecovery.RESUMED,
+      outcome: ResumeOutcome.PARTIAL_REPLAY,
+      request_end: evidence === ResumeEvidence.DEADLINE ? ErrorType.TIMEOUT : ErrorType.ABORTED,
+    });
+  }
+
+  /** A resume counted as `continuation`: kept (the latest), in case its request turns out to have lost its result. */
+  private countedContinuation(slot: number, span: SpanRecord, hi: number, lo: number, time: number): void {
+    const table = this.table;
+    if (!(table.read(slot, 'countedContinuationAt') > time)) {
+      table.write(slot, 'countedContinuationAt', time);
+      table.writeSpan(slot, 'countedContinuationSpan', hi, lo);
+    }
+    this.correctContinuation(slot, span.traceId);
+  }
+
+  /**
+   * outcome_corrected: a resume counted as `continuation` before its request ended without its result
+   * (lost_result, not retracted) was a partial replay. Once per request, whichever of the two came first.
+   */
+  private correctContinuation(slot: number, traceId: string): void {
+    const table = this.table;
+    const at = table.read(slot, 'countedContinuationAt');
+    if (
+      !table.wasReported(slot, FindingKind.LOST_RESULT) ||
+      table.wasRetracted(slot, FindingKind.LOST_RESULT) ||
+      !(at <= table.read(slot, 'lostAt')) ||
+      table.read(slot, 'correctedAt') >= 0
+    )
+      return;
+    table.write(slot, 'correctedAt', at);
+    this.emit(
+      slot,
+      FindingKind.LOST_RESULT,
+      traceId,
+      at,
+      table.read(slot, 'lostAt'),
+      [table.readSpan(slot, 'countedContinuationSpan')!],
+      { outcome: ResumeOutcome.PARTIAL_REPLAY },
+      FindingRecord.OUTCOME_CORRECTED,
+    );
+  }
+
+  /**
+   * lost_result, 2026-07-28 era: a client request span ended `stream_broken` (its stream ended before its
+   * result; nothing resumes in this era). Kept by its trace beside the re-issues: a re-issue of it that is
+   * already known means the client recovered it (no finding); one that comes later retracts it.
+   */
+  private lostResultOfBrokenStream(span: SpanRecord): void {
+    if (span.traceId.length !== 32 || span.spanId.length !== 16 || !(span.startTimeUnixMs >= 0)) return;
+    if (!(span.endTimeUnixMs >= span.startTimeUnixMs)) return;
+    const entry = this.reissueEntry(span.traceId, span.endTimeUnixMs);
+    if (entry.service >= 0 || (entry.flags & LOST) !== 0) return;
+    const attrs = span.attributes;
+    const req = attrs[ATTR_JSONRPC_REQUEST_ID];
+    const session = attrs[ATTR_MCP_SESSION_ID];
+    entry.flags |= LOST;
+    entry.lostService = this.services.idOf(span.service || UNKNOWN_SERVICE);
+    entry.lostRequestId = typeof req === 'string' ? req : typeof req === 'number' ? String(req) : '';
+    entry.lostSpanId = span.spanId;
+    entry.lostStart = span.startTimeUnixMs;
+    entry.lostEnd = span.endTimeUnixMs;
+    this.onFinding?.({
+      kind: FindingKind.LOST_RESULT,
+      service: this.services.keyOf(entry.lostService)!,
+      session_id: typeof session === 'string' ? session : '',
+      request_id: entry.lostRequestId,
+      trace_id: span.traceId,
+      first_time_unix_ms: entry.lostStart,
+      last_time_unix_ms: entry.lostEnd,
+      span_ids: [span.spanId],
+      recovery: RequestRecovery.NOT_REISSUED,
+      request_end: ErrorType.STREAM_BROKEN,
+    });
+  }
+
+  /** The broken first attempt's lost_result is retracted by its re-issue: the client recovered the call. */
+  private retractLostByReissue(firstTrace: string, entry: Reissue): void {
+    if ((entry.flags & LOST) === 0 || (entry.flags & LOST_RETRACTED) !== 0) return;
+    entry.flags |= LOST_RETRACTED;
+    this.onFinding?.({
+      kind: FindingKind.LOST_RESULT,
+      record: FindingRecord.RETRACTION,
+      service: this.services.keyOf(entry.lostService)!,
+      session_id: '',
+      request_id: entry.lostRequestId,
+      trace_id: entry.traceId,
+      first_time_unix_ms: entry.lostEnd,
+      last_time_unix_ms: entry.start,
+      span_ids: [entry.spanId],
+      first_trace_id: firstTrace,
+    });
+  }
+
+  /**
    * Retraction: a continuation at `time` (or a terminal at any time) shows the request alive, which
-   * contradicts the ambiguous_empty_replay and cursor_lost findings reported before it.
+   * contradicts the ambiguous_empty_replay and cursor_lost findings reported before it. A terminal also
+   * contradicts a lost_result: the result came after all.
    */
   private retractFailedResumption(slot: number, span: SpanRecord, time: number, terminal: boolean): void {
     const table = this.table;
@@ -903,6 +1064,23 @@ export class Detector {
         FindingKind.CURSOR_LOST,
         span.traceId,
         table.cursorLostAt(slot),
+        time,
+        [span.spanId],
+        undefined,
+        FindingRecord.RETRACTION,
+      );
+    }
+    if (
+      terminal &&
+      table.wasReported(slot, FindingKind.LOST_RESULT) &&
+      !table.wasRetracted(slot, FindingKind.LOST_RESULT)
+    ) {
+      table.markRetracted(slot, FindingKind.LOST_RESULT);
+      this.emit(
+        slot,
+        FindingKind.LOST_RESULT,
+        span.traceId,
+        table.read(slot, 'lostAt'),
         time,
         [span.spanId],
         undefined,

@@ -39,8 +39,17 @@ export interface Reissue {
   end: number;
   /** When a re-issue whose first attempt's fate is still unknown is reported as possible. */
   settlesAt: number;
-  /** REPORTED and SETTLED bits. */
+  /** REPORTED, SETTLED, LOST and LOST_RETRACTED bits. */
   flags: number;
+  /**
+   * The first attempt's own request span, when its stream broke (a lost_result): its service (the core's
+   * interned id, -1 when not seen), request id, span id, start and end.
+   */
+  lostService: number;
+  lostRequestId: string;
+  lostSpanId: string;
+  lostStart: number;
+  lostEnd: number;
   /** Event time of the latest span of either half, or the deadline if later: retention runs from it. */
   touchedAt: number;
 }
@@ -49,6 +58,10 @@ export interface Reissue {
 export const REPORTED = 1;
 /** The re-issue's window has passed: the fate known then is its verdict (a later `completed` still reports). */
 export const SETTLED = 2;
+/** The first attempt's stream broke and no re-issue was known then: a lost_result was reported for it. */
+export const LOST = 4;
+/** That lost_result was retracted: the request was re-issued. */
+export const LOST_RETRACTED = 8;
 
 /** A fresh entry: no fate, no re-issue. */
 export function emptyReissue(): Reissue {
@@ -67,6 +80,11 @@ export function emptyReissue(): Reissue {
     end: 0,
     settlesAt: 0,
     flags: 0,
+    lostService: -1,
+    lostRequestId: '',
+    lostSpanId: '',
+    lostStart: 0,
+    lostEnd: 0,
     touchedAt: 0,
   };
 }

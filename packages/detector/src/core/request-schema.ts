@@ -100,6 +100,14 @@ export const REQUEST_FIELDS = {
   /** The client cancelled the request (the end of its request span, ended ErrorType.CANCELLED), and that span. */
   cancelledAt: { type: 'time', place: 'cold', persisted: true },
   cancelledSpan: { type: 'span', place: 'cold', persisted: true },
+  // Cold: a result lost, and a resume that had been counted as a continuation of it.
+  /** The request's end without its result: the last time of the reported lost_result. */
+  lostAt: { type: 'time', place: 'cold', persisted: true },
+  /** The latest resume of the request counted as `continuation` (not a partial replay), and its span. */
+  countedContinuationAt: { type: 'time', place: 'cold', persisted: true },
+  countedContinuationSpan: { type: 'span', place: 'cold', persisted: true },
+  /** When that continuation was reported corrected (an outcome_corrected record, once per request). */
+  correctedAt: { type: 'time', place: 'cold', persisted: true },
 } as const satisfies Record<string, FieldSpec>;
 
 type Fields = typeof REQUEST_FIELDS;

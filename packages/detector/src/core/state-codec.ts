@@ -89,8 +89,14 @@ export interface ReissueRows {
   starts: Float64Array;
   ends: Float64Array;
   settleTimes: Float64Array;
-  /** Bit 1: reported; bit 2: the window has passed. */
+  /** Bit 1: reported; bit 2: the window has passed; bit 4: its lost_result reported; bit 8: that retracted. */
   flags: Uint32Array;
+  /** The first attempt's own span when its stream broke (lost_result): its service (as `services`), request, span, times. */
+  lostServices: Uint32Array;
+  lostRequestIds: string[];
+  lostSpanIds: string[];
+  lostStarts: Float64Array;
+  lostEnds: Float64Array;
   touchedAt: Float64Array;
 }
 const REISSUE_FIELDS: readonly (keyof ReissueRows)[] = [
@@ -109,6 +115,11 @@ const REISSUE_FIELDS: readonly (keyof ReissueRows)[] = [
   'ends',
   'settleTimes',
   'flags',
+  'lostServices',
+  'lostRequestIds',
+  'lostSpanIds',
+  'lostStarts',
+  'lostEnds',
   'touchedAt',
 ];
 /** Each field of ReissueRows: the entry's property it holds, and its type in the file. */
@@ -126,6 +137,10 @@ const REISSUE_COLUMNS = {
   ends: ['end', Float64Array],
   settleTimes: ['settlesAt', Float64Array],
   flags: ['flags', Uint32Array],
+  lostRequestIds: ['lostRequestId', Array],
+  lostSpanIds: ['lostSpanId', Array],
+  lostStarts: ['lostStart', Float64Array],
+  lostEnds: ['lostEnd', Float64Array],
   touchedAt: ['touchedAt', Float64Array],
 } as const satisfies Partial<Record<keyof ReissueRows, readonly [keyof Reissue, unknown]>>;
 type ReissueColumn = keyof typeof REISSUE_COLUMNS;
@@ -264,6 +279,7 @@ function reissueRows(reissues: Reissues): ReissueRows {
   const columns: Record<string, unknown> = {
     firstTraceIds: entries.map(([trace]) => trace),
     services: Uint32Array.from(entries, ([, e]) => (e.service < 0 ? NO_REISSUE : e.service)),
+    lostServices: Uint32Array.from(entries, ([, e]) => (e.lostService < 0 ? NO_REISSUE : e.lostService)),
   };
   for (const name of REISSUE_COLUMN_NAMES) {
     const [property, type] = REISSUE_COLUMNS[name];
@@ -279,6 +295,8 @@ function loadReissues(rows: ReissueRows, into: Reissues): void {
     const entry = emptyReissue();
     const service = rows.services[i]!;
     entry.service = service === NO_REISSUE ? -1 : service;
+    const lostService = rows.lostServices[i]!;
+    entry.lostService = lostService === NO_REISSUE ? -1 : lostService;
     for (const name of REISSUE_COLUMN_NAMES) {
       const [property] = REISSUE_COLUMNS[name];
       (entry as unknown as Record<string, unknown>)[property] = (rows[name] as ArrayLike<unknown>)[i];
@@ -481,8 +499,9 @@ function checkReissues(value: unknown, services: number, cap: number): void {
   const n = traces.length;
   if (n > cap) fail(`state holds ${n} re-issued first attempts, more than maxRequests ${cap}`);
   if (new Set(traces).size !== n) fail('state field reissues.firstTraceIds names a trace twice');
-  for (const id of column(rows.services, Uint32Array, n, 'reissues.services'))
-    if (id !== NO_REISSUE) index(id, services, 'reissues.services');
+  for (const name of ['services', 'lostServices'] as const)
+    for (const id of column(rows[name], Uint32Array, n, `reissues.${name}`))
+      if (id !== NO_REISSUE) index(id, services, `reissues.${name}`);
   for (const name of REISSUE_COLUMN_NAMES) {
     const [, type] = REISSUE_COLUMNS[name];
     if (type === Array) {

@@ -2,6 +2,7 @@ import type {
   FindingKind,
   FindingRecord,
   ProtocolEra,
+  RequestRecovery,
   ResumeOutcome,
   SpanReceivedResult,
   StormEnd,
@@ -73,9 +74,16 @@ export interface Finding {
    * re-issued (`trace_id` is the re-issue's).
    */
   first_trace_id?: string;
-  /** ambiguous_empty_replay, cursor_lost: how the resume was answered. */
+  /**
+   * ambiguous_empty_replay, cursor_lost: how the resume was answered. lost_result: the outcome of the
+   * request's last resume, when it was resumed; outcome_corrected: the outcome the resume really had.
+   */
   outcome?: ResumeOutcome;
   status_code?: number;
+  /** lost_result: what the client did about the stream that ended without the result. */
+  recovery?: RequestRecovery;
+  /** lost_result: how the request ended without its result (its error type: timeout, aborted, stream_broken). */
+  request_end?: string;
 }
 
 /** Per-span observations for the metrics door; label values are already bounded by the core. */
@@ -111,7 +119,10 @@ export interface DetectorStats {
   evictions: number;
   released: number;
   activeStorms: number;
-  /** First attempts of re-issued requests (2026-07-28 era) tracked, and those whose fate a server told. */
+  /**
+   * First attempts of the 2026-07-28 era tracked: re-issued, or whose fate a server told, or whose stream
+   * broke (a lost_result its re-issue may retract).
+   */
   reissues: number;
   spans: Record<SpanReceivedResult, number>;
 }

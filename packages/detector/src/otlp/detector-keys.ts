@@ -9,6 +9,7 @@ import {
   ATTR_MCP_REATTACH_ACCEPTED,
   ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION,
   ATTR_MCP_REQUEST_INPUT_ROUND,
+  ATTR_MCP_REQUEST_RECOVERY,
   ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID,
   ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID,
   ATTR_MCP_REQUEST_TERMINAL_OBSERVED,
@@ -45,6 +46,7 @@ export const DETECTOR_ATTRIBUTE_KEYS: readonly string[] = [
   ATTR_MCP_REATTACH_ACCEPTED,
   ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION,
   ATTR_MCP_REQUEST_INPUT_ROUND,
+  ATTR_MCP_REQUEST_RECOVERY,
   ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID,
   ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID,
   ATTR_MCP_REQUEST_TERMINAL_OBSERVED,
@@ -69,8 +71,9 @@ export const DETECTOR_ATTRIBUTE_KEYS: readonly string[] = [
  * What the core reads of a span that is not a contract span (a request span): its method, its protocol
  * version and how the server answered it (its HTTP status and JSON-RPC error code: whether it counts in
  * that era or as a refused negotiation), whether the client gave the request up (its error type), which
- * request it was, and the 2026-07-28 era's re-issue evidence (the request it re-issues, whether it is a
- * Multi Round-Trip round, and on a server's span whether the work completed after its stream closed),
+ * request it was, what the client did about its stream ending without the result (its recovery, and its
+ * last resume's outcome), the 2026-07-28 era's re-issue evidence (the request it re-issues, whether it is
+ * a Multi Round-Trip round, and on a server's span whether the work completed after its stream closed),
  * and what the operation metrics label it with (its tool and its JSON-RPC status code).
  */
 export function isRequestSpanKey(key: string): boolean {
@@ -86,7 +89,9 @@ export function isRequestSpanKey(key: string): boolean {
     key === ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID ||
     key === ATTR_MCP_REQUEST_INPUT_ROUND ||
     key === ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION ||
-    key === ATTR_GEN_AI_TOOL_NAME
+    key === ATTR_GEN_AI_TOOL_NAME ||
+    key === ATTR_MCP_REQUEST_RECOVERY ||
+    key === ATTR_MCP_RESUME_OUTCOME
   );
 }
 

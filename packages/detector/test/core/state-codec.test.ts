@@ -6,6 +6,7 @@ import {
   ErrorType,
   FindingKind,
   FindingRecord,
+  RequestRecovery,
   ResumeEvidence,
   ResumeOutcome,
   SpanReceivedResult,
@@ -25,6 +26,7 @@ import {
   T0,
   modernRequest,
   reattach,
+  requestEnded,
   resume,
   seedScenario,
   span,
@@ -215,6 +217,28 @@ const SEQUENCES: Sequence[] = [
     ],
     init: { maxRequests: 3 },
     expects: [FindingKind.DUPLICATE_EXECUTION, FindingKind.POSSIBLE_DUPLICATE_EXECUTION],
+  },
+  {
+    name: 'lost results: a continuation corrected at the deadline, a late terminal, no event id, a 2026-07-28 stream re-issued after the restart',
+    spans: [
+      resume(a, T0, 'B', 'A', { observed: false, outcome: ResumeOutcome.CONTINUATION, replayed: 2 }),
+      requestEnded(a, T0 + 5000, ErrorType.TIMEOUT, {
+        recovery: RequestRecovery.RESUMED,
+        outcome: ResumeOutcome.CONTINUATION,
+      }),
+      requestEnded(b, T0 + 5100, ErrorType.ABORTED, { recovery: RequestRecovery.NO_EVENT_ID }),
+      // The first attempt breaks before the restart, its re-issue comes after it: the lost result is retracted once.
+      modernRequest(T0 + 5200, { trace: traceOf(1), request: 1, error: ErrorType.STREAM_BROKEN }),
+      terminal(b, T0 + 6000, 'A'),
+      resume(a, T0 + 100, 'C', 'A', { observed: false, outcome: ResumeOutcome.CONTINUATION, replayed: 1 }),
+      modernRequest(T0 + 7000, {
+        trace: traceOf(2),
+        request: 2,
+        reissueOf: modernRequest(T0 + 5200, { trace: traceOf(1), request: 1 }),
+      }),
+      modernRequest(T0 + 8000, { trace: traceOf(3), request: 3, error: ErrorType.STREAM_BROKEN }),
+    ],
+    expects: [FindingKind.LOST_RESULT, FindingKind.POSSIBLE_DUPLICATE_EXECUTION],
   },
   {
     name: 'the least recently touched request is evicted first, across the restart',

@@ -28,10 +28,12 @@ import {
   ATTR_MCP_REQUEST_INPUT_ROUND,
   ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID,
   ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID,
+  ATTR_MCP_REQUEST_RECOVERY,
   ATTR_ERROR_TYPE,
   ATTR_SERVER_ADDRESS,
   FindingRecord,
   GuardAction,
+  RequestRecovery,
   ResumeEvidence,
   StreamKind,
   ReattachTrigger,
@@ -160,6 +162,34 @@ export function resume(r: Req, t: number, stream: string, from: string, o: Resum
   return span(SPAN_STREAM_RESUME, t, attrs, { service: r.service, kind: o.kind ?? 3 });
 }
 
+/** What a session-era client request span that ended without its result says (see requestEnded). */
+export interface EndOpts {
+  /** What the client did about its stream ending without the result (mcp.request.recovery). */
+  recovery?: RequestRecovery;
+  /** Its last resume's outcome (mcp.resume.outcome on the request span). */
+  outcome?: ResumeOutcome;
+  kind?: SpanRecord['kind'];
+  /** Its start; default `end - 1000`. */
+  start?: number;
+}
+
+/** A session-era tools/call request span ended at `end` with `error` (undefined: with its result). */
+export function requestEnded(r: Req, end: number, error: string | undefined, o: EndOpts = {}): SpanRecord {
+  const attrs: Record<string, AttributeValue> = {
+    [ATTR_MCP_METHOD_NAME]: 'tools/call',
+    [ATTR_MCP_SESSION_ID]: r.session,
+    [ATTR_JSONRPC_REQUEST_ID]: r.request,
+  };
+  if (error !== undefined) attrs[ATTR_ERROR_TYPE] = error;
+  if (o.recovery !== undefined) attrs[ATTR_MCP_REQUEST_RECOVERY] = o.recovery;
+  if (o.outcome !== undefined) attrs[ATTR_MCP_RESUME_OUTCOME] = o.outcome;
+  const out = span('tools/call stream_progress', o.start ?? end - 1000, attrs, {
+    service: r.service,
+    kind: o.kind ?? 3,
+  });
+  return { ...out, endTimeUnixMs: end };
+}
+
 /** A 2026-07-28 era request span: no session, its own trace. */
 export interface ModernOpts {
   trace: string;
@@ -266,9 +296,16 @@ export function essence(f: Finding): string {
   ]);
 }
 
-/** The findings that stand: every retraction removes itself and the finding it retracts. */
+/**
+ * The findings that stand: every retraction removes itself and the finding it retracts (with the
+ * outcome_corrected record that a retracted lost_result had made).
+ */
 export function net(fs: Finding[]): Finding[] {
   const key = (f: Finding) => JSON.stringify([f.kind, f.service, f.session_id, f.request_id]);
   const retracted = new Set(fs.filter((f) => f.record === FindingRecord.RETRACTION).map(key));
-  return fs.filter((f) => f.record !== FindingRecord.RETRACTION && !(f.record === undefined && retracted.has(key(f))));
+  return fs.filter(
+    (f) =>
+      f.record !== FindingRecord.RETRACTION &&
+      !((f.record === undefined || f.record === FindingRecord.OUTCOME_CORRECTED) && retracted.has(key(f))),
+  );
 }

@@ -1,5 +1,6 @@
 import { BoundedEventStore } from '../event-store.js';
 import type { BoundedEventStoreOptions, ReplayRecord } from '../event-store.js';
+import { MisnamesResumedStreamEventStore } from '../misnames-resumed-stream-store.js';
 import { ReplayAllStreamsEventStore } from '../replay-all-streams-store.js';
 import { labRequestContext } from '../request-context.js';
 import { RequestIdKeyedEventStore } from '../request-keyed-store.js';
@@ -30,6 +31,8 @@ export function createVariantStore(
       return new BoundedEventStore({ ...options, finishedStreamReplayLimit: 0, onReplay: report });
     case 'replay-all-streams':
       return new ReplayAllStreamsEventStore({ ...options, onReplay: report });
+    case 'misnames-resumed-stream':
+      return new MisnamesResumedStreamEventStore({ ...options, onReplay: report });
     case 'shared-by-request-id':
       // One store for every session: the replaying session is the one whose request is running.
       holder.shared ??= new RequestIdKeyedEventStore({

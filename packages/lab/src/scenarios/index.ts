@@ -19,6 +19,8 @@ import { runPolling } from './polling.js';
 import { runPollingSdk } from './polling-sdk.js';
 import { runQuietResume } from './quiet-resume.js';
 import { runQuietResumeSdk } from './quiet-resume-sdk.js';
+import { runResumeLosesResult } from './resume-loses-result.js';
+import { runResumeLosesResultSdk } from './resume-loses-result-sdk.js';
 import type { ScenarioClient, SdkClientKind } from './sdk-clients.js';
 import { runSdkErrorResume } from './sdk-error-resume.js';
 import { runSeedLoop } from './seed-loop.js';
@@ -55,6 +57,7 @@ const SCENARIOS: Partial<Record<ScenarioName, (options: ScenarioOptions) => Prom
   'endless-loop': runEndlessLoop,
   cancellation: runCancellation,
   'cross-session-store': runCrossSessionStore,
+  'resume-loses-result': runResumeLosesResult,
 };
 
 /** Scenarios that also run with the unmodified SDK clients (1.x and v2). */
@@ -66,6 +69,7 @@ const SDK_RUNS: Partial<
   'listening-replay': runListeningReplaySdk,
   cancellation: runCancellationSdk,
   'cross-session-store': runCrossSessionStoreSdk,
+  'resume-loses-result': runResumeLosesResultSdk,
 };
 
 /** The clients a scenario runs with. */

@@ -18,7 +18,8 @@ export interface ScenarioOptions {
   client?: ScenarioClient;
   /**
    * How long a client whose resumed request came back without its result keeps waiting for it before
-   * giving the request up (server-restart: then it deletes its session). Default 3000 ms: past the
+   * giving the request up (server-restart, resume-loses-result: then it deletes its session; with an SDK
+   * client, resume-loses-result's call timeout). Default 3000 ms: past the
    * short request deadline (`requestTimeoutMs`, RESUMEWATCH_REQUEST_TIMEOUT_MS) the lab's tests and
    * compose services give the instrumentation, so that the deadline, not the DELETE, ends the wait.
    */

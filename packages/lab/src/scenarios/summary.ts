@@ -13,6 +13,7 @@ export const LAB_SERVER_SCENARIO_NAMES = [
   'endless-loop',
   'cancellation',
   'cross-session-store',
+  'resume-loses-result',
 ] as const;
 
 /** The scenarios that start their own server on the v2 SDK (the 2026-07-28 era, or both eras at once). */
