@@ -95,6 +95,7 @@ const EXTENSIONS = [
   'mcp.request.reissue_of.span_id',
   'mcp.request.input_round',
   'mcp.request.completed_after_cancellation',
+  'mcp.request.recovery',
 ];
 
 /** The names the telemetry carries: spans and attributes, and any metric named the OpenTelemetry way (dotted). */
