@@ -91,13 +91,17 @@ describe('the evidence the page draws from', () => {
     // Spans of no MCP request, without a session: never held, not even in the window.
     const other = span('GET /healthz', T0, {}, { trace: traceOf(3) });
     feed(pipeline, [other, first, fate, result]);
-    expect(pipeline.evidence.stats()).toMatchObject({ requests: 0, windowRequests: 2 });
+    // The first attempt's broken stream is a lost_result until a re-issue retracts it: that request is
+    // held with its finding; both traces are still in the window, waiting for a re-issue finding.
+    expect(pipeline.recent.findings().map((f) => f.kind)).toEqual([FindingKind.LOST_RESULT]);
+    expect(pipeline.evidence.stats()).toMatchObject({ requests: 1, windowRequests: 2 });
     feed(pipeline, [reissue]);
     const finding = pipeline.recent.findings().find((f) => f.kind === FindingKind.DUPLICATE_EXECUTION)!;
     const ids = (held: { events: { span_id: string }[] } | undefined) => held?.events.map((e) => e.span_id);
     expect(ids(pipeline.evidence.attempts(finding).first)).toEqual([first.spanId, fate.spanId]);
     expect(ids(pipeline.evidence.attempts(finding).reissue)).toEqual([result.spanId, reissue.spanId]);
-    expect(pipeline.evidence.stats()).toMatchObject({ requests: 2, windowRequests: 0 });
+    // The two attempts by trace, and the retracted lost_result's own request (the page still lists it).
+    expect(pipeline.evidence.stats()).toMatchObject({ requests: 3, windowRequests: 0 });
     // A span of either trace after the finding joins its attempt.
     const late = modernRequest(T0 + 520, { trace: traceOf(2), kind: 2, service: 'server' });
     feed(pipeline, [late]);

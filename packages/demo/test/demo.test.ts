@@ -81,8 +81,13 @@ describe('resumewatch-demo (the built CLI that `pnpm start` runs)', () => {
     ]);
     expect(modern.summary.sideEffectCount).toBe(1);
     // Both sides' spans told the detector: the first attempt completed after cancellation, and was re-issued.
-    expect(modern.findings.map((f) => f.kind)).toEqual([FindingKind.DUPLICATE_EXECUTION]);
-    expect(modern.findings[0]).toMatchObject({ service: 'demo-client-2026-07-28', request_id: '1' });
+    // The first attempt's broken stream was a lost result until its re-issue came, which retracted it.
+    expect(modern.findings.map((f) => (f.record === undefined ? f.kind : `${f.kind}:${f.record}`))).toEqual([
+      FindingKind.LOST_RESULT,
+      `${FindingKind.LOST_RESULT}:${FindingRecord.RETRACTION}`,
+      FindingKind.DUPLICATE_EXECUTION,
+    ]);
+    expect(modern.findings[2]).toMatchObject({ service: 'demo-client-2026-07-28', request_id: '1' });
   });
 
   it('prints one count per request, the timeline of the loop, and says the guarded resume was refused', async () => {
