@@ -157,8 +157,9 @@ describe('client spans (instrumentFetch) through real OTLP exporters to resumewa
     'resume-loses-result (OTLP/gRPC): lost_result; the resume replayed progress, then the deadline passed without the result',
     { timeout: TIMEOUT },
     async () => {
-      // The request's deadline (2 s) passes while the client still waits on the resumed stream (3 s).
-      const r = await rig('client', 'grpc', { requestTimeoutMs: 2_000 });
+      // The request's deadline (3 s) passes while the client still waits on the resumed stream (3 s from
+      // the resume, about 0.5 s into the call), late enough for the replay to arrive on a loaded machine.
+      const r = await rig('client', 'grpc', { requestTimeoutMs: 3_000 });
       const summary = await expectFindings(r, 'resume-loses-result', [FindingKind.LOST_RESULT]);
       expect(summary.details.resultLost).toBe(true);
       expect(r.findings(summary.sessionId)).toMatchObject([

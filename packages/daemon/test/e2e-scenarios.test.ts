@@ -162,6 +162,7 @@ async function observe(
   wrap?: (fetch: FetchLike, rig: Rig) => FetchLike,
   awaitKinds: readonly string[] = [],
   requestTimeoutMs?: number,
+  resultWaitMs?: number,
 ): Promise<Observed> {
   const { rig, guard, spans } = await rigFor(guarded, protocol, requestTimeoutMs);
   const fetch = wrap ? wrap(rig.fetch, rig) : rig.fetch;
@@ -171,6 +172,7 @@ async function observe(
     fetch,
     maxReconnects: 5,
     client,
+    ...(resultWaitMs !== undefined ? { resultWaitMs } : {}),
   });
   await settleFully(rig);
   if (awaitKinds.length > 0) {
@@ -323,7 +325,8 @@ describe("cross-session-store: session B's result replayed into session A's resu
 
 describe('resume-loses-result: the resume replays the missed progress; the result goes to a stream no connection holds', () => {
   it.each(CASES)('$client, guard=$guarded', { timeout: TIMEOUT }, async (c) => {
-    // The request's deadline (2 s) passes while the client still waits (3 s: its wait, or its SDK's timeout).
+    // The request's deadline (3 s) passes while the client still waits (5 s: its wait, or its SDK's
+    // timeout), and late enough for the replayed progress to arrive on a loaded machine.
     const o = await observe(
       'resume-loses-result',
       c.client,
@@ -331,7 +334,8 @@ describe('resume-loses-result: the resume replays the missed progress; the resul
       c.protocol,
       undefined,
       [FindingKind.LOST_RESULT],
-      2_000,
+      3_000,
+      5_000,
     );
     expect(o.kinds, label(c)).toEqual([FindingKind.LOST_RESULT]);
     expect(o.records).toEqual([]);

@@ -28,8 +28,10 @@ describe('SDK clients through the gateway: the same findings as the instrumented
   });
 
   it.each(CASES)('$name, $client', { timeout: TIMEOUT }, async ({ name, client }) => {
-    // The request's deadline is resume-loses-result's evidence: before the SDK's own timeout (3 s), which cancels.
-    const r = await startParityRig(name === 'resume-loses-result' ? { requestTimeoutMs: 2_000 } : {});
+    // The request's deadline is resume-loses-result's evidence: after the replayed progress arrived (a
+    // loaded machine may take seconds), before the SDK's own timeout (resultWaitMs), which cancels.
+    const loses = name === 'resume-loses-result';
+    const r = await startParityRig(loses ? { requestTimeoutMs: 3_000 } : {});
     rigs.push(r);
     const expected = CLIENT_EXPECTED[name];
     const summary = await runScenario(name, {
@@ -38,6 +40,7 @@ describe('SDK clients through the gateway: the same findings as the instrumented
       fetch: r.clientFetch,
       maxReconnects: 5,
       client,
+      ...(loses ? { resultWaitMs: 5_000 } : {}),
     });
     await settleBoth(r, name, expected);
     expectParity(r, name, expected);

@@ -14,10 +14,15 @@ afterAll(async () => {
   await lab.close();
 });
 
-async function withGuard(name: ScenarioName, extra: GuardOptions = {}, client?: ScenarioClient) {
+async function withGuard(name: ScenarioName, extra: GuardOptions = {}, client?: ScenarioClient, resultWaitMs?: number) {
   const seen = recordGuard(extra);
   const fetch = guardedFetch(seen.options);
-  const summary = await runScenario(name, { serverUrl: lab.url, fetch, client });
+  const summary = await runScenario(name, {
+    serverUrl: lab.url,
+    fetch,
+    client,
+    ...(resultWaitMs !== undefined ? { resultWaitMs } : {}),
+  });
   fetch.listener.dispose();
   // Last-Event-ID requests that reached the lab server for the scenario's session.
   const serverResumes = lab
@@ -77,12 +82,13 @@ describe('the lab scenarios through guardedFetch, over real HTTP against the lab
   });
 
   // The server replays the missed progress and routes nothing live to the resumed stream: a continuation
-  // on the wire, and the result never comes. At the request's deadline (2 s here, before the client's own
-  // 3 s wait or timeout) the guard tells the application the resumption failed: retry with idempotency.
+  // on the wire, and the result never comes. At the request's deadline (3 s here, before the client's own
+  // 5 s wait or timeout, and late enough for the replay to arrive on a loaded machine) the guard tells the
+  // application the resumption failed: retry with idempotency.
   it.each(['raw', 'sdk', 'sdk-v2'] as const)(
     'resume-loses-result (%s client): a continuation, then the deadline without the result: a failed resumption',
     async (client) => {
-      const { summary, seen } = await withGuard('resume-loses-result', { requestDeadlineMs: 2_000 }, client);
+      const { summary, seen } = await withGuard('resume-loses-result', { requestDeadlineMs: 3_000 }, client, 5_000);
       expect(summary.terminalDeliveries).toBe(0);
       const requestId = String(summary.details.requestId);
       expect(seen.decisions.map((d) => [d.requestId, d.outcome, d.decision])).toEqual([
