@@ -294,7 +294,16 @@ export class Forwarder {
     // A body the guard may shorten never carries the upstream's length: Node frames it (chunked, or the
     // connection's close for an HTTP/1.0 client), so a keep-alive connection stays in step.
     const filtered = this.filtering && observed?.stream.format === 'sse';
-    res.writeHead(status, upstream.statusMessage, endToEndResponseHeaders(upstream.rawHeaders, filtered));
+    try {
+      res.writeHead(status, upstream.statusMessage, endToEndResponseHeaders(upstream.rawHeaders, filtered));
+    } catch (e) {
+      // A response Node will not relay (a status below 100): the exchange ends here, the upstream's
+      // connection and the idle timer with it, and the caller answers internal_error.
+      stopIdle();
+      observed?.fail(e);
+      upstream.destroy();
+      throw e;
+    }
     // Headers now, not with the first chunk: an SSE client waits for them before anything else.
     res.flushHeaders();
     await this.pump(upstream, observed, res, controller, () => idle?.refresh());

@@ -253,6 +253,9 @@ describe('an unexpected failure in the gateway', () => {
       expect(logged).toHaveLength(1);
       expect(logged[0]).toMatch(/^resumewatch gateway: internal error: RangeError: Invalid status code: 99 \(.*\)\n$/);
       expect(gateway.counts().refusals[GatewayRefusal.INTERNAL_ERROR]).toBe(1);
+      // The exchange is over: the upstream's connection is closed, not held until --stream-idle-timeout.
+      await vi.waitFor(() => expect([...sockets].every((socket) => socket.destroyed)).toBe(true), { timeout: 5_000 });
+      expect(gateway.counts().open).toBe(0);
 
       // RESUMEWATCH_DEBUG=1: the stack too.
       vi.stubEnv('RESUMEWATCH_DEBUG', '1');
