@@ -809,7 +809,7 @@ export class WireObserver {
       if (!deciding && decidingOnly[i]) continue;
       if (listeners[i]!.onEvent!(event) === false) keep = false;
     }
-    if (!keep || (event as SseWireEvent).removedMessages !== undefined)
+    if (!keep || (event as SseWireEvent | JsonWireEvent).removedMessages !== undefined)
       for (const listener of this.listeners) listener.onEventDropped?.(event);
     return keep;
   }

@@ -13,6 +13,8 @@ export class JsonWireEvent implements WireEvent {
   readonly eventId = undefined;
   guardAction: GuardAction | undefined = undefined;
   guardProof: GuardProof | undefined = undefined;
+  /** Nothing is removed from a JSON body; the field is here so both event classes read alike. */
+  readonly removedMessages: number[] | undefined = undefined;
 
   constructor(
     readonly request: WireRequest,

@@ -3,7 +3,7 @@ import { startFaultProxy } from '../fault-proxy.js';
 import { storeVariantUrl } from '../store-variants.js';
 import type { ResolvedScenarioOptions } from './options.js';
 import { QUIET_RESUME_QUIET_MS } from './quiet-resume.js';
-import { connectSdkSession, responsesPerRequest, responsesTo, resumesIn, toolCallPost } from './sdk-clients.js';
+import { connectSdkSession, endCutCall } from './sdk-clients.js';
 import type { SdkClientKind, SdkSession } from './sdk-clients.js';
 import type { ScenarioSummary } from './summary.js';
 import { waitForServerToSeeDrop } from './wire-helpers.js';
@@ -32,21 +32,11 @@ export async function runQuietResumeSdk(
       { quietMs: QUIET_RESUME_QUIET_MS },
       { onprogress: () => undefined },
     );
-    const post = toolCallPost(session.log, 'quiet_progress');
-    const resumes = resumesIn(session.log);
-    const terminals = responsesTo(session.log, post?.rpcId);
-    const sessionId = session.sessionId();
-    await session.terminate().catch(() => undefined);
-    await session.close();
+    const { post, resumes, counts } = await endCutCall(session, 'quiet_progress');
     return {
       scenario: 'quiet-resume',
-      sessionId,
-      terminalDeliveries: terminals.length,
-      distinctTerminalStreams: new Set(terminals.map((terminal) => terminal.seq)).size,
-      reconnects: resumes.length,
-      resumeStatuses: resumes.map((entry) => entry.status ?? 0),
-      resultsPerRequest: responsesPerRequest(session.log),
-      finding: `The ${kind} client resumed after the cut (${resumes.map((entry) => entry.status).join(', ')}); the quiet resumed stream carried the result ${terminals.length} time(s).`,
+      ...counts,
+      finding: `The ${kind} client resumed after the cut (${resumes.map((entry) => entry.status).join(', ')}); the quiet resumed stream carried the result ${counts.terminalDeliveries} time(s).`,
       durationMs: Date.now() - started,
       details: {
         client: kind,

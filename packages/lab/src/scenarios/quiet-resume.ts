@@ -5,7 +5,14 @@ import { storeVariantUrl } from '../store-variants.js';
 import type { ScenarioOptions } from './options.js';
 import { resolveOptions } from './options.js';
 import type { ScenarioSummary } from './summary.js';
-import { ResultTally, isJsonRpcEvent, lastEventId, resumeStream, waitForServerToSeeDrop } from './wire-helpers.js';
+import {
+  ResultTally,
+  cutResumeCounts,
+  isJsonRpcEvent,
+  lastEventId,
+  resumeStream,
+  waitForServerToSeeDrop,
+} from './wire-helpers.js';
 
 /** How long the tool stays quiet after its first progress update: longer than any replay window was. */
 export const QUIET_RESUME_QUIET_MS = 2500;
@@ -38,8 +45,7 @@ export async function runQuietResume(options: ScenarioOptions): Promise<Scenario
     tally.add(resume);
     await session.close().catch(() => undefined);
     const terminal = resume.events.find((event) => isResponseTo(event.message, call.id));
-    const terminalOnFirst = first.events.filter((event) => isResponseTo(event.message, call.id)).length;
-    const terminalOnResume = resume.events.filter((event) => isResponseTo(event.message, call.id)).length;
+    const { terminalOnResume, counts } = cutResumeCounts(first, resume, call.id, resumeStatuses, tally);
     // How long the resumed stream was open before the result: shorter than the tool's quiet by the
     // time the cut, the server's noticing it and the resume took, which load stretches.
     const silentMs = terminal ? terminal.at - openedAt : undefined;
@@ -50,11 +56,7 @@ export async function runQuietResume(options: ScenarioOptions): Promise<Scenario
     return {
       scenario: 'quiet-resume',
       sessionId: session.sessionId,
-      terminalDeliveries: terminalOnFirst + terminalOnResume,
-      distinctTerminalStreams: Number(terminalOnFirst > 0) + Number(terminalOnResume > 0),
-      reconnects: resumeStatuses.length,
-      resumeStatuses,
-      resultsPerRequest: tally.perRequest,
+      ...counts,
       finding:
         terminalOnResume === 1
           ? `The resumed stream (${resume.status}) stayed silent for ${silentMs} ms, then carried the result once: a quiet stream is not an empty replay.`

@@ -7,7 +7,7 @@ import {
   RESUME_LOSES_RESULT_REPLAY_WAIT_MS,
   RESUME_LOSES_RESULT_TOOL,
 } from './resume-loses-result.js';
-import { connectSdkSession, responsesPerRequest, responsesTo, resumesIn, toolCallPost } from './sdk-clients.js';
+import { connectSdkSession, endCutCall } from './sdk-clients.js';
 import type { SdkClientKind, SdkSession } from './sdk-clients.js';
 import type { ScenarioSummary } from './summary.js';
 import { sleep, waitForServerToSeeDrop } from './wire-helpers.js';
@@ -44,21 +44,11 @@ export async function runResumeLosesResultSdk(
         { onprogress: (p) => void progress.push(p.progress), timeout: options.resultWaitMs },
       )
       .catch((error: unknown) => void (callError = error instanceof Error ? error.message : String(error)));
-    const post = toolCallPost(session.log, 'stream_progress');
-    const resumes = resumesIn(session.log);
-    const terminals = responsesTo(session.log, post?.rpcId);
-    const sessionId = session.sessionId();
-    await session.terminate().catch(() => undefined);
-    await session.close();
+    const { post, resumes, counts } = await endCutCall(session, 'stream_progress');
     return {
       scenario: 'resume-loses-result',
-      sessionId,
-      terminalDeliveries: terminals.length,
-      distinctTerminalStreams: new Set(terminals.map((terminal) => terminal.seq)).size,
-      reconnects: resumes.length,
-      resumeStatuses: resumes.map((entry) => entry.status ?? 0),
-      resultsPerRequest: responsesPerRequest(session.log),
-      finding: `The ${kind} client resumed after the cut (${resumes.map((entry) => entry.status).join(', ')}) and got ${progress.length} progress update(s) in all; the result arrived ${terminals.length} time(s); the call ended: ${callError ?? 'with its result'}.`,
+      ...counts,
+      finding: `The ${kind} client resumed after the cut (${resumes.map((entry) => entry.status).join(', ')}) and got ${progress.length} progress update(s) in all; the result arrived ${counts.terminalDeliveries} time(s); the call ended: ${callError ?? 'with its result'}.`,
       durationMs: Date.now() - started,
       details: {
         client: kind,
@@ -67,7 +57,7 @@ export async function runResumeLosesResultSdk(
         progress,
         callError,
         resumedFrom: resumes.map((entry) => entry.lastEventId),
-        resultLost: terminals.length === 0 && callError !== undefined,
+        resultLost: counts.terminalDeliveries === 0 && callError !== undefined,
         sdkErrors: session.errors,
       },
     };

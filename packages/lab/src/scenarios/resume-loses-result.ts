@@ -1,6 +1,6 @@
 import { LabControlClient } from '../control-client.js';
 import { startFaultProxy } from '../fault-proxy.js';
-import { McpHttpSession, isResponseTo } from '../mcp-http-client.js';
+import { McpHttpSession } from '../mcp-http-client.js';
 import type { StreamRead } from '../mcp-http-client.js';
 import { storeVariantUrl } from '../store-variants.js';
 import type { ScenarioOptions } from './options.js';
@@ -8,6 +8,7 @@ import { resolveOptions } from './options.js';
 import type { ScenarioSummary } from './summary.js';
 import {
   ResultTally,
+  cutResumeCounts,
   isJsonRpcEvent,
   lastEventId,
   resumeStream,
@@ -63,24 +64,19 @@ export async function runResumeLosesResult(options: ScenarioOptions): Promise<Sc
     const resume: StreamRead = await resuming;
     clearTimeout(closing);
     tally.add(resume);
-    const terminalOnFirst = first.events.filter((event) => isResponseTo(event.message, call.id)).length;
-    const terminalOnResume = resume.events.filter((event) => isResponseTo(event.message, call.id)).length;
+    const { counts } = cutResumeCounts(first, resume, call.id, resumeStatuses, tally);
     const replayedMessages = resume.events.filter(isJsonRpcEvent).length;
     const replay = (await control.state()).recentReplays.find(
       (entry) => entry.sessionId === session.sessionId && entry.lastEventId === cursor,
     );
-    const lost = terminalOnFirst + terminalOnResume === 0 && replayedMessages > 0;
+    const lost = counts.terminalDeliveries === 0 && replayedMessages > 0;
     return {
       scenario: 'resume-loses-result',
       sessionId: session.sessionId,
-      terminalDeliveries: terminalOnFirst + terminalOnResume,
-      distinctTerminalStreams: Number(terminalOnFirst > 0) + Number(terminalOnResume > 0),
-      reconnects: resumeStatuses.length,
-      resumeStatuses,
-      resultsPerRequest: tally.perRequest,
+      ...counts,
       finding: lost
         ? `The resume (${resume.status}) replayed ${replayedMessages} progress update(s) the client had missed, then nothing: the result, sent after the resume, went to a stream name no connection held. It never arrived in ${resultWaitMs} ms.`
-        : `The resume answered ${resume.status} with ${replayedMessages} message(s); the result arrived ${terminalOnFirst + terminalOnResume} time(s).`,
+        : `The resume answered ${resume.status} with ${replayedMessages} message(s); the result arrived ${counts.terminalDeliveries} time(s).`,
       durationMs: Date.now() - started,
       details: {
         requestId: call.id,

@@ -5,6 +5,8 @@ import type { RecordedRequest } from './recording-fetch.js';
 import { sleep } from './wire-helpers.js';
 
 /** The MCP clients a scenario can run with where its steps allow. */
+import type { ScenarioSummary } from './summary.js';
+
 export const SCENARIO_CLIENTS = ['raw', 'sdk', 'sdk-v2'] as const;
 /**
  * - `raw`: the lab's hand-written client (`McpHttpSession`), every step explicit.
@@ -165,6 +167,46 @@ export function responsesTo(
  * Responses per JSON-RPC request id, over every HTTP response in the log; the handshake's excluded
  * (initialize, or the 2026-07-28 server/discover probe).
  */
+/**
+ * Ends an SDK session whose scenario made one `tools/call` of `tool` across a cut, and reads its log: the
+ * call's POST and the resumes, and the summary's counts (`ScenarioSummary`'s delivery fields).
+ */
+export async function endCutCall(
+  session: SdkSession,
+  tool: string,
+): Promise<{
+  post: RecordedRequest | undefined;
+  resumes: RecordedRequest[];
+  counts: Pick<
+    ScenarioSummary,
+    | 'sessionId'
+    | 'terminalDeliveries'
+    | 'distinctTerminalStreams'
+    | 'reconnects'
+    | 'resumeStatuses'
+    | 'resultsPerRequest'
+  >;
+}> {
+  const post = toolCallPost(session.log, tool);
+  const resumes = resumesIn(session.log);
+  const terminals = responsesTo(session.log, post?.rpcId);
+  const sessionId = session.sessionId();
+  await session.terminate().catch(() => undefined);
+  await session.close();
+  return {
+    post,
+    resumes,
+    counts: {
+      sessionId,
+      terminalDeliveries: terminals.length,
+      distinctTerminalStreams: new Set(terminals.map((terminal) => terminal.seq)).size,
+      reconnects: resumes.length,
+      resumeStatuses: resumes.map((entry) => entry.status ?? 0),
+      resultsPerRequest: responsesPerRequest(session.log),
+    },
+  };
+}
+
 export function responsesPerRequest(log: RecordedRequest[]): Record<string, number> {
   const handshake = new Set(
     log.filter((entry) => entry.rpc === 'initialize' || entry.rpc === 'server/discover').map((entry) => entry.rpcId),

@@ -1,7 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { LabControlClient } from '../control-client.js';
+import { isResponseTo } from '../mcp-http-client.js';
 import type { McpHttpSession, ReadOptions, StreamEvent, StreamRead } from '../mcp-http-client.js';
+import type { ScenarioSummary } from './summary.js';
 
 /** A plain pause (pacing, backoff); waiting for a condition polls it instead. */
 export { sleep };
@@ -35,6 +37,39 @@ export class ResultTally {
         this.perRequest[String(message.id)] = (this.perRequest[String(message.id)] ?? 0) + 1;
     }
   }
+}
+
+/**
+ * A call's result on its first (cut) stream and on its one resumed stream, and the summary's delivery
+ * counts (`ScenarioSummary`) of a raw client's cut-and-resume scenario.
+ */
+export function cutResumeCounts(
+  first: StreamRead,
+  resume: StreamRead,
+  callId: string | number,
+  resumeStatuses: number[],
+  tally: ResultTally,
+): {
+  terminalOnFirst: number;
+  terminalOnResume: number;
+  counts: Pick<
+    ScenarioSummary,
+    'terminalDeliveries' | 'distinctTerminalStreams' | 'reconnects' | 'resumeStatuses' | 'resultsPerRequest'
+  >;
+} {
+  const terminalOnFirst = first.events.filter((event) => isResponseTo(event.message, callId)).length;
+  const terminalOnResume = resume.events.filter((event) => isResponseTo(event.message, callId)).length;
+  return {
+    terminalOnFirst,
+    terminalOnResume,
+    counts: {
+      terminalDeliveries: terminalOnFirst + terminalOnResume,
+      distinctTerminalStreams: Number(terminalOnFirst > 0) + Number(terminalOnResume > 0),
+      reconnects: resumeStatuses.length,
+      resumeStatuses,
+      resultsPerRequest: tally.perRequest,
+    },
+  };
 }
 
 /** The text of the first text content item of a tool result, if the message is one. */
