@@ -62,10 +62,11 @@ const fmt = (n: number): string => {
 const withRange = (v: number, unit: string, r?: [number, number]) =>
   `${fmt(v)} ${unit}${r ? ` (${fmt(r[0])}–${fmt(r[1])})` : ''}`;
 
-function table(figures: Figure[]): string {
+/** `rerun`: with it, each row says the command that reruns its figure (the table that gathers every benchmark's). */
+function table(figures: Figure[], rerun?: (f: Figure) => string): string {
   const rows = [
-    '| figure | measured | reference, same run | ratio | target | note |',
-    '| --- | --- | --- | --- | --- | --- |',
+    `| figure | measured | reference, same run | ratio | target | note |${rerun ? ' rerun |' : ''}`,
+    `| --- | --- | --- | --- | --- | --- |${rerun ? ' --- |' : ''}`,
   ];
   for (const f of figures) {
     const ref = f.reference
@@ -78,6 +79,7 @@ function table(figures: Figure[]): string {
       f.ratio === undefined ? '' : f.ratio.toFixed(3),
       f.target ?? '',
       f.note ?? '',
+      ...(rerun ? [rerun(f)] : []),
     ];
     rows.push(`| ${cells.map((c) => c.replace(/\|/g, '\\|')).join(' | ')} |`);
   }
@@ -118,7 +120,12 @@ const md: string[] = [
 ];
 // Every figure that has a target, in one table: the issue's "each target met or the distance to it".
 const targeted = results.flatMap((r) => r.figures.filter((f) => f.target !== undefined));
-if (targeted.length > 0) md.push('## Figures with a target', '', table(targeted), '');
+const benchOf = new Map(results.flatMap((r) => r.figures.map((f) => [f, r.bench] as const)));
+const rerunOf = (f: Figure): string => {
+  const b = benchOf.get(f);
+  return b ? `\`pnpm bench ${b.id}\`` : '';
+};
+if (targeted.length > 0) md.push('## Figures with a target', '', table(targeted, rerunOf), '');
 // What was tried about each target, by hand (bench/notes.md): words only, the figures are the tables'.
 const notes = join(ROOT, 'bench/notes.md');
 if (existsSync(notes)) md.push(readFileSync(notes, 'utf8').trim(), '');
