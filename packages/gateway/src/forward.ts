@@ -304,8 +304,9 @@ export class Forwarder {
       upstream.destroy();
       throw e;
     }
-    // Headers now, not with the first chunk: an SSE client waits for them before anything else.
-    res.flushHeaders();
+    // Headers now, not with the first chunk: an SSE client waits for them before anything else. A JSON
+    // body's go out with its first bytes, in one write (a flush of their own is one more write a request).
+    if (observed?.stream.format !== 'json') res.flushHeaders();
     await this.pump(upstream, observed, res, controller, () => idle?.refresh());
     stopIdle();
   }
