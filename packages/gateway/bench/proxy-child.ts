@@ -208,6 +208,8 @@ if (process.env.BENCH_LOOP) {
   new PerformanceObserver((list) => {
     for (const e of list.getEntries())
       if (e.duration > 20)
-        process.stderr.write(`${kind}: gc ${e.duration.toFixed(0)} ms (${JSON.stringify(e.detail)})\n`);
+        process.stderr.write(
+          `${kind}: gc ${e.duration.toFixed(0)} ms (${JSON.stringify((e as { detail?: unknown }).detail)})\n`,
+        );
   }).observe({ entryTypes: ['gc'] });
 }

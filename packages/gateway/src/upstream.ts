@@ -19,7 +19,7 @@ export interface UpstreamRequest {
  * What aborts an exchange: an AbortSignal, or the forwarder's ExchangeAbort. The exchange takes its
  * `onabort`, the one listener it needs.
  */
-export interface UpstreamAbort {
+interface UpstreamAbort {
   readonly aborted: boolean;
   readonly reason: unknown;
   onabort: ((event: never) => unknown) | null;
