@@ -7,20 +7,22 @@
  * - `bare`: the least a Node reverse proxy does: node:http server → node:http client with a
  *   keep-alive agent, the request piped up, the response piped down (backpressure both ways),
  *   hop-by-hop headers dropped.
+ * - `bare-undici`: the same with undici's Pool for the upstream (its `stream`).
  *
  * Sends `{ url }` over IPC once listening; answers `{ seq, op }` messages: `cpu` (process.cpuUsage),
  * `heap` (after full GCs: heap used without code space, plus array buffers; RSS), `stats` (the
  * gateway's observed sessions and open exchanges) and `operations` (the requests its
  * mcp_server_operation_duration_seconds observed so far).
  *
- *   node --expose-gc --import tsx bench/proxy-child.ts gateway|bare <upstream URL> [--enforce] [--max-streams n]
+ *   node --expose-gc --import tsx bench/proxy-child.ts gateway|bare|bare-undici <upstream URL> [--enforce] [--max-streams n]
  */
 import { Agent, createServer, request, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { getHeapSpaceStatistics } from 'node:v8';
 import { METRIC_MCP_SERVER_OPERATION_DURATION_SECONDS } from '@resumewatch/semconv';
-import { startGateway, type RunningGateway } from '../src/gateway.js';
+import { Pool } from 'undici';
+import type { RunningGateway } from '../src/gateway.js';
 
 const [kind, upstream] = process.argv.slice(2) as [string, string];
 const enforce = process.argv.includes('--enforce');
@@ -88,9 +90,56 @@ async function bareProxy(): Promise<{ url: string; close(): Promise<void> }> {
   };
 }
 
+/**
+ * The same proxy with undici's pool for the upstream: the request body streamed up, the response
+ * written down by the pool's `stream` (backpressure both ways), hop-by-hop headers dropped.
+ */
+async function bareUndiciProxy(): Promise<{ url: string; close(): Promise<void> }> {
+  const target = new URL(upstream);
+  const pool = new Pool(target.origin, { connections: null, pipelining: 1 });
+  const server = createServer({ requestTimeout: 0 }, (req, res) => {
+    const method = req.method ?? 'GET';
+    pool
+      .stream(
+        {
+          path: req.url ?? '/',
+          method: method as 'GET',
+          headers: endToEnd(req.headers) as Record<string, string>,
+          body: method === 'GET' || method === 'HEAD' ? null : req,
+          signal: undefined,
+        },
+        ({ statusCode, headers }) => {
+          res.writeHead(statusCode, endToEnd(headers as IncomingHttpHeaders));
+          res.flushHeaders();
+          return res;
+        },
+      )
+      .catch((e: NodeJS.ErrnoException) => {
+        if (!res.headersSent)
+          res.writeHead(502, { 'content-type': 'text/plain' }).end(`bare proxy: ${e.code ?? e.message}`);
+        else res.destroy();
+      });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () =>
+      new Promise((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+        void pool.destroy();
+      }),
+  };
+}
+
 let gateway: RunningGateway | undefined;
 let proxy: { url: string; close(): Promise<void> };
 if (kind === 'gateway') {
+  // The gateway as it runs (its build: `pnpm bench` builds first), not its sources through tsx, whose
+  // transform adds to each named closure a property of its own (time, and heap per open stream).
+  // BENCH_GATEWAY_DIST: the build of another source tree (proxy.bench.ts's BENCH_BEFORE).
+  const dist = process.env.BENCH_GATEWAY_DIST ?? '../dist';
+  const { startGateway } = (await import(`${dist}/gateway.js`)) as typeof import('../src/gateway.js');
   gateway = await startGateway({
     upstream,
     port: 0,
@@ -103,6 +152,8 @@ if (kind === 'gateway') {
   proxy = { url: gateway.url, close: () => gateway!.close() };
 } else if (kind === 'bare') {
   proxy = await bareProxy();
+} else if (kind === 'bare-undici') {
+  proxy = await bareUndiciProxy();
 } else {
   throw new Error(`proxy-child: unknown kind ${kind}`);
 }
@@ -144,3 +195,21 @@ process.on('disconnect', () => {
   setTimeout(() => process.exit(0), 2000).unref();
 });
 process.send!({ url: proxy.url });
+
+// BENCH_LOOP=1: event-loop stalls and GC pauses over 20 ms, on stderr (what a latency figure's tail is).
+if (process.env.BENCH_LOOP) {
+  const { monitorEventLoopDelay, PerformanceObserver } = await import('node:perf_hooks');
+  const loop = monitorEventLoopDelay({ resolution: 5 });
+  loop.enable();
+  setInterval(() => {
+    if (loop.max > 20e6) process.stderr.write(`${kind}: event loop stalled ${(loop.max / 1e6).toFixed(0)} ms\n`);
+    loop.reset();
+  }, 1000).unref();
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries())
+      if (e.duration > 20)
+        process.stderr.write(
+          `${kind}: gc ${e.duration.toFixed(0)} ms (${JSON.stringify((e as { detail?: unknown }).detail)})\n`,
+        );
+  }).observe({ entryTypes: ['gc'] });
+}

@@ -1,6 +1,8 @@
 /**
  * The gateway against a bare Node reverse proxy and Debian's nginx, side by side in one run, on the
- * same loopback traffic from the same MCP-like upstream (bench/upstream-server.ts):
+ * same loopback traffic from the same MCP-like upstream (bench/upstream-server.ts). Two bare proxies:
+ * node:http's client with a keep-alive agent (the figures' reference) and undici's pool (`bare-undici`,
+ * its CPU in the figures' notes), so that each run shows whether the plain Node proxy could be faster.
  *
  * - CPU per request (tools/call answered with JSON) and per SSE event (tools/call answered by a stream
  *   of `--events` progress notifications and its result), unpaced, `--concurrency` sessions at once:
@@ -30,7 +32,11 @@
  *     [--enforce] [--smoke]
  *
  * BENCH_PROF=1 writes CPU profiles (--cpu-prof) of the gateway and bare proxy processes to
- * bench/profiles/.
+ * bench/profiles/. BENCH_BEFORE=<dir> runs one more gateway, `before`, from the gateway build in <dir>
+ * (another commit's, e.g. `git archive <commit> src | tar -x -C .before`, built with
+ * `tsc -p .before/tsconfig.json` (a tsconfig extending the base one, rootDir src, outDir dist), then
+ * BENCH_BEFORE=$PWD/.before/dist), in the same rounds: a change's before and after in one run. The
+ * gateways run their build, so run `npx tsc -b` (or `pnpm bench`) first.
  */
 import { execFileSync, fork, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -146,6 +152,17 @@ const [client] = await start('load-client.ts', []);
 const proxyArgs = ['--max-streams', String(OPEN + 1000), ...(values.enforce ? ['--enforce'] : [])];
 const [gatewayChild, gw] = await start('proxy-child.ts', ['gateway', upstream, ...proxyArgs], prof);
 const [bareChild, bare] = await start('proxy-child.ts', ['bare', upstream], prof);
+const [undiciChild, bareUndici] = await start('proxy-child.ts', ['bare-undici', upstream], prof);
+const beforeSrc = process.env.BENCH_BEFORE;
+const [beforeChild, before] = beforeSrc ? await startBefore(beforeSrc) : [undefined, undefined];
+async function startBefore(source: string): Promise<[Child, Record<string, unknown>]> {
+  process.env.BENCH_GATEWAY_DIST = source;
+  try {
+    return await start('proxy-child.ts', ['gateway', upstream, ...proxyArgs], prof);
+  } finally {
+    delete process.env.BENCH_GATEWAY_DIST;
+  }
+}
 // Two connections per open stream, and room for the sessions being set up and idle keep-alive ones.
 const nginx: Nginx | { missing: string } = await startNginx(upstream, 3 * OPEN + 1024);
 const nginxMissing = 'missing' in nginx ? nginx.missing : undefined;
@@ -153,7 +170,7 @@ const nginxMissing = 'missing' in nginx ? nginx.missing : undefined;
 if (!('missing' in nginx)) process.once('exit', () => nginx.stop());
 
 interface Target {
-  name: 'gateway' | 'bare' | 'nginx';
+  name: 'gateway' | 'bare' | 'nginx' | 'before' | 'bare-undici';
   url: string;
   cpuUs(): Promise<number>;
 }
@@ -166,6 +183,8 @@ const targets: Target[] = [
   { name: 'bare', url: bare.url as string, cpuUs: nodeCpu(bareChild) },
 ];
 if (!('missing' in nginx)) targets.push({ name: 'nginx', url: nginx.url, cpuUs: async () => nginx.cpuUs() });
+targets.push({ name: 'bare-undici', url: bareUndici.url as string, cpuUs: nodeCpu(undiciChild) });
+if (beforeChild) targets.push({ name: 'before', url: before!.url as string, cpuUs: nodeCpu(beforeChild) });
 
 const open = async (base: string, n: number) =>
   (await client.ask<{ sessions: string[] }>('open', { base, n })).sessions;
@@ -253,7 +272,16 @@ async function holdAndRelease(base: string, n: number): Promise<void> {
   await client.ask('release', { base });
 }
 async function measureMemory(t: Target): Promise<void> {
-  const child = t.name === 'gateway' ? gatewayChild : t.name === 'bare' ? bareChild : undefined;
+  const child =
+    t.name === 'gateway'
+      ? gatewayChild
+      : t.name === 'bare'
+        ? bareChild
+        : t.name === 'before'
+          ? beforeChild
+          : t.name === 'bare-undici'
+            ? undiciChild
+            : undefined;
   const read = async () => {
     if (child) return child.ask<{ heap: number; rss: number }>('heap');
     await sleep(200);
@@ -310,7 +338,9 @@ function added(data: Record<string, number[][]>, name: Name, p: number): { value
   return { value: all, range: range(perRound) };
 }
 const has = (n: string) => targets.some((t) => t.name === n);
-const ratios = (kind: 'json' | 'sse') => cpu.gateway![kind].map((g, i) => g / cpu.bare![kind][i]!);
+const ratiosOf = (name: string, to: string, kind: 'json' | 'sse') =>
+  cpu[name]![kind].map((g, i) => g / cpu[to]![kind][i]!);
+const ratios = (kind: 'json' | 'sse') => ratiosOf('gateway', 'bare', kind);
 const nginxNote = (f: (n: 'nginx') => string) => (has('nginx') ? f('nginx') : `nginx: ${nginxMissing}`);
 const fmt = (n: number, d = 1) => n.toFixed(d);
 
@@ -342,6 +372,14 @@ console.log(
   `gateway sessions observed: ${memoryGw.sessionsLive} with ${OPEN} streams open, ${memoryGw.sessionsAfter} after every session was DELETEd`,
 );
 
+if (has('before'))
+  for (const kind of ['json', 'sse'] as const) {
+    const r = (name: string) => ratiosOf(name, 'bare', kind).map((x) => fmt(x, 2));
+    console.log(
+      `${kind} CPU / bare, by round: before ${r('before').join(' ')} (median ${fmt(median(ratiosOf('before', 'bare', kind)), 2)}); gateway ${r('gateway').join(' ')} (median ${fmt(median(ratiosOf('gateway', 'bare', kind)), 2)})`,
+    );
+  }
+
 const rangeOf = (a: number[]) => range(a);
 const cpuFigure = (kind: 'json' | 'sse') => {
   const unit = kind === 'json' ? 'µs CPU per JSON request' : 'µs CPU per SSE event';
@@ -360,7 +398,13 @@ const cpuFigure = (kind: 'json' | 'sse') => {
     },
     ratio: median(r),
     ...(kind === 'sse' ? { target: 'ratio 1.15' } : {}),
-    note: `round ratios ${fmt(Math.min(...r), 2)}–${fmt(Math.max(...r), 2)}; ${nginxNote((n) => `nginx (1 worker, /proc ticks), same run: ${fmt(mean(cpu[n]![kind]), 2)} ${unit}`)}; ${ROUNDS} alternating rounds`,
+    note: `round ratios ${fmt(Math.min(...r), 2)}–${fmt(Math.max(...r), 2)}; ${nginxNote((n) => `nginx (1 worker, /proc ticks), same run: ${fmt(mean(cpu[n]![kind]), 2)} ${unit}, gateway / nginx ${fmt(median(ratiosOf('gateway', n, kind)), 1)}, bare / nginx ${fmt(median(ratiosOf('bare', n, kind)), 1)}`)}; bare with undici's pool (proxy-child.ts bare-undici), same run: ${fmt(mean(cpu['bare-undici']![kind]), 2)} ${unit}, round ratios to the node:http bare ${ratiosOf(
+      'bare-undici',
+      'bare',
+      kind,
+    )
+      .map((x) => fmt(x, 2))
+      .join(' ')}; ${ROUNDS} alternating rounds`,
   });
 };
 cpuFigure('json');
@@ -451,9 +495,10 @@ figure({
 
 // --- Done: stop what this run started ---
 if (!('missing' in nginx)) nginx.stop();
-for (const c of [gatewayChild, bareChild, client, upstreamChild]) c.proc.disconnect();
+for (const c of [gatewayChild, bareChild, undiciChild, ...(beforeChild ? [beforeChild] : []), client, upstreamChild])
+  c.proc.disconnect();
 await Promise.all(
-  [gatewayChild, bareChild].map(
+  [gatewayChild, bareChild, undiciChild, ...(beforeChild ? [beforeChild] : [])].map(
     (c) => new Promise((resolve) => (c.proc.exitCode !== null ? resolve(0) : c.proc.once('exit', resolve))),
   ),
 );

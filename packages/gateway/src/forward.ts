@@ -15,7 +15,7 @@ import { forwardingHeaders } from './forwarded.js';
 import { endToEndRequestHeaders, endToEndResponseHeaders } from './hop-by-hop.js';
 import { endAfterRefusal, readBody, refusedBodyMessage, type BodyLimits } from './request-body.js';
 import { beginInClientContext, traceContextFields } from './trace-context.js';
-import type { UpstreamClient } from './upstream.js';
+import { ExchangeAbort, type UpstreamClient } from './upstream.js';
 
 export interface ForwarderLimits extends BodyLimits {
   /** Exchanges open at once (503 above). */
@@ -149,7 +149,7 @@ export class Forwarder {
         `forwards only to its upstream; send an origin-form request (a path), not ${method === 'CONNECT' ? 'CONNECT' : 'an absolute URL'}`,
         method,
       );
-    const controller = new AbortController();
+    const controller = new ExchangeAbort();
     let idle: ReturnType<typeof setTimeout> | undefined;
     // The request's JSON-RPC id once it is known, for a 504 of the idle timer. Never the body: the
     // timer's closures live as long as the response, and a stream may stay open for hours.
@@ -255,16 +255,16 @@ export class Forwarder {
     timeout.unref();
     let upstream: IncomingMessage;
     try {
-      const sending = this.client.send(url, { method, headers, body, signal: controller.signal });
+      const sending = this.client.send(url, { method, headers, body, signal: controller });
       body = undefined;
       upstream = await sending;
     } catch (e) {
       stopIdle();
-      const aborted = controller.signal.aborted;
-      observer.proxyFailed(request, aborted ? controller.signal.reason : e);
+      const aborted = controller.aborted;
+      observer.proxyFailed(request, aborted ? controller.reason : e);
       const id = answeredId;
       if (aborted) {
-        const reason = (controller.signal.reason as Error).message;
+        const reason = (controller.reason as Error).message;
         if (reason === GatewayRefusal.UPSTREAM_TIMEOUT)
           return this.refuse(
             res,
@@ -304,8 +304,9 @@ export class Forwarder {
       upstream.destroy();
       throw e;
     }
-    // Headers now, not with the first chunk: an SSE client waits for them before anything else.
-    res.flushHeaders();
+    // Headers now, not with the first chunk: an SSE client waits for them before anything else. A JSON
+    // body's go out with its first bytes, in one write (a flush of their own is one more write a request).
+    if (observed?.stream.format !== 'json') res.flushHeaders();
     await this.pump(upstream, observed, res, controller, () => idle?.refresh());
     stopIdle();
   }
@@ -320,7 +321,7 @@ export class Forwarder {
     upstream: IncomingMessage,
     observed: PushedBody | undefined,
     res: ServerResponse,
-    controller: AbortController,
+    controller: ExchangeAbort,
     active: () => void,
   ): Promise<void> {
     return new Promise<void>((resolve) => {
@@ -350,7 +351,7 @@ export class Forwarder {
       const broken = (error: unknown): void => {
         if (ended) return;
         ended = true;
-        observed?.fail(controller.signal.aborted ? controller.signal.reason : error);
+        observed?.fail(controller.aborted ? controller.reason : error);
         res.destroy();
         settle();
       };
@@ -363,7 +364,7 @@ export class Forwarder {
       res.once('close', () => {
         // The client left: forward()'s own close handler aborted the exchange (which destroys the
         // upstream response); the body ends as aborted.
-        if (!res.writableFinished) broken(controller.signal.reason);
+        if (!res.writableFinished) broken(controller.reason);
       });
     });
   }

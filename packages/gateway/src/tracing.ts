@@ -1,13 +1,32 @@
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import type { TracerProvider } from '@opentelemetry/api';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, BatchSpanProcessor, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { EmbeddedDetector } from '@resumewatch/daemon';
 import { ATTR_SERVICE_NAME } from '@resumewatch/semconv';
+import { DetectorTracerProvider } from './detector-tracer.js';
 
 const DEFAULT_SERVICE_NAME = 'resumewatch-gateway';
 
+/**
+ * The variables by which the SDK's BasicTracerProvider would make its spans otherwise than the
+ * detector-only tracer does (its sampler, its limits): with any of them set, the spans are the SDK's.
+ */
+const SDK_SPAN_VARIABLES = [
+  'OTEL_TRACES_SAMPLER',
+  'OTEL_TRACES_SAMPLER_ARG',
+  'OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT',
+  'OTEL_ATTRIBUTE_COUNT_LIMIT',
+  'OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT',
+  'OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT',
+  'OTEL_SPAN_LINK_COUNT_LIMIT',
+  'OTEL_SPAN_EVENT_COUNT_LIMIT',
+  'OTEL_SPAN_ATTRIBUTE_PER_EVENT_COUNT_LIMIT',
+  'OTEL_SPAN_ATTRIBUTE_PER_LINK_COUNT_LIMIT',
+];
+
 export interface GatewayTracing {
-  readonly provider: BasicTracerProvider;
+  readonly provider: TracerProvider;
   /** Hands every ended span to the detector and the exporter now. */
   flush(): Promise<void>;
   shutdown(): Promise<void>;
@@ -16,6 +35,10 @@ export interface GatewayTracing {
 /**
  * The gateway's own tracer provider: every span goes to the built-in detector as it ends, and, when
  * the standard OTLP endpoint variables are set, to a central `resumewatch serve` or a Collector too.
+ * When the built-in detector is the spans' only reader (no exporter, no other span processor, the
+ * SDK's default sampler and limits), they are not the SDK's spans: the detector-only tracer
+ * (detector-tracer.ts) hands each ended span to the detector's processor, which makes of it the same
+ * record, without the SDK's span objects, processor chain and metrics on the data path.
  */
 export function gatewayTracing(options: {
   detector: EmbeddedDetector | undefined;
@@ -33,12 +56,14 @@ export function gatewayTracing(options: {
   if (env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)
     processors.push(new BatchSpanProcessor(new OTLPTraceExporter()));
   processors.push(...(options.spanProcessors ?? []));
-  const provider = new BasicTracerProvider({
-    resource: resourceFromAttributes({
-      [ATTR_SERVICE_NAME]: options.serviceName ?? (env.OTEL_SERVICE_NAME || DEFAULT_SERVICE_NAME),
-    }),
-    spanProcessors: processors,
+  const resource = resourceFromAttributes({
+    [ATTR_SERVICE_NAME]: options.serviceName ?? (env.OTEL_SERVICE_NAME || DEFAULT_SERVICE_NAME),
   });
+  const detectorOnly =
+    options.detector !== undefined && processors.length === 1 && !SDK_SPAN_VARIABLES.some((name) => env[name]);
+  const provider = detectorOnly
+    ? new DetectorTracerProvider(options.detector!.processor, resource)
+    : new BasicTracerProvider({ resource, spanProcessors: processors });
   let shutdown: Promise<void> | undefined;
   return {
     provider,

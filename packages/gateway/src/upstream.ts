@@ -12,7 +12,37 @@ export interface UpstreamRequest {
   /** End-to-end header lines, in the client's order. */
   headers: readonly [string, string][];
   body: Uint8Array;
-  signal: AbortSignal;
+  signal: UpstreamAbort;
+}
+
+/**
+ * What aborts an exchange: an AbortSignal, or the forwarder's ExchangeAbort. The exchange takes its
+ * `onabort`, the one listener it needs.
+ */
+interface UpstreamAbort {
+  readonly aborted: boolean;
+  readonly reason: unknown;
+  onabort: ((event: never) => unknown) | null;
+}
+
+/**
+ * An exchange's abort, as an AbortController's signal would carry it, without the controller: no
+ * EventTarget, no listener list, no AbortSignal handed to Node's client for every request. Aborted
+ * once, with a reason; its one listener (`onabort`, the upstream request's) called then.
+ */
+export class ExchangeAbort implements UpstreamAbort {
+  aborted = false;
+  reason: unknown = undefined;
+  onabort: (() => unknown) | null = null;
+
+  abort(reason: Error): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.reason = reason;
+    const listener = this.onabort;
+    this.onabort = null;
+    listener?.();
+  }
 }
 
 /**
@@ -60,8 +90,21 @@ export class UpstreamClient {
         // The retry never takes another pooled connection, which may be as stale as the first.
         agent: again ? false : https ? this.httpsAgent : this.httpAgent,
         ...(again && https && this.ca ? { ca: this.ca } : {}),
-        signal,
       });
+      // As Node's client does with a `signal`: an abort destroys the exchange, before or after its answer.
+      const abort = (): void => {
+        req.destroy(
+          Object.assign(new Error('The operation was aborted'), { name: 'AbortError', cause: signal.reason }),
+        );
+      };
+      if (signal.aborted) process.nextTick(abort);
+      else {
+        signal.onabort = abort;
+        // Done with, the exchange leaves the abort alone (its socket may serve another request by then).
+        req.once('close', () => {
+          if (signal.onabort === abort) signal.onabort = null;
+        });
+      }
       // Whether the request may be sent again: only if its connection was a pooled one, and the socket
       // took no byte of the request (`bytesWritten` counts what was handed to it, sent or queued) and
       // gave no byte of an answer. That is all Node can tell, and it is enough: nothing of the request
