@@ -204,7 +204,8 @@ export class SseScanner {
   /** The ASCII text of `bytes[start, end)`: a copy, never a slice of a chunk's text (see `fieldValue`). */
   private asciiText(start: number, end: number): string {
     const bytes = this.bytes;
-    const view = this.view ?? Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    const view =
+      this.view ?? (bytes instanceof Buffer ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
     return view.toString('latin1', start, end);
   }
 
@@ -250,7 +251,8 @@ export class SseScanner {
       this.atStreamStart = false;
     }
     const length = work.length;
-    const view = Buffer.from(work.buffer, work.byteOffset, work.byteLength);
+    // A Node Buffer (a proxy's chunk from Node's HTTP client) is read in place; any other view gets one.
+    const view = work instanceof Buffer ? work : Buffer.from(work.buffer, work.byteOffset, work.byteLength);
     this.view = view;
     // Positions below are in `text`, which starts at byte `base` of `work`.
     const text = view.toString('latin1', base, length);
