@@ -18,7 +18,7 @@ import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 
 /** The work of one round in a child: resolves with the number of units done (SSE events, requests). */
-export type RoundWork = () => Promise<number>;
+type RoundWork = () => Promise<number>;
 
 interface RoundReply {
   cpuUs: number;

@@ -81,8 +81,8 @@ export interface SseSink {
 /**
  * The byte-level SSE parser behind `SseParser` and the wire observer. It reports each event through
  * its own fields (offsets into `bytes`, valid during the call only, then reused), so the hot path
- * allocates nothing per event but the id string: no event object, no views, no decoded text, and
- * the event type is reused while it repeats.
+ * allocates nothing per event: no event object, no views, no decoded text, no id text until the id is
+ * read (`id`, `deferId`), and the event type is reused while it repeats.
  *
  * Each chunk is read through a latin1 view of it: one character per byte, so character positions are
  * byte positions, and the searches for line ends, colons and `"id"` run natively.
