@@ -1,169 +1,196 @@
 /**
- * CPU cost of the guard on the hot path: a client streams many SSE events over loopback from a
- * server in another process, with and without guardedFetch, in alternating rounds of one run.
- * Two clients: `lean` (reads the body, splits events, JSON.parses each data line: the least any
- * MCP client does) and `sdk` (the MCP SDK's StreamableHTTPClientTransport). Prints a table and the
- * ratio guarded/plain of process CPU time (user + system) per client.
+ * CPU cost of the guard on the hot path: what a client pays per SSE event with and without
+ * guardedFetch. Two clients:
+ *   lean  reads the body, splits events, JSON.parses each data line (the least any MCP client does),
+ *         against bench/server.ts, which streams `--events` progress notifications (each with an `id:`)
+ *         in answer to one POST
+ *   sdk   an unmodified SDK 1.x Client with StreamableHTTPClientTransport calling the lab server's
+ *         `stream_progress` tool (`--calls` calls of `--progress` events a round)
  *
- * The ratio is the median of the rounds' ratios (each round runs both, back to back), which keeps
- * a noisy neighbour from deciding the figure; the sums are printed too.
+ * How it measures (bench/client-processes.ts): the servers run in child processes, and each variant of
+ * the client (plain, guarded) in a process of its own; the variants take rounds in turn, one working at
+ * a time, the order reversed every round. A round's figure is that process's CPU (user + system, all
+ * threads) over the round, divided by the SSE events it read. Figures are medians of the rounds with
+ * their spread; the added µs and the ratio are taken per round against the plain client's round next
+ * to it. (Until this stop both variants ran in one process, sharing the SDK's optimised code and the
+ * garbage collector.)
  *
- * Each timed run starts after a full GC (with --expose-gc).
- *
- *   node --expose-gc --import tsx bench/guard.bench.ts [events per stream, default 100000] [rounds, default 10] [lean|sdk]
+ *   node --import tsx bench/guard.bench.ts [--events 20000] [--calls 10] [--progress 100] [--rounds 10] [--clients lean,sdk]
  */
 import { fork } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import {
+  VariantProcesses,
+  alternatingRounds,
+  median,
+  paired,
+  range,
+  serveRounds,
+  variantOfChild,
+} from '../../../bench/client-processes.js';
 import { figure } from '../../../bench/figure.js';
 import { guardedFetch } from '../src/index.js';
 
 type FetchLike = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
 
-const EVENTS = Number(process.argv[2] ?? 100_000);
-const gc = (globalThis as { gc?: () => void }).gc;
-const ROUNDS = Number(process.argv[3] ?? 10);
-const ONLY = process.argv[4];
-
-const server = fork(join(import.meta.dirname, 'server.ts'), [String(EVENTS)], {
-  execArgv: ['--import', 'tsx'],
-  stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+const { values } = parseArgs({
+  options: {
+    events: { type: 'string', default: '20000' },
+    calls: { type: 'string', default: '10' },
+    progress: { type: 'string', default: '100' },
+    rounds: { type: 'string', default: '10' },
+    warmup: { type: 'string', default: '2' },
+    clients: { type: 'string', default: 'lean,sdk' },
+    'lean-url': { type: 'string' },
+    'lab-url': { type: 'string' },
+    'variant-child': { type: 'string' },
+  },
 });
-const [line] = (await once(server.stdout!, 'data')) as [Buffer];
-const url = line.toString().trim();
+const EVENTS = Number(values.events);
+const CALLS = Number(values.calls);
+const PROGRESS = Number(values.progress);
+const ROUNDS = Number(values.rounds);
+const WARMUP = Number(values.warmup);
+const CLIENTS = values.clients.split(',') as ('lean' | 'sdk')[];
+const VARIANTS = ['plain', 'guarded'];
 
-let nextId = 1;
-const body = (id: number): string =>
-  JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'bench' } });
-
-async function lean(fetch: FetchLike): Promise<number> {
-  const id = nextId++;
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-    body: body(id),
-  });
-  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = '';
-  let messages = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    buffer += value;
-    let end: number;
-    while ((end = buffer.indexOf('\n\n')) >= 0) {
-      const block = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      const data = block.indexOf('data: ');
-      if (data >= 0) {
-        JSON.parse(block.slice(data + 6));
-        messages++;
-      }
-    }
+/** A variant's client process: serves the parent's rounds of each client. */
+async function child(variant: string): Promise<void> {
+  const fetch: FetchLike = variant === 'guarded' ? guardedFetch() : (input, init) => globalThis.fetch(input, init);
+  const leanUrl = values['lean-url']!;
+  let nextId = 1;
+  let sdk: Client | undefined;
+  if (CLIENTS.includes('sdk')) {
+    sdk = new Client({ name: 'bench', version: '1.0.0' });
+    await sdk.connect(new StreamableHTTPClientTransport(new URL(values['lab-url']!), { fetch }));
   }
-  return messages;
-}
-
-async function sdk(fetch: FetchLike): Promise<number> {
-  const id = nextId++;
-  const transport = new StreamableHTTPClientTransport(new URL(url), { fetch });
-  let messages = 0;
-  const done = new Promise<void>((resolve, reject) => {
-    transport.onmessage = (message) => {
-      messages++;
-      if ('id' in message && message.id === id) resolve();
-    };
-    transport.onerror = reject;
-  });
-  await transport.start();
-  await transport.send({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'bench' } });
-  await done;
-  await transport.close();
-  return messages;
-}
-
-const clients = { lean, sdk };
-const plain: FetchLike = (input, init) => globalThis.fetch(input, init);
-
-function cpuMs(start: NodeJS.CpuUsage): number {
-  const used = process.cpuUsage(start);
-  return (used.user + used.system) / 1000;
-}
-
-const results: {
-  client: string;
-  plainMs: number;
-  guardedMs: number;
-  ratioOfSums: number;
-  medianRatio: number;
-  eventsPerSecondPlain: number;
-  eventsPerSecondGuarded: number;
-}[] = [];
-/** Unrounded CPU sums per client, for the per-event figures. */
-const rawTotals = new Map<string, { plain: number; guarded: number }>();
-for (const [name, client] of Object.entries(clients)) {
-  if (ONLY !== undefined && ONLY !== name) continue;
-  // One warm-up of each, then alternating rounds; the order inside a round alternates too.
-  await client(plain);
-  await client(guardedFetch());
-  const total = { plain: 0, guarded: 0 };
-  const ratios: number[] = [];
-  for (let round = 0; round < ROUNDS; round++) {
-    const order = round % 2 === 0 ? (['plain', 'guarded'] as const) : (['guarded', 'plain'] as const);
-    const spent = { plain: 0, guarded: 0 };
-    for (const which of order) {
-      const fetch = which === 'plain' ? plain : guardedFetch();
-      // Each run pays for its own garbage, not the previous run's.
-      gc?.();
-      const start = process.cpuUsage();
-      const messages = await client(fetch);
-      spent[which] = cpuMs(start);
-      if (messages !== EVENTS + 1) throw new Error(`${name}/${which}: ${messages} messages, expected ${EVENTS + 1}`);
-    }
-    total.plain += spent.plain;
-    total.guarded += spent.guarded;
-    ratios.push(spent.guarded / spent.plain);
-  }
-  rawTotals.set(name, { ...total });
-  ratios.sort((a, b) => a - b);
-  const median =
-    ratios.length % 2 === 1
-      ? ratios[(ratios.length - 1) / 2]!
-      : (ratios[ratios.length / 2 - 1]! + ratios[ratios.length / 2]!) / 2;
-  const events = EVENTS * ROUNDS;
-  results.push({
-    client: name,
-    plainMs: Math.round(total.plain),
-    guardedMs: Math.round(total.guarded),
-    ratioOfSums: Number((total.guarded / total.plain).toFixed(3)),
-    medianRatio: Number(median.toFixed(3)),
-    eventsPerSecondPlain: Math.round(events / (total.plain / 1000)),
-    eventsPerSecondGuarded: Math.round(events / (total.guarded / 1000)),
-  });
-}
-server.kill();
-
-console.log(
-  `${EVENTS} SSE events per stream, ${ROUNDS} alternating rounds, client process CPU (user + system), Node ${process.version}${gc ? '' : '; no --expose-gc'}`,
-);
-console.table(results);
-for (const r of results) {
-  const events = EVENTS * ROUNDS;
-  const raw = rawTotals.get(r.client)!;
-  const addedUs = ((raw.guarded - raw.plain) * 1000) / events;
-  figure({
-    bench: 'guard',
-    name: `guardedFetch, ${r.client === 'sdk' ? 'unmodified SDK 1.x client' : 'lean client (bytes straight through)'}: client CPU, median of round ratios`,
-    value: (raw.guarded * 1000) / events,
-    unit: 'µs CPU per SSE event',
-    reference: {
-      name: 'the same client without the guard',
-      value: (raw.plain * 1000) / events,
-      unit: 'µs CPU per SSE event',
+  serveRounds(
+    {
+      async lean() {
+        const id = nextId++;
+        const response = await fetch(leanUrl, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+          body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'bench' } }),
+        });
+        const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+        let buffer = '';
+        let messages = 0;
+        for (;;) {
+          const { done, value } = await reader.read();
+          if (done) break;
+          buffer += value;
+          let end: number;
+          while ((end = buffer.indexOf('\n\n')) >= 0) {
+            const block = buffer.slice(0, end);
+            buffer = buffer.slice(end + 2);
+            const data = block.indexOf('data: ');
+            if (data >= 0) {
+              JSON.parse(block.slice(data + 6));
+              messages++;
+            }
+          }
+        }
+        return messages;
+      },
+      async sdk() {
+        let progress = 0;
+        for (let i = 0; i < CALLS; i++) {
+          await sdk!.callTool({ name: 'stream_progress', arguments: { count: PROGRESS, delay: 0 } }, undefined, {
+            onprogress: () => void progress++,
+          });
+        }
+        if (progress !== CALLS * PROGRESS)
+          throw new Error(`expected ${CALLS * PROGRESS} progress notifications, got ${progress}`);
+        return CALLS * (PROGRESS + 1);
+      },
     },
-    ratio: r.medianRatio,
-    target: r.client === 'sdk' ? 'ratio 1.02' : '0.3 µs added per SSE event',
-    note: `${addedUs.toFixed(2)} µs added per SSE event (ratio of sums ${r.ratioOfSums}); ${EVENTS} events a stream, ${ROUNDS} alternating rounds`,
+    async () => {
+      await sdk?.close();
+    },
+  );
+}
+
+const childVariant = variantOfChild();
+if (childVariant !== undefined) {
+  await child(childVariant);
+} else {
+  const lean = fork(join(import.meta.dirname, 'server.ts'), [String(EVENTS)], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
   });
+  const [line] = (await once(lean.stdout!, 'data')) as [Buffer];
+  const leanUrl = line.toString().trim();
+  const labCli = fileURLToPath(new URL('../node_modules/@resumewatch/lab/dist/cli.js', import.meta.url));
+  const lab = fork(labCli, ['server', '--capacity', '100000'], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
+  const labUrl = await new Promise<string>((resolve) => {
+    let out = '';
+    lab.stdout!.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      const match = /MCP\s+(\S+)/.exec(out);
+      if (match) resolve(match[1]!);
+    });
+  });
+  process.on('exit', () => {
+    lean.kill();
+    lab.kill();
+  });
+  const processes = await VariantProcesses.start(import.meta.filename, VARIANTS, [
+    '--lean-url',
+    leanUrl,
+    '--lab-url',
+    labUrl,
+    '--clients',
+    CLIENTS.join(','),
+    '--calls',
+    String(CALLS),
+    '--progress',
+    String(PROGRESS),
+  ]);
+  const expected = { lean: EVENTS + 1, sdk: CALLS * (PROGRESS + 1) };
+  const perEvent = await alternatingRounds(processes, VARIANTS, CLIENTS, ROUNDS, WARMUP, expected);
+  await processes.stop();
+  lean.kill();
+  lab.kill();
+
+  const spread = (xs: number[], digits: number) =>
+    `${median(xs).toFixed(digits)} (${range(xs)
+      .map((x) => x.toFixed(digits))
+      .join('–')})`;
+  console.log(
+    `${ROUNDS} alternating rounds after ${WARMUP} warm-up, each variant in its own process; CPU of that process (user + system) per SSE event; median (min–max) of rounds; Node ${process.version}`,
+  );
+  for (const name of CLIENTS) {
+    const plain = perEvent[name]!.plain!;
+    const guarded = perEvent[name]!.guarded!;
+    const { ratios, added } = paired(guarded, plain);
+    console.log(
+      `${name.padEnd(5)} ${expected[name]} events a round: plain ${spread(plain, 3)} µs, guarded ${spread(guarded, 3)} µs, added ${spread(added, 3)} µs, ratio ${spread(ratios, 3)}`,
+    );
+    figure({
+      bench: 'guard',
+      name: `guardedFetch, ${name === 'sdk' ? 'unmodified SDK 1.x client' : 'lean client (bytes straight through)'}: CPU of the client's own process, median of round ratios`,
+      value: median(guarded),
+      range: range(guarded),
+      unit: 'µs CPU per SSE event',
+      reference: {
+        name: 'the same client without the guard, its own process',
+        value: median(plain),
+        range: range(plain),
+        unit: 'µs CPU per SSE event',
+      },
+      ratio: median(ratios),
+      target: name === 'sdk' ? 'ratio 1.02' : '0.3 µs added per SSE event',
+      note: `${median(added).toFixed(2)} µs added per SSE event (rounds ${range(added)
+        .map((x) => x.toFixed(2))
+        .join(' to ')}), ratio ${range(ratios)
+        .map((x) => x.toFixed(3))
+        .join('–')}; ${expected[name]} events a round, ${ROUNDS} alternating rounds`,
+    });
+  }
 }

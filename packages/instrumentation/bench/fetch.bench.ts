@@ -1,16 +1,25 @@
 /**
- * CPU cost of instrumentFetch on a streaming workload, measured side by side in one run.
+ * CPU cost of instrumentFetch on a streaming workload: what a user of the SDK 1.x client pays per SSE
+ * event and per request.
  *
- * The lab server runs in a child process, so process.cpuUsage() here counts the client only: the SDK
- * v1 Client and StreamableHTTPClientTransport calling the lab's `stream_progress` tool. Three clients
- * run alternating rounds (the order reverses every round):
+ * How it measures (bench/client-processes.ts): the lab server runs in a child process, and each variant
+ * of the client in a process of its own, an unmodified SDK 1.x Client with StreamableHTTPClientTransport
+ * calling the lab's `stream_progress` tool. The variants' processes take rounds in turn, one working at
+ * a time, the order reversed every round; a round's figure is that process's CPU (user + system, all
+ * its threads) over the round, divided by the events (or requests) it read. The figures are medians of
+ * the rounds, with their spread (min–max); the added µs and the ratio are taken per round against the
+ * bare client's round next to it.
  *   bare          the SDK's own fetch
  *   wire          the wire observer with one listener that does nothing (what any listener costs)
  *   instrumented  `fetch: instrumentFetch()`, spans through the OpenTelemetry SDK with a
- *                 BatchSpanProcessor and an exporter that drops everything
- * Each round starts after a full GC (with --expose-gc), so a round pays for the garbage it makes.
+ *                 BatchSpanProcessor and an exporter that drops everything (flushed at each round's end,
+ *                 so the export is counted in the round)
+ *   undici        the SDK's own fetch, with @opentelemetry/instrumentation-undici enabled
  *
- *   node --expose-gc --import tsx bench/fetch.bench.ts [--rounds 20] [--calls 10] [--progress 100] [--variants bare,wire]
+ * Until this stop all variants ran in one process; that shared the SDK's optimised code and the garbage
+ * collector between them and read the instrumentation's cost low (a ratio below 1; bench/notes.md).
+ *
+ *   node --import tsx bench/fetch.bench.ts [--rounds 10] [--calls 10] [--progress 100] [--pings 100] [--variants bare,instrumented]
  */
 import { parseArgs } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -19,24 +28,38 @@ import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trac
 import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { WireObserver } from '@resumewatch/wire';
 import type { FetchLike } from '@resumewatch/wire';
+import {
+  VariantProcesses,
+  alternatingRounds,
+  median,
+  paired,
+  range,
+  serveRounds,
+  variantOfChild,
+} from '../../../bench/client-processes.js';
 import { figure } from '../../../bench/figure.js';
 import { startLabChild } from './lab-child.js';
 import { ourInstrumentedFetch, undiciInstrumentation } from './variants.js';
 
 const { values } = parseArgs({
   options: {
-    rounds: { type: 'string', default: '20' },
+    rounds: { type: 'string', default: '10' },
+    warmup: { type: 'string', default: '2' },
     calls: { type: 'string', default: '10' },
     progress: { type: 'string', default: '100' },
     pings: { type: 'string', default: '100' },
     variants: { type: 'string' },
+    url: { type: 'string' },
+    'variant-child': { type: 'string' },
   },
 });
 const ROUNDS = Number(values.rounds);
+const WARMUP = Number(values.warmup);
 const CALLS = Number(values.calls);
 const PROGRESS = Number(values.progress);
 const PINGS = Number(values.pings);
-const gc = (globalThis as { gc?: () => void }).gc;
+const VARIANTS = ['bare', 'wire', 'instrumented', 'undici'] as const;
+type Variant = (typeof VARIANTS)[number];
 
 class DroppingExporter implements SpanExporter {
   exported = 0;
@@ -50,153 +73,123 @@ class DroppingExporter implements SpanExporter {
   async shutdown(): Promise<void> {}
 }
 
-async function connect(url: string, fetch: FetchLike | undefined): Promise<Client> {
+/** A variant's client process: connects, then serves the parent's rounds. */
+async function child(variant: Variant, url: string): Promise<void> {
+  const exporter = new DroppingExporter();
+  const provider = new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(exporter)] });
+  let fetch: FetchLike | undefined;
+  if (variant === 'wire') fetch = new WireObserver().addListener({ onEvent: () => undefined }).wrap();
+  else if (variant === 'instrumented') fetch = ourInstrumentedFetch(provider);
+  else if (variant === 'undici') undiciInstrumentation(provider).enable();
   const client = new Client({ name: 'bench', version: '1.0.0' });
   await client.connect(new StreamableHTTPClientTransport(new URL(url), fetch ? { fetch } : {}));
-  return client;
-}
-
-/** CPU ms of `PINGS` MCP pings, one after the other: the per-request workload. */
-async function pingRound(client: Client): Promise<number> {
-  gc?.();
-  const start = process.cpuUsage();
-  for (let i = 0; i < PINGS; i++) await client.ping();
-  const used = process.cpuUsage(start);
-  return (used.user + used.system) / 1000;
-}
-
-async function round(client: Client): Promise<number> {
-  gc?.();
-  let progress = 0;
-  const start = process.cpuUsage();
-  for (let i = 0; i < CALLS; i++) {
-    await client.callTool({ name: 'stream_progress', arguments: { count: PROGRESS, delay: 0 } }, undefined, {
-      onprogress: () => void progress++,
-    });
-  }
-  const used = process.cpuUsage(start);
-  if (progress !== CALLS * PROGRESS)
-    throw new Error(`expected ${CALLS * PROGRESS} progress notifications, got ${progress}`);
-  return (used.user + used.system) / 1000;
-}
-
-const lab = await startLabChild();
-// The lab server must not outlive a failed run (it would hold the caller's pipes open).
-process.on('exit', () => lab.stop());
-const exporter = new DroppingExporter();
-const provider = new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(exporter)] });
-const undici = undiciInstrumentation(provider);
-const variants = {
-  bare: undefined,
-  wire: new WireObserver().addListener({ onEvent: () => undefined }).wrap(),
-  instrumented: ourInstrumentedFetch(provider),
-  undici: undefined,
-};
-type Variant = keyof typeof variants;
-// --variants runs a subset, e.g. one variant alone under --cpu-prof.
-const names = (values.variants?.split(',') ?? Object.keys(variants)) as Variant[];
-const clients = {} as Record<Variant, Client>;
-for (const name of names) clients[name] = await connect(lab.url, variants[name]);
-const cpu = Object.fromEntries(names.map((name) => [name, [] as number[]])) as Record<Variant, number[]>;
-const cpuPing = Object.fromEntries(names.map((name) => [name, [] as number[]])) as Record<Variant, number[]>;
-
-/** Runs `work` for one variant; the undici instrumentation is on only during its own variant's rounds. */
-async function as<T>(name: Variant, work: () => Promise<T>): Promise<T> {
-  if (name === 'undici') undici.enable();
-  try {
-    return await work();
-  } finally {
-    if (name === 'undici') undici.disable();
-  }
-}
-for (const name of names) {
-  await as(name, () => round(clients[name]));
-  await as(name, () => pingRound(clients[name]));
-}
-for (let r = 0; r < ROUNDS; r++) {
-  const order = r % 2 === 0 ? names : [...names].reverse();
-  for (const name of order) cpu[name].push(await as(name, () => round(clients[name])));
-  for (const name of order) cpuPing[name].push(await as(name, () => pingRound(clients[name])));
-}
-await provider.forceFlush();
-if (names.includes('undici') && exporter.undici === 0)
-  throw new Error('the undici instrumentation recorded no span: its figure would measure nothing');
-
-const total = (xs: number[]) => xs.reduce((sum, x) => sum + x, 0);
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const events = ROUNDS * CALLS * (PROGRESS + 1);
-console.log(
-  `workload: ${ROUNDS} rounds x ${CALLS} tools/call stream_progress x ${PROGRESS} progress events; SDK v1 client; lab server in a child process`,
-);
-console.log(
-  `node ${process.version}; ${events} SSE events per variant; ${exporter.exported} spans exported (dropped), ${exporter.undici} of them by the undici instrumentation${gc ? '' : '; no --expose-gc'}`,
-);
-const pairMedian = (a: Variant, b: Variant): number => median(cpu[a].map((x, i) => x / cpu[b][i]!));
-const base: Variant = cpu.bare ? 'bare' : names[0]!;
-console.log(
-  `variant        cpu total ms   median round ms   us per event   ratio to ${base} (sums)   median of round ratios`,
-);
-for (const name of names) {
-  const ms = total(cpu[name]);
-  const cells = [
-    ms.toFixed(0).padStart(12),
-    median(cpu[name]).toFixed(1).padStart(15),
-    ((ms * 1000) / events).toFixed(2).padStart(12),
-    (ms / total(cpu[base])).toFixed(3).padStart(20),
-    pairMedian(name, base).toFixed(3).padStart(22),
-  ];
-  console.log(`${name.padEnd(14)} ${cells.join('   ')}`);
-}
-if (cpu.instrumented && cpu.wire) {
-  console.log(
-    `instrumented / wire (the span recorder's own share): ${(total(cpu.instrumented) / total(cpu.wire)).toFixed(3)}`,
-  );
-}
-const requests = ROUNDS * PINGS;
-console.log(`\nper request: ${ROUNDS} rounds x ${PINGS} pings (one POST each)`);
-console.log(`variant        cpu total ms   us per request   us added per request   median of round ratios`);
-for (const name of names) {
-  const ms = total(cpuPing[name]);
-  const added = ((ms - total(cpuPing[base])) * 1000) / requests;
-  const ratio = median(cpuPing[name].map((x, i) => x / cpuPing[base][i]!));
-  console.log(
-    `${name.padEnd(14)} ${ms.toFixed(0).padStart(12)}   ${((ms * 1000) / requests).toFixed(1).padStart(14)}   ${added.toFixed(1).padStart(20)}   ${ratio.toFixed(3).padStart(22)}`,
+  const flush = async () => {
+    if (variant === 'instrumented' || variant === 'undici') await provider.forceFlush();
+  };
+  serveRounds(
+    {
+      async events() {
+        let progress = 0;
+        for (let i = 0; i < CALLS; i++) {
+          await client.callTool({ name: 'stream_progress', arguments: { count: PROGRESS, delay: 0 } }, undefined, {
+            onprogress: () => void progress++,
+          });
+        }
+        await flush();
+        if (progress !== CALLS * PROGRESS)
+          throw new Error(`expected ${CALLS * PROGRESS} progress notifications, got ${progress}`);
+        // Each call's stream: its progress events and the result's.
+        return CALLS * (PROGRESS + 1);
+      },
+      async pings() {
+        for (let i = 0; i < PINGS; i++) await client.ping();
+        await flush();
+        return PINGS;
+      },
+    },
+    async () => {
+      await client.close();
+      await provider.forceFlush();
+      if (variant === 'undici' && exporter.undici === 0)
+        throw new Error('the undici instrumentation recorded no span: its figure would measure nothing');
+      if (variant === 'instrumented' && exporter.exported === 0) throw new Error('instrumentFetch recorded no span');
+      await provider.shutdown();
+    },
   );
 }
 
-if (base === 'bare') {
-  const eventUs = (name: Variant) => (total(cpu[name]) * 1000) / events;
-  const requestUs = (name: Variant) => (total(cpuPing[name]) * 1000) / requests;
-  for (const name of names) {
-    if (name === 'bare') continue;
-    const label =
-      name === 'instrumented'
-        ? 'instrumentFetch'
-        : name === 'undici'
-          ? '@opentelemetry/instrumentation-undici'
-          : 'wire observer, one empty listener';
-    figure({
-      bench: 'instrumentation',
-      name: `${label}, SDK 1.x client, ${PROGRESS} progress events a call: client CPU, median of round ratios`,
-      value: eventUs(name),
-      unit: 'µs CPU per SSE event',
-      reference: { name: 'bare SDK client', value: eventUs('bare'), unit: 'µs CPU per SSE event' },
-      ratio: pairMedian(name, 'bare'),
-      target: name === 'instrumented' ? 'ratio 1.05' : undefined,
-      note: `${(eventUs(name) - eventUs('bare')).toFixed(2)} µs added per event; ${events} events per variant`,
-    });
-    figure({
-      bench: 'instrumentation',
-      name: `${label}, SDK 1.x client, one ping a request: client CPU, median of round ratios`,
-      value: requestUs(name),
-      unit: 'µs CPU per request',
-      reference: { name: 'bare SDK client', value: requestUs('bare'), unit: 'µs CPU per request' },
-      ratio: median(cpuPing[name].map((x, i) => x / cpuPing.bare[i]!)),
-      note: `${(requestUs(name) - requestUs('bare')).toFixed(1)} µs added per request; ${requests} requests per variant`,
-    });
+const childVariant = variantOfChild();
+if (childVariant !== undefined) {
+  await child(childVariant as Variant, values.url!);
+} else {
+  const names = (values.variants?.split(',') ?? [...VARIANTS]) as Variant[];
+  const lab = await startLabChild();
+  // The lab server must not outlive a failed run (it would hold the caller's pipes open).
+  process.on('exit', () => lab.stop());
+  const args = ['--url', lab.url, '--calls', String(CALLS), '--progress', String(PROGRESS), '--pings', String(PINGS)];
+  const processes = await VariantProcesses.start(import.meta.filename, names, args);
+  const events = CALLS * (PROGRESS + 1);
+  const perUnit = await alternatingRounds(processes, names, ['events', 'pings'], ROUNDS, WARMUP, {
+    events,
+    pings: PINGS,
+  });
+  await processes.stop();
+  lab.stop();
+
+  const base: Variant = names.includes('bare') ? 'bare' : names[0]!;
+  const fmt = (xs: number[], digits: number) =>
+    `${median(xs).toFixed(digits)} (${range(xs)
+      .map((x) => x.toFixed(digits))
+      .join('–')})`;
+  console.log(
+    `workload: ${CALLS} tools/call stream_progress x ${PROGRESS} progress events a round (${events} SSE events), ${PINGS} pings a round; ${ROUNDS} measured rounds after ${WARMUP} warm-up; SDK 1.x client, each variant in its own process; lab server in another; node ${process.version}`,
+  );
+  console.log('figures: median of rounds (min–max); "added" and "ratio" are per round against the same round of bare');
+  for (const [kind, unit] of [
+    ['events', 'SSE event'],
+    ['pings', 'request'],
+  ] as const) {
+    console.log(`\nper ${unit}`);
+    console.log(`${'variant'.padEnd(14)} ${'µs CPU'.padEnd(24)} ${'µs added'.padEnd(24)} ratio`);
+    for (const name of names) {
+      const own = perUnit[kind]![name]!;
+      const { ratios, added } = paired(own, perUnit[kind]![base]!);
+      console.log(`${name.padEnd(14)} ${fmt(own, 2).padEnd(24)} ${fmt(added, 2).padEnd(24)} ${fmt(ratios, 3)}`);
+    }
+  }
+
+  if (base === 'bare') {
+    for (const name of names) {
+      if (name === 'bare') continue;
+      const label =
+        name === 'instrumented'
+          ? 'instrumentFetch'
+          : name === 'undici'
+            ? '@opentelemetry/instrumentation-undici'
+            : 'wire observer, one empty listener';
+      for (const [kind, what, unit] of [
+        ['events', `${PROGRESS} progress events a call`, 'µs CPU per SSE event'],
+        ['pings', 'one ping a request', 'µs CPU per request'],
+      ] as const) {
+        const own = perUnit[kind]![name]!;
+        const bare = perUnit[kind]!.bare!;
+        const { ratios, added } = paired(own, bare);
+        figure({
+          bench: 'instrumentation',
+          name: `${label}, SDK 1.x client, ${what}: CPU of the client's own process, median of ${ROUNDS} alternating rounds`,
+          value: median(own),
+          range: range(own),
+          unit,
+          reference: { name: 'bare SDK client, its own process', value: median(bare), range: range(bare), unit },
+          ratio: median(ratios),
+          target: name === 'instrumented' && kind === 'events' ? '2 µs added per SSE event' : undefined,
+          note: `${median(added).toFixed(2)} µs added (rounds ${range(added)
+            .map((x) => x.toFixed(2))
+            .join(' to ')}), ratio ${range(ratios)
+            .map((x) => x.toFixed(3))
+            .join('–')}; ${kind === 'events' ? events : PINGS} a round`,
+        });
+      }
+    }
   }
 }
-
-for (const name of names) await clients[name].close();
-await provider.shutdown();
-lab.stop();

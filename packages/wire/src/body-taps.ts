@@ -12,6 +12,8 @@ export interface TapHost {
   streamEnded(request: WireRequest, stream: StreamRecord, how: StreamEnd, error: unknown): void;
   /** Returns false when a listener removed the event (`takeReplacement` then gives what takes its place, if anything). */
   sseEvent(request: WireRequest, stream: StreamRecord, scan: SseScanner, at: number): boolean;
+  /** After each chunk's events, while its bytes are at hand: what `sseEvent` deferred is settled. */
+  sseScanned(stream: StreamRecord, scan: SseScanner): void;
   /** The rewritten event (a batch less its removed messages) to put where the event just removed stood. */
   takeReplacement(): Uint8Array | undefined;
   jsonBody(request: WireRequest, stream: StreamRecord, messages: readonly JsonRpcMessage[]): void;
@@ -101,6 +103,7 @@ export class SseTap implements BodyTap, SseSink {
     this.at = this.observer.clock();
     if (!this.filtering) {
       this.scanner.push(chunk);
+      this.observer.sseScanned(this.stream, this.scanner);
       this.scanner.releaseBytes();
       sink.enqueue(chunk);
       return true;
@@ -109,6 +112,7 @@ export class SseTap implements BodyTap, SseSink {
     const passing = this.scanner.oversized;
     this.eventsEnd = 0;
     this.scanner.push(chunk);
+    this.observer.sseScanned(this.stream, this.scanner);
     const enqueued = this.forward(chunk, sink, passing);
     this.scanner.releaseBytes();
     return enqueued;

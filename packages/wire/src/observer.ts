@@ -696,17 +696,35 @@ export class WireObserver {
     return this.now();
   }
 
-  /** @internal Observes an SSE event; returns false when a listener removed it. */
+  /**
+   * @internal The chunk's events were observed: the id of the last that only deferred it (`deferId`)
+   * becomes the stream's `lastEventId` and `deliveredEventId`, while the chunk's bytes are at hand.
+   */
+  sseScanned(stream: StreamRecord, scan: SseScanner): void {
+    const id = scan.takeDeferredId();
+    if (id !== undefined) stream.lastEventId = stream.deliveredEventId = id;
+  }
+
+  /**
+   * @internal Observes an SSE event; returns false when a listener removed it.
+   *
+   * An event told to no listener and holding no terminal (a progress notification, nearly every event
+   * of a stream) makes no string: its id's hash goes to the session's cursors, and its text is
+   * deferred (`deferId`), made once for the last such event of the chunk (`sseScanned`). Before any
+   * listener is called or a terminal observed, a deferred id is made the stream's first, so that what
+   * they see of the stream is what it would be had every id been set as it came.
+   */
   sseEvent(request: WireRequest, stream: StreamRecord, scan: SseScanner, at: number): boolean {
-    const id = scan.id;
-    if (id !== undefined) {
-      stream.lastEventId = id;
+    const hasId = scan.hasId;
+    if (hasId) {
       // A priming event (SEP-1699): an id and no data, the client's cursor for a later poll.
       if (scan.dataLength === 0) stream.pollingAnnounced = true;
     }
     if (scan.retry !== undefined) stream.pollingAnnounced = true;
     let kept: boolean;
     let terminals = NO_TERMINALS;
+    /** The id was set on the stream as it came (the event was told, or parsed), not deferred. */
+    let idSet = false;
     if (scan.oversized) {
       // Passed on as it came, unparsed (README, "Bounds"): its id is the client's cursor; data is taken
       // for a message (the evidence a resume brought something); a terminal in it is not seen.
@@ -719,10 +737,18 @@ export class WireObserver {
       if (scan.mayHoldMethod) stream.messageEvents++;
       // Decides nothing unless its stream is a resume: told only to listeners that want every event.
       const told = this.everyEventListeners > 0 || (stream.isResume && this.eventListeners.length > 0);
-      kept =
-        !told ||
-        this.notify(new SseWireEvent(scan, request, stream, undefined, undefined, NO_TERMINALS, at), stream.isResume);
+      if (told) {
+        this.idsAsTheyCame(stream, scan);
+        idSet = true;
+        kept = this.notify(
+          new SseWireEvent(scan, request, stream, undefined, undefined, NO_TERMINALS, at),
+          stream.isResume,
+        );
+      } else kept = true;
     } else {
+      this.idsAsTheyCame(stream, scan);
+      idSet = true;
+      const id = scan.id;
       const data = scan.hasData ? scan.decodeData() : undefined;
       const messages = data !== undefined ? parseMessages(data) : NO_MESSAGES;
       terminals = this.terminalsOf(stream, messages, id);
@@ -742,13 +768,20 @@ export class WireObserver {
     if (kept) {
       const position = ++stream.deliveredEvents;
       if (terminals.length > 0) this.delivered(stream, terminals, position, undefined);
-      if (id !== undefined) {
-        stream.deliveredEventId = id;
+      if (hasId) {
+        if (idSet) stream.deliveredEventId = scan.id;
+        else scan.deferId();
         stream.deliveredEventAt = position;
         (request.session?.cursors as CursorRing | undefined)?.addHash(scan.idHash, stream, position);
       }
     }
     return kept;
+  }
+
+  /** A deferred id made the stream's, then this event's id set as it comes (before any listener sees the stream). */
+  private idsAsTheyCame(stream: StreamRecord, scan: SseScanner): void {
+    this.sseScanned(stream, scan);
+    if (scan.hasId) stream.lastEventId = scan.id;
   }
 
   /**

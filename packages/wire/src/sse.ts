@@ -81,8 +81,8 @@ export interface SseSink {
 /**
  * The byte-level SSE parser behind `SseParser` and the wire observer. It reports each event through
  * its own fields (offsets into `bytes`, valid during the call only, then reused), so the hot path
- * allocates nothing per event but the id string: no event object, no views, no decoded text, and
- * the event type is reused while it repeats.
+ * allocates nothing per event: no event object, no views, no decoded text, no id text until the id is
+ * read (`id`, `deferId`), and the event type is reused while it repeats.
  *
  * Each chunk is read through a latin1 view of it: one character per byte, so character positions are
  * byte positions, and the searches for line ends, colons and `"id"` run natively.
@@ -95,7 +95,8 @@ export class SseScanner {
   /** The event's bytes: comment lines since the previous event, its fields and its blank line. */
   rawStart = 0;
   rawEnd = 0;
-  id: string | undefined = undefined;
+  /** The event has an id (a valid `id:` field); its value is `id`. */
+  hasId = false;
   /** `hashOfId(id)` when the event has an id, computed while the id is read (internal: not on `SseEvent`). */
   idHash = 0;
   event = '';
@@ -154,8 +155,59 @@ export class SseScanner {
   private view: Buffer | undefined;
   /** The last event type: reused while it repeats, as it usually does. */
   private lastEventType = '';
+  /**
+   * The id's text, once made. An ASCII id is made text only when it is read (`id`): until then it is
+   * `bytes[idStart, idEnd)`, and most events' ids are never read (the observer keeps their hash, and
+   * the text of the last one only: `deferId`). One carried into the next chunk is made text first.
+   */
+  private idText: string | undefined = undefined;
+  private idStart = 0;
+  private idEnd = 0;
+  /** An id the host deferred (`deferId`): `bytes[deferredStart, deferredEnd)`, or `deferredText`; -1: none. */
+  private deferredStart = -1;
+  private deferredEnd = 0;
+  private deferredText: string | undefined = undefined;
 
   constructor(private readonly sink: SseSink) {}
+
+  /** Value of this event's own `id:` field, or undefined when it had none. */
+  get id(): string | undefined {
+    if (!this.hasId) return undefined;
+    return (this.idText ??= this.asciiText(this.idStart, this.idEnd));
+  }
+
+  /**
+   * Keeps the event's id for the host, to be read with `takeDeferredId` before the push ends (its bytes
+   * are the push's): the host that needs only the last id of a run of events makes one string, not one
+   * an event. A later `deferId` replaces it.
+   */
+  deferId(): void {
+    if (this.idText !== undefined) {
+      this.deferredText = this.idText;
+      this.deferredStart = -1;
+    } else {
+      this.deferredText = undefined;
+      this.deferredStart = this.idStart;
+      this.deferredEnd = this.idEnd;
+    }
+  }
+
+  /** The id last deferred (`deferId`) since the last take, as text; undefined when none. */
+  takeDeferredId(): string | undefined {
+    let text = this.deferredText;
+    if (text !== undefined) this.deferredText = undefined;
+    else if (this.deferredStart !== -1) text = this.asciiText(this.deferredStart, this.deferredEnd);
+    this.deferredStart = -1;
+    return text;
+  }
+
+  /** The ASCII text of `bytes[start, end)`: a copy, never a slice of a chunk's text (see `fieldValue`). */
+  private asciiText(start: number, end: number): string {
+    const bytes = this.bytes;
+    const view =
+      this.view ?? (bytes instanceof Buffer ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+    return view.toString('latin1', start, end);
+  }
 
   push(chunk: Uint8Array): void {
     if (chunk.length === 0) return;
@@ -199,7 +251,8 @@ export class SseScanner {
       this.atStreamStart = false;
     }
     const length = work.length;
-    const view = Buffer.from(work.buffer, work.byteOffset, work.byteLength);
+    // A Node Buffer (a proxy's chunk from Node's HTTP client) is read in place; any other view gets one.
+    const view = work instanceof Buffer ? work : Buffer.from(work.buffer, work.byteOffset, work.byteLength);
     this.view = view;
     // Positions below are in `text`, which starts at byte `base` of `work`.
     const text = view.toString('latin1', base, length);
@@ -272,8 +325,8 @@ export class SseScanner {
       }
       pos = next;
     }
-    this.view = undefined;
     this.carry(work, blockStart, base + pos, pos < textLength ? base + searchFrom : base + pos, work !== chunk);
+    this.view = undefined;
   }
 
   /**
@@ -328,6 +381,8 @@ export class SseScanner {
    */
   private carry(work: Uint8Array, blockStart: number, lineStart: number, searchAt: number, carried: boolean): void {
     const length = work.length;
+    // The id of the event in progress is made text while its bytes are at hand.
+    if (this.hasId && this.idText === undefined) this.idText = this.asciiText(this.idStart, this.idEnd);
     this.spanning = carried && blockStart === 0 && !this.oversized;
     let from = blockStart;
     const sink = this.sink;
@@ -378,6 +433,8 @@ export class SseScanner {
     this.skippingData = false;
     this.scanFrom = 0;
     this.searchFrom = 0;
+    this.deferredStart = -1;
+    this.deferredText = undefined;
     this.resetEvent();
     return rest;
   }
@@ -514,21 +571,28 @@ export class SseScanner {
    * `hashOfId` of the string); any other is decoded, then hashed.
    */
   private idValue(work: Uint8Array, text: string, base: number, start: number, end: number): void {
-    let hash = FNV_OFFSET;
-    for (let i = base + start; i < base + end; i++) {
+    // `| 0`: the offset basis as an int32 (the same bits), so that the hash stays a small integer
+    // and the loop takes no heap number; the prime a local for the same reason.
+    let hash = FNV_OFFSET | 0;
+    const prime = FNV_PRIME;
+    for (let i = base + start, stop = base + end; i < stop; i++) {
       const c = work[i]!;
       if (c >= 0x80) {
         const value = this.fieldValue(work, text, base, start, end, true);
         if (value === undefined) return;
-        this.id = value;
+        this.hasId = true;
+        this.idText = value;
         this.idHash = hashOfId(value);
         return;
       }
       if (c === 0) return;
-      hash = Math.imul(hash ^ c, FNV_PRIME);
+      hash = Math.imul(hash ^ c, prime);
     }
-    this.id =
-      end - start < COPIED_SUBSTRING ? text.slice(start, end) : this.view!.toString('latin1', base + start, base + end);
+    this.hasId = true;
+    // Made text when read (`id`); a short one now, as a substring is cheap below V8's copy bound.
+    this.idText = end - start < COPIED_SUBSTRING ? text.slice(start, end) : undefined;
+    this.idStart = base + start;
+    this.idEnd = base + end;
     this.idHash = hash & ID_HASH_MASK;
   }
 
@@ -559,7 +623,8 @@ export class SseScanner {
   }
 
   private resetEvent(): void {
-    this.id = undefined;
+    this.hasId = false;
+    this.idText = undefined;
     this.idHash = 0;
     this.event = '';
     this.hasData = false;
