@@ -1,6 +1,13 @@
 import { UNKNOWN_SERVICE } from '../core/services.js';
 import type { AttributeValue, SpanRecord } from '../core/types.js';
-import { type ByteKeys, DETECTOR_KEYS, isContractSpan, isRequestSpanKey } from './detector-keys.js';
+import {
+  type ByteKeys,
+  CONTRACT_NAMES,
+  DETECTOR_KEYS,
+  isContractSpan,
+  isRequestSpanKey,
+  mattersOffContract,
+} from './detector-keys.js';
 import { ARRAY, ESCAPED, FALSE, JsonCursor, NON_ASCII, NONE, NUMBER, OBJECT, STRING, TRUE } from './json-cursor.js';
 import {
   Admission,
@@ -8,6 +15,7 @@ import {
   F_ATTRIBUTES,
   F_END,
   F_KIND,
+  F_NAME,
   F_PARENT,
   F_SPAN,
   F_START,
@@ -42,6 +50,9 @@ const CLOSE_OBJECT_BYTE = 0x7d;
 const KV_HEAD = Buffer.from('{"key":"', 'latin1');
 const KV_VALUE = Buffer.from('","value":{"', 'latin1');
 
+/** A valid span skipped as of no use (Walk's `skip`): it stands in the entries where its record would have. */
+export const SKIPPED: object = Object.freeze({});
+
 function at(buf: Uint8Array, pos: number, bytes: Uint8Array): boolean {
   if (pos + bytes.length > buf.length) return false;
   for (let i = 0; i < bytes.length; i++) if (buf[pos + i] !== bytes[i]) return false;
@@ -52,7 +63,7 @@ function at(buf: Uint8Array, pos: number, bytes: Uint8Array): boolean {
 export class Walk {
   readonly cur: JsonCursor;
   /** Span records and problems of the counted resourceSpans, in document order. */
-  readonly entries: (SpanRecord | Problem)[] = [];
+  readonly entries: (SpanRecord | Problem | typeof SKIPPED)[] = [];
   resourceSpans = 0;
   /** Tokens of the span's scalar fields: type, start, end, flags for each of F_TRACE..F_END. */
   private readonly tok = new Int32Array(7 * 4);
@@ -77,6 +88,8 @@ export class Walk {
     buf: Uint8Array,
     maxDepth: number,
     private readonly slim: boolean,
+    /** Valid spans that cannot matter to the detector or the page's evidence become SKIPPED, their record never made. */
+    private readonly skip: boolean,
   ) {
     this.cur = new JsonCursor(buf, maxDepth);
   }
@@ -162,7 +175,7 @@ export class Walk {
     const name = service ?? UNKNOWN_SERVICE;
     for (let k = mark; k < entries.length; k++) {
       const e = entries[k]!;
-      if (!(e instanceof Problem)) e.service = name;
+      if (e !== SKIPPED && !(e instanceof Problem)) (e as SpanRecord).service = name;
     }
   }
 
@@ -240,7 +253,7 @@ export class Walk {
     cur.open(6);
     let k = 0;
     for (let first = true; cur.nextElement(first); first = false, k++) {
-      let span: SpanRecord | string;
+      let span: SpanRecord | string | typeof SKIPPED;
       if (cur.peek() === OBJECT) span = this.span();
       else {
         cur.skip(7);
@@ -254,8 +267,8 @@ export class Walk {
     }
   }
 
-  /** A Span object at depth 7: its record, or why it was rejected. */
-  private span(): SpanRecord | string {
+  /** A Span object at depth 7: its record, or why it was rejected, or SKIPPED. */
+  private span(): SpanRecord | string | typeof SKIPPED {
     const cur = this.cur;
     const tok = this.tok;
     const admit = this.admitSpan;
@@ -288,6 +301,14 @@ export class Walk {
         tok[t + 1] = cur.numStart;
         tok[t + 2] = cur.pos;
       } else cur.skip(8);
+    }
+    if (this.skip && this.skippable()) {
+      // The checks below, in their order, without making the strings.
+      if (!this.validId(F_TRACE, 16)) return 'traceId is not 16 bytes of hex';
+      if (!this.validId(F_SPAN, 8)) return 'spanId is not 8 bytes of hex';
+      if (nanosToMs(cur, tok, F_START) === undefined || nanosToMs(cur, tok, F_END) === undefined)
+        return 'startTimeUnixNano/endTimeUnixNano is not an unsigned integer';
+      return SKIPPED;
     }
     const traceId = this.traceHex() ?? id(this.scalar(F_TRACE), 16);
     if (traceId === undefined) return 'traceId is not 16 bytes of hex';
@@ -323,6 +344,41 @@ export class Walk {
       attributes,
       service: '',
     };
+  }
+
+  /**
+   * Whether the span just read cannot matter (mattersOffContract): not one of the contract spans by its
+   * name, and none of its attributes read is one that makes a span of another name matter.
+   */
+  private skippable(): boolean {
+    const tok = this.tok;
+    const t = F_NAME * 4;
+    if (tok[t] === STRING) {
+      if ((tok[t + 3]! & (ESCAPED | NON_ASCII)) === 0) {
+        if (CONTRACT_NAMES.indexOf(this.cur.buf, tok[t + 1]!, tok[t + 2]!) >= 0) return false;
+      } else if (isContractSpan(spanName(this.cur, tok))) return false;
+    }
+    const keys = this.attrKeys;
+    for (let a = 0; a < this.attrCount; a++) if (mattersOffContract(keys[a]!)) return false;
+    return true;
+  }
+
+  /** Whether a span's id field is one the record would take (hexId, else id()), without making it. */
+  private validId(field: number, bytes: number): boolean {
+    const tok = this.tok;
+    const t = field * 4;
+    const s = tok[t + 1]!;
+    const e = tok[t + 2]!;
+    if (tok[t] === STRING && tok[t + 3] === 0 && e - s === bytes * 2) {
+      const buf = this.cur.buf;
+      let i = s;
+      for (; i < e; i++) {
+        const c = buf[i]!;
+        if (!((c >= 48 && c <= 57) || (c >= 97 && c <= 102))) break;
+      }
+      if (i === e) return true;
+    }
+    return id(this.scalar(field), bytes) !== undefined;
   }
 
   /** A span's attributes array at depth 8: the key/value pairs asked for, in order. */
