@@ -43,12 +43,15 @@ import { readString } from './strings.js';
  * in json-fields.ts; the values are made from the tokens by json-values.ts and json-span-fields.ts.
  */
 
-const COLON_BYTE = 0x3a;
 const CLOSE_OBJECT_BYTE = 0x7d;
 
 /** The bytes every OTLP/JSON exporter writes around a KeyValue: `{"key":"` and `","value":{"` (from the closing quote of the key). */
 const KV_HEAD = Buffer.from('{"key":"', 'latin1');
 const KV_VALUE = Buffer.from('","value":{"', 'latin1');
+/** The AnyValue fields as exporters write them, name and colon (from the opening quote), by their index in ANY_VALUE. */
+const ANY_AS_WRITTEN = ['stringValue', 'boolValue', 'intValue', 'doubleValue'].map((f) =>
+  Buffer.from(`"${f}":`, 'latin1'),
+);
 
 /** A valid span skipped as of no use (Walk's `skip`): it stands in the entries where its record would have. */
 export const SKIPPED: object = Object.freeze({});
@@ -504,11 +507,12 @@ export class Walk {
     this.kEnd = cur.strEnd;
     this.kFlags = cur.strFlags;
     if (at(buf, cur.pos - 1, KV_VALUE)) {
-      cur.pos += KV_VALUE.length - 2;
-      cur.string();
-      const id = cur.strFlags === 0 ? ANY_VALUE.of(cur) : -1;
-      if (id >= 0 && buf[cur.pos] === COLON_BYTE) {
-        cur.pos++;
+      // The field's name and colon matched by their bytes (what string() and ANY_VALUE.of() would accept here).
+      const p = cur.pos + KV_VALUE.length - 2;
+      const c = p + 1 < buf.length ? buf[p + 1]! : 0;
+      const id = c === 0x73 ? 0 : c === 0x62 ? 1 : c === 0x69 ? 2 : c === 0x64 ? 3 : -1;
+      if (id >= 0 && at(buf, p, ANY_AS_WRITTEN[id]!)) {
+        cur.pos = p + ANY_AS_WRITTEN[id]!.length;
         const type = cur.peek();
         if (type !== OBJECT && type !== ARRAY) {
           const any = this.any;
