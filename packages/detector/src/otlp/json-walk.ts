@@ -53,6 +53,26 @@ const ANY_AS_WRITTEN = ['stringValue', 'boolValue', 'intValue', 'doubleValue'].m
   Buffer.from(`"${f}":`, 'latin1'),
 );
 
+const QUOTE_BYTE = 0x22;
+const COMMA_BYTE = 0x2c;
+/** What Walk.spanKey returns past a Span object's `}`. */
+const END_OF_OBJECT = -2;
+/** The Span fields as exporters write them, `"name":`, by their index in SPAN. */
+const SPAN_AS_WRITTEN = [
+  'traceId',
+  'spanId',
+  'parentSpanId',
+  'name',
+  'kind',
+  'startTimeUnixNano',
+  'endTimeUnixNano',
+  'attributes',
+].map((f) => Buffer.from(`"${f}":`, 'latin1'));
+/** A Span field by the first letter of its name (spanId and startTimeUnixNano share `s`: spanId here). */
+const NO_FIELD = 255;
+const SPAN_FIRST_BYTE = new Uint8Array(256).fill(NO_FIELD);
+for (const [i, f] of SPAN_AS_WRITTEN.entries()) if (i !== F_START) SPAN_FIRST_BYTE[f[1]!] = i;
+
 /** A valid span skipped as of no use (Walk's `skip`): it stands in the entries where its record would have. */
 export const SKIPPED: object = Object.freeze({});
 
@@ -279,9 +299,10 @@ export class Walk {
     this.attrCount = 0;
     cur.open(7);
     admit.reset();
-    for (let first = true; cur.nextKey(first); first = false) {
-      const id = SPAN.of(cur);
-      if (id < 0 || !admit.admit(id, SPAN.snake)) {
+    for (let first = true; ; first = false) {
+      const id = this.spanKey(first);
+      if (id === END_OF_OBJECT) break;
+      if (id < 0 || !admit.admit(id, this.keySnake)) {
         cur.skip(8);
         continue;
       }
@@ -347,6 +368,39 @@ export class Walk {
       attributes,
       service: '',
     };
+  }
+
+  /** The snake_case spelling of the span field spanKey read last, when it was one (SPAN.snake). */
+  private keySnake: string | undefined = undefined;
+
+  /**
+   * cur.nextKey() then SPAN.of() at once: the next field of a Span object, or END_OF_OBJECT past its `}`.
+   * A field's name as exporters write it (`"traceId":` right after the `{` or a `,`) is matched by its
+   * bytes with its quotes and colon; anything else goes through nextKey and SPAN.of, as before.
+   */
+  private spanKey(first: boolean): number {
+    const cur = this.cur;
+    const buf = cur.buf;
+    const n = buf.length;
+    const p = cur.pos;
+    const q = first ? p : p + 1;
+    if (q + 1 < n && buf[q] === QUOTE_BYTE && (first || buf[p] === COMMA_BYTE)) {
+      const c = buf[q + 1]!;
+      let id = SPAN_FIRST_BYTE[c]!;
+      if (id !== NO_FIELD) {
+        if (id === F_SPAN && !at(buf, q, SPAN_AS_WRITTEN[F_SPAN]!)) id = F_START;
+        const bytes = SPAN_AS_WRITTEN[id]!;
+        if (at(buf, q, bytes)) {
+          cur.pos = q + bytes.length;
+          this.keySnake = undefined;
+          return id;
+        }
+      }
+    }
+    if (!cur.nextKey(first)) return END_OF_OBJECT;
+    const id = SPAN.of(cur);
+    this.keySnake = SPAN.snake;
+    return id;
   }
 
   /**
