@@ -31,9 +31,9 @@ export const BENCHES: Bench[] = [
     id: 'detector-serve',
     dir: 'packages/daemon',
     script: 'bench/run.ts',
-    args: ['serve', 'serve-protobuf', 'decode'],
-    smokeArgs: ['serve', 'serve-protobuf', 'decode', '--smoke'],
-    what: '`resumewatch serve` over loopback: OTLP/JSON against JSON.parse, OTLP/protobuf and gRPC against protobufjs decoding (by wall and by CPU time), and the decoders alone',
+    args: ['serve', 'serve-protobuf', 'serve-mixed', 'serve-mixed-protobuf', 'decode'],
+    smokeArgs: ['serve', 'serve-protobuf', 'serve-mixed', 'serve-mixed-protobuf', 'decode', '--smoke'],
+    what: "`resumewatch serve` over loopback: OTLP/JSON against JSON.parse, OTLP/protobuf and gRPC against protobufjs decoding (by wall and by CPU time), on MCP spans and on a mixed stream (1 span in 10 MCP, 9 an application's HTTP, database and framework spans), and the decoders alone",
   },
   {
     id: 'detector-lag',

@@ -71,3 +71,23 @@ export function otlpProtobufBodies(spans: SpanRecord[], perBody: number, service
   }
   return bodies;
 }
+
+/** An OTLP export request in the OTLP/JSON mapping (hex ids), as OTLP/protobuf bytes. */
+export function protobufOfJsonRequest(request: Record<string, unknown>): Buffer {
+  const ids = (s: Record<string, unknown>): Record<string, unknown> => ({
+    ...s,
+    traceId: Buffer.from(s.traceId as string, 'hex'),
+    spanId: Buffer.from(s.spanId as string, 'hex'),
+    ...(s.parentSpanId === undefined ? {} : { parentSpanId: Buffer.from(s.parentSpanId as string, 'hex') }),
+  });
+  const copy = {
+    resourceSpans: (request.resourceSpans as Record<string, unknown>[]).map((rs) => ({
+      ...rs,
+      scopeSpans: (rs.scopeSpans as Record<string, unknown>[]).map((ss) => ({
+        ...ss,
+        spans: (ss.spans as Record<string, unknown>[]).map(ids),
+      })),
+    })),
+  };
+  return Buffer.from(ExportTraceServiceRequest.encode(ExportTraceServiceRequest.fromObject(copy)).finish());
+}

@@ -8,10 +8,14 @@
  *   no-evidence  serve's pipeline without the page's evidence (ids bounded, detector, metrics, each finding
  *                as JSON for /findings and a stream that drops the lines)
  *   pipeline     serve's pipeline whole
+ *   pipeline-all serve's pipeline whole without skipping the spans that cannot matter (before the skipping)
+ * Every stage but pipeline-all skips the spans that cannot matter, as serve does (onSkipped).
  * The difference between two stages is what the later one adds; what the serve benchmark's CPU per span
  * adds to `pipeline` is the HTTP door.
  *
- *   node --import tsx bench/pipeline.ts [--smoke]
+ *   node --import tsx bench/pipeline.ts [--smoke] [--mixed]
+ * --mixed: the mixed stream of `bench/run.ts serve-mixed` (1 span in 10 MCP, 9 an application's HTTP,
+ * database and framework spans; 3,720 MCP spans and 33,480 others a round) instead of the MCP workload.
  * runs every stage in alternating rounds, by this process's CPU time (GC helper threads included, as in
  * serve's). On a shared machine that time moves a lot; instruction counts do not:
  *   valgrind --tool=callgrind node --import tsx bench/pipeline.ts --only pipeline --rounds 1
@@ -34,10 +38,12 @@ import { Detector, decodeJsonRequest, type SpanRecord } from '@resumewatch/detec
 import { configWith, writingPipeline } from '../src/doors/writing-pipeline.js';
 import { DetectorMetrics } from '../src/metrics.js';
 import { otlpBodies, workload } from '../../detector/test/helpers/workload.js';
+import { mixedJsonBodies } from '../../detector/test/helpers/app-spans.js';
 
 const { values } = parseArgs({
   options: {
     smoke: { type: 'boolean', default: false },
+    mixed: { type: 'boolean', default: false },
     only: { type: 'string' },
     rounds: { type: 'string' },
     bodies: { type: 'string' },
@@ -50,12 +56,17 @@ const REQUESTS = SMOKE ? 600 : 6_000;
 const jsonOptions = { detectorAttributesOnly: true, maxDepth: 64 } as const;
 
 /** Round i's bodies: made, or read from (and written to, the first time) the --bodies directory. */
+function makeBodies(i: number): string[] {
+  return values.mixed
+    ? mixedJsonBodies(workload(REQUESTS / 5, `p${i}`), { service: 'bench', seed: i + 1 })
+    : otlpBodies(workload(REQUESTS, `p${i}`), 512);
+}
 function roundBodies(i: number): string[] {
   const dir = values.bodies;
-  if (dir === undefined) return otlpBodies(workload(REQUESTS, `p${i}`), 512);
+  if (dir === undefined) return makeBodies(i);
   const file = join(dir, `round-${i}.json`);
   if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8')) as string[];
-  const bodies = otlpBodies(workload(REQUESTS, `p${i}`), 512);
+  const bodies = makeBodies(i);
   mkdirSync(dir, { recursive: true });
   writeFileSync(file, JSON.stringify(bodies));
   return bodies;
@@ -67,7 +78,7 @@ const rounds = Array.from({ length: made }, (_, i) =>
   roundBodies(i).map((text) => ({ text, bytes: Buffer.from(text) })),
 );
 let spansPerRound = 0;
-for (const b of rounds[0]!) decodeJsonRequest(b.bytes, () => spansPerRound++, jsonOptions);
+for (const b of rounds[0]!) decodeJsonRequest(b.bytes, () => spansPerRound++);
 
 type Body = (typeof rounds)[number][number];
 type Feed = (body: Body) => void;
@@ -80,30 +91,41 @@ const drop = (): Writable =>
   });
 const config = configWith({ maxRequests: 1_000_000 });
 const noop = (): void => {};
+/** The decoder as serve runs it: a span that cannot matter skipped (here dropped; serve counts it). */
+const skipping = { ...jsonOptions, onSkipped: noop };
 
 /** Each stage, made only when asked for (a detector sized for 1 M requests is a few tens of MB). */
 const stages: Record<string, () => Feed> = {
   none: () => noop,
   parse: () => (b) => JSON.parse(b.text),
-  decode: () => (b) => decodeJsonRequest(b.bytes, noop, jsonOptions),
+  decode: () => (b) => decodeJsonRequest(b.bytes, noop, skipping),
   detector: () => {
     const d = new Detector({ ...config, onFinding: noop });
     const sink = (s: SpanRecord): void => void d.ingest(s);
-    return (b) => decodeJsonRequest(b.bytes, sink, jsonOptions);
+    const options = { ...jsonOptions, onSkipped: () => d.ignored() };
+    return (b) => decodeJsonRequest(b.bytes, sink, options);
   },
   metrics: () => {
     const metrics = new DetectorMetrics();
     const d = new Detector({ ...config, events: metrics, onFinding: (f) => metrics.finding(f, 0) });
     const sink = (s: SpanRecord): void => void d.ingest(s);
-    return (b) => decodeJsonRequest(b.bytes, sink, jsonOptions);
+    const options = { ...jsonOptions, onSkipped: () => d.ignored() };
+    return (b) => decodeJsonRequest(b.bytes, sink, options);
   },
   'no-evidence': () => {
     const p = writingPipeline(config, { output: drop() }).pipeline;
     p.evidence.observe = noop;
     p.evidence.reported = noop;
-    return (b) => p.ingest((sink) => decodeJsonRequest(b.bytes, sink, jsonOptions));
+    const options = { ...jsonOptions, onSkipped: p.skipped };
+    return (b) => p.ingest((sink) => decodeJsonRequest(b.bytes, sink, options));
   },
   pipeline: () => {
+    const p = writingPipeline(config, { output: drop() }).pipeline;
+    const options = { ...jsonOptions, onSkipped: p.skipped };
+    return (b) => p.ingest((sink) => decodeJsonRequest(b.bytes, sink, options));
+  },
+  /** The pipeline whole without skipping the spans that cannot matter: every span made and fed to the detector. */
+  'pipeline-all': () => {
     const p = writingPipeline(config, { output: drop() }).pipeline;
     return (b) => p.ingest((sink) => decodeJsonRequest(b.bytes, sink, jsonOptions));
   },

@@ -114,6 +114,10 @@ function compareJson(body: Buffer, maxDepth?: number): void {
   const before = referenceJson(body, true, maxDepth);
   expectSameRun(slim, { ...before, records: before.records.map(detectorView) }, true);
   expect(detect([slim.records])).toEqual(detect([before.records]));
+  expectSkippedOnlyWhatCannotMatter(
+    (sink, onSkipped) => decodeJsonRequest(body, sink, { detectorAttributesOnly: true, maxDepth, onSkipped }),
+    slim,
+  );
 }
 
 function compareProtobuf(body: Uint8Array): void {
@@ -121,6 +125,49 @@ function compareProtobuf(body: Uint8Array): void {
   const slim = run((sink) => decodeProtobufRequest(body, sink, { detectorAttributesOnly: true }));
   expectSameRun(slim, { ...before, records: before.records.map(detectorView) }, true);
   expect(detect([slim.records])).toEqual(detect([before.records]));
+  expectSkippedOnlyWhatCannotMatter(
+    (sink, onSkipped) => decodeProtobufRequest(body, sink, { detectorAttributesOnly: true, onSkipped }),
+    slim,
+  );
+}
+
+/** A record that cannot matter to the detector or the page's evidence: what the decoders may skip. */
+const cannotMatter = (s: SpanRecord): boolean =>
+  !isContractSpan(s.name) &&
+  s.attributes[ATTR_MCP_METHOD_NAME] === undefined &&
+  s.attributes[ATTR_MCP_SESSION_ID] === undefined;
+
+/**
+ * The same decoder with onSkipped: the same error or counts (its skipped spans counted apart), and in
+ * each span's place either the same record or a skip, never of a record that could matter.
+ */
+function expectSkippedOnlyWhatCannotMatter(
+  decode: (sink: (s: SpanRecord) => void, onSkipped: () => void) => DecodeResult,
+  slim: Run,
+): void {
+  const seq: (SpanRecord | 'skipped')[] = [];
+  let result: DecodeResult | undefined;
+  let error: string | undefined;
+  try {
+    result = decode(
+      (s) => seq.push({ ...s, attributes: { ...s.attributes } }),
+      () => seq.push('skipped'),
+    );
+  } catch (e) {
+    if (!(e instanceof OtlpDecodeError)) throw e;
+    error = e.message;
+  }
+  expect(error).toBe(slim.error);
+  if (result) {
+    expect(result.spans + (result.skipped ?? 0)).toBe(slim.result!.spans);
+    expect([result.invalid, result.firstError]).toEqual([slim.result!.invalid, slim.result!.firstError]);
+    expect(result.skipped ?? 0).toBe(seq.filter((x) => x === 'skipped').length);
+  }
+  expect(seq).toHaveLength(slim.records.length);
+  seq.forEach((x, i) => {
+    if (x === 'skipped') expect(cannotMatter(slim.records[i]!), `span ${i} skipped`).toBe(true);
+    else expect(x).toStrictEqual(slim.records[i]);
+  });
 }
 
 /** Every ingest result and finding of a Detector fed the records, then flushed. */

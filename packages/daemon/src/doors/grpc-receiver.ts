@@ -18,8 +18,6 @@ const EXPORT_PATH = '/opentelemetry.proto.collector.trace.v1.TraceService/Export
 const STATUS_DETAILS_KEY = 'grpc-status-details-bin';
 /** Concurrent calls on one connection: with --max-connections, what bounds the calls being received at once. */
 const MAX_STREAMS_PER_CONNECTION = 16;
-/** The gRPC door feeds nothing but the detector: only the attributes it reads are converted. */
-const DETECTOR_ONLY = { detectorAttributesOnly: true } as const;
 
 /** The request stays raw bytes until the handler decodes it, so that a malformed message is an INVALID_ARGUMENT with a reason. */
 const traceService: grpc.ServiceDefinition = {
@@ -124,6 +122,9 @@ function guard({ config, budget, shed }: GrpcReceiverInit): grpc.ServerIntercept
  */
 export async function startGrpcReceiver(init: GrpcReceiverInit, port: number): Promise<GrpcReceiver> {
   const { pipeline, config, inflight } = init;
+  // The gRPC door feeds nothing but the detector and the evidence: only the attributes they read are
+  // converted, and a span that cannot matter to them is counted and skipped.
+  const detectorOnly = { detectorAttributesOnly: true, onSkipped: pipeline.skipped } as const;
   const server = new grpc.Server({
     'grpc.max_receive_message_length': config.maxDecompressedBytes,
     'grpc.max_concurrent_streams': MAX_STREAMS_PER_CONNECTION,
@@ -135,7 +136,7 @@ export async function startGrpcReceiver(init: GrpcReceiverInit, port: number): P
       // The call's bytes are held in the budget by guard() until it is answered.
       inflight.enter();
       try {
-        const result = pipeline.ingest((sink) => decodeProtobufRequest(call.request, sink, DETECTOR_ONLY));
+        const result = pipeline.ingest((sink) => decodeProtobufRequest(call.request, sink, detectorOnly));
         callback(null, encodeProtobufResponse(result.invalid, rejectionMessage(result)));
       } catch (e) {
         if (e instanceof OtlpDecodeError) callback({ code: grpc.status.INVALID_ARGUMENT, details: e.message });

@@ -60,8 +60,11 @@ export function otlpHttpHandler({ pipeline, config, budget, inflight, shed }: Ht
   const tooLarge = `body exceeds ${config.maxBodyBytes} bytes (--max-body)`;
   // The JSON scanner refuses nesting past --max-json-depth at the first bracket too deep (the 16 M levels of
   // `[` a hostile body can hold cost microseconds); both decoders convert only what the detector reads.
-  const jsonOptions = { detectorAttributesOnly: true, maxDepth: config.maxJsonDepth } as const;
-  const protobufOptions = { detectorAttributesOnly: true } as const;
+  // A span that cannot matter (an application's HTTP, database and framework spans) is checked, counted
+  // and skipped, its record never made.
+  const onSkipped = pipeline.skipped;
+  const jsonOptions = { detectorAttributesOnly: true, maxDepth: config.maxJsonDepth, onSkipped } as const;
+  const protobufOptions = { detectorAttributesOnly: true, onSkipped } as const;
   const bodies = new BodyBuffers(KEPT_BODY_BUFFERS, Math.min(KEPT_BODY_BUFFER_BYTES, config.maxBodyBytes));
   const busy = `server busy: request bodies in flight reach ${config.maxInflightBytes} bytes (--max-inflight); retry later`;
   const refusedBody = { maxBytes: 2 * config.maxBodyBytes };

@@ -74,6 +74,12 @@ export class Pipeline {
     });
   }
 
+  /**
+   * For the decoders' onSkipped: a valid span that cannot matter to the detector or the evidence, skipped
+   * without making its record, counts as the detector would have counted it (IGNORED).
+   */
+  readonly skipped = (): void => this.detector.ignored();
+
   /** Runs a decoder over one request body, feeding every span to the detector. */
   ingest(decode: (sink: (s: SpanRecord) => void) => DecodeResult): DecodeResult {
     const result = decode(this.sink);

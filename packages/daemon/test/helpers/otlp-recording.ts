@@ -3,8 +3,13 @@ import type { AddressInfo } from 'node:net';
 import { OTLPTraceExporter as JsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import { instrumentEventStore, instrumentFetch, instrumentServerTransport } from '@resumewatch/instrumentation';
-import { runScenario, startLabServer, type ScenarioName } from '@resumewatch/lab';
+import {
+  instrumentEventStore,
+  instrumentFetch,
+  instrumentMcpServer,
+  instrumentServerTransport,
+} from '@resumewatch/instrumentation';
+import { V2_SERVER_SCENARIO_NAMES, runScenario, startLabServer, type ScenarioName } from '@resumewatch/lab';
 import { ATTR_SERVICE_NAME } from '@resumewatch/semconv';
 import { waitFor } from '../../../detector/test/helpers/wait.js';
 
@@ -85,6 +90,43 @@ export async function recordLabScenario(
     }, `the client spans of ${name} to end`);
   } finally {
     await lab.close();
+    await Promise.all([clientProvider.shutdown(), serverProvider.shutdown()]);
+    await recorder.close();
+  }
+  return recorder.batches;
+}
+
+/** The v2 scenarios start their own server: this URL is never called. */
+const UNUSED_LAB_URL = 'http://127.0.0.1:9/mcp';
+
+/**
+ * recordLabScenario for a 2026-07-28 scenario (it starts its own v2 server): the client's fetch as
+ * `<service>/client`, the v2 server through instrumentMcpServer as `<service>/server`. A first attempt's
+ * server span joins its trace only under a W3C propagator, as the OpenTelemetry Node SDK registers it
+ * (the caller sets it).
+ */
+export async function recordModernScenario(
+  name: (typeof V2_SERVER_SCENARIO_NAMES)[number],
+  service: string,
+): Promise<OtlpBatch[]> {
+  const recorder = await startOtlpRecorder();
+  const clientProvider = provider(recorder.url, `${service}/client`);
+  const serverProvider = provider(recorder.url, `${service}/server`);
+  const fetch = instrumentFetch({ tracerProvider: clientProvider, requestTimeoutMs: 10_000 });
+  try {
+    await runScenario(name, {
+      serverUrl: UNUSED_LAB_URL,
+      fetch,
+      client: 'sdk-v2',
+      modernServer: {
+        decorateServer: (s) => instrumentMcpServer(s, { tracerProvider: serverProvider, cancellationWaitMs: 5_000 }),
+      },
+    });
+    await waitFor(() => {
+      const s = fetch.stats();
+      return s.openRequests === 0 && s.openResumes === 0 && s.pendingHttp === 0 && s.heldPolls === 0;
+    }, `the client spans of ${name} to end`);
+  } finally {
     await Promise.all([clientProvider.shutdown(), serverProvider.shutdown()]);
     await recorder.close();
   }

@@ -197,6 +197,14 @@ export class Detector {
     return this.count(SpanReceivedResult.ACCEPTED);
   }
 
+  /**
+   * A span a decoder found of no use and did not make (the OTLP decoders' onSkipped): counted IGNORED,
+   * as ingest counts a span of another name than the contract spans' that carries no MCP method name.
+   */
+  ignored(): void {
+    this.count(SpanReceivedResult.IGNORED);
+  }
+
   /** Moves the detector's time forward (Unix ms): ends quiet storms, reports settled ones, releases idle state. */
   advance(nowMs: number): void {
     if (nowMs > this.now) this.now = nowMs;

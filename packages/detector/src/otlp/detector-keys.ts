@@ -95,6 +95,23 @@ export function isRequestSpanKey(key: string): boolean {
   );
 }
 
+/**
+ * Off the contract spans (by name), the attributes that make a span matter to anything `serve` does
+ * with it; a span of another name with neither is skipped by the decoders' onSkipped, its record never
+ * made. Exact, from what reads such a span:
+ * - the core (Detector.ingest) counts a span of another name IGNORED and does nothing else with it unless
+ *   it carries a string ATTR_MCP_METHOD_NAME (a request span);
+ * - the page's evidence (daemon's Evidence.observe, RequestKeys) keeps a span the core ACCEPTED or
+ *   IGNORED only if it carries a non-empty string ATTR_MCP_SESSION_ID (with a request id), or else a
+ *   string ATTR_MCP_METHOD_NAME;
+ * - bounding its ids (boundSpanStrings) changes only the record, and the SpanProcessor door feeds the
+ *   core the same way.
+ * A span that has either key, whatever its value, is kept and decided as before.
+ */
+export function mattersOffContract(key: string): boolean {
+  return key === ATTR_MCP_METHOD_NAME || key === ATTR_MCP_SESSION_ID;
+}
+
 /** The span names the core decides on; any other span only counts by its ATTR_MCP_METHOD_NAME. */
 const CONTRACT_SPAN_NAMES: readonly string[] = [SPAN_REQUEST_TERMINAL, SPAN_STREAM_RESUME, SPAN_SESSION_REATTACH];
 

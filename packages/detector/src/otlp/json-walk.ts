@@ -1,6 +1,13 @@
 import { UNKNOWN_SERVICE } from '../core/services.js';
 import type { AttributeValue, SpanRecord } from '../core/types.js';
-import { type ByteKeys, DETECTOR_KEYS, isContractSpan, isRequestSpanKey } from './detector-keys.js';
+import {
+  type ByteKeys,
+  CONTRACT_NAMES,
+  DETECTOR_KEYS,
+  isContractSpan,
+  isRequestSpanKey,
+  mattersOffContract,
+} from './detector-keys.js';
 import { ARRAY, ESCAPED, FALSE, JsonCursor, NON_ASCII, NONE, NUMBER, OBJECT, STRING, TRUE } from './json-cursor.js';
 import {
   Admission,
@@ -8,6 +15,7 @@ import {
   F_ATTRIBUTES,
   F_END,
   F_KIND,
+  F_NAME,
   F_PARENT,
   F_SPAN,
   F_START,
@@ -35,12 +43,38 @@ import { readString } from './strings.js';
  * in json-fields.ts; the values are made from the tokens by json-values.ts and json-span-fields.ts.
  */
 
-const COLON_BYTE = 0x3a;
 const CLOSE_OBJECT_BYTE = 0x7d;
 
 /** The bytes every OTLP/JSON exporter writes around a KeyValue: `{"key":"` and `","value":{"` (from the closing quote of the key). */
 const KV_HEAD = Buffer.from('{"key":"', 'latin1');
 const KV_VALUE = Buffer.from('","value":{"', 'latin1');
+/** The AnyValue fields as exporters write them, name and colon (from the opening quote), by their index in ANY_VALUE. */
+const ANY_AS_WRITTEN = ['stringValue', 'boolValue', 'intValue', 'doubleValue'].map((f) =>
+  Buffer.from(`"${f}":`, 'latin1'),
+);
+
+const QUOTE_BYTE = 0x22;
+const COMMA_BYTE = 0x2c;
+/** What Walk.spanKey returns past a Span object's `}`. */
+const END_OF_OBJECT = -2;
+/** The Span fields as exporters write them, `"name":`, by their index in SPAN. */
+const SPAN_AS_WRITTEN = [
+  'traceId',
+  'spanId',
+  'parentSpanId',
+  'name',
+  'kind',
+  'startTimeUnixNano',
+  'endTimeUnixNano',
+  'attributes',
+].map((f) => Buffer.from(`"${f}":`, 'latin1'));
+/** A Span field by the first letter of its name (spanId and startTimeUnixNano share `s`: spanId here). */
+const NO_FIELD = 255;
+const SPAN_FIRST_BYTE = new Uint8Array(256).fill(NO_FIELD);
+for (const [i, f] of SPAN_AS_WRITTEN.entries()) if (i !== F_START) SPAN_FIRST_BYTE[f[1]!] = i;
+
+/** A valid span skipped as of no use (Walk's `skip`): it stands in the entries where its record would have. */
+export const SKIPPED: object = Object.freeze({});
 
 function at(buf: Uint8Array, pos: number, bytes: Uint8Array): boolean {
   if (pos + bytes.length > buf.length) return false;
@@ -52,7 +86,7 @@ function at(buf: Uint8Array, pos: number, bytes: Uint8Array): boolean {
 export class Walk {
   readonly cur: JsonCursor;
   /** Span records and problems of the counted resourceSpans, in document order. */
-  readonly entries: (SpanRecord | Problem)[] = [];
+  readonly entries: (SpanRecord | Problem | typeof SKIPPED)[] = [];
   resourceSpans = 0;
   /** Tokens of the span's scalar fields: type, start, end, flags for each of F_TRACE..F_END. */
   private readonly tok = new Int32Array(7 * 4);
@@ -77,6 +111,8 @@ export class Walk {
     buf: Uint8Array,
     maxDepth: number,
     private readonly slim: boolean,
+    /** Valid spans that cannot matter to the detector or the page's evidence become SKIPPED, their record never made. */
+    private readonly skip: boolean,
   ) {
     this.cur = new JsonCursor(buf, maxDepth);
   }
@@ -162,7 +198,7 @@ export class Walk {
     const name = service ?? UNKNOWN_SERVICE;
     for (let k = mark; k < entries.length; k++) {
       const e = entries[k]!;
-      if (!(e instanceof Problem)) e.service = name;
+      if (e !== SKIPPED && !(e instanceof Problem)) (e as SpanRecord).service = name;
     }
   }
 
@@ -240,7 +276,7 @@ export class Walk {
     cur.open(6);
     let k = 0;
     for (let first = true; cur.nextElement(first); first = false, k++) {
-      let span: SpanRecord | string;
+      let span: SpanRecord | string | typeof SKIPPED;
       if (cur.peek() === OBJECT) span = this.span();
       else {
         cur.skip(7);
@@ -254,8 +290,8 @@ export class Walk {
     }
   }
 
-  /** A Span object at depth 7: its record, or why it was rejected. */
-  private span(): SpanRecord | string {
+  /** A Span object at depth 7: its record, or why it was rejected, or SKIPPED. */
+  private span(): SpanRecord | string | typeof SKIPPED {
     const cur = this.cur;
     const tok = this.tok;
     const admit = this.admitSpan;
@@ -263,9 +299,10 @@ export class Walk {
     this.attrCount = 0;
     cur.open(7);
     admit.reset();
-    for (let first = true; cur.nextKey(first); first = false) {
-      const id = SPAN.of(cur);
-      if (id < 0 || !admit.admit(id, SPAN.snake)) {
+    for (let first = true; ; first = false) {
+      const id = this.spanKey(first);
+      if (id === END_OF_OBJECT) break;
+      if (id < 0 || !admit.admit(id, this.keySnake)) {
         cur.skip(8);
         continue;
       }
@@ -288,6 +325,14 @@ export class Walk {
         tok[t + 1] = cur.numStart;
         tok[t + 2] = cur.pos;
       } else cur.skip(8);
+    }
+    if (this.skip && this.skippable()) {
+      // The checks below, in their order, without making the strings.
+      if (!this.validId(F_TRACE, 16)) return 'traceId is not 16 bytes of hex';
+      if (!this.validId(F_SPAN, 8)) return 'spanId is not 8 bytes of hex';
+      if (nanosToMs(cur, tok, F_START) === undefined || nanosToMs(cur, tok, F_END) === undefined)
+        return 'startTimeUnixNano/endTimeUnixNano is not an unsigned integer';
+      return SKIPPED;
     }
     const traceId = this.traceHex() ?? id(this.scalar(F_TRACE), 16);
     if (traceId === undefined) return 'traceId is not 16 bytes of hex';
@@ -323,6 +368,74 @@ export class Walk {
       attributes,
       service: '',
     };
+  }
+
+  /** The snake_case spelling of the span field spanKey read last, when it was one (SPAN.snake). */
+  private keySnake: string | undefined = undefined;
+
+  /**
+   * cur.nextKey() then SPAN.of() at once: the next field of a Span object, or END_OF_OBJECT past its `}`.
+   * A field's name as exporters write it (`"traceId":` right after the `{` or a `,`) is matched by its
+   * bytes with its quotes and colon; anything else goes through nextKey and SPAN.of, as before.
+   */
+  private spanKey(first: boolean): number {
+    const cur = this.cur;
+    const buf = cur.buf;
+    const n = buf.length;
+    const p = cur.pos;
+    const q = first ? p : p + 1;
+    if (q + 1 < n && buf[q] === QUOTE_BYTE && (first || buf[p] === COMMA_BYTE)) {
+      const c = buf[q + 1]!;
+      let id = SPAN_FIRST_BYTE[c]!;
+      if (id !== NO_FIELD) {
+        if (id === F_SPAN && !at(buf, q, SPAN_AS_WRITTEN[F_SPAN]!)) id = F_START;
+        const bytes = SPAN_AS_WRITTEN[id]!;
+        if (at(buf, q, bytes)) {
+          cur.pos = q + bytes.length;
+          this.keySnake = undefined;
+          return id;
+        }
+      }
+    }
+    if (!cur.nextKey(first)) return END_OF_OBJECT;
+    const id = SPAN.of(cur);
+    this.keySnake = SPAN.snake;
+    return id;
+  }
+
+  /**
+   * Whether the span just read cannot matter (mattersOffContract): not one of the contract spans by its
+   * name, and none of its attributes read is one that makes a span of another name matter.
+   */
+  private skippable(): boolean {
+    const tok = this.tok;
+    const t = F_NAME * 4;
+    if (tok[t] === STRING) {
+      if ((tok[t + 3]! & (ESCAPED | NON_ASCII)) === 0) {
+        if (CONTRACT_NAMES.indexOf(this.cur.buf, tok[t + 1]!, tok[t + 2]!) >= 0) return false;
+      } else if (isContractSpan(spanName(this.cur, tok))) return false;
+    }
+    const keys = this.attrKeys;
+    for (let a = 0; a < this.attrCount; a++) if (mattersOffContract(keys[a]!)) return false;
+    return true;
+  }
+
+  /** Whether a span's id field is one the record would take (hexId, else id()), without making it. */
+  private validId(field: number, bytes: number): boolean {
+    const tok = this.tok;
+    const t = field * 4;
+    const s = tok[t + 1]!;
+    const e = tok[t + 2]!;
+    if (tok[t] === STRING && tok[t + 3] === 0 && e - s === bytes * 2) {
+      const buf = this.cur.buf;
+      let i = s;
+      for (; i < e; i++) {
+        const c = buf[i]!;
+        if (!((c >= 48 && c <= 57) || (c >= 97 && c <= 102))) break;
+      }
+      if (i === e) return true;
+    }
+    return id(this.scalar(field), bytes) !== undefined;
   }
 
   /** A span's attributes array at depth 8: the key/value pairs asked for, in order. */
@@ -448,11 +561,12 @@ export class Walk {
     this.kEnd = cur.strEnd;
     this.kFlags = cur.strFlags;
     if (at(buf, cur.pos - 1, KV_VALUE)) {
-      cur.pos += KV_VALUE.length - 2;
-      cur.string();
-      const id = cur.strFlags === 0 ? ANY_VALUE.of(cur) : -1;
-      if (id >= 0 && buf[cur.pos] === COLON_BYTE) {
-        cur.pos++;
+      // The field's name and colon matched by their bytes (what string() and ANY_VALUE.of() would accept here).
+      const p = cur.pos + KV_VALUE.length - 2;
+      const c = p + 1 < buf.length ? buf[p + 1]! : 0;
+      const id = c === 0x73 ? 0 : c === 0x62 ? 1 : c === 0x69 ? 2 : c === 0x64 ? 3 : -1;
+      if (id >= 0 && at(buf, p, ANY_AS_WRITTEN[id]!)) {
+        cur.pos = p + ANY_AS_WRITTEN[id]!.length;
         const type = cur.peek();
         if (type !== OBJECT && type !== ARRAY) {
           const any = this.any;

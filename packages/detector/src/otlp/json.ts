@@ -1,7 +1,7 @@
 import type { SpanRecord } from '../core/types.js';
 import { OtlpDecodeError, type DecodeResult } from './errors.js';
 import { Problem } from './json-problem.js';
-import { Walk } from './json-walk.js';
+import { SKIPPED, Walk } from './json-walk.js';
 
 /*
  * OTLP/JSON decoding by scanning: one pass over the body's bytes that validates it as JSON.parse would
@@ -28,6 +28,13 @@ export interface JsonDecodeOptions {
    * feed nothing but a Detector.
    */
   detectorAttributesOnly?: boolean;
+  /**
+   * Called for each valid span that cannot matter to the detector or to the page's evidence
+   * (mattersOffContract in src/otlp/detector-keys.ts), in its place among the spans handed to the sink;
+   * no record is made of it (its ids, name and attributes are checked, not built). The detector would
+   * have counted it IGNORED and done nothing else with it. Without it, every valid span reaches the sink.
+   */
+  onSkipped?: () => void;
   /** Arrays and objects nested deeper than this are refused (the receiver's --max-json-depth). Default: no limit. */
   maxDepth?: number;
 }
@@ -41,15 +48,24 @@ export function decodeJsonRequest(
   sink: (s: SpanRecord) => void,
   options?: JsonDecodeOptions,
 ): DecodeResult {
-  const walk = new Walk(bytesOf(body), options?.maxDepth ?? Infinity, options?.detectorAttributesOnly === true);
+  const onSkipped = options?.onSkipped;
+  const walk = new Walk(
+    bytesOf(body),
+    options?.maxDepth ?? Infinity,
+    options?.detectorAttributesOnly === true,
+    onSkipped !== undefined,
+  );
   if (!walk.request()) throw new OtlpDecodeError('malformed OTLP/JSON: the body is not a JSON object');
   const result: DecodeResult = { spans: 0, invalid: 0, resourceSpans: walk.resourceSpans };
   const entries = walk.entries;
   for (let i = 0; i < entries.length; i++) {
     const e = entries[i]!;
-    if (!(e instanceof Problem)) {
+    if (e === SKIPPED) {
+      result.skipped = (result.skipped ?? 0) + 1;
+      onSkipped!();
+    } else if (!(e instanceof Problem)) {
       result.spans++;
-      sink(e);
+      sink(e as SpanRecord);
     } else if (e.fatal) throw new OtlpDecodeError(e.message);
     else {
       result.invalid++;

@@ -1,7 +1,13 @@
 import { ATTR_SERVICE_NAME } from '@resumewatch/semconv';
 import { UNKNOWN_SERVICE } from '../core/services.js';
 import type { AttributeValue, SpanRecord } from '../core/types.js';
-import { CONTRACT_NAMES, DETECTOR_KEYS, isContractSpan, isRequestSpanKey } from './detector-keys.js';
+import {
+  CONTRACT_NAMES,
+  DETECTOR_KEYS,
+  isContractSpan,
+  isRequestSpanKey,
+  mattersOffContract,
+} from './detector-keys.js';
 import { OtlpDecodeError, type DecodeResult } from './errors.js';
 import { spanKind } from './kind.js';
 import { readHex, readString, readUtf8 } from './strings.js';
@@ -33,6 +39,11 @@ class Reader {
   pos = 0;
   /** detectorAttributesOnly. */
   slim = false;
+  /** ProtobufDecodeOptions.onSkipped. */
+  onSkipped: (() => void) | undefined = undefined;
+  /** slim: the span's detector attributes read so far, as (key index, value start, value end), decoded at its end. */
+  attrs = new Int32Array(16 * 3);
+  attrCount = 0;
   /** Where the last trace id read starts, and its hex: the spans of one trace usually come together. */
   private lastTraceAt = -1;
   private lastTrace = '';
@@ -159,6 +170,12 @@ export interface ProtobufDecodeOptions {
    * MCP method name is kept. For receivers that feed nothing but a Detector.
    */
   detectorAttributesOnly?: boolean;
+  /**
+   * With detectorAttributesOnly: called for each valid span that cannot matter to the detector or to the
+   * page's evidence (mattersOffContract in src/otlp/detector-keys.ts), in its place among the spans handed
+   * to the sink; no record is made of it (the whole message is still walked and checked as before).
+   */
+  onSkipped?: () => void;
 }
 
 /** Decodes a binary ExportTraceServiceRequest; throws OtlpDecodeError on a malformed message. */
@@ -169,6 +186,7 @@ export function decodeProtobufRequest(
 ): DecodeResult {
   const r = new Reader(buf);
   r.slim = options?.detectorAttributesOnly === true;
+  if (r.slim) r.onSkipped = options?.onSkipped;
   const result: DecodeResult = { spans: 0, invalid: 0 };
   const end = buf.length;
   while (r.pos < end) {
@@ -231,8 +249,11 @@ function scopeSpans(
     const tag = r.tag(end);
     if (tag === ((2 << 3) | 2)) {
       const stop = r.len(end);
-      const s = span(r, stop, service);
-      if (typeof s === 'string') {
+      const s = r.slim ? slimSpan(r, stop, service) : span(r, stop, service);
+      if (s === undefined) {
+        result.skipped = (result.skipped ?? 0) + 1;
+        r.onSkipped!();
+      } else if (typeof s === 'string') {
         result.invalid++;
         result.firstError ??= s;
       } else {
@@ -244,6 +265,7 @@ function scopeSpans(
   }
 }
 
+/** A Span message whole (every attribute; slimSpan is the detector's). */
 function span(r: Reader, end: number, service: string): SpanRecord | string {
   const buf = r.buf;
   let traceId = '';
@@ -253,8 +275,7 @@ function span(r: Reader, end: number, service: string): SpanRecord | string {
   let kind = 0;
   let start = -1;
   let stop = -1;
-  let attributes: Record<string, AttributeValue> = {};
-  const slim = r.slim;
+  const attributes: Record<string, AttributeValue> = {};
   while (r.pos < end) {
     const tag = r.tag(end);
     switch (tag) {
@@ -295,7 +316,7 @@ function span(r: Reader, end: number, service: string): SpanRecord | string {
         break;
       case (9 << 3) | 2: {
         const e = r.len(end);
-        const kv = slim ? detectorKeyValue(r, e) : keyValue(r, e);
+        const kv = keyValue(r, e);
         if (kv !== undefined) attributes[kv[0]] = kv[1];
         r.pos = e;
         break;
@@ -307,12 +328,6 @@ function span(r: Reader, end: number, service: string): SpanRecord | string {
   if (traceId === '') return 'span without trace_id';
   if (spanId === '') return 'span without span_id';
   if (start < 0 || stop < 0) return 'span without start or end time';
-  // The name may follow the attributes on the wire: off the contract spans, the request span's keys are all the detector reads.
-  if (slim && !isContractSpan(name)) {
-    const kept: Record<string, AttributeValue> = {};
-    for (const key in attributes) if (isRequestSpanKey(key)) kept[key] = attributes[key]!;
-    attributes = kept;
-  }
   return {
     traceId,
     spanId,
@@ -324,6 +339,151 @@ function span(r: Reader, end: number, service: string): SpanRecord | string {
     attributes,
     service,
   };
+}
+
+/**
+ * span() for detectorAttributesOnly: positions are kept while the span is walked (its ids, name and each
+ * detector attribute's value) and strings are made at its end, once the span is known to be kept; with
+ * onSkipped, a valid span that cannot matter is undefined, none of them made. The checks, their order and
+ * the record are span()'s: the last of a repeated field counts, an attribute's last value with it.
+ */
+function slimSpan(r: Reader, end: number, service: string): SpanRecord | string | undefined {
+  const buf = r.buf;
+  let traceAt = -1;
+  let spanAt = -1;
+  let parentStart = -1;
+  let parentEnd = -1;
+  let nameStart = -1;
+  let nameEnd = -1;
+  let kind = 0;
+  let start = -1;
+  let stop = -1;
+  r.attrCount = 0;
+  while (r.pos < end) {
+    const tag = r.tag(end);
+    switch (tag) {
+      case (1 << 3) | 2: {
+        const e = r.len(end);
+        if (e - r.pos !== 16) return `span trace_id is ${e - r.pos} bytes, not 16`;
+        traceAt = r.pos;
+        r.pos = e;
+        break;
+      }
+      case (2 << 3) | 2: {
+        const e = r.len(end);
+        if (e - r.pos !== 8) return `span span_id is ${e - r.pos} bytes, not 8`;
+        spanAt = r.pos;
+        r.pos = e;
+        break;
+      }
+      case (4 << 3) | 2: {
+        const e = r.len(end);
+        // An empty parent leaves the one before it, as span() does.
+        if (e > r.pos) {
+          parentStart = r.pos;
+          parentEnd = e;
+        }
+        r.pos = e;
+        break;
+      }
+      case (5 << 3) | 2: {
+        const e = r.len(end);
+        nameStart = r.pos;
+        nameEnd = e;
+        r.pos = e;
+        break;
+      }
+      case (6 << 3) | 0:
+        kind = r.varint(end);
+        break;
+      case (7 << 3) | 1:
+        start = r.fixed64(end);
+        break;
+      case (8 << 3) | 1:
+        stop = r.fixed64(end);
+        break;
+      case (9 << 3) | 2: {
+        const e = r.len(end);
+        detectorKeyValueAt(r, e);
+        r.pos = e;
+        break;
+      }
+      default:
+        r.skip(tag & 7, end);
+    }
+  }
+  if (traceAt < 0) return 'span without trace_id';
+  if (spanAt < 0) return 'span without span_id';
+  if (start < 0 || stop < 0) return 'span without start or end time';
+  const contract = nameStart >= 0 ? CONTRACT_NAMES.find(buf, nameStart, nameEnd) : undefined;
+  const a = r.attrs;
+  const n = r.attrCount;
+  if (contract === undefined && r.onSkipped !== undefined) {
+    let matters = false;
+    for (let i = 0; i < n && !matters; i++) matters = mattersOffContract(DETECTOR_KEYS.values[a[i * 3]!]!);
+    // The contract names are ASCII: no other bytes decode to them.
+    if (!matters) return undefined;
+  }
+  const name = contract ?? (nameStart >= 0 ? readString(buf, nameStart, nameEnd) : '');
+  // Off the contract spans, the request span's keys are all the detector reads.
+  const requestSpan = !isContractSpan(name);
+  const attributes: Record<string, AttributeValue> = {};
+  for (let i = 0; i < n; i++) {
+    const key = DETECTOR_KEYS.values[a[i * 3]!]!;
+    if (requestSpan && !isRequestSpanKey(key)) continue;
+    r.pos = a[i * 3 + 1]!;
+    const value = anyValue(r, a[i * 3 + 2]!);
+    if (value !== undefined) attributes[key] = value;
+  }
+  return {
+    traceId: r.traceHex(traceAt),
+    spanId: readHex(buf, spanAt, spanAt + 8),
+    parentSpanId: parentStart >= 0 ? readHex(buf, parentStart, parentEnd) : undefined,
+    name,
+    kind: spanKind(kind),
+    startTimeUnixMs: start / 1e6,
+    endTimeUnixMs: stop / 1e6,
+    attributes,
+    service,
+  };
+}
+
+/**
+ * A KeyValue for slimSpan: when its key is one the detector reads (matched by its bytes) and it has a
+ * value, the key's index and the value's place are added to the span's attributes read. Wire order is
+ * free (the value may come first), so both are located before either is kept; as in keyValue, the last of
+ * each counts. Every value is walked (checkAnyValue), so a malformed one is refused exactly as keyValue
+ * refuses it.
+ */
+function detectorKeyValueAt(r: Reader, end: number): void {
+  const buf = r.buf;
+  let key = -1;
+  let valueStart = -1;
+  let valueEnd = -1;
+  while (r.pos < end) {
+    const tag = r.tag(end);
+    if (tag === ((1 << 3) | 2)) {
+      const e = r.len(end);
+      key = DETECTOR_KEYS.indexOf(buf, r.pos, e);
+      r.pos = e;
+    } else if (tag === ((2 << 3) | 2)) {
+      const e = r.len(end);
+      valueStart = r.pos;
+      valueEnd = e;
+      checkAnyValue(r, e);
+      r.pos = e;
+    } else r.skip(tag & 7, end);
+  }
+  if (key < 0 || valueStart < 0) return;
+  const n = r.attrCount++;
+  if ((n + 1) * 3 > r.attrs.length) {
+    const grown = new Int32Array(r.attrs.length * 2);
+    grown.set(r.attrs);
+    r.attrs = grown;
+  }
+  r.attrs[n * 3] = key;
+  r.attrs[n * 3 + 1] = valueStart;
+  r.attrs[n * 3 + 2] = valueEnd;
 }
 
 const kvOut: [string, AttributeValue] = ['', ''];
@@ -346,40 +506,6 @@ function keyValue(r: Reader, end: number): [string, AttributeValue] | undefined 
     } else r.skip(tag & 7, end);
   }
   if (value === undefined || key === '') return undefined;
-  kvOut[0] = key;
-  kvOut[1] = value;
-  return kvOut;
-}
-
-/**
- * keyValue for detectorAttributesOnly: the key is matched by its bytes against the keys the detector
- * reads, and no value string is made for any other key. Wire order is free (the value may come first),
- * so both are located before either is read; as in keyValue, the last of each counts. Every value is still
- * walked (checkAnyValue), so a malformed one is refused exactly as keyValue refuses it.
- */
-function detectorKeyValue(r: Reader, end: number): [string, AttributeValue] | undefined {
-  const buf = r.buf;
-  let key: string | undefined;
-  let valueStart = -1;
-  let valueEnd = -1;
-  while (r.pos < end) {
-    const tag = r.tag(end);
-    if (tag === ((1 << 3) | 2)) {
-      const e = r.len(end);
-      key = DETECTOR_KEYS.find(buf, r.pos, e);
-      r.pos = e;
-    } else if (tag === ((2 << 3) | 2)) {
-      const e = r.len(end);
-      valueStart = r.pos;
-      valueEnd = e;
-      checkAnyValue(r, e);
-      r.pos = e;
-    } else r.skip(tag & 7, end);
-  }
-  if (key === undefined || valueStart < 0) return undefined;
-  r.pos = valueStart;
-  const value = anyValue(r, valueEnd);
-  if (value === undefined) return undefined;
   kvOut[0] = key;
   kvOut[1] = value;
   return kvOut;
