@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { Agent, request } from 'node:http';
 import { join } from 'node:path';
@@ -192,17 +192,18 @@ async function benchServe(what: 'mcp' | 'mixed'): Promise<void> {
   const counts = rounds.map((bodies) => bodies.map(spansOfJson));
   const ROUNDS = rounds.length;
   const { child, port } = await startServe(false);
+  const bare = await startBare('json');
   const CONNECTIONS = 4;
   // Idle sockets are dropped after 2 s, before serve's 5 s keep-alive timeout closes them: a socket reused
   // just as the server closes it fails its request ("socket hang up"), which a loaded machine's pauses
   // between rounds made happen.
   const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS, timeout: IDLE_SOCKET_MS });
-  const post = (body: string) =>
+  const postTo = (to: number, body: string) =>
     new Promise<void>((resolve, reject) => {
       const req = request(
         {
           host: '127.0.0.1',
-          port,
+          port: to,
           path: '/v1/traces',
           method: 'POST',
           agent,
@@ -216,13 +217,16 @@ async function benchServe(what: 'mcp' | 'mixed'): Promise<void> {
       req.on('error', reject);
       req.end(body);
     });
+  const post = (body: string) => postTo(port, body);
   const serve: number[] = [];
   const parse: number[] = [];
   const serveCpu: number[] = [];
   const parseCpu: number[] = [];
+  const bareCpu: number[] = [];
   // One unmeasured round first: the serve process compiles its hot paths (on helper threads, counted in its
   // CPU time) during its first thousands of spans, which the built-in JSON.parse never has to.
   for (const body of warm) await post(body);
+  for (const body of warm) await postTo(bare.port, body);
   const threads0 = cpuSecondsByThread(child.pid!);
   for (const [r, bodies] of rounds.entries()) {
     await post(bodies[0]!);
@@ -243,11 +247,22 @@ async function benchServe(what: 'mcp' | 'mixed'): Promise<void> {
     for (const b of bodies) JSON.parse(b);
     parse.push(spans / (Number(process.hrtime.bigint() - parseStart) / 1e9));
     parseCpu.push(spans / ownCpuSeconds(parseCpu0));
+    // The same bodies into the bare receiver, the same way.
+    await postTo(bare.port, bodies[0]!);
+    const bare0 = cpuSecondsOf(bare.child.pid!);
+    next = 1;
+    await Promise.all(
+      Array.from({ length: CONNECTIONS }, async () => {
+        while (next < bodies.length) await postTo(bare.port, bodies[next++]!);
+      }),
+    );
+    bareCpu.push(measured / Math.max(cpuSecondsOf(bare.child.pid!) - bare0, 1 / CLOCK_TICKS));
   }
   const stream = what === 'mcp' ? 'MCP spans' : 'a mixed stream (1 span in 10 MCP, 9 HTTP, database, framework)';
   threadsReport(child.pid!, threads0, `serve OTLP/JSON, ${stream}`);
   agent.destroy();
   child.kill('SIGTERM');
+  bare.child.kill('SIGTERM');
   const show = (xs: number[]) => `${fmt(Math.min(...xs))}–${fmt(Math.max(...xs))}`;
   console.log(
     `serve (OTLP/JSON over loopback, ${stream}, 512 spans a request, ${CONNECTIONS} connections, ${ROUNDS} rounds): ${show(serve)} spans/s; ` +
@@ -292,6 +307,7 @@ async function benchServe(what: 'mcp' | 'mixed'): Promise<void> {
     target: what === 'mcp' ? undefined : 'ratio at least 1.5',
     note: `the rounds above; serve's CPU from /proc (10 ms ticks), JSON.parse's from process.cpuUsage`,
   });
+  doorFigure(name, serveCpu, bareCpu, 'JSON.parse');
 }
 
 /**
@@ -366,14 +382,15 @@ function benchDecode(): void {
 async function startServe(
   withGrpc: boolean,
 ): Promise<{ child: ReturnType<typeof spawn>; port: number; grpcPort: number; metricsPort: number }> {
-  const cli = join(import.meta.dirname, '../src/cli.ts');
+  // serve runs from its build, as users run it: through tsx, each named closure gets a property of its own
+  // (its transform's `__name`), CPU and heap serve does not have. `pnpm bench` builds first.
+  const cli = join(import.meta.dirname, '../dist/cli.js');
+  if (!existsSync(cli)) throw new Error(`${cli} is missing: build first (npx tsc -b)`);
   const prof = process.env.BENCH_PROF ? ['--cpu-prof', '--cpu-prof-dir=/tmp/sprof'] : [];
   const child = spawn(
     process.execPath,
     [
       ...prof,
-      '--import',
-      'tsx',
       cli,
       'serve',
       '--port',
@@ -409,6 +426,41 @@ async function startServe(
  * OTLP/protobuf over HTTP and OTLP/gRPC into `serve`, each against protobufjs decoding the same bodies
  * (ExportTraceServiceRequest.decode, the generated decoder) in the same round.
  */
+/** The bare HTTP receiver (bench/bare-receiver.ts) of `kind`, listening on loopback. */
+async function startBare(kind: 'json' | 'protobuf'): Promise<{ child: ReturnType<typeof spawn>; port: number }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, 'bare-receiver.ts'), kind], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  const deadline = Date.now() + 60_000;
+  while (!/port \d+/.test(out)) {
+    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`bare receiver did not start: ${out.trim()}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return { child, port: Number(/port (\d+)/.exec(out)![1]) };
+}
+
+/** The door's share of serve's CPU: serve's spans per CPU second against the bare receiver's, round by round. */
+function doorFigure(name: string, serveCpu: number[], bareCpu: number[], decoder: string): void {
+  figure({
+    bench: 'detector',
+    name: `${name}, serve's spans per CPU second against a bare HTTP receiver's (median of rounds)`,
+    value: median(serveCpu),
+    unit: 'spans/s',
+    range: range(serveCpu),
+    reference: {
+      name: `bare node:http receiver that reads each body and decodes it with ${decoder}, per CPU second of its process`,
+      value: median(bareCpu),
+      unit: 'spans/s',
+      range: range(bareCpu),
+    },
+    ratio: median(serveCpu.map((x, i) => x / bareCpu[i]!)),
+    note: `the same rounds and client; both processes' CPU from /proc (10 ms ticks): what serve costs beyond what any HTTP receiver with the reference decoder pays`,
+  });
+}
+
 async function benchServeProtobuf(what: 'mcp' | 'mixed'): Promise<void> {
   const PER = 512;
   const { rounds, warm } =
@@ -425,17 +477,18 @@ async function benchServeProtobuf(what: 'mcp' | 'mixed'): Promise<void> {
   const ROUNDS = rounds.length;
   const counts = rounds.map((bodies) => bodies.map(spansOfProtobuf));
   const { child, port, grpcPort } = await startServe(true);
+  const bare = await startBare('protobuf');
   const CONNECTIONS = 4;
   // Idle sockets are dropped after 2 s, before serve's 5 s keep-alive timeout closes them: a socket reused
   // just as the server closes it fails its request ("socket hang up"), which a loaded machine's pauses
   // between rounds made happen.
   const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS, timeout: IDLE_SOCKET_MS });
-  const postHttp = (body: Buffer) =>
+  const postHttpTo = (to: number, body: Buffer) =>
     new Promise<void>((resolve, reject) => {
       const req = request(
         {
           host: '127.0.0.1',
-          port,
+          port: to,
           path: '/v1/traces',
           method: 'POST',
           agent,
@@ -449,6 +502,7 @@ async function benchServeProtobuf(what: 'mcp' | 'mixed'): Promise<void> {
       req.on('error', reject);
       req.end(body);
     });
+  const postHttp = (body: Buffer) => postHttpTo(port, body);
   const client = new grpc.Client(`127.0.0.1:${grpcPort}`, grpc.credentials.createInsecure());
   const postGrpc = (body: Buffer) =>
     new Promise<void>((resolve, reject) => {
@@ -460,24 +514,25 @@ async function benchServeProtobuf(what: 'mcp' | 'mixed'): Promise<void> {
         (e) => (e ? reject(e) : resolve()),
       );
     });
-  const cpu = { http: [] as number[], rpc: [] as number[], decode: [] as number[] };
+  const cpu = { http: [] as number[], rpc: [] as number[], decode: [] as number[], bare: [] as number[] };
   const rate = async (
     bodies: Buffer[],
     measured: number,
     post: (b: Buffer) => Promise<void>,
     clients: number,
     cpuRates: number[],
+    pid = child.pid!,
   ) => {
     await post(bodies[0]!);
     let next = 1;
     const start = process.hrtime.bigint();
-    const cpu0 = cpuSecondsOf(child.pid!);
+    const cpu0 = cpuSecondsOf(pid);
     await Promise.all(
       Array.from({ length: clients }, async () => {
         while (next < bodies.length) await post(bodies[next++]!);
       }),
     );
-    cpuRates.push(measured / Math.max(cpuSecondsOf(child.pid!) - cpu0, 1 / CLOCK_TICKS));
+    cpuRates.push(measured / Math.max(cpuSecondsOf(pid) - cpu0, 1 / CLOCK_TICKS));
     return measured / (Number(process.hrtime.bigint() - start) / 1e9);
   };
   const http: number[] = [];
@@ -486,6 +541,7 @@ async function benchServeProtobuf(what: 'mcp' | 'mixed'): Promise<void> {
   // One unmeasured round first through each door (see benchServe).
   for (const body of warm) await postHttp(body);
   for (const body of warm) await postGrpc(body);
+  for (const body of warm) await postHttpTo(bare.port, body);
   for (const [r, bodies] of rounds.entries()) {
     const spans = sum(counts[r]!);
     const measured = spans - counts[r]![0]!;
@@ -496,10 +552,12 @@ async function benchServeProtobuf(what: 'mcp' | 'mixed'): Promise<void> {
     for (const b of bodies) ExportTraceServiceRequest.decode(b);
     decode.push(spans / (Number(process.hrtime.bigint() - start) / 1e9));
     cpu.decode.push(spans / ownCpuSeconds(cpu0));
+    await rate(bodies, measured, (b) => postHttpTo(bare.port, b), CONNECTIONS, cpu.bare, bare.child.pid!);
   }
   agent.destroy();
   client.close();
   child.kill('SIGTERM');
+  bare.child.kill('SIGTERM');
   const show = (xs: number[]) => `${fmt(Math.min(...xs))}–${fmt(Math.max(...xs))}`;
   const stream = what === 'mcp' ? '' : ', a mixed stream (1 span in 10 MCP, 9 HTTP, database, framework)';
   const mixed = what === 'mcp' ? '' : ', mixed stream (1 span in 10 MCP)';
@@ -557,6 +615,7 @@ async function benchServeProtobuf(what: 'mcp' | 'mixed'): Promise<void> {
       note: `the rounds above; serve's CPU from /proc (10 ms ticks), protobufjs's from process.cpuUsage`,
     });
   }
+  doorFigure(`serve${mixed}, OTLP/protobuf over HTTP`, cpu.http, cpu.bare, 'protobufjs');
 }
 
 function benchMemory(): void {
