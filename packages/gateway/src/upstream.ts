@@ -93,6 +93,13 @@ export class UpstreamTargets {
   }
 }
 
+/** What sending a request once more needs. */
+interface Retry {
+  target: UpstreamTarget;
+  request: UpstreamRequest;
+  headers: OutgoingHttpHeaders;
+}
+
 /**
  * Sends a client's request to the upstream with Node's own HTTP client and hands back the response as
  * it arrives: no decoding (the client gets the upstream's bytes and Content-Encoding), no redirects
@@ -128,10 +135,10 @@ export class UpstreamClient {
   ): Promise<IncomingMessage> {
     const https = target.https;
     const { method, signal } = request;
-    // The request as a retry needs it, dropped once the upstream answers: the closures below live as
-    // long as the response (a stream may stay open for hours) and must not keep the body. Only the
-    // first send may be retried.
-    let retry: UpstreamRequest | undefined = again ? undefined : request;
+    // The request as a retry needs it (its target and joined header lines too), dropped once the upstream
+    // answers: the closures below live as long as the response (a stream may stay open for hours) and
+    // must keep neither the body nor the header lines. Only the first send may be retried.
+    let retry: Retry | undefined = again ? undefined : { target, request, headers };
     let body: Uint8Array | undefined = request.body.byteLength > 0 ? request.body : undefined;
     return new Promise<IncomingMessage>((resolve, reject) => {
       const req = (https ? httpsRequest : httpRequest)({
@@ -176,7 +183,8 @@ export class UpstreamClient {
       const failed = (error: Error): void => {
         const first = retry;
         retry = undefined;
-        if (first && untouched() && !signal.aborted) this.exchange(target, first, headers, true).then(resolve, reject);
+        if (first && untouched() && !signal.aborted)
+          this.exchange(first.target, first.request, first.headers, true).then(resolve, reject);
         else reject(error);
       };
       req.once('error', failed);
