@@ -1,4 +1,10 @@
-import { request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders, type RequestOptions } from 'node:http';
+import {
+  request as httpRequest,
+  type ClientRequest,
+  type IncomingMessage,
+  type OutgoingHttpHeaders,
+  type RequestOptions,
+} from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { urlToHttpOptions } from 'node:url';
 import { HttpUpstreamAgent, HttpsUpstreamAgent, noteKeepAlive } from './upstream-agent.js';
@@ -198,6 +204,7 @@ export class UpstreamClient {
       });
       req.end(body);
       body = undefined;
+      dropHeaderLines(req);
     });
   }
 
@@ -205,6 +212,22 @@ export class UpstreamClient {
     this.httpAgent.destroy();
     this.httpsAgent.destroy();
   }
+}
+
+/** Node's own key of a request's header lines by name (`OutgoingMessage`'s `kOutHeaders`); null when it has none. */
+let outHeaders: symbol | null | undefined;
+
+/**
+ * Drops Node's by-name copy of an ended request's header lines. Node built the request's head from it
+ * when the request was ended (its `_header` text, which is what is written) and reads it after only
+ * for `getHeader` and its kin, which nothing calls on an upstream request once it is ended; kept, it
+ * would stay for as long as the response streams, hours maybe. A Node without that key keeps it.
+ */
+function dropHeaderLines(req: ClientRequest): void {
+  const header = (req as unknown as { _header?: unknown })._header;
+  if (typeof header !== 'string') return;
+  outHeaders ??= Object.getOwnPropertySymbols(req).find((key) => key.description === 'kOutHeaders') ?? null;
+  if (outHeaders !== null) (req as unknown as Record<symbol, unknown>)[outHeaders] = null;
 }
 
 /**
