@@ -178,7 +178,7 @@ export class Forwarder {
     const controller = exchange.abort;
     exchange.listening = true;
     if (this.limits.streamIdleTimeoutMs > 0) {
-      exchange.idle = setTimeout(idleExpired, this.limits.streamIdleTimeoutMs, this, exchange);
+      exchange.idle = setTimeout(idleExpired, this.limits.streamIdleTimeoutMs, exchange);
       exchange.idle.unref();
     }
 
@@ -397,7 +397,7 @@ class Exchange {
   private over = false;
 
   constructor(
-    private readonly forwarder: Forwarder,
+    readonly forwarder: Forwarder,
     readonly res: ServerResponse,
     readonly method: string,
     readonly connection: ConnectionReceipts,
@@ -433,8 +433,8 @@ class Exchange {
   };
 }
 
-function idleExpired(forwarder: Forwarder, exchange: Exchange): void {
-  forwarder.idleExpired(exchange);
+function idleExpired(exchange: Exchange): void {
+  exchange.forwarder.idleExpired(exchange);
 }
 
 function upstreamTimedOut(controller: ExchangeAbort): void {

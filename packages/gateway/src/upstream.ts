@@ -198,7 +198,7 @@ export class UpstreamClient {
         retry = undefined;
         req.off('error', failed);
         // Later errors of the exchange reach the response (its 'error' or an incomplete 'close').
-        req.on('error', () => undefined);
+        req.on('error', ignore);
         if (!again) noteKeepAlive(res.socket, res.headers['keep-alive']);
         resolve(res);
       });
@@ -213,6 +213,9 @@ export class UpstreamClient {
     this.httpsAgent.destroy();
   }
 }
+
+/** A listener that keeps an error from being thrown, for an error another listener reports. */
+function ignore(): void {}
 
 /** Node's own key of a request's header lines by name (`OutgoingMessage`'s `kOutHeaders`); null when it has none. */
 let outHeaders: symbol | null | undefined;
