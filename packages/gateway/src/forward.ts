@@ -10,12 +10,12 @@ import { answer } from './answers.js';
 import type { ClientIdentities } from './client-identity.js';
 import type { GatewayCounts } from './counts.js';
 import type { Observation } from './observation.js';
-import { ReceiptProofs, viaIntermediary } from './receipt-proof.js';
-import { forwardingHeaders } from './forwarded.js';
+import { ReceiptProofs, viaIntermediary, type ConnectionReceipts } from './receipt-proof.js';
+import { pushForwardingHeaders } from './forwarded.js';
 import { endToEndRequestHeaders, endToEndResponseHeaders } from './hop-by-hop.js';
 import { endAfterRefusal, readBody, refusedBodyMessage, type BodyLimits } from './request-body.js';
 import { beginInClientContext, traceContextFields } from './trace-context.js';
-import { ExchangeAbort, type UpstreamClient } from './upstream.js';
+import { ExchangeAbort, UpstreamTargets, type UpstreamClient } from './upstream.js';
 
 export interface ForwarderLimits extends BodyLimits {
   /** Exchanges open at once (503 above). */
@@ -29,11 +29,6 @@ export interface ForwarderLimits extends BodyLimits {
 /** Why the gateway aborted an upstream exchange. */
 const CLIENT_GONE = 'client_gone';
 
-/** What an exchange's response carried that the connection's next request may prove received. */
-interface Carried {
-  stream: StreamRecord | undefined;
-}
-
 /**
  * Forwards one client's HTTP exchange to the upstream, observed on the wire observer, and the answer
  * back: status, end-to-end headers, and the body chunk by chunk as it arrives, written only as fast as
@@ -41,6 +36,7 @@ interface Carried {
  */
 export class Forwarder {
   private readonly receipts: ReceiptProofs;
+  private readonly targets: UpstreamTargets;
 
   constructor(
     private readonly upstream: URL,
@@ -58,34 +54,61 @@ export class Forwarder {
     connectionProof: boolean,
   ) {
     this.receipts = new ReceiptProofs(observation.observer, connectionProof);
+    this.targets = new UpstreamTargets(upstream);
   }
 
   handle(req: IncomingMessage, res: ServerResponse): void {
     const method = req.method ?? 'GET';
     // Before the request is judged: what this connection's earlier responses carried is proven received.
     const connection = this.receipts.requestArrived(req.socket, viaIntermediary(req.headers));
-    const carried: Carried = { stream: undefined };
-    let over = false;
-    const responseOver = (whole: boolean): void => {
-      if (over) return;
-      over = true;
-      this.receipts.responseOver(connection, carried.stream, whole);
-    };
-    res.once('finish', () => responseOver(true));
+    const exchange = new Exchange(this, res, method, connection);
+    // One listener of each kind for the whole exchange (see `Exchange`).
+    res.once('finish', exchange.finished);
     // A pipelined request's response waits behind the connection's earlier ones, and Node never closes it
     // when the connection dies (no socket was ever given to it): closed here, or the exchange would hold
     // its --max-streams slot and its upstream stream for good.
-    if (connection.open > 1) closeQueuedWithConnection(req.socket, res);
-    res.once('close', () => {
-      responseOver(false);
-      this.counts.exchangeEnded(method, res.headersSent ? res.statusCode : undefined);
-    });
-    this.forward(req, res, method, carried).catch((e: unknown) => {
+    if (connection.open > 1) exchange.queuedOn = closeQueuedWithConnection(req.socket, res);
+    res.once('close', exchange.closed);
+    this.forward(req, res, method, exchange).catch((e: unknown) => {
       // A defect of the gateway, never the client's: the connection ends rather than the process. The
       // client is told nothing of the gateway's insides; the detail is one line on stderr, and counted.
       process.stderr.write(`resumewatch gateway: internal error: ${unexpectedErrorLine(e)}\n`);
       this.refuse(res, GatewayRefusal.INTERNAL_ERROR, 'internal error (the gateway logged it)', { method });
     });
+  }
+
+  /** The response is written whole (Node's `finish`). */
+  responseFinished(exchange: Exchange): void {
+    this.receipts.responseOver(exchange.connection, exchange.stream, true);
+  }
+
+  /** The response is closed, written whole or not. */
+  responseClosed(exchange: Exchange): void {
+    const res = exchange.res;
+    if (!exchange.finishedWhole) this.receipts.responseOver(exchange.connection, exchange.stream, false);
+    this.counts.exchangeEnded(exchange.method, res.headersSent ? res.statusCode : undefined);
+  }
+
+  /** The idle timer's end: no byte for --stream-idle-timeout. */
+  idleExpired(exchange: Exchange): void {
+    const res = exchange.res;
+    this.counts.refused(GatewayRefusal.STREAM_IDLE);
+    exchange.abort.abort(abortReason(GatewayRefusal.STREAM_IDLE));
+    if (res.headersSent) res.destroy();
+    else
+      answer(
+        res,
+        GatewayRefusal.STREAM_IDLE,
+        `no byte for ${this.limits.streamIdleTimeoutMs} ms (--stream-idle-timeout)`,
+        {
+          id: exchange.answeredId,
+          method: exchange.method,
+        },
+      );
+  }
+
+  exchangeClosed(): void {
+    this.counts.closed();
   }
 
   private refuse(
@@ -104,7 +127,7 @@ export class Forwarder {
    */
   private begin(
     req: IncomingMessage,
-    url: URL,
+    href: string,
     method: string,
     headers: [string, string][],
     body: Uint8Array,
@@ -112,7 +135,7 @@ export class Forwarder {
     scope: string,
   ): { request: WireRequest; joined: boolean } {
     const { result, joined } = beginInClientContext(req.headers, () =>
-      this.observation.begin(url.href, { method, headers, ...(body.byteLength > 0 ? { body } : {}) }, scope),
+      this.observation.begin(href, { method, headers, ...(body.byteLength > 0 ? { body } : {}) }, scope),
     );
     return { request: result, joined };
   }
@@ -135,7 +158,7 @@ export class Forwarder {
     });
   }
 
-  private async forward(req: IncomingMessage, res: ServerResponse, method: string, carried: Carried): Promise<void> {
+  private async forward(req: IncomingMessage, res: ServerResponse, method: string, exchange: Exchange): Promise<void> {
     // A rebound name (DNS rebinding) or a foreign page's request never reaches the upstream, whose
     // own Host check sees the upstream's name once the gateway has replaced it.
     const refused = this.hosts(req.headers.host, req.headers.origin);
@@ -149,47 +172,29 @@ export class Forwarder {
         `forwards only to its upstream; send an origin-form request (a path), not ${method === 'CONNECT' ? 'CONNECT' : 'an absolute URL'}`,
         method,
       );
-    const controller = new ExchangeAbort();
-    let idle: ReturnType<typeof setTimeout> | undefined;
-    // The request's JSON-RPC id once it is known, for a 504 of the idle timer. Never the body: the
-    // timer's closures live as long as the response, and a stream may stay open for hours.
-    let answeredId: string | number | null = null;
-    const stopIdle = (): void => clearTimeout(idle);
-    res.once('close', () => {
-      stopIdle();
-      if (!res.writableFinished) controller.abort(abortReason(CLIENT_GONE));
-    });
+    // The exchange's close aborts it (`Exchange.closed`); its idle timer answers or ends it. The request's
+    // JSON-RPC id is kept on the exchange once known, for a 504 of the idle timer: never the body, the
+    // exchange lives as long as the response, and a stream may stay open for hours.
+    const controller = exchange.abort;
+    exchange.listening = true;
     if (this.limits.streamIdleTimeoutMs > 0) {
-      idle = setTimeout(() => {
-        this.counts.refused(GatewayRefusal.STREAM_IDLE);
-        controller.abort(abortReason(GatewayRefusal.STREAM_IDLE));
-        if (res.headersSent) res.destroy();
-        else
-          answer(
-            res,
-            GatewayRefusal.STREAM_IDLE,
-            `no byte for ${this.limits.streamIdleTimeoutMs} ms (--stream-idle-timeout)`,
-            { id: answeredId, method },
-          );
-      }, this.limits.streamIdleTimeoutMs);
-      idle.unref();
+      exchange.idle = setTimeout(idleExpired, this.limits.streamIdleTimeoutMs, exchange);
+      exchange.idle.unref();
     }
 
     // The body before an exchange slot: a slow upload holds a connection (--max-connections) for at most
     // --body-timeout, never one of the --max-streams exchanges; each byte of it keeps the idle timer off.
     // `read` and `body` are let, cleared once the body is handed to the upstream: an async function keeps
-    // its locals in its suspended frame, and this one waits on the stream, for hours maybe.
-    let read: Awaited<ReturnType<typeof readBody>> | undefined = await readBody(req, this.limits, () =>
-      idle?.refresh(),
-    );
+    // its locals in its suspended frame while it waits for the upstream's headers.
+    let read: Awaited<ReturnType<typeof readBody>> | undefined = await readBody(req, this.limits, exchange.active);
     // Gone, or answered by the idle timer while its body was still coming (a body left unread ends the connection).
     if ('gone' in read || res.writableEnded || res.destroyed) {
-      stopIdle();
+      exchange.stopIdle();
       if ('refused' in read) res.destroy();
       return;
     }
     if ('refused' in read) {
-      stopIdle();
+      exchange.stopIdle();
       return this.refuse(res, read.refused, refusedBodyMessage(read.refused, this.limits), {
         method,
         headers: { connection: 'close' },
@@ -201,7 +206,7 @@ export class Forwarder {
     // eslint-disable-next-line no-useless-assignment
     read = undefined;
     if (this.counts.open >= this.limits.maxStreams) {
-      stopIdle();
+      exchange.stopIdle();
       return this.refuse(
         res,
         GatewayRefusal.TOO_MANY_STREAMS,
@@ -210,8 +215,8 @@ export class Forwarder {
       );
     }
     this.counts.opened();
-    res.once('close', () => this.counts.closed());
-    idle?.refresh();
+    exchange.counted = true;
+    exchange.idle?.refresh();
 
     const headers = endToEndRequestHeaders(req.rawHeaders, req.headers);
     if (body.byteLength > 0 || req.headers['content-length'] !== undefined)
@@ -219,17 +224,17 @@ export class Forwarder {
     headers.push(['host', this.upstream.host]);
     const client = this.clients.of(req);
     // The client's Host, its scheme and address, which the upstream no longer sees (forwarded.ts).
-    headers.push(...forwardingHeaders(req, client.address));
+    pushForwardingHeaders(headers, req, client.address);
     // The target appended to the upstream's origin, never resolved against it: `//host/x` or `/\host/x`
     // resolved as a URL reference names another host, and the gateway would be an open proxy.
-    const url = new URL(this.upstream.origin + target);
+    const url = this.targets.of(target);
     const observer = this.observation.observer;
     let request: WireRequest;
     let joined: boolean;
     try {
-      ({ request, joined } = this.begin(req, url, method, headers, body, client.scope));
+      ({ request, joined } = this.begin(req, url.href, method, headers, body, client.scope));
     } catch (e) {
-      stopIdle();
+      exchange.stopIdle();
       if (!(e instanceof InvalidResumptionError)) throw e;
       // Answered as a server with no stream here answers a GET: the client's SDK stops resuming.
       return answer(res, GuardAction.RESUME_REFUSED, 'request already delivered its result', {
@@ -237,7 +242,7 @@ export class Forwarder {
         headers: { allow: 'POST, DELETE' },
       });
     }
-    answeredId = oneRequestId(request);
+    exchange.answeredId = oneRequestId(request);
     // The gateway's request span as the upstream's parent (its `traceparent`): in place of the client's
     // when that span is the client span's child, else only when the client sent none. A request the
     // gateway has no span for (a notification, a GET) keeps the client's.
@@ -246,12 +251,9 @@ export class Forwarder {
     const traceContext = observer.addedHeaders(request, clientFree);
     if (traceContext) {
       if (clientFree !== headers) headers.splice(0, headers.length, ...clientFree);
-      headers.push(...traceContext);
+      for (const line of traceContext) headers.push(line);
     }
-    const timeout = setTimeout(
-      () => controller.abort(abortReason(GatewayRefusal.UPSTREAM_TIMEOUT)),
-      this.limits.upstreamTimeoutMs,
-    );
+    const timeout = setTimeout(upstreamTimedOut, this.limits.upstreamTimeoutMs, controller);
     timeout.unref();
     let upstream: IncomingMessage;
     try {
@@ -259,10 +261,10 @@ export class Forwarder {
       body = undefined;
       upstream = await sending;
     } catch (e) {
-      stopIdle();
+      exchange.stopIdle();
       const aborted = controller.aborted;
       observer.proxyFailed(request, aborted ? controller.reason : e);
-      const id = answeredId;
+      const id = exchange.answeredId;
       if (aborted) {
         const reason = (controller.reason as Error).message;
         if (reason === GatewayRefusal.UPSTREAM_TIMEOUT)
@@ -290,7 +292,7 @@ export class Forwarder {
       upstream.destroy();
       return;
     }
-    carried.stream = observed?.stream;
+    exchange.stream = observed?.stream;
     // A body the guard may shorten never carries the upstream's length: Node frames it (chunked, or the
     // connection's close for an HTTP/1.0 client), so a keep-alive connection stays in step.
     const filtered = this.filtering && observed?.stream.format === 'sse';
@@ -299,7 +301,7 @@ export class Forwarder {
     } catch (e) {
       // A response Node will not relay (a status below 100): the exchange ends here, the upstream's
       // connection and the idle timer with it, and the caller answers internal_error.
-      stopIdle();
+      exchange.stopIdle();
       observed?.fail(e);
       upstream.destroy();
       throw e;
@@ -307,67 +309,136 @@ export class Forwarder {
     // Headers now, not with the first chunk: an SSE client waits for them before anything else. A JSON
     // body's go out with its first bytes, in one write (a flush of their own is one more write a request).
     if (observed?.stream.format !== 'json') res.flushHeaders();
-    await this.pump(upstream, observed, res, controller, () => idle?.refresh());
-    stopIdle();
+    // Not awaited: this frame ends here, and holds nothing while the body streams (for hours maybe). The
+    // idle timer stops when the response is over (`Exchange`).
+    pump(upstream, observed, res, exchange);
+  }
+}
+
+/**
+ * Copies the body to the client chunk by chunk as it arrives, through the observer when it is JSON or
+ * SSE, pausing the upstream while the client has not taken what was written. An upstream that breaks
+ * mid-body breaks the client's response (never a clean end). The terminals it carried count as
+ * received only on the client's proof (its cursor, or its next request on the connection: `handle`).
+ */
+function pump(
+  upstream: IncomingMessage,
+  observed: PushedBody | undefined,
+  res: ServerResponse,
+  exchange: Exchange,
+): void {
+  const controller = exchange.abort;
+  const sink = {
+    enqueue(bytes: Uint8Array): void {
+      if (!res.write(bytes)) upstream.pause();
+    },
+  };
+  res.on('drain', () => upstream.resume());
+  const active = exchange.active;
+  upstream.on(
+    'data',
+    observed
+      ? (chunk: Buffer) => {
+          active();
+          observed.chunk(chunk, sink);
+        }
+      : (chunk: Buffer) => {
+          active();
+          sink.enqueue(chunk);
+        },
+  );
+  let ended = false;
+  upstream.once('end', () => {
+    ended = true;
+    observed?.end(sink);
+    res.end();
+  });
+  const broken = (error: unknown): void => {
+    if (ended) return;
+    ended = true;
+    observed?.fail(controller.aborted ? controller.reason : error);
+    res.destroy();
+    exchange.stopIdle();
+  };
+  upstream.once('error', broken);
+  upstream.once('close', () => {
+    if (!upstream.complete)
+      broken(Object.assign(new Error('upstream closed the response early'), { code: 'ECONNRESET' }));
+  });
+  // The client left: the exchange's close aborted it first (which destroys the upstream response); the
+  // body ends as aborted.
+  exchange.broken = broken;
+}
+
+/**
+ * One exchange's state, read by the one \`finish\` and the one \`close\` listener its response carries
+ * and by its idle timer, in the order the forwarder's steps once put their own listeners: the proof of
+ * receipt's count, then the exchange's abort and idle timer, then its --max-streams slot, then the body's
+ * pump. Fields, not closures of \`forward\`: what an open stream keeps is this object.
+ */
+class Exchange {
+  /** The observed body's stream, once the response's headers are written: the connection's next request may prove it received. */
+  stream: StreamRecord | undefined = undefined;
+  /** Node's `finish`: the response was written whole. */
+  finishedWhole = false;
+  readonly abort = new ExchangeAbort();
+  /** The idle timer (--stream-idle-timeout). */
+  idle: ReturnType<typeof setTimeout> | undefined = undefined;
+  /** The request's JSON-RPC id once known, for the idle timer's 504. */
+  answeredId: string | number | null = null;
+  /** The forwarder took the request past its Host check: the response's close aborts the exchange. */
+  listening = false;
+  /** The exchange holds one of the --max-streams slots. */
+  counted = false;
+  /** The body's pump, once it runs: the response closed before it was written whole. */
+  broken: ((error: unknown) => void) | undefined = undefined;
+  /** For a queued response (pipelining): stops watching the connection's close. */
+  queuedOn: (() => void) | undefined = undefined;
+  private over = false;
+
+  constructor(
+    readonly forwarder: Forwarder,
+    readonly res: ServerResponse,
+    readonly method: string,
+    readonly connection: ConnectionReceipts,
+  ) {}
+
+  /** Each byte either way keeps the idle timer off. */
+  readonly active = (): void => {
+    this.idle?.refresh();
+  };
+
+  stopIdle(): void {
+    clearTimeout(this.idle);
   }
 
-  /**
-   * Copies the body to the client chunk by chunk as it arrives, through the observer when it is JSON or
-   * SSE, pausing the upstream while the client has not taken what was written. An upstream that breaks
-   * mid-body breaks the client's response (never a clean end). The terminals it carried count as
-   * received only on the client's proof (its cursor, or its next request on the connection: `handle`).
-   */
-  private pump(
-    upstream: IncomingMessage,
-    observed: PushedBody | undefined,
-    res: ServerResponse,
-    controller: ExchangeAbort,
-    active: () => void,
-  ): Promise<void> {
-    return new Promise<void>((resolve) => {
-      let over = false;
-      const settle = (): void => {
-        if (over) return;
-        over = true;
-        resolve();
-      };
-      const sink = {
-        enqueue(bytes: Uint8Array): void {
-          if (!res.write(bytes)) upstream.pause();
-        },
-      };
-      res.on('drain', () => upstream.resume());
-      upstream.on('data', (chunk: Buffer) => {
-        active();
-        if (observed) observed.chunk(chunk, sink);
-        else sink.enqueue(chunk);
-      });
-      let ended = false;
-      upstream.once('end', () => {
-        ended = true;
-        observed?.end(sink);
-        res.end();
-      });
-      const broken = (error: unknown): void => {
-        if (ended) return;
-        ended = true;
-        observed?.fail(controller.aborted ? controller.reason : error);
-        res.destroy();
-        settle();
-      };
-      upstream.once('error', broken);
-      upstream.once('close', () => {
-        if (!upstream.complete)
-          broken(Object.assign(new Error('upstream closed the response early'), { code: 'ECONNRESET' }));
-      });
-      res.once('finish', settle);
-      res.once('close', () => {
-        // The client left: forward()'s own close handler aborted the exchange (which destroys the
-        // upstream response); the body ends as aborted.
-        if (!res.writableFinished) broken(controller.reason);
-      });
-    });
-  }
+  readonly finished = (): void => {
+    this.finishedWhole = true;
+    this.forwarder.responseFinished(this);
+    if (this.broken) this.stopIdle();
+  };
+
+  readonly closed = (): void => {
+    if (this.over) return;
+    this.over = true;
+    this.queuedOn?.();
+    this.forwarder.responseClosed(this);
+    const res = this.res;
+    if (this.listening) {
+      this.stopIdle();
+      if (!res.writableFinished) this.abort.abort(abortReason(CLIENT_GONE));
+    }
+    if (this.counted) this.forwarder.exchangeClosed();
+    if (this.broken && !res.writableFinished) this.broken(this.abort.reason);
+  };
+}
+
+function idleExpired(exchange: Exchange): void {
+  exchange.forwarder.idleExpired(exchange);
+}
+
+function upstreamTimedOut(controller: ExchangeAbort): void {
+  controller.abort(abortReason(GatewayRefusal.UPSTREAM_TIMEOUT));
 }
 
 /** Statuses and methods whose response has no body (RFC 9110). */
@@ -403,13 +474,16 @@ function describe(e: unknown): string {
   return err.code ?? err.cause?.code ?? err.message ?? String(e);
 }
 
-/** Closes `res`, queued behind another response on `socket`, if the connection dies before it is written. */
-function closeQueuedWithConnection(socket: Socket, res: ServerResponse): void {
+/**
+ * Closes `res`, queued behind another response on `socket`, if the connection dies before it is written;
+ * returns what stops watching the connection (called at the response's close).
+ */
+function closeQueuedWithConnection(socket: Socket, res: ServerResponse): () => void {
   const gone = (): void => {
     if (res.writableFinished || res.destroyed) return;
     res.destroy();
     res.emit('close');
   };
   socket.once('close', gone);
-  res.once('close', () => socket.off('close', gone));
+  return () => socket.off('close', gone);
 }

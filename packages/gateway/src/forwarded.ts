@@ -22,18 +22,20 @@ function value(text: string): string {
 }
 
 /**
- * The forwarding fields for the upstream request of `req` (RFC 7239 and the X-Forwarded-* convention);
- * `peer`: the client's address (ClientIdentities), undefined when not known.
+ * Appends to `headers` the forwarding fields for the upstream request of `req` (RFC 7239 and the
+ * X-Forwarded-* convention); `peer`: the client's address (ClientIdentities), undefined when not known.
  */
-export function forwardingHeaders(req: IncomingMessage, peer: string | undefined): [string, string][] {
+export function pushForwardingHeaders(
+  headers: [string, string][],
+  req: IncomingMessage,
+  peer: string | undefined,
+): void {
   const host = req.headers.host;
   // RFC 7239: an IPv6 node in brackets (then quoted); `unknown` when the peer is not known.
   const node = peer === undefined ? 'unknown' : isIP(peer) === 6 ? `[${peer}]` : peer;
-  const forwarded = [...(host !== undefined ? [`host=${value(host)}`] : []), `proto=${PROTO}`, `for=${value(node)}`];
-  return [
-    ['forwarded', forwarded.join(';')],
-    ...(host !== undefined ? [['x-forwarded-host', host] as [string, string]] : []),
-    ['x-forwarded-proto', PROTO],
-    ...(peer !== undefined ? [['x-forwarded-for', peer] as [string, string]] : []),
-  ];
+  const forwarded = `${host !== undefined ? `host=${value(host)};` : ''}proto=${PROTO};for=${value(node)}`;
+  headers.push(['forwarded', forwarded]);
+  if (host !== undefined) headers.push(['x-forwarded-host', host]);
+  headers.push(['x-forwarded-proto', PROTO]);
+  if (peer !== undefined) headers.push(['x-forwarded-for', peer]);
 }

@@ -30,14 +30,20 @@ const idleLimits = new WeakMap<Duplex, number>();
  */
 export function noteKeepAlive(socket: Duplex, keepAlive: string | string[] | undefined): void {
   const text = Array.isArray(keepAlive) ? keepAlive.join(',') : keepAlive;
-  const announced = text === undefined ? undefined : /(?:^|[\s,;])timeout\s*=\s*(\d+)/i.exec(text)?.[1];
-  idleLimits.set(
-    socket,
-    announced === undefined
-      ? UNANNOUNCED_IDLE_MS
-      : Math.min(MAX_IDLE_MS, Math.max(0, Number(announced) * 1_000 - KEEP_ALIVE_MARGIN_MS)),
-  );
+  if (text !== lastKeepAlive.text) lastKeepAlive = { text, idle: idleOf(text) };
+  idleLimits.set(socket, lastKeepAlive.idle);
 }
+
+/** The idle time of a `Keep-Alive` field's text (`noteKeepAlive`). */
+function idleOf(text: string | undefined): number {
+  const announced = text === undefined ? undefined : /(?:^|[\s,;])timeout\s*=\s*(\d+)/i.exec(text)?.[1];
+  return announced === undefined
+    ? UNANNOUNCED_IDLE_MS
+    : Math.min(MAX_IDLE_MS, Math.max(0, Number(announced) * 1_000 - KEEP_ALIVE_MARGIN_MS));
+}
+
+/** The last `Keep-Alive` text read and its idle time: an upstream announces the same one on every response. */
+let lastKeepAlive: { text: string | undefined; idle: number } = { text: undefined, idle: UNANNOUNCED_IDLE_MS };
 
 /**
  * The agents' `keepSocketAlive`: what Node's does, with the idle time of `noteKeepAlive`. Node's own

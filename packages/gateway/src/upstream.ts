@@ -1,5 +1,12 @@
-import { request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders } from 'node:http';
+import {
+  request as httpRequest,
+  type ClientRequest,
+  type IncomingMessage,
+  type OutgoingHttpHeaders,
+  type RequestOptions,
+} from 'node:http';
 import { request as httpsRequest } from 'node:https';
+import { urlToHttpOptions } from 'node:url';
 import { HttpUpstreamAgent, HttpsUpstreamAgent, noteKeepAlive } from './upstream-agent.js';
 
 export interface UpstreamOptions {
@@ -45,6 +52,60 @@ export class ExchangeAbort implements UpstreamAbort {
   }
 }
 
+/** Where one request goes: its URL as text, and Node's request options for it (a URL object's, made without one). */
+export interface UpstreamTarget {
+  readonly href: string;
+  readonly https: boolean;
+  /** Node's options for the URL, as `urlToHttpOptions` gives them (no method, headers or agent). */
+  readonly options: RequestOptions;
+}
+
+/**
+ * A path and query whose URL, appended to an origin, serializes as written: no byte the URL parser
+ * percent-encodes or rewrites (a backslash, a space, quotes, angle brackets, braces, `%` sequences, a
+ * fragment), no dot segment. Anything else goes through `URL`.
+ */
+const PLAIN_TARGET = /^\/[A-Za-z0-9\-_~!$&'()*+,;=:@./]*(?:\?[A-Za-z0-9\-_~!$&()*+,;=:@./?]*)?$/;
+const DOT_SEGMENT = /\/\.\.?(?:[/?]|$)/;
+
+/**
+ * The upstream request targets of one upstream: a client's origin-form target appended to the
+ * upstream's origin, never resolved against it (`//host/x` or `/\\host/x` resolved as a URL reference
+ * names another host, and the gateway would be an open proxy). A plain target's URL is the text itself,
+ * its options the origin's with its path; any other is parsed as `new URL(origin + target)`.
+ */
+export class UpstreamTargets {
+  private readonly origin: string;
+  private readonly https: boolean;
+  private readonly base: RequestOptions | undefined;
+
+  constructor(upstream: URL) {
+    this.origin = upstream.origin;
+    this.https = upstream.protocol === 'https:';
+    // Credentials in the upstream's URL go through `URL` each time (Node makes them an Authorization header).
+    this.base =
+      upstream.username === '' && upstream.password === ''
+        ? (({ protocol, hostname, port }) => ({ protocol, hostname, ...(port !== undefined ? { port } : {}) }))(
+            urlToHttpOptions(upstream),
+          )
+        : undefined;
+  }
+
+  of(target: string): UpstreamTarget {
+    if (this.base !== undefined && PLAIN_TARGET.test(target) && !DOT_SEGMENT.test(target))
+      return { href: this.origin + target, https: this.https, options: { ...this.base, path: target } };
+    const url = new URL(this.origin + target);
+    return { href: url.href, https: url.protocol === 'https:', options: urlToHttpOptions(url) };
+  }
+}
+
+/** What sending a request once more needs. */
+interface Retry {
+  target: UpstreamTarget;
+  request: UpstreamRequest;
+  headers: OutgoingHttpHeaders;
+}
+
 /**
  * Sends a client's request to the upstream with Node's own HTTP client and hands back the response as
  * it arrives: no decoding (the client gets the upstream's bytes and Content-Encoding), no redirects
@@ -66,25 +127,28 @@ export class UpstreamClient {
     this.httpsAgent = new HttpsUpstreamAgent(options.ca);
   }
 
-  send(url: URL, request: UpstreamRequest): Promise<IncomingMessage> {
-    return this.exchange(url, request, joinRepeated(request.headers), false);
+  send(url: URL | UpstreamTarget, request: UpstreamRequest): Promise<IncomingMessage> {
+    const target =
+      url instanceof URL ? { href: url.href, https: url.protocol === 'https:', options: urlToHttpOptions(url) } : url;
+    return this.exchange(target, request, joinRepeated(request.headers), false);
   }
 
   private exchange(
-    url: URL,
+    target: UpstreamTarget,
     request: UpstreamRequest,
     headers: OutgoingHttpHeaders,
     again: boolean,
   ): Promise<IncomingMessage> {
-    const https = url.protocol === 'https:';
+    const https = target.https;
     const { method, signal } = request;
-    // The request as a retry needs it, dropped once the upstream answers: the closures below live as
-    // long as the response (a stream may stay open for hours) and must not keep the body. Only the
-    // first send may be retried.
-    let retry: UpstreamRequest | undefined = again ? undefined : request;
+    // The request as a retry needs it (its target and joined header lines too), dropped once the upstream
+    // answers: the closures below live as long as the response (a stream may stay open for hours) and
+    // must keep neither the body nor the header lines. Only the first send may be retried.
+    let retry: Retry | undefined = again ? undefined : { target, request, headers };
     let body: Uint8Array | undefined = request.body.byteLength > 0 ? request.body : undefined;
     return new Promise<IncomingMessage>((resolve, reject) => {
-      const req = (https ? httpsRequest : httpRequest)(url, {
+      const req = (https ? httpsRequest : httpRequest)({
+        ...target.options,
         method,
         headers,
         // The retry never takes another pooled connection, which may be as stale as the first.
@@ -125,7 +189,8 @@ export class UpstreamClient {
       const failed = (error: Error): void => {
         const first = retry;
         retry = undefined;
-        if (first && untouched() && !signal.aborted) this.exchange(url, first, headers, true).then(resolve, reject);
+        if (first && untouched() && !signal.aborted)
+          this.exchange(first.target, first.request, first.headers, true).then(resolve, reject);
         else reject(error);
       };
       req.once('error', failed);
@@ -133,12 +198,13 @@ export class UpstreamClient {
         retry = undefined;
         req.off('error', failed);
         // Later errors of the exchange reach the response (its 'error' or an incomplete 'close').
-        req.on('error', () => undefined);
+        req.on('error', ignore);
         if (!again) noteKeepAlive(res.socket, res.headers['keep-alive']);
         resolve(res);
       });
       req.end(body);
       body = undefined;
+      dropHeaderLines(req);
     });
   }
 
@@ -146,6 +212,25 @@ export class UpstreamClient {
     this.httpAgent.destroy();
     this.httpsAgent.destroy();
   }
+}
+
+/** A listener that keeps an error from being thrown, for an error another listener reports. */
+function ignore(): void {}
+
+/** Node's own key of a request's header lines by name (`OutgoingMessage`'s `kOutHeaders`); null when it has none. */
+let outHeaders: symbol | null | undefined;
+
+/**
+ * Drops Node's by-name copy of an ended request's header lines. Node built the request's head from it
+ * when the request was ended (its `_header` text, which is what is written) and reads it after only
+ * for `getHeader` and its kin, which nothing calls on an upstream request once it is ended; kept, it
+ * would stay for as long as the response streams, hours maybe. A Node without that key keeps it.
+ */
+function dropHeaderLines(req: ClientRequest): void {
+  const header = (req as unknown as { _header?: unknown })._header;
+  if (typeof header !== 'string') return;
+  outHeaders ??= Object.getOwnPropertySymbols(req).find((key) => key.description === 'kOutHeaders') ?? null;
+  if (outHeaders !== null) (req as unknown as Record<symbol, unknown>)[outHeaders] = null;
 }
 
 /**
