@@ -35,10 +35,11 @@ const work = mkdtempSync(join(tmpdir(), 'resumewatch-packaging-'));
 const packs = join(work, 'packs');
 const app = join(work, 'app');
 const procs: ChildProcess[] = [];
+// Removing the installed app (its node_modules) took over vitest's 30 s hook limit on a loaded machine.
 afterAll(() => {
   for (const p of procs) p.kill('SIGKILL');
   rmSync(work, { recursive: true, force: true });
-});
+}, 180_000);
 
 function run(cmd: string, args: string[], cwd: string, timeout = 180_000, env: Record<string, string> = {}): string {
   const r = spawnSync(cmd, args, { cwd, encoding: 'utf8', timeout, env: { ...process.env, ...env } });
