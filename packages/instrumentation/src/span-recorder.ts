@@ -99,6 +99,8 @@ interface RequestState {
   timer: ReturnType<typeof setTimeout> | undefined;
   /** Known from the request headers, or from the initialize response. */
   sessionId: string | undefined;
+  /** The protocol version its span carries (ATTR_MCP_PROTOCOL_VERSION), if any. */
+  protocolVersion: string | undefined;
   /** The exchange's 2026-07-28 era (its own version, not the client's): a stream that ends without the result loses it. */
   readonly stateless: boolean;
   /**
@@ -386,6 +388,7 @@ export class SpanRecorder implements WireListener {
       spanContext: span.spanContext(),
       timer: undefined,
       sessionId: req.sessionId,
+      protocolVersion: version,
       stateless,
       reissueKey: reissueKeyOf(req, attributes[ATTR_MCP_REQUEST_ARGUMENTS_DIGEST] as string | undefined),
       broken: false,
@@ -761,7 +764,11 @@ export class SpanRecorder implements WireListener {
     // Only the first terminal (delivered, even when foreign) ends the request span.
     if (terminal.duplicate || terminal.conflict || !state?.span) return;
     const span = state.span;
-    if (protocolVersion !== undefined) span.setAttribute(ATTR_MCP_PROTOCOL_VERSION, protocolVersion);
+    // Set again only when it differs from the span's (an initialize's negotiated version): the same value costs a call.
+    if (protocolVersion !== undefined && protocolVersion !== state.protocolVersion) {
+      state.protocolVersion = protocolVersion;
+      span.setAttribute(ATTR_MCP_PROTOCOL_VERSION, protocolVersion);
+    }
     if (terminal.outcome === TerminalOutcome.ERROR) {
       const code = terminal.errorCode === undefined ? ErrorType.OTHER : String(terminal.errorCode);
       span.setAttribute(ATTR_RPC_RESPONSE_STATUS_CODE, code);
