@@ -63,9 +63,9 @@ export interface UpstreamTarget {
 /**
  * A path and query whose URL, appended to an origin, serializes as written: no byte the URL parser
  * percent-encodes or rewrites (a backslash, a space, quotes, angle brackets, braces, `%` sequences, a
- * fragment), no dot segment. Anything else goes through `URL`.
+ * fragment), no dot segment, no empty query (`URL` sends `/?` as `/`). Anything else goes through `URL`.
  */
-const PLAIN_TARGET = /^\/[A-Za-z0-9\-_~!$&'()*+,;=:@./]*(?:\?[A-Za-z0-9\-_~!$&()*+,;=:@./?]*)?$/;
+const PLAIN_TARGET = /^\/[A-Za-z0-9\-_~!$&'()*+,;=:@./]*(?:\?[A-Za-z0-9\-_~!$&()*+,;=:@./?]+)?$/;
 const DOT_SEGMENT = /\/\.\.?(?:[/?]|$)/;
 
 /**

@@ -27,6 +27,7 @@ import { context, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { WireObserver } from '@resumewatch/wire';
+import { progressUpstream } from '../../wire/bench/progress-upstream.mjs';
 
 const INSTRUMENTATION = process.env.INSTRUMENTATION ?? fileURLToPath(new URL('../dist/index.js', import.meta.url));
 const { instrumentFetch } = await import(INSTRUMENTATION);
@@ -34,37 +35,7 @@ const variant = process.argv[2] ?? 'sdk';
 const CALLS = Number(process.argv[3] ?? 200);
 const PROGRESS = Number(process.argv[4] ?? 100);
 const WARM = Number(process.env.WARM ?? 20);
-const CHUNK = 15708;
-const SESSION = '972554df-c201-46ea-b7b6-74a87d072999';
-const headers = new Headers([
-  ['content-type', 'text/event-stream'],
-  ['mcp-session-id', SESSION],
-  ['cache-control', 'no-cache'],
-]);
-const STREAM = '254b2bb7-c638-4a5c-8e43-67cbedc40c2c';
-
-function streamText(id) {
-  let text = `id: b8d4ae80.3.${STREAM}\nretry: 100\ndata: \n\n`;
-  for (let n = 1; n <= PROGRESS; n++)
-    text += `event: message\nid: b8d4ae80.${n + 3}.${STREAM}\ndata: {"method":"notifications/progress","params":{"progressToken":${id},"progress":${n},"total":${PROGRESS}},"jsonrpc":"2.0"}\n\n`;
-  text += `event: message\nid: b8d4ae80.${PROGRESS + 4}.${STREAM}\ndata: {"result":{"content":[{"type":"text","text":"streamed"}]},"jsonrpc":"2.0","id":${id}}\n\n`;
-  return text;
-}
-
-let current = 1;
-async function upstream() {
-  const all = Buffer.from(streamText(current), 'latin1');
-  const chunks = [];
-  for (let at = 0; at < all.length; at += CHUNK) chunks.push(all.subarray(at, at + CHUNK));
-  let i = 0;
-  const body = new ReadableStream({
-    pull(controller) {
-      if (i < chunks.length) controller.enqueue(chunks[i++]);
-      else controller.close();
-    },
-  });
-  return new Response(body, { status: 200, headers });
-}
+const { upstream, call: callThrough } = progressUpstream(PROGRESS);
 
 let exported = 0;
 let provider;
@@ -88,21 +59,7 @@ const fetch =
       ? instrumentFetch(upstream)
       : upstream;
 
-async function call() {
-  const id = ++current;
-  const response = await fetch('http://127.0.0.1:1/mcp', {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-session-id': SESSION,
-      'mcp-protocol-version': '2025-06-18',
-    },
-    body: `{"method":"tools/call","params":{"name":"stream_progress","arguments":{"count":${PROGRESS},"delay":0},"_meta":{"progressToken":${id}}},"jsonrpc":"2.0","id":${id}}`,
-  });
-  const reader = response.body.getReader();
-  for (;;) if ((await reader.read()).done) break;
-}
+const call = () => callThrough(fetch);
 
 for (let i = 0; i < WARM; i++) await call();
 const start = process.cpuUsage();

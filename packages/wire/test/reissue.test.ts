@@ -14,6 +14,36 @@ describe('canonicalJson', () => {
     expect(canonicalJson({ a: 1, b: 2 })).toBe(canonicalJson({ b: 2, a: 1 }));
     expect(canonicalJson([{ y: 1, x: 2 }])).toBe('[{"x":2,"y":1}]');
   });
+
+  it('gives, on the fast path for keys already in order, the text the sorting replacer gives', () => {
+    // The reference: every object's keys sorted by the replacer, whatever their order.
+    const sortedText = (value: unknown) =>
+      JSON.stringify(value, (_key, member: unknown) => {
+        if (member === null || typeof member !== 'object' || Array.isArray(member)) return member;
+        const sorted: Record<string, unknown> = {};
+        for (const k of Object.keys(member).sort()) sorted[k] = (member as Record<string, unknown>)[k];
+        return sorted;
+      });
+    // Deterministic trees: keys in order and out of it, integer-like keys (which objects order first),
+    // nesting past the fast path's depth, toJSON, a Date, a class instance, undefined members.
+    let seed = 29;
+    const next = (n: number) => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) % n;
+    const KEYS = ['a', 'b', 'B', '10', '9', '', 'é', 'a b', '_'];
+    const tree = (depth: number): unknown => {
+      const kind = depth > 5 ? 0 : next(10);
+      if (kind < 3) return [null, 1, 'x', true, undefined, -0, 1.5][next(7)];
+      if (kind < 5) return Array.from({ length: next(4) }, () => tree(depth + 1));
+      if (kind === 5) return { toJSON: () => ({ z: 1, y: 2 }) };
+      if (kind === 6) return new Date(0);
+      if (kind === 7) return Object.assign(new (class Thing {})(), { b: 1, a: 2 });
+      const keys = KEYS.filter(() => next(2) === 0);
+      if (next(2) === 0) keys.sort();
+      return Object.fromEntries(keys.map((k) => [k, tree(depth + 1)]));
+    };
+    const deep = (n: number): unknown => (n === 0 ? { a: 1 } : { a: deep(n - 1), b: n });
+    for (const value of [...Array.from({ length: 3000 }, () => tree(0)), deep(40), [deep(35)]])
+      expect(canonicalJson(value)).toBe(sortedText(value));
+  });
 });
 
 describe('requestArgumentsDigest', () => {
