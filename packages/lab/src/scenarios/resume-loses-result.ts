@@ -26,6 +26,13 @@ export const RESUME_LOSES_RESULT_TOOL = { count: 20, delay: 100 } as const;
 export const RESUME_LOSES_RESULT_CUT_AFTER = 2;
 /** How long the waiting after the drop lets progress accumulate for the resume to replay: two updates. */
 export const RESUME_LOSES_RESULT_REPLAY_WAIT_MS = 2 * RESUME_LOSES_RESULT_TOOL.delay;
+/**
+ * The least the client waits on the resumed stream, whatever `resultWaitMs` says: longer than the request
+ * deadline that decides what the resume replayed (4 s from the call in docker-compose.yml), so that the
+ * deadline, not the client's giving up, decides, and on a loaded machine the replayed progress reaches
+ * the client before it. With the default 3 s wait from the resume, the two met within half a second.
+ */
+const RESUME_LOSES_RESULT_MIN_WAIT_MS = 5_000;
 /** After the session's DELETE, how long the resumed stream may take to end before the client closes it. */
 const CLOSE_WAIT_MS = 2000;
 
@@ -35,11 +42,13 @@ const CLOSE_WAIT_MS = 2000;
  * update's id once the server saw the drop and the tool sent more. The resume (200) replays the progress
  * sent meanwhile: a continuation by every rule of the wire. But the store named the resumed stream after
  * its last replayed event, so the rest of the progress and the result, sent on the stream's real name,
- * go nowhere. The client waits `resultWaitMs` on the open resumed stream, then deletes its session.
+ * go nowhere. The client waits `resultWaitMs` (at least RESUME_LOSES_RESULT_MIN_WAIT_MS) on the open resumed
+ * stream, then deletes its session.
  */
 export async function runResumeLosesResult(options: ScenarioOptions): Promise<ScenarioSummary> {
   const started = Date.now();
   const { serverUrl, controlUrl, fetch, resultWaitMs } = resolveOptions(options);
+  const waitMs = Math.max(resultWaitMs, RESUME_LOSES_RESULT_MIN_WAIT_MS);
   const control = new LabControlClient(controlUrl);
   const proxy = await startFaultProxy({ target: storeVariantUrl(serverUrl, 'misnames-resumed-stream') });
   try {
@@ -57,7 +66,7 @@ export async function runResumeLosesResult(options: ScenarioOptions): Promise<Sc
     const reading = new AbortController();
     const resuming = resumeStream(session, cursor, resumeStatuses, { signal: reading.signal });
     // The client waits for its result on the resumed stream, which the server keeps open and silent.
-    await sleep(resultWaitMs);
+    await sleep(waitMs);
     await session.close().catch(() => undefined);
     // The DELETE ends the resumed stream on the server; a client that still reads it after a while closes it.
     const closing = setTimeout(() => reading.abort(), CLOSE_WAIT_MS);
@@ -75,7 +84,7 @@ export async function runResumeLosesResult(options: ScenarioOptions): Promise<Sc
       sessionId: session.sessionId,
       ...counts,
       finding: lost
-        ? `The resume (${resume.status}) replayed ${replayedMessages} progress update(s) the client had missed, then nothing: the result, sent after the resume, went to a stream name no connection held. It never arrived in ${resultWaitMs} ms.`
+        ? `The resume (${resume.status}) replayed ${replayedMessages} progress update(s) the client had missed, then nothing: the result, sent after the resume, went to a stream name no connection held. It never arrived in ${waitMs} ms.`
         : `The resume answered ${resume.status} with ${replayedMessages} message(s); the result arrived ${counts.terminalDeliveries} time(s).`,
       durationMs: Date.now() - started,
       details: {
