@@ -350,8 +350,10 @@ function pump(
   let ended = false;
   upstream.once('end', () => {
     ended = true;
-    observed?.end(sink);
-    res.end();
+    // The client's response ends before the body's end is observed: a chunked JSON body's last chunk
+    // (most servers send JSON chunked) does not wait for its parse, spans and detection.
+    if (observed === undefined) res.end();
+    else observed.end(sink, res);
   });
   const broken = (error: unknown): void => {
     if (ended) return;

@@ -30,7 +30,10 @@ export interface ChunkSink {
 export interface BodyTap {
   /** Returns whether anything was enqueued. */
   chunk(chunk: Uint8Array, controller: ChunkSink): boolean;
-  end(controller: ChunkSink): void;
+  /** The body ended cleanly: what the tap still holds for the client goes to `controller`; nothing is observed yet. */
+  rest(controller: ChunkSink): void;
+  /** After `rest`: what the body's end tells is observed (a JSON body is parsed), and its budget given back. */
+  end(): void;
   /** The body is over (ended, failed or cancelled): what it held of the budget is given back. */
   release(): void;
 }
@@ -53,9 +56,15 @@ export class PushedBody {
     this.tap.chunk(chunk, sink);
   }
 
-  /** The body ended cleanly: the rest of an unfinished event goes to `sink`. */
-  end(sink: ChunkSink): void {
-    this.tap.end(sink);
+  /**
+   * The body ended cleanly: the rest of an unfinished event goes to `sink`, then `response` is ended (a
+   * proxy's response to its client), and only then is the end observed (a JSON body parsed, its spans and
+   * the detector's work): the client's last bytes do not wait for that work.
+   */
+  end(sink: ChunkSink, response?: { end(): unknown }): void {
+    this.tap.rest(sink);
+    response?.end();
+    this.tap.end();
     this.observer.streamEnded(this.request, this.stream, 'clean', undefined);
   }
 
@@ -150,11 +159,14 @@ export class SseTap implements BodyTap, SseSink {
     this.eventsEnd = scan.rawEnd;
   }
 
-  end(sink: ChunkSink): void {
+  rest(sink: ChunkSink): void {
     // The rest of an oversized event was given out as it came.
     const passed = this.scanner.oversized;
     const rest = this.scanner.end();
     if (this.filtering && !passed && rest.length > 0) sink.enqueue(rest);
+  }
+
+  end(): void {
     this.release();
   }
 
@@ -238,6 +250,9 @@ export class JsonTap implements BodyTap {
     sink.enqueue(chunk);
     return true;
   }
+
+  /** Every chunk was given out as it came. */
+  rest(): void {}
 
   end(): void {
     if (!this.unparsed) {

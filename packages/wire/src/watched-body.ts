@@ -85,7 +85,8 @@ class WatchedBody implements ChunkSink {
 
   end(): void {
     this.over = true;
-    this.tap.end(this);
+    this.tap.rest(this);
+    this.tap.end();
     this.observer.streamEnded(this.request, this.stream, 'clean', undefined);
   }
 
