@@ -183,7 +183,9 @@ if (values.only !== undefined) {
     gc.get(name)!.push((ms * 1000) / spansPerRound);
   }
   const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
-  console.log(`µs of CPU per span (median of ${ROUNDS - WARM} rounds of ${spansPerRound} spans; min–max; main-thread GC pauses):`);
+  console.log(
+    `µs of CPU per span (median of ${ROUNDS - WARM} rounds of ${spansPerRound} spans; min–max; main-thread GC pauses):`,
+  );
   let previous = 0;
   for (const [name] of vs) {
     const xs = cpu.get(name)!;
