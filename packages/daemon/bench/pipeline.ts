@@ -17,7 +17,9 @@
  * --mixed: the mixed stream of `bench/run.ts serve-mixed` (1 span in 10 MCP, 9 an application's HTTP,
  * database and framework spans; 3,720 MCP spans and 33,480 others a round) instead of the MCP workload.
  * runs every stage in alternating rounds, by this process's CPU time (GC helper threads included, as in
- * serve's). On a shared machine that time moves a lot; instruction counts do not:
+ * serve's), and the main thread's GC pauses that fell in each stage's rounds (a stage's survivors are also
+ * copied in the next stage's scavenges: read them side by side, not as exact shares); --stages a,b,c runs
+ * only those. On a shared machine that time moves a lot; instruction counts do not:
  *   valgrind --tool=callgrind node --import tsx bench/pipeline.ts --only pipeline --rounds 1
  *   valgrind --tool=callgrind node --import tsx bench/pipeline.ts --only pipeline --rounds 3
  * make the same bodies and feed one stage 1 or 3 rounds: the difference of the two totals over the spans
@@ -29,11 +31,16 @@
  * reads the rounds' bodies from files instead of making them, and only as many rounds as are fed; `none`
  * feeds nothing (what reading the files costs, to subtract); --single-threaded puts V8's collections and
  * compilations on the main thread, where they fall the same way in every run.
+ * What a stage costs the collector, in bytes that do not move with the load: the same two runs under
+ * `node --trace-gc-nvp` (no valgrind), the sums of `new_space_survived=` (copied within the young
+ * generation) and `promoted=` over the difference of the rounds' spans (bench/notes.md, "the evidence
+ * window's collections").
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Writable } from 'node:stream';
+import { PerformanceObserver, performance, type PerformanceEntry } from 'node:perf_hooks';
 import { Detector, decodeJsonRequest, type SpanRecord } from '@resumewatch/detector';
 import { configWith, writingPipeline } from '../src/doors/writing-pipeline.js';
 import { DetectorMetrics } from '../src/metrics.js';
@@ -47,6 +54,7 @@ const { values } = parseArgs({
     only: { type: 'string' },
     rounds: { type: 'string' },
     bodies: { type: 'string' },
+    stages: { type: 'string' },
   },
 });
 const SMOKE = values.smoke;
@@ -142,29 +150,50 @@ if (values.only !== undefined) {
   }
 } else {
   const vs = Object.entries(stages)
-    .filter(([name]) => name !== 'none')
+    .filter(([name]) => name !== 'none' && (values.stages === undefined || values.stages.split(',').includes(name)))
     .map(([name, make]) => [name, make()] as const);
   const cpu = new Map<string, number[]>(vs.map(([k]) => [k, []]));
+  // The main thread's GC pauses, placed in the round of the stage they fell in: the collections a stage's
+  // survivors cost (the evidence window's records, say) in time, which instruction counts understate.
+  const pauses: PerformanceEntry[] = [];
+  const gcObserver = new PerformanceObserver((list) => void pauses.push(...list.getEntries()));
+  gcObserver.observe({ entryTypes: ['gc'] });
+  const intervals: { name: string; from: number; to: number }[] = [];
   for (let round = 0; round < ROUNDS; round++) {
     // Each stage gets the round's bodies (new span ids each round); the order rotates per round.
     for (let j = 0; j < vs.length; j++) {
       const [name, feed] = vs[(j + round) % vs.length]!;
       const c0 = process.cpuUsage();
+      const from = performance.now();
       for (const b of rounds[round]!) feed(b);
       await new Promise((r) => setImmediate(r));
       const u = process.cpuUsage(c0);
-      if (round >= WARM) cpu.get(name)!.push((u.user + u.system) / spansPerRound);
+      if (round >= WARM) {
+        cpu.get(name)!.push((u.user + u.system) / spansPerRound);
+        intervals.push({ name, from, to: performance.now() });
+      }
     }
   }
+  await new Promise((r) => setTimeout(r, 10));
+  gcObserver.disconnect();
+  const gc = new Map<string, number[]>(vs.map(([k]) => [k, []]));
+  for (const { name, from, to } of intervals) {
+    let ms = 0;
+    for (const p of pauses) if (p.startTime >= from && p.startTime < to) ms += p.duration;
+    gc.get(name)!.push((ms * 1000) / spansPerRound);
+  }
   const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
-  console.log(`µs of CPU per span (median of ${ROUNDS - WARM} rounds of ${spansPerRound} spans; min–max):`);
+  console.log(
+    `µs of CPU per span (median of ${ROUNDS - WARM} rounds of ${spansPerRound} spans; min–max; main-thread GC pauses):`,
+  );
   let previous = 0;
   for (const [name] of vs) {
     const xs = cpu.get(name)!;
     const m = median(xs);
     const added = name === 'parse' || name === 'decode' ? '' : `  +${(m - previous).toFixed(2)}`;
     console.log(
-      `  ${name.padEnd(12)} ${m.toFixed(2)}  (${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)})${added}`,
+      `  ${name.padEnd(12)} ${m.toFixed(2)}  (${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)})${added}` +
+        `  GC ${median(gc.get(name)!).toFixed(2)}`,
     );
     previous = m;
   }

@@ -44,6 +44,29 @@ describe('the requests the page holds items for', () => {
     expect(h.bytes).toBe(50);
   });
 
+  it('answers for the last key looked up as the map does, after each change to it', () => {
+    // The last key and its entry are remembered: asked again, evicted, taken, put back, appended anew.
+    const h = held(30);
+    h.append('a', 'a1');
+    expect(h.has('a')).toBe(true);
+    expect(h.has('b')).toBe(false);
+    h.append('b', 'b1');
+    expect(h.has('b')).toBe(true);
+    h.append('c', 'c1');
+    h.append('c', 'c2');
+    // `a` went for c2; asked right after, `c` then `a`.
+    expect(h.has('c')).toBe(true);
+    expect(h.has('a')).toBe(false);
+    expect(h.get('a')).toBeUndefined();
+    expect(h.take('b')).toMatchObject({ events: ['b1'] });
+    expect(h.has('b')).toBe(false);
+    h.put('b', { events: ['b2'], bytes: 10, dropped: 0 });
+    expect(h.get('b')).toMatchObject({ events: ['b2'] });
+    h.append('a', 'a2');
+    expect(h.get('a')).toMatchObject({ events: ['a2'] });
+    expect([h.has('a'), h.has('b'), h.has('c'), h.size, h.bytes]).toEqual([true, true, false, 2, 20]);
+  });
+
   it('keeps a request first items and its latest, counting the ones dropped between', () => {
     const h = held(1000);
     for (let i = 1; i <= 7; i++) h.append('a', `a${i}`);

@@ -17,9 +17,11 @@ const EVIDENCE_HEAD = 64;
 const WINDOW_EVENTS = 64;
 const WINDOW_HEAD = 16;
 /**
- * What a span in the window is counted for: the span record it holds (its ids, times and the attributes
- * the decoder kept), estimated once rather than measured per span, since every span of healthy traffic
- * passes through the window and most leave it unread.
+ * What a span in the window is counted for: about the span record it was made from (its ids, times and
+ * the attributes the decoder kept), estimated once rather than measured per span, since every span of
+ * healthy traffic passes through the window and most leave it unread. The window now holds the span's
+ * timeline event, which is smaller; the count stays the record's, so that the window holds the same
+ * spans and evicts the same requests as it did.
  */
 const WINDOW_SPAN_BYTES = 512;
 
@@ -48,8 +50,8 @@ export interface EvidenceStats {
 
 /**
  * What the page draws a reported request's timeline from. Every accepted span of a request goes to a
- * small transient window (recent spans per request, as the decoder made them, byte-capped, the least
- * recent request first out); when the request's first finding fires its spans become timeline events in
+ * small transient window (recent spans per request, as their timeline events, byte-capped, the least
+ * recent request first out); when the request's first finding fires its events move to
  * the evidence, which then keeps its later spans too. Nothing is kept in the evidence for a request
  * without a finding, and both are bounded. A span without a session (2026-07-28) is kept by its trace,
  * one attempt of a call: a re-issue's finding moves both attempts' traces in, the first attempt's and
@@ -57,7 +59,7 @@ export interface EvidenceStats {
  */
 export class Evidence {
   private readonly held: HeldRequests<TimelineEvent>;
-  private readonly window: HeldRequests<SpanRecord>;
+  private readonly window: HeldRequests<TimelineEvent>;
   private readonly keys = new RequestKeys();
 
   constructor(limits: EvidenceLimits) {
@@ -65,12 +67,18 @@ export class Evidence {
     this.window = new HeldRequests(limits.evidenceWindowBytes, WINDOW_EVENTS, WINDOW_HEAD, () => WINDOW_SPAN_BYTES);
   }
 
-  /** A span the detector accepted. */
+  /**
+   * A span the detector accepted. The window keeps the span's timeline event, made now, not the record:
+   * the window outlives the young generation's collections (its latest 8,192 spans), so what it keeps is
+   * copied by the scavenges and promoted, and a record (its trace and parent ids, its session and request
+   * ids, every attribute the detector reads) costs those collections more than the event made from it
+   * once. The event is the same one: a record is not changed after the detector has it.
+   */
   observe(span: SpanRecord): void {
     const key = this.keys.of(span);
     if (key === undefined) return;
     if (this.held.has(key)) this.held.append(key, timelineEvent(span));
-    else this.window.append(key, span);
+    else this.window.append(key, timelineEvent(span));
   }
 
   /** A line of the findings stream: its request's spans (a re-issue's: both attempts') are evidence from now on. */
@@ -83,7 +91,7 @@ export class Evidence {
   private hold(key: string): void {
     if (this.held.has(key)) return this.held.touch(key);
     const spans = this.window.take(key);
-    const events = spans ? spans.events.map(timelineEvent) : [];
+    const events = spans ? spans.events : [];
     let bytes = 0;
     for (const event of events) bytes += eventBytes(event);
     this.held.put(key, { events, bytes, dropped: spans?.dropped ?? 0 });

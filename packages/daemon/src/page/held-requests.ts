@@ -47,6 +47,13 @@ export class HeldRequests<T> {
   private oldest: Entry<T> | undefined = undefined;
   private newest: Entry<T> | undefined = undefined;
   private total = 0;
+  /**
+   * The last key looked up and its entry (undefined: none). The evidence asks about the same request for
+   * each of its consecutive spans (whether it is held, then to append to the window): one hash lookup per
+   * request instead of one or two per span. Every change to byKey goes through append, put and remove.
+   */
+  private lastKey: string | undefined = undefined;
+  private lastEntry: Entry<T> | undefined = undefined;
 
   constructor(
     private readonly maxBytes: number,
@@ -64,22 +71,31 @@ export class HeldRequests<T> {
   }
 
   has(key: string): boolean {
-    return this.byKey.has(key);
+    return this.find(key) !== undefined;
   }
 
   get(key: string): Held<T> | undefined {
-    return this.byKey.get(key);
+    return this.find(key);
+  }
+
+  private find(key: string): Entry<T> | undefined {
+    if (key !== this.lastKey) {
+      this.lastKey = key;
+      this.lastEntry = this.byKey.get(key);
+    }
+    return this.lastEntry;
   }
 
   /** Adds an event to the request's timeline (a new one if it had none), keeping the bounds. */
   append(key: string, event: T): void {
     const size = this.bytesOf(event);
     if (size > this.maxBytes) return;
-    let held = this.byKey.get(key);
+    let held = this.find(key);
     if (held) this.makeNewest(held);
     else {
       held = new Entry<T>(key);
       this.byKey.set(key, held);
+      this.lastEntry = held;
       this.link(held);
     }
     held.events.push(event);
@@ -97,7 +113,7 @@ export class HeldRequests<T> {
 
   /** Takes the request's timeline out. */
   take(key: string): Held<T> | undefined {
-    const held = this.byKey.get(key);
+    const held = this.find(key);
     if (!held) return undefined;
     this.remove(held);
     return held;
@@ -115,6 +131,8 @@ export class HeldRequests<T> {
       held.dropped++;
     }
     this.byKey.set(key, held);
+    this.lastKey = key;
+    this.lastEntry = held;
     this.link(held);
     this.total += held.bytes;
     this.evictBeyondCap(held);
@@ -122,12 +140,13 @@ export class HeldRequests<T> {
 
   /** Marks the request as the most recently touched. */
   touch(key: string): void {
-    const held = this.byKey.get(key);
+    const held = this.find(key);
     if (held) this.makeNewest(held);
   }
 
   private remove(held: Entry<T>): void {
     this.byKey.delete(held.key);
+    if (this.lastEntry === held) this.lastEntry = undefined;
     this.unlink(held);
     this.total -= held.bytes;
   }
