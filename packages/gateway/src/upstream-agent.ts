@@ -62,9 +62,20 @@ function keepIdle(socket: Duplex): boolean {
   return true;
 }
 
-/** A pooled connection taken for a request carries no idle timer while it is in use (a stream may be silent for long). */
+/** Node's own key of a socket's timer (`kTimeout` of its net module); null when it has none. */
+let timerKey: symbol | null | undefined;
+
+/**
+ * A pooled connection taken for a request carries no idle timer while it is in use (a stream may be
+ * silent for long). Node clears the timer but keeps its `Timeout` object on the socket (about 150
+ * bytes with its boxed times) for as long as the exchange lasts; dropped here, as Node's socket starts
+ * without one (it reads the key only as "a timer, if any"). A Node without that key keeps it.
+ */
 function inUse(socket: Duplex): void {
-  (socket as Socket).setTimeout(0);
+  const tcp = socket as Socket;
+  tcp.setTimeout(0);
+  timerKey ??= Object.getOwnPropertySymbols(tcp).find((key) => key.description === 'timeout') ?? null;
+  if (timerKey !== null) (tcp as unknown as Record<symbol, unknown>)[timerKey] = null;
 }
 
 /** The gateway's pool of plain HTTP connections to its upstream. */
