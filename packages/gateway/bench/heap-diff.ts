@@ -65,8 +65,7 @@ const { nodes, edges, strings } = after;
 /** A node's group: its kind, and for most kinds its name (strings and numbers by kind only). */
 function group(n: number): string {
   const type = nodeTypes[nodes[n + fType]!]!;
-  if (type === 'string' || type === 'concatenated string' || type === 'sliced string' || type === 'number')
-    return type;
+  if (type === 'string' || type === 'concatenated string' || type === 'sliced string' || type === 'number') return type;
   let name = strings[nodes[n + fName]!]!;
   if (type === 'code' || type === 'hidden') name = name.replace(/\d+/g, '#');
   if (name.length > 70) name = `${name.slice(0, 70)}…`;
@@ -92,10 +91,7 @@ console.log('bytes/unit  count/unit  group');
 for (const [g, r] of rows.slice(0, Number(values.top)))
   console.log(`${(r.size / PER).toFixed(1).padStart(10)}  ${(r.count / PER).toFixed(2).padStart(10)}  ${g}`);
 
-const wanted = new Set([
-  ...rows.slice(0, Number(values.retainers)).map(([g]) => g),
-  ...(values.group ?? []),
-]);
+const wanted = new Set([...rows.slice(0, Number(values.retainers)).map(([g]) => g), ...(values.group ?? [])]);
 if (wanted.size) {
   // Reverse edges of the new objects in the groups wanted: retainer group + edge name, counted.
   const firstEdge = new Uint32Array(nodes.length / NF + 1);
