@@ -11,7 +11,8 @@
  *
  * Sends `{ url }` over IPC once listening; answers `{ seq, op }` messages: `cpu` (process.cpuUsage),
  * `heap` (after full GCs: heap used without code space, plus array buffers; RSS), `stats` (the
- * gateway's observed sessions and open exchanges) and `operations` (the requests its
+ * gateway's observed sessions and open exchanges), `snapshot` (`path`: the heap after full GCs, as
+ * `heap` answers, and a heap snapshot written there) and `operations` (the requests its
  * mcp_server_operation_duration_seconds observed so far).
  *
  *   node --expose-gc --import tsx bench/proxy-child.ts gateway|bare|bare-undici <upstream URL> [--enforce] [--max-streams n]
@@ -19,7 +20,7 @@
 import { Agent, createServer, request, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { getHeapSpaceStatistics } from 'node:v8';
+import { getHeapSpaceStatistics, writeHeapSnapshot } from 'node:v8';
 import { METRIC_MCP_SERVER_OPERATION_DURATION_SECONDS } from '@resumewatch/semconv';
 import { Pool } from 'undici';
 import type { RunningGateway } from '../src/gateway.js';
@@ -182,6 +183,7 @@ process.on('message', (m: { seq: number; op: string }) => {
     let reply: object;
     if (m.op === 'cpu') reply = process.cpuUsage();
     else if (m.op === 'heap') reply = await heap();
+    else if (m.op === 'snapshot') reply = { ...(await heap()), path: writeHeapSnapshot((m as { path?: string }).path) };
     else if (m.op === 'stats')
       reply = gateway ? { ...gateway.stats(), open: gateway.counts().open } : { sessions: 0, open: 0 };
     else if (m.op === 'operations') reply = { observed: gateway ? await operationsObserved(gateway) : 0 };

@@ -62,13 +62,15 @@ export class Forwarder {
     // Before the request is judged: what this connection's earlier responses carried is proven received.
     const connection = this.receipts.requestArrived(req.socket, viaIntermediary(req.headers));
     const exchange = new Exchange(this, res, method, connection);
-    // One listener of each kind for the whole exchange (see `Exchange`).
-    res.once('finish', exchange.finished);
+    // One listener of each kind for the whole exchange (see `Exchange`). `on`, not `once`: a response
+    // finishes and closes once, and each `once` makes a wrapper, its state and a bound function that
+    // stay as long as the response (about 0.2 KB each, for hours maybe on a stream).
+    res.on('finish', exchange.finished);
     // A pipelined request's response waits behind the connection's earlier ones, and Node never closes it
     // when the connection dies (no socket was ever given to it): closed here, or the exchange would hold
     // its --max-streams slot and its upstream stream for good.
     if (connection.open > 1) exchange.queuedOn = closeQueuedWithConnection(req.socket, res);
-    res.once('close', exchange.closed);
+    res.on('close', exchange.closed);
     this.forward(req, res, method, exchange).catch((e: unknown) => {
       // A defect of the gateway, never the client's: the connection ends rather than the process. The
       // client is told nothing of the gateway's insides; the detail is one line on stderr, and counted.
@@ -347,8 +349,10 @@ function pump(
           sink.enqueue(chunk);
         },
   );
+  // `on`, not `once` (as `handle` puts the response's): the upstream response ends, fails and closes
+  // once, and `broken` runs at most once whatever is emitted.
   let ended = false;
-  upstream.once('end', () => {
+  upstream.on('end', () => {
     ended = true;
     // The client's response ends before the body's end is observed: a chunked JSON body's last chunk
     // (most servers send JSON chunked) does not wait for its parse, spans and detection.
@@ -362,8 +366,8 @@ function pump(
     res.destroy();
     exchange.stopIdle();
   };
-  upstream.once('error', broken);
-  upstream.once('close', () => {
+  upstream.on('error', broken);
+  upstream.on('close', () => {
     if (!upstream.complete)
       broken(Object.assign(new Error('upstream closed the response early'), { code: 'ECONNRESET' }));
   });

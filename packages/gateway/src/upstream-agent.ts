@@ -62,9 +62,26 @@ function keepIdle(socket: Duplex): boolean {
   return true;
 }
 
-/** A pooled connection taken for a request carries no idle timer while it is in use (a stream may be silent for long). */
+/** Node's own key of a socket's timer (its net module's `kTimeout`), once found. */
+let timerKey: symbol | undefined;
+
+/** A timer object of Node's (`Timeout`), live or cleared. */
+function isTimer(value: unknown): boolean {
+  return typeof value === 'object' && value !== null && '_onTimeout' in value && '_idleTimeout' in value;
+}
+
+/**
+ * A pooled connection taken for a request carries no idle timer while it is in use (a stream may be
+ * silent for long). Node clears the timer but keeps its `Timeout` object on the socket (about 150
+ * bytes with its boxed times) for as long as the exchange lasts; dropped here, as Node's socket starts
+ * without one (it reads the key only as "a timer, if any"). The key is the socket's own symbol that
+ * holds a timer; a Node whose socket has none keeps it.
+ */
 function inUse(socket: Duplex): void {
-  (socket as Socket).setTimeout(0);
+  const tcp = socket as unknown as Socket & Record<symbol, unknown>;
+  tcp.setTimeout(0);
+  timerKey ??= Object.getOwnPropertySymbols(tcp).find((key) => isTimer(tcp[key]));
+  if (timerKey !== undefined && isTimer(tcp[timerKey])) tcp[timerKey] = null;
 }
 
 /** The gateway's pool of plain HTTP connections to its upstream. */
