@@ -10,7 +10,10 @@
  *   bare-sdk  unwrapped, with the SDK of `sdk` registered (what OpenTelemetry costs the bare client);
  *   sdk     through instrumentFetch with an OpenTelemetry SDK BasicTracerProvider, a
  *           BatchSpanProcessor and an exporter that drops the spans, with the async-hooks context
- *           manager, as a user would have (the spans' own cost included).
+ *           manager, as a user would have (the spans' own cost included);
+ *   sdk-simple, sdk-none, sdk-nocm  `sdk` with one part changed: a SimpleSpanProcessor, no span
+ *           processor, no context manager (see below);
+ *   guard   through guardedFetch.
  *
  * Run each under callgrind with two call counts; the difference over the difference of calls is the
  * cost per call (warm: compilation falls in the first calls of both). `sdk` minus `wire` is what the
@@ -19,13 +22,23 @@
  *   valgrind --tool=callgrind --callgrind-out-file=/dev/null node bench/recorder-cost.mjs sdk 60 100
  *   valgrind --tool=callgrind --callgrind-out-file=/dev/null node bench/recorder-cost.mjs sdk 240 100
  *
+ * Whole-process counts carry start-up, whose count moves by tens of millions from run to run. With
+ * MARK=100 and `--dump-before=uv_getrusage`, callgrind writes one part per 100 measured calls (see MARK
+ * below) and the measured calls are counted alone; run node with `--single-threaded` so that the
+ * collector and the compilers work on the main thread, and bench/callgrind-kinds.ts's split of a part
+ * (collector, compilers, the rest) adds up:
+ *
+ *   MARK=100 valgrind --tool=callgrind --dump-before=uv_getrusage --callgrind-out-file=/tmp/sdk.%p \
+ *     node --single-threaded bench/recorder-cost.mjs sdk 600 100
+ *
  * Needs the built packages (`npx tsc -b`). INSTRUMENTATION=<path to an index.js> counts another build
  * of this package (e.g. a copy of an older dist). Without valgrind it prints CPU ns per call.
  */
 import { fileURLToPath } from 'node:url';
 import { context, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { BasicTracerProvider, BatchSpanProcessor, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { guardedFetch } from '@resumewatch/guard';
 import { WireObserver } from '@resumewatch/wire';
 import { progressUpstream } from '../../wire/bench/progress-upstream.mjs';
 
@@ -39,8 +52,12 @@ const { upstream, call: callThrough } = progressUpstream(PROGRESS);
 
 let exported = 0;
 let provider;
-if (variant === 'sdk' || variant === 'bare-sdk') {
-  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+// The SDK's parts, one left out at a time: `sdk-simple` a SimpleSpanProcessor (each span exported as it
+// ends, no buffer or timer), `sdk-none` no span processor (spans made and ended, never exported),
+// `sdk-nocm` no context manager (the API's no-op one: a context is passed, never stored per async resource).
+const sdk = variant === 'bare-sdk' || variant.startsWith('sdk');
+if (sdk) {
+  if (variant !== 'sdk-nocm') context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   const exporter = {
     export(spans, done) {
       exported += spans.length;
@@ -48,22 +65,35 @@ if (variant === 'sdk' || variant === 'bare-sdk') {
     },
     shutdown: async () => undefined,
   };
-  provider = new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(exporter)] });
+  const spanProcessors =
+    variant === 'sdk-none'
+      ? []
+      : [variant === 'sdk-simple' ? new SimpleSpanProcessor(exporter) : new BatchSpanProcessor(exporter)];
+  provider = new BasicTracerProvider({ spanProcessors });
   trace.setGlobalTracerProvider(provider);
 }
 
 const fetch =
   variant === 'wire'
     ? new WireObserver().addListener({ onEvent: () => undefined, eventsWanted: 'deciding' }).wrap(upstream)
-    : variant === 'sdk' || variant === 'noop'
-      ? instrumentFetch(upstream)
-      : upstream;
+    : variant === 'guard'
+      ? guardedFetch(upstream)
+      : variant === 'noop' || (sdk && variant !== 'bare-sdk')
+        ? instrumentFetch(upstream)
+        : upstream;
 
 const call = () => callThrough(fetch);
 
+// MARK=n: process.cpuUsage() (libuv's uv_getrusage) every n measured calls as well as at the start and
+// the end, so that `valgrind --tool=callgrind --dump-before=uv_getrusage` writes one part per n calls:
+// the parts count the measured calls alone (start-up and warm-up are the first part), one by one.
+const MARK = Number(process.env.MARK ?? 0);
 for (let i = 0; i < WARM; i++) await call();
 const start = process.cpuUsage();
-for (let i = 0; i < CALLS; i++) await call();
+for (let i = 0; i < CALLS; i++) {
+  await call();
+  if (MARK && (i + 1) % MARK === 0 && i + 1 < CALLS) process.cpuUsage();
+}
 await provider?.forceFlush();
 const used = process.cpuUsage(start);
 console.log(
