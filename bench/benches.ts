@@ -60,16 +60,7 @@ export const BENCHES: Bench[] = [
     smokeArgs: ['--rounds', '1', '--warmup', '0', '--calls', '1', '--progress', '3', '--pings', '3'],
     what: 'client CPU per SSE event and per request of instrumentFetch against the bare SDK 1.x client and @opentelemetry/instrumentation-undici, each in its own process',
   },
-  {
-    id: 'client-instructions',
-    dir: 'packages/instrumentation',
-    script: 'bench/instructions.bench.ts',
-    // Counted by callgrind (valgrind must be installed): a few minutes a variant. The smoke runs the
-    // clients without valgrind and prints the timed bare figure only.
-    args: ['--calls', '40', '--progress', '100', '--warm', '20', '--timed', '5'],
-    smokeArgs: ['--smoke', '--calls', '1', '--progress', '3', '--warm', '0', '--timed', '1'],
-    what: "client instructions per SSE event (callgrind, each variant in its own process) of the unmodified SDK 1.x client bare, with guardedFetch and with instrumentFetch, and the µs they add at the bare client's µs per instruction timed in the same run",
-  },
+
   {
     id: 'client-soak',
     dir: 'packages/instrumentation',
