@@ -111,7 +111,8 @@ function partOfUrl(url: string): string | undefined {
   if (url.startsWith('node:')) {
     const m = url.slice(5);
     if (m.startsWith('internal/crypto') || m === 'crypto') return 'digests (wire digest.ts, node:crypto)';
-    if (m.startsWith('_http') || m === 'http' || m.startsWith('internal/http')) return 'node:http (parser, messages, agent)';
+    if (m.startsWith('_http') || m === 'http' || m.startsWith('internal/http'))
+      return 'node:http (parser, messages, agent)';
     if (m === 'net' || m.startsWith('internal/stream_base') || m.startsWith('internal/net') || m === 'internal/dtrace')
       return 'node:net (sockets)';
     if (m.startsWith('internal/streams') || m === 'stream') return 'node streams';
@@ -122,7 +123,8 @@ function partOfUrl(url: string): string | undefined {
     return 'node other';
   }
   if (url.includes('/node_modules/')) return 'dependencies (node_modules)';
-  if (url.includes('/packages/wire/')) return url.includes('/digest.') ? 'digests (wire digest.ts, node:crypto)' : 'wire observer';
+  if (url.includes('/packages/wire/'))
+    return url.includes('/digest.') ? 'digests (wire digest.ts, node:crypto)' : 'wire observer';
   if (url.includes('/packages/bounded/')) return 'wire observer';
   if (url.includes('/packages/instrumentation/')) return 'span recorder (instrumentation)';
   if (url.includes('/packages/detector/') || url.includes('/packages/daemon/')) return 'detector (detector, daemon)';
@@ -140,7 +142,8 @@ interface Tally {
   requests: number;
 }
 const tallies = new Map<string, Tally>();
-for (const t of targets) tallies.set(t.name, { parts: new Map(), functions: new Map(), busy: 0, cpuUs: 0, requests: 0 });
+for (const t of targets)
+  tallies.set(t.name, { parts: new Map(), functions: new Map(), busy: 0, cpuUs: 0, requests: 0 });
 
 function add(t: Tally, p: Profile): void {
   const byId = new Map<number, ProfileNode>();
@@ -206,7 +209,9 @@ for (let round = 0; round < ROUNDS; round++) {
     tally.requests += JSON_CALLS;
     add(tally, profile);
   }
-  console.log(`round ${round + 1}/${ROUNDS}: ${targets.map((t) => `${t.name} ${(tallies.get(t.name)!.cpuUs / tallies.get(t.name)!.requests).toFixed(0)} µs`).join(', ')}`);
+  console.log(
+    `round ${round + 1}/${ROUNDS}: ${targets.map((t) => `${t.name} ${(tallies.get(t.name)!.cpuUs / tallies.get(t.name)!.requests).toFixed(0)} µs`).join(', ')}`,
+  );
 }
 for (const t of targets) await client.ask('close', { base: t.url, sessions: sessions.get(t.name) });
 
@@ -217,10 +222,19 @@ const perRequest = (name: string, part: string) => {
 };
 const names = targets.map((t) => t.name);
 const parts = [...new Set(names.flatMap((n) => [...tallies.get(n)!.parts.keys()]))];
-parts.sort((a, b) => perRequest('gateway', b) - perRequest('bare', b) - (perRequest('gateway', a) - perRequest('bare', a)));
+parts.sort(
+  (a, b) => perRequest('gateway', b) - perRequest('bare', b) - (perRequest('gateway', a) - perRequest('bare', a)),
+);
 const f1 = (x: number) => x.toFixed(1);
-const header = ['part', ...names.map((n) => `${n} µs`), 'gateway − bare', ...(names.includes('before') ? ['before − gateway'] : [])];
-console.log(`\nCPU per JSON request by part (${ROUNDS} rounds × ${JSON_CALLS} requests, ${CONCURRENCY} sessions, sampled every ${INTERVAL_US} µs)\n`);
+const header = [
+  'part',
+  ...names.map((n) => `${n} µs`),
+  'gateway − bare',
+  ...(names.includes('before') ? ['before − gateway'] : []),
+];
+console.log(
+  `\nCPU per JSON request by part (${ROUNDS} rounds × ${JSON_CALLS} requests, ${CONCURRENCY} sessions, sampled every ${INTERVAL_US} µs)\n`,
+);
 console.log(`| ${header.join(' | ')} |\n| ${header.map(() => '---').join(' | ')} |`);
 const row = (label: string, value: (n: string) => number) => {
   const cells = names.map((n) => f1(value(n)));
@@ -232,7 +246,9 @@ for (const part of parts) row(part, (n) => perRequest(n, part));
 row('**all (process CPU per request)**', (n) => tallies.get(n)!.cpuUs / tallies.get(n)!.requests);
 for (const n of names) {
   const t = tallies.get(n)!;
-  console.log(`${n}: busy samples ${(t.busy / 1e6).toFixed(2)} s of main thread, CPU ${(t.cpuUs / 1e6).toFixed(2)} s (all threads)`);
+  console.log(
+    `${n}: busy samples ${(t.busy / 1e6).toFixed(2)} s of main thread, CPU ${(t.cpuUs / 1e6).toFixed(2)} s (all threads)`,
+  );
 }
 
 console.log(`\nThe gateway's top ${TOP} functions by self time, µs per JSON request:\n`);

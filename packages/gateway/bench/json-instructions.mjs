@@ -35,9 +35,7 @@ const JSON_RESULT = (id) =>
   });
 
 const listen = (server) =>
-  new Promise((resolve) =>
-    server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${server.address().port}`)),
-  );
+  new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${server.address().port}`)));
 
 // --- The upstream: initialize, notifications, tools/call answered with JSON ---
 const upstreamServer = createServer((req, res) => {
@@ -63,7 +61,16 @@ upstreamServer.keepAliveTimeout = 600_000;
 const upstream = await listen(upstreamServer);
 
 // --- The proxy ---
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host']);
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'host',
+]);
 const endToEnd = (headers) => {
   const out = {};
   for (const name in headers) if (!HOP_BY_HOP.has(name)) out[name] = headers[name];
@@ -139,7 +146,9 @@ for (let i = 0; i < WARM; i++) await call();
 const start = process.cpuUsage();
 for (let i = 0; i < CALLS; i++) await call();
 const used = process.cpuUsage(start);
-console.log(`${variant}: ${CALLS} JSON requests, ${((used.user + used.system) / CALLS).toFixed(0)} µs CPU per request (all of client, proxy and upstream)`);
+console.log(
+  `${variant}: ${CALLS} JSON requests, ${((used.user + used.system) / CALLS).toFixed(0)} µs CPU per request (all of client, proxy and upstream)`,
+);
 clientAgent.destroy();
 await stop();
 upstreamServer.close();
