@@ -152,8 +152,19 @@ export function hostCheck(options: HostPolicyOptions): HostCheck {
   const originKeys = new Set(origins?.filter((o) => o !== ANY).map((o) => parseOrigin(o)!.key));
 
   const refuseHost = (message: string): HostRefusal => ({ reason: GatewayRefusal.HOST_NOT_ALLOWED, message });
+  // The last Host checked and its parse (read only): clients send the same Host on every request, and
+  // parsing it makes a URL each time.
+  let lastHost: string | undefined;
+  let lastNamed: HostName | undefined;
   return (host, origin) => {
-    const named = host === undefined ? undefined : parseHost(host);
+    let named: HostName | undefined;
+    if (host !== undefined) {
+      if (host !== lastHost) {
+        lastNamed = parseHost(host);
+        lastHost = host;
+      }
+      named = lastNamed;
+    }
     if (hosts) {
       if (host === undefined) return refuseHost('no Host header (--allowed-hosts)');
       if (!named || !matches(hosts, named.hostname, named.port))

@@ -22,6 +22,18 @@ describe('the Host and Origin check', () => {
       expect(isLoopbackAddress(address), address).toBe(false);
   });
 
+  it('checks each Host on its own when they alternate (the last one parsed is kept)', () => {
+    const check = hostCheck({ bindHost: '127.0.0.1' });
+    for (let i = 0; i < 3; i++) {
+      expect(check('127.0.0.1:8080', undefined)).toBeUndefined();
+      expect(check('127.0.0.1:8080', undefined)).toBeUndefined();
+      expect(check('attacker.example', undefined)?.reason).toBe(GatewayRefusal.HOST_NOT_ALLOWED);
+      expect(check('attacker.example', 'http://attacker.example')?.reason).toBe(GatewayRefusal.HOST_NOT_ALLOWED);
+      expect(check(undefined, undefined)?.reason).toBe(GatewayRefusal.HOST_NOT_ALLOWED);
+      expect(check('localhost:1', 'http://localhost:1')).toBeUndefined();
+    }
+  });
+
   it('on loopback, takes only loopback names (any port) and the bound address, and requires a Host', () => {
     const check = hostCheck({ bindHost: '127.0.0.2' });
     for (const host of [

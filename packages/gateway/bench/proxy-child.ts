@@ -12,8 +12,10 @@
  * Sends `{ url }` over IPC once listening; answers `{ seq, op }` messages: `cpu` (process.cpuUsage),
  * `heap` (after full GCs: heap used without code space, plus array buffers; RSS), `stats` (the
  * gateway's observed sessions and open exchanges), `snapshot` (`path`: the heap after full GCs, as
- * `heap` answers, and a heap snapshot written there) and `operations` (the requests its
- * mcp_server_operation_duration_seconds observed so far).
+ * `heap` answers, and a heap snapshot written there), `operations` (the requests its
+ * mcp_server_operation_duration_seconds observed so far), and `profileStart` / `profileStop` (V8's
+ * sampling profiler through the inspector, over a phase only: json-breakdown.ts; the stop answers
+ * `{ profile }`, the .cpuprofile's object).
  *
  *   node --expose-gc --import tsx bench/proxy-child.ts gateway|bare|bare-undici <upstream URL> [--enforce] [--max-streams n]
  */
@@ -21,6 +23,7 @@ import { Agent, createServer, request, type IncomingHttpHeaders, type OutgoingHt
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { getHeapSpaceStatistics, writeHeapSnapshot } from 'node:v8';
+import { Session } from 'node:inspector/promises';
 import { METRIC_MCP_SERVER_OPERATION_DURATION_SECONDS } from '@resumewatch/semconv';
 import { Pool } from 'undici';
 import type { RunningGateway } from '../src/gateway.js';
@@ -178,6 +181,23 @@ async function heap(): Promise<{ heap: number; rss: number }> {
   return { heap: m.heapUsed - code + m.arrayBuffers, rss: m.rss };
 }
 
+// V8's sampling profiler over one phase of the benchmark (json-breakdown.ts), not the process's life.
+let inspector: Session | undefined;
+async function profileStart(intervalUs: number): Promise<object> {
+  inspector ??= new Session();
+  inspector.connect();
+  await inspector.post('Profiler.enable');
+  await inspector.post('Profiler.setSamplingInterval', { interval: intervalUs });
+  await inspector.post('Profiler.start');
+  return {};
+}
+async function profileStop(): Promise<object> {
+  const { profile } = await inspector!.post('Profiler.stop');
+  await inspector!.post('Profiler.disable');
+  inspector!.disconnect();
+  return { profile };
+}
+
 process.on('message', (m: { seq: number; op: string }) => {
   void (async () => {
     let reply: object;
@@ -187,6 +207,8 @@ process.on('message', (m: { seq: number; op: string }) => {
     else if (m.op === 'stats')
       reply = gateway ? { ...gateway.stats(), open: gateway.counts().open } : { sessions: 0, open: 0 };
     else if (m.op === 'operations') reply = { observed: gateway ? await operationsObserved(gateway) : 0 };
+    else if (m.op === 'profileStart') reply = await profileStart((m as { intervalUs?: number }).intervalUs ?? 100);
+    else if (m.op === 'profileStop') reply = await profileStop();
     else reply = { error: `unknown op ${m.op}` };
     process.send!({ seq: m.seq, ...reply });
   })();

@@ -21,7 +21,8 @@ const HOP_BY_HOP = new Set([
 
 /** The field names the Connection header lists: hop-by-hop for this message too. */
 function connectionListed(connection: string | string[] | undefined): Set<string> | undefined {
-  if (connection === undefined) return undefined;
+  // `keep-alive`, what Node's clients and servers send, lists a field that is hop-by-hop anyway.
+  if (connection === undefined || connection === 'keep-alive') return undefined;
   const text = Array.isArray(connection) ? connection.join(',') : connection;
   const names = new Set<string>();
   for (const name of text.split(',')) {
@@ -59,7 +60,7 @@ export function endToEndResponseHeaders(rawHeaders: readonly string[], filtered 
   let connection: string[] | undefined;
   for (let i = 0; i + 1 < rawHeaders.length; i += 2)
     if (rawHeaders[i]!.toLowerCase() === 'connection') (connection ??= []).push(rawHeaders[i + 1]!);
-  const listed = connectionListed(connection);
+  const listed = connectionListed(connection?.length === 1 ? connection[0] : connection);
   const out: string[] = [];
   for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
     const lower = rawHeaders[i]!.toLowerCase();

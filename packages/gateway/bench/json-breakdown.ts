@@ -1,0 +1,260 @@
+/**
+ * Where the gateway's CPU per JSON request goes beyond the bare Node proxy's, in µs per request, by
+ * part. The same processes as proxy.bench.ts (upstream-server.ts, load-client.ts, proxy-child.ts
+ * `gateway` and `bare`, and with BENCH_BEFORE=<dir> the gateway build in <dir> as `before`), the same
+ * JSON phase (tools/call answered with JSON, `--concurrency` sessions, unpaced), alternating rounds.
+ * Over each proxy's phase only, V8's sampling profiler runs in that proxy (proxy-child.ts
+ * `profileStart`/`profileStop`) and process.cpuUsage is read before and after.
+ *
+ * Each sample's time goes to the part of the function it is in (its self time), by the function's
+ * file: Node's HTTP, sockets, streams, events, timers and ticks, the wire observer (packages/wire), the
+ * digests (the wire's digest.ts and node:crypto), the span recorder (packages/instrumentation), the
+ * detector-only tracer (the gateway's detector-tracer.ts), the detector (packages/detector,
+ * packages/daemon), the gateway's own forwarding (the rest of packages/gateway), dependencies, GC,
+ * V8's own work outside JavaScript (`(program)`). A native function without a file (JSON.parse, a
+ * binding) counts for the part of its nearest caller that has one, except the socket writes (`writev`,
+ * `writeBuffer`, `write*String`), a part of their own. A part's µs per request is its share of the
+ * process's busy samples (idle left out) times the process's measured CPU per request (every thread,
+ * user + system): the profiler samples the main thread's wall time, so time the process was preempted
+ * while busy counts in the part it was in, and the other threads' CPU is spread over the parts.
+ *
+ *   npx tsc -b && node --expose-gc --import tsx bench/json-breakdown.ts [--rounds 4] [--json 4000]
+ *     [--concurrency 8] [--interval 100] [--top 25]
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+
+const { values } = parseArgs({
+  options: {
+    rounds: { type: 'string', default: '4' },
+    json: { type: 'string', default: '4000' },
+    concurrency: { type: 'string', default: '8' },
+    interval: { type: 'string', default: '100' },
+    top: { type: 'string', default: '25' },
+  },
+});
+const ROUNDS = Number(values.rounds);
+const JSON_CALLS = Number(values.json);
+const CONCURRENCY = Number(values.concurrency);
+const INTERVAL_US = Number(values.interval);
+const TOP = Number(values.top);
+
+// --- Children, as proxy.bench.ts starts them ---
+const here = import.meta.dirname;
+class Child {
+  private seq = 0;
+  private readonly pending = new Map<number, (m: Record<string, unknown>) => void>();
+  constructor(readonly proc: ChildProcess) {
+    proc.on('message', (m: Record<string, unknown>) => {
+      const done = this.pending.get(m.seq as number);
+      if (done) {
+        this.pending.delete(m.seq as number);
+        done(m);
+      }
+    });
+  }
+  ask<T = Record<string, unknown>>(op: string, args: object = {}): Promise<T> {
+    const seq = ++this.seq;
+    return new Promise((resolve, reject) => {
+      this.pending.set(seq, (m) => (m.error ? reject(new Error(String(m.error))) : resolve(m as T)));
+      this.proc.send({ seq, op, ...args });
+    });
+  }
+}
+async function start(script: string, args: string[], env: NodeJS.ProcessEnv = process.env) {
+  const proc = fork(join(here, script), args, { execArgv: ['--expose-gc', '--import', 'tsx'], stdio: 'inherit', env });
+  const first = await new Promise<Record<string, unknown>>((resolve, reject) => {
+    proc.once('message', resolve);
+    proc.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)));
+  });
+  return { child: new Child(proc), first };
+}
+
+const up = await start('upstream-server.ts', []);
+const upstream = up.first.url as string;
+const client = (await start('load-client.ts', [])).child;
+const proxyArgs = ['--max-streams', '20000'];
+interface Target {
+  name: string;
+  child: Child;
+  url: string;
+}
+const targets: Target[] = [];
+for (const [name, env] of [
+  ['gateway', process.env],
+  ['bare', process.env],
+  ...(process.env.BENCH_BEFORE
+    ? [['before', { ...process.env, BENCH_GATEWAY_DIST: process.env.BENCH_BEFORE }] as const]
+    : []),
+] as const) {
+  const s = await start('proxy-child.ts', [name === 'before' ? 'gateway' : name, upstream, ...proxyArgs], env);
+  targets.push({ name, child: s.child, url: s.first.url as string });
+}
+
+// --- Profiles: self time by part ---
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string };
+  children?: number[];
+}
+interface Profile {
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+}
+const SOCKET_WRITES = new Set(['writev', 'writeBuffer', 'writeUtf8String', 'writeLatin1String', 'writeAsciiString']);
+
+/** The part of a function with a file; undefined for a native one without (it takes its caller's). */
+function partOfUrl(url: string): string | undefined {
+  if (url === '') return undefined;
+  if (url.startsWith('node:')) {
+    const m = url.slice(5);
+    if (m.startsWith('internal/crypto') || m === 'crypto') return 'digests (wire digest.ts, node:crypto)';
+    if (m.startsWith('_http') || m === 'http' || m.startsWith('internal/http'))
+      return 'node:http (parser, messages, agent)';
+    if (m === 'net' || m.startsWith('internal/stream_base') || m.startsWith('internal/net') || m === 'internal/dtrace')
+      return 'node:net (sockets)';
+    if (m.startsWith('internal/streams') || m === 'stream') return 'node streams';
+    if (m === 'events' || m.startsWith('internal/event')) return 'node events';
+    if (m.startsWith('internal/timers') || m === 'timers') return 'node timers';
+    if (m.startsWith('internal/process/task_queues') || m.startsWith('internal/async_hooks') || m === 'async_hooks')
+      return 'node ticks, microtasks, async hooks';
+    return 'node other';
+  }
+  if (url.includes('/node_modules/')) return 'dependencies (node_modules)';
+  if (url.includes('/packages/wire/'))
+    return url.includes('/digest.') ? 'digests (wire digest.ts, node:crypto)' : 'wire observer';
+  if (url.includes('/packages/bounded/')) return 'wire observer';
+  if (url.includes('/packages/instrumentation/')) return 'span recorder (instrumentation)';
+  if (url.includes('/packages/detector/') || url.includes('/packages/daemon/')) return 'detector (detector, daemon)';
+  if (url.includes('detector-tracer.')) return 'detector-only tracer';
+  if (url.includes('/packages/gateway/') || url.includes('/.before/')) return "gateway's own forwarding";
+  if (url.includes('/packages/')) return 'other project packages';
+  return 'other';
+}
+
+interface Tally {
+  parts: Map<string, number>;
+  functions: Map<string, { part: string; us: number }>;
+  busy: number;
+  cpuUs: number;
+  requests: number;
+}
+const tallies = new Map<string, Tally>();
+for (const t of targets)
+  tallies.set(t.name, { parts: new Map(), functions: new Map(), busy: 0, cpuUs: 0, requests: 0 });
+
+function add(t: Tally, p: Profile): void {
+  const byId = new Map<number, ProfileNode>();
+  const parent = new Map<number, number>();
+  for (const n of p.nodes) {
+    byId.set(n.id, n);
+    for (const c of n.children ?? []) parent.set(c, n.id);
+  }
+  const partOf = new Map<number, string>();
+  const resolve = (id: number): string => {
+    const known = partOf.get(id);
+    if (known) return known;
+    const n = byId.get(id)!;
+    const f = n.callFrame.functionName;
+    let part: string;
+    if (f === '(garbage collector)') part = 'GC (main thread)';
+    else if (f === '(program)') part = 'V8 outside JavaScript (program)';
+    else if (f === '(idle)') part = '(idle)';
+    else if (n.callFrame.url === '' && SOCKET_WRITES.has(f)) part = 'socket writes (writev, native)';
+    else {
+      const own = partOfUrl(n.callFrame.url);
+      const up = parent.get(id);
+      part = own ?? (up === undefined ? 'other' : resolve(up));
+    }
+    partOf.set(id, part);
+    return part;
+  };
+  for (let i = 0; i < p.samples.length; i++) {
+    const id = p.samples[i]!;
+    const us = p.timeDeltas[i + 1] ?? INTERVAL_US;
+    const part = resolve(id);
+    if (part === '(idle)') continue;
+    t.busy += us;
+    t.parts.set(part, (t.parts.get(part) ?? 0) + us);
+    const n = byId.get(id)!;
+    const key = `${n.callFrame.functionName || '(anonymous)'} ${n.callFrame.url.replace(/^.*\/packages\//, '').replace(/^file:\/\//, '')}`;
+    const f = t.functions.get(key) ?? { part, us: 0 };
+    f.us += us;
+    t.functions.set(key, f);
+  }
+}
+
+// --- Warm-up, then alternating rounds of the JSON phase ---
+const sessions = new Map<string, string[]>();
+for (const t of targets) {
+  const s = (await client.ask<{ sessions: string[] }>('open', { base: t.url, n: CONCURRENCY })).sessions;
+  sessions.set(t.name, s);
+  await client.ask('json', { base: t.url, sessions: s, requests: Math.max(500, JSON_CALLS / 4) });
+}
+const cpuOf = async (c: Child) => {
+  const u = await c.ask<{ user: number; system: number }>('cpu');
+  return u.user + u.system;
+};
+for (let round = 0; round < ROUNDS; round++) {
+  for (const t of round % 2 === 0 ? targets : [...targets].reverse()) {
+    await t.child.ask('profileStart', { intervalUs: INTERVAL_US });
+    const c0 = await cpuOf(t.child);
+    await client.ask('json', { base: t.url, sessions: sessions.get(t.name), requests: JSON_CALLS });
+    const c1 = await cpuOf(t.child);
+    const { profile } = await t.child.ask<{ profile: Profile }>('profileStop');
+    const tally = tallies.get(t.name)!;
+    tally.cpuUs += c1 - c0;
+    tally.requests += JSON_CALLS;
+    add(tally, profile);
+  }
+  console.log(
+    `round ${round + 1}/${ROUNDS}: ${targets.map((t) => `${t.name} ${(tallies.get(t.name)!.cpuUs / tallies.get(t.name)!.requests).toFixed(0)} µs`).join(', ')}`,
+  );
+}
+for (const t of targets) await client.ask('close', { base: t.url, sessions: sessions.get(t.name) });
+
+// --- The table: µs per JSON request by part, gateway − bare (and before − gateway) ---
+const perRequest = (name: string, part: string) => {
+  const t = tallies.get(name)!;
+  return ((t.parts.get(part) ?? 0) / t.busy) * (t.cpuUs / t.requests);
+};
+const names = targets.map((t) => t.name);
+const parts = [...new Set(names.flatMap((n) => [...tallies.get(n)!.parts.keys()]))];
+parts.sort(
+  (a, b) => perRequest('gateway', b) - perRequest('bare', b) - (perRequest('gateway', a) - perRequest('bare', a)),
+);
+const f1 = (x: number) => x.toFixed(1);
+const header = [
+  'part',
+  ...names.map((n) => `${n} µs`),
+  'gateway − bare',
+  ...(names.includes('before') ? ['before − gateway'] : []),
+];
+console.log(
+  `\nCPU per JSON request by part (${ROUNDS} rounds × ${JSON_CALLS} requests, ${CONCURRENCY} sessions, sampled every ${INTERVAL_US} µs)\n`,
+);
+console.log(`| ${header.join(' | ')} |\n| ${header.map(() => '---').join(' | ')} |`);
+const row = (label: string, value: (n: string) => number) => {
+  const cells = names.map((n) => f1(value(n)));
+  const gap = value('gateway') - value('bare');
+  const extra = names.includes('before') ? [f1(value('before') - value('gateway'))] : [];
+  console.log(`| ${label} | ${cells.join(' | ')} | ${f1(gap)} | ${extra.join(' | ')}${extra.length ? ' |' : ''}`);
+};
+for (const part of parts) row(part, (n) => perRequest(n, part));
+row('**all (process CPU per request)**', (n) => tallies.get(n)!.cpuUs / tallies.get(n)!.requests);
+for (const n of names) {
+  const t = tallies.get(n)!;
+  console.log(
+    `${n}: busy samples ${(t.busy / 1e6).toFixed(2)} s of main thread, CPU ${(t.cpuUs / 1e6).toFixed(2)} s (all threads)`,
+  );
+}
+
+console.log(`\nThe gateway's top ${TOP} functions by self time, µs per JSON request:\n`);
+const g = tallies.get('gateway')!;
+const scale = g.cpuUs / g.requests / g.busy;
+for (const [key, f] of [...g.functions].sort((a, b) => b[1].us - a[1].us).slice(0, TOP))
+  console.log(`${f1(f.us * scale).padStart(7)}  ${f.part.padEnd(40)} ${key}`);
+
+for (const t of [...targets.map((x) => x.child), client, up.child]) t.proc.disconnect();
