@@ -12,11 +12,12 @@
  *   npx tsc -b && node --expose-gc --import tsx bench/heap-probe.ts [--open 2000] [--cycles 2]
  *     [--proxies gateway,bare] [--snapshots /tmp/snaps]
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import { fork } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
+import { Child } from './child.js';
 
 const { values } = parseArgs({
   options: {
@@ -29,27 +30,6 @@ const { values } = parseArgs({
 const OPEN = Number(values.open);
 const CYCLES = Number(values.cycles);
 const here = import.meta.dirname;
-
-class Child {
-  private seq = 0;
-  private readonly pending = new Map<number, (m: Record<string, unknown>) => void>();
-  constructor(readonly proc: ChildProcess) {
-    proc.on('message', (m: Record<string, unknown>) => {
-      const done = this.pending.get(m.seq as number);
-      if (done) {
-        this.pending.delete(m.seq as number);
-        done(m);
-      }
-    });
-  }
-  ask<T = Record<string, unknown>>(op: string, args: object = {}): Promise<T> {
-    const seq = ++this.seq;
-    return new Promise((resolve, reject) => {
-      this.pending.set(seq, (m) => (m.error ? reject(new Error(String(m.error))) : resolve(m as T)));
-      this.proc.send({ seq, op, ...args });
-    });
-  }
-}
 
 async function start(script: string, args: string[]): Promise<[Child, Record<string, unknown>]> {
   const proc = fork(join(here, script), args, { execArgv: ['--expose-gc', '--import', 'tsx'], stdio: 'inherit' });

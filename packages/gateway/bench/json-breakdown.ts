@@ -21,9 +21,10 @@
  *   npx tsc -b && node --expose-gc --import tsx bench/json-breakdown.ts [--rounds 4] [--json 4000]
  *     [--concurrency 8] [--interval 100] [--top 25]
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import { fork } from 'node:child_process';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { Child } from './child.js';
 
 const { values } = parseArgs({
   options: {
@@ -42,26 +43,6 @@ const TOP = Number(values.top);
 
 // --- Children, as proxy.bench.ts starts them ---
 const here = import.meta.dirname;
-class Child {
-  private seq = 0;
-  private readonly pending = new Map<number, (m: Record<string, unknown>) => void>();
-  constructor(readonly proc: ChildProcess) {
-    proc.on('message', (m: Record<string, unknown>) => {
-      const done = this.pending.get(m.seq as number);
-      if (done) {
-        this.pending.delete(m.seq as number);
-        done(m);
-      }
-    });
-  }
-  ask<T = Record<string, unknown>>(op: string, args: object = {}): Promise<T> {
-    const seq = ++this.seq;
-    return new Promise((resolve, reject) => {
-      this.pending.set(seq, (m) => (m.error ? reject(new Error(String(m.error))) : resolve(m as T)));
-      this.proc.send({ seq, op, ...args });
-    });
-  }
-}
 async function start(script: string, args: string[], env: NodeJS.ProcessEnv = process.env) {
   const proc = fork(join(here, script), args, { execArgv: ['--expose-gc', '--import', 'tsx'], stdio: 'inherit', env });
   const first = await new Promise<Record<string, unknown>>((resolve, reject) => {

@@ -38,7 +38,7 @@
  * BENCH_BEFORE=$PWD/.before/dist), in the same rounds: a change's before and after in one run. The
  * gateways run their build, so run `npx tsc -b` (or `pnpm bench`) first.
  */
-import { execFileSync, fork, type ChildProcess } from 'node:child_process';
+import { execFileSync, fork } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -46,6 +46,7 @@ import { parseArgs } from 'node:util';
 import { figure } from '../../../bench/figure.js';
 import { startNginx, type Nginx } from './nginx.js';
 import { measureOperationCost } from './operation-metrics.js';
+import { Child } from './child.js';
 
 const { values } = parseArgs({
   options: {
@@ -114,27 +115,6 @@ let fdNote = '';
 // --- Children ---
 const execArgv = ['--expose-gc', '--import', 'tsx'];
 const here = import.meta.dirname;
-
-class Child {
-  private seq = 0;
-  private readonly pending = new Map<number, (m: Record<string, unknown>) => void>();
-  constructor(readonly proc: ChildProcess) {
-    proc.on('message', (m: Record<string, unknown>) => {
-      const done = this.pending.get(m.seq as number);
-      if (done) {
-        this.pending.delete(m.seq as number);
-        done(m);
-      }
-    });
-  }
-  ask<T = Record<string, unknown>>(op: string, args: object = {}): Promise<T> {
-    const seq = ++this.seq;
-    return new Promise((resolve, reject) => {
-      this.pending.set(seq, (m) => (m.error ? reject(new Error(String(m.error))) : resolve(m as T)));
-      this.proc.send({ seq, op, ...args });
-    });
-  }
-}
 
 async function start(script: string, args: string[], extra: string[] = []): Promise<[Child, Record<string, unknown>]> {
   const proc = fork(join(here, script), args, { execArgv: [...execArgv, ...extra], stdio: 'inherit' });
