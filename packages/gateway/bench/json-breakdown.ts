@@ -1,10 +1,14 @@
 /**
- * Where the gateway's CPU per JSON request goes beyond the bare Node proxy's, in µs per request, by
- * part. The same processes as proxy.bench.ts (upstream-server.ts, load-client.ts, proxy-child.ts
- * `gateway` and `bare`, and with BENCH_BEFORE=<dir> the gateway build in <dir> as `before`), the same
- * JSON phase (tools/call answered with JSON, `--concurrency` sessions, unpaced), alternating rounds.
- * Over each proxy's phase only, V8's sampling profiler runs in that proxy (proxy-child.ts
- * `profileStart`/`profileStop`) and process.cpuUsage is read before and after.
+ * Where the gateway's CPU per JSON request (`--phase json`) or per SSE event (`--phase sse`) goes
+ * beyond the bare Node proxy's, in µs per request or event, by part. The same processes as
+ * proxy.bench.ts (upstream-server.ts, load-client.ts, proxy-child.ts `gateway` and `bare`, and with
+ * BENCH_BEFORE=<dir> the gateway build in <dir> as `before`), the same phases, alternating rounds:
+ * JSON, tools/call answered with JSON, `--json` requests a round; SSE, `--streams` tools/call answered
+ * by a stream of `--events` progress notifications and its result, a round's CPU over its
+ * `--streams` × (`--events` + 1) events (a stream's request and headers in its events' share), as
+ * proxy.bench.ts counts it; both unpaced, over `--concurrency` sessions. Over each proxy's phase only,
+ * V8's sampling profiler runs in that proxy (proxy-child.ts `profileStart`/`profileStop`) and
+ * process.cpuUsage is read before and after.
  *
  * Each sample's time goes to the part of the function it is in (its self time), by the function's
  * file: Node's HTTP, sockets, streams, events, timers and ticks, the wire observer (packages/wire), the
@@ -18,8 +22,8 @@
  * user + system): the profiler samples the main thread's wall time, so time the process was preempted
  * while busy counts in the part it was in, and the other threads' CPU is spread over the parts.
  *
- *   npx tsc -b && node --expose-gc --import tsx bench/json-breakdown.ts [--rounds 4] [--json 4000]
- *     [--concurrency 8] [--interval 100] [--top 25]
+ *   npx tsc -b && node --expose-gc --import tsx bench/json-breakdown.ts [--phase json|sse] [--rounds 4]
+ *     [--json 4000] [--streams 300] [--events 100] [--concurrency 8] [--interval 100] [--top 25]
  */
 import { fork } from 'node:child_process';
 import { join } from 'node:path';
@@ -28,15 +32,25 @@ import { Child } from './child.js';
 
 const { values } = parseArgs({
   options: {
+    phase: { type: 'string', default: 'json' },
     rounds: { type: 'string', default: '4' },
     json: { type: 'string', default: '4000' },
+    streams: { type: 'string', default: '300' },
+    events: { type: 'string', default: '100' },
     concurrency: { type: 'string', default: '8' },
     interval: { type: 'string', default: '100' },
     top: { type: 'string', default: '25' },
   },
 });
+const PHASE = values.phase;
+if (PHASE !== 'json' && PHASE !== 'sse') throw new Error(`--phase json|sse, not ${PHASE}`);
 const ROUNDS = Number(values.rounds);
 const JSON_CALLS = Number(values.json);
+const STREAMS = Number(values.streams);
+const EVENTS = Number(values.events);
+/** What a round's CPU is divided by: requests, or SSE events (a stream's progress events and its result). */
+const UNITS = PHASE === 'json' ? JSON_CALLS : STREAMS * (EVENTS + 1);
+const UNIT = PHASE === 'json' ? 'JSON request' : 'SSE event';
 const CONCURRENCY = Number(values.concurrency);
 const INTERVAL_US = Number(values.interval);
 const TOP = Number(values.top);
@@ -120,11 +134,10 @@ interface Tally {
   functions: Map<string, { part: string; us: number }>;
   busy: number;
   cpuUs: number;
-  requests: number;
+  units: number;
 }
 const tallies = new Map<string, Tally>();
-for (const t of targets)
-  tallies.set(t.name, { parts: new Map(), functions: new Map(), busy: 0, cpuUs: 0, requests: 0 });
+for (const t of targets) tallies.set(t.name, { parts: new Map(), functions: new Map(), busy: 0, cpuUs: 0, units: 0 });
 
 function add(t: Tally, p: Profile): void {
   const byId = new Map<number, ProfileNode>();
@@ -167,12 +180,23 @@ function add(t: Tally, p: Profile): void {
   }
 }
 
-// --- Warm-up, then alternating rounds of the JSON phase ---
+// --- Warm-up, then alternating rounds of the phase ---
 const sessions = new Map<string, string[]>();
+/** One phase's traffic through a proxy, `scale` of a round's. */
+const run = (t: Target, scale: number) =>
+  PHASE === 'json'
+    ? client.ask('json', { base: t.url, sessions: sessions.get(t.name), requests: Math.round(JSON_CALLS * scale) })
+    : client.ask('sse', {
+        base: t.url,
+        sessions: sessions.get(t.name),
+        streams: Math.round(STREAMS * scale),
+        events: EVENTS,
+        rate: 0,
+      });
 for (const t of targets) {
   const s = (await client.ask<{ sessions: string[] }>('open', { base: t.url, n: CONCURRENCY })).sessions;
   sessions.set(t.name, s);
-  await client.ask('json', { base: t.url, sessions: s, requests: Math.max(500, JSON_CALLS / 4) });
+  await run(t, Math.max(0.25, 500 / UNITS));
 }
 const cpuOf = async (c: Child) => {
   const u = await c.ask<{ user: number; system: number }>('cpu');
@@ -182,39 +206,41 @@ for (let round = 0; round < ROUNDS; round++) {
   for (const t of round % 2 === 0 ? targets : [...targets].reverse()) {
     await t.child.ask('profileStart', { intervalUs: INTERVAL_US });
     const c0 = await cpuOf(t.child);
-    await client.ask('json', { base: t.url, sessions: sessions.get(t.name), requests: JSON_CALLS });
+    await run(t, 1);
     const c1 = await cpuOf(t.child);
     const { profile } = await t.child.ask<{ profile: Profile }>('profileStop');
     const tally = tallies.get(t.name)!;
     tally.cpuUs += c1 - c0;
-    tally.requests += JSON_CALLS;
+    tally.units += UNITS;
     add(tally, profile);
   }
   console.log(
-    `round ${round + 1}/${ROUNDS}: ${targets.map((t) => `${t.name} ${(tallies.get(t.name)!.cpuUs / tallies.get(t.name)!.requests).toFixed(0)} µs`).join(', ')}`,
+    `round ${round + 1}/${ROUNDS}: ${targets.map((t) => `${t.name} ${(tallies.get(t.name)!.cpuUs / tallies.get(t.name)!.units).toFixed(PHASE === 'json' ? 0 : 1)} µs`).join(', ')}`,
   );
 }
 for (const t of targets) await client.ask('close', { base: t.url, sessions: sessions.get(t.name) });
 
-// --- The table: µs per JSON request by part, gateway − bare (and before − gateway) ---
+// --- The table: µs per request or event by part, gateway − bare (and before − gateway) ---
 const perRequest = (name: string, part: string) => {
   const t = tallies.get(name)!;
-  return ((t.parts.get(part) ?? 0) / t.busy) * (t.cpuUs / t.requests);
+  return ((t.parts.get(part) ?? 0) / t.busy) * (t.cpuUs / t.units);
 };
 const names = targets.map((t) => t.name);
 const parts = [...new Set(names.flatMap((n) => [...tallies.get(n)!.parts.keys()]))];
 parts.sort(
   (a, b) => perRequest('gateway', b) - perRequest('bare', b) - (perRequest('gateway', a) - perRequest('bare', a)),
 );
-const f1 = (x: number) => x.toFixed(1);
+const f1 = (x: number) => x.toFixed(PHASE === 'json' ? 1 : 2);
 const header = [
   'part',
   ...names.map((n) => `${n} µs`),
   'gateway − bare',
   ...(names.includes('before') ? ['before − gateway'] : []),
 ];
+const traffic =
+  PHASE === 'json' ? `${JSON_CALLS} requests` : `${STREAMS} streams of ${EVENTS} events and a result, ${UNITS} events`;
 console.log(
-  `\nCPU per JSON request by part (${ROUNDS} rounds × ${JSON_CALLS} requests, ${CONCURRENCY} sessions, sampled every ${INTERVAL_US} µs)\n`,
+  `\nCPU per ${UNIT} by part (${ROUNDS} rounds × ${traffic}, ${CONCURRENCY} sessions, sampled every ${INTERVAL_US} µs)\n`,
 );
 console.log(`| ${header.join(' | ')} |\n| ${header.map(() => '---').join(' | ')} |`);
 const row = (label: string, value: (n: string) => number) => {
@@ -224,7 +250,7 @@ const row = (label: string, value: (n: string) => number) => {
   console.log(`| ${label} | ${cells.join(' | ')} | ${f1(gap)} | ${extra.join(' | ')}${extra.length ? ' |' : ''}`);
 };
 for (const part of parts) row(part, (n) => perRequest(n, part));
-row('**all (process CPU per request)**', (n) => tallies.get(n)!.cpuUs / tallies.get(n)!.requests);
+row(`**all (process CPU per ${UNIT})**`, (n) => tallies.get(n)!.cpuUs / tallies.get(n)!.units);
 for (const n of names) {
   const t = tallies.get(n)!;
   console.log(
@@ -232,10 +258,16 @@ for (const n of names) {
   );
 }
 
-console.log(`\nThe gateway's top ${TOP} functions by self time, µs per JSON request:\n`);
-const g = tallies.get('gateway')!;
-const scale = g.cpuUs / g.requests / g.busy;
-for (const [key, f] of [...g.functions].sort((a, b) => b[1].us - a[1].us).slice(0, TOP))
-  console.log(`${f1(f.us * scale).padStart(7)}  ${f.part.padEnd(40)} ${key}`);
+console.log(
+  `\nThe gateway's top ${TOP} functions by self time, µs per ${UNIT}, and the same functions' in the bare proxy:\n`,
+);
+const perUnit = (name: string, key: string) => {
+  const t = tallies.get(name)!;
+  return ((t.functions.get(key)?.us ?? 0) * t.cpuUs) / t.units / t.busy;
+};
+for (const [key, f] of [...tallies.get('gateway')!.functions].sort((a, b) => b[1].us - a[1].us).slice(0, TOP))
+  console.log(
+    `${f1(perUnit('gateway', key)).padStart(7)} ${f1(perUnit('bare', key)).padStart(7)}  ${f.part.padEnd(40)} ${key}`,
+  );
 
 for (const t of [...targets.map((x) => x.child), client, up.child]) t.proc.disconnect();

@@ -1,10 +1,12 @@
 /**
- * The gateway's cost per JSON request counted in instructions (stable on a loaded machine, unlike
- * time): client, proxy and upstream in this one process, `calls` tools/call requests answered with
- * JSON (the answer of bench/upstream-server.ts), one after another over one session, through the
- * gateway's build (`gateway`), a bare node:http proxy as proxy-child.ts's (`bare`), or straight to the
- * upstream (`direct`). No syscall is counted (callgrind counts user space), so what a proxy writes
- * shows only as the JavaScript and C++ that write it.
+ * The gateway's cost per JSON request, or per SSE event, counted in instructions (stable on a loaded
+ * machine, unlike time): client, proxy and upstream in this one process, `calls` tools/call requests
+ * answered with JSON (the answer of bench/upstream-server.ts), one after another over one session,
+ * through the gateway's build (`gateway`), a bare node:http proxy as proxy-child.ts's (`bare`), or
+ * straight to the upstream (`direct`). With a third argument, `events`, each tools/call is answered by
+ * an SSE stream of that many progress notifications and its result, as bench/upstream-server.ts writes
+ * them unpaced (one write per event). No syscall is counted (callgrind counts user space), so what a
+ * proxy writes shows only as the JavaScript and C++ that write it.
  *
  * Run it twice under callgrind with two call counts; the difference over the difference of calls is
  * the cost per request (compilation and start-up fall in both runs):
@@ -13,6 +15,9 @@
  *   valgrind --tool=callgrind --callgrind-out-file=/dev/null node bench/json-instructions.mjs gateway 1000
  *   (and `bare`, `direct`: each variant's difference from `direct` is that proxy's own cost)
  *
+ * Per SSE event: the same calls, two event counts (the difference over the difference of events, calls
+ * times events, is the cost per event beyond its stream's), e.g. 20 calls of 100 and of 600 events.
+ *
  * GATEWAY_DIST=<dir> runs another build of the gateway (proxy.bench.ts's BENCH_BEFORE).
  */
 import { Agent, createServer, request } from 'node:http';
@@ -20,6 +25,8 @@ import { fileURLToPath } from 'node:url';
 
 const variant = process.argv[2] ?? 'gateway';
 const CALLS = Number(process.argv[3] ?? 200);
+/** Progress events per stream; undefined: JSON answers. */
+const EVENTS = process.argv[4] === undefined ? undefined : Number(process.argv[4]);
 const WARM = Number(process.env.WARM ?? 200);
 const DIST = process.env.GATEWAY_DIST ?? fileURLToPath(new URL('../dist', import.meta.url));
 
@@ -37,7 +44,30 @@ const JSON_RESULT = (id) =>
 const listen = (server) =>
   new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${server.address().port}`)));
 
-// --- The upstream: initialize, notifications, tools/call answered with JSON ---
+let nextStream = 1;
+const progressEvent = (stream, n, id, total) =>
+  `id: ${stream}_${n}\nevent: message\ndata: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":${JSON.stringify(id)},"progress":${n},"total":${total},"message":"${process.hrtime.bigint()}"}}\n\n`;
+const resultEvent = (stream, n, id) =>
+  `id: ${stream}_${n}\nevent: message\ndata: {"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"content":[{"type":"text","text":"done"}]}}\n\n`;
+/** An SSE answer as bench/upstream-server.ts's unpaced `stream`: one write per event, as fast as the socket takes them. */
+function stream(res, sid, rpc) {
+  const events = rpc.params?.arguments?.events ?? 100;
+  const name = String(nextStream++);
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'mcp-session-id': sid });
+  res.flushHeaders();
+  let n = 0;
+  const write = () => {
+    while (n < events) {
+      const more = res.write(progressEvent(name, n, rpc.id, events));
+      n++;
+      if (!more) return void res.once('drain', write);
+    }
+    res.end(resultEvent(name, n, rpc.id));
+  };
+  write();
+}
+
+// --- The upstream: initialize, notifications, tools/call answered with JSON or SSE ---
 const upstreamServer = createServer((req, res) => {
   const chunks = [];
   req.on('data', (c) => chunks.push(c));
@@ -54,6 +84,7 @@ const upstreamServer = createServer((req, res) => {
       return res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': sid }).end(body);
     }
     if (rpc.id === undefined) return res.writeHead(202, { 'content-length': '0' }).end();
+    if (rpc.params?.name === 'stream') return stream(res, sid, rpc);
     res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': sid }).end(JSON_RESULT(rpc.id));
   });
 });
@@ -135,11 +166,12 @@ const init = await post(
 );
 await post(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }), init.session);
 const call = async () => {
-  const r = await post(
-    JSON.stringify({ jsonrpc: '2.0', id: nextId++, method: 'tools/call', params: { name: 'json', arguments: {} } }),
-    init.session,
-  );
-  if (r.status !== 200 || !r.text.includes('"result"')) throw new Error(`json call: ${r.status} ${r.text}`);
+  const params =
+    EVENTS === undefined ? { name: 'json', arguments: {} } : { name: 'stream', arguments: { events: EVENTS } };
+  const r = await post(JSON.stringify({ jsonrpc: '2.0', id: nextId++, method: 'tools/call', params }), init.session);
+  if (r.status !== 200 || !r.text.includes('"result"')) throw new Error(`call: ${r.status} ${r.text.slice(0, 200)}`);
+  if (EVENTS !== undefined && r.text.split('\n\n').length !== EVENTS + 2)
+    throw new Error(`stream: ${r.text.split('\n\n').length - 1} events, expected ${EVENTS + 1}`);
 };
 
 for (let i = 0; i < WARM; i++) await call();
@@ -147,7 +179,9 @@ const start = process.cpuUsage();
 for (let i = 0; i < CALLS; i++) await call();
 const used = process.cpuUsage(start);
 console.log(
-  `${variant}: ${CALLS} JSON requests, ${((used.user + used.system) / CALLS).toFixed(0)} µs CPU per request (all of client, proxy and upstream)`,
+  EVENTS === undefined
+    ? `${variant}: ${CALLS} JSON requests, ${((used.user + used.system) / CALLS).toFixed(0)} µs CPU per request (all of client, proxy and upstream)`
+    : `${variant}: ${CALLS} streams of ${EVENTS} events, ${((used.user + used.system) / (CALLS * (EVENTS + 1))).toFixed(1)} µs CPU per event (all of client, proxy and upstream)`,
 );
 clientAgent.destroy();
 await stop();

@@ -18,7 +18,7 @@ import type { JsonRpcId, JsonRpcMessage, JsonRpcResponse } from './jsonrpc.js';
 import { JsonTap, PushedBody, SseTap, isAbort } from './body-taps.js';
 import { HeldBytes } from './held-bytes.js';
 import { watchResponse } from './watched-body.js';
-import type { BodyTap } from './body-taps.js';
+import type { BodyTap, ChunkArrival } from './body-taps.js';
 import { CursorRing } from './cursor-ring.js';
 import { holdShape } from './shapes.js';
 import type { SseScanner } from './sse.js';
@@ -714,7 +714,7 @@ export class WireObserver {
    * listener is called or a terminal observed, a deferred id is made the stream's first, so that what
    * they see of the stream is what it would be had every id been set as it came.
    */
-  sseEvent(request: WireRequest, stream: StreamRecord, scan: SseScanner, at: number): boolean {
+  sseEvent(request: WireRequest, stream: StreamRecord, scan: SseScanner, arrival: ChunkArrival): boolean {
     const hasId = scan.hasId;
     if (hasId) {
       // A priming event (SEP-1699): an id and no data, the client's cursor for a later poll.
@@ -741,7 +741,7 @@ export class WireObserver {
         this.idsAsTheyCame(stream, scan);
         idSet = true;
         kept = this.notify(
-          new SseWireEvent(scan, request, stream, undefined, undefined, NO_TERMINALS, at),
+          new SseWireEvent(scan, request, stream, undefined, undefined, NO_TERMINALS, arrival.arrivedAt()),
           stream.isResume,
         );
       } else kept = true;
@@ -755,7 +755,7 @@ export class WireObserver {
       const deciding = terminals.length > 0 || stream.isResume;
       const told = this.everyEventListeners > 0 || (deciding && this.eventListeners.length > 0);
       if (told) {
-        const event = new SseWireEvent(scan, request, stream, data, messages, terminals, at);
+        const event = new SseWireEvent(scan, request, stream, data, messages, terminals, arrival.arrivedAt());
         kept = this.notify(event, deciding);
         // Some messages of a batch removed: the rest of the event goes on, rewritten (the tap puts it in place).
         if (kept && event.removedMessages !== undefined && this.filtering) {
