@@ -77,6 +77,22 @@ export const BENCHES: Bench[] = [
     smokeArgs: ['--smoke'],
     what: 'the gateway against a bare Node reverse proxy and nginx on the same loopback MCP traffic: proxy CPU per JSON request and per SSE event, latency added at 1,000 events/s, heap per open stream with 10,000 open, heap kept after DELETE; mcp_server_operation_duration_seconds: its observations per SSE event, and its CPU per request with and without it',
   },
+  {
+    id: 'gateway-json-parts',
+    dir: 'packages/gateway',
+    script: 'bench/cpu-parts.ts',
+    args: ['--phase', 'json', '--rounds', '4', '--json', '4000'],
+    smokeArgs: ['--phase', 'json', '--rounds', '1', '--json', '50', '--concurrency', '2'],
+    what: "where the gateway's CPU per JSON request goes, part by part (wire observer, digests, span recorder, detector, forwarding, Node's HTTP, sockets, GC...), against the same parts of the bare Node proxy: V8's sampling profile of each proxy over the JSON phase alone, each part's share of busy samples times the process's CPU per request",
+  },
+  {
+    id: 'gateway-sse-parts',
+    dir: 'packages/gateway',
+    script: 'bench/cpu-parts.ts',
+    args: ['--phase', 'sse', '--rounds', '4', '--streams', '300', '--events', '100'],
+    smokeArgs: ['--phase', 'sse', '--rounds', '1', '--streams', '4', '--events', '5', '--concurrency', '2'],
+    what: "where the gateway's CPU per SSE event goes, part by part, against the bare Node proxy's (as gateway-json-parts, over the SSE phase: streams of 100 progress events and a result, a stream's own work spread over its events)",
+  },
 ];
 
 export function rerunCommand(b: Bench): string {

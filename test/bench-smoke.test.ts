@@ -18,6 +18,9 @@ const EXPECTED_FIGURES: Record<string, number> = {
   instrumentation: 6,
   'client-soak': 14,
   gateway: 10,
+  // Every part (cpu-parts.ts's PART), and the whole.
+  'gateway-json-parts': 20,
+  'gateway-sse-parts': 20,
 };
 
 describe('pnpm bench smoke', () => {

@@ -14,7 +14,7 @@
  * gateway's observed sessions and open exchanges), `snapshot` (`path`: the heap after full GCs, as
  * `heap` answers, and a heap snapshot written there), `operations` (the requests its
  * mcp_server_operation_duration_seconds observed so far), and `profileStart` / `profileStop` (V8's
- * sampling profiler through the inspector, over a phase only: json-breakdown.ts; the stop answers
+ * sampling profiler through the inspector, over a phase only: cpu-parts.ts; the stop answers
  * `{ profile }`, the .cpuprofile's object).
  *
  *   node --expose-gc --import tsx bench/proxy-child.ts gateway|bare|bare-undici <upstream URL> [--enforce] [--max-streams n]
@@ -181,7 +181,7 @@ async function heap(): Promise<{ heap: number; rss: number }> {
   return { heap: m.heapUsed - code + m.arrayBuffers, rss: m.rss };
 }
 
-// V8's sampling profiler over one phase of the benchmark (json-breakdown.ts), not the process's life.
+// V8's sampling profiler over one phase of the benchmark (cpu-parts.ts), not the process's life.
 let inspector: Session | undefined;
 async function profileStart(intervalUs: number): Promise<object> {
   inspector ??= new Session();

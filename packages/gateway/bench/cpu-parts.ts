@@ -22,12 +22,13 @@
  * user + system): the profiler samples the main thread's wall time, so time the process was preempted
  * while busy counts in the part it was in, and the other threads' CPU is spread over the parts.
  *
- *   npx tsc -b && node --expose-gc --import tsx bench/json-breakdown.ts [--phase json|sse] [--rounds 4]
+ *   npx tsc -b && node --expose-gc --import tsx bench/cpu-parts.ts [--phase json|sse] [--rounds 4]
  *     [--json 4000] [--streams 300] [--events 100] [--concurrency 8] [--interval 100] [--top 25]
  */
 import { fork } from 'node:child_process';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { figure } from '../../../bench/figure.js';
 import { Child } from './child.js';
 
 const { values } = parseArgs({
@@ -98,6 +99,29 @@ interface Profile {
   samples: number[];
   timeDeltas: number[];
 }
+/** The parts a sample's time goes to (the README's list), in the order the figures give them. */
+const PART = {
+  digests: 'digests (wire digest.ts, node:crypto)',
+  http: 'node:http (parser, messages, agent)',
+  net: 'node:net (sockets)',
+  streams: 'node streams',
+  events: 'node events',
+  timers: 'node timers',
+  ticks: 'node ticks, microtasks, async hooks',
+  nodeOther: 'node other',
+  dependencies: 'dependencies (node_modules)',
+  wire: 'wire observer',
+  recorder: 'span recorder (instrumentation)',
+  detector: 'detector (detector, daemon)',
+  tracer: 'detector-only tracer',
+  forwarding: "gateway's own forwarding",
+  packages: 'other project packages',
+  other: 'other',
+  gc: 'GC (main thread)',
+  v8: 'V8 outside JavaScript (program)',
+  writes: 'socket writes (writev, native)',
+} as const;
+const PARTS: readonly string[] = Object.values(PART);
 const SOCKET_WRITES = new Set(['writev', 'writeBuffer', 'writeUtf8String', 'writeLatin1String', 'writeAsciiString']);
 
 /** The part of a function with a file; undefined for a native one without (it takes its caller's). */
@@ -105,28 +129,26 @@ function partOfUrl(url: string): string | undefined {
   if (url === '') return undefined;
   if (url.startsWith('node:')) {
     const m = url.slice(5);
-    if (m.startsWith('internal/crypto') || m === 'crypto') return 'digests (wire digest.ts, node:crypto)';
-    if (m.startsWith('_http') || m === 'http' || m.startsWith('internal/http'))
-      return 'node:http (parser, messages, agent)';
+    if (m.startsWith('internal/crypto') || m === 'crypto') return PART.digests;
+    if (m.startsWith('_http') || m === 'http' || m.startsWith('internal/http')) return PART.http;
     if (m === 'net' || m.startsWith('internal/stream_base') || m.startsWith('internal/net') || m === 'internal/dtrace')
-      return 'node:net (sockets)';
-    if (m.startsWith('internal/streams') || m === 'stream') return 'node streams';
-    if (m === 'events' || m.startsWith('internal/event')) return 'node events';
-    if (m.startsWith('internal/timers') || m === 'timers') return 'node timers';
+      return PART.net;
+    if (m.startsWith('internal/streams') || m === 'stream') return PART.streams;
+    if (m === 'events' || m.startsWith('internal/event')) return PART.events;
+    if (m.startsWith('internal/timers') || m === 'timers') return PART.timers;
     if (m.startsWith('internal/process/task_queues') || m.startsWith('internal/async_hooks') || m === 'async_hooks')
-      return 'node ticks, microtasks, async hooks';
-    return 'node other';
+      return PART.ticks;
+    return PART.nodeOther;
   }
-  if (url.includes('/node_modules/')) return 'dependencies (node_modules)';
-  if (url.includes('/packages/wire/'))
-    return url.includes('/digest.') ? 'digests (wire digest.ts, node:crypto)' : 'wire observer';
-  if (url.includes('/packages/bounded/')) return 'wire observer';
-  if (url.includes('/packages/instrumentation/')) return 'span recorder (instrumentation)';
-  if (url.includes('/packages/detector/') || url.includes('/packages/daemon/')) return 'detector (detector, daemon)';
-  if (url.includes('detector-tracer.')) return 'detector-only tracer';
-  if (url.includes('/packages/gateway/') || url.includes('/.before/')) return "gateway's own forwarding";
-  if (url.includes('/packages/')) return 'other project packages';
-  return 'other';
+  if (url.includes('/node_modules/')) return PART.dependencies;
+  if (url.includes('/packages/wire/')) return url.includes('/digest.') ? PART.digests : PART.wire;
+  if (url.includes('/packages/bounded/')) return PART.wire;
+  if (url.includes('/packages/instrumentation/')) return PART.recorder;
+  if (url.includes('/packages/detector/') || url.includes('/packages/daemon/')) return PART.detector;
+  if (url.includes('detector-tracer.')) return PART.tracer;
+  if (url.includes('/packages/gateway/') || url.includes('/.before/')) return PART.forwarding;
+  if (url.includes('/packages/')) return PART.packages;
+  return PART.other;
 }
 
 interface Tally {
@@ -153,14 +175,14 @@ function add(t: Tally, p: Profile): void {
     const n = byId.get(id)!;
     const f = n.callFrame.functionName;
     let part: string;
-    if (f === '(garbage collector)') part = 'GC (main thread)';
-    else if (f === '(program)') part = 'V8 outside JavaScript (program)';
+    if (f === '(garbage collector)') part = PART.gc;
+    else if (f === '(program)') part = PART.v8;
     else if (f === '(idle)') part = '(idle)';
-    else if (n.callFrame.url === '' && SOCKET_WRITES.has(f)) part = 'socket writes (writev, native)';
+    else if (n.callFrame.url === '' && SOCKET_WRITES.has(f)) part = PART.writes;
     else {
       const own = partOfUrl(n.callFrame.url);
       const up = parent.get(id);
-      part = own ?? (up === undefined ? 'other' : resolve(up));
+      part = own ?? (up === undefined ? PART.other : resolve(up));
     }
     partOf.set(id, part);
     return part;
@@ -269,5 +291,29 @@ for (const [key, f] of [...tallies.get('gateway')!.functions].sort((a, b) => b[1
   console.log(
     `${f1(perUnit('gateway', key)).padStart(7)} ${f1(perUnit('bare', key)).padStart(7)}  ${f.part.padEnd(40)} ${key}`,
   );
+
+// For `pnpm bench` (docs/benchmarks.md): every part, in a fixed order, as the gateway's µs against the
+// bare proxy's in the same rounds; a part no sample fell in is 0. Then the whole, the process's CPU.
+const spread = (name: string, part: string) => f1(perRequest(name, part) - perRequest('bare', part));
+for (const part of PARTS)
+  figure({
+    bench: 'gateway-parts',
+    name: `${PHASE}: ${part}`,
+    value: perRequest('gateway', part),
+    unit: `µs/${PHASE === 'json' ? 'request' : 'event'}`,
+    reference: { name: 'bare Node proxy, same part', value: perRequest('bare', part), unit: 'µs' },
+    note: `gateway − bare ${spread('gateway', part)} µs`,
+  });
+const whole = (name: string) => tallies.get(name)!.cpuUs / tallies.get(name)!.units;
+figure({
+  bench: 'gateway-parts',
+  name: `${PHASE}: all parts (process CPU)`,
+  value: whole('gateway'),
+  unit: `µs/${PHASE === 'json' ? 'request' : 'event'}`,
+  reference: { name: 'bare Node proxy', value: whole('bare'), unit: 'µs' },
+  ratio: whole('gateway') / whole('bare'),
+  target: PHASE === 'json' ? '≤ 1.3x bare' : '≤ 1.15x bare',
+  note: `gateway − bare ${f1(whole('gateway') - whole('bare'))} µs; sampled every ${INTERVAL_US} µs over ${ROUNDS} rounds × ${traffic}`,
+});
 
 for (const t of [...targets.map((x) => x.child), client, up.child]) t.proc.disconnect();
