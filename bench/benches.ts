@@ -64,8 +64,8 @@ export const BENCHES: Bench[] = [
     id: 'client-instructions',
     dir: 'packages/instrumentation',
     script: 'bench/instructions.bench.ts',
-    // About 3 minutes on two loaded cores (the three clients under callgrind at once); needs valgrind.
-    args: ['--calls', '80', '--warm', '100', '--progress', '100', '--timed', '3'],
+    // About 3.5 minutes on two loaded cores (the three clients under callgrind at once); needs valgrind.
+    args: ['--calls', '80', '--warm', '300', '--progress', '100', '--timed', '3'],
     smokeArgs: ['--calls', '1', '--warm', '0', '--progress', '3', '--timed', '1'],
     what: "client instructions per SSE event (valgrind's callgrind, the measured calls only) of the unmodified SDK 1.x client bare, with guardedFetch and with instrumentFetch, each in its own process, and the µs they add at the bare client's timed µs per instruction",
   },

@@ -25,10 +25,10 @@
  * move by some thousands an event from run to run (where a major collection or an optimisation falls);
  * the program's own (callgrind-kinds.ts) much less, so the notes give both.
  *
- * Needs valgrind (Debian's package) and the build (`npx tsc -b`). About 3 minutes with the defaults on
+ * Needs valgrind (Debian's package) and the build (`npx tsc -b`). About 3.5 minutes with the defaults on
  * two loaded cores.
  *
- *   node --import tsx bench/instructions.bench.ts [--calls 80] [--progress 100] [--warm 100] [--timed 3]
+ *   node --import tsx bench/instructions.bench.ts [--calls 80] [--progress 100] [--warm 300] [--timed 3]
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
@@ -46,9 +46,10 @@ const { values } = parseArgs({
   options: {
     calls: { type: 'string', default: '80' },
     progress: { type: 'string', default: '100' },
-    // The measured calls' compilers' share still falls for the first hundred calls; uninstrumented,
-    // warm-up calls cost little.
-    warm: { type: 'string', default: '100' },
+    // After 100 warm-up calls the recorder's per-request functions still ran in V8's interpreter and
+    // baseline tier (its added instructions were five times what they are after 400); uninstrumented,
+    // warm-up calls cost little (about 0.15 s each under valgrind here).
+    warm: { type: 'string', default: '300' },
     timed: { type: 'string', default: '3' },
   },
 });
