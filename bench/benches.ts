@@ -60,7 +60,15 @@ export const BENCHES: Bench[] = [
     smokeArgs: ['--rounds', '1', '--warmup', '0', '--calls', '1', '--progress', '3', '--pings', '3'],
     what: 'client CPU per SSE event and per request of instrumentFetch against the bare SDK 1.x client and @opentelemetry/instrumentation-undici, each in its own process',
   },
-
+  {
+    id: 'client-instructions',
+    dir: 'packages/instrumentation',
+    script: 'bench/instructions.bench.ts',
+    // About 3.5 minutes on two loaded cores (the three clients under callgrind at once); needs valgrind.
+    args: ['--calls', '80', '--warm', '300', '--progress', '100', '--timed', '3'],
+    smokeArgs: ['--calls', '1', '--warm', '0', '--progress', '3', '--timed', '1'],
+    what: "client instructions per SSE event (valgrind's callgrind, the measured calls only) of the unmodified SDK 1.x client bare, with guardedFetch and with instrumentFetch, each in its own process, and the µs they add at the bare client's timed µs per instruction",
+  },
   {
     id: 'client-soak',
     dir: 'packages/instrumentation',

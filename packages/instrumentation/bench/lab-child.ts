@@ -4,11 +4,15 @@ import { fileURLToPath } from 'node:url';
 /**
  * The lab server in a child process (its built bin, as the workspace links it into this package's
  * node_modules), so that process.cpuUsage() and the heap of the benchmark count the client only.
- * Resolves with its MCP URL once it prints it; `stop()` ends it.
+ * Resolves with its MCP URL once it prints it; `stop()` ends it. `slowClients`: its clients run under
+ * valgrind, so it keeps idle connections for minutes, not Node's 5 s (slow-client-keep-alive.mjs).
  */
-export function startLabChild(): Promise<{ url: string; stop(): void }> {
+export function startLabChild(options: { slowClients?: boolean } = {}): Promise<{ url: string; stop(): void }> {
   const cli = fileURLToPath(new URL('../node_modules/@resumewatch/lab/dist/cli.js', import.meta.url));
-  return startServerChild([cli, 'server', '--capacity', '100000']);
+  const preload = options.slowClients
+    ? ['--import', fileURLToPath(new URL('slow-client-keep-alive.mjs', import.meta.url))]
+    : [];
+  return startServerChild([...preload, cli, 'server', '--capacity', '100000']);
 }
 
 /** The soak's lean churn server (churn-server.ts) in a child process. */
