@@ -1,7 +1,8 @@
 import type { Finding, SpanRecord } from '@resumewatch/detector';
 import { SpanReceivedResult } from '@resumewatch/semconv';
-import { HeldRequests, eventBytes, type HeldTimeline } from './held-requests.js';
-import { RequestKeys, findingKey, timelineEvent, traceKey, type TimelineEvent } from './timeline-event.js';
+import type { HeldTimeline } from './held-requests.js';
+import { SpanColumns } from './span-columns.js';
+import { RequestKeys, findingKey, traceKey } from './timeline-event.js';
 
 export interface EvidenceLimits {
   /** Bytes of timelines held for reported requests. */
@@ -19,9 +20,9 @@ const WINDOW_HEAD = 16;
 /**
  * What a span in the window is counted for: about the span record it was made from (its ids, times and
  * the attributes the decoder kept), estimated once rather than measured per span, since every span of
- * healthy traffic passes through the window and most leave it unread. The window now holds the span's
- * timeline event, which is smaller; the count stays the record's, so that the window holds the same
- * spans and evicts the same requests as it did.
+ * healthy traffic passes through the window and most leave it unread. The window now holds what the span's
+ * timeline event needs, in columns (SpanColumns), which is smaller; the count stays the record's, so that
+ * the window holds the same spans and evicts the same requests as it did.
  */
 const WINDOW_SPAN_BYTES = 512;
 
@@ -50,7 +51,7 @@ export interface EvidenceStats {
 
 /**
  * What the page draws a reported request's timeline from. Every accepted span of a request goes to a
- * small transient window (recent spans per request, as their timeline events, byte-capped, the least
+ * small transient window (recent spans per request, what their timeline events need, byte-capped, the least
  * recent request first out); when the request's first finding fires its events move to
  * the evidence, which then keeps its later spans too. Nothing is kept in the evidence for a request
  * without a finding, and both are bounded. A span without a session (2026-07-28) is kept by its trace,
@@ -58,27 +59,27 @@ export interface EvidenceStats {
  * the re-issue's, and the page draws them on one time axis.
  */
 export class Evidence {
-  private readonly held: HeldRequests<TimelineEvent>;
-  private readonly window: HeldRequests<TimelineEvent>;
+  private readonly held: SpanColumns;
+  private readonly window: SpanColumns;
   private readonly keys = new RequestKeys();
 
   constructor(limits: EvidenceLimits) {
-    this.held = new HeldRequests(limits.evidenceBytes, EVIDENCE_EVENTS, EVIDENCE_HEAD, eventBytes);
-    this.window = new HeldRequests(limits.evidenceWindowBytes, WINDOW_EVENTS, WINDOW_HEAD, () => WINDOW_SPAN_BYTES);
+    this.held = new SpanColumns(limits.evidenceBytes, EVIDENCE_EVENTS, EVIDENCE_HEAD, undefined);
+    this.window = new SpanColumns(limits.evidenceWindowBytes, WINDOW_EVENTS, WINDOW_HEAD, WINDOW_SPAN_BYTES);
   }
 
   /**
-   * A span the detector accepted. The window keeps the span's timeline event, made now, not the record:
-   * the window outlives the young generation's collections (its latest 8,192 spans), so what it keeps is
-   * copied by the scavenges and promoted, and a record (its trace and parent ids, its session and request
-   * ids, every attribute the detector reads) costs those collections more than the event made from it
-   * once. The event is the same one: a record is not changed after the detector has it.
+   * A span the detector accepted. Both stores keep what the span's timeline event needs in columns
+   * (SpanColumns), not the record nor the event: the window outlives the young generation's collections
+   * (its latest 8,192 spans) and the evidence stays, so whatever objects they kept would be copied by the
+   * scavenges, promoted and marked. The events made when the page reads them are the ones timelineEvent
+   * makes of the spans: a record is not changed after the detector has it.
    */
   observe(span: SpanRecord): void {
     const key = this.keys.of(span);
     if (key === undefined) return;
-    if (this.held.has(key)) this.held.append(key, timelineEvent(span));
-    else this.window.append(key, timelineEvent(span));
+    if (this.held.has(key)) this.held.append(key, span);
+    else this.window.append(key, span);
   }
 
   /** A line of the findings stream: its request's spans (a re-issue's: both attempts') are evidence from now on. */
@@ -90,11 +91,7 @@ export class Evidence {
 
   private hold(key: string): void {
     if (this.held.has(key)) return this.held.touch(key);
-    const spans = this.window.take(key);
-    const events = spans ? spans.events : [];
-    let bytes = 0;
-    for (const event of events) bytes += eventBytes(event);
-    this.held.put(key, { events, bytes, dropped: spans?.dropped ?? 0 });
+    this.held.moveIn(key, this.window);
   }
 
   /** The timeline held for the finding's request; a re-issue's, both attempts' events together. */

@@ -41,6 +41,10 @@ class Entry<T> implements Held<T> {
  * costs two more hash operations and leaves a deleted slot that every later walk from the oldest end skips.
  * Not a BoundedMap (packages/bounded): that caps a count of entries; this caps their bytes, and what a
  * request holds changes with every item appended.
+ *
+ * The page's evidence keeps its spans in SpanColumns (span-columns.ts), which follows these bounds and
+ * this order over columns instead of objects; this class is their reference (span-columns.test.ts
+ * compares the two step by step, page-window.test.ts fixes the order).
  */
 export class HeldRequests<T> {
   private readonly byKey = new Map<string, Entry<T>>();

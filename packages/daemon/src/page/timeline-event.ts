@@ -52,7 +52,7 @@ export interface TimelineEvent {
 }
 
 /** The attributes a timeline reads; the others are not kept. */
-const SHOWN: readonly string[] = [
+export const SHOWN: readonly string[] = [
   ATTR_MCP_STREAM_ID,
   ATTR_MCP_STREAM_KIND,
   ATTR_MCP_TERMINAL_DUPLICATE,
@@ -154,13 +154,7 @@ export class RequestKeys {
 /** The timeline event of a span of a request (RequestKeys gave its key): made only for a reported request. */
 export function timelineEvent(span: SpanRecord): TimelineEvent {
   const attrs = span.attributes;
-  // The span's few keys are walked once and the shown ones copied in SHOWN's order: a lookup of each shown
-  // name instead would mostly miss, and a missing key is the slowest lookup on these records.
-  let present = 0;
-  for (const key in attrs) {
-    const index = SHOWN_INDEX.get(key);
-    if (index !== undefined && attrs[key] !== undefined) present |= 1 << index;
-  }
+  let present = shownMask(attrs);
   const attributes: Record<string, AttributeValue> = {};
   for (let index = 0; present !== 0; index++, present >>>= 1) {
     if ((present & 1) !== 0) attributes[SHOWN[index]!] = attrs[SHOWN[index]!]!;
@@ -176,10 +170,23 @@ export function timelineEvent(span: SpanRecord): TimelineEvent {
   return event;
 }
 
-/** OTLP's SPAN_KIND_SERVER. */
-const SPAN_KIND_SERVER = 2;
+/**
+ * Which SHOWN attributes the span has (bit i: SHOWN[i]). The span's few keys are walked once: a lookup of
+ * each shown name instead would mostly miss, and a missing key is the slowest lookup on these records.
+ */
+export function shownMask(attrs: SpanRecord['attributes']): number {
+  let present = 0;
+  for (const key in attrs) {
+    const index = SHOWN_INDEX.get(key);
+    if (index !== undefined && attrs[key] !== undefined) present |= 1 << index;
+  }
+  return present;
+}
 
-function eventType(name: string): EventType {
+/** OTLP's SPAN_KIND_SERVER. */
+export const SPAN_KIND_SERVER = 2;
+
+export function eventType(name: string): EventType {
   if (name === SPAN_REQUEST_TERMINAL) return EventType.TERMINAL;
   if (name === SPAN_STREAM_RESUME) return EventType.RESUME;
   if (name === SPAN_SESSION_REATTACH) return EventType.REATTACH;

@@ -1,0 +1,401 @@
+import type { AttributeValue, SpanRecord } from '@resumewatch/detector';
+import type { Held } from './held-requests.js';
+import { EventType, SHOWN, SPAN_KIND_SERVER, eventType, shownMask, type TimelineEvent } from './timeline-event.js';
+
+/** A span's event type by its number in the window (the order of EventType). */
+const TYPES: readonly EventType[] = [EventType.CALL, EventType.TERMINAL, EventType.RESUME, EventType.REATTACH];
+
+function typeNumber(type: EventType): number {
+  return type === EventType.CALL ? 0 : type === EventType.TERMINAL ? 1 : type === EventType.RESUME ? 2 : 3;
+}
+/** Set in a span's kind byte for a server's span; the event type's number is below it. */
+const SERVER = 4;
+/** No span or no request (the end of a list, an empty free list). */
+const NONE = -1;
+/** Slots and requests the columns are first made for; they double as needed, up to the cap's count. */
+const FIRST_CAPACITY = 256;
+
+/** Lowercase hex digits by value, and a character code's value (-1: not a lowercase hex digit). */
+const HEX = '0123456789abcdef';
+const DIGIT = new Int8Array(128).fill(-1);
+for (let i = 0; i < 16; i++) DIGIT[HEX.charCodeAt(i)] = i;
+
+/** 8 lowercase hex digits at `at` as a number, or -1 when one is not such a digit. */
+function hexWord(s: string, at: number): number {
+  let v = 0;
+  for (let i = at; i < at + 8; i++) {
+    const c = s.charCodeAt(i);
+    const d = c < 128 ? DIGIT[c]! : -1;
+    if (d < 0) return -1;
+    v = v * 16 + d;
+  }
+  return v;
+}
+
+function wordHex(v: number): string {
+  let s = '';
+  for (let shift = 28; shift >= 0; shift -= 4) s += HEX[(v >>> shift) & 15];
+  return s;
+}
+
+/**
+ * Spans of requests as what their timeline events need, in columns of typed arrays (times, type, span id
+ * as two words, which shown attributes it has) and one array of the shown attributes' values, instead of
+ * an event object, an attributes object, boxed times and an id string per span, and an entry object and
+ * an events array per request. The page's evidence keeps its two stores so: the window, through which
+ * every span of healthy traffic passes and which nearly all leave unread, and the reported requests'
+ * timelines. The latest few thousand spans are held long enough to be copied by the young generation's
+ * collections, and the reported ones for good: what is held in objects is what those collections, and
+ * then the old generation's, cost. Events are made only when read (take, get).
+ *
+ * Bounds and order are HeldRequests' (whose tests fix them): each span counted `spanBytes` if given,
+ * else eventBytes of its event; a request keeps at most `maxEvents`, its first `head` and its latest (the
+ * ones between dropped, counted); past `maxBytes` the least recently touched request goes first, and if
+ * the one being added to is left alone beyond the cap, its oldest spans after the head go.
+ */
+export class SpanColumns {
+  private readonly byKey = new Map<string, number>();
+  /** The last key looked up and its request (NONE: none); a request's spans come one after another. */
+  private lastKey: string | undefined = undefined;
+  private lastRequest = NONE;
+  private total = 0;
+
+  // Per span slot: its times, kind byte, id words, shown attributes' mask, bytes counted, next span of its request.
+  private start = new Float64Array(0);
+  private end = new Float64Array(0);
+  private kind = new Uint8Array(0);
+  private idHigh = new Uint32Array(0);
+  private idLow = new Uint32Array(0);
+  private mask = new Uint32Array(0);
+  private spanSize = new Float64Array(0);
+  private next = new Int32Array(0);
+  /** A span id that is not 16 lowercase hex digits, as it came (undefined: the words hold it). */
+  private oddIds: (string | undefined)[] = [];
+  /** The shown attributes' values, SHOWN.length a slot, in SHOWN's order; read where the mask says. */
+  private values: (AttributeValue | undefined)[] = [];
+  private slots = 0;
+  private freeSlot = NONE;
+
+  // Per request: its first and last span, span count, dropped count, bytes, neighbours in the order of last touch.
+  private first = new Int32Array(0);
+  private last = new Int32Array(0);
+  private count = new Int32Array(0);
+  private dropped = new Float64Array(0);
+  private held = new Float64Array(0);
+  private older = new Int32Array(0);
+  private newer = new Int32Array(0);
+  private keys: string[] = [];
+  private requests = 0;
+  private freeRequest = NONE;
+  private oldest = NONE;
+  private newest = NONE;
+
+  constructor(
+    private readonly maxBytes: number,
+    private readonly maxEvents: number,
+    private readonly head: number,
+    /** What every span is counted for; undefined: eventBytes of its event. */
+    private readonly spanBytes: number | undefined,
+  ) {}
+
+  get bytes(): number {
+    return this.total;
+  }
+
+  get size(): number {
+    return this.byKey.size;
+  }
+
+  has(key: string): boolean {
+    return this.find(key) !== NONE;
+  }
+
+  private find(key: string): number {
+    if (key !== this.lastKey) {
+      this.lastKey = key;
+      this.lastRequest = this.byKey.get(key) ?? NONE;
+    }
+    return this.lastRequest;
+  }
+
+  /** Adds the span to the request's spans (a new request if it had none), keeping the bounds. */
+  append(key: string, span: SpanRecord): void {
+    if (this.spanBytes !== undefined && this.spanBytes > this.maxBytes) return;
+    const slot = this.store(span);
+    const size = this.spanSize[slot]!;
+    if (size > this.maxBytes) return this.freeSlotOf(slot);
+    let r = this.find(key);
+    if (r !== NONE) this.makeNewest(r);
+    else {
+      r = this.newRequest(key);
+      this.byKey.set(key, r);
+      this.lastRequest = r;
+      this.link(r);
+    }
+    this.push(r, slot);
+    if (this.count[r]! > this.maxEvents) this.dropAt(r, this.head);
+    if (this.total > this.maxBytes) this.evictBeyondCap(r);
+  }
+
+  /** The request's spans as their timeline events (a copy), or undefined when none is held. */
+  get(key: string): Held<TimelineEvent> | undefined {
+    const r = this.find(key);
+    if (r === NONE) return undefined;
+    const events: TimelineEvent[] = [];
+    for (let slot = this.first[r]!; slot !== NONE; slot = this.next[slot]!) events.push(this.event(slot));
+    return { events, bytes: this.held[r]!, dropped: this.dropped[r]! };
+  }
+
+  /** Takes the request's spans out, as their timeline events. */
+  take(key: string): Held<TimelineEvent> | undefined {
+    const held = this.get(key);
+    if (held) this.remove(this.lastRequest);
+    return held;
+  }
+
+  /** Marks the request as the most recently touched. */
+  touch(key: string): void {
+    const r = this.find(key);
+    if (r !== NONE) this.makeNewest(r);
+  }
+
+  /**
+   * Moves the request's spans from `from` (the window) in, as the most recent request (an empty one if
+   * `from` holds none), trimmed to the bounds: as HeldRequests.put of the events `from.take` gives.
+   */
+  moveIn(key: string, from: SpanColumns): void {
+    let r = this.find(key);
+    if (r !== NONE) this.remove(r);
+    r = this.newRequest(key);
+    const source = from.find(key);
+    if (source !== NONE) {
+      for (let slot = from.first[source]!; slot !== NONE; slot = from.next[slot]!) this.push(r, this.copy(from, slot));
+      this.dropped[r] = from.dropped[source]!;
+      from.remove(source);
+    }
+    while (this.count[r]! > this.maxEvents) this.dropAt(r, this.head);
+    this.byKey.set(key, r);
+    this.lastKey = key;
+    this.lastRequest = r;
+    this.link(r);
+    this.evictBeyondCap(r);
+  }
+
+  private push(r: number, slot: number): void {
+    if (this.count[r] === 0) this.first[r] = slot;
+    else this.next[this.last[r]!] = slot;
+    this.last[r] = slot;
+    this.count[r]!++;
+    const size = this.spanSize[slot]!;
+    this.held[r]! += size;
+    this.total += size;
+  }
+
+  /** The span's slot, filled with what its event needs. */
+  private store(span: SpanRecord): number {
+    const slot = this.newSlot();
+    this.start[slot] = span.startTimeUnixMs;
+    this.end[slot] = span.endTimeUnixMs;
+    this.kind[slot] = typeNumber(eventType(span.name)) | (span.kind === SPAN_KIND_SERVER ? SERVER : 0);
+    const id = span.spanId;
+    const high = id.length === 16 ? hexWord(id, 0) : -1;
+    const low = high < 0 ? -1 : hexWord(id, 8);
+    if (low < 0) this.oddIds[slot] = id;
+    else {
+      this.idHigh[slot] = high;
+      this.idLow[slot] = low;
+      if (this.oddIds[slot] !== undefined) this.oddIds[slot] = undefined;
+    }
+    const attrs = span.attributes;
+    let present = shownMask(attrs);
+    this.mask[slot] = present;
+    const at = slot * SHOWN.length;
+    for (let index = 0; present !== 0; index++, present >>>= 1) {
+      if ((present & 1) !== 0) this.values[at + index] = attrs[SHOWN[index]!]!;
+    }
+    this.spanSize[slot] = this.spanBytes ?? this.eventBytes(slot);
+    return slot;
+  }
+
+  /** A slot filled with `from`'s span in `at`. */
+  private copy(from: SpanColumns, at: number): number {
+    const slot = this.newSlot();
+    this.start[slot] = from.start[at]!;
+    this.end[slot] = from.end[at]!;
+    this.kind[slot] = from.kind[at]!;
+    this.idHigh[slot] = from.idHigh[at]!;
+    this.idLow[slot] = from.idLow[at]!;
+    if (from.oddIds[at] !== undefined || this.oddIds[slot] !== undefined) this.oddIds[slot] = from.oddIds[at];
+    let present = from.mask[at]!;
+    this.mask[slot] = present;
+    const to = slot * SHOWN.length;
+    const source = at * SHOWN.length;
+    for (let index = 0; present !== 0; index++, present >>>= 1) {
+      if ((present & 1) !== 0) this.values[to + index] = from.values[source + index];
+    }
+    this.spanSize[slot] = this.spanBytes ?? this.eventBytes(slot);
+    return slot;
+  }
+
+  /** eventBytes (held-requests.ts) of the event the slot makes, without making it. */
+  private eventBytes(slot: number): number {
+    const id = this.oddIds[slot];
+    let bytes = 72 + (id === undefined ? 16 : id.length) + TYPES[this.kind[slot]! & ~SERVER]!.length;
+    const at = slot * SHOWN.length;
+    for (let index = 0, present = this.mask[slot]!; present !== 0; index++, present >>>= 1) {
+      if ((present & 1) === 0) continue;
+      const value = this.values[at + index];
+      bytes += SHOWN[index]!.length + 6 + (typeof value === 'string' ? value.length * 3 : 8);
+    }
+    return bytes;
+  }
+
+  private newSlot(): number {
+    let slot = this.freeSlot;
+    if (slot !== NONE) this.freeSlot = this.next[slot]!;
+    else {
+      if (this.slots === this.next.length) this.growSlots();
+      slot = this.slots++;
+    }
+    this.next[slot] = NONE;
+    return slot;
+  }
+
+  /** The timeline event of the span in `slot`, as timelineEvent makes it of the span. */
+  private event(slot: number): TimelineEvent {
+    const attributes: Record<string, AttributeValue> = {};
+    const at = slot * SHOWN.length;
+    for (let index = 0, present = this.mask[slot]!; present !== 0; index++, present >>>= 1) {
+      if ((present & 1) !== 0) attributes[SHOWN[index]!] = this.values[at + index]!;
+    }
+    const kind = this.kind[slot]!;
+    const event: TimelineEvent = {
+      type: TYPES[kind & ~SERVER]!,
+      start: this.start[slot]!,
+      end: this.end[slot]!,
+      span_id: this.oddIds[slot] ?? wordHex(this.idHigh[slot]!) + wordHex(this.idLow[slot]!),
+      attributes,
+    };
+    if ((kind & SERVER) !== 0) event.server = true;
+    return event;
+  }
+
+  /** Drops the request's span at `index` (after its first), counting it dropped. */
+  private dropAt(r: number, index: number): void {
+    let before = this.first[r]!;
+    for (let i = 1; i < index; i++) before = this.next[before]!;
+    const gone = this.next[before]!;
+    this.next[before] = this.next[gone]!;
+    if (this.last[r] === gone) this.last[r] = before;
+    const size = this.spanSize[gone]!;
+    this.freeSlotOf(gone);
+    this.count[r]!--;
+    this.dropped[r]!++;
+    this.held[r]! -= size;
+    this.total -= size;
+  }
+
+  private freeSlotOf(slot: number): void {
+    // The values stay until the slot is filled again: only its mask's are ever read.
+    this.next[slot] = this.freeSlot;
+    this.freeSlot = slot;
+  }
+
+  private newRequest(key: string): number {
+    let r = this.freeRequest;
+    if (r !== NONE) this.freeRequest = this.newer[r]!;
+    else {
+      if (this.requests === this.first.length) this.growRequests();
+      r = this.requests++;
+    }
+    this.keys[r] = key;
+    this.count[r] = 0;
+    this.dropped[r] = 0;
+    this.held[r] = 0;
+    this.first[r] = this.last[r] = NONE;
+    return r;
+  }
+
+  private remove(r: number): void {
+    this.byKey.delete(this.keys[r]!);
+    if (this.lastRequest === r) this.lastRequest = NONE;
+    this.unlink(r);
+    this.total -= this.held[r]!;
+    for (let slot = this.first[r]!; slot !== NONE;) {
+      const following = this.next[slot]!;
+      this.freeSlotOf(slot);
+      slot = following;
+    }
+    this.keys[r] = '';
+    this.newer[r] = this.freeRequest;
+    this.freeRequest = r;
+  }
+
+  private link(r: number): void {
+    this.older[r] = this.newest;
+    this.newer[r] = NONE;
+    if (this.newest !== NONE) this.newer[this.newest] = r;
+    else this.oldest = r;
+    this.newest = r;
+  }
+
+  private unlink(r: number): void {
+    const older = this.older[r]!;
+    const newer = this.newer[r]!;
+    if (older !== NONE) this.newer[older] = newer;
+    else this.oldest = newer;
+    if (newer !== NONE) this.older[newer] = older;
+    else this.newest = older;
+    this.older[r] = this.newer[r] = NONE;
+  }
+
+  private makeNewest(r: number): void {
+    if (this.newest === r) return;
+    this.unlink(r);
+    this.link(r);
+  }
+
+  private evictBeyondCap(keep: number): void {
+    let r = this.oldest;
+    while (r !== NONE && this.total > this.maxBytes) {
+      const following = this.newer[r]!;
+      if (r !== keep) this.remove(r);
+      r = following;
+    }
+    // Only `keep` is left and still too big: its oldest spans beyond the head go.
+    while (this.total > this.maxBytes && this.count[keep]! > 1) {
+      this.dropAt(keep, Math.min(this.head, this.count[keep]! - 1));
+    }
+  }
+
+  private growSlots(): void {
+    const n = Math.max(FIRST_CAPACITY, this.next.length * 2);
+    this.start = grown(this.start, new Float64Array(n));
+    this.end = grown(this.end, new Float64Array(n));
+    this.kind = grown(this.kind, new Uint8Array(n));
+    this.idHigh = grown(this.idHigh, new Uint32Array(n));
+    this.idLow = grown(this.idLow, new Uint32Array(n));
+    this.mask = grown(this.mask, new Uint32Array(n));
+    this.spanSize = grown(this.spanSize, new Float64Array(n));
+    this.next = grown(this.next, new Int32Array(n));
+    // Grown by pushes, never written past its end: an array with holes would leave V8's fast elements.
+    const values = this.values;
+    for (let i = values.length; i < n * SHOWN.length; i++) values.push(undefined);
+  }
+
+  private growRequests(): void {
+    const n = Math.max(FIRST_CAPACITY, this.first.length * 2);
+    this.first = grown(this.first, new Int32Array(n));
+    this.last = grown(this.last, new Int32Array(n));
+    this.count = grown(this.count, new Int32Array(n));
+    this.dropped = grown(this.dropped, new Float64Array(n));
+    this.held = grown(this.held, new Float64Array(n));
+    this.older = grown(this.older, new Int32Array(n));
+    this.newer = grown(this.newer, new Int32Array(n));
+  }
+}
+
+function grown<T extends Float64Array | Uint32Array | Int32Array | Uint8Array>(from: T, to: T): T {
+  to.set(from as never);
+  return to;
+}
