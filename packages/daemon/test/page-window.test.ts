@@ -13,7 +13,7 @@ import {
   StreamKind,
 } from '@resumewatch/semconv';
 import type { SpanRecord } from '@resumewatch/detector';
-import { HeldRequests } from '../src/page/held-requests.js';
+import { HeldRequests } from './helpers/held-requests.js';
 import { EventType, RequestKeys, timelineEvent } from '../src/page/timeline-event.js';
 
 /** Items counted for 10 bytes each; a request keeps its first 2 and then its latest ones, 4 at most. */

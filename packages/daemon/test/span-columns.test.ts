@@ -13,7 +13,7 @@ import {
   SPAN_STREAM_RESUME,
 } from '@resumewatch/semconv';
 import type { AttributeValue, SpanRecord } from '@resumewatch/detector';
-import { HeldRequests, eventBytes } from '../src/page/held-requests.js';
+import { HeldRequests, eventBytes } from './helpers/held-requests.js';
 import { SpanColumns } from '../src/page/span-columns.js';
 import { timelineEvent, type TimelineEvent } from '../src/page/timeline-event.js';
 

@@ -1,7 +1,6 @@
 import type { Finding, SpanRecord } from '@resumewatch/detector';
 import { SpanReceivedResult } from '@resumewatch/semconv';
-import type { HeldTimeline } from './held-requests.js';
-import { SpanColumns } from './span-columns.js';
+import { SpanColumns, type HeldTimeline } from './span-columns.js';
 import { RequestKeys, findingKey, traceKey } from './timeline-event.js';
 
 export interface EvidenceLimits {

@@ -1,6 +1,13 @@
 import type { AttributeValue, SpanRecord } from '@resumewatch/detector';
-import type { Held } from './held-requests.js';
 import { EventType, SHOWN, SPAN_KIND_SERVER, eventType, shownMask, type TimelineEvent } from './timeline-event.js';
+
+/** The items held for one request: the first `head` it had, then the latest; `dropped` left out between. */
+export interface Held<T> {
+  events: T[];
+  bytes: number;
+  dropped: number;
+}
+export type HeldTimeline = Held<TimelineEvent>;
 
 /** A span's event type by its number in the window (the order of EventType). */
 const TYPES: readonly EventType[] = [EventType.CALL, EventType.TERMINAL, EventType.RESUME, EventType.REATTACH];
@@ -48,10 +55,11 @@ function wordHex(v: number): string {
  * collections, and the reported ones for good: what is held in objects is what those collections, and
  * then the old generation's, cost. Events are made only when read (take, get).
  *
- * Bounds and order are HeldRequests' (whose tests fix them): each span counted `spanBytes` if given,
- * else eventBytes of its event; a request keeps at most `maxEvents`, its first `head` and its latest (the
- * ones between dropped, counted); past `maxBytes` the least recently touched request goes first, and if
- * the one being added to is left alone beyond the cap, its oldest spans after the head go.
+ * Bounds and order are those of HeldRequests, the tests' reference model (test/helpers/held-requests.ts):
+ * each span counted `spanBytes` if given, else eventBytes of its event; a request keeps
+ * at most `maxEvents`, its first `head` and its latest (the ones between dropped, counted); past
+ * `maxBytes` the least recently touched request goes first, and if the one being added to is left
+ * alone beyond the cap, its oldest spans after the head go.
  */
 export class SpanColumns {
   private readonly byKey = new Map<string, number>();
@@ -237,7 +245,7 @@ export class SpanColumns {
     return slot;
   }
 
-  /** eventBytes (held-requests.ts) of the event the slot makes, without making it. */
+  /** eventBytes (the tests' held-requests.ts) of the event the slot makes, without making it. */
   private eventBytes(slot: number): number {
     const id = this.oddIds[slot];
     let bytes = 72 + (id === undefined ? 16 : id.length) + TYPES[this.kind[slot]! & ~SERVER]!.length;

@@ -1,14 +1,13 @@
-import type { TimelineEvent } from './timeline-event.js';
+import type { Held } from '../../src/page/span-columns.js';
+import type { TimelineEvent } from '../../src/page/timeline-event.js';
 
-/** The items held for one request: the first `head` it had, then the latest; `dropped` left out between. */
-export interface Held<T> {
-  events: T[];
-  bytes: number;
-  dropped: number;
-}
-export type HeldTimeline = Held<TimelineEvent>;
+/*
+ * The reference model of the page's evidence stores: requests' items held in objects, with the bounds and
+ * the order SpanColumns (src/page/span-columns.ts) keeps over columns. page-window.test.ts fixes its
+ * order; span-columns.test.ts compares the two step by step. The page kept its spans so before the columns.
+ */
 
-/** Bytes an event is counted for: about its JSON text, without making it. */
+/** Bytes an event is counted for: about its JSON text, without making it (SpanColumns counts the same from its columns). */
 export function eventBytes(event: TimelineEvent): number {
   let bytes = 72 + event.span_id.length + event.type.length;
   const attrs = event.attributes;
@@ -42,9 +41,6 @@ class Entry<T> implements Held<T> {
  * Not a BoundedMap (packages/bounded): that caps a count of entries; this caps their bytes, and what a
  * request holds changes with every item appended.
  *
- * The page's evidence keeps its spans in SpanColumns (span-columns.ts), which follows these bounds and
- * this order over columns instead of objects; this class is their reference (span-columns.test.ts
- * compares the two step by step, page-window.test.ts fixes the order).
  */
 export class HeldRequests<T> {
   private readonly byKey = new Map<string, Entry<T>>();
