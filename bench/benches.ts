@@ -36,6 +36,22 @@ export const BENCHES: Bench[] = [
     what: "`resumewatch serve` over loopback: OTLP/JSON against JSON.parse, OTLP/protobuf and gRPC against protobufjs decoding (by wall and by CPU time), on MCP spans and on a mixed stream (1 span in 10 MCP, 9 an application's HTTP, database and framework spans), and the decoders alone",
   },
   {
+    id: 'serve-stages',
+    dir: 'packages/daemon',
+    script: 'bench/pipeline.ts',
+    args: [],
+    smokeArgs: ['--smoke'],
+    what: "where serve's CPU per span goes, OTLP/JSON MCP spans, in-process without HTTP: JSON.parse, the decoder, the detector, its metrics, serve's pipeline without and with the page's evidence, and without the skipping, side by side in alternating rounds",
+  },
+  {
+    id: 'serve-stages-protobuf',
+    dir: 'packages/daemon',
+    script: 'bench/pipeline.ts',
+    args: ['--protobuf'],
+    smokeArgs: ['--protobuf', '--smoke'],
+    what: 'the same stages as serve-stages over the OTLP/protobuf bodies, protobufjs decoding as the reference',
+  },
+  {
     id: 'detector-lag',
     dir: 'packages/daemon',
     script: 'bench/lag.ts',

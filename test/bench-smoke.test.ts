@@ -14,6 +14,9 @@ const EXPECTED_FIGURES: Record<string, number> = {
   'detector-core': 4,
   'detector-serve': 18,
   'detector-lag': 4,
+  // A figure per stage of pipeline.ts: parse, decode, detector, metrics, no-evidence, pipeline, pipeline-all.
+  'serve-stages': 7,
+  'serve-stages-protobuf': 7,
   guard: 2,
   instrumentation: 6,
   // Counts under valgrind (.ci/run installs it): three clients' start-up, uninstrumented, and one call.

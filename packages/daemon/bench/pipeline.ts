@@ -13,7 +13,7 @@
  * The difference between two stages is what the later one adds; what the serve benchmark's CPU per span
  * adds to `pipeline` is the HTTP door.
  *
- *   node --import tsx bench/pipeline.ts [--smoke] [--mixed]
+ *   node --import tsx bench/pipeline.ts [--smoke] [--mixed] [--protobuf]   (pnpm bench serve-stages serve-stages-protobuf)
  * --mixed: the mixed stream of `bench/run.ts serve-mixed` (1 span in 10 MCP, 9 an application's HTTP,
  * database and framework spans; 3,720 MCP spans and 33,480 others a round) instead of the MCP workload.
  * --protobuf: the same spans as OTLP/protobuf bodies (as `bench/run.ts serve-protobuf` and
@@ -63,6 +63,7 @@ import { configWith, writingPipeline } from '../src/doors/writing-pipeline.js';
 import { DetectorMetrics } from '../src/metrics.js';
 import { otlpBodies, workload } from '../../detector/test/helpers/workload.js';
 import { mixedJsonBodies, mixedRequests } from '../../detector/test/helpers/app-spans.js';
+import { figure } from '../../../bench/figure.js';
 import { ExportTraceServiceRequest, otlpProtobufBodies, protobufOfJsonRequest } from './otlp-proto.js';
 
 const { values } = parseArgs({
@@ -241,5 +242,32 @@ if (values.only !== undefined) {
         `  GC ${median(gc.get(name)!).toFixed(2)}`,
     );
     previous = m;
+  }
+  // For `pnpm bench` (docs/benchmarks.md): each stage's µs per span beside the parse of the same bodies
+  // (JSON.parse or protobufjs), and what it adds to the stage before it.
+  const workloadName = `${PROTOBUF ? 'OTLP/protobuf' : 'OTLP/JSON'}, ${values.mixed ? 'mixed stream' : 'MCP spans'}`;
+  const parse = cpu.has('parse') ? median(cpu.get('parse')!) : undefined;
+  let before: number | undefined;
+  for (const [name] of vs) {
+    const xs = cpu.get(name)!;
+    const m = median(xs);
+    figure({
+      bench: 'serve-stages',
+      name: `${workloadName}: ${name}`,
+      value: m,
+      unit: 'µs/span',
+      range: [Math.min(...xs), Math.max(...xs)],
+      ...(parse !== undefined && name !== 'parse'
+        ? {
+            reference: { name: PROTOBUF ? 'protobufjs decode' : 'JSON.parse', value: parse, unit: 'µs/span' },
+            // As serve's figures: the stage's rate over the parse's (spans per CPU second).
+            ratio: parse / m,
+          }
+        : {}),
+      note:
+        (before === undefined || name === 'decode' ? '' : `adds ${(m - before).toFixed(2)} µs to the stage above; `) +
+        `main-thread GC pauses ${median(gc.get(name)!).toFixed(2)} µs/span; CPU of this process, in-process, no HTTP`,
+    });
+    if (name !== 'parse') before = m;
   }
 }
