@@ -312,8 +312,7 @@ figure({
   unit: `µs/${PHASE === 'json' ? 'request' : 'event'}`,
   reference: { name: 'bare Node proxy', value: whole('bare'), unit: 'µs' },
   ratio: whole('gateway') / whole('bare'),
-  target: PHASE === 'json' ? '≤ 1.3x bare' : '≤ 1.15x bare',
-  note: `gateway − bare ${f1(whole('gateway') - whole('bare'))} µs; sampled every ${INTERVAL_US} µs over ${ROUNDS} rounds × ${traffic}`,
+  note: `gateway − bare ${f1(whole('gateway') - whole('bare'))} µs; with the sampling profiler running (the gateway benchmark's figure is the one without); sampled every ${INTERVAL_US} µs over ${ROUNDS} rounds × ${traffic}`,
 });
 
 for (const t of [...targets.map((x) => x.child), client, up.child]) t.proc.disconnect();
