@@ -34,6 +34,14 @@ let url: string;
 const held = new Map<string, ServerResponse>();
 /** The cancellations the server received, in order (the request ids they named). */
 const cancelled: string[] = [];
+/** Cancellations that arrived before the call they cancel (ids are a session's, so each is taken once). */
+const cancelledEarly = new Set<string>();
+
+/** The work ran to completion all the same: its result, on the call's own stream. */
+function completeAnyway(stream: ServerResponse, id: number | string | undefined): void {
+  sse(stream, { jsonrpc: '2.0', id, result: { content: [{ type: 'text', text: 'done anyway' }] } });
+  stream.end();
+}
 
 function readBody(req: IncomingMessage): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -79,6 +87,9 @@ beforeAll(async () => {
         // The work starts and is not stopped by a cancellation: its stream is held until then.
         res.writeHead(200, { 'content-type': 'text/event-stream', 'mcp-session-id': SESSION });
         res.flushHeaders();
+        // On a loaded machine the cancellation (another connection) can arrive before the call it
+        // cancels: the work then completes at once.
+        if (cancelledEarly.delete(String(message.id))) return completeAnyway(res, message.id);
         held.set(String(message.id), res);
         return;
       }
@@ -87,15 +98,9 @@ beforeAll(async () => {
       const id = String(message.params?.requestId);
       cancelled.push(id);
       const stream = held.get(id);
-      if (!stream) return;
+      if (!stream) return void cancelledEarly.add(id);
       held.delete(id);
-      // The work ran to completion all the same: its result, on the call's own stream.
-      sse(stream, {
-        jsonrpc: '2.0',
-        id: message.params?.requestId,
-        result: { content: [{ type: 'text', text: 'done anyway' }] },
-      });
-      stream.end();
+      completeAnyway(stream, message.params?.requestId);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
