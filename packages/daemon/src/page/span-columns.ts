@@ -21,6 +21,17 @@ const SERVER = 4;
 const NONE = -1;
 /** Slots and requests the columns are first made for; they double as needed, up to the cap's count. */
 const FIRST_CAPACITY = 256;
+/**
+ * Slots whose values one chunk holds (a power of two; 1,024 slots of 18 values, 147 KB: a large object,
+ * which the young generation's collection promotes by page rather than copying). The values are kept in
+ * chunks, each made with the first of its slots and never copied: one array grown to its size by pushes
+ * was copied at every growth, about twice its final size of garbage promoted to the old generation while
+ * the evidence fills, which brought serve's first full collection (marking the whole heap) earlier.
+ */
+const CHUNK_SHIFT = 10;
+const CHUNK_SLOTS = 1 << CHUNK_SHIFT;
+const CHUNK_MASK = CHUNK_SLOTS - 1;
+const CHUNK_VALUES = CHUNK_SLOTS * SHOWN.length;
 
 /** Lowercase hex digits by value, and a character code's value (-1: not a lowercase hex digit). */
 const HEX = '0123456789abcdef';
@@ -79,8 +90,11 @@ export class SpanColumns {
   private next = new Int32Array(0);
   /** A span id that is not 16 lowercase hex digits, as it came (undefined: the words hold it). */
   private oddIds: (string | undefined)[] = [];
-  /** The shown attributes' values, SHOWN.length a slot, in SHOWN's order; read where the mask says. */
-  private values: (AttributeValue | undefined)[] = [];
+  /**
+   * The shown attributes' values, SHOWN.length a slot, in SHOWN's order, read where the mask says: slot s's
+   * in chunk s >> CHUNK_SHIFT from (s & CHUNK_MASK) * SHOWN.length.
+   */
+  private readonly values: (AttributeValue | undefined)[][] = [];
   private slots = 0;
   private freeSlot = NONE;
 
@@ -217,9 +231,10 @@ export class SpanColumns {
     const attrs = span.attributes;
     let present = shownMask(attrs);
     this.mask[slot] = present;
-    const at = slot * SHOWN.length;
+    const values = this.values[slot >> CHUNK_SHIFT]!;
+    const at = (slot & CHUNK_MASK) * SHOWN.length;
     for (let index = 0; present !== 0; index++, present >>>= 1) {
-      if ((present & 1) !== 0) this.values[at + index] = attrs[SHOWN[index]!]!;
+      if ((present & 1) !== 0) values[at + index] = attrs[SHOWN[index]!]!;
     }
     this.spanSize[slot] = this.spanBytes ?? this.eventBytes(slot);
     return slot;
@@ -236,10 +251,12 @@ export class SpanColumns {
     if (from.oddIds[at] !== undefined || this.oddIds[slot] !== undefined) this.oddIds[slot] = from.oddIds[at];
     let present = from.mask[at]!;
     this.mask[slot] = present;
-    const to = slot * SHOWN.length;
-    const source = at * SHOWN.length;
+    const values = this.values[slot >> CHUNK_SHIFT]!;
+    const to = (slot & CHUNK_MASK) * SHOWN.length;
+    const fromValues = from.values[at >> CHUNK_SHIFT]!;
+    const source = (at & CHUNK_MASK) * SHOWN.length;
     for (let index = 0; present !== 0; index++, present >>>= 1) {
-      if ((present & 1) !== 0) this.values[to + index] = from.values[source + index];
+      if ((present & 1) !== 0) values[to + index] = fromValues[source + index];
     }
     this.spanSize[slot] = this.spanBytes ?? this.eventBytes(slot);
     return slot;
@@ -249,10 +266,11 @@ export class SpanColumns {
   private eventBytes(slot: number): number {
     const id = this.oddIds[slot];
     let bytes = 72 + (id === undefined ? 16 : id.length) + TYPES[this.kind[slot]! & ~SERVER]!.length;
-    const at = slot * SHOWN.length;
+    const values = this.values[slot >> CHUNK_SHIFT]!;
+    const at = (slot & CHUNK_MASK) * SHOWN.length;
     for (let index = 0, present = this.mask[slot]!; present !== 0; index++, present >>>= 1) {
       if ((present & 1) === 0) continue;
-      const value = this.values[at + index];
+      const value = values[at + index];
       bytes += SHOWN[index]!.length + 6 + (typeof value === 'string' ? value.length * 3 : 8);
     }
     return bytes;
@@ -264,6 +282,10 @@ export class SpanColumns {
     else {
       if (this.slots === this.next.length) this.growSlots();
       slot = this.slots++;
+      // Filled, not left with holes: every chunk has the same elements kind, so the reads stay monomorphic.
+      if ((slot & CHUNK_MASK) === 0) {
+        this.values.push(new Array<AttributeValue | undefined>(CHUNK_VALUES).fill(undefined));
+      }
     }
     this.next[slot] = NONE;
     return slot;
@@ -272,9 +294,10 @@ export class SpanColumns {
   /** The timeline event of the span in `slot`, as timelineEvent makes it of the span. */
   private event(slot: number): TimelineEvent {
     const attributes: Record<string, AttributeValue> = {};
-    const at = slot * SHOWN.length;
+    const values = this.values[slot >> CHUNK_SHIFT]!;
+    const at = (slot & CHUNK_MASK) * SHOWN.length;
     for (let index = 0, present = this.mask[slot]!; present !== 0; index++, present >>>= 1) {
-      if ((present & 1) !== 0) attributes[SHOWN[index]!] = this.values[at + index]!;
+      if ((present & 1) !== 0) attributes[SHOWN[index]!] = values[at + index]!;
     }
     const kind = this.kind[slot]!;
     const event: TimelineEvent = {
@@ -386,9 +409,6 @@ export class SpanColumns {
     this.mask = grown(this.mask, new Uint32Array(n));
     this.spanSize = grown(this.spanSize, new Float64Array(n));
     this.next = grown(this.next, new Int32Array(n));
-    // Grown by pushes, never written past its end: an array with holes would leave V8's fast elements.
-    const values = this.values;
-    for (let i = values.length; i < n * SHOWN.length; i++) values.push(undefined);
   }
 
   private growRequests(): void {
