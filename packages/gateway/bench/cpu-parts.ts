@@ -294,7 +294,7 @@ for (const [key, f] of [...tallies.get('gateway')!.functions].sort((a, b) => b[1
 
 // For `pnpm bench` (docs/benchmarks.md): every part, in a fixed order, as the gateway's µs against the
 // bare proxy's in the same rounds; a part no sample fell in is 0. Then the whole, the process's CPU.
-const spread = (name: string, part: string) => f1(perRequest(name, part) - perRequest('bare', part));
+const overBare = (part: string) => f1(perRequest('gateway', part) - perRequest('bare', part));
 for (const part of PARTS)
   figure({
     bench: 'gateway-parts',
@@ -302,7 +302,7 @@ for (const part of PARTS)
     value: perRequest('gateway', part),
     unit: `µs/${PHASE === 'json' ? 'request' : 'event'}`,
     reference: { name: 'bare Node proxy, same part', value: perRequest('bare', part), unit: 'µs' },
-    note: `gateway − bare ${spread('gateway', part)} µs`,
+    note: `gateway − bare ${overBare(part)} µs`,
   });
 const whole = (name: string) => tallies.get(name)!.cpuUs / tallies.get(name)!.units;
 figure({

@@ -1,5 +1,5 @@
-import type { AttributeValue, SpanRecord } from '@resumewatch/detector';
-import { EventType, SHOWN, SPAN_KIND_SERVER, eventType, shownMask, type TimelineEvent } from './timeline-event.js';
+import { SPAN_KIND_SERVER, type AttributeValue, type SpanRecord } from '@resumewatch/detector';
+import { EventType, SHOWN, eventType, shownMask, type TimelineEvent } from './timeline-event.js';
 
 /** The items held for one request: the first `head` it had, then the latest; `dropped` left out between. */
 export interface Held<T> {
@@ -11,10 +11,8 @@ export type HeldTimeline = Held<TimelineEvent>;
 
 /** A span's event type by its number in the window (the order of EventType). */
 const TYPES: readonly EventType[] = [EventType.CALL, EventType.TERMINAL, EventType.RESUME, EventType.REATTACH];
-
-function typeNumber(type: EventType): number {
-  return type === EventType.CALL ? 0 : type === EventType.TERMINAL ? 1 : type === EventType.RESUME ? 2 : 3;
-}
+/** An event type's number: its index in TYPES. */
+const TYPE_NUMBER = new Map(TYPES.map((type, n) => [type, n]));
 /** Set in a span's kind byte for a server's span; the event type's number is below it. */
 const SERVER = 4;
 /** No span or no request (the end of a list, an empty free list). */
@@ -218,7 +216,7 @@ export class SpanColumns {
     const slot = this.newSlot();
     this.start[slot] = span.startTimeUnixMs;
     this.end[slot] = span.endTimeUnixMs;
-    this.kind[slot] = typeNumber(eventType(span.name)) | (span.kind === SPAN_KIND_SERVER ? SERVER : 0);
+    this.kind[slot] = TYPE_NUMBER.get(eventType(span.name))! | (span.kind === SPAN_KIND_SERVER ? SERVER : 0);
     const id = span.spanId;
     const high = id.length === 16 ? hexWord(id, 0) : -1;
     const low = high < 0 ? -1 : hexWord(id, 8);

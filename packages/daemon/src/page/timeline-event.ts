@@ -24,7 +24,13 @@ import {
   SPAN_STREAM_RESUME,
   StreamKind,
 } from '@resumewatch/semconv';
-import { UNKNOWN_SERVICE, type AttributeValue, type Finding, type SpanRecord } from '@resumewatch/detector';
+import {
+  SPAN_KIND_SERVER,
+  UNKNOWN_SERVICE,
+  type AttributeValue,
+  type Finding,
+  type SpanRecord,
+} from '@resumewatch/detector';
 
 /** What a timeline draws of one span. */
 export const EventType = {
@@ -182,9 +188,6 @@ export function shownMask(attrs: SpanRecord['attributes']): number {
   }
   return present;
 }
-
-/** OTLP's SPAN_KIND_SERVER. */
-export const SPAN_KIND_SERVER = 2;
 
 export function eventType(name: string): EventType {
   if (name === SPAN_REQUEST_TERMINAL) return EventType.TERMINAL;
