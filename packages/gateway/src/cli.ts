@@ -68,7 +68,10 @@ async function run(argv: string[], stdout: NodeJS.WritableStream, stderr: NodeJS
   registerGatewayTraceContext();
   let gateway;
   try {
-    gateway = await startGateway({ ...options, detector: { config: detector, output: stdout } });
+    gateway = await startGateway({
+      ...options,
+      detector: { config: detector, output: stdout, log: (line) => stderr.write(`resumewatch: ${line}\n`) },
+    });
   } catch (e) {
     const err = e as NodeJS.ErrnoException & { port?: number };
     if (err.code === 'EADDRINUSE')

@@ -1,5 +1,6 @@
 import { open, readFile, rename, unlink } from 'node:fs/promises';
 import type { Detector, DetectorState } from '@resumewatch/detector';
+import type { ResumewatchConfig } from '../config.js';
 
 /*
  * The detector's state on disk, so that a restart loses nothing a snapshot holds:
@@ -133,4 +134,49 @@ export class StateFile {
     }
     this.lastWrite = { bytes: bytes.length, ms: performance.now() - started };
   }
+}
+
+/** What the file gave back on start: the number of tracked requests restored, or why nothing was. */
+export type Restored = { tracked: number } | { error: string } | undefined;
+
+/** A door's --state-file (serve, the gateway's built-in detector): one place for how it is read, logged and written. */
+export interface DoorState {
+  /** What was read back on start; undefined without --state-file or on a first start. */
+  readonly restored: Restored;
+  /** Writes the detector state now; a failure is one logged line, never a rejection. */
+  snapshot(): Promise<void>;
+  /** Snapshots every --snapshot-interval from now on (none when it is 0 or there is no file). */
+  startSnapshots(): void;
+  stopSnapshots(): void;
+}
+
+/**
+ * Reads `config.stateFile` back into the fresh `detector` and says so in one line (or why it was set
+ * aside and the door starts empty); then the door snapshots it periodically and on shutdown.
+ */
+export async function openStateFile(
+  config: Pick<ResumewatchConfig, 'stateFile' | 'snapshotIntervalMs'>,
+  detector: Detector,
+  log: (line: string) => void,
+): Promise<DoorState> {
+  const file = config.stateFile;
+  const state = file ? new StateFile(file, detector) : undefined;
+  const restored = state ? await state.restore() : undefined;
+  if (restored) log('error' in restored ? restored.error : `restored ${restored.tracked} tracked requests from ${file}`);
+  const snapshot = (): Promise<void> =>
+    state ? state.write().catch((e: Error) => log(`snapshot to ${file} failed: ${e.message}`)) : Promise.resolve();
+  let timer: NodeJS.Timeout | undefined;
+  return {
+    restored,
+    snapshot,
+    startSnapshots() {
+      if (!state || config.snapshotIntervalMs <= 0 || timer) return;
+      timer = setInterval(() => void snapshot(), config.snapshotIntervalMs);
+      timer.unref();
+    },
+    stopSnapshots() {
+      clearInterval(timer);
+      timer = undefined;
+    },
+  };
 }
