@@ -109,8 +109,15 @@ export class StateFile {
   /** Writes a snapshot; concurrent calls share one write that starts after the one in progress. */
   write(): Promise<void> {
     const next = (this.writing ?? Promise.resolve()).then(() => this.writeNow());
-    this.writing = next.finally(() => {
-      if (this.writing === next) this.writing = undefined;
+    // What the write after this one waits for: this one settled. Its failure is the caller's (`next`),
+    // never a second, unhandled rejection that would end the process.
+    const settled = next.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.writing = settled;
+    void settled.then(() => {
+      if (this.writing === settled) this.writing = undefined;
     });
     return next;
   }
@@ -162,7 +169,8 @@ export async function openStateFile(
   const file = config.stateFile;
   const state = file ? new StateFile(file, detector) : undefined;
   const restored = state ? await state.restore() : undefined;
-  if (restored) log('error' in restored ? restored.error : `restored ${restored.tracked} tracked requests from ${file}`);
+  if (restored)
+    log('error' in restored ? restored.error : `restored ${restored.tracked} tracked requests from ${file}`);
   const snapshot = (): Promise<void> =>
     state ? state.write().catch((e: Error) => log(`snapshot to ${file} failed: ${e.message}`)) : Promise.resolve();
   let timer: NodeJS.Timeout | undefined;
