@@ -159,7 +159,9 @@ describe('resumewatch gateway --state-file (built CLI)', () => {
       await loop.session.post({ jsonrpc: '2.0', id: 99, method: 'ping' });
       expect(await loop.resume()).toEqual({ status: 405, replayed: false });
       expect(await first.stop()).toBe(0);
-      expect(first.stderr()).toMatch(/resumewatch: shutting down\n/);
+      expect(first.stderr()).toContain(
+        "resumewatch: shutting down\nresumewatch: forgetting 0 requests awaiting their result and 1 sessions observed (the wire observer's state; --state-file keeps the detector's)\n",
+      );
       const second = await start(['--enforce', '--state-file', file]);
       target.url = second.url;
       // The new process's observer never saw the session's streams nor the proof: the resume and its
