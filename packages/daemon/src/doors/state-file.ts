@@ -77,7 +77,7 @@ export function decodeState(file: Buffer): DetectorState {
 }
 
 /** The --state-file of one detector: restore() on start, write() periodically and on shutdown. */
-export class StateFile {
+class StateFile {
   private writing: Promise<void> | undefined;
   /** Bytes and milliseconds of the last write, for the figures. */
   lastWrite: { bytes: number; ms: number } | undefined;
@@ -147,7 +147,7 @@ export class StateFile {
 export type Restored = { tracked: number } | { error: string } | undefined;
 
 /** A door's --state-file (serve, the gateway's built-in detector): one place for how it is read, logged and written. */
-export interface DoorState {
+interface DoorState {
   /** What was read back on start; undefined without --state-file or on a first start. */
   readonly restored: Restored;
   /** Writes the detector state now; a failure is one logged line, never a rejection. */
