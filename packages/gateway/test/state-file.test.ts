@@ -81,13 +81,15 @@ async function seedLoop(fetchThrough: FetchLike, resumes: number) {
   expect(live.events.some((e) => isResponseTo(e.message, call.id))).toBe(true);
   // The last progress event's id: the cursor the seed's client sends on every reconnect.
   const cursor = live.events.filter((e) => e.id !== undefined && !isResponseTo(e.message, call.id)).at(-1)!.id!;
-  const resume = async () => {
-    const read = await session.get(cursor);
+  // The result's own id: a cursor there proves the client read the result.
+  const resultCursor = live.events.find((e) => isResponseTo(e.message, call.id))!.id!;
+  const resume = async (from = cursor) => {
+    const read = await session.get(from);
     return { status: read.status, replayed: read.events.some((e) => isResponseTo(e.message, call.id)) };
   };
   const statuses = [];
   for (let i = 0; i < resumes; i++) statuses.push(await resume());
-  return { session, call, resume, statuses };
+  return { session, call, resume, resultCursor, statuses };
 }
 
 let dir: string;
@@ -98,8 +100,11 @@ const start = async (args: string[]) => {
   started.push(g);
   return g;
 };
-/** A short storm window, so that a storm open at the restart ends by it soon after. */
-const WINDOW = ['--storm-window', '2s'];
+/**
+ * The storm window: short enough that a storm open at the restart ends by it within the test, long
+ * enough that it is still open at the SIGTERM that follows its report on a loaded machine.
+ */
+const WINDOW = ['--storm-window', '10s'];
 const SEED_KINDS = [
   FindingKind.DUPLICATE_TERMINAL,
   FindingKind.RESUME_AFTER_TERMINAL,
@@ -136,8 +141,8 @@ describe('resumewatch gateway --state-file (built CLI)', () => {
       const second = await start([...WINDOW, '--state-file', file]);
       // The session's initialize and its tools/call.
       expect(second.stderr()).toContain(`resumewatch: restored 2 tracked requests from ${file}\n`);
-      await vi.waitFor(() => expect(whole.records()).toHaveLength(1), { timeout: 15_000 });
-      await vi.waitFor(() => expect(second.records()).toHaveLength(1), { timeout: 15_000 });
+      await vi.waitFor(() => expect(whole.records()).toHaveLength(1), { timeout: 30_000 });
+      await vi.waitFor(() => expect(second.records()).toHaveLength(1), { timeout: 30_000 });
       expect(stormEnd(whole.records()[0]!)).toMatchObject({ ended_by: StormEnd.QUIET, attempts: 3 });
       expect(stormEnd(second.records()[0]!)).toEqual(stormEnd(whole.records()[0]!));
       // Nothing reported twice: the restarted gateway's detector knew every finding was out.
@@ -155,8 +160,9 @@ describe('resumewatch gateway --state-file (built CLI)', () => {
       const first = await start(['--enforce', '--state-file', file]);
       const target = { url: first.url };
       const loop = await seedLoop(through(target), 0);
-      // The client's next request on the connection proves it holds the result: its stale resume is refused.
-      await loop.session.post({ jsonrpc: '2.0', id: 99, method: 'ping' });
+      // A resume from the result's own event id proves the client holds it (its cursor): that resume,
+      // and the stale one after it, are refused.
+      expect(await loop.resume(loop.resultCursor)).toEqual({ status: 405, replayed: false });
       expect(await loop.resume()).toEqual({ status: 405, replayed: false });
       expect(await first.stop()).toBe(0);
       expect(first.stderr()).toContain(
