@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { copyFile, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readFile, rm, rmdir, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FindingKind, FindingRecord, ResumeOutcome, StormEnd } from '@resumewatch/semconv';
@@ -141,6 +141,26 @@ describe('state across restarts (--state-file)', () => {
     expect((await stat(`${file}.rejected`)).size).toBeGreaterThan(0);
     expect(await healthz(b.metricsPort)).toBe(200);
     await b.close();
+  });
+
+  it('7. a snapshot that cannot be written is one line, never a crash, and the next one is still tried', async () => {
+    const file = join(dir, 'not-yet-writable.state');
+    await mkdir(file);
+    const lines: string[] = [];
+    const server = await startServer({ ...QUIET, stateFile: file, log: (l) => lines.push(l) });
+    expect(server.restored).toEqual({ error: expect.stringMatching(`^cannot read ${file}: EISDIR`) });
+    await send(server, splitSeed('unwritable').before);
+    // Two at once: they share one write after the other, and each failure is told once (no unhandled rejection).
+    await Promise.all([server.snapshot(), server.snapshot()]);
+    expect(lines.slice(1)).toEqual([
+      expect.stringMatching(`^snapshot to ${file} failed: EISDIR`),
+      expect.stringMatching(`^snapshot to ${file} failed: EISDIR`),
+    ]);
+    // The path becomes writable: the next snapshot does not inherit the failure.
+    await rmdir(file);
+    await server.snapshot();
+    expect(decodeState(await readFile(file)).requests.sessionIds).toContain('unwritable');
+    await server.close();
   });
 
   it('a restart between a poll and its reattach span: the reattach is still no attempt (no storm)', () => {

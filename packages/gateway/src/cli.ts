@@ -68,7 +68,10 @@ async function run(argv: string[], stdout: NodeJS.WritableStream, stderr: NodeJS
   registerGatewayTraceContext();
   let gateway;
   try {
-    gateway = await startGateway({ ...options, detector: { config: detector, output: stdout } });
+    gateway = await startGateway({
+      ...options,
+      detector: { config: detector, output: stdout, log: (line) => stderr.write(`resumewatch: ${line}\n`) },
+    });
   } catch (e) {
     const err = e as NodeJS.ErrnoException & { port?: number };
     if (err.code === 'EADDRINUSE')
@@ -92,6 +95,12 @@ async function run(argv: string[], stdout: NodeJS.WritableStream, stderr: NodeJS
     process.once('SIGINT', resolve);
   });
   stderr.write('resumewatch: shutting down\n');
+  // What no state file keeps (the wire observer's, not the detector's): said, so a restart's cost is seen.
+  const { openRequests, sessions } = gateway.stats();
+  if (openRequests > 0 || sessions > 0)
+    stderr.write(
+      `resumewatch: forgetting ${openRequests} requests awaiting their result and ${sessions} sessions observed (the wire observer's state; --state-file keeps the detector's)\n`,
+    );
   await gateway.close();
   return 0;
 }

@@ -261,6 +261,9 @@ const SHARED_KEYS = new Set<keyof ResumewatchConfig>([
   'stdoutBufferBytes',
   'evidenceBytes',
   'evidenceWindowBytes',
+  // The built-in detector's state across a restart: serve's file, by serve's schema (daemon's state-file.ts).
+  'stateFile',
+  'snapshotIntervalMs',
 ]);
 export const SHARED_OPTION_SPECS = OPTION_SPECS.filter((s) => SHARED_KEYS.has(s.key));
 

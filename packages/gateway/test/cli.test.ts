@@ -64,6 +64,8 @@ describe('resumewatch gateway (built CLI)', () => {
       '--upstream-timeout',
       '--upstream-ca',
       '--id-policy',
+      '--state-file',
+      '--snapshot-interval',
     ])
       expect(r.stdout).toContain(flag);
     expect(r.stdout).toMatch(/RESUMEWATCH_UPSTREAM/);

@@ -7,6 +7,7 @@ import type { DetectorMetrics } from '../metrics.js';
 import { closeHttp, limits, listen, serverTimeouts } from './listeners.js';
 import { metricsHandler } from './metrics-server.js';
 import type { Pipeline } from './pipeline.js';
+import { openStateFile, type Restored } from './state-file.js';
 import { configWith, writingPipeline } from './writing-pipeline.js';
 
 export interface EmbeddedDetectorOptions {
@@ -20,6 +21,8 @@ export interface EmbeddedDetectorOptions {
   clock?: () => number;
   /** How often the clock is applied to the detector. Default 1000 ms. */
   tickMs?: number;
+  /** One-line notices (state file restored or set aside, snapshot failures). Defaults to stderr. */
+  log?: (line: string) => void;
 }
 
 /** The detector of `serve`, fed in-process by a SpanProcessor, with /metrics, /findings and /healthz. */
@@ -31,8 +34,16 @@ export interface EmbeddedDetector {
   readonly config: ResumewatchConfig;
   readonly detector: Detector;
   readonly metrics: DetectorMetrics;
+  /** What was read back from `config.stateFile` on start: the number of tracked requests restored, or why not. */
+  readonly restored: Restored;
   /** Recent findings, oldest first (the same as GET /findings, without its byte bound). */
   findings(): Finding[];
+  /** Writes the detector state to `config.stateFile` now (also done every `config.snapshotIntervalMs` and on close). */
+  snapshot(): Promise<void>;
+  /**
+   * Stops the listener. With a state file, writes the state: storms still open stay open for the next
+   * process, as serve's do. Without one, ends them now (nothing after this will end them).
+   */
   close(): Promise<void>;
 }
 
@@ -64,10 +75,14 @@ class PipelineSpanProcessor implements SpanProcessor {
 export async function startEmbeddedDetector(options: EmbeddedDetectorOptions = {}): Promise<EmbeddedDetector> {
   const config = configWith(options.config);
   const { pipeline } = writingPipeline(config, options);
+  const log = options.log ?? ((line: string) => void process.stderr.write(`resumewatch: ${line}\n`));
+  // Read back before any span comes: importState needs a detector that has seen none.
+  const state = await openStateFile(config, pipeline.detector, log);
   const server = limits(createServer({ ...serverTimeouts(config) }, metricsHandler(pipeline, config)), config);
   const metricsPort = await listen(server, config.host, config.metricsPort);
   const timer = setInterval(() => pipeline.tick(), options.tickMs ?? 1000);
   timer.unref();
+  state.startSnapshots();
   let closing: Promise<void> | undefined;
   return {
     processor: new PipelineSpanProcessor(pipeline),
@@ -76,11 +91,15 @@ export async function startEmbeddedDetector(options: EmbeddedDetectorOptions = {
     config,
     detector: pipeline.detector,
     metrics: pipeline.metrics,
+    restored: state.restored,
     findings: () => pipeline.recent.findings(),
+    snapshot: state.snapshot,
     close: () =>
       (closing ??= (async () => {
         clearInterval(timer);
-        pipeline.detector.flush();
+        state.stopSnapshots();
+        if (config.stateFile) await state.snapshot();
+        else pipeline.detector.flush();
         await closeHttp(server);
       })()),
   };

@@ -10,7 +10,7 @@ import { otlpHttpHandler } from './http-receiver.js';
 import { InflightBudget } from './inflight.js';
 import { metricsHandler } from './metrics-server.js';
 import { closeHttp, limits, listen, serverTimeouts } from './listeners.js';
-import { StateFile } from './state-file.js';
+import { openStateFile, type Restored } from './state-file.js';
 import { configWith, writingPipeline } from './writing-pipeline.js';
 
 export interface ServeOptions extends Partial<ResumewatchConfig> {
@@ -38,7 +38,7 @@ export interface RunningServer {
   /** Bytes of request bodies held now (and at most so far), across HTTP and gRPC. */
   readonly inflight: InflightBudget;
   /** What was read back from --state-file on start: the number of tracked requests restored, or why not. */
-  readonly restored: { tracked: number } | { error: string } | undefined;
+  readonly restored: Restored;
   /** Recent findings, oldest first (the same as GET /findings, without its byte bound). */
   findings(): Finding[];
   /** Writes the detector state to --state-file now (also done periodically and on close). */
@@ -54,17 +54,9 @@ export interface RunningServer {
 export async function startServer(options: ServeOptions = {}): Promise<RunningServer> {
   const config = configWith(options);
   const { pipeline, output } = writingPipeline(config, options);
-  const state = config.stateFile ? new StateFile(config.stateFile, pipeline.detector) : undefined;
   const log = options.log ?? ((line: string) => void process.stderr.write(`resumewatch: ${line}\n`));
-  const restored = state ? await state.restore() : undefined;
-  if (restored)
-    log(
-      'error' in restored ? restored.error : `restored ${restored.tracked} tracked requests from ${config.stateFile}`,
-    );
-  const snapshot = (): Promise<void> =>
-    state
-      ? state.write().catch((e: Error) => log(`snapshot to ${config.stateFile} failed: ${e.message}`))
-      : Promise.resolve();
+  const state = await openStateFile(config, pipeline.detector, log);
+  const { restored, snapshot } = state;
   const budget = new InflightBudget(config.maxInflightBytes);
   const inflight = new InflightRequests();
   const shed = doorCounter(pipeline.metrics, METRIC_REQUESTS_SHED_TOTAL);
@@ -84,11 +76,7 @@ export async function startServer(options: ServeOptions = {}): Promise<RunningSe
     }
     const timer = setInterval(() => pipeline.tick(), options.tickMs ?? 1000);
     timer.unref();
-    const snapshots =
-      state && config.snapshotIntervalMs > 0
-        ? setInterval(() => void snapshot(), config.snapshotIntervalMs)
-        : undefined;
-    snapshots?.unref();
+    state.startSnapshots();
     let closing: Promise<void> | undefined;
     return {
       host: config.host,
@@ -105,7 +93,7 @@ export async function startServer(options: ServeOptions = {}): Promise<RunningSe
       close: () =>
         (closing ??= (async () => {
           clearInterval(timer);
-          clearInterval(snapshots);
+          state.stopSnapshots();
           // Stop accepting; requests in flight (bodies still arriving included) get --grace to be answered.
           http.close();
           http.closeIdleConnections();

@@ -1,5 +1,6 @@
 import { open, readFile, rename, unlink } from 'node:fs/promises';
 import type { Detector, DetectorState } from '@resumewatch/detector';
+import type { ResumewatchConfig } from '../config.js';
 
 /*
  * The detector's state on disk, so that a restart loses nothing a snapshot holds:
@@ -76,7 +77,7 @@ export function decodeState(file: Buffer): DetectorState {
 }
 
 /** The --state-file of one detector: restore() on start, write() periodically and on shutdown. */
-export class StateFile {
+class StateFile {
   private writing: Promise<void> | undefined;
   /** Bytes and milliseconds of the last write, for the figures. */
   lastWrite: { bytes: number; ms: number } | undefined;
@@ -108,8 +109,15 @@ export class StateFile {
   /** Writes a snapshot; concurrent calls share one write that starts after the one in progress. */
   write(): Promise<void> {
     const next = (this.writing ?? Promise.resolve()).then(() => this.writeNow());
-    this.writing = next.finally(() => {
-      if (this.writing === next) this.writing = undefined;
+    // What the write after this one waits for: this one settled. Its failure is the caller's (`next`),
+    // never a second, unhandled rejection that would end the process.
+    const settled = next.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.writing = settled;
+    void settled.then(() => {
+      if (this.writing === settled) this.writing = undefined;
     });
     return next;
   }
@@ -133,4 +141,50 @@ export class StateFile {
     }
     this.lastWrite = { bytes: bytes.length, ms: performance.now() - started };
   }
+}
+
+/** What the file gave back on start: the number of tracked requests restored, or why nothing was. */
+export type Restored = { tracked: number } | { error: string } | undefined;
+
+/** A door's --state-file (serve, the gateway's built-in detector): one place for how it is read, logged and written. */
+interface DoorState {
+  /** What was read back on start; undefined without --state-file or on a first start. */
+  readonly restored: Restored;
+  /** Writes the detector state now; a failure is one logged line, never a rejection. */
+  snapshot(): Promise<void>;
+  /** Snapshots every --snapshot-interval from now on (none when it is 0 or there is no file). */
+  startSnapshots(): void;
+  stopSnapshots(): void;
+}
+
+/**
+ * Reads `config.stateFile` back into the fresh `detector` and says so in one line (or why it was set
+ * aside and the door starts empty); then the door snapshots it periodically and on shutdown.
+ */
+export async function openStateFile(
+  config: Pick<ResumewatchConfig, 'stateFile' | 'snapshotIntervalMs'>,
+  detector: Detector,
+  log: (line: string) => void,
+): Promise<DoorState> {
+  const file = config.stateFile;
+  const state = file ? new StateFile(file, detector) : undefined;
+  const restored = state ? await state.restore() : undefined;
+  if (restored)
+    log('error' in restored ? restored.error : `restored ${restored.tracked} tracked requests from ${file}`);
+  const snapshot = (): Promise<void> =>
+    state ? state.write().catch((e: Error) => log(`snapshot to ${file} failed: ${e.message}`)) : Promise.resolve();
+  let timer: NodeJS.Timeout | undefined;
+  return {
+    restored,
+    snapshot,
+    startSnapshots() {
+      if (!state || config.snapshotIntervalMs <= 0 || timer) return;
+      timer = setInterval(() => void snapshot(), config.snapshotIntervalMs);
+      timer.unref();
+    },
+    stopSnapshots() {
+      clearInterval(timer);
+      timer = undefined;
+    },
+  };
 }
