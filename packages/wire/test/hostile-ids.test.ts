@@ -1,5 +1,6 @@
 import { GuardProof } from '@resumewatch/semconv';
 import { describe, expect, it } from 'vitest';
+import { CursorRing } from '../src/cursor-ring.js';
 import { WireObserver } from '../src/index.js';
 import type { WireRequest } from '../src/index.js';
 import { SCRIPTED_SESSION, progress, result, scriptedServerPerFile, sse } from './helpers/scripted-server.js';
@@ -122,5 +123,30 @@ describe('made-up session ids never push out accepted sessions (suspicion: fake 
     observer.proxyResponse(request, 202, {}, false);
     expect(observer.stats()).toMatchObject({ sessions: 1, unacceptedSessions: 0 });
     expect(observer.getSession('known-elsewhere')?.accepted).toBe(true);
+  });
+});
+
+describe('the ids the cursor ring keeps, as the scanner hands them over', () => {
+  it('every delivered id is placed at its position whatever the chunking (short, long, non-ASCII ids)', () => {
+    const ids = ['a1', 'evt-288934', `${'long-'.repeat(8)}id`, 'évènement-7', 'evt-678010', 'a1'];
+    const text = ids.map((id, i) => `id: ${id}\ndata: {"jsonrpc":"2.0","method":"n","params":{"i":${i}}}\n\n`).join('');
+    const bytes = Buffer.from(text);
+    for (const filtering of [false, true])
+      for (let size = 1; size <= 9; size++) {
+        const observer = new WireObserver({ confirmDelivery: true });
+        if (filtering) observer.addListener({ onEvent: () => true }, { filters: true });
+        const sessionId = `s-${size}`;
+        const request = observer.proxyRequest('http://127.0.0.1/mcp', { headers: { 'mcp-session-id': sessionId } });
+        const body = observer.proxyResponse(request, 200, { 'content-type': 'text/event-stream' }, true)!;
+        const sink = { enqueue: () => undefined };
+        for (let at = 0; at < bytes.length; at += size) body.chunk(bytes.subarray(at, at + size), sink);
+        body.end(sink);
+        const ring = observer.getSession(sessionId)!.cursors as CursorRing;
+        const where = `chunks of ${size}${filtering ? ', filtering' : ''}`;
+        expect(
+          ids.map((id) => ring.positionOn(id, body.stream)),
+          where,
+        ).toEqual([1, 2, 3, 4, 5, 1]);
+      }
   });
 });
