@@ -15,7 +15,7 @@ export const MAX_KEPT_ID_BYTES = 256;
  */
 const ARENA_BYTES_PER_SLOT = 64;
 
-const EMPTY = Buffer.alloc(0);
+const EMPTY = new Uint8Array(0);
 
 /** Where a cursor's id was last delivered, by the ring's memory. */
 export interface CursorPlace {
@@ -48,8 +48,12 @@ export class CursorRing implements CursorMemory {
   /** Where each delivery's id bytes start in `arena`, and how many there are (-1: not kept, too long). */
   private textStarts: number[] = [];
   private textLengths: number[] = [];
-  /** The kept ids' bytes, written one after the other around the arena: the latest ones that fit. */
-  private arena: Buffer = EMPTY;
+  /**
+   * The kept ids' bytes, written one after the other around the arena: the latest ones that fit. A
+   * typed array of its own, not a Buffer: a small Buffer is a slice of a shared 8 KiB pool, which a
+   * session kept for an hour would keep alive whole.
+   */
+  private arena: Uint8Array = EMPTY;
   private arenaNext = 0;
   /** Deliveries held: they fill slots 0..count-1 in order until the cap, then the ring wraps at `next`. */
   private count = 0;
@@ -266,7 +270,7 @@ export class CursorRing implements CursorMemory {
     const positions = new Array<number>(size);
     const textStarts = new Array<number>(size);
     const textLengths = new Array<number>(size);
-    const arena = Buffer.allocUnsafe(size * ARENA_BYTES_PER_SLOT);
+    const arena = new Uint8Array(size * ARENA_BYTES_PER_SLOT);
     const old = this.arena;
     // The ids still whole in the old arena: the latest ones whose bytes add up to its size at most.
     let used = 0;
