@@ -103,6 +103,23 @@ describe('hostile cursors under --enforce (issue 37)', () => {
     expect(gateway.counts().proofs).toEqual({ [GuardAction.RESUME_REFUSED]: { [GuardProof.CURSOR]: 1 } });
   });
 
+  it('one id on two requests’ streams (a coarse clock): the cursor is not placed, the resume is forwarded', async () => {
+    // Request 1's stream: T1 (progress), T2 (result); request 2's, a second later: T2 (progress), T3 (result).
+    const ids: Record<number, [string, string]> = { 1: ['T1', 'T2'], 2: ['T2', 'T3'] };
+    const { upstream, gateway, endpoint } = await startSession(
+      (id) => [progress(ids[id]![0]), result(ids[id]![1], id)],
+      (cursor) => (cursor === 'T2' ? [result('T3', 2)] : []),
+    );
+    expect((await call(endpoint, 1)).complete).toBe(true);
+    expect((await call(endpoint, 2)).complete).toBe(true);
+    // Request 2's client read its progress, then was cut: `T2` may name either stream's event.
+    const resumed = await resume(endpoint, 'T2');
+    expect(resumed.status).toBe(200);
+    expect(resumed.body.toString()).toBe(result('T3', 2));
+    expect(gets(upstream.seen)).toHaveLength(1);
+    expect(gateway.counts().actions).toEqual({});
+  });
+
   it('an event id over 256 bytes is never proof: the resume naming it is forwarded', async () => {
     const long = (id: number) => `${id}-${'x'.repeat(1000)}`;
     const { upstream, gateway, endpoint } = await startSession(
