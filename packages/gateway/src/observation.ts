@@ -10,6 +10,12 @@ export interface ObservationStats extends RecorderStats {
   requests: number;
   /** Sessions and requests pushed out by the caps. */
   evictions: number;
+  /** Sessions clients named that the upstream has not accepted yet (no 2xx), held apart from the accepted ones. */
+  unacceptedSessions: number;
+  /** Unaccepted sessions pushed out by their own cap (made-up session ids never push out accepted ones). */
+  unacceptedEvictions: number;
+  /** Session ids over 1 KiB and Last-Event-ID cursors over 256 bytes: not kept, never proof, forwarded as they came. */
+  unkeptIds: number;
   /** Bytes held now to parse JSON bodies and SSE events (maxHeldBytes caps them). */
   heldBytes: number;
   /** JSON bodies passed to their client unparsed: over maxJsonBodyBytes, or past maxHeldBytes. */
@@ -80,6 +86,9 @@ export function observeExchanges(
         sessions: wire.sessions,
         requests: wire.requests,
         evictions: wire.evictions,
+        unacceptedSessions: wire.unacceptedSessions,
+        unacceptedEvictions: wire.unacceptedEvictions,
+        unkeptIds: wire.unkeptIds,
         heldBytes: wire.heldBytes,
         unparsedJsonBodies: wire.unparsedJsonBodies,
         oversizedEvents: wire.oversizedEvents,

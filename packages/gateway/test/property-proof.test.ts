@@ -88,6 +88,14 @@ describe('gateway --enforce acts only on proof of receipt (model-based)', () => 
     await expectNoViolation([call(1, { progress: [1, 0], ...stopsBeforeTheResult }), resume()], progressOnly);
   });
 
+  it('does not refuse it either when the server gave the progress and the result one id (issue 37, defect 3)', async () => {
+    // Events s0-1 (progress) and s0-1 (result): the cursor names the earliest, the progress.
+    await expectNoViolation(
+      [call(1, { progress: [1, 0], repeatIds: true, ...stopsBeforeTheResult }), resume()],
+      progressOnly,
+    );
+  });
+
   it('does not remove a differing replay (the result with its keys reordered) when the client has no result of the request', async () => {
     // The upstream breaks the call's stream after the result, so the result was never delivered even by a
     // clean end; the client stopped before it. The resume's replay differs from the first result by key order.

@@ -3,24 +3,68 @@ import { holdShape } from './shapes.js';
 import type { CursorMemory, StreamRecord } from './types.js';
 
 /**
+ * Longest event id, in UTF-8 bytes, the ring keeps: a delivery of a longer one is remembered without
+ * its text, so it is never matched (never placed, never proof), and a longer cursor is not looked up.
+ */
+export const MAX_KEPT_ID_BYTES = 256;
+
+/**
+ * The ids' bytes a ring keeps, per slot on average: the ring's `slots × 64` bytes (16 KiB at the default
+ * cap of 256) hold the ids of the latest deliveries; when ids are longer than that on average, the
+ * oldest deliveries lose their text first (then they are never matched, as a forgotten one).
+ */
+const ARENA_BYTES_PER_SLOT = 64;
+
+const EMPTY = new Uint8Array(0);
+
+/** Where a cursor's id was last delivered, by the ring's memory. */
+export interface CursorPlace {
+  /** The stream that last delivered the id (its text compared), undefined when none is remembered. */
+  readonly stream: StreamRecord | undefined;
+  /**
+   * The place is ambiguous: the id was delivered on streams that carry different requests, or a
+   * delivery with the same hash lost its text (it may have been this id). Such a cursor is not placed.
+   */
+  readonly ambiguous: boolean;
+}
+
+/**
  * The last `cap` deliveries of a session in a ring: a 30-bit FNV-1a hash of each event id (a small
- * integer stored unboxed, no copied string) and the stream that delivered it. Two writes per event;
- * a scan only when a cursor is placed. The ids themselves are not kept: a cursor is matched by its
- * hash, so an id never delivered is taken for a delivered one only on a 30-bit collision with one of
- * the last `cap` (at most 256 / 2^30 per unknown cursor with the default cap). The arrays grow with
- * the deliveries, so a session that saw few events holds few slots.
+ * integer stored unboxed), the id's UTF-8 bytes (up to MAX_KEPT_ID_BYTES, in a byte arena shared by the
+ * slots: no string per delivery), the stream that delivered it and its position there. A cursor is
+ * matched by its hash and then its bytes: two ids whose hashes collide (`evt-288934` and `evt-678010`)
+ * are two ids. Writes per event: five numbers and the id's bytes (copied, no allocation); a scan only
+ * when a cursor is placed. The arrays and the arena grow with the deliveries, so a session that saw few
+ * events holds little: at the cap, five numbers (8 bytes each) and 64 arena bytes a delivery, about
+ * 27 KiB a session at the default 256 (measured; the hashes alone took about 6 KiB).
  *
  * Not a RecentList of @resumewatch/bounded: that would cost an object per delivery (hash and stream
- * together) on the per-event path; two parallel arrays cost none.
+ * together) on the per-event path; parallel arrays cost none.
  */
 export class CursorRing implements CursorMemory {
   private hashes: number[] = [];
   private streams: StreamRecord[] = [];
   /** The position of each delivery on its stream (StreamRecord.deliveredEvents when it was delivered). */
   private positions: number[] = [];
+  /** Where each delivery's id bytes start in `arena`, and how many there are (-1: not kept, too long). */
+  private textStarts: number[] = [];
+  private textLengths: number[] = [];
+  /**
+   * The kept ids' bytes, written one after the other around the arena: the latest ones that fit. A
+   * typed array of its own, not a Buffer: a small Buffer is a slice of a shared 8 KiB pool, which a
+   * session kept for an hour would keep alive whole.
+   */
+  private arena: Uint8Array = EMPTY;
+  private arenaNext = 0;
   /** Deliveries held: they fill slots 0..count-1 in order until the cap, then the ring wraps at `next`. */
   private count = 0;
   private next = 0;
+  /** Streams with two deliveries in a row of the same hash (a server repeating ids: a coarse clock, a request id). */
+  private repeating: WeakSet<StreamRecord> | undefined = undefined;
+  /** Streams some of whose deliveries the ring overwrote (their earliest deliveries are forgotten). */
+  private forgetful: WeakSet<StreamRecord> | undefined = undefined;
+  /** The stream of the last overwritten delivery (so that `forgetful` is written once per run). */
+  private lastForgotten: StreamRecord | undefined = undefined;
 
   constructor(private readonly cap: number) {
     if (!(cap > 0)) throw new RangeError(`cursorsPerSession must be positive, got ${cap}`);
@@ -30,65 +74,249 @@ export class CursorRing implements CursorMemory {
     return this.count;
   }
 
+  /** Records a delivery of `id` at `position` of its stream. */
   add(id: string, stream: StreamRecord, position: number): void {
-    this.addHash(hashOfId(id), stream, position);
+    this.addText(hashOfId(id), id, stream, position);
   }
 
-  /** Records a delivery by the id's hash (`hashOfId`), as the SSE scanner computed it, at `position` of its stream. */
-  addHash(hash: number, stream: StreamRecord, position: number): void {
-    if (this.count < this.cap) {
-      if (this.count === this.hashes.length) this.grow();
-      this.hashes[this.count] = hash;
-      this.streams[this.count] = stream;
-      this.positions[this.count] = position;
-      this.count++;
-      return;
+  /** Records a delivery whose id (`hashOfId(id)` is `hash`) is text already (a short one, or one read). */
+  addText(hash: number, id: string, stream: StreamRecord, position: number): void {
+    const i = this.slot(hash, stream, position);
+    const length = id.length;
+    if (length > MAX_KEPT_ID_BYTES) return this.unkept(i);
+    for (let k = 0; k < length; k++) {
+      if (id.charCodeAt(k) < 0x80) continue;
+      // Not ASCII (rare): its UTF-8 bytes.
+      const bytes = Buffer.from(id, 'utf8');
+      return this.keep(i, bytes, 0, bytes.length);
     }
-    this.hashes[this.next] = hash;
-    this.streams[this.next] = stream;
-    this.positions[this.next] = position;
-    this.next = this.next + 1 === this.cap ? 0 : this.next + 1;
-  }
-
-  /** The position on `stream` of the last delivery of `eventId` there, 0 when none is remembered. */
-  positionOn(eventId: string, stream: StreamRecord): number {
-    const n = this.count;
-    const hash = hashOfId(eventId);
-    for (let k = 1; k <= n; k++) {
-      const i = (this.next - k + n) % n;
-      if (this.hashes[i] === hash && this.streams[i] === stream) return this.positions[i]!;
+    if (length > this.arena.length) return this.unkept(i);
+    let at = this.arenaNext;
+    const arena = this.arena;
+    for (let k = 0; k < length; k++) {
+      arena[at] = id.charCodeAt(k);
+      if (++at === arena.length) at = 0;
     }
-    return 0;
-  }
-
-  get(eventId: string): StreamRecord | undefined {
-    const n = this.count;
-    const hash = hashOfId(eventId);
-    for (let k = 1; k <= n; k++) {
-      const i = (this.next - k + n) % n;
-      if (this.hashes[i] === hash) return this.streams[i];
-    }
-    return undefined;
+    this.kept(i, length);
   }
 
   /**
-   * Room for more deliveries: 4 slots, then doubling up to the cap. An array's own growth (half again
-   * plus 16 slots) would give a session that saw a handful of events 17 slots in each array.
+   * Records a delivery whose id is `bytes[start, end)` (ASCII, as the SSE scanner holds it before any
+   * text is made; `hash` is its `hashOfId`): the bytes are copied, no string made.
+   */
+  addBytes(hash: number, bytes: Uint8Array, start: number, end: number, stream: StreamRecord, position: number): void {
+    this.keep(this.slot(hash, stream, position), bytes, start, end);
+  }
+
+  /**
+   * Where `eventId` was last delivered: the stream, unless its place is ambiguous (see CursorPlace).
+   * An id longer than MAX_KEPT_ID_BYTES is never placed.
+   */
+  place(eventId: string): CursorPlace {
+    const id = this.bytesOf(eventId);
+    if (id === undefined) return { stream: undefined, ambiguous: false };
+    const hash = hashOfId(eventId);
+    let stream: StreamRecord | undefined;
+    let ambiguous = false;
+    this.scan(hash, id, (i, verified) => {
+      const other = this.streams[i]!;
+      if (!verified) {
+        // A delivery of the same hash whose text was overwritten: maybe this id, maybe on another stream.
+        if (stream === undefined || other !== stream) ambiguous = true;
+        return;
+      }
+      if (stream === undefined) stream = other;
+      else if (other !== stream && !sameLogicalStream(other, stream)) ambiguous = true;
+    });
+    return { stream: ambiguous ? undefined : stream, ambiguous };
+  }
+
+  /** The stream that last delivered `eventId` (its text compared), if the delivery is still remembered. */
+  get(eventId: string): StreamRecord | undefined {
+    const id = this.bytesOf(eventId);
+    if (id === undefined) return undefined;
+    let stream: StreamRecord | undefined;
+    this.scan(hashOfId(eventId), id, (i, verified) => {
+      if (verified) stream ??= this.streams[i];
+    });
+    return stream;
+  }
+
+  /**
+   * The position on `stream` of the EARLIEST remembered delivery of `eventId` there: a cursor a server
+   * gave several events names the first of them (its reader may have read no further). 0 when none is
+   * remembered, or when an earlier delivery of it may be unknown: a delivery of the same hash on the
+   * stream lost its text, or the stream repeats ids and the ring forgot some of its deliveries.
+   */
+  positionOn(eventId: string, stream: StreamRecord): number {
+    const id = this.bytesOf(eventId);
+    if (id === undefined) return 0;
+    let earliest = 0;
+    let matches = 0;
+    let unsure = false;
+    this.scan(hashOfId(eventId), id, (i, verified) => {
+      if (this.streams[i] !== stream) return;
+      if (!verified) unsure = true;
+      else {
+        earliest = this.positions[i]!;
+        matches++;
+      }
+    });
+    const repeats = matches > 1 || this.repeating?.has(stream) === true;
+    if (unsure || (repeats && this.forgetful?.has(stream) === true)) return 0;
+    return earliest;
+  }
+
+  /**
+   * Calls `visit(slot, verified)` for each remembered delivery of the hash, newest first: `verified`
+   * when its kept bytes equal `id`, false when its text is gone (too long to keep, or overwritten in
+   * the arena). A kept delivery whose bytes differ (a hash collision) is not visited.
+   */
+  private scan(hash: number, id: Uint8Array, visit: (slot: number, verified: boolean) => void): void {
+    const n = this.count;
+    const arena = this.arena;
+    const capacity = arena.length;
+    /** Bytes kept by the deliveries newer than this one and this one: past the arena's size, overwritten. */
+    let used = 0;
+    for (let k = 1; k <= n; k++) {
+      const i = (this.next - k + n) % n;
+      const length = this.textLengths[i]!;
+      if (length > 0) used += length;
+      if (this.hashes[i] !== hash) continue;
+      if (length < 0 || used > capacity) {
+        visit(i, false);
+        continue;
+      }
+      if (length !== id.length) continue;
+      let at = this.textStarts[i]!;
+      let equal = true;
+      for (let b = 0; b < length; b++) {
+        if (arena[at] !== id[b]) {
+          equal = false;
+          break;
+        }
+        if (++at === capacity) at = 0;
+      }
+      if (equal) visit(i, true);
+    }
+  }
+
+  /** A cursor's bytes to compare, undefined when it is too long to have been kept. */
+  private bytesOf(eventId: string): Uint8Array | undefined {
+    if (eventId.length > MAX_KEPT_ID_BYTES) return undefined;
+    const bytes = Buffer.from(eventId, 'utf8');
+    return bytes.length > MAX_KEPT_ID_BYTES ? undefined : bytes;
+  }
+
+  /** The slot of a new delivery, its hash, stream and position written; its text is for the caller to keep. */
+  private slot(hash: number, stream: StreamRecord, position: number): number {
+    let i: number;
+    if (this.count < this.cap) {
+      if (this.count === this.hashes.length) this.grow();
+      i = this.count++;
+    } else {
+      i = this.next;
+      this.next = i + 1 === this.cap ? 0 : i + 1;
+      const old = this.streams[i]!;
+      if (old !== this.lastForgotten) {
+        (this.forgetful ??= new WeakSet()).add(old);
+        this.lastForgotten = old;
+      }
+    }
+    // The delivery before this one, on the same stream with the same hash: the stream repeats ids.
+    const previous = (i === 0 ? this.count : i) - 1;
+    if (previous >= 0 && previous !== i && this.hashes[previous] === hash && this.streams[previous] === stream)
+      (this.repeating ??= new WeakSet()).add(stream);
+    this.hashes[i] = hash;
+    this.streams[i] = stream;
+    this.positions[i] = position;
+    return i;
+  }
+
+  /** Keeps `bytes[start, end)` as slot `i`'s text (not when longer than MAX_KEPT_ID_BYTES or the arena). */
+  private keep(i: number, bytes: Uint8Array, start: number, end: number): void {
+    const length = end - start;
+    const arena = this.arena;
+    if (length > MAX_KEPT_ID_BYTES || length > arena.length) return this.unkept(i);
+    let at = this.arenaNext;
+    for (let b = start; b < end; b++) {
+      arena[at] = bytes[b]!;
+      if (++at === arena.length) at = 0;
+    }
+    this.kept(i, length);
+  }
+
+  /** Slot `i`'s text is the `length` bytes at the arena's write position, just written. */
+  private kept(i: number, length: number): void {
+    this.textStarts[i] = this.arenaNext;
+    this.textLengths[i] = length;
+    this.arenaNext = (this.arenaNext + length) % this.arena.length;
+  }
+
+  private unkept(i: number): void {
+    this.textStarts[i] = 0;
+    this.textLengths[i] = -1;
+  }
+
+  /**
+   * Room for more deliveries: 4 slots, then doubling up to the cap, and 64 arena bytes a slot. An
+   * array's own growth (half again plus 16 slots) would give a session that saw a handful of events 17
+   * slots in each array. The ring has not wrapped yet (it grows only below the cap): slots 0..count-1
+   * are in order, and the ids still in the arena (the latest that fit) are copied to the new one.
    */
   private grow(): void {
     const size = Math.min(this.cap, Math.max(4, this.count * 2));
     const hashes = new Array<number>(size);
     const streams = new Array<StreamRecord>(size);
     const positions = new Array<number>(size);
+    const textStarts = new Array<number>(size);
+    const textLengths = new Array<number>(size);
+    const arena = new Uint8Array(size * ARENA_BYTES_PER_SLOT);
+    const old = this.arena;
+    // The ids still whole in the old arena: the latest ones whose bytes add up to its size at most.
+    let used = 0;
+    let first = this.count;
+    while (first > 0) {
+      const length = this.textLengths[first - 1]!;
+      if (length > 0 && used + length > old.length) break;
+      if (length > 0) used += length;
+      first--;
+    }
+    let next = 0;
     for (let i = 0; i < this.count; i++) {
       hashes[i] = this.hashes[i]!;
       streams[i] = this.streams[i]!;
       positions[i] = this.positions[i]!;
+      const length = this.textLengths[i]!;
+      if (i < first || length < 0) {
+        textStarts[i] = 0;
+        textLengths[i] = -1;
+        continue;
+      }
+      textStarts[i] = next;
+      textLengths[i] = length;
+      let at = this.textStarts[i]!;
+      for (let b = 0; b < length; b++) {
+        arena[next++] = old[at]!;
+        if (++at === old.length) at = 0;
+      }
     }
     this.hashes = hashes;
     this.streams = streams;
     this.positions = positions;
+    this.textStarts = textStarts;
+    this.textLengths = textLengths;
+    this.arena = arena;
+    this.arenaNext = next % arena.length;
   }
+}
+
+/** Two streams carrying the same requests, of one kind (a resume carries those of the stream it resumes): one logical stream. */
+export function sameLogicalStream(a: StreamRecord, b: StreamRecord): boolean {
+  if (a === b) return true;
+  if (a.requests.length !== b.requests.length || a.kind !== b.kind) return false;
+  for (let i = 0; i < a.requests.length; i++) if (a.requests[i] !== b.requests[i]) return false;
+  return true;
 }
 
 holdShape(new CursorRing(1));

@@ -19,7 +19,7 @@ import { JsonTap, PushedBody, SseTap, isAbort } from './body-taps.js';
 import { HeldBytes } from './held-bytes.js';
 import { watchResponse } from './watched-body.js';
 import type { BodyTap, ChunkArrival } from './body-taps.js';
-import { CursorRing } from './cursor-ring.js';
+import { CursorRing, MAX_KEPT_ID_BYTES, sameLogicalStream } from './cursor-ring.js';
 import { holdShape } from './shapes.js';
 import type { SseScanner } from './sse.js';
 import { JsonWireEvent, SseWireEvent } from './wire-events.js';
@@ -50,6 +50,13 @@ const NO_TERMINALS: readonly TerminalObservation[] = [];
 const NO_REQUESTS: readonly RequestRecord[] = [];
 
 /**
+ * Longest session id kept (`Mcp-Session-Id`, header characters are bytes): a UUID is 36, a signed token
+ * a few hundred. A longer one is not kept (no session record; a stand-in names it) and never proves
+ * anything; the request is forwarded as it came. 1 KiB a session at most, 10 MiB at the default cap.
+ */
+const MAX_SESSION_ID_BYTES = 1024;
+
+/**
  * The one observer of the Streamable HTTP wire. `wrap(fetch)` returns a fetch that reports every
  * request, response, SSE event and stream end to the listeners, keeping bounded per-session,
  * per-request and per-stream state that the listeners share.
@@ -66,7 +73,14 @@ export class WireObserver {
   private readonly decidingOnly: boolean[] = [];
   /** How many of `eventListeners` want every event. */
   private everyEventListeners = 0;
+  /** Sessions the server accepted (see SessionRecord.accepted). */
   private readonly sessions: BoundedMap<string, SessionRecord>;
+  /**
+   * Sessions named by a client and not yet accepted by the server, apart and capped on their own: any
+   * client may name any session id, and made-up ones must never push out the sessions a server
+   * accepted (which would quietly end enforcement for them). One moves to `sessions` on its first 2xx.
+   */
+  private readonly unaccepted: BoundedMap<string, SessionRecord>;
   private readonly requests: BoundedMap<string, RequestRecord>;
   /**
    * Released requests whose terminal was seen: the digest of their first terminal and whether it
@@ -88,6 +102,8 @@ export class WireObserver {
   /** Bytes held to parse bodies and events, across every body (`maxHeldBytes`). */
   private readonly heldBytes: HeldBytes;
   private unparsedJsonBodies = 0;
+  /** Session ids and cursors longer than their bound, not kept (see `stats().unkeptIds`). */
+  private unkeptIds = 0;
   private oversizedEvents = 0;
   private readonly releaseOnTransportClose: boolean;
   private readonly sessionlessApart: boolean;
@@ -106,6 +122,11 @@ export class WireObserver {
   constructor(options: WireObserverOptions = {}) {
     this.now = options.now ?? Date.now;
     this.sessions = new BoundedMap(options.maxSessions ?? 10_000, options.sessionRetentionMs ?? 3_600_000, this.now);
+    this.unaccepted = new BoundedMap(
+      options.maxUnacceptedSessions ?? 1_000,
+      options.sessionRetentionMs ?? 3_600_000,
+      this.now,
+    );
     this.requests = new BoundedMap(options.maxRequests ?? 100_000, options.requestRetentionMs ?? 600_000, this.now);
     this.released = new BoundedMap(options.maxRequests ?? 100_000, options.requestRetentionMs ?? 600_000, this.now);
     // Cap and retention of the requests: a terminal its client never proves it holds is forgotten with them.
@@ -180,8 +201,9 @@ export class WireObserver {
     return bytes;
   }
 
+  /** The session's record, accepted by the server or not yet (SessionRecord.accepted). */
   getSession(sessionId: string): SessionRecord | undefined {
-    return this.sessions.get(sessionId);
+    return this.sessions.get(sessionId) ?? this.unaccepted.get(sessionId);
   }
 
   /**
@@ -197,7 +219,7 @@ export class WireObserver {
     const key = requestKey(sessionId, id);
     const live = this.requests.get(key);
     if (live) return live;
-    const session = sessionId ? this.sessions.get(sessionId) : undefined;
+    const session = sessionId ? this.getSession(sessionId) : undefined;
     if (session) {
       for (let i = session.streams.length - 1; i >= 0; i--) {
         for (const record of session.streams[i]!.requests) if (record.key === key) return record;
@@ -217,6 +239,9 @@ export class WireObserver {
       sessions: this.sessions.size,
       requests: this.requests.size,
       evictions: this.sessions.evictions + this.requests.evictions,
+      unacceptedSessions: this.unaccepted.size,
+      unacceptedEvictions: this.unaccepted.evictions,
+      unkeptIds: this.unkeptIds,
       releasedSessions: this.releasedSessions,
       releasedRequests: this.releasedRequests,
       heldBytes: this.heldBytes.total,
@@ -228,6 +253,7 @@ export class WireObserver {
   /** Forgets the sessions and requests past their retention now (otherwise they go as later ones are added). */
   prune(): void {
     this.sessions.prune();
+    this.unaccepted.prune();
     this.requests.prune();
     this.released.prune();
     this.awaitingDelivery?.prune();
@@ -330,15 +356,16 @@ export class WireObserver {
     if (!aborted || session.inFlight > 0 || !this.releaseOnTransportClose) return;
     // Transport closed: the client aborted its standalone stream and has nothing else in flight. A
     // single aborted POST stream is not enough: a client drops one to resume it from its cursor.
-    if (session.lastStandalone?.ended === 'abort' && this.sessions.get(session.id) === session)
+    if (session.lastStandalone?.ended === 'abort' && this.getSession(session.id) === session)
       this.releaseSession(session.id);
   }
 
   /** Forgets a session and its requests, and tells the listeners. */
   private releaseSession(sessionId: string): void {
-    const session = this.sessions.get(sessionId);
+    const session = this.getSession(sessionId);
     if (session) {
       this.sessions.delete(sessionId);
+      this.unaccepted.delete(sessionId);
       this.releasedSessions++;
     }
     const prefix = `${sessionId}\n`;
@@ -377,7 +404,8 @@ export class WireObserver {
     const headers = init?.headers ?? (input instanceof Request ? input.headers : undefined);
     const httpMethod = (init?.method ?? (input instanceof Request ? input.method : 'GET')).toUpperCase();
     const url = this.urlText(input instanceof Request ? input.url : String(input));
-    const sessionId = headerValue(headers, HEADER_SESSION_ID);
+    const namedSession = headerValue(headers, HEADER_SESSION_ID);
+    const sessionId = this.keptSessionId(namedSession);
     const lastEventId = headerValue(headers, HEADER_LAST_EVENT_ID);
     const messages = messagesOfBody(init?.body);
     // The header, else the version the request claims in its `_meta` (2026-07-28): the exchange's own era.
@@ -385,13 +413,17 @@ export class WireObserver {
     const startedAt = this.now();
 
     let session: SessionRecord | undefined;
-    if (sessionId !== undefined) {
+    // A session id too long to keep (its stand-in) has no record: nothing is kept for it, nothing proven.
+    if (sessionId !== undefined && sessionId === namedSession) {
       session = this.sessions.get(sessionId);
-      if (!session) {
-        session = newSession(sessionId, protocolVersion, this.cursorsPerSession);
-        this.sessions.set(sessionId, session);
-      } else {
-        this.sessions.touch(sessionId);
+      if (session) this.sessions.touch(sessionId);
+      else {
+        session = this.unaccepted.get(sessionId);
+        if (session) this.unaccepted.touch(sessionId);
+        else {
+          session = newSession(sessionId, protocolVersion, this.cursorsPerSession);
+          this.unaccepted.set(sessionId, session);
+        }
       }
       if (protocolVersion) session.protocolVersion = protocolVersion;
     }
@@ -455,6 +487,16 @@ export class WireObserver {
   }
 
   /**
+   * A request's session id as kept: itself up to MAX_SESSION_ID_BYTES, else a stand-in of bounded
+   * length (keptText), counted, which no session record is made for. The request goes on as it came.
+   */
+  private keptSessionId(sessionId: string | undefined): string | undefined {
+    if (sessionId === undefined || sessionId.length <= MAX_SESSION_ID_BYTES) return sessionId;
+    this.unkeptIds++;
+    return keptText(sessionId);
+  }
+
+  /**
    * The request's URL, the same string as the last request's when equal: a stream open for a long time
    * keeps its request, and the sessions of a client usually share one URL.
    */
@@ -464,27 +506,36 @@ export class WireObserver {
     return url;
   }
 
-  private describeResume(session: SessionRecord | undefined, lastEventId: string): ResumeInfo {
+  /**
+   * Where a resume's cursor was taken from. A cursor longer than MAX_KEPT_ID_BYTES is never kept: it
+   * is not placed and proves nothing (ResumeInfo keeps a stand-in of it). Otherwise the latest stream
+   * whose cursor it is (a resume that delivered nothing still holds the cursor it opened with), else
+   * the stream the ring remembers delivering it; not placed when the ring shows it delivered on streams
+   * that carry different requests (a server that repeats ids across streams: which one is meant?).
+   */
+  private describeResume(session: SessionRecord | undefined, cursor: string): ResumeInfo {
     let from: StreamRecord | undefined;
-    if (session) {
+    const kept = cursor.length <= MAX_KEPT_ID_BYTES;
+    if (!kept) this.unkeptIds++;
+    if (session && kept) {
       for (let i = session.streams.length - 1; i >= 0; i--) {
         const stream = session.streams[i]!;
-        if (stream.lastEventId === lastEventId || stream.deliveredEventId === lastEventId) {
+        if (stream.lastEventId === cursor || stream.deliveredEventId === cursor) {
           from = stream;
           break;
         }
       }
-      from ??= session.cursors.get(lastEventId);
-      // The cursor is the client's own word for how far it read: what it names proves receipt.
-      if (from && this.awaitingDelivery) {
-        const position =
-          from.deliveredEventId === lastEventId && from.deliveredEventAt > 0
-            ? from.deliveredEventAt
-            : (session.cursors as CursorRing).positionOn(lastEventId, from);
-        this.proveByCursor(from, position);
-      }
+      const ring = session.cursors as CursorRing;
+      const place = ring.place(cursor);
+      if (place.ambiguous || (from && place.stream && !sameLogicalStream(from, place.stream))) from = undefined;
+      else from ??= place.stream;
+      // The cursor is the client's own word for how far it read: what it names proves receipt. It
+      // names the EARLIEST event of the stream that bears it (a server may give one id to several
+      // events; the reader may have read only the first), and nothing when that is uncertain.
+      if (from && this.awaitingDelivery) this.proveByCursor(from, ring.positionOn(cursor, from));
     }
     const requests = from?.requests ?? NO_REQUESTS;
+    const lastEventId = kept ? cursor : keptText(cursor);
     return { lastEventId, from, requests, terminalObserved: requests.some((r) => r.terminalCount > 0) };
   }
 
@@ -556,9 +607,12 @@ export class WireObserver {
     hasBody: boolean,
   ): StreamRecord | undefined {
     const contentType = headerValue(headers, 'content-type') ?? '';
-    const sessionId = headerValue(headers, HEADER_SESSION_ID) ?? request.sessionId;
+    if (status >= 200 && status < 300 && request.session !== undefined) this.accepted(request.session);
+    const assigned = headerValue(headers, HEADER_SESSION_ID);
+    const sessionId = assigned === undefined ? request.sessionId : this.keptSessionId(assigned);
     const initialized =
       sessionId !== undefined &&
+      sessionId === (assigned ?? request.sessionId) &&
       request.sessionId === undefined &&
       request.requests.some((r) => r.method === 'initialize')
         ? this.initializedSession(sessionId, request.protocolVersion)
@@ -577,10 +631,21 @@ export class WireObserver {
     return stream;
   }
 
+  /** The server accepted the session (a 2xx to a request carrying it): its record joins the accepted ones. */
+  private accepted(session: SessionRecord): void {
+    if (session.accepted) return;
+    session.accepted = true;
+    if (this.unaccepted.get(session.id) === session) this.unaccepted.delete(session.id);
+    // Unless another record of the id got there first (this one was pushed out of the unaccepted ones meanwhile).
+    if (!this.sessions.has(session.id)) this.sessions.set(session.id, session);
+  }
+
+  /** The session an initialize response assigned: accepted. */
   private initializedSession(sessionId: string, protocolVersion: string | undefined): SessionRecord {
     let session = this.sessions.get(sessionId);
     if (!session) {
       session = newSession(sessionId, protocolVersion, this.cursorsPerSession);
+      session.accepted = true;
       this.sessions.set(sessionId, session);
     }
     session.initializedHere = true;
@@ -772,7 +837,14 @@ export class WireObserver {
         if (idSet) stream.deliveredEventId = scan.id;
         else scan.deferId();
         stream.deliveredEventAt = position;
-        (request.session?.cursors as CursorRing | undefined)?.addHash(scan.idHash, stream, position);
+        const ring = request.session?.cursors as CursorRing | undefined;
+        if (ring !== undefined) {
+          // The id's bytes while the chunk is at hand (no string made), or its text when it was made.
+          const made = scan.madeId;
+          if (made === undefined)
+            ring.addBytes(scan.idHash, scan.bytes, scan.idByteStart, scan.idByteEnd, stream, position);
+          else ring.addText(scan.idHash, made, stream, position);
+        }
       }
     }
     return kept;
@@ -1042,6 +1114,7 @@ function newSession(id: string, protocolVersion: string | undefined, cursors: nu
   return {
     id,
     initializedHere: false,
+    accepted: false,
     protocolVersion,
     streams: [],
     lastStandalone: undefined,

@@ -201,6 +201,24 @@ export class SseScanner {
     return text;
   }
 
+  /**
+   * @internal The id's text if it was made, else undefined: its ASCII bytes are then
+   * `bytes[idByteStart, idByteEnd)`, which the cursor ring copies (no string made).
+   */
+  get madeId(): string | undefined {
+    return this.idText;
+  }
+
+  /** @internal See `madeId`. */
+  get idByteStart(): number {
+    return this.idStart;
+  }
+
+  /** @internal See `madeId`. */
+  get idByteEnd(): number {
+    return this.idEnd;
+  }
+
   /** The ASCII text of `bytes[start, end)`: a copy, never a slice of a chunk's text (see `fieldValue`). */
   private asciiText(start: number, end: number): string {
     const bytes = this.bytes;

@@ -18,6 +18,12 @@ export interface SessionRecord {
   readonly id: string;
   /** The session id arrived on an initialize response seen by this observer. */
   initializedHere: boolean;
+  /**
+   * The server accepted the session: its initialize response assigned it, or a request carrying it was
+   * answered 2xx. Until then the record is kept apart, capped on its own (`maxUnacceptedSessions`), so
+   * that made-up session ids never push out accepted sessions.
+   */
+  accepted: boolean;
   protocolVersion: string | undefined;
   /** Recent streams of the session, oldest first, capped. */
   readonly streams: StreamRecord[];
@@ -37,7 +43,10 @@ export interface SessionRecord {
 
 /** Recently delivered SSE event ids of a session and the streams that delivered them. */
 export interface CursorMemory {
-  /** The stream that last delivered this event id, if the delivery is still remembered. */
+  /**
+   * The stream that last delivered this event id (its text compared: ids whose hashes collide are two
+   * ids), if the delivery and its text are still remembered (an id over 256 bytes is never).
+   */
   get(eventId: string): StreamRecord | undefined;
   /** Deliveries remembered (an id delivered twice counts twice). */
   readonly size: number;
@@ -327,8 +336,14 @@ export interface WireListener {
 }
 
 export interface WireObserverOptions {
-  /** Most sessions kept. Default 10,000. */
+  /** Most sessions kept that the server accepted (SessionRecord.accepted). Default 10,000. */
   maxSessions?: number;
+  /**
+   * Most sessions kept that a client named and the server has not accepted yet, apart from the accepted
+   * ones: made-up session ids push out only each other (counted in `stats().unacceptedEvictions`).
+   * Default 1,000.
+   */
+  maxUnacceptedSessions?: number;
   /** Most requests kept. Default 100,000. */
   maxRequests?: number;
   /** How long a finished request stays known, so a late resume of it is still recognised. Default 10 min. */
@@ -390,6 +405,15 @@ export interface WireStats {
   requests: number;
   /** Sessions and requests the caps pushed out. */
   evictions: number;
+  /** Sessions named by clients and not (yet) accepted by the server, held apart. */
+  unacceptedSessions: number;
+  /** Unaccepted sessions their own cap pushed out (made-up session ids, or a flood of new sessions). */
+  unacceptedEvictions: number;
+  /**
+   * Session ids over 1 KiB and `Last-Event-ID` cursors over 256 bytes: not kept (a stand-in names
+   * them), never proof; their requests are forwarded as they came.
+   */
+  unkeptIds: number;
   /** Sessions and requests released on the evidence that they were over (README, "Release"). */
   releasedSessions: number;
   releasedRequests: number;

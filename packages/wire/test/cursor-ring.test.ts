@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { CursorRing } from '../src/cursor-ring.js';
+import { CursorRing, MAX_KEPT_ID_BYTES } from '../src/cursor-ring.js';
+import { hashOfId } from '../src/id-hash.js';
 import type { StreamRecord } from '../src/index.js';
 
 const stream = (id: string) => ({ id }) as StreamRecord;
@@ -41,5 +42,101 @@ describe('CursorRing', () => {
     expect(ring.positionOn('q', b)).toBe(5);
     expect(ring.positionOn('p', b)).toBe(0);
     expect(ring.positionOn('never', a)).toBe(0);
+  });
+});
+
+describe('CursorRing: where a cursor is placed (issue 37)', () => {
+  it('compares the id text after a hash match: `evt-288934` and `evt-678010` share a 30-bit hash and are two ids', () => {
+    expect(hashOfId('evt-288934')).toBe(hashOfId('evt-678010'));
+    const ring = new CursorRing(8);
+    const one = stream('one');
+    const two = stream('two');
+    ring.add('evt-288934', one, 1);
+    ring.add('evt-678010', two, 1);
+    expect(ring.get('evt-288934')).toBe(one);
+    expect(ring.positionOn('evt-288934', two)).toBe(0);
+    expect(ring.place('evt-288934')).toEqual({ stream: one, ambiguous: false });
+    expect(ring.place('evt-678010')).toEqual({ stream: two, ambiguous: false });
+  });
+
+  it('keeps the bytes a scanner hands over (no string made) and compares them', () => {
+    const ring = new CursorRing(8);
+    const a = stream('a');
+    const bytes = Buffer.from('xx evt-288934 yy');
+    ring.addBytes(hashOfId('evt-288934'), bytes, 3, 13, a, 4);
+    expect(ring.positionOn('evt-288934', a)).toBe(4);
+    expect(ring.get('evt-678010')).toBeUndefined();
+  });
+
+  it('places a cursor a server gave several events at the earliest of them on that stream', () => {
+    const ring = new CursorRing(8);
+    const a = stream('a');
+    ring.add('r1', a, 1);
+    ring.add('r1', a, 2);
+    ring.add('r2', a, 3);
+    ring.add('r2', a, 5);
+    expect(ring.positionOn('r1', a)).toBe(1);
+    expect(ring.positionOn('r2', a)).toBe(3);
+  });
+
+  it('proves nothing once a stream that repeats ids lost its earliest deliveries to the ring', () => {
+    const ring = new CursorRing(4);
+    const a = stream('a');
+    // t1 at positions 1..3, then t2: the ring forgets a's first deliveries, among them t1's earliest.
+    for (let position = 1; position <= 3; position++) ring.add('t1', a, position);
+    ring.add('t2', a, 4);
+    ring.add('t2', a, 5);
+    ring.add('t2', a, 6);
+    expect(ring.positionOn('t1', a)).toBe(0);
+    expect(ring.positionOn('t2', a)).toBe(0);
+    // A stream that never repeated an id keeps its proofs whatever the ring forgot.
+    const b = stream('b');
+    for (let position = 1; position <= 6; position++) ring.add(`u${position}`, b, position);
+    expect(ring.positionOn('u5', b)).toBe(5);
+  });
+
+  it('does not place an id delivered on two streams that carry different requests', () => {
+    const ring = new CursorRing(8);
+    const a = { id: 'a', requests: [{ key: '1' }], kind: 'request' } as unknown as StreamRecord;
+    const b = { id: 'b', requests: [{ key: '2' }], kind: 'request' } as unknown as StreamRecord;
+    // A resume of `a`: the same requests, one logical stream.
+    const resumed = { id: 'c', requests: [...a.requests], kind: 'request' } as unknown as StreamRecord;
+    ring.add('1700000000', a, 1);
+    ring.add('1700000000', resumed, 1);
+    expect(ring.place('1700000000')).toEqual({ stream: resumed, ambiguous: false });
+    ring.add('1700000000', b, 1);
+    expect(ring.place('1700000000')).toEqual({ stream: undefined, ambiguous: true });
+  });
+
+  it('never keeps an id over 256 bytes: it is never placed, never proof', () => {
+    const ring = new CursorRing(8);
+    const a = stream('a');
+    const long = 'x'.repeat(MAX_KEPT_ID_BYTES + 1);
+    ring.add(long, a, 1);
+    ring.add('x'.repeat(MAX_KEPT_ID_BYTES), a, 2);
+    expect(ring.get(long)).toBeUndefined();
+    expect(ring.positionOn(long, a)).toBe(0);
+    expect(ring.positionOn('x'.repeat(MAX_KEPT_ID_BYTES), a)).toBe(2);
+  });
+
+  it('holds 64 bytes of ids a slot: the oldest ids lose their text first and are then never matched', () => {
+    const ring = new CursorRing(8);
+    const a = stream('a');
+    const id = (n: number) => `${n}`.padStart(200, '-');
+    // First 4 slots × 64 = 256 bytes of ids: one 200-byte id fits, two do not.
+    ring.add(id(1), a, 1);
+    ring.add(id(2), a, 2);
+    expect(ring.get(id(1))).toBeUndefined();
+    expect(ring.positionOn(id(2), a)).toBe(2);
+    // Across growth (8 slots, 512 bytes) the kept ids are kept, the lost one stays lost.
+    for (let n = 3; n <= 5; n++) ring.add(`s${n}`, a, n);
+    ring.add(id(6), a, 6);
+    expect(ring.get(id(1))).toBeUndefined();
+    expect([2, 6].map((n) => ring.positionOn(id(n), a))).toEqual([2, 6]);
+    expect(['s3', 's4', 's5'].map((s) => ring.positionOn(s, a))).toEqual([3, 4, 5]);
+    // Ids written around the arena's end still compare whole.
+    for (let n = 7; n <= 40; n++) ring.add(`id-${n}-${'y'.repeat(n)}`, a, n);
+    expect(ring.positionOn(`id-40-${'y'.repeat(40)}`, a)).toBe(40);
+    expect(ring.positionOn(`id-39-${'y'.repeat(39)}`, a)).toBe(39);
   });
 });

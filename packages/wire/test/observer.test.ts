@@ -238,6 +238,9 @@ describe('WireObserver', () => {
       heldBytes: 0,
       unparsedJsonBodies: 0,
       oversizedEvents: 0,
+      unacceptedSessions: 0,
+      unacceptedEvictions: 0,
+      unkeptIds: 0,
     });
     for (const response of open) await response.body?.cancel();
   });

@@ -53,6 +53,11 @@ export interface CallStep extends Delivery {
   progress: [before: number, after: number];
   /** The result event is a batch: [the result of the `of`-th earlier call (as `variant`), this call's result]. */
   foreign?: { of: number; variant: Variant };
+  /**
+   * The server gives each two events in a row one id (a coarse clock; issue 37): a cursor names the
+   * earliest event that bears it. Set by the deterministic cases only (the generator's draws stay as they were).
+   */
+  repeatIds?: boolean;
   close: Close;
 }
 
@@ -173,7 +178,8 @@ function describeStep(step: Step): string {
       step.format === 'json'
         ? `call id ${JSON.stringify(step.id)} → JSON`
         : `call id ${JSON.stringify(step.id)} → SSE${step.primed ? ' primed' : ''} progress ${step.progress[0]}+${step.progress[1]}` +
-          `${step.foreign ? `, result batched after an earlier call's (pick ${step.foreign.of}, ${step.foreign.variant})` : ''}, close ${step.close}`;
+          `${step.foreign ? `, result batched after an earlier call's (pick ${step.foreign.of}, ${step.foreign.variant})` : ''}` +
+          `${step.repeatIds ? ', ids in pairs' : ''}, close ${step.close}`;
   } else if (step.kind === 'resume') {
     what = `resume a call's stream (pick ${step.of}) → replay ${step.variant}, close ${step.close}`;
   } else {

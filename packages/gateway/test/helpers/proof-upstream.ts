@@ -50,7 +50,10 @@ export interface ProofUpstream {
   readonly url: string;
   /** What each step was answered with, by step number (steps that never reached the upstream are absent). */
   readonly served: ReadonlyMap<number, Served>;
-  /** The event `id` names and the events of its stream up to it (what a cursor at `id` shows the client had). */
+  /**
+   * The event `id` names and the events of its stream up to it (what a cursor at `id` shows the client
+   * had): the earliest event that bears the id, when several do (a cursor proves no more).
+   */
   upTo(id: string): readonly StreamEvent[] | undefined;
   /** Responses not yet closed. */
   openResponses(): number;
@@ -122,7 +125,10 @@ export async function startProofUpstream(steps: readonly Step[]): Promise<ProofU
         return send(res, n, step, 'json', [{ id: undefined, messages: [resultMessage(id, n)], batch: false }]);
       const stream = callStream(n, step, id, earlier && { ...earlier, variant: step.foreign!.variant });
       streams.set(n, stream);
-      stream.events.forEach((event, index) => where.set(event.id, { step: n, index }));
+      // An id some events share names the earliest of them, for the server's replay as for the model's proof.
+      stream.events.forEach((event, index) => {
+        if (!where.has(event.id)) where.set(event.id, { step: n, index });
+      });
       return send(res, n, step, 'sse', upToClose(stream, -1, step.close));
     }
     if (step.kind === 'resume') {
@@ -212,7 +218,11 @@ function callStream(
 ): LogicalStream {
   const events: StreamEvent[] = [];
   const add = (messages: Message[], batch = false) =>
-    events.push({ id: `s${n}-${events.length + 1}`, messages, batch });
+    events.push({
+      id: `s${n}-${step.repeatIds ? Math.floor(events.length / 2) + 1 : events.length + 1}`,
+      messages,
+      batch,
+    });
   if (step.primed) add([]);
   for (let i = 0; i < step.progress[0]; i++) add([progressMessage(n, i)]);
   const resultAt = events.length;
