@@ -162,7 +162,7 @@ export async function startHaproxy(port: number, servers: HaproxyServer[]): Prom
 }
 
 /** Sends one command to haproxy's stats socket (`stats socket <path> level admin`) and returns its answer. */
-export function haproxyCommand(socketPath: string, command: string): Promise<string> {
+function haproxyCommand(socketPath: string, command: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const socket = connect(socketPath);
     let answer = '';
