@@ -2,6 +2,7 @@ import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { connect } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { repoRoot } from './promql.js';
 import { requireTools } from './required-tools.js';
@@ -72,19 +73,27 @@ export interface RunningHaproxy {
   close(): Promise<void>;
 }
 
+/** A haproxy process started by `runHaproxy`. */
+export interface HaproxyProcess {
+  readonly url: string;
+  /** Everything haproxy wrote (its log lines included), for the test's reading and failure messages. */
+  output(): string;
+  close(): Promise<void>;
+}
+
 /**
- * Runs Debian's haproxy in the foreground with the shipped configuration rendered for `servers`,
- * after `haproxy -c` accepts it; resolves once the frontend answers.
+ * Runs Debian's haproxy in the foreground with `config` (whose frontend binds 127.0.0.1:`port`), after
+ * `haproxy -c` accepts it; resolves once the frontend answers (any status).
  */
-export async function startHaproxy(port: number, servers: HaproxyServer[]): Promise<RunningHaproxy> {
+export async function runHaproxy(config: string, port: number, what = 'configuration'): Promise<HaproxyProcess> {
   requireTools('haproxy');
   const dir = mkdtempSync(join(tmpdir(), 'resumewatch-haproxy-'));
   const file = join(dir, 'haproxy.cfg');
-  writeFileSync(file, renderHaproxyConfig(readFileSync(join(repoRoot, HAPROXY_CONFIG), 'utf8'), port, servers));
+  writeFileSync(file, config);
   const check = spawnSync('haproxy', ['-c', '-f', file], { encoding: 'utf8', timeout: 15_000 });
   if (check.status !== 0) {
     rmSync(dir, { recursive: true, force: true });
-    throw new Error(`haproxy -c rejects the rendered ${HAPROXY_CONFIG}:\n${check.stdout}${check.stderr}`);
+    throw new Error(`haproxy -c rejects the ${what}:\n${check.stdout}${check.stderr}`);
   }
   const child: ChildProcess = spawn('haproxy', ['-db', '-f', file], { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
@@ -113,25 +122,71 @@ export async function startHaproxy(port: number, servers: HaproxyServer[]): Prom
     await close();
     throw new Error(`${(e as Error).message}\n${output}`, { cause: e });
   }
+  return { url, output: () => output, close };
+}
+
+/**
+ * Runs Debian's haproxy in the foreground with the shipped configuration rendered for `servers`,
+ * after `haproxy -c` accepts it; resolves once the frontend answers.
+ */
+export async function startHaproxy(port: number, servers: HaproxyServer[]): Promise<RunningHaproxy> {
+  const shipped = readFileSync(join(repoRoot, HAPROXY_CONFIG), 'utf8');
+  const { url, output, close } = await runHaproxy(
+    renderHaproxyConfig(shipped, port, servers),
+    port,
+    `rendered ${HAPROXY_CONFIG}`,
+  );
   return {
     url,
     exchanges: () =>
-      output.split('\n').flatMap((line) => {
-        const m = LINE.exec(line.trim());
-        if (!m) return [];
-        return [
-          {
-            method: m[1]!,
-            path: m[2]!,
-            status: Number(m[3]),
-            server: m[4]!,
-            session: captured(m[5]!),
-            lastEventId: captured(m[6]!),
-            name: captured(m[7]!),
-          },
-        ];
-      }),
-    output: () => output,
+      output()
+        .split('\n')
+        .flatMap((line) => {
+          const m = LINE.exec(line.trim());
+          if (!m) return [];
+          return [
+            {
+              method: m[1]!,
+              path: m[2]!,
+              status: Number(m[3]),
+              server: m[4]!,
+              session: captured(m[5]!),
+              lastEventId: captured(m[6]!),
+              name: captured(m[7]!),
+            },
+          ];
+        }),
+    output,
     close,
   };
+}
+
+/** Sends one command to haproxy's stats socket (`stats socket <path> level admin`) and returns its answer. */
+function haproxyCommand(socketPath: string, command: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(socketPath);
+    let answer = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (text: string) => (answer += text));
+    socket.once('error', reject);
+    socket.once('end', () => resolve(answer));
+    socket.end(`${command}\n`);
+  });
+}
+
+/** A server's connections as `show servers conn` counts them: in use, and idle in its pool. */
+export async function serverConnections(
+  socketPath: string,
+  backend: string,
+  server: string,
+): Promise<{ used: number; idle: number }> {
+  const answer = await haproxyCommand(socketPath, `show servers conn ${backend}`);
+  const header = answer.split('\n')[0]!.replace(/^#\s*/, '').split(/\s+/);
+  const row = answer
+    .split('\n')
+    .map((line) => line.trim().split(/\s+/))
+    .find((fields) => fields[0] === `${backend}/${server}`);
+  if (row === undefined) throw new Error(`show servers conn ${backend}: no ${server} in\n${answer}`);
+  const field = (name: string): number => Number(row[header.indexOf(name)]);
+  return { used: field('used_cur'), idle: field('idle_cur') };
 }

@@ -184,7 +184,7 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
     flag: 'allowed-hosts',
     env: 'RESUMEWATCH_ALLOWED_HOSTS',
     kind: 'list',
-    help: "names (name or name:port, comma-separated; * any) a request's Host may carry: metrics port, gateway; 403 else",
+    help: "names (name or name:port, comma-separated; * any) a request's Host may carry: OTLP receivers, metrics port, gateway; 403 else",
     defaultText: 'loopback names on a loopback --host, any name otherwise',
   },
   {

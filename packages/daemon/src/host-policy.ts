@@ -6,7 +6,8 @@ import { GatewayRefusal } from '@resumewatch/semconv';
  * attacker.example whose name the attacker re-points at 127.0.0.1 reaches a loopback listener as
  * same-origin to the page: the browser sends `Host: attacker.example`, and only that header tells it
  * from a local client. One check for every listener that serves a browser-reachable answer: the
- * gateway's proxy and the metrics port (the page, /page.json, /findings, /metrics) of serve and gateway.
+ * gateway's proxy, the metrics port (the page, /page.json, /findings, /metrics) of serve and gateway,
+ * and serve's OTLP receivers (HTTP: `Host` and `Origin`; gRPC: the call's `:authority`).
  *
  * - Bound to a loopback address (127.0.0.0/8, ::1, localhost) with no --allowed-hosts: only loopback
  *   names (`localhost`, `127.0.0.1`, `[::1]`, and the bound address), any port, as the MCP SDK's

@@ -32,12 +32,27 @@ function get(port: number, path: string, headers: Record<string, string>): Promi
 /** A serve on 127.0.0.1 with no token that has found the seed signature of SESSION. */
 async function servingFindings(options: Parameters<typeof startServer>[0] = {}): Promise<RunningServer> {
   const server = await startServer({ port: 0, grpcPort: false, metricsPort: 0, output: null, ...options });
-  const res = await fetch(`http://127.0.0.1:${server.httpPort}/v1/traces`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(otlpJson(seedScenario({ session: SESSION, request: 1 }, 3))),
+  // Under a name the receiver allows (it takes the same --allowed-hosts).
+  const host = options.allowedHosts?.[0] ?? `127.0.0.1:${server.httpPort}`;
+  const status = await new Promise<number>((resolve, reject) => {
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port: server.httpPort,
+        path: '/v1/traces',
+        method: 'POST',
+        headers: { 'content-type': 'application/json', host },
+        agent: false,
+      },
+      (res) => {
+        res.resume();
+        resolve(res.statusCode!);
+      },
+    );
+    req.on('error', reject);
+    req.end(JSON.stringify(otlpJson(seedScenario({ session: SESSION, request: 1 }, 3))));
   });
-  expect(res.status).toBe(200);
+  expect(status).toBe(200);
   await waitFor(() => server.findings().some((f) => f.session_id === SESSION), 'the seed findings', 10_000);
   return server;
 }

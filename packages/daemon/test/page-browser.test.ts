@@ -8,7 +8,7 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { instrumentFetch, instrumentMcpServer } from '@resumewatch/instrumentation';
 import { runLoad, runScenario } from '@resumewatch/lab';
-import { ATTR_SERVICE_NAME, FindingKind, ROUTE_PAGE, ROUTE_PAGE_DATA } from '@resumewatch/semconv';
+import { ATTR_SERVICE_NAME, FindingKind, ROUTE_PAGE, ROUTE_PAGE_DATA, ROUTE_PAGE_TIMELINE } from '@resumewatch/semconv';
 import { toSpanRecord, type Finding, type SpanRecord } from '@resumewatch/detector';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -195,8 +195,11 @@ describe('the page in chromium', () => {
         const page = await browser.newPage();
         const refused = await watchPolicy(page);
         const sent: string[] = [];
+        const timelines: string[] = [];
         page.on('request', (r) => {
           if (r.url().endsWith(ROUTE_PAGE_DATA)) sent.push(r.headers().authorization ?? '');
+          // The opened finding's timeline, fetched on its own (the data holds none), with the token too.
+          if (new URL(r.url()).pathname === ROUTE_PAGE_TIMELINE) timelines.push(r.headers().authorization ?? '');
         });
         const answer = await page.goto(`${base}#token=${fragment}`);
         // The page itself came without the token: the header policy is on it.
@@ -209,6 +212,7 @@ describe('the page in chromium', () => {
         expect(sent[0]).toBe(`Bearer ${token}`);
         // The chosen finding's timeline is drawn: its events placed through the CSSOM, which the policy allows.
         await page.waitForSelector('.lane .ev');
+        expect(timelines[0]).toBe(`Bearer ${token}`);
         if (fragment !== encodeURIComponent(token)) {
           // Live: a finding made since the page opened shows up by itself.
           await post(2);

@@ -13,6 +13,7 @@ import {
   METRIC_PAGE_RENDERS_TOTAL,
   ROUTE_PAGE,
   ROUTE_PAGE_DATA,
+  ROUTE_PAGE_TIMELINE,
   SPAN_REQUEST_TERMINAL,
 } from '@resumewatch/semconv';
 import type { SpanRecord } from '@resumewatch/detector';
@@ -21,7 +22,9 @@ import { startServer, type RunningServer } from '../src/index.js';
 import { configWith } from '../src/doors/writing-pipeline.js';
 import { Pipeline } from '../src/doors/pipeline.js';
 import { scriptJson } from '../src/page/render-html.js';
-import { PAGE_REUSE_MAX_MS, livePageData } from '../src/page/live-page.js';
+import { EVIDENCE_EVENTS } from '../src/page/evidence.js';
+import { LivePage, PAGE_REUSE_MAX_MS, livePageData, type TimelineAnswer } from '../src/page/live-page.js';
+import type { DrawnTimeline } from '../src/page/timeline-view.js';
 import { metricsHandler } from '../src/doors/metrics-server.js';
 import { T0, modernRequest, seedScenario, span, terminal, traceOf } from '../../detector/test/helpers/spans.js';
 
@@ -38,6 +41,13 @@ function seedOf(n: number): SpanRecord[] {
     ...s,
     spanId: (n * 64 + i + 1).toString(16).padStart(16, '0'),
   }));
+}
+
+/** The live page's answer for request `key` (ROUTE_PAGE_TIMELINE), the timeline it draws now. */
+function drawnOf(page: LivePage, key: string): DrawnTimeline {
+  const answer = JSON.parse(page.timeline(key)!.toString()) as TimelineAnswer;
+  expect(answer.key).toBe(key);
+  return answer.timeline!;
 }
 
 describe('the evidence the page draws from', () => {
@@ -61,9 +71,12 @@ describe('the evidence the page draws from', () => {
     const data = livePageData(pipeline, configWith());
     expect(data.findings.length).toBeGreaterThanOrEqual(2);
     expect(data.request_keys).toHaveLength(data.findings.length);
+    // The live data draws no timeline: the page fetches each request's by its key.
+    expect(data.timelines).toEqual({});
+    const page = new LivePage(pipeline, configWith());
     const spansOf = (request: unknown) => (String(request) === '1' ? one : two).map((s) => s.spanId);
     data.findings.forEach((f, i) => {
-      const timeline = data.timelines[data.request_keys[i]!]!;
+      const timeline = drawnOf(page, data.request_keys[i]!);
       expect(timeline.events.map((e) => e.span_id)).toEqual(spansOf(f.request_id));
     });
     const keyOf = new Map(data.findings.map((f, i) => [f.request_id, data.request_keys[i]]));
@@ -108,7 +121,7 @@ describe('the evidence the page draws from', () => {
     expect(ids(pipeline.evidence.attempts(finding).reissue)).toContain(late.spanId);
     // The page's data: one timeline, both attempts, each side of each on its lane.
     const data = livePageData(pipeline, configWith());
-    const timeline = data.timelines[data.request_keys[data.findings.indexOf(finding)]!]!;
+    const timeline = drawnOf(new LivePage(pipeline, configWith()), data.request_keys[data.findings.indexOf(finding)]!);
     expect(timeline.lanes.map((l) => l.label)).toEqual([
       'first attempt \u00b7 client',
       'first attempt \u00b7 server',
@@ -224,6 +237,61 @@ describe("the page's render, shared", () => {
     expect(requestsShown(next)).toEqual(new Set(['1', '2']));
     expect((await get(ROUTE_PAGE)).body).toContain(scriptJson(JSON.parse(next)));
     expect(await renders()).toBe(2);
+  });
+});
+
+describe("the page's synchronous work, bounded by one request's evidence (counted in spans serialised)", () => {
+  const closers: (() => void)[] = [];
+  afterAll(() => closers.forEach((close) => close()));
+  /** Spans a body serialises: each drawn event carries its span's id. */
+  const spansIn = (body: string): number => body.split('"span_id"').length - 1;
+
+  it('at a full evidence store, the page and its data serialise no span; each timeline answer one request’s, at most EVIDENCE_EVENTS', async () => {
+    const evidenceBytes = 512 * 1024;
+    const config = configWith({ evidenceBytes });
+    const pipeline = new Pipeline({ config });
+    for (let n = 1; n <= 400; n++) feed(pipeline, seedOf(n));
+    // Full: what the evidence holds is at its cap, the oldest requests evicted.
+    const stats = pipeline.evidence.stats();
+    expect(stats.bytes).toBeGreaterThan(evidenceBytes * 0.9);
+    expect(stats.requests).toBeLessThan(400);
+    const server = createServer(metricsHandler(pipeline, config));
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    closers.push(() => server.close());
+    const get = (path: string) => getFrom((server.address() as AddressInfo).port, path);
+
+    const data = await get(ROUTE_PAGE_DATA);
+    const listed = JSON.parse(data.body) as { findings: unknown[]; request_keys: string[]; timelines: object };
+    expect(listed.findings.length).toBeGreaterThan(100);
+    // The render draws no timeline: its work is the findings list, whatever the evidence holds.
+    expect(listed.timelines).toEqual({});
+    expect(spansIn(data.body)).toBe(0);
+    expect(spansIn((await get(ROUTE_PAGE)).body)).toBe(0);
+
+    // Each timeline, one answer: the 12 spans of its request (all a seed request has), never more than
+    // EVIDENCE_EVENTS; together they are the whole evidence, which one render drew before.
+    const keys = [...new Set(listed.request_keys)];
+    let total = 0;
+    let drawn = 0;
+    for (const key of keys) {
+      const answer = await get(`${ROUTE_PAGE_TIMELINE}?key=${encodeURIComponent(key)}`);
+      expect(answer.status).toBe(200);
+      const spans = spansIn(answer.body);
+      expect(spans).toBeLessThanOrEqual(EVIDENCE_EVENTS);
+      total += spans;
+      if (spans > 0) {
+        drawn++;
+        expect(spans).toBe(12);
+      }
+    }
+    expect(drawn).toBe(stats.requests);
+    expect(total).toBe(12 * stats.requests);
+    expect(total).toBeGreaterThan(4 * EVIDENCE_EVENTS);
+
+    // A key no listed finding has, or none at all: refused, nothing drawn.
+    expect((await get(`${ROUTE_PAGE_TIMELINE}?key=${encodeURIComponent('made-up')}`)).status).toBe(404);
+    expect((await get(ROUTE_PAGE_TIMELINE)).status).toBe(400);
   });
 });
 

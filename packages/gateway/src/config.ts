@@ -28,6 +28,7 @@ interface GatewayCliOptions {
   upstream: string;
   port: number;
   enforce: boolean;
+  trustConnectionReuse: boolean;
   cursorProofOnly: boolean;
   maxBodyBytes: number;
   maxHeaderBytes: number;
@@ -76,11 +77,19 @@ export const GATEWAY_OPTION_SPECS: readonly GatewayOptionSpec[] = [
     default: 'off',
   },
   {
+    key: 'trustConnectionReuse',
+    flag: 'trust-connection-reuse',
+    env: 'RESUMEWATCH_GATEWAY_TRUST_CONNECTION_REUSE',
+    kind: 'boolean',
+    help: "with --enforce, take a client's next request on a connection as proof it read the response before, besides its cursor: only when every client connects to the gateway directly, with no load balancer, proxy, ingress or sidecar that pools connections between them",
+    default: 'off',
+  },
+  {
     key: 'cursorProofOnly',
     flag: 'cursor-proof-only',
     env: 'RESUMEWATCH_GATEWAY_CURSOR_PROOF_ONLY',
     kind: 'boolean',
-    help: "with --enforce, take only a client's cursor for proof, never its next request on a connection: for a gateway behind a proxy that marks no request with Via, Forwarded or X-Forwarded-For",
+    help: 'the earlier, opposite spelling of --trust-connection-reuse (cursor proof only is the default now); not with it',
     default: 'off',
   },
   {
@@ -312,6 +321,7 @@ export function resolveGatewayConfig(
   const policy = values.idPolicy as string | undefined;
   if (policy !== undefined && policy !== 'raw' && policy !== 'hmac' && policy !== 'omit')
     throw new ConfigError(`--id-policy: one of raw, hmac, omit; got "${policy}"`);
+  const connectionProof = trustConnectionReuse(values);
   const proxies = values.trustedProxies as string[] | undefined;
   if (proxies !== undefined) {
     try {
@@ -337,7 +347,7 @@ export function resolveGatewayConfig(
     ...(detector.allowedOrigins !== undefined ? { allowedOrigins: detector.allowedOrigins } : {}),
     port: (values.port as number | undefined) ?? GATEWAY_DEFAULTS.port,
     enforce: (values.enforce as boolean | undefined) ?? false,
-    connectionProof: !((values.cursorProofOnly as boolean | undefined) ?? false),
+    connectionProof,
     maxBodyBytes: (values.maxBodyBytes as number | undefined) ?? GATEWAY_DEFAULTS.maxBodyBytes,
     maxHeaderBytes: (values.maxHeaderBytes as number | undefined) ?? GATEWAY_DEFAULTS.maxHeaderBytes,
     maxJsonBodyBytes: (values.maxJsonBodyBytes as number | undefined) ?? GATEWAY_DEFAULTS.maxJsonBodyBytes,
@@ -359,4 +369,20 @@ export function resolveGatewayConfig(
     ...(proxies !== undefined && proxies.length > 0 ? { trustedProxies: proxies } : {}),
   };
   return { gateway, detector };
+}
+
+/**
+ * Whether a connection's next request proves receipt (--trust-connection-reuse; off by default: a
+ * connection-pooling hop between clients and the gateway sends one client's request on a connection that
+ * carried another's response, and may mark neither). `--cursor-proof-only`, the option's earlier and
+ * opposite spelling, still works alone; the two together are refused rather than one silently winning.
+ */
+function trustConnectionReuse(values: Record<string, unknown>): boolean {
+  const trust = values.trustConnectionReuse as boolean | undefined;
+  const cursorOnly = values.cursorProofOnly as boolean | undefined;
+  if (trust !== undefined && cursorOnly !== undefined)
+    throw new ConfigError(
+      '--trust-connection-reuse and --cursor-proof-only (its earlier, opposite spelling) are both set: keep only --trust-connection-reuse',
+    );
+  return trust ?? (cursorOnly === undefined ? false : !cursorOnly);
 }

@@ -50,7 +50,7 @@ export class Forwarder {
     private readonly hosts: HostCheck,
     /** Who sent each request: its address, and the scope a 2026-07-28 re-issue is matched in. */
     private readonly clients: ClientIdentities,
-    /** A connection's next request may prove its client read the previous response (--connection-proof). */
+    /** A connection's next request may prove its client read the previous response (--trust-connection-reuse). */
     connectionProof: boolean,
   ) {
     this.receipts = new ReceiptProofs(observation.observer, connectionProof);

@@ -46,9 +46,11 @@ export interface GatewayOptions extends Partial<ForwarderLimits>, IdPolicyOption
   enforce?: boolean;
   /**
    * Whether a client's next request on a connection may prove it read the response before it (with
-   * `enforce`). Default true; a request that bears Via, Forwarded or X-Forwarded-For never does (a proxy
-   * reads responses whole whatever its clients read). False behind a proxy that leaves no such mark:
-   * only the client's cursor is proof then.
+   * `enforce`; `--trust-connection-reuse`). Default false: only the client's cursor proves receipt. Turn
+   * it on only when clients connect to the gateway directly: a hop that pools connections (haproxy, whose
+   * `http-reuse safe` is its default, nginx with upstream `keepalive`, Envoy, an ingress, a sidecar)
+   * sends one client's request on a connection that carried another client's response, and may mark
+   * neither with Via, Forwarded or X-Forwarded-For. A request that bears one of those never proves.
    */
   connectionProof?: boolean;
   /** Largest request header block in bytes (431 above). Default 16 KiB. */
@@ -191,7 +193,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       enforce,
       hosts,
       clients,
-      options.connectionProof ?? true,
+      options.connectionProof ?? false,
     );
     const connections = {
       maxHeaderBytes: options.maxHeaderBytes ?? GATEWAY_DEFAULTS.maxHeaderBytes,

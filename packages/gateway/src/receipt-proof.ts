@@ -24,15 +24,18 @@ export interface ConnectionReceipts {
  * nothing (the bytes reached the kernel, not the client); a connection that closes after it gives no
  * proof, and neither does a pipelining one, nor one whose peer is an intermediary: a request that bears
  * `Via`, `Forwarded` or `X-Forwarded-For` came through a proxy, which reads each response whole itself
- * and may pass another client's request on the same connection next. The cursor, the other proof, is
- * the wire observer's, and holds through any proxy.
+ * and may pass another client's request on the same connection next. A pooling proxy need not mark
+ * anything, so this proof is the operator's to turn on (`--trust-connection-reuse`, for clients that
+ * connect directly); test/gateway-connection-reuse.test.ts shows a haproxy that pools connections make
+ * one client's request prove a result another never read. The cursor, the other proof, is the wire
+ * observer's, and holds through any proxy.
  */
 export class ReceiptProofs {
   private readonly connections = new WeakMap<Socket, ConnectionReceipts>();
 
   constructor(
     private readonly observer: WireObserver,
-    /** Whether a connection's next request may prove receipt at all (`--connection-proof`). */
+    /** Whether a connection's next request may prove receipt at all (`--trust-connection-reuse`). */
     private readonly enabled: boolean,
   ) {}
 

@@ -55,6 +55,7 @@ describe('resumewatch gateway (built CLI)', () => {
       '--port',
       '--metrics-port',
       '--enforce',
+      '--trust-connection-reuse',
       '--max-body',
       '--max-streams',
       '--max-connections',
@@ -83,6 +84,10 @@ describe('resumewatch gateway (built CLI)', () => {
       [[...upstream, '--bogus'], /Unknown option '--bogus'.*--help/],
       [[...upstream, '--port', '9999', '--metrics-port', '9999'], /--port and --metrics-port are both 9999/],
       [[...upstream, '--id-policy', 'secret'], /--id-policy: one of raw, hmac, omit/],
+      [
+        [...upstream, '--trust-connection-reuse', '--cursor-proof-only'],
+        /--trust-connection-reuse and --cursor-proof-only/,
+      ],
       [[...upstream, '--upstream-ca', '/nonexistent.pem'], /--upstream-ca: cannot read \/nonexistent.pem: ENOENT/],
       [
         ['gateway'],
@@ -124,6 +129,8 @@ describe('resumewatch gateway (built CLI)', () => {
       '--metrics-port',
       '0',
       '--enforce',
+      // The seed client connects directly: its next request on a connection proves receipt.
+      '--trust-connection-reuse',
       '--storm-window',
       '2s',
     ]);

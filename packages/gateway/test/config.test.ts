@@ -39,6 +39,22 @@ describe("the gateway's configuration", () => {
     );
   });
 
+  it('--trust-connection-reuse is off unless set; --cursor-proof-only, its earlier opposite, still works alone, never with it', () => {
+    const proof = (flags: Record<string, unknown>, env: NodeJS.ProcessEnv = {}) =>
+      resolveGatewayConfig({ ...UPSTREAM, ...flags }, env).gateway.connectionProof;
+    expect(proof({})).toBe(false);
+    expect(proof({ 'trust-connection-reuse': true })).toBe(true);
+    expect(proof({}, { RESUMEWATCH_GATEWAY_TRUST_CONNECTION_REUSE: 'true' })).toBe(true);
+    expect(proof({}, { RESUMEWATCH_GATEWAY_TRUST_CONNECTION_REUSE: 'false' })).toBe(false);
+    expect(proof({ 'cursor-proof-only': true })).toBe(false);
+    expect(proof({}, { RESUMEWATCH_GATEWAY_CURSOR_PROOF_ONLY: 'false' })).toBe(true);
+    const both = /^--trust-connection-reuse and --cursor-proof-only \(its earlier, opposite spelling\) are both set/;
+    expect(() => proof({ 'trust-connection-reuse': true, 'cursor-proof-only': true })).toThrow(both);
+    expect(() => proof({ 'trust-connection-reuse': true }, { RESUMEWATCH_GATEWAY_CURSOR_PROOF_ONLY: 'true' })).toThrow(
+      both,
+    );
+  });
+
   it('--max-connections, --header-timeout and --body-timeout: flags over environment over defaults', () => {
     expect(resolveGatewayConfig(UPSTREAM, {}).gateway).toMatchObject({
       maxConnections: GATEWAY_DEFAULTS.maxConnections,

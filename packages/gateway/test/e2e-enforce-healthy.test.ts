@@ -19,7 +19,8 @@ afterEach(async () => {
 async function enforcing(): Promise<{ gateway: RunningGateway; url: string; controlUrl: string }> {
   const lab = await startLabServer({ retryIntervalMs: 50 });
   closers.push(() => lab.close());
-  const gateway = await startTestGateway(lab.url, { enforce: true, requestTimeoutMs: 10_000 });
+  // Both proofs of receipt (the lab's clients connect directly): healthy traffic loses nothing to either.
+  const gateway = await startTestGateway(lab.url, { enforce: true, connectionProof: true, requestTimeoutMs: 10_000 });
   closers.push(() => gateway.close());
   return { gateway, url: gatewayMcpUrl(gateway, lab.url), controlUrl: lab.controlUrl };
 }

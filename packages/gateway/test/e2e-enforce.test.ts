@@ -12,7 +12,8 @@ import { gatewayMcpUrl, kindsOf, settleGateway, startTestGateway, waitFor } from
 // server built from SDK parts that ends each replay, as the seed's server did), and the unmodified v2
 // client. The gateway acts only on the client's proof that it holds the result: its cursor at or past
 // the result's event (the SDK 1.x client resumes from the error event itself: refused at once), or its
-// next request on the connection that carried the result. The raw seed client's cursor is stale (before
+// next request on the connection that carried the result (--trust-connection-reuse, which these direct
+// clients' gateway runs with; without it that client is observed). The raw seed client's cursor is stale (before
 // the result) and Node's fetch sends its resume on whichever pooled connection is free: its first resume
 // may go on another connection, prove nothing and pass (the result once more); the next one, on a
 // connection that carried the result, is refused. The loop stops either way, and the gateway counts each
@@ -25,10 +26,14 @@ afterEach(async () => {
   for (const close of closers.splice(0).reverse()) await close().catch(() => undefined);
 });
 
-async function labThrough(enforce: boolean): Promise<{ lab: LabServer; gateway: RunningGateway; url: string }> {
+async function labThrough(
+  enforce: boolean,
+  connectionProof = true,
+): Promise<{ lab: LabServer; gateway: RunningGateway; url: string }> {
   const lab = await startLabServer({ retryIntervalMs: 50 });
   closers.push(() => lab.close());
-  const gateway = await startTestGateway(lab.url, { enforce, requestTimeoutMs: 10_000 });
+  // The lab's clients connect directly: a connection's next request may prove receipt (--trust-connection-reuse).
+  const gateway = await startTestGateway(lab.url, { enforce, connectionProof, requestTimeoutMs: 10_000 });
   closers.push(() => gateway.close());
   return { lab, gateway, url: gatewayMcpUrl(gateway, lab.url) };
 }
@@ -83,6 +88,28 @@ describe('enforce: the raw seed client', () => {
       await settleGateway(gateway);
       expect(gateway.counts().proofs).toEqual({ [GuardAction.RESUME_REFUSED]: { [GuardProof.NEXT_REQUEST]: 1 } });
       expect(kindsOf(gateway.detector!.findings())).not.toContain(FindingKind.RECONNECT_STORM);
+    },
+  );
+});
+
+describe('enforce without --trust-connection-reuse (the default): the raw seed client is observed, not stopped', () => {
+  it(
+    'seed-loop: its stale cursor proves nothing, so every resume reaches the server and the loop is reported',
+    { timeout: TIMEOUT },
+    async () => {
+      const { lab, gateway, url } = await labThrough(true, false);
+      const summary = await runScenario('seed-loop', { serverUrl: url, fetch: globalThis.fetch, maxReconnects: 10 });
+      expect(summary.resumeStatuses).not.toContain(405);
+      expect(summary.resumeStatuses.length).toBeGreaterThan(1);
+      expect(resumesAtLab(lab, summary.sessionId)).toHaveLength(summary.resumeStatuses.length);
+      await settleGateway(gateway);
+      // Nothing withheld (the empty replay at the end, once the store evicted the stream, is only reported).
+      expect(gateway.counts().actions[GuardAction.RESUME_REFUSED]).toBeUndefined();
+      expect(gateway.counts().actions[GuardAction.DUPLICATE_TERMINAL_DROPPED]).toBeUndefined();
+      await waitFor(
+        () => gateway.detector!.findings().some((f) => f.kind === FindingKind.SIGNATURE),
+        'the seed loop signature',
+      );
     },
   );
 });

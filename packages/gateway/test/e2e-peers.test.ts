@@ -29,7 +29,8 @@ afterEach(async () => {
 });
 
 async function gatewayFor(upstream: string, enforce = false): Promise<{ gateway: RunningGateway; url: string }> {
-  const gateway = await startTestGateway(upstream, { enforce, requestTimeoutMs: 10_000 });
+  // With enforce, both proofs of receipt (the clients connect directly): nothing is withheld even so.
+  const gateway = await startTestGateway(upstream, { enforce, connectionProof: enforce, requestTimeoutMs: 10_000 });
   closers.push(() => gateway.close());
   return { gateway, url: gatewayMcpUrl(gateway, upstream) };
 }

@@ -10,8 +10,9 @@ import { rigPerTest } from './helpers/scripted-upstream.js';
 import type { Rig, SeenRequest } from './helpers/scripted-upstream.js';
 
 // `--enforce` acts only on the client's proof that it holds a result (issue 28): its cursor at or past
-// the result's event, or its next request on the connection that carried the result, after that
-// response ended. Node's `finish` and a clean end are not proof. Without proof the gateway forwards.
+// the result's event, or, with `connectionProof` (--trust-connection-reuse), its next request on the
+// connection that carried the result, after that response ended. Node's `finish` and a clean end are not
+// proof. Without proof the gateway forwards. The tests that rely on a connection's proof set it.
 
 const rig = rigPerTest();
 const agents: Agent[] = [];
@@ -124,8 +125,8 @@ describe('gateway enforce: a resume is refused only on proof of receipt', () => 
     expect(gateway.counts().proofs).toEqual({ [GuardAction.RESUME_REFUSED]: { [GuardProof.CURSOR]: 1 } });
   });
 
-  it('refuses a resume sent on the connection that carried the result, after it ended: proof `next_request`', async () => {
-    const { upstream, gateway, endpoint } = await startSession();
+  it('refuses a resume sent on the connection that carried the result, after it ended: proof `next_request` (connectionProof)', async () => {
+    const { upstream, gateway, endpoint } = await startSession({ connectionProof: true });
     const connection = oneConnection();
     expect((await call(endpoint, 2, connection)).complete).toBe(true);
     // The cursor is stale (before the result), but the connection was reused: the client read it all.
@@ -141,7 +142,7 @@ describe('gateway enforce: a resume is refused only on proof of receipt', () => 
       ['via', '1.1 lb'],
       ['forwarded', 'for=203.0.113.7'],
     ] as const) {
-      const { upstream, gateway, endpoint } = await startSession();
+      const { upstream, gateway, endpoint } = await startSession({ connectionProof: true });
       const connection = oneConnection();
       const proxied = { ...inSession, [mark]: value };
       const answered = await send(endpoint, {
@@ -161,12 +162,16 @@ describe('gateway enforce: a resume is refused only on proof of receipt', () => 
     }
   });
 
-  it('with connectionProof false (--cursor-proof-only), only the cursor proves', async () => {
-    const { gateway, endpoint } = await startSession({ connectionProof: false });
+  it('by default (no --trust-connection-reuse), only the cursor proves: a direct client’s reused connection does not', async () => {
+    const { gateway, endpoint } = await startSession();
     const connection = oneConnection();
+    const sockets = new Set<Socket>();
+    connection.on('free', (socket: Socket) => sockets.add(socket));
     expect((await call(endpoint, 15, connection)).complete).toBe(true);
     expect((await resume(endpoint, 'c15-1', connection)).status).toBe(200);
     expect((await resume(endpoint, 'c15-2', connection)).status).toBe(405);
+    // One connection throughout: what connectionProof would have taken for proof (the test above).
+    expect(sockets.size).toBe(1);
     expect(gateway.counts().proofs).toEqual({ [GuardAction.RESUME_REFUSED]: { [GuardProof.CURSOR]: 1 } });
   });
 
@@ -216,7 +221,10 @@ describe('gateway enforce: a resume is refused only on proof of receipt', () => 
 describe('gateway enforce: replays are removed message by message, only on proof', () => {
   it('removes a replay of a proven result from another stream, and keeps everything else on it', async () => {
     const notification = event('l-1', { jsonrpc: '2.0', method: 'notifications/tools/list_changed' });
-    const { gateway, endpoint } = await startSession({}, { replay: [result('c6-2', 6), notification] });
+    const { gateway, endpoint } = await startSession(
+      { connectionProof: true },
+      { replay: [result('c6-2', 6), notification] },
+    );
     const connection = oneConnection();
     expect((await call(endpoint, 6, connection)).complete).toBe(true);
     const listening = await listen(endpoint, connection);
@@ -248,7 +256,7 @@ describe('gateway enforce: replays are removed message by message, only on proof
 
   it('removes only the proven duplicate of a batch event and forwards the rest of it (issue 28, point 3)', async () => {
     const batch = `id: b-1\ndata: ${JSON.stringify([resultMessage(9), resultMessage(10, 'ten')])}\n\n`;
-    const { gateway, endpoint } = await startSession({}, { replay: [batch] });
+    const { gateway, endpoint } = await startSession({ connectionProof: true }, { replay: [batch] });
     const connection = oneConnection();
     expect((await call(endpoint, 9, connection)).complete).toBe(true);
     // 10 was never sent through this gateway's session as a request here: its result is the only copy.
@@ -258,7 +266,10 @@ describe('gateway enforce: replays are removed message by message, only on proof
   });
 
   it('takes ids 1 and "1" for two requests: the second result is forwarded, no conflict (issue 28, point 3)', async () => {
-    const { gateway, endpoint } = await startSession({}, { replay: [result('s-1', '11', 'string id')] });
+    const { gateway, endpoint } = await startSession(
+      { connectionProof: true },
+      { replay: [result('s-1', '11', 'string id')] },
+    );
     const connection = oneConnection();
     expect((await call(endpoint, 11, connection)).complete).toBe(true);
     expect((await listen(endpoint, connection)).body.toString()).toBe(result('s-1', '11', 'string id'));
@@ -268,7 +279,10 @@ describe('gateway enforce: replays are removed message by message, only on proof
 
 describe('gateway enforce: framing', () => {
   it('a body the guard may shorten never carries the upstream’s Content-Length; the connection stays in step (issue 28, point 4)', async () => {
-    const { gateway, endpoint } = await startSession({}, { contentLength: true, replay: [result('c12-2', 12)] });
+    const { gateway, endpoint } = await startSession(
+      { connectionProof: true },
+      { contentLength: true, replay: [result('c12-2', 12)] },
+    );
     const connection = oneConnection();
     const sockets = new Set<Socket>();
     connection.on('free', (socket: Socket) => sockets.add(socket));

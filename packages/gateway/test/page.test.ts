@@ -48,6 +48,8 @@ async function labThrough(enforce: boolean, token?: string): Promise<{ gateway: 
     upstream: lab.url,
     port: 0,
     enforce,
+    // The lab's clients connect directly: both proofs of receipt, as a direct deployment runs it.
+    connectionProof: true,
     requestTimeoutMs: 10_000,
     detector: { config: { metricsPort: 0, token }, output: null },
   });

@@ -8,3 +8,8 @@ export const ROUTE_FINDINGS = '/findings';
 export const ROUTE_PAGE = '/';
 /** What the page shows, as JSON: bounded like ROUTE_FINDINGS, behind the same token. */
 export const ROUTE_PAGE_DATA = '/page.json';
+/**
+ * One finding's request timeline, as JSON (`?key=` the request key ROUTE_PAGE_DATA lists for it): the live
+ * page fetches a timeline when a finding is opened, so no answer draws more than one request's evidence.
+ */
+export const ROUTE_PAGE_TIMELINE = '/page/timeline';

@@ -7,6 +7,7 @@ import {
   encodeProtobufResponse,
   rejectionMessage,
 } from '@resumewatch/detector';
+import { hostCheck } from '../host-policy.js';
 import { authorized } from './auth.js';
 import type { InflightRequests } from './drain.js';
 import type { InflightBudget } from './inflight.js';
@@ -56,6 +57,14 @@ export interface GrpcReceiver {
  */
 function guard({ config, budget, shed }: GrpcReceiverInit): grpc.ServerInterceptor {
   const reserve = config.maxDecompressedBytes;
+  // The listeners' Host check (host-policy.ts) on the call's :authority (grpc-js: `:authority`, else
+  // `host`). No browser speaks cleartext HTTP/2 to this port, so DNS rebinding cannot reach it; the
+  // check costs one comparison a call and keeps one policy for every listener of the --host.
+  const hosts = hostCheck({
+    bindHost: config.host,
+    allowedHosts: config.allowedHosts,
+    allowedOrigins: config.allowedOrigins,
+  });
   return (_method, call) => {
     let held = false;
     let timer: NodeJS.Timeout | undefined;
@@ -73,6 +82,8 @@ function guard({ config, budget, shed }: GrpcReceiverInit): grpc.ServerIntercept
         next(
           new grpc.ServerListenerBuilder()
             .withOnReceiveMetadata((metadata, mdNext) => {
+              const foreign = hosts(call.getHost(), undefined);
+              if (foreign) return refuse(grpc.status.PERMISSION_DENIED, foreign.message);
               const auth = metadata.get('authorization')[0];
               if (!authorized(config.token, typeof auth === 'string' ? auth : undefined)) {
                 return refuse(grpc.status.UNAUTHENTICATED, 'missing or wrong bearer token');

@@ -10,6 +10,7 @@ import {
   jsonResponse,
   rejectionMessage,
 } from '@resumewatch/detector';
+import { hostCheck } from '../host-policy.js';
 import { authorized } from './auth.js';
 import { BodyBuffers } from './body-buffers.js';
 import type { InflightRequests } from './drain.js';
@@ -50,7 +51,7 @@ export interface HttpReceiverInit {
 
 /**
  * The OTLP/HTTP receiver: POST /v1/traces in JSON or protobuf, optionally gzip-compressed.
- * Everything that can be refused from the headers (path, method, token, content type, declared size,
+ * Everything that can be refused from the headers (Host and Origin, path, method, token, content type, declared size,
  * in-flight budget) is answered before a byte of the body is read, with `Connection: close`, so a
  * client cannot make the receiver hold a body it will refuse. The rest of a refused body is still read
  * and thrown away, up to twice --max-body in all (`endAfterRefusedBody`): a client that is still sending
@@ -68,6 +69,14 @@ export function otlpHttpHandler({ pipeline, config, budget, inflight, shed }: Ht
   const bodies = new BodyBuffers(KEPT_BODY_BUFFERS, Math.min(KEPT_BODY_BUFFER_BYTES, config.maxBodyBytes));
   const busy = `server busy: request bodies in flight reach ${config.maxInflightBytes} bytes (--max-inflight); retry later`;
   const refusedBody = { maxBytes: 2 * config.maxBodyBytes };
+  // The metrics port's check (host-policy.ts): a page on a rebound name (DNS rebinding) that posts spans
+  // here as its own origin would feed the detector made-up findings; refused first, with the same 403
+  // and the same line as the metrics port and the gateway, as an OTLP Status.
+  const hosts = hostCheck({
+    bindHost: config.host,
+    allowedHosts: config.allowedHosts,
+    allowedOrigins: config.allowedOrigins,
+  });
   return (req: IncomingMessage, res: ServerResponse): void => {
     const path = (req.url ?? '').split('?')[0];
     const encoding = encodingOf(req.headers['content-type']);
@@ -79,6 +88,8 @@ export function otlpHttpHandler({ pipeline, config, budget, inflight, shed }: Ht
       res.setHeader('connection', 'close');
       sendStatus(res, http, code, message, pb, retryAfterMs, endRefused);
     };
+    const foreign = hosts(req.headers.host, req.headers.origin);
+    if (foreign) return refuse(403, RpcCode.PERMISSION_DENIED, foreign.message);
     if (path !== TRACES_PATH)
       return refuse(404, RpcCode.UNIMPLEMENTED, `no such path: ${path}; spans go to POST ${TRACES_PATH}`);
     if (req.method !== 'POST') {

@@ -1,5 +1,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ROUTE_FINDINGS, ROUTE_HEALTHZ, ROUTE_METRICS, ROUTE_PAGE, ROUTE_PAGE_DATA } from '@resumewatch/semconv';
+import {
+  ROUTE_FINDINGS,
+  ROUTE_HEALTHZ,
+  ROUTE_METRICS,
+  ROUTE_PAGE,
+  ROUTE_PAGE_DATA,
+  ROUTE_PAGE_TIMELINE,
+} from '@resumewatch/semconv';
 import { LivePage } from '../page/live-page.js';
 import { PAGE_HEADERS } from '../page/page-policy.js';
 import type { ResumewatchConfig } from '../config.js';
@@ -7,7 +14,7 @@ import { hostCheck, type HostCheck } from '../host-policy.js';
 import { authorized } from './auth.js';
 import type { Pipeline } from './pipeline.js';
 
-/** GET /metrics (Prometheus or OpenMetrics by Accept), GET /healthz, GET /findings, the page (/) and its data. */
+/** GET /metrics (Prometheus or OpenMetrics by Accept), GET /healthz, GET /findings, the page (/), its data and timelines. */
 export function metricsHandler(pipeline: Pipeline, config: ResumewatchConfig) {
   const hosts = hostCheck({
     bindHost: config.host,
@@ -29,7 +36,7 @@ export function metricsHandler(pipeline: Pipeline, config: ResumewatchConfig) {
 function route(pipeline: Pipeline, config: ResumewatchConfig, hosts: HostCheck) {
   const page = new LivePage(pipeline, config);
   return (req: IncomingMessage, res: ServerResponse): void => {
-    const path = (req.url ?? '').split('?')[0];
+    const [path, query] = (req.url ?? '').split('?', 2);
     req.resume();
     if (req.method !== 'GET' && req.method !== 'HEAD') return text(res, 405, 'use GET\n');
     // Says nothing but "up", and probes name the listener as they like (haproxy's sends no Host at all).
@@ -74,6 +81,16 @@ function route(pipeline: Pipeline, config: ResumewatchConfig, hosts: HostCheck) 
     }
     if (path === ROUTE_PAGE_DATA) {
       const body = page.data();
+      res.writeHead(200, { 'content-type': 'application/json', ...PAGE_HEADERS });
+      return void res.end(body);
+    }
+    if (path === ROUTE_PAGE_TIMELINE) {
+      // One request's timeline, drawn now: the page asks for the finding it opens (live-page.ts).
+      const key = new URLSearchParams(query ?? '').get('key');
+      if (key === null)
+        return text(res, 400, `${ROUTE_PAGE_TIMELINE} takes ?key=, a request key of ${ROUTE_PAGE_DATA}\n`);
+      const body = page.timeline(key);
+      if (body === undefined) return text(res, 404, `no finding of request ${JSON.stringify(key.slice(0, 100))} now\n`);
       res.writeHead(200, { 'content-type': 'application/json', ...PAGE_HEADERS });
       return void res.end(body);
     }

@@ -4,6 +4,7 @@ import { protobufVarint as varint } from '@resumewatch/detector';
 /** google.rpc.Status codes used in OTLP error bodies. */
 export const RpcCode = {
   INVALID_ARGUMENT: 3,
+  PERMISSION_DENIED: 7,
   RESOURCE_EXHAUSTED: 8,
   INTERNAL: 13,
   UNAVAILABLE: 14,

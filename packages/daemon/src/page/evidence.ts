@@ -10,8 +10,11 @@ export interface EvidenceLimits {
   evidenceWindowBytes: number;
 }
 
-/** Events of a reported request's timeline: the first ones and the latest, dropped ones counted. */
-const EVIDENCE_EVENTS = 256;
+/**
+ * Events of a reported request's timeline: the first ones and the latest, dropped ones counted. Also what
+ * one timeline answer of the live page serialises at most (a re-issue's two attempts: twice this).
+ */
+export const EVIDENCE_EVENTS = 256;
 const EVIDENCE_HEAD = 64;
 /** A request without a finding needs only its start and its last cycles to be drawn once it has one. */
 const WINDOW_EVENTS = 64;

@@ -1,9 +1,11 @@
-import { METRIC_PAGE_RENDERS_TOTAL, ROUTE_PAGE_DATA } from '@resumewatch/semconv';
+import type { Finding } from '@resumewatch/detector';
+import { METRIC_PAGE_RENDERS_TOTAL, ROUTE_PAGE_DATA, ROUTE_PAGE_TIMELINE } from '@resumewatch/semconv';
 import type { ResumewatchConfig } from '../config.js';
 import { doorCounter } from '../doors/door-counters.js';
 import type { Pipeline } from '../doors/pipeline.js';
-import { pageData, type PageData } from './page-data.js';
+import { findingTimeline, pageData, type PageData } from './page-data.js';
 import { renderPageOfJson, type PageOptions } from './render-html.js';
+import type { DrawnTimeline } from './timeline-view.js';
 
 export const PAGE_TITLE = 'resumewatch: findings and their requests';
 
@@ -14,9 +16,14 @@ export const PAGE_REUSE_MAX_MS = 10_000;
 /** A render is reused for this many times what it took: renders take at most a tenth of the event loop. */
 const REUSE_PER_RENDER_MS = 10;
 
-const OPTIONS: PageOptions = { title: PAGE_TITLE, dataPath: ROUTE_PAGE_DATA, policy: 'header' };
+const OPTIONS: PageOptions = {
+  title: PAGE_TITLE,
+  dataPath: ROUTE_PAGE_DATA,
+  timelinePath: ROUTE_PAGE_TIMELINE,
+  policy: 'header',
+};
 
-/** What a running detector's page shows now. */
+/** What a running detector's page shows now: no timeline drawn (the page fetches each when it is opened). */
 export function livePageData(pipeline: Pipeline, config: ResumewatchConfig): PageData {
   return pageData({
     source: 'serve',
@@ -28,6 +35,7 @@ export function livePageData(pipeline: Pipeline, config: ResumewatchConfig): Pag
     door: pipeline.metrics.addedValues(),
     findings: pipeline.recent.newestFitting(),
     evidence: pipeline.evidence,
+    timelines: false,
   });
 }
 
@@ -39,18 +47,30 @@ interface Render {
   json: string;
   data?: Buffer;
   page?: Buffer;
+  /**
+   * The first finding listed of each request key, for its timeline: references to the findings the
+   * render lists (--findings-bytes bounds them), made anew with each render, so no cap of its own.
+   */
+  findings: Map<string, Finding>;
+}
+
+/** What ROUTE_PAGE_TIMELINE answers: the request's timeline, null when no evidence of it is held. */
+export interface TimelineAnswer {
+  key: string;
+  timeline: DrawnTimeline | null;
 }
 
 /**
- * The page at ROUTE_PAGE (the data of now inline) and its data at ROUTE_PAGE_DATA, for the metrics
- * listener. A render (every listed finding's timeline drawn, the JSON of it all, a page of megabytes)
- * is synchronous and runs in the door's own event loop, which in the gateway also forwards MCP
- * traffic. So one render serves every request, whatever asks and however often (the page itself asks
- * every two seconds), for PAGE_REUSE_MS, or for ten times what it took when that is longer (up to
- * PAGE_REUSE_MAX_MS): renders take at most a tenth of the loop while one takes under a second. Requests
- * that arrive during a render wait for it and take it. What one render holds is bounded by the newest
- * findings that fit in --findings-bytes and the timelines of --evidence-bytes. Renders are counted in
- * METRIC_PAGE_RENDERS_TOTAL.
+ * The page at ROUTE_PAGE (the data of now inline), its data at ROUTE_PAGE_DATA and one finding's
+ * request timeline at ROUTE_PAGE_TIMELINE, for the metrics listener. Everything here is synchronous and
+ * runs in the door's own event loop, which in the gateway also forwards MCP traffic, so no answer does
+ * work that grows with the evidence: a render lists the findings (bounded by --findings-bytes) and
+ * draws no timeline; a timeline answer draws one request's (at most EVIDENCE_EVENTS events, a
+ * re-issue's two attempts twice that), when the page opens that finding. One render serves every
+ * request, whatever asks and however often (the page itself asks every two seconds), for PAGE_REUSE_MS,
+ * or for ten times what it took when that is longer (up to PAGE_REUSE_MAX_MS). Requests that arrive
+ * during a render wait for it and take it. What one render holds is bounded by the newest findings that
+ * fit in --findings-bytes. Renders are counted in METRIC_PAGE_RENDERS_TOTAL.
  */
 export class LivePage {
   private last: Render | undefined;
@@ -86,6 +106,18 @@ export class LivePage {
     return this.lockedPage;
   }
 
+  /**
+   * The timeline of the request `key` of the last render's findings (as ROUTE_PAGE_DATA lists them),
+   * drawn now from the evidence: one request's, whatever the evidence holds. Undefined when no finding
+   * of the render has that key (the page's data is older than the render, or the key is made up).
+   */
+  timeline(key: string): Buffer | undefined {
+    const f = this.render().findings.get(key);
+    if (f === undefined) return undefined;
+    const answer: TimelineAnswer = { key, timeline: findingTimeline(f, this.pipeline.evidence) ?? null };
+    return Buffer.from(JSON.stringify(answer));
+  }
+
   private render(): Render {
     const now = this.pipeline.clock();
     // A clock that went back (a test's, a stepped system clock) is no reason to keep a render for good.
@@ -95,8 +127,14 @@ export class LivePage {
     this.last = undefined;
     this.rendered();
     const start = performance.now();
-    const json = JSON.stringify(livePageData(this.pipeline, this.config));
-    return (this.last = { at: now, took: performance.now() - start, json });
+    const data = livePageData(this.pipeline, this.config);
+    const findings = new Map<string, Finding>();
+    data.findings.forEach((f, i) => {
+      const key = data.request_keys[i]!;
+      if (!findings.has(key)) findings.set(key, f);
+    });
+    const json = JSON.stringify(data);
+    return (this.last = { at: now, took: performance.now() - start, json, findings });
   }
 }
 

@@ -37,7 +37,10 @@ export interface PageData {
   omitted: number;
   /** The key of each finding's request, in the order of `findings`: where its timeline is in `timelines`. */
   request_keys: string[];
-  /** By request key: the evidence held for each request in `findings`. */
+  /**
+   * By request key: the evidence held for each request in `findings`, in a report. Empty on a live page,
+   * which fetches one request's timeline at a time (ROUTE_PAGE_TIMELINE) when a finding is opened.
+   */
   timelines: Record<string, DrawnTimeline>;
 }
 
@@ -53,6 +56,11 @@ export interface PageSources {
   /** Newest first, bounded. */
   findings: { findings: Finding[]; omitted: number };
   evidence: Evidence;
+  /**
+   * Draw every finding's timeline into the data (a report, a file that fetches nothing). A live page
+   * leaves them out: drawing them all is the render's synchronous work, up to the whole evidence.
+   */
+  timelines: boolean;
 }
 
 /** The limits worth knowing when reading the page: their flag names and values. */
@@ -67,6 +75,17 @@ const LIMITS: readonly (keyof ResumewatchConfig)[] = [
   'evidenceWindowBytes',
 ];
 
+/**
+ * The timeline of a finding's request, drawn from the evidence: at most one request's held events (a
+ * re-issue's, its two attempts'), whatever else the evidence holds. Undefined when none is held.
+ */
+export function findingTimeline(f: Finding, evidence: Evidence): DrawnTimeline | undefined {
+  // A 2026-07-28 re-issue: both attempts, each its own trace, on one time axis.
+  if (f.first_trace_id !== undefined) return drawReissueTimeline(f, evidence.attempts(f));
+  const held = evidence.timeline(f);
+  return held ? drawTimeline(held) : undefined;
+}
+
 export function pageData(s: PageSources): PageData {
   const limits: Record<string, number> = {};
   for (const key of LIMITS) limits[key] = s.config[key] as number;
@@ -76,14 +95,9 @@ export function pageData(s: PageSources): PageData {
     // The evidence's own key of the request (one owner): the page reads it from request_keys.
     const key = findingKey(f);
     requestKeys.push(key);
-    if (key in timelines) continue;
-    // A 2026-07-28 re-issue: both attempts, each its own trace, on one time axis.
-    if (f.first_trace_id !== undefined) {
-      timelines[key] = drawReissueTimeline(f, s.evidence.attempts(f));
-      continue;
-    }
-    const held = s.evidence.timeline(f);
-    if (held) timelines[key] = drawTimeline(held);
+    if (!s.timelines || key in timelines) continue;
+    const drawn = findingTimeline(f, s.evidence);
+    if (drawn) timelines[key] = drawn;
   }
   return {
     header: {

@@ -7,6 +7,10 @@
  * token: the page takes it once from its address's fragment (#token=…, which a browser never sends
  * to a server, so no server or proxy log holds it), removes it from the address bar, keeps it in memory
  * only, and sends it as the Authorization header of its data requests.
+ *
+ * A live page's data holds no timeline (conf.timelinePath): the page fetches the timeline of the finding
+ * it shows when it is opened, and again with each refresh while it is shown, so that no answer of the
+ * detector draws more than one request. A report holds them all (data.timelines) and fetches nothing.
  */
 export const PAGE_SCRIPT = `
 (function () {
@@ -19,6 +23,8 @@ export const PAGE_SCRIPT = `
   var selected = null;
   var shownFindings = '';
   var shownDetail = '';
+  /** The fetched timeline of one request (a live page's): undefined while it loads, null when none is held. */
+  var loaded = { key: null, tl: undefined, pending: false };
 
   function h(tag, props, children) {
     var el = document.createElement(tag);
@@ -130,6 +136,35 @@ export const PAGE_SCRIPT = `
     shownFindings = JSON.stringify(data.findings.length) + (data.findings[0] ? idOf(data.findings[0]) : '');
   }
 
+  function auth() { return token ? { Authorization: 'Bearer ' + token } : {}; }
+  /** The timeline of request key: the data's (a report), or the one fetched (undefined while it loads). */
+  function timelineOf(key) {
+    if (!conf.timelinePath || key in data.timelines) return data.timelines[key] || null;
+    if (loaded.key !== key) loadTimeline(key);
+    return loaded.tl;
+  }
+  function loadTimeline(key) {
+    if (loaded.key !== key) loaded = { key: key, tl: undefined, pending: false };
+    if (loaded.pending) return;
+    loaded.pending = true;
+    fetch(conf.timelinePath + '?key=' + encodeURIComponent(key), { cache: 'no-store', headers: auth() }).then(function (r) {
+      // 404: the detector lists that request no more (its data is newer than the page's): none to draw.
+      return r.ok ? r.json() : r.status === 404 ? { timeline: null } : null;
+    }).then(function (body) {
+      if (loaded.key !== key) return;
+      loaded.pending = false;
+      if (!body) return;
+      loaded.tl = body.timeline;
+      var e = current();
+      if (e && keyOf(e.finding) === key && detailState(e) !== shownDetail) renderDetail();
+    }, function () { if (loaded.key === key) loaded.pending = false; });
+  }
+  /** What the detail shows, in a word: a change of it redraws the detail. */
+  function detailState(e) {
+    var tl = timelineOf(keyOf(e.finding));
+    return selected + ' ' + (tl === undefined ? 'loading' : tl ? tl.events.length + tl.dropped : 'none') + ' ' + e.records.length;
+  }
+
   function current() {
     var all = entries();
     for (var i = 0; i < all.length; i++) if (idOf(all[i].finding) === selected) return all[i];
@@ -139,8 +174,8 @@ export const PAGE_SCRIPT = `
   function renderDetail() {
     var box = document.getElementById('detail'), e = current();
     if (!e) { box.replaceChildren(h('p', { cls: 'empty', text: data.findings.length ? 'Choose a finding to see its request.' : 'No finding: nothing to draw.' })); shownDetail = ''; return; }
-    var f = e.finding, tl = data.timelines[keyOf(f)];
-    shownDetail = selected + ' ' + (tl ? tl.events.length + tl.dropped : 0) + ' ' + e.records.length;
+    var f = e.finding, tl = timelineOf(keyOf(f));
+    shownDetail = detailState(e);
     var ids = h('dl', { cls: 'ids' }, []);
     // A time is shown as a date and time (its Unix milliseconds stay in the data and in /findings).
     Object.keys(f).forEach(function (k) {
@@ -150,7 +185,8 @@ export const PAGE_SCRIPT = `
     });
     var parts = [h('h2', { id: 'detail-title', text: (f.record ? f.kind + ' (' + f.record + ')' : f.kind) + ' on request ' + f.request_id }), ids];
     e.records.forEach(function (r) { parts.push(h('p', { cls: 'note', text: 'Changed by ' + r.record + (r.ended_by ? ' (' + r.ended_by + ')' : '') + ' at ' + time(r.last_time_unix_ms) })); });
-    if (!tl) parts.push(h('p', { cls: 'note', text: 'No evidence held for this request (left out by the evidence byte cap).' }));
+    if (tl === undefined) parts.push(h('p', { cls: 'note', text: 'Loading the request\u2019s timeline\u2026' }));
+    else if (!tl) parts.push(h('p', { cls: 'note', text: 'No evidence held for this request (left out by the evidence byte cap).' }));
     else parts.push(timeline(tl));
     box.replaceChildren.apply(box, parts);
   }
@@ -208,7 +244,7 @@ export const PAGE_SCRIPT = `
     document.getElementById('detail').replaceChildren();
   }
   function refresh() {
-    fetch(conf.dataPath, { cache: 'no-store', headers: token ? { Authorization: 'Bearer ' + token } : {} }).then(function (r) {
+    fetch(conf.dataPath, { cache: 'no-store', headers: auth() }).then(function (r) {
       if (r.status === 401) { stop((token ? 'The token was refused (401). ' : 'This detector asks for its bearer token (--token). ') + HOW); return null; }
       if (!r.ok) { stop('Updates stopped (' + r.status + '); reload the page.'); return null; }
       return r.json();
@@ -222,8 +258,10 @@ export const PAGE_SCRIPT = `
       var before = shownFindings;
       renderFilters();
       if ((JSON.stringify(data.findings.length) + (data.findings[0] ? idOf(data.findings[0]) : '')) !== before) renderList();
-      var e = current(), tl = e && data.timelines[keyOf(e.finding)];
-      if (!e || selected + ' ' + (tl ? tl.events.length + tl.dropped : 0) + ' ' + e.records.length !== shownDetail) renderDetail();
+      var e = current();
+      if (!e || detailState(e) !== shownDetail) renderDetail();
+      // The shown timeline may have grown: asked again (one request's), redrawn when it changed.
+      else if (conf.timelinePath && !(keyOf(e.finding) in data.timelines)) loadTimeline(keyOf(e.finding));
     }, function () {});
   }
   if (data !== null) { readKeys(); renderAll(); } else renderLocked();

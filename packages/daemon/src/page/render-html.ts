@@ -8,6 +8,8 @@ export interface PageOptions {
   title: string;
   /** Where a live page fetches fresh data (ROUTE_PAGE_DATA); undefined: a report, the data never changes. */
   dataPath?: string;
+  /** Where a live page fetches an opened finding's timeline (ROUTE_PAGE_TIMELINE); undefined: they are in the data. */
+  timelinePath?: string;
   refreshMs?: number;
   /**
    * Where the Content-Security-Policy is: 'meta', a tag in the page (a report: a file has no headers);
@@ -53,6 +55,7 @@ export function renderPageOfJson(json: string, options: PageOptions): string {
   const config = {
     title: options.title,
     dataPath: options.dataPath ?? null,
+    timelinePath: options.timelinePath ?? null,
     refreshMs: options.refreshMs ?? 2000,
     marks: Object.values(TimelineMark),
   };

@@ -70,6 +70,8 @@ function reportPage(
     door: {},
     findings: log.newestFitting(),
     evidence,
+    // A file fetches nothing: every timeline is in it.
+    timelines: true,
   });
   return renderPage(data, { title });
 }

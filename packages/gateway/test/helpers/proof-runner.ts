@@ -33,7 +33,15 @@ export async function runSchedule(
   { enforce = true }: { enforce?: boolean } = {},
 ): Promise<RunReport> {
   const upstream = await startProofUpstream(steps);
-  const gateway = await startGateway({ upstream: upstream.url, host: '127.0.0.1', port: 0, enforce, detector: false });
+  // Both proofs of receipt, the connection's included: the model (proof-model.ts) admits both.
+  const gateway = await startGateway({
+    upstream: upstream.url,
+    host: '127.0.0.1',
+    port: 0,
+    enforce,
+    connectionProof: true,
+    detector: false,
+  });
   /**
    * Pipelined requests whose connection died before their turn: Node's server never emits 'close' for a
    * response still queued behind another when the socket goes, so the gateway may count them open for good.
