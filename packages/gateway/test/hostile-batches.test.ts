@@ -132,7 +132,7 @@ describe('a request the upstream refuses with a status', () => {
     },
   );
 
-  it('a JSON-RPC error in the refusal’s body is still read: a second one for the same id is a duplicate, not a new request', async () => {
+  it('with a JSON-RPC error in its body (the twin): released as well, and no finding is made', async () => {
     const { gateway, endpoint } = await rig((_req, res) =>
       res
         .writeHead(400, { 'content-type': 'application/json' })
