@@ -202,7 +202,10 @@ describe('the bytes a gateway holds of what clients sent, while their exchanges 
       await vi.waitFor(() => expect(bodiesRead).toBe(count + 1), { timeout: 20_000 });
       await vi.waitFor(() => expect(gateway.counts().open).toBe(count + 1), { timeout: 10_000 });
       const growth = (await held()) - before;
-      expect(growth).toBeLessThan((count * size) / 4);
+      // What an open exchange holds is small and stated: under 128 KiB each (its body is 2 MiB), the
+      // gateway's record, span, timer and sockets with this process's client and upstream sides of it
+      // (0.4 to 1 MB for the 20 when measured).
+      expect(growth).toBeLessThan(count * 128 * 1024);
       for (const socket of sockets) socket.destroy();
       await gateway.close();
     } finally {
