@@ -93,6 +93,12 @@ export interface MonitoringConfig {
     ResumewatchGatewayUpstreamFailing: ThresholdAlert;
     /** Threshold: 503 answered at `--max-streams` per gateway replica over `window`. */
     ResumewatchGatewayAtStreamLimit: WindowedAlert;
+    /** Threshold: connections closed unanswered at `--max-connections` per gateway replica over `window`. */
+    ResumewatchGatewayAtConnectionLimit: WindowedAlert;
+    /** Threshold: exchanges the gateway failed itself (502 `internal_error`) per replica over `window`. */
+    ResumewatchGatewayInternalError: WindowedAlert;
+    /** Threshold: 408 answered (headers or body not in time) per second per gateway replica over `rateWindow`. */
+    ResumewatchGatewayClientTimeouts: ThresholdAlert;
     /** Threshold: the share (0 to 1) of a service's MCP operations that failed (`error_type` set), over `window`. */
     McpServerErrorRatioHigh: WindowedAlert;
     /** Threshold: seconds of the `quantile` of the duration of a service's operations of one method, over `window`. */
@@ -244,6 +250,29 @@ const DEFAULT_CONFIG: MonitoringConfig = {
       window: '10m',
       // A ticket after 5m: a short peak at the limit is what --max-streams is for.
       for: '5m',
+    },
+    ResumewatchGatewayAtConnectionLimit: {
+      // Any connection closed at --max-connections: its client got no answer at all.
+      threshold: 0,
+      // Counted like the stream limit's, so one refusal keeps the alert up for a while.
+      window: '10m',
+      // A ticket after 5m, as the stream limit: a short peak is what the cap is for.
+      for: '5m',
+    },
+    ResumewatchGatewayInternalError: {
+      // Any: an internal error is a defect of the gateway, and each one failed a client's exchange.
+      threshold: 0,
+      // Long enough that one error keeps the alert up until someone reads the stderr line.
+      window: '10m',
+      // At once: nothing retries it away.
+      for: '1m',
+    },
+    ResumewatchGatewayClientTimeouts: {
+      // A few 408s are clients on poor networks; 0.2/s (12 a minute) sustained is a broken path in front of
+      // the gateway, or connections held open on purpose (slowloris).
+      threshold: 0.2,
+      // A ticket after 15m: only a lasting rate is more than noise.
+      for: '15m',
     },
     McpServerErrorRatioHigh: {
       // 5% of operations failing is far above a healthy server's noise, and well below an outage.

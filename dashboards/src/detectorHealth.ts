@@ -117,5 +117,22 @@ export function detectorHealthDashboard(config: MonitoringConfig): dashboard.Das
         at: { w: 8, h: 8 },
       }),
     )
+    .withRow(row(102, 'Gateway'))
+    .withPanel(
+      series({
+        id: 9,
+        title: 'Answers the gateway gave itself, by reason',
+        description:
+          'resumewatch gateway replicas only: requests answered or connections closed by the gateway instead of its ' +
+          'MCP server. Alerts: ResumewatchGatewayUpstreamFailing (upstream_unreachable, upstream_timeout), ' +
+          'ResumewatchGatewayAtStreamLimit (too_many_streams), ResumewatchGatewayAtConnectionLimit ' +
+          '(too_many_connections), ResumewatchGatewayInternalError (internal_error), ResumewatchGatewayClientTimeouts ' +
+          '(headers_timeout, body_timeout).',
+        unit: 'cps',
+        queries: [{ expr: q.gatewayRefusals, legend: '{{instance}} {{reason}}' }],
+        at: { w: 24, h: 8 },
+        stacked: true,
+      }),
+    )
     .build();
 }

@@ -9,12 +9,14 @@ import {
   LABEL_KIND,
   LABEL_SERVER,
   LABEL_OUTCOME,
+  LABEL_REASON,
   LABEL_RESULT,
   LABEL_SERVICE,
   LABEL_VERSION,
   METRIC_DETECTION_LAG_SECONDS,
   METRIC_FINDINGS_RETRACTED_TOTAL,
   METRIC_FINDINGS_TOTAL,
+  METRIC_GATEWAY_REFUSALS_TOTAL,
   METRIC_LISTENING_RESUMES_TOTAL,
   METRIC_MCP_REQUESTS_TOTAL,
   METRIC_MCP_NEGOTIATIONS_REFUSED_TOTAL,
@@ -126,6 +128,8 @@ export function detectorQueries(config: MonitoringConfig) {
       ` / sum by (instance) (${rate(METRIC_SPANS_RECEIVED_TOTAL, instance)})`,
     trackedRequests: `sum by (instance) (${METRIC_TRACKED_REQUESTS}{${instance}})`,
     evictions: `sum by (instance) (${rate(METRIC_STATE_EVICTIONS_TOTAL, instance)})`,
+    // Gateway replicas serve the detector's metrics, so the same instance selector finds them.
+    gatewayRefusals: `sum by (instance, ${LABEL_REASON}) (${rate(METRIC_GATEWAY_REFUSALS_TOTAL, instance)})`,
     // At the quantile ResumewatchDetectionLagHigh alerts on.
     detectionLagAlerted: quantile(
       config.alerts.ResumewatchDetectionLagHigh.quantile,

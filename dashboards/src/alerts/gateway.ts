@@ -7,6 +7,9 @@ import type { RuleFile } from './model.js';
 export function gatewayRules(config: MonitoringConfig): RuleFile {
   const failing = config.alerts.ResumewatchGatewayUpstreamFailing;
   const atLimit = config.alerts.ResumewatchGatewayAtStreamLimit;
+  const atConnections = config.alerts.ResumewatchGatewayAtConnectionLimit;
+  const internal = config.alerts.ResumewatchGatewayInternalError;
+  const timeouts = config.alerts.ResumewatchGatewayClientTimeouts;
   return {
     file: 'gateway.yaml',
     header: `Alerts on \`resumewatch gateway\` replicas, the reverse proxies in front of MCP servers. They serve the
@@ -40,6 +43,42 @@ Every client behind this gateway is failing.`,
             summary: `resumewatch gateway {{ $labels.instance }} turns clients away at --max-streams`,
             description: `{{ $labels.instance }} answered {{ $value | printf "%.0f" }} requests with 503 in the last ${spelled(atLimit.window)}
 because --max-streams exchanges were open. Clients retry, but their requests wait.`,
+          },
+          {
+            alert: 'ResumewatchGatewayAtConnectionLimit',
+            expr: `sum by (job, instance) (
+  increase(${METRIC_GATEWAY_REFUSALS_TOTAL}{${LABEL_REASON}="${GatewayRefusal.TOO_MANY_CONNECTIONS}"}[${atConnections.window}])
+) > ${atConnections.threshold}
+`,
+            for: atConnections.for,
+            severity: 'warning',
+            summary: `resumewatch gateway {{ $labels.instance }} closes connections at --max-connections`,
+            description: `{{ $labels.instance }} closed {{ $value | printf "%.0f" }} client connections unanswered in the last ${spelled(atConnections.window)}
+because --max-connections were open. Those clients saw a reset, not an answer.`,
+          },
+          {
+            alert: 'ResumewatchGatewayInternalError',
+            expr: `sum by (job, instance) (
+  increase(${METRIC_GATEWAY_REFUSALS_TOTAL}{${LABEL_REASON}="${GatewayRefusal.INTERNAL_ERROR}"}[${internal.window}])
+) > ${internal.threshold}
+`,
+            for: internal.for,
+            severity: 'warning',
+            summary: `resumewatch gateway {{ $labels.instance }} failed exchanges itself (internal_error)`,
+            description: `{{ $labels.instance }} answered {{ $value | printf "%.0f" }} exchanges with 502 internal_error in the last ${spelled(internal.window)}:
+a defect of the gateway, each one a client's request that did not reach its answer. Its stderr has the first lines.`,
+          },
+          {
+            alert: 'ResumewatchGatewayClientTimeouts',
+            expr: `sum by (job, instance) (
+  rate(${METRIC_GATEWAY_REFUSALS_TOTAL}{${LABEL_REASON}=~"${GatewayRefusal.HEADERS_TIMEOUT}|${GatewayRefusal.BODY_TIMEOUT}"}[${config.rateWindow}])
+) > ${timeouts.threshold}
+`,
+            for: timeouts.for,
+            severity: 'warning',
+            summary: `resumewatch gateway {{ $labels.instance }} answers many requests with 408`,
+            description: `{{ $labels.instance }} answered {{ $value | humanize }} requests per second with 408 over ${spelled(config.rateWindow)}:
+clients did not send their request's headers within --header-timeout or its body within --body-timeout.`,
           },
         ],
       },

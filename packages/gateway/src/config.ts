@@ -36,6 +36,7 @@ interface GatewayCliOptions {
   maxHeldEventBytes: number;
   maxHeldBytes: number;
   maxStreams: number;
+  maxBatchMessages: number;
   maxConnections: number;
   headerTimeoutMs: number;
   bodyTimeoutMs: number;
@@ -139,6 +140,14 @@ export const GATEWAY_OPTION_SPECS: readonly GatewayOptionSpec[] = [
     kind: 'int',
     help: 'exchanges open at once, streams included (503 above)',
     default: String(GATEWAY_DEFAULTS.maxStreams),
+  },
+  {
+    key: 'maxBatchMessages',
+    flag: 'max-batch-messages',
+    env: 'RESUMEWATCH_GATEWAY_MAX_BATCH_MESSAGES',
+    kind: 'int',
+    help: 'JSON-RPC messages of a request body observed; a larger batch is forwarded unobserved, its response too (counted)',
+    default: String(GATEWAY_DEFAULTS.maxBatchMessages),
   },
   {
     key: 'maxConnections',
@@ -354,6 +363,7 @@ export function resolveGatewayConfig(
     maxHeldEventBytes: (values.maxHeldEventBytes as number | undefined) ?? GATEWAY_DEFAULTS.maxHeldEventBytes,
     maxHeldBytes: (values.maxHeldBytes as number | undefined) ?? GATEWAY_DEFAULTS.maxHeldBytes,
     maxStreams: (values.maxStreams as number | undefined) ?? GATEWAY_DEFAULTS.maxStreams,
+    maxBatchMessages: (values.maxBatchMessages as number | undefined) ?? GATEWAY_DEFAULTS.maxBatchMessages,
     maxConnections: (values.maxConnections as number | undefined) ?? GATEWAY_DEFAULTS.maxConnections,
     headerTimeoutMs: (values.headerTimeoutMs as number | undefined) ?? GATEWAY_DEFAULTS.headerTimeoutMs,
     bodyTimeoutMs: (values.bodyTimeoutMs as number | undefined) ?? GATEWAY_DEFAULTS.bodyTimeoutMs,

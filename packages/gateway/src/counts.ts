@@ -10,6 +10,7 @@ import {
   LABEL_KIND,
   METRIC_GATEWAY_GUARD_ACTIONS_TOTAL,
   METRIC_GATEWAY_HELD_BYTES,
+  METRIC_GATEWAY_LATE_UPSTREAM_ERRORS_TOTAL,
   METRIC_GATEWAY_OPEN_EXCHANGES,
   METRIC_GATEWAY_REFUSALS_TOTAL,
   METRIC_GATEWAY_UNPARSED_TOTAL,
@@ -37,6 +38,10 @@ export class GatewayCounts {
   private readonly refusals = new Map<GatewayRefusal, number>();
   /** By action and the proof it rests on, `${action}\n${proof}`. */
   private readonly actions = new Map<string, number>();
+  /** Request batches forwarded unobserved (over --max-batch-messages), their responses with them. */
+  private unobservedBatches = 0;
+  /** Upstream errors after their exchange's response was over or had already failed. */
+  private lateUpstreamErrors = 0;
   /** The observation whose held bytes and unparsed bodies the metrics read (set once it is made). */
   private observation: { stats(): HeldStats } | undefined = undefined;
 
@@ -57,6 +62,14 @@ export class GatewayCounts {
     this.exchanges.set(key, (this.exchanges.get(key) ?? 0) + 1);
   }
 
+  unobservedBatch(): void {
+    this.unobservedBatches++;
+  }
+
+  lateUpstreamError(): void {
+    this.lateUpstreamErrors++;
+  }
+
   refused(reason: GatewayRefusal): void {
     this.refusals.set(reason, (this.refusals.get(reason) ?? 0) + 1);
   }
@@ -69,6 +82,8 @@ export class GatewayCounts {
   /** What has been counted of each (for tests and stats): `actions` by action, `proofs` by action and proof. */
   snapshot(): {
     open: number;
+    unobservedBatches: number;
+    lateUpstreamErrors: number;
     refusals: Partial<Record<GatewayRefusal, number>>;
     actions: Partial<Record<GuardAction, number>>;
     proofs: Partial<Record<GuardAction, Partial<Record<GuardProof, number>>>>;
@@ -80,7 +95,14 @@ export class GatewayCounts {
       actions[action] = (actions[action] ?? 0) + n;
       (proofs[action] ??= {})[proof] = n;
     }
-    return { open: this.open, refusals: Object.fromEntries(this.refusals), actions, proofs };
+    return {
+      open: this.open,
+      unobservedBatches: this.unobservedBatches,
+      lateUpstreamErrors: this.lateUpstreamErrors,
+      refusals: Object.fromEntries(this.refusals),
+      actions,
+      proofs,
+    };
   }
 
   /** Adds the gateway's metrics to the detector's registries. */
@@ -98,12 +120,14 @@ export class GatewayCounts {
           const [action, proof] = key.split('\n') as [string, string];
           return [{ [LABEL_ACTION]: action, [LABEL_PROOF]: proof }, n] as const;
         }),
+      [METRIC_GATEWAY_LATE_UPSTREAM_ERRORS_TOTAL]: () => [[{}, this.lateUpstreamErrors]],
       [METRIC_GATEWAY_HELD_BYTES]: () => [[{}, this.observation?.stats().heldBytes ?? 0]],
       [METRIC_GATEWAY_UNPARSED_TOTAL]: () => {
         const stats = this.observation?.stats();
         return [
           [{ [LABEL_KIND]: UnparsedKind.JSON_BODY }, stats?.unparsedJsonBodies ?? 0],
           [{ [LABEL_KIND]: UnparsedKind.SSE_EVENT }, stats?.oversizedEvents ?? 0],
+          [{ [LABEL_KIND]: UnparsedKind.REQUEST_BATCH }, this.unobservedBatches],
         ];
       },
     };

@@ -7,6 +7,8 @@ import type { HostCheck } from '@resumewatch/daemon';
 import { parseMessages } from '@resumewatch/wire';
 import type { PushedBody, StreamRecord, WireRequest } from '@resumewatch/wire';
 import { answer } from './answers.js';
+import { batchOver } from './batch-size.js';
+import { RateLimitedLog } from './error-log.js';
 import type { ClientIdentities } from './client-identity.js';
 import type { GatewayCounts } from './counts.js';
 import type { Observation } from './observation.js';
@@ -24,6 +26,8 @@ export interface ForwarderLimits extends BodyLimits {
   upstreamTimeoutMs: number;
   /** Time an open exchange may carry no byte in either direction before it is closed; 0: never. */
   streamIdleTimeoutMs: number;
+  /** A request body of more JSON-RPC messages is forwarded unobserved, its response too; 0: no cap. */
+  maxBatchMessages: number;
 }
 
 /** Why the gateway aborted an upstream exchange. */
@@ -37,6 +41,8 @@ const CLIENT_GONE = 'client_gone';
 export class Forwarder {
   private readonly receipts: ReceiptProofs;
   private readonly targets: UpstreamTargets;
+  /** The internal_error lines: at most 10 a minute, then one line with how many more (every one counted). */
+  private readonly errorLog = new RateLimitedLog((line) => process.stderr.write(line), 'internal error lines');
 
   constructor(
     private readonly upstream: URL,
@@ -74,7 +80,7 @@ export class Forwarder {
     this.forward(req, res, method, exchange).catch((e: unknown) => {
       // A defect of the gateway, never the client's: the connection ends rather than the process. The
       // client is told nothing of the gateway's insides; the detail is one line on stderr, and counted.
-      process.stderr.write(`resumewatch gateway: internal error: ${unexpectedErrorLine(e)}\n`);
+      this.errorLog.line(`resumewatch gateway: internal error: ${unexpectedErrorLine(e)}\n`);
       this.refuse(res, GatewayRefusal.INTERNAL_ERROR, 'internal error (the gateway logged it)', { method });
     });
   }
@@ -111,6 +117,11 @@ export class Forwarder {
 
   exchangeClosed(): void {
     this.counts.closed();
+  }
+
+  /** An upstream error after its exchange's response was over (pump). */
+  lateUpstreamError(): void {
+    this.counts.lateUpstreamError();
   }
 
   private refuse(
@@ -231,26 +242,32 @@ export class Forwarder {
     // resolved as a URL reference names another host, and the gateway would be an open proxy.
     const url = this.targets.of(target);
     const observer = this.observation.observer;
-    let request: WireRequest;
-    let joined: boolean;
-    try {
-      ({ request, joined } = this.begin(req, url.href, method, headers, body, client.scope));
-    } catch (e) {
-      exchange.stopIdle();
-      if (!(e instanceof InvalidResumptionError)) throw e;
-      // Answered as a server with no stream here answers a GET: the client's SDK stops resuming.
-      return answer(res, GuardAction.RESUME_REFUSED, 'request already delivered its result', {
-        method,
-        headers: { allow: 'POST, DELETE' },
-      });
-    }
-    exchange.answeredId = oneRequestId(request);
+    // A batch of more messages than --max-batch-messages goes unobserved, and its response with it (no
+    // record, so no message of the response is of an unknown request): observed, each message would
+    // be a record, a span and a timer before the upstream answers. Counted, never refused.
+    const unobserved = this.limits.maxBatchMessages > 0 && batchOver(body, this.limits.maxBatchMessages);
+    let request: WireRequest | undefined;
+    let joined = false;
+    if (unobserved) this.counts.unobservedBatch();
+    else
+      try {
+        ({ request, joined } = this.begin(req, url.href, method, headers, body, client.scope));
+      } catch (e) {
+        exchange.stopIdle();
+        if (!(e instanceof InvalidResumptionError)) throw e;
+        // Answered as a server with no stream here answers a GET: the client's SDK stops resuming.
+        return answer(res, GuardAction.RESUME_REFUSED, 'request already delivered its result', {
+          method,
+          headers: { allow: 'POST, DELETE' },
+        });
+      }
+    exchange.answeredId = request ? oneRequestId(request) : null;
     // The gateway's request span as the upstream's parent (its `traceparent`): in place of the client's
     // when that span is the client span's child, else only when the client sent none. A request the
-    // gateway has no span for (a notification, a GET) keeps the client's.
+    // gateway has no span for (a notification, a GET, an unobserved batch) keeps the client's.
     const fields = joined ? traceContextFields() : [];
     const clientFree = joined ? headers.filter(([name]) => !fields.includes(name.toLowerCase())) : headers;
-    const traceContext = observer.addedHeaders(request, clientFree);
+    const traceContext = request && observer.addedHeaders(request, clientFree);
     if (traceContext) {
       if (clientFree !== headers) headers.splice(0, headers.length, ...clientFree);
       for (const line of traceContext) headers.push(line);
@@ -265,7 +282,7 @@ export class Forwarder {
     } catch (e) {
       exchange.stopIdle();
       const aborted = controller.aborted;
-      observer.proxyFailed(request, aborted ? controller.reason : e);
+      if (request) observer.proxyFailed(request, aborted ? controller.reason : e);
       const id = exchange.answeredId;
       if (aborted) {
         const reason = (controller.reason as Error).message;
@@ -288,7 +305,7 @@ export class Forwarder {
       clearTimeout(timeout);
     }
     const status = upstream.statusCode ?? 502;
-    const observed = observer.proxyResponse(request, status, upstream.headers, hasBody(method, status));
+    const observed = request && observer.proxyResponse(request, status, upstream.headers, hasBody(method, status));
     if (res.destroyed) {
       observed?.fail(abortReason(CLIENT_GONE));
       upstream.destroy();
@@ -366,7 +383,13 @@ function pump(
     res.destroy();
     exchange.stopIdle();
   };
-  upstream.on('error', broken);
+  upstream.on('error', (error: unknown) => {
+    // Once the body ended or broke, an error has nothing left to break: counted (never thrown, never
+    // silent), unless it is the one the exchange's own abort makes.
+    if (ended) {
+      if (!controller.aborted) exchange.forwarder.lateUpstreamError();
+    } else broken(error);
+  });
   upstream.on('close', () => {
     if (!upstream.complete)
       broken(Object.assign(new Error('upstream closed the response early'), { code: 'ECONNRESET' }));

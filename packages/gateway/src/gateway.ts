@@ -115,6 +115,8 @@ export const GATEWAY_DEFAULTS = {
   maxHeldEventBytes: 8 * 1024 * 1024,
   maxHeldBytes: 64 * 1024 * 1024,
   maxStreams: 10_000,
+  // JSON-RPC messages of a request body the gateway observes: a real client's batch is a handful.
+  maxBatchMessages: 100,
   // --max-streams, and room for connections sending their request or idle between two.
   maxConnections: 12_000,
   headerTimeoutMs: 10_000,
@@ -145,7 +147,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
   if (detector) counts.register(detector.metrics);
   let tracing: GatewayTracing | undefined;
   let server: Server | undefined;
-  const client = new UpstreamClient({ ca: options.upstreamCa });
+  const client = new UpstreamClient({ ca: options.upstreamCa, lateError: () => counts.lateUpstreamError() });
   try {
     tracing = gatewayTracing({
       detector,
@@ -188,6 +190,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
         maxStreams: options.maxStreams ?? GATEWAY_DEFAULTS.maxStreams,
         upstreamTimeoutMs: options.upstreamTimeoutMs ?? GATEWAY_DEFAULTS.upstreamTimeoutMs,
         streamIdleTimeoutMs: options.streamIdleTimeoutMs ?? GATEWAY_DEFAULTS.streamIdleTimeoutMs,
+        maxBatchMessages: options.maxBatchMessages ?? GATEWAY_DEFAULTS.maxBatchMessages,
       },
       counts,
       enforce,

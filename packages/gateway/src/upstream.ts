@@ -12,6 +12,11 @@ import { HttpUpstreamAgent, HttpsUpstreamAgent, noteKeepAlive } from './upstream
 export interface UpstreamOptions {
   /** PEM certificates trusted for an https upstream, in addition to Node's. */
   ca?: string | undefined;
+  /**
+   * Called for each error of a request after its response arrived (the connection reset while the body
+   * was still being sent): the response's reader sees the exchange's end, and nothing is left to answer.
+   */
+  lateError?: () => void;
 }
 
 export interface UpstreamRequest {
@@ -121,9 +126,11 @@ export class UpstreamClient {
   private readonly httpAgent = new HttpUpstreamAgent();
   private readonly httpsAgent: HttpsUpstreamAgent;
   private readonly ca: string | undefined;
+  private readonly lateError: () => void;
 
   constructor(options: UpstreamOptions = {}) {
     this.ca = options.ca;
+    this.lateError = options.lateError ?? ignore;
     this.httpsAgent = new HttpsUpstreamAgent(options.ca);
   }
 
@@ -184,8 +191,9 @@ export class UpstreamClient {
       req.once('response', (res) => {
         retry = undefined;
         req.off('error', failed);
-        // Later errors of the exchange reach the response (its 'error' or an incomplete 'close').
-        req.on('error', ignore);
+        // Later errors of the exchange reach the response (its 'error' or an incomplete 'close'); counted.
+        countLateErrors(req, signal, this.lateError);
+        releaseUnsentBody(req, res);
         if (!again) noteKeepAlive(res.socket, res.headers['keep-alive']);
         resolve(res);
       });
@@ -222,6 +230,27 @@ function abortWith(req: ClientRequest, signal: UpstreamAbort): void {
       if (signal.onabort === abort) signal.onabort = null;
     });
   }
+}
+
+/**
+ * Ends the request once its response is over if its body is not all sent. An upstream that answers
+ * before it has read the body (an authentication layer's 401, often) may never read the rest, and
+ * Node keeps what it could not send, the whole body maybe (4 MiB), in the connection's write queue,
+ * and the connection open, until the upstream reads it or closes: for as long as the upstream
+ * likes, for every such request. The connection could serve no other request anyway (Node frees it
+ * only once the body is sent). A function of its own, so that the listener keeps no scope of `exchange`.
+ */
+function releaseUnsentBody(req: ClientRequest, res: IncomingMessage): void {
+  res.on('end', () => {
+    if (!req.writableFinished) req.destroy();
+  });
+}
+
+/** Counts the request's errors after its response arrived, but for the one its own abort makes (`abortWith`). */
+function countLateErrors(req: ClientRequest, signal: UpstreamAbort, lateError: () => void): void {
+  req.on('error', () => {
+    if (!signal.aborted) lateError();
+  });
 }
 
 /** A listener that keeps an error from being thrown, for an error another listener reports. */

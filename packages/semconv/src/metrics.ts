@@ -84,6 +84,7 @@ export const METRIC_GATEWAY_REFUSALS_TOTAL = 'resumewatch_gateway_refusals_total
 export const METRIC_GATEWAY_GUARD_ACTIONS_TOTAL = 'resumewatch_gateway_guard_actions_total';
 export const METRIC_GATEWAY_HELD_BYTES = 'resumewatch_gateway_held_bytes';
 export const METRIC_GATEWAY_UNPARSED_TOTAL = 'resumewatch_gateway_unparsed_total';
+export const METRIC_GATEWAY_LATE_UPSTREAM_ERRORS_TOTAL = 'resumewatch_gateway_late_upstream_errors_total';
 
 export type MetricType = 'counter' | 'gauge' | 'histogram';
 
@@ -294,8 +295,14 @@ export const GATEWAY_METRICS: readonly MetricDescriptor[] = [
   {
     name: METRIC_GATEWAY_UNPARSED_TOTAL,
     type: 'counter',
-    help: 'JSON bodies and SSE events passed to the client unparsed (over --max-json-body-bytes or --max-held-event-bytes, or past --max-held-bytes): not observed, and never filtered, by kind.',
+    help: 'JSON bodies and SSE events passed to the client unparsed (over --max-json-body-bytes or --max-held-event-bytes, or past --max-held-bytes), and request batches forwarded unobserved with their response (over --max-batch-messages): not observed, and never filtered, by kind.',
     labelNames: [LABEL_KIND],
+  },
+  {
+    name: METRIC_GATEWAY_LATE_UPSTREAM_ERRORS_TOTAL,
+    type: 'counter',
+    help: "Errors of an upstream exchange after its response was over or had already failed (the connection reset while the request's body was still being sent after the upstream answered, a second error of a broken body): nothing is left to answer, so they are only counted.",
+    labelNames: [],
   },
 ];
 

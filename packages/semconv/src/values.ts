@@ -285,6 +285,11 @@ export const UnparsedKind = {
   JSON_BODY: 'json_body',
   /** An SSE event (passed as it arrived; it cannot be removed, and a terminal in it is not seen). */
   SSE_EVENT: 'sse_event',
+  /**
+   * A request body of more JSON-RPC messages than --max-batch-messages: forwarded unobserved, and its
+   * response with it (no record, span or timer for any of its messages, so no finding either).
+   */
+  REQUEST_BATCH: 'request_batch',
 } as const;
 export type UnparsedKind = ValuesOf<typeof UnparsedKind>;
 

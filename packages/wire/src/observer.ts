@@ -627,6 +627,7 @@ export class WireObserver {
     if (stream && initialized) this.initializeStreams.set(stream, initialized);
     const wireResponse: WireResponse = { status, contentType, sessionId, stream };
     for (const listener of this.listeners) listener.onResponse?.(request, wireResponse);
+    if ((status < 200 || status >= 300) && request.requests.length > 0) this.releaseRefused(request.requests);
     if (!stream && request.session) this.exchangeEnded(request.session, false);
     return stream;
   }
@@ -638,6 +639,20 @@ export class WireObserver {
     if (this.unaccepted.get(session.id) === session) this.unaccepted.delete(session.id);
     // Unless another record of the id got there first (this one was pushed out of the unaccepted ones meanwhile).
     if (!this.sessions.has(session.id)) this.sessions.set(session.id, session);
+  }
+
+  /**
+   * Requests answered with a status other than 2xx (401, 403, 404, 429, 5xx): refused, answered, never
+   * to get a result on any stream, so not open requests until their retention. A JSON-RPC error in the
+   * refusal's body is still observed, from its stream's own list of requests.
+   */
+  private releaseRefused(records: readonly RequestRecord[]): void {
+    for (const record of records) {
+      if (this.requests.get(record.key) !== record) continue;
+      this.requests.delete(record.key);
+      (record as Writable<RequestRecord>).released = true;
+      this.releasedRequests++;
+    }
   }
 
   /** The session an initialize response assigned: accepted. */
