@@ -118,7 +118,10 @@ export class SseTap implements BodyTap, SseSink, ChunkArrival {
     private readonly budget: HeldBytes,
     /** Most bytes of one event held (`maxHeldEventBytes`). */
     private readonly maxEventBytes: number,
-  ) {}
+  ) {
+    // Filtering holds an event until it is complete, never the bytes that carry none (a `: ping`).
+    this.scanner.settles = filtering;
+  }
 
   chunk(chunk: Uint8Array, sink: ChunkSink): boolean {
     this.at = NaN;
@@ -171,7 +174,8 @@ export class SseTap implements BodyTap, SseSink, ChunkArrival {
     const kept = this.observer.sseEvent(this.request, this.stream, scan, this);
     if (!this.filtering) return;
     if (!kept) {
-      (this.removed ??= []).push(scan.rawStart, scan.rawEnd);
+      // The event's own lines: a `: ping` before its first field is no part of it, and goes on.
+      (this.removed ??= []).push(scan.fieldsStart(), scan.rawEnd);
       (this.replacements ??= []).push(this.observer.takeReplacement());
     }
     this.eventsEnd = scan.rawEnd;
@@ -200,7 +204,9 @@ export class SseTap implements BodyTap, SseSink, ChunkArrival {
   private forward(chunk: Uint8Array, sink: ChunkSink, passing: boolean): boolean {
     const bytes = this.scanner.bytes;
     const start = passing ? bytes.length - chunk.length : 0;
-    const end = this.scanner.oversized ? bytes.length : this.eventsEnd;
+    const scanner = this.scanner;
+    // The complete events, and the lines after them that carry no event (`SseScanner.settles`).
+    const end = scanner.oversized ? bytes.length : Math.max(this.eventsEnd, scanner.settledEnd);
     if (end <= start) return false;
     const removed = this.removed;
     if (removed === undefined || removed.length === 0) {
