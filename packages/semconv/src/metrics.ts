@@ -294,7 +294,7 @@ export const GATEWAY_METRICS: readonly MetricDescriptor[] = [
   {
     name: METRIC_GATEWAY_UNPARSED_TOTAL,
     type: 'counter',
-    help: 'JSON bodies and SSE events passed to the client unparsed (over --max-json-body-bytes or --max-held-event-bytes, or past --max-held-bytes): not observed, and never filtered, by kind.',
+    help: 'JSON bodies and SSE events passed to the client unparsed (over --max-json-body-bytes or --max-held-event-bytes, or past --max-held-bytes), and bodies in a Content-Encoding the gateway could not read: not observed, and never filtered, by kind.',
     labelNames: [LABEL_KIND],
   },
 ];

@@ -285,6 +285,12 @@ export const UnparsedKind = {
   JSON_BODY: 'json_body',
   /** An SSE event (passed as it arrived; it cannot be removed, and a terminal in it is not seen). */
   SSE_EVENT: 'sse_event',
+  /**
+   * A response body in a `Content-Encoding` the gateway could not read (unknown or stacked codings,
+   * corrupt data, a decompression bomb; under --enforce, an SSE body the upstream encoded though asked
+   * for identity): passed as it came, unobserved and unfiltered, its requests not judged.
+   */
+  ENCODED_BODY: 'encoded_body',
 } as const;
 export type UnparsedKind = ValuesOf<typeof UnparsedKind>;
 

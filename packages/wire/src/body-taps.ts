@@ -44,6 +44,11 @@ export interface BodyTap {
   end(): void;
   /** The body is over (ended, failed or cancelled): what it held of the budget is given back. */
   release(): void;
+  /**
+   * A tap that observes later than it forwards (a decoded copy, decoded-tap.ts): runs `then` once all
+   * it was given is observed, before the body's end (`broken`: the body failed) is. Absent: at once.
+   */
+  settled?(then: () => void, broken: boolean): void;
 }
 
 /**
@@ -72,12 +77,22 @@ export class PushedBody {
   end(sink: ChunkSink, response?: { end(): unknown }): void {
     this.tap.rest(sink);
     response?.end();
-    this.tap.end();
-    this.observer.streamEnded(this.request, this.stream, 'clean', undefined);
+    if (this.tap.settled === undefined) this.ended();
+    else this.tap.settled(() => this.ended(), false);
   }
 
   /** The body broke (`error`), or the exchange was aborted (an AbortError: `abort`). */
   fail(error: unknown): void {
+    if (this.tap.settled === undefined) this.failed(error);
+    else this.tap.settled(() => this.failed(error), true);
+  }
+
+  private ended(): void {
+    this.tap.end();
+    this.observer.streamEnded(this.request, this.stream, 'clean', undefined);
+  }
+
+  private failed(error: unknown): void {
     this.tap.release();
     this.observer.streamEnded(this.request, this.stream, isAbort(error) ? 'abort' : 'error', error);
   }
@@ -238,6 +253,17 @@ export class SseTap implements BodyTap, SseSink, ChunkArrival {
     }
     return enqueued;
   }
+}
+
+/** A body the observer cannot read (an unknown or stacked `Content-Encoding`): it passes as it comes, unobserved. */
+export class UnreadTap implements BodyTap {
+  chunk(chunk: Uint8Array, sink: ChunkSink): boolean {
+    sink.enqueue(chunk);
+    return true;
+  }
+  rest(): void {}
+  end(): void {}
+  release(): void {}
 }
 
 /**
