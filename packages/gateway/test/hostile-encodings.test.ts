@@ -6,7 +6,9 @@
 // (no false lost_result); what the gateway cannot read passes byte-identical, counted, and is not judged.
 // "Early" is proven by order: the scripted upstream writes its next bytes only once the client has read
 // what came before, so a gateway that held them would never finish.
+import { Agent } from 'node:http';
 import type { ServerResponse } from 'node:http';
+import { createRequire } from 'node:module';
 import { brotliCompressSync, constants, createGzip, deflateSync, gunzipSync, gzipSync } from 'node:zlib';
 import type { Gzip } from 'node:zlib';
 import { FindingKind } from '@resumewatch/semconv';
@@ -275,5 +277,85 @@ describe('what the gateway cannot read passes byte-identical, counted, never jud
     await waitFor(() => gateway.stats().unreadEncodedBodies === 1, 'the bomb to be counted');
     expect(gateway.stats()).toMatchObject({ heldBytes: 0, unparsedJsonBodies: 0 });
     expect(await findingsWhenSettled(gateway)).not.toContain(FindingKind.LOST_RESULT);
+  });
+});
+
+/** The SDK 1.x client's own SSE parser (eventsource-parser, through its `EventSourceParserStream`), from the SDK's dependencies. */
+const sdkRequire = createRequire(
+  createRequire(import.meta.url).resolve('@modelcontextprotocol/sdk/client/streamableHttp.js'),
+);
+const { EventSourceParserStream } = sdkRequire('eventsource-parser/stream') as {
+  EventSourceParserStream: new () => TransformStream<string, { id?: string; event?: string; data: string }>;
+};
+
+/** The events the SDK's client reads from these chunks, as its transport pipes a body (decoded text, then the parser). */
+async function sdkEvents(chunks: readonly Buffer[]): Promise<{ id?: string; data: string }[]> {
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      for (const chunk of chunks) controller.enqueue(new Uint8Array(chunk));
+      controller.close();
+    },
+  });
+  const events: { id?: string; data: string }[] = [];
+  const reader = body.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream()).getReader();
+  for (let r = await reader.read(); !r.done; r = await reader.read())
+    events.push({ id: r.value.id, data: r.value.data });
+  return events;
+}
+
+describe('suspicion: an event ending in a lone CR at a chunk boundary (eventsource-parser waits for a possible LF)', () => {
+  it('confirmed and fixed: the LF after it passes even when the duplicate after it is removed, so the SDK client reads the event', async () => {
+    const progress = JSON.stringify({
+      jsonrpc: '2.0',
+      method: 'notifications/message',
+      params: { level: 'info', data: 'x' },
+    });
+    // The event's blank line is a lone CR, the last byte of a chunk; its LF comes first in the next
+    // chunk, with a replayed duplicate of call 1's result that the guard removes.
+    const chunkA = Buffer.from(`id: n1\ndata: ${progress}\n\r`);
+    const chunkB = Buffer.from(`\nid: d1\ndata: ${result(1)}\n\n`);
+    const clientHasA = gate();
+    const { endpoint, gateway } = await rig(
+      async (req, res, seen) => {
+        if (req.method === 'GET') {
+          res.writeHead(200, sse);
+          res.write(chunkA);
+          await clientHasA.opened;
+          res.end(chunkB);
+          return;
+        }
+        const { id, method } = JSON.parse(seen.body.toString()) as { id?: number; method: string };
+        if (method === 'initialize') {
+          res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': 's-1' });
+          return res.end(JSON.stringify({ jsonrpc: '2.0', id, result: initializeResult }));
+        }
+        if (id === undefined) return res.writeHead(202).end();
+        res.writeHead(200, sse);
+        res.end(`id: r1\ndata: ${result(id)}\n\n`);
+      },
+      { enforce: true },
+    );
+    // One connection: the notification after the call proves its client read the call's result.
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      const session = { ...fetchLike, 'mcp-session-id': 's-1' };
+      await send(endpoint, { method: 'POST', headers: fetchLike, body: initialize, agent });
+      expect(
+        (await send(endpoint, { method: 'POST', headers: session, body: call(1), agent })).body.toString(),
+      ).toContain('"id":1');
+      const initialized = JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' });
+      expect((await send(endpoint, { method: 'POST', headers: session, body: initialized, agent })).status).toBe(202);
+    } finally {
+      agent.destroy();
+    }
+    const listening = await open(endpoint, { headers: { accept: 'text/event-stream', 'mcp-session-id': 's-1' } });
+    await waitFor(() => listening.received().length === chunkA.length, 'the first chunk to reach the client');
+    clientHasA.open();
+    expect((await listening.ended).complete).toBe(true);
+    expect(gateway.counts().actions).toMatchObject({ duplicate_terminal_dropped: 1 });
+    // What the SDK's parser reads directly, less the removed duplicate, is what it reads through the gateway.
+    const direct = await sdkEvents([chunkA, chunkB]);
+    expect(direct.map((e) => e.id)).toEqual(['n1', 'd1']);
+    expect(await sdkEvents([listening.received()])).toEqual(direct.filter((e) => e.id !== 'd1'));
   });
 });

@@ -77,6 +77,18 @@ describe('bytes that carry no event, with a filtering listener', () => {
     expect(received.text).toBe(': before\n: after\n\n');
   });
 
+  it('an event ended by a lone CR at a chunk’s end: the LF that completes its CRLF passes, though the event after it is removed', () => {
+    // eventsource-parser (the SDK's) waits for a possible LF after a final CR: without it the event is never read.
+    const body = filteredCall();
+    const received = new Received();
+    const first = progress(1).replace(/\n\n$/, '\n\r');
+    body.chunk(Buffer.from(first), received);
+    expect(received.text).toBe(first);
+    body.chunk(Buffer.from(`\n${progress(2).replace('id: p2', 'id: drop-2')}`), received);
+    body.end(received);
+    expect(received.text).toBe(`${first}\n`);
+  });
+
   it('for any chunking, holds exactly the event in progress: what is unsent begins at a field line or a line in progress', () => {
     const input =
       ': ping\n\n' +
