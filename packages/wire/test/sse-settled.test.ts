@@ -108,14 +108,13 @@ describe('bytes that carry no event, with a filtering listener', () => {
       const body = filteredCall();
       const received = new Received();
       let fed = 0;
-      let removed = 0;
       while (fed < bytes.length) {
         const size = round < 40 ? 1 + (round % 4) : 1 + Math.floor(rand() * 60);
         const chunk = bytes.subarray(fed, Math.min(bytes.length, fed + size));
         body.chunk(chunk, received);
         fed += chunk.length;
         const expectedSent = input.slice(0, fed).replace(progress(3).replace('id: p3', 'id: drop-3'), '');
-        removed = input.slice(0, fed).length - expectedSent.length;
+        const removed = input.slice(0, fed).length - expectedSent.length;
         // What the client has is the input (less the removed event) up to some point...
         expect(expectedSent.startsWith(received.text), `round ${round} at ${fed}`).toBe(true);
         // ...and what is held begins with the line in progress or a field of the event in progress.
