@@ -238,6 +238,7 @@ describe('WireObserver', () => {
       heldBytes: 0,
       unparsedJsonBodies: 0,
       oversizedEvents: 0,
+      unreadEncodedBodies: 0,
     });
     for (const response of open) await response.body?.cancel();
   });

@@ -19,7 +19,7 @@ function observed(options = {}) {
 }
 
 /** Nothing held to parse bodies once they ended, and nothing passed unparsed. */
-const noBodies = { heldBytes: 0, unparsedJsonBodies: 0, oversizedEvents: 0 };
+const noBodies = { heldBytes: 0, unparsedJsonBodies: 0, oversizedEvents: 0, unreadEncodedBodies: 0 };
 const empty = { sessions: 0, requests: 0, evictions: 0, ...noBodies };
 
 describe('release of wire state', () => {
