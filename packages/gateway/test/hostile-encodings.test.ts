@@ -11,7 +11,7 @@ import type { ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';
 import { brotliCompressSync, constants, createGzip, deflateSync, gunzipSync, gzipSync } from 'node:zlib';
 import type { Gzip } from 'node:zlib';
-import { FindingKind } from '@resumewatch/semconv';
+import { FindingKind, LABEL_KIND, METRIC_GATEWAY_UNPARSED_TOTAL, UnparsedKind } from '@resumewatch/semconv';
 import { describe, expect, it } from 'vitest';
 import type { RunningGateway } from '../src/index.js';
 import { waitFor } from './helpers/e2e-rig.js';
@@ -255,6 +255,8 @@ describe('what the gateway cannot read passes byte-identical, counted, never jud
       expect(response.body.equals(bytes)).toBe(true);
       expect(response.headers['content-encoding']).toBe(coding);
       await waitFor(() => gateway.stats().unreadEncodedBodies === 1, 'the body to be counted');
+      const metrics = await (await fetch(`http://127.0.0.1:${gateway.detector!.metricsPort}/metrics`)).text();
+      expect(metrics).toContain(`${METRIC_GATEWAY_UNPARSED_TOTAL}{${LABEL_KIND}="${UnparsedKind.ENCODED_BODY}"} 1`);
       // The request ends at its deadline (nothing told its result), and no lost_result is reported for it.
       expect(await findingsWhenSettled(gateway)).not.toContain(FindingKind.LOST_RESULT);
       expect(gateway.stats().heldBytes).toBe(0);
