@@ -691,29 +691,34 @@ function latin1(view: Buffer, start: number, end: number): string {
 
 /**
  * The start of the first line of `bytes[from, to)` that may be a field (`to` when none): the lines
- * are complete but the last maybe, and a line that might be a field is taken for one.
+ * are complete but the last maybe, and a line that might be a field is taken for one. A line is told by
+ * its first bytes before it is read to its end, so a long field line (an event's data) costs nothing.
  */
 function firstFieldLine(bytes: Uint8Array, from: number, to: number): number {
   let at = from;
   while (at < to) {
+    if (mayBeField(bytes, at, to)) return at;
     let end = at;
     while (end < to && bytes[end] !== LF && bytes[end] !== CR) end++;
-    if (end === to || mayBeField(bytes, at, end)) return at;
+    if (end === to) return at;
     at = end + 1;
     if (bytes[end] === CR && at < to && bytes[at] === LF) at++;
   }
   return to;
 }
 
-/** Whether the line `bytes[start, end)` may be a field the scanner reads (`data`, `id`, `event`, `retry`), after a BOM too. */
-function mayBeField(bytes: Uint8Array, start: number, end: number): boolean {
-  if (end - start >= 3 && bytes[start] === 0xef && bytes[start + 1] === 0xbb && bytes[start + 2] === 0xbf) start += 3;
-  for (const name of FIELD_NAMES)
-    if (
-      sameText(bytes, start, 0, Math.min(name.length, end - start), name) &&
-      nameEndsAt(bytes, start, name.length, end - start)
-    )
-      return true;
+/**
+ * Whether the line at `start` (within `bytes[start, to)`) may be a field the scanner reads (`data`,
+ * `id`, `event`, `retry`, a BOM before it too): its name followed by a colon, a line end, or `to`.
+ */
+function mayBeField(bytes: Uint8Array, start: number, to: number): boolean {
+  if (to - start >= 3 && bytes[start] === 0xef && bytes[start + 1] === 0xbb && bytes[start + 2] === 0xbf) start += 3;
+  for (const name of FIELD_NAMES) {
+    const at = start + name.length;
+    if (at > to || !sameText(bytes, start, 0, name.length, name)) continue;
+    const next = bytes[at];
+    if (at === to || next === COLON || next === LF || next === CR) return true;
+  }
   return false;
 }
 const FIELD_NAMES = ['data', 'id', 'event', 'retry'] as const;
