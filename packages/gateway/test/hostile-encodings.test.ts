@@ -205,6 +205,8 @@ describe('encoded bodies, observing: a decoded copy is read, the client gets the
           expect(response.headers['content-encoding']).toBe(coding);
           expect(response.body.equals(bodies.get(id)!)).toBe(true);
         }
+        // Each body's end observed, after its decoded copy (its records leave once their stream ended after their results).
+        await waitFor(() => gateway.stats().requests === 0, 'each stream’s end to be observed');
         const findings = await findingsWhenSettled(gateway);
         expect(findings).not.toContain(FindingKind.LOST_RESULT);
         if (format === 'sse') expect(findings).toContain(FindingKind.DUPLICATE_TERMINAL);
@@ -212,6 +214,16 @@ describe('encoded bodies, observing: a decoded copy is read, the client gets the
       });
     }
   }
+
+  it('an empty body that names a coding is no unreadable body', async () => {
+    const { endpoint, gateway } = await rig((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' }).end();
+    });
+    const response = await send(endpoint, { method: 'POST', headers: fetchLike, body: call(1) });
+    expect([response.status, response.body.length]).toEqual([200, 0]);
+    await waitFor(() => gateway.counts().open === 0, 'the exchange to end');
+    expect(gateway.stats()).toMatchObject({ unreadEncodedBodies: 0, heldBytes: 0 });
+  });
 
   it('an SSE result split across chunks of a gzip stream is seen before the stream ends', async () => {
     const seenResult = gate();

@@ -49,6 +49,8 @@ export class DecodedTap implements BodyTap {
   /** The body broke: a decoder error at its end is the truncation's, not corrupt data. */
   private broken = false;
   private whenSettled: (() => void) | undefined = undefined;
+  /** Bytes were given to the decoder (an empty body's decoder fails at its end: there is nothing to decode). */
+  private given = false;
   private hold: Hold | undefined = undefined;
 
   constructor(
@@ -70,7 +72,10 @@ export class DecodedTap implements BodyTap {
     // The encoded bytes waiting for the decoder count in the observer's budget.
     const hold = (this.hold ??= this.budget.holdFor(this));
     if (!this.budget.set(hold, decoder.writableLength + chunk.length)) this.standAside();
-    else decoder.write(chunk);
+    else {
+      this.given = true;
+      decoder.write(chunk);
+    }
     return true;
   }
 
@@ -81,7 +86,10 @@ export class DecodedTap implements BodyTap {
   settled(then: () => void, broken: boolean): void {
     this.broken = broken;
     const decoder = this.decoder;
-    if (decoder === undefined) return then();
+    if (decoder === undefined || !this.given) {
+      this.stop();
+      return then();
+    }
     this.whenSettled = then;
     decoder.end();
   }
