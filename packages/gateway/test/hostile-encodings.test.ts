@@ -275,6 +275,21 @@ describe('what the gateway cannot read passes byte-identical, counted, never jud
     });
   }
 
+  it('a decoder past --max-held-bytes: the body passes byte-identical, counted', async () => {
+    const body = gzipSync(result(1));
+    const { endpoint, gateway } = await rig(
+      (_req, res) =>
+        void res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' }).end(body),
+      // Room for the body, none for a decoder's state.
+      { maxHeldBytes: 16 * 1024, requestTimeoutMs: 1_000 },
+    );
+    const response = await send(endpoint, { method: 'POST', headers: fetchLike, body: call(1) });
+    expect(response.body.equals(body)).toBe(true);
+    await waitFor(() => gateway.stats().unreadEncodedBodies === 1, 'the body to be counted');
+    expect(await findingsWhenSettled(gateway)).not.toContain(FindingKind.LOST_RESULT);
+    expect(gateway.stats().heldBytes).toBe(0);
+  });
+
   it('a gzip bomb: cut off from observation and counted; the client gets every byte', async () => {
     // 64 MiB of one byte, some 64 KiB encoded, as the body of a JSON answer.
     const bomb = gzipSync(Buffer.alloc(64 * 1024 * 1024, 0x20));

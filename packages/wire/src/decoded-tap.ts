@@ -7,11 +7,19 @@ import type { Hold, HeldBytes } from './held-bytes.js';
 
 /**
  * Decoded bytes past which a body is taken for a decompression bomb, when they are also more than
- * `BOMB_RATIO` times the encoded bytes so far: text compresses 3 to 20 times, a repetitive JSON list
- * maybe 100 times; deflate's most is about 1,000 (brotli's has no such bound).
+ * `BOMB_RATIO` times the encoded bytes the decoder consumed: text compresses 3 to 20 times, a
+ * repetitive JSON list maybe 100 times; deflate's most is about 1,000 (brotli's has no such bound).
  */
 const BOMB_FLOOR_BYTES = 1024 * 1024;
 const BOMB_RATIO = 256;
+
+/**
+ * What a decoder's own state is counted for in the held-bytes budget while its body is open (zlib's
+ * inflate: a 32 KiB window, its state and a 16 KiB output chunk; brotli's ring buffer grows with the
+ * stream's window, at most 16 MiB, and is counted at a typical size), so that the decoders of many open
+ * streams are bounded with everything else the observer holds.
+ */
+const DECODER_BYTES: Readonly<Record<BodyCoding, number>> = { gzip: 64 * 1024, deflate: 64 * 1024, br: 256 * 1024 };
 
 /** Where the decoded copy's observed bytes go: nowhere (the client gets the encoded bytes, as they came). */
 const DISCARD: ChunkSink = { enqueue: () => undefined };
@@ -37,7 +45,7 @@ function decoderFor(coding: BodyCoding): Transform {
  *
  * It stands aside (the rest passes unobserved, the observer is told once: `unreadable`) when the data
  * is corrupt, when it decodes to more than `BOMB_RATIO` times its size past `BOMB_FLOOR_BYTES`, or when
- * the encoded bytes waiting for the decoder would take the observer past its held-bytes budget. What
+ * the decoder's state and the encoded bytes waiting for it would take the observer past its held-bytes budget. What
  * the inner tap holds of decoded bytes is bounded as for any body (maxJsonBodyBytes, maxHeldEventBytes,
  * maxHeldBytes).
  */
@@ -53,12 +61,15 @@ export class DecodedTap implements BodyTap {
   private given = false;
   private hold: Hold | undefined = undefined;
 
+  private readonly state: number;
+
   constructor(
     private readonly inner: BodyTap,
     coding: BodyCoding,
     private readonly host: DecodedTapHost,
     private readonly budget: HeldBytes,
   ) {
+    this.state = DECODER_BYTES[coding];
     const decoder = (this.decoder = decoderFor(coding));
     decoder.on('data', (chunk: Buffer) => this.decodedChunk(chunk));
     decoder.on('error', () => (this.broken ? this.settle() : this.standAside()));
@@ -69,9 +80,9 @@ export class DecodedTap implements BodyTap {
     sink.enqueue(chunk);
     const decoder = this.decoder;
     if (decoder === undefined) return true;
-    // The encoded bytes waiting for the decoder count in the observer's budget.
+    // The decoder's state and the encoded bytes waiting for it count in the observer's budget.
     const hold = (this.hold ??= this.budget.holdFor(this));
-    if (!this.budget.set(hold, decoder.writableLength + chunk.length)) this.standAside();
+    if (!this.budget.set(hold, this.state + decoder.writableLength + chunk.length)) this.standAside();
     else {
       this.given = true;
       decoder.write(chunk);
@@ -114,7 +125,7 @@ export class DecodedTap implements BodyTap {
     const decoder = this.decoder;
     if (this.decoded > BOMB_FLOOR_BYTES && this.decoded > BOMB_RATIO * (decoder as unknown as Zlib).bytesWritten)
       return this.standAside();
-    if (this.hold !== undefined) this.budget.set(this.hold, decoder.writableLength, true);
+    if (this.hold !== undefined) this.budget.set(this.hold, this.state + decoder.writableLength, true);
     this.inner.chunk(chunk, DISCARD);
   }
 
