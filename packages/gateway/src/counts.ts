@@ -22,7 +22,7 @@ import {
 import type { ObservationStats } from './observation.js';
 
 /** What the counts read of the observation at scrape time. */
-type HeldStats = Pick<ObservationStats, 'heldBytes' | 'unparsedJsonBodies' | 'oversizedEvents'>;
+type HeldStats = Pick<ObservationStats, 'heldBytes' | 'unparsedJsonBodies' | 'oversizedEvents' | 'unreadEncodedBodies'>;
 
 /** The HTTP methods MCP uses; any other is counted as `other` (a label set a client cannot grow). */
 const METHODS = new Set(['GET', 'POST', 'DELETE', 'HEAD', 'OPTIONS']);
@@ -128,6 +128,7 @@ export class GatewayCounts {
           [{ [LABEL_KIND]: UnparsedKind.JSON_BODY }, stats?.unparsedJsonBodies ?? 0],
           [{ [LABEL_KIND]: UnparsedKind.SSE_EVENT }, stats?.oversizedEvents ?? 0],
           [{ [LABEL_KIND]: UnparsedKind.REQUEST_BATCH }, this.unobservedBatches],
+          [{ [LABEL_KIND]: UnparsedKind.ENCODED_BODY }, stats?.unreadEncodedBodies ?? 0],
         ];
       },
     };

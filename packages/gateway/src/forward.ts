@@ -6,6 +6,7 @@ import { GatewayRefusal, GuardAction } from '@resumewatch/semconv';
 import type { HostCheck } from '@resumewatch/daemon';
 import { parseMessages } from '@resumewatch/wire';
 import type { PushedBody, StreamRecord, WireRequest } from '@resumewatch/wire';
+import { askIdentity } from './accept-encoding.js';
 import { answer } from './answers.js';
 import { batchOver } from './batch-size.js';
 import { RateLimitedLog } from './error-log.js';
@@ -235,6 +236,8 @@ export class Forwarder {
     if (body.byteLength > 0 || req.headers['content-length'] !== undefined)
       headers.push(['content-length', String(body.byteLength)]);
     headers.push(['host', this.upstream.host]);
+    // Enforcing, the guard must read what it forwards: bodies unencoded (accept-encoding.ts says what that costs).
+    if (this.filtering) askIdentity(headers);
     const client = this.clients.of(req);
     // The client's Host, its scheme and address, which the upstream no longer sees (forwarded.ts).
     pushForwardingHeaders(headers, req, client.address);

@@ -22,6 +22,8 @@ export interface ObservationStats extends RecorderStats {
   unparsedJsonBodies: number;
   /** SSE events passed to their client unparsed, as they arrived: over maxHeldEventBytes, or past maxHeldBytes. */
   oversizedEvents: number;
+  /** Response bodies passed to their client unobserved for their Content-Encoding (unknown, corrupt, a bomb...). */
+  unreadEncodedBodies: number;
 }
 
 /** What the gateway bounds of what it holds to parse bodies (the wire observer's options of the same names). */
@@ -92,6 +94,7 @@ export function observeExchanges(
         heldBytes: wire.heldBytes,
         unparsedJsonBodies: wire.unparsedJsonBodies,
         oversizedEvents: wire.oversizedEvents,
+        unreadEncodedBodies: wire.unreadEncodedBodies,
         ...instrumented.stats(),
       };
     },

@@ -338,6 +338,8 @@ export class SpanRecorder implements WireListener {
       // A stream that errored or closed may be resumed (session era); only a cancelled one gives its
       // requests up. In the 2026-07-28 era nothing resumes: a stream that ended without the result lost it.
       if (end !== 'abort') {
+        // A body the observer could not read (its Content-Encoding) says nothing of its requests' results.
+        if (stream.unread) return;
         for (const record of stream.requests) {
           const state = this.requests.get(record);
           if (!state?.span || record.terminalCount > 0) continue;

@@ -295,7 +295,7 @@ export const GATEWAY_METRICS: readonly MetricDescriptor[] = [
   {
     name: METRIC_GATEWAY_UNPARSED_TOTAL,
     type: 'counter',
-    help: 'JSON bodies and SSE events passed to the client unparsed (over --max-json-body-bytes or --max-held-event-bytes, or past --max-held-bytes), and request batches forwarded unobserved with their response (over --max-batch-messages): not observed, and never filtered, by kind.',
+    help: 'JSON bodies and SSE events passed to the client unparsed (over --max-json-body-bytes or --max-held-event-bytes, or past --max-held-bytes), request batches forwarded unobserved with their response (over --max-batch-messages), and bodies in a Content-Encoding the gateway could not read: not observed, and never filtered, by kind.',
     labelNames: [LABEL_KIND],
   },
   {

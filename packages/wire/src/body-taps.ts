@@ -44,6 +44,11 @@ export interface BodyTap {
   end(): void;
   /** The body is over (ended, failed or cancelled): what it held of the budget is given back. */
   release(): void;
+  /**
+   * A tap that observes later than it forwards (a decoded copy, decoded-tap.ts): runs `then` once all
+   * it was given is observed, before the body's end (`broken`: the body failed) is. Absent: at once.
+   */
+  settled?(then: () => void, broken: boolean): void;
 }
 
 /**
@@ -72,12 +77,22 @@ export class PushedBody {
   end(sink: ChunkSink, response?: { end(): unknown }): void {
     this.tap.rest(sink);
     response?.end();
-    this.tap.end();
-    this.observer.streamEnded(this.request, this.stream, 'clean', undefined);
+    if (this.tap.settled === undefined) this.ended();
+    else this.tap.settled(() => this.ended(), false);
   }
 
   /** The body broke (`error`), or the exchange was aborted (an AbortError: `abort`). */
   fail(error: unknown): void {
+    if (this.tap.settled === undefined) this.failed(error);
+    else this.tap.settled(() => this.failed(error), true);
+  }
+
+  private ended(): void {
+    this.tap.end();
+    this.observer.streamEnded(this.request, this.stream, 'clean', undefined);
+  }
+
+  private failed(error: unknown): void {
     this.tap.release();
     this.observer.streamEnded(this.request, this.stream, isAbort(error) ? 'abort' : 'error', error);
   }
@@ -118,7 +133,10 @@ export class SseTap implements BodyTap, SseSink, ChunkArrival {
     private readonly budget: HeldBytes,
     /** Most bytes of one event held (`maxHeldEventBytes`). */
     private readonly maxEventBytes: number,
-  ) {}
+  ) {
+    // Filtering holds an event until it is complete, never the bytes that carry none (a `: ping`).
+    this.scanner.settles = filtering;
+  }
 
   chunk(chunk: Uint8Array, sink: ChunkSink): boolean {
     this.at = NaN;
@@ -171,7 +189,8 @@ export class SseTap implements BodyTap, SseSink, ChunkArrival {
     const kept = this.observer.sseEvent(this.request, this.stream, scan, this);
     if (!this.filtering) return;
     if (!kept) {
-      (this.removed ??= []).push(scan.rawStart, scan.rawEnd);
+      // The event's own lines: a `: ping` before its first field is no part of it, and goes on.
+      (this.removed ??= []).push(scan.fieldsStart(), scan.rawEnd);
       (this.replacements ??= []).push(this.observer.takeReplacement());
     }
     this.eventsEnd = scan.rawEnd;
@@ -200,7 +219,9 @@ export class SseTap implements BodyTap, SseSink, ChunkArrival {
   private forward(chunk: Uint8Array, sink: ChunkSink, passing: boolean): boolean {
     const bytes = this.scanner.bytes;
     const start = passing ? bytes.length - chunk.length : 0;
-    const end = this.scanner.oversized ? bytes.length : this.eventsEnd;
+    const scanner = this.scanner;
+    // The complete events, and the lines after them that carry no event (`SseScanner.settles`).
+    const end = scanner.oversized ? bytes.length : Math.max(this.eventsEnd, scanner.settledEnd);
     if (end <= start) return false;
     const removed = this.removed;
     if (removed === undefined || removed.length === 0) {
@@ -232,6 +253,17 @@ export class SseTap implements BodyTap, SseSink, ChunkArrival {
     }
     return enqueued;
   }
+}
+
+/** A body the observer cannot read (an unknown or stacked `Content-Encoding`): it passes as it comes, unobserved. */
+export class UnreadTap implements BodyTap {
+  chunk(chunk: Uint8Array, sink: ChunkSink): boolean {
+    sink.enqueue(chunk);
+    return true;
+  }
+  rest(): void {}
+  end(): void {}
+  release(): void {}
 }
 
 /**

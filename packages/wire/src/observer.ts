@@ -15,7 +15,9 @@ import {
   requestTarget,
 } from './jsonrpc.js';
 import type { JsonRpcId, JsonRpcMessage, JsonRpcResponse } from './jsonrpc.js';
-import { JsonTap, PushedBody, SseTap, isAbort } from './body-taps.js';
+import { JsonTap, PushedBody, SseTap, UnreadTap, isAbort } from './body-taps.js';
+import { bodyCoding, type BodyCoding } from './content-coding.js';
+import { DecodedTap } from './decoded-tap.js';
 import { HeldBytes } from './held-bytes.js';
 import { watchResponse } from './watched-body.js';
 import type { BodyTap, ChunkArrival } from './body-taps.js';
@@ -105,6 +107,7 @@ export class WireObserver {
   /** Session ids and cursors longer than their bound, not kept (see `stats().unkeptIds`). */
   private unkeptIds = 0;
   private oversizedEvents = 0;
+  private unreadEncodedBodies = 0;
   private readonly releaseOnTransportClose: boolean;
   private readonly sessionlessApart: boolean;
   private readonly now: () => number;
@@ -247,6 +250,7 @@ export class WireObserver {
       heldBytes: this.heldBytes.total,
       unparsedJsonBodies: this.unparsedJsonBodies,
       oversizedEvents: this.oversizedEvents,
+      unreadEncodedBodies: this.unreadEncodedBodies,
     };
   }
 
@@ -596,7 +600,34 @@ export class WireObserver {
   ): PushedBody | undefined {
     const stream = this.responded(request, status, headers as RequestInit['headers'], hasBody);
     this.deleteSent(request);
-    return stream ? new PushedBody(this, request, stream, this.tapFor(request, stream)) : undefined;
+    if (!stream) return undefined;
+    // A fetch's body comes decoded; a proxy's as the upstream encoded it, and is passed on so.
+    const coding = bodyCoding(headerValue(headers as RequestInit['headers'], 'content-encoding'));
+    return new PushedBody(
+      this,
+      request,
+      stream,
+      coding === undefined ? this.tapFor(request, stream) : this.encodedTap(request, stream, coding),
+    );
+  }
+
+  /**
+   * An encoded body's tap: a decoded copy observed (decoded-tap.ts), or, when the observer cannot read
+   * it (an unknown or stacked coding) or would have to filter it (an SSE body with a filtering listener:
+   * removing an event means encoding the body again), nothing: it passes as it comes, counted.
+   */
+  private encodedTap(request: WireRequest, stream: StreamRecord, coding: BodyCoding | null): BodyTap {
+    if (coding === null || (stream.format === 'sse' && this.filtering)) {
+      this.unreadable(stream);
+      return new UnreadTap();
+    }
+    const host = { unreadable: () => this.unreadable(stream) };
+    return new DecodedTap(this.tapFor(request, stream, false), coding, host, this.heldBytes);
+  }
+
+  private unreadable(stream: StreamRecord): void {
+    stream.unread = true;
+    this.unreadEncodedBodies++;
   }
 
   /** A response's head: the stream its body opens (JSON or SSE), the listeners told. */
@@ -750,9 +781,9 @@ export class WireObserver {
   }
 
   /** What sees a body: the SSE scanner of its events, or the JSON body's parse at its end. */
-  private tapFor(request: WireRequest, stream: StreamRecord): BodyTap {
+  private tapFor(request: WireRequest, stream: StreamRecord, filtering = this.filtering): BodyTap {
     return stream.format === 'sse'
-      ? new SseTap(this, request, stream, this.filtering, this.heldBytes, this.maxHeldEventBytes)
+      ? new SseTap(this, request, stream, filtering, this.heldBytes, this.maxHeldEventBytes)
       : new JsonTap(this, request, stream, this.maxJsonBodyBytes, this.heldBytes);
   }
 
@@ -1024,6 +1055,7 @@ function newStreamRecord(
     terminalEvents: 0,
     foreignTerminalEvents: 0,
     pollingAnnounced,
+    unread: false,
     ended: undefined,
   };
 }

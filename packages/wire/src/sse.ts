@@ -124,6 +124,20 @@ export class SseScanner {
    * read either). Internal: not on `SseEvent`.
    */
   oversized = false;
+  /**
+   * Set by a sink that forwards bytes only once it knows what they carry (a filtering tap): the bytes
+   * that carry no event (comment lines, unknown fields and blank lines seen while no field of the next
+   * event has been, such as a `: ping` keep-alive) are settled as soon as their line ends: not carried
+   * into the next chunk, and not part of the next event's `raw`. Off (`SseParser`), they are part of
+   * the next event's `raw`, so that the events' bytes give back the input.
+   */
+  settles = false;
+  /**
+   * With `settles`, after each push: the end of the bytes of `bytes` that are settled, the complete
+   * events and the lines after them that carry none (see `settles`); what follows is the event in
+   * progress, held. 0 otherwise, and while an oversized event is in progress.
+   */
+  settledEnd = 0;
 
   /** The unparsed rest of earlier chunks: the event in progress (of an oversized one, its line in progress). */
   private pending: Uint8Array = EMPTY;
@@ -228,6 +242,7 @@ export class SseScanner {
   }
 
   push(chunk: Uint8Array): void {
+    this.settledEnd = 0;
     if (chunk.length === 0) return;
     let work: Uint8Array;
     if (this.skipLine) {
@@ -403,6 +418,8 @@ export class SseScanner {
     if (this.hasId && this.idText === undefined) this.idText = this.asciiText(this.idStart, this.idEnd);
     this.spanning = carried && blockStart === 0 && !this.oversized;
     let from = blockStart;
+    // Once per push, never per event: the lines before the event in progress that carry none of it.
+    if (this.settles && !this.oversized) this.settledEnd = from = this.settledFrom(work, blockStart, lineStart);
     const sink = this.sink;
     if (!this.oversized && sink.held !== undefined) {
       const lines = this.dataLines === undefined ? 0 : this.dataLines.length * DATA_LINE_BYTES;
@@ -438,6 +455,26 @@ export class SseScanner {
       this.storeEnd = pending.length;
       this.pending = store.subarray(0, pending.length);
     }
+  }
+
+  /**
+   * Where the event in progress begins, of the complete lines `work[blockStart, lineStart)` and the
+   * line in progress at `lineStart`: with no field of it seen yet, at the line in progress (the lines
+   * before are comments, unknown fields or blank lines); else at its first field line, found by reading
+   * the lines from `blockStart` up to it (once: the next push's bytes begin there). A line that might be
+   * a field (a BOM before its name included) is taken for one: what is wrongly held only waits longer.
+   */
+  private settledFrom(work: Uint8Array, blockStart: number, lineStart: number): number {
+    return this.sawField ? firstFieldLine(work, blockStart, lineStart) : lineStart;
+  }
+
+  /**
+   * Where the event being reported begins without the lines before its first field (comments, unknown
+   * fields, blank lines: `bytes[rawStart, fieldsStart())` carry no event): what a filtering sink removes
+   * of an event it drops, so that a `: ping` before it still reaches the client. Read for a removed event only.
+   */
+  fieldsStart(): number {
+    return firstFieldLine(this.bytes, this.rawStart, this.rawEnd);
   }
 
   /** Ends the stream. Returns the bytes of an unterminated last event, which the spec discards. */
@@ -669,6 +706,40 @@ const LATIN1_SLICE = typeof (Buffer.prototype as Latin1Sliced).latin1Slice === '
 function latin1(view: Buffer, start: number, end: number): string {
   return LATIN1_SLICE ? (view as Latin1Sliced).latin1Slice!(start, end) : view.toString('latin1', start, end);
 }
+
+/**
+ * The start of the first line of `bytes[from, to)` that may be a field (`to` when none): the lines
+ * are complete but the last maybe, and a line that might be a field is taken for one. A line is told by
+ * its first bytes before it is read to its end, so a long field line (an event's data) costs nothing.
+ */
+function firstFieldLine(bytes: Uint8Array, from: number, to: number): number {
+  let at = from;
+  while (at < to) {
+    if (mayBeField(bytes, at, to)) return at;
+    let end = at;
+    while (end < to && bytes[end] !== LF && bytes[end] !== CR) end++;
+    if (end === to) return at;
+    at = end + 1;
+    if (bytes[end] === CR && at < to && bytes[at] === LF) at++;
+  }
+  return to;
+}
+
+/**
+ * Whether the line at `start` (within `bytes[start, to)`) may be a field the scanner reads (`data`,
+ * `id`, `event`, `retry`, a BOM before it too): its name followed by a colon, a line end, or `to`.
+ */
+function mayBeField(bytes: Uint8Array, start: number, to: number): boolean {
+  if (to - start >= 3 && bytes[start] === 0xef && bytes[start + 1] === 0xbb && bytes[start + 2] === 0xbf) start += 3;
+  for (const name of FIELD_NAMES) {
+    const at = start + name.length;
+    if (at > to || !sameText(bytes, start, 0, name.length, name)) continue;
+    const next = bytes[at];
+    if (at === to || next === COLON || next === LF || next === CR) return true;
+  }
+  return false;
+}
+const FIELD_NAMES = ['data', 'id', 'event', 'retry'] as const;
 
 /** Whether the bytes hold a line end (LF or CR). */
 function hasLineEnd(bytes: Uint8Array): boolean {

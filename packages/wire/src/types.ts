@@ -166,6 +166,12 @@ export interface StreamRecord {
    * resume chain): a priming event (an `id` with empty data) or a `retry:` field.
    */
   pollingAnnounced: boolean;
+  /**
+   * The body could not be read (a proxy's body in a `Content-Encoding` the observer cannot decode, corrupt,
+   * or a decompression bomb; with a filtering listener, an encoded SSE body): it passed unobserved from
+   * some point, so what it carried is unknown, and its end says nothing of its requests' results.
+   */
+  unread: boolean;
   ended: StreamEnd | undefined;
 }
 
@@ -423,4 +429,6 @@ export interface WireStats {
   unparsedJsonBodies: number;
   /** SSE events passed on unparsed (oversized): over `maxHeldEventBytes`, or past `maxHeldBytes`. */
   oversizedEvents: number;
+  /** A proxy's bodies passed on unobserved for their `Content-Encoding` (`StreamRecord.unread`). */
+  unreadEncodedBodies: number;
 }

@@ -140,7 +140,7 @@ describe('WireObserver', () => {
     expect(observer.getRequest(sessionId, 5)?.terminalCount).toBe(2);
   });
 
-  it('removes an event a filtering listener refuses, forwarding every other byte unchanged', async () => {
+  it('removes an event a filtering listener refuses, forwarding every other byte unchanged (a comment before it too)', async () => {
     const observer = new WireObserver();
     observer.addListener({ onEvent: (e) => e.terminals.length === 0 }, { filters: true });
     const fetch = observer.wrap();
@@ -148,7 +148,7 @@ describe('WireObserver', () => {
     const call = await fetch(server.url, post({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: {} }, sessionId));
     const text = await call.text();
     const original = server.written.get('POST 9')!;
-    const resultEvent = original.slice(original.indexOf(': keepalive'));
+    const resultEvent = original.slice(original.indexOf(': keepalive\n\n') + ': keepalive\n\n'.length);
     expect(text).toBe(original.slice(0, original.length - resultEvent.length));
   });
 
@@ -241,6 +241,7 @@ describe('WireObserver', () => {
       unacceptedSessions: 0,
       unacceptedEvictions: 0,
       unkeptIds: 0,
+      unreadEncodedBodies: 0,
     });
     for (const response of open) await response.body?.cancel();
   });

@@ -26,6 +26,7 @@ const noBodies = {
   unacceptedSessions: 0,
   unacceptedEvictions: 0,
   unkeptIds: 0,
+  unreadEncodedBodies: 0,
 };
 const empty = { sessions: 0, requests: 0, evictions: 0, ...noBodies };
 
