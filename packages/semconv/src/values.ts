@@ -290,6 +290,7 @@ export const UnparsedKind = {
    * response with it (no record, span or timer for any of its messages, so no finding either).
    */
   REQUEST_BATCH: 'request_batch',
+  /**
    * A response body in a `Content-Encoding` the gateway could not read (unknown or stacked codings,
    * corrupt data, a decompression bomb; under --enforce, an SSE body the upstream encoded though asked
    * for identity): passed as it came, unobserved and unfiltered, its requests not judged.
