@@ -362,7 +362,8 @@ describe('suspicion: an event ending in a lone CR at a chunk boundary (eventsour
         res.writeHead(200, sse);
         res.end(`id: r1\ndata: ${result(id)}\n\n`);
       },
-      { enforce: true },
+      // A client talking to the gateway directly: its next request on the connection proves receipt.
+      { enforce: true, connectionProof: true },
     );
     // One connection: the notification after the call proves its client read the call's result.
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });
