@@ -321,7 +321,7 @@ export class SpanRecorder implements WireListener {
     }
   }
 
-  onStreamEnd(_req: WireRequest, stream: StreamRecord, end: StreamEnd, error: unknown): void {
+  onStreamEnd(req: WireRequest, stream: StreamRecord, end: StreamEnd, error: unknown): void {
     try {
       if (this.openResumes.size > 0) {
         const attempt = this.openResumes.get(stream);
@@ -337,15 +337,20 @@ export class SpanRecorder implements WireListener {
       }
       // A stream that errored or closed may be resumed (session era); only a cancelled one gives its
       // requests up. In the 2026-07-28 era nothing resumes: a stream that ended without the result lost it.
-      if (end !== 'abort') {
+      // At a proxy an abort is its client's connection gone (or the proxy's idle timer): in the session era
+      // a break like any other, since a disconnection is no cancellation (2025-11-25: the client may resume,
+      // or send notifications/cancelled); what it does about it is told at the request's end.
+      const clientGone = end === 'abort' && req.clientScope !== undefined;
+      if (end !== 'abort' || clientGone) {
         for (const record of stream.requests) {
           const state = this.requests.get(record);
           if (!state?.span || record.terminalCount > 0) continue;
-          if (state.stateless) this.broke(state, ErrorType.STREAM_BROKEN);
+          if (state.stateless) this.broke(state, clientGone ? ErrorType.ABORTED : ErrorType.STREAM_BROKEN);
           else if (stream.kind !== StreamKind.LISTENING) {
             // Resumable, if the client holds an event id of it; what it does about it is told at the request's end.
             state.broken = true;
             if (stream.deliveredEventId !== undefined) state.cursor = true;
+            else if (end === 'error' && !state.cursor) this.unresumable(state);
           }
         }
         return;
@@ -841,6 +846,17 @@ export class SpanRecorder implements WireListener {
         state.cursor ? RequestRecovery.NOT_RESUMED : RequestRecovery.NO_EVENT_ID,
       );
     }
+  }
+
+  /**
+   * Session era: the request's stream broke (the server's side, not its reader's) before its terminal,
+   * and neither it nor an earlier stream of the request gave an event id: no cursor exists, so no resume
+   * can bring the result, and the break is its request's end (error.type `stream_broken`, recovery
+   * `no_event_id`), told now rather than at the deadline. The detector's lost-result rule decides.
+   */
+  private unresumable(state: RequestState): void {
+    state.span?.setAttribute(ATTR_MCP_REQUEST_RECOVERY, RequestRecovery.NO_EVENT_ID);
+    this.endRequest(state, ErrorType.STREAM_BROKEN);
   }
 
   /** Holds a `poll` of an unfinished request (not of the listening stream); false when it is emitted at once. */
