@@ -228,6 +228,27 @@ describe('SpanRecorder: a request that ends without its result after its stream 
     expect(capture.spans(SPAN_STREAM_RESUME)).toEqual([]);
   });
 
+  it('a stream that broke before the result with no event id: no cursor exists, the request ends at the break', async () => {
+    const { observer, capture } = setup(false, 60_000);
+    const fetch = observer.wrap();
+    const broken = async (id: number, event: string): Promise<void> => {
+      scripted.server.script.push({ chunks: [event], cut: true });
+      const body = JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'slow' } });
+      const headers = { 'mcp-session-id': SCRIPTED_SESSION, 'content-type': 'application/json' };
+      await (await fetch(scripted.server.url, { method: 'POST', headers, body })).text().catch(() => undefined);
+      await vi.waitFor(() => expect(observer.getSession(SCRIPTED_SESSION)?.streams.at(-1)?.ended).toBe('error'), WAIT);
+    };
+    await broken(13, sse({ data: progress(1) }));
+    // Long before its deadline (60 s): the break is its end, and nothing can resume it.
+    expect(ended(capture, 13).attributes).toMatchObject({
+      [ATTR_ERROR_TYPE]: ErrorType.STREAM_BROKEN,
+      [ATTR_MCP_REQUEST_RECOVERY]: RequestRecovery.NO_EVENT_ID,
+    });
+    // With an event id the client may still resume: the request goes on.
+    await broken(14, sse({ id: 'n1', data: progress(1) }));
+    expect(requestSpan(capture, 14)).toBeUndefined();
+  });
+
   it("a held poll given up with the session's DELETE: the request span names it as its last resume's outcome", async () => {
     const { observer, capture } = setup(false, 60_000);
     const fetch = observer.wrap();
