@@ -3,7 +3,7 @@ import type { DetectorStats, Finding } from '@resumewatch/detector';
 import type { ResumewatchConfig } from '../config.js';
 import type { Evidence, EvidenceStats } from './evidence.js';
 import { drawReissueTimeline, drawTimeline, type DrawnTimeline } from './timeline-view.js';
-import { findingKey } from './timeline-event.js';
+import { findingKey, isReissueFinding } from './timeline-event.js';
 
 /** Where the data comes from: a running detector, or recorded traces (`analyze --html`). */
 type PageSource = 'serve' | 'report';
@@ -78,7 +78,7 @@ export function pageData(s: PageSources): PageData {
     requestKeys.push(key);
     if (key in timelines) continue;
     // A 2026-07-28 re-issue: both attempts, each its own trace, on one time axis.
-    if (f.first_trace_id !== undefined) {
+    if (isReissueFinding(f)) {
       timelines[key] = drawReissueTimeline(f, s.evidence.attempts(f));
       continue;
     }
