@@ -268,6 +268,29 @@ describe('cut between the client and the gateway', () => {
     );
 
     it(
+      'a resume answered 200 with no event (the Inspector CLI against the everything server), then the DELETE: lost_result, recovery resumed',
+      { timeout: TIMEOUT },
+      async () => {
+        // The server ends each resume after what it replayed: nothing here, the result is still to come.
+        const upstream = await server({ closeReplays: true });
+        const gateway = await gatewayFor(upstream.url, 600_000);
+        const client = await plainSession(gatewayMcpUrl(gateway, upstream.url));
+        const call = await client.callUntilProgress(2);
+        call.drop();
+        await waitFor(() => gateway.counts().open === 0, 'the gateway to see the dropped connection');
+        expect(await client.resume(call.lastEventId!, 'slow done')).not.toContain('slow done');
+        await waitFor(() => gateway.counts().open === 0, 'the empty resume to end');
+        expect(await lostResults(gateway)).toEqual([]);
+        await client.remove();
+        expect(await reported(gateway, 'the DELETE after the empty resume')).toMatchObject({
+          request_id: String(call.id),
+          recovery: RequestRecovery.RESUMED,
+          request_end: ErrorType.ABORTED,
+        });
+      },
+    );
+
+    it(
       'server without event ids: nothing to resume from; lost_result at the DELETE, recovery no_event_id',
       { timeout: TIMEOUT },
       async () => {
