@@ -86,14 +86,14 @@ function pendingCall(session: SdkSession, progress: number[]): Promise<string> {
 
 describe('cut between the gateway and the server, a server whose events carry no id', () => {
   it.each([
-    ['session-less (stateless SDK server), SDK 1.x client', { stateless: true }, 'sdk'],
-    ['session-less (stateless SDK server), SDK v2 client', { stateless: true }, 'sdk-v2'],
-    ['with a session, SDK 1.x client', {}, 'sdk'],
+    ['session-less (stateless SDK server), SDK 1.x client', true, 'sdk'],
+    ['session-less (stateless SDK server), SDK v2 client', true, 'sdk-v2'],
+    ['with a session, SDK 1.x client', false, 'sdk'],
   ] as const)(
     '%s: lost_result at the break (no cursor exists), long before the deadline',
     { timeout: TIMEOUT },
-    async (_, shape, client) => {
-      const upstream = await server({ noEventStore: true, ...shape });
+    async (_, stateless, client) => {
+      const upstream = await server({ noEventStore: true, stateless });
       // Between the gateway and the server: the gateway sees its upstream stream break.
       const proxy = await faultProxy(upstream.url);
       // A deadline the test never reaches: the break decides.
@@ -107,7 +107,7 @@ describe('cut between the gateway and the server, a server whose events carry no
       expect(lost).toMatchObject({
         recovery: RequestRecovery.NO_EVENT_ID,
         request_end: ErrorType.STREAM_BROKEN,
-        session_id: shape.stateless ? '' : session.sessionId(),
+        session_id: stateless ? '' : session.sessionId(),
       });
       // The client got the progress, never the result: its call is still waiting.
       expect(progress).toEqual([1]);
@@ -118,10 +118,10 @@ describe('cut between the gateway and the server, a server whose events carry no
   );
 
   it.each([
-    ['session-less', { stateless: true }],
-    ['with a session', {}],
-  ] as const)('healthy twin, %s: the same call uncut, no finding', { timeout: TIMEOUT }, async (_, shape) => {
-    const upstream = await server({ noEventStore: true, ...shape });
+    ['session-less', true],
+    ['with a session', false],
+  ] as const)('healthy twin, %s: the same call uncut, no finding', { timeout: TIMEOUT }, async (_, stateless) => {
+    const upstream = await server({ noEventStore: true, stateless });
     const proxy = await faultProxy(upstream.url);
     const gateway = await gatewayFor(proxy.url, 600_000);
     const session = await sdkSession('sdk', gatewayMcpUrl(gateway, proxy.url), 'healthy-upstream');
