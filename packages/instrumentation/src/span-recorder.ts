@@ -350,7 +350,8 @@ export class SpanRecorder implements WireListener {
             // Resumable, if the client holds an event id of it; what it does about it is told at the request's end.
             state.broken = true;
             if (stream.deliveredEventId !== undefined) state.cursor = true;
-            else if (end === 'error' && !state.cursor) this.unresumable(state);
+            // A break (neither a clean end nor the client's drop) with no cursor, ever: nothing resumes it.
+            else if (end !== 'clean' && !clientGone && !state.cursor) this.unresumable(state);
           }
         }
         return;
