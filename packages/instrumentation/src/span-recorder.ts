@@ -14,6 +14,7 @@ import type {
   WireRequest,
   WireResponse,
 } from '@resumewatch/wire';
+import { BoundedMap } from '@resumewatch/bounded';
 import { BrokenRequests, DEFAULT_REISSUE_WINDOW_MS, keyedArgumentsDigest } from '@resumewatch/wire';
 import {
   ATTR_HTTP_REQUEST_METHOD,
@@ -119,6 +120,9 @@ interface RequestState {
   lastResume: ResumeOutcome | undefined;
 }
 
+/** Requests a proxy keeps open after their client's connection dropped (see `SpanRecorder.clientDropped`). */
+const MAX_CLIENT_DROPPED = 10_000;
+
 /**
  * How a request ended without its terminal, for a resume of it still open: at its deadline or by an
  * abort (a `continuation` then was a partial replay), or cancelled (it stays a continuation).
@@ -210,6 +214,23 @@ export class SpanRecorder implements WireListener {
   private readonly digestKey: string | Uint8Array;
   /** This client's broken 2026-07-28 requests, by digest, awaiting their re-issue. */
   private readonly broken: BrokenRequests<SpanContext>;
+  /**
+   * At a proxy: requests whose client's connection dropped before their result, kept open for the
+   * client's resume, cancellation, DELETE or their deadline. Capped: a client that drops request after
+   * request holds no more than this many spans and timers; past the cap the oldest is given up as a
+   * drop was before (ended `aborted`, naming no recovery: no verdict on what was not watched to its end).
+   */
+  private readonly clientDropped = new BoundedMap<RequestState, true>(
+    MAX_CLIENT_DROPPED,
+    Infinity,
+    Date.now,
+    (state) => {
+      if (!state.span) return;
+      state.broken = false;
+      state.resumed = false;
+      this.endRequest(state, ErrorType.ABORTED);
+    },
+  );
 
   constructor(options: SpanRecorderOptions) {
     this.tracer = options.tracer;
@@ -348,6 +369,7 @@ export class SpanRecorder implements WireListener {
           if (state.stateless) this.broke(state, clientGone ? ErrorType.ABORTED : ErrorType.STREAM_BROKEN);
           else if (stream.kind !== StreamKind.LISTENING) {
             // Resumable, if the client holds an event id of it; what it does about it is told at the request's end.
+            if (clientGone) this.clientDropped.set(state, true);
             state.broken = true;
             if (stream.deliveredEventId !== undefined) state.cursor = true;
             // A break (neither a clean end nor the client's drop) with no cursor, ever: nothing resumes it.
@@ -794,6 +816,7 @@ export class SpanRecorder implements WireListener {
     clearTimeout(state.timer);
     state.timer = undefined;
     this.openRequests--;
+    if (this.clientDropped.size > 0) this.clientDropped.delete(state);
     if (state.sessionId !== undefined) {
       const open = this.openBySession.get(state.sessionId);
       if (open?.delete(state) && open.size === 0) this.openBySession.delete(state.sessionId);
