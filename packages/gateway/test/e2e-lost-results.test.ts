@@ -268,6 +268,24 @@ describe('cut between the client and the gateway', () => {
     );
 
     it(
+      'healthy twin: drops, then asks for the same work again (a re-issue) and gets it: no finding',
+      { timeout: TIMEOUT },
+      async () => {
+        const upstream = await server({ noEventStore: true });
+        const gateway = await gatewayFor(upstream.url, 600_000);
+        const client = await plainSession(gatewayMcpUrl(gateway, upstream.url));
+        const call = await client.callUntilProgress(1, 50);
+        call.drop();
+        await waitFor(() => gateway.counts().open === 0, 'the gateway to see the dropped connection');
+        const again = await client.callUntilProgress(1, 50);
+        expect(again.id).not.toBe(call.id);
+        expect(await again.rest()).toContain('slow done');
+        await client.remove();
+        await expectNoFinding(gateway);
+      },
+    );
+
+    it(
       'a resume answered 200 with no event (the Inspector CLI against the everything server), then the DELETE: lost_result, recovery resumed',
       { timeout: TIMEOUT },
       async () => {

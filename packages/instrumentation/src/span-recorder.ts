@@ -220,6 +220,8 @@ export class SpanRecorder implements WireListener {
    * request holds no more than this many spans and timers; past the cap the oldest is given up as a
    * drop was before (ended `aborted`, naming no recovery: no verdict on what was not watched to its end).
    */
+  /** Those of them that name their work (tools/call, prompts/get, resources/read), by digest, awaiting a re-issue. */
+  private readonly droppedWork: BrokenRequests<RequestState>;
   private readonly clientDropped = new BoundedMap<RequestState, true>(
     MAX_CLIENT_DROPPED,
     Infinity,
@@ -238,6 +240,7 @@ export class SpanRecorder implements WireListener {
     this.requestTimeoutMs = options.requestTimeoutMs;
     this.digestKey = options.digestKey ?? createIdRecorder({ idPolicy: 'raw' }).digestKey;
     this.broken = new BrokenRequests({ windowMs: options.reissueWindowMs ?? DEFAULT_REISSUE_WINDOW_MS });
+    this.droppedWork = new BrokenRequests({ windowMs: options.reissueWindowMs ?? DEFAULT_REISSUE_WINDOW_MS });
   }
 
   stats(): RecorderStats {
@@ -369,7 +372,10 @@ export class SpanRecorder implements WireListener {
           if (state.stateless) this.broke(state, clientGone ? ErrorType.ABORTED : ErrorType.STREAM_BROKEN);
           else if (stream.kind !== StreamKind.LISTENING) {
             // Resumable, if the client holds an event id of it; what it does about it is told at the request's end.
-            if (clientGone) this.clientDropped.set(state, true);
+            if (clientGone) {
+              this.clientDropped.set(state, true);
+              if (state.reissueKey !== undefined) this.droppedWork.noteBroken(state.reissueKey, state);
+            }
             state.broken = true;
             if (stream.deliveredEventId !== undefined) state.cursor = true;
             // A break (neither a clean end nor the client's drop) with no cursor, ever: nothing resumes it.
@@ -429,6 +435,21 @@ export class SpanRecorder implements WireListener {
     this.requests.set(record, state);
     this.openRequests++;
     if (state.sessionId !== undefined) this.trackSession(state);
+    if (!stateless && !record.inputRound && state.reissueKey !== undefined && this.droppedWork.size > 0)
+      this.reissuedAfterDrop(state.reissueKey);
+  }
+
+  /**
+   * At a proxy, session era: this request asks for the same work (same client, same arguments digest,
+   * within the re-issue window) as one whose client's connection dropped before its result: the client
+   * recovered the call by asking again, so the dropped one is given up with no verdict on its result.
+   */
+  private reissuedAfterDrop(key: string): void {
+    const dropped = this.droppedWork.takeReissued(key);
+    if (!dropped?.span || dropped.record.terminalCount > 0) return;
+    dropped.broken = false;
+    dropped.resumed = false;
+    this.endRequest(dropped, ErrorType.ABORTED);
   }
 
   /**
