@@ -257,7 +257,7 @@ describe('cut between the client and the gateway', () => {
         const upstream = await server({});
         const gateway = await gatewayFor(upstream.url, 600_000);
         const client = await plainSession(gatewayMcpUrl(gateway, upstream.url));
-        const call = await client.callUntilProgress(2, 300);
+        const call = await client.callUntilProgress(2, 600);
         call.drop();
         await waitFor(() => gateway.counts().open === 0, 'the gateway to see the dropped connection');
         expect(call.lastEventId).toBeDefined();
@@ -274,10 +274,11 @@ describe('cut between the client and the gateway', () => {
         const upstream = await server({ noEventStore: true });
         const gateway = await gatewayFor(upstream.url, 600_000);
         const client = await plainSession(gatewayMcpUrl(gateway, upstream.url));
-        const call = await client.callUntilProgress(1, 50);
+        // The result comes a second after the progress: the drop is before it.
+        const call = await client.callUntilProgress(1, 1_000);
         call.drop();
         await waitFor(() => gateway.counts().open === 0, 'the gateway to see the dropped connection');
-        const again = await client.callUntilProgress(1, 50);
+        const again = await client.callUntilProgress(1, 1_000);
         expect(again.id).not.toBe(call.id);
         expect(await again.rest()).toContain('slow done');
         await client.remove();
@@ -337,7 +338,7 @@ describe('a lost_result retracted by the result it was said to have lost', () =>
       const upstream = await server({});
       const gateway = await gatewayFor(upstream.url, 1_000);
       const client = await plainSession(gatewayMcpUrl(gateway, upstream.url));
-      const call = await client.callUntilProgress(2, 50);
+      const call = await client.callUntilProgress(2, 600);
       call.drop();
       await reported(gateway, 'the deadline after the drop');
       expect(await client.resume(call.lastEventId!, 'slow done')).toContain('slow done');
