@@ -83,7 +83,7 @@ const OUTCOMES = new Set<string>(Object.values(ResumeOutcome));
  * (`terminal`, `resume`, `attempt`, and `request` for a client request span given up) updates the
  * request's state; the rules (`duplicateTerminal`, `resumeAfterTerminal`, `reconnectStorm`, `signature`,
  * `emptyReplay`, `cursorLost`, `retractFailedResumption`, `foreignReplay`, `conflictingTerminal`,
- * `completedAfterCancellation`, `lostResult`, `lostResultOfBrokenStream`) decide and `emit` findings.
+ * `completedAfterCancellation`, `lostResult`, `lostWithoutSession`, `lostResultOfBrokenStream`) decide and `emit` findings.
  * What the detector knows of a request is read and changed through RequestTable (table.ts: named
  * methods, or a field by its name), which stores it as columns of typed arrays rather than one object
  * per request: that is what keeps a tracked request near 163 bytes.
