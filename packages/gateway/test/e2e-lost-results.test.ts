@@ -117,6 +117,30 @@ describe('cut between the gateway and the server, a server whose events carry no
     },
   );
 
+  it(
+    'a plain client that never resumes, server with event ids: the DELETE ends the request: lost_result, not_resumed',
+    { timeout: TIMEOUT },
+    async () => {
+      const upstream = await server({});
+      const proxy = await faultProxy(upstream.url);
+      const gateway = await gatewayFor(proxy.url, 600_000);
+      const client = await plainSession(gatewayMcpUrl(gateway, proxy.url));
+      // The priming event and the progress, then the cut: a cursor exists, the client never uses it.
+      proxy.armCut({ method: 'POST', afterEvents: 2 });
+      const call = await client.callUntilProgress(2);
+      expect(call.lastEventId).toBeDefined();
+      await expect(call.rest()).rejects.toThrow();
+      await waitFor(() => gateway.counts().open === 0, 'the broken stream to end');
+      expect(await lostResults(gateway)).toEqual([]);
+      await client.remove();
+      expect(await reported(gateway, 'the DELETE after the upstream cut')).toMatchObject({
+        request_id: String(call.id),
+        recovery: RequestRecovery.NOT_RESUMED,
+        request_end: ErrorType.ABORTED,
+      });
+    },
+  );
+
   it.each([
     ['session-less', true],
     ['with a session', false],
