@@ -90,6 +90,8 @@ export interface SpanRecorderOptions {
   digestKey?: string | Uint8Array;
   /** How long a broken 2026-07-28 request waits for its re-issue. Default DEFAULT_REISSUE_WINDOW_MS. */
   reissueWindowMs?: number;
+  /** At a proxy: most requests kept open after their client's connection dropped. Default 10,000. */
+  maxClientDropped?: number;
 }
 
 interface RequestState {
@@ -222,17 +224,7 @@ export class SpanRecorder implements WireListener {
    */
   /** Those of them that name their work (tools/call, prompts/get, resources/read), by digest, awaiting a re-issue. */
   private readonly droppedWork: BrokenRequests<RequestState>;
-  private readonly clientDropped = new BoundedMap<RequestState, true>(
-    MAX_CLIENT_DROPPED,
-    Infinity,
-    Date.now,
-    (state) => {
-      if (!state.span) return;
-      state.broken = false;
-      state.resumed = false;
-      this.endRequest(state, ErrorType.ABORTED);
-    },
-  );
+  private readonly clientDropped: BoundedMap<RequestState, true>;
 
   constructor(options: SpanRecorderOptions) {
     this.tracer = options.tracer;
@@ -241,6 +233,12 @@ export class SpanRecorder implements WireListener {
     this.digestKey = options.digestKey ?? createIdRecorder({ idPolicy: 'raw' }).digestKey;
     this.broken = new BrokenRequests({ windowMs: options.reissueWindowMs ?? DEFAULT_REISSUE_WINDOW_MS });
     this.droppedWork = new BrokenRequests({ windowMs: options.reissueWindowMs ?? DEFAULT_REISSUE_WINDOW_MS });
+    this.clientDropped = new BoundedMap<RequestState, true>(
+      options.maxClientDropped ?? MAX_CLIENT_DROPPED,
+      Infinity,
+      Date.now,
+      (state) => this.dropForgotten(state),
+    );
   }
 
   stats(): RecorderStats {
@@ -437,6 +435,14 @@ export class SpanRecorder implements WireListener {
     if (state.sessionId !== undefined) this.trackSession(state);
     if (!stateless && !record.inputRound && state.reissueKey !== undefined && this.droppedWork.size > 0)
       this.reissuedAfterDrop(state.reissueKey);
+  }
+
+  /** Pushed out of `clientDropped` by its cap (or let go when it ended): given up with no verdict, if still open. */
+  private dropForgotten(state: RequestState): void {
+    if (!state.span) return;
+    state.broken = false;
+    state.resumed = false;
+    this.endRequest(state, ErrorType.ABORTED);
   }
 
   /**
