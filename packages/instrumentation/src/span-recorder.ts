@@ -218,13 +218,14 @@ export class SpanRecorder implements WireListener {
   private readonly broken: BrokenRequests<SpanContext>;
   /**
    * At a proxy: requests whose client's connection dropped before their result, kept open for the
-   * client's resume, cancellation, DELETE or their deadline. Capped: a client that drops request after
-   * request holds no more than this many spans and timers; past the cap the oldest is given up as a
-   * drop was before (ended `aborted`, naming no recovery: no verdict on what was not watched to its end).
+   * client's resume, cancellation, re-issue, DELETE or their deadline. Capped: a client that drops
+   * request after request holds no more than this many spans and timers; past the cap the oldest is
+   * given up as a drop was before (ended `aborted`, naming no recovery: no verdict on what was not
+   * watched to its end).
    */
+  private readonly clientDropped: BoundedMap<RequestState, true>;
   /** Those of them that name their work (tools/call, prompts/get, resources/read), by digest, awaiting a re-issue. */
   private readonly droppedWork: BrokenRequests<RequestState>;
-  private readonly clientDropped: BoundedMap<RequestState, true>;
 
   constructor(options: SpanRecorderOptions) {
     this.tracer = options.tracer;
