@@ -7,6 +7,7 @@ import {
   ATTR_MCP_METHOD_NAME,
   ErrorType,
   FindingKind,
+  FindingRecord,
   METRIC_EVIDENCE_BYTES,
   METRIC_EVIDENCE_REQUESTS,
   METRIC_EVIDENCE_WINDOW_BYTES,
@@ -104,24 +105,32 @@ describe('the evidence the page draws from', () => {
     // Spans of no MCP request, without a session: never held, not even in the window.
     const other = span('GET /healthz', T0, {}, { trace: traceOf(3) });
     feed(pipeline, [other, first, fate, result]);
-    // The first attempt's broken stream is a lost_result until a re-issue retracts it: that request is
-    // held with its finding; both traces are still in the window, waiting for a re-issue finding.
+    // The first attempt's broken stream is a lost_result until a re-issue retracts it: that attempt (its
+    // trace, as its spans are kept) is held with its finding; the re-issue's trace is still in the window.
     expect(pipeline.recent.findings().map((f) => f.kind)).toEqual([FindingKind.LOST_RESULT]);
-    expect(pipeline.evidence.stats()).toMatchObject({ requests: 1, windowRequests: 2 });
+    expect(pipeline.evidence.stats()).toMatchObject({ requests: 1, windowRequests: 1 });
+    const lost = pipeline.recent.findings()[0]!;
+    expect(pipeline.evidence.timeline(lost)?.events.map((e) => e.span_id)).toEqual([first.spanId, fate.spanId]);
     feed(pipeline, [reissue]);
     const finding = pipeline.recent.findings().find((f) => f.kind === FindingKind.DUPLICATE_EXECUTION)!;
     const ids = (held: { events: { span_id: string }[] } | undefined) => held?.events.map((e) => e.span_id);
     expect(ids(pipeline.evidence.attempts(finding).first)).toEqual([first.spanId, fate.spanId]);
     expect(ids(pipeline.evidence.attempts(finding).reissue)).toEqual([result.spanId, reissue.spanId]);
-    // The two attempts by trace, and the retracted lost_result's own request (the page still lists it).
-    expect(pipeline.evidence.stats()).toMatchObject({ requests: 3, windowRequests: 0 });
+    // The two attempts by trace, each held once: the retracted lost_result's evidence is its attempt's.
+    expect(pipeline.evidence.stats()).toMatchObject({ requests: 2, windowRequests: 0 });
     // A span of either trace after the finding joins its attempt.
     const late = modernRequest(T0 + 520, { trace: traceOf(2), kind: 2, service: 'server' });
     feed(pipeline, [late]);
     expect(ids(pipeline.evidence.attempts(finding).reissue)).toContain(late.spanId);
-    // The page's data: one timeline, both attempts, each side of each on its lane.
+    // The page's data: the lost_result and its retraction share one key (one entry, its attempt's timeline).
     const data = livePageData(pipeline, configWith());
-    const timeline = drawnOf(new LivePage(pipeline, configWith()), data.request_keys[data.findings.indexOf(finding)]!);
+    const page = new LivePage(pipeline, configWith());
+    const keyOfRecord = (record: string | undefined) =>
+      data.request_keys[data.findings.findIndex((f) => f.kind === FindingKind.LOST_RESULT && f.record === record)];
+    expect(keyOfRecord(FindingRecord.RETRACTION)).toBe(keyOfRecord(undefined));
+    expect(drawnOf(page, keyOfRecord(undefined)!).events).toHaveLength(2);
+    // The re-issue's finding: one timeline, both attempts, each side of each on its lane.
+    const timeline = drawnOf(page, data.request_keys[data.findings.indexOf(finding)]!);
     expect(timeline.lanes.map((l) => l.label)).toEqual([
       'first attempt \u00b7 client',
       'first attempt \u00b7 server',

@@ -1342,6 +1342,64 @@ describe('detector core: lost results (issue 31)', () => {
     }
   });
 
+  it('a stream that broke with no event id (no cursor, nothing resumes it): lost_result at its break, retracted by a late terminal', () => {
+    const broken = requestEnded(r, at, ErrorType.STREAM_BROKEN, { recovery: RequestRecovery.NO_EVENT_ID });
+    expect(run([broken])).toEqual([
+      {
+        kind: FindingKind.LOST_RESULT,
+        service: 'client',
+        session_id: 'sess-1',
+        request_id: '7',
+        trace_id: broken.traceId,
+        first_time_unix_ms: at - 1000,
+        last_time_unix_ms: at,
+        span_ids: [broken.spanId],
+        recovery: RequestRecovery.NO_EVENT_ID,
+        request_end: ErrorType.STREAM_BROKEN,
+      },
+    ]);
+    // Keyed by its session as any session's request: a terminal that does come after all retracts it.
+    const late = terminal(r, at + 100, 'A');
+    expect(run([broken, late]).map((f) => [f.kind, f.record])).toEqual([
+      [FindingKind.LOST_RESULT, undefined],
+      [FindingKind.LOST_RESULT, FindingRecord.RETRACTION],
+    ]);
+    expect(run([late, broken])).toEqual([]);
+  });
+
+  it("a session-less server's request (session era, no Mcp-Session-Id): lost_result by its trace, never when cancelled", () => {
+    const sessionless = (error: string, recovery: RequestRecovery | undefined): SpanRecord => {
+      const s = requestEnded(r, at, error, recovery === undefined ? {} : { recovery });
+      const attributes = { ...s.attributes };
+      delete attributes[ATTR_MCP_SESSION_ID];
+      return { ...s, attributes };
+    };
+    for (const [error, recovery] of [
+      [ErrorType.STREAM_BROKEN, RequestRecovery.NO_EVENT_ID],
+      [ErrorType.TIMEOUT, RequestRecovery.NO_EVENT_ID],
+      [ErrorType.ABORTED, RequestRecovery.NOT_RESUMED],
+    ] as const) {
+      const ended = sessionless(error, recovery);
+      expect(run([ended])).toEqual([
+        {
+          kind: FindingKind.LOST_RESULT,
+          service: 'client',
+          session_id: '',
+          request_id: '7',
+          trace_id: ended.traceId,
+          first_time_unix_ms: at - 1000,
+          last_time_unix_ms: at,
+          span_ids: [ended.spanId],
+          recovery,
+          request_end: error,
+        },
+      ]);
+    }
+    // Cancelled, or given up with no stream ended before: nothing.
+    expect(run([sessionless(ErrorType.CANCELLED, RequestRecovery.NO_EVENT_ID)])).toEqual([]);
+    expect(run([sessionless(ErrorType.TIMEOUT, undefined)])).toEqual([]);
+  });
+
   it('never on silence, a cancellation, a known terminal, a server span, or a loss another finding tells', () => {
     // A request given up whose stream never ended without its result (a slow server): nothing says it was lost.
     expect(run([requestEnded(r, at, ErrorType.TIMEOUT)])).toEqual([]);

@@ -14,6 +14,7 @@ import type {
   WireRequest,
   WireResponse,
 } from '@resumewatch/wire';
+import { BoundedMap } from '@resumewatch/bounded';
 import { BrokenRequests, DEFAULT_REISSUE_WINDOW_MS, keyedArgumentsDigest } from '@resumewatch/wire';
 import {
   ATTR_HTTP_REQUEST_METHOD,
@@ -89,6 +90,8 @@ export interface SpanRecorderOptions {
   digestKey?: string | Uint8Array;
   /** How long a broken 2026-07-28 request waits for its re-issue. Default DEFAULT_REISSUE_WINDOW_MS. */
   reissueWindowMs?: number;
+  /** At a proxy: most requests kept open after their client's connection dropped. Default 10,000. */
+  maxClientDropped?: number;
 }
 
 interface RequestState {
@@ -118,6 +121,9 @@ interface RequestState {
   resumed: boolean;
   lastResume: ResumeOutcome | undefined;
 }
+
+/** Requests a proxy keeps open after their client's connection dropped (see `SpanRecorder.clientDropped`). */
+const MAX_CLIENT_DROPPED = 10_000;
 
 /**
  * How a request ended without its terminal, for a resume of it still open: at its deadline or by an
@@ -210,6 +216,16 @@ export class SpanRecorder implements WireListener {
   private readonly digestKey: string | Uint8Array;
   /** This client's broken 2026-07-28 requests, by digest, awaiting their re-issue. */
   private readonly broken: BrokenRequests<SpanContext>;
+  /**
+   * At a proxy: requests whose client's connection dropped before their result, kept open for the
+   * client's resume, cancellation, re-issue, DELETE or their deadline. Capped: a client that drops
+   * request after request holds no more than this many spans and timers; past the cap the oldest is
+   * given up as a drop was before (ended `aborted`, naming no recovery: no verdict on what was not
+   * watched to its end).
+   */
+  private readonly clientDropped: BoundedMap<RequestState, true>;
+  /** Those of them that name their work (tools/call, prompts/get, resources/read), by digest, awaiting a re-issue. */
+  private readonly droppedWork: BrokenRequests<RequestState>;
 
   constructor(options: SpanRecorderOptions) {
     this.tracer = options.tracer;
@@ -217,6 +233,13 @@ export class SpanRecorder implements WireListener {
     this.requestTimeoutMs = options.requestTimeoutMs;
     this.digestKey = options.digestKey ?? createIdRecorder({ idPolicy: 'raw' }).digestKey;
     this.broken = new BrokenRequests({ windowMs: options.reissueWindowMs ?? DEFAULT_REISSUE_WINDOW_MS });
+    this.droppedWork = new BrokenRequests({ windowMs: options.reissueWindowMs ?? DEFAULT_REISSUE_WINDOW_MS });
+    this.clientDropped = new BoundedMap<RequestState, true>(
+      options.maxClientDropped ?? MAX_CLIENT_DROPPED,
+      Infinity,
+      Date.now,
+      (state) => this.dropForgotten(state),
+    );
   }
 
   stats(): RecorderStats {
@@ -321,7 +344,7 @@ export class SpanRecorder implements WireListener {
     }
   }
 
-  onStreamEnd(_req: WireRequest, stream: StreamRecord, end: StreamEnd, error: unknown): void {
+  onStreamEnd(req: WireRequest, stream: StreamRecord, end: StreamEnd, error: unknown): void {
     try {
       if (this.openResumes.size > 0) {
         const attempt = this.openResumes.get(stream);
@@ -337,17 +360,27 @@ export class SpanRecorder implements WireListener {
       }
       // A stream that errored or closed may be resumed (session era); only a cancelled one gives its
       // requests up. In the 2026-07-28 era nothing resumes: a stream that ended without the result lost it.
-      if (end !== 'abort') {
+      // At a proxy an abort is its client's connection gone (or the proxy's idle timer): in the session era
+      // a break like any other, since a disconnection is no cancellation (2025-11-25: the client may resume,
+      // or send notifications/cancelled); what it does about it is told at the request's end.
+      const clientGone = end === 'abort' && req.clientScope !== undefined;
+      if (end !== 'abort' || clientGone) {
         // A body the observer could not read (its Content-Encoding) says nothing of its requests' results.
         if (stream.unread) return;
         for (const record of stream.requests) {
           const state = this.requests.get(record);
           if (!state?.span || record.terminalCount > 0) continue;
-          if (state.stateless) this.broke(state, ErrorType.STREAM_BROKEN);
+          if (state.stateless) this.broke(state, clientGone ? ErrorType.ABORTED : ErrorType.STREAM_BROKEN);
           else if (stream.kind !== StreamKind.LISTENING) {
             // Resumable, if the client holds an event id of it; what it does about it is told at the request's end.
+            if (clientGone) {
+              this.clientDropped.set(state, true);
+              if (state.reissueKey !== undefined) this.droppedWork.noteBroken(state.reissueKey, state);
+            }
             state.broken = true;
             if (stream.deliveredEventId !== undefined) state.cursor = true;
+            // A break (neither a clean end nor the client's drop) with no cursor, ever: nothing resumes it.
+            else if (end !== 'clean' && !clientGone && !state.cursor) this.unresumable(state);
           }
         }
         return;
@@ -403,6 +436,29 @@ export class SpanRecorder implements WireListener {
     this.requests.set(record, state);
     this.openRequests++;
     if (state.sessionId !== undefined) this.trackSession(state);
+    if (!stateless && !record.inputRound && state.reissueKey !== undefined && this.droppedWork.size > 0)
+      this.reissuedAfterDrop(state.reissueKey);
+  }
+
+  /** Pushed out of `clientDropped` by its cap (or let go when it ended): given up with no verdict, if still open. */
+  private dropForgotten(state: RequestState): void {
+    if (!state.span) return;
+    state.broken = false;
+    state.resumed = false;
+    this.endRequest(state, ErrorType.ABORTED);
+  }
+
+  /**
+   * At a proxy, session era: this request asks for the same work (same client, same arguments digest,
+   * within the re-issue window) as one whose client's connection dropped before its result: the client
+   * recovered the call by asking again, so the dropped one is given up with no verdict on its result.
+   */
+  private reissuedAfterDrop(key: string): void {
+    const dropped = this.droppedWork.takeReissued(key);
+    if (!dropped?.span || dropped.record.terminalCount > 0) return;
+    dropped.broken = false;
+    dropped.resumed = false;
+    this.endRequest(dropped, ErrorType.ABORTED);
   }
 
   /**
@@ -790,6 +846,7 @@ export class SpanRecorder implements WireListener {
     clearTimeout(state.timer);
     state.timer = undefined;
     this.openRequests--;
+    if (this.clientDropped.size > 0) this.clientDropped.delete(state);
     if (state.sessionId !== undefined) {
       const open = this.openBySession.get(state.sessionId);
       if (open?.delete(state) && open.size === 0) this.openBySession.delete(state.sessionId);
@@ -843,6 +900,17 @@ export class SpanRecorder implements WireListener {
         state.cursor ? RequestRecovery.NOT_RESUMED : RequestRecovery.NO_EVENT_ID,
       );
     }
+  }
+
+  /**
+   * Session era: the request's stream broke (the server's side, not its reader's) before its terminal,
+   * and neither it nor an earlier stream of the request gave an event id: no cursor exists, so no resume
+   * can bring the result, and the break is its request's end (error.type `stream_broken`, recovery
+   * `no_event_id`), told now rather than at the deadline. The detector's lost-result rule decides.
+   */
+  private unresumable(state: RequestState): void {
+    state.span?.setAttribute(ATTR_MCP_REQUEST_RECOVERY, RequestRecovery.NO_EVENT_ID);
+    this.endRequest(state, ErrorType.STREAM_BROKEN);
   }
 
   /** Holds a `poll` of an unfinished request (not of the listening stream); false when it is emitted at once. */

@@ -228,6 +228,74 @@ describe('SpanRecorder: a request that ends without its result after its stream 
     expect(capture.spans(SPAN_STREAM_RESUME)).toEqual([]);
   });
 
+  it('a stream that broke before the result with no event id: no cursor exists, the request ends at the break', async () => {
+    const { observer, capture } = setup(false, 60_000);
+    const fetch = observer.wrap();
+    const broken = async (id: number, event: string): Promise<void> => {
+      scripted.server.script.push({ chunks: [event], cut: true });
+      const body = JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'slow' } });
+      const headers = { 'mcp-session-id': SCRIPTED_SESSION, 'content-type': 'application/json' };
+      await (await fetch(scripted.server.url, { method: 'POST', headers, body })).text().catch(() => undefined);
+      await vi.waitFor(() => expect(observer.getSession(SCRIPTED_SESSION)?.streams.at(-1)?.ended).toBe('error'), WAIT);
+    };
+    await broken(13, sse({ data: progress(1) }));
+    // Long before its deadline (60 s): the break is its end, and nothing can resume it.
+    expect(ended(capture, 13).attributes).toMatchObject({
+      [ATTR_ERROR_TYPE]: ErrorType.STREAM_BROKEN,
+      [ATTR_MCP_REQUEST_RECOVERY]: RequestRecovery.NO_EVENT_ID,
+    });
+    // With an event id the client may still resume: the request goes on.
+    await broken(14, sse({ id: 'n1', data: progress(1) }));
+    expect(requestSpan(capture, 14)).toBeUndefined();
+  });
+
+  it("at a proxy, requests kept open after their client's connection dropped are capped: the oldest is given up", () => {
+    const capture = captureSpans();
+    // As the gateway runs it (gateway/src/observation.ts).
+    const observer = new WireObserver({
+      releaseOnTransportClose: false,
+      sessionlessApart: true,
+      confirmDelivery: true,
+    });
+    const recorder = new SpanRecorder({
+      tracer: tracerSource(capture.provider),
+      observer,
+      requestTimeoutMs: 60_000,
+      maxClientDropped: 2,
+    });
+    observer.addListener(recorder);
+    const dropped = (id: number): void => {
+      const request = observer.proxyRequest(
+        scripted.server.url,
+        {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'mcp-session-id': SCRIPTED_SESSION },
+          // Each its own work: the same arguments again would be a re-issue, which gives the earlier one up.
+          body: JSON.stringify({
+            jsonrpc: '2.0',
+            id,
+            method: 'tools/call',
+            params: { name: 'slow', arguments: { id } },
+          }),
+        },
+        'client-a',
+      );
+      const body = observer.proxyResponse(request, 200, { 'content-type': 'text/event-stream' }, true)!;
+      body.chunk(Buffer.from(sse({ id: `p${id}`, data: progress(1) })), { enqueue: () => undefined });
+      // The client's connection is gone: the proxy aborts the exchange.
+      body.fail(Object.assign(new Error('client_gone'), { name: 'AbortError' }));
+    };
+    for (const id of [21, 22]) dropped(id);
+    // Both still open: the client may resume, cancel or delete its session.
+    expect(recorder.stats().openRequests).toBe(2);
+    dropped(23);
+    // The third pushes the oldest out: it ends `aborted`, naming no recovery (no verdict).
+    expect(recorder.stats().openRequests).toBe(2);
+    expect(ended(capture, 21).attributes).toMatchObject({ [ATTR_ERROR_TYPE]: ErrorType.ABORTED });
+    expect(a(ended(capture, 21), ATTR_MCP_REQUEST_RECOVERY)).toBeUndefined();
+    expect(requestSpan(capture, 22)).toBeUndefined();
+  });
+
   it("a held poll given up with the session's DELETE: the request span names it as its last resume's outcome", async () => {
     const { observer, capture } = setup(false, 60_000);
     const fetch = observer.wrap();

@@ -79,8 +79,9 @@ export const ATTR_MCP_GUARD_ACTION = 'mcp.guard.action';
 /** What the guard's action rests on (GuardProof): how the client showed it holds the result. */
 export const ATTR_MCP_GUARD_PROOF = 'mcp.guard.proof';
 /**
- * On a client request span that ended without its terminal (its deadline, an abort) after its stream
- * had ended without it: what the client did about it (RequestRecovery): resumed it, could not (no event
+ * On a client request span that ended without its terminal (its deadline, an abort, or, session era, a
+ * break of a stream that gave no event id: `stream_broken` with `no_event_id`) after its stream had
+ * ended without it: what the client did about it (RequestRecovery): resumed it, could not (no event
  * id), or did not. With `resumed`, the span's `mcp.resume.outcome` is the outcome of its last resume.
  */
 export const ATTR_MCP_REQUEST_RECOVERY = 'mcp.request.recovery';

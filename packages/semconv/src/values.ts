@@ -325,7 +325,9 @@ export const ErrorType = {
   TOOL_ERROR: 'tool_error',
   /**
    * The request's response stream ended (the network, a proxy or the server closed it) before its
-   * terminal event, and the client did not close it: in the 2026-07-28 era the result is lost.
+   * terminal event, and the client did not close it: in the 2026-07-28 era the result is lost. In the
+   * session era, only a break of a stream that gave no event id (`mcp.request.recovery` `no_event_id`):
+   * no cursor exists, no resume can bring the result.
    */
   STREAM_BROKEN: 'stream_broken',
   OTHER: '_OTHER',

@@ -1,7 +1,7 @@
 import type { Finding, SpanRecord } from '@resumewatch/detector';
 import { SpanReceivedResult } from '@resumewatch/semconv';
 import { SpanColumns, type HeldTimeline } from './span-columns.js';
-import { RequestKeys, findingKey, traceKey } from './timeline-event.js';
+import { RequestKeys, findingKey, isReissueFinding, traceKey } from './timeline-event.js';
 
 export interface EvidenceLimits {
   /** Bytes of timelines held for reported requests. */
@@ -86,8 +86,8 @@ export class Evidence {
 
   /** A line of the findings stream: its request's spans (a re-issue's: both attempts') are evidence from now on. */
   reported(f: Finding): void {
-    if (f.first_trace_id === undefined) return this.hold(findingKey(f));
-    this.hold(traceKey(f.first_trace_id));
+    if (!isReissueFinding(f)) return this.hold(findingKey(f));
+    this.hold(traceKey(f.first_trace_id!));
     this.hold(traceKey(f.trace_id));
   }
 
@@ -98,7 +98,7 @@ export class Evidence {
 
   /** The timeline held for the finding's request; a re-issue's, both attempts' events together. */
   timeline(f: Finding): HeldTimeline | undefined {
-    if (f.first_trace_id === undefined) return this.held.get(findingKey(f));
+    if (!isReissueFinding(f)) return this.held.get(findingKey(f));
     const { first, reissue } = this.attempts(f);
     if (!first && !reissue) return undefined;
     const events = [...(first?.events ?? []), ...(reissue?.events ?? [])];
@@ -112,7 +112,7 @@ export class Evidence {
   /** A re-issue finding's two attempts, apart. */
   attempts(f: Finding): Attempts {
     return {
-      first: f.first_trace_id === undefined ? undefined : this.held.get(traceKey(f.first_trace_id)),
+      first: isReissueFinding(f) ? this.held.get(traceKey(f.first_trace_id!)) : undefined,
       reissue: this.held.get(traceKey(f.trace_id)),
     };
   }

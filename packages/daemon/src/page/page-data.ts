@@ -3,7 +3,7 @@ import type { DetectorStats, Finding } from '@resumewatch/detector';
 import type { ResumewatchConfig } from '../config.js';
 import type { Evidence, EvidenceStats } from './evidence.js';
 import { drawReissueTimeline, drawTimeline, type DrawnTimeline } from './timeline-view.js';
-import { findingKey } from './timeline-event.js';
+import { findingKey, isReissueFinding } from './timeline-event.js';
 
 /** Where the data comes from: a running detector, or recorded traces (`analyze --html`). */
 type PageSource = 'serve' | 'report';
@@ -81,7 +81,7 @@ const LIMITS: readonly (keyof ResumewatchConfig)[] = [
  */
 export function findingTimeline(f: Finding, evidence: Evidence): DrawnTimeline | undefined {
   // A 2026-07-28 re-issue: both attempts, each its own trace, on one time axis.
-  if (f.first_trace_id !== undefined) return drawReissueTimeline(f, evidence.attempts(f));
+  if (isReissueFinding(f)) return drawReissueTimeline(f, evidence.attempts(f));
   const held = evidence.timeline(f);
   return held ? drawTimeline(held) : undefined;
 }

@@ -19,6 +19,7 @@ import {
   ATTR_MCP_TERMINAL_FIRST_STREAM_ID,
   ATTR_MCP_TERMINAL_FOREIGN,
   ATTR_SERVER_ADDRESS,
+  FindingKind,
   SPAN_REQUEST_TERMINAL,
   SPAN_SESSION_REATTACH,
   SPAN_STREAM_RESUME,
@@ -102,13 +103,24 @@ export function traceKey(traceId: string): string {
 const INVALID_TRACE_ID = '0'.repeat(32);
 
 /**
- * The key of a finding's timeline. A re-issue's finding (duplicate_execution, possible_duplicate_execution)
- * is about two traces, the first attempt's and the re-issue's: its timeline is both, held apart by trace.
+ * A re-issue's finding (duplicate_execution, possible_duplicate_execution): about two traces, the first
+ * attempt's and the re-issue's. The retraction of a broken first attempt's lost_result names the first
+ * trace too, but it is about that one request: the lost_result's own.
+ */
+export function isReissueFinding(f: Finding): boolean {
+  return f.first_trace_id !== undefined && f.kind !== FindingKind.LOST_RESULT;
+}
+
+/**
+ * The key of a finding's timeline. A re-issue's finding: both attempts, held apart by trace. A finding
+ * about a request without a session (2026-07-28, or a session-less server) is keyed by its trace, as its
+ * spans are (RequestKeys); the retraction of a broken first attempt's lost_result by the first attempt's
+ * trace, so that the finding and its retraction are one entry with one timeline, held once.
  */
 export function findingKey(f: Finding): string {
-  return f.first_trace_id !== undefined
-    ? traceKey(f.first_trace_id) + traceKey(f.trace_id)
-    : requestKey(f.service, f.session_id, f.request_id);
+  if (isReissueFinding(f)) return traceKey(f.first_trace_id!) + traceKey(f.trace_id);
+  if (f.first_trace_id !== undefined) return traceKey(f.first_trace_id);
+  return f.session_id === '' ? traceKey(f.trace_id) : requestKey(f.service, f.session_id, f.request_id);
 }
 
 /**

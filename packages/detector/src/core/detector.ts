@@ -83,7 +83,7 @@ const OUTCOMES = new Set<string>(Object.values(ResumeOutcome));
  * (`terminal`, `resume`, `attempt`, and `request` for a client request span given up) updates the
  * request's state; the rules (`duplicateTerminal`, `resumeAfterTerminal`, `reconnectStorm`, `signature`,
  * `emptyReplay`, `cursorLost`, `retractFailedResumption`, `foreignReplay`, `conflictingTerminal`,
- * `completedAfterCancellation`, `lostResult`, `lostResultOfBrokenStream`) decide and `emit` findings.
+ * `completedAfterCancellation`, `lostResult`, `lostWithoutSession`, `lostResultOfBrokenStream`) decide and `emit` findings.
  * What the detector knows of a request is read and changed through RequestTable (table.ts: named
  * methods, or a field by its name), which stores it as columns of typed arrays rather than one object
  * per request: that is what keeps a tracked request near 163 bytes.
@@ -428,12 +428,24 @@ export class Detector {
     if (typeof reissueOf === 'string' && attrs[ATTR_MCP_REQUEST_INPUT_ROUND] !== true) this.reissued(span, reissueOf);
     const error = attrs[ATTR_ERROR_TYPE];
     if (typeof error !== 'string') return;
-    // 2026-07-28 era: nothing resumes a broken stream; its end is the request's end.
-    if (error === ErrorType.STREAM_BROKEN) return this.lostResultOfBrokenStream(span);
-    if (!REQUEST_GIVEN_UP_ERRORS.includes(error)) return;
+    const recovery = attrs[ATTR_MCP_REQUEST_RECOVERY];
+    // What the client did about a stream that ended without the result, in the session era (the
+    // instrumentation names none for a 2026-07-28 request, whose recovery is its re-issue).
+    const sessionRecovery =
+      typeof recovery === 'string' && RECOVERIES.has(recovery) && recovery !== RequestRecovery.NOT_REISSUED;
+    // 2026-07-28 era: nothing resumes a broken stream; its end is the request's end. In the session era a
+    // stream that broke with no event id is the same (recovery `no_event_id`): no cursor, nothing resumes it.
+    if (error === ErrorType.STREAM_BROKEN && !sessionRecovery) return this.lostResultOfBrokenStream(span);
+    if (error !== ErrorType.STREAM_BROKEN && !REQUEST_GIVEN_UP_ERRORS.includes(error)) return;
     const session = attrs[ATTR_MCP_SESSION_ID];
     const req = attrs[ATTR_JSONRPC_REQUEST_ID];
-    if (typeof session !== 'string' || (typeof req !== 'string' && typeof req !== 'number')) return;
+    if (typeof req !== 'string' && typeof req !== 'number') return;
+    // A session-less server (2025-11-25 and before: no Mcp-Session-Id): no session keys its request.
+    if (typeof session !== 'string') {
+      if (sessionRecovery && error !== ErrorType.CANCELLED)
+        this.lostWithoutSession(span, recovery as RequestRecovery, error, req);
+      return;
+    }
     const service = this.services.idOf(span.service || UNKNOWN_SERVICE);
     const request = typeof req === 'string' ? req : String(req);
     const valid = session.length > 0 && request.length > 0 && span.spanId.length === 16 && span.endTimeUnixMs >= 0;
@@ -441,9 +453,9 @@ export class Detector {
     // own deadline, and `aborted` a closed stream or session: neither asks the server to stop.
     const cancelled = error === ErrorType.CANCELLED && valid;
     // A request whose stream had ended without its result (the span says what the client did about it)
-    // and that ended at its deadline or by an abort lost its result. A cancelled one was given up on purpose.
-    const recovery = attrs[ATTR_MCP_REQUEST_RECOVERY];
-    const lost = !cancelled && valid && typeof recovery === 'string' && RECOVERIES.has(recovery);
+    // and that ended at its deadline, by an abort, or by a break no resume can mend, lost its result. A
+    // cancelled one was given up on purpose.
+    const lost = !cancelled && valid && sessionRecovery;
     const slot =
       cancelled || lost
         ? this.slotFor(service, session, request)
@@ -468,6 +480,35 @@ export class Detector {
     const extra: Partial<Finding> = { recovery, request_end: error };
     if (recovery === RequestRecovery.RESUMED && outcome !== undefined) extra.outcome = outcome;
     this.lostResult(slot, span.traceId, span.startTimeUnixMs, span.endTimeUnixMs, span.spanId, extra);
+  }
+
+  /**
+   * lost_result of a session-less server's request (session era, no Mcp-Session-Id): the request span
+   * ended without its result after its stream ended without it, as `lostOnRequestEnd` decides for a
+   * session's request. Nothing keys it but its trace, and nothing can retract it: with no session there
+   * is no resume to bring the result later (a re-issue is another request). Once per request span.
+   */
+  private lostWithoutSession(span: SpanRecord, recovery: RequestRecovery, error: string, req: string | number): void {
+    if (span.spanId.length !== 16 || !(span.endTimeUnixMs >= span.startTimeUnixMs) || !(span.startTimeUnixMs >= 0))
+      return;
+    if (!this.onFinding) return;
+    const last = span.attributes[ATTR_MCP_RESUME_OUTCOME];
+    const outcome = typeof last === 'string' && OUTCOMES.has(last) ? (last as ResumeOutcome) : undefined;
+    const finding: Finding = {
+      kind: FindingKind.LOST_RESULT,
+      // Interned as every finding's service is: past MAX_CORE_SERVICES it is `other`'s.
+      service: this.services.keyOf(this.services.idOf(span.service || UNKNOWN_SERVICE))!,
+      session_id: '',
+      request_id: typeof req === 'string' ? req : String(req),
+      trace_id: span.traceId,
+      first_time_unix_ms: span.startTimeUnixMs,
+      last_time_unix_ms: span.endTimeUnixMs,
+      span_ids: [span.spanId],
+      recovery,
+      request_end: error,
+    };
+    if (recovery === RequestRecovery.RESUMED && outcome !== undefined) finding.outcome = outcome;
+    this.onFinding(finding);
   }
 
   /**

@@ -71,6 +71,13 @@ export interface SdkServerOptions {
    * Last-Event-ID (they keep only ids seen on the current stream), which the server refuses with 409.
    */
   primeResumes?: boolean;
+  /** No event store: the server's events carry no id, so no stream of it can be resumed. */
+  noEventStore?: boolean;
+  /**
+   * Session-less (`sessionIdGenerator` undefined, the SDK's stateless mode): no Mcp-Session-Id, one
+   * transport per POST, and GET and DELETE answered 405, as the SDK's stateless example does.
+   */
+  stateless?: boolean;
   /** Called with each new session's transport (its store made) before it connects (to instrument it). */
   onTransport?: (transport: StreamableHTTPServerTransport) => void;
 }
@@ -151,8 +158,8 @@ export async function startSdkServer(options: SdkServerOptions = {}): Promise<Sd
       { capabilities: { tools: { listChanged: true } } },
     );
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: randomUUID,
-      eventStore: newStore(),
+      sessionIdGenerator: options.stateless ? undefined : randomUUID,
+      eventStore: options.noEventStore ? undefined : newStore(),
       retryInterval,
       enableJsonResponse: options.jsonResponse ?? false,
       onsessioninitialized: (id) => {
@@ -237,6 +244,10 @@ export async function startSdkServer(options: SdkServerOptions = {}): Promise<Sd
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (options.stateless && req.method !== 'POST') {
+      res.writeHead(405, { allow: 'POST' }).end();
+      return;
+    }
     const sessionId = req.headers['mcp-session-id'];
     let transport = typeof sessionId === 'string' ? transports.get(sessionId) : undefined;
     if (typeof sessionId === 'string' && !transport) {
@@ -268,6 +279,11 @@ export async function startSdkServer(options: SdkServerOptions = {}): Promise<Sd
       }
     }
     transport ??= await newSession();
+    if (options.stateless) {
+      // One transport per request (the SDK refuses to reuse a stateless one), closed with its response.
+      const once = transport;
+      res.on('close', () => void once.close().catch(() => undefined));
+    }
     await transport.handleRequest(req, res, body);
   }
 

@@ -13,6 +13,8 @@ interface Scripted {
   /** Chunks written one by one; the body ends after the last unless `holdOpen`. */
   chunks?: string[];
   holdOpen?: boolean;
+  /** Destroys the connection once the chunks are written: the body breaks (no clean end). */
+  cut?: boolean;
 }
 
 /**
@@ -48,7 +50,8 @@ async function startScriptedServer(): Promise<ScriptedServer> {
         ...next.headers,
       });
       for (const chunk of next.chunks ?? []) res.write(chunk);
-      if (!next.holdOpen) res.end();
+      if (next.cut) res.write('', () => res.socket?.destroy());
+      else if (!next.holdOpen) res.end();
     })();
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
