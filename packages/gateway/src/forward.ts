@@ -4,7 +4,7 @@ import { unexpectedErrorLine } from '@resumewatch/daemon';
 import { InvalidResumptionError } from '@resumewatch/guard';
 import { GatewayRefusal, GuardAction } from '@resumewatch/semconv';
 import type { HostCheck } from '@resumewatch/daemon';
-import { parseMessages } from '@resumewatch/wire';
+import { parseJsonBody } from '@resumewatch/wire';
 import type { PushedBody, StreamRecord, WireRequest } from '@resumewatch/wire';
 import { answer } from './answers.js';
 import type { ClientIdentities } from './client-identity.js';
@@ -468,7 +468,7 @@ function oneRequestId(request: WireRequest): string | number | null {
 /** The id of the body's one JSON-RPC request, for an error answer that names it; null otherwise. */
 function singleRequestId(body: Uint8Array): string | number | null {
   if (body.byteLength === 0 || body.byteLength > 65_536) return null;
-  const messages = parseMessages(Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8'));
+  const messages = parseJsonBody(Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8'));
   if (messages.length !== 1) return null;
   const id = (messages[0] as { id?: unknown }).id;
   return typeof id === 'string' || typeof id === 'number' ? id : null;
