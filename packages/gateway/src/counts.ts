@@ -1,4 +1,4 @@
-import type { DetectorMetrics } from '@resumewatch/daemon';
+import { unexpectedErrorLine, type DetectorMetrics } from '@resumewatch/daemon';
 import {
   GATEWAY_METRICS,
   LABEL_ACTION,
@@ -10,6 +10,7 @@ import {
   LABEL_KIND,
   METRIC_GATEWAY_GUARD_ACTIONS_TOTAL,
   METRIC_GATEWAY_HELD_BYTES,
+  METRIC_GATEWAY_OBSERVATION_FAILURES_TOTAL,
   METRIC_GATEWAY_OPEN_EXCHANGES,
   METRIC_GATEWAY_REFUSALS_TOTAL,
   METRIC_GATEWAY_UNPARSED_TOTAL,
@@ -19,6 +20,7 @@ import {
   type GuardProof,
 } from '@resumewatch/semconv';
 import type { ObservationStats } from './observation.js';
+import { RateLimitedLine } from './rate-limited-line.js';
 
 /** What the counts read of the observation at scrape time. */
 type HeldStats = Pick<ObservationStats, 'heldBytes' | 'unparsedJsonBodies' | 'oversizedEvents'>;
@@ -37,6 +39,9 @@ export class GatewayCounts {
   private readonly refusals = new Map<GatewayRefusal, number>();
   /** By action and the proof it rests on, `${action}\n${proof}`. */
   private readonly actions = new Map<string, number>();
+  /** Bodies whose observation threw, each stood aside (`observationFailed`). */
+  observationFailures = 0;
+  private readonly failureLines = new RateLimitedLine(60_000);
   /** The observation whose held bytes and unparsed bodies the metrics read (set once it is made). */
   private observation: { stats(): HeldStats } | undefined = undefined;
 
@@ -61,6 +66,21 @@ export class GatewayCounts {
     this.refusals.set(reason, (this.refusals.get(reason) ?? 0) + 1);
   }
 
+  /**
+   * Observing a body threw (a defect): the body stood aside, passed on unobserved. Counted, and one line
+   * on stderr at most once a minute; never throws.
+   */
+  observationFailed(error: unknown): void {
+    this.observationFailures++;
+    try {
+      this.failureLines.line(
+        `resumewatch gateway: observation failed, the body passed through unobserved: ${unexpectedErrorLine(error)}`,
+      );
+    } catch {
+      // stderr is gone: the count stands.
+    }
+  }
+
   guardAction(action: GuardAction, proof: GuardProof): void {
     const key = `${action}\n${proof}`;
     this.actions.set(key, (this.actions.get(key) ?? 0) + 1);
@@ -69,6 +89,7 @@ export class GatewayCounts {
   /** What has been counted of each (for tests and stats): `actions` by action, `proofs` by action and proof. */
   snapshot(): {
     open: number;
+    observationFailures: number;
     refusals: Partial<Record<GatewayRefusal, number>>;
     actions: Partial<Record<GuardAction, number>>;
     proofs: Partial<Record<GuardAction, Partial<Record<GuardProof, number>>>>;
@@ -80,7 +101,13 @@ export class GatewayCounts {
       actions[action] = (actions[action] ?? 0) + n;
       (proofs[action] ??= {})[proof] = n;
     }
-    return { open: this.open, refusals: Object.fromEntries(this.refusals), actions, proofs };
+    return {
+      open: this.open,
+      observationFailures: this.observationFailures,
+      refusals: Object.fromEntries(this.refusals),
+      actions,
+      proofs,
+    };
   }
 
   /** Adds the gateway's metrics to the detector's registries. */
@@ -98,6 +125,7 @@ export class GatewayCounts {
           const [action, proof] = key.split('\n') as [string, string];
           return [{ [LABEL_ACTION]: action, [LABEL_PROOF]: proof }, n] as const;
         }),
+      [METRIC_GATEWAY_OBSERVATION_FAILURES_TOTAL]: () => [[{}, this.observationFailures]],
       [METRIC_GATEWAY_HELD_BYTES]: () => [[{}, this.observation?.stats().heldBytes ?? 0]],
       [METRIC_GATEWAY_UNPARSED_TOTAL]: () => {
         const stats = this.observation?.stats();

@@ -12,6 +12,7 @@ import type { GatewayCounts } from './counts.js';
 import type { Observation } from './observation.js';
 import { ReceiptProofs, viaIntermediary, type ConnectionReceipts } from './receipt-proof.js';
 import { pushForwardingHeaders } from './forwarded.js';
+import { RateLimitedLine } from './rate-limited-line.js';
 import { endToEndRequestHeaders, endToEndResponseHeaders } from './hop-by-hop.js';
 import { endAfterRefusal, readBody, refusedBodyMessage, type BodyLimits } from './request-body.js';
 import { beginInClientContext, traceContextFields } from './trace-context.js';
@@ -37,13 +38,14 @@ const CLIENT_GONE = 'client_gone';
 export class Forwarder {
   private readonly receipts: ReceiptProofs;
   private readonly targets: UpstreamTargets;
+  private readonly internalErrorLines = new RateLimitedLine(60_000);
 
   constructor(
     private readonly upstream: URL,
     private readonly observation: Observation,
     private readonly client: UpstreamClient,
     private readonly limits: ForwarderLimits,
-    private readonly counts: GatewayCounts,
+    readonly counts: GatewayCounts,
     /** The guard may remove events from SSE bodies (--enforce): their length is not the upstream's. */
     private readonly filtering: boolean,
     /** The `Host` and `Origin` the gateway answers (--allowed-hosts, --allowed-origins). */
@@ -74,7 +76,8 @@ export class Forwarder {
     this.forward(req, res, method, exchange).catch((e: unknown) => {
       // A defect of the gateway, never the client's: the connection ends rather than the process. The
       // client is told nothing of the gateway's insides; the detail is one line on stderr, and counted.
-      process.stderr.write(`resumewatch gateway: internal error: ${unexpectedErrorLine(e)}\n`);
+      // At most one line a minute: a defect every request hits must not flood stderr.
+      this.internalErrorLines.line(`resumewatch gateway: internal error: ${unexpectedErrorLine(e)}`);
       this.refuse(res, GatewayRefusal.INTERNAL_ERROR, 'internal error (the gateway logged it)', { method });
     });
   }
@@ -330,6 +333,7 @@ function pump(
   exchange: Exchange,
 ): void {
   const controller = exchange.abort;
+  const counts = exchange.forwarder.counts;
   const sink = {
     enqueue(bytes: Uint8Array): void {
       if (!res.write(bytes)) upstream.pause();
@@ -337,12 +341,27 @@ function pump(
   };
   res.on('drain', () => upstream.resume());
   const active = exchange.active;
+  // The observed body stands aside by itself when observing it throws (PushedBody). Should that fail as
+  // well, the exception still never reaches these emitter handlers (it would end the process): counted,
+  // and the client's response is cut rather than given bytes that may not be the upstream's.
+  let failed = false;
+  const observationFailed = (error: unknown): void => {
+    failed = true;
+    counts.observationFailed(error);
+    res.destroy();
+    upstream.destroy();
+  };
   upstream.on(
     'data',
     observed
       ? (chunk: Buffer) => {
           active();
-          observed.chunk(chunk, sink);
+          if (failed) return;
+          try {
+            observed.chunk(chunk, sink);
+          } catch (error) {
+            observationFailed(error);
+          }
         }
       : (chunk: Buffer) => {
           active();
@@ -357,12 +376,23 @@ function pump(
     // The client's response ends before the body's end is observed: a chunked JSON body's last chunk
     // (most servers send JSON chunked) does not wait for its parse, spans and detection.
     if (observed === undefined) res.end();
-    else observed.end(sink, res);
+    else if (!failed) {
+      try {
+        observed.end(sink, res);
+      } catch (error) {
+        if (res.writableEnded) counts.observationFailed(error);
+        else observationFailed(error);
+      }
+    }
   });
   const broken = (error: unknown): void => {
     if (ended) return;
     ended = true;
-    observed?.fail(controller.aborted ? controller.reason : error);
+    try {
+      observed?.fail(controller.aborted ? controller.reason : error);
+    } catch (failure) {
+      counts.observationFailed(failure);
+    }
     res.destroy();
     exchange.stopIdle();
   };

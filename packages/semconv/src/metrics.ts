@@ -84,6 +84,7 @@ export const METRIC_GATEWAY_REFUSALS_TOTAL = 'resumewatch_gateway_refusals_total
 export const METRIC_GATEWAY_GUARD_ACTIONS_TOTAL = 'resumewatch_gateway_guard_actions_total';
 export const METRIC_GATEWAY_HELD_BYTES = 'resumewatch_gateway_held_bytes';
 export const METRIC_GATEWAY_UNPARSED_TOTAL = 'resumewatch_gateway_unparsed_total';
+export const METRIC_GATEWAY_OBSERVATION_FAILURES_TOTAL = 'resumewatch_gateway_observation_failures_total';
 
 export type MetricType = 'counter' | 'gauge' | 'histogram';
 
@@ -296,6 +297,12 @@ export const GATEWAY_METRICS: readonly MetricDescriptor[] = [
     type: 'counter',
     help: 'JSON bodies and SSE events passed to the client unparsed (over --max-json-body-bytes or --max-held-event-bytes, or past --max-held-bytes): not observed, and never filtered, by kind.',
     labelNames: [LABEL_KIND],
+  },
+  {
+    name: METRIC_GATEWAY_OBSERVATION_FAILURES_TOTAL,
+    type: 'counter',
+    help: 'Bodies whose observation failed (a defect of the gateway, logged on stderr at most once a minute): each stood aside, its bytes passed to the client as they came, unobserved and never filtered from there.',
+    labelNames: [],
   },
 ];
 

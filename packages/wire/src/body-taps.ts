@@ -22,6 +22,8 @@ export interface TapHost {
   jsonBody(request: WireRequest, stream: StreamRecord, messages: readonly JsonRpcMessage[]): void;
   /** A JSON body or an SSE event was passed on unparsed: over its bound, or past the held-bytes budget. */
   passedUnparsed(format: 'json' | 'sse'): void;
+  /** Observing a body threw (a defect): the body stands aside from here, passed on unobserved. Never throws. */
+  observationFailed(error: unknown): void;
 }
 
 /** When the chunk being scanned arrived. */
@@ -44,6 +46,11 @@ export interface BodyTap {
   end(): void;
   /** The body is over (ended, failed or cancelled): what it held of the budget is given back. */
   release(): void;
+  /**
+   * Observing `chunk` (or, undefined, the body's end) threw: what the client has not had of it and of
+   * what the tap holds goes to `sink` as it came, unobserved, and the tap holds nothing from here.
+   */
+  standAside(sink: ChunkSink, chunk: Uint8Array | undefined): void;
 }
 
 /**
@@ -51,6 +58,9 @@ export interface BodyTap {
  * a fetch's body, without a web stream or a Response. What its client must get goes to the sink.
  */
 export class PushedBody {
+  /** Observing it threw once: every later byte passes straight through, unobserved (`standAside`). */
+  private aside = false;
+
   constructor(
     private readonly observer: TapHost,
     private readonly request: WireRequest,
@@ -61,7 +71,12 @@ export class PushedBody {
 
   /** A chunk as it arrived; the bytes the client gets (the chunk, or its kept events) go to `sink`. */
   chunk(chunk: Uint8Array, sink: ChunkSink): void {
-    this.tap.chunk(chunk, sink);
+    if (this.aside) return sink.enqueue(chunk);
+    try {
+      this.tap.chunk(chunk, sink);
+    } catch (error) {
+      this.standAside(error, sink, chunk);
+    }
   }
 
   /**
@@ -70,16 +85,58 @@ export class PushedBody {
    * the detector's work): the client's last bytes do not wait for that work.
    */
   end(sink: ChunkSink, response?: { end(): unknown }): void {
-    this.tap.rest(sink);
+    if (!this.aside) {
+      try {
+        this.tap.rest(sink);
+      } catch (error) {
+        this.standAside(error, sink, undefined);
+      }
+    }
     response?.end();
-    this.tap.end();
-    this.observer.streamEnded(this.request, this.stream, 'clean', undefined);
+    if (!this.aside) {
+      try {
+        this.tap.end();
+      } catch (error) {
+        this.standAside(error, sink, undefined);
+      }
+    }
+    this.ended('clean', undefined);
   }
 
   /** The body broke (`error`), or the exchange was aborted (an AbortError: `abort`). */
   fail(error: unknown): void {
-    this.tap.release();
-    this.observer.streamEnded(this.request, this.stream, isAbort(error) ? 'abort' : 'error', error);
+    try {
+      this.tap.release();
+    } catch (failure) {
+      this.aside = true;
+      this.observer.observationFailed(failure);
+    }
+    this.ended(isAbort(error) ? 'abort' : 'error', error);
+  }
+
+  /** The stream's end told to the observer; what that throws is counted, never raised into the caller's handler. */
+  private ended(how: StreamEnd, error: unknown): void {
+    try {
+      this.observer.streamEnded(this.request, this.stream, how, error);
+    } catch (failure) {
+      this.aside = true;
+      this.observer.observationFailed(failure);
+    }
+  }
+
+  /**
+   * Observing the body threw: a defect, never the client's or the upstream's. The exception goes no
+   * further (it would reach an event emitter's handler, and end the process); the body stands aside:
+   * what the tap held and the rest of `chunk` go to the client as they came, every later byte passes
+   * straight through, nothing more of it is observed or held, and the failure is counted.
+   */
+  private standAside(error: unknown, sink: ChunkSink, chunk: Uint8Array | undefined): void {
+    this.aside = true;
+    try {
+      this.tap.standAside(sink, chunk);
+    } finally {
+      this.observer.observationFailed(error);
+    }
   }
 }
 
@@ -109,6 +166,8 @@ export class SseTap implements BodyTap, SseSink, ChunkArrival {
   private replacements: (Uint8Array | undefined)[] | undefined = undefined;
   /** What the event in progress holds of the observer's budget: made when one is first carried over a chunk. */
   private hold: Hold | undefined = undefined;
+  /** The chunk being scanned continues an oversized event, whose carried bytes were given out (`forward`). */
+  private passing = false;
 
   constructor(
     private readonly observer: TapHost,
@@ -130,7 +189,7 @@ export class SseTap implements BodyTap, SseSink, ChunkArrival {
       return true;
     }
     // An oversized event in progress passes as it comes: what the scanner carries of it was given out.
-    const passing = this.scanner.oversized;
+    const passing = (this.passing = this.scanner.oversized);
     this.eventsEnd = 0;
     this.scanner.push(chunk);
     this.observer.sseScanned(this.stream, this.scanner);
@@ -190,6 +249,23 @@ export class SseTap implements BodyTap, SseSink, ChunkArrival {
 
   release(): void {
     if (this.hold !== undefined) this.budget.release(this.hold);
+  }
+
+  /**
+   * Observation threw while `chunk` was scanned (before any of it was given out): unfiltered, the chunk
+   * goes as it came (what came before went as it came); filtered, every byte not given out yet (the
+   * event carried from earlier chunks, and the whole chunk: its events before the failure too, none
+   * removed) goes as it came. The scanner's bytes are let go.
+   */
+  standAside(sink: ChunkSink, chunk: Uint8Array | undefined): void {
+    if (chunk !== undefined) {
+      const bytes = this.scanner.bytes;
+      if (!this.filtering || bytes.length < chunk.length) sink.enqueue(chunk);
+      else sink.enqueue(bytes.subarray(this.passing ? bytes.length - chunk.length : 0));
+    }
+    this.scanner.releaseBytes();
+    this.scanner.end();
+    this.release();
   }
 
   /**
@@ -284,6 +360,13 @@ export class JsonTap implements BodyTap {
   release(): void {
     this.chunks.length = 0;
     if (this.hold !== undefined) this.budget.release(this.hold);
+  }
+
+  /** Each chunk goes as it comes, after what holding it took: the one whose holding threw goes now. */
+  standAside(sink: ChunkSink, chunk: Uint8Array | undefined): void {
+    this.unparsed = true;
+    this.release();
+    if (chunk !== undefined) sink.enqueue(chunk);
   }
 }
 

@@ -89,6 +89,9 @@ export class WireObserver {
   private readonly heldBytes: HeldBytes;
   private unparsedJsonBodies = 0;
   private oversizedEvents = 0;
+  /** Bodies whose observation threw (a defect), which stood aside: passed on unobserved from there. */
+  private failures = 0;
+  private readonly onObservationFailure: ((error: unknown) => void) | undefined;
   private readonly releaseOnTransportClose: boolean;
   private readonly sessionlessApart: boolean;
   private readonly now: () => number;
@@ -119,6 +122,7 @@ export class WireObserver {
     this.heldBytes = new HeldBytes(options.maxHeldBytes ?? 64 * 1024 * 1024);
     this.releaseOnTransportClose = options.releaseOnTransportClose ?? true;
     this.sessionlessApart = options.sessionlessApart ?? false;
+    this.onObservationFailure = options.onObservationFailure;
   }
 
   /**
@@ -680,6 +684,21 @@ export class WireObserver {
   passedUnparsed(format: 'json' | 'sse'): void {
     if (format === 'json') this.unparsedJsonBodies++;
     else this.oversizedEvents++;
+  }
+
+  /** Bodies whose observation threw (a defect): each stood aside, passed on as it came, unobserved from there. */
+  get observationFailures(): number {
+    return this.failures;
+  }
+
+  /** @internal Observing a body threw: counted, and told to `onObservationFailure`; never throws. */
+  observationFailed(error: unknown): void {
+    this.failures++;
+    try {
+      this.onObservationFailure?.(error);
+    } catch {
+      // The caller's report failed as well: the count stands.
+    }
   }
 
   /** @internal Tells the listeners how a body ended (once). */
