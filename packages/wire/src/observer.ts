@@ -1,6 +1,7 @@
 import { BoundedMap } from '@resumewatch/bounded';
 import { HEADER_LAST_EVENT_ID, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID, headerValue } from './headers.js';
 import { GuardProof, ReattachTrigger, StreamKind, TerminalDelivery, TerminalOutcome } from '@resumewatch/semconv';
+import { batchTextWithout } from './batch-text.js';
 import { digestOfTerminal } from './digest.js';
 import { MAX_KEPT_CHARS, keptText } from './kept-text.js';
 import { isInputRound, reissuableTarget, requestIdempotencyKey, requestWorkDigest } from './reissue.js';
@@ -813,7 +814,7 @@ export class WireObserver {
     const messages = event.messages;
     const kept = messages.filter((_, i) => !removed.includes(i));
     if (kept.length === 0) return false;
-    this.replacementBytes = rewrittenEvent(event, kept);
+    this.replacementBytes = rewrittenEvent(event, kept, removed);
     const position = ++stream.deliveredEvents;
     this.delivered(stream, event.terminals, position, removed);
     const id = event.id;
@@ -1121,13 +1122,14 @@ function requestKey(scope: string | undefined, id: JsonRpcId): string {
 
 /**
  * An SSE event rewritten with only `kept` of its batch's messages: its id, type and retry as they were,
- * the messages as one JSON array on one data line (JSON text holds no raw line break).
+ * the messages as one JSON array on one data line, each message's text as the server wrote it
+ * (`batchTextWithout`: never serialised again, so no depth can overflow the stack here).
  */
-function rewrittenEvent(event: SseWireEvent, kept: readonly JsonRpcMessage[]): Uint8Array {
+function rewrittenEvent(event: SseWireEvent, kept: readonly JsonRpcMessage[], removed: readonly number[]): Uint8Array {
   let text = '';
   if (event.id !== undefined) text += `id: ${event.id}\n`;
   if (event.event !== '') text += `event: ${event.event}\n`;
   if (event.retry !== undefined) text += `retry: ${event.retry}\n`;
-  text += `data: ${JSON.stringify(kept)}\n\n`;
+  text += `data: ${batchTextWithout(event.data, removed) ?? JSON.stringify(kept)}\n\n`;
   return new TextEncoder().encode(text);
 }

@@ -181,3 +181,32 @@ describe('a body whose observation throws', () => {
     });
   }
 });
+
+describe('a batch event some of whose messages a filtering listener removes', () => {
+  it('is rewritten from the kept messages as the server wrote them, at any depth', () => {
+    const observer = new WireObserver();
+    observer.addListener(
+      {
+        onEvent: (event) => {
+          if (event.messages.length > 1) event.removeMessage(0);
+          return true;
+        },
+      },
+      { filters: true },
+    );
+    const request = observer.proxyRequest(URL_, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'mcp-session-id': 's1' },
+      body: Buffer.from('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}'),
+    });
+    const body = observer.proxyResponse(request, 200, { 'content-type': 'text/event-stream' }, true)!;
+    const out: Buffer[] = [];
+    const sink = { enqueue: (bytes: Uint8Array) => void out.push(Buffer.from(bytes)) };
+    const deep = `{"jsonrpc":"2.0","id":1,"result":${nested(10_000)}}`;
+    const note = '{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"a \\"quoted\\" ], text"}}';
+    // Multi-line data: the lines join with a line break, which the rewritten event's one line must not hold.
+    body.chunk(Buffer.from(`id: b1\ndata: [${note},\ndata:  "not a message", ${deep} ]\n\n`), sink);
+    body.end(sink);
+    expect(Buffer.concat(out).toString()).toBe(`id: b1\ndata: [${deep}]\n\n`);
+  });
+});
