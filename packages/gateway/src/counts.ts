@@ -41,7 +41,7 @@ export class GatewayCounts {
   private readonly actions = new Map<string, number>();
   /** Bodies whose observation threw, each stood aside (`observationFailed`). */
   observationFailures = 0;
-  private readonly failureLines = new RateLimitedLine(60_000);
+  private readonly failureLines = new RateLimitedLine(60_000, 5);
   /** The observation whose held bytes and unparsed bodies the metrics read (set once it is made). */
   private observation: { stats(): HeldStats } | undefined = undefined;
 
@@ -68,7 +68,7 @@ export class GatewayCounts {
 
   /**
    * Observing a body threw (a defect): the body stood aside, passed on unobserved. Counted, and one line
-   * on stderr at most once a minute; never throws.
+   * on stderr at most five a minute; never throws.
    */
   observationFailed(error: unknown): void {
     this.observationFailures++;

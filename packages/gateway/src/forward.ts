@@ -38,7 +38,7 @@ const CLIENT_GONE = 'client_gone';
 export class Forwarder {
   private readonly receipts: ReceiptProofs;
   private readonly targets: UpstreamTargets;
-  private readonly internalErrorLines = new RateLimitedLine(60_000);
+  private readonly internalErrorLines = new RateLimitedLine(60_000, 5);
 
   constructor(
     private readonly upstream: URL,
@@ -76,7 +76,7 @@ export class Forwarder {
     this.forward(req, res, method, exchange).catch((e: unknown) => {
       // A defect of the gateway, never the client's: the connection ends rather than the process. The
       // client is told nothing of the gateway's insides; the detail is one line on stderr, and counted.
-      // At most one line a minute: a defect every request hits must not flood stderr.
+      // At most five lines a minute: a defect every request hits must not flood stderr.
       this.internalErrorLines.line(`resumewatch gateway: internal error: ${unexpectedErrorLine(e)}`);
       this.refuse(res, GatewayRefusal.INTERNAL_ERROR, 'internal error (the gateway logged it)', { method });
     });

@@ -301,7 +301,7 @@ export const GATEWAY_METRICS: readonly MetricDescriptor[] = [
   {
     name: METRIC_GATEWAY_OBSERVATION_FAILURES_TOTAL,
     type: 'counter',
-    help: 'Bodies whose observation failed (a defect of the gateway, logged on stderr at most once a minute): each stood aside, its bytes passed to the client as they came, unobserved and never filtered from there.',
+    help: 'Bodies whose observation failed (a defect of the gateway, logged on stderr at most five times a minute): each stood aside, its bytes passed to the client as they came, unobserved and never filtered from there.',
     labelNames: [],
   },
 ];
