@@ -234,26 +234,35 @@ export class Forwarder {
     // resolved as a URL reference names another host, and the gateway would be an open proxy.
     const url = this.targets.of(target);
     const observer = this.observation.observer;
-    let request: WireRequest;
-    let joined: boolean;
+    // Undefined when observing the request threw (a defect, counted): the exchange then goes on
+    // unobserved, forwarded as it came, rather than refused with internal_error.
+    let request: WireRequest | undefined;
+    let joined = false;
     try {
       ({ request, joined } = this.begin(req, url.href, method, headers, body, client.scope));
     } catch (e) {
-      exchange.stopIdle();
-      if (!(e instanceof InvalidResumptionError)) throw e;
-      // Answered as a server with no stream here answers a GET: the client's SDK stops resuming.
-      return answer(res, GuardAction.RESUME_REFUSED, 'request already delivered its result', {
-        method,
-        headers: { allow: 'POST, DELETE' },
-      });
+      if (!(e instanceof InvalidResumptionError)) this.counts.observationFailed(e);
+      else {
+        exchange.stopIdle();
+        // Answered as a server with no stream here answers a GET: the client's SDK stops resuming.
+        return answer(res, GuardAction.RESUME_REFUSED, 'request already delivered its result', {
+          method,
+          headers: { allow: 'POST, DELETE' },
+        });
+      }
     }
-    exchange.answeredId = oneRequestId(request);
+    exchange.answeredId = request === undefined ? null : oneRequestId(request);
     // The gateway's request span as the upstream's parent (its `traceparent`): in place of the client's
     // when that span is the client span's child, else only when the client sent none. A request the
     // gateway has no span for (a notification, a GET) keeps the client's.
     const fields = joined ? traceContextFields() : [];
     const clientFree = joined ? headers.filter(([name]) => !fields.includes(name.toLowerCase())) : headers;
-    const traceContext = observer.addedHeaders(request, clientFree);
+    let traceContext: [string, string][] | undefined;
+    try {
+      traceContext = request === undefined ? undefined : observer.addedHeaders(request, clientFree);
+    } catch (e) {
+      this.counts.observationFailed(e);
+    }
     if (traceContext) {
       if (clientFree !== headers) headers.splice(0, headers.length, ...clientFree);
       for (const line of traceContext) headers.push(line);
@@ -268,7 +277,11 @@ export class Forwarder {
     } catch (e) {
       exchange.stopIdle();
       const aborted = controller.aborted;
-      observer.proxyFailed(request, aborted ? controller.reason : e);
+      try {
+        if (request !== undefined) observer.proxyFailed(request, aborted ? controller.reason : e);
+      } catch (failure) {
+        this.counts.observationFailed(failure);
+      }
       const id = exchange.answeredId;
       if (aborted) {
         const reason = (controller.reason as Error).message;
@@ -291,7 +304,16 @@ export class Forwarder {
       clearTimeout(timeout);
     }
     const status = upstream.statusCode ?? 502;
-    const observed = observer.proxyResponse(request, status, upstream.headers, hasBody(method, status));
+    let observed: PushedBody | undefined;
+    try {
+      observed =
+        request === undefined
+          ? undefined
+          : observer.proxyResponse(request, status, upstream.headers, hasBody(method, status));
+    } catch (e) {
+      // A defect of observation: the response goes to the client unobserved, counted.
+      this.counts.observationFailed(e);
+    }
     if (res.destroyed) {
       observed?.fail(abortReason(CLIENT_GONE));
       upstream.destroy();

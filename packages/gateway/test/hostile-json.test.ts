@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { FindingKind } from '@resumewatch/semconv';
+import { WireObserver } from '@resumewatch/wire';
 import { describe, expect, it, vi } from 'vitest';
 import { send } from './helpers/raw-client.js';
 import { rigPerTest } from './helpers/scripted-upstream.js';
@@ -123,4 +124,57 @@ describe('a JSON body after a UTF-8 byte order mark', () => {
     await gateway.flush();
     expect(lost().map((f) => f.request_id)).toEqual(['2']);
   });
+});
+
+/*
+ * No real input reaches these any more (the ones that did are fixed above): a failure is injected into
+ * the observer's own methods, as a defect would throw there, to prove what the gateway does then.
+ */
+describe('a defect of observation (injected)', () => {
+  const sseBody = (id: number) => `id: r${id}\ndata: ${resultText(id, '{"content":[]}')}\n\n`;
+
+  async function throughAFailure(where: 'sseEvent' | 'jsonBody' | 'proxyRequest' | 'proxyResponse') {
+    const json = where === 'jsonBody';
+    const body = (id: number) => (json ? resultText(id, '{"content":[]}') : sseBody(id));
+    const { endpoint, gateway } = await rig(
+      (_req, res: ServerResponse, seen) => {
+        const id = idOf(seen.body);
+        res.writeHead(200, { 'content-type': json ? 'application/json' : 'text/event-stream' });
+        // Two chunks: an SSE event is carried across them (held whole under --enforce) when it fails.
+        res.write(body(id).slice(0, 20));
+        setImmediate(() => res.end(body(id).slice(20)));
+      },
+      { enforce: true },
+    );
+    const lines: string[] = [];
+    const stderr = vi.spyOn(process.stderr, 'write').mockImplementation((line) => {
+      lines.push(String(line));
+      return true;
+    });
+    const method = vi
+      .spyOn(WireObserver.prototype as unknown as Record<string, () => unknown>, where)
+      .mockImplementationOnce(() => {
+        throw new RangeError('an injected defect');
+      });
+    try {
+      for (const id of [1, 2]) {
+        const answer = await send(endpoint, { method: 'POST', headers, body: callText(id) });
+        expect([answer.status, answer.complete, answer.body.toString()]).toEqual([200, true, body(id)]);
+      }
+      expect(method).toHaveBeenCalled();
+      expect(gateway.counts().observationFailures).toBe(1);
+      expect(gateway.counts().refusals).toEqual({});
+      expect(lines.filter((l) => l.includes('observation failed'))).toHaveLength(1);
+    } finally {
+      method.mockRestore();
+      stderr.mockRestore();
+    }
+  }
+
+  it('in an SSE event: that body stands aside, its bytes unchanged, counted; the next body is observed', () =>
+    throughAFailure('sseEvent'));
+  it("at a JSON body's end: the client's bytes were all written, the failure counted", () =>
+    throughAFailure('jsonBody'));
+  it('in describing the request: forwarded unobserved, not refused', () => throughAFailure('proxyRequest'));
+  it('at the response headers: passed through unobserved', () => throughAFailure('proxyResponse'));
 });
