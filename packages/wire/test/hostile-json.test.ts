@@ -133,6 +133,38 @@ describe('a JSON body after a byte order mark', () => {
   });
 });
 
+describe('an SSE event whose data starts with a byte order mark', () => {
+  it("is no message, as the SDK's JSON.parse(event.data) refuses it (a stream-start mark is skipped)", () => {
+    const observer = new WireObserver();
+    const terminals: unknown[] = [];
+    observer.addListener({ onEvent: (event) => void terminals.push(...event.terminals) });
+    const request = observer.proxyRequest(URL_, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'mcp-session-id': 's1' },
+      body: Buffer.from('{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}'),
+    });
+    const body = observer.proxyResponse(request, 200, { 'content-type': 'text/event-stream' }, true)!;
+    const sink = { enqueue: () => undefined };
+    const result = '{"jsonrpc":"2.0","id":1,"result":{}}';
+    expect(() => JSON.parse(`\uFEFF${result}`) as unknown).toThrow(SyntaxError);
+    body.chunk(Buffer.from(`id: a\ndata: \uFEFF${result}\n\n`), sink);
+    expect(terminals).toHaveLength(0);
+    // The mark at the stream's start is the event stream's own, skipped as the WHATWG rules say.
+    const second = observer.proxyResponse(
+      observer.proxyRequest(URL_, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'mcp-session-id': 's1' },
+        body: Buffer.from('{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x"}}'),
+      }),
+      200,
+      { 'content-type': 'text/event-stream' },
+      true,
+    )!;
+    second.chunk(Buffer.from(`\uFEFFid: b\ndata: ${result.replace('"id":1', '"id":2')}\n\n`), sink);
+    expect(terminals).toHaveLength(1);
+  });
+});
+
 describe('a body whose observation throws', () => {
   /** An observer with a listener that throws at the event whose data holds "boom" (a defect of a listener). */
   function failing(filters: boolean) {
