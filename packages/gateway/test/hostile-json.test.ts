@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { FindingKind } from '@resumewatch/semconv';
+import { FindingKind, METRIC_GATEWAY_OBSERVATION_FAILURES_TOTAL } from '@resumewatch/semconv';
 import { WireObserver } from '@resumewatch/wire';
 import { describe, expect, it, vi } from 'vitest';
 import { send } from './helpers/raw-client.js';
@@ -165,6 +165,8 @@ describe('a defect of observation (injected)', () => {
       expect(gateway.counts().observationFailures).toBe(1);
       expect(gateway.counts().refusals).toEqual({});
       expect(lines.filter((l) => l.includes('observation failed'))).toHaveLength(1);
+      const metrics = await (await fetch(`http://127.0.0.1:${gateway.detector!.metricsPort}/metrics`)).text();
+      expect(metrics).toContain(`\n${METRIC_GATEWAY_OBSERVATION_FAILURES_TOTAL} 1\n`);
     } finally {
       method.mockRestore();
       stderr.mockRestore();
