@@ -1,4 +1,6 @@
 import { createHash } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { WireObserver, canonicalJson, digestOfTerminal, parseJsonBody, requestWorkDigest } from '../src/index.js';
 import type { JsonRpcRequest, JsonRpcResponse } from '../src/index.js';
@@ -240,5 +242,40 @@ describe('a batch event some of whose messages a filtering listener removes', ()
     body.chunk(Buffer.from(`id: b1\ndata: [${note},\ndata:  "not a message", ${deep} ]\n\n`), sink);
     body.end(sink);
     expect(Buffer.concat(out).toString()).toBe(`id: b1\ndata: [${deep}]\n\n`);
+  });
+});
+
+describe('a fetch body whose observation throws', () => {
+  it("stands aside: the application reads the server's bytes, and no exception", async () => {
+    const text = 'data: one\n\ndata: boom\n\ndata: drop\n\n';
+    const server = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(text.slice(0, 15));
+      setImmediate(() => res.end(text.slice(15)));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const failures: unknown[] = [];
+      const observer = new WireObserver({ onObservationFailure: (e) => void failures.push(e) });
+      observer.addListener(
+        {
+          onEvent: (event) => {
+            if (event.sse?.data === 'boom') throw new Error('a listener defect');
+            return event.sse?.data !== 'drop';
+          },
+        },
+        { filters: true },
+      );
+      const response = await observer.wrap()(`http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+        body: '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}',
+      });
+      expect(await response.text()).toBe(text);
+      expect([failures.length, observer.observationFailures]).toEqual([1, 1]);
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 });
