@@ -1,4 +1,4 @@
-import type { DetectorMetrics } from '@resumewatch/daemon';
+import { unexpectedErrorLine, type DetectorMetrics } from '@resumewatch/daemon';
 import {
   GATEWAY_METRICS,
   LABEL_ACTION,
@@ -11,6 +11,7 @@ import {
   METRIC_GATEWAY_GUARD_ACTIONS_TOTAL,
   METRIC_GATEWAY_HELD_BYTES,
   METRIC_GATEWAY_LATE_UPSTREAM_ERRORS_TOTAL,
+  METRIC_GATEWAY_OBSERVATION_FAILURES_TOTAL,
   METRIC_GATEWAY_OPEN_EXCHANGES,
   METRIC_GATEWAY_REFUSALS_TOTAL,
   METRIC_GATEWAY_UNPARSED_TOTAL,
@@ -20,6 +21,7 @@ import {
   type GuardProof,
 } from '@resumewatch/semconv';
 import type { ObservationStats } from './observation.js';
+import { RateLimitedLog } from './error-log.js';
 
 /** What the counts read of the observation at scrape time. */
 type HeldStats = Pick<ObservationStats, 'heldBytes' | 'unparsedJsonBodies' | 'oversizedEvents' | 'unreadEncodedBodies'>;
@@ -42,6 +44,14 @@ export class GatewayCounts {
   private unobservedBatches = 0;
   /** Upstream errors after their exchange's response was over or had already failed. */
   private lateUpstreamErrors = 0;
+  /** Bodies whose observation threw, each stood aside (`observationFailed`). */
+  observationFailures = 0;
+  /** At most five lines a minute, then one with how many more (every failure counted). */
+  private readonly failureLines = new RateLimitedLog(
+    (line) => process.stderr.write(line),
+    'observation failure lines',
+    5,
+  );
   /** The observation whose held bytes and unparsed bodies the metrics read (set once it is made). */
   private observation: { stats(): HeldStats } | undefined = undefined;
 
@@ -74,6 +84,21 @@ export class GatewayCounts {
     this.refusals.set(reason, (this.refusals.get(reason) ?? 0) + 1);
   }
 
+  /**
+   * Observing a body threw (a defect): the body stood aside, passed on unobserved. Counted, and one line
+   * on stderr at most five a minute; never throws.
+   */
+  observationFailed(error: unknown): void {
+    this.observationFailures++;
+    try {
+      this.failureLines.line(
+        `resumewatch gateway: observation failed, the body passed through unobserved: ${unexpectedErrorLine(error)}\n`,
+      );
+    } catch {
+      // stderr is gone: the count stands.
+    }
+  }
+
   guardAction(action: GuardAction, proof: GuardProof): void {
     const key = `${action}\n${proof}`;
     this.actions.set(key, (this.actions.get(key) ?? 0) + 1);
@@ -84,6 +109,7 @@ export class GatewayCounts {
     open: number;
     unobservedBatches: number;
     lateUpstreamErrors: number;
+    observationFailures: number;
     refusals: Partial<Record<GatewayRefusal, number>>;
     actions: Partial<Record<GuardAction, number>>;
     proofs: Partial<Record<GuardAction, Partial<Record<GuardProof, number>>>>;
@@ -99,6 +125,7 @@ export class GatewayCounts {
       open: this.open,
       unobservedBatches: this.unobservedBatches,
       lateUpstreamErrors: this.lateUpstreamErrors,
+      observationFailures: this.observationFailures,
       refusals: Object.fromEntries(this.refusals),
       actions,
       proofs,
@@ -121,6 +148,7 @@ export class GatewayCounts {
           return [{ [LABEL_ACTION]: action, [LABEL_PROOF]: proof }, n] as const;
         }),
       [METRIC_GATEWAY_LATE_UPSTREAM_ERRORS_TOTAL]: () => [[{}, this.lateUpstreamErrors]],
+      [METRIC_GATEWAY_OBSERVATION_FAILURES_TOTAL]: () => [[{}, this.observationFailures]],
       [METRIC_GATEWAY_HELD_BYTES]: () => [[{}, this.observation?.stats().heldBytes ?? 0]],
       [METRIC_GATEWAY_UNPARSED_TOTAL]: () => {
         const stats = this.observation?.stats();

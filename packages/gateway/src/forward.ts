@@ -4,7 +4,7 @@ import { unexpectedErrorLine } from '@resumewatch/daemon';
 import { InvalidResumptionError } from '@resumewatch/guard';
 import { GatewayRefusal, GuardAction } from '@resumewatch/semconv';
 import type { HostCheck } from '@resumewatch/daemon';
-import { parseMessages } from '@resumewatch/wire';
+import { parseJsonBody } from '@resumewatch/wire';
 import type { PushedBody, StreamRecord, WireRequest } from '@resumewatch/wire';
 import { askIdentity } from './accept-encoding.js';
 import { answer } from './answers.js';
@@ -50,7 +50,7 @@ export class Forwarder {
     private readonly observation: Observation,
     private readonly client: UpstreamClient,
     private readonly limits: ForwarderLimits,
-    private readonly counts: GatewayCounts,
+    readonly counts: GatewayCounts,
     /** The guard may remove events from SSE bodies (--enforce): their length is not the upstream's. */
     private readonly filtering: boolean,
     /** The `Host` and `Origin` the gateway answers (--allowed-hosts, --allowed-origins). */
@@ -247,7 +247,9 @@ export class Forwarder {
     const observer = this.observation.observer;
     // A batch of more messages than --max-batch-messages goes unobserved, and its response with it (no
     // record, so no message of the response is of an unknown request): observed, each message would
-    // be a record, a span and a timer before the upstream answers. Counted, never refused.
+    // be a record, a span and a timer before the upstream answers. Counted, never refused. `request`
+    // is undefined too when observing the request threw (a defect, counted): the exchange then goes on
+    // unobserved, forwarded as it came, rather than refused with internal_error.
     const unobserved = this.limits.maxBatchMessages > 0 && batchOver(body, this.limits.maxBatchMessages);
     let request: WireRequest | undefined;
     let joined = false;
@@ -256,21 +258,28 @@ export class Forwarder {
       try {
         ({ request, joined } = this.begin(req, url.href, method, headers, body, client.scope));
       } catch (e) {
-        exchange.stopIdle();
-        if (!(e instanceof InvalidResumptionError)) throw e;
-        // Answered as a server with no stream here answers a GET: the client's SDK stops resuming.
-        return answer(res, GuardAction.RESUME_REFUSED, 'request already delivered its result', {
-          method,
-          headers: { allow: 'POST, DELETE' },
-        });
+        if (!(e instanceof InvalidResumptionError)) this.counts.observationFailed(e);
+        else {
+          exchange.stopIdle();
+          // Answered as a server with no stream here answers a GET: the client's SDK stops resuming.
+          return answer(res, GuardAction.RESUME_REFUSED, 'request already delivered its result', {
+            method,
+            headers: { allow: 'POST, DELETE' },
+          });
+        }
       }
-    exchange.answeredId = request ? oneRequestId(request) : null;
+    exchange.answeredId = request === undefined ? null : oneRequestId(request);
     // The gateway's request span as the upstream's parent (its `traceparent`): in place of the client's
     // when that span is the client span's child, else only when the client sent none. A request the
     // gateway has no span for (a notification, a GET, an unobserved batch) keeps the client's.
     const fields = joined ? traceContextFields() : [];
     const clientFree = joined ? headers.filter(([name]) => !fields.includes(name.toLowerCase())) : headers;
-    const traceContext = request && observer.addedHeaders(request, clientFree);
+    let traceContext: [string, string][] | undefined;
+    try {
+      traceContext = request === undefined ? undefined : observer.addedHeaders(request, clientFree);
+    } catch (e) {
+      this.counts.observationFailed(e);
+    }
     if (traceContext) {
       if (clientFree !== headers) headers.splice(0, headers.length, ...clientFree);
       for (const line of traceContext) headers.push(line);
@@ -285,7 +294,11 @@ export class Forwarder {
     } catch (e) {
       exchange.stopIdle();
       const aborted = controller.aborted;
-      if (request) observer.proxyFailed(request, aborted ? controller.reason : e);
+      try {
+        if (request !== undefined) observer.proxyFailed(request, aborted ? controller.reason : e);
+      } catch (failure) {
+        this.counts.observationFailed(failure);
+      }
       const id = exchange.answeredId;
       if (aborted) {
         const reason = (controller.reason as Error).message;
@@ -308,7 +321,16 @@ export class Forwarder {
       clearTimeout(timeout);
     }
     const status = upstream.statusCode ?? 502;
-    const observed = request && observer.proxyResponse(request, status, upstream.headers, hasBody(method, status));
+    let observed: PushedBody | undefined;
+    try {
+      observed =
+        request === undefined
+          ? undefined
+          : observer.proxyResponse(request, status, upstream.headers, hasBody(method, status));
+    } catch (e) {
+      // A defect of observation: the response goes to the client unobserved, counted.
+      this.counts.observationFailed(e);
+    }
     if (res.destroyed) {
       observed?.fail(abortReason(CLIENT_GONE));
       upstream.destroy();
@@ -350,6 +372,7 @@ function pump(
   exchange: Exchange,
 ): void {
   const controller = exchange.abort;
+  const counts = exchange.forwarder.counts;
   const sink = {
     enqueue(bytes: Uint8Array): void {
       if (!res.write(bytes)) upstream.pause();
@@ -357,12 +380,27 @@ function pump(
   };
   res.on('drain', () => upstream.resume());
   const active = exchange.active;
+  // The observed body stands aside by itself when observing it throws (PushedBody). Should that fail as
+  // well, the exception still never reaches these emitter handlers (it would end the process): counted,
+  // and the client's response is cut rather than given bytes that may not be the upstream's.
+  let failed = false;
+  const observationFailed = (error: unknown): void => {
+    failed = true;
+    counts.observationFailed(error);
+    res.destroy();
+    upstream.destroy();
+  };
   upstream.on(
     'data',
     observed
       ? (chunk: Buffer) => {
           active();
-          observed.chunk(chunk, sink);
+          if (failed) return;
+          try {
+            observed.chunk(chunk, sink);
+          } catch (error) {
+            observationFailed(error);
+          }
         }
       : (chunk: Buffer) => {
           active();
@@ -377,12 +415,23 @@ function pump(
     // The client's response ends before the body's end is observed: a chunked JSON body's last chunk
     // (most servers send JSON chunked) does not wait for its parse, spans and detection.
     if (observed === undefined) res.end();
-    else observed.end(sink, res);
+    else if (!failed) {
+      try {
+        observed.end(sink, res);
+      } catch (error) {
+        if (res.writableEnded) counts.observationFailed(error);
+        else observationFailed(error);
+      }
+    }
   });
   const broken = (error: unknown): void => {
     if (ended) return;
     ended = true;
-    observed?.fail(controller.aborted ? controller.reason : error);
+    try {
+      observed?.fail(controller.aborted ? controller.reason : error);
+    } catch (failure) {
+      counts.observationFailed(failure);
+    }
     res.destroy();
     exchange.stopIdle();
   };
@@ -494,7 +543,7 @@ function oneRequestId(request: WireRequest): string | number | null {
 /** The id of the body's one JSON-RPC request, for an error answer that names it; null otherwise. */
 function singleRequestId(body: Uint8Array): string | number | null {
   if (body.byteLength === 0 || body.byteLength > 65_536) return null;
-  const messages = parseMessages(Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8'));
+  const messages = parseJsonBody(Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8'));
   if (messages.length !== 1) return null;
   const id = (messages[0] as { id?: unknown }).id;
   return typeof id === 'string' || typeof id === 'number' ? id : null;

@@ -178,6 +178,8 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       maxJsonBodyBytes: options.maxJsonBodyBytes ?? GATEWAY_DEFAULTS.maxJsonBodyBytes,
       maxHeldEventBytes: options.maxHeldEventBytes ?? GATEWAY_DEFAULTS.maxHeldEventBytes,
       maxHeldBytes: options.maxHeldBytes ?? GATEWAY_DEFAULTS.maxHeldBytes,
+      // A body whose observation threw stood aside (passed through unobserved): counted and logged.
+      onObservationFailure: (error) => counts.observationFailed(error),
     });
     counts.observe(observation);
     const forwarder = new Forwarder(

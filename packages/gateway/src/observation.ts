@@ -54,9 +54,23 @@ export interface Observation {
  * `proxyResponse`): no fetch, no Response, no web stream on the data path.
  */
 export function observeExchanges(
-  options: InstrumentFetchOptions & HeldBodyLimits & { maxSessions?: number; sessionRetentionMs: number },
+  options: InstrumentFetchOptions &
+    HeldBodyLimits & {
+      maxSessions?: number;
+      sessionRetentionMs: number;
+      /** A body's observation threw: it stood aside, passed through unobserved (the observer's option). */
+      onObservationFailure?: (error: unknown) => void;
+    },
 ): Observation {
-  const { maxSessions, sessionRetentionMs, maxJsonBodyBytes, maxHeldEventBytes, maxHeldBytes, ...rest } = options;
+  const {
+    maxSessions,
+    sessionRetentionMs,
+    maxJsonBodyBytes,
+    maxHeldEventBytes,
+    maxHeldBytes,
+    onObservationFailure,
+    ...rest
+  } = options;
   const instrumented = instrumentFetch({
     ...rest,
     observer: {
@@ -71,6 +85,7 @@ export function observeExchanges(
       maxJsonBodyBytes,
       maxHeldEventBytes,
       maxHeldBytes,
+      ...(onObservationFailure ? { onObservationFailure } : {}),
     },
   });
   const observer = instrumented.observer;

@@ -1,7 +1,7 @@
 import { Agent } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { GuardAction, GuardProof } from '@resumewatch/semconv';
+import { FindingKind, GuardAction, GuardProof } from '@resumewatch/semconv';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { GatewayOptions } from '../src/index.js';
 import { open, send } from './helpers/raw-client.js';
@@ -243,15 +243,25 @@ describe('gateway enforce: replays are removed message by message, only on proof
   });
 
   it('forwards a differing replay of an unproven result, reported, and every later one (issue 28, point 2)', async () => {
-    // The same result with its keys in another order: another digest, so a conflict.
-    const reordered = event('c8-2', { id: 8, jsonrpc: '2.0', result: { content: [{ text: 'done', type: 'text' }] } });
-    const { gateway, endpoint } = await startSession({}, { resumed: () => [reordered] });
+    const differing = result('c8-2', 8, 'not what the first said');
+    const { gateway, endpoint } = await startSession({}, { resumed: () => [differing] });
     expect((await call(endpoint, 8)).complete).toBe(true);
-    expect((await resume(endpoint, 'c8-1')).body.toString()).toBe(reordered);
-    expect((await resume(endpoint, 'c8-1')).body.toString()).toBe(reordered);
+    expect((await resume(endpoint, 'c8-1')).body.toString()).toBe(differing);
+    expect((await resume(endpoint, 'c8-1')).body.toString()).toBe(differing);
     expect(gateway.counts().proofs).toEqual({
       [GuardAction.CONFLICTING_TERMINAL_REPORTED]: { [GuardProof.NONE]: 2 },
     });
+  });
+
+  it('takes a replay that writes the same result with its keys in another order for a duplicate, not a conflict (issue 37)', async () => {
+    const reordered = event('c8-2', { id: 8, jsonrpc: '2.0', result: { content: [{ text: 'done', type: 'text' }] } });
+    const { gateway, endpoint } = await startSession({}, { resumed: () => [reordered] });
+    expect((await call(endpoint, 8)).complete).toBe(true);
+    // Unproven: forwarded (the client's only copy may be this one), and nothing to report.
+    expect((await resume(endpoint, 'c8-1')).body.toString()).toBe(reordered);
+    expect(gateway.counts().actions).toEqual({});
+    await gateway.flush();
+    expect(gateway.detector!.findings().map((f) => f.kind)).not.toContain(FindingKind.CONFLICTING_TERMINAL);
   });
 
   it('removes only the proven duplicate of a batch event and forwards the rest of it (issue 28, point 3)', async () => {

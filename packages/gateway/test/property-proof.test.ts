@@ -96,9 +96,10 @@ describe('gateway --enforce acts only on proof of receipt (model-based)', () => 
     );
   });
 
-  it('does not remove a differing replay (the result with its keys reordered) when the client has no result of the request', async () => {
+  it('does not remove a replay (the result with its keys reordered: a duplicate) when the client has no result of the request', async () => {
     // The upstream breaks the call's stream after the result, so the result was never delivered even by a
-    // clean end; the client stopped before it. The resume's replay differs from the first result by key order.
+    // clean end; the client stopped before it. The resume's replay differs from the first result by key
+    // order only (the same result since issue 37), and without proof it must still go to the client.
     const cut: Partial<CallStep> = { ...stopsBeforeTheResult, progress: [1, 1], cut: 280 };
     await expectNoViolation([call(1, cut), resume({ variant: 'reordered' })], progressOnly);
   });

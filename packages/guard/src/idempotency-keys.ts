@@ -25,7 +25,14 @@ function keyedBody(body: string, tracker: ReissueTracker): string {
   }
   const next = Array.isArray(parsed) ? parsed.map((m) => keyed(m, tracker)) : keyed(parsed, tracker);
   const changed = Array.isArray(parsed) ? (next as unknown[]).some((m, i) => m !== parsed[i]) : next !== parsed;
-  return changed ? JSON.stringify(next) : body;
+  if (!changed) return body;
+  try {
+    return JSON.stringify(next);
+  } catch {
+    // Arguments nested deeper than JSON.stringify's recursion goes (JSON.parse took them): the body
+    // goes as the client wrote it, without the key, rather than the call failing in the client's fetch.
+    return body;
+  }
 }
 
 /**

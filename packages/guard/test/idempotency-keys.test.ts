@@ -64,4 +64,14 @@ describe('withIdempotencyKeys', () => {
     expect(keys).toHaveLength(2);
     expect(new Set(keys).size).toBe(2);
   });
+
+  it('sends a call whose arguments nest 100,000 deep as written, rather than fail the fetch', async () => {
+    const { bodies, fetch } = sent();
+    const keyed = createGuardListener({}).withIdempotencyKeys(fetch);
+    const args = '{"a":'.repeat(100_000) + '1' + '}'.repeat(100_000);
+    const body = `{"jsonrpc":"2.0","id":0,"method":"tools/call","params":{"name":"store","arguments":${args}}}`;
+    const init = { ...post(STATELESS_PROTOCOL_VERSION, null), body };
+    expect((await keyed('http://127.0.0.1:9/mcp', init)).status).toBe(202);
+    expect(bodies).toEqual([body]);
+  });
 });

@@ -85,6 +85,7 @@ export const METRIC_GATEWAY_GUARD_ACTIONS_TOTAL = 'resumewatch_gateway_guard_act
 export const METRIC_GATEWAY_HELD_BYTES = 'resumewatch_gateway_held_bytes';
 export const METRIC_GATEWAY_UNPARSED_TOTAL = 'resumewatch_gateway_unparsed_total';
 export const METRIC_GATEWAY_LATE_UPSTREAM_ERRORS_TOTAL = 'resumewatch_gateway_late_upstream_errors_total';
+export const METRIC_GATEWAY_OBSERVATION_FAILURES_TOTAL = 'resumewatch_gateway_observation_failures_total';
 
 export type MetricType = 'counter' | 'gauge' | 'histogram';
 
@@ -302,6 +303,12 @@ export const GATEWAY_METRICS: readonly MetricDescriptor[] = [
     name: METRIC_GATEWAY_LATE_UPSTREAM_ERRORS_TOTAL,
     type: 'counter',
     help: "Errors of an upstream exchange after its response was over or had already failed (the connection reset while the request's body was still being sent after the upstream answered, a second error of a broken body): nothing is left to answer, so they are only counted.",
+    labelNames: [],
+  },
+  {
+    name: METRIC_GATEWAY_OBSERVATION_FAILURES_TOTAL,
+    type: 'counter',
+    help: 'Bodies whose observation failed (a defect of the gateway, logged on stderr at most five times a minute): each stood aside, its bytes passed to the client as they came, unobserved and never filtered from there.',
     labelNames: [],
   },
 ];

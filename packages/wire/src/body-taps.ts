@@ -1,7 +1,7 @@
 import { SseScanner } from './sse.js';
 import type { SseSink } from './sse.js';
 import type { JsonRpcMessage } from './jsonrpc.js';
-import { parseMessages } from './jsonrpc.js';
+import { parseJsonBody } from './jsonrpc.js';
 import { holdShape } from './shapes.js';
 import type { Hold, HeldBytes } from './held-bytes.js';
 import type { StreamEnd, StreamRecord, WireRequest } from './types.js';
@@ -22,6 +22,8 @@ export interface TapHost {
   jsonBody(request: WireRequest, stream: StreamRecord, messages: readonly JsonRpcMessage[]): void;
   /** A JSON body or an SSE event was passed on unparsed: over its bound, or past the held-bytes budget. */
   passedUnparsed(format: 'json' | 'sse'): void;
+  /** Observing a body threw (a defect): the body stands aside from here, passed on unobserved. Never throws. */
+  observationFailed(error: unknown): void;
 }
 
 /** When the chunk being scanned arrived. */
@@ -49,6 +51,11 @@ export interface BodyTap {
    * it was given is observed, before the body's end (`broken`: the body failed) is. Absent: at once.
    */
   settled?(then: () => void, broken: boolean): void;
+  /**
+   * Observing `chunk` (or, undefined, the body's end) threw: what the client has not had of it and of
+   * what the tap holds goes to `sink` as it came, unobserved, and the tap holds nothing from here.
+   */
+  standAside(sink: ChunkSink, chunk: Uint8Array | undefined): void;
 }
 
 /**
@@ -56,6 +63,9 @@ export interface BodyTap {
  * a fetch's body, without a web stream or a Response. What its client must get goes to the sink.
  */
 export class PushedBody {
+  /** Observing it threw once: every later byte passes straight through, unobserved (`standAside`). */
+  private aside = false;
+
   constructor(
     private readonly observer: TapHost,
     private readonly request: WireRequest,
@@ -66,7 +76,12 @@ export class PushedBody {
 
   /** A chunk as it arrived; the bytes the client gets (the chunk, or its kept events) go to `sink`. */
   chunk(chunk: Uint8Array, sink: ChunkSink): void {
-    this.tap.chunk(chunk, sink);
+    if (this.aside) return sink.enqueue(chunk);
+    try {
+      this.tap.chunk(chunk, sink);
+    } catch (error) {
+      this.standAside(error, sink, chunk);
+    }
   }
 
   /**
@@ -75,26 +90,75 @@ export class PushedBody {
    * the detector's work): the client's last bytes do not wait for that work.
    */
   end(sink: ChunkSink, response?: { end(): unknown }): void {
-    this.tap.rest(sink);
+    if (!this.aside) {
+      try {
+        this.tap.rest(sink);
+      } catch (error) {
+        this.standAside(error, sink, undefined);
+      }
+    }
     response?.end();
-    if (this.tap.settled === undefined) this.ended();
-    else this.tap.settled(() => this.ended(), false);
+    if (this.aside || this.tap.settled === undefined) this.endedClean();
+    else this.tap.settled(() => this.endedClean(), false);
   }
 
   /** The body broke (`error`), or the exchange was aborted (an AbortError: `abort`). */
   fail(error: unknown): void {
-    if (this.tap.settled === undefined) this.failed(error);
+    if (this.aside || this.tap.settled === undefined) this.failed(error);
     else this.tap.settled(() => this.failed(error), true);
   }
 
-  private ended(): void {
-    this.tap.end();
-    this.observer.streamEnded(this.request, this.stream, 'clean', undefined);
+  /** The body's end observed (a JSON body parsed), once the tap observed all it was given. */
+  private endedClean(): void {
+    if (!this.aside) {
+      try {
+        this.tap.end();
+      } catch (failure) {
+        // Nothing is left to give the client: the response has ended.
+        this.aside = true;
+        this.stream.unread = true;
+        this.observer.observationFailed(failure);
+      }
+    }
+    this.ended('clean', undefined);
   }
 
   private failed(error: unknown): void {
-    this.tap.release();
-    this.observer.streamEnded(this.request, this.stream, isAbort(error) ? 'abort' : 'error', error);
+    try {
+      this.tap.release();
+    } catch (failure) {
+      this.aside = true;
+      this.stream.unread = true;
+      this.observer.observationFailed(failure);
+    }
+    this.ended(isAbort(error) ? 'abort' : 'error', error);
+  }
+
+  /** The stream's end told to the observer; what that throws is counted, never raised into the caller's handler. */
+  private ended(how: StreamEnd, error: unknown): void {
+    try {
+      this.observer.streamEnded(this.request, this.stream, how, error);
+    } catch (failure) {
+      this.aside = true;
+      this.stream.unread = true;
+      this.observer.observationFailed(failure);
+    }
+  }
+
+  /**
+   * Observing the body threw: a defect, never the client's or the upstream's. The exception goes no
+   * further (it would reach an event emitter's handler, and end the process); the body stands aside:
+   * what the tap held and the rest of `chunk` go to the client as they came, every later byte passes
+   * straight through, nothing more of it is observed or held, and the failure is counted.
+   */
+  private standAside(error: unknown, sink: ChunkSink, chunk: Uint8Array | undefined): void {
+    this.aside = true;
+    this.stream.unread = true;
+    try {
+      this.tap.standAside(sink, chunk);
+    } finally {
+      this.observer.observationFailed(error);
+    }
   }
 }
 
@@ -124,6 +188,8 @@ export class SseTap implements BodyTap, SseSink, ChunkArrival {
   private replacements: (Uint8Array | undefined)[] | undefined = undefined;
   /** What the event in progress holds of the observer's budget: made when one is first carried over a chunk. */
   private hold: Hold | undefined = undefined;
+  /** The chunk being scanned continues an oversized event, whose carried bytes were given out (`forward`). */
+  private passing = false;
 
   constructor(
     private readonly observer: TapHost,
@@ -148,7 +214,7 @@ export class SseTap implements BodyTap, SseSink, ChunkArrival {
       return true;
     }
     // An oversized event in progress passes as it comes: what the scanner carries of it was given out.
-    const passing = this.scanner.oversized;
+    const passing = (this.passing = this.scanner.oversized);
     this.eventsEnd = 0;
     this.scanner.push(chunk);
     this.observer.sseScanned(this.stream, this.scanner);
@@ -212,6 +278,23 @@ export class SseTap implements BodyTap, SseSink, ChunkArrival {
   }
 
   /**
+   * Observation threw while `chunk` was scanned (before any of it was given out): unfiltered, the chunk
+   * goes as it came (what came before went as it came); filtered, every byte not given out yet (the
+   * event carried from earlier chunks, and the whole chunk: its events before the failure too, none
+   * removed) goes as it came. The scanner's bytes are let go.
+   */
+  standAside(sink: ChunkSink, chunk: Uint8Array | undefined): void {
+    if (chunk !== undefined) {
+      const bytes = this.scanner.bytes;
+      if (!this.filtering || bytes.length < chunk.length) sink.enqueue(chunk);
+      else sink.enqueue(bytes.subarray(this.passing ? bytes.length - chunk.length : 0));
+    }
+    this.scanner.releaseBytes();
+    this.scanner.end();
+    this.release();
+  }
+
+  /**
    * Enqueues the kept events of the chunk just scanned, and, when an oversized event is in progress,
    * what arrived of it (`passing`: it was in progress before this chunk, and what the scanner carried
    * of it was given out already); returns whether anything was enqueued.
@@ -264,6 +347,8 @@ export class UnreadTap implements BodyTap {
   rest(): void {}
   end(): void {}
   release(): void {}
+  /** Every byte went out as it came already. */
+  standAside(): void {}
 }
 
 /**
@@ -306,7 +391,7 @@ export class JsonTap implements BodyTap {
 
   end(): void {
     if (!this.unparsed) {
-      const messages = parseMessages(Buffer.concat(this.chunks).toString('utf8'));
+      const messages = parseJsonBody(Buffer.concat(this.chunks).toString('utf8'));
       this.chunks.length = 0;
       this.release();
       if (messages.length > 0) this.observer.jsonBody(this.request, this.stream, messages);
@@ -316,6 +401,13 @@ export class JsonTap implements BodyTap {
   release(): void {
     this.chunks.length = 0;
     if (this.hold !== undefined) this.budget.release(this.hold);
+  }
+
+  /** Each chunk goes as it comes, after what holding it took: the one whose holding threw goes now. */
+  standAside(sink: ChunkSink, chunk: Uint8Array | undefined): void {
+    this.unparsed = true;
+    this.release();
+    if (chunk !== undefined) sink.enqueue(chunk);
   }
 }
 

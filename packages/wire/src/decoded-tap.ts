@@ -28,6 +28,8 @@ const DISCARD: ChunkSink = { enqueue: () => undefined };
 export interface DecodedTapHost {
   /** The body could not be read after all (corrupt, a bomb, past the held-bytes budget): it passes unobserved. */
   unreadable(): void;
+  /** Observing the decoded copy threw (a defect): counted; the body passes unobserved from there. Never throws. */
+  observationFailed(error: unknown): void;
 }
 
 function decoderFor(coding: BodyCoding): Transform {
@@ -72,7 +74,7 @@ export class DecodedTap implements BodyTap {
     this.state = DECODER_BYTES[coding];
     const decoder = (this.decoder = decoderFor(coding));
     decoder.on('data', (chunk: Buffer) => this.decodedChunk(chunk));
-    decoder.on('error', () => (this.broken ? this.settle() : this.standAside()));
+    decoder.on('error', () => (this.broken ? this.settle() : this.giveUp(true)));
     decoder.on('end', () => this.settle());
   }
 
@@ -82,7 +84,7 @@ export class DecodedTap implements BodyTap {
     if (decoder === undefined) return true;
     // The decoder's state and the encoded bytes waiting for it count in the observer's budget.
     const hold = (this.hold ??= this.budget.holdFor(this));
-    if (!this.budget.set(hold, this.state + decoder.writableLength + chunk.length)) this.standAside();
+    if (!this.budget.set(hold, this.state + decoder.writableLength + chunk.length)) this.giveUp(true);
     else {
       this.given = true;
       decoder.write(chunk);
@@ -124,17 +126,32 @@ export class DecodedTap implements BodyTap {
     // Against the encoded bytes the decoder has consumed (`bytesWritten`), not those queued for it.
     const decoder = this.decoder;
     if (this.decoded > BOMB_FLOOR_BYTES && this.decoded > BOMB_RATIO * (decoder as unknown as Zlib).bytesWritten)
-      return this.standAside();
+      return this.giveUp(true);
     if (this.hold !== undefined) this.budget.set(this.hold, this.state + decoder.writableLength, true);
-    this.inner.chunk(chunk, DISCARD);
+    // In the decoder's `data` handler: a throw would reach the event emitter, and end the process.
+    try {
+      this.inner.chunk(chunk, DISCARD);
+    } catch (error) {
+      this.host.observationFailed(error);
+      this.giveUp(false);
+    }
   }
 
-  private standAside(): void {
+  /**
+   * Observing threw (PushedBody): every byte went to the client as it came already (`chunk` gives it out
+   * first), so nothing is owed to `sink`; nothing more is decoded or observed.
+   */
+  standAside(): void {
+    this.giveUp(false);
+  }
+
+  /** Nothing more is decoded or observed; `unreadable`: for the data (corrupt, a bomb, the budget), told to the host. */
+  private giveUp(unreadable: boolean): void {
     if (this.aside) return;
     this.aside = true;
     this.stop();
     this.inner.release();
-    this.host.unreadable();
+    if (unreadable) this.host.unreadable();
     this.settle();
   }
 

@@ -19,6 +19,14 @@ export {
 } from './reissue.js';
 export type { BrokenRequestsOptions } from './reissue.js';
 // The JSON-RPC helpers the instrumentation reads message bodies with; the rest of jsonrpc.ts is internal.
-export { isJsonRpcMessage, isRequest, isResponse, messagesOfBody, parseMessages, requestTarget } from './jsonrpc.js';
+export {
+  isJsonRpcMessage,
+  isRequest,
+  isResponse,
+  messagesOfBody,
+  parseJsonBody,
+  parseMessages,
+  requestTarget,
+} from './jsonrpc.js';
 export type { JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from './jsonrpc.js';
 export type * from './types.js';

@@ -68,7 +68,7 @@ const utf8 = new TextDecoder();
  * received). A stream body is not read: it would have to be consumed.
  */
 export function messagesOfBody(body: RequestInit['body'] | undefined): JsonRpcMessage[] {
-  if (typeof body === 'string') return parseMessages(body);
+  if (typeof body === 'string') return parseJsonBody(body);
   if (body instanceof Uint8Array) return parseMessages(utf8.decode(body));
   if (body instanceof ArrayBuffer) return parseMessages(utf8.decode(new Uint8Array(body)));
   return [];
@@ -82,6 +82,21 @@ export function parseMessages(text: string): JsonRpcMessage[] {
   } catch {
     return [];
   }
+}
+
+/** The character a UTF-8 byte order mark decodes to. */
+const BOM = 0xfeff;
+
+/**
+ * Parses a whole JSON body (`application/json`, a request's or a response's) as JSON-RPC, past one
+ * leading byte order mark: what `fetch`'s `res.json()` and Python's `json.loads(bytes)` accept, so a
+ * server that writes one is understood by its clients and must be by the observer (a body it could not
+ * parse would leave each of its requests without a result: a false lost_result). An SSE event's data is
+ * not a body: a client's JSON.parse refuses a mark there, and so does `parseMessages`. (A TextDecoder's
+ * text has lost the mark already; a Buffer's keeps it.)
+ */
+export function parseJsonBody(text: string): JsonRpcMessage[] {
+  return parseMessages(text.charCodeAt(0) === BOM ? text.slice(1) : text);
 }
 
 /** The target of an MCP request span: the tool, prompt or resource the request names. */

@@ -1,6 +1,7 @@
 import { BoundedMap } from '@resumewatch/bounded';
 import { HEADER_LAST_EVENT_ID, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID, headerValue } from './headers.js';
 import { GuardProof, ReattachTrigger, StreamKind, TerminalDelivery, TerminalOutcome } from '@resumewatch/semconv';
+import { batchTextWithout } from './batch-text.js';
 import { digestOfTerminal } from './digest.js';
 import { MAX_KEPT_CHARS, keptText } from './kept-text.js';
 import { isInputRound, reissuableTarget, requestIdempotencyKey, requestWorkDigest } from './reissue.js';
@@ -108,6 +109,9 @@ export class WireObserver {
   private unkeptIds = 0;
   private oversizedEvents = 0;
   private unreadEncodedBodies = 0;
+  /** Bodies whose observation threw (a defect), which stood aside: passed on unobserved from there. */
+  private failures = 0;
+  private readonly onObservationFailure: ((error: unknown) => void) | undefined;
   private readonly releaseOnTransportClose: boolean;
   private readonly sessionlessApart: boolean;
   private readonly now: () => number;
@@ -143,6 +147,7 @@ export class WireObserver {
     this.heldBytes = new HeldBytes(options.maxHeldBytes ?? 64 * 1024 * 1024);
     this.releaseOnTransportClose = options.releaseOnTransportClose ?? true;
     this.sessionlessApart = options.sessionlessApart ?? false;
+    this.onObservationFailure = options.onObservationFailure;
   }
 
   /**
@@ -621,7 +626,13 @@ export class WireObserver {
       this.unreadable(stream);
       return new UnreadTap();
     }
-    const host = { unreadable: () => this.unreadable(stream) };
+    const host = {
+      unreadable: () => this.unreadable(stream),
+      observationFailed: (error: unknown) => {
+        stream.unread = true;
+        this.observationFailed(error);
+      },
+    };
     return new DecodedTap(this.tapFor(request, stream, false), coding, host, this.heldBytes);
   }
 
@@ -793,6 +804,21 @@ export class WireObserver {
     else this.oversizedEvents++;
   }
 
+  /** Bodies whose observation threw (a defect): each stood aside, passed on as it came, unobserved from there. */
+  get observationFailures(): number {
+    return this.failures;
+  }
+
+  /** @internal Observing a body threw: counted, and told to `onObservationFailure`; never throws. */
+  observationFailed(error: unknown): void {
+    this.failures++;
+    try {
+      this.onObservationFailure?.(error);
+    } catch {
+      // The caller's report failed as well: the count stands.
+    }
+  }
+
   /** @internal Tells the listeners how a body ended (once). */
   streamEnded(request: WireRequest, stream: StreamRecord, how: StreamEnd, error: unknown): void {
     if (stream.ended) return;
@@ -912,7 +938,7 @@ export class WireObserver {
     const messages = event.messages;
     const kept = messages.filter((_, i) => !removed.includes(i));
     if (kept.length === 0) return false;
-    this.replacementBytes = rewrittenEvent(event, kept);
+    this.replacementBytes = rewrittenEvent(event, kept, removed);
     const position = ++stream.deliveredEvents;
     this.delivered(stream, event.terminals, position, removed);
     const id = event.id;
@@ -1222,13 +1248,14 @@ function requestKey(scope: string | undefined, id: JsonRpcId): string {
 
 /**
  * An SSE event rewritten with only `kept` of its batch's messages: its id, type and retry as they were,
- * the messages as one JSON array on one data line (JSON text holds no raw line break).
+ * the messages as one JSON array on one data line, each message's text as the server wrote it
+ * (`batchTextWithout`: never serialised again, so no depth can overflow the stack here).
  */
-function rewrittenEvent(event: SseWireEvent, kept: readonly JsonRpcMessage[]): Uint8Array {
+function rewrittenEvent(event: SseWireEvent, kept: readonly JsonRpcMessage[], removed: readonly number[]): Uint8Array {
   let text = '';
   if (event.id !== undefined) text += `id: ${event.id}\n`;
   if (event.event !== '') text += `event: ${event.event}\n`;
   if (event.retry !== undefined) text += `retry: ${event.retry}\n`;
-  text += `data: ${JSON.stringify(kept)}\n\n`;
+  text += `data: ${batchTextWithout(event.data, removed) ?? JSON.stringify(kept)}\n\n`;
   return new TextEncoder().encode(text);
 }

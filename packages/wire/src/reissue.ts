@@ -2,6 +2,7 @@ import * as crypto from 'node:crypto';
 import { createHash, createHmac } from 'node:crypto';
 import { BoundedMap } from '@resumewatch/bounded';
 import { META_IDEMPOTENCY_KEY } from '@resumewatch/semconv';
+import { writeCanonicalJson } from './canonical-json.js';
 import { requestTarget } from './jsonrpc.js';
 import type { JsonRpcRequest } from './jsonrpc.js';
 
@@ -35,26 +36,26 @@ const DIGEST_HEX_CHARS = 32;
 /**
  * JSON text of a value with every object's keys sorted, so that two argument objects that differ only
  * in key order give one text. Members JSON.stringify would drop (undefined, functions) are dropped.
+ * Any depth: a tree past the fast path's depth is written by an explicit stack (canonical-json.ts),
+ * never by recursion, so arguments nested 100,000 deep give their text and never overflow the stack.
  */
 export function canonicalJson(value: unknown): string {
   // Arguments as clients send them are plain JSON whose keys are usually in order already: their
-  // JSON text is then the canonical one, without a replacer (which takes JSON.stringify off its
-  // fast path) and without a sorted copy of every object.
+  // JSON text is then the canonical one, without a sorted copy of every object (JSON.stringify, native,
+  // is safe there: `inCanonicalOrder` says yes only to a tree at most MAX_ORDER_DEPTH deep).
   if (inCanonicalOrder(value, 0)) return JSON.stringify(value);
-  return JSON.stringify(value, (_key, member: unknown) => {
-    if (member === null || typeof member !== 'object' || Array.isArray(member)) return member;
-    const sorted: Record<string, unknown> = {};
-    for (const key of Object.keys(member).sort()) sorted[key] = (member as Record<string, unknown>)[key];
-    return sorted;
-  });
+  let text = '';
+  const written = writeCanonicalJson(value, (part) => (text += part));
+  return written ? text : (undefined as unknown as string);
 }
 
-/** Nesting past which `inCanonicalOrder` does not look (the replacer's way decides instead). */
+/** Nesting past which `inCanonicalOrder` does not look (the explicit stack's way writes the text instead). */
 const MAX_ORDER_DEPTH = 32;
 
 /**
  * Whether JSON.stringify of `value` is its canonical text already: plain objects (and arrays, and
- * primitives) only, each object's keys in the order `canonicalJson` sorts them to, and no toJSON.
+ * primitives) only, each object's keys in the order `canonicalJson` sorts them to, and no toJSON. Its
+ * recursion is bounded by MAX_ORDER_DEPTH: deeper trees answer no.
  */
 function inCanonicalOrder(value: unknown, depth: number): boolean {
   if (value === null || typeof value !== 'object') return true;
@@ -85,6 +86,9 @@ const sha256Hex: (text: string) => string =
         )
     : (text) => createHash('sha256').update(text).digest('hex');
 
+/** Characters of canonical text gathered before they are fed to the hash (the slow path's memory bound). */
+const HASH_PART_CHARS = 16_384;
+
 /**
  * The unkeyed digest of the work a request asks for: SHA-256 of its method, its name and the canonical
  * JSON of `params.arguments`, hex. Nothing else of the params counts: `_meta` (a progress token, an
@@ -92,13 +96,27 @@ const sha256Hex: (text: string) => string =
  * attempts of one call. The observer computes it once, when it describes the request
  * (`RequestRecord.workDigest`), so that no record keeps the arguments; it never leaves the process:
  * what does is keyed (`keyedArgumentsDigest`). The whole arguments count, not a bounded prefix: two
- * calls that differ past a prefix are two calls, and a re-issue inherits its first attempt's idempotency key.
+ * calls that differ past a prefix are two calls, and a re-issue inherits its first attempt's idempotency
+ * key. Its cost is linear in the arguments, which the request body's byte cap bounds.
  */
 export function requestWorkDigest(request: JsonRpcRequest): string {
   const name = requestTarget(request) ?? '';
   const args = request.params?.arguments;
+  const head = `${request.method}\n${name}\n`;
   // One text hashed at once: the same digest as the parts fed to one hash in turn.
-  return sha256Hex(`${request.method}\n${name}\n${args === undefined ? '' : canonicalJson(args)}`);
+  if (args === undefined) return sha256Hex(head);
+  if (inCanonicalOrder(args, 0)) return sha256Hex(head + (JSON.stringify(args) ?? ''));
+  // Deep or unsorted arguments: their canonical text is hashed as it is written, a part at a time.
+  const hash = createHash('sha256').update(head);
+  let part = '';
+  writeCanonicalJson(args, (text) => {
+    part += text;
+    if (part.length >= HASH_PART_CHARS) {
+      hash.update(part);
+      part = '';
+    }
+  });
+  return hash.update(part).digest('hex');
 }
 
 /**

@@ -44,7 +44,10 @@ const Y = 0x79;
 /** V8 copies a substring shorter than this (SlicedString::kMinLength); a longer one refers to its parent. */
 const COPIED_SUBSTRING = 13;
 const EMPTY = new Uint8Array(0);
-const decoder = new TextDecoder();
+// A mark inside the stream is a character, as a client's decoder (one for the whole stream) keeps it:
+// only the stream's first bytes may be one, skipped by the scanner. A TextDecoder would drop it from
+// every line it decodes, and a data line after one would be a message the client cannot parse.
+const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
 /**
  * "None left in this push" for the forward look-ups: a position past any string V8 can build, kept a
  * small integer (Infinity would turn the fields into doubles, a change of the scanner's hidden class).

@@ -400,6 +400,12 @@ export interface WireObserverOptions {
    * request when the event that carried it is passed to the reader (`application_read`).
    */
   confirmDelivery?: boolean;
+  /**
+   * Called when observing a body threw (a defect of the observer or of a listener, never of the
+   * traffic): the body stood aside, its bytes passed on as they came, unobserved from there (counted
+   * in `observationFailures`). For a log line; called on the data path, so keep it cheap.
+   */
+  onObservationFailure?: (error: unknown) => void;
   now?: () => number;
 }
 

@@ -52,6 +52,8 @@ const realReleaseLock = readerProto.releaseLock;
 class WatchedBody implements ChunkSink {
   /** The tap saw the end, or the body failed or was cancelled: nothing more is observed. */
   over = false;
+  /** Observing it threw once: every later chunk passes as it came, unobserved. */
+  private aside = false;
   /** Forwarded bytes not yet returned (a chunk whose events a filtering tap cut into several pieces). */
   private pending: Chunk[] | undefined = undefined;
   /** The one piece a chunk usually yields (the chunk itself), before any read returns it. */
@@ -80,14 +82,39 @@ class WatchedBody implements ChunkSink {
   }
 
   chunk(value: Chunk): void {
-    this.tap.chunk(value, this);
+    if (this.aside) return this.enqueue(value);
+    try {
+      this.tap.chunk(value, this);
+    } catch (error) {
+      this.standAside(error, value);
+    }
   }
 
   end(): void {
     this.over = true;
-    this.tap.rest(this);
-    this.tap.end();
-    this.observer.streamEnded(this.request, this.stream, 'clean', undefined);
+    try {
+      if (!this.aside) {
+        this.tap.rest(this);
+        this.tap.end();
+      }
+      this.observer.streamEnded(this.request, this.stream, 'clean', undefined);
+    } catch (error) {
+      if (!this.aside) this.standAside(error, undefined);
+      else this.observer.observationFailed(error);
+    }
+  }
+
+  /**
+   * Observing the body threw (a defect): the exception never reaches the application's read, and the
+   * body stands aside, passed on as it came from here, unobserved (PushedBody's `standAside`).
+   */
+  private standAside(error: unknown, chunk: Chunk | undefined): void {
+    this.aside = true;
+    try {
+      this.tap.standAside(this, chunk);
+    } finally {
+      this.observer.observationFailed(error);
+    }
   }
 
   failed(error: unknown): void {

@@ -7,20 +7,25 @@
  * name and renaming is safe.
  */
 export function camelCaseOtlpFieldNames(value: unknown): void {
-  if (Array.isArray(value)) {
-    for (const item of value) camelCaseOtlpFieldNames(item);
-    return;
-  }
-  if (typeof value !== 'object' || value === null) return;
-  const obj = value as Record<string, unknown>;
-  for (const key of Object.keys(obj)) {
-    const child = obj[key];
-    if (key.includes('_')) {
-      const camel = key.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
-      // Both spellings present: the lowerCamelCase one wins, as it is what the decoder reads.
-      if (!(camel in obj)) obj[camel] = child;
-      delete obj[key];
+  // An explicit stack, not recursion: a document may be nested deeper than the call stack goes.
+  const pending: unknown[] = [value];
+  while (pending.length > 0) {
+    const next = pending.pop();
+    if (Array.isArray(next)) {
+      for (const item of next) pending.push(item);
+      continue;
     }
-    camelCaseOtlpFieldNames(child);
+    if (typeof next !== 'object' || next === null) continue;
+    const obj = next as Record<string, unknown>;
+    for (const key of Object.keys(obj)) {
+      const child = obj[key];
+      if (key.includes('_')) {
+        const camel = key.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+        // Both spellings present: the lowerCamelCase one wins, as it is what the decoder reads.
+        if (!(camel in obj)) obj[camel] = child;
+        delete obj[key];
+      }
+      pending.push(child);
+    }
   }
 }
