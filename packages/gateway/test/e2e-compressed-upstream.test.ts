@@ -7,6 +7,7 @@ import { createServer, request } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { createGzip } from 'node:zlib';
 import { runScenario, startLabServer } from '@resumewatch/lab';
+import { FindingKind } from '@resumewatch/semconv';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CLIENT_EXPECTED } from './helpers/e2e-expected.js';
 import { gatewayMcpUrl, kindsOf, settleGateway, startTestGateway, waitFor } from './helpers/e2e-rig.js';
@@ -99,7 +100,12 @@ describe('SDK 1.x client and server behind compression, through the gateway', ()
       await waitFor(() => gateway.stats().openRequests === 0, 'every request to end on its result');
       await settleGateway(gateway);
       expect(gateway.stats().unreadEncodedBodies).toBe(0);
-      expect(kindsOf(gateway.detector!.findings())).toEqual([...CLIENT_EXPECTED[name]].sort());
+      // Waited to the request deadline, `cancellation`'s second call (its client closed its transport, with no
+      // notifications/cancelled and no DELETE) is reported lost: at a proxy a closed transport is a dropped
+      // connection, and the result was neither resumed nor re-issued by its deadline. The same without
+      // compression; the client's own instrumentation, which sees the application close it, reports nothing.
+      const expected = name === 'cancellation' ? [FindingKind.LOST_RESULT] : [...CLIENT_EXPECTED[name]];
+      expect(kindsOf(gateway.detector!.findings())).toEqual(expected.sort());
     },
   );
 
