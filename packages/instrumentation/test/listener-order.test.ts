@@ -74,7 +74,12 @@ async function runInOrder(
   return { spans: normalised(capture.spans(), recorder), reports: reports.map((r) => JSON.stringify(r)).sort() };
 }
 
-/** Each span as its name and attributes, run-specific ids renamed, sorted (spans end in wire order, not a fixed one). */
+/**
+ * Each span as its name and attributes, run-specific ids renamed, sorted (spans end in wire order, not a
+ * fixed one). Stream ids are numbered in the order streams open, which two concurrent responses (a
+ * session's listening GET and its call's POST) may swap from run to run: they are renamed in the order
+ * of the spans sorted without them, so that the same streams get the same names whatever opened first.
+ */
 function normalised(spans: ReadableSpan[], recorder: SpanRecorder): string[] {
   const renamed = new Map<unknown, string>();
   const rename = (value: unknown): string => {
@@ -83,15 +88,31 @@ function normalised(spans: ReadableSpan[], recorder: SpanRecorder): string[] {
     return name;
   };
   const prefix = recorder.streamId({ id: '' } as never);
-  return spans
-    .map((span) => {
-      const attributes: Record<string, unknown> = { ...span.attributes };
-      delete attributes[ATTR_SERVER_PORT];
-      for (const key of RUN_IDS) if (key in attributes) attributes[key] = rename(attributes[key]);
+  const described = spans.map((span) => {
+    const attributes: Record<string, unknown> = { ...span.attributes };
+    delete attributes[ATTR_SERVER_PORT];
+    for (const key of RUN_IDS) if (key in attributes) attributes[key] = rename(attributes[key]);
+    const sorted = Object.fromEntries(Object.entries(attributes).sort(([a], [b]) => a.localeCompare(b)));
+    const withoutStreams = { ...sorted };
+    for (const key of STREAM_IDS) if (key in withoutStreams) withoutStreams[key] = 'stream';
+    return {
+      name: span.name,
+      code: span.status.code,
+      attributes: sorted,
+      key: JSON.stringify([span.name, span.status.code, withoutStreams]),
+    };
+  });
+  described.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  const streams = new Map<string, string>();
+  return described
+    .map(({ name, code, attributes }) => {
       for (const key of STREAM_IDS)
-        if (typeof attributes[key] === 'string') attributes[key] = (attributes[key] as string).replace(prefix, '');
-      const sorted = Object.fromEntries(Object.entries(attributes).sort(([a], [b]) => a.localeCompare(b)));
-      return JSON.stringify([span.name, span.status.code, sorted]);
+        if (typeof attributes[key] === 'string') {
+          const id = (attributes[key] as string).replace(prefix, '');
+          if (!streams.has(id)) streams.set(id, `s${streams.size}`);
+          attributes[key] = streams.get(id);
+        }
+      return JSON.stringify([name, code, attributes]);
     })
     .sort();
 }
