@@ -313,11 +313,7 @@ export function restoreObserver(observer: WireObserver, section: unknown): Obser
 
   const sessions: SessionRecord[] = sessionRows.map((raw) => {
     const row = raw as Record<string, unknown>;
-    const session = newSession(
-      row.id as string,
-      optText(row.pv, 'session version', MAX_TEXT),
-      maps.cursorsPerSession,
-    );
+    const session = newSession(row.id as string, optText(row.pv, 'session version', MAX_TEXT), maps.cursorsPerSession);
     session.accepted = true;
     session.used = true;
     session.initializedHere = bool(row.init, 'session initialized here');
@@ -325,7 +321,9 @@ export function restoreObserver(observer: WireObserver, section: unknown): Obser
     const own = (row.st as number[]).map((i) => streams[i]!);
     session.streams.push(...own.slice(-maps.streamsPerSession));
     session.lastStandalone =
-      row.ls === -1 ? undefined : session.streams.find((s) => s === streams[index(row.ls, streams.length, 'standalone')]);
+      row.ls === -1
+        ? undefined
+        : session.streams.find((s) => s === streams[index(row.ls, streams.length, 'standalone')]);
     const ring = session.cursors as CursorRing;
     for (const delivery of array(row.ring, 'ring')) {
       const [hash, id, at, position, repeats] = array(delivery, 'delivery');
@@ -398,7 +396,8 @@ function array(value: unknown, what: string): unknown[] {
   return value;
 }
 function text(value: unknown, what: string, max: number): string {
-  if (typeof value !== 'string' || value.length > max) throw new Error(`${what} is not a string of ${max} chars at most`);
+  if (typeof value !== 'string' || value.length > max)
+    throw new Error(`${what} is not a string of ${max} chars at most`);
   return value;
 }
 function optText(value: unknown, what: string, max: number): string | undefined {
