@@ -290,6 +290,40 @@ describe('resumewatch gateway --state-file (built CLI)', () => {
   );
 
   it(
+    "a wire observer's section it cannot read: one line, the observer starts empty, the detector's part is restored",
+    { timeout: TIMEOUT },
+    async () => {
+      const file = join(dir, 'section.state');
+      const first = await start(['--enforce', '--state-file', file]);
+      const target = { url: first.url };
+      const loop = await seedLoop(through(target), 0);
+      expect(await loop.resume(loop.resultCursor)).toEqual({ status: 405, replayed: false });
+      expect(await first.stop()).toBe(0);
+      // The section of a later version (the same bytes, one digit changed): not this gateway's to read.
+      const bytes = await readFile(file);
+      const at = bytes.indexOf('"wire-observer":{"v":1,');
+      expect(at).toBeGreaterThan(0);
+      bytes.write('9', at + '"wire-observer":{"v":'.length);
+      await writeFile(file, bytes);
+      const second = await start(['--enforce', '--state-file', file]);
+      const notices = second
+        .stderr()
+        .split('\n')
+        .filter((l) => !/gateway on|^$/.test(l));
+      expect(notices).toEqual([
+        `resumewatch: restored 2 tracked requests from ${file}`,
+        `resumewatch: the wire-observer section of ${file} not loaded (version 9, this gateway reads 1); it starts empty`,
+      ]);
+      target.url = second.url;
+      // Empty: the resume is forwarded (a duplicate passed, never a result withheld), and serving.
+      expect(await loop.resume()).toEqual({ status: 200, replayed: true });
+      await second.stop();
+      // The next snapshot writes the section this gateway holds: the file is its own again.
+      expect((await readFile(file)).includes('"wire-observer":{"v":1,')).toBe(true);
+    },
+  );
+
+  it(
     'a corrupt, a foreign or an unreadable state file: one line, the gateway starts empty and serves; a bad file is set aside, not lost',
     { timeout: TIMEOUT },
     async () => {

@@ -61,7 +61,12 @@ export function encodeState(state: DetectorState, sections?: Sections): Buffer {
   return Buffer.concat([MAGIC, len, json, ...blobs]);
 }
 
-export function decodeState(file: Buffer): { state: DetectorState; sections: Sections } {
+export function decodeState(file: Buffer): DetectorState {
+  return decodeStateFile(file).state;
+}
+
+/** The detector's state and the other parts' sections, as encodeState wrote them. */
+function decodeStateFile(file: Buffer): { state: DetectorState; sections: Sections } {
   if (file.length < 12 || !file.subarray(0, 8).equals(MAGIC)) throw new Error('not a resumewatch state file');
   const n = file.readUInt32LE(8);
   if (12 + n > file.length) throw new Error('truncated state file');
@@ -121,7 +126,7 @@ class StateFile {
       return { error: `cannot read ${this.path}: ${(e as Error).message}` };
     }
     try {
-      const { state, sections } = decodeState(file);
+      const { state, sections } = decodeStateFile(file);
       this.detector.importState(state);
       this.sections = sections;
       return { tracked: this.detector.stats().tracked };
