@@ -20,8 +20,9 @@ export interface ObservationState {
   restore(section: unknown): string;
   snapshot(): unknown;
   /**
-   * Takes the snapshot now and writes that one from then on: at shutdown, before the connections are
-   * closed (which would end every open stream and request span as the client's abort).
+   * Takes the snapshot now and writes that one from then on, and hands the open request spans over to
+   * the next process: at shutdown, before the connections are closed (which would end every open stream
+   * and request span as the client's abort).
    */
   freeze(): void;
 }
@@ -48,6 +49,8 @@ export function observationState(observation: Observation, upstream: URL): Obser
     snapshot: () => frozen ?? take(),
     freeze() {
       frozen = take();
+      // Kept for the next process: not ended here as the abort the shutdown's closing of connections is not.
+      observation.requestSpans.handOver();
     },
     restore(section) {
       if (typeof section !== 'object' || section === null) throw new Error('not an object');

@@ -79,6 +79,7 @@ export function createInstrumentedFetch(
       value: {
         open: () => recorder.openRequestSpans(),
         reopen: (open: OpenRequestSpan, url: string) => recorder.reopenRequest(open, url),
+        handOver: () => recorder.handOverRequestSpans(),
       },
     },
   });

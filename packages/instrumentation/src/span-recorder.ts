@@ -270,6 +270,26 @@ export class SpanRecorder implements WireListener {
   }
 
   /**
+   * @internal At a shutdown that kept the open request spans (openRequestSpans) for the next process:
+   * they are its to end now, so this one lets them go unended. The shutdown closes their clients'
+   * connections next, which would otherwise end each as the client's abort (and one whose stream had
+   * been resumed as a lost result) for a cut the gateway made itself.
+   */
+  handOverRequestSpans(): void {
+    for (const [sessionId, states] of [...this.openBySession]) {
+      for (const state of [...states]) {
+        if (!state.span || state.stateless) continue;
+        clearTimeout(state.timer);
+        state.timer = undefined;
+        state.span = undefined;
+        this.openRequests--;
+        states.delete(state);
+      }
+      if (states.size === 0) this.openBySession.delete(sessionId);
+    }
+  }
+
+  /**
    * @internal After a restart: the span of a request that was awaiting its result when the previous
    * process stopped, opened again in its trace (a child of the span the restart cut) from its start,
    * to end at the deadline it had (`timeout`, saying what the client did: a lost result) or at its

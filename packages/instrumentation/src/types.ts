@@ -78,6 +78,8 @@ export interface InstrumentedFetch extends FetchLike {
   readonly requestSpans: {
     open(): OpenRequestSpan[];
     reopen(open: OpenRequestSpan, url: string): void;
+    /** At a shutdown that kept them: lets them go unended (the next process ends them). */
+    handOver(): void;
   };
 }
 
