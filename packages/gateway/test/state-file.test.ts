@@ -274,7 +274,8 @@ describe('resumewatch gateway --state-file (built CLI)', () => {
       const first = await start([...timeout, '--state-file', file]);
       const { call } = await cutAtProgress(through(first), first, 20_000);
       expect(kinds(first.findings())).toEqual([]);
-      const second = await start([...timeout, '--state-file', file]);
+      // The next process's own --request-timeout is an hour: the request keeps the deadline it had.
+      const second = await start(['--request-timeout', '1h', '--state-file', file]);
       // No resume, no result: at the request's deadline (its start in the first process, plus 8 s) its
       // span ends without the result after its stream ended without it, and the restored detector says so.
       await vi.waitFor(() => expect(kinds(second.findings())).toEqual([FindingKind.LOST_RESULT]), {
