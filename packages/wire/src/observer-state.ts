@@ -238,7 +238,7 @@ export function restoreObserver(observer: WireObserver, section: unknown): Obser
     throw new Error(`version ${String(state.v)}, this observer reads ${OBSERVER_STATE_VERSION}`);
   const recordRows = array(state.records, 'records');
   const streamRows = array(state.streams, 'streams');
-  const sessionRows = array(state.sessions, 'sessions');
+  const sessionRows = array(state.sessions, 'session list');
 
   // Which session owns each stream (a stream belongs to one).
   const owner: (string | undefined)[] = new Array<string | undefined>(streamRows.length);
@@ -341,7 +341,7 @@ export function restoreObserver(observer: WireObserver, section: unknown): Obser
     return session;
   });
 
-  const live = array(state.live, 'live').map(recordOf);
+  const live = array(state.live, 'list of records in flight').map(recordOf);
   const released = array(state.released, 'released').map((raw) => {
     const [key, digest, finished, proof] = array(raw, 'released terminal');
     const k = text(key, 'released key', MAX_SESSION_ID + MAX_TEXT + 2);
