@@ -1,5 +1,6 @@
 import { GuardProof, StreamKind } from '@resumewatch/semconv';
 import { CursorRing, MAX_KEPT_ID_BYTES } from './cursor-ring.js';
+import { hashOfId } from './id-hash.js';
 import { MAX_KEPT_CHARS } from './kept-text.js';
 import { newRequestRecord, newSession, newStreamRecord, requestKey } from './observer.js';
 import type { AwaitingProof, WireObserver } from './observer.js';
@@ -12,7 +13,8 @@ import type { RequestRecord, SessionRecord, StreamEnd, StreamRecord } from './ty
  *     requests each carried) and their cursor rings (each delivery's hash, its id's text while the ring
  *     still held it, its stream and position);
  *   - the request records: in flight, or finished, with their first terminal's digest and event id,
- *     whether the client proved it holds it and how;
+ *     whether the client proved it holds it and how (ids, method and target as kept; nothing of the
+ *     request's arguments, not even their digest);
  *   - the digests of released requests' terminals, and the terminals awaiting the client's proof (by
  *     the position of their event).
  * Bounded as in memory: the maps' caps apply as the records are put back (the oldest go first), a
@@ -47,9 +49,7 @@ interface RecordRow {
   str: boolean;
   m: string;
   t: string | null;
-  w: string | null;
   inr: boolean;
-  ik: string | null;
   at: number;
   rel: boolean;
   n: number;
@@ -146,9 +146,7 @@ export function snapshotObserver(observer: WireObserver): ObserverSnapshot {
       str: record.idIsString,
       m: record.method,
       t: record.target ?? null,
-      w: record.workDigest ?? null,
       inr: record.inputRound,
-      ik: record.idempotencyKey ?? null,
       at: record.startedAt,
       rel: record.released,
       n: record.terminalCount,
@@ -265,9 +263,11 @@ export function restoreObserver(observer: WireObserver, section: unknown): Obser
       isString,
       text(row.m, 'record method', MAX_TEXT),
       optText(row.t, 'record target', MAX_TEXT),
-      optText(row.w, 'record work digest', MAX_TEXT),
+      // Neither the digest of its arguments nor its idempotency key: they serve the 2026-07-28 era's
+      // re-issues, which no restored (session) record has, and the file keeps nothing of a request's body.
+      undefined,
       bool(row.inr, 'record input round'),
-      optText(row.ik, 'record idempotency key', MAX_KEPT_CHARS),
+      undefined,
       num(row.at, 'record start'),
     );
     if (!isString && String(Number(id)) !== id) throw new Error('a numeric record id that is no number');
@@ -330,9 +330,11 @@ export function restoreObserver(observer: WireObserver, section: unknown): Obser
       const stream = at === -1 ? undefined : streams[index(at, streams.length, 'delivery stream')];
       if (stream !== undefined && !own.includes(stream)) throw new Error('a delivery on another session’s stream');
       // A delivery on a stream not kept is its hash alone: it may make a cursor ambiguous, never place one.
+      const idText = stream === undefined ? undefined : optText(id, 'delivery id', MAX_KEPT_ID_BYTES);
       ring.restore(
-        int(hash, 'delivery hash'),
-        stream === undefined ? undefined : optText(id, 'delivery id', MAX_KEPT_ID_BYTES),
+        // A kept id's hash is its own, whatever the file says (a cursor is matched by hash, then by text).
+        idText === undefined ? int(hash, 'delivery hash') : hashOfId(idText),
+        idText,
         stream ?? UNKEPT_STREAM,
         count(position, 'delivery position'),
         bool(repeats, 'delivery repeats'),
