@@ -1,6 +1,6 @@
 import { restoreObserver, snapshotObserver } from '@resumewatch/wire';
 import type { OpenRequestSpan } from '@resumewatch/instrumentation';
-import { StreamKind } from '@resumewatch/semconv';
+import { ResumeOutcome, StreamKind } from '@resumewatch/semconv';
 import type { Observation } from './observation.js';
 
 /** The observation's section of the --state-file, beside the built-in detector's state. */
@@ -9,9 +9,13 @@ export const OBSERVATION_SECTION = 'wire-observer';
 /** The section's own version (its `wire` member carries the wire observer's: OBSERVER_STATE_VERSION). */
 const VERSION = 1;
 
-/** An open request span: record index (in the wire part), trace id, span id, deadline (unix ms), protocol version, resumed. */
-type SpanRow = [number, string, string, number, string | null, boolean];
+/**
+ * An open request span: record index (in the wire part), trace id, span id, deadline (unix ms), protocol
+ * version, resumed, its last resume's outcome.
+ */
+type SpanRow = [number, string, string, number, string | null, boolean, string | null];
 
+const OUTCOMES = new Set<string>(Object.values(ResumeOutcome));
 const TRACE_ID = /^[0-9a-f]{32}$/;
 const SPAN_ID = /^[0-9a-f]{16}$/;
 
@@ -41,7 +45,15 @@ export function observationState(observation: Observation, upstream: URL): Obser
     for (const open of observation.requestSpans.open()) {
       const at = wire.indexOf(open.record);
       if (at >= 0)
-        spans.push([at, open.traceId, open.spanId, open.deadline, open.protocolVersion ?? null, open.resumed]);
+        spans.push([
+          at,
+          open.traceId,
+          open.spanId,
+          open.deadline,
+          open.protocolVersion ?? null,
+          open.resumed,
+          open.lastResume ?? null,
+        ]);
     }
     return { v: VERSION, wire: wire.state, spans };
   };
@@ -60,7 +72,7 @@ export function observationState(observation: Observation, upstream: URL): Obser
       if (!Array.isArray(spans) || !spans.every(isSpanRow)) throw new Error('a malformed open request span');
       const restored = restoreObserver(observation.observer, wire);
       let reopened = 0;
-      for (const [at, traceId, spanId, deadline, protocolVersion, resumed] of spans as SpanRow[]) {
+      for (const [at, traceId, spanId, deadline, protocolVersion, resumed, lastResume] of spans as SpanRow[]) {
         const record = restored.recordAt(at);
         if (record === undefined || record.terminalCount > 0) continue;
         // Its streams as restored: one open at the snapshot was cut by the restart (ended on error).
@@ -82,6 +94,7 @@ export function observationState(observation: Observation, upstream: URL): Obser
           broken,
           cursor,
           resumed,
+          lastResume: (lastResume ?? undefined) as ResumeOutcome | undefined,
         };
         observation.requestSpans.reopen(open, upstream.href);
         reopened++;
@@ -94,7 +107,7 @@ export function observationState(observation: Observation, upstream: URL): Obser
 function isSpanRow(row: unknown): row is SpanRow {
   return (
     Array.isArray(row) &&
-    row.length === 6 &&
+    row.length === 7 &&
     Number.isSafeInteger(row[0]) &&
     typeof row[1] === 'string' &&
     TRACE_ID.test(row[1]) &&
@@ -103,6 +116,7 @@ function isSpanRow(row: unknown): row is SpanRow {
     typeof row[3] === 'number' &&
     Number.isFinite(row[3]) &&
     (row[4] === null || (typeof row[4] === 'string' && row[4].length <= 64)) &&
-    typeof row[5] === 'boolean'
+    typeof row[5] === 'boolean' &&
+    (row[6] === null || OUTCOMES.has(row[6] as string))
   );
 }

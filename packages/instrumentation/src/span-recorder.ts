@@ -102,7 +102,9 @@ export interface OpenRequestSpan {
   /** A stream of it ended without its terminal, and whether the client held an event id of it then. */
   readonly broken: boolean;
   readonly cursor: boolean;
+  /** It was resumed, and what its last resume delivered (the detector's evidence at its end). */
   readonly resumed: boolean;
+  readonly lastResume: ResumeOutcome | undefined;
 }
 
 interface RequestState {
@@ -263,6 +265,7 @@ export class SpanRecorder implements WireListener {
           broken: state.broken,
           cursor: state.cursor,
           resumed: state.resumed,
+          lastResume: state.lastResume,
         });
       }
     }
@@ -331,7 +334,7 @@ export class SpanRecorder implements WireListener {
       broken: open.broken,
       cursor: open.cursor,
       resumed: open.resumed,
-      lastResume: undefined,
+      lastResume: open.lastResume,
     };
     state.timer = setTimeout(() => this.endRequest(state, ErrorType.TIMEOUT), Math.max(0, open.deadline - Date.now()));
     state.timer.unref();
