@@ -33,28 +33,26 @@ type Sections = Record<string, unknown>;
 export function encodeState(state: DetectorState, sections?: Sections): Buffer {
   const blobs: Buffer[] = [];
   let offset = 0;
-  const header = JSON.stringify(
-    sections ? { ...state, sections } : state,
-    function (this: unknown, _key, value: unknown) {
-      if (value === undefined && Array.isArray(this)) return { $u: 1 };
-      if (typeof value === 'number' && !Number.isFinite(value)) return { $n: String(value) };
-      if (ArrayBuffer.isView(value) && !(value instanceof DataView)) {
-        const name = value.constructor.name;
-        if (!(name in TYPED)) throw new Error(`cannot save a ${name}`);
-        // Copied now, synchronously: the detector goes on changing its arrays while the file is written.
-        const bytes = Buffer.from(
-          Uint8Array.prototype.slice.call(new Uint8Array(value.buffer, value.byteOffset, value.byteLength)),
-        );
-        const at = offset;
-        // Keep every array aligned to 8 bytes in the file, so it can be read back as a view.
-        const pad = (8 - (bytes.length % 8)) % 8;
-        blobs.push(bytes, Buffer.alloc(pad));
-        offset += bytes.length + pad;
-        return { $ta: name, at, n: (value as unknown as { length: number }).length };
-      }
-      return value;
-    },
-  );
+  const root = sections ? { ...state, sections } : state;
+  const header = JSON.stringify(root, function (this: unknown, _key, value: unknown) {
+    if (value === undefined && Array.isArray(this)) return { $u: 1 };
+    if (typeof value === 'number' && !Number.isFinite(value)) return { $n: String(value) };
+    if (ArrayBuffer.isView(value) && !(value instanceof DataView)) {
+      const name = value.constructor.name;
+      if (!(name in TYPED)) throw new Error(`cannot save a ${name}`);
+      // Copied now, synchronously: the detector goes on changing its arrays while the file is written.
+      const bytes = Buffer.from(
+        Uint8Array.prototype.slice.call(new Uint8Array(value.buffer, value.byteOffset, value.byteLength)),
+      );
+      const at = offset;
+      // Keep every array aligned to 8 bytes in the file, so it can be read back as a view.
+      const pad = (8 - (bytes.length % 8)) % 8;
+      blobs.push(bytes, Buffer.alloc(pad));
+      offset += bytes.length + pad;
+      return { $ta: name, at, n: (value as unknown as { length: number }).length };
+    }
+    return value;
+  });
   const json = Buffer.from(header, 'utf8');
   const len = Buffer.alloc(4);
   len.writeUInt32LE(json.length);
