@@ -194,6 +194,18 @@ describe('state across restarts (--state-file)', () => {
     expect(decodeState(encodeState(new Detector().exportState())).now).toBe(-Infinity);
   });
 
+  it("keeps other parts' sections beside the state: the detector's part reads as without them", () => {
+    const d = new Detector({ maxRequests: 16, dedupeCapacity: 64 });
+    for (const s of seedScenario({ session: 'sections', request: 1 }, 3)) d.ingest(s);
+    const state = d.exportState();
+    const file = encodeState(state, { 'wire-observer': { v: 1, rows: [[1, 'a', null]] } });
+    expect(file.length).toBeGreaterThan(encodeState(state).length);
+    expect(decodeState(file)).toEqual(state);
+    const after = new Detector({ maxRequests: 16, dedupeCapacity: 64 });
+    after.importState(decodeState(file));
+    expect(after.stats().tracked).toBe(d.stats().tracked);
+  });
+
   it('gives services back their numbers on import, and refuses a service list that does not fit them', () => {
     const d = new Detector();
     for (const service of ['svc-a', 'svc-b'])

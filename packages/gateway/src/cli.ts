@@ -95,11 +95,13 @@ async function run(argv: string[], stdout: NodeJS.WritableStream, stderr: NodeJS
     process.once('SIGINT', resolve);
   });
   stderr.write('resumewatch: shutting down\n');
-  // What no state file keeps (the wire observer's, not the detector's): said, so a restart's cost is seen.
+  // What the wire observer holds: kept in --state-file for the next process, else forgotten (said, so a restart's cost is seen).
   const { openRequests, sessions } = gateway.stats();
   if (openRequests > 0 || sessions > 0)
     stderr.write(
-      `resumewatch: forgetting ${openRequests} requests awaiting their result and ${sessions} sessions observed (the wire observer's state; --state-file keeps the detector's)\n`,
+      detector.stateFile
+        ? `resumewatch: keeping ${openRequests} requests awaiting their result and ${sessions} sessions observed in ${detector.stateFile}\n`
+        : `resumewatch: forgetting ${openRequests} requests awaiting their result and ${sessions} sessions observed (the wire observer's state; --state-file keeps it)\n`,
     );
   await gateway.close();
   return 0;

@@ -279,7 +279,8 @@ const SHARED_KEYS = new Set<keyof ResumewatchConfig>([
   'stdoutBufferBytes',
   'evidenceBytes',
   'evidenceWindowBytes',
-  // The built-in detector's state across a restart: serve's file, by serve's schema (daemon's state-file.ts).
+  // The built-in detector's state across a restart, serve's file by serve's schema (daemon's state-file.ts),
+  // with the wire observer's section beside it (observation-state.ts).
   'stateFile',
   'snapshotIntervalMs',
 ]);

@@ -15,6 +15,7 @@ import { refuseAtConnection } from './connection-refusals.js';
 import { GatewayCounts } from './counts.js';
 import { Forwarder, type ForwarderLimits } from './forward.js';
 import { observeExchanges, type ObservationStats } from './observation.js';
+import { OBSERVATION_SECTION, observationState } from './observation-state.js';
 import { gatewayTracing, type GatewayTracing } from './tracing.js';
 import { UpstreamClient } from './upstream.js';
 
@@ -182,6 +183,10 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       onObservationFailure: (error) => counts.observationFailed(error),
     });
     counts.observe(observation);
+    // With --state-file, the observation's state is kept beside the detector's: read back now, before
+    // anything listens, and written with every snapshot.
+    const kept = detector?.config.stateFile ? observationState(observation, upstream) : undefined;
+    if (kept) detector!.keepSection(OBSERVATION_SECTION, kept);
     const forwarder = new Forwarder(
       upstream,
       observation,
@@ -228,6 +233,9 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       close: () =>
         (closing ??= (async () => {
           clearInterval(pruning);
+          // What the last snapshot keeps is the observation as it stands now: closing the connections
+          // next ends every open stream and request span as a client's abort, which it was not.
+          kept?.freeze();
           await new Promise<void>((resolve) => {
             running.close(() => resolve());
             running.closeAllConnections();

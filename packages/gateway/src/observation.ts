@@ -1,5 +1,5 @@
 import { instrumentFetch } from '@resumewatch/instrumentation';
-import type { InstrumentFetchOptions, RecorderStats } from '@resumewatch/instrumentation';
+import type { InstrumentFetchOptions, InstrumentedFetch, RecorderStats } from '@resumewatch/instrumentation';
 import type { WireObserver, WireRequest } from '@resumewatch/wire';
 
 /** What the gateway's observation holds now: sessions and requests of the wire, open spans of the recorder. */
@@ -36,6 +36,8 @@ interface HeldBodyLimits {
 /** The wire observer of every client's exchanges (with the span recorder and the guard on it). */
 export interface Observation {
   readonly observer: WireObserver;
+  /** The span recorder's open request spans (for the state file: observation-state.ts). */
+  readonly requestSpans: InstrumentedFetch['requestSpans'];
   /**
    * A client's request, before it goes upstream (the observer's `proxyRequest`, counted). `client`: who
    * sent it (clientScope), so that a 2026-07-28 re-issue is matched among that client's requests only.
@@ -92,6 +94,7 @@ export function observeExchanges(
   let exchanges = 0;
   return {
     observer,
+    requestSpans: instrumented.requestSpans,
     begin(url, init, client) {
       exchanges++;
       return observer.proxyRequest(url, init, client);

@@ -1,15 +1,18 @@
 // A gateway restarted on its --state-file (the built CLI, as users run it, in front of the real lab
 // server): what its built-in detector tracked before a SIGTERM is what it tracks after, by serve's file
 // and serve's schema: the findings of the two lives together are those of one gateway that never
-// stopped, none missing, none reported twice. What the file does not keep (the wire observer's sessions,
-// cursors and proofs) is forgotten, and the test says what that costs: a duplicate forwarded, never a
-// result withheld. A bad file is one line and an empty start, as for serve.
+// stopped, none missing, none reported twice. The wire observer's sessions, cursors, records and proofs
+// are kept in the same file (its "wire-observer" section), with the open request spans: a resume refused
+// before the restart is refused after it, a duplicate replayed after it is reported, and a request that
+// was awaiting its result is tied to it or reported lost at the deadline it had. What the restart makes
+// uncertain (a proof not yet given) fails safe: forwarded and reported, never withheld. A bad file is one
+// line and an empty start, as for serve.
 import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { McpHttpSession, isResponseTo, startLabServer, type FetchLike } from '@resumewatch/lab';
-import { FindingKind, FindingRecord, StormEnd } from '@resumewatch/semconv';
+import { FindingKind, FindingRecord, RequestRecovery, StormEnd } from '@resumewatch/semconv';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 const CLI = join(import.meta.dirname, '../../daemon/dist/cli.js');
@@ -22,6 +25,7 @@ interface Finding {
   ended_by?: string;
   attempts?: number;
   duplicates?: number;
+  recovery?: string;
 }
 
 /** `resumewatch gateway` in front of `upstream`, with `args`; its endpoint once it listens. */
@@ -92,6 +96,25 @@ async function seedLoop(fetchThrough: FetchLike, resumes: number) {
   return { session, call, resume, resultCursor, statuses };
 }
 
+/**
+ * A tool call that stays quiet `quietMs` after its first progress event, through `fetchThrough`; the
+ * gateway `g` gets its SIGTERM as that event reaches the client, so the request awaits its result then.
+ */
+async function cutAtProgress(fetchThrough: FetchLike, g: Gateway, quietMs: number) {
+  const session = await McpHttpSession.open('http://gateway.invalid/mcp', fetchThrough, 'state-file');
+  const call = session.toolCall('quiet_progress', { quietMs });
+  let stopped: Promise<number | null> | undefined;
+  const cut = await session.post(call.message, {
+    onEvent: (e) => {
+      if (e.message !== undefined && !isResponseTo(e.message, call.id)) stopped ??= g.stop();
+    },
+  });
+  expect(await stopped).toBe(0);
+  expect(cut.events.some((e) => isResponseTo(e.message, call.id))).toBe(false);
+  const cursor = cut.events.filter((e) => e.id !== undefined).at(-1)!.id!;
+  return { session, call, cursor, cut };
+}
+
 let dir: string;
 let lab: Awaited<ReturnType<typeof startLabServer>>;
 const started: Gateway[] = [];
@@ -153,7 +176,7 @@ describe('resumewatch gateway --state-file (built CLI)', () => {
   );
 
   it(
-    'what a restart forgets: the observer starts empty, so a resume of a result delivered before it is forwarded, not refused',
+    'what a restart keeps: a resume of a result proven received before it is refused after it, its replay never sent',
     { timeout: TIMEOUT },
     async () => {
       const file = join(dir, 'enforce.state');
@@ -166,17 +189,138 @@ describe('resumewatch gateway --state-file (built CLI)', () => {
       expect(await loop.resume()).toEqual({ status: 405, replayed: false });
       expect(await first.stop()).toBe(0);
       expect(first.stderr()).toContain(
-        "resumewatch: shutting down\nresumewatch: forgetting 0 requests awaiting their result and 1 sessions observed (the wire observer's state; --state-file keeps the detector's)\n",
+        `resumewatch: shutting down\nresumewatch: keeping 0 requests awaiting their result and 1 sessions observed in ${file}\n`,
       );
       const second = await start(['--enforce', '--state-file', file]);
+      expect(second.stderr()).toContain(
+        'resumewatch: restored 1 sessions and 0 requests of the wire observer, 0 awaiting their result\n',
+      );
       target.url = second.url;
-      // The new process's observer never saw the session's streams nor the proof: the resume and its
-      // replay are forwarded (a duplicate passed, never a result withheld). Its spans name no request (the
-      // cursor is unknown to it), so the restored detector cannot tie them to the request: nothing is
-      // reported of them either (packages/gateway/README.md, "Restarts").
+      // The new process knows the session's streams, its cursors and the proof: the stale resume is
+      // refused as it was before the restart (not forwarded: the replay of the result never reaches the
+      // client), and so is one from the result's own id. (A process that started empty forwarded both.)
+      expect(await loop.resume()).toEqual({ status: 405, replayed: false });
+      expect(await loop.resume(loop.resultCursor)).toEqual({ status: 405, replayed: false });
+      await second.stop();
+      // Refused before they left: no replay, nothing to report.
+      expect(second.findings()).toEqual([]);
+    },
+  );
+
+  it(
+    'a result delivered before the restart and not yet proven received: its replay after it is forwarded and reported as a duplicate, then its proof refuses',
+    { timeout: TIMEOUT },
+    async () => {
+      const file = join(dir, 'unproven.state');
+      const first = await start(['--enforce', '--state-file', file]);
+      const target = { url: first.url };
+      // The result reached the gateway's client connection; no cursor of the client has named it yet.
+      const loop = await seedLoop(through(target), 0);
+      expect(await first.stop()).toBe(0);
+      const second = await start(['--enforce', '--state-file', file]);
+      target.url = second.url;
+      // Uncertain (the client may not have read it): forwarded whole, as it would have been before the
+      // restart, never withheld; but the restored record knows the result was delivered, so the replay
+      // is a duplicate terminal of a resume after the terminal, and reported.
+      expect(await loop.resume()).toEqual({ status: 200, replayed: true });
+      await vi.waitFor(
+        () =>
+          expect(kinds(second.findings())).toEqual(
+            [FindingKind.DUPLICATE_TERMINAL, FindingKind.RESUME_AFTER_TERMINAL].sort(),
+          ),
+        { timeout: 10_000 },
+      );
+      for (const f of second.findings()) expect(f.request_id).toBe(String(loop.call.id));
+      // Now the client's cursor names the result: proven, and the next resume is refused.
+      expect(await loop.resume(loop.resultCursor)).toEqual({ status: 405, replayed: false });
+      await second.stop();
+    },
+  );
+
+  it(
+    'a request awaiting its result at SIGTERM: tied to its result when the client resumes to it through the restarted gateway',
+    { timeout: TIMEOUT },
+    async () => {
+      const file = join(dir, 'open-tied.state');
+      const first = await start(['--enforce', '--state-file', file]);
+      const target = { url: first.url };
+      const { session, call, cursor, cut } = await cutAtProgress(through(target), first, 1500);
+      expect(cut.end).toBe('error');
+      expect(first.stderr()).toContain(
+        `resumewatch: keeping 1 requests awaiting their result and 1 sessions observed in ${file}\n`,
+      );
+      const second = await start(['--enforce', '--state-file', file]);
+      expect(second.stderr()).toContain('of the wire observer, 1 awaiting their result\n');
+      target.url = second.url;
+      // The client resumes from its cursor: the restored stream places it, and the result it brings is
+      // the restored request's (its span ends with it).
+      const resumed = await session.get(cursor);
+      const result = resumed.events.find((e) => isResponseTo(e.message, call.id));
+      expect(result?.id).toBeDefined();
+      // Tied: a cursor at the result proves it received, and a resume of it is refused. (A process that
+      // started empty never knew the request, and forwarded that resume.)
+      expect((await session.get(result!.id)).status).toBe(405);
+      await second.stop();
+      expect(kinds(second.findings())).toEqual([]);
+    },
+  );
+
+  it(
+    'a request awaiting its result at SIGTERM whose client never comes back: reported lost at the deadline it had',
+    { timeout: TIMEOUT },
+    async () => {
+      const file = join(dir, 'open-lost.state');
+      const timeout = ['--request-timeout', '8s'];
+      const first = await start([...timeout, '--state-file', file]);
+      const { call } = await cutAtProgress(through(first), first, 20_000);
+      expect(kinds(first.findings())).toEqual([]);
+      // The next process's own --request-timeout is an hour: the request keeps the deadline it had.
+      const second = await start(['--request-timeout', '1h', '--state-file', file]);
+      // No resume, no result: at the request's deadline (its start in the first process, plus 8 s) its
+      // span ends without the result after its stream ended without it, and the restored detector says so.
+      await vi.waitFor(() => expect(kinds(second.findings())).toEqual([FindingKind.LOST_RESULT]), {
+        timeout: 40_000,
+        interval: 100,
+      });
+      expect(second.findings()[0]).toMatchObject({
+        request_id: String(call.id),
+        recovery: RequestRecovery.NOT_RESUMED,
+      });
+      await second.stop();
+    },
+  );
+
+  it(
+    "a wire observer's section it cannot read: one line, the observer starts empty, the detector's part is restored",
+    { timeout: TIMEOUT },
+    async () => {
+      const file = join(dir, 'section.state');
+      const first = await start(['--enforce', '--state-file', file]);
+      const target = { url: first.url };
+      const loop = await seedLoop(through(target), 0);
+      expect(await loop.resume(loop.resultCursor)).toEqual({ status: 405, replayed: false });
+      expect(await first.stop()).toBe(0);
+      // The section of a later version (the same bytes, one digit changed): not this gateway's to read.
+      const bytes = await readFile(file);
+      const at = bytes.indexOf('"wire-observer":{"v":1,');
+      expect(at).toBeGreaterThan(0);
+      bytes.write('9', at + '"wire-observer":{"v":'.length);
+      await writeFile(file, bytes);
+      const second = await start(['--enforce', '--state-file', file]);
+      const notices = second
+        .stderr()
+        .split('\n')
+        .filter((l) => !/gateway on|^$/.test(l));
+      expect(notices).toEqual([
+        `resumewatch: restored 2 tracked requests from ${file}`,
+        `resumewatch: the wire-observer section of ${file} not loaded (version 9, this gateway reads 1); it starts empty`,
+      ]);
+      target.url = second.url;
+      // Empty: the resume is forwarded (a duplicate passed, never a result withheld), and serving.
       expect(await loop.resume()).toEqual({ status: 200, replayed: true });
       await second.stop();
-      expect(second.findings()).toEqual([]);
+      // The next snapshot writes the section this gateway holds: the file is its own again.
+      expect((await readFile(file)).includes('"wire-observer":{"v":1,')).toBe(true);
     },
   );
 

@@ -8,6 +8,7 @@ export { instrumentServerTransport, DEFAULT_CANCELLATION_WAIT_MS } from './serve
 export { instrumentMcpServer } from './mcp-server.js';
 export { idOptionsFromEnv, IdPolicyError, ENV_ID_POLICY, ENV_ID_KEY } from './id-policy.js';
 export type { GuardOptions } from '@resumewatch/guard';
+export type { OpenRequestSpan } from './span-recorder.js';
 export type {
   InstrumentFetchOptions,
   InstrumentedFetch,

@@ -7,7 +7,7 @@ import type { FetchLike } from '@resumewatch/wire';
 import { callBelowInstrumentedFetch } from './fetch-scope.js';
 import { createIdRecorder, withIdPolicy } from './id-policy.js';
 import { TRACER_SCOPE } from './semconv.js';
-import { SpanRecorder } from './span-recorder.js';
+import { SpanRecorder, type OpenRequestSpan } from './span-recorder.js';
 import type { TracerSource } from './tracer-source.js';
 import type { InstrumentFetchOptions, InstrumentedFetch } from './types.js';
 import { PACKAGE_VERSION } from './version.js';
@@ -75,6 +75,13 @@ export function createInstrumentedFetch(
     observer: { value: observer },
     guard: { value: guard },
     stats: { value: () => recorder.stats() },
+    requestSpans: {
+      value: {
+        open: () => recorder.openRequestSpans(),
+        reopen: (open: OpenRequestSpan, url: string) => recorder.reopenRequest(open, url),
+        handOver: () => recorder.handOverRequestSpans(),
+      },
+    },
   });
   instrumented.add(wrapped);
   return wrapped as InstrumentedFetch;

@@ -94,6 +94,22 @@ export interface SpanRecorderOptions {
   maxClientDropped?: number;
 }
 
+/** An open request span, as a snapshot keeps it (SpanRecorder.openRequestSpans, reopenRequest). */
+export interface OpenRequestSpan {
+  readonly record: RequestRecord;
+  readonly traceId: string;
+  readonly spanId: string;
+  /** Unix ms: when its span ends with `timeout`. */
+  readonly deadline: number;
+  readonly protocolVersion: string | undefined;
+  /** A stream of it ended without its terminal, and whether the client held an event id of it then. */
+  readonly broken: boolean;
+  readonly cursor: boolean;
+  /** It was resumed, and what its last resume delivered (the detector's evidence at its end). */
+  readonly resumed: boolean;
+  readonly lastResume: ResumeOutcome | undefined;
+}
+
 interface RequestState {
   readonly record: RequestRecord;
   /** Undefined once the span ended; the span context stays to parent late terminal and resume spans. */
@@ -213,6 +229,8 @@ export class SpanRecorder implements WireListener {
    */
   private readonly heldPolls = new HeldPolls<HeldPoll>((held, asPoll) => this.expirePoll(held, asPoll));
   private openRequests = 0;
+  /** The deadlines of reopened requests (reopenRequest): the ones they had before the restart. */
+  private readonly deadlines = new WeakMap<RequestState, number>();
   private readonly digestKey: string | Uint8Array;
   /** This client's broken 2026-07-28 requests, by digest, awaiting their re-issue. */
   private readonly broken: BrokenRequests<SpanContext>;
@@ -250,6 +268,103 @@ export class SpanRecorder implements WireListener {
       heldPolls: this.heldPolls.size,
       heldPollsEvicted: this.heldPolls.evictions,
     };
+  }
+
+  /**
+   * @internal For a snapshot (the gateway's --state-file), never on the per-event path: the open spans
+   * of session-era requests, with their deadline and what the wire showed of their streams.
+   */
+  openRequestSpans(): OpenRequestSpan[] {
+    const open: OpenRequestSpan[] = [];
+    for (const states of this.openBySession.values()) {
+      for (const state of states) {
+        if (!state.span || state.stateless) continue;
+        open.push({
+          record: state.record,
+          traceId: state.spanContext.traceId,
+          spanId: state.spanContext.spanId,
+          deadline: this.deadlines.get(state) ?? state.record.startedAt + this.requestTimeoutMs,
+          protocolVersion: state.protocolVersion,
+          broken: state.broken,
+          cursor: state.cursor,
+          resumed: state.resumed,
+          lastResume: state.lastResume,
+        });
+      }
+    }
+    return open;
+  }
+
+  /**
+   * @internal At a shutdown that kept the open request spans (openRequestSpans) for the next process:
+   * they are its to end now, so this one lets them go unended. The shutdown closes their clients'
+   * connections next, which would otherwise end each as the client's abort (and one whose stream had
+   * been resumed as a lost result) for a cut the gateway made itself.
+   */
+  handOverRequestSpans(): void {
+    for (const [sessionId, states] of [...this.openBySession]) {
+      for (const state of [...states]) {
+        if (!state.span || state.stateless) continue;
+        clearTimeout(state.timer);
+        state.timer = undefined;
+        state.span = undefined;
+        this.openRequests--;
+        states.delete(state);
+      }
+      if (states.size === 0) this.openBySession.delete(sessionId);
+    }
+  }
+
+  /**
+   * @internal After a restart: the span of a request that was awaiting its result when the previous
+   * process stopped, opened again in its trace (a child of the span the restart cut) from its start,
+   * to end at the deadline it had (`timeout`, saying what the client did: a lost result) or at its
+   * terminal. `url` is the server's, for the span's server attributes.
+   */
+  reopenRequest(open: OpenRequestSpan, url: string): void {
+    const record = open.record;
+    if (this.requests.has(record) || record.terminalCount > 0) return;
+    const attributes: Attributes = {
+      [ATTR_MCP_METHOD_NAME]: record.method,
+      [ATTR_JSONRPC_REQUEST_ID]: record.id,
+      [ATTR_NETWORK_TRANSPORT]: 'tcp',
+      [ATTR_NETWORK_PROTOCOL_NAME]: 'http',
+      [ATTR_MCP_SESSION_ID]: record.sessionId,
+    };
+    this.server.addTo(attributes, url);
+    if (open.protocolVersion !== undefined) attributes[ATTR_MCP_PROTOCOL_VERSION] = open.protocolVersion;
+    addTargetAttributes(attributes, record.method, record.target);
+    const parent = trace.setSpanContext(otelContext.active(), {
+      traceId: open.traceId,
+      spanId: open.spanId,
+      traceFlags: 1,
+      isRemote: true,
+    });
+    const span = this.tracer().startSpan(
+      mcpRequestSpanName(record.method, record.target),
+      { kind: SpanKind.CLIENT, attributes, startTime: record.startedAt },
+      parent,
+    );
+    const state: RequestState = {
+      record,
+      span,
+      spanContext: span.spanContext(),
+      timer: undefined,
+      sessionId: record.sessionId,
+      protocolVersion: open.protocolVersion,
+      stateless: false,
+      reissueKey: undefined,
+      broken: open.broken,
+      cursor: open.cursor,
+      resumed: open.resumed,
+      lastResume: open.lastResume,
+    };
+    state.timer = setTimeout(() => this.endRequest(state, ErrorType.TIMEOUT), Math.max(0, open.deadline - Date.now()));
+    state.timer.unref();
+    this.deadlines.set(state, open.deadline);
+    this.requests.set(record, state);
+    this.openRequests++;
+    this.trackSession(state);
   }
 
   /** The contract stream id (ATTR_MCP_STREAM_ID) of a stream seen by this recorder's observer. */

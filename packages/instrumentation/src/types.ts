@@ -3,6 +3,7 @@ import type { TracerProvider } from '@opentelemetry/api';
 import type { InstrumentationConfig } from '@opentelemetry/instrumentation';
 import type { GuardListener, GuardOptions } from '@resumewatch/guard';
 import type { FetchLike, WireObserver, WireObserverOptions } from '@resumewatch/wire';
+import type { OpenRequestSpan } from './span-recorder.js';
 
 /** How session and event ids are recorded on spans (see id-policy.ts and the README, "Ids"). */
 export type IdPolicy = 'raw' | 'hmac' | 'omit';
@@ -70,6 +71,16 @@ export interface InstrumentedFetch extends FetchLike {
   /** The enforced guard, when the `guard` option asked for it. */
   readonly guard: GuardListener | undefined;
   stats(): RecorderStats;
+  /**
+   * The open request spans, for a state file across a restart (the gateway's --state-file): read at
+   * snapshot time, and reopened in the next process with the deadline each had.
+   */
+  readonly requestSpans: {
+    open(): OpenRequestSpan[];
+    reopen(open: OpenRequestSpan, url: string): void;
+    /** At a shutdown that kept them: lets them go unended (the next process ends them). */
+    handOver(): void;
+  };
 }
 
 /** The options of instrumentFetch but `tracerProvider`: the instrumentation's own provider is used. */

@@ -57,6 +57,10 @@ const OTHER_VOCABULARY: Record<string, { values: string[]; why: string }> = {
     values: ['error'],
     why: "how a response body ended, wire's StreamEnd ('clean' | 'error' | 'abort')",
   },
+  'packages/wire/src/observer-state.ts': {
+    values: ['error'],
+    why: "a restored stream's end, wire's StreamEnd ('clean' | 'error' | 'abort')",
+  },
 };
 
 interface Spelling {

@@ -74,6 +74,46 @@ export class CursorRing implements CursorMemory {
     return this.count;
   }
 
+  /**
+   * For a snapshot (observer-state.ts), never on the per-event path: each remembered delivery, oldest
+   * first, with its id's text while the arena still holds it whole (undefined when it is gone: such a
+   * delivery only makes a cursor of its hash ambiguous), and whether its stream repeats ids.
+   */
+  forEachDelivery(
+    visit: (hash: number, id: string | undefined, stream: StreamRecord, position: number, repeats: boolean) => void,
+  ): void {
+    const n = this.count;
+    const texts: (string | undefined)[] = new Array<string | undefined>(n);
+    let used = 0;
+    for (let k = 1; k <= n; k++) {
+      const i = (this.next - k + n) % n;
+      const length = this.textLengths[i]!;
+      if (length > 0) used += length;
+      if (length < 0 || used > this.arena.length) continue;
+      const bytes = new Uint8Array(length);
+      for (let b = 0, at = this.textStarts[i]!; b < length; b++, at = at + 1 === this.arena.length ? 0 : at + 1)
+        bytes[b] = this.arena[at]!;
+      texts[n - k] = Buffer.from(bytes).toString('utf8');
+    }
+    for (let k = n; k >= 1; k--) {
+      const i = (this.next - k + n) % n;
+      const stream = this.streams[i]!;
+      visit(this.hashes[i]!, texts[n - k], stream, this.positions[i]!, this.repeating?.has(stream) === true);
+    }
+  }
+
+  /**
+   * A restored delivery (observer-state.ts), in the order they were made. Its stream is taken to have
+   * forgotten deliveries (a restart may have lost what the ring knew of it), so that a stream that
+   * repeats ids places no cursor by an earliest delivery the ring may not hold: fail safe.
+   */
+  restore(hash: number, id: string | undefined, stream: StreamRecord, position: number, repeats: boolean): void {
+    if (id === undefined) this.unkept(this.slot(hash, stream, position));
+    else this.addText(hash, id, stream, position);
+    (this.forgetful ??= new WeakSet()).add(stream);
+    if (repeats) (this.repeating ??= new WeakSet()).add(stream);
+  }
+
   /** Records a delivery of `id` at `position` of its stream. */
   add(id: string, stream: StreamRecord, position: number): void {
     this.addText(hashOfId(id), id, stream, position);

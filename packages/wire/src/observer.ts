@@ -202,6 +202,23 @@ export class WireObserver {
     if (kept === 0) this.awaitingDelivery!.delete(stream);
   }
 
+  /**
+   * @internal The maps a snapshot walks and a restore fills (observer-state.ts), at snapshot time only:
+   * nothing here is on the per-event path.
+   */
+  stateAccess(): ObserverMaps {
+    return {
+      sessions: this.sessions,
+      requests: this.requests,
+      released: this.released,
+      awaitingDelivery: this.awaitingDelivery,
+      streamsPerSession: this.streamsPerSession,
+      cursorsPerSession: this.cursorsPerSession,
+      sessionlessApart: this.sessionlessApart,
+      nextStreamId: () => `${++this.streamSeq}`,
+    };
+  }
+
   /** Bytes to put where the SSE event just removed stood (sseEvent returned false), once; undefined: nothing. */
   takeReplacement(): Uint8Array | undefined {
     const bytes = this.replacementBytes;
@@ -1054,7 +1071,7 @@ export class WireObserver {
  * with the last of them. The held ones are made with values of the kinds real ones hold (a double
  * start time, strings and arrays), so that they keep the very hidden class real records have.
  */
-function newStreamRecord(
+export function newStreamRecord(
   id: string,
   sessionId: string,
   httpMethod: string,
@@ -1086,7 +1103,7 @@ function newStreamRecord(
   };
 }
 
-function newRequestRecord(
+export function newRequestRecord(
   key: string,
   sessionId: string,
   id: string,
@@ -1183,7 +1200,7 @@ holdShape(new WireObserver());
   );
 }
 
-function newSession(id: string, protocolVersion: string | undefined, cursors: number): SessionRecord {
+export function newSession(id: string, protocolVersion: string | undefined, cursors: number): SessionRecord {
   return {
     id,
     initializedHere: false,
@@ -1198,16 +1215,29 @@ function newSession(id: string, protocolVersion: string | undefined, cursors: nu
 }
 
 /** What is kept of a released request whose terminal was seen. */
-interface ReleasedTerminal {
+export interface ReleasedTerminal {
   readonly digest: number;
   finished: boolean;
   proof: GuardProof | undefined;
 }
 
 /** Requests of a stream whose first terminal it carried, awaiting the client's proof, and the position of each terminal's event. */
-interface AwaitingProof {
+export interface AwaitingProof {
   readonly records: RequestRecord[];
   readonly positions: number[];
+}
+
+/** @internal The observer's maps, for its snapshot and restore (observer-state.ts). */
+export interface ObserverMaps {
+  readonly sessions: BoundedMap<string, SessionRecord>;
+  readonly requests: BoundedMap<string, RequestRecord>;
+  readonly released: BoundedMap<string, ReleasedTerminal>;
+  readonly awaitingDelivery: BoundedMap<StreamRecord, AwaitingProof> | undefined;
+  readonly streamsPerSession: number;
+  readonly cursorsPerSession: number;
+  readonly sessionlessApart: boolean;
+  /** A stream id of this process (a restored stream gets a new one: ids are unique per observer). */
+  nextStreamId(): string;
 }
 
 /** What is left of a released request: its first terminal's digest and whether it finished it, no payload. */
@@ -1242,7 +1272,7 @@ function lastEnded(session: SessionRecord): StreamRecord | undefined {
  * A request's key: its scope, a line break, and its id with the id's type (a string id behind a `"`, which
  * no number's text starts with), so that `1` and `"1"` are two requests, as JSON-RPC matches them.
  */
-function requestKey(scope: string | undefined, id: JsonRpcId): string {
+export function requestKey(scope: string | undefined, id: JsonRpcId): string {
   return typeof id === 'string' ? `${scope ?? ''}\n"${id}` : `${scope ?? ''}\n${id}`;
 }
 

@@ -7,7 +7,7 @@ import type { DetectorMetrics } from '../metrics.js';
 import { closeHttp, limits, listen, serverTimeouts } from './listeners.js';
 import { metricsHandler } from './metrics-server.js';
 import type { Pipeline } from './pipeline.js';
-import { openStateFile, type Restored } from './state-file.js';
+import { openStateFile, type Restored, type StatePart } from './state-file.js';
 import { configWith, writingPipeline } from './writing-pipeline.js';
 
 export interface EmbeddedDetectorOptions {
@@ -40,6 +40,11 @@ export interface EmbeddedDetector {
   findings(): Finding[];
   /** Writes the detector state to `config.stateFile` now (also done every `config.snapshotIntervalMs` and on close). */
   snapshot(): Promise<void>;
+  /**
+   * Keeps another part's state (the gateway's wire observer) in `config.stateFile` under `name`, beside
+   * the detector's: read back now (one line logged), written with every snapshot. Nothing without a file.
+   */
+  keepSection(name: string, part: StatePart): void;
   /**
    * Stops the listener. With a state file, writes the state: storms still open stay open for the next
    * process, as serve's do. Without one, ends them now (nothing after this will end them).
@@ -94,6 +99,7 @@ export async function startEmbeddedDetector(options: EmbeddedDetectorOptions = {
     restored: state.restored,
     findings: () => pipeline.recent.findings(),
     snapshot: state.snapshot,
+    keepSection: (name, part) => state.keepSection(name, part),
     close: () =>
       (closing ??= (async () => {
         clearInterval(timer);

@@ -6,7 +6,10 @@ import type { ResumewatchConfig } from '../config.js';
  * The detector's state on disk, so that a restart loses nothing a snapshot holds:
  *   "RWSTATE1" | uint32 LE length of the JSON header | JSON header | raw bytes of every typed array
  * The header is the DetectorState with each typed array replaced by {"$ta": type, "at": offset, "n": length}
- * (offsets into the raw bytes), holes of arrays by {"$u": 1} and non-finite numbers by {"$n": "NaN"}.
+ * (offsets into the raw bytes), holes of arrays by {"$u": 1} and non-finite numbers by {"$n": "NaN"};
+ * beside the detector's fields, an optional "sections" object holds other parts' state by name, each
+ * versioned by its owner (the gateway's wire observer: "wire-observer"). A reader that knows no section
+ * skips it; a section its owner cannot read is one line, and that part starts empty.
  * Written to a temporary file, fsynced and renamed over the old one: a crash mid-write leaves the
  * previous snapshot whole.
  */
@@ -24,10 +27,14 @@ const TYPED = {
 } as const;
 type TypedName = keyof typeof TYPED;
 
-export function encodeState(state: DetectorState): Buffer {
+/** Other parts' state, by name, written beside the detector's (see the file's header). */
+type Sections = Record<string, unknown>;
+
+export function encodeState(state: DetectorState, sections?: Sections): Buffer {
   const blobs: Buffer[] = [];
   let offset = 0;
-  const header = JSON.stringify(state, function (this: unknown, _key, value: unknown) {
+  const root = sections ? { ...state, sections } : state;
+  const header = JSON.stringify(root, function (this: unknown, _key, value: unknown) {
     if (value === undefined && Array.isArray(this)) return { $u: 1 };
     if (typeof value === 'number' && !Number.isFinite(value)) return { $n: String(value) };
     if (ArrayBuffer.isView(value) && !(value instanceof DataView)) {
@@ -53,11 +60,16 @@ export function encodeState(state: DetectorState): Buffer {
 }
 
 export function decodeState(file: Buffer): DetectorState {
+  return decodeStateFile(file).state;
+}
+
+/** The detector's state and the other parts' sections, as encodeState wrote them. */
+function decodeStateFile(file: Buffer): { state: DetectorState; sections: Sections } {
   if (file.length < 12 || !file.subarray(0, 8).equals(MAGIC)) throw new Error('not a resumewatch state file');
   const n = file.readUInt32LE(8);
   if (12 + n > file.length) throw new Error('truncated state file');
   const raw = file.subarray(12 + n);
-  return JSON.parse(file.subarray(12, 12 + n).toString('utf8'), (_key, value: unknown) => {
+  const header = JSON.parse(file.subarray(12, 12 + n).toString('utf8'), (_key, value: unknown) => {
     if (typeof value !== 'object' || value === null) return value;
     const v = value as Record<string, unknown>;
     if (v.$u === 1) return undefined;
@@ -73,7 +85,18 @@ export function decodeState(file: Buffer): DetectorState {
       return out;
     }
     return value;
-  }) as DetectorState;
+  }) as DetectorState & { sections?: unknown };
+  const { sections, ...state } = header;
+  const named = typeof sections === 'object' && sections !== null && !Array.isArray(sections) ? sections : {};
+  return { state: state as DetectorState, sections: named as Sections };
+}
+
+/** Another part's state kept in the same file (see DoorState.keepSection). */
+export interface StatePart {
+  /** Reads back what the file held for it, on start; returns the line to log; throws to start empty (one line). */
+  restore(section: unknown): string;
+  /** Its state now, for a snapshot (a plain JSON value). */
+  snapshot(): unknown;
 }
 
 /** The --state-file of one detector: restore() on start, write() periodically and on shutdown. */
@@ -81,6 +104,10 @@ class StateFile {
   private writing: Promise<void> | undefined;
   /** Bytes and milliseconds of the last write, for the figures. */
   lastWrite: { bytes: number; ms: number } | undefined;
+  /** The other parts' sections the file held when the detector's state was loaded from it. */
+  sections: Sections = {};
+  /** The other parts kept in the file, by section name. */
+  readonly parts = new Map<string, StatePart>();
 
   constructor(
     readonly path: string,
@@ -97,7 +124,9 @@ class StateFile {
       return { error: `cannot read ${this.path}: ${(e as Error).message}` };
     }
     try {
-      this.detector.importState(decodeState(file));
+      const { state, sections } = decodeStateFile(file);
+      this.detector.importState(state);
+      this.sections = sections;
       return { tracked: this.detector.stats().tracked };
     } catch (e) {
       // Set aside, not deleted: the next snapshot would overwrite it, and someone may want to look.
@@ -124,7 +153,9 @@ class StateFile {
 
   private async writeNow(): Promise<void> {
     const started = performance.now();
-    const bytes = encodeState(this.detector.exportState());
+    let sections: Sections | undefined;
+    for (const [name, part] of this.parts) (sections ??= {})[name] = part.snapshot();
+    const bytes = encodeState(this.detector.exportState(), sections);
     const tmp = `${this.path}.tmp-${process.pid}`;
     const handle = await open(tmp, 'w');
     try {
@@ -155,6 +186,12 @@ interface DoorState {
   /** Snapshots every --snapshot-interval from now on (none when it is 0 or there is no file). */
   startSnapshots(): void;
   stopSnapshots(): void;
+  /**
+   * Keeps another part's state in the same file under `name`: what the file held for it is read back
+   * now (one line; a section it cannot read is one line too, and the part starts empty), and every
+   * snapshot from now on writes its state. Nothing without a state file.
+   */
+  keepSection(name: string, part: StatePart): void;
 }
 
 /**
@@ -185,6 +222,18 @@ export async function openStateFile(
     stopSnapshots() {
       clearInterval(timer);
       timer = undefined;
+    },
+    keepSection(name, part) {
+      if (!state) return;
+      state.parts.set(name, part);
+      if (!Object.hasOwn(state.sections, name)) return;
+      try {
+        log(part.restore(state.sections[name]));
+      } catch (e) {
+        log(`the ${name} section of ${file} not loaded (${(e as Error).message}); it starts empty`);
+      }
+      // Read once: its memory is the part's now.
+      delete state.sections[name];
     },
   };
 }
