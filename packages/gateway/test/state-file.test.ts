@@ -302,7 +302,7 @@ describe('resumewatch gateway --state-file (built CLI)', () => {
       expect(await first.stop()).toBe(0);
       // The section of a later version (the same bytes, one digit changed): not this gateway's to read.
       const bytes = await readFile(file);
-      const at = bytes.indexOf('"wire-observer":{"v":1,');
+      const at = bytes.indexOf('"wire-observer":{"v":2,');
       expect(at).toBeGreaterThan(0);
       bytes.write('9', at + '"wire-observer":{"v":'.length);
       await writeFile(file, bytes);
@@ -313,14 +313,14 @@ describe('resumewatch gateway --state-file (built CLI)', () => {
         .filter((l) => !/gateway on|^$/.test(l));
       expect(notices).toEqual([
         `resumewatch: restored 2 tracked requests from ${file}`,
-        `resumewatch: the wire-observer section of ${file} not loaded (version 9, this gateway reads 1); it starts empty`,
+        `resumewatch: the wire-observer section of ${file} not loaded (version 9, this gateway reads 2); it starts empty`,
       ]);
       target.url = second.url;
       // Empty: the resume is forwarded (a duplicate passed, never a result withheld), and serving.
       expect(await loop.resume()).toEqual({ status: 200, replayed: true });
       await second.stop();
       // The next snapshot writes the section this gateway holds: the file is its own again.
-      expect((await readFile(file)).includes('"wire-observer":{"v":1,')).toBe(true);
+      expect((await readFile(file)).includes('"wire-observer":{"v":2,')).toBe(true);
     },
   );
 
