@@ -1,4 +1,5 @@
 import { open, readFile, rename, unlink } from 'node:fs/promises';
+import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import type { Detector, DetectorState } from '@resumewatch/detector';
 import type { ResumewatchConfig } from '../config.js';
 
@@ -211,6 +212,8 @@ class StateFile {
         const bytes = Buffer.from(piece, 'utf8');
         length += bytes.length;
         await handle.write(bytes);
+        // The loop runs before the next step is taken (the write alone may complete within the same turn).
+        await yieldToLoop();
       }
       if (length > 0xffffffff) throw new Error(`a header of ${length} bytes is too long for a state file`);
       for (const blob of blobs) await handle.write(blob);
