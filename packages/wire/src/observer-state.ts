@@ -17,6 +17,8 @@ import type { RequestRecord, SessionRecord, StreamEnd, StreamRecord } from './ty
  *     request's arguments, not even their digest);
  *   - the digests of released requests' terminals, and the terminals awaiting the client's proof (by
  *     the position of their event).
+ * Written in steps (snapshotObserverSteps): each session whole, with its own rows, at one step; the
+ * request and released lists after the sessions, by reference to the rows written.
  * Bounded as in memory: the maps' caps apply as the records are put back (the oldest go first), a
  * session keeps at most streamsPerSession streams and cursorsPerSession deliveries, and texts are taken
  * back only up to the bounds the observer keeps them at (longer ones are refused: a foreign file).
@@ -156,6 +158,9 @@ export interface SnapshotOptions {
  *   - the lists of sessions, of requests and of released terminals are copied (references, not rows)
  *     when their part starts; what left them before its step is left out, what came after is not in
  *     the file (as anything after a snapshot is not).
+ * Memory: one step's text; those copied lists (as BoundedMap.values and entries give them); the index
+ * of each record of the request map written with its session (at most --max-requests entries); and
+ * one session's rows at a time. Never the section whole, never a row per session kept.
  * Fail safe: nothing in the file says more than the wire showed at some instant before it was written,
  * and what happened between two steps is at worst missing, so a restored record is at worst less proven
  * than it was: its result forwarded and reported, never withheld.
@@ -164,8 +169,9 @@ export function* snapshotObserverSteps(observer: WireObserver, options: Snapshot
   const maps = observer.stateAccess();
   const stepBytes = options.stepBytes ?? SNAPSHOT_STEP_BYTES;
   const extra = options.extra;
-  const recordIndex = new Map<RequestRecord, number>();
-  const streamIndex = new Map<StreamRecord, number>();
+  // The index of each record of the request map written with its session, for the request list's
+  // reference to it (a record enters that map when it is made, never later): at most --max-requests.
+  const liveIndex = new Map<RequestRecord, number>();
   let records = 0;
   let streams = 0;
   let text = `{"v":${OBSERVER_STATE_VERSION},"sessions":[`;
@@ -184,7 +190,7 @@ export function* snapshotObserverSteps(observer: WireObserver, options: Snapshot
     bytes = 0;
     return out;
   };
-  const recordRow = (record: RequestRecord, withSession: boolean): RecordRow => {
+  const recordRow = (record: RequestRecord, streamAt: Map<StreamRecord, number> | undefined): RecordRow => {
     const row: RecordRow = {
       id: record.id,
       str: record.idIsString,
@@ -196,12 +202,13 @@ export function* snapshotObserverSteps(observer: WireObserver, options: Snapshot
       n: record.terminalCount,
       fin: record.finished,
       p: record.proof ?? null,
-      fs: record.firstTerminalStream ? (streamIndex.get(record.firstTerminalStream) ?? -1) : -1,
+      // Its first terminal's stream among its session's, as written (-1, not placed: fail safe).
+      fs: record.firstTerminalStream ? (streamAt?.get(record.firstTerminalStream) ?? -1) : -1,
       fe: keptId(record.firstTerminalEventId),
       fd: record.firstTerminalDigest ?? null,
     };
     // A session's records take its id; a record of the request list alone says its own.
-    if (withSession) row.s = record.sessionId;
+    if (streamAt === undefined) row.s = record.sessionId;
     const x = extra?.(record);
     if (x !== undefined) row.x = x;
     return row;
@@ -210,18 +217,22 @@ export function* snapshotObserverSteps(observer: WireObserver, options: Snapshot
   for (const session of maps.sessions.values()) {
     // Left (or replaced) since the list was copied: not kept, as it is not in the observer any more.
     if (maps.sessions.get(session.id) !== session) continue;
-    const base = streams;
-    for (const stream of session.streams) streamIndex.set(stream, streams++);
+    // The session's streams and records, by their index in the file: its own maps, at most 32 streams
+    // and the records they carry, dropped after its step.
+    const streamAt = new Map<StreamRecord, number>();
+    for (const stream of session.streams) streamAt.set(stream, streams++);
+    const recordAt = new Map<RequestRecord, number>();
     const own: RecordRow[] = [];
-    // A record is written once, with the session whose streams first carry it (its own session).
+    // A record is written once, with its session.
     const ref = (record: RequestRecord): number => {
-      let i = recordIndex.get(record);
+      let i = recordAt.get(record);
       if (i !== undefined) return i;
       // Session-less exchanges are kept apart per exchange: a restart ends them (see the header).
       if (record.sessionId !== session.id) return -1;
       i = records++;
-      recordIndex.set(record, i);
-      own.push(recordRow(record, false));
+      recordAt.set(record, i);
+      if (maps.requests.get(record.key) === record) liveIndex.set(record, i);
+      own.push(recordRow(record, streamAt));
       return i;
     };
     const streamRows: StreamRow[] = session.streams.map((stream) => ({
@@ -253,20 +264,19 @@ export function* snapshotObserverSteps(observer: WireObserver, options: Snapshot
         at.push(row);
         positions.push(proof.positions[i]!);
       }
-      if (at.length > 0) awaiting.push([streamIndex.get(stream)!, at, positions]);
+      if (at.length > 0) awaiting.push([streamAt.get(stream)!, at, positions]);
     }
     const ring: DeliveryRow[] = [];
     (session.cursors as CursorRing).forEachDelivery((hash, id, stream, position, repeats) => {
-      const at = streamIndex.get(stream);
+      const at = streamAt.get(stream);
       // A delivery on a stream no longer among the session's recent ones places nothing: kept as its hash alone.
-      const mine = at !== undefined && at >= base;
-      ring.push([hash, mine ? (id ?? null) : null, mine ? at : -1, position, repeats]);
+      ring.push([hash, at === undefined ? null : (id ?? null), at ?? -1, position, repeats]);
     });
     const row: SessionRow = {
       id: session.id,
       pv: session.protocolVersion ?? null,
       init: session.initializedHere,
-      ls: session.lastStandalone ? (streamIndex.get(session.lastStandalone) ?? -1) : -1,
+      ls: session.lastStandalone ? (streamAt.get(session.lastStandalone) ?? -1) : -1,
       streams: streamRows,
       records: own,
       ring,
@@ -279,15 +289,15 @@ export function* snapshotObserverSteps(observer: WireObserver, options: Snapshot
   rows = 0;
   for (const record of maps.requests.values()) {
     if (maps.requests.get(record.key) !== record) continue;
-    let i = recordIndex.get(record);
+    const i = liveIndex.get(record);
     let json: string;
     if (i !== undefined) json = String(i);
     else {
       if (record.sessionId === '') continue;
-      // Met here first (its session not kept, or its streams came after the session's step): written here.
-      i = records++;
-      recordIndex.set(record, i);
-      json = JSON.stringify(recordRow(record, true));
+      // Met here first (its session not kept, or its streams came after the session's step): written
+      // here, its streams not placed; a later row would never refer to it, so it takes no index entry.
+      records++;
+      json = JSON.stringify(recordRow(record, undefined));
     }
     if (put(json)) yield take();
   }
