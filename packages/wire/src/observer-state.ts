@@ -128,7 +128,7 @@ export interface ObserverRestore {
 }
 
 /** What a snapshot writes beside a record (the gateway: its open request span), or undefined for nothing. */
-export type RecordExtra = (record: RequestRecord) => unknown;
+type RecordExtra = (record: RequestRecord) => unknown;
 
 /**
  * The text a step of a snapshot writes before it yields, in UTF-8 bytes: a step goes on to its next
