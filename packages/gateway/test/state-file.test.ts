@@ -12,7 +12,7 @@ import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { McpHttpSession, isResponseTo, startLabServer, type FetchLike } from '@resumewatch/lab';
-import { FindingKind, FindingRecord, RequestRecovery, StormEnd } from '@resumewatch/semconv';
+import { FindingKind, FindingRecord, GuardProof, RequestRecovery, StormEnd } from '@resumewatch/semconv';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 const CLI = join(import.meta.dirname, '../../daemon/dist/cli.js');
@@ -287,6 +287,35 @@ describe('resumewatch gateway --state-file (built CLI)', () => {
         recovery: RequestRecovery.NOT_RESUMED,
       });
       await second.stop();
+    },
+  );
+
+  it(
+    'a crash after a periodic snapshot (written in steps, the gateway serving between them): the proof it held is kept',
+    { timeout: TIMEOUT },
+    async () => {
+      const file = join(dir, 'periodic.state');
+      const first = await start(['--enforce', '--state-file', file, '--snapshot-interval', '200ms']);
+      const target = { url: first.url };
+      const loop = await seedLoop(through(target), 0);
+      expect(await loop.resume(loop.resultCursor)).toEqual({ status: 405, replayed: false });
+      // A periodic snapshot after the proof: the section names it.
+      const proven = `"p":"${GuardProof.CURSOR}"`;
+      await vi.waitFor(
+        async () => expect((await readFile(file).catch(() => Buffer.alloc(0))).includes(proven)).toBe(true),
+        {
+          timeout: 20_000,
+          interval: 50,
+        },
+      );
+      // SIGKILL: no shutdown snapshot, the periodic one is what the next process reads.
+      first.kill();
+      const second = await start(['--enforce', '--state-file', file]);
+      expect(second.stderr()).toContain('resumewatch: restored 1 sessions and 0 requests of the wire observer');
+      target.url = second.url;
+      expect(await loop.resume()).toEqual({ status: 405, replayed: false });
+      await second.stop();
+      expect(second.findings()).toEqual([]);
     },
   );
 
