@@ -68,4 +68,37 @@ describe('a section written in steps', () => {
     expect(next.restored).toEqual([{ rows: Array.from({ length: ROWS }, (_, i) => i) }]);
     expect(lines).toEqual([`restored ${detector.stats().tracked} tracked requests from ${file}`, 'restored the part']);
   });
+
+  it('a snapshot asked for while one is under way (the shutdown during a periodic one): the one under way stops at its next step, the newer is written whole', async () => {
+    const file = join(dir, 'superseded.state');
+    const lines: string[] = [];
+    const door = await openStateFile({ stateFile: file, snapshotIntervalMs: 0 }, new Detector(), (l) => lines.push(l));
+    const pulled: number[] = [];
+    let asked: Promise<void> | undefined;
+    let takes = 0;
+    door.keepSection('stepped', {
+      restore: () => 'restored',
+      snapshot: () => null,
+      *snapshotText() {
+        const take = ++takes;
+        for (let i = 0; i < ROWS; i++) {
+          pulled.push(take);
+          // The first write's fifth step: a second snapshot is asked for.
+          if (take === 1 && i === 4) asked = door.snapshot();
+          yield i === 0 ? `{"take":${take},"rows":[${i}` : `,${i}`;
+        }
+        yield ']}';
+      },
+    });
+    await door.snapshot();
+    await asked;
+    // The first stopped after the step during which the second was asked for; the second ran whole.
+    expect(pulled.filter((t) => t === 1)).toHaveLength(5);
+    expect(pulled.filter((t) => t === 2)).toHaveLength(ROWS);
+    expect(lines).toEqual([]);
+    const back: unknown[] = [];
+    const again = await openStateFile({ stateFile: file, snapshotIntervalMs: 0 }, new Detector(), () => undefined);
+    again.keepSection('stepped', { restore: (section) => (back.push(section), 'restored'), snapshot: () => null });
+    expect(back).toEqual([{ take: 2, rows: Array.from({ length: ROWS }, (_, i) => i) }]);
+  });
 });

@@ -142,6 +142,12 @@ export interface StatePart {
 /** The --state-file of one detector: restore() on start, write() periodically and on shutdown. */
 class StateFile {
   private writing: Promise<void> | undefined;
+  /**
+   * A write was asked for while one was under way (the shutdown's, during a periodic one): the one under
+   * way stops at its next step, its temporary file removed and the previous file left whole, so that the
+   * newer one is not kept waiting for a state it replaces.
+   */
+  private superseded = false;
   /** Bytes and milliseconds of the last write, for the figures. */
   lastWrite: { bytes: number; ms: number } | undefined;
   /** The other parts' sections the file held when the detector's state was loaded from it. */
@@ -177,7 +183,11 @@ class StateFile {
 
   /** Writes a snapshot; concurrent calls share one write that starts after the one in progress. */
   write(): Promise<void> {
-    const next = (this.writing ?? Promise.resolve()).then(() => this.writeNow());
+    if (this.writing) this.superseded = true;
+    const next = (this.writing ?? Promise.resolve()).then(() => {
+      this.superseded = false;
+      return this.writeNow();
+    });
     // What the write after this one waits for: this one settled. Its failure is the caller's (`next`),
     // never a second, unhandled rejection that would end the process.
     const settled = next.then(
@@ -214,6 +224,7 @@ class StateFile {
         await handle.write(bytes);
         // The loop runs before the next step is taken (the write alone may complete within the same turn).
         await yieldToLoop();
+        if (this.superseded) throw SUPERSEDED;
       }
       if (length > 0xffffffff) throw new Error(`a header of ${length} bytes is too long for a state file`);
       for (const blob of blobs) await handle.write(blob);
@@ -224,6 +235,8 @@ class StateFile {
     } catch (e) {
       await handle.close();
       await unlink(tmp).catch(() => undefined);
+      // Replaced by the write asked for since: not a failure.
+      if (e === SUPERSEDED) return;
       throw e;
     }
     await handle.close();
@@ -237,6 +250,9 @@ class StateFile {
     this.lastWrite = { bytes, ms: performance.now() - started };
   }
 }
+
+/** Thrown inside writeNow to stop a write a newer one replaces (never out of it). */
+const SUPERSEDED = new Error('superseded by a newer snapshot');
 
 /** What the file gave back on start: the number of tracked requests restored, or why nothing was. */
 export type Restored = { tracked: number } | { error: string } | undefined;
