@@ -155,12 +155,14 @@ export interface SnapshotOptions {
  *   - sessions taken at different steps may differ in time, and none refers to another's rows;
  *   - a record is written once, at the first step that meets it, and every later row refers to that
  *     one: its state is one true state it had (a later proof is not in the file: restored unproven);
- *   - the lists of sessions, of requests and of released terminals are copied (references, not rows)
- *     when their part starts; what left them before its step is left out, what came after is not in
- *     the file (as anything after a snapshot is not).
- * Memory: one step's text; those copied lists (as BoundedMap.values and entries give them); the index
- * of each record of the request map written with its session (at most --max-requests entries); and
- * one session's rows at a time. Never the section whole, never a row per session kept.
+ *   - the list of sessions is copied (references, at most --max-sessions) when the walk starts; a
+ *     session that left it before its step is left out, one that came after is not in the file (as
+ *     anything after a snapshot is not);
+ *   - the request and released lists are walked as they stand at each step (keysAsWalked): what left
+ *     them before its step is left out, what came since may be in.
+ * Memory: one step's text; the copied list of sessions; the index of each record of the request map
+ * written (at most --max-requests entries); and one session's rows at a time. Never the section whole,
+ * never a row per session kept.
  * Fail safe: nothing in the file says more than the wire showed at some instant before it was written,
  * and what happened between two steps is at worst missing, so a restored record is at worst less proven
  * than it was: its result forwarded and reported, never withheld.
@@ -287,16 +289,21 @@ export function* snapshotObserverSteps(observer: WireObserver, options: Snapshot
 
   text += '],"live":[';
   rows = 0;
-  for (const record of maps.requests.values()) {
-    if (maps.requests.get(record.key) !== record) continue;
-    const i = liveIndex.get(record);
+  // Walked as it stands at each step (no copy of up to --max-requests entries in one step): a record
+  // made since is met too, one written again is met twice (its index then, a duplicate the restore
+  // sets twice).
+  for (const key of maps.requests.keysAsWalked()) {
+    const record = maps.requests.get(key);
+    if (record === undefined) continue;
+    let i = liveIndex.get(record);
     let json: string;
     if (i !== undefined) json = String(i);
     else {
       if (record.sessionId === '') continue;
       // Met here first (its session not kept, or its streams came after the session's step): written
-      // here, its streams not placed; a later row would never refer to it, so it takes no index entry.
-      records++;
+      // here, its streams not placed.
+      i = records++;
+      liveIndex.set(record, i);
       json = JSON.stringify(recordRow(record, undefined));
     }
     if (put(json)) yield take();
@@ -304,8 +311,11 @@ export function* snapshotObserverSteps(observer: WireObserver, options: Snapshot
 
   text += '],"released":[';
   rows = 0;
-  for (const [key, terminal] of maps.released.entries()) {
-    if (key.startsWith('\n') || maps.released.get(key) !== terminal) continue;
+  // Walked as it stands at each step, as the request list: a key met twice is written twice, the later
+  // state last (the restore keeps the last).
+  for (const key of maps.released.keysAsWalked()) {
+    const terminal = key.startsWith('\n') ? undefined : maps.released.get(key);
+    if (terminal === undefined) continue;
     if (put(JSON.stringify([key, terminal.digest, terminal.finished, terminal.proof ?? null]))) yield take();
   }
   text += ']}';
