@@ -117,6 +117,15 @@ export class BoundedMap<K, V> {
     return live.values();
   }
 
+  /**
+   * The keys, oldest first, as the map holds them when each is reached (not a copy): read across turns
+   * of the event loop, it skips the keys deleted since and reaches the keys written since, a key written
+   * again (moved to the young end) a second time. For a walk in bounded steps (a snapshot); get() each.
+   */
+  keysAsWalked(): IterableIterator<K> {
+    return this.map.keys();
+  }
+
   /** Drops every entry, telling onDrop of each; none is counted as evicted. */
   clear(): void {
     for (const key of [...this.map.keys()]) this.delete(key);

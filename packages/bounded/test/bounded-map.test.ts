@@ -157,4 +157,18 @@ describe('BoundedMap', () => {
     expect(() => new BoundedMap(1, -1)).toThrow('retentionMs must not be negative, got -1');
     expect(() => new BoundedMap(1, Number.NaN)).toThrow('retentionMs must not be negative, got NaN');
   });
+
+  it('keysAsWalked: a walk over turns skips what was deleted since and reaches what was written since', () => {
+    const { map } = fixture(10);
+    map.set('a', 1);
+    map.set('b', 2);
+    map.set('c', 3);
+    const walk = map.keysAsWalked();
+    expect(walk.next().value).toBe('a');
+    map.delete('b');
+    map.set('d', 4);
+    // Written again: moved to the young end, reached a second time.
+    map.set('a', 5);
+    expect([...walk]).toEqual(['c', 'd', 'a']);
+  });
 });

@@ -1,4 +1,5 @@
-import { restoreObserver, snapshotObserver } from '@resumewatch/wire';
+import { restoreObserver, snapshotObserverSteps } from '@resumewatch/wire';
+import type { RequestRecord } from '@resumewatch/wire';
 import type { OpenRequestSpan } from '@resumewatch/instrumentation';
 import { ResumeOutcome, StreamKind } from '@resumewatch/semconv';
 import type { Observation } from './observation.js';
@@ -7,13 +8,13 @@ import type { Observation } from './observation.js';
 export const OBSERVATION_SECTION = 'wire-observer';
 
 /** The section's own version (its `wire` member carries the wire observer's: OBSERVER_STATE_VERSION). */
-const VERSION = 1;
+const VERSION = 2;
 
 /**
- * An open request span: record index (in the wire part), trace id, span id, deadline (unix ms), protocol
- * version, resumed, its last resume's outcome.
+ * An open request span, written beside its record in the wire part (the record's `x`): trace id, span
+ * id, deadline (unix ms), protocol version, resumed, its last resume's outcome.
  */
-type SpanRow = [number, string, string, number, string | null, boolean, string | null];
+type SpanRow = [string, string, number, string | null, boolean, string | null];
 
 const OUTCOMES = new Set<string>(Object.values(ResumeOutcome));
 const TRACE_ID = /^[0-9a-f]{32}$/;
@@ -24,9 +25,14 @@ export interface ObservationState {
   restore(section: unknown): string;
   snapshot(): unknown;
   /**
-   * Takes the snapshot now and writes that one from then on, and hands the open request spans over to
-   * the next process: at shutdown, before the connections are closed (which would end every open stream
-   * and request span as the client's abort).
+   * The section's JSON text in steps, each a bounded piece of work (SNAPSHOT_STEP_BYTES of text and
+   * one session at most past it): the periodic snapshot yields to the event loop between two.
+   */
+  snapshotText(): Iterable<string>;
+  /**
+   * Takes the snapshot now, whole, in one pass, and writes that one from then on, and hands the open
+   * request spans over to the next process: at shutdown, before the connections are closed (which would
+   * end every open stream and request span as the client's abort).
    */
   freeze(): void;
 }
@@ -38,43 +44,46 @@ export interface ObservationState {
  * tied to its result if the client resumes to it, reported lost at that deadline if nothing comes.
  */
 export function observationState(observation: Observation, upstream: URL): ObservationState {
-  let frozen: unknown;
-  const take = (): unknown => {
-    const wire = snapshotObserver(observation.observer);
-    const spans: SpanRow[] = [];
-    for (const open of observation.requestSpans.open()) {
-      const at = wire.indexOf(open.record);
-      if (at >= 0)
-        spans.push([
-          at,
-          open.traceId,
-          open.spanId,
-          open.deadline,
-          open.protocolVersion ?? null,
-          open.resumed,
-          open.lastResume ?? null,
-        ]);
+  let frozen: string | undefined;
+  // Each open request span goes with its record, looked up as the record is written: a span and its
+  // record are taken at the same step, whatever the steps between them.
+  const spanOf = (record: RequestRecord): SpanRow | undefined => {
+    const open = observation.requestSpans.openOf(record);
+    return open
+      ? [open.traceId, open.spanId, open.deadline, open.protocolVersion ?? null, open.resumed, open.lastResume ?? null]
+      : undefined;
+  };
+  function* steps(): Generator<string> {
+    let first = true;
+    for (const step of snapshotObserverSteps(observation.observer, { extra: spanOf })) {
+      yield first ? `{"v":${VERSION},"wire":${step}` : step;
+      first = false;
     }
-    return { v: VERSION, wire: wire.state, spans };
+    yield '}';
+  }
+  const whole = (): string => {
+    let text = '';
+    for (const step of steps()) text += step;
+    return text;
   };
   return {
-    snapshot: () => frozen ?? take(),
+    snapshot: () => JSON.parse(frozen ?? whole()) as unknown,
+    snapshotText: () => (frozen === undefined ? steps() : [frozen]),
     freeze() {
-      frozen = take();
+      frozen = whole();
       // Kept for the next process: not ended here as the abort the shutdown's closing of connections is not.
       observation.requestSpans.handOver();
     },
     restore(section) {
       if (typeof section !== 'object' || section === null) throw new Error('not an object');
-      const { v, wire, spans } = section as { v?: unknown; wire?: unknown; spans?: unknown };
+      const { v, wire } = section as { v?: unknown; wire?: unknown };
       if (v !== VERSION) throw new Error(`version ${String(v)}, this gateway reads ${VERSION}`);
-      // Checked before anything is put back: a bad row leaves the observer empty.
-      if (!Array.isArray(spans) || !spans.every(isSpanRow)) throw new Error('a malformed open request span');
-      const restored = restoreObserver(observation.observer, wire);
+      // Each span checked before anything is put back: a bad row leaves the observer empty.
+      const restored = restoreObserver(observation.observer, wire, isSpanRow);
       let reopened = 0;
-      for (const [at, traceId, spanId, deadline, protocolVersion, resumed, lastResume] of spans as SpanRow[]) {
-        const record = restored.recordAt(at);
-        if (record === undefined || record.terminalCount > 0) continue;
+      for (const [record, row] of restored.extras) {
+        const [traceId, spanId, deadline, protocolVersion, resumed, lastResume] = row as SpanRow;
+        if (record.terminalCount > 0) continue;
         // Its streams as restored: one open at the snapshot was cut by the restart (ended on error).
         let broken = false;
         let cursor = false;
@@ -107,16 +116,15 @@ export function observationState(observation: Observation, upstream: URL): Obser
 function isSpanRow(row: unknown): row is SpanRow {
   return (
     Array.isArray(row) &&
-    row.length === 7 &&
-    Number.isSafeInteger(row[0]) &&
+    row.length === 6 &&
+    typeof row[0] === 'string' &&
+    TRACE_ID.test(row[0]) &&
     typeof row[1] === 'string' &&
-    TRACE_ID.test(row[1]) &&
-    typeof row[2] === 'string' &&
-    SPAN_ID.test(row[2]) &&
-    typeof row[3] === 'number' &&
-    Number.isFinite(row[3]) &&
-    (row[4] === null || (typeof row[4] === 'string' && row[4].length <= 64)) &&
-    typeof row[5] === 'boolean' &&
-    (row[6] === null || OUTCOMES.has(row[6] as string))
+    SPAN_ID.test(row[1]) &&
+    typeof row[2] === 'number' &&
+    Number.isFinite(row[2]) &&
+    (row[3] === null || (typeof row[3] === 'string' && row[3].length <= 64)) &&
+    typeof row[4] === 'boolean' &&
+    (row[5] === null || OUTCOMES.has(row[5] as string))
   );
 }

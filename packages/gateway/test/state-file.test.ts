@@ -12,7 +12,7 @@ import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { McpHttpSession, isResponseTo, startLabServer, type FetchLike } from '@resumewatch/lab';
-import { FindingKind, FindingRecord, RequestRecovery, StormEnd } from '@resumewatch/semconv';
+import { FindingKind, FindingRecord, GuardProof, RequestRecovery, StormEnd } from '@resumewatch/semconv';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 const CLI = join(import.meta.dirname, '../../daemon/dist/cli.js');
@@ -291,6 +291,35 @@ describe('resumewatch gateway --state-file (built CLI)', () => {
   );
 
   it(
+    'a crash after a periodic snapshot (written in steps, the gateway serving between them): the proof it held is kept',
+    { timeout: TIMEOUT },
+    async () => {
+      const file = join(dir, 'periodic.state');
+      const first = await start(['--enforce', '--state-file', file, '--snapshot-interval', '200ms']);
+      const target = { url: first.url };
+      const loop = await seedLoop(through(target), 0);
+      expect(await loop.resume(loop.resultCursor)).toEqual({ status: 405, replayed: false });
+      // A periodic snapshot after the proof: the section names it.
+      const proven = `"p":"${GuardProof.CURSOR}"`;
+      await vi.waitFor(
+        async () => expect((await readFile(file).catch(() => Buffer.alloc(0))).includes(proven)).toBe(true),
+        {
+          timeout: 20_000,
+          interval: 50,
+        },
+      );
+      // SIGKILL: no shutdown snapshot, the periodic one is what the next process reads.
+      first.kill();
+      const second = await start(['--enforce', '--state-file', file]);
+      expect(second.stderr()).toContain('resumewatch: restored 1 sessions and 0 requests of the wire observer');
+      target.url = second.url;
+      expect(await loop.resume()).toEqual({ status: 405, replayed: false });
+      await second.stop();
+      expect(second.findings()).toEqual([]);
+    },
+  );
+
+  it(
     "a wire observer's section it cannot read: one line, the observer starts empty, the detector's part is restored",
     { timeout: TIMEOUT },
     async () => {
@@ -302,7 +331,7 @@ describe('resumewatch gateway --state-file (built CLI)', () => {
       expect(await first.stop()).toBe(0);
       // The section of a later version (the same bytes, one digit changed): not this gateway's to read.
       const bytes = await readFile(file);
-      const at = bytes.indexOf('"wire-observer":{"v":1,');
+      const at = bytes.indexOf('"wire-observer":{"v":2,');
       expect(at).toBeGreaterThan(0);
       bytes.write('9', at + '"wire-observer":{"v":'.length);
       await writeFile(file, bytes);
@@ -313,14 +342,14 @@ describe('resumewatch gateway --state-file (built CLI)', () => {
         .filter((l) => !/gateway on|^$/.test(l));
       expect(notices).toEqual([
         `resumewatch: restored 2 tracked requests from ${file}`,
-        `resumewatch: the wire-observer section of ${file} not loaded (version 9, this gateway reads 1); it starts empty`,
+        `resumewatch: the wire-observer section of ${file} not loaded (version 9, this gateway reads 2); it starts empty`,
       ]);
       target.url = second.url;
       // Empty: the resume is forwarded (a duplicate passed, never a result withheld), and serving.
       expect(await loop.resume()).toEqual({ status: 200, replayed: true });
       await second.stop();
       // The next snapshot writes the section this gateway holds: the file is its own again.
-      expect((await readFile(file)).includes('"wire-observer":{"v":1,')).toBe(true);
+      expect((await readFile(file)).includes('"wire-observer":{"v":2,')).toBe(true);
     },
   );
 

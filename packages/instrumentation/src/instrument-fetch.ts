@@ -3,7 +3,7 @@ import type { TracerProvider } from '@opentelemetry/api';
 import { createGuardListener } from '@resumewatch/guard';
 import type { GuardListener, GuardOptions } from '@resumewatch/guard';
 import { DEFAULT_REISSUE_WINDOW_MS, WireObserver } from '@resumewatch/wire';
-import type { FetchLike } from '@resumewatch/wire';
+import type { FetchLike, RequestRecord } from '@resumewatch/wire';
 import { callBelowInstrumentedFetch } from './fetch-scope.js';
 import { createIdRecorder, withIdPolicy } from './id-policy.js';
 import { TRACER_SCOPE } from './semconv.js';
@@ -78,6 +78,7 @@ export function createInstrumentedFetch(
     requestSpans: {
       value: {
         open: () => recorder.openRequestSpans(),
+        openOf: (record: RequestRecord) => recorder.openRequestSpan(record),
         reopen: (open: OpenRequestSpan, url: string) => recorder.reopenRequest(open, url),
         handOver: () => recorder.handOverRequestSpans(),
       },

@@ -277,22 +277,33 @@ export class SpanRecorder implements WireListener {
   openRequestSpans(): OpenRequestSpan[] {
     const open: OpenRequestSpan[] = [];
     for (const states of this.openBySession.values()) {
-      for (const state of states) {
-        if (!state.span || state.stateless) continue;
-        open.push({
-          record: state.record,
-          traceId: state.spanContext.traceId,
-          spanId: state.spanContext.spanId,
-          deadline: this.deadlines.get(state) ?? state.record.startedAt + this.requestTimeoutMs,
-          protocolVersion: state.protocolVersion,
-          broken: state.broken,
-          cursor: state.cursor,
-          resumed: state.resumed,
-          lastResume: state.lastResume,
-        });
-      }
+      for (const state of states) if (state.span && !state.stateless) open.push(this.openSpanOf(state));
     }
     return open;
+  }
+
+  /**
+   * @internal For a snapshot taken in steps (the gateway's --state-file): the open span of `record`, as
+   * openRequestSpans lists it, looked up alone (no walk over every open span).
+   */
+  openRequestSpan(record: RequestRecord): OpenRequestSpan | undefined {
+    const state = this.requests.get(record);
+    if (!state?.span || state.stateless || !this.openBySession.get(state.sessionId!)?.has(state)) return undefined;
+    return this.openSpanOf(state);
+  }
+
+  private openSpanOf(state: RequestState): OpenRequestSpan {
+    return {
+      record: state.record,
+      traceId: state.spanContext.traceId,
+      spanId: state.spanContext.spanId,
+      deadline: this.deadlines.get(state) ?? state.record.startedAt + this.requestTimeoutMs,
+      protocolVersion: state.protocolVersion,
+      broken: state.broken,
+      cursor: state.cursor,
+      resumed: state.resumed,
+      lastResume: state.lastResume,
+    };
   }
 
   /**

@@ -2,7 +2,7 @@
 import type { TracerProvider } from '@opentelemetry/api';
 import type { InstrumentationConfig } from '@opentelemetry/instrumentation';
 import type { GuardListener, GuardOptions } from '@resumewatch/guard';
-import type { FetchLike, WireObserver, WireObserverOptions } from '@resumewatch/wire';
+import type { FetchLike, RequestRecord, WireObserver, WireObserverOptions } from '@resumewatch/wire';
 import type { OpenRequestSpan } from './span-recorder.js';
 
 /** How session and event ids are recorded on spans (see id-policy.ts and the README, "Ids"). */
@@ -77,6 +77,8 @@ export interface InstrumentedFetch extends FetchLike {
    */
   readonly requestSpans: {
     open(): OpenRequestSpan[];
+    /** The open span of one request, undefined when it has none (a snapshot taken in steps). */
+    openOf(record: RequestRecord): OpenRequestSpan | undefined;
     reopen(open: OpenRequestSpan, url: string): void;
     /** At a shutdown that kept them: lets them go unended (the next process ends them). */
     handOver(): void;

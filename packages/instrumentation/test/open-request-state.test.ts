@@ -6,7 +6,8 @@ import {
   ErrorType,
   RequestRecovery,
 } from '@resumewatch/semconv';
-import { WireObserver, restoreObserver, snapshotObserver } from '@resumewatch/wire';
+import { WireObserver, restoreObserver, snapshotObserverText } from '@resumewatch/wire';
+import type { RequestRecord } from '@resumewatch/wire';
 import { describe, expect, it, vi } from 'vitest';
 import { tracerSource } from '../src/instrument-fetch.js';
 import { SpanRecorder } from '../src/span-recorder.js';
@@ -42,7 +43,12 @@ async function firstProcess() {
   expect(more).toEqual([]);
   expect(open).toMatchObject({ broken: true, cursor: true, resumed: false });
   expect(open!.deadline).toBe(open!.record.startedAt + 60_000);
-  const wire = snapshotObserver(first.observer);
+  // Looked up alone, as a snapshot in steps does: the same span.
+  expect(first.recorder.openRequestSpan(open!.record)).toEqual(open);
+  // Written beside its record (the gateway writes the span's ids and deadline there).
+  const wire = snapshotObserverText(first.observer, {
+    extra: (record) => (first.recorder.openRequestSpan(record) ? 'open' : undefined),
+  });
   first.recorder.handOverRequestSpans();
   expect(first.recorder.stats().openRequests).toBe(0);
   // The shutdown ends the session's exchanges: nothing of the request is ended in this process.
@@ -51,14 +57,22 @@ async function firstProcess() {
     headers: { 'mcp-session-id': SCRIPTED_SESSION },
   });
   expect(first.capture.spans('tools/call slow')).toEqual([]);
-  return { open: open!, section: JSON.parse(JSON.stringify(wire.state)) as unknown, at: wire.indexOf(open!.record) };
+  expect(first.recorder.openRequestSpan(open!.record)).toBeUndefined();
+  return { open: open!, section: JSON.parse(wire) as unknown };
+}
+
+/** The record written with the open span, as the next process restores it. */
+function restored(observer: WireObserver, section: unknown): RequestRecord {
+  const { extras } = restoreObserver(observer, section, (x) => x === 'open');
+  expect(extras.map(([, x]) => x)).toEqual(['open']);
+  return extras[0]![0];
 }
 
 describe('open request spans across a restart', () => {
   it('reopened in their trace, a request whose client never comes back ends at the deadline it had: a lost result', async () => {
-    const { open, section, at } = await firstProcess();
+    const { open, section } = await firstProcess();
     const next = setup(3_600_000);
-    const record = restoreObserver(next.observer, section).recordAt(at)!;
+    const record = restored(next.observer, section);
     // Its deadline had passed by the restart: it ends at once, not an hour (this process's timeout) later.
     next.recorder.reopenRequest({ ...open, record, deadline: Date.now() - 1 }, scripted.server.url);
     await vi.waitFor(() => expect(next.capture.spans('tools/call slow')).toHaveLength(1), WAIT);
@@ -73,9 +87,9 @@ describe('open request spans across a restart', () => {
   });
 
   it('reopened, a request resumed through the next process ends with its result', async () => {
-    const { open, section, at } = await firstProcess();
+    const { open, section } = await firstProcess();
     const next = setup();
-    const record = restoreObserver(next.observer, section).recordAt(at)!;
+    const record = restored(next.observer, section);
     next.recorder.reopenRequest({ ...open, record }, scripted.server.url);
     expect(next.recorder.stats().openRequests).toBe(1);
     await get(next.observer.wrap(), [sse({ id: 'c2', data: result(3, 'three') })], 'c1');

@@ -58,8 +58,8 @@ const OTHER_VOCABULARY: Record<string, { values: string[]; why: string }> = {
     why: "how a response body ended, wire's StreamEnd ('clean' | 'error' | 'abort')",
   },
   'packages/wire/src/observer-state.ts': {
-    values: ['error'],
-    why: "a restored stream's end, wire's StreamEnd ('clean' | 'error' | 'abort')",
+    values: ['error', 'sessions', 'live'],
+    why: "a restored stream's end, wire's StreamEnd ('clean' | 'error' | 'abort'); the section's members, written as text in steps",
   },
 };
 

@@ -2,8 +2,14 @@ export { SseParser, readSse } from './sse.js';
 export type { SseEvent, SseEventHandler } from './sse.js';
 export { WireObserver } from './observer.js';
 // The observer's state across a restart (the gateway's --state-file).
-export { OBSERVER_STATE_VERSION, restoreObserver, snapshotObserver } from './observer-state.js';
-export type { ObserverRestore, ObserverSnapshot, ObserverState } from './observer-state.js';
+export {
+  OBSERVER_STATE_VERSION,
+  SNAPSHOT_STEP_BYTES,
+  restoreObserver,
+  snapshotObserverSteps,
+  snapshotObserverText,
+} from './observer-state.js';
+export type { ObserverRestore, ObserverState, SnapshotOptions } from './observer-state.js';
 export type { ChunkSink, PushedBody } from './body-taps.js';
 export type { FetchLike } from './observer.js';
 export { digestOfTerminal } from './digest.js';

@@ -17,6 +17,8 @@ import type { RequestRecord, SessionRecord, StreamEnd, StreamRecord } from './ty
  *     request's arguments, not even their digest);
  *   - the digests of released requests' terminals, and the terminals awaiting the client's proof (by
  *     the position of their event).
+ * Written in steps (snapshotObserverSteps): each session whole, with its own rows, at one step; the
+ * request and released lists after the sessions, by reference to the rows written.
  * Bounded as in memory: the maps' caps apply as the records are put back (the oldest go first), a
  * session keeps at most streamsPerSession streams and cursorsPerSession deliveries, and texts are taken
  * back only up to the bounds the observer keeps them at (longer ones are refused: a foreign file).
@@ -31,7 +33,7 @@ import type { RequestRecord, SessionRecord, StreamEnd, StreamRecord } from './ty
  */
 
 /** The version of the observer's section; another one is refused whole (the observer starts empty). */
-export const OBSERVER_STATE_VERSION = 1;
+export const OBSERVER_STATE_VERSION = 2;
 
 /** Longest session id taken back (the observer keeps none longer: MAX_SESSION_ID_BYTES of observer.ts). */
 const MAX_SESSION_ID = 1024;
@@ -42,9 +44,14 @@ const PROOFS = new Set<string>(Object.values(GuardProof));
 const KINDS = new Set<string>(Object.values(StreamKind));
 const ENDS = new Set<string>(['clean', 'error', 'abort']);
 
-/** One request record. Stream references are indexes into `streams`, -1 for none. */
+/**
+ * One request record. Stream references are indexes into the snapshot's streams (numbered in the order
+ * they are written, session after session), -1 for none; records are numbered the same way (the
+ * sessions' records, then those the request list writes).
+ */
 interface RecordRow {
-  s: string;
+  /** Its session's id: only on a row of the request list (a session's rows take the session's). */
+  s?: string;
   id: string;
   str: boolean;
   m: string;
@@ -58,6 +65,8 @@ interface RecordRow {
   fs: number;
   fe: string | null;
   fd: number | null;
+  /** What the snapshot's `extra` wrote beside it (the gateway: its open request span). */
+  x?: unknown;
 }
 
 interface StreamRow {
@@ -80,68 +89,111 @@ interface StreamRow {
 /** A delivery of a session's cursor ring: hash, id text (null: gone), stream index, position, the stream repeats ids. */
 type DeliveryRow = [number, string | null, number, number, boolean];
 
+/** Terminals awaiting the client's proof: stream index, record indexes, the position of each one's event. */
+type AwaitingRow = [number, number[], number[]];
+
+/** A session, whole: its recent streams, the records they carry, its cursor ring and its terminals awaiting proof. */
 interface SessionRow {
   id: string;
   pv: string | null;
   init: boolean;
-  st: number[];
+  /** Its last standalone stream, -1 for none. */
   ls: number;
+  streams: StreamRow[];
+  records: RecordRow[];
   ring: DeliveryRow[];
+  awaiting: AwaitingRow[];
 }
 
-/** The observer's section of the state file (version 1). */
+/** The observer's section of the state file (version 2), as snapshotObserverSteps writes it. */
 export interface ObserverState {
   v: typeof OBSERVER_STATE_VERSION;
-  records: RecordRow[];
-  streams: StreamRow[];
+  /** The sessions, oldest first. */
   sessions: SessionRow[];
-  /** Indexes of the records in flight or remembered whole (the request map), oldest first. */
-  live: number[];
+  /**
+   * The request map (in flight or remembered whole), oldest first: the index of a record a session
+   * wrote, or the row of one met here first.
+   */
+  live: (number | RecordRow)[];
   /** Released requests' terminals: key, digest, finished, proof. */
   released: [string, number, boolean, string | null][];
-  /** Terminals awaiting the client's proof: stream index, record indexes, the position of each one's event. */
-  awaiting: [number, number[], number[]][];
 }
 
-/** A snapshot, and the index of each record it holds (for a listener's part that names records). */
-export interface ObserverSnapshot {
-  readonly state: ObserverState;
-  /** The record's index in `state.records`, -1 when it is not kept. */
-  indexOf(record: RequestRecord): number;
-}
-
-/** What a restore put back, and the restored record at each index of the section. */
+/** What a restore put back. */
 export interface ObserverRestore {
   readonly sessions: number;
   readonly requests: number;
-  recordAt(index: number): RequestRecord | undefined;
+  /** The records written with an `extra` (restoreObserver's `extra` accepted each), and that extra. */
+  readonly extras: readonly (readonly [RequestRecord, unknown])[];
 }
 
-/** Walks the observer's records now (snapshot time only): its section of the state file. */
-export function snapshotObserver(observer: WireObserver): ObserverSnapshot {
+/** What a snapshot writes beside a record (the gateway: its open request span), or undefined for nothing. */
+type RecordExtra = (record: RequestRecord) => unknown;
+
+/**
+ * The text a step of a snapshot writes before it yields, in UTF-8 bytes: a step goes on to its next
+ * session (or row of the lists) only while it wrote less. One session is written whole in one step, so a
+ * step writes at most this plus one session (about 33 KiB for a full one: 32 streams, 256 deliveries).
+ */
+export const SNAPSHOT_STEP_BYTES = 64 * 1024;
+
+/** How a snapshot is taken in steps. */
+export interface SnapshotOptions {
+  /** Written as the record row's `x`, read back by restoreObserver's `extra`. */
+  extra?: RecordExtra;
+  /** A step's text, in bytes, before it yields (SNAPSHOT_STEP_BYTES). */
+  stepBytes?: number;
+}
+
+/**
+ * The observer's section of the state file as JSON text, in steps: each `next()` walks the next
+ * sessions (or rows of the request and released lists) until it wrote `stepBytes`, and returns that
+ * text; the caller writes it out and lets the event loop run before the next step, so no step blocks
+ * the loop longer than one step's work, whatever the number of sessions. What one snapshot holds:
+ *   - each session whole as it stood at its step (its streams, the records they carry, its cursor ring,
+ *     the terminals awaiting proof on its streams): one step, so consistent within itself;
+ *   - sessions taken at different steps may differ in time, and none refers to another's rows;
+ *   - a record is written once, at the first step that meets it, and every later row refers to that
+ *     one: its state is one true state it had (a later proof is not in the file: restored unproven);
+ *   - the list of sessions is copied (references, at most --max-sessions) when the walk starts; a
+ *     session that left it before its step is left out, one that came after is not in the file (as
+ *     anything after a snapshot is not);
+ *   - the request and released lists are walked as they stand at each step (keysAsWalked): what left
+ *     them before its step is left out, what came since may be in.
+ * Memory: one step's text; the copied list of sessions; the index of each record of the request map
+ * written (at most --max-requests entries); and one session's rows at a time. Never the section whole,
+ * never a row per session kept.
+ * Fail safe: nothing in the file says more than the wire showed at some instant before it was written,
+ * and what happened between two steps is at worst missing, so a restored record is at worst less proven
+ * than it was: its result forwarded and reported, never withheld.
+ */
+export function* snapshotObserverSteps(observer: WireObserver, options: SnapshotOptions = {}): Generator<string> {
   const maps = observer.stateAccess();
-  const records: RecordRow[] = [];
-  const recordIndex = new Map<RequestRecord, number>();
-  const streams: StreamRow[] = [];
-  const streamIndex = new Map<StreamRecord, number>();
-  const sessions: SessionRow[] = [];
-  // Streams first (a record names its first terminal's stream), then their records.
-  const kept: StreamRecord[] = [];
-  for (const session of maps.sessions.values()) {
-    for (const stream of session.streams) {
-      streamIndex.set(stream, kept.length);
-      kept.push(stream);
-    }
-  }
-  const indexOfRecord = (record: RequestRecord): number => {
-    let i = recordIndex.get(record);
-    if (i !== undefined) return i;
-    // Session-less exchanges are kept apart per exchange: a restart ends them (see the header).
-    if (record.sessionId === '') return -1;
-    i = records.length;
-    recordIndex.set(record, i);
-    records.push({
-      s: record.sessionId,
+  const stepBytes = options.stepBytes ?? SNAPSHOT_STEP_BYTES;
+  const extra = options.extra;
+  // The index of each record of the request map written with its session, for the request list's
+  // reference to it (a record enters that map when it is made, never later): at most --max-requests.
+  const liveIndex = new Map<RequestRecord, number>();
+  let records = 0;
+  let streams = 0;
+  let text = `{"v":${OBSERVER_STATE_VERSION},"sessions":[`;
+  let bytes = text.length;
+  let rows = 0;
+  /** Appends one row's JSON; true when the step has written its share. */
+  const put = (json: string): boolean => {
+    const piece = rows++ === 0 ? json : `,${json}`;
+    text += piece;
+    bytes += Buffer.byteLength(piece);
+    return bytes >= stepBytes;
+  };
+  const take = (): string => {
+    const out = text;
+    text = '';
+    bytes = 0;
+    return out;
+  };
+  const recordRow = (record: RequestRecord, streamAt: Map<StreamRecord, number> | undefined): RecordRow => {
+    const row: RecordRow = {
       id: record.id,
       str: record.idIsString,
       m: record.method,
@@ -152,18 +204,44 @@ export function snapshotObserver(observer: WireObserver): ObserverSnapshot {
       n: record.terminalCount,
       fin: record.finished,
       p: record.proof ?? null,
-      fs: record.firstTerminalStream ? (streamIndex.get(record.firstTerminalStream) ?? -1) : -1,
+      // Its first terminal's stream among its session's, as written (-1, not placed: fail safe).
+      fs: record.firstTerminalStream ? (streamAt?.get(record.firstTerminalStream) ?? -1) : -1,
       fe: keptId(record.firstTerminalEventId),
       fd: record.firstTerminalDigest ?? null,
-    });
-    return i;
+    };
+    // A session's records take its id; a record of the request list alone says its own.
+    if (streamAt === undefined) row.s = record.sessionId;
+    const x = extra?.(record);
+    if (x !== undefined) row.x = x;
+    return row;
   };
-  for (const stream of kept) {
-    streams.push({
+
+  for (const session of maps.sessions.values()) {
+    // Left (or replaced) since the list was copied: not kept, as it is not in the observer any more.
+    if (maps.sessions.get(session.id) !== session) continue;
+    // The session's streams and records, by their index in the file: its own maps, at most 32 streams
+    // and the records they carry, dropped after its step.
+    const streamAt = new Map<StreamRecord, number>();
+    for (const stream of session.streams) streamAt.set(stream, streams++);
+    const recordAt = new Map<RequestRecord, number>();
+    const own: RecordRow[] = [];
+    // A record is written once, with its session.
+    const ref = (record: RequestRecord): number => {
+      let i = recordAt.get(record);
+      if (i !== undefined) return i;
+      // Session-less exchanges are kept apart per exchange: a restart ends them (see the header).
+      if (record.sessionId !== session.id) return -1;
+      i = records++;
+      recordAt.set(record, i);
+      if (maps.requests.get(record.key) === record) liveIndex.set(record, i);
+      own.push(recordRow(record, streamAt));
+      return i;
+    };
+    const streamRows: StreamRow[] = session.streams.map((stream) => ({
       m: stream.httpMethod,
       f: stream.format,
       k: stream.kind ?? null,
-      r: stream.requests.map(indexOfRecord).filter((i) => i >= 0),
+      r: stream.requests.map(ref).filter((i) => i >= 0),
       res: stream.isResume,
       le: keptId(stream.lastEventId),
       de: keptId(stream.deliveredEventId),
@@ -175,52 +253,80 @@ export function snapshotObserver(observer: WireObserver): ObserverSnapshot {
       poll: stream.pollingAnnounced,
       // Open at the snapshot: the restart cuts it.
       end: stream.ended ?? 'error',
-    });
-  }
-  for (const session of maps.sessions.values()) {
+    }));
+    const awaiting: AwaitingRow[] = [];
+    for (const stream of session.streams) {
+      const proof = maps.awaitingDelivery?.get(stream);
+      if (proof === undefined) continue;
+      const at: number[] = [];
+      const positions: number[] = [];
+      for (let i = 0; i < proof.records.length; i++) {
+        const row = ref(proof.records[i]!);
+        if (row < 0) continue;
+        at.push(row);
+        positions.push(proof.positions[i]!);
+      }
+      if (at.length > 0) awaiting.push([streamAt.get(stream)!, at, positions]);
+    }
     const ring: DeliveryRow[] = [];
     (session.cursors as CursorRing).forEachDelivery((hash, id, stream, position, repeats) => {
-      const at = streamIndex.get(stream);
+      const at = streamAt.get(stream);
       // A delivery on a stream no longer among the session's recent ones places nothing: kept as its hash alone.
       ring.push([hash, at === undefined ? null : (id ?? null), at ?? -1, position, repeats]);
     });
-    sessions.push({
+    const row: SessionRow = {
       id: session.id,
       pv: session.protocolVersion ?? null,
       init: session.initializedHere,
-      st: session.streams.map((s) => streamIndex.get(s)!),
-      ls: session.lastStandalone ? (streamIndex.get(session.lastStandalone) ?? -1) : -1,
+      ls: session.lastStandalone ? (streamAt.get(session.lastStandalone) ?? -1) : -1,
+      streams: streamRows,
+      records: own,
       ring,
-    });
+      awaiting,
+    };
+    if (put(JSON.stringify(row))) yield take();
   }
-  const live: number[] = [];
-  for (const record of maps.requests.values()) {
-    const i = indexOfRecord(record);
-    if (i >= 0) live.push(i);
-  }
-  const released: ObserverState['released'] = [];
-  for (const [key, terminal] of maps.released.entries()) {
-    if (key.startsWith('\n')) continue;
-    released.push([key, terminal.digest, terminal.finished, terminal.proof ?? null]);
-  }
-  const awaiting: ObserverState['awaiting'] = [];
-  if (maps.awaitingDelivery) {
-    for (const [stream, proof] of maps.awaitingDelivery.entries()) {
-      const at = streamIndex.get(stream);
-      if (at === undefined) continue;
-      const rows: number[] = [];
-      const positions: number[] = [];
-      for (let i = 0; i < proof.records.length; i++) {
-        const row = indexOfRecord(proof.records[i]!);
-        if (row < 0) continue;
-        rows.push(row);
-        positions.push(proof.positions[i]!);
-      }
-      if (rows.length > 0) awaiting.push([at, rows, positions]);
+
+  text += '],"live":[';
+  rows = 0;
+  // Walked as it stands at each step (no copy of up to --max-requests entries in one step): a record
+  // made since is met too, one written again is met twice (its index then, a duplicate the restore
+  // sets twice).
+  for (const key of maps.requests.keysAsWalked()) {
+    const record = maps.requests.get(key);
+    if (record === undefined) continue;
+    let i = liveIndex.get(record);
+    let json: string;
+    if (i !== undefined) json = String(i);
+    else {
+      if (record.sessionId === '') continue;
+      // Met here first (its session not kept, or its streams came after the session's step): written
+      // here, its streams not placed.
+      i = records++;
+      liveIndex.set(record, i);
+      json = JSON.stringify(recordRow(record, undefined));
     }
+    if (put(json)) yield take();
   }
-  const state: ObserverState = { v: OBSERVER_STATE_VERSION, records, streams, sessions, live, released, awaiting };
-  return { state, indexOf: (record) => recordIndex.get(record) ?? -1 };
+
+  text += '],"released":[';
+  rows = 0;
+  // Walked as it stands at each step, as the request list: a key met twice is written twice, the later
+  // state last (the restore keeps the last).
+  for (const key of maps.released.keysAsWalked()) {
+    const terminal = key.startsWith('\n') ? undefined : maps.released.get(key);
+    if (terminal === undefined) continue;
+    if (put(JSON.stringify([key, terminal.digest, terminal.finished, terminal.proof ?? null]))) yield take();
+  }
+  text += ']}';
+  yield take();
+}
+
+/** The whole section at once (the gateway's shutdown, tests): every step of snapshotObserverSteps in one pass. */
+export function snapshotObserverText(observer: WireObserver, options: SnapshotOptions = {}): string {
+  let text = '';
+  for (const step of snapshotObserverSteps(observer, options)) text += step;
+  return text;
 }
 
 /**
@@ -228,15 +334,18 @@ export function snapshotObserver(observer: WireObserver): ObserverSnapshot {
  * checked before anything is put back: a section of another version, or with a missing, mistyped or
  * out-of-bound field, throws (one line saying why) and leaves the observer empty.
  */
-export function restoreObserver(observer: WireObserver, section: unknown): ObserverRestore {
+export function restoreObserver(
+  observer: WireObserver,
+  section: unknown,
+  /** Checks a record's `x` (what the snapshot's `extra` wrote); false refuses the section whole. */
+  extra: (x: unknown) => boolean = () => false,
+): ObserverRestore {
   const maps = observer.stateAccess();
   if (maps.sessions.size > 0 || maps.requests.size > 0) throw new Error('the observer has seen exchanges already');
-  const state = object(section, 'section');
-  if (state.v !== OBSERVER_STATE_VERSION)
-    throw new Error(`version ${String(state.v)}, this observer reads ${OBSERVER_STATE_VERSION}`);
-  const recordRows = array(state.records, 'records');
-  const streamRows = array(state.streams, 'streams');
-  const sessionRows = array(state.sessions, 'session list');
+  const state = flatten(object(section, 'section'));
+  const recordRows = state.records;
+  const streamRows = state.streams;
+  const sessionRows = state.sessions;
 
   // Which session owns each stream (a stream belongs to one).
   const owner: (string | undefined)[] = new Array<string | undefined>(streamRows.length);
@@ -250,6 +359,7 @@ export function restoreObserver(observer: WireObserver, section: unknown): Obser
     }
   }
 
+  const extras: [RequestRecord, unknown][] = [];
   const records: RequestRecord[] = recordRows.map((raw) => {
     const row = object(raw, 'record');
     const sessionId = text(row.s, 'record session', MAX_SESSION_ID);
@@ -277,6 +387,10 @@ export function restoreObserver(observer: WireObserver, section: unknown): Obser
     record.proof = optOneOf(row.p, PROOFS, 'record proof') as GuardProof | undefined;
     record.firstTerminalEventId = optText(row.fe, 'record first event id', MAX_KEPT_ID_BYTES);
     record.firstTerminalDigest = row.fd === null ? undefined : num(row.fd, 'record digest');
+    if (row.x !== undefined) {
+      if (!extra(row.x)) throw new Error('a malformed extra of a record');
+      extras.push([record, row.x]);
+    }
     return record;
   });
   const recordOf = (i: unknown): RequestRecord => records[index(i, records.length, 'record')]!;
@@ -377,8 +491,46 @@ export function restoreObserver(observer: WireObserver, section: unknown): Obser
   return {
     sessions: maps.sessions.size,
     requests: maps.requests.size,
-    recordAt: (i) => (Number.isInteger(i) && i >= 0 && i < records.length ? records[i] : undefined),
+    extras,
   };
+}
+
+/** The section's rows, numbered as the snapshot wrote them: its sessions' streams and records, then the request list's records. */
+interface FlatState {
+  records: unknown[];
+  streams: unknown[];
+  sessions: Record<string, unknown>[];
+  live: unknown[];
+  released: unknown[];
+  awaiting: unknown[];
+}
+
+/** Reads version 2's nesting (sessions hold their rows) into flat lists with the indexes the rows use. */
+function flatten(state: Record<string, unknown>): FlatState {
+  if (state.v !== OBSERVER_STATE_VERSION)
+    throw new Error(`version ${String(state.v)}, this observer reads ${OBSERVER_STATE_VERSION}`);
+  const flat: FlatState = { records: [], streams: [], sessions: [], live: [], released: [], awaiting: [] };
+  for (const raw of array(state.sessions, 'session list')) {
+    const row = object(raw, 'session');
+    const id = text(row.id, 'session id', MAX_SESSION_ID);
+    const base = flat.streams.length;
+    const streams = array(row.streams, 'session streams');
+    for (const stream of streams) flat.streams.push(stream);
+    // A session's records are its own: they take its id.
+    for (const record of array(row.records, 'session records'))
+      flat.records.push({ ...object(record, 'record'), s: id });
+    for (const awaiting of array(row.awaiting, 'awaiting')) flat.awaiting.push(awaiting);
+    flat.sessions.push({ ...row, st: streams.map((_, k) => base + k) });
+  }
+  for (const entry of array(state.live, 'list of records in flight')) {
+    if (typeof entry === 'number') flat.live.push(entry);
+    else {
+      flat.live.push(flat.records.length);
+      flat.records.push(object(entry, 'record'));
+    }
+  }
+  flat.released = array(state.released, 'released');
+  return flat;
 }
 
 /** The stream a delivery on a stream not kept stands on: no cursor is ever placed on it. */

@@ -1,6 +1,6 @@
 import { GuardProof } from '@resumewatch/semconv';
 import { describe, expect, it } from 'vitest';
-import { WireObserver, restoreObserver, snapshotObserver } from '../src/index.js';
+import { WireObserver, restoreObserver, snapshotObserverText } from '../src/index.js';
 import type { ObserverState, WireObserverOptions, WireRequest } from '../src/index.js';
 import { SCRIPTED_SESSION, progress, result, scriptedServerPerFile, sse } from './helpers/scripted-server.js';
 
@@ -20,6 +20,8 @@ function proxyObserver(options: WireObserverOptions = {}): { observer: WireObser
 
 /** Through a file: what the next process reads is JSON. */
 const throughFile = (state: ObserverState): unknown => JSON.parse(JSON.stringify(state));
+/** The observer's section now, as the file holds it. */
+const snapshot = (observer: WireObserver): ObserverState => JSON.parse(snapshotObserverText(observer)) as ObserverState;
 
 /**
  * Request 1's result proven received (a cursor at it), request 2's delivered and not proven, request 3
@@ -39,13 +41,13 @@ describe('snapshotObserver / restoreObserver', () => {
     const first = proxyObserver();
     await traffic(first.observer);
     expect(first.observer.getRequest(SCRIPTED_SESSION, 1)?.proof).toBe(GuardProof.CURSOR);
-    const state = snapshotObserver(first.observer).state;
+    const state = snapshot(first.observer);
 
     const next = proxyObserver();
     const restored = restoreObserver(next.observer, throughFile(state));
     expect(restored.sessions).toBe(1);
     // Taken again, the snapshot is the same: nothing lost, nothing made up.
-    expect(throughFile(snapshotObserver(next.observer).state)).toEqual(throughFile(state));
+    expect(throughFile(snapshot(next.observer))).toEqual(throughFile(state));
     const record = (id: number) => next.observer.getRequest(SCRIPTED_SESSION, id);
     expect(record(1)).toMatchObject({ terminalCount: 1, finished: true, proof: GuardProof.CURSOR });
     expect(record(2)).toMatchObject({ terminalCount: 1, finished: false });
@@ -75,7 +77,7 @@ describe('snapshotObserver / restoreObserver', () => {
     const first = proxyObserver();
     await traffic(first.observer);
     const next = proxyObserver();
-    restoreObserver(next.observer, throughFile(snapshotObserver(first.observer).state));
+    restoreObserver(next.observer, throughFile(snapshot(first.observer)));
     // `r4` named both the progress and the result: the reader may have read only the first.
     await get(next.observer.wrap(), [], 'r4');
     expect(next.observer.getRequest(SCRIPTED_SESSION, 4)).toMatchObject({ terminalCount: 1, finished: false });
@@ -86,7 +88,7 @@ describe('snapshotObserver / restoreObserver', () => {
     await traffic(first.observer);
     // A second request without its result: requests 3 and 5 are in flight.
     await call(first.observer.wrap(), 5, [sse({ id: 'e1', data: progress(1) })]);
-    const state = snapshotObserver(first.observer).state;
+    const state = snapshot(first.observer);
     expect(state.live).toHaveLength(2);
     const next = proxyObserver({ maxRequests: 1, streamsPerSession: 2, cursorsPerSession: 3 });
     restoreObserver(next.observer, throughFile(state));
@@ -105,14 +107,30 @@ describe('snapshotObserver / restoreObserver', () => {
   it('a section of another version, a corrupt one, or an observer that saw exchanges: an error, and nothing put back', async () => {
     const first = proxyObserver();
     await traffic(first.observer);
-    const state = throughFile(snapshotObserver(first.observer).state) as ObserverState;
+    const state = throughFile(snapshot(first.observer)) as ObserverState;
+    const [session] = state.sessions;
     const broken: [unknown, RegExp][] = [
-      [{ ...state, v: 2 }, /^version 2, this observer reads 1$/],
+      [{ ...state, v: 1 }, /^version 1, this observer reads 2$/],
       [null, /section is not an object/],
-      [{ v: 1 }, /records is not an array/],
-      [{ ...state, streams: state.streams.slice(1) }, /out of range/],
-      [{ ...state, records: [{ ...state.records[0], p: 'trust_me' }, ...state.records.slice(1)] }, /record proof/],
-      [{ ...state, sessions: [{ ...state.sessions[0], id: 'x'.repeat(2000) }] }, /session id/],
+      [{ v: 2 }, /session list is not an array/],
+      [{ ...state, sessions: [{ ...session, streams: session!.streams.slice(1) }] }, /out of range/],
+      [
+        {
+          ...state,
+          sessions: [
+            { ...session, records: [{ ...session!.records[0], p: 'trust_me' }, ...session!.records.slice(1)] },
+          ],
+        },
+        /record proof/,
+      ],
+      [
+        {
+          ...state,
+          sessions: [{ ...session, records: [{ ...session!.records[0], x: 'a span' }, ...session!.records.slice(1)] }],
+        },
+        /extra/,
+      ],
+      [{ ...state, sessions: [{ ...session, id: 'x'.repeat(2000) }] }, /session id/],
     ];
     for (const [section, why] of broken) {
       const next = proxyObserver();

@@ -1,4 +1,5 @@
 import { open, readFile, rename, unlink } from 'node:fs/promises';
+import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import type { Detector, DetectorState } from '@resumewatch/detector';
 import type { ResumewatchConfig } from '../config.js';
 
@@ -30,11 +31,14 @@ type TypedName = keyof typeof TYPED;
 /** Other parts' state, by name, written beside the detector's (see the file's header). */
 type Sections = Record<string, unknown>;
 
-export function encodeState(state: DetectorState, sections?: Sections): Buffer {
+/** The detector's JSON header (without the sections) and the raw bytes of its typed arrays. */
+function encodeParts(state: DetectorState): { header: string; blobs: Buffer[] } {
   const blobs: Buffer[] = [];
   let offset = 0;
-  const root = sections ? { ...state, sections } : state;
-  const header = JSON.stringify(root, function (this: unknown, _key, value: unknown) {
+  const header = JSON.stringify(state, replacer);
+  return { header, blobs };
+
+  function replacer(this: unknown, _key: string, value: unknown): unknown {
     if (value === undefined && Array.isArray(this)) return { $u: 1 };
     if (typeof value === 'number' && !Number.isFinite(value)) return { $n: String(value) };
     if (ArrayBuffer.isView(value) && !(value instanceof DataView)) {
@@ -52,11 +56,42 @@ export function encodeState(state: DetectorState, sections?: Sections): Buffer {
       return { $ta: name, at, n: (value as unknown as { length: number }).length };
     }
     return value;
-  });
-  const json = Buffer.from(header, 'utf8');
+  }
+}
+
+/**
+ * The JSON header's text in pieces: the detector's header with a "sections" member added, each
+ * section's text as its part gives it (in steps, or one JSON value).
+ */
+function* headerPieces(header: string, sections: Iterable<[string, Iterable<string>]>): Generator<string> {
+  let opened = false;
+  for (const [name, text] of sections) {
+    if (!opened) {
+      // The detector's object, its closing brace replaced by the sections' member.
+      yield `${header.slice(0, -1)}${header === '{}' ? '' : ','}"sections":{`;
+      opened = true;
+    } else yield ',';
+    yield `${JSON.stringify(name)}:`;
+    yield* text;
+  }
+  yield opened ? '}}' : header;
+}
+
+export function encodeState(state: DetectorState, sections?: Sections): Buffer {
+  const { header, blobs } = encodeParts(state);
+  const named = Object.entries(sections ?? {}).map(([name, value]): [string, string[]] => [name, [json(value)]]);
+  const text = Buffer.from([...headerPieces(header, named)].join(''), 'utf8');
   const len = Buffer.alloc(4);
-  len.writeUInt32LE(json.length);
-  return Buffer.concat([MAGIC, len, json, ...blobs]);
+  len.writeUInt32LE(text.length);
+  return Buffer.concat([MAGIC, len, text, ...blobs]);
+}
+
+/** A section's value as JSON, with the detector's encoding of holes and non-finite numbers. */
+function json(value: unknown): string {
+  const { header, blobs } = encodeParts(value as DetectorState);
+  // Its arrays' bytes would have no place: a section is plain JSON.
+  if (blobs.length > 0) throw new Error('a section holds a typed array');
+  return header;
 }
 
 export function decodeState(file: Buffer): DetectorState {
@@ -97,11 +132,22 @@ export interface StatePart {
   restore(section: unknown): string;
   /** Its state now, for a snapshot (a plain JSON value). */
   snapshot(): unknown;
+  /**
+   * Its state as JSON text in steps, preferred to snapshot() when present: each step is a bounded piece
+   * of synchronous work, and the writer writes its text out and lets the event loop run before the next.
+   */
+  snapshotText?(): Iterable<string>;
 }
 
 /** The --state-file of one detector: restore() on start, write() periodically and on shutdown. */
 class StateFile {
   private writing: Promise<void> | undefined;
+  /**
+   * A write was asked for while one was under way (the shutdown's, during a periodic one): the one under
+   * way stops at its next step, its temporary file removed and the previous file left whole, so that the
+   * newer one is not kept waiting for a state it replaces.
+   */
+  private superseded = false;
   /** Bytes and milliseconds of the last write, for the figures. */
   lastWrite: { bytes: number; ms: number } | undefined;
   /** The other parts' sections the file held when the detector's state was loaded from it. */
@@ -137,7 +183,11 @@ class StateFile {
 
   /** Writes a snapshot; concurrent calls share one write that starts after the one in progress. */
   write(): Promise<void> {
-    const next = (this.writing ?? Promise.resolve()).then(() => this.writeNow());
+    if (this.writing) this.superseded = true;
+    const next = (this.writing ?? Promise.resolve()).then(() => {
+      this.superseded = false;
+      return this.writeNow();
+    });
     // What the write after this one waits for: this one settled. Its failure is the caller's (`next`),
     // never a second, unhandled rejection that would end the process.
     const settled = next.then(
@@ -151,28 +201,58 @@ class StateFile {
     return next;
   }
 
+  /**
+   * The detector's state is taken at once (its arrays are copied, its header is small beside them);
+   * each part's section is written as its steps come, each step's text written out before the next
+   * step is taken, so the event loop runs between two steps and the file's text is never held whole.
+   * The header's length is written last, in its place: the file is renamed over the old one only then.
+   */
   private async writeNow(): Promise<void> {
     const started = performance.now();
-    let sections: Sections | undefined;
-    for (const [name, part] of this.parts) (sections ??= {})[name] = part.snapshot();
-    const bytes = encodeState(this.detector.exportState(), sections);
+    const { header, blobs } = encodeParts(this.detector.exportState());
+    const sections: [string, Iterable<string>][] = [];
+    for (const [name, part] of this.parts)
+      sections.push([name, part.snapshotText ? part.snapshotText() : [json(part.snapshot())]]);
     const tmp = `${this.path}.tmp-${process.pid}`;
     const handle = await open(tmp, 'w');
+    let length = 0;
     try {
-      await handle.writeFile(bytes);
+      await handle.write(Buffer.concat([MAGIC, Buffer.alloc(4)]));
+      for (const piece of headerPieces(header, sections)) {
+        const bytes = Buffer.from(piece, 'utf8');
+        length += bytes.length;
+        await handle.write(bytes);
+        // The loop runs before the next step is taken (the write alone may complete within the same turn).
+        await yieldToLoop();
+        if (this.superseded) throw SUPERSEDED;
+      }
+      if (length > 0xffffffff) throw new Error(`a header of ${length} bytes is too long for a state file`);
+      for (const blob of blobs) await handle.write(blob);
+      const len = Buffer.alloc(4);
+      len.writeUInt32LE(length);
+      await handle.write(len, 0, 4, MAGIC.length);
       await handle.sync();
-    } finally {
+    } catch (e) {
       await handle.close();
+      await unlink(tmp).catch(() => undefined);
+      // Replaced by the write asked for since: not a failure.
+      if (e === SUPERSEDED) return;
+      throw e;
     }
+    await handle.close();
     try {
       await rename(tmp, this.path);
     } catch (e) {
       await unlink(tmp).catch(() => undefined);
       throw e;
     }
-    this.lastWrite = { bytes: bytes.length, ms: performance.now() - started };
+    const bytes = MAGIC.length + 4 + length + blobs.reduce((n, b) => n + b.length, 0);
+    this.lastWrite = { bytes, ms: performance.now() - started };
   }
 }
+
+/** Thrown inside writeNow to stop a write a newer one replaces (never out of it). */
+const SUPERSEDED = new Error('superseded by a newer snapshot');
 
 /** What the file gave back on start: the number of tracked requests restored, or why nothing was. */
 export type Restored = { tracked: number } | { error: string } | undefined;
