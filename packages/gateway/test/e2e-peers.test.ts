@@ -30,8 +30,15 @@ afterEach(async () => {
   for (const close of closers.splice(0).reverse()) await close().catch(() => undefined);
 });
 
+/**
+ * The request deadline of the healthy cases: a limit, not part of what they test (every request ends
+ * with its result, and the gateway's exchanges must all end before the checks). At 10 s, a call that a
+ * loaded machine slowed past it would be reported lost.
+ */
+const HEALTHY_DEADLINE_MS = 120_000;
+
 async function gatewayFor(upstream: string, enforce = false): Promise<{ gateway: RunningGateway; url: string }> {
-  const gateway = await startTestGateway(upstream, { enforce, requestTimeoutMs: 10_000 });
+  const gateway = await startTestGateway(upstream, { enforce, requestTimeoutMs: HEALTHY_DEADLINE_MS });
   closers.push(() => gateway.close());
   return { gateway, url: gatewayMcpUrl(gateway, upstream) };
 }
