@@ -78,7 +78,17 @@ function holdingResumes(fetchFn: typeof fetch, release: Promise<void>): typeof f
   }) as typeof fetch;
 }
 
-async function client(guarded: boolean, holdResumesUntil?: Promise<void>, requestTimeoutMs?: number): Promise<Client> {
+/**
+ * The request deadline where a case is not about deadlines: a limit (each request there ends with its
+ * result). The rig's 10 s would report a call that a loaded machine slowed past it as lost.
+ */
+const HEALTHY_DEADLINE_MS = 120_000;
+
+async function client(
+  guarded: boolean,
+  holdResumesUntil?: Promise<void>,
+  requestTimeoutMs = HEALTHY_DEADLINE_MS,
+): Promise<Client> {
   const guard: Client['guard'] = { failed: [], conflicting: [], dropped: [], refused: [] };
   const spans: ReadableSpan[] = [];
   const options: GuardOptions = {
