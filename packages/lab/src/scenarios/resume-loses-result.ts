@@ -28,9 +28,10 @@ export const RESUME_LOSES_RESULT_CUT_AFTER = 2;
 export const RESUME_LOSES_RESULT_REPLAY_WAIT_MS = 2 * RESUME_LOSES_RESULT_TOOL.delay;
 /**
  * The least the client waits on the resumed stream, whatever `resultWaitMs` says: longer than the request
- * deadline that decides what the resume replayed (4 s from the call in docker-compose.yml), so that the
- * deadline, not the client's giving up, decides, and on a loaded machine the replayed progress reaches
- * the client before it. With the default 3 s wait from the resume, the two met within half a second.
+ * deadline that decides what the resume replayed (3 s from the call in the tests), so that the deadline,
+ * not the client's giving up, decides, and on a loaded machine the replayed progress reaches the client
+ * before it. With the default 3 s wait from the resume, the two met within half a second. A longer
+ * deadline needs a longer `resultWaitMs` (docker-compose.yml: 10 s, `--result-wait 12000`).
  */
 const RESUME_LOSES_RESULT_MIN_WAIT_MS = 5_000;
 /** After the session's DELETE, how long the resumed stream may take to end before the client closes it. */
