@@ -18,10 +18,12 @@ import {
 
 /**
  * The tool of the scenario: `stream_progress` with `count` updates `delay` ms apart, then its result.
- * The result comes ~2 s after the call, well after the resume (a few hundred ms after the cut), so it is
- * sent while the client waits on the resumed stream, never replayed by the resume itself.
+ * After the third update it waits for the client's resume (`awaitResumeAfter`), so the rest and the
+ * result are sent while the client waits on the resumed stream, never replayed by the resume itself,
+ * however long a loaded machine takes to resume (on the clock alone, ~2 s after the call, a slow resume
+ * got the result in its replay).
  */
-export const RESUME_LOSES_RESULT_TOOL = { count: 20, delay: 100 } as const;
+export const RESUME_LOSES_RESULT_TOOL = { count: 20, delay: 100, awaitResumeAfter: 3 } as const;
 /** The priming event and the first progress update reach the client; then the TCP connection is cut. */
 export const RESUME_LOSES_RESULT_CUT_AFTER = 2;
 /** How long the waiting after the drop lets progress accumulate for the resume to replay: two updates. */
