@@ -31,11 +31,6 @@ export async function waitFor<T>(
   }
 }
 
-/** Waits until something answers HTTP at `url` (any status). */
-export async function waitForAnswer(url: string, what: string, timeoutMs = 20_000): Promise<void> {
-  await waitFor(() => fetch(url).then(() => true), `${what} on ${url}`, timeoutMs);
-}
-
 /** A loopback port free at the time of asking. */
 export async function freePort(): Promise<number> {
   const server = createServer();

@@ -1,7 +1,7 @@
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import type { GuardOptions } from '@resumewatch/instrumentation';
 import { connectSdkSession, responsesPerRequest, resumesIn, startFaultProxy } from '@resumewatch/lab';
-import type { FaultProxy, SdkSession } from '@resumewatch/lab';
+import type { AbandonedResponse, FaultProxy, SdkSession } from '@resumewatch/lab';
 import { startEverythingServer } from '@resumewatch/lab/everything-server';
 import type { EverythingServer } from '@resumewatch/lab/everything-server';
 import {
@@ -19,7 +19,6 @@ import {
   SPAN_REQUEST_TERMINAL,
   SPAN_STREAM_RESUME,
 } from '@resumewatch/semconv';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { HEADER_LAST_EVENT_ID } from '@resumewatch/wire';
 import { startRig } from './helpers/lab-rig.js';
@@ -32,8 +31,13 @@ import type { Rig } from './helpers/lab-rig.js';
 
 const TIMEOUT = 60_000;
 const LONG_RUNNING = 'Long running operation completed. Duration: 0.3 seconds, Steps: 3.';
-/** The long operation of the "completed meanwhile" case, in seconds. */
-const LONG_OPERATION_S = 0.9;
+/**
+ * The long operation of the "completed meanwhile" case, in seconds: a progress update each second, the
+ * cut after the first, so the call completed meanwhile has 2 s to be stored before this one's result.
+ */
+const LONG_OPERATION_S = 3;
+/** The lost result's operation: a progress update every 0.5 s for a minute, so no result comes in the test. */
+const LOST_OPERATION = { duration: 60, steps: 120 };
 const LONG_OPERATION = `Long running operation completed. Duration: ${LONG_OPERATION_S} seconds, Steps: 3.`;
 
 let everything: EverythingServer;
@@ -41,9 +45,11 @@ let proxy: FaultProxy;
 const rigs: Rig[] = [];
 
 beforeAll(async () => {
-  everything = await startEverythingServer();
-  proxy = await startFaultProxy({ target: everything.url });
-});
+  everything = await startEverythingServer({ startTimeoutMs: 60_000 });
+  // keepUpstream: a cut reaches the client alone, and the server's stream runs on to its end. The only
+  // sign this server gives that a cut call's work is done (its events stored, to be replayed).
+  proxy = await startFaultProxy({ target: everything.url, keepUpstream: true });
+}, 90_000);
 afterEach(async () => {
   await Promise.allSettled(rigs.splice(0).map((r) => r.close()));
 });
@@ -59,6 +65,11 @@ interface Client {
   guard: { failed: string[]; conflicting: string[]; dropped: string[]; refused: string[] };
 }
 
+/** The first POST response whose client went away after the `before`-th one, once the proxy has it. */
+function abandonedPost(before: number): Promise<AbandonedResponse> {
+  return waitFor(() => proxy.abandoned.slice(before).find((a) => a.method === 'POST'), 'the cut POST stream', 60_000);
+}
+
 /** A fetch that holds every resume (a request carrying Last-Event-ID) until `release` settles. */
 function holdingResumes(fetchFn: typeof fetch, release: Promise<void>): typeof fetch {
   return (async (input: Parameters<typeof fetch>[0], init?: RequestInit) => {
@@ -67,7 +78,17 @@ function holdingResumes(fetchFn: typeof fetch, release: Promise<void>): typeof f
   }) as typeof fetch;
 }
 
-async function client(guarded: boolean, holdResumesUntil?: Promise<void>, requestTimeoutMs?: number): Promise<Client> {
+/**
+ * The request deadline where a case is not about deadlines: a limit (each request there ends with its
+ * result). The rig's 10 s would report a call that a loaded machine slowed past it as lost.
+ */
+const HEALTHY_DEADLINE_MS = 120_000;
+
+async function client(
+  guarded: boolean,
+  holdResumesUntil?: Promise<void>,
+  requestTimeoutMs = HEALTHY_DEADLINE_MS,
+): Promise<Client> {
   const guard: Client['guard'] = { failed: [], conflicting: [], dropped: [], refused: [] };
   const spans: ReadableSpan[] = [];
   const options: GuardOptions = {
@@ -138,11 +159,15 @@ describe.each([false, true])('the everything server, SDK 1.x client, guard=%s', 
     'cut and resume: the POST stream cut after its first progress update; a continuation, no finding',
     { timeout: TIMEOUT },
     async () => {
-      const c = await client(guarded);
+      // Priming event + progress 1, then the TCP cut; the SDK resumes after 1 s (no `retry:` from this
+      // server), held until the operation (0.3 s) is done at the server: the replay holds progress 2, 3
+      // and the result. Were it to come sooner, this server would lose the rest (the lost_result case).
+      const abandoned = proxy.abandoned.length;
+      const operationDone = abandonedPost(abandoned).then(async (a) => void (await a.upstreamEnded));
+      operationDone.catch(() => undefined);
+      const c = await client(guarded, operationDone);
       const progress: number[] = [];
       const before = text(await c.session.callTool('echo', { message: 'before' }));
-      // Priming event + progress 1, then the TCP cut; the SDK resumes after 1 s (no `retry:` from this
-      // server), when the operation (0.3 s) is done: the replay holds progress 2, 3 and the result.
       proxy.armCut({ method: 'POST', afterEvents: 2 });
       const cut = text(
         await c.session.callTool(
@@ -171,15 +196,14 @@ describe.each([false, true])('the everything server, SDK 1.x client, guard=%s', 
       // The resume waits for request 3 to complete: without the hold, a loaded machine can take longer
       // than the SDK's reconnection delay (1 s) for the meanwhile call, and request 3's result then
       // arrives live on its own stream and is never replayed. It also waits for the long operation to
-      // have ended on the server (its result is in the store, to be replayed). The operation lasts long
-      // enough (0.9 s, 0.6 s after the cut) for request 3's result to be stored before request 2's, so
-      // the replay carries it before request 2's result, which a client may stop reading after.
+      // have ended on the server (its stream, run on by the proxy, ended: its result is in the store, to
+      // be replayed). The operation lasts long enough (3 s, 2 s after the cut) for request 3's result to
+      // be stored before request 2's, so the replay carries it before request 2's result, which a client
+      // may stop reading after.
       let meanwhileDone!: () => void;
-      let operationStarted!: () => void;
       const meanwhileP = new Promise<void>((resolve) => (meanwhileDone = resolve));
-      const operationEnded = new Promise<void>((resolve) => (operationStarted = resolve)).then(() =>
-        sleep(LONG_OPERATION_S * 1000 + 300),
-      );
+      const operationEnded = abandonedPost(proxy.abandoned.length).then(async (a) => void (await a.upstreamEnded));
+      operationEnded.catch(() => undefined);
       const c = await client(
         guarded,
         Promise.all([meanwhileP, operationEnded]).then(() => undefined),
@@ -188,7 +212,6 @@ describe.each([false, true])('the everything server, SDK 1.x client, guard=%s', 
       text(await c.session.callTool('echo', { message: 'before' }));
       const cutsBefore = proxy.cuts.length;
       proxy.armCut({ method: 'POST', afterEvents: 2 });
-      operationStarted();
       const cut = c.session.callTool(
         'trigger-long-running-operation',
         { duration: LONG_OPERATION_S, steps: 3 },
@@ -232,20 +255,28 @@ describe.each([false, true])('the everything server, SDK 1.x client, guard=%s', 
     'cut while the operation runs: the resume replays the missed progress, the result never comes: lost_result',
     { timeout: TIMEOUT },
     async () => {
-      // The operation (4 s, a progress update every 0.5 s) outlasts the SDK's resume (1 s after the cut,
-      // which comes after progress 1): the everything server's store replays the progress sent meanwhile
-      // and names the resumed stream after the last event it replayed, so what the operation sends
-      // afterwards, the result included, goes to the POST's stream, which no connection holds. The
-      // request's deadline (3 s) passes before the SDK's own timeout (5 s), which then cancels the call.
-      const c = await client(guarded, undefined, 3_000);
+      // The operation (a minute, a progress update every 0.5 s) outlasts the test. The SDK's resume (1 s
+      // after the cut, which comes after progress 1) is held until the server has stored an update the
+      // client missed; the everything server's store replays it and names the resumed stream after the
+      // last event it replayed, so what the operation sends afterwards goes to the POST's stream, which
+      // reaches no client. The request's deadline (3 s) passes before the SDK's own timeout (5 s), which
+      // then cancels the call.
+      const missedOne = abandonedPost(proxy.abandoned.length).then((a) =>
+        waitFor(() => a.upstreamEvents > a.eventsForwarded, 'an update the client missed, stored at the server'),
+      );
+      missedOne.catch(() => undefined);
+      const c = await client(
+        guarded,
+        missedOne.then(() => undefined),
+        3_000,
+      );
       const progress: number[] = [];
       proxy.armCut({ method: 'POST', afterEvents: 2 });
       const error = await c.session
-        .callTool(
-          'trigger-long-running-operation',
-          { duration: 4, steps: 8 },
-          { onprogress: (p) => void progress.push(p.progress), timeout: 5_000 },
-        )
+        .callTool('trigger-long-running-operation', LOST_OPERATION, {
+          onprogress: (p) => void progress.push(p.progress),
+          timeout: 5_000,
+        })
         .then(
           () => undefined,
           (e: unknown) => (e instanceof Error ? e.message : String(e)),
@@ -257,7 +288,7 @@ describe.each([false, true])('the everything server, SDK 1.x client, guard=%s', 
       expect(resumesIn(c.session.log).map((entry) => entry.status)).toEqual([200]);
       // More than the update before the cut: the resume replayed what the client missed, not the result.
       expect(progress.length).toBeGreaterThan(1);
-      expect(progress.length).toBeLessThan(8);
+      expect(progress.length).toBeLessThan(LOST_OPERATION.steps);
       expect(responsesPerRequest(c.session.log)).toEqual({});
       expect(resumeSpans(c.spans)).toEqual([`1:${ResumeOutcome.PARTIAL_REPLAY}/${ResumeEvidence.DEADLINE}`]);
       expect(kinds(c.rig)).toEqual([FindingKind.LOST_RESULT]);

@@ -65,6 +65,12 @@ const kinds = (fs: Finding[]) =>
 const records = (fs: Finding[]) => fs.filter((f) => f.record !== undefined);
 const r: Req = { session: 'sess-1', request: 7 };
 /** run(), with the lost_result of 2026-07-28 first attempts (and their retraction by the re-issue) left out. */
+/**
+ * The permutation tests build a detector per order (hundreds each; a detector sets its tables up at
+ * about 6 ms): seconds of CPU, which take far longer than vitest's 30 s on a loaded machine. A limit,
+ * not an expectation: nothing in them waits on time.
+ */
+const PERMUTATIONS_LIMIT_MS = 300_000;
 const runReissues = (spans: SpanRecord[], init: DetectorInit = {}, end?: number): Finding[] =>
   run(spans, init, end).filter((f) => f.kind !== FindingKind.LOST_RESULT);
 
@@ -372,7 +378,7 @@ describe('detector core: messy delivery', () => {
     expect(d2.stats().spans.duplicate).toBe(spans.length * 2);
   });
 
-  it('gives the same findings for any arrival order (permutations)', () => {
+  it('gives the same findings for any arrival order (permutations)', { timeout: PERMUTATIONS_LIMIT_MS }, () => {
     const other: Req = { session: 'sess-2', request: 'abc', service: 'server' };
     const spans = [
       ...seedScenario(r, 4),
@@ -959,82 +965,86 @@ describe('detector core: server defects (issue 12)', () => {
 });
 
 describe('detector core: order independence of the new rules', () => {
-  it('the findings that stand do not depend on arrival order (permutations)', () => {
-    const req = (session: string, request: number | string): Req => ({ session, request });
-    const spans: SpanRecord[] = [
-      ...seedScenario(r, 4),
-      resume(req('e', 1), T0, 'B', 'A', {
-        observed: false,
-        outcome: ResumeOutcome.EMPTY_REPLAY,
-        evidence: ResumeEvidence.BODY_END,
-        replayed: 0,
-      }),
-      terminal(req('e', 1), T0 + 900, 'B'),
-      resume(req('k', 1), T0, 'B', 'A', {
-        observed: false,
-        outcome: ResumeOutcome.CURSOR_REJECTED,
-        status: 409,
-        replayed: 0,
-      }),
-      resume(req('k', 1), T0 + 10, 'C', 'A', {
-        observed: false,
-        outcome: ResumeOutcome.CURSOR_REJECTED,
-        status: 409,
-        replayed: 0,
-      }),
-      resume(req('n', 1), T0, 'B', 'A', {
-        observed: false,
-        outcome: ResumeOutcome.SESSION_NOT_FOUND,
-        status: 404,
-        replayed: 0,
-      }),
-      terminal(req('f', 2), T0, 'A'),
-      terminal(req('f', 2), T0 + 10, 'G', true, { foreign: true, server: 's1', firstStream: 'A' }),
-      terminal(req('c', 2), T0, 'A'),
-      terminal(req('c', 2), T0 + 10, 'B', false, { conflict: true, server: 's2', firstStream: 'A' }),
-      // Cancelled by the client at T0 + 100, completed at T0 + 400.
-      {
-        ...span(
-          'tools/call side_effect',
-          T0 - 900,
-          {
-            [ATTR_MCP_METHOD_NAME]: 'tools/call',
-            [ATTR_MCP_SESSION_ID]: 'x',
-            [ATTR_JSONRPC_REQUEST_ID]: 3,
-            [ATTR_ERROR_TYPE]: ErrorType.CANCELLED,
-          },
-          { kind: 3 },
-        ),
-        endTimeUnixMs: T0 + 100,
-      },
-      terminal(req('x', 3), T0 + 400, 'A'),
-    ];
-    const reference = net(run(spans, { settleMs: 60_000 }))
-      .map(essence)
-      .sort();
-    expect(reference.map((e) => JSON.parse(e)[0]).sort()).toEqual(
-      [
-        FindingKind.DUPLICATE_TERMINAL,
-        FindingKind.RESUME_AFTER_TERMINAL,
-        FindingKind.RECONNECT_STORM,
-        FindingKind.RECONNECT_STORM,
-        FindingKind.SIGNATURE,
-        FindingKind.CURSOR_LOST,
-        FindingKind.CURSOR_LOST,
-        FindingKind.FOREIGN_REPLAY,
-        FindingKind.CONFLICTING_TERMINAL,
-        FindingKind.COMPLETED_AFTER_CANCELLATION,
-      ].sort(),
-    );
-    for (let seed = 1; seed <= 200; seed++) {
-      const order = shuffle(spans, seed);
-      expect(
-        net(run(order, { settleMs: 60_000 }))
-          .map(essence)
-          .sort(),
-      ).toEqual(reference);
-    }
-  });
+  it(
+    'the findings that stand do not depend on arrival order (permutations)',
+    { timeout: PERMUTATIONS_LIMIT_MS },
+    () => {
+      const req = (session: string, request: number | string): Req => ({ session, request });
+      const spans: SpanRecord[] = [
+        ...seedScenario(r, 4),
+        resume(req('e', 1), T0, 'B', 'A', {
+          observed: false,
+          outcome: ResumeOutcome.EMPTY_REPLAY,
+          evidence: ResumeEvidence.BODY_END,
+          replayed: 0,
+        }),
+        terminal(req('e', 1), T0 + 900, 'B'),
+        resume(req('k', 1), T0, 'B', 'A', {
+          observed: false,
+          outcome: ResumeOutcome.CURSOR_REJECTED,
+          status: 409,
+          replayed: 0,
+        }),
+        resume(req('k', 1), T0 + 10, 'C', 'A', {
+          observed: false,
+          outcome: ResumeOutcome.CURSOR_REJECTED,
+          status: 409,
+          replayed: 0,
+        }),
+        resume(req('n', 1), T0, 'B', 'A', {
+          observed: false,
+          outcome: ResumeOutcome.SESSION_NOT_FOUND,
+          status: 404,
+          replayed: 0,
+        }),
+        terminal(req('f', 2), T0, 'A'),
+        terminal(req('f', 2), T0 + 10, 'G', true, { foreign: true, server: 's1', firstStream: 'A' }),
+        terminal(req('c', 2), T0, 'A'),
+        terminal(req('c', 2), T0 + 10, 'B', false, { conflict: true, server: 's2', firstStream: 'A' }),
+        // Cancelled by the client at T0 + 100, completed at T0 + 400.
+        {
+          ...span(
+            'tools/call side_effect',
+            T0 - 900,
+            {
+              [ATTR_MCP_METHOD_NAME]: 'tools/call',
+              [ATTR_MCP_SESSION_ID]: 'x',
+              [ATTR_JSONRPC_REQUEST_ID]: 3,
+              [ATTR_ERROR_TYPE]: ErrorType.CANCELLED,
+            },
+            { kind: 3 },
+          ),
+          endTimeUnixMs: T0 + 100,
+        },
+        terminal(req('x', 3), T0 + 400, 'A'),
+      ];
+      const reference = net(run(spans, { settleMs: 60_000 }))
+        .map(essence)
+        .sort();
+      expect(reference.map((e) => JSON.parse(e)[0]).sort()).toEqual(
+        [
+          FindingKind.DUPLICATE_TERMINAL,
+          FindingKind.RESUME_AFTER_TERMINAL,
+          FindingKind.RECONNECT_STORM,
+          FindingKind.RECONNECT_STORM,
+          FindingKind.SIGNATURE,
+          FindingKind.CURSOR_LOST,
+          FindingKind.CURSOR_LOST,
+          FindingKind.FOREIGN_REPLAY,
+          FindingKind.CONFLICTING_TERMINAL,
+          FindingKind.COMPLETED_AFTER_CANCELLATION,
+        ].sort(),
+      );
+      for (let seed = 1; seed <= 200; seed++) {
+        const order = shuffle(spans, seed);
+        expect(
+          net(run(order, { settleMs: 60_000 }))
+            .map(essence)
+            .sort(),
+        ).toEqual(reference);
+      }
+    },
+  );
 });
 
 describe('detector core: duplicate execution (2026-07-28 era)', () => {
@@ -1183,7 +1193,7 @@ describe('detector core: duplicate execution (2026-07-28 era)', () => {
     expect(run([{ ...reissue, spanId: '' }])).toEqual([]);
   });
 
-  it('the findings do not depend on arrival order (permutations)', () => {
+  it('the findings do not depend on arrival order (permutations)', { timeout: PERMUTATIONS_LIMIT_MS }, () => {
     const spans: SpanRecord[] = [first, reissue, server(true)];
     const stoppedFirst = modernRequest(T0, { trace: traceOf(8), request: 8, error: ErrorType.STREAM_BROKEN });
     spans.push(
@@ -1501,57 +1511,61 @@ describe('detector core: lost results (issue 31)', () => {
     });
   });
 
-  it('the findings that stand do not depend on arrival order (permutations)', () => {
-    const req = (session: string): Req => ({ session, request: 1 });
-    const brokenFirst = modernRequest(T0, { trace: traceOf(7), request: 7, error: ErrorType.STREAM_BROKEN });
-    const spans: SpanRecord[] = [
-      // Resumed, a continuation, then the deadline: lost, and the continuation corrected.
-      resumed(T0 + 100, ResumeOutcome.CONTINUATION, ResumeEvidence.MESSAGE, req('c')),
-      requestEnded(req('c'), at, ErrorType.TIMEOUT, {
-        recovery: RequestRecovery.RESUMED,
-        outcome: ResumeOutcome.CONTINUATION,
-      }),
-      // A partial replay and its request span.
-      { ...resumed(T0 + 100, ResumeOutcome.PARTIAL_REPLAY, ResumeEvidence.DEADLINE, req('p')), endTimeUnixMs: at },
-      requestEnded(req('p'), at, ErrorType.TIMEOUT, {
-        recovery: RequestRecovery.RESUMED,
-        outcome: ResumeOutcome.PARTIAL_REPLAY,
-      }),
-      // No event id: lost; its late result retracts it.
-      requestEnded(req('n'), at, ErrorType.ABORTED, { recovery: RequestRecovery.NO_EVENT_ID }),
-      // Lost, then its result after all (a continuation counted before it: nothing stands for it).
-      resumed(T0 + 100, ResumeOutcome.CONTINUATION, ResumeEvidence.MESSAGE, req('t')),
-      requestEnded(req('t'), at, ErrorType.TIMEOUT, { recovery: RequestRecovery.RESUMED }),
-      terminal(req('t'), at + 500, 'A'),
-      // 2026-07-28: one broken and re-issued, one broken and left.
-      first2026(),
-      modernRequest(T0 + 900, { trace: traceOf(9), request: 9, reissueOf: first2026() }),
-      brokenFirst,
-    ];
-    function first2026(): SpanRecord {
-      return {
-        ...modernRequest(T0, { trace: traceOf(8), request: 8, error: ErrorType.STREAM_BROKEN }),
-        spanId: 'f'.repeat(16),
-      };
-    }
-    const standing = (fs: Finding[]) =>
-      net(fs)
-        .filter((f) => f.kind === FindingKind.LOST_RESULT)
-        .map((f) => JSON.stringify([f.record, f.session_id, f.request_id, f.recovery, f.request_end]))
-        .sort();
-    const reference = standing(run(spans));
-    expect(reference.map((e) => JSON.parse(e) as unknown[])).toEqual(
-      [
-        [null, 'c', '1', RequestRecovery.RESUMED, ErrorType.TIMEOUT],
-        [FindingRecord.OUTCOME_CORRECTED, 'c', '1', null, null],
-        [null, 'p', '1', RequestRecovery.RESUMED, ErrorType.TIMEOUT],
-        [null, 'n', '1', RequestRecovery.NO_EVENT_ID, ErrorType.ABORTED],
-        [null, '', '7', RequestRecovery.NOT_REISSUED, ErrorType.STREAM_BROKEN],
-      ]
-        .map((e) => JSON.stringify(e))
-        .sort()
-        .map((e) => JSON.parse(e) as unknown[]),
-    );
-    for (let seed = 1; seed <= 200; seed++) expect(standing(run(shuffle(spans, seed)))).toEqual(reference);
-  });
+  it(
+    'the findings that stand do not depend on arrival order (permutations)',
+    { timeout: PERMUTATIONS_LIMIT_MS },
+    () => {
+      const req = (session: string): Req => ({ session, request: 1 });
+      const brokenFirst = modernRequest(T0, { trace: traceOf(7), request: 7, error: ErrorType.STREAM_BROKEN });
+      const spans: SpanRecord[] = [
+        // Resumed, a continuation, then the deadline: lost, and the continuation corrected.
+        resumed(T0 + 100, ResumeOutcome.CONTINUATION, ResumeEvidence.MESSAGE, req('c')),
+        requestEnded(req('c'), at, ErrorType.TIMEOUT, {
+          recovery: RequestRecovery.RESUMED,
+          outcome: ResumeOutcome.CONTINUATION,
+        }),
+        // A partial replay and its request span.
+        { ...resumed(T0 + 100, ResumeOutcome.PARTIAL_REPLAY, ResumeEvidence.DEADLINE, req('p')), endTimeUnixMs: at },
+        requestEnded(req('p'), at, ErrorType.TIMEOUT, {
+          recovery: RequestRecovery.RESUMED,
+          outcome: ResumeOutcome.PARTIAL_REPLAY,
+        }),
+        // No event id: lost; its late result retracts it.
+        requestEnded(req('n'), at, ErrorType.ABORTED, { recovery: RequestRecovery.NO_EVENT_ID }),
+        // Lost, then its result after all (a continuation counted before it: nothing stands for it).
+        resumed(T0 + 100, ResumeOutcome.CONTINUATION, ResumeEvidence.MESSAGE, req('t')),
+        requestEnded(req('t'), at, ErrorType.TIMEOUT, { recovery: RequestRecovery.RESUMED }),
+        terminal(req('t'), at + 500, 'A'),
+        // 2026-07-28: one broken and re-issued, one broken and left.
+        first2026(),
+        modernRequest(T0 + 900, { trace: traceOf(9), request: 9, reissueOf: first2026() }),
+        brokenFirst,
+      ];
+      function first2026(): SpanRecord {
+        return {
+          ...modernRequest(T0, { trace: traceOf(8), request: 8, error: ErrorType.STREAM_BROKEN }),
+          spanId: 'f'.repeat(16),
+        };
+      }
+      const standing = (fs: Finding[]) =>
+        net(fs)
+          .filter((f) => f.kind === FindingKind.LOST_RESULT)
+          .map((f) => JSON.stringify([f.record, f.session_id, f.request_id, f.recovery, f.request_end]))
+          .sort();
+      const reference = standing(run(spans));
+      expect(reference.map((e) => JSON.parse(e) as unknown[])).toEqual(
+        [
+          [null, 'c', '1', RequestRecovery.RESUMED, ErrorType.TIMEOUT],
+          [FindingRecord.OUTCOME_CORRECTED, 'c', '1', null, null],
+          [null, 'p', '1', RequestRecovery.RESUMED, ErrorType.TIMEOUT],
+          [null, 'n', '1', RequestRecovery.NO_EVENT_ID, ErrorType.ABORTED],
+          [null, '', '7', RequestRecovery.NOT_REISSUED, ErrorType.STREAM_BROKEN],
+        ]
+          .map((e) => JSON.stringify(e))
+          .sort()
+          .map((e) => JSON.parse(e) as unknown[]),
+      );
+      for (let seed = 1; seed <= 200; seed++) expect(standing(run(shuffle(spans, seed)))).toEqual(reference);
+    },
+  );
 });

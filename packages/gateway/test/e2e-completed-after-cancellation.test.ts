@@ -7,7 +7,8 @@
 // reading the stream after the SDK gave the call up) and the gateway (it relays the upstream's answer)
 // record the cancelled request span and the late terminal: each one's detector reports the finding
 // for that request. No timing decides the outcome: the server answers only once the cancellation has
-// arrived.
+// arrived, and the cancellation leaves the client only once the server holds the call (the SDK's
+// timeout starts with the call's POST, which a loaded machine can deliver after it).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
@@ -87,8 +88,9 @@ beforeAll(async () => {
         // The work starts and is not stopped by a cancellation: its stream is held until then.
         res.writeHead(200, { 'content-type': 'text/event-stream', 'mcp-session-id': SESSION });
         res.flushHeaders();
-        // On a loaded machine the cancellation (another connection) can arrive before the call it
-        // cancels: the work then completes at once.
+        // A cancellation that came first (another connection) completes the work at once. The client's
+        // fetch sends none before the call is held (`cancelAfterHeld`); kept so that such an order would
+        // show as a missing finding rather than a test that hangs.
         if (cancelledEarly.delete(String(message.id))) return completeAnyway(res, message.id);
         held.set(String(message.id), res);
         return;
@@ -107,6 +109,25 @@ beforeAll(async () => {
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
 });
 
+/**
+ * Holds the client's notifications/cancelled until the server holds the call it names. The SDK's
+ * timeout (200 ms) starts as the call is sent, and on a loaded machine the call's POST can reach the
+ * gateway and the server after the cancellation, on its own connection: the gateway would then see a
+ * cancellation of a request it has not yet seen. The hold makes the order the one this case is about,
+ * whatever the machine's speed: call, cancellation, late result.
+ */
+function cancelAfterHeld(inner: FetchLike): FetchLike {
+  return async (input, init) => {
+    const body = typeof init?.body === 'string' ? init.body : undefined;
+    if (body?.includes('notifications/cancelled')) {
+      const message = JSON.parse(body) as JsonRpc;
+      const id = String(message.params?.requestId);
+      await waitFor(() => held.has(id), `the server to hold call ${id} before its cancellation`);
+    }
+    return inner(input, init);
+  };
+}
+
 afterAll(async () => {
   for (const res of held.values()) res.end();
   await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -121,7 +142,7 @@ describe('a call the SDK client cancels at its timeout, answered by the server a
     const client = await startEmbeddedDetector({ config: { metricsPort: 0 }, output: null });
     const provider = new BasicTracerProvider({ spanProcessors: [client.processor] });
     try {
-      const fetch = instrumentFetch({ tracerProvider: provider, guard }) as FetchLike;
+      const fetch = cancelAfterHeld(instrumentFetch({ tracerProvider: provider, guard }) as FetchLike);
       const session = await connectSdkSession(
         'sdk',
         gatewayMcpUrl(gateway, url),

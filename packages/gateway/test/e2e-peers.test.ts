@@ -1,15 +1,17 @@
 import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client';
 import { connectSdkSession, responsesPerRequest, resumesIn, startFaultProxy, startLabServer } from '@resumewatch/lab';
-import type { FaultProxy } from '@resumewatch/lab';
+import type { AbandonedResponse, FaultProxy } from '@resumewatch/lab';
 import { startEverythingServer } from '@resumewatch/lab/everything-server';
 import type { EverythingServer } from '@resumewatch/lab/everything-server';
 import { FindingKind, RequestRecovery } from '@resumewatch/semconv';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { FetchLike } from '@resumewatch/wire';
+import { HEADER_LAST_EVENT_ID } from '@resumewatch/wire';
 import { startSdkServer } from '../../instrumentation/test/helpers/sdk-server.js';
 import type { RunningGateway } from '../src/index.js';
 import { pythonUnavailable, pythonWithMcp, runPythonClient, startPythonServer } from './helpers/e2e-python.js';
 import type { PythonServer } from './helpers/e2e-python.js';
-import { gatewayMcpUrl, kindsOf, settleGateway, startTestGateway } from './helpers/e2e-rig.js';
+import { gatewayMcpUrl, kindsOf, settleGateway, startTestGateway, waitFor } from './helpers/e2e-rig.js';
 
 // Peers the project did not write, through the gateway: the official everything server (its own
 // Streamable HTTP mode and event store) with the unmodified SDK 1.x client, a server built only from
@@ -28,9 +30,20 @@ afterEach(async () => {
   for (const close of closers.splice(0).reverse()) await close().catch(() => undefined);
 });
 
+/**
+ * The request deadline of the healthy cases: a limit, not part of what they test (every request ends
+ * with its result, and the gateway's exchanges must all end before the checks). At 10 s, a call that a
+ * loaded machine slowed past it would be reported lost.
+ */
+const HEALTHY_DEADLINE_MS = 120_000;
+
 async function gatewayFor(upstream: string, enforce = false): Promise<{ gateway: RunningGateway; url: string }> {
   // With enforce, both proofs of receipt (the clients connect directly): nothing is withheld even so.
-  const gateway = await startTestGateway(upstream, { enforce, connectionProof: enforce, requestTimeoutMs: 10_000 });
+  const gateway = await startTestGateway(upstream, {
+    enforce,
+    connectionProof: enforce,
+    requestTimeoutMs: HEALTHY_DEADLINE_MS,
+  });
   closers.push(() => gateway.close());
   return { gateway, url: gatewayMcpUrl(gateway, upstream) };
 }
@@ -46,12 +59,45 @@ async function expectClean(gateway: RunningGateway): Promise<void> {
 
 const text = (result: { content?: Array<{ text?: string }> }): string | undefined => result.content?.[0]?.text;
 
+/**
+ * The everything server behind a proxy that keeps its streams running (`keepUpstream`): when the gateway
+ * drops a stream whose client was cut, the server's stream still runs to its end. The everything server
+ * shows no other sign of the work a cut call goes on doing, and its store loses what comes after a
+ * resume that arrives before that work is done: the proxy's `abandoned` says how far it got.
+ */
+async function startEverythingBehindProxy(): Promise<{ everything: EverythingServer; upstream: FaultProxy }> {
+  const everything = await startEverythingServer({ startTimeoutMs: 60_000 });
+  const upstream = await startFaultProxy({ target: everything.url, keepUpstream: true });
+  return { everything, upstream };
+}
+
+/** The first POST stream the gateway dropped after the `before`-th, as the upstream proxy saw it. */
+function abandonedPost(upstream: FaultProxy, before: number): Promise<AbandonedResponse> {
+  const found = waitFor(
+    () => upstream.abandoned.slice(before).find((a) => a.method === 'POST'),
+    'the cut POST stream, dropped by the gateway',
+    60_000,
+  );
+  found.catch(() => undefined);
+  return found;
+}
+
+/** Global fetch, holding every resume (a request carrying Last-Event-ID) until `release` settles. */
+function holdingResumes(release: Promise<unknown>): FetchLike {
+  return async (input, init) => {
+    if (new Headers(init?.headers).has(HEADER_LAST_EVENT_ID)) await release;
+    return globalThis.fetch(input, init);
+  };
+}
+
 describe('the official everything server through the gateway, SDK 1.x client', () => {
   let everything: EverythingServer;
+  let upstream: FaultProxy;
   beforeAll(async () => {
-    everything = await startEverythingServer();
-  }, 30_000);
+    ({ everything, upstream } = await startEverythingBehindProxy());
+  }, 90_000);
   afterAll(async () => {
+    await upstream?.close();
     await everything?.stop();
   });
 
@@ -59,7 +105,7 @@ describe('the official everything server through the gateway, SDK 1.x client', (
     'enforce=%s: healthy calls, one with progress; every result once, no finding',
     { timeout: TIMEOUT },
     async (enforce) => {
-      const { gateway, url } = await gatewayFor(everything.url, enforce);
+      const { gateway, url } = await gatewayFor(upstream.url, enforce);
       const session = await connectSdkSession('sdk', url, globalThis.fetch, 'everything-healthy');
       closers.push(() => session.close());
       const progress: number[] = [];
@@ -88,15 +134,18 @@ describe('the official everything server through the gateway, SDK 1.x client', (
     'enforce=%s: the client-side TCP cut after the first progress update; the SDK resumes through the gateway, a continuation, no finding',
     { timeout: TIMEOUT },
     async (enforce) => {
-      const { gateway, url } = await gatewayFor(everything.url, enforce);
+      const { gateway, url } = await gatewayFor(upstream.url, enforce);
       // The fault proxy stands between the client and the gateway: the cut is the client's connection.
       const proxy: FaultProxy = await startFaultProxy({ target: url });
       closers.push(() => proxy.close());
-      const session = await connectSdkSession('sdk', proxy.url, globalThis.fetch, 'everything-cut');
+      // Priming event + progress 1, then the cut; the SDK resumes after 1 s (no `retry:` from this
+      // server), held until the operation (0.3 s) is done at the server: the replay holds progress 2, 3
+      // and the result. Were it to come sooner, this server would lose the rest (the lost_result case).
+      const operationDone = abandonedPost(upstream, upstream.abandoned.length).then((a) => a.upstreamEnded);
+      const session = await connectSdkSession('sdk', proxy.url, holdingResumes(operationDone), 'everything-cut');
       closers.push(() => session.close());
       const progress: number[] = [];
       const before = text(await session.callTool('echo', { message: 'before' }));
-      // Priming event + progress 1, then the cut; the SDK resumes after 1 s (no `retry:` from this server).
       proxy.armCut({ method: 'POST', afterEvents: 2 });
       const cut = text(
         await session.callTool(
@@ -120,10 +169,12 @@ describe('the official everything server through the gateway, SDK 1.x client', (
 
 describe('the everything server loses a result after a resume, through the gateway (issue 31)', () => {
   let everything: EverythingServer;
+  let upstream: FaultProxy;
   beforeAll(async () => {
-    everything = await startEverythingServer();
-  }, 30_000);
+    ({ everything, upstream } = await startEverythingBehindProxy());
+  }, 90_000);
   afterAll(async () => {
+    await upstream?.close();
     await everything?.stop();
   });
 
@@ -131,21 +182,26 @@ describe('the everything server loses a result after a resume, through the gatew
     '--request-timeout 3s: the SDK resumes, the replay brings the missed progress, the result never comes: lost_result',
     { timeout: TIMEOUT },
     async () => {
-      const gateway = await startTestGateway(everything.url, { requestTimeoutMs: 3_000 });
+      const gateway = await startTestGateway(upstream.url, { requestTimeoutMs: 3_000 });
       closers.push(() => gateway.close());
-      const proxy: FaultProxy = await startFaultProxy({ target: gatewayMcpUrl(gateway, everything.url) });
+      const proxy: FaultProxy = await startFaultProxy({ target: gatewayMcpUrl(gateway, upstream.url) });
       closers.push(() => proxy.close());
-      const session = await connectSdkSession('sdk', proxy.url, globalThis.fetch, 'everything-lost');
+      // The operation (a minute, a progress update every 0.5 s) outlasts the test. The SDK's resume (1 s
+      // after the cut) is held until the server has stored an update the client missed: the everything
+      // server's store replays it and names the resumed stream after its last replayed event, so the
+      // rest goes nowhere. The gateway's deadline (3 s) comes before the SDK's timeout (5 s).
+      const missedOne = abandonedPost(upstream, upstream.abandoned.length).then((a) =>
+        waitFor(() => a.upstreamEvents > a.eventsForwarded, 'an update the client missed, stored at the server'),
+      );
+      missedOne.catch(() => undefined);
+      const session = await connectSdkSession('sdk', proxy.url, holdingResumes(missedOne), 'everything-lost');
       closers.push(() => session.close());
       const progress: number[] = [];
-      // The operation (4 s) outlasts the SDK's resume (1 s after the cut): the everything server's store
-      // replays the progress sent meanwhile and names the resumed stream after its last replayed event,
-      // so the rest goes nowhere. The gateway's deadline (3 s) comes before the SDK's timeout (5 s).
       proxy.armCut({ method: 'POST', afterEvents: 2 });
       const error = await session
         .callTool(
           'trigger-long-running-operation',
-          { duration: 4, steps: 8 },
+          { duration: 60, steps: 120 },
           { onprogress: (p) => void progress.push(p.progress), timeout: 5_000 },
         )
         .then(

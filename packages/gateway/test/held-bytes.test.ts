@@ -32,6 +32,25 @@ async function held(): Promise<number> {
   return memory.heapUsed + memory.arrayBuffers;
 }
 
+/**
+ * Limits, not expectations: the POSTs of a case take 2 to 6 s with two busy processes beside the test
+ * on 2 cores, and their bodies are freed by collections and a sweeper thread that a loaded machine runs late.
+ */
+const HOLDING_TEST_MS = 180_000;
+const RELEASE_LIMIT_MS = 60_000;
+
+/**
+ * Waits until the process holds less than `bound` more than `before`, collecting at each look. Freed
+ * memory is given back late on a loaded machine (the sweeper's thread waits for a core); memory that is
+ * kept stays kept however long this waits, so a gateway that holds the bodies still fails.
+ */
+async function expectGrowthBelow(before: number, bound: number): Promise<void> {
+  await vi.waitFor(async () => expect((await held()) - before).toBeLessThan(bound), {
+    timeout: RELEASE_LIMIT_MS,
+    interval: 200,
+  });
+}
+
 /** Where a request carries its big string: its arguments, its id, or the tool's name. */
 type Where = 'arguments' | 'id' | 'name';
 
@@ -52,6 +71,7 @@ function bigCall(n: number, size: number, where: Where): Buffer {
 describe('the bytes a gateway holds of what clients sent', () => {
   it.each<Where>(['arguments', 'id', 'name'])(
     'keeps no request body once its exchange is over (60 POSTs of 1 MiB in their %s, answered 401)',
+    { timeout: HOLDING_TEST_MS },
     async (where) => {
       const { endpoint, gateway } = await rig(
         (_req, res, seen) => {
@@ -73,8 +93,7 @@ describe('the bytes a gateway holds of what clients sent', () => {
       // Refused, so answered: no record of them is left (none waits for a result that cannot come) ...
       expect(gateway.stats()).toMatchObject({ requests: 0, openRequests: 0 });
       // ... and none of their bodies.
-      const growth = (await held()) - before;
-      expect(growth).toBeLessThan((count * size) / 4);
+      await expectGrowthBelow(before, (count * size) / 4);
     },
   );
 });
@@ -158,94 +177,101 @@ process.stdin.on('data', (line) => {
 `;
 
 describe('the bytes a gateway holds of what clients sent, while their exchanges stay open', () => {
-  it('keeps no request body for the life of its stream (20 POSTs of 2 MiB whose SSE responses stay open)', async () => {
-    // An upstream that throws each body away as it comes and keeps each call's stream open (a long call),
-    // and clients that keep nothing of what they sent: what grows is the gateway's.
-    let bodiesRead = 0;
-    const upstream = createServer((req, res) => {
-      req.resume();
-      req.once('end', () => {
-        bodiesRead++;
-        res.writeHead(200, { 'content-type': 'text/event-stream' });
-        res.write('data: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}\n\n');
+  it(
+    'keeps no request body for the life of its stream (20 POSTs of 2 MiB whose SSE responses stay open)',
+    { timeout: HOLDING_TEST_MS },
+    async () => {
+      // An upstream that throws each body away as it comes and keeps each call's stream open (a long call),
+      // and clients that keep nothing of what they sent: what grows is the gateway's.
+      let bodiesRead = 0;
+      const upstream = createServer((req, res) => {
+        req.resume();
+        req.once('end', () => {
+          bodiesRead++;
+          res.writeHead(200, { 'content-type': 'text/event-stream' });
+          res.write('data: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}\n\n');
+        });
       });
-    });
-    await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
-    const sockets: Socket[] = [];
-    try {
-      const target = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/mcp`;
-      const gateway = await startGateway(gatewayOptions(target, { enforce: true }));
-      const endpoint = new URL('/mcp', gateway.url).href;
-      const post = (i: number, size: number): Socket => {
-        const body = bigCall(i, size, 'arguments');
-        const socket = connect(Number(new URL(endpoint).port), '127.0.0.1');
-        socket.on('data', () => undefined);
-        socket.on('error', () => undefined);
-        socket.write(
-          `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\n` +
-            `accept: application/json, text/event-stream\r\nmcp-protocol-version: 2026-07-28\r\n` +
-            `content-length: ${body.byteLength}\r\n\r\n`,
-        );
-        socket.write(body);
-        sockets.push(socket);
-        return socket;
-      };
-      post(0, 1024);
-      await vi.waitFor(() => expect(gateway.counts().open).toBe(1), { timeout: 10_000 });
-      const before = await held();
-      // 2 MiB each: a fixed cost of the open exchanges themselves (sockets, spans) stays well under the bound.
-      const size = 2 * 1024 * 1024;
-      const count = 20;
-      for (let i = 1; i <= count; i++) post(i, size);
-      // Every body has reached the upstream whole: a body still on its way is in the gateway's write queue
-      // (on a loaded machine, for a while), which is forwarding, not keeping.
-      await vi.waitFor(() => expect(bodiesRead).toBe(count + 1), { timeout: 20_000 });
-      await vi.waitFor(() => expect(gateway.counts().open).toBe(count + 1), { timeout: 10_000 });
-      const growth = (await held()) - before;
-      // What an open exchange holds is small and stated: under 128 KiB each (its body is 2 MiB), the
-      // gateway's record, span, timer and sockets with this process's client and upstream sides of it
-      // (0.4 to 1 MB for the 20 when measured).
-      expect(growth).toBeLessThan(count * 128 * 1024);
-      for (const socket of sockets) socket.destroy();
-      await gateway.close();
-    } finally {
-      for (const socket of sockets) socket.destroy();
-      upstream.closeAllConnections();
-      upstream.close();
-    }
-  });
+      await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+      const sockets: Socket[] = [];
+      try {
+        const target = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/mcp`;
+        const gateway = await startGateway(gatewayOptions(target, { enforce: true }));
+        const endpoint = new URL('/mcp', gateway.url).href;
+        const post = (i: number, size: number): Socket => {
+          const body = bigCall(i, size, 'arguments');
+          const socket = connect(Number(new URL(endpoint).port), '127.0.0.1');
+          socket.on('data', () => undefined);
+          socket.on('error', () => undefined);
+          socket.write(
+            `POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\n` +
+              `accept: application/json, text/event-stream\r\nmcp-protocol-version: 2026-07-28\r\n` +
+              `content-length: ${body.byteLength}\r\n\r\n`,
+          );
+          socket.write(body);
+          sockets.push(socket);
+          return socket;
+        };
+        post(0, 1024);
+        await vi.waitFor(() => expect(gateway.counts().open).toBe(1), { timeout: RELEASE_LIMIT_MS });
+        const before = await held();
+        // 2 MiB each: a fixed cost of the open exchanges themselves (sockets, spans) stays well under the bound.
+        const size = 2 * 1024 * 1024;
+        const count = 20;
+        for (let i = 1; i <= count; i++) post(i, size);
+        // Every body has reached the upstream whole: a body still on its way is in the gateway's write queue
+        // (on a loaded machine, for a while), which is forwarding, not keeping.
+        await vi.waitFor(() => expect(bodiesRead).toBe(count + 1), { timeout: RELEASE_LIMIT_MS });
+        await vi.waitFor(() => expect(gateway.counts().open).toBe(count + 1), { timeout: RELEASE_LIMIT_MS });
+        // What an open exchange holds is small and stated: under 128 KiB each (its body is 2 MiB), the
+        // gateway's record, span, timer and sockets with this process's client and upstream sides of it
+        // (0.4 to 1 MB for the 20 when measured).
+        await expectGrowthBelow(before, count * 128 * 1024);
+        for (const socket of sockets) socket.destroy();
+        await gateway.close();
+      } finally {
+        for (const socket of sockets) socket.destroy();
+        upstream.closeAllConnections();
+        upstream.close();
+      }
+    },
+  );
 });
 
 describe('an SSE event larger than the gateway holds', () => {
-  it('passes to the client whole, as it arrives, with --enforce; counted in stats() and /metrics', async () => {
-    const size = 16 * 1024 * 1024;
-    const event = Buffer.from(
-      `id: big-1\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: 1, result: { text: 'r'.repeat(size) } })}\n\n`,
-    );
-    const { endpoint, gateway } = await rig(
-      (_req, res) => {
-        res.writeHead(200, { 'content-type': 'text/event-stream' });
-        const write = (at: number): void => {
-          while (at < event.length) {
-            const piece = event.subarray(at, at + 64 * 1024);
-            at += piece.length;
-            if (!res.write(piece)) return void res.once('drain', () => write(at));
-          }
-          res.end();
-        };
-        write(0);
-      },
-      { enforce: true },
-    );
-    const answer = await send(endpoint, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'big' } }),
-    });
-    expect(answer.status).toBe(200);
-    expect(answer.body.equals(event)).toBe(true);
-    expect(gateway.stats()).toMatchObject({ oversizedEvents: 1, unparsedJsonBodies: 0, heldBytes: 0 });
-    const metrics = await (await fetch(`http://127.0.0.1:${gateway.detector!.metricsPort}/metrics`)).text();
-    expect(metrics).toContain(`${METRIC_GATEWAY_UNPARSED_TOTAL}{${LABEL_KIND}="${UnparsedKind.SSE_EVENT}"} 1`);
-  });
+  it(
+    'passes to the client whole, as it arrives, with --enforce; counted in stats() and /metrics',
+    { timeout: HOLDING_TEST_MS },
+    async () => {
+      const size = 16 * 1024 * 1024;
+      const event = Buffer.from(
+        `id: big-1\ndata: ${JSON.stringify({ jsonrpc: '2.0', id: 1, result: { text: 'r'.repeat(size) } })}\n\n`,
+      );
+      const { endpoint, gateway } = await rig(
+        (_req, res) => {
+          res.writeHead(200, { 'content-type': 'text/event-stream' });
+          const write = (at: number): void => {
+            while (at < event.length) {
+              const piece = event.subarray(at, at + 64 * 1024);
+              at += piece.length;
+              if (!res.write(piece)) return void res.once('drain', () => write(at));
+            }
+            res.end();
+          };
+          write(0);
+        },
+        { enforce: true },
+      );
+      const answer = await send(endpoint, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'big' } }),
+      });
+      expect(answer.status).toBe(200);
+      expect(answer.body.equals(event)).toBe(true);
+      expect(gateway.stats()).toMatchObject({ oversizedEvents: 1, unparsedJsonBodies: 0, heldBytes: 0 });
+      const metrics = await (await fetch(`http://127.0.0.1:${gateway.detector!.metricsPort}/metrics`)).text();
+      expect(metrics).toContain(`${METRIC_GATEWAY_UNPARSED_TOTAL}{${LABEL_KIND}="${UnparsedKind.SSE_EVENT}"} 1`);
+    },
+  );
 });

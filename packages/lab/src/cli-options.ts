@@ -60,6 +60,12 @@ export const COMMANDS: Record<string, Command> = {
       { name: 'json', default: 'off', help: 'print the summary (or the load report) as one JSON object' },
       { name: 'max-reconnects', value: 'N', default: '20', help: 'safety cap of the looping clients' },
       {
+        name: 'result-wait',
+        value: 'MS',
+        default: '3000',
+        help: 'how long a client waits on a stream for a result that may never come (resume-loses-result: at least 5000)',
+      },
+      {
         name: 'client',
         value: SCENARIO_CLIENTS.join('|'),
         default: 'raw',

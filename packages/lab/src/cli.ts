@@ -91,6 +91,7 @@ async function run(args: string[]): Promise<void> {
   const server = url(values, 'server');
   const control = url(values, 'control');
   const maxReconnects = integer(values, 'max-reconnects');
+  const resultWaitMs = integer(values, 'result-wait', 1);
   const load = values.clients !== undefined || values.duration !== undefined;
   const clients = integer(values, 'clients', 1) ?? 1;
   const duration = integer(values, 'duration', 1) ?? 10;
@@ -107,6 +108,7 @@ async function run(args: string[]): Promise<void> {
     fetch: load ? noteUnreachable : timeline.wrap(noteUnreachable),
     ...(control !== undefined ? { controlUrl: control } : local ? { controlUrl: local.controlUrl } : {}),
     ...(maxReconnects !== undefined ? { maxReconnects } : {}),
+    ...(resultWaitMs !== undefined ? { resultWaitMs } : {}),
     ...(client !== undefined ? { client } : {}),
     ...(modernServer ? { modernServer } : {}),
   };

@@ -27,9 +27,28 @@ export interface CutRecord {
   bytesForwarded: number;
 }
 
+/** A response whose client went away (cut by the proxy, or gone by itself) before it ended. */
+export interface AbandonedResponse {
+  method: string;
+  path: string;
+  /** SSE events of the response that had reached the client when it went away. */
+  eventsForwarded: number;
+  /** SSE events the upstream has sent on it so far, those before the client went away included. */
+  readonly upstreamEvents: number;
+  /** Settles once the upstream's response is over: true if it ended whole. */
+  upstreamEnded: Promise<boolean>;
+}
+
 export interface FaultProxyOptions {
   /** The upstream URL; the proxy serves the same path, e.g. http://127.0.0.1:P/mcp. */
   target: string;
+  /**
+   * When a response's client goes away before its end, go on reading the upstream's response to its
+   * end (and drop it) instead of aborting the upstream request: the server writes it whole to a live
+   * stream, as if nothing happened, and `abandoned` shows how far it got. For tests whose server gives
+   * no other sign of the work a cut stream goes on doing. Default false.
+   */
+  keepUpstream?: boolean;
   /** Default 127.0.0.1. */
   host?: string;
   /** Default 0. */
@@ -42,6 +61,8 @@ export interface FaultProxy {
   /** Arms a one-shot cut for the next matching response. */
   armCut(rule: CutRule): void;
   readonly cuts: readonly CutRecord[];
+  /** With `keepUpstream`: the responses whose client went away before their end, in order. */
+  readonly abandoned: readonly AbandonedResponse[];
   close(): Promise<void>;
 }
 
@@ -77,7 +98,45 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
   const target = new URL(options.target);
   const armed: CutRule[] = [];
   const cuts: CutRecord[] = [];
+  const abandoned: AbandonedResponse[] = [];
   const sockets = new Set<Socket>();
+  const keepUpstream = options.keepUpstream ?? false;
+
+  /**
+   * With `keepUpstream`: counts the response's events, and once its client is gone (`res` closed before
+   * its end) reads the upstream on to its end and records it. `forwardedAtCut` gives the events that
+   * reached the client when the proxy cut it itself (the pipe's count is the events read so far).
+   */
+  function keepReading(
+    req: IncomingMessage,
+    res: ServerResponse,
+    upstream: IncomingMessage,
+    forwardedAtCut: () => number | undefined,
+  ): void {
+    let upstreamEvents = 0;
+    const counter = new SseParser(() => void upstreamEvents++);
+    upstream.on('data', (chunk: Buffer) => counter.push(chunk));
+    const gone = (): void => {
+      if (res.writableFinished) return;
+      upstream.unpipe(res);
+      const ended = new Promise<boolean>((resolve) => {
+        if (upstream.complete || upstream.destroyed) resolve(upstream.complete);
+        else upstream.once('close', () => resolve(upstream.complete));
+      });
+      abandoned.push({
+        method: req.method ?? '',
+        path: req.url ?? '',
+        eventsForwarded: forwardedAtCut() ?? upstreamEvents,
+        get upstreamEvents() {
+          return upstreamEvents;
+        },
+        upstreamEnded: ended,
+      });
+      upstream.resume();
+    };
+    if (res.closed) gone();
+    else res.once('close', gone);
+  }
 
   function relay(
     req: IncomingMessage,
@@ -93,6 +152,8 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
       if (!upstream.complete) res.destroy();
     });
     const ruleIndex = armed.findIndex((rule) => matches(rule, req, upstream));
+    let eventsAtCut: number | undefined;
+    if (keepUpstream) keepReading(req, res, upstream, () => eventsAtCut);
     if (ruleIndex < 0) {
       upstream.pipe(res);
       return;
@@ -120,20 +181,22 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
       const keep = chunk.subarray(0, cutAt - forwarded);
       forwarded += keep.length;
       const mode = rule.mode ?? 'destroy';
+      eventsAtCut = Math.min(events, rule.afterEvents ?? events);
       cuts.push({
         at: Date.now(),
         method: req.method ?? '',
         path: req.url ?? '',
         mode,
-        eventsForwarded: Math.min(events, rule.afterEvents ?? events),
+        eventsForwarded: eventsAtCut,
         bytesForwarded: forwarded,
       });
-      upstream.pause();
+      // With keepUpstream the upstream's response flows on (to `keepReading`); the client alone is cut.
+      if (!keepUpstream) upstream.pause();
       res.write(keep, () => {
         const socket = req.socket;
         if (mode === 'reset') socket.resetAndDestroy();
         else socket.destroy();
-        upstreamRequest.destroy();
+        if (!keepUpstream) upstreamRequest.destroy();
       });
     });
     upstream.on('end', () => {
@@ -159,7 +222,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     });
     req.pipe(upstreamRequest);
     res.once('close', () => {
-      if (!res.writableFinished) upstreamRequest.destroy();
+      if (!res.writableFinished && !keepUpstream) upstreamRequest.destroy();
     });
   });
   server.on('connection', (socket) => {
@@ -177,6 +240,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     url: `http://${hostForUrl(host)}:${port}${target.pathname}${target.search}`,
     armCut: (rule) => void armed.push(rule),
     cuts,
+    abandoned,
     async close() {
       for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -24,7 +24,7 @@ export { startModernLabServer } from './modern/server.js';
 export type { ModernLabServer, ModernLabServerOptions, ModernServerEras, ServerExchange } from './modern/server.js';
 export { MODERN_TOOL_NAMES } from './modern/tools.js';
 export type { ToolExecution } from './modern/tools.js';
-export type { CutRecord, CutRule, FaultProxy, FaultProxyOptions } from './fault-proxy.js';
+export type { AbandonedResponse, CutRecord, CutRule, FaultProxy, FaultProxyOptions } from './fault-proxy.js';
 export { LabControlClient } from './control-client.js';
 export { McpHttpSession, LAB_PROTOCOL_VERSION, isResponseTo } from './mcp-http-client.js';
 export type { FetchLike, StreamEvent, StreamRead, ToolCall } from './mcp-http-client.js';

@@ -18,6 +18,7 @@ export const LAB_TOOL_NAMES = [
 const streamProgressArgs = z.object({
   count: z.number().int().min(0).max(10_000).default(3),
   delay: z.number().int().min(0).max(60_000).default(10),
+  awaitResumeAfter: z.number().int().min(1).max(10_000).optional(),
 });
 const failArgs = z.object({ message: z.string().max(1000).optional() });
 const sideEffectArgs = z.object({ key: z.string().min(1).max(200) });
@@ -35,12 +36,18 @@ const echoArgs = z.object({ text: z.string().max(1000) });
 const TOOL_LIST = [
   {
     name: 'stream_progress',
-    description: 'Sends `count` progress notifications, `delay` ms apart, then its result.',
+    description:
+      'Sends `count` progress notifications, `delay` ms apart, then its result. With `awaitResumeAfter` k, it waits after the k-th for its client to resume (at most 10 s) before the rest.',
     inputSchema: {
       type: 'object' as const,
       properties: {
         count: { type: 'integer', minimum: 0 },
         delay: { type: 'integer', minimum: 0, description: 'ms between notifications' },
+        awaitResumeAfter: {
+          type: 'integer',
+          minimum: 1,
+          description: 'after this many notifications, wait until a resume of the session arrived',
+        },
       },
     },
   },
@@ -135,13 +142,17 @@ export function registerLabTools(server: Server, ledger: SideEffectLedger, resum
       case 'stream_progress': {
         const parsed = streamProgressArgs.safeParse(args);
         if (!parsed.success) throw invalidParams(parsed.error);
-        const { count, delay } = parsed.data;
+        const { count, delay, awaitResumeAfter } = parsed.data;
         const progressToken = request.params._meta?.progressToken ?? `stream_progress:${String(extra.requestId)}`;
+        // A resume after the call started lets the rest go: what follows is sent after the client is back,
+        // however slowly a loaded machine brings it (resume-loses-result: the result must follow the resume).
+        const resumesBefore = resumes.count();
         for (let progress = 1; progress <= count; progress++) {
           await extra.sendNotification({
             method: 'notifications/progress',
             params: { progressToken, progress, total: count },
           });
+          if (progress === awaitResumeAfter) await resumes.next(resumesBefore, POLL_RESUME_WAIT_MS, extra.signal);
           if (delay > 0) await sleep(delay, extra.signal);
         }
         return {

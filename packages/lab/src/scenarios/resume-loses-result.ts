@@ -18,19 +18,22 @@ import {
 
 /**
  * The tool of the scenario: `stream_progress` with `count` updates `delay` ms apart, then its result.
- * The result comes ~2 s after the call, well after the resume (a few hundred ms after the cut), so it is
- * sent while the client waits on the resumed stream, never replayed by the resume itself.
+ * After the third update it waits for the client's resume (`awaitResumeAfter`), so the rest and the
+ * result are sent while the client waits on the resumed stream, never replayed by the resume itself,
+ * however long a loaded machine takes to resume (on the clock alone, ~2 s after the call, a slow resume
+ * got the result in its replay).
  */
-export const RESUME_LOSES_RESULT_TOOL = { count: 20, delay: 100 } as const;
+export const RESUME_LOSES_RESULT_TOOL = { count: 20, delay: 100, awaitResumeAfter: 3 } as const;
 /** The priming event and the first progress update reach the client; then the TCP connection is cut. */
 export const RESUME_LOSES_RESULT_CUT_AFTER = 2;
 /** How long the waiting after the drop lets progress accumulate for the resume to replay: two updates. */
 export const RESUME_LOSES_RESULT_REPLAY_WAIT_MS = 2 * RESUME_LOSES_RESULT_TOOL.delay;
 /**
  * The least the client waits on the resumed stream, whatever `resultWaitMs` says: longer than the request
- * deadline that decides what the resume replayed (4 s from the call in docker-compose.yml), so that the
- * deadline, not the client's giving up, decides, and on a loaded machine the replayed progress reaches
- * the client before it. With the default 3 s wait from the resume, the two met within half a second.
+ * deadline that decides what the resume replayed (3 s from the call in the tests), so that the deadline,
+ * not the client's giving up, decides, and on a loaded machine the replayed progress reaches the client
+ * before it. With the default 3 s wait from the resume, the two met within half a second. A longer
+ * deadline needs a longer `resultWaitMs` (docker-compose.yml: 10 s, `--result-wait 12000`).
  */
 const RESUME_LOSES_RESULT_MIN_WAIT_MS = 5_000;
 /** After the session's DELETE, how long the resumed stream may take to end before the client closes it. */
