@@ -334,13 +334,20 @@ describe('alerts and dashboards against a real Prometheus and real detectors', (
       for (const p of d.panels)
         for (const t of p.targets ?? []) queries.push({ where: `${f} / ${p.title}`, expr: t.expr });
     }
+    // The gateway's own series come from a gateway, which this stack does not run (its detectors are
+    // `serve`s); the gateway's /metrics is read by its own tests (packages/gateway/test). The stack scrapes
+    // it under the same job (deploy/prometheus), so its panels read the same series there.
+    const gatewayOnly = (expr: string): boolean =>
+      semconv.GATEWAY_METRICS.some((m) => expr.includes(m.name)) && !semconv.METRICS.some((m) => expr.includes(m.name));
+    const served = queries.filter((q) => !gatewayOnly(q.expr));
+    expect(served.length).toBeLessThan(queries.length);
     const substitute = (e: string): string =>
       e.replaceAll('$__rate_interval', '15s').replaceAll('$service', '.*').replaceAll('$instance', '.*');
     const empty = await waitFor(
       'data behind every panel',
       async () => {
         const missing: string[] = [];
-        for (const q of queries) {
+        for (const q of served) {
           const r = await prom(`/api/v1/query?query=${encodeURIComponent(substitute(q.expr))}`);
           const result = (r.data as { result: unknown[] } | undefined)?.result ?? [];
           if (r.status !== 'success' || result.length === 0) missing.push(`${q.where}: ${q.expr}`);
