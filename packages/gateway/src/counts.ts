@@ -12,6 +12,9 @@ import {
   METRIC_GATEWAY_HELD_BYTES,
   METRIC_GATEWAY_LATE_UPSTREAM_ERRORS_TOTAL,
   METRIC_GATEWAY_OBSERVATION_FAILURES_TOTAL,
+  METRIC_GATEWAY_UNACCEPTED_SESSIONS,
+  METRIC_GATEWAY_UNACCEPTED_SESSION_EVICTIONS_TOTAL,
+  METRIC_GATEWAY_UNKEPT_IDS_TOTAL,
   METRIC_GATEWAY_OPEN_EXCHANGES,
   METRIC_GATEWAY_REFUSALS_TOTAL,
   METRIC_GATEWAY_UNPARSED_TOTAL,
@@ -24,7 +27,16 @@ import type { ObservationStats } from './observation.js';
 import { RateLimitedLog } from './error-log.js';
 
 /** What the counts read of the observation at scrape time. */
-type HeldStats = Pick<ObservationStats, 'heldBytes' | 'unparsedJsonBodies' | 'oversizedEvents' | 'unreadEncodedBodies'>;
+type HeldStats = Pick<
+  ObservationStats,
+  | 'heldBytes'
+  | 'unparsedJsonBodies'
+  | 'oversizedEvents'
+  | 'unreadEncodedBodies'
+  | 'unacceptedSessions'
+  | 'unacceptedEvictions'
+  | 'unkeptIds'
+>;
 
 /** The HTTP methods MCP uses; any other is counted as `other` (a label set a client cannot grow). */
 const METHODS = new Set(['GET', 'POST', 'DELETE', 'HEAD', 'OPTIONS']);
@@ -150,6 +162,11 @@ export class GatewayCounts {
       [METRIC_GATEWAY_LATE_UPSTREAM_ERRORS_TOTAL]: () => [[{}, this.lateUpstreamErrors]],
       [METRIC_GATEWAY_OBSERVATION_FAILURES_TOTAL]: () => [[{}, this.observationFailures]],
       [METRIC_GATEWAY_HELD_BYTES]: () => [[{}, this.observation?.stats().heldBytes ?? 0]],
+      [METRIC_GATEWAY_UNACCEPTED_SESSIONS]: () => [[{}, this.observation?.stats().unacceptedSessions ?? 0]],
+      [METRIC_GATEWAY_UNACCEPTED_SESSION_EVICTIONS_TOTAL]: () => [
+        [{}, this.observation?.stats().unacceptedEvictions ?? 0],
+      ],
+      [METRIC_GATEWAY_UNKEPT_IDS_TOTAL]: () => [[{}, this.observation?.stats().unkeptIds ?? 0]],
       [METRIC_GATEWAY_UNPARSED_TOTAL]: () => {
         const stats = this.observation?.stats();
         return [

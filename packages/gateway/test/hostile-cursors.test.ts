@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { GuardAction, GuardProof } from '@resumewatch/semconv';
+import { GuardAction, GuardProof, METRIC_GATEWAY_UNKEPT_IDS_TOTAL } from '@resumewatch/semconv';
 import { describe, expect, it } from 'vitest';
 import { send } from './helpers/raw-client.js';
 import { rigPerTest } from './helpers/scripted-upstream.js';
@@ -149,5 +149,7 @@ describe('hostile cursors under --enforce (issue 37)', () => {
     expect(gets(upstream.seen).at(-1)!.headers['mcp-session-id']).toBe(sessionId);
     // Kept: the one session the upstream assigned; each long id counted, neither held.
     expect(gateway.stats()).toMatchObject({ sessions: 1, unacceptedSessions: 0, unkeptIds: 2 });
+    const metrics = await (await fetch(`http://127.0.0.1:${gateway.detector!.metricsPort}/metrics`)).text();
+    expect(metrics).toContain(`${METRIC_GATEWAY_UNKEPT_IDS_TOTAL} 2\n`);
   });
 });

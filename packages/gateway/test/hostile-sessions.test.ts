@@ -1,6 +1,11 @@
 import { Agent } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { GuardAction, GuardProof } from '@resumewatch/semconv';
+import {
+  GuardAction,
+  GuardProof,
+  METRIC_GATEWAY_UNACCEPTED_SESSIONS,
+  METRIC_GATEWAY_UNACCEPTED_SESSION_EVICTIONS_TOTAL,
+} from '@resumewatch/semconv';
 import { afterEach, describe, expect, it } from 'vitest';
 import { send } from './helpers/raw-client.js';
 import { rigPerTest } from './helpers/scripted-upstream.js';
@@ -98,5 +103,9 @@ describe('made-up session ids under --enforce (issue 37)', () => {
     });
     // The made-up ones pushed out only each other, counted.
     expect(gateway.stats()).toMatchObject({ sessions: 1, unacceptedSessions: 1_000, unacceptedEvictions: 100 });
+    // ... and shown to operators on /metrics.
+    const metrics = await (await fetch(`http://127.0.0.1:${gateway.detector!.metricsPort}/metrics`)).text();
+    expect(metrics).toContain(`${METRIC_GATEWAY_UNACCEPTED_SESSIONS} 1000\n`);
+    expect(metrics).toContain(`${METRIC_GATEWAY_UNACCEPTED_SESSION_EVICTIONS_TOTAL} 100\n`);
   });
 });

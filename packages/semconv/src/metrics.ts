@@ -86,6 +86,10 @@ export const METRIC_GATEWAY_HELD_BYTES = 'resumewatch_gateway_held_bytes';
 export const METRIC_GATEWAY_UNPARSED_TOTAL = 'resumewatch_gateway_unparsed_total';
 export const METRIC_GATEWAY_LATE_UPSTREAM_ERRORS_TOTAL = 'resumewatch_gateway_late_upstream_errors_total';
 export const METRIC_GATEWAY_OBSERVATION_FAILURES_TOTAL = 'resumewatch_gateway_observation_failures_total';
+export const METRIC_GATEWAY_UNACCEPTED_SESSIONS = 'resumewatch_gateway_unaccepted_sessions';
+export const METRIC_GATEWAY_UNACCEPTED_SESSION_EVICTIONS_TOTAL =
+  'resumewatch_gateway_unaccepted_session_evictions_total';
+export const METRIC_GATEWAY_UNKEPT_IDS_TOTAL = 'resumewatch_gateway_unkept_ids_total';
 
 export type MetricType = 'counter' | 'gauge' | 'histogram';
 
@@ -309,6 +313,24 @@ export const GATEWAY_METRICS: readonly MetricDescriptor[] = [
     name: METRIC_GATEWAY_OBSERVATION_FAILURES_TOTAL,
     type: 'counter',
     help: 'Bodies whose observation failed (a defect of the gateway, logged on stderr at most five times a minute): each stood aside, its bytes passed to the client as they came, unobserved and never filtered from there.',
+    labelNames: [],
+  },
+  {
+    name: METRIC_GATEWAY_UNACCEPTED_SESSIONS,
+    type: 'gauge',
+    help: 'Sessions clients named (Mcp-Session-Id) that the server has not accepted yet, held apart from the accepted ones, so that made-up ids never push a real session out.',
+    labelNames: [],
+  },
+  {
+    name: METRIC_GATEWAY_UNACCEPTED_SESSION_EVICTIONS_TOTAL,
+    type: 'counter',
+    help: 'Unaccepted sessions pushed out by the cap of their own map (many session ids the server never accepted: a client reattaching dead sessions, or a flood of made-up ids).',
+    labelNames: [],
+  },
+  {
+    name: METRIC_GATEWAY_UNKEPT_IDS_TOTAL,
+    type: 'counter',
+    help: 'Session ids (over 1 KiB) and Last-Event-ID cursors (over 256 bytes) too long to keep: forwarded unchanged, never taken as proof of receipt.',
     labelNames: [],
   },
 ];
