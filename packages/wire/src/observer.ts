@@ -955,7 +955,7 @@ export class WireObserver {
     const messages = event.messages;
     const kept = messages.filter((_, i) => !removed.includes(i));
     if (kept.length === 0) return false;
-    this.replacementBytes = rewrittenEvent(event, kept, removed);
+    this.replacementBytes = rewrittenEvent(event, removed);
     const position = ++stream.deliveredEvents;
     this.delivered(stream, event.terminals, position, removed);
     const id = event.id;
@@ -1277,15 +1277,17 @@ export function requestKey(scope: string | undefined, id: JsonRpcId): string {
 }
 
 /**
- * An SSE event rewritten with only `kept` of its batch's messages: its id, type and retry as they were,
- * the messages as one JSON array on one data line, each message's text as the server wrote it
- * (`batchTextWithout`: never serialised again, so no depth can overflow the stack here).
+ * An SSE event rewritten without the `removed` messages of its batch: its id, type and retry as they
+ * were, the kept messages as one JSON array on one data line, each message's text as the server wrote it
+ * (`batchTextWithout`: never serialised again, so no depth can overflow the stack here). Should the
+ * batch's text not split (it parsed, so it does), the event's data goes on whole, removed messages and
+ * all: forwarded and reported rather than withheld, and nothing serialised again.
  */
-function rewrittenEvent(event: SseWireEvent, kept: readonly JsonRpcMessage[], removed: readonly number[]): Uint8Array {
+function rewrittenEvent(event: SseWireEvent, removed: readonly number[]): Uint8Array {
   let text = '';
   if (event.id !== undefined) text += `id: ${event.id}\n`;
   if (event.event !== '') text += `event: ${event.event}\n`;
   if (event.retry !== undefined) text += `retry: ${event.retry}\n`;
-  text += `data: ${batchTextWithout(event.data, removed) ?? JSON.stringify(kept)}\n\n`;
+  text += `data: ${batchTextWithout(event.data, removed) ?? event.data.replaceAll('\n', '\ndata: ')}\n\n`;
   return new TextEncoder().encode(text);
 }
