@@ -112,3 +112,26 @@ export const ATTR_MCP_REQUEST_INPUT_ROUND = 'mcp.request.input_round';
  * not say the work stopped.
  */
 export const ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION = 'mcp.request.completed_after_cancellation';
+
+// MCP tasks (both shapes: see tasks.ts). Set on the request spans that concern a task: the call answered
+// with a handle, and `tasks/get`, `tasks/result`, `tasks/cancel`, `tasks/update`; and on the
+// `mcp.task.status` span of a status notification.
+/** The task id (a credential, like a session id: it passes the instrumentation's id policy). */
+export const ATTR_MCP_TASK_ID = 'mcp.task.id';
+/** The task's status as this answer (or notification) showed it: see TaskStatus. */
+export const ATTR_MCP_TASK_STATUS = 'mcp.task.status';
+/** See TaskShape: 2025-11-25's client-requested task, or the 2026-07-28 extension's server-decided one. */
+export const ATTR_MCP_TASK_SHAPE = 'mcp.task.shape';
+/** The ttl the server announced for the task, in milliseconds; absent when unlimited (null) or not said. */
+export const ATTR_MCP_TASK_TTL_MS = 'mcp.task.ttl_ms';
+/** The poll interval the server announced, in milliseconds; absent when not said. */
+export const ATTR_MCP_TASK_POLL_INTERVAL_MS = 'mcp.task.poll_interval_ms';
+/** On a call: the client asked for a task (2025-11-25 `params.task`; 2026-07-28 the extension declared). */
+export const ATTR_MCP_TASK_REQUESTED = 'mcp.task.requested';
+/**
+ * This answer carried the task's outcome to the client: a `tasks/result` answer (its result, or the
+ * task's own error), or a 2026-07-28 `tasks/get` whose status is `completed` or `failed` (inline).
+ */
+export const ATTR_MCP_TASK_OUTCOME_DELIVERED = 'mcp.task.outcome_delivered';
+/** The server answered that it no longer serves the task: see TaskGone. */
+export const ATTR_MCP_TASK_GONE = 'mcp.task.gone';

@@ -8,3 +8,4 @@ export * from './page.js';
 export type { ValuesOf } from './types.js';
 export * from './resume-verdict.js';
 export * from './negotiation.js';
+export * from './tasks.js';

@@ -8,6 +8,9 @@ export const SPAN_STREAM_RESUME = 'mcp.stream.resume';
 /** One terminal event (JSON-RPC result or error) seen for a request, duplicates included. */
 export const SPAN_REQUEST_TERMINAL = 'mcp.request.terminal';
 
+/** A task status notification (`notifications/tasks/status`, `notifications/tasks`) seen on a stream. */
+export const SPAN_TASK_STATUS = 'mcp.task.status';
+
 /**
  * Name of the MCP request span, as the OpenTelemetry MCP semantic conventions say:
  * `{mcp.method.name} {target}` where target is the tool, prompt or resource, if any.

@@ -164,6 +164,14 @@ export const FindingKind = {
    * by its terminal, or (2026-07-28) by its re-issue.
    */
   LOST_RESULT: 'lost_result',
+  /** A task-augmented call re-issued after its first attempt's reply was lost; the idempotency key ties both. */
+  DUPLICATE_TASK: 'duplicate_task',
+  /** The same, tied by client, method, name and arguments digest only. */
+  POSSIBLE_DUPLICATE_TASK: 'possible_duplicate_task',
+  /** A task reached completed or failed and its client never got the outcome: see TaskLostReason. */
+  LOST_TASK_RESULT: 'lost_task_result',
+  /** One task polled faster than its announced interval, or after the server said it is gone. */
+  TASK_POLL_STORM: 'task_poll_storm',
 } as const;
 export type FindingKind = ValuesOf<typeof FindingKind>;
 export const FINDING_KINDS: readonly FindingKind[] = Object.values(FindingKind);
@@ -176,10 +184,18 @@ export const SERVER_DEFECT_KINDS: readonly FindingKind[] = [
  * The finding kinds a later span can retract: a failed resumption contradicted by a continuation or
  * terminal; a lost result contradicted by its terminal, or (2026-07-28 era) followed by its re-issue.
  */
+/** The findings of tasks: kept by task, not by request (no flag of the request table). */
+export const TASK_FINDING_KINDS: readonly FindingKind[] = [
+  FindingKind.DUPLICATE_TASK,
+  FindingKind.POSSIBLE_DUPLICATE_TASK,
+  FindingKind.LOST_TASK_RESULT,
+  FindingKind.TASK_POLL_STORM,
+];
 export const RETRACTABLE_KINDS: readonly FindingKind[] = [
   FindingKind.AMBIGUOUS_EMPTY_REPLAY,
   FindingKind.CURSOR_LOST,
   FindingKind.LOST_RESULT,
+  FindingKind.LOST_TASK_RESULT,
 ];
 
 /**

@@ -96,6 +96,15 @@ const EXTENSIONS = [
   'mcp.request.input_round',
   'mcp.request.completed_after_cancellation',
   'mcp.request.recovery',
+  // MCP tasks (both shapes).
+  'mcp.task.status',
+  'mcp.task.id',
+  'mcp.task.shape',
+  'mcp.task.ttl_ms',
+  'mcp.task.poll_interval_ms',
+  'mcp.task.requested',
+  'mcp.task.outcome_delivered',
+  'mcp.task.gone',
 ];
 
 /** The names the telemetry carries: spans and attributes, and any metric named the OpenTelemetry way (dotted). */
@@ -171,16 +180,25 @@ describe('telemetry contract', () => {
       'conflicting_terminal',
       'cursor_lost',
       'duplicate_execution',
+      'duplicate_task',
       'duplicate_terminal',
       'foreign_replay',
       'lost_result',
+      'lost_task_result',
       'possible_duplicate_execution',
+      'possible_duplicate_task',
       'reconnect_storm',
       'resume_after_terminal',
       'signature',
+      'task_poll_storm',
     ]);
     expect(semconv.SERVER_DEFECT_KINDS).toEqual(['foreign_replay', 'conflicting_terminal']);
-    expect(semconv.RETRACTABLE_KINDS).toEqual(['ambiguous_empty_replay', 'cursor_lost', 'lost_result']);
+    expect(semconv.RETRACTABLE_KINDS).toEqual([
+      'ambiguous_empty_replay',
+      'cursor_lost',
+      'lost_result',
+      'lost_task_result',
+    ]);
     expect(Object.values(semconv.FindingRecord).sort()).toEqual(['outcome_corrected', 'retraction', 'storm_ended']);
     expect(Object.values(semconv.RequestRecovery).sort()).toEqual([
       'no_event_id',

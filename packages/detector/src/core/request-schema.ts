@@ -1,4 +1,4 @@
-import { FINDING_KINDS, FindingKind, RETRACTABLE_KINDS } from '@resumewatch/semconv';
+import { FINDING_KINDS, FindingKind, RETRACTABLE_KINDS, TASK_FINDING_KINDS } from '@resumewatch/semconv';
 
 /**
  * Every fact the detector keeps per tracked request, declared once. The request table (table.ts) makes
@@ -170,16 +170,19 @@ const STORM_FLAGS = [
 /**
  * The findings reported at most once per request, whatever the order in which its spans arrive: every
  * finding kind but reconnect_storm, which is reported once per episode (its state is the storm flags).
- * A new finding kind gets its bit here without a line of its own.
+ * A new finding kind gets its bit here without a line of its own. A task's findings are kept by task
+ * (core/tasks.ts), not by request: they take no bit, so the flags (and state files) stay as they were.
  */
-const REPORTED_ONCE = FINDING_KINDS.filter((k) => k !== FindingKind.RECONNECT_STORM);
+const REQUEST_KINDS = FINDING_KINDS.filter((k) => !TASK_FINDING_KINDS.includes(k));
+const REPORTED_ONCE = REQUEST_KINDS.filter((k) => k !== FindingKind.RECONNECT_STORM);
+const REQUEST_RETRACTABLE = RETRACTABLE_KINDS.filter((k) => !TASK_FINDING_KINDS.includes(k));
 
 /** Every flag, by name: the bit of flag FLAGS[i] is 1 << i. */
 export const FLAGS: readonly string[] = [
   ...STORM_FLAGS,
   ...REPORTED_ONCE.map((k) => `reported:${k}`),
   // A retraction is reported once too.
-  ...RETRACTABLE_KINDS.map((k) => `retracted:${k}`),
+  ...REQUEST_RETRACTABLE.map((k) => `retracted:${k}`),
 ];
 if (FLAGS.length > 32) throw new Error(`${FLAGS.length} request flags do not fit the 32 bits of the flags field`);
 
@@ -204,4 +207,4 @@ function bitsBy(kinds: readonly FindingKind[], prefix: string): Readonly<Record<
 /** The flag of each finding kind reported once per request; 0 for reconnect_storm. */
 export const REPORTED_FLAG = bitsBy(REPORTED_ONCE, 'reported:');
 /** The flag of each retractable kind's retraction; 0 for the others. */
-export const RETRACTED_FLAG = bitsBy(RETRACTABLE_KINDS, 'retracted:');
+export const RETRACTED_FLAG = bitsBy(REQUEST_RETRACTABLE, 'retracted:');

@@ -1,4 +1,4 @@
-import { FINDING_KINDS, FindingKind, RETRACTABLE_KINDS } from '@resumewatch/semconv';
+import { FINDING_KINDS, FindingKind, RETRACTABLE_KINDS, TASK_FINDING_KINDS } from '@resumewatch/semconv';
 import { describe, expect, it } from 'vitest';
 import {
   COLD_FIELDS,
@@ -56,14 +56,20 @@ describe('request schema: flags', () => {
     for (const b of all) expect(Math.log2(b >>> 0) % 1).toBe(0);
   });
 
-  it('derives a reported-once bit for every finding kind but reconnect_storm, which the storm flags follow', () => {
+  it('derives a reported-once bit for every request finding kind but reconnect_storm, which the storm flags follow', () => {
+    // A task's findings are kept by task (core/tasks.ts): they take no flag of the request table.
     for (const kind of FINDING_KINDS)
-      expect(REPORTED_FLAG[kind] !== 0, kind).toBe(kind !== FindingKind.RECONNECT_STORM);
+      expect(REPORTED_FLAG[kind] !== 0, kind).toBe(
+        kind !== FindingKind.RECONNECT_STORM && !TASK_FINDING_KINDS.includes(kind),
+      );
     expect(FLAGS).toContain(`reported:${FindingKind.SIGNATURE}`);
   });
 
   it('derives a retracted-once bit for the retractable kinds, and only for them', () => {
-    for (const kind of FINDING_KINDS) expect(RETRACTED_FLAG[kind] !== 0, kind).toBe(RETRACTABLE_KINDS.includes(kind));
+    for (const kind of FINDING_KINDS)
+      expect(RETRACTED_FLAG[kind] !== 0, kind).toBe(
+        RETRACTABLE_KINDS.includes(kind) && !TASK_FINDING_KINDS.includes(kind),
+      );
   });
 
   it('names each flag once', () => {
