@@ -102,6 +102,11 @@ export const ATTR_MCP_REQUEST_ARGUMENTS_DIGEST = 'mcp.request.arguments.digest';
 export const ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID = 'mcp.request.reissue_of.trace_id';
 /** The span id of the request this one re-issues: see ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID. */
 export const ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID = 'mcp.request.reissue_of.span_id';
+/**
+ * On a re-issue (`mcp.request.reissue_of.trace_id`): it carries the same idempotency key as its first
+ * attempt (the guard's `_meta` key), so the two are one logical call for certain, not by digest alone.
+ */
+export const ATTR_MCP_REQUEST_REISSUE_OF_SAME_KEY = 'mcp.request.reissue_of.same_key';
 /** A Multi Round-Trip round: the request carries `inputResponses` (the answer to the server's input request). */
 export const ATTR_MCP_REQUEST_INPUT_ROUND = 'mcp.request.input_round';
 /**

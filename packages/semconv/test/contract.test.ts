@@ -93,6 +93,7 @@ const EXTENSIONS = [
   'mcp.request.arguments.digest',
   'mcp.request.reissue_of.trace_id',
   'mcp.request.reissue_of.span_id',
+  'mcp.request.reissue_of.same_key',
   'mcp.request.input_round',
   'mcp.request.completed_after_cancellation',
   'mcp.request.recovery',

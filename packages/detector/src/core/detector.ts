@@ -263,6 +263,9 @@ export class Detector {
       released: counts.released,
       activeStorms: this.activeStorms(),
       reissues: this.reissues.size,
+      // The tasks family (core/tasks.ts) fills these in.
+      tasks: 0,
+      taskEvictions: 0,
       spans: { ...counts.spans },
     };
   }

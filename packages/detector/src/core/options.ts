@@ -25,6 +25,17 @@ export interface DetectorOptions {
    * re-issue is reported as possible_duplicate_execution.
    */
   reissueSettleMs: number;
+  /** Cap on live task records per service (a null ttl, "unlimited", is kept under it); the oldest is dropped and counted. */
+  maxTasksPerService: number;
+  /**
+   * A poll storm: this many polls of one task, each sooner than half the announced poll interval after the
+   * previous poll, within taskPollStormWindowMs. A task whose server announced no interval is never judged by rate.
+   */
+  taskPollStormThreshold: number;
+  /** W, ms: the window of taskPollStormThreshold early polls. */
+  taskPollStormWindowMs: number;
+  /** Polls of one task after the server said it is gone (-32602) that make a poll storm. */
+  taskPollsAfterGone: number;
 }
 
 export const DEFAULT_DETECTOR_OPTIONS: DetectorOptions = {
@@ -35,6 +46,10 @@ export const DEFAULT_DETECTOR_OPTIONS: DetectorOptions = {
   retentionMs: 600_000,
   dedupeCapacity: 100_000,
   reissueSettleMs: 60_000,
+  maxTasksPerService: 10_000,
+  taskPollStormThreshold: 10,
+  taskPollStormWindowMs: 10_000,
+  taskPollsAfterGone: 3,
 };
 
 export interface DetectorInit extends Partial<DetectorOptions> {

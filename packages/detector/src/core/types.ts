@@ -6,6 +6,7 @@ import type {
   ResumeOutcome,
   SpanReceivedResult,
   StormEnd,
+  TaskShape,
 } from '@resumewatch/semconv';
 import type { Operation } from './operations.js';
 
@@ -112,6 +113,10 @@ export interface DetectorEvents {
    * leaves it out.
    */
   operation?(op: Operation): void;
+  /** A task was created (a call answered with a task handle), by its shape (TaskShape of @resumewatch/semconv). */
+  taskCreated?(service: string, shape: TaskShape): void;
+  /** A `tasks/get` of a task: one poll. */
+  taskPolled?(service: string): void;
 }
 
 export interface DetectorStats {
@@ -124,5 +129,9 @@ export interface DetectorStats {
    * broke (a lost_result its re-issue may retract).
    */
   reissues: number;
+  /** Live tasks tracked (core/tasks.ts), across services; each is one bounded record. */
+  tasks: number;
+  /** Task records dropped by the per-service cap before their task ended (oldest first). */
+  taskEvictions: number;
   spans: Record<SpanReceivedResult, number>;
 }
