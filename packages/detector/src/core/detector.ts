@@ -1,4 +1,3 @@
-import { CappedLabels } from '@resumewatch/bounded';
 import {
   ATTR_ERROR_TYPE,
   ATTR_JSONRPC_REQUEST_ID,
@@ -13,7 +12,6 @@ import {
   ATTR_MCP_TERMINAL_CONFLICT,
   ATTR_MCP_TERMINAL_FIRST_STREAM_ID,
   ATTR_MCP_TERMINAL_FOREIGN,
-  ATTR_SERVER_ADDRESS,
   FindingRecord,
   StormEnd,
   StreamKind,
@@ -45,20 +43,21 @@ import {
   SpanReceivedResult,
   type ProtocolEra,
 } from '@resumewatch/semconv';
+import { RuleContext, uniq } from './context.js';
 import { IdSet } from './id-set.js';
 import { hash32, hexWord } from './ids.js';
 import { DEFAULT_DETECTOR_OPTIONS, type DetectorInit, type DetectorOptions } from './options.js';
 import { isEvidencedEmptyReplay, resumeOutcome, statusOf } from './outcome.js';
-import { MAX_CORE_SERVICES, OTHER_SERVICE, UNKNOWN_SERVER, UNKNOWN_SERVICE } from './services.js';
-import { Fate, LOST, LOST_RETRACTED, REPORTED, Reissues, SETTLED, type Reissue } from './reissues.js';
+import { UNKNOWN_SERVICE } from './services.js';
+import { ServerDefects } from './server-defects.js';
+import { Fate, LOST, LOST_RETRACTED, REPORTED, SETTLED, type Reissue } from './reissues.js';
 import { OperationReader } from './operations.js';
 import { NO_SLOT } from './slots.js';
 import { RequestTable, type ForcedStormEnd } from './table.js';
-import { readState, writeState, type DetectorCounts, type DetectorState } from './state-codec.js';
+import { readState, writeState, type DetectorState } from './state-codec.js';
 import {
   SPAN_KIND_CLIENT,
   SPAN_KIND_SERVER,
-  type DetectorEvents,
   type DetectorStats,
   type Finding,
   type SpanRecord,
@@ -90,32 +89,16 @@ const OUTCOMES = new Set<string>(Object.values(ResumeOutcome));
  */
 export class Detector {
   readonly options: DetectorOptions;
+  private readonly ctx: RuleContext;
   private readonly table: RequestTable;
   private readonly spanIds: IdSet;
   private readonly attemptStreams: IdSet;
   /** Streams whose resume was a poll or a continuation of an unfinished request: not attempts. */
   private readonly quietStreams: IdSet;
-  /** Services are interned to a small number; past MAX_CORE_SERVICES they share one, `other`'s. */
-  private readonly services = new CappedLabels<string>(MAX_CORE_SERVICES, OTHER_SERVICE);
   private readonly openStorms = new Set<number>();
-  /** 2026-07-28 era: first attempts that were re-issued, or whose fate a server told, by trace id. */
-  private readonly reissues: Reissues;
+  private readonly defects: ServerDefects;
   /** Reads each request span as the operation the metrics time (events.operation). */
   private readonly operations = new OperationReader();
-  private readonly onFinding: ((finding: Finding) => void) | undefined;
-  private readonly events: DetectorEvents | undefined;
-  private readonly clock: () => number;
-  private now = -Infinity;
-  private counts: DetectorCounts = {
-    evictions: 0,
-    released: 0,
-    spans: {
-      [SpanReceivedResult.ACCEPTED]: 0,
-      [SpanReceivedResult.DUPLICATE]: 0,
-      [SpanReceivedResult.INVALID]: 0,
-      [SpanReceivedResult.IGNORED]: 0,
-    },
-  };
 
   constructor(init: DetectorInit = {}) {
     const options: DetectorOptions = { ...DEFAULT_DETECTOR_OPTIONS };
@@ -125,14 +108,13 @@ export class Detector {
     }
     if (!(options.stormThreshold >= 1)) throw new RangeError('stormThreshold must be at least 1');
     this.options = options;
-    this.table = new RequestTable(Math.max(1, options.maxRequests), Math.floor(options.stormThreshold));
+    const ctx = new RuleContext(options, init.onFinding, init.events, init.clock ?? Date.now);
+    this.ctx = ctx;
+    this.table = ctx.table;
     this.spanIds = new IdSet(options.dedupeCapacity);
     this.attemptStreams = new IdSet(options.dedupeCapacity);
     this.quietStreams = new IdSet(options.dedupeCapacity);
-    this.reissues = new Reissues(Math.max(1, options.maxRequests));
-    this.onFinding = init.onFinding;
-    this.events = init.events;
-    this.clock = init.clock ?? Date.now;
+    this.defects = new ServerDefects(ctx);
   }
 
   /** Feeds one span; any finding it completes is delivered to onFinding before this returns. */
@@ -174,23 +156,23 @@ export class Detector {
     if (type === REATTACH) {
       const status = statusOf(attrs);
       const accepted = attrs[ATTR_MCP_REATTACH_ACCEPTED];
-      this.events?.reattach(service, typeof accepted === 'boolean' ? accepted : status >= 200 && status < 300);
+      this.ctx.events?.reattach(service, typeof accepted === 'boolean' ? accepted : status >= 200 && status < 300);
       if (!hasReq || listening) return this.count(SpanReceivedResult.ACCEPTED);
       // The same status rule as a resume's (semconv): the server no longer holds the cursor or the session.
       reattachEvicts = isCursorGoneStatus(status);
     } else if (listening) {
-      this.events?.listeningResume(
+      this.ctx.events?.listeningResume(
         service,
         refusedByGuard(attrs) ? ResumeOutcome.ERROR : resumeOutcome(attrs, statusOf(attrs)),
       );
       return this.count(SpanReceivedResult.ACCEPTED);
     }
     const slot = this.slotFor(
-      this.services.idOf(service),
+      this.ctx.services.idOf(service),
       session,
       typeof req === 'string' ? req : String(req as number),
     );
-    this.table.seenAt(slot, span.endTimeUnixMs > this.now ? span.endTimeUnixMs : this.now);
+    this.table.seenAt(slot, span.endTimeUnixMs > this.ctx.now ? span.endTimeUnixMs : this.ctx.now);
     if (type === TERMINAL) this.terminal(slot, span, hi, lo, time, service);
     else if (type === RESUME) this.resume(slot, span, hi, lo, time, service);
     else this.attempt(slot, span, hi, lo, time, service, reattachEvicts);
@@ -207,31 +189,31 @@ export class Detector {
 
   /** Moves the detector's time forward (Unix ms): ends quiet storms, reports settled ones, releases idle state. */
   advance(nowMs: number): void {
-    if (nowMs > this.now) this.now = nowMs;
+    if (nowMs > this.ctx.now) this.ctx.now = nowMs;
     const table = this.table;
     const window = this.options.stormWindowMs;
     for (const slot of this.openStorms) {
       // A storm ends when its window passes with no attempt; it is reported once it has settled.
       const quietFrom = table.lastAttemptAt(slot) + window;
-      if (!table.stormEnded(slot) && this.now > quietFrom) this.endStorm(slot, quietFrom, false);
-      if (table.stormEnded(slot) && this.now >= table.stormEndAt(slot) + this.options.settleMs) this.finalize(slot);
+      if (!table.stormEnded(slot) && this.ctx.now > quietFrom) this.endStorm(slot, quietFrom, false);
+      if (table.stormEnded(slot) && this.ctx.now >= table.stormEndAt(slot) + this.options.settleMs) this.finalize(slot);
     }
     // Idle requests leave in least-recently-touched order; a storm still inside its window ends as dropped.
-    const horizon = this.now - this.options.retentionMs;
+    const horizon = this.ctx.now - this.options.retentionMs;
     while (table.oldest !== NO_SLOT && table.lastSeenAt(table.oldest) < horizon) {
       const oldest = table.oldest;
-      this.releaseSlot(oldest, this.now > table.lastAttemptAt(oldest) + window ? undefined : StormEnd.DROPPED);
-      this.counts.released++;
+      this.releaseSlot(oldest, this.ctx.now > table.lastAttemptAt(oldest) + window ? undefined : StormEnd.DROPPED);
+      this.ctx.counts.released++;
     }
     this.advanceReissues(horizon);
   }
 
   /** Re-issues whose window has passed get their verdict; first attempts idle past retention leave. */
   private advanceReissues(horizon: number): void {
-    const reissues = this.reissues;
+    const reissues = this.ctx.reissues;
     for (const trace of reissues.pending) {
       const entry = reissues.get(trace)!;
-      if (this.now >= entry.settlesAt) this.settleReissue(trace, entry);
+      if (this.ctx.now >= entry.settlesAt) this.settleReissue(trace, entry);
     }
     // A re-issue still in its window was touched at its deadline or later: it is never past the horizon.
     for (let trace = reissues.oldest(); trace !== undefined; trace = reissues.oldest()) {
@@ -239,30 +221,30 @@ export class Detector {
       if (!(entry.touchedAt < horizon)) break;
       this.settleReissue(trace, entry);
       reissues.delete(trace);
-      this.counts.released++;
+      this.ctx.counts.released++;
     }
   }
 
   /** advance() to the clock's time. */
   tick(): void {
-    this.advance(this.clock());
+    this.advance(this.ctx.clock());
   }
 
   /** End of input: ends and reports every open storm now, whatever the windows say. */
   flush(): void {
     for (const slot of this.openStorms) this.forceFinalize(slot, StormEnd.SHUTDOWN);
     // No more evidence will come: a re-issue whose first attempt's fate is unknown is reported as such.
-    for (const trace of this.reissues.pending) this.settleReissue(trace, this.reissues.get(trace)!);
+    for (const trace of this.ctx.reissues.pending) this.settleReissue(trace, this.ctx.reissues.get(trace)!);
   }
 
   stats(): DetectorStats {
-    const counts = this.counts;
+    const counts = this.ctx.counts;
     return {
       tracked: this.table.size,
       evictions: counts.evictions,
       released: counts.released,
       activeStorms: this.activeStorms(),
-      reissues: this.reissues.size,
+      reissues: this.ctx.reissues.size,
       spans: { ...counts.spans },
     };
   }
@@ -275,12 +257,12 @@ export class Detector {
   exportState(): DetectorState {
     return writeState({
       options: this.options,
-      now: this.now,
-      counts: this.counts,
-      services: this.services,
+      now: this.ctx.now,
+      counts: this.ctx.counts,
+      services: this.ctx.services,
       openStorms: this.openStorms,
       table: this.table,
-      reissues: this.reissues,
+      reissues: this.ctx.reissues,
       spanIds: this.spanIds,
       attemptStreams: this.attemptStreams,
       quietStreams: this.quietStreams,
@@ -295,15 +277,15 @@ export class Detector {
   importState(state: DetectorState): void {
     const loaded = readState(state, {
       options: this.options,
-      services: this.services,
+      services: this.ctx.services,
       table: this.table,
-      reissues: this.reissues,
+      reissues: this.ctx.reissues,
       spanIds: this.spanIds,
       attemptStreams: this.attemptStreams,
       quietStreams: this.quietStreams,
     });
-    this.now = loaded.now;
-    this.counts = loaded.counts;
+    this.ctx.now = loaded.now;
+    this.ctx.counts = loaded.counts;
     for (const slot of loaded.openStorms) this.openStorms.add(slot);
   }
 
@@ -321,15 +303,15 @@ export class Detector {
     const out = new Map<string, number>();
     for (const slot of this.openStorms) {
       if (this.table.stormEnded(slot)) continue;
-      const service = this.serviceOf(slot);
+      const service = this.ctx.serviceOf(slot);
       out.set(service, (out.get(service) ?? 0) + 1);
     }
     return out;
   }
 
   private count(r: SpanReceivedResult): SpanReceivedResult {
-    this.counts.spans[r]++;
-    this.events?.span(r);
+    this.ctx.counts.spans[r]++;
+    this.ctx.events?.span(r);
     return r;
   }
 
@@ -340,7 +322,7 @@ export class Detector {
     if (found !== NO_SLOT) return found;
     if (table.size >= table.maxRequests) {
       this.releaseSlot(table.oldest, StormEnd.DROPPED);
-      this.counts.evictions++;
+      this.ctx.counts.evictions++;
     }
     return table.create(streamHash, service, session, request);
   }
@@ -363,7 +345,7 @@ export class Detector {
     const foreign = (marks & HAS_FOREIGN) !== 0 && attrs[ATTR_MCP_TERMINAL_FOREIGN] === true;
     const conflict = (marks & HAS_CONFLICT) !== 0 && attrs[ATTR_MCP_TERMINAL_CONFLICT] === true;
     // A server defect, guard or not: it never counts as the client's duplicate or resume after terminal.
-    if (foreign || conflict) return this.serverDefect(slot, span, time, foreign, conflict);
+    if (foreign || conflict) return this.defects.terminal(slot, span, time, foreign, conflict);
     const stream = attrs[ATTR_MCP_STREAM_ID];
     const streamHash = hash32(typeof stream === 'string' && stream.length > 0 ? stream : span.spanId);
     const hadTerminal = table.hasTerminal(slot);
@@ -375,7 +357,7 @@ export class Detector {
       if (typeof first === 'string' && hash32(first) === table.foreignStream(slot)) markedDuplicate = false;
     }
     table.countTerminal(slot, markedDuplicate);
-    this.events?.terminal(service, hadTerminal || markedDuplicate);
+    this.ctx.events?.terminal(service, hadTerminal || markedDuplicate);
     let duplicateTime = time;
     if (!hadTerminal) {
       table.setFirstTerminal(slot, time, streamHash, hi, lo);
@@ -414,13 +396,13 @@ export class Detector {
     const attrs = span.attributes;
     const version = attrs[ATTR_MCP_PROTOCOL_VERSION];
     const era = protocolEra(version);
-    if (era !== undefined && this.events) this.countEra(span, era, version as string);
+    if (era !== undefined && this.ctx.events) this.countEra(span, era, version as string);
     const fate = attrs[ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION];
     if (typeof fate === 'boolean') this.firstAttemptFate(span, fate);
     // Once per request, at its end: nothing per SSE event, whatever the metrics make of it.
-    if (this.events?.operation) {
+    if (this.ctx.events?.operation) {
       const op = this.operations.read(span, span.service || UNKNOWN_SERVICE);
-      if (op) this.events.operation(op);
+      if (op) this.ctx.events.operation(op);
     }
     if (span.kind !== SPAN_KIND_CLIENT) return;
     const reissueOf = attrs[ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID];
@@ -446,7 +428,7 @@ export class Detector {
         this.lostWithoutSession(span, recovery as RequestRecovery, error, req);
       return;
     }
-    const service = this.services.idOf(span.service || UNKNOWN_SERVICE);
+    const service = this.ctx.services.idOf(span.service || UNKNOWN_SERVICE);
     const request = typeof req === 'string' ? req : String(req);
     const valid = session.length > 0 && request.length > 0 && span.spanId.length === 16 && span.endTimeUnixMs >= 0;
     // Only `cancelled` says the server was told (notifications/cancelled). `timeout` is the instrumentation's
@@ -473,7 +455,7 @@ export class Detector {
    */
   private lostOnRequestEnd(slot: number, span: SpanRecord, recovery: RequestRecovery, error: string): void {
     const table = this.table;
-    table.seenAt(slot, span.endTimeUnixMs > this.now ? span.endTimeUnixMs : this.now);
+    table.seenAt(slot, span.endTimeUnixMs > this.ctx.now ? span.endTimeUnixMs : this.ctx.now);
     const last = span.attributes[ATTR_MCP_RESUME_OUTCOME];
     const outcome = typeof last === 'string' && OUTCOMES.has(last) ? (last as ResumeOutcome) : undefined;
     if (outcome !== undefined && outcome !== ResumeOutcome.PARTIAL_REPLAY && isFailedResumptionOutcome(outcome)) return;
@@ -491,13 +473,13 @@ export class Detector {
   private lostWithoutSession(span: SpanRecord, recovery: RequestRecovery, error: string, req: string | number): void {
     if (span.spanId.length !== 16 || !(span.endTimeUnixMs >= span.startTimeUnixMs) || !(span.startTimeUnixMs >= 0))
       return;
-    if (!this.onFinding) return;
+    if (!this.ctx.onFinding) return;
     const last = span.attributes[ATTR_MCP_RESUME_OUTCOME];
     const outcome = typeof last === 'string' && OUTCOMES.has(last) ? (last as ResumeOutcome) : undefined;
     const finding: Finding = {
       kind: FindingKind.LOST_RESULT,
       // Interned as every finding's service is: past MAX_CORE_SERVICES it is `other`'s.
-      service: this.services.keyOf(this.services.idOf(span.service || UNKNOWN_SERVICE))!,
+      service: this.ctx.services.keyOf(this.ctx.services.idOf(span.service || UNKNOWN_SERVICE))!,
       session_id: '',
       request_id: typeof req === 'string' ? req : String(req),
       trace_id: span.traceId,
@@ -508,7 +490,7 @@ export class Detector {
       request_end: error,
     };
     if (recovery === RequestRecovery.RESUMED && outcome !== undefined) finding.outcome = outcome;
-    this.onFinding(finding);
+    this.ctx.onFinding(finding);
   }
 
   /**
@@ -526,15 +508,16 @@ export class Detector {
       attrs[ATTR_ERROR_TYPE],
       span.kind !== SPAN_KIND_SERVER,
     );
-    if (answer === EraAnswer.ACCEPTED) this.events!.request(span.service || UNKNOWN_SERVICE, era);
-    else if (answer === EraAnswer.REFUSED) this.events!.negotiationRefused(span.service || UNKNOWN_SERVICE, version);
+    if (answer === EraAnswer.ACCEPTED) this.ctx.events!.request(span.service || UNKNOWN_SERVICE, era);
+    else if (answer === EraAnswer.REFUSED)
+      this.ctx.events!.negotiationRefused(span.service || UNKNOWN_SERVICE, version);
   }
 
   /** The client cancelled the request (`notifications/cancelled`) when its request span ended. */
   private cancelled(slot: number, span: SpanRecord): void {
     const table = this.table;
     const at = span.endTimeUnixMs;
-    table.seenAt(slot, at > this.now ? at : this.now);
+    table.seenAt(slot, at > this.ctx.now ? at : this.ctx.now);
     // The earliest cancellation counts: the same span exported twice, or a retry's, changes nothing.
     if (!(at >= table.read(slot, 'cancelledAt'))) {
       table.write(slot, 'cancelledAt', at);
@@ -579,7 +562,7 @@ export class Detector {
     const session = attrs[ATTR_MCP_SESSION_ID];
     const req = attrs[ATTR_JSONRPC_REQUEST_ID];
     const firstSpan = attrs[ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID];
-    entry.service = this.services.idOf(span.service || UNKNOWN_SERVICE);
+    entry.service = this.ctx.services.idOf(span.service || UNKNOWN_SERVICE);
     entry.sessionId = typeof session === 'string' ? session : '';
     entry.requestId = typeof req === 'string' ? req : typeof req === 'number' ? String(req) : '';
     entry.traceId = span.traceId;
@@ -588,21 +571,21 @@ export class Detector {
     entry.start = span.startTimeUnixMs;
     entry.end = span.endTimeUnixMs;
     entry.settlesAt = deadline;
-    this.reissues.pending.add(firstTrace);
+    this.ctx.reissues.pending.add(firstTrace);
     this.retractLostByReissue(firstTrace, entry);
     this.duplicateExecution(firstTrace, entry);
   }
 
   /** The first attempt's entry, touched at `at` (or the detector's time, if later); the least recently touched makes room. */
   private reissueEntry(trace: string, at: number): Reissue {
-    const reissues = this.reissues;
+    const reissues = this.ctx.reissues;
     if (reissues.full(trace)) {
       const oldest = reissues.oldest()!;
       this.settleReissue(oldest, reissues.get(oldest)!);
       reissues.delete(oldest);
-      this.counts.evictions++;
+      this.ctx.counts.evictions++;
     }
-    return reissues.touch(trace, at > this.now ? at : this.now);
+    return reissues.touch(trace, at > this.ctx.now ? at : this.ctx.now);
   }
 
   /**
@@ -611,7 +594,7 @@ export class Detector {
    * reports duplicate_execution while the entry is kept).
    */
   private settleReissue(trace: string, entry: Reissue): void {
-    this.reissues.pending.delete(trace);
+    this.ctx.reissues.pending.delete(trace);
     if (entry.service < 0 || (entry.flags & SETTLED) !== 0) return;
     entry.flags |= SETTLED;
     if (entry.fate === Fate.UNKNOWN) this.possibleDuplicateExecution(trace, entry);
@@ -623,12 +606,12 @@ export class Detector {
     table.ensureCold(slot);
     const attrs = span.attributes;
     if (refusedByGuard(attrs)) {
-      this.events?.resume(service, ResumeOutcome.ERROR);
+      this.ctx.events?.resume(service, ResumeOutcome.ERROR);
       return;
     }
     const status = statusOf(attrs);
     const outcome = resumeOutcome(attrs, status);
-    this.events?.resume(service, outcome);
+    this.ctx.events?.resume(service, outcome);
     const observed = attrs[ATTR_MCP_REQUEST_TERMINAL_OBSERVED] === true;
     if (attrs[ATTR_MCP_RESUME_REPLAYED_TERMINAL] === true) {
       // A replayed terminal is a duplicate if one had been delivered before, or if it is not the first replay to deliver it.
@@ -742,7 +725,7 @@ export class Detector {
     if (haveTerminal) ids.push(table.firstTerminalSpanId(slot));
     const duplicateSpan = table.duplicateSpanId(slot) ?? spanId;
     if (!ids.includes(duplicateSpan)) ids.push(duplicateSpan);
-    this.emit(slot, FindingKind.DUPLICATE_TERMINAL, traceId, first, last, ids, { duplicates });
+    this.ctx.emit(slot, FindingKind.DUPLICATE_TERMINAL, traceId, first, last, ids, { duplicates });
     // A storm was reported before any duplicate had arrived: the pattern is complete now.
     this.signature(slot, traceId, last);
   }
@@ -763,7 +746,7 @@ export class Detector {
     table.markReported(slot, FindingKind.RESUME_AFTER_TERMINAL);
     const resumeSpan = resumeSpanId ?? table.latestResumeSpanId(slot);
     const ids = table.hasTerminal(slot) ? [table.firstTerminalSpanId(slot), resumeSpan] : [resumeSpan];
-    this.emit(slot, FindingKind.RESUME_AFTER_TERMINAL, traceId, first, last, ids);
+    this.ctx.emit(slot, FindingKind.RESUME_AFTER_TERMINAL, traceId, first, last, ids);
   }
 
   /**
@@ -777,7 +760,7 @@ export class Detector {
     if (!(newest - oldest <= this.options.stormWindowMs)) return;
     table.startStorm(slot);
     this.openStorms.add(slot);
-    this.emit(
+    this.ctx.emit(
       slot,
       FindingKind.RECONNECT_STORM,
       span.traceId,
@@ -810,7 +793,7 @@ export class Detector {
     const duplicateSpan = table.duplicateSpanId(slot);
     if (duplicateSpan !== undefined) ids.unshift(duplicateSpan);
     if (table.hasTerminal(slot)) ids.unshift(table.firstTerminalSpanId(slot));
-    this.emit(slot, FindingKind.SIGNATURE, traceId, first, Math.max(stormLast, time), uniq(ids), {
+    this.ctx.emit(slot, FindingKind.SIGNATURE, traceId, first, Math.max(stormLast, time), uniq(ids), {
       duplicates,
       attempts: current ? table.episodeAttemptCount(slot) : table.pastStormAttemptCount(slot),
     });
@@ -830,7 +813,7 @@ export class Detector {
       return;
     table.markReported(slot, FindingKind.AMBIGUOUS_EMPTY_REPLAY);
     table.setEmptyReplayAt(slot, time);
-    this.emit(slot, FindingKind.AMBIGUOUS_EMPTY_REPLAY, span.traceId, time, time, [span.spanId], {
+    this.ctx.emit(slot, FindingKind.AMBIGUOUS_EMPTY_REPLAY, span.traceId, time, time, [span.spanId], {
       outcome: ResumeOutcome.EMPTY_REPLAY,
       status_code: status,
     });
@@ -868,7 +851,7 @@ export class Detector {
     if (table.wasReported(slot, FindingKind.CURSOR_LOST) || table.continuationAt(slot) >= time) return;
     table.markReported(slot, FindingKind.CURSOR_LOST);
     table.setCursorLostAt(slot, time);
-    this.emit(slot, FindingKind.CURSOR_LOST, span.traceId, first, time, ids, { outcome, status_code: status });
+    this.ctx.emit(slot, FindingKind.CURSOR_LOST, span.traceId, first, time, ids, { outcome, status_code: status });
   }
 
   /**
@@ -884,7 +867,7 @@ export class Detector {
     const end = Math.max(span.endTimeUnixMs, rejectedAt);
     table.markReported(slot, FindingKind.CURSOR_LOST);
     table.setCursorLostAt(slot, end);
-    this.emit(
+    this.ctx.emit(
       slot,
       FindingKind.CURSOR_LOST,
       span.traceId,
@@ -913,7 +896,7 @@ export class Detector {
     )
       return;
     table.markReported(slot, FindingKind.COMPLETED_AFTER_CANCELLATION);
-    this.emit(slot, FindingKind.COMPLETED_AFTER_CANCELLATION, traceId, cancelledAt, table.firstTerminalAt(slot), [
+    this.ctx.emit(slot, FindingKind.COMPLETED_AFTER_CANCELLATION, traceId, cancelledAt, table.firstTerminalAt(slot), [
       table.readSpan(slot, 'cancelledSpan')!,
       table.firstTerminalSpanId(slot),
     ]);
@@ -941,13 +924,13 @@ export class Detector {
   /** A re-issue's finding: the re-issuing client's service and request, the first attempt's trace beside its own. */
   private emitReissue(kind: FindingKind, firstTrace: string, entry: Reissue): void {
     entry.flags |= REPORTED;
-    this.reissues.pending.delete(firstTrace);
-    if (!this.onFinding) return;
+    this.ctx.reissues.pending.delete(firstTrace);
+    if (!this.ctx.onFinding) return;
     const fate = entry.fate === Fate.COMPLETED;
     const ids = [entry.firstSpanId, fate ? entry.fateSpanId : '', entry.spanId].filter((id) => id.length > 0);
-    this.onFinding({
+    this.ctx.onFinding({
       kind,
-      service: this.services.keyOf(entry.service)!,
+      service: this.ctx.services.keyOf(entry.service)!,
       session_id: entry.sessionId,
       request_id: entry.requestId,
       trace_id: entry.traceId,
@@ -976,7 +959,7 @@ export class Detector {
     table.ensureCold(slot);
     table.markReported(slot, FindingKind.LOST_RESULT);
     table.write(slot, 'lostAt', last);
-    this.emit(slot, FindingKind.LOST_RESULT, traceId, first, last, [spanId], extra);
+    this.ctx.emit(slot, FindingKind.LOST_RESULT, traceId, first, last, [spanId], extra);
     this.correctContinuation(slot, traceId);
   }
 
@@ -1015,7 +998,7 @@ export class Detector {
     )
       return;
     table.write(slot, 'correctedAt', at);
-    this.emit(
+    this.ctx.emit(
       slot,
       FindingKind.LOST_RESULT,
       traceId,
@@ -1041,14 +1024,14 @@ export class Detector {
     const req = attrs[ATTR_JSONRPC_REQUEST_ID];
     const session = attrs[ATTR_MCP_SESSION_ID];
     entry.flags |= LOST;
-    entry.lostService = this.services.idOf(span.service || UNKNOWN_SERVICE);
+    entry.lostService = this.ctx.services.idOf(span.service || UNKNOWN_SERVICE);
     entry.lostRequestId = typeof req === 'string' ? req : typeof req === 'number' ? String(req) : '';
     entry.lostSpanId = span.spanId;
     entry.lostStart = span.startTimeUnixMs;
     entry.lostEnd = span.endTimeUnixMs;
-    this.onFinding?.({
+    this.ctx.onFinding?.({
       kind: FindingKind.LOST_RESULT,
-      service: this.services.keyOf(entry.lostService)!,
+      service: this.ctx.services.keyOf(entry.lostService)!,
       session_id: typeof session === 'string' ? session : '',
       request_id: entry.lostRequestId,
       trace_id: span.traceId,
@@ -1064,10 +1047,10 @@ export class Detector {
   private retractLostByReissue(firstTrace: string, entry: Reissue): void {
     if ((entry.flags & LOST) === 0 || (entry.flags & LOST_RETRACTED) !== 0) return;
     entry.flags |= LOST_RETRACTED;
-    this.onFinding?.({
+    this.ctx.onFinding?.({
       kind: FindingKind.LOST_RESULT,
       record: FindingRecord.RETRACTION,
-      service: this.services.keyOf(entry.lostService)!,
+      service: this.ctx.services.keyOf(entry.lostService)!,
       session_id: '',
       request_id: entry.lostRequestId,
       trace_id: entry.traceId,
@@ -1091,7 +1074,7 @@ export class Detector {
       (terminal || time >= table.emptyReplayAt(slot))
     ) {
       table.markRetracted(slot, FindingKind.AMBIGUOUS_EMPTY_REPLAY);
-      this.emit(
+      this.ctx.emit(
         slot,
         FindingKind.AMBIGUOUS_EMPTY_REPLAY,
         span.traceId,
@@ -1108,7 +1091,7 @@ export class Detector {
       (terminal || time >= table.cursorLostAt(slot))
     ) {
       table.markRetracted(slot, FindingKind.CURSOR_LOST);
-      this.emit(
+      this.ctx.emit(
         slot,
         FindingKind.CURSOR_LOST,
         span.traceId,
@@ -1125,7 +1108,7 @@ export class Detector {
       !table.wasRetracted(slot, FindingKind.LOST_RESULT)
     ) {
       table.markRetracted(slot, FindingKind.LOST_RESULT);
-      this.emit(
+      this.ctx.emit(
         slot,
         FindingKind.LOST_RESULT,
         span.traceId,
@@ -1136,57 +1119,6 @@ export class Detector {
         FindingRecord.RETRACTION,
       );
     }
-  }
-
-  /** A terminal the instrumentation marked foreign and/or conflicting: the server's defect, never the client's. */
-  private serverDefect(slot: number, span: SpanRecord, time: number, foreign: boolean, conflict: boolean): void {
-    const attrs = span.attributes;
-    const address = attrs[ATTR_SERVER_ADDRESS];
-    const server = typeof address === 'string' && address.length > 0 ? address : UNKNOWN_SERVER;
-    const stream = attrs[ATTR_MCP_STREAM_ID];
-    const first = attrs[ATTR_MCP_TERMINAL_FIRST_STREAM_ID];
-    const extra: Partial<Finding> = { server };
-    if (typeof stream === 'string') extra.stream_id = stream;
-    if (typeof first === 'string') extra.first_stream_id = first;
-    if (foreign) this.foreignReplay(slot, span, time, server, extra);
-    if (conflict) this.conflictingTerminal(slot, span, time, server, extra);
-  }
-
-  /** foreign_replay: a terminal replayed to a stream that had not carried the request. */
-  private foreignReplay(slot: number, span: SpanRecord, time: number, server: string, extra: Partial<Finding>): void {
-    const table = this.table;
-    table.ensureCold(slot);
-    const stream = span.attributes[ATTR_MCP_STREAM_ID];
-    // Kept so that a later "duplicate" of this foreign terminal is not taken for the client's duplicate.
-    if (typeof stream === 'string' && stream.length > 0) table.setForeignStream(slot, hash32(stream));
-    this.reportServerDefect(slot, FindingKind.FOREIGN_REPLAY, server, span, time, extra);
-  }
-
-  /** conflicting_terminal: a second terminal of the request whose content differs from the first. */
-  private conflictingTerminal(
-    slot: number,
-    span: SpanRecord,
-    time: number,
-    server: string,
-    extra: Partial<Finding>,
-  ): void {
-    this.table.ensureCold(slot);
-    this.reportServerDefect(slot, FindingKind.CONFLICTING_TERMINAL, server, span, time, extra);
-  }
-
-  /** Server defects are counted per server every time (metrics), and reported once per request and kind. */
-  private reportServerDefect(
-    slot: number,
-    kind: FindingKind,
-    server: string,
-    span: SpanRecord,
-    time: number,
-    extra: Partial<Finding>,
-  ): void {
-    this.events?.serverDefect(kind, server);
-    if (this.table.wasReported(slot, kind)) return;
-    this.table.markReported(slot, kind);
-    this.emit(slot, kind, span.traceId, time, time, [span.spanId], extra);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -1244,13 +1176,13 @@ export class Detector {
     const table = this.table;
     const attempts = table.episodeAttemptCount(slot);
     const endedBy = table.stormEndedBy(slot);
-    const service = this.serviceOf(slot);
-    this.events?.stormFinalized(service, attempts, endedBy);
+    const service = this.ctx.serviceOf(slot);
+    this.ctx.events?.stormFinalized(service, attempts, endedBy);
     const first = table.firstAttemptAt(slot);
     const last = table.lastAttemptAt(slot);
     table.retireStorm(slot);
     this.openStorms.delete(slot);
-    this.emit(
+    this.ctx.emit(
       slot,
       FindingKind.RECONNECT_STORM,
       table.lastAttemptTraceId(slot),
@@ -1267,40 +1199,6 @@ export class Detector {
       FindingRecord.STORM_ENDED,
     );
   }
-
-  private serviceOf(slot: number): string {
-    return this.services.keyOf(this.table.serviceId(slot))!;
-  }
-
-  private emit(
-    slot: number,
-    kind: FindingKind,
-    traceId: string,
-    first: number,
-    last: number,
-    spanIds: string[],
-    extra?: Partial<Finding>,
-    record?: FindingRecord,
-  ): void {
-    if (!this.onFinding) return;
-    const finding: Finding = {
-      kind,
-      ...(record ? { record } : {}),
-      service: this.serviceOf(slot),
-      session_id: this.table.sessionId(slot),
-      request_id: this.table.requestId(slot),
-      trace_id: traceId,
-      first_time_unix_ms: first,
-      last_time_unix_ms: last,
-      span_ids: spanIds,
-      ...extra,
-    };
-    this.onFinding(finding);
-  }
-}
-
-function uniq(ids: string[]): string[] {
-  return [...new Set(ids)];
 }
 
 const HAS_FOREIGN = 1;
