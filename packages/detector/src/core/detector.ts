@@ -31,14 +31,10 @@ import {
   ATTR_MCP_GUARD_ACTION,
   ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION,
   ATTR_MCP_REQUEST_INPUT_ROUND,
-  ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID,
   ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID,
   ATTR_MCP_REQUEST_RECOVERY,
-  ATTR_MCP_RESUME_EVIDENCE,
-  ATTR_MCP_RESUME_OUTCOME,
   GuardAction,
   RequestRecovery,
-  ResumeEvidence,
   SPAN_STREAM_RESUME,
   SpanReceivedResult,
   type ProtocolEra,
@@ -50,18 +46,13 @@ import { DEFAULT_DETECTOR_OPTIONS, type DetectorInit, type DetectorOptions } fro
 import { isEvidencedEmptyReplay, resumeOutcome, statusOf } from './outcome.js';
 import { UNKNOWN_SERVICE } from './services.js';
 import { ServerDefects } from './server-defects.js';
-import { Fate, LOST, LOST_RETRACTED, REPORTED, SETTLED, type Reissue } from './reissues.js';
+import { LostResults } from './lost.js';
+import { ReissueRules } from './reissue.js';
 import { OperationReader } from './operations.js';
 import { NO_SLOT } from './slots.js';
 import { RequestTable, type ForcedStormEnd } from './table.js';
 import { readState, writeState, type DetectorState } from './state-codec.js';
-import {
-  SPAN_KIND_CLIENT,
-  SPAN_KIND_SERVER,
-  type DetectorStats,
-  type Finding,
-  type SpanRecord,
-} from './types.js';
+import { SPAN_KIND_CLIENT, SPAN_KIND_SERVER, type DetectorStats, type SpanRecord } from './types.js';
 
 /** The three span kinds the core decides on (everything else is counted and ignored). */
 const TERMINAL = 1;
@@ -70,8 +61,6 @@ const REATTACH = 3;
 
 /** The recoveries a client request span may name (ATTR_MCP_REQUEST_RECOVERY). */
 const RECOVERIES = new Set<string>(Object.values(RequestRecovery));
-/** The resume outcomes a request span may name as its last resume's. */
-const OUTCOMES = new Set<string>(Object.values(ResumeOutcome));
 
 /**
  * The detection core: spans in, findings out, one span at a time and without I/O.
@@ -97,6 +86,8 @@ export class Detector {
   private readonly quietStreams: IdSet;
   private readonly openStorms = new Set<number>();
   private readonly defects: ServerDefects;
+  private readonly reissue: ReissueRules;
+  private readonly lost: LostResults;
   /** Reads each request span as the operation the metrics time (events.operation). */
   private readonly operations = new OperationReader();
 
@@ -115,6 +106,8 @@ export class Detector {
     this.attemptStreams = new IdSet(options.dedupeCapacity);
     this.quietStreams = new IdSet(options.dedupeCapacity);
     this.defects = new ServerDefects(ctx);
+    this.reissue = new ReissueRules(ctx);
+    this.lost = new LostResults(ctx, this.reissue);
   }
 
   /** Feeds one span; any finding it completes is delivered to onFinding before this returns. */
@@ -205,24 +198,7 @@ export class Detector {
       this.releaseSlot(oldest, this.ctx.now > table.lastAttemptAt(oldest) + window ? undefined : StormEnd.DROPPED);
       this.ctx.counts.released++;
     }
-    this.advanceReissues(horizon);
-  }
-
-  /** Re-issues whose window has passed get their verdict; first attempts idle past retention leave. */
-  private advanceReissues(horizon: number): void {
-    const reissues = this.ctx.reissues;
-    for (const trace of reissues.pending) {
-      const entry = reissues.get(trace)!;
-      if (this.ctx.now >= entry.settlesAt) this.settleReissue(trace, entry);
-    }
-    // A re-issue still in its window was touched at its deadline or later: it is never past the horizon.
-    for (let trace = reissues.oldest(); trace !== undefined; trace = reissues.oldest()) {
-      const entry = reissues.get(trace)!;
-      if (!(entry.touchedAt < horizon)) break;
-      this.settleReissue(trace, entry);
-      reissues.delete(trace);
-      this.ctx.counts.released++;
-    }
+    this.reissue.advance(horizon);
   }
 
   /** advance() to the clock's time. */
@@ -234,7 +210,7 @@ export class Detector {
   flush(): void {
     for (const slot of this.openStorms) this.forceFinalize(slot, StormEnd.SHUTDOWN);
     // No more evidence will come: a re-issue whose first attempt's fate is unknown is reported as such.
-    for (const trace of this.ctx.reissues.pending) this.settleReissue(trace, this.ctx.reissues.get(trace)!);
+    this.reissue.flush();
   }
 
   stats(): DetectorStats {
@@ -376,13 +352,13 @@ export class Detector {
     // resumed, reattached or duplicated): no finding to retract, no duplicate, no resume before it.
     if (!hadTerminal && !markedDuplicate && !table.hasColdRow(slot)) return;
     // The request reached its terminal: no resume of it failed to get its result.
-    this.retractFailedResumption(slot, span, time, true);
+    this.lost.retractFailedResumption(slot, span, time, true);
     this.duplicateTerminal(slot, span.traceId, duplicateTime, span.spanId);
     // Spans out of order: a resume already seen turns out to be later than this terminal.
     const resumeTime = table.latestResumeAt(slot);
     if (resumeTime >= table.firstTerminalAt(slot))
       this.resumeAfterTerminal(slot, span.traceId, table.firstTerminalAt(slot), resumeTime, undefined);
-    this.completedAfterCancellation(slot, span.traceId);
+    this.reissue.completedAfterCancellation(slot, span.traceId);
   }
 
   /**
@@ -398,7 +374,7 @@ export class Detector {
     const era = protocolEra(version);
     if (era !== undefined && this.ctx.events) this.countEra(span, era, version as string);
     const fate = attrs[ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION];
-    if (typeof fate === 'boolean') this.firstAttemptFate(span, fate);
+    if (typeof fate === 'boolean') this.reissue.firstAttemptFate(span, fate);
     // Once per request, at its end: nothing per SSE event, whatever the metrics make of it.
     if (this.ctx.events?.operation) {
       const op = this.operations.read(span, span.service || UNKNOWN_SERVICE);
@@ -407,7 +383,8 @@ export class Detector {
     if (span.kind !== SPAN_KIND_CLIENT) return;
     const reissueOf = attrs[ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID];
     // A Multi Round-Trip round carries the answer the server asked for: the same call going on, not a re-issue.
-    if (typeof reissueOf === 'string' && attrs[ATTR_MCP_REQUEST_INPUT_ROUND] !== true) this.reissued(span, reissueOf);
+    if (typeof reissueOf === 'string' && attrs[ATTR_MCP_REQUEST_INPUT_ROUND] !== true)
+      this.reissue.reissued(span, reissueOf);
     const error = attrs[ATTR_ERROR_TYPE];
     if (typeof error !== 'string') return;
     const recovery = attrs[ATTR_MCP_REQUEST_RECOVERY];
@@ -417,7 +394,7 @@ export class Detector {
       typeof recovery === 'string' && RECOVERIES.has(recovery) && recovery !== RequestRecovery.NOT_REISSUED;
     // 2026-07-28 era: nothing resumes a broken stream; its end is the request's end. In the session era a
     // stream that broke with no event id is the same (recovery `no_event_id`): no cursor, nothing resumes it.
-    if (error === ErrorType.STREAM_BROKEN && !sessionRecovery) return this.lostResultOfBrokenStream(span);
+    if (error === ErrorType.STREAM_BROKEN && !sessionRecovery) return this.lost.ofBrokenStream(span);
     if (error !== ErrorType.STREAM_BROKEN && !REQUEST_GIVEN_UP_ERRORS.includes(error)) return;
     const session = attrs[ATTR_MCP_SESSION_ID];
     const req = attrs[ATTR_JSONRPC_REQUEST_ID];
@@ -425,7 +402,7 @@ export class Detector {
     // A session-less server (2025-11-25 and before: no Mcp-Session-Id): no session keys its request.
     if (typeof session !== 'string') {
       if (sessionRecovery && error !== ErrorType.CANCELLED)
-        this.lostWithoutSession(span, recovery as RequestRecovery, error, req);
+        this.lost.withoutSession(span, recovery as RequestRecovery, error, req);
       return;
     }
     const service = this.ctx.services.idOf(span.service || UNKNOWN_SERVICE);
@@ -444,53 +421,8 @@ export class Detector {
         : this.table.find(RequestTable.hash(service, session, request), service, session, request);
     if (slot === NO_SLOT) return;
     this.cursorLostOnGiveUp(slot, span);
-    if (cancelled) this.cancelled(slot, span);
-    if (lost) this.lostOnRequestEnd(slot, span, recovery as RequestRecovery, error);
-  }
-
-  /**
-   * A client request span that ended at its deadline or by an abort after its stream ended without its
-   * result, saying what the client did about it. Resumed: lost, unless its last resume's outcome is a
-   * failed resumption the detector reports on its own (ambiguous_empty_replay, cursor_lost tell the loss).
-   */
-  private lostOnRequestEnd(slot: number, span: SpanRecord, recovery: RequestRecovery, error: string): void {
-    const table = this.table;
-    table.seenAt(slot, span.endTimeUnixMs > this.ctx.now ? span.endTimeUnixMs : this.ctx.now);
-    const last = span.attributes[ATTR_MCP_RESUME_OUTCOME];
-    const outcome = typeof last === 'string' && OUTCOMES.has(last) ? (last as ResumeOutcome) : undefined;
-    if (outcome !== undefined && outcome !== ResumeOutcome.PARTIAL_REPLAY && isFailedResumptionOutcome(outcome)) return;
-    const extra: Partial<Finding> = { recovery, request_end: error };
-    if (recovery === RequestRecovery.RESUMED && outcome !== undefined) extra.outcome = outcome;
-    this.lostResult(slot, span.traceId, span.startTimeUnixMs, span.endTimeUnixMs, span.spanId, extra);
-  }
-
-  /**
-   * lost_result of a session-less server's request (session era, no Mcp-Session-Id): the request span
-   * ended without its result after its stream ended without it, as `lostOnRequestEnd` decides for a
-   * session's request. Nothing keys it but its trace, and nothing can retract it: with no session there
-   * is no resume to bring the result later (a re-issue is another request). Once per request span.
-   */
-  private lostWithoutSession(span: SpanRecord, recovery: RequestRecovery, error: string, req: string | number): void {
-    if (span.spanId.length !== 16 || !(span.endTimeUnixMs >= span.startTimeUnixMs) || !(span.startTimeUnixMs >= 0))
-      return;
-    if (!this.ctx.onFinding) return;
-    const last = span.attributes[ATTR_MCP_RESUME_OUTCOME];
-    const outcome = typeof last === 'string' && OUTCOMES.has(last) ? (last as ResumeOutcome) : undefined;
-    const finding: Finding = {
-      kind: FindingKind.LOST_RESULT,
-      // Interned as every finding's service is: past MAX_CORE_SERVICES it is `other`'s.
-      service: this.ctx.services.keyOf(this.ctx.services.idOf(span.service || UNKNOWN_SERVICE))!,
-      session_id: '',
-      request_id: typeof req === 'string' ? req : String(req),
-      trace_id: span.traceId,
-      first_time_unix_ms: span.startTimeUnixMs,
-      last_time_unix_ms: span.endTimeUnixMs,
-      span_ids: [span.spanId],
-      recovery,
-      request_end: error,
-    };
-    if (recovery === RequestRecovery.RESUMED && outcome !== undefined) finding.outcome = outcome;
-    this.ctx.onFinding(finding);
+    if (cancelled) this.reissue.cancelled(slot, span);
+    if (lost) this.lost.onRequestEnd(slot, span, recovery as RequestRecovery, error);
   }
 
   /**
@@ -511,93 +443,6 @@ export class Detector {
     if (answer === EraAnswer.ACCEPTED) this.ctx.events!.request(span.service || UNKNOWN_SERVICE, era);
     else if (answer === EraAnswer.REFUSED)
       this.ctx.events!.negotiationRefused(span.service || UNKNOWN_SERVICE, version);
-  }
-
-  /** The client cancelled the request (`notifications/cancelled`) when its request span ended. */
-  private cancelled(slot: number, span: SpanRecord): void {
-    const table = this.table;
-    const at = span.endTimeUnixMs;
-    table.seenAt(slot, at > this.ctx.now ? at : this.ctx.now);
-    // The earliest cancellation counts: the same span exported twice, or a retry's, changes nothing.
-    if (!(at >= table.read(slot, 'cancelledAt'))) {
-      table.write(slot, 'cancelledAt', at);
-      table.writeSpan(slot, 'cancelledSpan', hexWord(span.spanId, 0), hexWord(span.spanId, 8));
-    }
-    this.completedAfterCancellation(slot, span.traceId);
-  }
-
-  /**
-   * A request span of a first attempt's trace (a server's, or the gateway's, which sees the upstream
-   * finish) that says whether its handler went on to produce the result after the stream was closed.
-   * `completed` wins over `stopped`, whatever the order: it is the evidence that the work ran.
-   */
-  private firstAttemptFate(span: SpanRecord, completed: boolean): void {
-    if (span.traceId.length !== 32 || span.spanId.length !== 16 || !(span.startTimeUnixMs >= 0)) return;
-    if (!(span.endTimeUnixMs >= span.startTimeUnixMs)) return;
-    const entry = this.reissueEntry(span.traceId, span.endTimeUnixMs);
-    const fate = completed ? Fate.COMPLETED : Fate.STOPPED;
-    // Of two spans saying the same, the earlier one is kept, so that the finding is the same in any order.
-    if (fate > entry.fate || (fate === entry.fate && span.startTimeUnixMs < entry.fateStart)) {
-      entry.fate = fate;
-      entry.fateSpanId = span.spanId;
-      entry.fateStart = span.startTimeUnixMs;
-      entry.fateEnd = span.endTimeUnixMs;
-    }
-    this.duplicateExecution(span.traceId, entry);
-  }
-
-  /**
-   * A client request span that re-issues the request of trace `firstTrace` (its stream broke before
-   * the result). The first re-issue of an attempt counts; the same span again, or another re-issue of
-   * the same attempt, changes nothing. Its verdict waits for the first attempt's fate until
-   * `reissueSettleMs` after the re-issue ended.
-   */
-  private reissued(span: SpanRecord, firstTrace: string): void {
-    if (firstTrace.length !== 32 || span.traceId.length !== 32 || span.spanId.length !== 16) return;
-    if (!(span.startTimeUnixMs >= 0) || !(span.endTimeUnixMs >= span.startTimeUnixMs)) return;
-    const deadline = span.endTimeUnixMs + this.options.reissueSettleMs;
-    const entry = this.reissueEntry(firstTrace, deadline);
-    if (entry.service >= 0) return;
-    const attrs = span.attributes;
-    const session = attrs[ATTR_MCP_SESSION_ID];
-    const req = attrs[ATTR_JSONRPC_REQUEST_ID];
-    const firstSpan = attrs[ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID];
-    entry.service = this.ctx.services.idOf(span.service || UNKNOWN_SERVICE);
-    entry.sessionId = typeof session === 'string' ? session : '';
-    entry.requestId = typeof req === 'string' ? req : typeof req === 'number' ? String(req) : '';
-    entry.traceId = span.traceId;
-    entry.spanId = span.spanId;
-    entry.firstSpanId = typeof firstSpan === 'string' && firstSpan.length === 16 ? firstSpan : '';
-    entry.start = span.startTimeUnixMs;
-    entry.end = span.endTimeUnixMs;
-    entry.settlesAt = deadline;
-    this.ctx.reissues.pending.add(firstTrace);
-    this.retractLostByReissue(firstTrace, entry);
-    this.duplicateExecution(firstTrace, entry);
-  }
-
-  /** The first attempt's entry, touched at `at` (or the detector's time, if later); the least recently touched makes room. */
-  private reissueEntry(trace: string, at: number): Reissue {
-    const reissues = this.ctx.reissues;
-    if (reissues.full(trace)) {
-      const oldest = reissues.oldest()!;
-      this.settleReissue(oldest, reissues.get(oldest)!);
-      reissues.delete(oldest);
-      this.ctx.counts.evictions++;
-    }
-    return reissues.touch(trace, at > this.ctx.now ? at : this.ctx.now);
-  }
-
-  /**
-   * The re-issue's window has passed (or its state has to go, or input ended): the fate known now is
-   * its verdict. Unknown: possible_duplicate_execution; stopped: nothing (a later `completed` still
-   * reports duplicate_execution while the entry is kept).
-   */
-  private settleReissue(trace: string, entry: Reissue): void {
-    this.ctx.reissues.pending.delete(trace);
-    if (entry.service < 0 || (entry.flags & SETTLED) !== 0) return;
-    entry.flags |= SETTLED;
-    if (entry.fate === Fate.UNKNOWN) this.possibleDuplicateExecution(trace, entry);
   }
 
   /** A resume (GET with Last-Event-ID) of the request's stream. */
@@ -638,10 +483,10 @@ export class Detector {
       // without its result: lost.
       if (outcome !== ResumeOutcome.POLL) {
         table.noteContinuation(slot, time);
-        this.retractFailedResumption(slot, span, time, false);
+        this.lost.retractFailedResumption(slot, span, time, false);
       }
-      if (outcome === ResumeOutcome.CONTINUATION) this.countedContinuation(slot, span, hi, lo, time);
-      else if (outcome === ResumeOutcome.PARTIAL_REPLAY) this.lostOnPartialReplay(slot, span, time);
+      if (outcome === ResumeOutcome.CONTINUATION) this.lost.countedContinuation(slot, span, hi, lo, time);
+      else if (outcome === ResumeOutcome.PARTIAL_REPLAY) this.lost.onPartialReplay(slot, span, time);
       this.notAttempt(slot, span);
       return;
     } else if (!haveTerminal && isFailedResumptionOutcome(outcome)) {
@@ -878,247 +723,6 @@ export class Detector {
         outcome: ResumeOutcome.CURSOR_REJECTED,
       },
     );
-  }
-
-  /**
-   * completed_after_cancellation: the client cancelled the request and its first terminal arrived at or
-   * after the cancellation, by event time, whichever of the two spans came first. The application was
-   * told the call failed while the work ran to completion (the server did not stop, or its result was
-   * already under way): a retry runs the side effect twice, the harm of the replay loop.
-   */
-  private completedAfterCancellation(slot: number, traceId: string): void {
-    const table = this.table;
-    const cancelledAt = table.read(slot, 'cancelledAt');
-    if (
-      table.wasReported(slot, FindingKind.COMPLETED_AFTER_CANCELLATION) ||
-      !table.hasTerminal(slot) ||
-      !(table.firstTerminalAt(slot) >= cancelledAt)
-    )
-      return;
-    table.markReported(slot, FindingKind.COMPLETED_AFTER_CANCELLATION);
-    this.ctx.emit(slot, FindingKind.COMPLETED_AFTER_CANCELLATION, traceId, cancelledAt, table.firstTerminalAt(slot), [
-      table.readSpan(slot, 'cancelledSpan')!,
-      table.firstTerminalSpanId(slot),
-    ]);
-  }
-
-  /**
-   * duplicate_execution: a re-issued request whose first attempt ran to completion on the server after
-   * its stream broke (a span of the first attempt's trace said `completed_after_cancellation`), in
-   * whichever order the two spans came: the side effect ran twice. Once per re-issue.
-   */
-  private duplicateExecution(firstTrace: string, entry: Reissue): void {
-    if (entry.service < 0 || entry.fate !== Fate.COMPLETED || (entry.flags & REPORTED) !== 0) return;
-    this.emitReissue(FindingKind.DUPLICATE_EXECUTION, firstTrace, entry);
-  }
-
-  /**
-   * possible_duplicate_execution: a re-issued request whose first attempt's fate no span told within
-   * the window: it may have run twice. Reported when the window passes, once per re-issue.
-   */
-  private possibleDuplicateExecution(firstTrace: string, entry: Reissue): void {
-    if ((entry.flags & REPORTED) !== 0) return;
-    this.emitReissue(FindingKind.POSSIBLE_DUPLICATE_EXECUTION, firstTrace, entry);
-  }
-
-  /** A re-issue's finding: the re-issuing client's service and request, the first attempt's trace beside its own. */
-  private emitReissue(kind: FindingKind, firstTrace: string, entry: Reissue): void {
-    entry.flags |= REPORTED;
-    this.ctx.reissues.pending.delete(firstTrace);
-    if (!this.ctx.onFinding) return;
-    const fate = entry.fate === Fate.COMPLETED;
-    const ids = [entry.firstSpanId, fate ? entry.fateSpanId : '', entry.spanId].filter((id) => id.length > 0);
-    this.ctx.onFinding({
-      kind,
-      service: this.ctx.services.keyOf(entry.service)!,
-      session_id: entry.sessionId,
-      request_id: entry.requestId,
-      trace_id: entry.traceId,
-      first_time_unix_ms: fate ? Math.min(entry.fateStart, entry.start) : entry.start,
-      last_time_unix_ms: fate ? Math.max(entry.fateEnd, entry.end) : entry.end,
-      span_ids: uniq(ids),
-      first_trace_id: firstTrace,
-    });
-  }
-
-  /**
-   * lost_result: the request ended (its deadline, an abort) without its result after its stream had
-   * ended without it, whatever the client did (resumed, could not, did not), unless its terminal is known.
-   * Retracted by a terminal that arrives later; a continuation counted before it is corrected.
-   */
-  private lostResult(
-    slot: number,
-    traceId: string,
-    first: number,
-    last: number,
-    spanId: string,
-    extra: Partial<Finding>,
-  ): void {
-    const table = this.table;
-    if (table.wasReported(slot, FindingKind.LOST_RESULT) || table.hasTerminal(slot)) return;
-    table.ensureCold(slot);
-    table.markReported(slot, FindingKind.LOST_RESULT);
-    table.write(slot, 'lostAt', last);
-    this.ctx.emit(slot, FindingKind.LOST_RESULT, traceId, first, last, [spanId], extra);
-    this.correctContinuation(slot, traceId);
-  }
-
-  /** A resume the instrumentation decided at the request's end: it replayed messages, not the result. */
-  private lostOnPartialReplay(slot: number, span: SpanRecord, time: number): void {
-    const evidence = span.attributes[ATTR_MCP_RESUME_EVIDENCE];
-    this.lostResult(slot, span.traceId, time, Math.max(time, span.endTimeUnixMs), span.spanId, {
-      recovery: RequestRecovery.RESUMED,
-      outcome: ResumeOutcome.PARTIAL_REPLAY,
-      request_end: evidence === ResumeEvidence.DEADLINE ? ErrorType.TIMEOUT : ErrorType.ABORTED,
-    });
-  }
-
-  /** A resume counted as `continuation`: kept (the latest), in case its request turns out to have lost its result. */
-  private countedContinuation(slot: number, span: SpanRecord, hi: number, lo: number, time: number): void {
-    const table = this.table;
-    if (!(table.read(slot, 'countedContinuationAt') > time)) {
-      table.write(slot, 'countedContinuationAt', time);
-      table.writeSpan(slot, 'countedContinuationSpan', hi, lo);
-    }
-    this.correctContinuation(slot, span.traceId);
-  }
-
-  /**
-   * outcome_corrected: a resume counted as `continuation` before its request ended without its result
-   * (lost_result, not retracted) was a partial replay. Once per request, whichever of the two came first.
-   */
-  private correctContinuation(slot: number, traceId: string): void {
-    const table = this.table;
-    const at = table.read(slot, 'countedContinuationAt');
-    if (
-      !table.wasReported(slot, FindingKind.LOST_RESULT) ||
-      table.wasRetracted(slot, FindingKind.LOST_RESULT) ||
-      !(at <= table.read(slot, 'lostAt')) ||
-      table.read(slot, 'correctedAt') >= 0
-    )
-      return;
-    table.write(slot, 'correctedAt', at);
-    this.ctx.emit(
-      slot,
-      FindingKind.LOST_RESULT,
-      traceId,
-      at,
-      table.read(slot, 'lostAt'),
-      [table.readSpan(slot, 'countedContinuationSpan')!],
-      { outcome: ResumeOutcome.PARTIAL_REPLAY },
-      FindingRecord.OUTCOME_CORRECTED,
-    );
-  }
-
-  /**
-   * lost_result, 2026-07-28 era: a client request span ended `stream_broken` (its stream ended before its
-   * result; nothing resumes in this era). Kept by its trace beside the re-issues: a re-issue of it that is
-   * already known means the client recovered it (no finding); one that comes later retracts it.
-   */
-  private lostResultOfBrokenStream(span: SpanRecord): void {
-    if (span.traceId.length !== 32 || span.spanId.length !== 16 || !(span.startTimeUnixMs >= 0)) return;
-    if (!(span.endTimeUnixMs >= span.startTimeUnixMs)) return;
-    const entry = this.reissueEntry(span.traceId, span.endTimeUnixMs);
-    if (entry.service >= 0 || (entry.flags & LOST) !== 0) return;
-    const attrs = span.attributes;
-    const req = attrs[ATTR_JSONRPC_REQUEST_ID];
-    const session = attrs[ATTR_MCP_SESSION_ID];
-    entry.flags |= LOST;
-    entry.lostService = this.ctx.services.idOf(span.service || UNKNOWN_SERVICE);
-    entry.lostRequestId = typeof req === 'string' ? req : typeof req === 'number' ? String(req) : '';
-    entry.lostSpanId = span.spanId;
-    entry.lostStart = span.startTimeUnixMs;
-    entry.lostEnd = span.endTimeUnixMs;
-    this.ctx.onFinding?.({
-      kind: FindingKind.LOST_RESULT,
-      service: this.ctx.services.keyOf(entry.lostService)!,
-      session_id: typeof session === 'string' ? session : '',
-      request_id: entry.lostRequestId,
-      trace_id: span.traceId,
-      first_time_unix_ms: entry.lostStart,
-      last_time_unix_ms: entry.lostEnd,
-      span_ids: [span.spanId],
-      recovery: RequestRecovery.NOT_REISSUED,
-      request_end: ErrorType.STREAM_BROKEN,
-    });
-  }
-
-  /** The broken first attempt's lost_result is retracted by its re-issue: the client recovered the call. */
-  private retractLostByReissue(firstTrace: string, entry: Reissue): void {
-    if ((entry.flags & LOST) === 0 || (entry.flags & LOST_RETRACTED) !== 0) return;
-    entry.flags |= LOST_RETRACTED;
-    this.ctx.onFinding?.({
-      kind: FindingKind.LOST_RESULT,
-      record: FindingRecord.RETRACTION,
-      service: this.ctx.services.keyOf(entry.lostService)!,
-      session_id: '',
-      request_id: entry.lostRequestId,
-      trace_id: entry.traceId,
-      first_time_unix_ms: entry.lostEnd,
-      last_time_unix_ms: entry.start,
-      span_ids: [entry.spanId],
-      first_trace_id: firstTrace,
-    });
-  }
-
-  /**
-   * Retraction: a continuation at `time` (or a terminal at any time) shows the request alive, which
-   * contradicts the ambiguous_empty_replay and cursor_lost findings reported before it. A terminal also
-   * contradicts a lost_result: the result came after all.
-   */
-  private retractFailedResumption(slot: number, span: SpanRecord, time: number, terminal: boolean): void {
-    const table = this.table;
-    if (
-      table.wasReported(slot, FindingKind.AMBIGUOUS_EMPTY_REPLAY) &&
-      !table.wasRetracted(slot, FindingKind.AMBIGUOUS_EMPTY_REPLAY) &&
-      (terminal || time >= table.emptyReplayAt(slot))
-    ) {
-      table.markRetracted(slot, FindingKind.AMBIGUOUS_EMPTY_REPLAY);
-      this.ctx.emit(
-        slot,
-        FindingKind.AMBIGUOUS_EMPTY_REPLAY,
-        span.traceId,
-        table.emptyReplayAt(slot),
-        time,
-        [span.spanId],
-        undefined,
-        FindingRecord.RETRACTION,
-      );
-    }
-    if (
-      table.wasReported(slot, FindingKind.CURSOR_LOST) &&
-      !table.wasRetracted(slot, FindingKind.CURSOR_LOST) &&
-      (terminal || time >= table.cursorLostAt(slot))
-    ) {
-      table.markRetracted(slot, FindingKind.CURSOR_LOST);
-      this.ctx.emit(
-        slot,
-        FindingKind.CURSOR_LOST,
-        span.traceId,
-        table.cursorLostAt(slot),
-        time,
-        [span.spanId],
-        undefined,
-        FindingRecord.RETRACTION,
-      );
-    }
-    if (
-      terminal &&
-      table.wasReported(slot, FindingKind.LOST_RESULT) &&
-      !table.wasRetracted(slot, FindingKind.LOST_RESULT)
-    ) {
-      table.markRetracted(slot, FindingKind.LOST_RESULT);
-      this.ctx.emit(
-        slot,
-        FindingKind.LOST_RESULT,
-        span.traceId,
-        table.read(slot, 'lostAt'),
-        time,
-        [span.spanId],
-        undefined,
-        FindingRecord.RETRACTION,
-      );
-    }
   }
 
   // ---------------------------------------------------------------------------------------------
