@@ -110,7 +110,9 @@ export class Detector {
     this.reissue = new ReissueRules(ctx);
     this.lost = new LostResults(ctx, this.reissue);
     this.resumption = new Resumption(ctx, this.storms, this.lost, this.reissue, new ServerDefects(ctx));
-    // The families' hooks run in this order: storms end before idle requests leave, then re-issues settle.
+    // The families with hooks (RuleFamily), which run in this order: storms end before idle requests leave,
+    // then re-issues settle. A new family is constructed over the same ctx and added here, one line
+    // (`new Tasks(ctx),` for core/tasks.ts); its `request` hook then sees every request span.
     this.families = [this.storms, this.reissue];
     this.requestFamilies = this.families.filter((family) => family.request !== undefined);
   }
