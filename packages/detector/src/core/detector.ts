@@ -152,17 +152,16 @@ export class Detector {
     const lo = hexWord(span.spanId, 8);
     if (!this.spanIds.add(hi, lo)) return this.count(SpanReceivedResult.DUPLICATE);
     const service = span.service || UNKNOWN_SERVICE;
-    const events = this.ctx.events;
     let reattachEvicts = false;
     if (type === REATTACH) {
       const status = statusOf(attrs);
       const accepted = attrs[ATTR_MCP_REATTACH_ACCEPTED];
-      events?.reattach(service, typeof accepted === 'boolean' ? accepted : status >= 200 && status < 300);
+      this.ctx.events?.reattach(service, typeof accepted === 'boolean' ? accepted : status >= 200 && status < 300);
       if (!hasReq || listening) return this.count(SpanReceivedResult.ACCEPTED);
       // The same status rule as a resume's (semconv): the server no longer holds the cursor or the session.
       reattachEvicts = isCursorGoneStatus(status);
     } else if (listening) {
-      events?.listeningResume(
+      this.ctx.events?.listeningResume(
         service,
         refusedByGuard(attrs) ? ResumeOutcome.ERROR : resumeOutcome(attrs, statusOf(attrs)),
       );
