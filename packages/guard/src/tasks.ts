@@ -1,6 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { BoundedMap } from '@resumewatch/bounded';
-import { FindingKind, TASK_ID_METHODS, TaskLostReason, TaskMethod, TaskShape, TaskStatus } from '@resumewatch/semconv';
+import {
+  FindingKind,
+  TASK_ID_METHODS,
+  TaskLostReason,
+  TaskMethod,
+  TaskShape,
+  TaskStatus,
+  TerminalOutcome,
+} from '@resumewatch/semconv';
 import {
   BrokenRequests,
   isInputRound,
@@ -223,7 +231,8 @@ export class TaskTracker {
       idempotencyKey: key,
       createdAt: state.createdAt!,
     });
-    const text = `{"jsonrpc":"2.0","id":${JSON.stringify(message.id)},"result":${handle.resultText}}`;
+    // The JSON-RPC response's `result` member (TerminalOutcome.RESULT names it): the kept text as it is.
+    const text = `{"jsonrpc":"2.0","id":${JSON.stringify(message.id)},"${TerminalOutcome.RESULT}":${handle.resultText}}`;
     return new Response(text, { status: 200, headers: { 'content-type': 'application/json' } });
   }
 
