@@ -37,6 +37,7 @@ import type {
   RepeatedTaskHandle,
   ResumeReport,
 } from './reports.js';
+import { asksForTask } from './task-facts.js';
 import { withTaskGuard } from './task-fetch.js';
 import { DEFAULT_MAX_POLL_DELAY_MS, TaskTracker } from './tasks.js';
 
@@ -259,7 +260,8 @@ class GuardWireListener implements GuardListener {
 
   withIdempotencyKeys(fetch: FetchLike): FetchLike {
     return withIdempotencyKeys(fetch, (message, scope, stateless) => {
-      if (message.method !== TOOLS_CALL_METHOD) return undefined;
+      // The session era keys only calls that ask for a task (its other calls have resumption instead).
+      if (message.method !== TOOLS_CALL_METHOD || (!stateless && !asksForTask(message))) return undefined;
       // A call that repeats a live task's call, or re-issues a task call left without an answer, takes its key.
       const carried = requestIdempotencyKey(message);
       if (carried !== undefined) return carried;

@@ -50,7 +50,8 @@ describe('withIdempotencyKeys', () => {
     const keyed = createGuardListener({}).withIdempotencyKeys(fetch);
     const task = { ...call(0, 'charge'), params: { ...call(0, 'charge').params, task: { ttl: 60_000 } } };
     await keyed('http://127.0.0.1:9/mcp', post('2025-11-25', task));
-    const plain = post('2025-11-25', call(1, 'charge'));
+    // Its arguments name a task, but it asks for none.
+    const plain = post('2025-11-25', { ...call(1, 'charge'), params: { name: 'charge', arguments: { task: 1 } } });
     await keyed('http://127.0.0.1:9/mcp', plain);
     const sentTask = JSON.parse(bodies[0] as string) as typeof task & { params: { _meta?: Record<string, unknown> } };
     expect(sentTask.params._meta?.[META_IDEMPOTENCY_KEY]).toMatch(/^[0-9a-f-]{36}$/);
