@@ -62,7 +62,7 @@ export interface TaskOptions {
 }
 
 /**
- * What the guard keeps of one task, by (server, session, task id): about 200 bytes with its key, plus the
+ * What the guard keeps of one task, by (server, session, task id): about 300 bytes with its key and map entry, plus the
  * kept creation answer's text (at most MAX_HANDLE_CHARS) while the handle is live.
  */
 interface TaskState {
