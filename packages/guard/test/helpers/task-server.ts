@@ -7,7 +7,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { InMemoryTaskStore } from '@modelcontextprotocol/sdk/experimental/tasks/stores/in-memory.js';
 
 /** One JSON-RPC request the server received: its method, task id (tasks/*), `_meta`, and when it arrived. */
-export interface Received {
+interface Received {
   readonly method: string;
   readonly taskId: string | undefined;
   readonly meta: Record<string, unknown> | undefined;
