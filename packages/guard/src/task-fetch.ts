@@ -61,13 +61,19 @@ export function withTaskGuard(fetch: FetchLike, tracker: TaskTracker): FetchLike
     if (message.method === TaskMethod.GET) {
       const taskId = requestedTaskId(message);
       const slot = taskId === undefined ? undefined : tracker.pollSlot(scope, taskId);
-      if (slot !== undefined && slot.delayMs > 0) {
-        try {
-          await pause(slot.delayMs, init!.signal ?? (input instanceof Request ? input.signal : undefined));
-        } catch (error) {
-          slot.release();
-          throw error;
+      if (slot !== undefined) {
+        const signal = init!.signal ?? (input instanceof Request ? input.signal : undefined);
+        // Waits its slot, then as long as the poll before it left late requires (bounded by its deadline):
+        // checked just before it leaves, so no two polls of a task leave closer than the interval.
+        for (let wait = Math.max(slot.delayMs, slot.remainingMs()); wait > 0; wait = slot.remainingMs()) {
+          try {
+            await pause(wait, signal);
+          } catch (error) {
+            slot.release();
+            throw error;
+          }
         }
+        slot.leaving();
       }
       return fetch(input, init);
     }

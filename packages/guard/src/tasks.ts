@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { BoundedMap } from '@resumewatch/bounded';
 import {
   FindingKind,
+  TASK_GONE_METHODS,
   TASK_ID_METHODS,
   TaskLostReason,
   TaskMethod,
@@ -71,6 +72,8 @@ interface TaskState {
   pollIntervalMs: number | undefined;
   /** When the last poll left (or is due to leave: a delayed poll holds its slot). */
   lastPollAt: number | undefined;
+  /** When the last poll actually left (the spacing is checked against it just before a poll leaves). */
+  lastLeftAt: number | undefined;
   ttlMs: number | null | undefined;
   /** When the guard received the handle; undefined when it never saw the task created. */
   createdAt: number | undefined;
@@ -115,6 +118,11 @@ interface TaskRequest {
 /** A poll's place in its task's spacing: when it may leave, and the slot it took. */
 export interface PollSlot {
   readonly delayMs: number;
+  /** Once the wait is over: how much longer this poll must wait (0 or less: it may leave). */
+  remainingMs(): number;
+  /** The poll leaves now: the next one is spaced from now (a timer that fired late moves the slot on). */
+  leaving(): void;
+  /** The poll was aborted while it waited: its slot is given back. */
   release(): void;
 }
 
@@ -246,13 +254,27 @@ export class TaskTracker {
     const state = this.tasks.get(`${scope}\n${taskId}`);
     if (state === undefined) return undefined;
     const now = this.now();
+    const deadline = now + this.options.maxPollDelayMs;
     const previous = state.lastPollAt;
     let leaveAt = now;
     if (previous !== undefined && state.pollIntervalMs !== undefined)
-      leaveAt = Math.max(now, Math.min(previous + state.pollIntervalMs, now + this.options.maxPollDelayMs));
+      leaveAt = Math.max(now, Math.min(previous + state.pollIntervalMs, deadline));
     state.lastPollAt = leaveAt;
     return {
       delayMs: leaveAt - now,
+      remainingMs: () => {
+        // A timer fires late on a loaded machine (or a millisecond early): the poll before this one may
+        // have left later than its slot. Spaced from when it left, up to this poll's own deadline.
+        const left = state.lastLeftAt;
+        const interval = state.pollIntervalMs;
+        if (left === undefined || interval === undefined) return 0;
+        return Math.min(left + interval, deadline) - this.now();
+      },
+      leaving: () => {
+        const at = this.now();
+        state.lastLeftAt = at;
+        if (state.lastPollAt === leaveAt) state.lastPollAt = Math.max(leaveAt, at);
+      },
       release: () => {
         if (state.lastPollAt === leaveAt) state.lastPollAt = previous;
       },
@@ -353,6 +375,7 @@ export class TaskTracker {
         shape: facts?.shape ?? TaskShape.AUGMENTED,
         pollIntervalMs: undefined,
         lastPollAt: undefined,
+        lastLeftAt: undefined,
         ttlMs: undefined,
         createdAt: undefined,
         status: undefined,
@@ -376,7 +399,8 @@ export class TaskTracker {
 
   private taskAnswer(named: TaskRequest, record: RequestRecord, answer: JsonRpcMessage, request: WireRequest): void {
     const gone = goneOf(answer);
-    if (gone !== undefined && named.method !== TaskMethod.CANCEL) {
+    // A -32602 to tasks/cancel is a refusal (the task is already terminal), not a task gone.
+    if (gone !== undefined && TASK_GONE_METHODS.includes(named.method)) {
       const state = this.stateOf(named.taskKey, undefined, named.taskId);
       state.gone = true;
       state.handle = undefined;
@@ -405,6 +429,7 @@ export class TaskTracker {
         const state = this.stateOf(named.taskKey, facts);
         // The first poll this guard saw answered: the spacing starts from when it left.
         state.lastPollAt ??= record.startedAt;
+        state.lastLeftAt ??= record.startedAt;
         if (deliversOutcomeInline(facts)) state.outcomeDelivered = true;
         return;
       }
