@@ -84,7 +84,7 @@ export function findingTimeline(f: Finding, evidence: Evidence): DrawnTimeline |
   // A task's finding: its task's spans (a duplicate's two tasks), on one time axis.
   if (isTaskFinding(f)) {
     const task = evidence.task(f);
-    return task.task || task.second ? drawTaskTimeline(f, task) : undefined;
+    return task.task?.events.length || task.second?.events.length ? drawTaskTimeline(f, task) : undefined;
   }
   // A 2026-07-28 re-issue: both attempts, each its own trace, on one time axis.
   if (isReissueFinding(f)) return drawReissueTimeline(f, evidence.attempts(f));

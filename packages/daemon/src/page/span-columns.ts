@@ -21,7 +21,7 @@ const TYPES: readonly EventType[] = [
 const TYPE_NUMBER = new Map(TYPES.map((type, n) => [type, n]));
 /** Set in a span's kind byte for a server's span; the event type's number is below it. */
 const SERVER = 8;
-if (TYPES.length > SERVER) throw new Error('the event types must fit below the kind byte\'s SERVER bit');
+if (TYPES.length > SERVER) throw new Error("the event types must fit below the kind byte's SERVER bit");
 /** No span or no request (the end of a list, an empty free list). */
 const NONE = -1;
 /** Slots and requests the columns are first made for; they double as needed, up to the cap's count. */

@@ -159,7 +159,7 @@ export function drawTaskTimeline(f: Finding, evidence: TaskEvidence): DrawnTimel
   if (duplicate) {
     const secondLife = laneOf(LANES.second[0]);
     second = drawTask(evidence.second?.events ?? [], secondLife, laneOf(LANES.second[1]), drawn, seen);
-    if (!evidence.second) lanes[secondLife]!.unknown = 'no span of the second task is held';
+    if (!evidence.second?.events.length) lanes[secondLife]!.unknown = 'no span of the second task is held';
     // The attempts' spans that are no task's (the first attempt's call, whose answer never arrived).
     for (const [which, label] of [
       ['first', 'first attempt'],
@@ -175,7 +175,7 @@ export function drawTaskTimeline(f: Finding, evidence: TaskEvidence): DrawnTimel
       }
     }
   }
-  if (!evidence.task) lanes[life]!.unknown = 'no span of the task is held (the evidence let them go)';
+  if (!evidence.task?.events.length) lanes[life]!.unknown = 'no span of the task is held (the evidence let them go)';
   // Empty poll lanes go: a task polled never has nothing to tick.
   for (let i = lanes.length - 1; i >= 0; i--) {
     if (!lanes[i]!.label?.endsWith('polls') || drawn.some((d) => d.lane === i)) continue;
@@ -216,7 +216,8 @@ export function drawTaskTimeline(f: Finding, evidence: TaskEvidence): DrawnTimel
     (n, which) => n + (evidence[which]?.dropped ?? 0),
     0,
   );
-  if (dropped > 0) notes.push(`${dropped} spans of the task left out between its first and its latest (the evidence's bound).`);
+  if (dropped > 0)
+    notes.push(`${dropped} spans of the task left out between its first and its latest (the evidence's bound).`);
   return { lanes, events: drawn, start, end, dropped, notes, story: story(f, first, second) };
 }
 
@@ -252,8 +253,7 @@ function story(f: Finding, task: TaskFacts, second: TaskFacts | undefined): stri
       if ((reason === TaskStormReason.AFTER_GONE || reason === undefined) && task.gone && task.pollsAfterGone > 0)
         return `The server said at ${clock(task.gone.at)} that the task was gone, and its client polled it ${task.pollsAfterGone} more times after that: a poll storm.`;
       const polls = task.polls;
-      const between =
-        polls.length > 1 ? ` between ${clock(polls[0]!)} and ${clock(polls[polls.length - 1]!)}` : '';
+      const between = polls.length > 1 ? ` between ${clock(polls[0]!)} and ${clock(polls[polls.length - 1]!)}` : '';
       const rate =
         task.pollInterval !== undefined
           ? `, ${task.fastPolls} of them sooner than half the ${duration(task.pollInterval)} the server asked for between polls`
