@@ -61,7 +61,7 @@ describe("a task finding's timeline", () => {
     expect(timeOf(tl, 'created')).toBeLessThan(timeOf(tl, 'status'));
     expect(timeOf(tl, 'status')).toBeLessThan(timeOf(tl, 'ttl'));
     expect(timeOf(tl, 'ttl')).toBeLessThan(timeOf(tl, 'gone'));
-    expect(tl.start).toBe(TASK_T0);
+    expect(tl.start).toBe(TASK_T0 + 20);
     expect(tl.end).toBe(TASK_T0 + 2604);
     expect(tl.story).toBe(
       'The task completed at 08:00:01.200 UTC, its client asked for the result after its ttl (it ran out at ' +
@@ -77,7 +77,7 @@ describe("a task finding's timeline", () => {
     ];
     const finding: Finding = { ...lostResult().finding, task_id: task, session_id: 's' };
     const tl = findingTimeline(finding, evidenceOf(spans, finding))!;
-    expect(byLane(tl)).toEqual({ task: ['call', 'created', 'status', 'ttl'] });
+    expect(byLane(tl)).toEqual({ task: ['created', 'status', 'ttl'] });
     expect(tl.story).toBe(
       'The task failed at 08:00:00.400 UTC; no answer carried its outcome to the client, and its ttl ran out at ' +
         '08:00:01.020 UTC: the result never reached it.',
@@ -154,7 +154,7 @@ describe('task-keyed evidence', () => {
       `${tl.dropped} spans of the task left out between its first and its latest (the evidence's bound).`,
     );
     // The creation is among the first kept: the axis starts with it.
-    expect(tl.events[0]!.type).toBe('call');
+    expect(tl.events[0]!.type).toBe('created');
     expect(tl.story).toMatch(new RegExp(`polled the task ${EVIDENCE_EVENTS - 1} times`));
   });
 

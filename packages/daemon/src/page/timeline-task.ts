@@ -91,8 +91,14 @@ function drawTask(
         facts.ttl = num(a[ATTR_MCP_TASK_TTL_MS]);
         facts.pollInterval = num(a[ATTR_MCP_TASK_POLL_INTERVAL_MS]);
         if (facts.ttl !== undefined) facts.deadline = e.end + facts.ttl;
-        drawn.push(drawEvent(e, lifeLane, new Set()));
-        mark(TaskMoment.CREATED, e.end, 'created', `task created by ${method}` + (shown ? `, ${shown}` : ''));
+        // One mark, where the handle was answered, with the call's facts (its ttl, its poll interval).
+        drawn.push({
+          ...drawEvent(e, lifeLane, new Set()),
+          type: TaskMoment.CREATED,
+          start: e.end,
+          short: 'created',
+          what: `task created by ${method}` + (shown ? `, ${shown}` : ''),
+        });
         status = shown;
         if (shown) facts.lastStatus = shown;
         continue;
@@ -109,8 +115,11 @@ function drawTask(
       if (facts.pollInterval === undefined) facts.pollInterval = num(a[ATTR_MCP_TASK_POLL_INTERVAL_MS]);
     } else if (e.type === EventType.CALL) drawn.push(drawEvent(e, lifeLane, new Set()));
     if (shown !== undefined && shown !== status) {
-      const source = e.type === EventType.TASK_STATUS ? 'a status notification' : `the ${method ?? 'request'} answer`;
+      const notification = e.type === EventType.TASK_STATUS;
+      const source = notification ? 'a status notification' : `the ${method ?? 'request'} answer`;
       mark(TaskMoment.STATUS, e.end, shown, `status ${shown}, as ${source} showed it`);
+      // A notification is drawn by this mark alone: its facts go with it.
+      if (notification) drawn[drawn.length - 1]!.facts = drawEvent(e, lifeLane, new Set()).facts;
       status = shown;
     }
     if (shown !== undefined) facts.lastStatus = shown;
