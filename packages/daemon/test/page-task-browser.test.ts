@@ -109,18 +109,18 @@ function expectLostResult(lanes: TaskLane[], story: string, expected: string): v
   expect(lanes.map((l) => l.lane)).toEqual(['task', 'task \u00b7 polls']);
   const life = laneOf(lanes, 'task');
   const polls = laneOf(lanes, 'task \u00b7 polls');
-  expect(marks(polls, 'poll')).toHaveLength(4);
-  expect(polls.marks.every((m) => m.type === 'poll' && m.text === '')).toBe(true);
+  expect(marks(polls, 'poll_tick')).toHaveLength(4);
+  expect(polls.marks.every((m) => m.type === 'poll_tick' && m.text === '')).toBe(true);
   expect(polls.marks[0]!.label).toMatch(/^poll \(tasks\/get\) at \+480 ms$/);
   const [createdMark] = marks(life, 'created');
-  const status = marks(life, 'status');
+  const status = marks(life, 'status_change');
   const [ttl] = marks(life, 'ttl');
   const [gone] = marks(life, 'gone');
   expect(marks(life, 'created')).toHaveLength(1);
   expect(status.map((m) => m.text)).toEqual([TaskStatus.COMPLETED]);
   expect(marks(life, 'ttl')).toHaveLength(1);
   expect(marks(life, 'gone')).toHaveLength(1);
-  expect(marks(life, 'result')).toHaveLength(0);
+  expect(marks(life, 'delivered')).toHaveLength(0);
   expect(gone!.label).toMatch(/gone: not found/);
   // One axis: created, the polls, completed, the ttl's end, then the poll answered gone, the last thing drawn.
   const pollsAt = polls.marks.map((m) => m.left);
@@ -167,7 +167,7 @@ describe("a task's timeline in chromium", () => {
       expect(await page.textContent('#detail-title')).toBe('lost_task_result on task task-lost-1');
       // The events table lists every drawn mark, the ticks included.
       expect(await page.$$('table.events tbody tr')).toHaveLength(lanes.flatMap((l) => l.marks).length);
-      for (const selector of ['.story', '.ev.created', '.ev.status', '.ev.gone', '.ev.ttl', '.task-note, .note'])
+      for (const selector of ['.story', '.ev.created', '.ev.status_change', '.ev.gone', '.ev.ttl', '.task-note, .note'])
         expect(await lowestContrast(page, selector), selector).toBeGreaterThanOrEqual(4.5);
       if (SHOTS) await page.screenshot({ path: join(SHOTS, 'page-task.png'), fullPage: true });
       expect(errors).toEqual([]);

@@ -45,21 +45,23 @@ describe("a task finding's timeline", () => {
     const tl = findingTimeline(finding, evidenceOf(spans, finding, 5))!;
     const lanes = byLane(tl);
     expect(Object.keys(lanes)).toEqual(['task', 'task \u00b7 polls']);
-    expect(lanes['task \u00b7 polls']).toEqual(['poll', 'poll', 'poll', 'poll']);
+    expect(lanes['task \u00b7 polls']).toEqual(['poll_tick', 'poll_tick', 'poll_tick', 'poll_tick']);
     const life = lanes['task']!;
     expect(count(life, 'created')).toBe(1);
     // working at creation and on two polls; completed by the notification, the poll after it no change.
-    expect(tl.events.filter((e) => e.type === 'status').map((e) => e.short)).toEqual([TaskStatus.COMPLETED]);
-    expect(tl.events.find((e) => e.type === 'status')!.what).toMatch(/status notification/);
+    expect(tl.events.filter((e) => e.type === 'status_change').map((e) => e.short)).toEqual([TaskStatus.COMPLETED]);
+    expect(tl.events.find((e) => e.type === 'status_change')!.what).toMatch(/status notification/);
     expect(count(life, 'gone')).toBe(1);
     expect(count(life, 'ttl')).toBe(1);
-    expect(count(life, 'result')).toBe(0);
+    expect(count(life, 'delivered')).toBe(0);
     // Ticks where the client asked; marks where the answers said so; the ttl's end at creation + 2 s.
-    expect(tl.events.filter((e) => e.type === 'poll').map((e) => e.start - TASK_T0)).toEqual([500, 1000, 1500, 2600]);
+    expect(tl.events.filter((e) => e.type === 'poll_tick').map((e) => e.start - TASK_T0)).toEqual([
+      500, 1000, 1500, 2600,
+    ]);
     expect(timeOf(tl, 'created') - TASK_T0).toBe(20);
     expect(timeOf(tl, 'ttl') - TASK_T0).toBe(2020);
-    expect(timeOf(tl, 'created')).toBeLessThan(timeOf(tl, 'status'));
-    expect(timeOf(tl, 'status')).toBeLessThan(timeOf(tl, 'ttl'));
+    expect(timeOf(tl, 'created')).toBeLessThan(timeOf(tl, 'status_change'));
+    expect(timeOf(tl, 'status_change')).toBeLessThan(timeOf(tl, 'ttl'));
     expect(timeOf(tl, 'ttl')).toBeLessThan(timeOf(tl, 'gone'));
     expect(tl.start).toBe(TASK_T0 + 20);
     expect(tl.end).toBe(TASK_T0 + 2604);
@@ -77,7 +79,7 @@ describe("a task finding's timeline", () => {
     ];
     const finding: Finding = { ...lostResult().finding, task_id: task, session_id: 's' };
     const tl = findingTimeline(finding, evidenceOf(spans, finding))!;
-    expect(byLane(tl)).toEqual({ task: ['created', 'status', 'ttl'] });
+    expect(byLane(tl)).toEqual({ task: ['created', 'status_change', 'ttl'] });
     expect(tl.story).toBe(
       'The task failed at 08:00:00.400 UTC; no answer carried its outcome to the client, and its ttl ran out at ' +
         '08:00:01.020 UTC: the result never reached it.',
@@ -86,14 +88,14 @@ describe("a task finding's timeline", () => {
     const evidence = evidenceOf(spans, finding);
     evidence.observe(poll(task, TASK_T0 + 1500, 9, { status: TaskStatus.FAILED, delivered: true }, { session: 's' }));
     const later = findingTimeline(finding, evidence)!;
-    expect(later.events.filter((e) => e.type === 'result')).toHaveLength(1);
+    expect(later.events.filter((e) => e.type === 'delivered')).toHaveLength(1);
     expect(later.story).toMatch(/an answer carried its outcome to the client at 08:00:01\.504 UTC\.$/);
   });
 
   it('task_poll_storm: one tick per poll; the story counts them against the announced interval; a far ttl is said, not drawn', () => {
     const { spans, finding } = pollStorm(40);
     const tl = findingTimeline(finding, evidenceOf(spans, finding, 1))!;
-    expect(count(byLane(tl)['task \u00b7 polls']!, 'poll')).toBe(40);
+    expect(count(byLane(tl)['task \u00b7 polls']!, 'poll_tick')).toBe(40);
     expect(tl.events.some((e) => e.type === 'ttl')).toBe(false);
     expect(tl.notes).toContain('Its ttl of 300 s runs out at 08:05:00.020 UTC, after what is drawn.');
     expect(tl.story).toBe(
@@ -126,7 +128,7 @@ describe("a task finding's timeline", () => {
       expect(Object.keys(lanes)).toEqual(['first task', 'second task', 'second task \u00b7 polls', 'first attempt']);
       expect(count(lanes['first task']!, 'created')).toBe(1);
       expect(count(lanes['second task']!, 'created')).toBe(1);
-      expect(lanes['second task \u00b7 polls']).toEqual(['poll']);
+      expect(lanes['second task \u00b7 polls']).toEqual(['poll_tick']);
       // The first attempt's client span (no task id: its handle never arrived) and its broken stream.
       expect(lanes['first attempt']!.sort()).toEqual(['broken', 'call']);
       // Each creation is drawn once, though the re-issue's trace holds the second one's span too.

@@ -217,7 +217,7 @@ export const PAGE_SCRIPT = `
     });
     var ticks = h('div', { cls: 'ticks', 'aria-hidden': 'true' }, [0, 25, 50, 75, 100].map(function (p) { return h('span', { style: { left: p + '%' }, text: '+' + span((width * p) / 100) }); }));
     var task = tl.story !== undefined;
-    var moments = task ? 'On a task\u2019s lanes: created, each change of status, result (the outcome reached the client), gone (the server said so), ttl (its announced ttl ran out); a tick: a poll (tasks/get).'
+    var moments = task ? 'On a task\u2019s lanes: created, each change of status, outcome (the result or the error reached the client), gone (the server said so), ttl (its announced ttl ran out); a tick: a poll (tasks/get).'
       : tl.events.some(function (ev) { return ev.what; }) ? ' X: the first attempt\u2019s stream broke; F: the server finished it after the cancellation; S: the server stopped.' : '';
     var legend = h('p', { cls: 'legend' }, [h('span', { text: (task ? (tl.events.some(function (ev) { return ev.type === 'call'; }) ? 'C a request. ' : '') : 'T terminal, R resume, A reattach, C the request; G: the guard or gateway acted.') + moments })].concat(
       task ? [] : conf.marks.map(function (m) { return h('span', { cls: 'mark-' + m, text: '\u25a0 ' + m }); })));

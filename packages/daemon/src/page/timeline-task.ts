@@ -27,9 +27,9 @@ import { drawEvent, momentOf, type DrawnEvent, type DrawnTimeline, type Lane } f
  */
 export const TaskMoment = {
   CREATED: 'created',
-  STATUS: 'status',
-  POLL: 'poll',
-  RESULT: 'result',
+  STATUS: 'status_change',
+  POLL: 'poll_tick',
+  DELIVERED: 'delivered',
   GONE: 'gone',
   TTL: 'ttl',
 } as const;
@@ -116,7 +116,7 @@ function drawTask(
     } else if (e.type === EventType.CALL) drawn.push(drawEvent(e, lifeLane, new Set()));
     if (shown !== undefined && shown !== status) {
       const notification = e.type === EventType.TASK_STATUS;
-      const source = notification ? 'a status notification' : `the ${method ?? 'request'} answer`;
+      const source = notification ? 'a status notification' : `the answer to ${method ?? 'a request'}`;
       mark(TaskMoment.STATUS, e.end, shown, `status ${shown}, as ${source} showed it`);
       // A notification is drawn by this mark alone: its facts go with it.
       if (notification) drawn[drawn.length - 1]!.facts = drawEvent(e, lifeLane, new Set()).facts;
@@ -127,13 +127,13 @@ function drawTask(
       facts.done = { at: e.end, status: shown };
     if (a[ATTR_MCP_TASK_OUTCOME_DELIVERED] === true) {
       facts.delivered ??= e.end;
-      mark(TaskMoment.RESULT, e.end, 'result', `the outcome reached the client (${method ?? 'answer'})`);
+      mark(TaskMoment.DELIVERED, e.end, 'outcome', `the outcome reached the client (${method ?? 'an answer'})`);
     }
     const gone = str(a[ATTR_MCP_TASK_GONE]);
     if (gone !== undefined) {
       facts.gone ??= { at: e.end, reason: gone };
       const words = gone === TaskGone.EXPIRED ? 'expired' : 'not found';
-      mark(TaskMoment.GONE, e.end, 'gone', `the server answered the task is gone: ${words} (${method ?? 'answer'})`);
+      mark(TaskMoment.GONE, e.end, 'gone', `the server answered the task is gone: ${words} (${method ?? 'an answer'})`);
     }
   }
   return facts;
