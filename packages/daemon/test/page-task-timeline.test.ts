@@ -1,4 +1,4 @@
-import { FindingKind, TaskStatus, TaskStormReason } from '@resumewatch/semconv';
+import { TaskStatus, TaskStormReason } from '@resumewatch/semconv';
 import type { Finding, SpanRecord } from '@resumewatch/detector';
 import { describe, expect, it } from 'vitest';
 import { configWith } from '../src/doors/writing-pipeline.js';

@@ -40,12 +40,12 @@ export interface TaskSpanOpts {
   duration?: number;
 }
 
-export function taskTrace(n: number): string {
+function taskTrace(n: number): string {
   return n.toString(16).padStart(32, 'c');
 }
 
 /** One span of a task: the call that created it, a tasks/* request, or its status notification. */
-export function taskSpan(
+function taskSpan(
   name: string,
   t: number,
   attributes: Record<string, AttributeValue>,
@@ -115,7 +115,7 @@ export function statusNotification(task: string, t: number, status: string, o: T
 }
 
 /** A finding of a task kind, as the detector's task rules make one (task_id; a duplicate's second_task_id). */
-export function taskFinding(
+function taskFinding(
   kind: FindingKind,
   task: string,
   spans: readonly SpanRecord[],
