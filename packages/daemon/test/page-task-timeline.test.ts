@@ -124,6 +124,13 @@ describe("a task finding's timeline", () => {
       expect(isReissueFinding(finding)).toBe(false);
       const evidence = evidenceOf(spans, finding, 3);
       const tl = findingTimeline(finding, evidence)!;
+      // Every span once: a sessionless call's span is held by its task and by its trace.
+      expect(
+        evidence
+          .timeline(finding)!
+          .events.map((e) => e.span_id)
+          .sort(),
+      ).toEqual(spans.map((s) => s.spanId).sort());
       const lanes = byLane(tl);
       expect(Object.keys(lanes)).toEqual(['first task', 'second task', 'second task \u00b7 polls', 'first attempt']);
       expect(count(lanes['first task']!, 'created')).toBe(1);

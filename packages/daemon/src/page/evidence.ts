@@ -131,8 +131,10 @@ export class Evidence {
     if (isTaskFinding(f)) {
       const parts = Object.values(this.task(f)).filter((h): h is HeldTimeline => h !== undefined);
       if (parts.length === 0) return undefined;
+      // A span of a task's call without a session is held by its task and by its trace: listed once.
+      const ids = new Set<string>();
       return {
-        events: parts.flatMap((h) => h.events),
+        events: parts.flatMap((h) => h.events).filter((e) => !ids.has(e.span_id) && ids.add(e.span_id) !== undefined),
         bytes: parts.reduce((n, h) => n + h.bytes, 0),
         dropped: parts.reduce((n, h) => n + h.dropped, 0),
       };
