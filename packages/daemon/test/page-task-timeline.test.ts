@@ -1,4 +1,4 @@
-import { TaskStatus, TaskStormReason } from '@resumewatch/semconv';
+import { ATTR_MCP_METHOD_NAME, NOTIFICATION_TASKS, TaskStatus, TaskStormReason } from '@resumewatch/semconv';
 import type { Finding, SpanRecord } from '@resumewatch/detector';
 import { describe, expect, it } from 'vitest';
 import { configWith } from '../src/doors/writing-pipeline.js';
@@ -102,6 +102,24 @@ describe("a task finding's timeline", () => {
       'Its client polled the task 40 times between 08:00:00.100 UTC and 08:00:00.490 UTC, 39 of them sooner ' +
         'than half the 500 ms the server asked for between polls: a poll storm.',
     );
+  });
+
+  it('a status notification recorded under its method is a change of status, not a creation', () => {
+    const task = 'task-notified';
+    const o = { session: 's-n' };
+    const notified = statusNotification(task, TASK_T0 + 300, TaskStatus.INPUT_REQUIRED, o);
+    const spans = [
+      created(task, TASK_T0, o),
+      {
+        ...notified,
+        name: NOTIFICATION_TASKS,
+        attributes: { ...notified.attributes, [ATTR_MCP_METHOD_NAME]: NOTIFICATION_TASKS },
+      },
+    ];
+    const finding: Finding = { ...lostResult().finding, task_id: task, session_id: 's-n' };
+    const tl = findingTimeline(finding, evidenceOf(spans, finding))!;
+    expect(byLane(tl)).toEqual({ task: ['created', 'status_change'] });
+    expect(tl.events[1]!.what).toBe('status input_required, as a status notification showed it');
   });
 
   it('task_poll_storm after gone: the gone answer marked, the polls after it counted', () => {

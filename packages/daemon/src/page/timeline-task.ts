@@ -6,6 +6,8 @@ import {
   ATTR_MCP_TASK_STATUS,
   ATTR_MCP_TASK_TTL_MS,
   FindingKind,
+  NOTIFICATION_TASK_STATUS,
+  NOTIFICATION_TASKS,
   OUTCOME_TASK_STATUSES,
   TASK_METHODS,
   TaskGone,
@@ -83,7 +85,7 @@ function drawTask(
     const shown = str(a[ATTR_MCP_TASK_STATUS]);
     const mark = (type: TaskMoment, at: number, short: string, what: string, lane = lifeLane): void =>
       void drawn.push({ lane, start: at, end: at, type, short, what, facts: [], span_id: e.span_id });
-    if (e.type === EventType.CALL && method !== undefined && !TASK_METHODS.includes(method)) {
+    if (e.type === EventType.CALL && method !== undefined && !TASK_METHODS.includes(method) && !notification(method)) {
       // The call answered with the handle. A second creating span of the task (its server's side, sent
       // under the same service) is drawn as a call, not as a second creation.
       if (facts.created === undefined) {
@@ -113,13 +115,14 @@ function drawTask(
       facts.polls.push(e.start);
       drawn.push({ ...drawEvent(e, pollLane, new Set()), type: TaskMoment.POLL, short: '', what: 'poll (tasks/get)' });
       if (facts.pollInterval === undefined) facts.pollInterval = num(a[ATTR_MCP_TASK_POLL_INTERVAL_MS]);
-    } else if (e.type === EventType.CALL) drawn.push(drawEvent(e, lifeLane, new Set()));
+    } else if (e.type === EventType.CALL && !(method !== undefined && notification(method)))
+      drawn.push(drawEvent(e, lifeLane, new Set()));
     if (shown !== undefined && shown !== status) {
-      const notification = e.type === EventType.TASK_STATUS;
-      const source = notification ? 'a status notification' : `the answer to ${method ?? 'a request'}`;
+      const notified = e.type === EventType.TASK_STATUS || (method !== undefined && notification(method));
+      const source = notified ? 'a status notification' : `the answer to ${method ?? 'a request'}`;
       mark(TaskMoment.STATUS, e.end, shown, `status ${shown}, as ${source} showed it`);
       // A notification is drawn by this mark alone: its facts go with it.
-      if (notification) drawn[drawn.length - 1]!.facts = drawEvent(e, lifeLane, new Set()).facts;
+      if (notified) drawn[drawn.length - 1]!.facts = drawEvent(e, lifeLane, new Set()).facts;
       status = shown;
     }
     if (shown !== undefined) facts.lastStatus = shown;
@@ -137,6 +140,11 @@ function drawTask(
     }
   }
   return facts;
+}
+
+/** A status notification's method: a span that names one (whatever its span name) created nothing. */
+function notification(method: string): boolean {
+  return method === NOTIFICATION_TASK_STATUS || method === NOTIFICATION_TASKS;
 }
 
 /** The names of a task finding's lanes: one task's, or a duplicate's two. */
