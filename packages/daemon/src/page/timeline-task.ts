@@ -103,6 +103,7 @@ function drawTask(
         });
         status = shown;
         if (shown) facts.lastStatus = shown;
+        if (shown && OUTCOME_TASK_STATUSES.includes(shown)) facts.done = { at: e.end, status: shown };
         continue;
       }
     }
