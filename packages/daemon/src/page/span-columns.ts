@@ -27,7 +27,7 @@ const NONE = -1;
 /** Slots and requests the columns are first made for; they double as needed, up to the cap's count. */
 const FIRST_CAPACITY = 256;
 /**
- * Slots whose values one chunk holds (a power of two; 1,024 slots of 18 values, 147 KB: a large object,
+ * Slots whose values one chunk holds (a power of two; 1,024 slots of 24 values, 197 KB: a large object,
  * which the young generation's collection promotes by page rather than copying). The values are kept in
  * chunks, each made with the first of its slots and never copied: one array grown to its size by pushes
  * was copied at every growth, about twice its final size of garbage promoted to the old generation while
