@@ -45,6 +45,7 @@ export default mergeConfig(
         'packages/lab/test/modern-scenarios.test.ts',
         'packages/instrumentation/test/listener-order.test.ts',
         'packages/daemon/test/page-browser.test.ts',
+        'packages/daemon/test/page-task-browser.test.ts',
       ],
     },
   }),
