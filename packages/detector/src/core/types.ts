@@ -86,7 +86,7 @@ export interface Finding {
   /** lost_result: how the request ended without its result (its error type: timeout, aborted, stream_broken). */
   request_end?: string;
   /**
-   * The findings of tasks (TASK_FINDING_KINDS): the task's id as its spans carry it (`mcp.task.id`, under
+   * The findings of tasks (TASK_FINDING_KINDS): the task's id as its spans carry it (its task id attribute, under
    * the id policy the spans were made with). duplicate_task, possible_duplicate_task: the first attempt's task.
    */
   task_id?: string;
