@@ -28,6 +28,13 @@ import { runServerRestart } from './server-restart.js';
 import { runSessionClientModernServer } from './session-client-modern-server.js';
 import type { ScenarioName, ScenarioSummary } from './summary.js';
 import {
+  runModernTaskDuplicate,
+  runModernTaskHealthy,
+  runModernTaskLost,
+  runModernTaskPollStorm,
+  runTaskLegacyClientExtensionServer,
+} from './tasks-extension.js';
+import {
   runTaskCancelled,
   runTaskHealthy,
   runTaskPollStorm,
@@ -64,6 +71,11 @@ const TASKS: Partial<
   'task-poll-storm': { client: 'sdk', run: runTaskPollStorm },
   'task-rereads': { client: 'sdk', run: runTaskRereads },
   'task-cancelled': { client: 'sdk', run: runTaskCancelled },
+  'modern-task-healthy': { client: 'raw', run: runModernTaskHealthy },
+  'modern-task-duplicate': { client: 'raw', run: runModernTaskDuplicate },
+  'modern-task-lost': { client: 'raw', run: runModernTaskLost },
+  'modern-task-poll-storm': { client: 'raw', run: runModernTaskPollStorm },
+  'task-legacy-client-extension-server': { client: 'sdk', run: runTaskLegacyClientExtensionServer },
 };
 
 /** The scenario registry: every scenario of the session era with its raw-client run. */
