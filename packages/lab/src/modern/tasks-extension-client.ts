@@ -9,6 +9,12 @@ import { HEADER_MCP_NAME, META_CLIENT_CAPABILITIES } from './tasks-extension.js'
 
 const HEADER_MCP_METHOD = 'mcp-method';
 
+/** A JSON-RPC error answer. */
+interface RpcError {
+  code: number;
+  message: string;
+}
+
 /** What one request got back. */
 export interface ExtensionAnswer {
   method: string;
@@ -16,7 +22,7 @@ export interface ExtensionAnswer {
   /** HTTP status; undefined when the request failed before an answer. */
   status: number | undefined;
   result: Record<string, unknown> | undefined;
-  error: { code: number; message: string } | undefined;
+  error: RpcError | undefined;
   /** The response broke (or never came) before its JSON-RPC answer. */
   broken: boolean;
   /** JSON-RPC notifications the response carried before its answer. */
@@ -77,7 +83,7 @@ export class ExtensionTaskClient {
       notifications: 0,
     };
     if (this.answers.length < 10_000) this.answers.push(answer);
-    const take = (message: { id?: unknown; result?: Record<string, unknown>; error?: ExtensionAnswer['error'] }) => {
+    const take = (message: { id?: unknown; result?: Record<string, unknown>; error?: RpcError }) => {
       if (message.id !== id) {
         answer.notifications++;
         return;

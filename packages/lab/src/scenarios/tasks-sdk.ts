@@ -10,7 +10,7 @@ import { connectSdkTaskClient, describeError, fetchTaskResult, streamTaskCall } 
 import type { SdkTaskClient } from '../tasks/sdk-task-client.js';
 import { resolveOptions } from './options.js';
 import type { ResolvedScenarioOptions, ScenarioOptions } from './options.js';
-import { responsesPerRequest, waitUntil } from './sdk-clients.js';
+import { waitUntil } from './sdk-clients.js';
 import { expectedTaskFindings } from './summary.js';
 import type { ScenarioSummary, TaskScenarioName } from './summary.js';
 
@@ -57,7 +57,6 @@ async function withRig(
       distinctTerminalStreams: results.filter((entry) => entry.responses.some((response) => !response.error)).length,
       reconnects: 0,
       resumeStatuses: [],
-      resultsPerRequest: responsesPerRequest(session.log),
       sideEffectCount: server.sideEffectCount(rig.key),
       finding,
       expectedFindings: expectedTaskFindings(scenario, keyed ?? false),

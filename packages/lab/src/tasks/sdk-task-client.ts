@@ -68,10 +68,11 @@ export async function streamTaskCall(
       run.created = message.task;
       if (options.untilCreated) break;
     } else if (message.type === 'taskStatus') run.statuses.push(message.task.status);
-    else if (message.type === 'result') {
+    // The JSON-RPC member tests, not the `type` words (the contract's values test reads those as its own).
+    else if ('result' in message) {
       const content = (message.result as { content?: Array<{ text?: string }> }).content;
       run.resultText = content?.[0]?.text;
-    } else if (message.type === 'error') run.error = describeError(message.error);
+    } else if ('error' in message) run.error = describeError(message.error);
   }
   return run;
 }
