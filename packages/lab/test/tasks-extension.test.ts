@@ -24,6 +24,9 @@ describe('the task extension on the v2 lab server', () => {
 
     const unnamed = await client.task(TaskMethod.GET, taskId, {}, 'another-id');
     expect(unnamed.status).toBe(400);
+    expect(unnamed.error?.code).toBe(-32020);
+    const nameless = await client.task(TaskMethod.GET, taskId, {}, '');
+    expect(nameless.status).toBe(400);
     const unknown = await client.task(TaskMethod.GET, 'no-such-task');
     expect(unknown.error).toMatchObject({ code: TASK_NOT_FOUND_CODE, message: expect.stringMatching(/not found/i) });
 

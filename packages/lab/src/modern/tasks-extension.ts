@@ -1,7 +1,6 @@
 // The 2026-07-28 task extension, `io.modelcontextprotocol/tasks` (SEP-2663), on the v2 lab server.
 //
-// No npm package implements this shape yet (the v2 SDK 2.4 has no tasks; the extension SDK is an open
-// pull request), so this is written from the spec text, read in the mirrors of the specification
+// No npm package implements this shape yet (the extension SDK is an open pull request), so this is written from the spec text, read in the mirrors of the specification
 // repositories: modelcontextprotocol/ext-tasks `specification/draft/tasks.md` and `schema/draft/schema.ts`
 // (field names `ttlMs`, `pollIntervalMs`), and modelcontextprotocol/modelcontextprotocol
 // `seps/2663-tasks-extension.md`. What it does:
@@ -18,7 +17,9 @@
 //   is purged, and a request for it is -32602 "Failed to retrieve task: Task has expired" while its id is
 //   remembered (bounded), "not found" after;
 // - `Mcp-Name` must carry `params.taskId` on `tasks/get|update|cancel` (the spec's "Streamable HTTP:
-//   Routing Headers": the client MUST set it); a request without it is refused with HTTP 400.
+//   Routing Headers": the client MUST set it); a request without it is refused with HTTP 400 and -32020,
+//   as the v2 SDK's own check of the header answers (`validateStandardRequestHeaders`, server/dist/src-*.mjs).
+// The v2 SDK 2.4 knows the extension's method names (for that header check) but creates and serves no task.
 // `notifications/tasks` on `subscriptions/listen` are not implemented.
 import { randomUUID } from 'node:crypto';
 import { BoundedMap, RecentList } from '@resumewatch/bounded';
@@ -42,7 +43,8 @@ export const META_CLIENT_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilit
 export const HEADER_MCP_NAME = 'mcp-name';
 /** `resultType` of every answer that is not a task handle. */
 const RESULT_TYPE_COMPLETE = 'complete';
-const INVALID_REQUEST = -32600;
+/** The v2 SDK's `HeaderMismatch` (SEP-2243), which its own header check answers with HTTP 400. */
+const HEADER_MISMATCH = -32020;
 const BODY_LIMIT = 1024 * 1024;
 
 export interface ExtensionTasksOptions {
@@ -170,11 +172,11 @@ export class ExtensionTasks {
       return undefined;
     const taskId = typeof params[TaskField.TASK_ID] === 'string' ? (params[TaskField.TASK_ID] as string) : undefined;
     if (taskId === undefined || mcpName !== taskId) {
-      log(400, INVALID_REQUEST, taskId);
+      log(400, HEADER_MISMATCH, taskId);
       return Response.json(
         rpcError(
           message.id,
-          INVALID_REQUEST,
+          HEADER_MISMATCH,
           'Mcp-Name must carry params.taskId on tasks/get, tasks/update and tasks/cancel',
         ),
         { status: 400 },
