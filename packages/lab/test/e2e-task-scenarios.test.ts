@@ -4,8 +4,14 @@
 // the scenarios' promised kinds are checked for shape only.
 import { FindingKind, META_IDEMPOTENCY_KEY, TASK_NOT_FOUND_CODE, TaskMethod, TaskStatus } from '@resumewatch/semconv';
 import { describe, expect, it } from 'vitest';
-import { TASK_SCENARIO_EXPECTED_FINDINGS, TASK_SCENARIO_NAMES, runScenario, scenarioClients } from '../src/index.js';
-import type { ScenarioSummary } from '../src/index.js';
+import {
+  TASK_SCENARIO_EXPECTED_FINDINGS,
+  TASK_SCENARIO_NAMES,
+  runScenario,
+  scenarioClients,
+  startFaultProxy,
+} from '../src/index.js';
+import type { FaultProxy, ScenarioSummary } from '../src/index.js';
 
 const UNUSED = 'http://127.0.0.1:9/mcp';
 type Counts = Record<string, number>;
@@ -98,6 +104,28 @@ describe('task scenarios (SDK 1.x)', { timeout: 30_000 }, () => {
     expect(summary.details.statusAfter).toBe(TaskStatus.CANCELLED);
     expect(serverCount(summary, TaskMethod.CANCEL)).toBe(1);
     expect(summary.sideEffectCount).toBe(0);
+  });
+
+  it('puts what `tasks.front` returns between the cut and the server (a gateway, in the integration tests)', async () => {
+    const fronts: FaultProxy[] = [];
+    const targets: string[] = [];
+    const summary = await runScenario('task-reissue-after-lost-reply', {
+      serverUrl: UNUSED,
+      tasks: {
+        front: async (serverUrl) => {
+          targets.push(serverUrl);
+          const front = await startFaultProxy({ target: serverUrl });
+          fronts.push(front);
+          return front;
+        },
+      },
+    });
+    expect(targets).toHaveLength(1);
+    // The cut is the scenario's own proxy's, in front of the front: the front forwarded both calls.
+    expect(fronts[0]!.cuts).toHaveLength(0);
+    expect(summary.details.cuts).toBe(1);
+    expect(summary.details.tasksCreated).toHaveLength(2);
+    expect(summary.terminalDeliveries).toBe(1);
   });
 
   it('declares the expected findings of every task scenario, and runs each with its one client', async () => {

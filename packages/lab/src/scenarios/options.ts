@@ -47,6 +47,12 @@ export interface TaskScenarioOptions {
    * the guard does; `true` makes one up. Default: none (then the finding can only be "possible").
    */
   idempotencyKey?: string | boolean;
+  /**
+   * Puts something in front of the scenario's own server (e.g. `resumewatch gateway`): called with the
+   * server's MCP URL, it returns the URL the client (through the fault proxy, where the scenario cuts)
+   * talks to instead, and how to close it. Default: nothing in front.
+   */
+  front?: (serverUrl: string) => Promise<{ url: string; close(): Promise<void> }>;
 }
 
 export interface ResolvedScenarioOptions {

@@ -47,9 +47,13 @@ async function withRig(
       workMs: options.tasks.workMs ?? defaults.workMs,
     },
   });
-  const proxy = defaults.proxy ? await startFaultProxy({ target: server.url }) : undefined;
+  let front: { url: string; close(): Promise<void> } | undefined;
+  let proxy: FaultProxy | undefined;
   try {
-    const client = new ExtensionTaskClient(proxy?.url ?? server.url, options.fetch);
+    front = options.tasks.front ? await options.tasks.front(server.url) : undefined;
+    const upstream = front?.url ?? server.url;
+    proxy = defaults.proxy ? await startFaultProxy({ target: upstream }) : undefined;
+    const client = new ExtensionTaskClient(proxy?.url ?? upstream, options.fetch);
     const key = `${scenario}-${started}`;
     const { finding, details, keyed } = await body({ server, proxy, client, options, key });
     const delivered = client.answers.filter(deliversOutcome);
@@ -75,6 +79,7 @@ async function withRig(
     };
   } finally {
     await proxy?.close();
+    await front?.close();
     await server.close();
   }
 }
@@ -242,8 +247,15 @@ export async function runTaskLegacyClientExtensionServer(input: ScenarioOptions)
   const started = Date.now();
   const key = `task-legacy-client-extension-server-${started}`;
   const server = await startModernLabServer({ eras: 'dual', ...options.modernServer });
+  let front: { url: string; close(): Promise<void> } | undefined;
   try {
-    const session = await connectSdkSession('sdk', server.url, options.fetch, 'task-legacy-client-extension-server');
+    front = options.tasks.front ? await options.tasks.front(server.url) : undefined;
+    const session = await connectSdkSession(
+      'sdk',
+      front?.url ?? server.url,
+      options.fetch,
+      'task-legacy-client-extension-server',
+    );
     const result = await session.callTool(EXTENSION_TASK_TOOL, { key, workMs: 50 });
     const protocolVersion = session.protocolVersion();
     const sessionId = session.sessionId();
@@ -273,6 +285,7 @@ export async function runTaskLegacyClientExtensionServer(input: ScenarioOptions)
       },
     };
   } finally {
+    await front?.close();
     await server.close();
   }
 }

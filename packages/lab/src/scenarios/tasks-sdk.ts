@@ -41,9 +41,13 @@ async function withRig(
     pollIntervalMs: options.tasks.pollIntervalMs ?? defaults.pollIntervalMs,
     workMs: options.tasks.workMs ?? defaults.workMs,
   });
-  const proxy = defaults.proxy ? await startFaultProxy({ target: server.url }) : undefined;
+  let front: { url: string; close(): Promise<void> } | undefined;
+  let proxy: FaultProxy | undefined;
   try {
-    const session = await connectSdkTaskClient(proxy?.url ?? server.url, options.fetch, scenario);
+    front = options.tasks.front ? await options.tasks.front(server.url) : undefined;
+    const upstream = front?.url ?? server.url;
+    proxy = defaults.proxy ? await startFaultProxy({ target: upstream }) : undefined;
+    const session = await connectSdkTaskClient(proxy?.url ?? upstream, options.fetch, scenario);
     const rig: Rig = { server, proxy, session, options, started, key: `${scenario}-${started}` };
     const { finding, details, keyed } = await body(rig);
     const sessionId = session.transport.sessionId;
@@ -72,6 +76,7 @@ async function withRig(
     };
   } finally {
     await proxy?.close();
+    await front?.close();
     await server.close();
   }
 }
