@@ -1,8 +1,9 @@
 // The 2026-07-28 task extension, `io.modelcontextprotocol/tasks` (SEP-2663), on the v2 lab server.
 //
 // No npm package implements this shape yet (the extension SDK is an open pull request), so this is
-// written from the spec text, read in the mirrors of the specification repositories: modelcontextprotocol/ext-tasks `specification/draft/tasks.md` and `schema/draft/schema.ts`
-// (field names `ttlMs`, `pollIntervalMs`), and modelcontextprotocol/modelcontextprotocol
+// written from the spec text, read in the mirrors of the specification repositories:
+// modelcontextprotocol/ext-tasks `specification/draft/tasks.md` and `schema/draft/schema.ts` (field
+// names `ttlMs`, `pollIntervalMs`), and modelcontextprotocol/modelcontextprotocol
 // `seps/2663-tasks-extension.md`. What it does:
 // - a `tools/call` of `charge_task` whose request declares the extension in its per-request client
 //   capabilities (`_meta["io.modelcontextprotocol/clientCapabilities"].extensions`) is answered with a
