@@ -136,8 +136,9 @@ export class ExtensionTasks {
    */
   async handle(request: Request): Promise<Response | undefined> {
     if (request.method !== 'POST') return undefined;
-    const length = Number(request.headers.get('content-length') ?? '0');
-    if (length > BODY_LIMIT) return undefined;
+    // Bounded: a body of unknown or too great a length is not the extension's to read (the SDK answers it).
+    const length = Number(request.headers.get('content-length') ?? Number.NaN);
+    if (!(length <= BODY_LIMIT)) return undefined;
     let message: JsonRpcRequest;
     try {
       message = JSON.parse(await request.clone().text()) as JsonRpcRequest;
