@@ -69,6 +69,9 @@ describe('task extension scenarios (2026-07-28)', { timeout: 30_000 }, () => {
     const summary = await runScenario('modern-task-poll-storm', { serverUrl: UNUSED });
     expect(summary.details.announcedPollInterval).toBe(500);
     expect(summary.details.pollsFasterThanInterval as number).toBeGreaterThanOrEqual(20);
+    // As the server received them: at least 20 polls each sooner than half the interval after the previous.
+    const gaps = summary.details.serverPollGaps as number[];
+    expect(gaps.filter((gap) => gap < 250).length).toBeGreaterThanOrEqual(20);
     expect(serverCount(summary, TaskMethod.GET)).toBe(summary.details.polls);
     expect(summary.details.lastStatus).toBe(TaskStatus.COMPLETED);
     expect(summary.expectedFindings).toEqual([FindingKind.TASK_POLL_STORM]);

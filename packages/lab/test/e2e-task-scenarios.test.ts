@@ -78,6 +78,9 @@ describe('task scenarios (SDK 1.x)', { timeout: 30_000 }, () => {
     expect(summary.details.announcedPollInterval).toBe(500);
     // 2.5 s of work polled every 10 ms: far more than the 5 polls the interval allows, even on a slow machine.
     expect(summary.details.pollsFasterThanInterval as number).toBeGreaterThanOrEqual(20);
+    // As the server received them: at least 20 polls each sooner than half the interval after the previous.
+    const gaps = summary.details.serverPollGaps as number[];
+    expect(gaps.filter((gap) => gap < 250).length).toBeGreaterThanOrEqual(20);
     expect(serverCount(summary, TaskMethod.GET)).toBe(summary.details.polls);
     expect(summary.terminalDeliveries).toBe(1);
     expect(summary.expectedFindings).toEqual([FindingKind.TASK_POLL_STORM]);

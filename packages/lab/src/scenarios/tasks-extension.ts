@@ -14,6 +14,7 @@ import { resolveOptions } from './options.js';
 import type { ResolvedScenarioOptions, ScenarioOptions } from './options.js';
 import { connectSdkSession, responsesPerRequest, toolCallPost, waitUntil } from './sdk-clients.js';
 import { expectedTaskFindings } from './summary.js';
+import { pollGaps } from './tasks-sdk.js';
 import type { ScenarioSummary, TaskScenarioName } from './summary.js';
 
 /** The storm: one `tasks/get` every 10 ms, for this long at most. */
@@ -216,7 +217,7 @@ export function runModernTaskPollStorm(input: ScenarioOptions): Promise<Scenario
     'modern-task-poll-storm',
     input,
     { workMs: STORM_MS, pollIntervalMs: 500 },
-    async ({ client, key }) => {
+    async ({ server, client, key }) => {
       const created = await client.call(EXTENSION_TASK_TOOL, { key });
       const taskId = taskIdOf(created)!;
       const announced = created.result?.[TaskField.POLL_INTERVAL_MS] as number | undefined;
@@ -229,6 +230,9 @@ export function runModernTaskPollStorm(input: ScenarioOptions): Promise<Scenario
           announcedPollInterval: announced,
           polls: polls.length,
           pollsFasterThanInterval: gaps.filter((gap) => announced !== undefined && gap < announced).length,
+          serverPollGaps: pollGaps(
+            server.extensionTasks.requests().filter((request) => request.method === TaskMethod.GET),
+          ),
           lastStatus: polls.at(-1)?.result?.[TaskField.STATUS],
           resultText: resultText(polls.at(-1)),
         },

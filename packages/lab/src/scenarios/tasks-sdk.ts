@@ -81,6 +81,11 @@ async function withRig(
   }
 }
 
+/** The gaps (ms) between consecutive polls, as the server received them. */
+export function pollGaps(polls: ReadonlyArray<{ at: number }>): number[] {
+  return polls.slice(1).map((poll, i) => poll.at - polls[i]!.at);
+}
+
 /** JSON-RPC requests the server received, per method. */
 function methodCounts(server: TaskLabServer): Record<string, number> {
   const counts: Record<string, number> = {};
@@ -208,6 +213,7 @@ export function runTaskPollStorm(input: ScenarioOptions): Promise<ScenarioSummar
           announcedPollInterval: announced,
           polls: pollTimes.length,
           pollsFasterThanInterval: gaps.filter((gap) => announced !== undefined && gap < announced).length,
+          serverPollGaps: pollGaps(server.requests().filter((request) => request.method === TaskMethod.GET)),
           lastStatus: status,
           resultText,
         },
