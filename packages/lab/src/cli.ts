@@ -9,7 +9,13 @@ import type { LoadReport } from './load.js';
 import type { FetchLike } from './mcp-http-client.js';
 import { runScenario, scenarioClients } from './scenarios/index.js';
 import { SCENARIO_CLIENTS, isScenarioClient } from './scenarios/sdk-clients.js';
-import { SCENARIO_NAMES, V2_SERVER_SCENARIO_NAMES, formatSummary, isScenarioName } from './scenarios/summary.js';
+import {
+  SCENARIO_NAMES,
+  TASK_SCENARIO_NAMES,
+  V2_SERVER_SCENARIO_NAMES,
+  formatSummary,
+  isScenarioName,
+} from './scenarios/summary.js';
 import type { ScenarioName } from './scenarios/summary.js';
 import { formatRequestTimeline } from './timeline-format.js';
 import { RunTimeline } from './timeline.js';
@@ -96,8 +102,9 @@ async function run(args: string[]): Promise<void> {
   const clients = integer(values, 'clients', 1) ?? 1;
   const duration = integer(values, 'duration', 1) ?? 10;
   const progress = integer(values, 'progress') ?? 5;
-  // The 2026-07-28 scenarios start their own v2 server in process: no lab server to start or name.
-  const ownServer = (V2_SERVER_SCENARIO_NAMES as readonly string[]).includes(name);
+  // The 2026-07-28 scenarios start their own v2 server in process, the task scenarios their own task
+  // server (or v2 server): no lab server to start or name.
+  const ownServer = [...V2_SERVER_SCENARIO_NAMES, ...TASK_SCENARIO_NAMES].includes(name as never);
   const modernServer = ownServer ? await modernServerFromEnv() : undefined;
   const local = server === undefined && !ownServer ? await startLabServer() : undefined;
   const serverUrl = server ?? local?.url ?? UNUSED_SERVER_URL;

@@ -42,11 +42,20 @@ export {
   SCENARIO_NAMES,
   LAB_SERVER_SCENARIO_NAMES,
   V2_SERVER_SCENARIO_NAMES,
+  TASK_SCENARIO_NAMES,
+  TASK_SCENARIO_EXPECTED_FINDINGS,
+  expectedTaskFindings,
   isScenarioName,
   formatSummary,
 } from './scenarios/summary.js';
-export type { LabServerScenarioName, ScenarioName, ScenarioSummary } from './scenarios/summary.js';
-export type { ScenarioOptions } from './scenarios/options.js';
+export type { LabServerScenarioName, ScenarioName, ScenarioSummary, TaskScenarioName } from './scenarios/summary.js';
+export type { ScenarioOptions, TaskScenarioOptions } from './scenarios/options.js';
+export { TASK_TOOL, startTaskLabServer } from './tasks/task-server.js';
+export { EXTENSION_TASK_TOOL, ExtensionTasks } from './modern/tasks-extension.js';
+export type { ExtensionTaskRequest, ExtensionTasksOptions } from './modern/tasks-extension.js';
+export { ExtensionTaskClient } from './modern/tasks-extension-client.js';
+export type { ExtensionAnswer } from './modern/tasks-extension-client.js';
+export type { TaskLabServer, TaskLabServerOptions, TaskServerRequest } from './tasks/task-server.js';
 export { recordingFetch } from './scenarios/recording-fetch.js';
 export type { RecordedRequest } from './scenarios/recording-fetch.js';
 export { runLoad } from './load.js';

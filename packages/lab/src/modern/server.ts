@@ -7,6 +7,8 @@ import { RecentList } from '@resumewatch/bounded';
 import { HEADER_PROTOCOL_VERSION } from '@resumewatch/wire';
 import { hostForUrl, reachableHost } from '../loopback.js';
 import { LegacySessions } from './legacy-sessions.js';
+import { ExtensionTasks } from './tasks-extension.js';
+import type { ExtensionTasksOptions } from './tasks-extension.js';
 import { ModernToolState, createModernToolServer } from './tools.js';
 import type { ToolExecution } from './tools.js';
 
@@ -34,6 +36,8 @@ export interface ModernLabServerOptions {
    * `instrumentMcpServer`, so that tests observe the server side. Default: none.
    */
   decorateServer?: (server: McpServer) => McpServer;
+  /** The 2026-07-28 task extension's ttl, poll interval and work (`src/modern/tasks-extension.ts`). */
+  tasks?: ExtensionTasksOptions;
 }
 
 /** One HTTP exchange the server answered. */
@@ -57,6 +61,8 @@ export interface ModernLabServer {
   executions(): ToolExecution[];
   /** The HTTP exchanges answered, oldest first (bounded). */
   exchanges(): ServerExchange[];
+  /** The 2026-07-28 task extension's tasks and the requests it answered. */
+  readonly extensionTasks: ExtensionTasks;
   close(): Promise<void>;
 }
 
@@ -68,12 +74,15 @@ export async function startModernLabServer(options: ModernLabServerOptions = {})
   const modern = createMcpHandler(factory, { legacy: 'reject' });
   const legacy = new LegacySessions(factory, options.retryIntervalMs ?? 100);
   const exchanges = new RecentList<ServerExchange>(1000);
+  const extensionTasks = new ExtensionTasks(state.ledger, options.tasks);
   let eras: ModernServerEras = options.eras ?? 'dual';
 
   const route = async (request: Request): Promise<{ leg: ServerExchange['leg']; response: Response }> => {
     if (eras === 'dual' && (await isLegacyRequest(request)))
       return { leg: 'legacy', response: await legacy.fetch(request) };
-    return { leg: 'modern', response: await modern.fetch(request) };
+    // The task extension is of 2026-07-28 only; what it does not answer goes on to the SDK.
+    const task = await extensionTasks.handle(request);
+    return { leg: 'modern', response: task ?? (await modern.fetch(request)) };
   };
   const node = toNodeHandler({
     fetch: async (request) => {
@@ -113,7 +122,9 @@ export async function startModernLabServer(options: ModernLabServerOptions = {})
     sideEffectCount: (key) => state.ledger.count(key),
     executions: () => state.executions.toArray(),
     exchanges: () => exchanges.toArray(),
+    extensionTasks,
     async close() {
+      extensionTasks.close();
       await legacy.closeAll();
       await modern.close();
       for (const socket of sockets) socket.destroy();

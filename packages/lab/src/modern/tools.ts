@@ -5,7 +5,13 @@ import { z } from 'zod';
 import { SideEffectLedger } from '../side-effects.js';
 
 /** The tools of the v2 lab server, the same for both eras (one factory serves both, as the SDK asks). */
-export const MODERN_TOOL_NAMES = ['charge', 'charge_cancellable', 'confirm_charge', 'charge_once'] as const;
+export const MODERN_TOOL_NAMES = [
+  'charge',
+  'charge_cancellable',
+  'confirm_charge',
+  'charge_once',
+  'charge_task',
+] as const;
 type ModernToolName = (typeof MODERN_TOOL_NAMES)[number];
 
 /** What one tool execution did on the server: the server-side fact a scenario compares the client's view with. */
@@ -81,6 +87,8 @@ function text(value: string) {
  *   answers `input_required` with an elicitation; with one it charges.
  * - `charge_once {key, workMs}`: `charge` behind an idempotency-key check: a call whose `_meta` carries
  *   a key (under the state's `idempotencyMetaKey`) already claimed does not charge again.
+ * - `charge_task {key, workMs}`: `charge`, for a client without the 2026-07-28 task extension; one that
+ *   declares it gets a task from the extension, which answers before the SDK (`tasks-extension.ts`).
  */
 export function createModernToolServer(state: ModernToolState): McpServer {
   const server = new McpServer({ name: 'resumewatch-lab-v2', version: '0.1.0' });
@@ -175,6 +183,20 @@ export function createModernToolServer(state: ModernToolState): McpServer {
       const cancelled = await work(ctx, workMs);
       const count = state.ledger.record(key);
       record({ tool: 'charge_once', key, requestId: ctx.mcpReq.id, cancelledBeforeEnd: cancelled, outcome: 'charged' });
+      return { ...text(`charged ${key} (${count})`), structuredContent: { count } };
+    },
+  );
+  server.registerTool(
+    'charge_task',
+    {
+      description:
+        'Charges the ledger under key after workMs. A 2026-07-28 client that declares the task extension gets a task instead (src/modern/tasks-extension.ts).',
+      inputSchema: keyArgs,
+    },
+    async ({ key, workMs }, ctx) => {
+      const cancelled = await work(ctx, workMs);
+      const count = state.ledger.record(key);
+      record({ tool: 'charge_task', key, requestId: ctx.mcpReq.id, cancelledBeforeEnd: cancelled, outcome: 'charged' });
       return { ...text(`charged ${key} (${count})`), structuredContent: { count } };
     },
   );

@@ -27,6 +27,21 @@ import { runSeedLoop } from './seed-loop.js';
 import { runServerRestart } from './server-restart.js';
 import { runSessionClientModernServer } from './session-client-modern-server.js';
 import type { ScenarioName, ScenarioSummary } from './summary.js';
+import {
+  runModernTaskDuplicate,
+  runModernTaskHealthy,
+  runModernTaskLost,
+  runModernTaskPollStorm,
+  runTaskLegacyClientExtensionServer,
+} from './tasks-extension.js';
+import {
+  runTaskCancelled,
+  runTaskHealthy,
+  runTaskPollStorm,
+  runTaskReissueAfterLostReply,
+  runTaskRereads,
+  runTaskResultAfterExpiry,
+} from './tasks-sdk.js';
 
 /**
  * The 2026-07-28 scenarios: each starts its own server on the v2 SDK (in-process, loopback; `serverUrl`
@@ -40,6 +55,27 @@ const MODERN: Partial<Record<ScenarioName, (options: ScenarioOptions) => Promise
   'modern-input-round': runModernInputRound,
   'dual-era': runDualEra,
   'session-client-modern-server': runSessionClientModernServer,
+};
+
+/**
+ * The task scenarios: each starts its own server (in-process, loopback) and runs the one client it
+ * names: the SDK 1.x client's task API (`sdk`), or a plain fetch client for the 2026-07-28 extension,
+ * which no SDK implements (`raw`).
+ */
+const TASKS: Partial<
+  Record<ScenarioName, { client: ScenarioClient; run: (options: ScenarioOptions) => Promise<ScenarioSummary> }>
+> = {
+  'task-healthy': { client: 'sdk', run: runTaskHealthy },
+  'task-reissue-after-lost-reply': { client: 'sdk', run: runTaskReissueAfterLostReply },
+  'task-result-after-expiry': { client: 'sdk', run: runTaskResultAfterExpiry },
+  'task-poll-storm': { client: 'sdk', run: runTaskPollStorm },
+  'task-rereads': { client: 'sdk', run: runTaskRereads },
+  'task-cancelled': { client: 'sdk', run: runTaskCancelled },
+  'modern-task-healthy': { client: 'raw', run: runModernTaskHealthy },
+  'modern-task-duplicate': { client: 'raw', run: runModernTaskDuplicate },
+  'modern-task-lost': { client: 'raw', run: runModernTaskLost },
+  'modern-task-poll-storm': { client: 'raw', run: runModernTaskPollStorm },
+  'task-legacy-client-extension-server': { client: 'sdk', run: runTaskLegacyClientExtensionServer },
 };
 
 /** The scenario registry: every scenario of the session era with its raw-client run. */
@@ -75,6 +111,8 @@ const SDK_RUNS: Partial<
 /** The clients a scenario runs with. */
 export function scenarioClients(name: ScenarioName): ScenarioClient[] {
   if (MODERN[name]) return ['sdk-v2'];
+  const task = TASKS[name];
+  if (task) return [task.client];
   return SDK_RUNS[name] ? ['raw', 'sdk', 'sdk-v2'] : ['raw'];
 }
 
@@ -85,6 +123,12 @@ export async function runScenario(name: ScenarioName, options: ScenarioOptions):
     if (options.client !== undefined && options.client !== 'sdk-v2')
       throw new Error(`scenario ${name} runs with the real v2 SDK clients only (clients: sdk-v2)`);
     return modern(options);
+  }
+  const task = TASKS[name];
+  if (task) {
+    if (options.client !== undefined && options.client !== task.client)
+      throw new Error(`scenario ${name} runs with one client only (clients: ${task.client})`);
+    return task.run(options);
   }
   const client = options.client ?? 'raw';
   if (client === 'raw') return SCENARIOS[name]!(options);

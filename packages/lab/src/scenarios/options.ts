@@ -30,6 +30,29 @@ export interface ScenarioOptions {
    * `modern-broken-reissue` calls `charge_once`, the same charge behind the key check).
    */
   modernServer?: ModernServerOptions;
+  /** The task scenarios (`task-*`, `modern-task-*`): their server's ttl, poll interval and work, and the re-issue's key. */
+  tasks?: TaskScenarioOptions;
+}
+
+export interface TaskScenarioOptions {
+  /** The ttl the task server announces, ms. Default: per scenario (1000 in the expiry scenarios, 60000 elsewhere). */
+  ttlMs?: number;
+  /** The poll interval the task server announces, ms. Default 500 (the storm polls every 10 ms against it). */
+  pollIntervalMs?: number;
+  /** How long a task works, ms. Default: per scenario (300; the storm's 2500, the cancelled one's 3000). */
+  workMs?: number;
+  /**
+   * The re-issue scenarios (`task-reissue-after-lost-reply`, `modern-task-duplicate`): send this
+   * idempotency key under `_meta[META_IDEMPOTENCY_KEY]` (@resumewatch/semconv) on both attempts, as
+   * the guard does; `true` makes one up. Default: none (then the finding can only be "possible").
+   */
+  idempotencyKey?: string | boolean;
+  /**
+   * Puts something in front of the scenario's own server (e.g. `resumewatch gateway`): called with the
+   * server's MCP URL, it returns the URL the client (through the fault proxy, where the scenario cuts)
+   * talks to instead, and how to close it. Default: nothing in front.
+   */
+  front?: (serverUrl: string) => Promise<{ url: string; close(): Promise<void> }>;
 }
 
 export interface ResolvedScenarioOptions {
@@ -40,6 +63,7 @@ export interface ResolvedScenarioOptions {
   client: ScenarioClient;
   resultWaitMs: number;
   modernServer: ModernServerOptions;
+  tasks: TaskScenarioOptions;
 }
 
 type ModernServerOptions = Pick<ModernLabServerOptions, 'decorateServer' | 'idempotencyMetaKey'>;
@@ -53,5 +77,6 @@ export function resolveOptions(options: ScenarioOptions): ResolvedScenarioOption
     client: options.client ?? 'raw',
     resultWaitMs: options.resultWaitMs ?? 3_000,
     modernServer: options.modernServer ?? {},
+    tasks: options.tasks ?? {},
   };
 }

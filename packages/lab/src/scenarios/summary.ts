@@ -1,3 +1,5 @@
+import { FindingKind } from '@resumewatch/semconv';
+
 /** The scenarios that run against the lab's server (SDK 1.x, the session era; `--server`). */
 export const LAB_SERVER_SCENARIO_NAMES = [
   'seed-loop',
@@ -26,10 +28,66 @@ export const V2_SERVER_SCENARIO_NAMES = [
   'session-client-modern-server',
 ] as const;
 
-export const SCENARIO_NAMES = [...LAB_SERVER_SCENARIO_NAMES, ...V2_SERVER_SCENARIO_NAMES] as const;
+/**
+ * The scenarios of MCP tasks. Each starts its own server (in-process, loopback; `serverUrl` and the
+ * control endpoint are not used): the `task-*` ones the SDK 1.x task server (2025-11-25, SEP-1686) with
+ * the SDK 1.x client's task API, the `modern-task-*` ones the v2 lab server's 2026-07-28 extension
+ * `io.modelcontextprotocol/tasks` with a plain fetch client, `task-legacy-client-extension-server` the
+ * SDK 1.x client against the extension server. Listed apart from the two lists above, whose every name
+ * has a row in the detector README's tables.
+ */
+export const TASK_SCENARIO_NAMES = [
+  'task-healthy',
+  'task-reissue-after-lost-reply',
+  'task-result-after-expiry',
+  'task-poll-storm',
+  'task-rereads',
+  'task-cancelled',
+  'modern-task-healthy',
+  'modern-task-duplicate',
+  'modern-task-lost',
+  'modern-task-poll-storm',
+  'task-legacy-client-extension-server',
+] as const;
+
+export const SCENARIO_NAMES = [
+  ...LAB_SERVER_SCENARIO_NAMES,
+  ...V2_SERVER_SCENARIO_NAMES,
+  ...TASK_SCENARIO_NAMES,
+] as const;
 
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
 export type LabServerScenarioName = (typeof LAB_SERVER_SCENARIO_NAMES)[number];
+export type TaskScenarioName = (typeof TASK_SCENARIO_NAMES)[number];
+
+/**
+ * The finding kinds each task scenario should give, from any vantage point that sees its traffic (the
+ * instrumented client and server, the gateway): the lab's promise, for the integration tests to hold the
+ * detector to. The re-issue scenarios give `duplicate_task` instead when they send an idempotency key
+ * (`tasks.idempotencyKey`; the run's `expectedFindings` says which). A re-issue's first task is never
+ * fetched: after its ttl (60 s by default, longer than the run) it would also be a lost result.
+ */
+export const TASK_SCENARIO_EXPECTED_FINDINGS: Readonly<Record<TaskScenarioName, readonly FindingKind[]>> = {
+  'task-healthy': [],
+  'task-reissue-after-lost-reply': [FindingKind.POSSIBLE_DUPLICATE_TASK],
+  'task-result-after-expiry': [FindingKind.LOST_TASK_RESULT],
+  'task-poll-storm': [FindingKind.TASK_POLL_STORM],
+  'task-rereads': [],
+  'task-cancelled': [],
+  'modern-task-healthy': [],
+  'modern-task-duplicate': [FindingKind.POSSIBLE_DUPLICATE_TASK],
+  'modern-task-lost': [FindingKind.LOST_TASK_RESULT],
+  'modern-task-poll-storm': [FindingKind.TASK_POLL_STORM],
+  'task-legacy-client-extension-server': [],
+};
+
+/** The finding kinds a task scenario's run should give, given whether its re-issue carried an idempotency key. */
+export function expectedTaskFindings(name: TaskScenarioName, keyed: boolean): FindingKind[] {
+  const kinds = TASK_SCENARIO_EXPECTED_FINDINGS[name];
+  return keyed
+    ? kinds.map((kind) => (kind === FindingKind.POSSIBLE_DUPLICATE_TASK ? FindingKind.DUPLICATE_TASK : kind))
+    : [...kinds];
+}
 
 export function isScenarioName(name: string): name is ScenarioName {
   return (SCENARIO_NAMES as readonly string[]).includes(name);
@@ -56,6 +114,8 @@ export interface ScenarioSummary {
   sideEffectCount?: number;
   /** One line: what the run showed. */
   finding: string;
+  /** The task scenarios: the finding kinds this run should give (`TASK_SCENARIO_EXPECTED_FINDINGS`). */
+  expectedFindings?: FindingKind[];
   durationMs: number;
   /** Scenario-specific facts. */
   details: Record<string, unknown>;
@@ -76,6 +136,10 @@ export function formatSummary(summary: ScenarioSummary): string {
     );
   }
   if (summary.sideEffectCount !== undefined) lines.push(`side effects           ${summary.sideEffectCount}`);
+  if (summary.expectedFindings !== undefined)
+    lines.push(
+      `expected findings      ${summary.expectedFindings.length > 0 ? summary.expectedFindings.join(', ') : '-'}`,
+    );
   lines.push(`duration               ${summary.durationMs} ms`, '', summary.finding);
   return lines.join('\n');
 }
