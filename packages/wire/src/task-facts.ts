@@ -93,7 +93,8 @@ function statusOf(value: unknown): string | undefined {
  */
 export function taskRequested(request: JsonRpcRequest): boolean {
   const params = request.params;
-  if (!isObject(params)) return false;
+  // A request of tasks/* concerns a task; it does not ask for one (SDK 1.x sends params.task on them too).
+  if (!isObject(params) || TASK_REQUEST_METHODS.has(request.method)) return false;
   if (isObject(params[TaskField.TASK])) return true;
   const meta = params._meta;
   if (!isObject(meta)) return false;

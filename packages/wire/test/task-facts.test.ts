@@ -35,6 +35,8 @@ describe('task facts of a request', () => {
     expect(taskRequested(call({ name: 't', task: 'yes' }))).toBe(false);
     expect(taskRequested(call({ name: 't', _meta: { [META_CLIENT_CAPABILITIES]: { extensions: {} } } }))).toBe(false);
     expect(taskRequested({ jsonrpc: '2.0', id: 1, method: 'ping' })).toBe(false);
+    // A request of tasks/* concerns a task, it does not ask for one (SDK 1.x sends params.task there too).
+    expect(taskRequested(call({ taskId: 'T1', task: {} }, 'tasks/get'))).toBe(false);
   });
 
   it('reads the task id of the methods that name one, and of no other', () => {
