@@ -35,6 +35,7 @@ export default mergeConfig(
         'packages/instrumentation/test/global-fetch.test.ts',
         'packages/instrumentation/test/server-polling.test.ts',
         'packages/instrumentation/test/id-policy.test.ts',
+        'packages/instrumentation/test/tasks-peers.test.ts',
         'packages/guard/test/guarded-fetch.test.ts',
         // The 2026-07-28 era's scenarios on the real v2 SDK (their broken streams surface at timeouts),
         // the listener-order comparison over lab scenarios, and the page in chromium.
