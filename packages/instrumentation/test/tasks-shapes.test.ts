@@ -1,11 +1,12 @@
 // Tasks at the wire's edges, over a hand-written server on loopback HTTP (every byte under the test's
 // control): the 2026-07-28 extension's shape (resultType task, tasks/get with the outcome inline, a task
 // gone), and the re-issue of a task call whose reply was lost, in both eras, with and without the same
-// idempotency key. Client spans through instrumentFetch.
+// idempotency key: a client's (instrumentFetch), and a proxy's (the recorder on the observer's proxy door).
 import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
+  ATTR_JSONRPC_REQUEST_ID,
   ATTR_MCP_REQUEST_REISSUE_OF_SAME_KEY,
   ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID,
   ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID,
@@ -26,7 +27,10 @@ import {
   TaskStatus,
 } from '@resumewatch/semconv';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { attr, capturedFetch } from './helpers/spans.js';
+import { WireObserver } from '@resumewatch/wire';
+import { tracerSource } from '../src/instrument-fetch.js';
+import { SpanRecorder } from '../src/span-recorder.js';
+import { attr, captureSpans, capturedFetch } from './helpers/spans.js';
 
 const SESSION_VERSION = '2025-11-25';
 
@@ -55,7 +59,9 @@ function handle(req: IncomingMessage, res: ServerResponse, rpc: Rpc): void {
       if (cut.after === 'nothing') req.socket.destroy();
       else {
         res.writeHead(200, { 'content-type': 'text/event-stream' });
-        res.write('data: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}\n\n');
+        res.write(
+          'data: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}\n\n',
+        );
         setTimeout(() => req.socket.destroy(), 20);
       }
       return;
@@ -179,5 +185,82 @@ describe('a task call re-issued after its reply was lost', () => {
     const [first, second] = capture.spans('tools/call modern');
     expect(attr(second!, ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID)).toBe(first!.spanContext().spanId);
     expect(attr(second!, ATTR_MCP_REQUEST_REISSUE_OF_SAME_KEY)).toBe(true);
+  });
+});
+
+describe('at a proxy (the gateway runs the same recorder), session era', () => {
+  const sink = { enqueue: () => undefined };
+
+  /** As the gateway runs it (gateway/src/observation.ts). */
+  function proxy() {
+    const capture = captureSpans();
+    const observer = new WireObserver({
+      releaseOnTransportClose: false,
+      sessionlessApart: true,
+      confirmDelivery: true,
+    });
+    observer.addListener(
+      new SpanRecorder({ tracer: tracerSource(capture.provider), observer, requestTimeoutMs: 60_000 }),
+    );
+    const send = (id: number, client: string, params: object) =>
+      observer.proxyRequest(
+        'http://127.0.0.1:1/mcp',
+        {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            'mcp-session-id': 'session-p',
+            'mcp-protocol-version': SESSION_VERSION,
+          },
+          body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params }),
+        },
+        client,
+      );
+    /** The client's connection drops before the reply: the proxy aborts the exchange. */
+    const dropped = (id: number, client: string, params: object) => {
+      const body = observer.proxyResponse(
+        send(id, client, params),
+        200,
+        { 'content-type': 'text/event-stream' },
+        true,
+      )!;
+      body.fail(Object.assign(new Error('client_gone'), { name: 'AbortError' }));
+    };
+    /** Answered with a handle, whole. */
+    const answered = (id: number, client: string, params: object) => {
+      const body = observer.proxyResponse(send(id, client, params), 200, { 'content-type': 'application/json' }, true)!;
+      const handle = { task: { taskId: `T${id}`, status: TaskStatus.WORKING, ttl: 1000, pollInterval: 100 } };
+      body.chunk(Buffer.from(JSON.stringify({ jsonrpc: '2.0', id, result: handle })), sink);
+      body.end(sink);
+    };
+    return { capture, dropped, answered };
+  }
+
+  it("a task call whose client dropped, re-issued by the same client: linked, same key marked; another client's is not", () => {
+    const { capture, dropped, answered } = proxy();
+    const params = { name: 'work', arguments: { a: 1 }, task: {}, _meta: { [META_IDEMPOTENCY_KEY]: 'k1' } };
+    dropped(1, 'client-a', params);
+    // Another client asking for the same work is no re-issue.
+    answered(2, 'client-b', params);
+    answered(3, 'client-a', params);
+    const spans = capture.spans('tools/call work');
+    const first = spans.find((s) => attr(s, ATTR_JSONRPC_REQUEST_ID) === '1')!;
+    const other = spans.find((s) => attr(s, ATTR_JSONRPC_REQUEST_ID) === '2')!;
+    const reissue = spans.find((s) => attr(s, ATTR_JSONRPC_REQUEST_ID) === '3')!;
+    expect(attr(other, ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID)).toBeUndefined();
+    expect(attr(reissue, ATTR_MCP_TASK_ID)).toBe('T3');
+    expect(attr(reissue, ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID)).toBe(first.spanContext().spanId);
+    expect(attr(reissue, ATTR_MCP_REQUEST_REISSUE_OF_SAME_KEY)).toBe(true);
+    expect(reissue.links.map((l) => l.context.spanId)).toEqual([first.spanContext().spanId]);
+  });
+
+  it('a call that asked no task, re-issued after its client dropped: given up as before, no link', () => {
+    const { capture, dropped, answered } = proxy();
+    const params = { name: 'plain', arguments: { a: 1 } };
+    dropped(1, 'client-a', params);
+    answered(2, 'client-a', params);
+    const spans = capture.spans('tools/call plain');
+    expect(spans).toHaveLength(2);
+    expect(spans.map((s) => attr(s, ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID))).toEqual([undefined, undefined]);
   });
 });
