@@ -23,7 +23,7 @@ export function requestSpanName(method: string, target: string | undefined): str
 /**
  * The task attributes of what an answer or a status notification showed (`TaskFacts` of the wire),
  * into `attributes`: each only when said. The task id only when `withId` (a `tasks/*` request's span has
- * it from its params already). The id policy applies to `mcp.task.id` through the tracer (id-policy.ts).
+ * it from its params already). The id policy applies to ATTR_MCP_TASK_ID through the tracer (id-policy.ts).
  */
 export function addTaskFacts(attributes: Attributes, facts: TaskFacts, withId: boolean): void {
   if (withId && facts.taskId !== undefined) attributes[ATTR_MCP_TASK_ID] = facts.taskId;
