@@ -138,6 +138,30 @@ describe('tasks, 2026-07-28 extension shape', () => {
   });
 });
 
+describe('task ids under the id policy', () => {
+  it('omit: no span records a task id; the rest of the task stays', async () => {
+    const { capture, fetch } = capturedFetch({ idPolicy: 'omit' });
+    for (const [method, params] of [
+      ['tools/call', { name: 'work', _meta: extensionMeta }],
+      ['tasks/get', { taskId: 'E1' }],
+    ] as const)
+      await (
+        await fetch(url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'mcp-protocol-version': STATELESS_PROTOCOL_VERSION },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+        })
+      ).text();
+    const spans = [...capture.spans('tools/call work'), ...capture.spans('tasks/get')];
+    expect(spans).toHaveLength(2);
+    for (const span of capture.spans()) expect(attr(span, ATTR_MCP_TASK_ID)).toBeUndefined();
+    for (const span of spans) {
+      expect(attr(span, ATTR_MCP_TASK_ID)).toBeUndefined();
+      expect(attr(span, ATTR_MCP_TASK_SHAPE)).toBe(TaskShape.EXTENSION);
+    }
+  });
+});
+
 describe('a task call re-issued after its reply was lost', () => {
   for (const after of ['nothing', 'headers'] as const) {
     it(`session era (connection dropped after ${after}): linked to its first attempt, same key marked`, async () => {
