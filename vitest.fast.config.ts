@@ -35,6 +35,7 @@ export default mergeConfig(
         'packages/instrumentation/test/global-fetch.test.ts',
         'packages/instrumentation/test/server-polling.test.ts',
         'packages/instrumentation/test/id-policy.test.ts',
+        'packages/instrumentation/test/tasks-peers.test.ts',
         'packages/guard/test/guarded-fetch.test.ts',
         // The task guard on the real SDK 1.x task API (polls spaced to the interval, a ttl waited out).
         'packages/guard/test/tasks-sdk.test.ts',

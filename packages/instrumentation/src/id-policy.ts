@@ -2,7 +2,7 @@
  * How the ids that can act as credentials are recorded on spans: the session id ATTR_MCP_SESSION_ID
  * (an `Mcp-Session-Id` lets whoever holds it act in the session) and the cursors
  * ATTR_MCP_RESUME_LAST_EVENT_ID and ATTR_MCP_EVENT_ID (event ids of many servers embed stream or
- * session ids).
+ * session ids), and the task id ATTR_MCP_TASK_ID (whoever holds it can read the task's result).
  *
  * - `raw` (the semantic conventions' choice, the default): the ids as sent.
  * - `hmac`: HMAC-SHA256 of the id under a key, truncated to 128 bits, hex (32 characters). One id always
@@ -16,7 +16,7 @@
  */
 import { createHmac, randomBytes } from 'node:crypto';
 import type { Attributes, AttributeValue, Context, Span, SpanOptions, Tracer } from '@opentelemetry/api';
-import { ATTR_MCP_EVENT_ID, ATTR_MCP_RESUME_LAST_EVENT_ID, ATTR_MCP_SESSION_ID } from './semconv.js';
+import { ATTR_MCP_EVENT_ID, ATTR_MCP_RESUME_LAST_EVENT_ID, ATTR_MCP_SESSION_ID, ATTR_MCP_TASK_ID } from './semconv.js';
 import type { TracerSource } from './tracer-source.js';
 import type { IdPolicy, IdPolicyOptions } from './types.js';
 
@@ -34,6 +34,8 @@ const ID_ATTRIBUTES: ReadonlySet<string> = new Set([
   ATTR_MCP_SESSION_ID,
   ATTR_MCP_RESUME_LAST_EVENT_ID,
   ATTR_MCP_EVENT_ID,
+  // A task id lets whoever holds it read the task's result (2025-11-25: bound to the session only if the server does).
+  ATTR_MCP_TASK_ID,
 ]);
 
 /** Bad id options: the message says which and how to fix it, and never carries the key. */

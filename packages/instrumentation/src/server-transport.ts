@@ -1,7 +1,19 @@
 import { SpanKind, context as otelContext, diag, propagation, trace } from '@opentelemetry/api';
 import type { Attributes, Context, Span, TextMapGetter } from '@opentelemetry/api';
 import { META_PROTOCOL_VERSION } from '@resumewatch/semconv';
-import { HEADER_PROTOCOL_VERSION, isJsonRpcMessage, isRequest, requestTarget } from '@resumewatch/wire';
+import {
+  HEADER_PROTOCOL_VERSION,
+  isJsonRpcMessage,
+  isRequest,
+  isTaskIdMethod,
+  isTaskNotification,
+  requestTarget,
+  requestTaskId,
+  taskFactsOfAnswer,
+  taskFactsOfNotification,
+  taskRequested,
+} from '@resumewatch/wire';
+import type { JsonRpcMessage } from '@resumewatch/wire';
 import { createIdRecorder, withIdPolicy } from './id-policy.js';
 import { DEFAULT_REQUEST_TIMEOUT_MS, tracerSource } from './instrument-fetch.js';
 import {
@@ -13,8 +25,11 @@ import {
   ATTR_NETWORK_PROTOCOL_NAME,
   ATTR_NETWORK_TRANSPORT,
   ATTR_RPC_RESPONSE_STATUS_CODE,
-  mcpRequestSpanName,
+  ATTR_MCP_TASK_ID,
+  ATTR_MCP_TASK_REQUESTED,
+  SPAN_TASK_STATUS,
 } from './semconv.js';
+import { addTaskFacts, requestSpanName } from './task-attributes.js';
 import { ErrorType } from './semconv.js';
 import { addTargetAttributes, initializeVersion, setError } from './span-util.js';
 import { sendingFrom, streamLivenessOf } from './stream-liveness.js';
@@ -42,6 +57,9 @@ interface Extra {
   requestInfo?: { headers?: RequestHeaders };
   request?: { headers?: RequestHeaders };
 }
+
+/** Longest task id a span carries (a longer one is not kept, as the wire keeps none). */
+const MAX_TASK_ID_CHARS = 256;
 
 /** Default of `cancellationWaitMs`: how long a request whose stream closed is watched for its result. */
 export const DEFAULT_CANCELLATION_WAIT_MS = 30_000;
@@ -108,6 +126,13 @@ export function instrumentServerTransport<T extends ServerTransportLike>(
       entry.span.setAttribute(ATTR_MCP_PROTOCOL_VERSION, version);
       negotiated = version;
     }
+    // What the answer shows of a task (the handle a call was answered with, a tasks/* answer): member look-ups.
+    const facts = message === undefined ? undefined : taskFactsOfAnswer(entry.method, message as JsonRpcMessage);
+    if (facts !== undefined) {
+      const attributes: Attributes = {};
+      addTaskFacts(attributes, facts, !isTaskIdMethod(entry.method));
+      entry.span.setAttributes(attributes);
+    }
     if (error !== undefined) setError(entry.span, error);
     entry.span.end();
   };
@@ -138,12 +163,29 @@ export function instrumentServerTransport<T extends ServerTransportLike>(
   };
   settledHooks.set(transport, (id, produced) => fate(id, produced));
 
+  /** One SPAN_TASK_STATUS span for a status notification the server sends (both shapes). */
+  const taskNotice = (message: JsonRpcMessage): void => {
+    try {
+      const facts = taskFactsOfNotification(message);
+      if (facts === undefined) return;
+      const attributes: Attributes = {};
+      addTaskFacts(attributes, facts, true);
+      if (transport.sessionId !== undefined) attributes[ATTR_MCP_SESSION_ID] = transport.sessionId;
+      if (negotiated !== undefined) attributes[ATTR_MCP_PROTOCOL_VERSION] = negotiated;
+      tracer().startSpan(SPAN_TASK_STATUS, { kind: SpanKind.INTERNAL, attributes }).end();
+    } catch (error) {
+      diag.error('resumewatch: recording a task status failed', error);
+    }
+  };
+
   const start = (request: unknown, extra: Extra | undefined): Span | undefined => {
     if (!isJsonRpcMessage(request) || !isRequest(request)) return undefined;
     if (open.size >= maxOpen || seen.has(request)) return undefined;
     seen.add(request);
     const id = String(request.id);
     const target = requestTarget(request);
+    // Tasks: a request naming one carries its id (bounded, as the client's spans keep it); a call that asked for one says so.
+    const taskId = isTaskIdMethod(request.method) ? requestTaskId(request) : undefined;
     const attributes: Attributes = {
       [ATTR_MCP_METHOD_NAME]: request.method,
       [ATTR_JSONRPC_REQUEST_ID]: id,
@@ -161,8 +203,10 @@ export function instrumentServerTransport<T extends ServerTransportLike>(
       negotiated;
     if (version !== undefined) attributes[ATTR_MCP_PROTOCOL_VERSION] = version;
     addTargetAttributes(attributes, request.method, target);
+    if (taskId !== undefined && taskId.length <= MAX_TASK_ID_CHARS) attributes[ATTR_MCP_TASK_ID] = taskId;
+    if (taskRequested(request)) attributes[ATTR_MCP_TASK_REQUESTED] = true;
     const span = tracer().startSpan(
-      mcpRequestSpanName(request.method, target),
+      requestSpanName(request.method, target),
       { kind: SpanKind.SERVER, attributes },
       parentOf(headers),
     );
@@ -211,6 +255,8 @@ export function instrumentServerTransport<T extends ServerTransportLike>(
   const liveness = streamLivenessOf(transport);
   transport.send = ((message: never, sendOptions?: never) => {
     const m = message as Message;
+    // A task status notification the server sends: one mcp.task.status span (a string compare per notification).
+    if (m && typeof m === 'object' && isTaskNotification(m as JsonRpcMessage)) taskNotice(m as JsonRpcMessage);
     if (m && typeof m === 'object' && m.method === undefined && m.id !== undefined && m.id !== null && open.size > 0) {
       const id = String(m.id);
       const entry = open.get(id);

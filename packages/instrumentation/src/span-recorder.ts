@@ -3,6 +3,7 @@ import { SpanKind, context as otelContext, diag, trace } from '@opentelemetry/ap
 import type { Attributes, Context, Link, Span, SpanContext, Tracer } from '@opentelemetry/api';
 import { ProtocolEra, TerminalOutcome, protocolEra, type ResumeVerdict } from '@resumewatch/semconv';
 import type {
+  JsonRpcMessage,
   RequestRecord,
   StreamEnd,
   StreamRecord,
@@ -15,7 +16,14 @@ import type {
   WireResponse,
 } from '@resumewatch/wire';
 import { BoundedMap } from '@resumewatch/bounded';
-import { BrokenRequests, DEFAULT_REISSUE_WINDOW_MS, keyedArgumentsDigest } from '@resumewatch/wire';
+import {
+  BrokenRequests,
+  DEFAULT_REISSUE_WINDOW_MS,
+  isTaskIdMethod,
+  keyedArgumentsDigest,
+  taskFactsOfAnswer,
+  taskFactsOfNotification,
+} from '@resumewatch/wire';
 import {
   ATTR_HTTP_REQUEST_METHOD,
   ATTR_HTTP_RESPONSE_STATUS_CODE,
@@ -49,6 +57,9 @@ import {
   ATTR_MCP_TERMINAL_CONFLICT,
   ATTR_MCP_TERMINAL_FIRST_STREAM_ID,
   ATTR_MCP_REQUEST_RECOVERY,
+  ATTR_MCP_REQUEST_REISSUE_OF_SAME_KEY,
+  ATTR_MCP_TASK_ID,
+  ATTR_MCP_TASK_REQUESTED,
   ATTR_NETWORK_PROTOCOL_NAME,
   ATTR_NETWORK_TRANSPORT,
   ATTR_RPC_RESPONSE_STATUS_CODE,
@@ -61,9 +72,10 @@ import {
   SPAN_REQUEST_TERMINAL,
   SPAN_SESSION_REATTACH,
   SPAN_STREAM_RESUME,
-  mcpRequestSpanName,
+  SPAN_TASK_STATUS,
   ErrorType,
 } from './semconv.js';
+import { addTaskFacts, requestSpanName } from './task-attributes.js';
 import {
   ServerAttributes,
   addTargetAttributes,
@@ -136,6 +148,12 @@ interface RequestState {
   /** It was resumed (a GET with Last-Event-ID whose cursor is its stream's), and its last resume's emitted outcome. */
   resumed: boolean;
   lastResume: ResumeOutcome | undefined;
+}
+
+/** A broken request awaiting its re-issue: its span, and the idempotency key it carried (ATTR_MCP_REQUEST_REISSUE_OF_SAME_KEY). */
+interface FirstAttempt {
+  readonly context: SpanContext;
+  readonly idempotencyKey: string | undefined;
 }
 
 /** Requests a proxy keeps open after their client's connection dropped (see `SpanRecorder.clientDropped`). */
@@ -232,8 +250,11 @@ export class SpanRecorder implements WireListener {
   /** The deadlines of reopened requests (reopenRequest): the ones they had before the restart. */
   private readonly deadlines = new WeakMap<RequestState, number>();
   private readonly digestKey: string | Uint8Array;
-  /** This client's broken 2026-07-28 requests, by digest, awaiting their re-issue. */
-  private readonly broken: BrokenRequests<SpanContext>;
+  /**
+   * This client's broken requests, by digest, awaiting their re-issue: 2026-07-28 requests, and, in the
+   * session era, calls that asked for a task (a re-issue of one makes a second task).
+   */
+  private readonly broken: BrokenRequests<FirstAttempt>;
   /**
    * At a proxy: requests whose client's connection dropped before their result, kept open for the
    * client's resume, cancellation, re-issue, DELETE or their deadline. Capped: a client that drops
@@ -351,8 +372,9 @@ export class SpanRecorder implements WireListener {
       traceFlags: 1,
       isRemote: true,
     });
+    if (isTaskIdMethod(record.method) && record.target !== undefined) attributes[ATTR_MCP_TASK_ID] = record.target;
     const span = this.tracer().startSpan(
-      mcpRequestSpanName(record.method, record.target),
+      requestSpanName(record.method, record.target),
       { kind: SpanKind.CLIENT, attributes, startTime: record.startedAt },
       parent,
     );
@@ -432,7 +454,7 @@ export class SpanRecorder implements WireListener {
   }
 
   onFetchError(req: WireRequest, error: unknown): void {
-    this.failed(req, errorType(error));
+    this.failed(req, errorType(error), true);
   }
 
   onResponse(req: WireRequest, res: WireResponse): void {
@@ -462,7 +484,17 @@ export class SpanRecorder implements WireListener {
       diag.error('resumewatch: recording a resume failed', error);
     }
     const terminals = event.terminals;
-    if (terminals.length === 0) return;
+    if (terminals.length === 0) {
+      // Status notifications are told on task streams only: no other event's messages are looked at.
+      if (event.request.taskNotices || event.request.session?.tasks === true) {
+        try {
+          this.taskNotices(event);
+        } catch (error) {
+          diag.error('resumewatch: recording a task status failed', error);
+        }
+      }
+      return;
+    }
     try {
       for (let i = 0; i < terminals.length; i++) this.recordTerminal(event, terminals[i]!);
     } catch (error) {
@@ -504,6 +536,9 @@ export class SpanRecorder implements WireListener {
               if (state.reissueKey !== undefined) this.droppedWork.noteBroken(state.reissueKey, state);
             }
             state.broken = true;
+            // A task call's reply lost on the client's side (the stream broke before it): a later call
+            // with its digest re-issues it (ATTR_MCP_REQUEST_REISSUE_OF_*), unless a resume brings the reply.
+            if (!clientGone && state.record.taskRequested) this.noteBroken(state);
             if (stream.deliveredEventId !== undefined) state.cursor = true;
             // A break (neither a clean end nor the client's drop) with no cursor, ever: nothing resumes it.
             else if (end !== 'clean' && !clientGone && !state.cursor) this.unresumable(state);
@@ -536,10 +571,13 @@ export class SpanRecorder implements WireListener {
     if (version !== undefined) attributes[ATTR_MCP_PROTOCOL_VERSION] = version;
     const target = record.target;
     addTargetAttributes(attributes, record.method, target);
+    // Tasks: a request naming one carries its id; a call that asked for one says so.
+    if (isTaskIdMethod(record.method) && target !== undefined) attributes[ATTR_MCP_TASK_ID] = target;
+    if (record.taskRequested) attributes[ATTR_MCP_TASK_REQUESTED] = true;
     const stateless = protocolEra(req.protocolVersion) === ProtocolEra.STATELESS;
     const links = this.reissueAttributes(attributes, req, record, stateless);
     const span = tracer.startSpan(
-      mcpRequestSpanName(record.method, target),
+      requestSpanName(record.method, target),
       { kind: SpanKind.CLIENT, attributes, ...(links ? { links } : {}) },
       parent,
     );
@@ -607,16 +645,36 @@ export class SpanRecorder implements WireListener {
       attributes[ATTR_MCP_REQUEST_INPUT_ROUND] = true;
       return undefined;
     }
-    const first = stateless ? this.broken.takeReissued(reissueKeyOf(req, digest)!) : undefined;
+    // 2026-07-28: any call; in the session era, a call that asks for a task (its re-issue is a second task).
+    if (!stateless && !record.taskRequested) return undefined;
+    const key = reissueKeyOf(req, digest)!;
+    let first = this.broken.takeReissued(key);
+    // At a proxy, session era: a task call whose client dropped before its reply (its span still open).
+    if (first === undefined && !stateless && this.droppedWork.size > 0) {
+      const dropped = this.droppedWork.peek(key);
+      if (dropped?.record.taskRequested)
+        first = { context: dropped.spanContext, idempotencyKey: dropped.record.idempotencyKey };
+    }
     if (first === undefined) return undefined;
-    attributes[ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID] = first.traceId;
-    attributes[ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID] = first.spanId;
-    return [{ context: first }];
+    attributes[ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID] = first.context.traceId;
+    attributes[ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID] = first.context.spanId;
+    if (first.idempotencyKey !== undefined && first.idempotencyKey === record.idempotencyKey)
+      attributes[ATTR_MCP_REQUEST_REISSUE_OF_SAME_KEY] = true;
+    return [{ context: first.context }];
+  }
+
+  /** A request that may be re-issued lost its reply: it awaits its re-issue (see `broken`). */
+  private noteBroken(state: RequestState): void {
+    if (state.reissueKey === undefined) return;
+    this.broken.noteBroken(state.reissueKey, {
+      context: state.spanContext,
+      idempotencyKey: state.record.idempotencyKey,
+    });
   }
 
   /** A 2026-07-28 request lost its stream before its result: its span ends, and it awaits its re-issue. */
   private broke(state: RequestState, type: string): void {
-    if (state.reissueKey !== undefined) this.broken.noteBroken(state.reissueKey, state.spanContext);
+    this.noteBroken(state);
     this.endRequest(state, type);
   }
 
@@ -756,12 +814,18 @@ export class SpanRecorder implements WireListener {
     return (state ? started : Math.max(started, attempt.req.startedAt)) + this.requestTimeoutMs;
   }
 
-  /** No response: a network error, a refusal (by the guard or another listener) or the headers timeout. */
-  private failed(req: WireRequest, type: string): void {
+  /**
+   * No response: a network error (`lostReply`: the request may have reached the server), a refusal (by
+   * the guard or another listener) or the headers timeout.
+   */
+  private failed(req: WireRequest, type: string, lostReply = false): void {
     try {
       for (const record of req.requests) {
         const state = this.requests.get(record);
-        if (state?.span) this.endRequest(state, type);
+        if (!state?.span) continue;
+        // A task call that got no response (the connection dropped before the handle): a later call with its digest re-issues it.
+        if (lostReply && record.taskRequested && req.clientScope === undefined) this.noteBroken(state);
+        this.endRequest(state, type);
       }
       const attempt = this.pending.get(req);
       if (!attempt) return;
@@ -948,6 +1012,7 @@ export class SpanRecorder implements WireListener {
     // Only the first terminal (delivered, even when foreign) ends the request span.
     if (terminal.duplicate || terminal.conflict || !state?.span) return;
     const span = state.span;
+    this.taskAnswer(state, event.messages[terminal.messageIndex]);
     // Set again only when it differs from the span's (an initialize's negotiated version): the same value costs a call.
     if (protocolVersion !== undefined && protocolVersion !== state.protocolVersion) {
       state.protocolVersion = protocolVersion;
@@ -962,6 +1027,50 @@ export class SpanRecorder implements WireListener {
         state,
         record.method === 'tools/call' && isToolError(event, record.id) ? ErrorType.TOOL_ERROR : undefined,
       );
+    }
+  }
+
+  /**
+   * What the answer shows of a task, on the request's span: the handle a call was answered with (its
+   * id, status, shape, ttl, poll interval), a `tasks/*` answer's status, the outcome delivered, the task
+   * gone. Member look-ups on the message the observer parsed; most answers show none.
+   */
+  private taskAnswer(state: RequestState, message: JsonRpcMessage | undefined): void {
+    const record = state.record;
+    // A task call whose reply arrived after all (a resume brought it): nothing to re-issue.
+    if (state.broken && record.taskRequested && state.reissueKey !== undefined) {
+      if (this.broken.peek(state.reissueKey)?.context === state.spanContext) this.broken.takeReissued(state.reissueKey);
+    }
+    const facts = message === undefined ? undefined : taskFactsOfAnswer(record.method, message);
+    if (facts === undefined) return;
+    const attributes: Attributes = {};
+    addTaskFacts(attributes, facts, !isTaskIdMethod(record.method));
+    state.span!.setAttributes(attributes);
+  }
+
+  /**
+   * A task status notification (told by the observer on streams where one may come): one
+   * SPAN_TASK_STATUS span, a child of the request whose stream carried it, if any.
+   */
+  private taskNotices(event: WireEvent): void {
+    const messages = event.messages;
+    for (let i = 0; i < messages.length; i++) {
+      const facts = taskFactsOfNotification(messages[i]!);
+      if (facts === undefined) continue;
+      const attributes: Attributes = { [ATTR_MCP_STREAM_ID]: this.streamId(event.stream) };
+      addTaskFacts(attributes, facts, true);
+      const sessionId = event.stream.sessionId || event.request.sessionId;
+      if (sessionId) attributes[ATTR_MCP_SESSION_ID] = sessionId;
+      if (event.request.protocolVersion !== undefined)
+        attributes[ATTR_MCP_PROTOCOL_VERSION] = event.request.protocolVersion;
+      const carrier = event.stream.kind === StreamKind.LISTENING ? undefined : event.stream.requests[0];
+      this.tracer()
+        .startSpan(
+          SPAN_TASK_STATUS,
+          { kind: SpanKind.INTERNAL, attributes },
+          this.parentOf(carrier, otelContext.active()),
+        )
+        .end();
     }
   }
 

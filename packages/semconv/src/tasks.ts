@@ -32,6 +32,9 @@ export const TASK_ID_METHODS: readonly string[] = [
   TaskMethod.UPDATE,
 ];
 
+/** 2026-07-28: the request that opens a stream of pushed notifications (`notifications/tasks` among them). */
+export const METHOD_SUBSCRIPTIONS_LISTEN = 'subscriptions/listen';
+
 /** A status notification: 2025-11-25's, and the 2026-07-28 extension's. */
 export const NOTIFICATION_TASK_STATUS = 'notifications/tasks/status';
 export const NOTIFICATION_TASKS = 'notifications/tasks';
@@ -40,6 +43,13 @@ export const NOTIFICATION_TASKS = 'notifications/tasks';
 export const META_RELATED_TASK = 'io.modelcontextprotocol/related-task';
 /** The 2026-07-28 extension's identifier (capabilities, per-request client capabilities). */
 export const EXTENSION_TASKS = 'io.modelcontextprotocol/tasks';
+/**
+ * 2026-07-28: `_meta` key of a request carrying the client's capabilities for that request; a client that
+ * accepts a task answer declares `EXTENSION_TASKS` in its `extensions`.
+ */
+export const META_CLIENT_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';
+/** 2026-07-28: the member of the per-request client capabilities that lists the extensions it supports. */
+export const CAPABILITY_EXTENSIONS = 'extensions';
 
 /** The fields of the Task object and of the requests that name one, in both shapes. */
 export const TaskField = {

@@ -39,3 +39,13 @@ export {
 } from './jsonrpc.js';
 export type { JsonRpcMessage, JsonRpcRequest, JsonRpcResponse } from './jsonrpc.js';
 export type * from './types.js';
+// What a message shows of an MCP task (both shapes), for the instrumentation's and the gateway's spans.
+export {
+  isTaskIdMethod,
+  isTaskNotification,
+  requestTaskId,
+  taskFactsOfAnswer,
+  taskFactsOfNotification,
+  taskRequested,
+} from './task-facts.js';
+export type { TaskFacts } from './task-facts.js';

@@ -57,6 +57,8 @@ interface RecordRow {
   m: string;
   t: string | null;
   inr: boolean;
+  /** It asked for a task (written only when true: a file of an older version has none). */
+  tr?: true;
   at: number;
   rel: boolean;
   n: number;
@@ -209,6 +211,7 @@ export function* snapshotObserverSteps(observer: WireObserver, options: Snapshot
       fe: keptId(record.firstTerminalEventId),
       fd: record.firstTerminalDigest ?? null,
     };
+    if (record.taskRequested) row.tr = true;
     // A session's records take its id; a record of the request list alone says its own.
     if (streamAt === undefined) row.s = record.sessionId;
     const x = extra?.(record);
@@ -378,6 +381,7 @@ export function restoreObserver(
       undefined,
       bool(row.inr, 'record input round'),
       undefined,
+      row.tr === undefined ? false : bool(row.tr, 'record task requested'),
       num(row.at, 'record start'),
     );
     if (!isString && String(Number(id)) !== id) throw new Error('a numeric record id that is no number');

@@ -24,6 +24,8 @@ import { watchResponse } from './watched-body.js';
 import type { BodyTap, ChunkArrival } from './body-taps.js';
 import { CursorRing, MAX_KEPT_ID_BYTES, sameLogicalStream } from './cursor-ring.js';
 import { holdShape } from './shapes.js';
+import { isTaskIdMethod, isTaskNotification, isTaskRequestMethod, requestTaskId, taskRequested } from './task-facts.js';
+import { NOTIFICATION_TASKS } from '@resumewatch/semconv';
 import type { SseScanner } from './sse.js';
 import { JsonWireEvent, SseWireEvent } from './wire-events.js';
 import type {
@@ -455,6 +457,8 @@ export class WireObserver {
     }
 
     let requests: RequestRecord[] | undefined;
+    /** The request asks for, names or listens for tasks: status notifications may come on its streams. */
+    let taskNotices = false;
     // Session-less requests of one exchange, apart from every other exchange's (sessionlessApart): a
     // scope no session id can spell (a header value holds no line break).
     const keyScope = sessionId ?? (this.sessionlessApart ? `\n${this.requestSeq + 1}` : undefined);
@@ -464,8 +468,11 @@ export class WireObserver {
       // string id is kept as it is up to a bound (keptText); a number's text is short whatever was sent.
       const id = typeof message.id === 'string' ? keptText(message.id) : message.id;
       const key = requestKey(keyScope, id);
-      const target = requestTarget(message);
+      // A request naming a task keeps its id as its target (the `Mcp-Name` of 2026-07-28).
+      const target = isTaskIdMethod(message.method) ? requestTaskId(message) : requestTarget(message);
       const idempotencyKey = requestIdempotencyKey(message);
+      const asksTask = taskRequested(message);
+      if (asksTask || isTaskRequestMethod(message.method)) taskNotices = true;
       const record = newRequestRecord(
         key,
         sessionId ?? '',
@@ -476,6 +483,7 @@ export class WireObserver {
         reissuableTarget(message) === undefined ? undefined : requestWorkDigest(message),
         isInputRound(message),
         idempotencyKey !== undefined && idempotencyKey.length <= MAX_KEPT_CHARS ? idempotencyKey : undefined,
+        asksTask,
         startedAt,
       );
       this.requests.set(key, record);
@@ -493,7 +501,10 @@ export class WireObserver {
 
     const resume = lastEventId !== undefined ? this.describeResume(session, lastEventId) : undefined;
     const reattach = session ? this.describeReattach(session, httpMethod, resume) : undefined;
-    if (session) session.used = true;
+    if (session) {
+      session.used = true;
+      if (taskNotices) session.tasks = true;
+    }
 
     return newWireRequest(
       ++this.requestSeq,
@@ -509,6 +520,7 @@ export class WireObserver {
       reattach,
       startedAt,
       clientScope,
+      taskNotices,
     );
   }
 
@@ -889,14 +901,21 @@ export class WireObserver {
       // messages (notifications) are parsed only if a listener asks for them; a notification has
       // a "method" key, which `data: {}` and other non-JSON-RPC data lack.
       if (scan.mayHoldMethod) stream.messageEvents++;
-      // Decides nothing unless its stream is a resume: told only to listeners that want every event.
-      const told = this.everyEventListeners > 0 || (stream.isResume && this.eventListeners.length > 0);
+      // A task status notification, on a stream where one may come (its request's or session's tasks):
+      // told as a deciding event. Any other event pays only the look-up of two flags.
+      const notice =
+        scan.mayHoldMethod && (request.taskNotices || request.session?.tasks === true) && this.eventListeners.length > 0
+          ? taskNoticeOf(scan)
+          : undefined;
+      // Decides nothing unless its stream is a resume (or it is a task notice): told only to listeners that want every event.
+      const told =
+        this.everyEventListeners > 0 || ((stream.isResume || notice !== undefined) && this.eventListeners.length > 0);
       if (told) {
         this.idsAsTheyCame(stream, scan);
         idSet = true;
         kept = this.notify(
-          new SseWireEvent(scan, request, stream, undefined, undefined, NO_TERMINALS, arrival.arrivedAt()),
-          stream.isResume,
+          new SseWireEvent(scan, request, stream, notice?.data, notice?.messages, NO_TERMINALS, arrival.arrivedAt()),
+          stream.isResume || notice !== undefined,
         );
       } else kept = true;
     } else {
@@ -906,7 +925,10 @@ export class WireObserver {
       const data = scan.hasData ? scan.decodeData() : undefined;
       const messages = data !== undefined ? parseMessages(data) : NO_MESSAGES;
       terminals = this.terminalsOf(stream, messages, id);
-      const deciding = terminals.length > 0 || stream.isResume;
+      const deciding =
+        terminals.length > 0 ||
+        stream.isResume ||
+        ((request.taskNotices || request.session?.tasks === true) && messages.some(isTaskNotification));
       const told = this.everyEventListeners > 0 || (deciding && this.eventListeners.length > 0);
       if (told) {
         const event = new SseWireEvent(scan, request, stream, data, messages, terminals, arrival.arrivedAt());
@@ -1113,6 +1135,7 @@ export function newRequestRecord(
   workDigest: string | undefined,
   inputRound: boolean,
   idempotencyKey: string | undefined,
+  taskRequested: boolean,
   startedAt: number,
 ): RequestRecord {
   return {
@@ -1125,6 +1148,7 @@ export function newRequestRecord(
     workDigest,
     inputRound,
     idempotencyKey,
+    taskRequested,
     released: false,
     startedAt,
     terminalCount: 0,
@@ -1150,6 +1174,7 @@ function newWireRequest(
   reattach: ReattachInfo | undefined,
   startedAt: number,
   clientScope: string | undefined,
+  taskNotices: boolean,
 ): WireRequest {
   return {
     seq,
@@ -1165,6 +1190,7 @@ function newWireRequest(
     reattach,
     startedAt,
     clientScope,
+    taskNotices,
     guardAction: undefined,
     guardProof: undefined,
   };
@@ -1177,7 +1203,19 @@ holdShape(new WireObserver());
     newStreamRecord('0', 'held', 'POST', 'sse', StreamKind.REQUEST, [], false, undefined, false),
   );
   const record = holdShape(
-    newRequestRecord('held\n0', 'held', '0', false, 'ping', undefined, undefined, false, undefined, Date.now() + 0.5),
+    newRequestRecord(
+      'held\n0',
+      'held',
+      '0',
+      false,
+      'ping',
+      undefined,
+      undefined,
+      false,
+      undefined,
+      false,
+      Date.now() + 0.5,
+    ),
   );
   stream.requests.push(record);
   session.streams.push(stream);
@@ -1196,8 +1234,20 @@ holdShape(new WireObserver());
       undefined,
       Date.now() + 0.5,
       'held',
+      false,
     ),
   );
+}
+
+/**
+ * The data of an event with no "id" member when it holds a task status notification (it names
+ * `notifications/tasks` and parses to one), with its messages; else undefined.
+ */
+function taskNoticeOf(scan: SseScanner): { data: string; messages: readonly JsonRpcMessage[] } | undefined {
+  const data = scan.decodeData();
+  if (!data.includes(NOTIFICATION_TASKS)) return undefined;
+  const messages = parseMessages(data);
+  return messages.some(isTaskNotification) ? { data, messages } : undefined;
 }
 
 export function newSession(id: string, protocolVersion: string | undefined, cursors: number): SessionRecord {
@@ -1211,6 +1261,7 @@ export function newSession(id: string, protocolVersion: string | undefined, curs
     cursors: new CursorRing(cursors),
     used: false,
     inFlight: 0,
+    tasks: false,
   };
 }
 
@@ -1252,6 +1303,7 @@ function compactRecord(key: string, sessionId: string, id: JsonRpcId, released: 
     workDigest: undefined,
     inputRound: false,
     idempotencyKey: undefined,
+    taskRequested: false,
     released: true,
     startedAt: 0,
     terminalCount: 1,

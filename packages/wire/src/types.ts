@@ -39,6 +39,11 @@ export interface SessionRecord {
   used: boolean;
   /** Fetches of the session awaiting a response, and bodies of it not yet ended. */
   inFlight: number;
+  /**
+   * The session's client has used tasks (a request asked for one, or named one): status notifications
+   * (`notifications/tasks/status`) on its streams are read and told (`WireRequest.taskNotices`).
+   */
+  tasks: boolean;
 }
 
 /** Recently delivered SSE event ids of a session and the streams that delivered them. */
@@ -69,7 +74,17 @@ export interface RequestRecord {
   /** The JSON-RPC id was a string. */
   readonly idIsString: boolean;
   readonly method: string;
+  /**
+   * What the request names: the tool, prompt or resource (`params.name`, `params.uri`), or, for a request
+   * of `TASK_ID_METHODS` (`tasks/get`, `tasks/result`, `tasks/cancel`, `tasks/update`), the task id
+   * (`params.taskId`, which 2026-07-28 clients also send as `Mcp-Name`).
+   */
   readonly target: string | undefined;
+  /**
+   * The request asks for a task: 2025-11-25's `params.task`, or the 2026-07-28 tasks extension declared in
+   * its `_meta["io.modelcontextprotocol/clientCapabilities"].extensions`.
+   */
+  readonly taskRequested: boolean;
   /**
    * For a request whose method names work that a re-issue repeats (`tools/call`, `prompts/get`,
    * `resources/read`; 2026-07-28): the unkeyed digest of that work (`requestWorkDigest`: SHA-256 of
@@ -224,6 +239,13 @@ export interface WireRequest {
    * requests. Undefined for a fetch, whose observer serves one client.
    */
   readonly clientScope: string | undefined;
+  /**
+   * Task status notifications may come on this request's streams: the request asks for a task, names
+   * one, or is a 2026-07-28 `subscriptions/listen`. On such a stream, or one of a session that used tasks
+   * (`SessionRecord.tasks`), an SSE event that holds a `"method"` key and `notifications/tasks` is parsed
+   * and told to every listener as a deciding event; any other event costs what it did (README, "Tasks").
+   */
+  readonly taskNotices: boolean;
   /**
    * What a deciding listener (the guard) did about this request: refused it, reported its resume
    * failed, or reported it re-issues a broken request (2026-07-28 era). Written only by a listener
