@@ -75,9 +75,15 @@ export interface MonitoringConfig {
      * result (standing lost_result findings / requests).
      */
     McpResultsLost: ThresholdAlert;
-    /** Threshold: duplicate-task findings (a task-augmented call re-issued, tied by its idempotency key) per service over `findingsWindow`. */
+    /**
+     * Threshold: duplicate-task findings (a task-augmented call re-issued, tied by its idempotency key) per
+     * service over `findingsWindow`.
+     */
     McpDuplicateTask: ThresholdAlert;
-    /** Threshold: possible-duplicate-task findings (tied by client, method, name and arguments) per service over `findingsWindow`. */
+    /**
+     * Threshold: possible-duplicate-task findings (tied by client, method, name and arguments) per service
+     * over `findingsWindow`.
+     */
     McpPossibleDuplicateTask: ThresholdAlert;
     /** Threshold: standing lost-task-result findings (net of retractions) per service over `findingsWindow`. */
     McpTaskResultLost: ThresholdAlert;
