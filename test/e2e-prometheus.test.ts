@@ -372,7 +372,9 @@ describe('alerts and dashboards against a real Prometheus and real detectors', (
           const result = (r.data as { result: unknown[] } | undefined)?.result ?? [];
           if (r.status !== 'success' || result.length === 0) missing.push(`${q.where}: ${q.expr}`);
         }
-        return missing.length === 0 ? missing : undefined;
+        // Thrown, so that a timeout names the panels still without data.
+        if (missing.length > 0) throw new Error(`no data: ${missing.join('; ')}`);
+        return missing;
       },
       90_000,
       1000,
