@@ -36,6 +36,8 @@ export default mergeConfig(
         'packages/instrumentation/test/server-polling.test.ts',
         'packages/instrumentation/test/id-policy.test.ts',
         'packages/guard/test/guarded-fetch.test.ts',
+        // The task guard on the real SDK 1.x task API (polls spaced to the interval, a ttl waited out).
+        'packages/guard/test/tasks-sdk.test.ts',
         // The 2026-07-28 era's scenarios on the real v2 SDK (their broken streams surface at timeouts),
         // the listener-order comparison over lab scenarios, and the page in chromium.
         'packages/guard/test/modern-era.test.ts',
@@ -43,6 +45,7 @@ export default mergeConfig(
         'packages/lab/test/modern-scenarios.test.ts',
         'packages/instrumentation/test/listener-order.test.ts',
         'packages/daemon/test/page-browser.test.ts',
+        'packages/daemon/test/page-task-browser.test.ts',
       ],
     },
   }),

@@ -28,7 +28,9 @@ export function guardedFetch(fetchImpl?: FetchLike | GuardedFetchOptions, option
   const listener = createGuardListener(options);
   const observer = new WireObserver(options?.wire).addListener(listener, { filters: true });
   const observed = observer.wrap(base ?? ((input, init) => globalThis.fetch(input, init)));
-  // The keys go into the body before the observer (and the guard) read it.
-  const wrapped = options?.idempotencyKey ? listener.withIdempotencyKeys(observed) : observed;
+  // Outside the observer: a poll it delays is observed when it leaves; a re-issue it answers, never.
+  const tasked = listener.withTaskGuard(observed);
+  // The keys go into the body before the task guard, the observer (and the guard) read it.
+  const wrapped = options?.idempotencyKey ? listener.withIdempotencyKeys(tasked) : tasked;
   return Object.assign(wrapped, { listener, observer });
 }

@@ -1,13 +1,25 @@
-import { META_IDEMPOTENCY_KEY } from '@resumewatch/semconv';
-import { HEADER_PROTOCOL_VERSION, headerValue, isRequest, isJsonRpcMessage } from '@resumewatch/wire';
+import { META_IDEMPOTENCY_KEY, TaskField } from '@resumewatch/semconv';
+import {
+  HEADER_PROTOCOL_VERSION,
+  HEADER_SESSION_ID,
+  headerValue,
+  isRequest,
+  isJsonRpcMessage,
+} from '@resumewatch/wire';
 import type { FetchLike, JsonRpcRequest } from '@resumewatch/wire';
 import { isStatelessEra } from './reissues.js';
-import type { ReissueTracker } from './reissues.js';
+import { taskScope } from './tasks.js';
+
+/**
+ * The idempotency key a request about to be sent should carry, or undefined when it needs none: `scope`
+ * is whose calls these are (taskScope), `stateless` the request's era.
+ */
+export type KeyFor = (message: JsonRpcRequest, scope: string, stateless: boolean) => string | undefined;
 
 /** The request with its idempotency key in `params._meta`, or the same object when it needs none. */
-function keyed(message: unknown, tracker: ReissueTracker): unknown {
+function keyed(message: unknown, keyFor: (message: JsonRpcRequest) => string | undefined): unknown {
   if (!isJsonRpcMessage(message) || !isRequest(message)) return message;
-  const key = tracker.idempotencyKeyFor(message);
+  const key = keyFor(message);
   if (key === undefined) return message;
   const params = message.params ?? {};
   const meta = (params._meta ?? {}) as Record<string, unknown>;
@@ -16,14 +28,14 @@ function keyed(message: unknown, tracker: ReissueTracker): unknown {
 }
 
 /** A JSON-RPC body with every `tools/call` carrying its idempotency key; the same text when none needs one. */
-function keyedBody(body: string, tracker: ReissueTracker): string {
+function keyedBody(body: string, keyFor: (message: JsonRpcRequest) => string | undefined): string {
   let parsed: unknown;
   try {
     parsed = JSON.parse(body);
   } catch {
     return body;
   }
-  const next = Array.isArray(parsed) ? parsed.map((m) => keyed(m, tracker)) : keyed(parsed, tracker);
+  const next = Array.isArray(parsed) ? parsed.map((m) => keyed(m, keyFor)) : keyed(parsed, keyFor);
   const changed = Array.isArray(parsed) ? (next as unknown[]).some((m, i) => m !== parsed[i]) : next !== parsed;
   if (!changed) return body;
   try {
@@ -37,17 +49,22 @@ function keyedBody(body: string, tracker: ReissueTracker): string {
 
 /**
  * A fetch that adds an idempotency key (`_meta` META_IDEMPOTENCY_KEY of @resumewatch/semconv) to every
- * 2026-07-28 `tools/call` it sends, the key of the broken attempt a re-issue repeats. It must sit
- * outside the wire observer (call it with the observer's wrapped fetch): the observer, and the guard
+ * 2026-07-28 `tools/call` and every task-augmented `tools/call` of the session era (`params.task`) it
+ * sends: the key of the attempt a re-issue repeats (a broken one, or the call of a live task). It must
+ * sit outside the wire observer (call it with the observer's wrapped fetch): the observer, and the guard
  * with it, read the body as it leaves. Only a body held as text is keyed (the SDKs send text).
  */
-export function withIdempotencyKeys(fetch: FetchLike, tracker: ReissueTracker): FetchLike {
+export function withIdempotencyKeys(fetch: FetchLike, keyFor: KeyFor): FetchLike {
   return (input, init) => {
     const body = init?.body;
     if (typeof body !== 'string' || !body.includes(`"tools/call"`)) return fetch(input, init);
     const headers = init!.headers ?? (input instanceof Request ? input.headers : undefined);
-    if (!isStatelessEra(headerValue(headers, HEADER_PROTOCOL_VERSION))) return fetch(input, init);
-    const next = keyedBody(body, tracker);
+    const stateless = isStatelessEra(headerValue(headers, HEADER_PROTOCOL_VERSION));
+    // The session era keys only calls that ask for a task: a quick look before any parse.
+    if (!stateless && !body.includes(`"${TaskField.TASK}"`)) return fetch(input, init);
+    const url = input instanceof Request ? input.url : String(input);
+    const scope = taskScope(url, headerValue(headers, HEADER_SESSION_ID));
+    const next = keyedBody(body, (message) => keyFor(message, scope, stateless));
     return fetch(input, next === body ? init : { ...init, body: next });
   };
 }

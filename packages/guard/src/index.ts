@@ -1,7 +1,8 @@
 export { InvalidResumptionError } from './errors.js';
 export { ResumeDecision, decideResume, isCursorGoneStatus, isFailedResumption } from './decision.js';
 export { DEFAULT_REQUEST_DEADLINE_MS, createGuardListener } from './listener.js';
-export type { GuardListener, GuardOptions } from './listener.js';
+export type { GuardListener, GuardOptions, GuardStats } from './listener.js';
+export { DEFAULT_MAX_POLL_DELAY_MS } from './tasks.js';
 export { guardedFetch } from './guarded-fetch.js';
 export type { GuardedFetch, GuardedFetchOptions } from './guarded-fetch.js';
 export type { IdempotencyKeyCall } from './reissues.js';
@@ -9,10 +10,14 @@ export type {
   BrokenAttempt,
   ConflictingTerminal,
   DroppedTerminal,
+  DuplicateTask,
+  LostTaskResult,
   FailedResumption,
   RefusedResume,
   ReissueAttempt,
   ReissueReport,
+  RepeatedTaskHandle,
   ResumeReport,
+  TaskCallAttempt,
   TerminalPlace,
 } from './reports.js';

@@ -9,6 +9,7 @@ import {
   resumeVerdict,
 } from '@resumewatch/semconv';
 import type { ResumeVerdict } from '@resumewatch/semconv';
+import { requestIdempotencyKey, TOOLS_CALL_METHOD } from '@resumewatch/wire';
 import type {
   FetchLike,
   RequestRecord,
@@ -28,11 +29,17 @@ import type {
   BrokenAttempt,
   ConflictingTerminal,
   DroppedTerminal,
+  DuplicateTask,
   FailedResumption,
+  LostTaskResult,
   RefusedResume,
   ReissueReport,
+  RepeatedTaskHandle,
   ResumeReport,
 } from './reports.js';
+import { asksForTask } from './task-facts.js';
+import { withTaskGuard } from './task-fetch.js';
+import { DEFAULT_MAX_POLL_DELAY_MS, TaskTracker } from './tasks.js';
 
 export const DEFAULT_REQUEST_DEADLINE_MS = 300_000;
 
@@ -101,16 +108,59 @@ export interface GuardOptions {
    * attempt may have run its side effect. `guardAction` on the request: `reissue_reported`.
    */
   onReissue?(report: ReissueReport): void;
+  /**
+   * MCP tasks: the longest a `tasks/get` is held back to its task's announced poll interval (2025
+   * `pollInterval`, 2026 `pollIntervalMs`, from the creation answer or the last `tasks/get` answer).
+   * Default 30 s. The spacing and the local answers are the fetch side's: guardedFetch applies them; on a
+   * shared observer, wrap its fetch with the listener's `withTaskGuard`.
+   */
+  maxPollDelayMs?: number;
+  /**
+   * MCP tasks: answer a re-issue of a live task's call (same method, name and arguments, same server and
+   * session) with the server's own creation answer, so that no second task is created. Default true;
+   * false lets every call through (an application that means to run the same call twice at once).
+   */
+  taskHandles?: boolean;
+  /** MCP tasks: a task's outcome was never delivered, and the server said the task is gone (-32602). */
+  onLostTaskResult?(report: LostTaskResult): void;
+  /**
+   * MCP tasks: a re-issued task-capable call, whose earlier attempt ended without an answer, created a task;
+   * the earlier attempt may have created one too (`possible_duplicate_task`).
+   */
+  onDuplicateTask?(report: DuplicateTask): void;
+  /** MCP tasks: a re-issue of a live task's call was answered locally with that task's handle. */
+  onTaskHandleRepeated?(report: RepeatedTaskHandle): void;
+}
+
+/** What the guard holds now (see `GuardListener.stats`). */
+export interface GuardStats {
+  silentResumes: number;
+  unsettledRequests: number;
+  brokenRequests: number;
+  /** MCP tasks kept (poll spacing, outcome delivered or not), and the live handles among them. */
+  tasks: number;
+  taskHandles: number;
+  evictions: number;
 }
 
 export interface GuardListener extends WireListener {
-  /** Resumed streams open and silent (no verdict yet); rejected or polled requests awaiting what settles them. */
-  stats(): { silentResumes: number; unsettledRequests: number; brokenRequests: number; evictions: number };
   /**
-   * The fetch with an idempotency key added to every 2026-07-28 `tools/call` (see `idempotencyKey`):
-   * wrap the fetch the observer wrapped (the keys must be in the body before the observer reads it).
+   * Resumed streams open and silent (no verdict yet); rejected or polled requests awaiting what settles
+   * them; broken requests awaiting their re-issue; tasks and live task handles kept; what the caps evicted.
+   */
+  stats(): GuardStats;
+  /**
+   * The fetch with an idempotency key added to every 2026-07-28 `tools/call` and every session-era
+   * `tools/call` that asks for a task (see `idempotencyKey`): wrap the fetch the observer wrapped (the
+   * keys must be in the body before the observer reads it), outside `withTaskGuard`.
    */
   withIdempotencyKeys(fetch: FetchLike): FetchLike;
+  /**
+   * The fetch with the task guard's spacing of polls and its local answers to re-issues of a live task's
+   * call: wrap the fetch the observer wrapped (a delayed poll is then seen when it leaves; a local answer
+   * is never seen as a request).
+   */
+  withTaskGuard(fetch: FetchLike): FetchLike;
   /** Stops pending deadline timers. */
   dispose(): void;
 }
@@ -168,6 +218,7 @@ class GuardWireListener implements GuardListener {
   private readonly unsettled: BoundedMap<string, Unsettled>;
   private readonly reissues: ReissueTracker;
   private readonly tracksReissues: boolean;
+  private readonly tasks: TaskTracker;
 
   constructor(options: GuardOptions) {
     this.options = options;
@@ -191,10 +242,35 @@ class GuardWireListener implements GuardListener {
       cap,
       this.now,
     );
+    this.tasks = new TaskTracker(
+      {
+        maxTasks: cap,
+        maxPollDelayMs: options.maxPollDelayMs ?? DEFAULT_MAX_POLL_DELAY_MS,
+        repeatHandles: options.taskHandles ?? true,
+        // A proxy serving many clients (reissues false) keeps no handle and matches no re-issue: whose call is it?
+        tracksCalls: this.tracksReissues,
+        reissueWindowMs: options.reissueWindowMs,
+        onLostTaskResult: options.onLostTaskResult?.bind(options),
+        onDuplicateTask: options.onDuplicateTask?.bind(options),
+        onTaskHandleRepeated: options.onTaskHandleRepeated?.bind(options),
+      },
+      this.now,
+    );
   }
 
   withIdempotencyKeys(fetch: FetchLike): FetchLike {
-    return withIdempotencyKeys(fetch, this.reissues);
+    return withIdempotencyKeys(fetch, (message, scope, stateless) => {
+      // The session era keys only calls that ask for a task (its other calls have resumption instead).
+      if (message.method !== TOOLS_CALL_METHOD || (!stateless && !asksForTask(message))) return undefined;
+      // A call that repeats a live task's call, or re-issues a task call left without an answer, takes its key.
+      const carried = requestIdempotencyKey(message);
+      if (carried !== undefined) return carried;
+      return this.tasks.inheritedKey(scope, message, stateless) ?? this.reissues.idempotencyKeyFor(message);
+    });
+  }
+
+  withTaskGuard(fetch: FetchLike): FetchLike {
+    return withTaskGuard(fetch, this.tasks);
   }
 
   /** Whom a resume's verdict concerns: none for the listening stream, else the requests its stream carries. */
@@ -437,6 +513,7 @@ class GuardWireListener implements GuardListener {
     // A new request with the id of an earlier one: what was held for that one no longer applies.
     for (const record of request.requests) this.retract(record.key);
     if (this.tracksReissues) this.reissues.onRequest(request);
+    this.tasks.onRequest(request);
     if (request.cancels.length > 0) this.requestsEnded(request.sessionId, request.cancels);
     if (request.httpMethod === 'DELETE' && request.sessionId !== undefined)
       this.requestsEnded(request.sessionId, undefined);
@@ -495,6 +572,7 @@ class GuardWireListener implements GuardListener {
 
   onFetchError(request: WireRequest, error: unknown): void {
     this.reissues.fetchFailed(request, error);
+    this.tasks.ended(request.requests, undefined);
     if (request.resume === undefined) return;
     this.settle(request, 0, undefined, { outcome: ResumeOutcome.ERROR, evidence: ResumeEvidence.STATUS });
   }
@@ -508,12 +586,15 @@ class GuardWireListener implements GuardListener {
     // Cursors are the wire's (the stream's delivered ids); the guard's own state is fed at the
     // terminal event, so an event that is not one costs nothing here.
     if (event.terminals.length === 0) return true;
+    this.tasks.onTerminals(event);
     return this.onTerminals(event);
   }
 
   onStreamEnd(_request: WireRequest, stream: StreamRecord, end: StreamEnd): void {
     // A 2026-07-28 request's stream has no session; closed by the client, its request was given up.
     if (stream.sessionId === '') this.reissues.ended(stream.requests, end, end === 'abort');
+    // Task calls of either era: one that ended without its answer may have created a task all the same.
+    this.tasks.ended(stream.requests, end);
     // The client closed a resumed stream that was a continuation: it gave its requests up without their result.
     if (end === 'abort' && stream.isResume && this.unsettled.size > 0)
       for (const record of stream.requests)
@@ -533,13 +614,16 @@ class GuardWireListener implements GuardListener {
     }
   }
 
-  stats(): { silentResumes: number; unsettledRequests: number; brokenRequests: number; evictions: number } {
+  stats(): GuardStats {
     const reissues = this.reissues.stats();
+    const tasks = this.tasks.stats();
     return {
       silentResumes: this.silent.size,
       unsettledRequests: this.unsettled.size,
       brokenRequests: reissues.brokenRequests,
-      evictions: this.silent.evictions + this.unsettled.evictions + reissues.evictions,
+      tasks: tasks.tasks,
+      taskHandles: tasks.taskHandles,
+      evictions: this.silent.evictions + this.unsettled.evictions + reissues.evictions + tasks.evictions,
     };
   }
 

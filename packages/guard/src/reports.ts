@@ -1,4 +1,14 @@
-import type { GuardAction, GuardProof, ResumeEvidence, ResumeOutcome, TerminalOutcome } from '@resumewatch/semconv';
+import type {
+  FindingKind,
+  GuardAction,
+  GuardProof,
+  ResumeEvidence,
+  ResumeOutcome,
+  TaskGone,
+  TaskLostReason,
+  TaskShape,
+  TerminalOutcome,
+} from '@resumewatch/semconv';
 import type { RequestRecord, StreamEnd, StreamRecord, WireEvent, WireRequest } from '@resumewatch/wire';
 import type { ResumeDecision } from './decision.js';
 import type { InvalidResumptionError } from './errors.js';
@@ -146,4 +156,89 @@ export interface ReissueReport {
   /** The attempt it re-issues: the first attempt, or the last re-issue when that broke too. */
   readonly firstAttempt: BrokenAttempt;
   readonly reissue: ReissueAttempt;
+}
+
+/**
+ * MCP tasks (both shapes): a `tasks/get`, `tasks/result` or `tasks/update` of a task whose outcome this
+ * guard never delivered to the application was answered -32602 ("Task not found", "Task has expired"):
+ * the server no longer holds the task, and its result or error is lost. Once per task. Never for a task
+ * the client cancelled, nor for a task whose outcome was delivered (a re-read after expiry loses nothing).
+ */
+export interface LostTaskResult {
+  readonly kind: typeof FindingKind.LOST_TASK_RESULT;
+  /** `gone`: the server said the task is gone. */
+  readonly reason: typeof TaskLostReason.GONE;
+  /** `expired` when the error's message says so, else `not_found`. */
+  readonly gone: TaskGone;
+  readonly taskId: string;
+  /** The request that was answered -32602. */
+  readonly method: string;
+  readonly requestId: string;
+  /**
+   * This guard saw the call that created the task answered with its handle. A `not_found` for a task it
+   * never saw created may be another replica's answer (behind a balancer that does not route by task),
+   * or a task id from elsewhere: weigh it accordingly.
+   */
+  readonly created: boolean;
+  /** The last status this guard saw for the task (a `completed` or `failed` task lost its outcome for sure). */
+  readonly lastStatus: string | undefined;
+  /** The ttl the server announced, in ms (null: unlimited; undefined: never seen). */
+  readonly ttlMs: number | null | undefined;
+  /** When the guard received the task's handle (its clock), if it did. */
+  readonly createdAt: number | undefined;
+  readonly request: WireRequest;
+}
+
+/** One attempt of a task-capable call (a 2025 `tools/call` with `params.task`, or a 2026 `tools/call`). */
+export interface TaskCallAttempt {
+  readonly requestId: string;
+  readonly method: string;
+  readonly name: string | undefined;
+  readonly idempotencyKey: string | undefined;
+  /** When it was sent (the guard's clock). */
+  readonly startedAt: number;
+}
+
+/**
+ * MCP tasks (both shapes): the application re-issued a task-capable call (same method, name and arguments,
+ * same server and session, within `reissueWindowMs`) whose earlier attempt ended without an answer this
+ * guard saw (its stream or fetch broke, or the client gave it up), and the re-issue was answered with a
+ * new task. The earlier attempt may have created a task too (the server may have received it): two tasks
+ * may run the same work. `possible`: nothing on the client shows whether the first task exists; where the
+ * calls carry one idempotency key (`idempotencyKey`), the server, or the gateway under --enforce, can tie
+ * them. The guard could not answer the re-issue with the first handle: it never saw it.
+ */
+export interface DuplicateTask {
+  readonly kind: typeof FindingKind.POSSIBLE_DUPLICATE_TASK;
+  /** The task the re-issue created. */
+  readonly taskId: string;
+  readonly shape: TaskShape;
+  readonly firstAttempt: TaskCallAttempt & {
+    /** When its exchange ended without an answer. */
+    readonly endedAt: number;
+    /** How its body ended; undefined when its fetch failed. */
+    readonly streamEnd: StreamEnd | undefined;
+  };
+  readonly reissue: TaskCallAttempt;
+  readonly request: WireRequest;
+}
+
+/**
+ * MCP tasks (both shapes): the application re-issued a task-capable call (same method, name and arguments,
+ * same server and session) while the task its earlier attempt created is live (its ttl has not passed, its
+ * outcome has not been delivered, it was not cancelled nor said gone), and the guard answered it locally
+ * with the server's own creation answer (the result it received, under the re-issue's JSON-RPC id):
+ * nothing was sent, no second task was created.
+ */
+export interface RepeatedTaskHandle {
+  readonly taskId: string;
+  readonly shape: TaskShape;
+  /** The re-issue's JSON-RPC id (the local answer carries it). */
+  readonly requestId: string | number;
+  readonly method: string;
+  readonly name: string | undefined;
+  /** The re-issue's idempotency key, if it carries one (equal to the first attempt's, or the first had none). */
+  readonly idempotencyKey: string | undefined;
+  /** When the guard received the handle it repeated. */
+  readonly createdAt: number;
 }

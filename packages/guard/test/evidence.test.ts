@@ -36,7 +36,14 @@ describe('SEP-1699 polling', () => {
     ]);
     expect(seen.decisions.slice(0, 10).every((d) => d.outcome === 'poll' && d.evidence === 'body_end')).toBe(true);
     expect(seen.failed).toEqual([]);
-    expect(fetch.listener.stats()).toEqual({ silentResumes: 0, unsettledRequests: 0, brokenRequests: 0, evictions: 0 });
+    expect(fetch.listener.stats()).toEqual({
+      silentResumes: 0,
+      unsettledRequests: 0,
+      brokenRequests: 0,
+      tasks: 0,
+      taskHandles: 0,
+      evictions: 0,
+    });
   });
 
   it('reports a polled request that never gets its result by its deadline (evidence deadline)', async () => {

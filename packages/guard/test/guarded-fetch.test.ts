@@ -94,7 +94,14 @@ describe('guardedFetch', () => {
     expect(fetch.observer.stats()).toMatchObject({ sessions: 0, requests: 0, releasedSessions: 1 });
     expect(fetch.observer.getRequest(sessionId, id)).toBeUndefined();
     expect(fetch.observer.getRequest(undefined, 0)?.finished).toBe(true);
-    expect(fetch.listener.stats()).toEqual({ silentResumes: 0, unsettledRequests: 0, brokenRequests: 0, evictions: 0 });
+    expect(fetch.listener.stats()).toEqual({
+      silentResumes: 0,
+      unsettledRequests: 0,
+      brokenRequests: 0,
+      tasks: 0,
+      taskHandles: 0,
+      evictions: 0,
+    });
   });
 
   it('refuses a resume after a JSON-RPC error response too', async () => {
@@ -243,7 +250,14 @@ describe('guardedFetch', () => {
       const resumed = await fetch(sse.server.url, { ...resumeInit(sessionId, `s${id}-1`), signal: controller.signal });
       readings.push(resumed.text().catch(() => ''));
     }
-    expect(fetch.listener.stats()).toEqual({ silentResumes: 1, unsettledRequests: 0, brokenRequests: 0, evictions: 1 });
+    expect(fetch.listener.stats()).toEqual({
+      silentResumes: 1,
+      unsettledRequests: 0,
+      brokenRequests: 0,
+      tasks: 0,
+      taskHandles: 0,
+      evictions: 1,
+    });
     await vi.waitFor(() => expect(seen.failed).not.toHaveLength(0), WAIT);
     // Real time past the first request's deadline too (it started earlier): only the kept resume was judged.
     await delay(200);

@@ -45,6 +45,20 @@ describe('withIdempotencyKeys', () => {
     expect(bodies[2]).toBe(ping.body);
   });
 
+  it('keys a session-era tools/call that asks for a task (2025-11-25 params.task), and no other session-era call', async () => {
+    const { bodies, fetch } = sent();
+    const keyed = createGuardListener({}).withIdempotencyKeys(fetch);
+    const task = { ...call(0, 'charge'), params: { ...call(0, 'charge').params, task: { ttl: 60_000 } } };
+    await keyed('http://127.0.0.1:9/mcp', post('2025-11-25', task));
+    // Its arguments name a task, but it asks for none.
+    const plain = post('2025-11-25', { ...call(1, 'charge'), params: { name: 'charge', arguments: { task: 1 } } });
+    await keyed('http://127.0.0.1:9/mcp', plain);
+    const sentTask = JSON.parse(bodies[0] as string) as typeof task & { params: { _meta?: Record<string, unknown> } };
+    expect(sentTask.params._meta?.[META_IDEMPOTENCY_KEY]).toMatch(/^[0-9a-f-]{36}$/);
+    expect(sentTask.params.task).toEqual({ ttl: 60_000 });
+    expect(bodies[1]).toBe(plain.body);
+  });
+
   it('leaves a session-era body byte for byte', async () => {
     const { bodies, fetch } = sent();
     const keyed = createGuardListener({}).withIdempotencyKeys(fetch);

@@ -43,7 +43,14 @@ describe.each(CLIENT_KINDS)('guardedFetch with the %s client', (kind) => {
       ResumeDecision.CONTINUATION_VALID,
     ]);
     expect(seen.failed).toEqual([]);
-    expect(fetch.listener.stats()).toEqual({ silentResumes: 0, unsettledRequests: 0, brokenRequests: 0, evictions: 0 });
+    expect(fetch.listener.stats()).toEqual({
+      silentResumes: 0,
+      unsettledRequests: 0,
+      brokenRequests: 0,
+      tasks: 0,
+      taskHandles: 0,
+      evictions: 0,
+    });
   });
 
   it('a store that replays every stream: the old result replayed into the listening stream is removed, nothing attributed', async () => {

@@ -1,7 +1,8 @@
 import type { Finding, SpanRecord } from '@resumewatch/detector';
 import { SpanReceivedResult } from '@resumewatch/semconv';
 import { SpanColumns, type HeldTimeline } from './span-columns.js';
-import { RequestKeys, findingKey, isReissueFinding, traceKey } from './timeline-event.js';
+import { UNKNOWN_SERVICE } from '@resumewatch/detector';
+import { RequestKeys, findingKey, isReissueFinding, isTaskFinding, taskKey, traceKey } from './timeline-event.js';
 
 export interface EvidenceLimits {
   /** Bytes of timelines held for reported requests. */
@@ -30,6 +31,17 @@ const WINDOW_SPAN_BYTES = 512;
 
 /** A re-issue's two attempts, each the timeline of its trace (undefined when none of its spans is held). */
 export interface Attempts {
+  first: HeldTimeline | undefined;
+  reissue: HeldTimeline | undefined;
+}
+
+/**
+ * What a task finding's timeline is drawn from: its task's spans; a duplicate's, the second task's too,
+ * and the two attempts' traces (the spans of a call without a session: the client's side of each attempt).
+ */
+export interface TaskEvidence {
+  task: HeldTimeline | undefined;
+  second: HeldTimeline | undefined;
   first: HeldTimeline | undefined;
   reissue: HeldTimeline | undefined;
 }
@@ -79,13 +91,31 @@ export class Evidence {
    */
   observe(span: SpanRecord): void {
     const key = this.keys.of(span);
-    if (key === undefined) return;
+    if (key !== undefined) this.add(key, span);
+    // A task's span goes under its task's key too (each counted in both): a task finding's timeline is
+    // every span of its task, its polls and its status notifications, each of them its own request.
+    const task = this.keys.taskOf(span);
+    if (task !== undefined) this.add(task, span);
+  }
+
+  private add(key: string, span: SpanRecord): void {
     if (this.held.has(key)) this.held.append(key, span);
     else this.window.append(key, span);
   }
 
   /** A line of the findings stream: its request's spans (a re-issue's: both attempts') are evidence from now on. */
   reported(f: Finding): void {
+    if (isTaskFinding(f)) {
+      const service = f.service || UNKNOWN_SERVICE;
+      this.hold(taskKey(service, f.task_id));
+      if (f.second_task_id) this.hold(taskKey(service, f.second_task_id));
+      // A duplicate's two attempts: the first's client span (no task id: its reply was never read).
+      if (f.first_trace_id !== undefined) {
+        this.hold(traceKey(f.first_trace_id));
+        this.hold(traceKey(f.trace_id));
+      }
+      return;
+    }
     if (!isReissueFinding(f)) return this.hold(findingKey(f));
     this.hold(traceKey(f.first_trace_id!));
     this.hold(traceKey(f.trace_id));
@@ -98,6 +128,17 @@ export class Evidence {
 
   /** The timeline held for the finding's request; a re-issue's, both attempts' events together. */
   timeline(f: Finding): HeldTimeline | undefined {
+    if (isTaskFinding(f)) {
+      const parts = Object.values(this.task(f)).filter((h): h is HeldTimeline => h !== undefined);
+      if (parts.length === 0) return undefined;
+      // A span of a task's call without a session is held by its task and by its trace: listed once.
+      const ids = new Set<string>();
+      return {
+        events: parts.flatMap((h) => h.events).filter((e) => !ids.has(e.span_id) && ids.add(e.span_id) !== undefined),
+        bytes: parts.reduce((n, h) => n + h.bytes, 0),
+        dropped: parts.reduce((n, h) => n + h.dropped, 0),
+      };
+    }
     if (!isReissueFinding(f)) return this.held.get(findingKey(f));
     const { first, reissue } = this.attempts(f);
     if (!first && !reissue) return undefined;
@@ -106,6 +147,18 @@ export class Evidence {
       events,
       bytes: (first?.bytes ?? 0) + (reissue?.bytes ?? 0),
       dropped: (first?.dropped ?? 0) + (reissue?.dropped ?? 0),
+    };
+  }
+
+  /** A task finding's task (a duplicate's two tasks and two attempts), apart. */
+  task(f: Finding & { task_id: string }): TaskEvidence {
+    const service = f.service || UNKNOWN_SERVICE;
+    const reissue = f.first_trace_id !== undefined;
+    return {
+      task: this.held.get(taskKey(service, f.task_id)),
+      second: f.second_task_id ? this.held.get(taskKey(service, f.second_task_id)) : undefined,
+      first: reissue ? this.held.get(traceKey(f.first_trace_id!)) : undefined,
+      reissue: reissue ? this.held.get(traceKey(f.trace_id)) : undefined,
     };
   }
 

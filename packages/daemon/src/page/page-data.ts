@@ -3,7 +3,8 @@ import type { DetectorStats, Finding } from '@resumewatch/detector';
 import type { ResumewatchConfig } from '../config.js';
 import type { Evidence, EvidenceStats } from './evidence.js';
 import { drawReissueTimeline, drawTimeline, type DrawnTimeline } from './timeline-view.js';
-import { findingKey, isReissueFinding } from './timeline-event.js';
+import { findingKey, isReissueFinding, isTaskFinding } from './timeline-event.js';
+import { drawTaskTimeline } from './timeline-task.js';
 
 /** Where the data comes from: a running detector, or recorded traces (`analyze --html`). */
 type PageSource = 'serve' | 'report';
@@ -80,6 +81,11 @@ const LIMITS: readonly (keyof ResumewatchConfig)[] = [
  * re-issue's, its two attempts'), whatever else the evidence holds. Undefined when none is held.
  */
 export function findingTimeline(f: Finding, evidence: Evidence): DrawnTimeline | undefined {
+  // A task's finding: its task's spans (a duplicate's two tasks), on one time axis.
+  if (isTaskFinding(f)) {
+    const task = evidence.task(f);
+    return task.task?.events.length || task.second?.events.length ? drawTaskTimeline(f, task) : undefined;
+  }
   // A 2026-07-28 re-issue: both attempts, each its own trace, on one time axis.
   if (isReissueFinding(f)) return drawReissueTimeline(f, evidence.attempts(f));
   const held = evidence.timeline(f);

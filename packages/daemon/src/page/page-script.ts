@@ -127,7 +127,7 @@ export const PAGE_SCRIPT = `
         onclick: function () { selected = id; renderList(); renderDetail(); document.getElementById('detail').focus(); } }, [
         h('span', { cls: 'kind', text: f.record ? f.kind + ' (' + f.record + ')' : f.kind }),
         h('span', { cls: 'meta', text: ' ' + f.service + (f.server ? ' \\u00b7 server ' + f.server : '') }),
-        h('span', { cls: 'meta', text: ' \\u00b7 request ' + f.request_id + ' \\u00b7 ' + time(f.last_time_unix_ms) }),
+        h('span', { cls: 'meta', text: ' \\u00b7 ' + subject(f) + ' \\u00b7 ' + time(f.last_time_unix_ms) }),
       ].concat(e.records.map(function (r) { return h('span', { cls: 'record', text: '\\u21b3 ' + r.record + (r.ended_by ? ': ended ' + r.ended_by + (r.attempts ? ' after ' + r.attempts + ' attempts' : '') : '') + ' at ' + time(r.last_time_unix_ms) }); })));
       return h('li', null, [button]);
     }));
@@ -183,13 +183,16 @@ export const PAGE_SCRIPT = `
       ids.appendChild(h('dt', { text: at ? k.replace(/_unix_ms$/, '').replace(/_/g, ' ') : k }));
       ids.appendChild(h('dd', { text: at ? time(f[k]) : Array.isArray(f[k]) ? f[k].join(', ') : String(f[k]) }));
     });
-    var parts = [h('h2', { id: 'detail-title', text: (f.record ? f.kind + ' (' + f.record + ')' : f.kind) + ' on request ' + f.request_id }), ids];
+    var parts = [h('h2', { id: 'detail-title', text: (f.record ? f.kind + ' (' + f.record + ')' : f.kind) + ' on ' + subject(f) }), ids];
     e.records.forEach(function (r) { parts.push(h('p', { cls: 'note', text: 'Changed by ' + r.record + (r.ended_by ? ' (' + r.ended_by + ')' : '') + ' at ' + time(r.last_time_unix_ms) })); });
     if (tl === undefined) parts.push(h('p', { cls: 'note', text: 'Loading the request\u2019s timeline\u2026' }));
     else if (!tl) parts.push(h('p', { cls: 'note', text: 'No evidence held for this request (left out by the evidence byte cap).' }));
     else parts.push(timeline(tl));
     box.replaceChildren.apply(box, parts);
   }
+
+  /** What a finding is about: its task (a task finding), else its request. */
+  function subject(f) { return f.task_id ? 'task ' + f.task_id : 'request ' + f.request_id; }
 
   // X, F, S: a 2026-07-28 re-issue's moments (its first attempt's stream broke; the server finished it, or stopped).
   var SHORT = { terminal: 'T', resume: 'R', reattach: 'A', call: 'C', broken: 'X', ran_on: 'F', stopped: 'S' };
@@ -210,17 +213,20 @@ export const PAGE_SCRIPT = `
       track.appendChild(h('button', { type: 'button', cls: 'ev ' + ev.type + ' ' + cls + (ev.guard ? ' guard' : ''), style: { left: at(ev.start) + '%' },
         title: label(ev), 'aria-label': label(ev) + ' at +' + span(ev.start - tl.start), 'data-mark': ev.mark || '',
         onclick: function () { Array.prototype.forEach.call(table.children, function (r) { r.classList.remove('selected'); }); row.classList.add('selected'); row.scrollIntoView({ block: 'nearest' }); } },
-        [(SHORT[ev.type] || '?') + (ev.mark ? ' ' + ev.mark : '')]));
+        [ev.short !== undefined ? ev.short : (SHORT[ev.type] || '?') + (ev.mark ? ' ' + ev.mark : '')]));
     });
     var ticks = h('div', { cls: 'ticks', 'aria-hidden': 'true' }, [0, 25, 50, 75, 100].map(function (p) { return h('span', { style: { left: p + '%' }, text: '+' + span((width * p) / 100) }); }));
-    var moments = tl.events.some(function (ev) { return ev.what; }) ? ' X: the first attempt\u2019s stream broke; F: the server finished it after the cancellation; S: the server stopped.' : '';
-    var legend = h('p', { cls: 'legend' }, [h('span', { text: 'T terminal, R resume, A reattach, C the request; G: the guard or gateway acted.' + moments })].concat(
-      conf.marks.map(function (m) { return h('span', { cls: 'mark-' + m, text: '\u25a0 ' + m }); })));
+    var task = tl.story !== undefined;
+    var moments = task ? 'On a task\u2019s lanes: created, each change of status, outcome (the result or the error reached the client), gone (the server said so), ttl (its announced ttl ran out); a tick: a poll (tasks/get).'
+      : tl.events.some(function (ev) { return ev.what; }) ? ' X: the first attempt\u2019s stream broke; F: the server finished it after the cancellation; S: the server stopped.' : '';
+    var legend = h('p', { cls: 'legend' }, [h('span', { text: (task ? (tl.events.some(function (ev) { return ev.type === 'call'; }) ? 'C a request. ' : '') : 'T terminal, R resume, A reattach, C the request; G: the guard or gateway acted.') + moments })].concat(
+      task ? [] : conf.marks.map(function (m) { return h('span', { cls: 'mark-' + m, text: '\u25a0 ' + m }); })));
     return h('section', { 'aria-label': 'request timeline' }, [h('h2', { text: 'Timeline: ' + tl.lanes.length + ' lanes, ' + tl.events.length + ' events' + (tl.dropped ? ' (' + tl.dropped + ' more left out)' : '') }),
       h('p', { cls: 'note', text: 'From ' + time(tl.start) + ' to ' + time(tl.end) + '; times below are from its start.' })].concat(
-      (tl.notes || []).map(function (n) { return h('p', { cls: 'reissue-note', text: n }); }), [
+      task ? [h('p', { cls: 'story', text: tl.story })] : [],
+      (tl.notes || []).map(function (n) { return h('p', { cls: task ? 'task-note' : 'reissue-note', text: n }); }), [
       legend, h('div', { cls: 'chart' }, rows.concat([h('div', { cls: 'axis' }, [h('span', { text: 'time' }), ticks])])),
-      h('table', { cls: 'events' }, [h('thead', null, [h('tr', null, ['when', tl.notes ? 'attempt, side' : 'stream', 'event', 'attributes', 'span'].map(function (t) { return h('th', { scope: 'col', text: t, cls: t === 'span' ? 'span' : '' }); }))]), table])]));
+      h('table', { cls: 'events' }, [h('thead', null, [h('tr', null, ['when', task ? 'lane' : tl.notes ? 'attempt, side' : 'stream', 'event', 'attributes', 'span'].map(function (t) { return h('th', { scope: 'col', text: t, cls: t === 'span' ? 'span' : '' }); }))]), table])]));
   }
 
   document.getElementById('findings').addEventListener('keydown', function (ev) {

@@ -53,7 +53,13 @@ ol.findings li { margin: 0 0 6px; }
 .ev.broken, .ev.ran_on, .ev.stopped { top: 22px; }
 .ev.broken { color: var(--conflicting); border-style: dashed; } .ev.ran_on { color: var(--duplicate); } .ev.stopped { color: var(--live); }
 .track .unknown { position: absolute; inset: 8px 0; border: 1px dashed var(--muted); border-radius: 4px; padding: 0 6px; color: var(--muted); font-size: .8rem; line-height: 28px; overflow: hidden; white-space: nowrap; text-overflow: ellipsis; }
-.reissue-note { font-size: .9rem; margin: 4px 0; }
+.reissue-note, .task-note { font-size: .9rem; margin: 4px 0; }
+/* A task's lanes: its creation and status changes above, what the answers carried (the outcome, gone) and the ttl's end below; polls as ticks. */
+.ev.created { color: var(--accent); } .ev.status_change { color: var(--fg); }
+.ev.delivered, .ev.gone, .ev.ttl { top: 22px; border-radius: 3px; }
+.ev.delivered { color: var(--live); } .ev.gone { color: var(--conflicting); } .ev.ttl { color: var(--duplicate); border-style: dashed; }
+.ev.poll_tick { min-width: 0; width: 4px; height: 22px; top: 12px; padding: 0; border: 0; border-radius: 1px; background: var(--muted); }
+.story { font-weight: 600; margin: 6px 0; }
 .axis { display: grid; grid-template-columns: 9rem minmax(16rem, 1fr); font-size: .75rem; color: var(--muted); }
 .axis .ticks { position: relative; height: 18px; margin-right: 2.5rem; }
 .axis .ticks span { position: absolute; transform: translateX(-50%); white-space: nowrap; }

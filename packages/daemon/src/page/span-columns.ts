@@ -10,17 +10,24 @@ export interface Held<T> {
 export type HeldTimeline = Held<TimelineEvent>;
 
 /** A span's event type by its number in the window (the order of EventType). */
-const TYPES: readonly EventType[] = [EventType.CALL, EventType.TERMINAL, EventType.RESUME, EventType.REATTACH];
+const TYPES: readonly EventType[] = [
+  EventType.CALL,
+  EventType.TERMINAL,
+  EventType.RESUME,
+  EventType.REATTACH,
+  EventType.TASK_STATUS,
+];
 /** An event type's number: its index in TYPES. */
 const TYPE_NUMBER = new Map(TYPES.map((type, n) => [type, n]));
 /** Set in a span's kind byte for a server's span; the event type's number is below it. */
-const SERVER = 4;
+const SERVER = 8;
+if (TYPES.length > SERVER) throw new Error("the event types must fit below the kind byte's SERVER bit");
 /** No span or no request (the end of a list, an empty free list). */
 const NONE = -1;
 /** Slots and requests the columns are first made for; they double as needed, up to the cap's count. */
 const FIRST_CAPACITY = 256;
 /**
- * Slots whose values one chunk holds (a power of two; 1,024 slots of 18 values, 147 KB: a large object,
+ * Slots whose values one chunk holds (a power of two; 1,024 slots of 24 values, 197 KB: a large object,
  * which the young generation's collection promotes by page rather than copying). The values are kept in
  * chunks, each made with the first of its slots and never copied: one array grown to its size by pushes
  * was copied at every growth, about twice its final size of garbage promoted to the old generation while

@@ -18,12 +18,20 @@ import {
   ATTR_MCP_TERMINAL_DUPLICATE,
   ATTR_MCP_TERMINAL_FIRST_STREAM_ID,
   ATTR_MCP_TERMINAL_FOREIGN,
+  ATTR_MCP_TASK_GONE,
+  ATTR_MCP_TASK_ID,
+  ATTR_MCP_TASK_OUTCOME_DELIVERED,
+  ATTR_MCP_TASK_POLL_INTERVAL_MS,
+  ATTR_MCP_TASK_STATUS,
+  ATTR_MCP_TASK_TTL_MS,
   ATTR_SERVER_ADDRESS,
   FindingKind,
   SPAN_REQUEST_TERMINAL,
   SPAN_SESSION_REATTACH,
   SPAN_STREAM_RESUME,
+  SPAN_TASK_STATUS,
   StreamKind,
+  TASK_FINDING_KINDS,
 } from '@resumewatch/semconv';
 import {
   SPAN_KIND_SERVER,
@@ -40,6 +48,8 @@ export const EventType = {
   TERMINAL: 'terminal',
   RESUME: 'resume',
   REATTACH: 'reattach',
+  /** A task's status notification (SPAN_TASK_STATUS). */
+  TASK_STATUS: 'task_status',
 } as const;
 export type EventType = (typeof EventType)[keyof typeof EventType];
 
@@ -78,6 +88,14 @@ export const SHOWN: readonly string[] = [
   ATTR_ERROR_TYPE,
   ATTR_SERVER_ADDRESS,
   ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION,
+  // A task's spans (timeline-task.ts): which task, what its status was, what the server announced, whether
+  // the answer carried the outcome or said the task is gone.
+  ATTR_MCP_TASK_ID,
+  ATTR_MCP_TASK_STATUS,
+  ATTR_MCP_TASK_TTL_MS,
+  ATTR_MCP_TASK_POLL_INTERVAL_MS,
+  ATTR_MCP_TASK_OUTCOME_DELIVERED,
+  ATTR_MCP_TASK_GONE,
 ];
 /** Each shown name's bit in timelineEvent's 32-bit mask. */
 const SHOWN_INDEX = new Map(SHOWN.map((name, index) => [name, index]));
@@ -99,6 +117,20 @@ export function traceKey(traceId: string): string {
   return `~${traceId}`;
 }
 
+/**
+ * A task's spans (those that carry ATTR_MCP_TASK_ID: the call that created it, its tasks/* requests, its
+ * status notifications) by (service, task id), as the detector keys its task records. `^` starts no other
+ * key (a request key starts with a digit, a trace key with `~`).
+ */
+export function taskKey(service: string, taskId: string): string {
+  return `^${service.length}:${service}${taskId}`;
+}
+
+/** A finding about a task (TASK_FINDING_KINDS) that names it: drawn from its task's spans. */
+export function isTaskFinding(f: Finding): f is Finding & { task_id: string } {
+  return typeof f.task_id === 'string' && f.task_id !== '' && TASK_FINDING_KINDS.includes(f.kind);
+}
+
 /** OTLP's invalid trace id: a span that has it belongs to no trace. */
 const INVALID_TRACE_ID = '0'.repeat(32);
 
@@ -108,7 +140,7 @@ const INVALID_TRACE_ID = '0'.repeat(32);
  * trace too, but it is about that one request: the lost_result's own.
  */
 export function isReissueFinding(f: Finding): boolean {
-  return f.first_trace_id !== undefined && f.kind !== FindingKind.LOST_RESULT;
+  return f.first_trace_id !== undefined && f.kind !== FindingKind.LOST_RESULT && !isTaskFinding(f);
 }
 
 /**
@@ -118,6 +150,11 @@ export function isReissueFinding(f: Finding): boolean {
  * trace, so that the finding and its retraction are one entry with one timeline, held once.
  */
 export function findingKey(f: Finding): string {
+  if (isTaskFinding(f)) {
+    const service = f.service || UNKNOWN_SERVICE;
+    const second = f.second_task_id ? taskKey(service, f.second_task_id) : '';
+    return taskKey(service, f.task_id) + second;
+  }
   if (isReissueFinding(f)) return traceKey(f.first_trace_id!) + traceKey(f.trace_id);
   if (f.first_trace_id !== undefined) return traceKey(f.first_trace_id);
   return f.session_id === '' ? traceKey(f.trace_id) : requestKey(f.service, f.session_id, f.request_id);
@@ -138,6 +175,9 @@ export class RequestKeys {
   private key = '';
   private trace = '';
   private traceKey = '';
+  private taskService = '';
+  private task = '';
+  private taskKey = '';
 
   of(span: SpanRecord): string | undefined {
     const attrs = span.attributes;
@@ -158,6 +198,22 @@ export class RequestKeys {
     this.request = request;
     this.key = requestKey(service, session, typeof request === 'string' ? request : String(request));
     return this.key;
+  }
+
+  /**
+   * The task key of a span that carries a task id (taskKey), else undefined: such a span is kept under its
+   * task's key as well as its request's. The last key is remembered, as of() does: a task's polls come
+   * one after another.
+   */
+  taskOf(span: SpanRecord): string | undefined {
+    const task = span.attributes[ATTR_MCP_TASK_ID];
+    if (typeof task !== 'string' || task === '') return undefined;
+    const service = span.service || UNKNOWN_SERVICE;
+    if (task === this.task && service === this.taskService) return this.taskKey;
+    this.task = task;
+    this.taskService = service;
+    this.taskKey = taskKey(service, task);
+    return this.taskKey;
   }
 
   private ofTrace(traceId: string): string | undefined {
@@ -205,5 +261,6 @@ export function eventType(name: string): EventType {
   if (name === SPAN_REQUEST_TERMINAL) return EventType.TERMINAL;
   if (name === SPAN_STREAM_RESUME) return EventType.RESUME;
   if (name === SPAN_SESSION_REATTACH) return EventType.REATTACH;
+  if (name === SPAN_TASK_STATUS) return EventType.TASK_STATUS;
   return EventType.CALL;
 }

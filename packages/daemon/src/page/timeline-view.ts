@@ -15,6 +15,11 @@ import {
   ATTR_MCP_TERMINAL_DUPLICATE,
   ATTR_MCP_TERMINAL_FIRST_STREAM_ID,
   ATTR_MCP_TERMINAL_FOREIGN,
+  ATTR_MCP_TASK_GONE,
+  ATTR_MCP_TASK_OUTCOME_DELIVERED,
+  ATTR_MCP_TASK_POLL_INTERVAL_MS,
+  ATTR_MCP_TASK_STATUS,
+  ATTR_MCP_TASK_TTL_MS,
   ATTR_SERVER_ADDRESS,
   ErrorType,
   FindingKind,
@@ -23,12 +28,13 @@ import {
 import type { Finding } from '@resumewatch/detector';
 import type { Attempts } from './evidence.js';
 import { EventType, type TimelineEvent } from './timeline-event.js';
+import type { TaskMoment } from './timeline-task.js';
 
 /**
  * One lane of a timeline: a stream of the request (as its spans name it), or the request itself; in a
  * 2026-07-28 re-issue's timeline, one side (client or server) of one attempt.
  */
-interface Lane {
+export interface Lane {
   /** The stream id the spans carry; empty for the request's own lane (spans without a stream). */
   stream: string;
   /** The stream was opened by a resume (Last-Event-ID). */
@@ -52,11 +58,13 @@ const Moment = {
 type Moment = (typeof Moment)[keyof typeof Moment];
 
 /** One event as the page draws it: where, when, what, and the attributes that say so. */
-interface DrawnEvent {
+export interface DrawnEvent {
   lane: number;
   start: number;
   end: number;
-  type: EventType | Moment;
+  type: EventType | Moment | TaskMoment;
+  /** The mark's own text (a task's marks: its status, `result`, `gone`); else the type's letter. */
+  short?: string;
   /** What a moment means, in words. */
   what?: string;
   /** Terminals: how it was delivered or what was wrong with it. */
@@ -80,6 +88,8 @@ export interface DrawnTimeline {
   dropped: number;
   /** What the drawing rests on and what is not known, in words (a re-issue's timeline). */
   notes?: string[];
+  /** A task finding's story in one sentence (timeline-task.ts). */
+  story?: string;
 }
 
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
@@ -122,7 +132,7 @@ export function drawTimeline(held: { events: readonly TimelineEvent[]; dropped: 
   };
 }
 
-function drawEvent(e: TimelineEvent, lane: number, resumedStreams: ReadonlySet<string>): DrawnEvent {
+export function drawEvent(e: TimelineEvent, lane: number, resumedStreams: ReadonlySet<string>): DrawnEvent {
   const a = e.attributes;
   const out: DrawnEvent = { lane, start: e.start, end: e.end, type: e.type, facts: facts(a), span_id: e.span_id };
   const guard = str(a[ATTR_MCP_GUARD_ACTION]);
@@ -163,6 +173,11 @@ const FACTS: readonly string[] = [
   ATTR_MCP_GUARD_ACTION,
   ATTR_ERROR_TYPE,
   ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION,
+  ATTR_MCP_TASK_STATUS,
+  ATTR_MCP_TASK_TTL_MS,
+  ATTR_MCP_TASK_POLL_INTERVAL_MS,
+  ATTR_MCP_TASK_OUTCOME_DELIVERED,
+  ATTR_MCP_TASK_GONE,
   ATTR_SERVER_ADDRESS,
 ];
 
@@ -242,7 +257,7 @@ export function drawReissueTimeline(f: Finding, attempts: Attempts): DrawnTimeli
 }
 
 /** The moment a request span's end marks, if any: the first attempt's broken stream; the server's fate. */
-function momentOf(e: TimelineEvent, first: boolean): Pick<DrawnEvent, 'type' | 'what'> | undefined {
+export function momentOf(e: TimelineEvent, first: boolean): Pick<DrawnEvent, 'type' | 'what'> | undefined {
   if (e.server) {
     const completed = e.attributes[ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION];
     if (completed === true) return { type: Moment.RAN_ON, what: 'the server finished it after the cancellation' };

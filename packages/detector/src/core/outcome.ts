@@ -1,5 +1,7 @@
 import {
   ATTR_HTTP_RESPONSE_STATUS_CODE,
+  ATTR_MCP_GUARD_ACTION,
+  GuardAction,
   ATTR_MCP_RESUME_EVIDENCE,
   ATTR_MCP_RESUME_OUTCOME,
   ATTR_MCP_RESUME_REPLAYED_EVENTS,
@@ -49,4 +51,17 @@ export function isEvidencedEmptyReplay(attrs: SpanRecord['attributes'], kind: Sp
   const evidence = attrs[ATTR_MCP_RESUME_EVIDENCE];
   if (evidence === undefined) return kind !== SPAN_KIND_SERVER;
   return evidence === ResumeEvidence.BODY_END || evidence === ResumeEvidence.DEADLINE;
+}
+
+// What the guard stopped in the client (a resume it refused, a duplicate terminal it dropped before the
+// application saw it) shows in the metrics, not in findings, so a protected client pages no one.
+
+/** The guard dropped this terminal: a duplicate of one the application already had. */
+export function droppedByGuard(attrs: SpanRecord['attributes']): boolean {
+  return attrs[ATTR_MCP_GUARD_ACTION] === GuardAction.DUPLICATE_TERMINAL_DROPPED;
+}
+
+/** The guard refused this resume in the client: it never left the process, so it is no attempt. */
+export function refusedByGuard(attrs: SpanRecord['attributes']): boolean {
+  return attrs[ATTR_MCP_GUARD_ACTION] === GuardAction.RESUME_REFUSED;
 }

@@ -85,6 +85,13 @@ export interface Finding {
   recovery?: RequestRecovery;
   /** lost_result: how the request ended without its result (its error type: timeout, aborted, stream_broken). */
   request_end?: string;
+  /**
+   * The findings of tasks (TASK_FINDING_KINDS): the task's id as its spans carry it (`mcp.task.id`, under
+   * the id policy the spans were made with). duplicate_task, possible_duplicate_task: the first attempt's task.
+   */
+  task_id?: string;
+  /** duplicate_task, possible_duplicate_task: the task the re-issue created, the second one (`task_id` is the first's). */
+  second_task_id?: string;
 }
 
 /** Per-span observations for the metrics door; label values are already bounded by the core. */
