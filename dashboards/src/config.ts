@@ -222,7 +222,7 @@ const DEFAULT_CONFIG: MonitoringConfig = {
       for: '5m',
     },
     McpTaskPollStorm: {
-      // Any: the detector already requires taskPollStormThreshold early polls (or taskPollsAfterGone) of one task.
+      // Any: the detector already requires --task-poll-storm-threshold early polls (or --task-polls-after-gone) of one task.
       threshold: 0,
       // Reported once per task: a ticket after 2m, as a reconnect storm.
       for: '2m',

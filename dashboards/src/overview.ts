@@ -369,8 +369,8 @@ export function overviewDashboard(config: MonitoringConfig): dashboard.Dashboard
         id: 29,
         title: 'Live tasks by replica',
         description:
-          "Task records each detector replica holds now, across services; each service is capped (the detector's " +
-          'maxTasksPerService, 10,000 by default), and records dropped at the cap are counted on the detector-health ' +
+          'Task records each detector replica holds now, across services; each service is capped (--max-tasks, ' +
+          '10,000 by default), and records dropped at the cap are counted on the detector-health ' +
           'dashboard. Alert: ResumewatchDetectorEvictingTasks.',
         unit: 'short',
         queries: [{ expr: q.liveTasks, legend: '{{instance}}' }],

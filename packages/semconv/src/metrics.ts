@@ -268,7 +268,7 @@ export const METRICS: readonly MetricDescriptor[] = [
   {
     name: METRIC_LIVE_TASKS,
     type: 'gauge',
-    help: "Task records the detector holds now, across services; each service's are capped (the detector's maxTasksPerService, 10,000 by default), the oldest dropped and counted in resumewatch_task_evictions_total.",
+    help: "Task records the detector holds now, across services; each service's are capped (--max-tasks, 10,000 by default), the oldest dropped and counted in resumewatch_task_evictions_total.",
     labelNames: [],
   },
   {
