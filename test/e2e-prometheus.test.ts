@@ -15,7 +15,8 @@
 // the 2026-07-28 era re-issued after a broken stream (McpDuplicateExecution: the server's span says it
 // completed the first attempt; McpPossibleDuplicateExecution: no span says), and the spans of an
 // instrumented MCP server with a failing and a slow tool (McpServerErrorRatioHigh, McpServerLatencyHigh,
-// and the MCP server dashboard's panels).
+// and the MCP server dashboard's panels); and the spans of MCP tasks of both shapes (test/helpers/task-traffic.ts:
+// healthy tasks, a duplicate task and a possible one, a lost task result, a poll storm).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -28,6 +29,7 @@ import { config, runbookUrl } from '../dashboards/src/config.js';
 import { overviewQueries } from '../dashboards/src/queries.js';
 import { requireTools } from './helpers/required-tools.js';
 import { MCP_SERVER_SERVICE, mcpServerSpansBody } from './helpers/mcp-server-traffic.js';
+import { TASK_CLIENT, TASK_SERVER, taskSpansBody } from './helpers/task-traffic.js';
 import { freePort, waitFor as waitUntil } from './helpers/wait.js';
 
 // The job the generated rules select (dashboards/src/config.ts); this test's Prometheus scrapes under it.
@@ -204,6 +206,11 @@ beforeAll(async () => {
     void fetch(`http://${HOST}:${ports.main.otlp}/v1/traces`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
+      body: taskSpansBody(round),
+    }).catch(() => undefined);
+    void fetch(`http://${HOST}:${ports.main.otlp}/v1/traces`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
       body: mcpServerSpansBody(round++),
     }).catch(() => undefined);
   };
@@ -256,6 +263,19 @@ describe('alerts and dashboards against a real Prometheus and real detectors', (
           kind: semconv.FindingKind.POSSIBLE_DUPLICATE_EXECUTION,
           severity: 'warning',
         },
+      ],
+      ['McpDuplicateTask', { service: TASK_CLIENT, kind: semconv.FindingKind.DUPLICATE_TASK, severity: 'critical' }],
+      [
+        'McpPossibleDuplicateTask',
+        { service: TASK_CLIENT, kind: semconv.FindingKind.POSSIBLE_DUPLICATE_TASK, severity: 'warning' },
+      ],
+      ['McpTaskResultLost', { service: TASK_CLIENT, kind: semconv.FindingKind.LOST_TASK_RESULT, severity: 'warning' }],
+      ['McpTaskPollStorm', { service: TASK_CLIENT, kind: semconv.FindingKind.TASK_POLL_STORM, severity: 'warning' }],
+      // The re-issued task calls are re-issues of calls the server completed after their stream broke (its
+      // span of each first attempt says so): the request family reports them as duplicate executions too.
+      [
+        'McpDuplicateExecution',
+        { service: TASK_CLIENT, kind: semconv.FindingKind.DUPLICATE_EXECUTION, severity: 'critical' },
       ],
       ['McpServerErrorRatioHigh', { service: MCP_SERVER_SERVICE, severity: 'critical' }],
       [
@@ -352,7 +372,9 @@ describe('alerts and dashboards against a real Prometheus and real detectors', (
           const result = (r.data as { result: unknown[] } | undefined)?.result ?? [];
           if (r.status !== 'success' || result.length === 0) missing.push(`${q.where}: ${q.expr}`);
         }
-        return missing.length === 0 ? missing : undefined;
+        // Thrown, so that a timeout names the panels still without data.
+        if (missing.length > 0) throw new Error(`no data: ${missing.join('; ')}`);
+        return missing;
       },
       90_000,
       1000,
@@ -386,6 +408,41 @@ describe('alerts and dashboards against a real Prometheus and real detectors', (
       [Service.SERVER_DEFECTS, semconv.STATELESS_PROTOCOL_VERSION],
     ]);
     expect(Number(refused[0]!.value[1])).toBeGreaterThan(0);
+  }, 90_000);
+
+  it('counts the tasks created by shape, their polls and the live task records', async () => {
+    const q = overviewQueries(config);
+    const sample = async (expr: string) => {
+      const e = expr.replaceAll('$__rate_interval', '15s').replaceAll('$service', '.*');
+      const r = await prom(`/api/v1/query?query=${encodeURIComponent(e)}`);
+      return (r.data as { result: { metric: Record<string, string>; value: [number, string] }[] }).result;
+    };
+    const [created, polls, live] = await waitFor(
+      'the task panels of the synthetic task client',
+      async () => {
+        const all = [
+          await sample(q.tasksCreatedByShape),
+          await sample(q.taskPolls),
+          await sample(q.liveTasks),
+        ] as const;
+        return all.every((r) => r.length > 0) ? all : undefined;
+      },
+      60_000,
+      1000,
+    );
+    const { LABEL_SERVICE, LABEL_SHAPE, TaskShape } = semconv;
+    // The client's own calls answered with a handle, of both shapes; the server's span of each first attempt.
+    expect(created.map((s) => `${s.metric[LABEL_SERVICE]} ${s.metric[LABEL_SHAPE]}`).sort()).toEqual([
+      `${TASK_CLIENT} ${TaskShape.AUGMENTED}`,
+      `${TASK_CLIENT} ${TaskShape.EXTENSION}`,
+      `${TASK_SERVER} ${TaskShape.AUGMENTED}`,
+    ]);
+    expect(polls.map((s) => s.metric[LABEL_SERVICE])).toEqual([TASK_CLIENT]);
+    expect(Number(polls[0]!.value[1])).toBeGreaterThan(0);
+    // The main detector holds the task records; the capped one, fed no task spans, none.
+    const held = new Map(live.map((s) => [s.metric.instance, Number(s.value[1])]));
+    expect(held.get(`${HOST}:${ports.main.metrics}`)).toBeGreaterThan(0);
+    expect(held.get(`${HOST}:${ports.capped.metrics}`)).toBe(0);
   }, 90_000);
 
   it('keeps the trace_id exemplars of the findings counter', async () => {

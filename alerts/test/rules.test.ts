@@ -70,10 +70,15 @@ describe('alert conventions', () => {
       'McpAmbiguousEmptyReplay',
       'McpResumeCursorLost',
       'McpCompletedAfterCancellation',
+      'McpDuplicateTask',
+      'McpPossibleDuplicateTask',
+      'McpTaskResultLost',
+      'McpTaskPollStorm',
       'ResumewatchDetectorDown',
       'ResumewatchDetectorNoSpans',
       'ResumewatchDetectorRejectingSpans',
       'ResumewatchDetectorEvictingState',
+      'ResumewatchDetectorEvictingTasks',
     ]) {
       expect(names).toContain(required);
     }

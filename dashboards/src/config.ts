@@ -75,6 +75,20 @@ export interface MonitoringConfig {
      * result (standing lost_result findings / requests).
      */
     McpResultsLost: ThresholdAlert;
+    /**
+     * Threshold: duplicate-task findings (a task-augmented call re-issued, tied by its idempotency key) per
+     * service over `findingsWindow`.
+     */
+    McpDuplicateTask: ThresholdAlert;
+    /**
+     * Threshold: possible-duplicate-task findings (tied by client, method, name and arguments) per service
+     * over `findingsWindow`.
+     */
+    McpPossibleDuplicateTask: ThresholdAlert;
+    /** Threshold: standing lost-task-result findings (net of retractions) per service over `findingsWindow`. */
+    McpTaskResultLost: ThresholdAlert;
+    /** Threshold: task-poll-storm findings per service over `findingsWindow`. */
+    McpTaskPollStorm: ThresholdAlert;
     /** Threshold: conflicting terminals per MCP server over `findingsWindow`. */
     McpServerConflictingTerminal: ThresholdAlert;
     /** Threshold: foreign replays per MCP server over `findingsWindow`. */
@@ -87,6 +101,8 @@ export interface MonitoringConfig {
     ResumewatchDetectorRejectingSpans: ThresholdAlert;
     /** Threshold: request states evicted at the cap per replica over `window`. */
     ResumewatchDetectorEvictingState: WindowedAlert;
+    /** Threshold: task records dropped at the per-service cap, per replica over `window`. */
+    ResumewatchDetectorEvictingTasks: WindowedAlert;
     /** Threshold: seconds of the `quantile` of detection lag over `window`, per job. */
     ResumewatchDetectionLagHigh: WindowedAlert & { quantile: number };
     /** Threshold: 502/504 answered per second per gateway replica over `rateWindow`. */
@@ -187,6 +203,30 @@ const DEFAULT_CONFIG: MonitoringConfig = {
       // A ticket after 5m: leaves a late result or a re-issue (the retractions) time to arrive.
       for: '5m',
     },
+    McpDuplicateTask: {
+      // Any: the idempotency key proves one piece of work now runs as two tasks.
+      threshold: 0,
+      // Pages fast, as a duplicate execution does: the second task is already running.
+      for: '1m',
+    },
+    McpPossibleDuplicateTask: {
+      // Any: a re-issue with the first attempt's task alive on the server; without a key it may be intended.
+      threshold: 0,
+      // A ticket, not a page: not proven the same work; 5m filters one-off noise.
+      for: '5m',
+    },
+    McpTaskResultLost: {
+      // Any standing finding: a task finished and its outcome never reached its client.
+      threshold: 0,
+      // Leaves the retraction (the outcome delivered after all, through a late fetch) time to arrive.
+      for: '5m',
+    },
+    McpTaskPollStorm: {
+      // Any: the detector already requires --task-poll-storm-threshold early polls (or --task-polls-after-gone) of one task.
+      threshold: 0,
+      // Reported once per task: a ticket after 2m, as a reconnect storm.
+      for: '2m',
+    },
     McpServerConflictingTerminal: {
       // Any: a result from another request or session, possibly a data leak.
       threshold: 0,
@@ -225,6 +265,14 @@ const DEFAULT_CONFIG: MonitoringConfig = {
       // Equal to its `for:`: a replica that keeps evicting within every window of it fires.
       window: '10m',
       // A short burst at the cap after a restart is tolerated; a sustained one is not.
+      for: '10m',
+    },
+    ResumewatchDetectorEvictingTasks: {
+      // Any task record dropped at the cap: that task's lost result or poll storm can no longer be told.
+      threshold: 0,
+      // Equal to its `for:`, as the request-state evictions.
+      window: '10m',
+      // A short burst of task creations is tolerated; a sustained one is not.
       for: '10m',
     },
     ResumewatchDetectionLagHigh: {

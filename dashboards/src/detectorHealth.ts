@@ -97,12 +97,16 @@ export function detectorHealthDashboard(config: MonitoringConfig): dashboard.Das
     .withPanel(
       series({
         id: 7,
-        title: 'State evictions at the cap',
+        title: 'State evictions at the cap (requests, tasks)',
         description:
-          'Request states evicted because the cap was reached (not released after retention). Anything above zero ' +
-          'means missed findings. Alert: ResumewatchDetectorEvictingState.',
+          'Request states evicted because the cap was reached (not released after retention), and MCP task records ' +
+          "dropped at their service's cap before their task ended. Anything above zero means missed findings. " +
+          'Alerts: ResumewatchDetectorEvictingState, ResumewatchDetectorEvictingTasks.',
         unit: 'cps',
-        queries: [{ expr: q.evictions, legend: '{{instance}}' }],
+        queries: [
+          { expr: q.evictions, legend: '{{instance}} requests' },
+          { expr: q.taskEvictions, legend: '{{instance}} tasks' },
+        ],
         at: { w: 8, h: 8 },
       }),
     )

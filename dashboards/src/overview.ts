@@ -14,7 +14,8 @@ export function overviewDashboard(config: MonitoringConfig): dashboard.Dashboard
     uid: OVERVIEW_UID,
     description:
       'MCP Streamable HTTP: session reattachment treated as stream continuation. Duplicate terminal events ' +
-      'under distinct streams, reconnect storms, ambiguous empty replays and lost cursors, per service.',
+      'under distinct streams, reconnect storms, ambiguous empty replays and lost cursors, per service; and MCP ' +
+      'tasks: duplicate tasks, lost task results and poll storms.',
     tags: ['resumewatch', 'mcp'],
     runbooks: config.runbookBaseUrl,
     dashboardsLink: 'Detector health',
@@ -292,6 +293,88 @@ export function overviewDashboard(config: MonitoringConfig): dashboard.Dashboard
         queries: [{ expr: q.duplicateExecutions, legend: '{{service}} {{kind}}', exemplar: true }],
         at: { w: 8, h: 8 },
         stacked: true,
+      }),
+    )
+    .withRow(row(104, 'MCP tasks'))
+    .withPanel(
+      single({
+        id: 24,
+        title: `Task findings, last ${config.findingsWindow}`,
+        description:
+          'Findings of MCP tasks (both shapes), net of retractions: a task-augmented call re-issued while its first ' +
+          "task exists (duplicate_task, possible_duplicate_task), a task's outcome that never reached its client " +
+          '(lost_task_result), a task polled far faster than announced or after it was gone (task_poll_storm). ' +
+          'Alerts: McpDuplicateTask, McpPossibleDuplicateTask, McpTaskResultLost, McpTaskPollStorm.',
+        unit: 'short',
+        query: { expr: q.taskFindingsInWindow, legend: 'task findings' },
+        at: { w: 6, h: 8 },
+        red: Math.min(
+          firingCount(alerts.McpDuplicateTask.threshold),
+          firingCount(alerts.McpPossibleDuplicateTask.threshold),
+          firingCount(alerts.McpTaskResultLost.threshold),
+          firingCount(alerts.McpTaskPollStorm.threshold),
+        ),
+      }),
+    )
+    .withPanel(
+      series({
+        id: 25,
+        title: 'Task findings by service and kind',
+        description:
+          'Rate of the findings of MCP tasks by service and kind. Exemplar dots link to the trace of the finding; ' +
+          'search its mcp.task.id for the life of the task.',
+        unit: 'cps',
+        queries: [{ expr: q.taskFindings, legend: '{{service}} {{kind}}', exemplar: true }],
+        at: { w: 18, h: 8 },
+        stacked: true,
+      }),
+    )
+    .withPanel(
+      series({
+        id: 26,
+        title: 'Tasks created by shape',
+        description:
+          'Calls answered with a task handle, by service and shape: augmented (2025-11-25: the client asked with ' +
+          'params.task) or extension (2026-07-28, io.modelcontextprotocol/tasks: the server decided).',
+        unit: 'cps',
+        queries: [{ expr: q.tasksCreatedByShape, legend: '{{service}} {{shape}}' }],
+        at: { w: 6, h: 8 },
+        stacked: true,
+      }),
+    )
+    .withPanel(
+      series({
+        id: 27,
+        title: 'Task polls by service',
+        description: 'Rate of tasks/get polls, by service.',
+        unit: 'reqps',
+        queries: [{ expr: q.taskPolls, legend: '{{service}}' }],
+        at: { w: 6, h: 8 },
+      }),
+    )
+    .withPanel(
+      series({
+        id: 28,
+        title: 'Task polls per task created',
+        description:
+          "Polls for each task created, by service. Far above a task's duration over its announced pollInterval is " +
+          'clients that ignore the interval, before any poll storm is reported.',
+        unit: 'short',
+        queries: [{ expr: q.taskPollsPerTask, legend: '{{service}}' }],
+        at: { w: 6, h: 8 },
+      }),
+    )
+    .withPanel(
+      series({
+        id: 29,
+        title: 'Live tasks by replica',
+        description:
+          'Task records each detector replica holds now, across services; each service is capped (--max-tasks, ' +
+          '10,000 by default), and records dropped at the cap are counted on the detector-health ' +
+          'dashboard. Alert: ResumewatchDetectorEvictingTasks.',
+        unit: 'short',
+        queries: [{ expr: q.liveTasks, legend: '{{instance}}' }],
+        at: { w: 6, h: 8 },
       }),
     )
     .withRow(row(102, 'Detection'))

@@ -12,6 +12,7 @@ import {
   LABEL_REASON,
   LABEL_RESULT,
   LABEL_SERVICE,
+  LABEL_SHAPE,
   LABEL_VERSION,
   METRIC_DETECTION_LAG_SECONDS,
   METRIC_FINDINGS_RETRACTED_TOTAL,
@@ -30,8 +31,13 @@ import {
   METRIC_STATE_EVICTIONS_TOTAL,
   METRIC_TERMINAL_EVENTS_TOTAL,
   METRIC_TRACKED_REQUESTS,
+  METRIC_LIVE_TASKS,
+  METRIC_TASK_EVICTIONS_TOTAL,
+  METRIC_TASK_POLLS_TOTAL,
+  METRIC_TASKS_CREATED_TOTAL,
   ProtocolEra,
   SpanReceivedResult,
+  TASK_FINDING_KINDS,
 } from '@resumewatch/semconv';
 import type { MonitoringConfig } from './config.js';
 import { recordedNames } from './alerts/recorded.js';
@@ -42,6 +48,7 @@ export function recordedByDashboards(config: MonitoringConfig) {
   return {
     duplicateTerminals: names.duplicateTerminals,
     findings: names.findings,
+    findingsStanding: names.findingsStanding,
     stormsActive: names.stormsActive,
     serverDefects: names.serverDefects,
     lostResultsRatio: names.lostResultsRatio,
@@ -54,6 +61,8 @@ export const VAR_SERVICE = 'service';
 export const VAR_INSTANCE = 'instance';
 
 const RATE = '$__rate_interval';
+/** The finding kinds of MCP tasks, as one label matcher. */
+const taskKinds = `${LABEL_KIND}=~"${TASK_FINDING_KINDS.join('|')}"`;
 const service = `${LABEL_SERVICE}=~"$${VAR_SERVICE}"`;
 
 /** The detectors as the alerts select them (`detectorSelector`), narrowed to the replica variable. */
@@ -112,6 +121,19 @@ export function overviewQueries(config: MonitoringConfig) {
     // The share of each service's requests that ended without their result after their stream did
     // (standing lost_result findings / requests, over the findings window): what McpResultsLost alerts on.
     lostResultsShare: `${recorded.lostResultsRatio}{${service}}`,
+    // MCP tasks, both shapes. The findings in the window are net of retractions (a lost task result whose
+    // outcome was delivered after all), as the alerts count them.
+    taskFindingsInWindow: `sum(${recorded.findingsStanding}{${service}, ${taskKinds}}) or vector(0)`,
+    taskFindings: `sum by (${LABEL_SERVICE}, ${LABEL_KIND}) (${rate(METRIC_FINDINGS_TOTAL, `${service}, ${taskKinds}`)})`,
+    tasksCreatedByShape: `sum by (${LABEL_SERVICE}, ${LABEL_SHAPE}) (${rate(METRIC_TASKS_CREATED_TOTAL, service)})`,
+    taskPolls: `sum by (${LABEL_SERVICE}) (${rate(METRIC_TASK_POLLS_TOTAL, service)})`,
+    // Polls per task created, by service: far above a task's duration / its poll interval is a client
+    // that ignores the interval, before a storm is reported.
+    taskPollsPerTask:
+      `sum by (${LABEL_SERVICE}) (${rate(METRIC_TASK_POLLS_TOTAL, service)})` +
+      ` / sum by (${LABEL_SERVICE}) (${rate(METRIC_TASKS_CREATED_TOTAL, service)})`,
+    // The detector counts its task records across services (the cap is per service): by replica.
+    liveTasks: `sum by (instance) (${METRIC_LIVE_TASKS}{${detectors}})`,
     detectionLagP50: quantile(0.5, METRIC_DETECTION_LAG_SECONDS, detectors),
     detectionLagP99: quantile(0.99, METRIC_DETECTION_LAG_SECONDS, detectors),
   };
@@ -128,6 +150,7 @@ export function detectorQueries(config: MonitoringConfig) {
       ` / sum by (instance) (${rate(METRIC_SPANS_RECEIVED_TOTAL, instance)})`,
     trackedRequests: `sum by (instance) (${METRIC_TRACKED_REQUESTS}{${instance}})`,
     evictions: `sum by (instance) (${rate(METRIC_STATE_EVICTIONS_TOTAL, instance)})`,
+    taskEvictions: `sum by (instance) (${rate(METRIC_TASK_EVICTIONS_TOTAL, instance)})`,
     // Gateway replicas serve the detector's metrics, so the same instance selector finds them.
     gatewayRefusals: `sum by (instance, ${LABEL_REASON}) (${rate(METRIC_GATEWAY_REFUSALS_TOTAL, instance)})`,
     // At the quantile ResumewatchDetectionLagHigh alerts on.

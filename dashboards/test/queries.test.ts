@@ -145,6 +145,10 @@ describe('dashboard set', () => {
       'findings retracted',
       'session era',
       'negotiations refused',
+      'task findings',
+      'tasks created by shape',
+      'task polls',
+      'live tasks',
     ]) {
       expect(titles(0)).toContain(word);
     }

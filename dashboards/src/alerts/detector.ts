@@ -66,6 +66,16 @@ ${spelled(alerts.ResumewatchDetectorEvictingState.window)} because its cap was r
 storm on an evicted request is not detected.`,
           },
           {
+            alert: 'ResumewatchDetectorEvictingTasks',
+            expr: `${names.taskEvictions} > ${alerts.ResumewatchDetectorEvictingTasks.threshold}`,
+            for: alerts.ResumewatchDetectorEvictingTasks.for,
+            severity: 'warning',
+            summary: `resumewatch detector {{ $labels.instance }} drops MCP task records at its cap`,
+            description: `{{ $labels.instance }} dropped {{ $value | printf "%.0f" }} live task record(s) in the last
+${spelled(alerts.ResumewatchDetectorEvictingTasks.window)} because their service reached its cap of task records, before the task ended.
+A lost result or a poll storm of a dropped task is not detected.`,
+          },
+          {
             alert: 'ResumewatchDetectionLagHigh',
             expr: `${names.detectionLag} > ${alerts.ResumewatchDetectionLagHigh.threshold}`,
             for: alerts.ResumewatchDetectionLagHigh.for,

@@ -12,7 +12,8 @@ export function failureRules(config: MonitoringConfig): RuleFile {
   return {
     file: 'failure.yaml',
     header: `Alerts on the MCP Streamable HTTP resumption failure: a client that treats "session accepted +
-event id known" as a continuation. Each alert links to its section of docs/runbooks.md.
+event id known" as a continuation; its successors of the 2026-07-28 era (a re-issue that runs twice, a lost
+result) and of MCP tasks (a second task, a lost task result, a poll storm). Each alert links to its section of docs/runbooks.md.
 Inputs are the recording rules of recording.yaml (summed over detector replicas, per service).`,
     groups: [
       {
@@ -121,6 +122,51 @@ attempt to completion all the same: its side effect ran twice.`,
             description: `{{ $value | printf "%.0f" }} request(s) in the last ${window} on service {{ $labels.service }}
 were re-issued after their response stream broke (2026-07-28 era), and no span of the server or
 the gateway told whether the first attempt stopped or completed: its side effect may have run twice.`,
+          },
+          {
+            comment: `MCP tasks (both shapes: 2025-11-25's task-augmented calls, the 2026-07-28 extension's). A
+re-issued task-augmented call whose first attempt's task exists: certain when the idempotency key
+ties the two attempts, possible when only client, method, name and arguments do.`,
+            alert: 'McpDuplicateTask',
+            expr: `${names.findings}{${LABEL_KIND}="${FindingKind.DUPLICATE_TASK}"} > ${alerts.McpDuplicateTask.threshold}`,
+            for: alerts.McpDuplicateTask.for,
+            severity: 'critical',
+            summary: `MCP task work of {{ $labels.service }} started twice after a lost reply`,
+            description: `{{ $value | printf "%.0f" }} task-augmented call(s) in the last ${window} on service {{ $labels.service }}
+were re-issued with the idempotency key of a first attempt whose task the server had already
+created: the server now runs the same work as two tasks.`,
+          },
+          {
+            alert: 'McpPossibleDuplicateTask',
+            expr: `${names.findings}{${LABEL_KIND}="${FindingKind.POSSIBLE_DUPLICATE_TASK}"} > ${alerts.McpPossibleDuplicateTask.threshold}`,
+            for: alerts.McpPossibleDuplicateTask.for,
+            severity: 'warning',
+            summary: `MCP task-augmented calls of {{ $labels.service }} re-issued while their first task exists`,
+            description: `{{ $value | printf "%.0f" }} task-augmented call(s) in the last ${window} on service {{ $labels.service }}
+were re-issued (same client, method, name and arguments, no idempotency key) after their first
+attempt's reply was lost, and the first attempt's task exists: its work may run twice.`,
+          },
+          {
+            comment: `Lost task results are counted net of their retractions (the outcome delivered after all).`,
+            alert: 'McpTaskResultLost',
+            expr: `${names.findingsStanding}{${LABEL_KIND}="${FindingKind.LOST_TASK_RESULT}"} > ${alerts.McpTaskResultLost.threshold}`,
+            for: alerts.McpTaskResultLost.for,
+            severity: 'warning',
+            summary: `MCP tasks of {{ $labels.service }} finished and their clients never got the outcome`,
+            description: `{{ $value | printf "%.0f" }} task(s) in the last ${window} on service {{ $labels.service }} reached
+completed or failed and their outcome (the result, or the task's error) never reached the client:
+it asked after the server had purged the task, or the ttl the server announced passed without a
+fetch, and no later delivery retracted it.`,
+          },
+          {
+            alert: 'McpTaskPollStorm',
+            expr: `${names.findings}{${LABEL_KIND}="${FindingKind.TASK_POLL_STORM}"} > ${alerts.McpTaskPollStorm.threshold}`,
+            for: alerts.McpTaskPollStorm.for,
+            severity: 'warning',
+            summary: `MCP clients of {{ $labels.service }} poll tasks faster than announced`,
+            description: `{{ $value | printf "%.0f" }} task(s) in the last ${window} on service {{ $labels.service }} were polled
+(tasks/get) much faster than the pollInterval the server announced, sustained, or polled on after
+the server said the task is gone.`,
           },
           {
             comment: `Results lost after their stream ended without them (resumed, or not), as a share of the

@@ -19,6 +19,7 @@ export function recordedNames(config: MonitoringConfig) {
   const counted = config.findingsWindow;
   const rate = config.rateWindow;
   const evictions = config.alerts.ResumewatchDetectorEvictingState.window;
+  const taskEvictions = config.alerts.ResumewatchDetectorEvictingTasks.window;
   const lag = config.alerts.ResumewatchDetectionLagHigh;
   return {
     findings: `service_kind:resumewatch_findings:increase${counted}`,
@@ -34,6 +35,7 @@ export function recordedNames(config: MonitoringConfig) {
     spansReceivedRate: `instance:resumewatch_spans_received:rate${rate}`,
     spansInvalidRatio: `instance:resumewatch_spans_invalid:ratio_rate${rate}`,
     stateEvictions: `instance:resumewatch_state_evictions:increase${evictions}`,
+    taskEvictions: `instance:resumewatch_task_evictions:increase${taskEvictions}`,
     detectionLag: `job:resumewatch_detection_lag_seconds:${percentileName(lag.quantile)}_rate${lag.window}`,
     requests: `service:resumewatch_mcp_requests:increase${counted}`,
     lostResultsRatio: `service:resumewatch_lost_results:ratio_increase${counted}`,

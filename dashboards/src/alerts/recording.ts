@@ -6,6 +6,7 @@ import {
   LABEL_KIND,
   LABEL_RESULT,
   METRIC_MCP_REQUESTS_TOTAL,
+  METRIC_TASK_EVICTIONS_TOTAL,
   SpanReceivedResult,
 } from '@resumewatch/semconv';
 import { spelled } from '../config.js';
@@ -18,6 +19,7 @@ export function recordingRules(config: MonitoringConfig): RuleFile {
   const counted = config.findingsWindow;
   const rate = config.rateWindow;
   const evictions = config.alerts.ResumewatchDetectorEvictingState;
+  const taskEvictions = config.alerts.ResumewatchDetectorEvictingTasks;
   const lag = config.alerts.ResumewatchDetectionLagHigh;
   const lost = `sum by (service) (${names.findingsStanding}{${LABEL_KIND}="${FindingKind.LOST_RESULT}"})`;
   return {
@@ -150,6 +152,11 @@ sum by (job, instance) (rate(resumewatch_spans_received_total[${rate}]))
           {
             record: names.stateEvictions,
             expr: `sum by (job, instance) (increase(resumewatch_state_evictions_total[${evictions.window}]))`,
+          },
+          {
+            comment: `Task records dropped at the per-service cap (not ended by their task), per replica.`,
+            record: names.taskEvictions,
+            expr: `sum by (job, instance) (increase(${METRIC_TASK_EVICTIONS_TOTAL}[${taskEvictions.window}]))`,
           },
           {
             record: names.detectionLag,

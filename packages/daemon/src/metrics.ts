@@ -9,6 +9,7 @@ import {
   LABEL_OUTCOME,
   LABEL_RESULT,
   LABEL_SERVICE,
+  LABEL_SHAPE,
   LABEL_VERSION,
   METRICS,
   METRIC_DETECTION_LAG_SECONDS,
@@ -32,6 +33,10 @@ import {
   METRIC_TERMINAL_EVENTS_TOTAL,
   METRIC_TRACKED_REQUESTS,
   METRIC_MCP_SERVER_OPERATION_DURATION_SECONDS,
+  METRIC_LIVE_TASKS,
+  METRIC_TASK_EVICTIONS_TOTAL,
+  METRIC_TASK_POLLS_TOTAL,
+  METRIC_TASKS_CREATED_TOTAL,
   FindingRecord,
   ProtocolEra,
   ResumeOutcome,
@@ -39,6 +44,7 @@ import {
   type MetricDescriptor,
   type SpanReceivedResult,
   type StormEnd,
+  TaskShape,
 } from '@resumewatch/semconv';
 import { CappedLabels } from '@resumewatch/bounded';
 import {
@@ -148,6 +154,10 @@ export class DetectorMetrics implements DetectorEvents {
       [METRIC_EVIDENCE_BYTES]: (m) => this.collectEvidence(gauge(m), (e) => e.bytes),
       [METRIC_EVIDENCE_REQUESTS]: (m) => this.collectEvidence(gauge(m), (e) => e.requests),
       [METRIC_EVIDENCE_WINDOW_BYTES]: (m) => this.collectEvidence(gauge(m), (e) => e.windowBytes),
+      [METRIC_TASKS_CREATED_TOTAL]: (m) => this.collectTasksCreated(counter(m)),
+      [METRIC_TASK_POLLS_TOTAL]: (m) => this.collectTaskPolls(counter(m)),
+      [METRIC_LIVE_TASKS]: (m) => this.collectLiveTasks(gauge(m)),
+      [METRIC_TASK_EVICTIONS_TOTAL]: (m) => this.collectTaskEvictions(counter(m)),
     };
     const byName = new Map<string, Pair<Metric>>();
     let operations: OperationHistogram | undefined;
@@ -300,6 +310,16 @@ export class DetectorMetrics implements DetectorEvents {
     this.operations.observe(id, counts.label, op);
   }
 
+  taskCreated(service: string, shape: TaskShape): void {
+    const c = this.countsFor(service);
+    if (shape === TaskShape.EXTENSION) c.tasksCreatedExtension++;
+    else c.tasksCreatedAugmented++;
+  }
+
+  taskPolled(service: string): void {
+    this.countsFor(service).taskPolls++;
+  }
+
   listeningResume(service: string, outcome: ResumeOutcome): void {
     const r = this.countsFor(service).listeningResumes;
     r.set(outcome, (r.get(outcome) ?? 0) + 1);
@@ -411,6 +431,38 @@ export class DetectorMetrics implements DetectorEvents {
     if (evidence) metric.set(read(evidence));
   }
 
+  private collectTasksCreated(created: Counter<string>): void {
+    created.reset();
+    for (const c of this.counts) {
+      if (c.tasksCreatedAugmented)
+        created.inc({ [LABEL_SERVICE]: c.label, [LABEL_SHAPE]: TaskShape.AUGMENTED }, c.tasksCreatedAugmented);
+      if (c.tasksCreatedExtension)
+        created.inc({ [LABEL_SERVICE]: c.label, [LABEL_SHAPE]: TaskShape.EXTENSION }, c.tasksCreatedExtension);
+    }
+  }
+
+  private collectTaskPolls(polls: Counter<string>): void {
+    polls.reset();
+    for (const c of this.counts) if (c.taskPolls) polls.inc({ [LABEL_SERVICE]: c.label }, c.taskPolls);
+  }
+
+  /**
+   * A total, not per service: the detector's stats count its task records across services, and a
+   * per-service count would need its task family's internals (the cap is per service; its evictions
+   * say when one service reaches it).
+   */
+  private collectLiveTasks(live: Gauge<string>): void {
+    const stats = this.detector?.stats();
+    if (stats) live.set(stats.tasks);
+  }
+
+  private collectTaskEvictions(evictions: Counter<string>): void {
+    const stats = this.detector?.stats();
+    if (!stats) return;
+    evictions.reset();
+    evictions.inc(stats.taskEvictions);
+  }
+
   private collectEvictions(evictions: Counter<string>): void {
     const stats = this.detector?.stats();
     if (!stats) return;
@@ -430,6 +482,9 @@ class ServiceCounts {
   readonly listeningResumes = new Map<ResumeOutcome, number>();
   requestsSessions = 0;
   requestsStateless = 0;
+  tasksCreatedAugmented = 0;
+  tasksCreatedExtension = 0;
+  taskPolls = 0;
   /** Refused negotiations, indexed by the `version` label's number (sparse: forEach skips the holes). */
   readonly refusedNegotiations: number[] = [];
   constructor(readonly label: string) {}

@@ -19,6 +19,7 @@ import {
   LABEL_RESULT,
   LABEL_SERVER,
   LABEL_SERVICE,
+  LABEL_SHAPE,
   METRIC_FINDINGS_RETRACTED_TOTAL,
   METRIC_FINDINGS_TOTAL,
   METRIC_LISTENING_RESUMES_TOTAL,
@@ -32,6 +33,13 @@ import {
   METRIC_STATE_EVICTIONS_TOTAL,
   METRIC_TERMINAL_EVENTS_TOTAL,
   METRIC_TRACKED_REQUESTS,
+  METRIC_LIVE_TASKS,
+  METRIC_TASK_EVICTIONS_TOTAL,
+  METRIC_TASK_POLLS_TOTAL,
+  METRIC_TASKS_CREATED_TOTAL,
+  TASK_FINDING_KINDS,
+  TaskShape,
+  FindingRecord,
   ErrorType,
   RequestRecovery,
   ResumeEvidence,
@@ -42,7 +50,7 @@ import {
 } from '@resumewatch/semconv';
 import { describe, expect, it } from 'vitest';
 import { DetectorMetrics } from '../src/index.js';
-import { Detector, type DetectorStats } from '@resumewatch/detector';
+import { Detector, type DetectorStats, type Finding } from '@resumewatch/detector';
 import { T0, requestEnded, resume, seedScenario, span, terminal, type Req } from '../../detector/test/helpers/spans.js';
 
 function wired(maxServices = 100) {
@@ -239,7 +247,7 @@ describe('detector metrics: storms ended, server defects, retractions, listening
   });
 
   it('reads the plain counts at each scrape, the same in both formats, never counted twice', async () => {
-    let stats = { tracked: 7, evictions: 3 } as DetectorStats;
+    let stats = { tracked: 7, evictions: 3, tasks: 0, taskEvictions: 0 } as DetectorStats;
     // The detector's state, read at each scrape: storms of a (active) and b (ended) as the detector holds them.
     const metrics = new DetectorMetrics(2, { stats: () => stats, activeStormsByService: () => new Map([['a', 1]]) });
     metrics.span(SpanReceivedResult.ACCEPTED);
@@ -291,8 +299,90 @@ describe('detector metrics: storms ended, server defects, retractions, listening
     // OpenMetrics renders counters with the same series (its _total suffix is part of the name already).
     expect(await scrape('application/openmetrics-text')).toEqual(expected(1, 7));
     metrics.terminal('a', false);
-    stats = { tracked: 8, evictions: 3 } as DetectorStats;
+    stats = { tracked: 8, evictions: 3, tasks: 0, taskEvictions: 0 } as DetectorStats;
     expect(await scrape()).toEqual(expected(2, 8));
     expect(await scrape('application/openmetrics-text')).toEqual(expected(2, 8));
+  });
+});
+
+describe('detector metrics: MCP tasks', () => {
+  /** A finding line of the tasks family as the detector's stream carries it (the metrics read kind, service, trace). */
+  const taskFinding = (kind: FindingKind, service: string, record?: FindingRecord): Finding => ({
+    kind,
+    ...(record ? { record } : {}),
+    service,
+    session_id: '',
+    request_id: '',
+    trace_id: '0af7651916cd43dd8448eb211c80319c',
+    first_time_unix_ms: T0,
+    last_time_unix_ms: T0,
+    span_ids: ['b7ad6b7169203331'],
+  });
+
+  it('counts tasks created by service and shape, and polls by service, capped like services', async () => {
+    const metrics = new DetectorMetrics(2);
+    metrics.taskCreated('a', TaskShape.AUGMENTED);
+    metrics.taskCreated('a', TaskShape.AUGMENTED);
+    metrics.taskCreated('a', TaskShape.EXTENSION);
+    metrics.taskCreated('b', TaskShape.EXTENSION);
+    metrics.taskCreated('c', TaskShape.AUGMENTED); // a third service: counted under `other`
+    for (let i = 0; i < 5; i++) metrics.taskPolled('a');
+    metrics.taskPolled('c');
+    const created = (service: string, shape: TaskShape, n: number) =>
+      `${METRIC_TASKS_CREATED_TOTAL}{${LABEL_SERVICE}="${service}",${LABEL_SHAPE}="${shape}"} ${n}`;
+    const polls = (service: string, n: number) => `${METRIC_TASK_POLLS_TOTAL}{${LABEL_SERVICE}="${service}"} ${n}`;
+    for (const accept of [undefined, 'application/openmetrics-text']) {
+      expect(await sample(metrics, METRIC_TASKS_CREATED_TOTAL, accept)).toEqual([
+        created('a', TaskShape.AUGMENTED, 2),
+        created('a', TaskShape.EXTENSION, 1),
+        created('b', TaskShape.EXTENSION, 1),
+        created('other', TaskShape.AUGMENTED, 1),
+      ]);
+      // b was never polled: no series of it (a poll rate of 0 is no series, as for every other counter).
+      expect(await sample(metrics, METRIC_TASK_POLLS_TOTAL, accept)).toEqual([polls('a', 5), polls('other', 1)]);
+    }
+    // Counted once: a second scrape does not add the counts again.
+    metrics.taskPolled('a');
+    expect(await sample(metrics, METRIC_TASK_POLLS_TOTAL)).toEqual([polls('a', 6), polls('other', 1)]);
+  });
+
+  it("reads live tasks and task evictions from the detector's stats at each scrape", async () => {
+    let stats = { tracked: 0, evictions: 0, tasks: 12, taskEvictions: 0 } as DetectorStats;
+    const metrics = new DetectorMetrics(2, { stats: () => stats, activeStormsByService: () => new Map() });
+    expect(await sample(metrics, METRIC_LIVE_TASKS)).toEqual([`${METRIC_LIVE_TASKS} 12`]);
+    expect(await sample(metrics, METRIC_TASK_EVICTIONS_TOTAL)).toEqual([`${METRIC_TASK_EVICTIONS_TOTAL} 0`]);
+    stats = { ...stats, tasks: 10_000, taskEvictions: 3 };
+    for (const accept of [undefined, 'application/openmetrics-text']) {
+      expect(await sample(metrics, METRIC_LIVE_TASKS, accept)).toEqual([`${METRIC_LIVE_TASKS} 10000`]);
+      expect(await sample(metrics, METRIC_TASK_EVICTIONS_TOTAL, accept)).toEqual([`${METRIC_TASK_EVICTIONS_TOTAL} 3`]);
+    }
+  });
+
+  it('reads a real detector with no task yet as 0, a series from the first scrape', async () => {
+    const detector = new Detector({});
+    const metrics = new DetectorMetrics(2, {
+      stats: () => detector.stats(),
+      activeStormsByService: () => detector.activeStormsByService(),
+    });
+    expect(await sample(metrics, METRIC_LIVE_TASKS)).toEqual([`${METRIC_LIVE_TASKS} 0`]);
+    expect(await sample(metrics, METRIC_TASK_EVICTIONS_TOTAL)).toEqual([`${METRIC_TASK_EVICTIONS_TOTAL} 0`]);
+  });
+
+  it('counts each task finding kind, with its trace as exemplar, and the retraction of a lost task result', async () => {
+    const metrics = new DetectorMetrics();
+    for (const kind of TASK_FINDING_KINDS) metrics.finding(taskFinding(kind, 'a'));
+    metrics.finding(taskFinding(FindingKind.LOST_TASK_RESULT, 'a', FindingRecord.RETRACTION));
+    expect(await sample(metrics, METRIC_FINDINGS_TOTAL)).toEqual(
+      [...TASK_FINDING_KINDS]
+        .sort()
+        .map((kind) => `${METRIC_FINDINGS_TOTAL}{${LABEL_KIND}="${kind}",${LABEL_SERVICE}="a"} 1`),
+    );
+    expect(await sample(metrics, METRIC_FINDINGS_RETRACTED_TOTAL)).toEqual([
+      `${METRIC_FINDINGS_RETRACTED_TOTAL}{${LABEL_KIND}="${FindingKind.LOST_TASK_RESULT}",${LABEL_SERVICE}="a"} 1`,
+    ]);
+    const openMetrics = await sample(metrics, METRIC_FINDINGS_TOTAL, 'application/openmetrics-text');
+    expect(openMetrics.filter((l) => l.includes(`${LABEL_KIND}="${FindingKind.TASK_POLL_STORM}"`))).toEqual([
+      expect.stringMatching(/ 1 # \{trace_id="0af7651916cd43dd8448eb211c80319c"\} 1/),
+    ]);
   });
 });

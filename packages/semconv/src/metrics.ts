@@ -31,6 +31,8 @@ export const LABEL_REASON = 'reason';
 export const LABEL_METHOD = 'method';
 /** Status class of the gateway's answer: 2xx, 3xx, 4xx, 5xx, or `none` (the connection broke first). */
 export const LABEL_STATUS_CLASS = 'status_class';
+/** The shape of an MCP task (TaskShape: augmented, extension). */
+export const LABEL_SHAPE = 'shape';
 /** Exemplar label on the findings counter (OpenMetrics only). */
 export const EXEMPLAR_TRACE_ID = 'trace_id';
 
@@ -70,6 +72,10 @@ export const METRIC_EVIDENCE_BYTES = 'resumewatch_evidence_bytes';
 export const METRIC_EVIDENCE_REQUESTS = 'resumewatch_evidence_requests';
 export const METRIC_EVIDENCE_WINDOW_BYTES = 'resumewatch_evidence_window_bytes';
 export const METRIC_PAGE_RENDERS_TOTAL = 'resumewatch_page_renders_total';
+export const METRIC_TASKS_CREATED_TOTAL = 'resumewatch_tasks_created_total';
+export const METRIC_TASK_POLLS_TOTAL = 'resumewatch_task_polls_total';
+export const METRIC_LIVE_TASKS = 'resumewatch_live_tasks';
+export const METRIC_TASK_EVICTIONS_TOTAL = 'resumewatch_task_evictions_total';
 /**
  * The OpenTelemetry MCP conventions' `mcp.server.operation.duration` (semantic-conventions-genai,
  * model/mcp/metrics.yaml: a histogram in seconds), by its Prometheus name.
@@ -184,7 +190,7 @@ export const METRICS: readonly MetricDescriptor[] = [
   {
     name: METRIC_FINDINGS_RETRACTED_TOTAL,
     type: 'counter',
-    help: 'Failed-resumption findings retracted because a later span showed a continuation or a terminal for the request, by kind and service.',
+    help: 'Findings retracted because a later span contradicted them (a failed resumption or a lost result by a continuation, a terminal or a re-issue; a lost task result by its outcome delivered), by kind and service.',
     labelNames: [LABEL_KIND, LABEL_SERVICE],
   },
   {
@@ -245,6 +251,30 @@ export const METRICS: readonly MetricDescriptor[] = [
     name: METRIC_PAGE_RENDERS_TOTAL,
     type: 'counter',
     help: 'Renders of the page (/) and its data (/page.json) with the data of the moment; one render is reused by every request for a second.',
+    labelNames: [],
+  },
+  {
+    name: METRIC_TASKS_CREATED_TOTAL,
+    type: 'counter',
+    help: 'MCP tasks created (a call answered with a task handle: a span that carries mcp.task.id and is no tasks/* request), by service and shape: augmented (2025-11-25, the client asked) or extension (2026-07-28, the server decided).',
+    labelNames: [LABEL_SERVICE, LABEL_SHAPE],
+  },
+  {
+    name: METRIC_TASK_POLLS_TOTAL,
+    type: 'counter',
+    help: 'Polls of MCP tasks (tasks/get request spans), by service.',
+    labelNames: [LABEL_SERVICE],
+  },
+  {
+    name: METRIC_LIVE_TASKS,
+    type: 'gauge',
+    help: "Task records the detector holds now, across services; each service's are capped (--max-tasks, 10,000 by default), the oldest dropped and counted in resumewatch_task_evictions_total.",
+    labelNames: [],
+  },
+  {
+    name: METRIC_TASK_EVICTIONS_TOTAL,
+    type: 'counter',
+    help: 'Task records dropped because their service reached its cap before the task ended: their lost results and poll storms can no longer be told.',
     labelNames: [],
   },
   {
