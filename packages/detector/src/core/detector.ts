@@ -42,6 +42,8 @@ import {
   RequestRecovery,
   ResumeEvidence,
   SPAN_STREAM_RESUME,
+  SPAN_TASK_STATUS,
+  ATTR_MCP_TASK_ID,
   SpanReceivedResult,
   type ProtocolEra,
 } from '@resumewatch/semconv';
@@ -55,6 +57,7 @@ import { OperationReader } from './operations.js';
 import { NO_SLOT } from './slots.js';
 import { RequestTable, type ForcedStormEnd } from './table.js';
 import { readState, writeState, type DetectorCounts, type DetectorState } from './state-codec.js';
+import { TaskFamily, type TaskTimeline } from './tasks.js';
 import {
   SPAN_KIND_CLIENT,
   SPAN_KIND_SERVER,
@@ -104,6 +107,8 @@ export class Detector {
   private readonly operations = new OperationReader();
   private readonly onFinding: ((finding: Finding) => void) | undefined;
   private readonly events: DetectorEvents | undefined;
+  /** The tasks family (tasks.ts): fed the spans that carry mcp.task.id, and the client's re-issues. */
+  private readonly tasks: TaskFamily;
   private readonly clock: () => number;
   private now = -Infinity;
   private counts: DetectorCounts = {
@@ -132,6 +137,7 @@ export class Detector {
     this.reissues = new Reissues(Math.max(1, options.maxRequests));
     this.onFinding = init.onFinding;
     this.events = init.events;
+    this.tasks = new TaskFamily({ options, services: this.services, events: init.events, onFinding: init.onFinding });
     this.clock = init.clock ?? Date.now;
   }
 
@@ -143,7 +149,11 @@ export class Detector {
     else if (name === SPAN_STREAM_RESUME) type = RESUME;
     else if (name === SPAN_SESSION_REATTACH) type = REATTACH;
     else {
-      if (typeof span.attributes[ATTR_MCP_METHOD_NAME] !== 'string') return this.count(SpanReceivedResult.IGNORED);
+      if (typeof span.attributes[ATTR_MCP_METHOD_NAME] !== 'string') {
+        if (name !== SPAN_TASK_STATUS) return this.count(SpanReceivedResult.IGNORED);
+        this.tasks.span(span);
+        return this.count(SpanReceivedResult.ACCEPTED);
+      }
       this.request(span);
       return this.count(SpanReceivedResult.ACCEPTED);
     }
@@ -224,6 +234,7 @@ export class Detector {
       this.counts.released++;
     }
     this.advanceReissues(horizon);
+    this.tasks.advance(this.now);
   }
 
   /** Re-issues whose window has passed get their verdict; first attempts idle past retention leave. */
@@ -263,9 +274,8 @@ export class Detector {
       released: counts.released,
       activeStorms: this.activeStorms(),
       reissues: this.reissues.size,
-      // The tasks family (core/tasks.ts) fills these in.
-      tasks: 0,
-      taskEvictions: 0,
+      tasks: this.tasks.size,
+      taskEvictions: this.tasks.evictions,
       spans: { ...counts.spans },
     };
   }
@@ -287,6 +297,7 @@ export class Detector {
       spanIds: this.spanIds,
       attemptStreams: this.attemptStreams,
       quietStreams: this.quietStreams,
+      tasks: this.tasks,
     });
   }
 
@@ -304,10 +315,16 @@ export class Detector {
       spanIds: this.spanIds,
       attemptStreams: this.attemptStreams,
       quietStreams: this.quietStreams,
+      tasks: this.tasks,
     });
     this.now = loaded.now;
     this.counts = loaded.counts;
     for (const slot of loaded.openStorms) this.openStorms.add(slot);
+  }
+
+  /** A task's timeline (creation, statuses, polls, result or expiry, duplicate) as plain data, for the page. */
+  taskTimeline(service: string, taskId: string): TaskTimeline | undefined {
+    return this.tasks.timeline(service, taskId);
   }
 
   private activeStorms(): number {
@@ -420,6 +437,8 @@ export class Detector {
     if (era !== undefined && this.events) this.countEra(span, era, version as string);
     const fate = attrs[ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION];
     if (typeof fate === 'boolean') this.firstAttemptFate(span, fate);
+    // The one check a span that concerns no task pays for the tasks family.
+    if (attrs[ATTR_MCP_TASK_ID] !== undefined) this.tasks.span(span);
     // Once per request, at its end: nothing per SSE event, whatever the metrics make of it.
     if (this.events?.operation) {
       const op = this.operations.read(span, span.service || UNKNOWN_SERVICE);
@@ -428,7 +447,10 @@ export class Detector {
     if (span.kind !== SPAN_KIND_CLIENT) return;
     const reissueOf = attrs[ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID];
     // A Multi Round-Trip round carries the answer the server asked for: the same call going on, not a re-issue.
-    if (typeof reissueOf === 'string' && attrs[ATTR_MCP_REQUEST_INPUT_ROUND] !== true) this.reissued(span, reissueOf);
+    if (typeof reissueOf === 'string' && attrs[ATTR_MCP_REQUEST_INPUT_ROUND] !== true) {
+      this.reissued(span, reissueOf);
+      this.tasks.reissue(span, reissueOf);
+    }
     const error = attrs[ATTR_ERROR_TYPE];
     if (typeof error !== 'string') return;
     const recovery = attrs[ATTR_MCP_REQUEST_RECOVERY];
