@@ -150,8 +150,8 @@ export class Detector {
     else if (name === SPAN_SESSION_REATTACH) type = REATTACH;
     else {
       if (typeof span.attributes[ATTR_MCP_METHOD_NAME] !== 'string') {
-        if (name !== SPAN_TASK_STATUS) return this.count(SpanReceivedResult.IGNORED);
-        this.tasks.span(span);
+        // A task status notification's span (no method of its own) is the tasks family's if it names a task.
+        if (name !== SPAN_TASK_STATUS || !this.tasks.span(span)) return this.count(SpanReceivedResult.IGNORED);
         return this.count(SpanReceivedResult.ACCEPTED);
       }
       this.request(span);

@@ -121,15 +121,16 @@ export class TaskFamily {
 
   /**
    * A span that carries `mcp.task.id`: a call answered with a handle (creates the task), a `tasks/*`
-   * request, or an `mcp.task.status` span (a status notification).
+   * request, or an `mcp.task.status` span (a status notification). False: it names no task (a valid id)
+   * or its times are not times; nothing was done with it.
    */
-  span(span: SpanRecord): void {
+  span(span: SpanRecord): boolean {
     const attrs = span.attributes;
     const taskId = attrs[ATTR_MCP_TASK_ID];
-    if (typeof taskId !== 'string' || taskId.length === 0 || taskId.length > MAX_TASK_ID) return;
+    if (typeof taskId !== 'string' || taskId.length === 0 || taskId.length > MAX_TASK_ID) return false;
     const start = span.startTimeUnixMs;
     const end = span.endTimeUnixMs;
-    if (!(start >= 0) || !(end >= start)) return;
+    if (!(start >= 0) || !(end >= start)) return false;
     if (end > this.latest) this.latest = end;
     const serviceName = span.service || UNKNOWN_SERVICE;
     const status = span.name === SPAN_TASK_STATUS;
@@ -142,7 +143,7 @@ export class TaskFamily {
     if (!status && !taskMethod && typeof method === 'string') record = this.created(span, service, taskId, record);
     if (record === undefined) {
       if (attrs[ATTR_MCP_TASK_GONE] !== undefined) this.unknownGone++;
-      return;
+      return true;
     }
     this.byService.get(service)!.touch(taskId);
     const n = record.n;
@@ -162,6 +163,7 @@ export class TaskFamily {
     if (poll) this.poll(record, span, start);
     this.lostTaskResult(record);
     this.schedule(record);
+    return true;
   }
 
   /** The task's creating span (a call answered with a handle): a new record, or an earlier creating time. */
