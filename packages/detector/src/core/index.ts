@@ -10,6 +10,8 @@ export {
   type DetectorState,
   type IdGenerations,
   type ReissueRows,
+  type PendingRows,
+  type TaskRows,
   type RequestRows,
 } from './state-codec.js';
 export { OTHER_SERVICE } from './services.js';
