@@ -196,8 +196,8 @@ export interface TaskRows {
 export interface PendingRows {
   firstTraceIds: string[];
   services: Uint32Array;
-  sessions: string[];
-  requests: string[];
+  sessionIds: string[];
+  requestIds: string[];
   traceIds: string[];
   spanIds: string[];
   taskIds: string[];
@@ -210,8 +210,8 @@ export interface PendingRows {
 const TASK_STRINGS = [
   'createTrace',
   'createSpan',
-  'session',
-  'request',
+  'sessionId',
+  'requestId',
   'deliverSpan',
   'goneSpan',
   'goneTrace',
@@ -232,7 +232,7 @@ const TASK_FIELDS: readonly (keyof TaskRows)[] = [
   'evictions',
   'unknownGone',
 ];
-const PENDING_STRINGS = ['firstTraceIds', 'sessions', 'requests', 'traceIds', 'spanIds', 'taskIds'] as const;
+const PENDING_STRINGS = ['firstTraceIds', 'sessionIds', 'requestIds', 'traceIds', 'spanIds', 'taskIds'] as const;
 const PENDING_FIELDS: readonly (keyof PendingRows)[] = [...PENDING_STRINGS, 'services', 'starts', 'ends', 'sameKeys'];
 /** The options of the tasks family: a state written before it has none of them. */
 const TASK_OPTIONS: readonly (keyof DetectorOptions)[] = [
@@ -409,8 +409,8 @@ function taskRows(tasks: TaskFamily): TaskRows {
     pending: {
       firstTraceIds: pending.map(([trace]) => trace),
       services: Uint32Array.from(pending, ([, p]) => p.service),
-      sessions: pending.map(([, p]) => p.session),
-      requests: pending.map(([, p]) => p.request),
+      sessionIds: pending.map(([, p]) => p.sessionId),
+      requestIds: pending.map(([, p]) => p.requestId),
       traceIds: pending.map(([, p]) => p.traceId),
       spanIds: pending.map(([, p]) => p.spanId),
       taskIds: pending.map(([, p]) => p.taskId),
@@ -448,8 +448,8 @@ function loadTasks(rows: TaskRows, into: TaskFamily): void {
     trace,
     {
       service: p.services[i]!,
-      session: p.sessions[i]!,
-      request: p.requests[i]!,
+      sessionId: p.sessionIds[i]!,
+      requestId: p.requestIds[i]!,
       traceId: p.traceIds[i]!,
       spanId: p.spanIds[i]!,
       taskId: p.taskIds[i]!,
@@ -705,7 +705,7 @@ function checkTasks(value: unknown, services: number, cap: number): void {
   for (const reason of texts.lostReason as string[])
     if (!reasons.includes(reason)) fail(`state field tasks.strings.lostReason holds an unknown reason ${reason}`);
   const polls = numbers.polls as Float64Array;
-  const status = numbers.status as Float64Array;
+  const status = numbers.latestStatus as Float64Array;
   const tickCounts = column(rows.tickCounts, Uint32Array, n, 'tasks.tickCounts');
   let ticks = 0;
   tickCounts.forEach((kept, i) => {
@@ -716,7 +716,7 @@ function checkTasks(value: unknown, services: number, cap: number): void {
       Number.isNaN(status[i]!) ||
       (Number.isInteger(status[i]!) && status[i]! >= 1 && status[i]! <= TASK_STATUSES.length)
     ))
-      fail('state field tasks.numbers.status holds an unknown status');
+      fail('state field tasks.numbers.latestStatus holds an unknown status');
     ticks += kept;
   });
   column(rows.ticks, Float64Array, ticks, 'tasks.ticks');

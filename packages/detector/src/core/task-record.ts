@@ -12,7 +12,7 @@ export const NUMBER_FIELDS = [
   /** Latest announced poll interval, ms; NaN when not said. */
   'pollInterval',
   /** Latest status (index into TASK_STATUSES + 1) and the time it was shown. */
-  'status',
+  'latestStatus',
   'statusAt',
   /** Earliest time a terminal status (or a delivered outcome) was shown. */
   'terminalAt',
@@ -58,8 +58,8 @@ export const EXTENSION = 64;
 export interface PendingReissue {
   /** The re-issuing client's service (interned id). */
   service: number;
-  session: string;
-  request: string;
+  sessionId: string;
+  requestId: string;
   traceId: string;
   spanId: string;
   start: number;
@@ -109,9 +109,9 @@ export class TaskRecord {
   createTrace = '';
   createSpan = '';
   /** The client: its session id ('' when none: the trace tells it apart). */
-  session = '';
+  sessionId = '';
   /** The creating call's JSON-RPC id. */
-  request = '';
+  requestId = '';
   deliverSpan = '';
   goneSpan = '';
   goneTrace = '';

@@ -60,7 +60,7 @@ export interface TaskFamilyInit {
 
 /**
  * The tasks family (issue 38): one bounded record per live task, keyed by (service, task id), fed the
- * spans that carry `mcp.task.id` (request spans and `mcp.task.status` spans) and the client's re-issues.
+ * spans that carry ATTR_MCP_TASK_ID (request spans and SPAN_TASK_STATUS spans) and the client's re-issues.
  * Its rules:
  * - lost_task_result (retractable): the outcome never reached the client, and the server said the task is
  *   gone (reason `gone`), or it reached completed|failed and its announced ttl passed (`ttl_passed`);
@@ -120,8 +120,8 @@ export class TaskFamily {
   // ---------------------------------------------------------------------------------------------
 
   /**
-   * A span that carries `mcp.task.id`: a call answered with a handle (creates the task), a `tasks/*`
-   * request, or an `mcp.task.status` span (a status notification). False: it names no task (a valid id)
+   * A span that carries ATTR_MCP_TASK_ID: a call answered with a handle (creates the task), a `tasks/*`
+   * request, or a SPAN_TASK_STATUS span (a status notification). False: it names no task (a valid id)
    * or its times are not times; nothing was done with it.
    */
   span(span: SpanRecord): boolean {
@@ -208,8 +208,8 @@ export class TaskFamily {
     record.n[N.createdAt] = span.endTimeUnixMs;
     record.createTrace = span.traceId;
     record.createSpan = span.spanId;
-    record.session = typeof session === 'string' ? session : '';
-    record.request = typeof req === 'string' ? req : typeof req === 'number' ? String(req) : '';
+    record.sessionId = typeof session === 'string' ? session : '';
+    record.requestId = typeof req === 'string' ? req : typeof req === 'number' ? String(req) : '';
     if (span.traceId.length > 0 && !this.byTrace.has(span.traceId)) this.byTrace.set(span.traceId, record);
   }
 
@@ -226,17 +226,17 @@ export class TaskFamily {
     const flags = n[N.flags]!;
     // A terminal status is final: a status notification that arrives after it is older news.
     if ((flags & TERMINAL) === 0 && !(at < n[N.statusAt]!)) {
-      if (n[N.status] !== index) record.change(at, index);
-      n[N.status] = index;
+      if (n[N.latestStatus] !== index) record.change(at, index);
+      n[N.latestStatus] = index;
       n[N.statusAt] = at;
     }
     if (index === CANCELLED) this.cancelled(record, at);
     if (index === CANCELLED || OUTCOME_STATUSES.has(said)) {
       if ((flags & TERMINAL) === 0 || at < n[N.terminalAt]!) n[N.terminalAt] = at;
       n[N.flags] = flags | TERMINAL | (index === CANCELLED ? 0 : OUTCOME);
-      if ((flags & TERMINAL) === 0 && n[N.status] !== index) {
+      if ((flags & TERMINAL) === 0 && n[N.latestStatus] !== index) {
         record.change(at, index);
-        n[N.status] = index;
+        n[N.latestStatus] = index;
         n[N.statusAt] = at;
       }
     }
@@ -252,11 +252,6 @@ export class TaskFamily {
     if (!(at >= n[N.deliveredAt]!)) {
       n[N.deliveredAt] = at;
       record.deliverSpan = span.spanId;
-    }
-    // Delivered means terminal with an outcome, even if no span showed the status.
-    if ((n[N.flags]! & TERMINAL) === 0) {
-      n[N.flags] = n[N.flags]! | TERMINAL | OUTCOME;
-      n[N.terminalAt] = at;
     }
     const flags = n[N.flags]!;
     if ((flags & LOST) === 0 || (flags & LOST_RETRACTED) !== 0) return;
@@ -320,8 +315,8 @@ export class TaskFamily {
     const taskId = attrs[ATTR_MCP_TASK_ID];
     const reissue: PendingReissue = {
       service: this.services.idOf(span.service || UNKNOWN_SERVICE),
-      session: typeof session === 'string' ? session : '',
-      request: typeof req === 'string' ? req : typeof req === 'number' ? String(req) : '',
+      sessionId: typeof session === 'string' ? session : '',
+      requestId: typeof req === 'string' ? req : typeof req === 'number' ? String(req) : '',
       traceId: span.traceId,
       spanId: span.spanId,
       start: span.startTimeUnixMs,
@@ -355,8 +350,8 @@ export class TaskFamily {
     const finding: Finding = {
       kind: reissue.sameKey ? FindingKind.DUPLICATE_TASK : FindingKind.POSSIBLE_DUPLICATE_TASK,
       service: this.services.keyOf(reissue.service)!,
-      session_id: reissue.session,
-      request_id: reissue.request,
+      session_id: reissue.sessionId,
+      request_id: reissue.requestId,
       trace_id: reissue.traceId,
       first_time_unix_ms: Math.min(n[N.createdAt]!, reissue.start),
       last_time_unix_ms: Math.max(n[N.createdAt]!, reissue.end),
@@ -459,8 +454,8 @@ export class TaskFamily {
       kind,
       ...(extra.record ? { record: extra.record } : {}),
       service: this.services.keyOf(record.service)!,
-      session_id: record.session,
-      request_id: record.request,
+      session_id: record.sessionId,
+      request_id: record.requestId,
       trace_id: traceId,
       first_time_unix_ms: first,
       last_time_unix_ms: last,

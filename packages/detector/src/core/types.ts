@@ -87,7 +87,7 @@ export interface Finding {
   request_end?: string;
   /**
    * The task findings (duplicate_task, possible_duplicate_task, lost_task_result, task_poll_storm): the task
-   * concerned (`mcp.task.id`); of a duplicate, the first attempt's task. Their `session_id` and `request_id`
+   * concerned (its ATTR_MCP_TASK_ID); of a duplicate, the first attempt's task. Their `session_id` and `request_id`
    * are the creating call's (the re-issue's, for a duplicate).
    */
   task_id?: string;

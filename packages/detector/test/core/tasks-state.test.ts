@@ -122,7 +122,7 @@ describe('the tasks section of the detector state', () => {
       ['unknown field', (s) => Object.assign(s.tasks!, { extra: 1 })],
       ['ticks of another count', (s) => (s.tasks!.tickCounts = new Uint32Array(s.tasks!.tickCounts.length))],
       ['a service out of range', (s) => s.tasks!.services.fill(99)],
-      ['a status not known', (s) => s.tasks!.numbers.status!.fill(9)],
+      ['a status not known', (s) => s.tasks!.numbers.latestStatus!.fill(9)],
       ['a task twice', (s) => s.tasks!.taskIds.fill('same')],
       ['a task option changed', (s) => (s.options.taskPollsAfterGone = 4)],
     ];
