@@ -263,6 +263,14 @@ describe('task_poll_storm', () => {
     expect(run(spread).findings.map((f) => f.reason)).toEqual([TaskStormReason.FASTER_THAN_INTERVAL]);
   });
 
+  it('counts a poll span exported twice once', () => {
+    const nine = polls('p10', T0 + 10, 10, 9);
+    const spans = [createTask(T0, 'p10', { interval: 500 }), ...nine.flatMap((p) => [p, p])];
+    const { findings, detector } = run(spans);
+    expect(findings).toEqual([]);
+    expect(detector.taskTimeline('app', 'p10')!.polls.total).toBe(9);
+  });
+
   it('is never judged by rate when the server announced no interval', () => {
     const spans = [createTask(T0, 'p8', { interval: null }), ...polls('p8', T0 + 10, 10, 100)];
     expect(run(spans).findings).toEqual([]);
