@@ -14,6 +14,8 @@ import {
   ATTR_MCP_TASK_TTL_MS,
   FindingKind,
   FindingRecord,
+  NOTIFICATION_TASK_STATUS,
+  NOTIFICATION_TASKS,
   OUTCOME_TASK_STATUSES,
   SPAN_TASK_STATUS,
   TASK_METHODS,
@@ -47,6 +49,7 @@ export type { TaskTimeline } from './task-record.js';
 /** Longer ids are not tasks the detector keeps (the id policy keys ids to 64 hex digits or fewer). */
 const MAX_TASK_ID = 256;
 const TASK_METHOD_SET = new Set<string>(TASK_METHODS);
+const NOTIFICATIONS = new Set<string>([NOTIFICATION_TASK_STATUS, NOTIFICATION_TASKS]);
 const OUTCOME_STATUSES = new Set<string>(OUTCOME_TASK_STATUSES);
 const CANCELLED = TASK_STATUSES.indexOf(TaskStatus.CANCELLED) + 1;
 
@@ -135,7 +138,8 @@ export class TaskFamily {
     const serviceName = span.service || UNKNOWN_SERVICE;
     const status = span.name === SPAN_TASK_STATUS;
     const method = status ? undefined : attrs[ATTR_MCP_METHOD_NAME];
-    const taskMethod = typeof method === 'string' && TASK_METHOD_SET.has(method);
+    // Neither a tasks/* request nor a status notification's own span creates a task: only a call answered with a handle.
+    const taskMethod = typeof method === 'string' && (TASK_METHOD_SET.has(method) || NOTIFICATIONS.has(method));
     const service = this.services.idOf(serviceName);
     const poll = method === TaskMethod.GET;
     if (poll) this.events?.taskPolled?.(this.services.keyOf(service)!);

@@ -4,6 +4,8 @@ import {
   FindingKind,
   SpanReceivedResult,
   FindingRecord,
+  NOTIFICATION_TASK_STATUS,
+  NOTIFICATION_TASKS,
   TASK_FINDING_KINDS,
   TaskGone,
   TaskLostReason,
@@ -487,6 +489,20 @@ describe('task records', () => {
       ['app', TaskShape.EXTENSION],
     ]);
     expect(polled).toBe(6);
+  });
+
+  it('a status notification span with a method of its own creates no task, and updates a known one', () => {
+    const d = new Detector();
+    const orphan = statusNotification(T0, 'never-created', TaskStatus.WORKING);
+    d.ingest({ ...orphan, attributes: { ...orphan.attributes, [ATTR_MCP_METHOD_NAME]: NOTIFICATION_TASK_STATUS } });
+    expect(d.stats().tasks).toBe(0);
+    d.ingest(createTask(T0, 'known'));
+    const update = statusNotification(T0 + 100, 'known', TaskStatus.COMPLETED);
+    d.ingest({ ...update, attributes: { ...update.attributes, [ATTR_MCP_METHOD_NAME]: NOTIFICATION_TASKS } });
+    expect(d.taskTimeline('app', 'known')!.statuses.map((s) => s.status)).toEqual([
+      TaskStatus.WORKING,
+      TaskStatus.COMPLETED,
+    ]);
   });
 
   it('a status span that names no task is ignored, one that does is accepted', () => {
