@@ -98,11 +98,11 @@ export interface TaskTimeline {
 
 /**
  * One live task. Bytes (measured: 20,000 tasks with 36-character task and session ids, `node
- * --expose-gc`, V8 heap plus typed-array backing store): about 1.25 KB for a task never polled — this
- * object (~90), its Float64Array of 18 numbers (~200 of heap, 144 of backing store), its ids (task,
- * session, trace, span, request: ~200), its status changes (~150), its entries in its service's map and
- * the trace index — and about 1.9 KB once polled (the ring of TICKS poll times: 512 of backing store
- * and ~200 of heap). The detector README states the same.
+ * --expose-gc`, V8 heap plus typed-array backing store): about 1.1 KB for a task never polled — this
+ * object, its Float64Array of 18 numbers (~200 of heap, 144 of backing store), its ids (task, session,
+ * trace, span, request), its status changes, its entries in its service's map and the trace index —
+ * about 1.4 KB once polled, and at most about 1.8 KB (its poll-time ring grown to TICKS: 512 bytes of
+ * backing store). The detector README states the same.
  */
 export class TaskRecord {
   readonly n = new Float64Array(NUMBER_FIELDS.length).fill(NaN);
@@ -119,7 +119,7 @@ export class TaskRecord {
   duplicateTaskId = '';
   duplicateTrace = '';
   lostReason: TaskLostReason | undefined = undefined;
-  /** Poll times, a ring of TICKS written at n.polls % TICKS; allocated at the first poll. */
+  /** Poll times, a ring of TICKS written at n.polls % TICKS; allocated at the first poll, grown to TICKS. */
   ticks: Float64Array | null = null;
   /** Status changes, [time, status index + 1] pairs, the latest STATUS_CHANGES. */
   changes: number[] | null = null;
@@ -136,8 +136,14 @@ export class TaskRecord {
 
   tick(at: number): void {
     const polls = this.n[N.polls]!;
-    this.ticks ??= new Float64Array(TICKS);
-    this.ticks[polls % TICKS] = at;
+    // Grown 4, 8, ... TICKS as polls come (most tasks are polled a few times), then a ring of TICKS.
+    let ticks = this.ticks;
+    if (ticks === null || (polls === ticks.length && polls < TICKS)) {
+      const grown = new Float64Array(ticks === null ? 4 : ticks.length * 2);
+      if (ticks !== null) grown.set(ticks);
+      ticks = this.ticks = grown;
+    }
+    ticks[polls % TICKS] = at;
     this.n[N.polls] = polls + 1;
   }
 
@@ -159,7 +165,12 @@ export class TaskRecord {
   }
 
   change(at: number, status: number): void {
-    const changes = (this.changes ??= []);
+    // Most tasks change status two or three times: the list starts at its first pair's size.
+    if (this.changes === null) {
+      this.changes = [at, status];
+      return;
+    }
+    const changes = this.changes;
     if (changes.length >= STATUS_CHANGES * 2) changes.splice(0, 2);
     changes.push(at, status);
   }
