@@ -327,6 +327,11 @@ export class Detector {
     return this.tasks.timeline(service, taskId);
   }
 
+  /** Live task records by service: a count of state, read when needed (the live tasks gauge). */
+  liveTasksByService(): Map<string, number> {
+    return this.tasks.liveByService();
+  }
+
   private activeStorms(): number {
     let n = 0;
     for (const slot of this.openStorms) if (!this.table.stormEnded(slot)) n++;

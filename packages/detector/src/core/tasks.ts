@@ -537,6 +537,13 @@ export class TaskFamily {
     return record?.timeline(this.services.keyOf(record.service)!);
   }
 
+  /** Live task records by service (read when needed, e.g. a scrape of resumewatch_live_tasks). */
+  liveByService(): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const [service, map] of this.byService) if (map.size > 0) out.set(this.services.keyOf(service)!, map.size);
+    return out;
+  }
+
   /** The service's interned id, without interning it (a read changes nothing); -1 when unknown. */
   private serviceIdOf(service: string): number {
     return this.services.keys().indexOf(service);

@@ -405,6 +405,12 @@ describe('task records', () => {
     ];
     const { detector } = run(spans, { maxTasksPerService: 3 });
     expect(detector.stats()).toMatchObject({ tasks: 4, taskEvictions: 1 });
+    expect(detector.liveTasksByService()).toEqual(
+      new Map([
+        ['app', 3],
+        ['other-app', 1],
+      ]),
+    );
     expect(detector.taskTimeline('app', 'b')).toBeUndefined();
     expect(detector.taskTimeline('app', 'a')).toBeDefined();
     expect(detector.taskTimeline('other-app', 'z')).toBeDefined();
