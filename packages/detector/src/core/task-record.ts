@@ -123,6 +123,10 @@ export class TaskRecord {
   ticks: Float64Array | null = null;
   /** Status changes, [time, status index + 1] pairs, the latest STATUS_CHANGES. */
   changes: number[] | null = null;
+  /** When the family's advance() looks at it next (its entry in the due heap); Infinity: not scheduled. Not kept in the state. */
+  due = Infinity;
+  /** It left its service's map (released, or evicted by the cap): its heap entries are stale. */
+  dropped = false;
 
   constructor(
     readonly service: number,

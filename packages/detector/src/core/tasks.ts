@@ -27,6 +27,7 @@ import {
   TaskStatus,
   TaskStormReason,
 } from '@resumewatch/semconv';
+import { DueHeap } from './due-heap.js';
 import type { DetectorOptions } from './options.js';
 import { UNKNOWN_SERVICE } from './services.js';
 import {
@@ -86,8 +87,12 @@ export class TaskFamily {
   private now = -Infinity;
   /** The detector's time, or the latest span end seen if later: the pending re-issues' clock (as reissues.ts touches). */
   private latest = 0;
-  /** The earliest time at which advance() has something to decide or release. */
-  private nextDue = Infinity;
+  /**
+   * Records by the time advance() has to look at them again (a ttl verdict, a release). A record is
+   * pushed only when its due time moves earlier (`TaskRecord.due`); a later one is found when the entry
+   * pops. Rebuilt from the live records when stale entries (of records gone or moved) outnumber them.
+   */
+  private readonly dueHeap = new DueHeap<TaskRecord>();
   private live = 0;
   /** Evictions by the cap of records and maps no longer held (a restored count, or a dropped service's). */
   private evictionsBase = 0;
@@ -220,6 +225,7 @@ export class TaskFamily {
   /** A record leaves (released, or evicted by its service's cap). */
   private dropped(record: TaskRecord): void {
     this.live--;
+    record.dropped = true;
     if (this.byTrace.get(record.createTrace) === record) this.byTrace.delete(record.createTrace);
   }
 
@@ -501,30 +507,40 @@ export class TaskFamily {
 
   private schedule(record: TaskRecord): void {
     const due = this.dueAt(record);
-    if (due < this.nextDue) this.nextDue = due;
+    if (!(due < record.due)) return;
+    record.due = due;
+    const heap = this.dueHeap;
+    if (heap.size >= 2 * this.live + 64) {
+      heap.clear();
+      for (const map of this.byService.values())
+        for (const live of map.values()) if (live.due < Infinity) heap.push(live.due, live);
+    } else {
+      heap.push(due, record);
+    }
   }
 
   /**
    * The detector's time moved to `nowMs`: ttls that passed give their verdicts, settled records leave.
-   * Costs one comparison until something is due; then one pass over the records, which finds the next due time.
+   * Costs one comparison until something is due; then the records due, earliest first.
    */
   advance(nowMs: number): void {
     if (nowMs > this.now) this.now = nowMs;
     if (nowMs > this.latest) this.latest = nowMs;
-    if (this.now < this.nextDue) return;
-    let next = Infinity;
-    for (const map of this.byService.values()) {
-      for (const record of map.values()) {
-        this.lostTaskResult(record);
-        if (this.releaseAt(record) <= this.now) {
-          map.delete(record.taskId);
-          continue;
-        }
-        const due = this.dueAt(record);
-        if (due < next) next = due;
+    const heap = this.dueHeap;
+    while (heap.top <= this.now) {
+      const at = heap.top;
+      const record = heap.pop()!;
+      // A stale entry: the record left, or is due at another time (it has an entry of its own for it).
+      if (record.dropped || record.due !== at) continue;
+      record.due = Infinity;
+      this.lostTaskResult(record);
+      if (this.releaseAt(record) <= this.now) {
+        this.byService.get(record.service)!.delete(record.taskId);
+        continue;
       }
+      // Due later (after now): pushed again at that time.
+      this.schedule(record);
     }
-    this.nextDue = next;
   }
 
   // ---------------------------------------------------------------------------------------------

@@ -437,6 +437,26 @@ describe('task records', () => {
     expect(detector.stats().tasks).toBe(0);
   });
 
+  it('give their ttl verdicts and leave in time order, however many are due at once or apart', () => {
+    const findings: Finding[] = [];
+    const d = new Detector({ retentionMs: 1_000, onFinding: (f) => findings.push(f) });
+    // 300 tasks, each completed and never fetched, with ttls 1 s apart, fed in scrambled order.
+    const ids = Array.from({ length: 300 }, (_, i) => (i * 97) % 300);
+    for (const i of ids) {
+      d.ingest(createTask(T0, `due-${i}`, { ttl: 1_000 * (i + 1), interval: null }));
+      d.ingest(statusNotification(T0 + 100, `due-${i}`, TaskStatus.COMPLETED));
+    }
+    for (let step = 1; step <= 300; step++) {
+      d.advance(T0 + 5 + 1_000 * step);
+      expect(findings.length, `step ${step}`).toBe(step);
+      expect(findings[step - 1]!.task_id).toBe(`due-${step - 1}`);
+      // Each leaves retentionMs after its ttl (its last span is earlier).
+      expect(d.stats().tasks).toBe(300 - step + 1);
+    }
+    d.advance(T0 + 5 + 1_000 * 301);
+    expect(d.stats().tasks).toBe(0);
+  });
+
   it('give the page a plain timeline: creation, status changes, poll ticks, the result fetch, the expiry', () => {
     const spans = [
       createTask(T0, 'tl', { ttl: 300_000, interval: 1_000 }),
