@@ -457,6 +457,18 @@ describe('task records', () => {
     expect(d.stats().tasks).toBe(0);
   });
 
+  it('evicted by the cap, give no verdict; the live ones still do (the due heap rebuilt past its stale entries)', () => {
+    const findings: Finding[] = [];
+    const d = new Detector({ maxTasksPerService: 5, onFinding: (f) => findings.push(f) });
+    for (let i = 0; i < 300; i++) {
+      d.ingest(createTask(T0 + i, `churn-${i}`, { ttl: 1_000, interval: null }));
+      d.ingest(statusNotification(T0 + i + 1, `churn-${i}`, TaskStatus.COMPLETED));
+    }
+    expect(d.stats()).toMatchObject({ tasks: 5, taskEvictions: 295 });
+    d.advance(T0 + 10_000);
+    expect(findings.map((f) => f.task_id)).toEqual(['churn-295', 'churn-296', 'churn-297', 'churn-298', 'churn-299']);
+  });
+
   it('give the page a plain timeline: creation, status changes, poll ticks, the result fetch, the expiry', () => {
     const spans = [
       createTask(T0, 'tl', { ttl: 300_000, interval: 1_000 }),
