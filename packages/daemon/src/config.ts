@@ -168,7 +168,7 @@ export const OPTION_SPECS: readonly OptionSpec[] = [
     flag: 'max-tasks',
     env: 'RESUMEWATCH_MAX_TASKS',
     kind: 'int',
-    help: 'cap on live MCP task records per service (oldest dropped, counted)',
+    help: 'cap on live MCP task records per service (least recently touched dropped, counted)',
   },
   {
     key: 'taskPollStormThreshold',

@@ -214,7 +214,7 @@ describe("a task's timeline in chromium", () => {
       const data = JSON.parse(await page.evaluate(() => document.getElementById('page-data')!.textContent!)) as {
         findings: Finding[];
       };
-      expect(data.findings[0]!.second_task_id).toBe('task-second');
+      expect(data.findings[0]!.duplicate_task_id).toBe('task-second');
       expect(await refused()).toEqual([]);
       await page.close();
     },

@@ -108,7 +108,7 @@ export class Evidence {
     if (isTaskFinding(f)) {
       const service = f.service || UNKNOWN_SERVICE;
       this.hold(taskKey(service, f.task_id));
-      if (f.second_task_id) this.hold(taskKey(service, f.second_task_id));
+      if (f.duplicate_task_id) this.hold(taskKey(service, f.duplicate_task_id));
       // A duplicate's two attempts: the first's client span (no task id: its reply was never read).
       if (f.first_trace_id !== undefined) {
         this.hold(traceKey(f.first_trace_id));
@@ -156,7 +156,7 @@ export class Evidence {
     const reissue = f.first_trace_id !== undefined;
     return {
       task: this.held.get(taskKey(service, f.task_id)),
-      second: f.second_task_id ? this.held.get(taskKey(service, f.second_task_id)) : undefined,
+      second: f.duplicate_task_id ? this.held.get(taskKey(service, f.duplicate_task_id)) : undefined,
       first: reissue ? this.held.get(traceKey(f.first_trace_id!)) : undefined,
       reissue: reissue ? this.held.get(traceKey(f.trace_id)) : undefined,
     };

@@ -152,7 +152,7 @@ export function isReissueFinding(f: Finding): boolean {
 export function findingKey(f: Finding): string {
   if (isTaskFinding(f)) {
     const service = f.service || UNKNOWN_SERVICE;
-    const second = f.second_task_id ? taskKey(service, f.second_task_id) : '';
+    const second = f.duplicate_task_id ? taskKey(service, f.duplicate_task_id) : '';
     return taskKey(service, f.task_id) + second;
   }
   if (isReissueFinding(f)) return traceKey(f.first_trace_id!) + traceKey(f.trace_id);

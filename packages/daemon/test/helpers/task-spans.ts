@@ -114,7 +114,7 @@ export function statusNotification(task: string, t: number, status: string, o: T
   );
 }
 
-/** A finding of a task kind, as the detector's task rules make one (task_id; a duplicate's second_task_id). */
+/** A finding of a task kind, as the detector's task rules make one (task_id; a duplicate's duplicate_task_id). */
 function taskFinding(
   kind: FindingKind,
   task: string,
@@ -197,7 +197,7 @@ export function duplicateTask(sameKey: boolean): { spans: SpanRecord[]; finding:
     sameKey ? FindingKind.DUPLICATE_TASK : FindingKind.POSSIBLE_DUPLICATE_TASK,
     'task-first',
     spans.slice(1, 3),
-    { second_task_id: 'task-second', first_trace_id: firstTrace, trace_id: secondTrace },
+    { duplicate_task_id: 'task-second', first_trace_id: firstTrace, trace_id: secondTrace },
   );
   return { spans, finding };
 }

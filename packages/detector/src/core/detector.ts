@@ -24,6 +24,8 @@ import {
   ATTR_MCP_REQUEST_RECOVERY,
   RequestRecovery,
   SPAN_STREAM_RESUME,
+  SPAN_TASK_STATUS,
+  ATTR_MCP_TASK_ID,
   SpanReceivedResult,
   type ProtocolEra,
 } from '@resumewatch/semconv';
@@ -40,6 +42,7 @@ import { UNKNOWN_SERVICE } from './services.js';
 import { NO_SLOT } from './slots.js';
 import { OperationReader } from './operations.js';
 import { Storms } from './storms.js';
+import { TaskFamily, type TaskTimeline } from './tasks.js';
 import { RequestTable } from './table.js';
 import { readState, writeState, type DetectorState } from './state-codec.js';
 import { SPAN_KIND_CLIENT, SPAN_KIND_SERVER, type DetectorStats, type SpanRecord } from './types.js';
@@ -91,6 +94,8 @@ export class Detector {
   private readonly families: readonly RuleFamily[];
   /** The families that see request spans (RuleFamily.request); none of the built-in ones. */
   private readonly requestFamilies: readonly RuleFamily[];
+  /** The tasks family (tasks.ts): fed the spans that carry a task id, the status spans and the client's re-issues. */
+  private readonly tasks: TaskFamily;
   /** Reads each request span as the operation the metrics time (events.operation). */
   private readonly operations = new OperationReader();
 
@@ -114,6 +119,9 @@ export class Detector {
     // then re-issues settle. A new family is constructed over the same ctx and added here, one line
     // (`new Tasks(ctx),` for core/tasks.ts); its `request` hook then sees every request span.
     this.families = [this.storms, this.reissue];
+    // The tasks family keeps its own records (by service and task id, not in the request table) and its
+    // own clock of due verdicts: it is called by name below (its spans, advance, stats, state).
+    this.tasks = new TaskFamily({ options, services: ctx.services, events: init.events, onFinding: init.onFinding });
     this.requestFamilies = this.families.filter((family) => family.request !== undefined);
   }
 
@@ -125,7 +133,11 @@ export class Detector {
     else if (name === SPAN_STREAM_RESUME) type = RESUME;
     else if (name === SPAN_SESSION_REATTACH) type = REATTACH;
     else {
-      if (typeof span.attributes[ATTR_MCP_METHOD_NAME] !== 'string') return this.count(SpanReceivedResult.IGNORED);
+      if (typeof span.attributes[ATTR_MCP_METHOD_NAME] !== 'string') {
+        // A task status notification's span (no method of its own) is the tasks family's if it names a task.
+        if (name !== SPAN_TASK_STATUS || !this.tasks.span(span)) return this.count(SpanReceivedResult.IGNORED);
+        return this.count(SpanReceivedResult.ACCEPTED);
+      }
       this.request(span);
       return this.count(SpanReceivedResult.ACCEPTED);
     }
@@ -195,6 +207,7 @@ export class Detector {
     const horizon = ctx.now - this.options.retentionMs;
     const families = this.families;
     for (let i = 0; i < families.length; i++) families[i]!.advance?.(horizon);
+    this.tasks.advance(ctx.now);
   }
 
   /** advance() to the clock's time. */
@@ -216,9 +229,8 @@ export class Detector {
       released: counts.released,
       activeStorms: 0,
       reissues: 0,
-      // The tasks family (core/tasks.ts) fills these in.
-      tasks: 0,
-      taskEvictions: 0,
+      tasks: this.tasks.size,
+      taskEvictions: this.tasks.evictions,
       spans: { ...counts.spans },
     };
     for (const family of this.families) family.stats?.(stats);
@@ -243,6 +255,7 @@ export class Detector {
       spanIds: this.spanIds,
       attemptStreams: this.storms.attemptStreams,
       quietStreams: this.storms.quietStreams,
+      tasks: this.tasks,
     });
   }
 
@@ -261,6 +274,7 @@ export class Detector {
       spanIds: this.spanIds,
       attemptStreams: this.storms.attemptStreams,
       quietStreams: this.storms.quietStreams,
+      tasks: this.tasks,
     });
     ctx.now = loaded.now;
     ctx.counts = loaded.counts;
@@ -273,6 +287,16 @@ export class Detector {
    */
   activeStormsByService(): Map<string, number> {
     return this.storms.activeByService();
+  }
+
+  /** A task's timeline (creation, statuses, polls, result or expiry, duplicate) as plain data, for the page. */
+  taskTimeline(service: string, taskId: string): TaskTimeline | undefined {
+    return this.tasks.timeline(service, taskId);
+  }
+
+  /** Live task records by service: a count of state, read when needed (the live tasks gauge). */
+  liveTasksByService(): Map<string, number> {
+    return this.tasks.liveByService();
   }
 
   private count(r: SpanReceivedResult): SpanReceivedResult {
@@ -308,6 +332,8 @@ export class Detector {
     if (era !== undefined && events) this.countEra(span, era, version as string);
     const fate = attrs[ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION];
     if (typeof fate === 'boolean') this.reissue.firstAttemptFate(span, fate);
+    // The one check a span that concerns no task pays for the tasks family.
+    if (attrs[ATTR_MCP_TASK_ID] !== undefined) this.tasks.span(span);
     // Once per request, at its end: nothing per SSE event, whatever the metrics make of it.
     if (events?.operation) {
       const op = this.operations.read(span, span.service || UNKNOWN_SERVICE);
@@ -319,8 +345,10 @@ export class Detector {
     if (span.kind !== SPAN_KIND_CLIENT) return;
     const reissueOf = attrs[ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID];
     // A Multi Round-Trip round carries the answer the server asked for: the same call going on, not a re-issue.
-    if (typeof reissueOf === 'string' && attrs[ATTR_MCP_REQUEST_INPUT_ROUND] !== true)
+    if (typeof reissueOf === 'string' && attrs[ATTR_MCP_REQUEST_INPUT_ROUND] !== true) {
       this.reissue.reissued(span, reissueOf);
+      this.tasks.reissue(span, reissueOf);
+    }
     const error = attrs[ATTR_ERROR_TYPE];
     if (typeof error !== 'string') return;
     const recovery = attrs[ATTR_MCP_REQUEST_RECOVERY];

@@ -1,5 +1,5 @@
 import type { CappedLabels } from '@resumewatch/bounded';
-import { SpanReceivedResult } from '@resumewatch/semconv';
+import { SpanReceivedResult, TASK_STATUSES, TaskLostReason } from '@resumewatch/semconv';
 import type { IdSet } from './id-set.js';
 import type { DetectorOptions } from './options.js';
 import {
@@ -15,11 +15,14 @@ import {
 import { Fate, Reissues, emptyReissue, type Reissue } from './reissues.js';
 import { NO_SLOT } from './slots.js';
 import type { RequestTable } from './table.js';
+import { N, NUMBER_FIELDS, STATUS_CHANGES, TICKS, TaskRecord, type PendingReissue } from './task-record.js';
+import type { TaskFamily } from './tasks.js';
 
 /**
  * Bumped whenever what a DetectorState holds changes meaning; a state of another format is not loaded.
  * 4: fields by the names of request-schema.ts, requests in LRU order, dedupe sets as their ids.
- * 5: the re-issued first attempts of the 2026-07-28 era (`reissues`).
+ * 5: the re-issued first attempts of the 2026-07-28 era (`reissues`); later, optionally, the live tasks
+ *    (`tasks`, and the tasks family's options): a state written before them loads, with no task.
  */
 export const STATE_FORMAT = 5;
 
@@ -162,7 +165,82 @@ export interface DetectorState {
   attemptStreams: IdGenerations;
   /** Streams of polls and continuations: their reattach span is no attempt, before a restart or after it. */
   quietStreams: IdGenerations;
+  /** The live tasks (tasks.ts); absent from a state written before the tasks family. */
+  tasks?: TaskRows;
 }
+
+/**
+ * The live task records, each service's least recently touched first, one value per task in each field
+ * (the numbers and strings of task-record.ts by name), their kept poll times and status changes
+ * concatenated, and the re-issues still waiting for their first attempt's task.
+ */
+export interface TaskRows {
+  /** Index of each task's service in DetectorState.services. */
+  services: Uint32Array;
+  taskIds: string[];
+  numbers: Record<string, Float64Array>;
+  strings: Record<string, string[]>;
+  /** Poll times kept per task (min(polls, TICKS)), and all of them, each task's oldest first. */
+  tickCounts: Uint32Array;
+  ticks: Float64Array;
+  /** Status changes kept per task, and all of them as [time, status index + 1] pairs. */
+  changeCounts: Uint32Array;
+  changes: Float64Array;
+  pending: PendingRows;
+  /** Records evicted by the cap so far, and gone answers for tasks never seen created. */
+  evictions: number;
+  unknownGone: number;
+}
+
+/** Re-issues waiting for their first attempt's task, oldest first. */
+export interface PendingRows {
+  firstTraceIds: string[];
+  services: Uint32Array;
+  sessionIds: string[];
+  requestIds: string[];
+  traceIds: string[];
+  spanIds: string[];
+  taskIds: string[];
+  starts: Float64Array;
+  ends: Float64Array;
+  /** 1: the re-issue carried its first attempt's idempotency key. */
+  sameKeys: Uint32Array;
+}
+/** The string fields of a TaskRecord the state keeps, by name. */
+const TASK_STRINGS = [
+  'createTrace',
+  'createSpan',
+  'sessionId',
+  'requestId',
+  'deliverSpan',
+  'goneSpan',
+  'goneTrace',
+  'lastPollSpan',
+  'duplicateTaskId',
+  'duplicateTrace',
+] as const satisfies readonly (keyof TaskRecord)[];
+const TASK_FIELDS: readonly (keyof TaskRows)[] = [
+  'services',
+  'taskIds',
+  'numbers',
+  'strings',
+  'tickCounts',
+  'ticks',
+  'changeCounts',
+  'changes',
+  'pending',
+  'evictions',
+  'unknownGone',
+];
+const PENDING_STRINGS = ['firstTraceIds', 'sessionIds', 'requestIds', 'traceIds', 'spanIds', 'taskIds'] as const;
+const PENDING_FIELDS: readonly (keyof PendingRows)[] = [...PENDING_STRINGS, 'services', 'starts', 'ends', 'sameKeys'];
+/** The options of the tasks family: a state written before it has none of them. */
+const TASK_OPTIONS: readonly (keyof DetectorOptions)[] = [
+  'maxTasksPerService',
+  'taskPollStormThreshold',
+  'taskPollStormWindowMs',
+  'taskPollsAfterGone',
+];
 
 /** A state that does not fit the detector it is loaded into (other format, other options, a missing, unknown or mistyped field). */
 export class StateMismatchError extends Error {
@@ -182,6 +260,7 @@ export interface DetectorParts {
   spanIds: IdSet;
   attemptStreams: IdSet;
   quietStreams: IdSet;
+  tasks: TaskFamily;
 }
 
 const PERSISTED_HOT = HOT_FIELDS.filter((f) => REQUEST_FIELDS[f].persisted);
@@ -233,6 +312,7 @@ export function writeState(parts: DetectorParts): DetectorState {
     spanIds: parts.spanIds.generations(),
     attemptStreams: parts.attemptStreams.generations(),
     quietStreams: parts.quietStreams.generations(),
+    tasks: taskRows(parts.tasks),
   };
 }
 
@@ -270,6 +350,7 @@ export function readState(
   into.spanIds.load(s.spanIds.older, s.spanIds.newer);
   into.attemptStreams.load(s.attemptStreams.older, s.attemptStreams.newer);
   into.quietStreams.load(s.quietStreams.older, s.quietStreams.newer);
+  if (s.tasks !== undefined) loadTasks(s.tasks, into.tasks);
   return { now: s.now, counts: { ...s.counts }, openStorms: s.openStorms.map((i) => slots[i]!) };
 }
 
@@ -303,6 +384,81 @@ function loadReissues(rows: ReissueRows, into: Reissues): void {
     }
     into.restore(trace, entry);
   });
+}
+
+/** The task records and pending re-issues as columns (see TaskRows). */
+function taskRows(tasks: TaskFamily): TaskRows {
+  const records = tasks.records();
+  const numbers: Record<string, Float64Array> = {};
+  NUMBER_FIELDS.forEach((name, i) => (numbers[name] = Float64Array.from(records, (r) => r.n[i]!)));
+  const strings: Record<string, string[]> = {};
+  for (const name of TASK_STRINGS) strings[name] = records.map((r) => r[name]);
+  strings.lostReason = records.map((r) => r.lostReason ?? '');
+  const ticks = records.map((r) => r.tickTimes());
+  const changes = records.map((r) => r.changes ?? []);
+  const pending = tasks.pendingReissues();
+  return {
+    services: Uint32Array.from(records, (r) => r.service),
+    taskIds: records.map((r) => r.taskId),
+    numbers,
+    strings,
+    tickCounts: Uint32Array.from(ticks, (t) => t.length),
+    ticks: Float64Array.from(ticks.flat()),
+    changeCounts: Uint32Array.from(changes, (c) => c.length / 2),
+    changes: Float64Array.from(changes.flat()),
+    pending: {
+      firstTraceIds: pending.map(([trace]) => trace),
+      services: Uint32Array.from(pending, ([, p]) => p.service),
+      sessionIds: pending.map(([, p]) => p.sessionId),
+      requestIds: pending.map(([, p]) => p.requestId),
+      traceIds: pending.map(([, p]) => p.traceId),
+      spanIds: pending.map(([, p]) => p.spanId),
+      taskIds: pending.map(([, p]) => p.taskId),
+      starts: Float64Array.from(pending, ([, p]) => p.start),
+      ends: Float64Array.from(pending, ([, p]) => p.end),
+      sameKeys: Uint32Array.from(pending, ([, p]) => (p.sameKey ? 1 : 0)),
+    },
+    evictions: tasks.evictions,
+    unknownGone: tasks.unknownGone,
+  };
+}
+
+/** The inverse of taskRows, into an empty family. */
+function loadTasks(rows: TaskRows, into: TaskFamily): void {
+  let tick = 0;
+  let change = 0;
+  const records = rows.taskIds.map((taskId, i) => {
+    const record = new TaskRecord(rows.services[i]!, taskId);
+    NUMBER_FIELDS.forEach((name, f) => (record.n[f] = rows.numbers[name]![i]!));
+    for (const name of TASK_STRINGS) record[name] = rows.strings[name]![i]!;
+    const reason = rows.strings.lostReason![i]!;
+    record.lostReason = reason === '' ? undefined : (reason as TaskLostReason);
+    // The kept poll times go back to the ring positions they had (the total count is n.polls).
+    const polls = record.n[N.polls]!;
+    const kept = rows.tickCounts[i]!;
+    if (kept > 0) record.ticks = new Float64Array(TICKS);
+    for (let k = 0; k < kept; k++) record.ticks![(polls - kept + k) % TICKS] = rows.ticks[tick++]!;
+    const pairs = rows.changeCounts[i]!;
+    if (pairs > 0) record.changes = Array.from(rows.changes.subarray(change, change + pairs * 2));
+    change += pairs * 2;
+    return record;
+  });
+  const p = rows.pending;
+  const pending = p.firstTraceIds.map((trace, i): [string, PendingReissue] => [
+    trace,
+    {
+      service: p.services[i]!,
+      sessionId: p.sessionIds[i]!,
+      requestId: p.requestIds[i]!,
+      traceId: p.traceIds[i]!,
+      spanId: p.spanIds[i]!,
+      taskId: p.taskIds[i]!,
+      start: p.starts[i]!,
+      end: p.ends[i]!,
+      sameKey: p.sameKeys[i] === 1,
+    },
+  ]);
+  into.restore(records, pending, rows.evictions, rows.unknownGone);
 }
 
 /** Copies each of `rows` (`words` values each) of the column into a dense array, in order. */
@@ -410,6 +566,7 @@ const STATE_FIELDS: readonly (keyof DetectorState)[] = [
   'spanIds',
   'attemptStreams',
   'quietStreams',
+  'tasks',
 ];
 const ROW_FIELDS: readonly (keyof RequestRows)[] = [
   'sessionIds',
@@ -427,12 +584,19 @@ const ROW_FIELDS: readonly (keyof RequestRows)[] = [
 function checked(state: unknown, into: Omit<DetectorParts, 'now' | 'counts' | 'openStorms'>): DetectorState {
   const s = fieldsOf(state, 'state');
   if (s.format !== STATE_FORMAT) fail(`state format ${String(s.format)}, expected ${STATE_FORMAT}`);
-  exactly(s, STATE_FIELDS, '');
-  const options = exactly(s.options, Object.keys(into.options), 'options');
-  for (const [k, v] of Object.entries(into.options))
+  // A state written before the tasks family has no `tasks` and none of its options: it loads, with no task.
+  exactly(s, 'tasks' in s ? STATE_FIELDS : STATE_FIELDS.filter((f) => f !== 'tasks'), '');
+  const before = fieldsOf(s.options, 'options');
+  const optionNames = TASK_OPTIONS.some((k) => k in before)
+    ? Object.keys(into.options)
+    : Object.keys(into.options).filter((k) => !TASK_OPTIONS.includes(k as keyof DetectorOptions));
+  const options = exactly(s.options, optionNames, 'options');
+  for (const k of optionNames) {
+    const v = into.options[k as keyof DetectorOptions];
     if (options[k] !== v) fail(`state was kept with ${k}=${String(options[k])}, this detector has ${v}`);
+  }
   const { table } = into;
-  if (table.size > 0 || into.services.size > 0 || into.reissues.size > 0)
+  if (table.size > 0 || into.services.size > 0 || into.reissues.size > 0 || into.tasks.size > 0)
     fail('importState needs a detector that has seen no span');
   number(s.now, 'now');
   const counts = exactly(s.counts, COUNT_NAMES, 'counts');
@@ -484,6 +648,7 @@ function checked(state: unknown, into: Omit<DetectorParts, 'now' | 'counts' | 'o
   if (new Set(s.openStorms).size !== s.openStorms.length) fail('state field openStorms names a request twice');
 
   checkReissues(s.reissues, services.length, into.reissues.cap);
+  if ('tasks' in s) checkTasks(s.tasks, services.length, into.options.maxTasksPerService);
 
   for (const name of ['spanIds', 'attemptStreams', 'quietStreams'] as const) {
     const ids = idGenerations(s[name], name);
@@ -514,6 +679,70 @@ function checkReissues(value: unknown, services: number, cap: number): void {
   const fates = Object.values(Fate) as number[];
   for (const fate of rows.fates as Uint32Array)
     if (!fates.includes(fate)) fail(`state field reissues.fates holds an unknown fate ${fate}`);
+}
+
+function checkTasks(value: unknown, services: number, cap: number): void {
+  const rows = exactly(value, TASK_FIELDS, 'tasks');
+  const ids = strings(rows.taskIds, 'tasks.taskIds');
+  const n = ids.length;
+  const serviceIds = column(rows.services, Uint32Array, n, 'tasks.services');
+  const perService = new Map<number, Set<string>>();
+  serviceIds.forEach((id, i) => {
+    index(id, services, 'tasks.services');
+    const seen = perService.get(id) ?? new Set<string>();
+    if (seen.has(ids[i]!)) fail('state field tasks holds a task twice');
+    seen.add(ids[i]!);
+    if (seen.size > Math.max(1, cap)) fail(`state holds more tasks of one service than maxTasksPerService ${cap}`);
+    perService.set(id, seen);
+  });
+  const numbers = exactly(rows.numbers, NUMBER_FIELDS, 'tasks.numbers');
+  for (const name of NUMBER_FIELDS) column(numbers[name], Float64Array, n, `tasks.numbers.${name}`);
+  const texts = exactly(rows.strings, [...TASK_STRINGS, 'lostReason'], 'tasks.strings');
+  for (const name of [...TASK_STRINGS, 'lostReason'])
+    if (strings(texts[name], `tasks.strings.${name}`).length !== n)
+      fail(`state field tasks.strings.${name} is not a list of ${n} strings`);
+  const reasons: string[] = ['', ...Object.values(TaskLostReason)];
+  for (const reason of texts.lostReason as string[])
+    if (!reasons.includes(reason)) fail(`state field tasks.strings.lostReason holds an unknown reason ${reason}`);
+  const polls = numbers.polls as Float64Array;
+  const status = numbers.latestStatus as Float64Array;
+  const tickCounts = column(rows.tickCounts, Uint32Array, n, 'tasks.tickCounts');
+  let ticks = 0;
+  tickCounts.forEach((kept, i) => {
+    const total = polls[i]!;
+    if (!Number.isInteger(total) || total < 0 || kept !== Math.min(total, TICKS))
+      fail('state field tasks.tickCounts does not match tasks.numbers.polls');
+    if (!(
+      Number.isNaN(status[i]!) ||
+      (Number.isInteger(status[i]!) && status[i]! >= 1 && status[i]! <= TASK_STATUSES.length)
+    ))
+      fail('state field tasks.numbers.latestStatus holds an unknown status');
+    ticks += kept;
+  });
+  column(rows.ticks, Float64Array, ticks, 'tasks.ticks');
+  const changeCounts = column(rows.changeCounts, Uint32Array, n, 'tasks.changeCounts');
+  let pairs = 0;
+  for (const count of changeCounts) {
+    if (count > STATUS_CHANGES) fail(`state field tasks.changeCounts holds more than ${STATUS_CHANGES} changes`);
+    pairs += count;
+  }
+  const changes = column(rows.changes, Float64Array, pairs * 2, 'tasks.changes');
+  for (let i = 1; i < changes.length; i += 2)
+    if (!Number.isInteger(changes[i]) || changes[i]! < 1 || changes[i]! > TASK_STATUSES.length)
+      fail('state field tasks.changes holds an unknown status');
+  const pending = exactly(rows.pending, PENDING_FIELDS, 'tasks.pending');
+  const m = strings(pending.firstTraceIds, 'tasks.pending.firstTraceIds').length;
+  if (m > Math.max(1, cap)) fail(`state holds ${m} pending re-issues, more than maxTasksPerService ${cap}`);
+  for (const name of PENDING_STRINGS)
+    if (strings(pending[name], `tasks.pending.${name}`).length !== m)
+      fail(`state field tasks.pending.${name} is not a list of ${m} strings`);
+  for (const id of column(pending.services, Uint32Array, m, 'tasks.pending.services'))
+    index(id, services, 'tasks.pending.services');
+  column(pending.starts, Float64Array, m, 'tasks.pending.starts');
+  column(pending.ends, Float64Array, m, 'tasks.pending.ends');
+  column(pending.sameKeys, Uint32Array, m, 'tasks.pending.sameKeys');
+  number(rows.evictions, 'tasks.evictions');
+  number(rows.unknownGone, 'tasks.unknownGone');
 }
 
 function checkField(value: unknown, field: HotField | ColdField, rows: number, ringSize: number, what: string): void {

@@ -86,12 +86,17 @@ export interface Finding {
   /** lost_result: how the request ended without its result (its error type: timeout, aborted, stream_broken). */
   request_end?: string;
   /**
-   * The findings of tasks (TASK_FINDING_KINDS): the task's id as its spans carry it (its task id attribute, under
-   * the id policy the spans were made with). duplicate_task, possible_duplicate_task: the first attempt's task.
+   * The task findings (duplicate_task, possible_duplicate_task, lost_task_result, task_poll_storm): the task
+   * concerned (its ATTR_MCP_TASK_ID); of a duplicate, the first attempt's task. Their `session_id` and `request_id`
+   * are the creating call's (the re-issue's, for a duplicate).
    */
   task_id?: string;
-  /** duplicate_task, possible_duplicate_task: the task the re-issue created, the second one (`task_id` is the first's). */
-  second_task_id?: string;
+  /** lost_task_result: TaskLostReason (`gone`, `ttl_passed`); task_poll_storm: TaskStormReason. */
+  reason?: string;
+  /** duplicate_task, possible_duplicate_task: the second task's id, when a span showed it. */
+  duplicate_task_id?: string;
+  /** task_poll_storm: the early polls of the window (faster_than_interval), or the polls after gone. */
+  polls?: number;
 }
 
 /** Per-span observations for the metrics door; label values are already bounded by the core. */

@@ -24,6 +24,14 @@ import {
   ATTR_MCP_TERMINAL_DUPLICATE,
   ATTR_MCP_TERMINAL_FIRST_STREAM_ID,
   ATTR_MCP_TERMINAL_FOREIGN,
+  ATTR_MCP_REQUEST_REISSUE_OF_SAME_KEY,
+  ATTR_MCP_TASK_GONE,
+  ATTR_MCP_TASK_ID,
+  ATTR_MCP_TASK_OUTCOME_DELIVERED,
+  ATTR_MCP_TASK_POLL_INTERVAL_MS,
+  ATTR_MCP_TASK_SHAPE,
+  ATTR_MCP_TASK_STATUS,
+  ATTR_MCP_TASK_TTL_MS,
   ATTR_RPC_RESPONSE_STATUS_CODE,
   ATTR_SERVER_ADDRESS,
   SPAN_REQUEST_TERMINAL,
@@ -65,6 +73,15 @@ export const DETECTOR_ATTRIBUTE_KEYS: readonly string[] = [
   ATTR_SERVER_ADDRESS,
   // What an operation says besides its method, version, error type and status (core/operations.ts).
   ATTR_GEN_AI_TOOL_NAME,
+  // The tasks family (core/tasks.ts): request spans and mcp.task.status spans that concern a task.
+  ATTR_MCP_REQUEST_REISSUE_OF_SAME_KEY,
+  ATTR_MCP_TASK_ID,
+  ATTR_MCP_TASK_STATUS,
+  ATTR_MCP_TASK_SHAPE,
+  ATTR_MCP_TASK_TTL_MS,
+  ATTR_MCP_TASK_POLL_INTERVAL_MS,
+  ATTR_MCP_TASK_OUTCOME_DELIVERED,
+  ATTR_MCP_TASK_GONE,
 ];
 
 /**
@@ -74,7 +91,8 @@ export const DETECTOR_ATTRIBUTE_KEYS: readonly string[] = [
  * request it was, what the client did about its stream ending without the result (its recovery, and its
  * last resume's outcome), the 2026-07-28 era's re-issue evidence (the request it re-issues, whether it is
  * a Multi Round-Trip round, and on a server's span whether the work completed after its stream closed),
- * and what the operation metrics label it with (its tool and its JSON-RPC status code).
+ * what the operation metrics label it with (its tool and its JSON-RPC status code), and what it says
+ * of a task (the tasks family's attributes, also on the mcp.task.status span, which is no contract span).
  */
 export function isRequestSpanKey(key: string): boolean {
   return (
@@ -91,7 +109,15 @@ export function isRequestSpanKey(key: string): boolean {
     key === ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION ||
     key === ATTR_GEN_AI_TOOL_NAME ||
     key === ATTR_MCP_REQUEST_RECOVERY ||
-    key === ATTR_MCP_RESUME_OUTCOME
+    key === ATTR_MCP_RESUME_OUTCOME ||
+    key === ATTR_MCP_REQUEST_REISSUE_OF_SAME_KEY ||
+    key === ATTR_MCP_TASK_ID ||
+    key === ATTR_MCP_TASK_STATUS ||
+    key === ATTR_MCP_TASK_SHAPE ||
+    key === ATTR_MCP_TASK_TTL_MS ||
+    key === ATTR_MCP_TASK_POLL_INTERVAL_MS ||
+    key === ATTR_MCP_TASK_OUTCOME_DELIVERED ||
+    key === ATTR_MCP_TASK_GONE
   );
 }
 
@@ -100,7 +126,8 @@ export function isRequestSpanKey(key: string): boolean {
  * with it; a span of another name with neither is skipped by the decoders' onSkipped, its record never
  * made. Exact, from what reads such a span:
  * - the core (Detector.ingest) counts a span of another name IGNORED and does nothing else with it unless
- *   it carries a string ATTR_MCP_METHOD_NAME (a request span);
+ *   it carries a string ATTR_MCP_METHOD_NAME (a request span), or is an mcp.task.status span that carries
+ *   ATTR_MCP_TASK_ID (the tasks family's, which a span without the key never is);
  * - the page's evidence (daemon's Evidence.observe, RequestKeys) keeps a span the core ACCEPTED or
  *   IGNORED only if it carries a non-empty string ATTR_MCP_SESSION_ID (with a request id), or else a
  *   string ATTR_MCP_METHOD_NAME;
@@ -109,7 +136,7 @@ export function isRequestSpanKey(key: string): boolean {
  * A span that has either key, whatever its value, is kept and decided as before.
  */
 export function mattersOffContract(key: string): boolean {
-  return key === ATTR_MCP_METHOD_NAME || key === ATTR_MCP_SESSION_ID;
+  return key === ATTR_MCP_METHOD_NAME || key === ATTR_MCP_SESSION_ID || key === ATTR_MCP_TASK_ID;
 }
 
 /** The span names the core decides on; any other span only counts by its ATTR_MCP_METHOD_NAME. */
