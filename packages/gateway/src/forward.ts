@@ -2,9 +2,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { unexpectedErrorLine } from '@resumewatch/daemon';
 import { InvalidResumptionError } from '@resumewatch/guard';
-import { GatewayRefusal, GuardAction } from '@resumewatch/semconv';
+import { GatewayRefusal, GuardAction, HEADER_TASK_ID } from '@resumewatch/semconv';
 import type { HostCheck } from '@resumewatch/daemon';
-import { parseJsonBody } from '@resumewatch/wire';
+import { HEADER_SESSION_ID, parseJsonBody } from '@resumewatch/wire';
 import type { PushedBody, StreamRecord, WireRequest } from '@resumewatch/wire';
 import { askIdentity } from './accept-encoding.js';
 import { answer } from './answers.js';
@@ -17,6 +17,8 @@ import { ReceiptProofs, viaIntermediary, type ConnectionReceipts } from './recei
 import { pushForwardingHeaders } from './forwarded.js';
 import { endToEndRequestHeaders, endToEndResponseHeaders } from './hop-by-hop.js';
 import { endAfterRefusal, readBody, refusedBodyMessage, type BodyLimits } from './request-body.js';
+import { createdTaskId, readTaskCall, type TaskCall } from './task-messages.js';
+import type { TaskHandles } from './task-handles.js';
 import { beginInClientContext, traceContextFields } from './trace-context.js';
 import { ExchangeAbort, UpstreamTargets, type UpstreamClient } from './upstream.js';
 
@@ -59,6 +61,8 @@ export class Forwarder {
     private readonly clients: ClientIdentities,
     /** A connection's next request may prove its client read the previous response (--trust-connection-reuse). */
     connectionProof: boolean,
+    /** With --enforce: the live tasks keyed calls created, for a repeat of such a call (task-handles.ts). */
+    private readonly taskHandles?: TaskHandles,
   ) {
     this.receipts = new ReceiptProofs(observation.observer, connectionProof);
     this.targets = new UpstreamTargets(upstream);
@@ -219,6 +223,24 @@ export class Forwarder {
     // Read by nothing later, and that is the point: the suspended frame must not keep the body (above).
     // eslint-disable-next-line no-useless-assignment
     read = undefined;
+    const client = this.clients.of(req);
+    // A call that may be answered with a task (task-messages.ts; a byte search keeps most bodies unparsed):
+    // its JSON answer is held whole to name the task it created (HEADER_TASK_ID), and with --enforce a
+    // repeat of a keyed one whose task is live is answered with that task's handle.
+    const taskCall = readTaskCall(body);
+    if (taskCall?.key !== undefined && this.taskHandles !== undefined) {
+      const session = req.headers[HEADER_SESSION_ID];
+      const kept = this.taskHandles.repeatFor(
+        client.scope,
+        typeof session === 'string' ? session : undefined,
+        taskCall.key,
+        taskCall.name,
+      );
+      if (kept !== undefined) {
+        exchange.stopIdle();
+        return repeatHandle(res, taskCall, kept);
+      }
+    }
     if (this.counts.open >= this.limits.maxStreams) {
       exchange.stopIdle();
       return this.refuse(
@@ -238,7 +260,6 @@ export class Forwarder {
     headers.push(['host', this.upstream.host]);
     // Enforcing, the guard must read what it forwards: bodies unencoded (accept-encoding.ts says what that costs).
     if (this.filtering) askIdentity(headers);
-    const client = this.clients.of(req);
     // The client's Host, its scheme and address, which the upstream no longer sees (forwarded.ts).
     pushForwardingHeaders(headers, req, client.address);
     // The target appended to the upstream's origin, never resolved against it: `//host/x` or `/\host/x`
@@ -340,8 +361,35 @@ export class Forwarder {
     // A body the guard may shorten never carries the upstream's length: Node frames it (chunked, or the
     // connection's close for an HTTP/1.0 client), so a keep-alive connection stays in step.
     const filtered = this.filtering && observed?.stream.format === 'sse';
+    const head = endToEndResponseHeaders(upstream.rawHeaders, filtered);
+    if (taskCall !== undefined && hasBody(method, status) && isJson(upstream))
+      return holdTaskAnswer(upstream, exchange.active, (held, ended, error) => {
+        // What the upstream said of the task header is not relayed: only the gateway names a task it saw created.
+        const named = withoutHeader(head, HEADER_TASK_ID);
+        const taskId = ended ? createdTaskId(Buffer.concat(held)) : undefined;
+        if (taskId !== undefined) named.push(HEADER_TASK_ID, taskId);
+        // The client left, or the idle timer answered, while the answer was held.
+        if (res.destroyed || res.headersSent) {
+          observed?.fail(exchange.abort.aborted ? exchange.abort.reason : (error ?? abortReason(CLIENT_GONE)));
+          upstream.destroy();
+          return;
+        }
+        try {
+          res.writeHead(status, upstream.statusMessage, named);
+        } catch (e) {
+          exchange.stopIdle();
+          observed?.fail(e);
+          upstream.destroy();
+          this.counts.observationFailed(e);
+          res.destroy();
+          return;
+        }
+        pump(upstream, observed, res, exchange, held, ended);
+        // Broken while held: the client's response breaks as pump breaks it (observed as failed).
+        if (error !== undefined) exchange.broken?.(error);
+      });
     try {
-      res.writeHead(status, upstream.statusMessage, endToEndResponseHeaders(upstream.rawHeaders, filtered));
+      res.writeHead(status, upstream.statusMessage, head);
     } catch (e) {
       // A response Node will not relay (a status below 100): the exchange ends here, the upstream's
       // connection and the idle timer with it, and the caller answers internal_error.
@@ -370,6 +418,10 @@ function pump(
   observed: PushedBody | undefined,
   res: ServerResponse,
   exchange: Exchange,
+  /** Chunks already read (holdTaskAnswer), written first. */
+  held: Buffer[] = [],
+  /** The upstream's body already ended (holdTaskAnswer read it whole). */
+  alreadyEnded = false,
 ): void {
   const controller = exchange.abort;
   const counts = exchange.forwarder.counts;
@@ -390,27 +442,26 @@ function pump(
     res.destroy();
     upstream.destroy();
   };
-  upstream.on(
-    'data',
-    observed
-      ? (chunk: Buffer) => {
-          active();
-          if (failed) return;
-          try {
-            observed.chunk(chunk, sink);
-          } catch (error) {
-            observationFailed(error);
-          }
+  const onData = observed
+    ? (chunk: Buffer) => {
+        active();
+        if (failed) return;
+        try {
+          observed.chunk(chunk, sink);
+        } catch (error) {
+          observationFailed(error);
         }
-      : (chunk: Buffer) => {
-          active();
-          sink.enqueue(chunk);
-        },
-  );
+      }
+    : (chunk: Buffer) => {
+        active();
+        sink.enqueue(chunk);
+      };
+  upstream.on('data', onData);
+  for (const chunk of held) onData(chunk);
   // `on`, not `once` (as `handle` puts the response's): the upstream response ends, fails and closes
   // once, and `broken` runs at most once whatever is emitted.
   let ended = false;
-  upstream.on('end', () => {
+  const onEnd = (): void => {
     ended = true;
     // The client's response ends before the body's end is observed: a chunked JSON body's last chunk
     // (most servers send JSON chunked) does not wait for its parse, spans and detection.
@@ -423,7 +474,9 @@ function pump(
         else observationFailed(error);
       }
     }
-  });
+  };
+  if (alreadyEnded) onEnd();
+  else upstream.on('end', onEnd);
   const broken = (error: unknown): void => {
     if (ended) return;
     ended = true;
@@ -512,6 +565,85 @@ class Exchange {
     if (this.counted) this.forwarder.exchangeClosed();
     if (this.broken && !res.writableFinished) this.broken(this.abort.reason);
   };
+}
+
+/** Largest JSON answer to a task call held whole before its headers go (a handle is a few hundred bytes). */
+const MAX_HELD_TASK_ANSWER = 64 * 1024;
+
+/**
+ * Reads a JSON answer to a call that may create a task whole, at most 64 KiB, before its headers are
+ * written, so that they can name the task it created (HEADER_TASK_ID: a load balancer routes the task's
+ * follow-ups by it). The client reads a JSON body whole anyway; what it waits for is the rest of a body
+ * it could not use before. Past 64 KiB, or when the body breaks, what was read is handed on at once and
+ * the body goes on as any other (`pump`), with no header. `go` is called once, synchronously within the
+ * upstream's event, so no chunk is missed between this reader's listeners and pump's.
+ */
+function holdTaskAnswer(
+  upstream: IncomingMessage,
+  active: () => void,
+  go: (held: Buffer[], ended: boolean, error: unknown) => void,
+): void {
+  const held: Buffer[] = [];
+  let size = 0;
+  let settled = false;
+  const settle = (ended: boolean, error?: unknown): void => {
+    if (settled) return;
+    settled = true;
+    upstream.off('data', onData);
+    upstream.off('end', onEnd);
+    upstream.off('close', onClose);
+    upstream.off('error', onError);
+    // Within the upstream's event: pump's listeners go on before another chunk can come.
+    go(held, ended, error);
+  };
+  const onData = (chunk: Buffer): void => {
+    active();
+    size += chunk.byteLength;
+    held.push(chunk);
+    if (size > MAX_HELD_TASK_ANSWER) {
+      upstream.pause();
+      settle(false);
+      upstream.resume();
+    }
+  };
+  const onEnd = (): void => settle(true);
+  // Broken before its end: handed on with the error, which breaks the client's response as pump would.
+  const onError = (error: unknown): void => settle(false, error);
+  const onClose = (): void => {
+    if (!upstream.complete)
+      settle(false, Object.assign(new Error('upstream closed the response early'), { code: 'ECONNRESET' }));
+  };
+  upstream.on('data', onData);
+  upstream.once('end', onEnd);
+  upstream.once('close', onClose);
+  upstream.on('error', onError);
+}
+
+/** A JSON-RPC answer: the upstream's Content-Type says so. */
+function isJson(upstream: IncomingMessage): boolean {
+  const type = upstream.headers['content-type'];
+  return typeof type === 'string' && type.trimStart().toLowerCase().startsWith('application/json');
+}
+
+/** A raw header list without `name` (lower-case). */
+function withoutHeader(raw: readonly string[], name: string): string[] {
+  const out: string[] = [];
+  for (let i = 0; i + 1 < raw.length; i += 2) if (raw[i]!.toLowerCase() !== name) out.push(raw[i]!, raw[i + 1]!);
+  return out;
+}
+
+/**
+ * With --enforce, a repeat of a keyed task call whose task is live: the server's own creation answer,
+ * under this request's id, and the task named for a load balancer; nothing goes upstream.
+ */
+function repeatHandle(res: ServerResponse, call: TaskCall, kept: { taskId: string; resultText: string }): void {
+  const body = `{"jsonrpc":"2.0","id":${JSON.stringify(call.id)},"result":${kept.resultText}}`;
+  res.writeHead(200, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(body),
+    [HEADER_TASK_ID]: kept.taskId,
+  });
+  res.end(body);
 }
 
 function idleExpired(exchange: Exchange): void {
