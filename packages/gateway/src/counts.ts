@@ -73,9 +73,9 @@ export class GatewayCounts {
   }
 
   /** With --enforce, the calls answered with a kept task handle (task-handles.ts). */
-  private taskHandles: { readonly repeated: number } | undefined = undefined;
+  private taskHandles: { readonly repeated: number; readonly size: number } | undefined = undefined;
 
-  repeatsFrom(handles: { readonly repeated: number }): void {
+  repeatsFrom(handles: { readonly repeated: number; readonly size: number }): void {
     this.taskHandles = handles;
   }
 
@@ -131,6 +131,8 @@ export class GatewayCounts {
     lateUpstreamErrors: number;
     observationFailures: number;
     taskHandlesRepeated: number;
+    /** Task handles kept now (--enforce). */
+    taskHandles: number;
     refusals: Partial<Record<GatewayRefusal, number>>;
     actions: Partial<Record<GuardAction, number>>;
     proofs: Partial<Record<GuardAction, Partial<Record<GuardProof, number>>>>;
@@ -148,6 +150,7 @@ export class GatewayCounts {
       lateUpstreamErrors: this.lateUpstreamErrors,
       observationFailures: this.observationFailures,
       taskHandlesRepeated: this.taskHandles?.repeated ?? 0,
+      taskHandles: this.taskHandles?.size ?? 0,
       refusals: Object.fromEntries(this.refusals),
       actions,
       proofs,
