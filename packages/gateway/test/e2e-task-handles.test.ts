@@ -11,6 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { InMemoryTaskStore } from '@modelcontextprotocol/sdk/experimental/tasks/stores/in-memory.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { HEADER_TASK_ID, META_IDEMPOTENCY_KEY, TaskMethod } from '@resumewatch/semconv';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RunningGateway } from '../src/index.js';
@@ -45,8 +46,9 @@ async function startTaskServer(json: boolean): Promise<TaskServer> {
           await store.storeTaskResult(task.taskId, 'completed', { content: [{ type: 'text', text: 'charged' }] });
           return { task };
         },
-        getTask: (_args, { taskId, taskStore: store }) => store.getTask(taskId),
-        getTaskResult: (_args, { taskId, taskStore: store }) => store.getTaskResult(taskId),
+        // The SDK's own store answers tasks/get and tasks/result; these are its handler's required members.
+        getTask: ({ taskId, taskStore: store }) => store.getTask(taskId),
+        getTaskResult: async ({ taskId, taskStore: store }) => (await store.getTaskResult(taskId)) as CallToolResult,
       },
     );
     return server;
