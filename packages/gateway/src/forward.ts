@@ -637,7 +637,7 @@ function withoutHeader(raw: readonly string[], name: string): string[] {
  * under this request's id, and the task named for a load balancer; nothing goes upstream.
  */
 function repeatHandle(res: ServerResponse, call: TaskCall, kept: { taskId: string; resultText: string }): void {
-  const body = `{"jsonrpc":"2.0","id":${JSON.stringify(call.id)},"result":${kept.resultText}}`;
+  const body = JSON.stringify({ jsonrpc: '2.0', id: call.id, result: JSON.parse(kept.resultText) as unknown });
   res.writeHead(200, {
     'content-type': 'application/json',
     'content-length': Buffer.byteLength(body),
