@@ -44,6 +44,10 @@ const CLIENT_GONE = 'client_gone';
 export class Forwarder {
   private readonly receipts: ReceiptProofs;
   private readonly targets: UpstreamTargets;
+  /** --upstream-timeout: also how long a keyed task call's answer is read on without its client. */
+  get upstreamTimeoutMs(): number {
+    return this.limits.upstreamTimeoutMs;
+  }
   /** The internal_error lines: at most 10 a minute, then one line with how many more (every one counted). */
   private readonly errorLog = new RateLimitedLog((line) => process.stderr.write(line), 'internal error lines');
 
@@ -240,6 +244,8 @@ export class Forwarder {
         exchange.stopIdle();
         return repeatHandle(res, taskCall, kept);
       }
+      // Its answer may create a task whose handle a repeat must get: read even if its client leaves first.
+      exchange.keepReading = true;
     }
     if (this.counts.open >= this.limits.maxStreams) {
       exchange.stopIdle();
@@ -353,6 +359,7 @@ export class Forwarder {
       this.counts.observationFailed(e);
     }
     if (res.destroyed) {
+      if (exchange.keepReading) return drainForHandle(upstream, observed, [], false, this.limits.upstreamTimeoutMs);
       observed?.fail(abortReason(CLIENT_GONE));
       upstream.destroy();
       return;
@@ -368,6 +375,9 @@ export class Forwarder {
         const named = withoutHeader(head, HEADER_TASK_ID);
         const taskId = ended ? createdTaskId(Buffer.concat(held)) : undefined;
         if (taskId !== undefined) named.push(HEADER_TASK_ID, taskId);
+        // The client left while the answer was held: a keyed task call's answer is observed whole all the same.
+        if (res.destroyed && exchange.keepReading && ended)
+          return drainForHandle(upstream, observed, held, true, this.limits.upstreamTimeoutMs);
         // The client left, or the idle timer answered, while the answer was held.
         if (res.destroyed || res.headersSent) {
           observed?.fail(exchange.abort.aborted ? exchange.abort.reason : (error ?? abortReason(CLIENT_GONE)));
@@ -427,6 +437,8 @@ function pump(
   const counts = exchange.forwarder.counts;
   const sink = {
     enqueue(bytes: Uint8Array): void {
+      // Gone: a keyed task call's answer read on without its client (Exchange.keepReading).
+      if (res.destroyed) return;
       if (!res.write(bytes)) upstream.pause();
     },
   };
@@ -463,6 +475,8 @@ function pump(
   let ended = false;
   const onEnd = (): void => {
     ended = true;
+    // Read on without its client (Exchange.keepReading): its time bound ends with the body.
+    if (res.destroyed) exchange.stopIdle();
     // The client's response ends before the body's end is observed: a chunked JSON body's last chunk
     // (most servers send JSON chunked) does not wait for its parse, spans and detection.
     if (observed === undefined) res.end();
@@ -528,6 +542,12 @@ class Exchange {
   broken: ((error: unknown) => void) | undefined = undefined;
   /** For a queued response (pipelining): stops watching the connection's close. */
   queuedOn: (() => void) | undefined = undefined;
+  /**
+   * With --enforce, a keyed call that may create a task: a client that leaves before the answer's headers
+   * were written does not abort the upstream exchange, whose answer is read and observed
+   * (`drainForHandle`), so that the task it created is known to the client's repeat.
+   */
+  keepReading = false;
   private over = false;
 
   constructor(
@@ -558,12 +578,22 @@ class Exchange {
     this.queuedOn?.();
     this.forwarder.responseClosed(this);
     const res = this.res;
+    // A keyed task call's answer is read on without its client (`keepReading`), within the upstream timeout.
+    const readOn = this.keepReading && !res.writableFinished;
     if (this.listening) {
       this.stopIdle();
-      if (!res.writableFinished) this.abort.abort(abortReason(CLIENT_GONE));
+      if (!res.writableFinished && !readOn) this.abort.abort(abortReason(CLIENT_GONE));
     }
     if (this.counted) this.forwarder.exchangeClosed();
-    if (this.broken && !res.writableFinished) this.broken(this.abort.reason);
+    if (this.broken && !res.writableFinished) {
+      if (!readOn) this.broken(this.abort.reason);
+      // The body's pump goes on, writing nothing (its sink drops what a gone client cannot take).
+      else {
+        // In the idle timer's place (stopped above): the pump's end or break stops it.
+        this.idle = setTimeout(readTooLong, this.forwarder.upstreamTimeoutMs, this.abort);
+        this.idle.unref();
+      }
+    }
   };
 }
 
@@ -619,6 +649,60 @@ function holdTaskAnswer(
   upstream.on('error', onError);
 }
 
+/** Most bytes of an answer read for a client that left (`drainForHandle`): a task handle is a few hundred. */
+const MAX_DRAINED_BYTES = 64 * 1024;
+
+/**
+ * The answer to a keyed task call whose client left before its headers: read and observed with nothing
+ * written (the observer learns the task it created: task-handles.ts), within 64 KiB and `timeoutMs`, then
+ * the upstream exchange ends. The exchange gave back its --max-streams slot when its client left.
+ */
+function drainForHandle(
+  upstream: IncomingMessage,
+  observed: PushedBody | undefined,
+  held: Buffer[],
+  ended: boolean,
+  timeoutMs: number,
+): void {
+  if (observed === undefined) {
+    upstream.destroy();
+    return;
+  }
+  const discard = { enqueue(): void {} };
+  let size = 0;
+  let over = false;
+  const stop = (error: unknown): void => {
+    if (over) return;
+    over = true;
+    clearTimeout(timer);
+    observed.fail(error);
+    upstream.destroy();
+  };
+  const feed = (chunk: Buffer): void => {
+    if (over) return;
+    size += chunk.byteLength;
+    if (size > MAX_DRAINED_BYTES) return stop(abortReason(CLIENT_GONE));
+    observed.chunk(chunk, discard);
+  };
+  const finish = (): void => {
+    if (over) return;
+    over = true;
+    clearTimeout(timer);
+    observed.end(discard);
+  };
+  const timer = setTimeout(stop, timeoutMs, abortReason(GatewayRefusal.UPSTREAM_TIMEOUT));
+  timer.unref();
+  for (const chunk of held) feed(chunk);
+  if (ended) return finish();
+  upstream.on('data', feed);
+  upstream.once('end', finish);
+  upstream.on('error', stop);
+  upstream.once('close', () => {
+    if (!upstream.complete)
+      stop(Object.assign(new Error('upstream closed the response early'), { code: 'ECONNRESET' }));
+  });
+}
+
 /** A JSON-RPC answer: the upstream's Content-Type says so. */
 function isJson(upstream: IncomingMessage): boolean {
   const type = upstream.headers['content-type'];
@@ -648,6 +732,11 @@ function repeatHandle(res: ServerResponse, call: TaskCall, kept: { taskId: strin
 
 function idleExpired(exchange: Exchange): void {
   exchange.forwarder.idleExpired(exchange);
+}
+
+/** A keyed task call's answer read on without its client for longer than the upstream timeout: ended. */
+function readTooLong(controller: ExchangeAbort): void {
+  controller.abort(abortReason(GatewayRefusal.UPSTREAM_TIMEOUT));
 }
 
 function upstreamTimedOut(controller: ExchangeAbort): void {

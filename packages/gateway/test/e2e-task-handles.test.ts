@@ -24,6 +24,8 @@ interface TaskServer {
   url: string;
   /** Tasks the server created (its createTask handler ran). */
   created: string[];
+  /** While set, each creation's answer waits for it (the task exists already). */
+  gate: Promise<void> | undefined;
   close(): Promise<void>;
 }
 
@@ -31,6 +33,7 @@ interface TaskServer {
 async function startTaskServer(json: boolean): Promise<TaskServer> {
   const taskStore = new InMemoryTaskStore();
   const created: string[] = [];
+  const state: { gate: Promise<void> | undefined } = { gate: undefined };
   const mcp = (): McpServer => {
     const server = new McpServer(
       { name: 'task-server', version: '1.0.0' },
@@ -43,6 +46,7 @@ async function startTaskServer(json: boolean): Promise<TaskServer> {
         async createTask({ taskStore: store, taskRequestedTtl }) {
           const task = await store.createTask({ ttl: taskRequestedTtl });
           created.push(task.taskId);
+          await state.gate;
           await store.storeTaskResult(task.taskId, 'completed', { content: [{ type: 'text', text: 'charged' }] });
           return { task };
         },
@@ -72,6 +76,12 @@ async function startTaskServer(json: boolean): Promise<TaskServer> {
   return {
     url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`,
     created,
+    get gate() {
+      return state.gate;
+    },
+    set gate(gate) {
+      state.gate = gate;
+    },
     close: () =>
       new Promise<void>((resolve) => {
         http.close(() => resolve());
@@ -86,8 +96,15 @@ interface Answer {
   body: string;
 }
 
-/** A JSON-RPC message to the gateway; `drop`: the connection is destroyed once the answer starts (headers, or its first bytes). */
-function post(url: string, message: unknown, options: { drop?: 'headers' | 'bytes'; auth?: string } = {}) {
+/**
+ * A JSON-RPC message to the gateway; `drop`: the connection is destroyed once the answer starts (headers,
+ * or its first bytes), or when `dropNow` resolves (before any answer).
+ */
+function post(
+  url: string,
+  message: unknown,
+  options: { drop?: 'headers' | 'bytes' | Promise<void>; auth?: string } = {},
+) {
   return new Promise<Answer | 'dropped'>((resolve, reject) => {
     const body = JSON.stringify(message);
     const req = request(
@@ -121,6 +138,11 @@ function post(url: string, message: unknown, options: { drop?: 'headers' | 'byte
     );
     req.on('error', (e) => (options.drop ? resolve('dropped') : reject(e)));
     req.end(body);
+    if (options.drop instanceof Promise)
+      void options.drop.then(() => {
+        req.destroy();
+        resolve('dropped');
+      });
   });
 }
 
@@ -191,6 +213,25 @@ describe('--enforce: one task per idempotency key (SDK 1.x registerToolTask, InM
       const after = messageOf(await post(url, taskCall(4, 'order-17')));
       expect(server.created).toHaveLength(2);
       expect(after.result?.task?.taskId).toBe(server.created[1]);
+    });
+
+  for (const json of [true, false])
+    it(`learns the handle of a call whose client left before the answer came (${json ? 'JSON' : 'SSE'})`, async () => {
+      const { server, gateway, url } = await rig(true, json);
+      let open!: () => void;
+      server.gate = new Promise<void>((resolve) => (open = resolve));
+      // The client leaves once the server has the call (the gateway forwarded it), before any answer.
+      const forwarded = waitFor(() => server.created.length === 1, 'the call at the server').then(() => undefined);
+      expect(await post(url, taskCall(1, 'order-18'), { drop: forwarded })).toBe('dropped');
+      await waitFor(() => gateway.counts().open === 0, 'the gateway to see its client leave');
+      server.gate = undefined;
+      open();
+      await waitFor(() => gateway.counts().taskHandles === 1, 'the handle read from the answer no client took');
+
+      const again = messageOf(await post(url, taskCall(2, 'order-18')));
+      expect(again.id).toBe(2);
+      expect(again.result?.task?.taskId).toBe(server.created[0]);
+      expect(server.created).toHaveLength(1);
     });
 
   it('names the task on a JSON answer that created one (the balancer header), and on no other answer', async () => {
