@@ -8,6 +8,8 @@
 // (HEADER_TASK_ID). Proved: for every task, its creation, every poll and its result (tasks/get, inline)
 // reached one server replica, none was answered "not found", and that replica's gateway has a span of
 // each of them (its embedded detector's input). Tool names are spread so that each replica creates tasks.
+// The replicas enforce: a keyed repeat of a creating call (the 2026-07-28 extension declared) meets the
+// replica that created its task and gets that task's handle; the servers create no second task.
 import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -17,6 +19,8 @@ import { startGateway, type RunningGateway } from '@resumewatch/gateway';
 import {
   ATTR_MCP_METHOD_NAME,
   EXTENSION_TASKS,
+  HEADER_TASK_ID,
+  META_IDEMPOTENCY_KEY,
   MCP_METHOD_TOOLS_CALL,
   RESULT_TYPE_TASK,
   TASK_NOT_FOUND_CODE,
@@ -167,6 +171,8 @@ describe('two gateway replicas behind haproxy: a task follows its creation (Mcp-
         host: '127.0.0.1',
         port: 0,
         trustedProxies: [HAPROXY_ADDRESS],
+        // One task per idempotency key (the last test); nothing else here carries a key.
+        enforce: true,
         spanProcessors: [new SimpleSpanProcessor(spans)],
         detector: { config: { metricsPort: 0 }, output: null },
       });
@@ -266,5 +272,33 @@ describe('two gateway replicas behind haproxy: a task follows its creation (Mcp-
       expect(methods.filter((m) => m === TaskMethod.GET).length, `${name} polls`).toBe(polls);
       expect(polls, `${name} polls`).toBe(created * POLLS);
     }
+  });
+
+  it('with --enforce, answers a keyed repeat of a creating call with its task, on the replica that created it', async () => {
+    const params = { name: 'reserve', arguments: {}, _meta: { ...declared, [META_IDEMPOTENCY_KEY]: 'booking-9' } };
+    const creations = () =>
+      [...replicas.values()].flatMap((r) => r.server.seen.filter((s) => s.method === MCP_METHOD_TOOLS_CALL)).length;
+    const before = creations();
+    const first = await call(mcpUrl, 1001, MCP_METHOD_TOOLS_CALL, params, 'reserve');
+    const taskId = first.result?.taskId as string;
+    expect(creations()).toBe(before + 1);
+    // The same client and tool hash to the same replica, which holds the handle: no second task.
+    const response = await fetch(mcpUrl, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': PROTOCOL,
+        'mcp-name': 'reserve',
+      },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1002, method: MCP_METHOD_TOOLS_CALL, params }),
+    });
+    expect(response.headers.get(HEADER_TASK_ID)).toBe(taskId);
+    const again = (await response.json()) as { id: number; result?: Record<string, unknown> };
+    expect(again.id).toBe(1002);
+    expect(again.result?.taskId).toBe(taskId);
+    expect(creations()).toBe(before + 1);
+    const repeated = [...replicas.values()].map((r) => r.gateway.counts().taskHandlesRepeated);
+    expect(repeated.reduce((a, b) => a + b)).toBe(1);
   });
 });
