@@ -371,8 +371,8 @@ export class Forwarder {
     const head = endToEndResponseHeaders(upstream.rawHeaders, filtered);
     if (taskCall !== undefined && hasBody(method, status) && isJson(upstream))
       return holdTaskAnswer(upstream, exchange.active, (held, ended, error) => {
-        // What the upstream said of the task header is not relayed: only the gateway names a task it saw created.
-        const named = withoutHeader(head, HEADER_TASK_ID);
+        // The upstream's own task header never passes (hop-by-hop.ts): only the gateway names a task.
+        const named = head;
         const taskId = ended ? createdTaskId(Buffer.concat(held)) : undefined;
         if (taskId !== undefined) named.push(HEADER_TASK_ID, taskId);
         // The client left while the answer was held: a keyed task call's answer is observed whole all the same.
@@ -707,13 +707,6 @@ function drainForHandle(
 function isJson(upstream: IncomingMessage): boolean {
   const type = upstream.headers['content-type'];
   return typeof type === 'string' && type.trimStart().toLowerCase().startsWith('application/json');
-}
-
-/** A raw header list without `name` (lower-case). */
-function withoutHeader(raw: readonly string[], name: string): string[] {
-  const out: string[] = [];
-  for (let i = 0; i + 1 < raw.length; i += 2) if (raw[i]!.toLowerCase() !== name) out.push(raw[i]!, raw[i + 1]!);
-  return out;
 }
 
 /**
