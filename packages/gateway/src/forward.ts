@@ -359,7 +359,7 @@ export class Forwarder {
       this.counts.observationFailed(e);
     }
     if (res.destroyed) {
-      if (exchange.keepReading) return drainForHandle(upstream, observed, [], false, this.limits.upstreamTimeoutMs);
+      if (exchange.keepReading) return drainForHandle(upstream, observed, exchange, [], false);
       observed?.fail(abortReason(CLIENT_GONE));
       upstream.destroy();
       return;
@@ -377,7 +377,7 @@ export class Forwarder {
         if (taskId !== undefined) named.push(HEADER_TASK_ID, taskId);
         // The client left while the answer was held: a keyed task call's answer is observed whole all the same.
         if (res.destroyed && exchange.keepReading && ended)
-          return drainForHandle(upstream, observed, held, true, this.limits.upstreamTimeoutMs);
+          return drainForHandle(upstream, observed, exchange, held, true);
         // The client left, or the idle timer answered, while the answer was held.
         if (res.destroyed || res.headersSent) {
           observed?.fail(exchange.abort.aborted ? exchange.abort.reason : (error ?? abortReason(CLIENT_GONE)));
@@ -548,6 +548,8 @@ class Exchange {
    * (`drainForHandle`), so that the task it created is known to the client's repeat.
    */
   keepReading = false;
+  /** The answer read on without its client is over (`drainForHandle`): nothing left to bound. */
+  drained = false;
   private over = false;
 
   constructor(
@@ -579,21 +581,19 @@ class Exchange {
     this.forwarder.responseClosed(this);
     const res = this.res;
     // A keyed task call's answer is read on without its client (`keepReading`), within the upstream timeout.
-    const readOn = this.keepReading && !res.writableFinished;
+    const readOn = this.keepReading && !res.writableFinished && !this.drained;
     if (this.listening) {
       this.stopIdle();
       if (!res.writableFinished && !readOn) this.abort.abort(abortReason(CLIENT_GONE));
     }
     if (this.counted) this.forwarder.exchangeClosed();
-    if (this.broken && !res.writableFinished) {
-      if (!readOn) this.broken(this.abort.reason);
-      // The body's pump goes on, writing nothing (its sink drops what a gone client cannot take).
-      else {
-        // In the idle timer's place (stopped above): the pump's end or break stops it.
-        this.idle = setTimeout(readTooLong, this.forwarder.upstreamTimeoutMs, this.abort);
-        this.idle.unref();
-      }
-    }
+    // Read on: the upstream's headers still awaited, its answer held or drained (`drainForHandle`), or its
+    // body's pump going on, writing nothing (its sink drops what a gone client cannot take). In the idle
+    // timer's place (stopped above), bounded by --upstream-timeout; the body's end or break stops it.
+    if (readOn) {
+      this.idle = setTimeout(readTooLong, this.forwarder.upstreamTimeoutMs, this.abort);
+      this.idle.unref();
+    } else if (this.broken && !res.writableFinished) this.broken(this.abort.reason);
   };
 }
 
@@ -654,17 +654,20 @@ const MAX_DRAINED_BYTES = 64 * 1024;
 
 /**
  * The answer to a keyed task call whose client left before its headers: read and observed with nothing
- * written (the observer learns the task it created: task-handles.ts), within 64 KiB and `timeoutMs`, then
- * the upstream exchange ends. The exchange gave back its --max-streams slot when its client left.
+ * written (the observer learns the task it created: task-handles.ts), within 64 KiB and --upstream-timeout
+ * (the exchange's timer, set when its client left: it aborts the exchange, which ends the upstream's
+ * body), then the upstream exchange ends. The exchange gave back its --max-streams slot when its client left.
  */
 function drainForHandle(
   upstream: IncomingMessage,
   observed: PushedBody | undefined,
+  exchange: Exchange,
   held: Buffer[],
   ended: boolean,
-  timeoutMs: number,
 ): void {
   if (observed === undefined) {
+    exchange.drained = true;
+    exchange.stopIdle();
     upstream.destroy();
     return;
   }
@@ -674,8 +677,9 @@ function drainForHandle(
   const stop = (error: unknown): void => {
     if (over) return;
     over = true;
-    clearTimeout(timer);
-    observed.fail(error);
+    exchange.drained = true;
+    exchange.stopIdle();
+    observed.fail(exchange.abort.aborted ? exchange.abort.reason : error);
     upstream.destroy();
   };
   const feed = (chunk: Buffer): void => {
@@ -687,11 +691,10 @@ function drainForHandle(
   const finish = (): void => {
     if (over) return;
     over = true;
-    clearTimeout(timer);
+    exchange.drained = true;
+    exchange.stopIdle();
     observed.end(discard);
   };
-  const timer = setTimeout(stop, timeoutMs, abortReason(GatewayRefusal.UPSTREAM_TIMEOUT));
-  timer.unref();
   for (const chunk of held) feed(chunk);
   if (ended) return finish();
   upstream.on('data', feed);
