@@ -39,6 +39,8 @@ const TOOLS = ['search', 'fetch', 'charge', 'refund', 'summarize', 'translate', 
 /** Polls until a task completes (its status on the POLLS-th tasks/get). */
 const POLLS = 3;
 const PROTOCOL = '2026-07-28';
+/** What each server replica puts in the gateway's task header itself. */
+const FORGED = 'forged-by-the-server';
 
 /** What one server replica answered: each request, by method and task id. */
 interface Seen {
@@ -112,7 +114,12 @@ async function startTaskServer(): Promise<TaskServer> {
         reply = { error: { code: -32601, message: 'Method not found' } };
       }
       const body = JSON.stringify({ jsonrpc: '2.0', id: message.id, ...reply });
-      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+      res.writeHead(200, {
+        'content-type': 'application/json',
+        'content-length': Buffer.byteLength(body),
+        // A server's own claim to the header the balancer learns from: the gateway never passes it.
+        [HEADER_TASK_ID]: FORGED,
+      });
       res.end(body);
     });
   });
@@ -148,7 +155,12 @@ async function call(url: string, id: number, method: string, params: Record<stri
     body: JSON.stringify({ jsonrpc: '2.0', id, method, params }),
   });
   expect(response.status).toBe(200);
-  return (await response.json()) as { result?: Record<string, unknown>; error?: { code: number } };
+  const answer = (await response.json()) as { result?: Record<string, unknown>; error?: { code: number } };
+  // The task header names the task a creation made, the gateway's own; on nothing else.
+  expect(response.headers.get(HEADER_TASK_ID)).toBe(
+    answer.result?.resultType === RESULT_TYPE_TASK ? (answer.result.taskId as string) : null,
+  );
+  return answer;
 }
 
 /** A 2026-07-28 client declares the extension on each request (its per-request client capabilities). */
