@@ -8,6 +8,8 @@
 // client, or after the task's outcome was delivered: forwarded, a second creation.
 import { request, createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { InMemoryTaskStore } from '@modelcontextprotocol/sdk/experimental/tasks/stores/in-memory.js';
@@ -61,6 +63,11 @@ async function startTaskServer(json: boolean): Promise<TaskServer> {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
+      // Stateless, as the SDK's stateless example: no standalone GET stream, no DELETE.
+      if (req.method !== 'POST') {
+        res.writeHead(405).end();
+        return;
+      }
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: json });
       const server = mcp();
       res.on('close', () => {
@@ -233,6 +240,30 @@ describe('--enforce: one task per idempotency key (SDK 1.x registerToolTask, InM
       expect(again.result?.task?.taskId).toBe(server.created[0]);
       expect(server.created).toHaveLength(1);
     });
+
+  it("leads the SDK 1.x client's keyed re-issue (callToolStream) to the first task and its result", async () => {
+    const { server, gateway, url } = await rig(true, false);
+    expect(await post(url, taskCall(1, 'order-19'), { drop: 'bytes' })).toBe('dropped');
+    await waitFor(() => gateway.counts().taskHandles === 1, 'the handle of the first task kept');
+    const client = new Client({ name: 'retrying-app', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+    closers.push(() => client.close());
+    const seen: { type: string; taskId?: string; text?: string }[] = [];
+    const stream = client.experimental.tasks.callToolStream(
+      { name: TOOL, arguments: {}, _meta: { [META_IDEMPOTENCY_KEY]: 'order-19' } },
+      undefined,
+      { task: { ttl: 60_000 } },
+    );
+    for await (const message of stream) {
+      if (message.type === 'taskCreated') seen.push({ type: message.type, taskId: message.task.taskId });
+      else if (message.type === 'result')
+        seen.push({ type: message.type, text: (message.result.content as { text: string }[])[0]?.text });
+      else seen.push({ type: message.type });
+    }
+    expect(seen[0]).toEqual({ type: 'taskCreated', taskId: server.created[0] });
+    expect(seen.at(-1)).toEqual({ type: 'result', text: 'charged' });
+    expect(server.created).toHaveLength(1);
+  });
 
   it('names the task on a JSON answer that created one (the balancer header), and on no other answer', async () => {
     const { server, url } = await rig(false, true);
