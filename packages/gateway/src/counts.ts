@@ -15,6 +15,7 @@ import {
   METRIC_GATEWAY_UNACCEPTED_SESSIONS,
   METRIC_GATEWAY_UNACCEPTED_SESSION_EVICTIONS_TOTAL,
   METRIC_GATEWAY_UNKEPT_IDS_TOTAL,
+  METRIC_GATEWAY_TASK_HANDLES_REPEATED_TOTAL,
   METRIC_GATEWAY_OPEN_EXCHANGES,
   METRIC_GATEWAY_REFUSALS_TOTAL,
   METRIC_GATEWAY_UNPARSED_TOTAL,
@@ -71,6 +72,13 @@ export class GatewayCounts {
     this.observation = observation;
   }
 
+  /** With --enforce, the calls answered with a kept task handle (task-handles.ts). */
+  private taskHandles: { readonly repeated: number; readonly size: number } | undefined = undefined;
+
+  repeatsFrom(handles: { readonly repeated: number; readonly size: number }): void {
+    this.taskHandles = handles;
+  }
+
   opened(): void {
     this.open++;
   }
@@ -122,6 +130,9 @@ export class GatewayCounts {
     unobservedBatches: number;
     lateUpstreamErrors: number;
     observationFailures: number;
+    taskHandlesRepeated: number;
+    /** Task handles kept now (--enforce). */
+    taskHandles: number;
     refusals: Partial<Record<GatewayRefusal, number>>;
     actions: Partial<Record<GuardAction, number>>;
     proofs: Partial<Record<GuardAction, Partial<Record<GuardProof, number>>>>;
@@ -138,6 +149,8 @@ export class GatewayCounts {
       unobservedBatches: this.unobservedBatches,
       lateUpstreamErrors: this.lateUpstreamErrors,
       observationFailures: this.observationFailures,
+      taskHandlesRepeated: this.taskHandles?.repeated ?? 0,
+      taskHandles: this.taskHandles?.size ?? 0,
       refusals: Object.fromEntries(this.refusals),
       actions,
       proofs,
@@ -167,6 +180,7 @@ export class GatewayCounts {
         [{}, this.observation?.stats().unacceptedEvictions ?? 0],
       ],
       [METRIC_GATEWAY_UNKEPT_IDS_TOTAL]: () => [[{}, this.observation?.stats().unkeptIds ?? 0]],
+      [METRIC_GATEWAY_TASK_HANDLES_REPEATED_TOTAL]: () => [[{}, this.taskHandles?.repeated ?? 0]],
       [METRIC_GATEWAY_UNPARSED_TOTAL]: () => {
         const stats = this.observation?.stats();
         return [

@@ -2,9 +2,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { unexpectedErrorLine } from '@resumewatch/daemon';
 import { InvalidResumptionError } from '@resumewatch/guard';
-import { GatewayRefusal, GuardAction } from '@resumewatch/semconv';
+import { GatewayRefusal, GuardAction, HEADER_TASK_ID } from '@resumewatch/semconv';
 import type { HostCheck } from '@resumewatch/daemon';
-import { parseJsonBody } from '@resumewatch/wire';
+import { HEADER_SESSION_ID, parseJsonBody } from '@resumewatch/wire';
 import type { PushedBody, StreamRecord, WireRequest } from '@resumewatch/wire';
 import { askIdentity } from './accept-encoding.js';
 import { answer } from './answers.js';
@@ -17,6 +17,8 @@ import { ReceiptProofs, viaIntermediary, type ConnectionReceipts } from './recei
 import { pushForwardingHeaders } from './forwarded.js';
 import { endToEndRequestHeaders, endToEndResponseHeaders } from './hop-by-hop.js';
 import { endAfterRefusal, readBody, refusedBodyMessage, type BodyLimits } from './request-body.js';
+import { createdTaskId, readTaskCall, type TaskCall } from './task-messages.js';
+import type { TaskHandles } from './task-handles.js';
 import { beginInClientContext, traceContextFields } from './trace-context.js';
 import { ExchangeAbort, UpstreamTargets, type UpstreamClient } from './upstream.js';
 
@@ -42,6 +44,10 @@ const CLIENT_GONE = 'client_gone';
 export class Forwarder {
   private readonly receipts: ReceiptProofs;
   private readonly targets: UpstreamTargets;
+  /** --upstream-timeout: also how long a keyed task call's answer is read on without its client. */
+  get upstreamTimeoutMs(): number {
+    return this.limits.upstreamTimeoutMs;
+  }
   /** The internal_error lines: at most 10 a minute, then one line with how many more (every one counted). */
   private readonly errorLog = new RateLimitedLog((line) => process.stderr.write(line), 'internal error lines');
 
@@ -59,6 +65,8 @@ export class Forwarder {
     private readonly clients: ClientIdentities,
     /** A connection's next request may prove its client read the previous response (--trust-connection-reuse). */
     connectionProof: boolean,
+    /** With --enforce: the live tasks keyed calls created, for a repeat of such a call (task-handles.ts). */
+    private readonly taskHandles?: TaskHandles,
   ) {
     this.receipts = new ReceiptProofs(observation.observer, connectionProof);
     this.targets = new UpstreamTargets(upstream);
@@ -219,6 +227,26 @@ export class Forwarder {
     // Read by nothing later, and that is the point: the suspended frame must not keep the body (above).
     // eslint-disable-next-line no-useless-assignment
     read = undefined;
+    const client = this.clients.of(req);
+    // A call that may be answered with a task (task-messages.ts; a byte search keeps most bodies unparsed):
+    // its JSON answer is held whole to name the task it created (HEADER_TASK_ID), and with --enforce a
+    // repeat of a keyed one whose task is live is answered with that task's handle.
+    const taskCall = readTaskCall(body);
+    if (taskCall?.key !== undefined && this.taskHandles !== undefined) {
+      const session = req.headers[HEADER_SESSION_ID];
+      const kept = this.taskHandles.repeatFor(
+        client.scope,
+        typeof session === 'string' ? session : undefined,
+        taskCall.key,
+        taskCall.name,
+      );
+      if (kept !== undefined) {
+        exchange.stopIdle();
+        return repeatHandle(res, taskCall, kept);
+      }
+      // Its answer may create a task whose handle a repeat must get: read even if its client leaves first.
+      exchange.keepReading = true;
+    }
     if (this.counts.open >= this.limits.maxStreams) {
       exchange.stopIdle();
       return this.refuse(
@@ -238,7 +266,6 @@ export class Forwarder {
     headers.push(['host', this.upstream.host]);
     // Enforcing, the guard must read what it forwards: bodies unencoded (accept-encoding.ts says what that costs).
     if (this.filtering) askIdentity(headers);
-    const client = this.clients.of(req);
     // The client's Host, its scheme and address, which the upstream no longer sees (forwarded.ts).
     pushForwardingHeaders(headers, req, client.address);
     // The target appended to the upstream's origin, never resolved against it: `//host/x` or `/\host/x`
@@ -332,6 +359,7 @@ export class Forwarder {
       this.counts.observationFailed(e);
     }
     if (res.destroyed) {
+      if (exchange.keepReading) return drainForHandle(upstream, observed, exchange, [], false);
       observed?.fail(abortReason(CLIENT_GONE));
       upstream.destroy();
       return;
@@ -340,8 +368,38 @@ export class Forwarder {
     // A body the guard may shorten never carries the upstream's length: Node frames it (chunked, or the
     // connection's close for an HTTP/1.0 client), so a keep-alive connection stays in step.
     const filtered = this.filtering && observed?.stream.format === 'sse';
+    const head = endToEndResponseHeaders(upstream.rawHeaders, filtered);
+    if (taskCall !== undefined && hasBody(method, status) && isJson(upstream))
+      return holdTaskAnswer(upstream, exchange.active, (held, ended, error) => {
+        // The upstream's own task header never passes (hop-by-hop.ts): only the gateway names a task.
+        const named = head;
+        const taskId = ended ? createdTaskId(Buffer.concat(held)) : undefined;
+        if (taskId !== undefined) named.push(HEADER_TASK_ID, taskId);
+        // The client left while the answer was held: a keyed task call's answer is observed whole all the same.
+        if (res.destroyed && exchange.keepReading && ended)
+          return drainForHandle(upstream, observed, exchange, held, true);
+        // The client left, or the idle timer answered, while the answer was held.
+        if (res.destroyed || res.headersSent) {
+          observed?.fail(exchange.abort.aborted ? exchange.abort.reason : (error ?? abortReason(CLIENT_GONE)));
+          upstream.destroy();
+          return;
+        }
+        try {
+          res.writeHead(status, upstream.statusMessage, named);
+        } catch (e) {
+          exchange.stopIdle();
+          observed?.fail(e);
+          upstream.destroy();
+          this.counts.observationFailed(e);
+          res.destroy();
+          return;
+        }
+        pump(upstream, observed, res, exchange, held, ended);
+        // Broken while held: the client's response breaks as pump breaks it (observed as failed).
+        if (error !== undefined) exchange.broken?.(error);
+      });
     try {
-      res.writeHead(status, upstream.statusMessage, endToEndResponseHeaders(upstream.rawHeaders, filtered));
+      res.writeHead(status, upstream.statusMessage, head);
     } catch (e) {
       // A response Node will not relay (a status below 100): the exchange ends here, the upstream's
       // connection and the idle timer with it, and the caller answers internal_error.
@@ -370,11 +428,17 @@ function pump(
   observed: PushedBody | undefined,
   res: ServerResponse,
   exchange: Exchange,
+  /** Chunks already read (holdTaskAnswer), written first. */
+  held: Buffer[] = [],
+  /** The upstream's body already ended (holdTaskAnswer read it whole). */
+  alreadyEnded = false,
 ): void {
   const controller = exchange.abort;
   const counts = exchange.forwarder.counts;
   const sink = {
     enqueue(bytes: Uint8Array): void {
+      // Gone: a keyed task call's answer read on without its client (Exchange.keepReading).
+      if (res.destroyed) return;
       if (!res.write(bytes)) upstream.pause();
     },
   };
@@ -390,28 +454,29 @@ function pump(
     res.destroy();
     upstream.destroy();
   };
-  upstream.on(
-    'data',
-    observed
-      ? (chunk: Buffer) => {
-          active();
-          if (failed) return;
-          try {
-            observed.chunk(chunk, sink);
-          } catch (error) {
-            observationFailed(error);
-          }
+  const onData = observed
+    ? (chunk: Buffer) => {
+        active();
+        if (failed) return;
+        try {
+          observed.chunk(chunk, sink);
+        } catch (error) {
+          observationFailed(error);
         }
-      : (chunk: Buffer) => {
-          active();
-          sink.enqueue(chunk);
-        },
-  );
+      }
+    : (chunk: Buffer) => {
+        active();
+        sink.enqueue(chunk);
+      };
+  upstream.on('data', onData);
+  for (const chunk of held) onData(chunk);
   // `on`, not `once` (as `handle` puts the response's): the upstream response ends, fails and closes
   // once, and `broken` runs at most once whatever is emitted.
   let ended = false;
-  upstream.on('end', () => {
+  const onEnd = (): void => {
     ended = true;
+    // Read on without its client (Exchange.keepReading): its time bound ends with the body.
+    if (res.destroyed) exchange.stopIdle();
     // The client's response ends before the body's end is observed: a chunked JSON body's last chunk
     // (most servers send JSON chunked) does not wait for its parse, spans and detection.
     if (observed === undefined) res.end();
@@ -423,7 +488,9 @@ function pump(
         else observationFailed(error);
       }
     }
-  });
+  };
+  if (alreadyEnded) onEnd();
+  else upstream.on('end', onEnd);
   const broken = (error: unknown): void => {
     if (ended) return;
     ended = true;
@@ -475,6 +542,14 @@ class Exchange {
   broken: ((error: unknown) => void) | undefined = undefined;
   /** For a queued response (pipelining): stops watching the connection's close. */
   queuedOn: (() => void) | undefined = undefined;
+  /**
+   * With --enforce, a keyed call that may create a task: a client that leaves before the answer's headers
+   * were written does not abort the upstream exchange, whose answer is read and observed
+   * (`drainForHandle`), so that the task it created is known to the client's repeat.
+   */
+  keepReading = false;
+  /** The answer read on without its client is over (`drainForHandle`): nothing left to bound. */
+  drained = false;
   private over = false;
 
   constructor(
@@ -505,17 +580,159 @@ class Exchange {
     this.queuedOn?.();
     this.forwarder.responseClosed(this);
     const res = this.res;
+    // A keyed task call's answer is read on without its client (`keepReading`), within the upstream timeout.
+    const readOn = this.keepReading && !res.writableFinished && !this.drained;
     if (this.listening) {
       this.stopIdle();
-      if (!res.writableFinished) this.abort.abort(abortReason(CLIENT_GONE));
+      if (!res.writableFinished && !readOn) this.abort.abort(abortReason(CLIENT_GONE));
     }
     if (this.counted) this.forwarder.exchangeClosed();
-    if (this.broken && !res.writableFinished) this.broken(this.abort.reason);
+    // Read on: the upstream's headers still awaited, its answer held or drained (`drainForHandle`), or its
+    // body's pump going on, writing nothing (its sink drops what a gone client cannot take). In the idle
+    // timer's place (stopped above), bounded by --upstream-timeout; the body's end or break stops it.
+    if (readOn) {
+      this.idle = setTimeout(readTooLong, this.forwarder.upstreamTimeoutMs, this.abort);
+      this.idle.unref();
+    } else if (this.broken && !res.writableFinished) this.broken(this.abort.reason);
   };
+}
+
+/** Largest JSON answer to a task call held whole before its headers go (a handle is a few hundred bytes). */
+const MAX_HELD_TASK_ANSWER = 64 * 1024;
+
+/**
+ * Reads a JSON answer to a call that may create a task whole, at most 64 KiB, before its headers are
+ * written, so that they can name the task it created (HEADER_TASK_ID: a load balancer routes the task's
+ * follow-ups by it). The client reads a JSON body whole anyway; what it waits for is the rest of a body
+ * it could not use before. Past 64 KiB, or when the body breaks, what was read is handed on at once and
+ * the body goes on as any other (`pump`), with no header. `go` is called once, synchronously within the
+ * upstream's event, so no chunk is missed between this reader's listeners and pump's.
+ */
+function holdTaskAnswer(
+  upstream: IncomingMessage,
+  active: () => void,
+  go: (held: Buffer[], ended: boolean, error: unknown) => void,
+): void {
+  const held: Buffer[] = [];
+  let size = 0;
+  let settled = false;
+  const settle = (ended: boolean, error?: unknown): void => {
+    if (settled) return;
+    settled = true;
+    upstream.off('data', onData);
+    upstream.off('end', onEnd);
+    upstream.off('close', onClose);
+    upstream.off('error', onError);
+    // Within the upstream's event: pump's listeners go on before another chunk can come.
+    go(held, ended, error);
+  };
+  const onData = (chunk: Buffer): void => {
+    active();
+    size += chunk.byteLength;
+    held.push(chunk);
+    if (size > MAX_HELD_TASK_ANSWER) {
+      upstream.pause();
+      settle(false);
+      upstream.resume();
+    }
+  };
+  const onEnd = (): void => settle(true);
+  // Broken before its end: handed on with the error, which breaks the client's response as pump would.
+  const onError = (error: unknown): void => settle(false, error);
+  const onClose = (): void => {
+    if (!upstream.complete)
+      settle(false, Object.assign(new Error('upstream closed the response early'), { code: 'ECONNRESET' }));
+  };
+  upstream.on('data', onData);
+  upstream.once('end', onEnd);
+  upstream.once('close', onClose);
+  upstream.on('error', onError);
+}
+
+/** Most bytes of an answer read for a client that left (`drainForHandle`): a task handle is a few hundred. */
+const MAX_DRAINED_BYTES = 64 * 1024;
+
+/**
+ * The answer to a keyed task call whose client left before its headers: read and observed with nothing
+ * written (the observer learns the task it created: task-handles.ts), within 64 KiB and --upstream-timeout
+ * (the exchange's timer, set when its client left: it aborts the exchange, which ends the upstream's
+ * body), then the upstream exchange ends. The exchange gave back its --max-streams slot when its client left.
+ */
+function drainForHandle(
+  upstream: IncomingMessage,
+  observed: PushedBody | undefined,
+  exchange: Exchange,
+  held: Buffer[],
+  ended: boolean,
+): void {
+  if (observed === undefined) {
+    exchange.drained = true;
+    exchange.stopIdle();
+    upstream.destroy();
+    return;
+  }
+  const discard = { enqueue(): void {} };
+  let size = 0;
+  let over = false;
+  const stop = (error: unknown): void => {
+    if (over) return;
+    over = true;
+    exchange.drained = true;
+    exchange.stopIdle();
+    observed.fail(exchange.abort.aborted ? exchange.abort.reason : error);
+    upstream.destroy();
+  };
+  const feed = (chunk: Buffer): void => {
+    if (over) return;
+    size += chunk.byteLength;
+    if (size > MAX_DRAINED_BYTES) return stop(abortReason(CLIENT_GONE));
+    observed.chunk(chunk, discard);
+  };
+  const finish = (): void => {
+    if (over) return;
+    over = true;
+    exchange.drained = true;
+    exchange.stopIdle();
+    observed.end(discard);
+  };
+  for (const chunk of held) feed(chunk);
+  if (ended) return finish();
+  upstream.on('data', feed);
+  upstream.once('end', finish);
+  upstream.on('error', stop);
+  upstream.once('close', () => {
+    if (!upstream.complete)
+      stop(Object.assign(new Error('upstream closed the response early'), { code: 'ECONNRESET' }));
+  });
+}
+
+/** A JSON-RPC answer: the upstream's Content-Type says so. */
+function isJson(upstream: IncomingMessage): boolean {
+  const type = upstream.headers['content-type'];
+  return typeof type === 'string' && type.trimStart().toLowerCase().startsWith('application/json');
+}
+
+/**
+ * With --enforce, a repeat of a keyed task call whose task is live: the server's own creation answer,
+ * under this request's id, and the task named for a load balancer; nothing goes upstream.
+ */
+function repeatHandle(res: ServerResponse, call: TaskCall, kept: { taskId: string; resultText: string }): void {
+  const body = JSON.stringify({ jsonrpc: '2.0', id: call.id, result: JSON.parse(kept.resultText) as unknown });
+  res.writeHead(200, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(body),
+    [HEADER_TASK_ID]: kept.taskId,
+  });
+  res.end(body);
 }
 
 function idleExpired(exchange: Exchange): void {
   exchange.forwarder.idleExpired(exchange);
+}
+
+/** A keyed task call's answer read on without its client for longer than the upstream timeout: ended. */
+function readTooLong(controller: ExchangeAbort): void {
+  controller.abort(abortReason(GatewayRefusal.UPSTREAM_TIMEOUT));
 }
 
 function upstreamTimedOut(controller: ExchangeAbort): void {

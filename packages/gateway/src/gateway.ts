@@ -16,6 +16,7 @@ import { GatewayCounts } from './counts.js';
 import { Forwarder, type ForwarderLimits } from './forward.js';
 import { observeExchanges, type ObservationStats } from './observation.js';
 import { OBSERVATION_SECTION, observationState } from './observation-state.js';
+import { TaskHandles } from './task-handles.js';
 import { gatewayTracing, type GatewayTracing } from './tracing.js';
 import { UpstreamClient } from './upstream.js';
 
@@ -183,6 +184,12 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       onObservationFailure: (error) => counts.observationFailed(error),
     });
     counts.observe(observation);
+    // One task per idempotency key (--enforce): learnt from the answers the observer reads.
+    const taskHandles = enforce ? new TaskHandles() : undefined;
+    if (taskHandles) {
+      observation.observer.addListener(taskHandles.listener);
+      counts.repeatsFrom(taskHandles);
+    }
     // With --state-file, the observation's state is kept beside the detector's: read back now, before
     // anything listens, and written with every snapshot.
     const kept = detector?.config.stateFile ? observationState(observation, upstream) : undefined;
@@ -204,6 +211,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       hosts,
       clients,
       options.connectionProof ?? false,
+      taskHandles,
     );
     const connections = {
       maxHeaderBytes: options.maxHeaderBytes ?? GATEWAY_DEFAULTS.maxHeaderBytes,

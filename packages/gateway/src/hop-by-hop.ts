@@ -1,10 +1,12 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import { HEADER_TASK_ID } from '@resumewatch/semconv';
 import { FORWARDING_FIELDS } from './forwarded.js';
 
 /**
  * Header fields that belong to one connection, not to the message (RFC 9110, 7.6.1), plus those a
  * proxy sets itself: `host` (the upstream's), `expect` (the gateway has read the whole body before
- * it forwards it, so the 100-continue handshake is over) and the forwarding fields (forwarded.ts).
+ * it forwards it, so the 100-continue handshake is over), the forwarding fields (forwarded.ts) and the
+ * task a JSON answer created (HEADER_TASK_ID: only the gateway names it, for the balancer in front).
  */
 const HOP_BY_HOP = new Set([
   'connection',
@@ -17,6 +19,7 @@ const HOP_BY_HOP = new Set([
   'host',
   'expect',
   ...FORWARDING_FIELDS,
+  HEADER_TASK_ID,
 ]);
 
 /** The field names the Connection header lists: hop-by-hop for this message too. */

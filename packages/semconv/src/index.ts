@@ -9,3 +9,4 @@ export type { ValuesOf } from './types.js';
 export * from './resume-verdict.js';
 export * from './negotiation.js';
 export * from './tasks.js';
+export * from './headers.js';

@@ -96,6 +96,7 @@ export const METRIC_GATEWAY_UNACCEPTED_SESSIONS = 'resumewatch_gateway_unaccepte
 export const METRIC_GATEWAY_UNACCEPTED_SESSION_EVICTIONS_TOTAL =
   'resumewatch_gateway_unaccepted_session_evictions_total';
 export const METRIC_GATEWAY_UNKEPT_IDS_TOTAL = 'resumewatch_gateway_unkept_ids_total';
+export const METRIC_GATEWAY_TASK_HANDLES_REPEATED_TOTAL = 'resumewatch_gateway_task_handles_repeated_total';
 
 export type MetricType = 'counter' | 'gauge' | 'histogram';
 
@@ -361,6 +362,12 @@ export const GATEWAY_METRICS: readonly MetricDescriptor[] = [
     name: METRIC_GATEWAY_UNKEPT_IDS_TOTAL,
     type: 'counter',
     help: 'Session ids (over 1 KiB) and Last-Event-ID cursors (over 256 bytes) too long to keep: forwarded unchanged, never taken as proof of receipt.',
+    labelNames: [],
+  },
+  {
+    name: METRIC_GATEWAY_TASK_HANDLES_REPEATED_TOTAL,
+    type: 'counter',
+    help: 'Task-augmented calls answered by the gateway with the handle of the live task an earlier call of the same client and idempotency key created (--enforce), instead of forwarding them: each is a second task the server did not create.',
     labelNames: [],
   },
 ];
