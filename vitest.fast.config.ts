@@ -39,6 +39,7 @@ export default mergeConfig(
         'packages/guard/test/guarded-fetch.test.ts',
         // The task guard on the real SDK 1.x task API (polls spaced to the interval, a ttl waited out).
         'packages/guard/test/tasks-sdk.test.ts',
+        'packages/instrumentation/test/guard-tasks.test.ts',
         // The 2026-07-28 era's scenarios on the real v2 SDK (their broken streams surface at timeouts),
         // the listener-order comparison over lab scenarios, and the page in chromium.
         'packages/guard/test/modern-era.test.ts',

@@ -82,8 +82,9 @@ export interface GuardOptions {
    * 2026-07-28 era: give every `tools/call` an idempotency key in its `_meta`
    * (META_IDEMPOTENCY_KEY of @resumewatch/semconv), the same on each re-issue of a broken call, so a
    * server that checks it can refuse to run the side effect twice. `true`: a random UUID per call; a
-   * function: the application's own key for a call that re-issues nothing. guardedFetch adds the keys;
-   * on a shared observer, wrap its fetch with the listener's `withIdempotencyKeys`. Default off.
+   * function: the application's own key for a call that re-issues nothing. guardedFetch and
+   * instrumentFetch add the keys; on an observer of your own, wrap its fetch with the listener's
+   * `withIdempotencyKeys`. Default off.
    */
   idempotencyKey?: boolean | ((call: IdempotencyKeyCall) => string);
   /**
@@ -111,8 +112,8 @@ export interface GuardOptions {
   /**
    * MCP tasks: the longest a `tasks/get` is held back to its task's announced poll interval (2025
    * `pollInterval`, 2026 `pollIntervalMs`, from the creation answer or the last `tasks/get` answer).
-   * Default 30 s. The spacing and the local answers are the fetch side's: guardedFetch applies them; on a
-   * shared observer, wrap its fetch with the listener's `withTaskGuard`.
+   * Default 30 s. The spacing and the local answers are the fetch side's: guardedFetch and instrumentFetch
+   * apply them; on an observer of your own, wrap its fetch with the listener's `withTaskGuard`.
    */
   maxPollDelayMs?: number;
   /**

@@ -63,14 +63,14 @@ export function createInstrumentedFetch(
   // The observer calls the guard (a deciding listener) before the recorder whatever the order they are
   // added in; what it did travels on the request or event (`guardAction`), which the recorder reads.
   observer.addListener(recorder);
-  const guard = options.guard
-    ? guardListener(options.guard === true ? {} : options.guard, requestTimeoutMs)
-    : undefined;
+  const guardOptions = options.guard === true ? {} : options.guard || undefined;
+  const guard = guardOptions ? guardListener(guardOptions, requestTimeoutMs) : undefined;
   if (guard) observer.addListener(guard, { filters: true });
   const below: FetchLike = fetch ?? ((input, init) => globalThis.fetch(input, init));
   // Marked, so that the global fetch patch of `register` does not instrument the same exchange again.
   const target: FetchLike = (input, init) => callBelowInstrumentedFetch(() => below(input, init));
-  const wrapped = observer.wrap(target);
+  const observed = observer.wrap(target);
+  const wrapped = guard ? withGuardFetchSide(observed, guard, guardOptions!) : observed;
   Object.defineProperties(wrapped, {
     observer: { value: observer },
     guard: { value: guard },
@@ -86,6 +86,17 @@ export function createInstrumentedFetch(
   });
   instrumented.add(wrapped);
   return wrapped as InstrumentedFetch;
+}
+
+/**
+ * The guard's fetch side around the observed fetch, as guardedFetch applies it: the task guard outside the
+ * observer (a poll it delays is observed, and timed, when it leaves; a re-issue of a live task's call it
+ * answers with the task's handle never reaches the observer, so no span claims a call the server never saw),
+ * and the idempotency keys outside both (they must be in the body before the guard and the observer read it).
+ */
+function withGuardFetchSide(observed: FetchLike, guard: GuardListener, options: GuardOptions): FetchLike {
+  const tasked = guard.withTaskGuard(observed);
+  return options.idempotencyKey ? guard.withIdempotencyKeys(tasked) : tasked;
 }
 
 function guardListener(options: GuardOptions, requestTimeoutMs: number): GuardListener {

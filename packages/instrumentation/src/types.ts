@@ -34,7 +34,9 @@ export interface InstrumentFetchOptions extends IdPolicyOptions {
    * Enforce the resumption guard (@resumewatch/guard) on the same observer: refuse a resume of a
    * finished request, drop duplicate terminal events, report conflicting terminals and failed
    * resumptions; each recorded on the spans as the guard action. Its `requestDeadlineMs` defaults to
-   * `requestTimeoutMs`.
+   * `requestTimeoutMs`. Its fetch side wraps the returned fetch as guardedFetch's does: MCP tasks' polls
+   * spaced to the announced interval and a re-issue of a live task's call answered with its handle
+   * (`withTaskGuard`), and with `idempotencyKey`, the keys (`withIdempotencyKeys`).
    */
   guard?: boolean | GuardOptions;
   /** Caps and retention of the wire observer's session, request and stream state. */
