@@ -367,13 +367,16 @@ export function overviewDashboard(config: MonitoringConfig): dashboard.Dashboard
     .withPanel(
       series({
         id: 29,
-        title: 'Live tasks by replica',
+        title: 'Live tasks',
         description:
-          'Task records each detector replica holds now, across services; each service is capped (--max-tasks, ' +
-          '10,000 by default), and records dropped at the cap are counted on the detector-health ' +
-          'dashboard. Alert: ResumewatchDetectorEvictingTasks.',
+          'Task records each detector replica holds now, all services together, and each service on the replica ' +
+          'where it holds the most. The cap is per service and replica (--max-tasks, 10,000 by default); records ' +
+          'dropped at the cap are counted on the detector-health dashboard. Alert: ResumewatchDetectorEvictingTasks.',
         unit: 'short',
-        queries: [{ expr: q.liveTasks, legend: '{{instance}}' }],
+        queries: [
+          { expr: q.liveTasks, legend: '{{instance}}' },
+          { expr: q.liveTasksNearestCap, legend: '{{service}} (highest replica)' },
+        ],
         at: { w: 6, h: 8 },
       }),
     )

@@ -132,8 +132,10 @@ export function overviewQueries(config: MonitoringConfig) {
     taskPollsPerTask:
       `sum by (${LABEL_SERVICE}) (${rate(METRIC_TASK_POLLS_TOTAL, service)})` +
       ` / sum by (${LABEL_SERVICE}) (${rate(METRIC_TASKS_CREATED_TOTAL, service)})`,
-    // The detector counts its task records across services (the cap is per service): by replica.
+    // The task records each replica holds, all services together; and, since the cap (--max-tasks) is per
+    // service and per replica, each service's count on the replica where it is highest: the one nearest its cap.
     liveTasks: `sum by (instance) (${METRIC_LIVE_TASKS}{${detectors}})`,
+    liveTasksNearestCap: `max by (${LABEL_SERVICE}) (${METRIC_LIVE_TASKS}{${detectors}, ${service}})`,
     detectionLagP50: quantile(0.5, METRIC_DETECTION_LAG_SECONDS, detectors),
     detectionLagP99: quantile(0.99, METRIC_DETECTION_LAG_SECONDS, detectors),
   };

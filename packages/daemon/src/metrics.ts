@@ -86,6 +86,8 @@ const MAX_VERSIONS = 16;
 export interface DetectorStateSource {
   stats(): DetectorStats;
   activeStormsByService(): Map<string, number>;
+  /** The detector's live task records by service (its tasks family; the cap is per service). */
+  liveTasksByService(): Map<string, number>;
   /** What the page's evidence holds (serve and the embedded detector have one). */
   evidence?(): { bytes: number; requests: number; windowBytes: number };
 }
@@ -447,13 +449,15 @@ export class DetectorMetrics implements DetectorEvents {
   }
 
   /**
-   * A total, not per service: the detector's stats count its task records across services, and a
-   * per-service count would need its task family's internals (the cap is per service; its evictions
-   * say when one service reaches it).
+   * Every known service label has its series, as for the active storms: the task records the detector
+   * holds of that service now (read from its tasks family at the scrape; the cap, --max-tasks, is per
+   * service, so this says which service nears it). Services past maxServices add up under `other`.
    */
   private collectLiveTasks(live: Gauge<string>): void {
-    const stats = this.detector?.stats();
-    if (stats) live.set(stats.tasks);
+    live.reset();
+    for (const c of this.counts) c.liveTasks = 0;
+    for (const [service, n] of this.detector?.liveTasksByService() ?? []) this.countsFor(service).liveTasks += n;
+    for (const c of this.counts) live.set({ [LABEL_SERVICE]: c.label }, c.liveTasks);
   }
 
   private collectTaskEvictions(evictions: Counter<string>): void {
@@ -485,6 +489,8 @@ class ServiceCounts {
   tasksCreatedAugmented = 0;
   tasksCreatedExtension = 0;
   taskPolls = 0;
+  /** Live task records, as the detector counted them at the last scrape. */
+  liveTasks = 0;
   /** Refused negotiations, indexed by the `version` label's number (sparse: forEach skips the holes). */
   readonly refusedNegotiations: number[] = [];
   constructor(readonly label: string) {}

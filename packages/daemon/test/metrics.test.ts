@@ -51,6 +51,7 @@ import {
 import { describe, expect, it } from 'vitest';
 import { DetectorMetrics } from '../src/index.js';
 import { Detector, type DetectorStats, type Finding } from '@resumewatch/detector';
+import { createTask } from '../../detector/test/helpers/task-spans.js';
 import { T0, requestEnded, resume, seedScenario, span, terminal, type Req } from '../../detector/test/helpers/spans.js';
 
 function wired(maxServices = 100) {
@@ -249,7 +250,11 @@ describe('detector metrics: storms ended, server defects, retractions, listening
   it('reads the plain counts at each scrape, the same in both formats, never counted twice', async () => {
     let stats = { tracked: 7, evictions: 3, tasks: 0, taskEvictions: 0 } as DetectorStats;
     // The detector's state, read at each scrape: storms of a (active) and b (ended) as the detector holds them.
-    const metrics = new DetectorMetrics(2, { stats: () => stats, activeStormsByService: () => new Map([['a', 1]]) });
+    const metrics = new DetectorMetrics(2, {
+      stats: () => stats,
+      activeStormsByService: () => new Map([['a', 1]]),
+      liveTasksByService: () => new Map(),
+    });
     metrics.span(SpanReceivedResult.ACCEPTED);
     metrics.spans(SpanReceivedResult.INVALID, 4);
     metrics.terminal('a', false);
@@ -346,26 +351,55 @@ describe('detector metrics: MCP tasks', () => {
     expect(await sample(metrics, METRIC_TASK_POLLS_TOTAL)).toEqual([polls('a', 6), polls('other', 1)]);
   });
 
-  it("reads live tasks and task evictions from the detector's stats at each scrape", async () => {
+  it('reads live tasks by service and task evictions from the detector at each scrape', async () => {
     let stats = { tracked: 0, evictions: 0, tasks: 12, taskEvictions: 0 } as DetectorStats;
-    const metrics = new DetectorMetrics(2, { stats: () => stats, activeStormsByService: () => new Map() });
-    expect(await sample(metrics, METRIC_LIVE_TASKS)).toEqual([`${METRIC_LIVE_TASKS} 12`]);
+    let live = new Map([
+      ['a', 10],
+      ['b', 2],
+    ]);
+    const metrics = new DetectorMetrics(2, {
+      stats: () => stats,
+      activeStormsByService: () => new Map(),
+      liveTasksByService: () => live,
+    });
+    const gauge = (service: string, n: number) => `${METRIC_LIVE_TASKS}{${LABEL_SERVICE}="${service}"} ${n}`;
+    expect(await sample(metrics, METRIC_LIVE_TASKS)).toEqual([gauge('a', 10), gauge('b', 2)]);
     expect(await sample(metrics, METRIC_TASK_EVICTIONS_TOTAL)).toEqual([`${METRIC_TASK_EVICTIONS_TOTAL} 0`]);
-    stats = { ...stats, tasks: 10_000, taskEvictions: 3 };
+    // b's tasks ended (its series stays, at 0); a third and a fourth service past the cap of 2 add up under `other`.
+    stats = { ...stats, tasks: 10_005, taskEvictions: 3 };
+    live = new Map([
+      ['a', 10_000],
+      ['c', 4],
+      ['d', 1],
+    ]);
     for (const accept of [undefined, 'application/openmetrics-text']) {
-      expect(await sample(metrics, METRIC_LIVE_TASKS, accept)).toEqual([`${METRIC_LIVE_TASKS} 10000`]);
+      expect(await sample(metrics, METRIC_LIVE_TASKS, accept)).toEqual([
+        gauge('a', 10_000),
+        gauge('b', 0),
+        gauge('other', 5),
+      ]);
       expect(await sample(metrics, METRIC_TASK_EVICTIONS_TOTAL, accept)).toEqual([`${METRIC_TASK_EVICTIONS_TOTAL} 3`]);
     }
   });
 
-  it('reads a real detector with no task yet as 0, a series from the first scrape', async () => {
+  it("reads a real detector's live tasks by the service that created them, and a service with none as 0", async () => {
     const detector = new Detector({});
     const metrics = new DetectorMetrics(2, {
       stats: () => detector.stats(),
       activeStormsByService: () => detector.activeStormsByService(),
+      liveTasksByService: () => detector.liveTasksByService(),
     });
-    expect(await sample(metrics, METRIC_LIVE_TASKS)).toEqual([`${METRIC_LIVE_TASKS} 0`]);
+    // No service seen yet: no series (as for the active storms); the evictions counter from the first scrape.
+    expect(await sample(metrics, METRIC_LIVE_TASKS)).toEqual([]);
     expect(await sample(metrics, METRIC_TASK_EVICTIONS_TOTAL)).toEqual([`${METRIC_TASK_EVICTIONS_TOTAL} 0`]);
+    metrics.terminal('quiet', false);
+    for (const [i, service] of ['billing', 'billing', 'docs'].entries())
+      detector.ingest(createTask(T0 + i, `t${i}`, { service }));
+    expect((await sample(metrics, METRIC_LIVE_TASKS)).sort()).toEqual([
+      `${METRIC_LIVE_TASKS}{${LABEL_SERVICE}="billing"} 2`,
+      `${METRIC_LIVE_TASKS}{${LABEL_SERVICE}="other"} 1`,
+      `${METRIC_LIVE_TASKS}{${LABEL_SERVICE}="quiet"} 0`,
+    ]);
   });
 
   it('counts each task finding kind, with its trace as exemplar, and the retraction of a lost task result', async () => {

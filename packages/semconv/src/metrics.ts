@@ -269,8 +269,8 @@ export const METRICS: readonly MetricDescriptor[] = [
   {
     name: METRIC_LIVE_TASKS,
     type: 'gauge',
-    help: "Task records the detector holds now, across services; each service's are capped (--max-tasks, 10,000 by default), the oldest dropped and counted in resumewatch_task_evictions_total.",
-    labelNames: [],
+    help: "Task records the detector holds now, by service; each service's are capped (--max-tasks, 10,000 by default), the oldest dropped and counted in resumewatch_task_evictions_total.",
+    labelNames: [LABEL_SERVICE],
   },
   {
     name: METRIC_TASK_EVICTIONS_TOTAL,

@@ -55,6 +55,7 @@ export class Pipeline {
       {
         stats: () => this.detector.stats(),
         activeStormsByService: () => this.detector.activeStormsByService(),
+        liveTasksByService: () => this.detector.liveTasksByService(),
         evidence: () => this.evidence.stats(),
       },
       config.maxTools,
