@@ -1,12 +1,14 @@
 // What the guard reads of MCP tasks in the JSON-RPC messages the wire observer parsed, in both shapes
 // (2025-11-25's augmented tasks, the 2026-07-28 extension). A small local reader: the wire package is
 // growing a shared reader of task facts at the same time, and this may later move to it (the guard then
-// reads the wire's facts instead). Reads only the fields it names, never walks a message.
+// reads the wire's facts instead); until then the two apply the same rules (goneOf). Reads only the fields it names, never walks a message.
 import {
+  META_RELATED_TASK,
   RESULT_TYPE_TASK,
   TASK_NOT_FOUND_CODE,
   TaskField,
   TaskGone,
+  TaskMethod,
   TaskShape,
   TaskStatus,
 } from '@resumewatch/semconv';
@@ -95,10 +97,29 @@ export function errorOf(message: JsonRpcMessage): { code: unknown; message: unkn
   return { code: message.error.code, message: message.error.message };
 }
 
-/** What a -32602 answer to a request naming a task says: the task expired, or is not found; undefined for another answer. */
-export function goneOf(message: JsonRpcMessage): TaskGone | undefined {
+/**
+ * Whether an error answer names its task in the related-task meta (`error.data._meta[META_RELATED_TASK]
+ * .taskId`; a JSON-RPC error has no `_meta` of its own, `data` is the one place the wire allows it).
+ * 2025-11-25 requires that meta on every `tasks/result` answer: such an error is the task's own outcome
+ * (what its call would have answered), while the server's "task not found" names no task. The wire's
+ * shared reader (taskFactsOfAnswer) applies the same rule.
+ */
+function errorNamesItsTask(message: JsonRpcMessage): boolean {
+  if (!('error' in message) || !isObject(message.error)) return false;
+  const data = message.error.data;
+  if (!isObject(data) || !isObject(data._meta)) return false;
+  const related = data._meta[META_RELATED_TASK];
+  return isObject(related) && typeof related[TaskField.TASK_ID] === 'string';
+}
+
+/**
+ * What a -32602 answer to a request naming a task says: the task expired, or is not found; undefined for
+ * another answer, and for a `tasks/result` error that names its task (the task's own -32602, its outcome).
+ */
+export function goneOf(message: JsonRpcMessage, method: string): TaskGone | undefined {
   const error = errorOf(message);
   if (error === undefined || error.code !== TASK_NOT_FOUND_CODE) return undefined;
+  if (method === TaskMethod.RESULT && errorNamesItsTask(message)) return undefined;
   const text = typeof error.message === 'string' ? error.message : '';
   return /expired/i.test(text) ? TaskGone.EXPIRED : TaskGone.NOT_FOUND;
 }

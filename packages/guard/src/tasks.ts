@@ -398,7 +398,7 @@ export class TaskTracker {
   }
 
   private taskAnswer(named: TaskRequest, record: RequestRecord, answer: JsonRpcMessage, request: WireRequest): void {
-    const gone = goneOf(answer);
+    const gone = goneOf(answer, named.method);
     // A -32602 to tasks/cancel is a refusal (the task is already terminal), not a task gone.
     if (gone !== undefined && TASK_GONE_METHODS.includes(named.method)) {
       const state = this.stateOf(named.taskKey, undefined, named.taskId);

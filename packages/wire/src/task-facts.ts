@@ -2,6 +2,7 @@ import {
   CAPABILITY_EXTENSIONS,
   EXTENSION_TASKS,
   META_CLIENT_CAPABILITIES,
+  META_RELATED_TASK,
   METHOD_SUBSCRIPTIONS_LISTEN,
   NOTIFICATION_TASKS,
   NOTIFICATION_TASK_STATUS,
@@ -130,6 +131,19 @@ function flatShape(task: Obj): TaskShape {
   return TaskField.RESULT_TYPE in task || TaskField.TTL_MS in task ? TaskShape.EXTENSION : TaskShape.AUGMENTED;
 }
 
+/**
+ * The task an error names in its related-task meta (`error.data._meta[META_RELATED_TASK].taskId`), if any.
+ * A JSON-RPC error has no `_meta` of its own: `data`, the sender's, is the one place the wire allows it.
+ * 2025-11-25 requires the meta on every `tasks/result` answer, the task's own error among them; a "task
+ * not found" is the server's answer about the request, not the task's outcome, and names no task so.
+ */
+function relatedTaskOfError(error: Obj): string | undefined {
+  const data = error.data;
+  if (!isObject(data) || !isObject(data._meta)) return undefined;
+  const related = data._meta[META_RELATED_TASK];
+  return isObject(related) ? taskIdOf(related[TaskField.TASK_ID]) : undefined;
+}
+
 const NO_FACTS: TaskFacts = {
   taskId: undefined,
   status: undefined,
@@ -148,13 +162,18 @@ const NO_FACTS: TaskFacts = {
  * - `tasks/get`, `tasks/cancel`: the Task flat (2026-07-28 `tasks/get`: with the outcome inline once
  *   completed or failed);
  * - `tasks/result`: the outcome (result or the task's error) delivered;
- * - -32602 to `tasks/get`, `tasks/result`, `tasks/update`: the task is gone (expired when the message says so).
+ * - -32602 to `tasks/get`, `tasks/result`, `tasks/update`: the task is gone (expired when the message says so),
+ *   except a `tasks/result` error carrying the related-task meta (in `error.data._meta`): the task's own outcome.
  */
 export function taskFactsOfAnswer(method: string, message: JsonRpcMessage): TaskFacts | undefined {
   if ('method' in message) return undefined;
   const error = (message as { error?: unknown }).error;
   if (error !== undefined) {
     if (!isObject(error)) return undefined;
+    // A tasks/result error that names its task (the related-task meta) is the task's own outcome, whatever
+    // its code: a task whose call failed with -32602 is not a task gone.
+    if (method === TaskMethod.RESULT && relatedTaskOfError(error) !== undefined)
+      return { ...NO_FACTS, shape: TaskShape.AUGMENTED, outcomeDelivered: true };
     if (error.code === TASK_NOT_FOUND_CODE && GONE_METHOD_SET.has(method)) {
       const text = typeof error.message === 'string' ? error.message.slice(0, MAX_MESSAGE_CHARS) : '';
       return { ...NO_FACTS, gone: EXPIRED.test(text) ? TaskGone.EXPIRED : TaskGone.NOT_FOUND };

@@ -3,6 +3,7 @@
 import {
   EXTENSION_TASKS,
   META_CLIENT_CAPABILITIES,
+  META_RELATED_TASK,
   NOTIFICATION_TASKS,
   NOTIFICATION_TASK_STATUS,
   TaskGone,
@@ -115,6 +116,40 @@ describe('task facts of an answer', () => {
     expect(taskFactsOfAnswer('tasks/get', failure(-32602, `${'x'.repeat(300)} expired`))!.gone).toBe(
       TaskGone.NOT_FOUND,
     );
+  });
+
+  it("reads a tasks/result -32602 that names its task (the related-task meta) as the task's outcome, not a task gone", () => {
+    // 2025-11-25: tasks/result answers exactly what the call would have, with _meta[related-task]; a JSON-RPC
+    // error carries it in its data. The task's call failed with -32602 (its own invalid params).
+    const own = (taskId: unknown): JsonRpcMessage =>
+      ({
+        jsonrpc: '2.0',
+        id: 1,
+        error: {
+          code: -32602,
+          message: 'Invalid params: order not found',
+          data: { _meta: { [META_RELATED_TASK]: { taskId } } },
+        },
+      }) as JsonRpcMessage;
+    expect(taskFactsOfAnswer('tasks/result', own('T1'))).toMatchObject({
+      shape: TaskShape.AUGMENTED,
+      outcomeDelivered: true,
+      gone: undefined,
+    });
+    // The server's own -32602 about the request names no task: gone, as before. A meta without a task id
+    // names none either, and tasks/get's -32602 is the server's whatever it carries.
+    expect(taskFactsOfAnswer('tasks/result', failure(-32602, 'Task not found'))).toMatchObject({
+      gone: TaskGone.NOT_FOUND,
+      outcomeDelivered: false,
+    });
+    expect(taskFactsOfAnswer('tasks/result', own(7))).toMatchObject({
+      gone: TaskGone.NOT_FOUND,
+      outcomeDelivered: false,
+    });
+    expect(taskFactsOfAnswer('tasks/get', own('T1'))).toMatchObject({
+      gone: TaskGone.NOT_FOUND,
+      outcomeDelivered: false,
+    });
   });
 
   it('keeps nothing unbounded or outside the protocol', () => {
