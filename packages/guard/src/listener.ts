@@ -9,7 +9,7 @@ import {
   resumeVerdict,
 } from '@resumewatch/semconv';
 import type { ResumeVerdict } from '@resumewatch/semconv';
-import { requestIdempotencyKey, TOOLS_CALL_METHOD } from '@resumewatch/wire';
+import { requestIdempotencyKey, taskRequested, TOOLS_CALL_METHOD } from '@resumewatch/wire';
 import type {
   FetchLike,
   RequestRecord,
@@ -37,7 +37,6 @@ import type {
   RepeatedTaskHandle,
   ResumeReport,
 } from './reports.js';
-import { asksForTask } from './task-facts.js';
 import { withTaskGuard } from './task-fetch.js';
 import { DEFAULT_MAX_POLL_DELAY_MS, TaskTracker } from './tasks.js';
 
@@ -262,7 +261,7 @@ class GuardWireListener implements GuardListener {
   withIdempotencyKeys(fetch: FetchLike): FetchLike {
     return withIdempotencyKeys(fetch, (message, scope, stateless) => {
       // The session era keys only calls that ask for a task (its other calls have resumption instead).
-      if (message.method !== TOOLS_CALL_METHOD || (!stateless && !asksForTask(message))) return undefined;
+      if (message.method !== TOOLS_CALL_METHOD || (!stateless && !taskRequested(message))) return undefined;
       // A call that repeats a live task's call, or re-issues a task call left without an answer, takes its key.
       const carried = requestIdempotencyKey(message);
       if (carried !== undefined) return carried;

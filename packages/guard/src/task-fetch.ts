@@ -5,11 +5,11 @@ import {
   headerValue,
   isJsonRpcMessage,
   isRequest,
+  requestTaskId,
   TOOLS_CALL_METHOD,
 } from '@resumewatch/wire';
 import type { FetchLike } from '@resumewatch/wire';
 import { isStatelessEra } from './reissues.js';
-import { requestedTaskId } from './task-facts.js';
 import { taskScope } from './tasks.js';
 import type { TaskTracker } from './tasks.js';
 
@@ -59,7 +59,7 @@ export function withTaskGuard(fetch: FetchLike, tracker: TaskTracker): FetchLike
     const url = input instanceof Request ? input.url : String(input);
     const scope = taskScope(url, headerValue(headers, HEADER_SESSION_ID));
     if (message.method === TaskMethod.GET) {
-      const taskId = requestedTaskId(message);
+      const taskId = requestTaskId(message);
       const slot = taskId === undefined ? undefined : tracker.pollSlot(scope, taskId);
       if (slot !== undefined) {
         const signal = init!.signal ?? (input instanceof Request ? input.signal : undefined);

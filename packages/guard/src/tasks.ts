@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import { BoundedMap } from '@resumewatch/bounded';
 import {
   FindingKind,
-  TASK_GONE_METHODS,
   TASK_ID_METHODS,
   TaskLostReason,
   TaskMethod,
@@ -28,18 +27,8 @@ import type {
   WireEvent,
   WireRequest,
 } from '@resumewatch/wire';
+import { requestTaskId, taskFactsOfAnswer, taskRequested, type TaskFacts } from '@resumewatch/wire';
 import { isStatelessEra } from './reissues.js';
-import {
-  asksForTask,
-  deliversOutcomeInline,
-  errorOf,
-  goneOf,
-  polledTaskOf,
-  requestedTaskId,
-  resultOf,
-  taskHandleOf,
-} from './task-facts.js';
-import type { TaskFacts } from './task-facts.js';
 import type { DuplicateTask, LostTaskResult, RepeatedTaskHandle, TaskCallAttempt } from './reports.js';
 
 /** Longest poll delay by default: a server announcing a longer interval gets polls this far apart at most. */
@@ -185,7 +174,7 @@ export class TaskTracker {
 
   /** Whether a call can be answered with a task: 2025 asks for one (`params.task`); 2026, the server decides. */
   private taskCapable(message: JsonRpcRequest, stateless: boolean): boolean {
-    return message.method === TOOLS_CALL_METHOD && !isInputRound(message) && (stateless || asksForTask(message));
+    return message.method === TOOLS_CALL_METHOD && !isInputRound(message) && (stateless || taskRequested(message));
   }
 
   /** The live handle a call repeats (same scope, method, name, arguments), or undefined. */
@@ -291,7 +280,7 @@ export class TaskTracker {
       if (!isRequest(message)) continue;
       const record = request.requests[index++];
       if (record === undefined) break;
-      const taskId = requestedTaskId(message);
+      const taskId = requestTaskId(message);
       if (taskId !== undefined && TASK_ID_METHODS.includes(message.method)) {
         this.taskRequests.set(record, { taskKey: `${scope}\n${taskId}`, taskId, method: message.method });
         continue;
@@ -330,9 +319,10 @@ export class TaskTracker {
   private answered(call: PendingCall, record: RequestRecord, message: JsonRpcMessage, request: WireRequest): void {
     // Answered after all (on a resumed stream): no longer an attempt without an answer.
     if (this.unanswered.peek(call.callKey)?.record === record) this.unanswered.takeReissued(call.callKey);
-    const result = resultOf(message);
-    const facts = taskHandleOf(result);
-    if (facts === undefined) return;
+    // The wire's one reader of task facts (task-facts.ts): a handle names its task; any other answer does not.
+    const facts = taskFactsOfAnswer(call.attempt.method, message);
+    if (facts?.taskId === undefined || facts.outcomeDelivered || facts.gone !== undefined) return;
+    const result = (message as { result?: unknown }).result;
     const taskKey = `${call.scope}\n${facts.taskId}`;
     const state = this.stateOf(taskKey, facts);
     state.createdAt = this.now();
@@ -351,7 +341,7 @@ export class TaskTracker {
     this.options.onDuplicateTask?.({
       kind: FindingKind.POSSIBLE_DUPLICATE_TASK,
       taskId: facts.taskId,
-      shape: facts.shape,
+      shape: facts.shape ?? TaskShape.AUGMENTED,
       firstAttempt: {
         requestId: first.requestId,
         method: first.method,
@@ -388,7 +378,7 @@ export class TaskTracker {
       this.tasks.set(taskKey, state);
     }
     if (facts !== undefined) {
-      state.shape = facts.shape;
+      if (facts.shape !== undefined) state.shape = facts.shape;
       if (facts.pollIntervalMs !== undefined) state.pollIntervalMs = facts.pollIntervalMs;
       if (facts.ttlMs !== undefined) state.ttlMs = facts.ttlMs;
       if (facts.status !== undefined) state.status = facts.status;
@@ -398,9 +388,11 @@ export class TaskTracker {
   }
 
   private taskAnswer(named: TaskRequest, record: RequestRecord, answer: JsonRpcMessage, request: WireRequest): void {
-    const gone = goneOf(answer, named.method);
-    // A -32602 to tasks/cancel is a refusal (the task is already terminal), not a task gone.
-    if (gone !== undefined && TASK_GONE_METHODS.includes(named.method)) {
+    // The wire's one reader (task-facts.ts) says gone only for a -32602 to TASK_GONE_METHODS (a -32602 to
+    // tasks/cancel is a refusal: the task is already terminal) that names no task (a task's own -32602).
+    const facts = taskFactsOfAnswer(named.method, answer);
+    const gone = facts?.gone;
+    if (gone !== undefined) {
       const state = this.stateOf(named.taskKey, undefined, named.taskId);
       state.gone = true;
       state.handle = undefined;
@@ -421,25 +413,22 @@ export class TaskTracker {
       });
       return;
     }
-    const result = resultOf(answer);
     switch (named.method) {
       case TaskMethod.GET: {
-        const facts = polledTaskOf(result);
-        if (facts === undefined) return;
+        if (facts?.taskId === undefined) return;
         const state = this.stateOf(named.taskKey, facts);
         // The first poll this guard saw answered: the spacing starts from when it left.
         state.lastPollAt ??= record.startedAt;
         state.lastLeftAt ??= record.startedAt;
-        if (deliversOutcomeInline(facts)) state.outcomeDelivered = true;
+        if (facts.outcomeDelivered) state.outcomeDelivered = true;
         return;
       }
       case TaskMethod.RESULT:
         // The result, or the task's own error: the outcome reached the application.
-        if (result !== undefined || errorOf(answer) !== undefined)
-          this.stateOf(named.taskKey, undefined, named.taskId).outcomeDelivered = true;
+        if (facts?.outcomeDelivered) this.stateOf(named.taskKey, undefined, named.taskId).outcomeDelivered = true;
         return;
       case TaskMethod.CANCEL:
-        if (result !== undefined) this.stateOf(named.taskKey, undefined, named.taskId).cancelled = true;
+        if ('result' in answer) this.stateOf(named.taskKey, undefined, named.taskId).cancelled = true;
         return;
       default:
         return;
