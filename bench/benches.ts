@@ -102,6 +102,14 @@ export const BENCHES: Bench[] = [
     what: 'the gateway against a bare Node reverse proxy and nginx on the same loopback MCP traffic: proxy CPU per JSON request and per SSE event, latency added at 1,000 events/s, heap per open stream with 10,000 open, heap kept after DELETE; mcp_server_operation_duration_seconds: its observations per SSE event, and its CPU per request with and without it',
   },
   {
+    id: 'gateway-tasks',
+    dir: 'packages/gateway',
+    script: 'bench/tasks-poll.ts',
+    args: ['--rounds', '6', '--requests', '3000'],
+    smokeArgs: ['--smoke'],
+    what: "the gateway's CPU per task poll (tasks/get of a live 2025-11-25 task, observing) against its CPU per tools/call answered with JSON (a request before tasks), in alternating rounds, the bare Node proxy's beside them",
+  },
+  {
     id: 'gateway-json-parts',
     dir: 'packages/gateway',
     script: 'bench/cpu-parts.ts',

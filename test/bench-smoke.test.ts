@@ -23,6 +23,8 @@ const EXPECTED_FIGURES: Record<string, number> = {
   'client-instructions': 6,
   'client-soak': 14,
   gateway: 10,
+  // A poll against a request.
+  'gateway-tasks': 1,
   // Every part (cpu-parts.ts's PART), and the whole.
   'gateway-json-parts': 20,
   'gateway-sse-parts': 20,
