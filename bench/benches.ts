@@ -28,6 +28,14 @@ export const BENCHES: Bench[] = [
     what: 'the detector core alone: spans/s on mostly healthy traffic, heap per tracked request',
   },
   {
+    id: 'detector-tasks',
+    dir: 'packages/daemon',
+    script: 'bench/tasks.ts',
+    args: ['--rounds', '12', '--spans', '20000', '--records', '20000'],
+    smokeArgs: ['--smoke'],
+    what: "what tasks cost the detector: CPU per tasks/get span of a live task against per tools/call span without a task (Detector.ingest with its metrics, alternating rounds), and the bytes of one live task record, never polled and polled 64 times, over 20,000 records (`node --expose-gc`)",
+  },
+  {
     id: 'detector-serve',
     dir: 'packages/daemon',
     script: 'bench/run.ts',
