@@ -30,10 +30,10 @@ export const BENCHES: Bench[] = [
   {
     id: 'detector-tasks',
     dir: 'packages/daemon',
-    script: 'bench/tasks.ts',
+    script: 'bench/tasks.bench.ts',
     args: ['--rounds', '12', '--spans', '20000', '--records', '20000'],
     smokeArgs: ['--smoke'],
-    what: "what tasks cost the detector: CPU per tasks/get span of a live task against per tools/call span without a task (Detector.ingest with its metrics, alternating rounds), and the bytes of one live task record, never polled and polled 64 times, over 20,000 records (`node --expose-gc`)",
+    what: 'what tasks cost the detector: CPU per tasks/get span of a live task against per tools/call span without a task (Detector.ingest with its metrics, alternating rounds), and the bytes of one live task record, never polled and polled 64 times, over 20,000 records (`node --expose-gc`)',
   },
   {
     id: 'detector-serve',
@@ -112,7 +112,7 @@ export const BENCHES: Bench[] = [
   {
     id: 'gateway-tasks',
     dir: 'packages/gateway',
-    script: 'bench/tasks-poll.ts',
+    script: 'bench/tasks-poll.bench.ts',
     args: ['--rounds', '6', '--requests', '3000'],
     smokeArgs: ['--smoke'],
     what: "the gateway's CPU per task poll (tasks/get of a live 2025-11-25 task, observing) against its CPU per tools/call answered with JSON (a request before tasks), in alternating rounds, the bare Node proxy's beside them",

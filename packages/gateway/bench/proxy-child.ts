@@ -14,7 +14,7 @@
  * gateway's observed sessions and open exchanges), `snapshot` (`path`: the heap after full GCs, as
  * `heap` answers, and a heap snapshot written there), `operations` (the requests its
  * mcp_server_operation_duration_seconds observed so far), `tasks` (its detector's live task records,
- * the polls resumewatch_task_polls_total counted and the findings so far: tasks-poll.ts), and `profileStart` / `profileStop` (V8's
+ * the polls resumewatch_task_polls_total counted and the findings so far: tasks-poll.bench.ts), and `profileStart` / `profileStop` (V8's
  * sampling profiler through the inspector, over a phase only: cpu-parts.ts; the stop answers
  * `{ profile }`, the .cpuprofile's object).
  *
@@ -171,7 +171,8 @@ async function metricSum(g: RunningGateway, series: string): Promise<number> {
   return n;
 }
 /** Observations of mcp_server_operation_duration_seconds so far: the sum of its _count series. */
-const operationsObserved = (g: RunningGateway) => metricSum(g, `${METRIC_MCP_SERVER_OPERATION_DURATION_SECONDS}_count{`);
+const operationsObserved = (g: RunningGateway) =>
+  metricSum(g, `${METRIC_MCP_SERVER_OPERATION_DURATION_SECONDS}_count{`);
 
 async function heap(): Promise<{ heap: number; rss: number }> {
   for (let i = 0; i < 4; i++) {

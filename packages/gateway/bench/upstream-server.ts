@@ -13,7 +13,7 @@
  * - POST `tools/call` `hold`: an SSE stream that sends one progress notification and stays open until
  *   its session is DELETEd (then the result and a clean end).
  * - DELETE: ends the session's held streams, forgets the session, 200.
- * - Tasks, 2025-11-25's shape (tasks-poll.ts): a `tools/call` with `params.task` is answered with a
+ * - Tasks, 2025-11-25's shape (tasks-poll.bench.ts): a `tools/call` with `params.task` is answered with a
  *   CreateTaskResult (`{task: {taskId, status: working, ttl, createdAt, lastUpdatedAt, pollInterval}}`,
  *   the ttl asked for, `pollInterval` from `arguments.pollInterval`); `tasks/get` with the flat Task of
  *   `params.taskId`, status working (nothing is kept per task: every task named is working, with the

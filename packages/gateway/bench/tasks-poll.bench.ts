@@ -14,7 +14,7 @@
  * so that the figure is a poll's steady cost, not a poll storm's findings. The note says how many polls
  * the gateway's detector counted (resumewatch_task_polls_total) and the findings it made.
  *
- *   npx tsc -b && node --expose-gc --import tsx bench/tasks-poll.ts [--rounds 6] [--requests 3000]
+ *   npx tsc -b && node --expose-gc --import tsx bench/tasks-poll.bench.ts [--rounds 6] [--requests 3000]
  *     [--concurrency 8] [--tasks 64] [--smoke]
  */
 import { fork } from 'node:child_process';
@@ -83,7 +83,8 @@ const phase = async (t: Target, kind: 'json' | 'poll', requests: number) => {
 };
 
 // --- Warm-up, not measured; then alternating rounds: the proxies' order and the phases' order flip ---
-for (const t of targets) for (const kind of ['json', 'poll'] as const) await phase(t, kind, Math.max(50, REQUESTS / 10));
+for (const t of targets)
+  for (const kind of ['json', 'poll'] as const) await phase(t, kind, Math.max(50, REQUESTS / 10));
 const sent = { polls: (await targets[0]!.child.ask<{ polls: number }>('tasks')).polls };
 for (let round = 0; round < ROUNDS; round++) {
   for (const t of round % 2 === 0 ? targets : [...targets].reverse())
