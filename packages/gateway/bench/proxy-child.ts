@@ -14,7 +14,8 @@
  * gateway's observed sessions and open exchanges), `snapshot` (`path`: the heap after full GCs, as
  * `heap` answers, and a heap snapshot written there), `operations` (the requests its
  * mcp_server_operation_duration_seconds observed so far), `tasks` (its detector's live task records,
- * the polls resumewatch_task_polls_total counted and the findings so far: tasks-poll.bench.ts), and `profileStart` / `profileStop` (V8's
+ * the polls resumewatch_task_polls_total counted, the polls recorded on the records of `ids`, and the
+ * findings so far: tasks-poll.bench.ts), and `profileStart` / `profileStop` (V8's
  * sampling profiler through the inspector, over a phase only: cpu-parts.ts; the stop answers
  * `{ profile }`, the .cpuprofile's object).
  *
@@ -174,6 +175,22 @@ async function metricSum(g: RunningGateway, series: string): Promise<number> {
 const operationsObserved = (g: RunningGateway) =>
   metricSum(g, `${METRIC_MCP_SERVER_OPERATION_DURATION_SECONDS}_count{`);
 
+/** The detector's live task records, the polls counted and recorded on the records of `ids`, the findings. */
+async function tasks(ids: string[]): Promise<object> {
+  const embedded = gateway?.detector;
+  if (!embedded) return { live: 0, polls: 0, recorded: 0, findings: 0 };
+  const d = embedded.detector;
+  let recorded = 0;
+  for (const service of d.liveTasksByService().keys())
+    for (const id of ids) recorded += d.taskTimeline(service, id)?.polls.total ?? 0;
+  return {
+    live: d.stats().tasks,
+    polls: await metricSum(gateway, `${METRIC_TASK_POLLS_TOTAL}{`),
+    recorded,
+    findings: embedded.findings().length,
+  };
+}
+
 async function heap(): Promise<{ heap: number; rss: number }> {
   for (let i = 0; i < 4; i++) {
     await sleep(25);
@@ -210,14 +227,7 @@ process.on('message', (m: { seq: number; op: string }) => {
     else if (m.op === 'stats')
       reply = gateway ? { ...gateway.stats(), open: gateway.counts().open } : { sessions: 0, open: 0 };
     else if (m.op === 'operations') reply = { observed: gateway ? await operationsObserved(gateway) : 0 };
-    else if (m.op === 'tasks')
-      reply = gateway?.detector
-        ? {
-            live: gateway.detector.detector.stats().tasks,
-            polls: await metricSum(gateway, `${METRIC_TASK_POLLS_TOTAL}{`),
-            findings: gateway.detector.findings().length,
-          }
-        : { live: 0, polls: 0, findings: 0 };
+    else if (m.op === 'tasks') reply = await tasks((m as { ids?: string[] }).ids ?? []);
     else if (m.op === 'profileStart') reply = await profileStart((m as { intervalUs?: number }).intervalUs ?? 100);
     else if (m.op === 'profileStop') reply = await profileStop();
     else reply = { error: `unknown op ${m.op}` };

@@ -11,14 +11,16 @@
  * the proxying of a smaller answer). Sessions of protocol 2025-11-25; each creates `--tasks` tasks
  * through the proxy first (the gateway's detector holds a record of each), then polls them in turn:
  * a task is polled every `--tasks` polls of its session, slower than its announced interval (20 ms),
- * so that the figure is a poll's steady cost, not a poll storm's findings. The note says how many polls
- * the gateway's detector counted (resumewatch_task_polls_total) and the findings it made.
+ * so that the figure is a poll's steady cost, not a poll storm's findings. The run fails unless every
+ * measured poll reached the gateway's detector (resumewatch_task_polls_total) and was recorded on its
+ * live task (the task's timeline); the note says the findings it made (none expected).
  *
  *   npx tsc -b && node --expose-gc --import tsx bench/tasks-poll.bench.ts [--rounds 6] [--requests 3000]
  *     [--concurrency 8] [--tasks 64] [--smoke]
  */
 import { fork } from 'node:child_process';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { figure } from '../../../bench/figure.js';
 import { Child } from './child.js';
@@ -85,17 +87,33 @@ const phase = async (t: Target, kind: 'json' | 'poll', requests: number) => {
 // --- Warm-up, not measured; then alternating rounds: the proxies' order and the phases' order flip ---
 for (const t of targets)
   for (const kind of ['json', 'poll'] as const) await phase(t, kind, Math.max(50, REQUESTS / 10));
-const sent = { polls: (await targets[0]!.child.ask<{ polls: number }>('tasks')).polls };
+interface Counted {
+  live: number;
+  polls: number;
+  recorded: number;
+  findings: number;
+}
+const ids = Object.values(targets[0]!.tasks).flat();
+const counted = () => targets[0]!.child.ask<Counted>('tasks', { ids });
+const before = await counted();
 for (let round = 0; round < ROUNDS; round++) {
   for (const t of round % 2 === 0 ? targets : [...targets].reverse())
     for (const kind of round % 2 === 0 ? (['json', 'poll'] as const) : (['poll', 'json'] as const))
       t[kind].push(await phase(t, kind, REQUESTS));
 }
-const seen = await targets[0]!.child.ask<{ live: number; polls: number; findings: number }>('tasks');
-// The polls must have reached the gateway's detector as polls of live tasks, or the figure is of something else.
-if (seen.polls - sent.polls !== ROUNDS * REQUESTS || seen.live !== CONCURRENCY * TASKS)
+// A request's span reaches the detector as its exchange ends, which may be just after the client read the answer.
+const measured = ROUNDS * REQUESTS;
+let seen = await counted();
+for (let i = 0; i < 20 && seen.recorded - before.recorded < measured; i++) {
+  await sleep(50);
+  seen = await counted();
+}
+// Every poll must have reached the gateway's detector as a poll of a live task, or the figure is of something else.
+const polls = seen.polls - before.polls;
+const recorded = seen.recorded - before.recorded;
+if (polls !== measured || recorded !== measured || seen.live !== CONCURRENCY * TASKS)
   throw new Error(
-    `gateway's detector: ${seen.polls - sent.polls} polls counted of ${ROUNDS * REQUESTS}, ${seen.live} live tasks of ${CONCURRENCY * TASKS}`,
+    `gateway's detector: ${polls} polls counted and ${recorded} recorded on the tasks of ${measured}, ${seen.live} live tasks of ${CONCURRENCY * TASKS}`,
   );
 
 // --- Figure ---
@@ -133,7 +151,7 @@ figure({
   note:
     `${ratio <= 1 ? 'met' : 'not met'}; round ratios ${fmt(Math.min(...ratios(gateway)), 2)}–${fmt(Math.max(...ratios(gateway)), 2)}; ` +
     `bare Node proxy, same run: ${fmt(mean(bare.poll))} µs per poll, ${fmt(mean(bare.json))} per request (ratio ${fmt(median(ratios(bare)), 2)}); ` +
-    `the gateway's detector counted ${seen.polls} polls of ${seen.live} live tasks, ${seen.findings} findings; ` +
+    `the gateway's detector recorded every poll on its task (${seen.live} live tasks), ${seen.findings} findings; ` +
     `${ROUNDS} alternating rounds of ${REQUESTS} each, ${CONCURRENCY} sessions`,
 });
 
