@@ -185,7 +185,7 @@ async function tasks(ids: string[]): Promise<object> {
     for (const id of ids) recorded += d.taskTimeline(service, id)?.polls.total ?? 0;
   return {
     live: d.stats().tasks,
-    polls: await metricSum(gateway, `${METRIC_TASK_POLLS_TOTAL}{`),
+    polls: await metricSum(gateway!, `${METRIC_TASK_POLLS_TOTAL}{`),
     recorded,
     findings: embedded.findings().length,
   };
