@@ -28,6 +28,14 @@ export const BENCHES: Bench[] = [
     what: 'the detector core alone: spans/s on mostly healthy traffic, heap per tracked request',
   },
   {
+    id: 'detector-tasks',
+    dir: 'packages/daemon',
+    script: 'bench/tasks.bench.ts',
+    args: ['--rounds', '12', '--spans', '20000', '--records', '20000'],
+    smokeArgs: ['--smoke'],
+    what: 'what tasks cost the detector: CPU per tasks/get span of a live task against per tools/call span without a task (Detector.ingest with its metrics, alternating rounds), and the bytes of one live task record, never polled and polled 64 times, over 20,000 records (`node --expose-gc`)',
+  },
+  {
     id: 'detector-serve',
     dir: 'packages/daemon',
     script: 'bench/run.ts',
@@ -100,6 +108,14 @@ export const BENCHES: Bench[] = [
     args: ['--rounds', '6', '--open', '10000'],
     smokeArgs: ['--smoke'],
     what: 'the gateway against a bare Node reverse proxy and nginx on the same loopback MCP traffic: proxy CPU per JSON request and per SSE event, latency added at 1,000 events/s, heap per open stream with 10,000 open, heap kept after DELETE; mcp_server_operation_duration_seconds: its observations per SSE event, and its CPU per request with and without it',
+  },
+  {
+    id: 'gateway-tasks',
+    dir: 'packages/gateway',
+    script: 'bench/tasks-poll.bench.ts',
+    args: ['--rounds', '6', '--requests', '3000'],
+    smokeArgs: ['--smoke'],
+    what: "the gateway's CPU per task poll (tasks/get of a live 2025-11-25 task, observing) against its CPU per tools/call answered with JSON (a request before tasks), in alternating rounds, the bare Node proxy's beside them",
   },
   {
     id: 'gateway-json-parts',

@@ -13,6 +13,8 @@ import { parseFigures } from '../bench/figure.js';
 const EXPECTED_FIGURES: Record<string, number> = {
   'detector-core': 4,
   'detector-serve': 18,
+  // A poll span against a request span; a task record's bytes, never polled and polled 64 times.
+  'detector-tasks': 3,
   'detector-lag': 4,
   // A figure per stage of pipeline.ts: parse, decode, detector, metrics, no-evidence, pipeline, pipeline-all.
   'serve-stages': 7,
@@ -23,6 +25,8 @@ const EXPECTED_FIGURES: Record<string, number> = {
   'client-instructions': 6,
   'client-soak': 14,
   gateway: 10,
+  // A poll against a request.
+  'gateway-tasks': 1,
   // Every part (cpu-parts.ts's PART), and the whole.
   'gateway-json-parts': 20,
   'gateway-sse-parts': 20,

@@ -3,13 +3,18 @@
  * keep-alive agent), to whichever base URL the orchestrator names (a proxy, or the upstream
  * directly). Answers `{ seq, op, ... }` messages over IPC with `{ seq, ... }`:
  *
- * - `open` (`base`, `n`): n sessions (initialize, then notifications/initialized); their ids.
+ * - `open` (`base`, `n`, `version`): n sessions (initialize, then notifications/initialized) of protocol
+ *   `version` (2025-06-18 unless said); their ids.
  * - `json` (`base`, `sessions`, `requests`): tools/call with a JSON answer, one worker per session.
  * - `sse` (`base`, `sessions`, `streams`, `events`, `rate`, `latency`): tools/call answered by
  *   an SSE stream of `events` progress notifications and the result, one worker per session; with
  *   `latency`, each progress event's delay (µs) from the upstream's write to its arrival here.
  * - `jsonPaced` (`base`, `sessions`, `requests`, `rate`): tools/call sent at `rate` per second
  *   whatever the answers do; each request's round trip (µs).
+ * - `tasks` (`base`, `sessions`, `n`, `ttl`, `pollInterval`): n task-augmented tools/call per session
+ *   (2025-11-25's `params.task {ttl}`); each session's task ids, from the handles.
+ * - `poll` (`base`, `sessions`, `tasks`, `requests`): tasks/get, one worker per session, each polling
+ *   its session's tasks in turn.
  * - `close` (`base`, `sessions`): DELETE each session.
  * - `hold` (`base`, `n`): n sessions, each with one SSE stream the upstream keeps open (answered once
  *   its first event arrived); `release`: DELETE them all, wait for each held stream to end with its
@@ -17,9 +22,12 @@
  */
 import { Agent, request, type IncomingMessage } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { TaskField, TaskMethod } from '@resumewatch/semconv';
 
 let agent = new Agent({ keepAlive: true, maxSockets: Infinity });
 let nextId = 1;
+/** Each session's protocol version, sent in its requests' header. */
+const versionOf = new Map<string, string>();
 
 interface Sent {
   status: number;
@@ -36,7 +44,9 @@ function post(base: string, body: string, session: string | undefined): Promise<
         'content-type': 'application/json',
         accept: 'application/json, text/event-stream',
         'content-length': Buffer.byteLength(body),
-        ...(session ? { 'mcp-session-id': session, 'mcp-protocol-version': '2025-06-18' } : {}),
+        ...(session
+          ? { 'mcp-session-id': session, 'mcp-protocol-version': versionOf.get(session) ?? '2025-06-18' }
+          : {}),
       },
     });
     req.once('error', reject);
@@ -63,7 +73,7 @@ function del(base: string, session: string): Promise<void> {
     const req = request(`${base}/mcp`, {
       method: 'DELETE',
       agent,
-      headers: { 'mcp-session-id': session, 'mcp-protocol-version': '2025-06-18' },
+      headers: { 'mcp-session-id': session, 'mcp-protocol-version': versionOf.get(session) ?? '2025-06-18' },
     });
     req.once('error', reject);
     req.once('response', (res) => {
@@ -77,19 +87,31 @@ function del(base: string, session: string): Promise<void> {
 const call = (tool: string, args: object = {}): string =>
   JSON.stringify({ jsonrpc: '2.0', id: nextId++, method: 'tools/call', params: { name: tool, arguments: args } });
 
-async function openSession(base: string): Promise<string> {
+/** A tools/call that asks for a task (2025-11-25). */
+const taskCall = (ttl: number, pollInterval: number): string =>
+  JSON.stringify({
+    jsonrpc: '2.0',
+    id: nextId++,
+    method: 'tools/call',
+    params: { name: 'research', arguments: { pollInterval }, [TaskField.TASK]: { [TaskField.TTL]: ttl } },
+  });
+const poll = (taskId: string): string =>
+  JSON.stringify({ jsonrpc: '2.0', id: nextId++, method: TaskMethod.GET, params: { [TaskField.TASK_ID]: taskId } });
+
+async function openSession(base: string, version = '2025-06-18'): Promise<string> {
   const init = await post(
     base,
     JSON.stringify({
       jsonrpc: '2.0',
       id: nextId++,
       method: 'initialize',
-      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'bench', version: '1.0.0' } },
+      params: { protocolVersion: version, capabilities: {}, clientInfo: { name: 'bench', version: '1.0.0' } },
     }),
     undefined,
   );
   const text = await drain(init.res);
   if (init.status !== 200 || !init.session) throw new Error(`initialize via ${base}: ${init.status} ${text}`);
+  versionOf.set(init.session, version);
   const note = await post(base, JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }), init.session);
   await drain(note.res);
   return init.session;
@@ -136,7 +158,8 @@ const holding: { session: string; ended: Promise<number> }[] = [];
 const ops: Record<string, (m: Record<string, unknown>) => Promise<object>> = {
   async open(m) {
     const sessions: string[] = [];
-    for (let i = 0; i < (m.n as number); i++) sessions.push(await openSession(m.base as string));
+    for (let i = 0; i < (m.n as number); i++)
+      sessions.push(await openSession(m.base as string, m.version as string | undefined));
     return { sessions };
   },
   async json(m) {
@@ -167,6 +190,34 @@ const ops: Record<string, (m: Record<string, unknown>) => Promise<object>> = {
     });
     return { delays };
   },
+  async tasks(m) {
+    const tasks: Record<string, string[]> = {};
+    for (const s of m.sessions as string[]) {
+      const ids: string[] = (tasks[s] = []);
+      for (let i = 0; i < (m.n as number); i++) {
+        const r = await post(m.base as string, taskCall(m.ttl as number, m.pollInterval as number), s);
+        const text = await drain(r.res);
+        const id = (JSON.parse(text) as { result?: { task?: { taskId?: string } } }).result?.task?.taskId;
+        if (r.status !== 200 || id === undefined) throw new Error(`task call: ${r.status} ${text}`);
+        ids.push(id);
+      }
+    }
+    return { tasks };
+  },
+  async poll(m) {
+    const base = m.base as string;
+    const tasks = m.tasks as Record<string, string[]>;
+    const turn = new Map<string, number>();
+    await runWorkers(m.sessions as string[], m.requests as number, async (s) => {
+      const ids = tasks[s]!;
+      const i = turn.get(s) ?? 0;
+      turn.set(s, i + 1);
+      const r = await post(base, poll(ids[i % ids.length]!), s);
+      const text = await drain(r.res);
+      if (r.status !== 200 || !text.includes('"result"')) throw new Error(`tasks/get: ${r.status} ${text}`);
+    });
+    return {};
+  },
   async jsonPaced(m) {
     const base = m.base as string;
     const sessions = m.sessions as string[];
@@ -192,7 +243,10 @@ const ops: Record<string, (m: Record<string, unknown>) => Promise<object>> = {
     return { times };
   },
   async close(m) {
-    for (const s of m.sessions as string[]) await del(m.base as string, s);
+    for (const s of m.sessions as string[]) {
+      await del(m.base as string, s);
+      versionOf.delete(s);
+    }
     return {};
   },
   async hold(m) {

@@ -13,7 +13,9 @@
  * `heap` (after full GCs: heap used without code space, plus array buffers; RSS), `stats` (the
  * gateway's observed sessions and open exchanges), `snapshot` (`path`: the heap after full GCs, as
  * `heap` answers, and a heap snapshot written there), `operations` (the requests its
- * mcp_server_operation_duration_seconds observed so far), and `profileStart` / `profileStop` (V8's
+ * mcp_server_operation_duration_seconds observed so far), `tasks` (its detector's live task records,
+ * the polls resumewatch_task_polls_total counted, the polls recorded on the records of `ids`, and the
+ * findings so far: tasks-poll.bench.ts), and `profileStart` / `profileStop` (V8's
  * sampling profiler through the inspector, over a phase only: cpu-parts.ts; the stop answers
  * `{ profile }`, the .cpuprofile's object).
  *
@@ -24,7 +26,7 @@ import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { getHeapSpaceStatistics, writeHeapSnapshot } from 'node:v8';
 import { Session } from 'node:inspector/promises';
-import { METRIC_MCP_SERVER_OPERATION_DURATION_SECONDS } from '@resumewatch/semconv';
+import { METRIC_MCP_SERVER_OPERATION_DURATION_SECONDS, METRIC_TASK_POLLS_TOTAL } from '@resumewatch/semconv';
 import { Pool } from 'undici';
 import type { RunningGateway } from '../src/gateway.js';
 
@@ -162,13 +164,31 @@ if (kind === 'gateway') {
   throw new Error(`proxy-child: unknown kind ${kind}`);
 }
 
-/** Observations of mcp_server_operation_duration_seconds so far: the sum of its _count series. */
-async function operationsObserved(g: RunningGateway): Promise<number> {
+/** The sum of a metric's series so far (`series`: the name and `{`, e.g. a histogram's `_count{`). */
+async function metricSum(g: RunningGateway, series: string): Promise<number> {
   const { body } = await g.detector!.metrics.render(undefined);
   let n = 0;
-  for (const line of body.split('\n'))
-    if (line.startsWith(`${METRIC_MCP_SERVER_OPERATION_DURATION_SECONDS}_count{`)) n += Number(line.split(' ').at(-1));
+  for (const line of body.split('\n')) if (line.startsWith(series)) n += Number(line.split(' ').at(-1));
   return n;
+}
+/** Observations of mcp_server_operation_duration_seconds so far: the sum of its _count series. */
+const operationsObserved = (g: RunningGateway) =>
+  metricSum(g, `${METRIC_MCP_SERVER_OPERATION_DURATION_SECONDS}_count{`);
+
+/** The detector's live task records, the polls counted and recorded on the records of `ids`, the findings. */
+async function tasks(ids: string[]): Promise<object> {
+  const embedded = gateway?.detector;
+  if (!embedded) return { live: 0, polls: 0, recorded: 0, findings: 0 };
+  const d = embedded.detector;
+  let recorded = 0;
+  for (const service of d.liveTasksByService().keys())
+    for (const id of ids) recorded += d.taskTimeline(service, id)?.polls.total ?? 0;
+  return {
+    live: d.stats().tasks,
+    polls: await metricSum(gateway!, `${METRIC_TASK_POLLS_TOTAL}{`),
+    recorded,
+    findings: embedded.findings().length,
+  };
 }
 
 async function heap(): Promise<{ heap: number; rss: number }> {
@@ -207,6 +227,7 @@ process.on('message', (m: { seq: number; op: string }) => {
     else if (m.op === 'stats')
       reply = gateway ? { ...gateway.stats(), open: gateway.counts().open } : { sessions: 0, open: 0 };
     else if (m.op === 'operations') reply = { observed: gateway ? await operationsObserved(gateway) : 0 };
+    else if (m.op === 'tasks') reply = await tasks((m as { ids?: string[] }).ids ?? []);
     else if (m.op === 'profileStart') reply = await profileStart((m as { intervalUs?: number }).intervalUs ?? 100);
     else if (m.op === 'profileStop') reply = await profileStop();
     else reply = { error: `unknown op ${m.op}` };

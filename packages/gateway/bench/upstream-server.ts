@@ -13,11 +13,18 @@
  * - POST `tools/call` `hold`: an SSE stream that sends one progress notification and stays open until
  *   its session is DELETEd (then the result and a clean end).
  * - DELETE: ends the session's held streams, forgets the session, 200.
+ * - Tasks, 2025-11-25's shape (tasks-poll.bench.ts): a `tools/call` with `params.task` is answered with a
+ *   CreateTaskResult (`{task: {taskId, status: working, ttl, createdAt, lastUpdatedAt, pollInterval}}`,
+ *   the ttl asked for, `pollInterval` from `arguments.pollInterval`); `tasks/get` with the flat Task of
+ *   `params.taskId`, status working (nothing is kept per task: every task named is working, with the
+ *   ttl and poll interval of the latest call that asked for a task).
+ * - `initialize` answers the protocol version the client asked for.
  *
  * Sends `{ url }` over IPC once listening.
  */
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { TaskField, TaskMethod, TaskStatus } from '@resumewatch/semconv';
 
 const SESSION = 'mcp-session-id';
 const held = new Map<string, Set<{ res: ServerResponse; id: number | string; stream: string }>>();
@@ -27,7 +34,13 @@ let nextStream = 1;
 interface Rpc {
   id?: number | string;
   method?: string;
-  params?: { name?: string; arguments?: { events?: number; rate?: number } };
+  params?: {
+    name?: string;
+    arguments?: { events?: number; rate?: number; pollInterval?: number };
+    protocolVersion?: string;
+    task?: { ttl?: number };
+    taskId?: string;
+  };
 }
 
 const resultEvent = (stream: string, n: number, id: number | string): string =>
@@ -46,6 +59,30 @@ const JSON_RESULT = (id: number | string): string =>
       isError: false,
     },
   });
+
+// --- Tasks (2025-11-25): handles and polls answered from nothing kept ---
+let nextTask = 1;
+let pollInterval = 1000;
+let ttl: number | null = null;
+const TASK_CREATED_AT = new Date().toISOString();
+const task = (taskId: string) => ({
+  [TaskField.TASK_ID]: taskId,
+  [TaskField.STATUS]: TaskStatus.WORKING,
+  [TaskField.TTL]: ttl,
+  createdAt: TASK_CREATED_AT,
+  lastUpdatedAt: TASK_CREATED_AT,
+  [TaskField.POLL_INTERVAL]: pollInterval,
+});
+/** CreateTaskResult: the handle of a new task. */
+function createTask(rpc: Rpc): string {
+  pollInterval = rpc.params?.arguments?.pollInterval ?? pollInterval;
+  ttl = rpc.params?.task?.ttl ?? null;
+  const taskId = `task-${process.pid}-${nextTask++}`;
+  return JSON.stringify({ jsonrpc: '2.0', id: rpc.id, result: { [TaskField.TASK]: task(taskId) } });
+}
+/** GetTaskResult: the Task flat in the result. */
+const getTask = (rpc: Rpc): string =>
+  JSON.stringify({ jsonrpc: '2.0', id: rpc.id, result: task(rpc.params?.taskId ?? '') });
 
 function sse(res: ServerResponse, session: string): void {
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', [SESSION]: session });
@@ -156,7 +193,7 @@ const server = createServer((req, res) => {
         jsonrpc: '2.0',
         id: rpc.id,
         result: {
-          protocolVersion: '2025-06-18',
+          protocolVersion: rpc.params?.protocolVersion ?? '2025-06-18',
           capabilities: { tools: {} },
           serverInfo: { name: 'bench-upstream', version: '1.0.0' },
         },
@@ -172,6 +209,9 @@ const server = createServer((req, res) => {
     const tool = rpc.params?.name;
     if (tool === 'stream') return stream(res, sid, rpc);
     if (tool === 'hold') return hold(res, sid, rpc);
+    const json = { 'content-type': 'application/json', [SESSION]: sid };
+    if (rpc.method === TaskMethod.GET) return void res.writeHead(200, json).end(getTask(rpc));
+    if (rpc.params?.task !== undefined) return void res.writeHead(200, json).end(createTask(rpc));
     res.writeHead(200, { 'content-type': 'application/json', [SESSION]: sid }).end(JSON_RESULT(rpc.id));
   });
 });
