@@ -1,7 +1,7 @@
 import { BoundedMap } from '@resumewatch/bounded';
 import { OUTCOME_TASK_STATUSES, TASK_NOT_FOUND_CODE, TaskField, TaskMethod, TaskStatus } from '@resumewatch/semconv';
 import type { JsonRpcMessage, RequestRecord, WireEvent, WireListener, WireRequest } from '@resumewatch/wire';
-import { declaresExtension, readTaskHandle, readTaskRequest, taskCallOf } from './task-messages.js';
+import { readTaskHandle, readTaskRequest, taskCallOf } from './task-messages.js';
 
 /** Handles kept at once; the oldest goes first. */
 const MAX_HANDLES = 10_000;
@@ -82,7 +82,7 @@ export class TaskHandles {
     const message = request.messages[0]!;
     const record = request.requests[0]!;
     const scope = request.clientScope ?? '';
-    const call = taskCallOf(message, declaresExtension(message));
+    const call = taskCallOf(message);
     if (call?.key !== undefined) {
       this.pendingCalls.set(record, { key: handleKey(scope, request.sessionId, call.key), name: call.name });
       return;

@@ -1,22 +1,21 @@
-// What the gateway reads of MCP tasks in the messages it already holds: a request body it forwards, an
-// answer the observer parsed. A small local reader, by the semconv names (TaskField, RESULT_TYPE_TASK,
-// META_IDEMPOTENCY_KEY): it may later move to the wire's shared reader of task facts.
-import { parseJsonBody, type JsonRpcMessage } from '@resumewatch/wire';
+// What the gateway needs of MCP tasks in the messages it already holds (a request body it forwards, an
+// answer the observer parsed), on top of the wire's one reader of task facts (`wire/src/task-facts.ts`:
+// whether a call asks for a task, the task a request names, what an answer shows): the idempotency key
+// of a call and the creation answer's text to repeat.
 import {
-  EXTENSION_TASKS,
-  MCP_METHOD_TOOLS_CALL,
-  META_IDEMPOTENCY_KEY,
-  RESULT_TYPE_TASK,
-  TASK_METHODS,
-  TaskField,
-} from '@resumewatch/semconv';
+  parseJsonBody,
+  requestTaskId,
+  taskFactsOfAnswer,
+  taskRequested,
+  type JsonRpcMessage,
+  type JsonRpcRequest,
+} from '@resumewatch/wire';
+import { EXTENSION_TASKS, MCP_METHOD_TOOLS_CALL, META_IDEMPOTENCY_KEY, TaskField } from '@resumewatch/semconv';
 
 /** Request bodies larger than this are not read for task facts (a task call is small): forwarded as they are. */
 const MAX_READ_BYTES = 64 * 1024;
 /** Longest idempotency key kept (the wire's bound on the key it records). */
 const MAX_KEY_LENGTH = 256;
-/** Longest task id kept: a longer one is not a handle the gateway repeats or names in a header. */
-const MAX_TASK_ID_LENGTH = 256;
 
 const EXTENSION_BYTES = Buffer.from(EXTENSION_TASKS);
 const TASK_BYTES = Buffer.from(`"${TaskField.TASK}"`);
@@ -43,21 +42,20 @@ export function readTaskCall(body: Uint8Array): TaskCall | undefined {
   const bytes = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
   if (!bytes.includes(TASK_BYTES) && !bytes.includes(EXTENSION_BYTES)) return undefined;
   const messages = parseJsonBody(bytes.toString('utf8'));
-  return messages.length === 1 ? taskCallOf(messages[0]!, declaresExtension(messages[0]!)) : undefined;
+  return messages.length === 1 ? taskCallOf(messages[0]!) : undefined;
 }
 
 /**
- * `message` as a `tools/call` that may be answered with a task; `extension`: its body names the
- * 2026-07-28 extension (`io.modelcontextprotocol/tasks`, in its per-request client capabilities).
+ * `message` as a `tools/call` that may be answered with a task: 2025-11-25's client asked for one; 2026-07-28's
+ * server alone decides, so a call that declares the extension is one that may be answered with a task
+ * (both read by the wire's `taskRequested`).
  */
-export function taskCallOf(message: JsonRpcMessage, extension: boolean): TaskCall | undefined {
+export function taskCallOf(message: JsonRpcMessage): TaskCall | undefined {
   const m = message as { id?: unknown; method?: unknown; params?: unknown };
   if (m.method !== MCP_METHOD_TOOLS_CALL) return undefined;
   if (typeof m.id !== 'string' && typeof m.id !== 'number') return undefined;
+  if (!taskRequested(message as JsonRpcRequest)) return undefined;
   const params = (isObject(m.params) ? m.params : {}) as Params;
-  // 2025-11-25: the client asked for a task. 2026-07-28: the server alone decides, so a call that
-  // declares the extension is one that may be answered with a task.
-  if (!isObject(params[TaskField.TASK]) && !extension) return undefined;
   const key = isObject(params._meta) ? params._meta[META_IDEMPOTENCY_KEY] : undefined;
   return {
     id: m.id,
@@ -66,29 +64,11 @@ export function taskCallOf(message: JsonRpcMessage, extension: boolean): TaskCal
   };
 }
 
-/** Whether a parsed request message names the 2026-07-28 extension anywhere in its `_meta` (bounded walk: two levels). */
-export function declaresExtension(message: JsonRpcMessage): boolean {
-  const params = (message as { params?: unknown }).params;
-  const meta = isObject(params) ? params._meta : undefined;
-  if (!isObject(meta)) return false;
-  for (const value of Object.values(meta)) {
-    if (!isObject(value)) continue;
-    const extensions = value.extensions;
-    if (
-      isObject(extensions)
-        ? EXTENSION_TASKS in extensions
-        : Array.isArray(extensions) && extensions.includes(EXTENSION_TASKS)
-    )
-      return true;
-  }
-  return false;
-}
-
 /** A task the server's answer created, as the gateway keeps it. */
 export interface TaskHandle {
   taskId: string;
-  /** The announced ttl in ms; null: unlimited; undefined: not said. */
-  ttlMs: number | null | undefined;
+  /** The announced ttl in ms; undefined when unlimited (null) or not said: the store's own bound then applies. */
+  ttlMs: number | undefined;
   /** The answer's `result`, as JSON text: what a repeated call is answered with. */
   resultText: string;
 }
@@ -102,34 +82,23 @@ const MAX_RESULT_BYTES = 16 * 1024;
  * answer, or one too large to keep.
  */
 export function readTaskHandle(message: JsonRpcMessage): TaskHandle | undefined {
-  const result = (message as { result?: unknown }).result;
-  if (!isObject(result)) return undefined;
-  let task: Record<string, unknown>;
-  let ttl: unknown;
-  if (result[TaskField.RESULT_TYPE] === RESULT_TYPE_TASK) {
-    task = result;
-    ttl = result[TaskField.TTL_MS];
-  } else if (isObject(result[TaskField.TASK])) {
-    task = result[TaskField.TASK] as Record<string, unknown>;
-    ttl = task[TaskField.TTL];
-  } else return undefined;
-  const taskId = task[TaskField.TASK_ID];
-  if (typeof taskId !== 'string' || taskId.length === 0 || taskId.length > MAX_TASK_ID_LENGTH) return undefined;
-  const resultText = JSON.stringify(result);
+  // The wire's reader: a handle is an answer to a call that names a task (ids over 256 characters are not kept).
+  const facts = taskFactsOfAnswer(MCP_METHOD_TOOLS_CALL, message);
+  if (facts?.taskId === undefined) return undefined;
+  const resultText = JSON.stringify((message as { result?: unknown }).result);
   if (resultText.length > MAX_RESULT_BYTES) return undefined;
-  return {
-    taskId,
-    ttlMs: ttl === null ? null : typeof ttl === 'number' && ttl >= 0 ? ttl : undefined,
-    resultText,
-  };
+  // The wire keeps no ttl for null (unlimited) or unsaid: either way the handle lives to the store's own bound.
+  return { taskId: facts.taskId, ttlMs: facts.ttlMs, resultText };
 }
 
 /** The task a `tasks/*` request names (`params.taskId`), with its method. */
 export function readTaskRequest(message: JsonRpcMessage): { method: string; taskId: string } | undefined {
-  const m = message as { method?: unknown; params?: unknown };
-  if (typeof m.method !== 'string' || !TASK_METHODS.includes(m.method) || !isObject(m.params)) return undefined;
-  const taskId = m.params[TaskField.TASK_ID];
-  return typeof taskId === 'string' && taskId.length <= MAX_TASK_ID_LENGTH ? { method: m.method, taskId } : undefined;
+  if (!('method' in message) || !('id' in message)) return undefined;
+  const taskId = requestTaskId(message as JsonRpcRequest);
+  // A task id over 256 characters names no handle the gateway keeps.
+  return taskId !== undefined && taskId.length <= MAX_KEY_LENGTH
+    ? { method: (message as JsonRpcRequest).method, taskId }
+    : undefined;
 }
 
 /** The task id a JSON response body's one answer created, for the routing header; undefined otherwise. */

@@ -60,10 +60,10 @@ describe('readTaskCall', () => {
 });
 
 describe('readTaskHandle', () => {
-  it('reads the task an answer created, in both shapes, with its ttl (null: unlimited)', () => {
+  it('reads the task an answer created, in both shapes, with its ttl (none kept for null: unlimited)', () => {
     expect(readTaskHandle(augmentedAnswer(1, 't-1', null) as JsonRpcMessage)).toMatchObject({
       taskId: 't-1',
-      ttlMs: null,
+      ttlMs: undefined,
     });
     expect(readTaskHandle(extensionAnswer(1, 't-2') as JsonRpcMessage)).toMatchObject({ taskId: 't-2', ttlMs: 1_000 });
     expect(readTaskHandle({ jsonrpc: '2.0', id: 1, result: { content: [] } } as JsonRpcMessage)).toBeUndefined();
