@@ -265,6 +265,13 @@ export class SpanRecorder implements WireListener {
   private readonly clientDropped: BoundedMap<RequestState, true>;
   /** Those of them that name their work (tools/call, prompts/get, resources/read), by digest, awaiting a re-issue. */
   private readonly droppedWork: BrokenRequests<RequestState>;
+  /**
+   * Calls that carried an idempotency key and were answered with a task, by digest and key: a later call
+   * of this client with the same work and key re-issues it (ATTR_MCP_REQUEST_REISSUE_OF_SAME_KEY) even
+   * when its reply was written whole. The key is the client's word that the two calls are one piece of
+   * work; at a proxy, that is the only evidence of a reply its client dropped after it was written.
+   */
+  private readonly keyedTasks: BrokenRequests<FirstAttempt>;
 
   constructor(options: SpanRecorderOptions) {
     this.tracer = options.tracer;
@@ -273,6 +280,7 @@ export class SpanRecorder implements WireListener {
     this.digestKey = options.digestKey ?? createIdRecorder({ idPolicy: 'raw' }).digestKey;
     this.broken = new BrokenRequests({ windowMs: options.reissueWindowMs ?? DEFAULT_REISSUE_WINDOW_MS });
     this.droppedWork = new BrokenRequests({ windowMs: options.reissueWindowMs ?? DEFAULT_REISSUE_WINDOW_MS });
+    this.keyedTasks = new BrokenRequests({ windowMs: options.reissueWindowMs ?? DEFAULT_REISSUE_WINDOW_MS });
     this.clientDropped = new BoundedMap<RequestState, true>(
       options.maxClientDropped ?? MAX_CLIENT_DROPPED,
       Infinity,
@@ -655,6 +663,9 @@ export class SpanRecorder implements WireListener {
       if (dropped?.record.taskRequested)
         first = { context: dropped.spanContext, idempotencyKey: dropped.record.idempotencyKey };
     }
+    // A call with the key of an earlier call of the same work that was answered with a task.
+    if (first === undefined && record.idempotencyKey !== undefined && this.keyedTasks.size > 0)
+      first = this.keyedTasks.takeReissued(keyedTaskKey(key, record.idempotencyKey));
     if (first === undefined) return undefined;
     attributes[ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID] = first.context.traceId;
     attributes[ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID] = first.context.spanId;
@@ -1043,6 +1054,16 @@ export class SpanRecorder implements WireListener {
     }
     const facts = message === undefined ? undefined : taskFactsOfAnswer(record.method, message);
     if (facts === undefined) return;
+    if (
+      facts.taskId !== undefined &&
+      record.idempotencyKey !== undefined &&
+      state.reissueKey !== undefined &&
+      !isTaskIdMethod(record.method)
+    )
+      this.keyedTasks.noteBroken(keyedTaskKey(state.reissueKey, record.idempotencyKey), {
+        context: state.spanContext,
+        idempotencyKey: record.idempotencyKey,
+      });
     const attributes: Attributes = {};
     addTaskFacts(attributes, facts, !isTaskIdMethod(record.method));
     state.span!.setAttributes(attributes);
@@ -1199,6 +1220,11 @@ export class SpanRecorder implements WireListener {
 function reissueKeyOf(req: WireRequest, digest: string | undefined): string | undefined {
   if (digest === undefined) return undefined;
   return req.clientScope === undefined ? digest : `${req.clientScope}\n${digest}`;
+}
+
+/** A keyed task call's entry among `keyedTasks`: its re-issue key (client and digest) and its idempotency key. */
+function keyedTaskKey(reissueKey: string, idempotencyKey: string): string {
+  return `${reissueKey}\n${idempotencyKey}`;
 }
 
 /**

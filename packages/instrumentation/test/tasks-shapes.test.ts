@@ -278,6 +278,31 @@ describe('at a proxy (the gateway runs the same recorder), session era', () => {
     expect(reissue.links.map((l) => l.context.spanId)).toEqual([first.spanContext().spanId]);
   });
 
+  it('a keyed task call answered whole, repeated by its client with the key: linked, same key marked (the key is the evidence)', () => {
+    // The proxy wrote the whole handle: it cannot know its client never read it. The key says the repeat
+    // is the same work, so the second task is a duplicate whatever became of the first reply.
+    const { capture, answered } = proxy();
+    const keyed = (key: string) => ({
+      name: 'charge',
+      arguments: { a: 1 },
+      task: {},
+      _meta: { [META_IDEMPOTENCY_KEY]: key },
+    });
+    answered(1, 'client-a', keyed('k1'));
+    answered(2, 'client-b', keyed('k1'));
+    answered(3, 'client-a', keyed('k2'));
+    answered(4, 'client-a', { name: 'charge', arguments: { a: 1 }, task: {} });
+    answered(5, 'client-a', keyed('k1'));
+    const spans = capture.spans('tools/call charge');
+    const byId = (id: string) => spans.find((s) => attr(s, ATTR_JSONRPC_REQUEST_ID) === id)!;
+    // Another client, another key, no key: not re-issues.
+    for (const id of ['2', '3', '4']) expect(attr(byId(id), ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID), id).toBeUndefined();
+    const reissue = byId('5');
+    expect(attr(reissue, ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID)).toBe(byId('1').spanContext().spanId);
+    expect(attr(reissue, ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID)).toBe(byId('1').spanContext().traceId);
+    expect(attr(reissue, ATTR_MCP_REQUEST_REISSUE_OF_SAME_KEY)).toBe(true);
+  });
+
   it('a call that asked no task, re-issued after its client dropped: given up as before, no link', () => {
     const { capture, dropped, answered } = proxy();
     const params = { name: 'plain', arguments: { a: 1 } };
