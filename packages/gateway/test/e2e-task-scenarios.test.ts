@@ -5,21 +5,33 @@
 // its client. The gateway's embedded detector must report exactly the kinds below, no request-level kind
 // besides. They are the lab's promise (`expectedTaskFindings`) except where the gateway alone sees
 // another truth, each said at `atGateway`.
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import type { Finding } from '@resumewatch/detector';
 import { TASK_SCENARIO_NAMES, expectedTaskFindings, runScenario } from '@resumewatch/lab';
 import type { ScenarioSummary, TaskScenarioName } from '@resumewatch/lab';
+import { startEverythingServer } from '@resumewatch/lab/everything-server';
+import type { EverythingServer } from '@resumewatch/lab/everything-server';
 import {
   ATTR_MCP_METHOD_NAME,
   ATTR_MCP_TASK_ID,
   ATTR_MCP_TASK_OUTCOME_DELIVERED,
+  ATTR_MCP_TASK_POLL_INTERVAL_MS,
+  ATTR_MCP_TASK_REQUESTED,
+  ATTR_MCP_TASK_SHAPE,
+  ATTR_MCP_TASK_STATUS,
+  ATTR_MCP_TASK_TTL_MS,
   FindingKind,
   SPAN_REQUEST_TERMINAL,
   TaskLostReason,
   TaskMethod,
+  TaskShape,
+  TaskStatus,
 } from '@resumewatch/semconv';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningGateway } from '../src/index.js';
 import { gatewayMcpUrl, kindsOf, settleGateway, startTestGateway } from './helpers/e2e-rig.js';
 
@@ -168,4 +180,72 @@ describe('the lab task scenarios through the gateway', { timeout: TIMEOUT }, () 
       }
     },
   );
+});
+
+// `@modelcontextprotocol/server-everything`'s task tool through the gateway, with the SDK 1.x client's task
+// API: a real peer's tasks (ttl 5 min, pollInterval 1 s, about 5 s of work), no finding, and the task on the
+// gateway's spans. One server, one gateway per mode.
+describe("server-everything's simulate-research-query through the gateway (SDK 1.x callToolStream)", () => {
+  let everything: EverythingServer | undefined;
+  beforeAll(async () => {
+    everything = await startEverythingServer({ startTimeoutMs: 60_000 });
+  }, 70_000);
+  afterAll(async () => {
+    await everything?.stop();
+  });
+
+  for (const enforce of [false, true])
+    it(enforce ? '--enforce' : 'observe', { timeout: 60_000 }, async () => {
+      const exporter = new InMemorySpanExporter();
+      const gateway = await startTestGateway(everything!.url, {
+        enforce,
+        spanProcessors: [new SimpleSpanProcessor(exporter)],
+      });
+      closers.push(() => gateway.close());
+      const client = new Client({ name: 'research-client', version: '1.0.0' });
+      await client.connect(new StreamableHTTPClientTransport(new URL(gatewayMcpUrl(gateway, everything!.url))));
+      const seen: string[] = [];
+      let taskId = '';
+      let text = '';
+      const stream = client.experimental.tasks.callToolStream(
+        { name: 'simulate-research-query', arguments: { topic: 'tasks' } },
+        CallToolResultSchema,
+        { task: { ttl: 300_000 } },
+      );
+      for await (const message of stream) {
+        seen.push(message.type);
+        if (message.type === 'taskCreated') taskId = message.task.taskId;
+        if (message.type === 'result') text = (message.result.content as { text?: string }[])[0]?.text ?? '';
+      }
+      await client.close();
+      expect(seen[0]).toBe('taskCreated');
+      expect(seen.at(-1)).toBe('result');
+      expect(text).toMatch(/Research Report/);
+
+      await settleGateway(gateway);
+      const d = gateway.detector!;
+      d.detector.advance(Date.now() + Math.max(d.config.stormWindowMs, d.config.reissueSettleMs) + 1);
+      expect(d.findings()).toEqual([]);
+
+      const spans = exporter.getFinishedSpans();
+      const [call] = byMethod(spans, 'tools/call');
+      expect(call!.attributes).toMatchObject({
+        [ATTR_MCP_TASK_REQUESTED]: true,
+        [ATTR_MCP_TASK_ID]: taskId,
+        [ATTR_MCP_TASK_SHAPE]: TaskShape.AUGMENTED,
+        [ATTR_MCP_TASK_TTL_MS]: 300_000,
+        [ATTR_MCP_TASK_POLL_INTERVAL_MS]: 1_000,
+      });
+      const polls = byMethod(spans, TaskMethod.GET);
+      expect(polls.length).toBeGreaterThan(0);
+      for (const poll of polls) expect(poll.attributes[ATTR_MCP_TASK_ID]).toBe(taskId);
+      expect(polls.at(-1)!.attributes[ATTR_MCP_TASK_STATUS]).toBe(TaskStatus.COMPLETED);
+      expect(byMethod(spans, TaskMethod.RESULT).map((s) => s.attributes[ATTR_MCP_TASK_OUTCOME_DELIVERED])).toEqual([
+        true,
+      ]);
+      expect(d.detector.stats().tasks).toBe(1);
+      // Nothing withheld, nothing refused: the call carried no key.
+      expect(gateway.counts().taskHandlesRepeated).toBe(0);
+      expect(gateway.counts().refusals).toEqual({});
+    });
 });
