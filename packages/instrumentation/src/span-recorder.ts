@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { SpanKind, context as otelContext, diag, trace } from '@opentelemetry/api';
 import type { Attributes, Context, Link, Span, SpanContext, Tracer } from '@opentelemetry/api';
-import { ProtocolEra, TerminalOutcome, protocolEra, type ResumeVerdict } from '@resumewatch/semconv';
+import { ProtocolEra, TaskStatus, TerminalOutcome, protocolEra, type ResumeVerdict } from '@resumewatch/semconv';
 import type {
   JsonRpcMessage,
   RequestRecord,
@@ -12,6 +12,7 @@ import type {
   WireListener,
   WireObserver,
   RequestSender,
+  TaskFacts,
   WireRequest,
   WireResponse,
 } from '@resumewatch/wire';
@@ -156,6 +157,11 @@ interface FirstAttempt {
   readonly idempotencyKey: string | undefined;
 }
 
+/** A keyed call answered with a task (`keyedTasks`): the first attempt of a later call with its work and key. */
+interface KeyedTask extends FirstAttempt {
+  readonly taskId: string;
+}
+
 /** Requests a proxy keeps open after their client's connection dropped (see `SpanRecorder.clientDropped`). */
 const MAX_CLIENT_DROPPED = 10_000;
 
@@ -265,6 +271,19 @@ export class SpanRecorder implements WireListener {
   private readonly clientDropped: BoundedMap<RequestState, true>;
   /** Those of them that name their work (tools/call, prompts/get, resources/read), by digest, awaiting a re-issue. */
   private readonly droppedWork: BrokenRequests<RequestState>;
+  /**
+   * Calls that carried an idempotency key and were answered with a task, by digest and key: a later call
+   * of this client with the same work and key re-issues it (ATTR_MCP_REQUEST_REISSUE_OF_SAME_KEY) even
+   * when its reply was written whole. The key is the client's word that the two calls are one piece of
+   * work; at a proxy, that is the only evidence of a reply its client dropped after it was written.
+   */
+  private readonly keyedTasks: BrokenRequests<KeyedTask>;
+  /**
+   * The task each of them created → its entry: once the task's outcome was delivered, or it was cancelled
+   * or said gone, the key makes new work again (as the gateway's --enforce takes it) and the entry goes.
+   * By task id alone (no client: a server's ids are its own; another client ending it only forgets a link).
+   */
+  private readonly keyedByTask: BoundedMap<string, string>;
 
   constructor(options: SpanRecorderOptions) {
     this.tracer = options.tracer;
@@ -273,6 +292,8 @@ export class SpanRecorder implements WireListener {
     this.digestKey = options.digestKey ?? createIdRecorder({ idPolicy: 'raw' }).digestKey;
     this.broken = new BrokenRequests({ windowMs: options.reissueWindowMs ?? DEFAULT_REISSUE_WINDOW_MS });
     this.droppedWork = new BrokenRequests({ windowMs: options.reissueWindowMs ?? DEFAULT_REISSUE_WINDOW_MS });
+    this.keyedTasks = new BrokenRequests({ windowMs: options.reissueWindowMs ?? DEFAULT_REISSUE_WINDOW_MS });
+    this.keyedByTask = new BoundedMap(10_000, options.reissueWindowMs ?? DEFAULT_REISSUE_WINDOW_MS, Date.now);
     this.clientDropped = new BoundedMap<RequestState, true>(
       options.maxClientDropped ?? MAX_CLIENT_DROPPED,
       Infinity,
@@ -655,6 +676,9 @@ export class SpanRecorder implements WireListener {
       if (dropped?.record.taskRequested)
         first = { context: dropped.spanContext, idempotencyKey: dropped.record.idempotencyKey };
     }
+    // A call with the key of an earlier call of the same work that was answered with a task.
+    if (first === undefined && record.idempotencyKey !== undefined && this.keyedTasks.size > 0)
+      first = this.keyedTasks.takeReissued(keyedTaskKey(key, record.idempotencyKey));
     if (first === undefined) return undefined;
     attributes[ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID] = first.context.traceId;
     attributes[ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID] = first.context.spanId;
@@ -1043,9 +1067,35 @@ export class SpanRecorder implements WireListener {
     }
     const facts = message === undefined ? undefined : taskFactsOfAnswer(record.method, message);
     if (facts === undefined) return;
+    this.keyedTask(state, facts);
     const attributes: Attributes = {};
     addTaskFacts(attributes, facts, !isTaskIdMethod(record.method));
     state.span!.setAttributes(attributes);
+  }
+
+  /**
+   * `keyedTasks`: a keyed call answered with a task is noted (a later call with its work and key re-issues
+   * it); a `tasks/*` answer that ends that task's life for its client (its outcome delivered, cancelled,
+   * gone) forgets it.
+   */
+  private keyedTask(state: RequestState, facts: TaskFacts): void {
+    const { record } = state;
+    const byTask = isTaskIdMethod(record.method);
+    // A tasks/result answer names no task: the request did (its target, `params.taskId`).
+    const taskId = byTask ? (facts.taskId ?? record.target) : facts.taskId;
+    if (taskId === undefined) return;
+    if (!byTask) {
+      if (record.idempotencyKey === undefined || state.reissueKey === undefined) return;
+      const key = keyedTaskKey(state.reissueKey, record.idempotencyKey);
+      this.keyedTasks.noteBroken(key, { context: state.spanContext, idempotencyKey: record.idempotencyKey, taskId });
+      this.keyedByTask.set(taskId, key);
+      return;
+    }
+    if (!facts.outcomeDelivered && facts.gone === undefined && facts.status !== TaskStatus.CANCELLED) return;
+    const key = this.keyedByTask.get(taskId);
+    if (key === undefined) return;
+    this.keyedByTask.delete(taskId);
+    if (this.keyedTasks.peek(key)?.taskId === taskId) this.keyedTasks.takeReissued(key);
   }
 
   /**
@@ -1199,6 +1249,11 @@ export class SpanRecorder implements WireListener {
 function reissueKeyOf(req: WireRequest, digest: string | undefined): string | undefined {
   if (digest === undefined) return undefined;
   return req.clientScope === undefined ? digest : `${req.clientScope}\n${digest}`;
+}
+
+/** A keyed task call's entry among `keyedTasks`: its re-issue key (client and digest) and its idempotency key. */
+function keyedTaskKey(reissueKey: string, idempotencyKey: string): string {
+  return `${reissueKey}\n${idempotencyKey}`;
 }
 
 /**

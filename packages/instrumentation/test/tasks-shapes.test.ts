@@ -23,6 +23,7 @@ import {
   META_IDEMPOTENCY_KEY,
   STATELESS_PROTOCOL_VERSION,
   TaskGone,
+  TaskMethod,
   TaskShape,
   TaskStatus,
 } from '@resumewatch/semconv';
@@ -226,7 +227,7 @@ describe('at a proxy (the gateway runs the same recorder), session era', () => {
     observer.addListener(
       new SpanRecorder({ tracer: tracerSource(capture.provider), observer, requestTimeoutMs: 60_000 }),
     );
-    const send = (id: number, client: string, params: object) =>
+    const send = (id: number, client: string, params: object, method = 'tools/call') =>
       observer.proxyRequest(
         'http://127.0.0.1:1/mcp',
         {
@@ -236,7 +237,7 @@ describe('at a proxy (the gateway runs the same recorder), session era', () => {
             'mcp-session-id': 'session-p',
             'mcp-protocol-version': SESSION_VERSION,
           },
-          body: JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params }),
+          body: JSON.stringify({ jsonrpc: '2.0', id, method, params }),
         },
         client,
       );
@@ -257,7 +258,18 @@ describe('at a proxy (the gateway runs the same recorder), session era', () => {
       body.chunk(Buffer.from(JSON.stringify({ jsonrpc: '2.0', id, result: handle })), sink);
       body.end(sink);
     };
-    return { capture, dropped, answered };
+    /** A tasks/result answered with the task's result: its outcome delivered. */
+    const resultFetched = (id: number, client: string, taskId: string) => {
+      const body = observer.proxyResponse(
+        send(id, client, { taskId }, TaskMethod.RESULT),
+        200,
+        { 'content-type': 'application/json' },
+        true,
+      )!;
+      body.chunk(Buffer.from(JSON.stringify({ jsonrpc: '2.0', id, result: { content: [] } })), sink);
+      body.end(sink);
+    };
+    return { capture, dropped, answered, resultFetched };
   }
 
   it("a task call whose client dropped, re-issued by the same client: linked, same key marked; another client's is not", () => {
@@ -276,6 +288,42 @@ describe('at a proxy (the gateway runs the same recorder), session era', () => {
     expect(attr(reissue, ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID)).toBe(first.spanContext().spanId);
     expect(attr(reissue, ATTR_MCP_REQUEST_REISSUE_OF_SAME_KEY)).toBe(true);
     expect(reissue.links.map((l) => l.context.spanId)).toEqual([first.spanContext().spanId]);
+  });
+
+  it('a keyed task call answered whole, repeated by its client with the key: linked, same key marked (the key is the evidence)', () => {
+    // The proxy wrote the whole handle: it cannot know its client never read it. The key says the repeat
+    // is the same work, so the second task is a duplicate whatever became of the first reply.
+    const { capture, answered } = proxy();
+    const keyed = (key: string) => ({
+      name: 'charge',
+      arguments: { a: 1 },
+      task: {},
+      _meta: { [META_IDEMPOTENCY_KEY]: key },
+    });
+    answered(1, 'client-a', keyed('k1'));
+    answered(2, 'client-b', keyed('k1'));
+    answered(3, 'client-a', keyed('k2'));
+    answered(4, 'client-a', { name: 'charge', arguments: { a: 1 }, task: {} });
+    answered(5, 'client-a', keyed('k1'));
+    const spans = capture.spans('tools/call charge');
+    const byId = (id: string) => spans.find((s) => attr(s, ATTR_JSONRPC_REQUEST_ID) === id)!;
+    // Another client, another key, no key: not re-issues.
+    for (const id of ['2', '3', '4']) expect(attr(byId(id), ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID), id).toBeUndefined();
+    const reissue = byId('5');
+    expect(attr(reissue, ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID)).toBe(byId('1').spanContext().spanId);
+    expect(attr(reissue, ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID)).toBe(byId('1').spanContext().traceId);
+    expect(attr(reissue, ATTR_MCP_REQUEST_REISSUE_OF_SAME_KEY)).toBe(true);
+  });
+
+  it('a keyed task whose outcome was delivered: the key makes new work again, no link', () => {
+    const { capture, answered, resultFetched } = proxy();
+    const params = { name: 'charge', arguments: { a: 2 }, task: {}, _meta: { [META_IDEMPOTENCY_KEY]: 'k7' } };
+    answered(1, 'client-a', params);
+    resultFetched(2, 'client-a', 'T1');
+    answered(3, 'client-a', params);
+    const [, again] = capture.spans('tools/call charge');
+    expect(attr(again!, ATTR_MCP_TASK_ID)).toBe('T3');
+    expect(attr(again!, ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID)).toBeUndefined();
   });
 
   it('a call that asked no task, re-issued after its client dropped: given up as before, no link', () => {

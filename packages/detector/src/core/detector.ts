@@ -112,7 +112,8 @@ export class Detector {
     this.table = ctx.table;
     this.spanIds = new IdSet(options.dedupeCapacity);
     this.storms = new Storms(ctx);
-    this.reissue = new ReissueRules(ctx);
+    // A re-issue of a call that created a task is the tasks family's (constructed below; read lazily).
+    this.reissue = new ReissueRules(ctx, (trace) => this.tasks.createdTaskIn(trace));
     this.lost = new LostResults(ctx, this.reissue);
     this.resumption = new Resumption(ctx, this.storms, this.lost, this.reissue, new ServerDefects(ctx));
     // The families with hooks (RuleFamily), which run in this order: storms end before idle requests leave,

@@ -20,7 +20,15 @@ import type { DetectorStats, SpanRecord } from './types.js';
  * (completed_after_cancellation), kept in the request table.
  */
 export class ReissueRules implements RuleFamily {
-  constructor(private readonly ctx: RuleContext) {}
+  /**
+   * `taskCreatedIn(trace)`: a span of that first attempt's trace created a task (the tasks family's
+   * records). Its re-issue is then judged by that family, whose evidence is the first task itself: a
+   * possible_duplicate_execution beside it would say the same re-issue twice, and less.
+   */
+  constructor(
+    private readonly ctx: RuleContext,
+    private readonly taskCreatedIn: (trace: string) => boolean = () => false,
+  ) {}
 
   /**
    * A request span of a first attempt's trace (a server's, or the gateway's, which sees the upstream
@@ -116,14 +124,15 @@ export class ReissueRules implements RuleFamily {
 
   /**
    * The re-issue's window has passed (or its state has to go, or input ended): the fate known now is
-   * its verdict. Unknown: possible_duplicate_execution; stopped: nothing (a later `completed` still
-   * reports duplicate_execution while the entry is kept).
+   * its verdict. Unknown: possible_duplicate_execution, unless the first attempt created a task (the
+   * tasks family's); stopped: nothing (a later `completed` still reports duplicate_execution while the
+   * entry is kept).
    */
   private settle(trace: string, entry: Reissue): void {
     this.ctx.reissues.pending.delete(trace);
     if (entry.service < 0 || (entry.flags & SETTLED) !== 0) return;
     entry.flags |= SETTLED;
-    if (entry.fate === Fate.UNKNOWN) this.possibleDuplicateExecution(trace, entry);
+    if (entry.fate === Fate.UNKNOWN && !this.taskCreatedIn(trace)) this.possibleDuplicateExecution(trace, entry);
   }
 
   /**

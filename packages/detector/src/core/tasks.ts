@@ -314,6 +314,14 @@ export class TaskFamily {
     this.taskPollStorm(record, span, at);
   }
 
+  /**
+   * Whether a span of `trace` created a task this family holds: a re-issue of that call is this family's
+   * to judge (duplicate_task, possible_duplicate_task, or nothing when it got the same task back).
+   */
+  createdTaskIn(trace: string): boolean {
+    return this.byTrace.has(trace);
+  }
+
   /** A client span that re-issues the call of trace `firstTrace` (its reply was not received). */
   reissue(span: SpanRecord, firstTrace: string): void {
     if (firstTrace.length !== 32 || span.traceId.length !== 32 || span.spanId.length !== 16) return;

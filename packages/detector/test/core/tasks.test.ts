@@ -386,6 +386,31 @@ describe('duplicate_task and possible_duplicate_task', () => {
     expect(run([client, reissue, createTask(T0 + 5_000, 'other')], {}, T0 + 10 * TTL).findings).toEqual([]);
   });
 
+  it("leaves a task call's re-issue to the tasks family: no possible_duplicate_execution beside it", () => {
+    // Every finding, not only the task kinds: the request-level re-issue rule sees the same re-issue.
+    const all = (spans: SpanRecord[]): string[] => {
+      const kinds: string[] = [];
+      const detector = new Detector({ onFinding: (f) => void kinds.push(f.kind) });
+      for (const s of spans) detector.ingest(s);
+      detector.advance(T0 + 10 * TTL);
+      return kinds.filter((k) => k !== FindingKind.LOST_TASK_RESULT).sort();
+    };
+    for (const sameKey of [true, false]) {
+      const { client, server } = firstAttempt(`r-${sameKey}`, TaskShape.EXTENSION);
+      const reissue = reissueCall(T0 + 1_000, client, { sameKey, taskId: `r2-${sameKey}` });
+      const kind = sameKey ? FindingKind.DUPLICATE_TASK : FindingKind.POSSIBLE_DUPLICATE_TASK;
+      expect(all([client, server, reissue])).toEqual([kind]);
+      expect(all([reissue, client, server])).toEqual([kind]);
+    }
+    // A first attempt that created no task: the request-level rule's, as before.
+    const trace = newTrace();
+    const client: SpanRecord = {
+      ...createTask(T0, 'x', { trace }),
+      attributes: { [ATTR_MCP_METHOD_NAME]: 'tools/call' },
+    };
+    expect(all([client, reissueCall(T0 + 1_000, client)])).toEqual([FindingKind.POSSIBLE_DUPLICATE_EXECUTION]);
+  });
+
   it('is reported once per first task, however many re-issues', () => {
     const { client, server } = firstAttempt('many', TaskShape.EXTENSION);
     const spans = [client, server, reissueCall(T0 + 1_000, client), reissueCall(T0 + 2_000, client, { sameKey: true })];
