@@ -273,6 +273,13 @@ describe('task_poll_storm', () => {
     expect(detector.taskTimeline('app', 'p10')!.polls.total).toBe(9);
   });
 
+  it('counts polls delivered again later (an exporter retrying older export requests) once: fewer early polls than the threshold stay no storm', () => {
+    const six = polls('p11', T0 + 10, 10, 6);
+    const { findings, detector } = run([createTask(T0, 'p11', { interval: 500 }), ...six, ...six]);
+    expect(findings).toEqual([]);
+    expect(detector.taskTimeline('app', 'p11')!.polls.total).toBe(6);
+  });
+
   it('is never judged by rate when the server announced no interval', () => {
     const spans = [createTask(T0, 'p8', { interval: null }), ...polls('p8', T0 + 10, 10, 100)];
     expect(run(spans).findings).toEqual([]);
