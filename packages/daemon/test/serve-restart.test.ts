@@ -11,7 +11,13 @@ import { propagation } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { join } from 'node:path';
 import { LAB_SERVER_SCENARIO_NAMES, TASK_SCENARIO_NAMES } from '@resumewatch/lab';
-import { ATTR_JSONRPC_REQUEST_ID, ATTR_MCP_SESSION_ID, FINDING_KINDS, FindingRecord } from '@resumewatch/semconv';
+import {
+  ATTR_JSONRPC_REQUEST_ID,
+  ATTR_MCP_SESSION_ID,
+  ATTR_MCP_TASK_ID,
+  FINDING_KINDS,
+  FindingRecord,
+} from '@resumewatch/semconv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeJsonRequest, type Finding } from '@resumewatch/detector';
 import { recordLabScenario, recordTaskScenario, shiftedBatches, type OtlpBatch } from './helpers/otlp-recording.js';
@@ -77,18 +83,27 @@ const requestOf = (service: string, session: string, request: string): string =>
   JSON.stringify([service, session, request]);
 const findingRequest = (f: Finding): string => requestOf(f.service, f.session_id, f.request_id);
 
-/** The (service, session, request) of every span in `batches` that names one. */
+/** A task's key: its findings name the request that created it, its later spans are other requests'. */
+const taskOf = (service: string, task: string): string => JSON.stringify([service, 'task', task]);
+/** The (service, session, request) of every span in `batches` that names one, and the task of every span that names one. */
 function requestsIn(batches: readonly OtlpBatch[]): Set<string> {
   const out = new Set<string>();
   for (const batch of batches)
     decodeJsonRequest(batch.body, (s) => {
       const session = s.attributes[ATTR_MCP_SESSION_ID];
       const request = s.attributes[ATTR_JSONRPC_REQUEST_ID];
+      const task = s.attributes[ATTR_MCP_TASK_ID];
       if (session !== undefined && request !== undefined)
         out.add(requestOf(s.service, String(session), String(request)));
+      if (task !== undefined) out.add(taskOf(s.service, String(task)));
     });
   return out;
 }
+
+/** Whether a span of the finding's request, or of its task(s), is among `lost`. */
+const touchedBy = (lost: ReadonlySet<string>, f: Finding): boolean =>
+  lost.has(findingRequest(f)) ||
+  [f.task_id, f.duplicate_task_id].some((task) => task !== undefined && lost.has(taskOf(f.service, task)));
 
 let dir: string;
 let sequences: Sequence[];
@@ -215,7 +230,7 @@ describe('serve restarts: the findings of a stopped and restarted serve are thos
       for (const [i, s] of got.entries()) {
         const { s: snapshot, k } = cuts[r]![i]!;
         const lost = requestsIn(sequences[i]!.batches.slice(snapshot, k));
-        const untouched = (f: Finding) => !lost.has(findingRequest(f));
+        const untouched = (f: Finding) => !touchedBy(lost, f);
         expect
           .soft(
             difference(s.reported.filter(untouched), ref[i]!.reported.filter(untouched)),
