@@ -122,6 +122,8 @@ export class Detector {
     // The tasks family keeps its own records (by service and task id, not in the request table) and its
     // own clock of due verdicts: it is called by name below (its spans, advance, stats, state).
     this.tasks = new TaskFamily({ options, services: ctx.services, events: init.events, onFinding: init.onFinding });
+    // A re-issue whose first attempt created a task is the tasks family's (duplicate_task or its possible form).
+    this.reissue.taskCreatedIn = (trace) => this.tasks.createdIn(trace);
     this.requestFamilies = this.families.filter((family) => family.request !== undefined);
   }
 

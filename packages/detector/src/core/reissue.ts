@@ -20,6 +20,13 @@ import type { DetectorStats, SpanRecord } from './types.js';
  * (completed_after_cancellation), kept in the request table.
  */
 export class ReissueRules implements RuleFamily {
+  /**
+   * Whether a span of the trace created a task (the tasks family's word). A re-issue whose first attempt
+   * answered with a task handle ran: the tasks family reports it (duplicate_task, possible_duplicate_task),
+   * and its fate is not unknown.
+   */
+  taskCreatedIn: (trace: string) => boolean = () => false;
+
   constructor(private readonly ctx: RuleContext) {}
 
   /**
@@ -123,7 +130,8 @@ export class ReissueRules implements RuleFamily {
     this.ctx.reissues.pending.delete(trace);
     if (entry.service < 0 || (entry.flags & SETTLED) !== 0) return;
     entry.flags |= SETTLED;
-    if (entry.fate === Fate.UNKNOWN) this.possibleDuplicateExecution(trace, entry);
+    // A first attempt that created a task is no unknown fate: the tasks family has reported the re-issue.
+    if (entry.fate === Fate.UNKNOWN && !this.taskCreatedIn(trace)) this.possibleDuplicateExecution(trace, entry);
   }
 
   /**

@@ -572,6 +572,11 @@ export class TaskFamily {
   }
 
   /** Every record, each service's least recently touched first; and the pending re-issues, oldest first. */
+  /** Whether a task known to this family was created by a span of `trace` (a re-issue's first attempt, say). */
+  createdIn(trace: string): boolean {
+    return this.byTrace.has(trace);
+  }
+
   records(): TaskRecord[] {
     const out: TaskRecord[] = [];
     for (const map of this.byService.values()) for (const record of map.values()) out.push(record);

@@ -366,6 +366,21 @@ describe('duplicate_task and possible_duplicate_task', () => {
     });
   }
 
+  it('leaves no possible_duplicate_execution beside it once the window passes: the first attempt created a task (without one, it stays)', () => {
+    for (const created of [true, false]) {
+      const { client, server } = firstAttempt(`x-${created}`, TaskShape.AUGMENTED);
+      const reissue = reissueCall(T0 + 1_000, client, { trace: newTrace() });
+      const kinds: string[] = [];
+      const detector = new Detector({ onFinding: (f) => void kinds.push(f.kind) });
+      for (const span of created ? [client, reissue, server] : [client, reissue]) detector.ingest(span);
+      // Past the re-issue's evidence window (60 s); the first task never completed, so no ttl verdict.
+      detector.advance(T0 + 2 * TTL);
+      expect(kinds.filter((k) => k !== FindingKind.LOST_RESULT)).toEqual(
+        created ? [FindingKind.POSSIBLE_DUPLICATE_TASK] : [FindingKind.POSSIBLE_DUPLICATE_EXECUTION],
+      );
+    }
+  });
+
   it("names the second task, and the first task's timeline shows it", () => {
     const { client, server } = firstAttempt('first', TaskShape.AUGMENTED);
     const reissue = reissueCall(T0 + 1_000, client, { sameKey: true, taskId: 'second' });
