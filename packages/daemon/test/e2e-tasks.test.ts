@@ -53,6 +53,9 @@ interface TaskRun {
 }
 
 let serial = 0;
+const REISSUES: readonly TaskScenarioName[] = ['task-reissue-after-lost-reply', 'modern-task-duplicate'];
+/** The re-issue scenarios' ttl: longer than the time the test moves serve's clock by. */
+const REISSUE_TTL_MS = 10 * 60_000;
 
 /** Runs one task scenario instrumented, exporting to a fresh serve; its findings once the spans are in. */
 async function runInstrumented(name: TaskScenarioName, tasks: { idempotencyKey?: boolean } = {}): Promise<TaskRun> {
@@ -70,6 +73,7 @@ async function runInstrumented(name: TaskScenarioName, tasks: { idempotencyKey?:
       fetch,
       tasks: {
         ...tasks,
+        ttlMs: REISSUES.includes(name) ? REISSUE_TTL_MS : undefined,
         decorateServer: (s) => instrumentMcpServer(s, { tracerProvider: serverProvider }),
       },
       // The extension's task requests never reach this server's SDK (the lab answers them itself).
@@ -84,10 +88,10 @@ async function runInstrumented(name: TaskScenarioName, tasks: { idempotencyKey?:
     await Promise.all([clientProvider.forceFlush(), serverProvider.forceFlush()]);
     const exported = () => clientExporter.spans.length + serverExporter.spans.length;
     await waitFor(() => received(detector) >= exported(), `the spans of ${name} in serve`);
-    // Time passes for what waits on it (a ttl, a re-issue's evidence window), not for the task records
-    // of the first attempt of a re-issue: its task is never fetched, and only its ttl (60 s, past the
-    // run) would make it a lost result. The advance stays short of that.
-    detector.detector.advance(Date.now() + 10_000);
+    // Time passes for what waits on it (a ttl, a re-issue's evidence window: a possible duplicate is
+    // reported when it closes), short of the re-issue scenarios' ttl (below): their first task is never
+    // fetched, and its ttl passing would make it a lost result as well.
+    detector.detector.advance(Date.now() + detector.config.reissueSettleMs + 1_000);
     const findings = detector.findings().filter((f) => f.service.startsWith(`${service}/`));
     return { summary, findings, spans: [...clientExporter.spans, ...serverExporter.spans] };
   } finally {
@@ -121,11 +125,13 @@ const VANTAGE: Partial<Record<TaskScenarioName, { also?: FindingKind[]; not?: Fi
     'task-reissue-after-lost-reply': { also: [FindingKind.LOST_RESULT] },
     // The extension server is the lab's own (no SDK implements the shape): no server span of it, and the
     // client never read the first handle. No span of the first attempt's trace names a task, so the
-    // duplicate cannot be shown from here (the gateway sees it: packages/gateway/test). The broken first
-    // attempt's lost_result is retracted by its re-issue, as for any 2026-07-28 re-issue.
+    // duplicate task cannot be shown from here (the gateway sees it: packages/gateway/test). What this
+    // vantage point can say, it says: the broken first attempt's lost_result, retracted by its re-issue
+    // (as for any 2026-07-28 re-issue), and, once the re-issue's window passes with the first attempt's
+    // fate untold, a possible duplicate execution (right: the re-issued call may have run twice; it did).
     'modern-task-duplicate': {
       not: [FindingKind.POSSIBLE_DUPLICATE_TASK, FindingKind.DUPLICATE_TASK],
-      also: [FindingKind.LOST_RESULT],
+      also: [FindingKind.LOST_RESULT, FindingKind.POSSIBLE_DUPLICATE_EXECUTION],
       records: [[FindingKind.LOST_RESULT, FindingRecord.RETRACTION]],
     },
   };
