@@ -271,12 +271,7 @@ describe('alerts and dashboards against a real Prometheus and real detectors', (
       ],
       ['McpTaskResultLost', { service: TASK_CLIENT, kind: semconv.FindingKind.LOST_TASK_RESULT, severity: 'warning' }],
       ['McpTaskPollStorm', { service: TASK_CLIENT, kind: semconv.FindingKind.TASK_POLL_STORM, severity: 'warning' }],
-      // The re-issued task calls are re-issues of calls the server completed after their stream broke (its
-      // span of each first attempt says so): the request family reports them as duplicate executions too.
-      [
-        'McpDuplicateExecution',
-        { service: TASK_CLIENT, kind: semconv.FindingKind.DUPLICATE_EXECUTION, severity: 'critical' },
-      ],
+      // The re-issued task calls are the tasks family's alone: no (possible) duplicate execution for them.
       ['McpServerErrorRatioHigh', { service: MCP_SERVER_SERVICE, severity: 'critical' }],
       [
         'McpServerLatencyHigh',

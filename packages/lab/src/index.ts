@@ -54,6 +54,8 @@ export { TASK_TOOL, startTaskLabServer } from './tasks/task-server.js';
 export { EXTENSION_TASK_TOOL, ExtensionTasks } from './modern/tasks-extension.js';
 export type { ExtensionTaskRequest, ExtensionTasksOptions } from './modern/tasks-extension.js';
 export { ExtensionTaskClient } from './modern/tasks-extension-client.js';
+export { connectSdkTaskClient, streamTaskCall } from './tasks/sdk-task-client.js';
+export type { SdkTaskClient, TaskStreamRun } from './tasks/sdk-task-client.js';
 export type { ExtensionAnswer } from './modern/tasks-extension-client.js';
 export type { TaskLabServer, TaskLabServerOptions, TaskServerRequest } from './tasks/task-server.js';
 export { recordingFetch } from './scenarios/recording-fetch.js';

@@ -9,7 +9,13 @@ import {
   instrumentMcpServer,
   instrumentServerTransport,
 } from '@resumewatch/instrumentation';
-import { V2_SERVER_SCENARIO_NAMES, runScenario, startLabServer, type ScenarioName } from '@resumewatch/lab';
+import {
+  V2_SERVER_SCENARIO_NAMES,
+  runScenario,
+  startLabServer,
+  type ScenarioName,
+  type TaskScenarioName,
+} from '@resumewatch/lab';
 import { ATTR_SERVICE_NAME } from '@resumewatch/semconv';
 import { waitFor } from '../../../detector/test/helpers/wait.js';
 
@@ -131,4 +137,71 @@ export async function recordModernScenario(
     await recorder.close();
   }
   return recorder.batches;
+}
+
+const REISSUES: readonly TaskScenarioName[] = ['task-reissue-after-lost-reply', 'modern-task-duplicate'];
+
+/**
+ * recordLabScenario for a task scenario (`task-*`, `modern-task-*`: each starts its own server): the
+ * client's fetch as `<service>/client`, the SDK 1.x task server (and the v2 server, whose extension
+ * tasks the lab answers itself) through instrumentMcpServer as `<service>/server`. `idempotencyKey`: the
+ * re-issue scenarios send one (then the duplicate is certain). A re-issue's first task is never fetched:
+ * its ttl is made longer than any test run, so that no serve's clock passes it (a lost_task_result at a
+ * moment no two runs share); `finalize` moves the clock past it.
+ */
+export async function recordTaskScenario(
+  name: TaskScenarioName,
+  service: string,
+  options: { idempotencyKey?: boolean } = {},
+): Promise<OtlpBatch[]> {
+  const recorder = await startOtlpRecorder();
+  const clientProvider = provider(recorder.url, `${service}/client`);
+  const serverProvider = provider(recorder.url, `${service}/server`);
+  const fetch = instrumentFetch({ tracerProvider: clientProvider, requestTimeoutMs: 10_000 });
+  try {
+    await runScenario(name, {
+      serverUrl: UNUSED_LAB_URL,
+      fetch,
+      tasks: {
+        idempotencyKey: options.idempotencyKey,
+        ttlMs: REISSUES.includes(name) ? 10 * 60_000 : undefined,
+        decorateServer: (s) => instrumentMcpServer(s, { tracerProvider: serverProvider }),
+      },
+      modernServer: { decorateServer: (s) => instrumentMcpServer(s, { tracerProvider: serverProvider }) },
+    });
+    await waitFor(() => {
+      const s = fetch.stats();
+      return s.openRequests === 0 && s.openResumes === 0 && s.pendingHttp === 0 && s.heldPolls === 0;
+    }, `the client spans of ${name} to end`);
+  } finally {
+    await Promise.all([clientProvider.shutdown(), serverProvider.shutdown()]);
+    await recorder.close();
+  }
+  return recorder.batches;
+}
+
+/**
+ * The batches with every span's times moved by `ms` (OTLP/JSON bodies, nanosecond strings). Moved ahead
+ * of the wall clock, no ttl of a recorded task passes by serve's clock while they are sent: what time
+ * decides is then seen at the same point of every run (once all spans are in, when the clock is moved).
+ */
+export function shiftedBatches(batches: readonly OtlpBatch[], ms: number): OtlpBatch[] {
+  const by = BigInt(ms) * 1_000_000n;
+  const move = (t: string | number | undefined) => (t === undefined ? t : String(BigInt(t) + by));
+  return batches.map((batch) => {
+    const body = JSON.parse(batch.body.toString('utf8')) as {
+      resourceSpans?: Array<{
+        scopeSpans?: Array<{
+          spans?: Array<{ startTimeUnixNano?: string | number; endTimeUnixNano?: string | number }>;
+        }>;
+      }>;
+    };
+    for (const rs of body.resourceSpans ?? [])
+      for (const ss of rs.scopeSpans ?? [])
+        for (const span of ss.spans ?? []) {
+          span.startTimeUnixNano = move(span.startTimeUnixNano);
+          span.endTimeUnixNano = move(span.endTimeUnixNano);
+        }
+    return { body: Buffer.from(JSON.stringify(body)), contentType: batch.contentType };
+  });
 }

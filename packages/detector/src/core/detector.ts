@@ -136,7 +136,9 @@ export class Detector {
     else {
       if (typeof span.attributes[ATTR_MCP_METHOD_NAME] !== 'string') {
         // A task status notification's span (no method of its own) is the tasks family's if it names a task.
-        if (name !== SPAN_TASK_STATUS || !this.tasks.span(span)) return this.count(SpanReceivedResult.IGNORED);
+        if (name !== SPAN_TASK_STATUS) return this.count(SpanReceivedResult.IGNORED);
+        if (!this.firstDelivery(span)) return this.count(SpanReceivedResult.DUPLICATE);
+        if (!this.tasks.span(span)) return this.count(SpanReceivedResult.IGNORED);
         return this.count(SpanReceivedResult.ACCEPTED);
       }
       this.request(span);
@@ -191,6 +193,16 @@ export class Detector {
     else if (type === RESUME) this.resumption.resume(slot, span, hi, lo, time, service);
     else this.storms.attempt(slot, span, hi, lo, time, reattachEvicts);
     return this.count(SpanReceivedResult.ACCEPTED);
+  }
+
+  /**
+   * A task span seen for the first time (by its span id, in the same bounded set as the stream spans',
+   * kept across restarts). The tasks family counts polls: a span delivered again (an exporter's retry,
+   * the export requests sent again after a restart) must not count twice, wherever it comes in the order.
+   */
+  private firstDelivery(span: SpanRecord): boolean {
+    if (span.spanId.length !== 16) return true;
+    return this.spanIds.add(hexWord(span.spanId, 0), hexWord(span.spanId, 8));
   }
 
   /**
@@ -334,7 +346,7 @@ export class Detector {
     const fate = attrs[ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION];
     if (typeof fate === 'boolean') this.reissue.firstAttemptFate(span, fate);
     // The one check a span that concerns no task pays for the tasks family.
-    if (attrs[ATTR_MCP_TASK_ID] !== undefined) this.tasks.span(span);
+    if (attrs[ATTR_MCP_TASK_ID] !== undefined && this.firstDelivery(span)) this.tasks.span(span);
     // Once per request, at its end: nothing per SSE event, whatever the metrics make of it.
     if (events?.operation) {
       const op = this.operations.read(span, span.service || UNKNOWN_SERVICE);

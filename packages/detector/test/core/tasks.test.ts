@@ -273,6 +273,13 @@ describe('task_poll_storm', () => {
     expect(detector.taskTimeline('app', 'p10')!.polls.total).toBe(9);
   });
 
+  it('counts polls delivered again later (an exporter retrying older export requests) once: fewer early polls than the threshold stay no storm', () => {
+    const six = polls('p11', T0 + 10, 10, 6);
+    const { findings, detector } = run([createTask(T0, 'p11', { interval: 500 }), ...six, ...six]);
+    expect(findings).toEqual([]);
+    expect(detector.taskTimeline('app', 'p11')!.polls.total).toBe(6);
+  });
+
   it('is never judged by rate when the server announced no interval', () => {
     const spans = [createTask(T0, 'p8', { interval: null }), ...polls('p8', T0 + 10, 10, 100)];
     expect(run(spans).findings).toEqual([]);
@@ -358,6 +365,21 @@ describe('duplicate_task and possible_duplicate_task', () => {
       }
     });
   }
+
+  it('leaves no possible_duplicate_execution beside it once the window passes: the first attempt created a task (without one, it stays)', () => {
+    for (const created of [true, false]) {
+      const { client, server } = firstAttempt(`x-${created}`, TaskShape.AUGMENTED);
+      const reissue = reissueCall(T0 + 1_000, client, { trace: newTrace() });
+      const kinds: string[] = [];
+      const detector = new Detector({ onFinding: (f) => void kinds.push(f.kind) });
+      for (const span of created ? [client, reissue, server] : [client, reissue]) detector.ingest(span);
+      // Past the re-issue's evidence window (60 s); the first task never completed, so no ttl verdict.
+      detector.advance(T0 + 2 * TTL);
+      expect(kinds.filter((k) => k !== FindingKind.LOST_RESULT)).toEqual(
+        created ? [FindingKind.POSSIBLE_DUPLICATE_TASK] : [FindingKind.POSSIBLE_DUPLICATE_EXECUTION],
+      );
+    }
+  });
 
   it("names the second task, and the first task's timeline shows it", () => {
     const { client, server } = firstAttempt('first', TaskShape.AUGMENTED);

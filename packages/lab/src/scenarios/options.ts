@@ -1,6 +1,7 @@
 import type { ModernLabServerOptions } from '../modern/server.js';
 import type { FetchLike } from '../mcp-http-client.js';
 import type { ScenarioClient } from './sdk-clients.js';
+import type { TaskLabServerOptions } from '../tasks/task-server.js';
 
 export interface ScenarioOptions {
   /** The lab server's MCP endpoint, e.g. http://127.0.0.1:P/mcp */
@@ -53,6 +54,11 @@ export interface TaskScenarioOptions {
    * talks to instead, and how to close it. Default: nothing in front.
    */
   front?: (serverUrl: string) => Promise<{ url: string; close(): Promise<void> }>;
+  /**
+   * The `task-*` scenarios' SDK 1.x task server: called with each session's server before it connects
+   * (e.g. `instrumentMcpServer`, for its server spans). The `modern-task-*` ones use `modernServer`.
+   */
+  decorateServer?: TaskLabServerOptions['decorateServer'];
 }
 
 export interface ResolvedScenarioOptions {

@@ -40,6 +40,7 @@ async function withRig(
     ttlMs: options.tasks.ttlMs ?? defaults.ttlMs,
     pollIntervalMs: options.tasks.pollIntervalMs ?? defaults.pollIntervalMs,
     workMs: options.tasks.workMs ?? defaults.workMs,
+    decorateServer: options.tasks.decorateServer,
   });
   let front: { url: string; close(): Promise<void> } | undefined;
   let proxy: FaultProxy | undefined;

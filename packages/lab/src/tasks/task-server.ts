@@ -37,6 +37,8 @@ export interface TaskLabServerOptions {
   workMs?: number;
   /** Default 127.0.0.1. */
   host?: string;
+  /** Called with each session's server before it connects (e.g. to instrument its server side). */
+  decorateServer?: (server: McpServer) => McpServer;
 }
 
 /** One JSON-RPC request the server received, as the server saw it. */
@@ -106,7 +108,7 @@ export async function startTaskLabServer(options: TaskLabServerOptions = {}): Pr
           (await extra.taskStore.getTaskResult(extra.taskId)) as { content: Array<{ type: 'text'; text: string }> },
       },
     );
-    return server;
+    return options.decorateServer ? options.decorateServer(server) : server;
   };
 
   /** The task's work ends: charged and completed, unless it was cancelled (or purged) meanwhile. */
