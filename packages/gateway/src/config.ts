@@ -265,6 +265,11 @@ const SHARED_KEYS = new Set<keyof ResumewatchConfig>([
   'dedupeCapacity',
   // A gateway sees 2026-07-28 re-issues too, and how long a long tool may run decides when one is reported.
   'reissueSettleMs',
+  // The tasks family's cap and poll-storm thresholds: a gateway sees every task's creation and polls.
+  'maxTasksPerService',
+  'taskPollStormThreshold',
+  'taskPollStormWindowMs',
+  'taskPollsAfterGone',
   'host',
   'metricsPort',
   // One list for both listeners: the names the machine is reached under.
