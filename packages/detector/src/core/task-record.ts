@@ -98,11 +98,11 @@ export interface TaskTimeline {
 
 /**
  * One live task. Bytes (measured: 20,000 tasks with 36-character task and session ids, `node
- * --expose-gc`, V8 heap plus typed-array backing store): about 1.1 KB for a task never polled — this
- * object, its Float64Array of 18 numbers (~200 of heap, 144 of backing store), its ids (task, session,
- * trace, span, request), its status changes, its entries in its service's map and the trace index —
- * about 1.4 KB once polled, and at most about 1.8 KB (its poll-time ring grown to TICKS: 512 bytes of
- * backing store). The detector README states the same.
+ * --expose-gc`, V8 heap plus typed-array backing store; `pnpm bench detector-tasks` on a quiet machine):
+ * about 1.5 KB for a task never polled (1,459 B measured) — this object, its Float64Array of 18 numbers
+ * (~200 of heap, 144 of backing store), its ids (task, session, trace, span, request), its status changes,
+ * its entries in its service's map and the trace index — and at most about 2.4 KB (2,326 B measured, its
+ * poll-time ring grown to TICKS: 512 bytes of backing store). The detector README states the same.
  */
 export class TaskRecord {
   readonly n = new Float64Array(NUMBER_FIELDS.length).fill(NaN);
