@@ -247,6 +247,10 @@ export class Forwarder {
       // Its answer may create a task whose handle a repeat must get: read even if its client leaves first.
       exchange.keepReading = true;
     }
+    // 2025-11-25: a client's disconnection is no cancellation (the server runs on and creates the task), so a
+    // task-augmented call's answer is read on without its client, in either mode: the task it created is
+    // then seen (the first attempt's task), and the call's re-issue is reported as the second task it makes.
+    if (taskCall?.augmented) exchange.keepReading = true;
     if (this.counts.open >= this.limits.maxStreams) {
       exchange.stopIdle();
       return this.refuse(
@@ -543,9 +547,10 @@ class Exchange {
   /** For a queued response (pipelining): stops watching the connection's close. */
   queuedOn: (() => void) | undefined = undefined;
   /**
-   * With --enforce, a keyed call that may create a task: a client that leaves before the answer's headers
-   * were written does not abort the upstream exchange, whose answer is read and observed
-   * (`drainForHandle`), so that the task it created is known to the client's repeat.
+   * A call that may create a task (keyed, with --enforce; or 2025-11-25's task-augmented call, in either
+   * mode): a client that leaves before the answer's headers were written does not abort the upstream
+   * exchange, whose answer is read and observed (`drainForHandle`), so that the task it created is known
+   * to the client's repeat (the handle store) and to the detector (the re-issue's first attempt).
    */
   keepReading = false;
   /** The answer read on without its client is over (`drainForHandle`): nothing left to bound. */
@@ -580,8 +585,10 @@ class Exchange {
     this.queuedOn?.();
     this.forwarder.responseClosed(this);
     const res = this.res;
-    // A keyed task call's answer is read on without its client (`keepReading`), within the upstream timeout.
+    // A task call's answer is read on without its client (`keepReading`), within the upstream timeout; what
+    // the observer reads of it from here on, no client received (StreamRecord.unwritten).
     const readOn = this.keepReading && !res.writableFinished && !this.drained;
+    if (readOn && this.stream !== undefined) this.stream.unwritten = true;
     if (this.listening) {
       this.stopIdle();
       if (!res.writableFinished && !readOn) this.abort.abort(abortReason(CLIENT_GONE));
@@ -653,7 +660,7 @@ function holdTaskAnswer(
 const MAX_DRAINED_BYTES = 64 * 1024;
 
 /**
- * The answer to a keyed task call whose client left before its headers: read and observed with nothing
+ * The answer to a task call (keyed under --enforce, or 2025-11-25's augmented) whose client left before its headers: read and observed with nothing
  * written (the observer learns the task it created: task-handles.ts), within 64 KiB and --upstream-timeout
  * (the exchange's timer, set when its client left: it aborts the exchange, which ends the upstream's
  * body), then the upstream exchange ends. The exchange gave back its --max-streams slot when its client left.
@@ -665,6 +672,8 @@ function drainForHandle(
   held: Buffer[],
   ended: boolean,
 ): void {
+  // Nothing of this answer reaches a client: what the observer reads of it, no client received.
+  if (observed !== undefined) observed.stream.unwritten = true;
   if (observed === undefined) {
     exchange.drained = true;
     exchange.stopIdle();

@@ -27,6 +27,11 @@ export interface TaskCall {
   name: string | undefined;
   /** `_meta[META_IDEMPOTENCY_KEY]`, when a string of at most 256 characters. */
   key: string | undefined;
+  /**
+   * 2025-11-25's shape: the client asked for the task (`params.task`). In that era a disconnection is no
+   * cancellation (the server runs on), so the gateway may read the answer on after its client left.
+   */
+  augmented: boolean;
 }
 
 type Params = Record<string, unknown> & { _meta?: Record<string, unknown> };
@@ -61,6 +66,7 @@ export function taskCallOf(message: JsonRpcMessage): TaskCall | undefined {
     id: m.id,
     name: typeof params.name === 'string' ? params.name : undefined,
     key: typeof key === 'string' && key.length > 0 && key.length <= MAX_KEY_LENGTH ? key : undefined,
+    augmented: isObject(params[TaskField.TASK]),
   };
 }
 

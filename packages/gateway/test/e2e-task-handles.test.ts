@@ -14,10 +14,10 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { InMemoryTaskStore } from '@modelcontextprotocol/sdk/experimental/tasks/stores/in-memory.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { HEADER_TASK_ID, META_IDEMPOTENCY_KEY, TaskMethod } from '@resumewatch/semconv';
+import { FindingKind, HEADER_TASK_ID, META_IDEMPOTENCY_KEY, TaskMethod } from '@resumewatch/semconv';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RunningGateway } from '../src/index.js';
-import { startTestGateway, waitFor } from './helpers/e2e-rig.js';
+import { kindsOf, settleGateway, startTestGateway, waitFor } from './helpers/e2e-rig.js';
 
 const TOOL = 'charge-card';
 const PROTOCOL = '2025-11-25';
@@ -306,5 +306,56 @@ describe('--enforce: one task per idempotency key (SDK 1.x registerToolTask, InM
     expect(server.created).toHaveLength(2);
     expect(second.result?.task?.taskId).toBe(server.created[1]);
     expect(gateway.counts().taskHandlesRepeated).toBe(0);
+  });
+});
+
+// The issue's first case, from the middle alone: a 2025-11-25 task call whose client left before its
+// answer (the connection dropped before the CreateTaskResult), then called again with no key. A
+// disconnection is no cancellation in that era: the gateway reads the answer on, so the first task is seen,
+// and the second call is its re-issue: possible_duplicate_task, naming both tasks. Nothing is withheld.
+describe('observing: a task call re-issued after its client left before the answer (no key)', () => {
+  for (const json of [true, false])
+    it(`reports the second task as a possible duplicate of the first (${json ? 'JSON' : 'SSE'} answers)`, async () => {
+      const { server, gateway, url } = await rig(false, json);
+      let open!: () => void;
+      server.gate = new Promise<void>((resolve) => (open = resolve));
+      const forwarded = waitFor(() => server.created.length === 1, 'the call at the server').then(() => undefined);
+      expect(await post(url, taskCall(1, undefined), { drop: forwarded })).toBe('dropped');
+      await waitFor(() => gateway.counts().open === 0, 'the gateway to see its client leave');
+      server.gate = undefined;
+      open();
+      await waitFor(() => (gateway.detector!.detector.stats().tasks === 1 ? true : undefined), 'the first task seen');
+
+      const again = messageOf(await post(url, taskCall(2, undefined)));
+      expect(server.created).toHaveLength(2);
+      expect(again.result?.task?.taskId).toBe(server.created[1]);
+      messageOf(
+        await post(url, { jsonrpc: '2.0', id: 3, method: TaskMethod.RESULT, params: { taskId: server.created[1] } }),
+      );
+      await settleGateway(gateway);
+      const d = gateway.detector!;
+      d.detector.advance(Date.now() + d.config.reissueSettleMs + 1);
+      const findings = d.findings();
+      expect(kindsOf(findings)).toEqual([FindingKind.LOST_TASK_RESULT, FindingKind.POSSIBLE_DUPLICATE_TASK]);
+      expect(findings.find((f) => f.kind === FindingKind.POSSIBLE_DUPLICATE_TASK)).toMatchObject({
+        task_id: server.created[0],
+        duplicate_task_id: server.created[1],
+      });
+      // The first task completed and no client ever got its outcome: lost (its ttl passed on the detector's
+      // clock); the second task's result was fetched.
+      expect(findings.filter((f) => f.kind === FindingKind.LOST_TASK_RESULT).map((f) => f.task_id)).toEqual([
+        server.created[0],
+      ]);
+    });
+
+  it('a call answered whole to its client, then made again, is new work: no finding', async () => {
+    const { server, gateway, url } = await rig(false, true);
+    messageOf(await post(url, taskCall(1, undefined)));
+    messageOf(await post(url, taskCall(2, undefined)));
+    expect(server.created).toHaveLength(2);
+    await settleGateway(gateway);
+    const d = gateway.detector!;
+    d.detector.advance(Date.now() + d.config.reissueSettleMs + 1);
+    expect(kindsOf(d.findings()).filter((k) => k !== FindingKind.LOST_TASK_RESULT)).toEqual([]);
   });
 });

@@ -42,10 +42,15 @@ const extensionAnswer = (id: number, taskId: string) => ({
 });
 
 describe('readTaskCall', () => {
-  it('reads both shapes of a call that may be answered with a task, with its key', () => {
-    expect(readTaskCall(bytes(augmentedCall(1)))).toEqual({ id: 1, name: 'charge', key: 'k-1' });
-    expect(readTaskCall(bytes(extensionCall(2)))).toEqual({ id: 2, name: 'charge', key: 'k-1' });
-    expect(readTaskCall(bytes(augmentedCall(3, {})))).toEqual({ id: 3, name: 'charge', key: undefined });
+  it('reads both shapes of a call that may be answered with a task, with its key and its shape', () => {
+    expect(readTaskCall(bytes(augmentedCall(1)))).toEqual({ id: 1, name: 'charge', key: 'k-1', augmented: true });
+    expect(readTaskCall(bytes(extensionCall(2)))).toEqual({ id: 2, name: 'charge', key: 'k-1', augmented: false });
+    expect(readTaskCall(bytes(augmentedCall(3, {})))).toEqual({
+      id: 3,
+      name: 'charge',
+      key: undefined,
+      augmented: true,
+    });
   });
 
   it('reads nothing else: a plain call, another method, a batch, a notification, an over-long key', () => {

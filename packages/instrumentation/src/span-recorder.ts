@@ -1037,6 +1037,11 @@ export class SpanRecorder implements WireListener {
     if (terminal.duplicate || terminal.conflict || !state?.span) return;
     const span = state.span;
     this.taskAnswer(state, event.messages[terminal.messageIndex]);
+    // At a proxy, session era: a task call's answer read on after its client left, before any of it was
+    // written (StreamRecord.unwritten): the client never got the handle, so a later call of the same work
+    // re-issues this one (see `droppedWork`), and the task this answer created is its first attempt's.
+    if (event.stream.unwritten && record.taskRequested && !state.stateless && state.reissueKey !== undefined)
+      this.droppedWork.noteBroken(state.reissueKey, state);
     // Set again only when it differs from the span's (an initialize's negotiated version): the same value costs a call.
     if (protocolVersion !== undefined && protocolVersion !== state.protocolVersion) {
       state.protocolVersion = protocolVersion;

@@ -1121,6 +1121,7 @@ export function newStreamRecord(
     foreignTerminalEvents: 0,
     pollingAnnounced,
     unread: false,
+    unwritten: false,
     ended: undefined,
   };
 }

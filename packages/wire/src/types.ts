@@ -187,6 +187,11 @@ export interface StreamRecord {
    * some point, so what it carried is unknown, and its end says nothing of its requests' results.
    */
   unread: boolean;
+  /**
+   * A proxy read this body on after its client had left, before any of it was written (a 2025-11-25 task
+   * call's answer, read so that the task it created is known): what it carries, no client received.
+   */
+  unwritten: boolean;
   ended: StreamEnd | undefined;
 }
 
