@@ -660,8 +660,9 @@ function holdTaskAnswer(
 const MAX_DRAINED_BYTES = 64 * 1024;
 
 /**
- * The answer to a task call (keyed under --enforce, or 2025-11-25's augmented) whose client left before its headers: read and observed with nothing
- * written (the observer learns the task it created: task-handles.ts), within 64 KiB and --upstream-timeout
+ * The answer to a task call (keyed under --enforce, or 2025-11-25's augmented) whose client left before
+ * its headers: read and observed with nothing written (the observer learns the task it created:
+ * task-handles.ts, and the stream is `unwritten`), within 64 KiB and --upstream-timeout
  * (the exchange's timer, set when its client left: it aborts the exchange, which ends the upstream's
  * body), then the upstream exchange ends. The exchange gave back its --max-streams slot when its client left.
  */
