@@ -65,9 +65,10 @@ export type TaskScenarioName = (typeof TASK_SCENARIO_NAMES)[number];
  * traffic: the lab's promise, for the integration tests to hold the detector to. Where another vantage
  * point sees less or more, its test says so and why (the gateway behind the scenario's cut wrote the
  * first reply whole: it knows what it wrote, not what the client read; a re-issue's orphaned first task
- * is, past its ttl, a lost result where its completion was seen). The re-issue scenarios give `duplicate_task` instead when they send an idempotency key
- * (`tasks.idempotencyKey`; the run's `expectedFindings` says which). A re-issue's first task is never
- * fetched: after its ttl (60 s by default, longer than the run) it would also be a lost result.
+ * is, past its ttl, a lost result where its completion was seen). The re-issue scenarios give
+ * `duplicate_task` instead when they send an idempotency key (`tasks.idempotencyKey`; the run's
+ * `expectedFindings` says which). A re-issue's first task is never fetched: after its ttl (60 s by
+ * default, longer than the run) it would also be a lost result.
  */
 export const TASK_SCENARIO_EXPECTED_FINDINGS: Readonly<Record<TaskScenarioName, readonly FindingKind[]>> = {
   'task-healthy': [],
