@@ -31,6 +31,8 @@ export function guardedFetch(fetchImpl?: FetchLike | GuardedFetchOptions, option
   // Outside the observer: a poll it delays is observed when it leaves; a re-issue it answers, never.
   const tasked = listener.withTaskGuard(observed);
   // The keys go into the body before the task guard, the observer (and the guard) read it.
-  const wrapped = options?.idempotencyKey ? listener.withIdempotencyKeys(tasked) : tasked;
+  const keyed = options?.idempotencyKey ? listener.withIdempotencyKeys(tasked) : tasked;
+  // Outermost: a request answered with the server's own earlier refusal is seen by nothing else.
+  const wrapped = listener.withSessionRefusals(keyed);
   return Object.assign(wrapped, { listener, observer });
 }

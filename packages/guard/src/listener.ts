@@ -34,9 +34,11 @@ import type {
   LostTaskResult,
   RefusedResume,
   ReissueReport,
+  RepeatedRefusal,
   RepeatedTaskHandle,
   ResumeReport,
 } from './reports.js';
+import { DEFAULT_REFUSAL_RETENTION_MS, SessionRefusals } from './session-refusals.js';
 import { withTaskGuard } from './task-fetch.js';
 import { DEFAULT_MAX_POLL_DELAY_MS, TaskTracker } from './tasks.js';
 
@@ -130,6 +132,18 @@ export interface GuardOptions {
   onDuplicateTask?(report: DuplicateTask): void;
   /** MCP tasks: a re-issue of a live task's call was answered locally with that task's handle. */
   onTaskHandleRepeated?(report: RepeatedTaskHandle): void;
+  /**
+   * Repeat the server's own refusals in process (see `withSessionRefusals`): a refused session's status,
+   * headers and body to its further requests until the application initializes anew, and a 405 to a GET
+   * to further GETs of that session. Default true.
+   */
+  sessionRefusals?: boolean;
+  /** How long each refusal is repeated at most. Default 10 min; at most `maxRequests` of each kind. */
+  refusalRetentionMs?: number;
+  /** A request on a session the server refused (404, or a 400 saying so) was answered with that refusal. */
+  onDeadSession?(report: RepeatedRefusal): void;
+  /** A GET listening stream was answered with the server's earlier 405 to a GET of the same session. */
+  onListeningRefused?(report: RepeatedRefusal): void;
 }
 
 /** What the guard holds now (see `GuardListener.stats`). */
@@ -140,6 +154,11 @@ export interface GuardStats {
   /** MCP tasks kept (poll spacing, outcome delivered or not), and the live handles among them. */
   tasks: number;
   taskHandles: number;
+  /** Sessions and listening streams whose refusal is repeated now, and the requests answered with one so far. */
+  refusedSessions: number;
+  refusedListeningStreams: number;
+  deadSessionAnswers: number;
+  listeningRefusalAnswers: number;
   evictions: number;
 }
 
@@ -161,6 +180,12 @@ export interface GuardListener extends WireListener {
    * is never seen as a request).
    */
   withTaskGuard(fetch: FetchLike): FetchLike;
+  /**
+   * The fetch with the server's own refusals repeated in process (a dead session's 404 or 400, a GET's
+   * 405): wrap outermost, so a request answered locally is seen by nothing else. Unchanged when
+   * `sessionRefusals` is false.
+   */
+  withSessionRefusals(fetch: FetchLike): FetchLike;
   /** Stops pending deadline timers. */
   dispose(): void;
 }
@@ -219,6 +244,7 @@ class GuardWireListener implements GuardListener {
   private readonly reissues: ReissueTracker;
   private readonly tracksReissues: boolean;
   private readonly tasks: TaskTracker;
+  private readonly refusals: SessionRefusals;
 
   constructor(options: GuardOptions) {
     this.options = options;
@@ -256,6 +282,19 @@ class GuardWireListener implements GuardListener {
       },
       this.now,
     );
+    const retentionMs = options.refusalRetentionMs ?? DEFAULT_REFUSAL_RETENTION_MS;
+    if (!(retentionMs > 0)) throw new RangeError(`refusalRetentionMs must be positive, got ${retentionMs}`);
+    this.refusals = new SessionRefusals({
+      maxEntries: cap,
+      retentionMs,
+      now: this.now,
+      onDeadSession: options.onDeadSession?.bind(options),
+      onListeningRefused: options.onListeningRefused?.bind(options),
+    });
+  }
+
+  withSessionRefusals(fetch: FetchLike): FetchLike {
+    return this.options.sessionRefusals === false ? fetch : this.refusals.wrap(fetch);
   }
 
   withIdempotencyKeys(fetch: FetchLike): FetchLike {
@@ -617,13 +656,19 @@ class GuardWireListener implements GuardListener {
   stats(): GuardStats {
     const reissues = this.reissues.stats();
     const tasks = this.tasks.stats();
+    const refusals = this.refusals.stats();
     return {
       silentResumes: this.silent.size,
       unsettledRequests: this.unsettled.size,
       brokenRequests: reissues.brokenRequests,
       tasks: tasks.tasks,
       taskHandles: tasks.taskHandles,
-      evictions: this.silent.evictions + this.unsettled.evictions + reissues.evictions + tasks.evictions,
+      refusedSessions: refusals.refusedSessions,
+      refusedListeningStreams: refusals.refusedListeningStreams,
+      deadSessionAnswers: refusals.deadSessionAnswers,
+      listeningRefusalAnswers: refusals.listeningRefusalAnswers,
+      evictions:
+        this.silent.evictions + this.unsettled.evictions + reissues.evictions + tasks.evictions + refusals.evictions,
     };
   }
 

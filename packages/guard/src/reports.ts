@@ -242,3 +242,23 @@ export interface RepeatedTaskHandle {
   /** When the guard received the handle it repeated. */
   readonly createdAt: number;
 }
+
+/**
+ * A request answered in process with the server's own earlier refusal (nothing was sent): a request on a
+ * session the server refused (`onDeadSession`: 404, or a 400 that said the session is unknown), or a GET
+ * listening stream the server does not offer (`onListeningRefused`: 405). The application sees what the
+ * server said, without the load; it should initialize anew (a dead session) or stop re-opening (405).
+ */
+export interface RepeatedRefusal {
+  /** The refused session; undefined for a GET without one (a stateless server). */
+  readonly sessionId: string | undefined;
+  readonly url: string;
+  /** The HTTP method of the request answered locally. */
+  readonly httpMethod: string;
+  /** The server's status, repeated. */
+  readonly status: number;
+  /** When the server's refusal arrived (the guard's clock). */
+  readonly refusedAt: number;
+  /** How many requests this refusal has answered locally, this one included. */
+  readonly repeats: number;
+}

@@ -42,6 +42,10 @@ describe('SEP-1699 polling', () => {
       brokenRequests: 0,
       tasks: 0,
       taskHandles: 0,
+      refusedSessions: 0,
+      refusedListeningStreams: 0,
+      deadSessionAnswers: 0,
+      listeningRefusalAnswers: 0,
       evictions: 0,
     });
   });

@@ -100,6 +100,10 @@ describe('guardedFetch', () => {
       brokenRequests: 0,
       tasks: 0,
       taskHandles: 0,
+      refusedSessions: 0,
+      refusedListeningStreams: 0,
+      deadSessionAnswers: 0,
+      listeningRefusalAnswers: 0,
       evictions: 0,
     });
   });
@@ -256,6 +260,10 @@ describe('guardedFetch', () => {
       brokenRequests: 0,
       tasks: 0,
       taskHandles: 0,
+      refusedSessions: 0,
+      refusedListeningStreams: 0,
+      deadSessionAnswers: 0,
+      listeningRefusalAnswers: 0,
       evictions: 1,
     });
     await vi.waitFor(() => expect(seen.failed).not.toHaveLength(0), WAIT);

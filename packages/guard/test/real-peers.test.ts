@@ -49,6 +49,10 @@ describe.each(CLIENT_KINDS)('guardedFetch with the %s client', (kind) => {
       brokenRequests: 0,
       tasks: 0,
       taskHandles: 0,
+      refusedSessions: 0,
+      refusedListeningStreams: 0,
+      deadSessionAnswers: 0,
+      listeningRefusalAnswers: 0,
       evictions: 0,
     });
   });
