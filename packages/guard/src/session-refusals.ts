@@ -38,7 +38,7 @@ export interface SessionRefusalOptions {
 }
 
 /** Whether a 400's body says the session is unknown (the text of a JSON-RPC error or plain text). */
-export function saysSessionUnknown(body: string): boolean {
+function saysSessionUnknown(body: string): boolean {
   return UNKNOWN_SESSION_TEXT.test(body);
 }
 
