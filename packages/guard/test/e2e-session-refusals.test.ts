@@ -108,25 +108,31 @@ describe('a session the server refused', () => {
 });
 
 describe('a listening stream the server does not offer (405)', () => {
-  it('sdk client against a stateless server: the server sees one GET; later re-opens get its 405 in process', async () => {
-    const srv = await server('stateless');
-    const refused: RepeatedRefusal[] = [];
-    const fetch = guardedFetch({ onListeningRefused: (r) => void refused.push(r) });
-    const CONNECTS = 4;
-    for (let i = 0; i < CONNECTS; i++) {
-      const s = await session('sdk', srv.url, fetch, `stateless-${i}`);
-      // The SDK opens its listening stream after `initialized`: wait for this connect's GET to be answered.
-      await vi.waitFor(
-        () => expect(srv.received.filter((r) => r.httpMethod === 'GET').length + refused.length).toBe(i + 1),
-        WAIT,
-      );
-      expect(await outcome(s)).toBe('echoed');
-    }
-    expect(srv.received.filter((r) => r.httpMethod === 'GET')).toHaveLength(1);
-    expect(refused).toHaveLength(CONNECTS - 1);
-    expect(refused.every((r) => r.status === 405 && r.httpMethod === 'GET' && r.sessionId === undefined)).toBe(true);
-    expect(fetch.listener.stats()).toMatchObject({ refusedListeningStreams: 1, listeningRefusalAnswers: CONNECTS - 1 });
-  });
+  it.each(['sdk', 'sdk-v2'] as const)(
+    '%s client against a stateless server: the server sees one GET; later re-opens get its 405 in process',
+    async (kind) => {
+      const srv = await server('stateless');
+      const refused: RepeatedRefusal[] = [];
+      const fetch = guardedFetch({ onListeningRefused: (r) => void refused.push(r) });
+      const CONNECTS = 4;
+      for (let i = 0; i < CONNECTS; i++) {
+        const s = await session(kind, srv.url, fetch, `stateless-${i}`);
+        // The SDK opens its listening stream after `initialized`: wait for this connect's GET to be answered.
+        await vi.waitFor(
+          () => expect(srv.received.filter((r) => r.httpMethod === 'GET').length + refused.length).toBe(i + 1),
+          WAIT,
+        );
+        expect(await outcome(s)).toBe('echoed');
+      }
+      expect(srv.received.filter((r) => r.httpMethod === 'GET')).toHaveLength(1);
+      expect(refused).toHaveLength(CONNECTS - 1);
+      expect(refused.every((r) => r.status === 405 && r.httpMethod === 'GET' && r.sessionId === undefined)).toBe(true);
+      expect(fetch.listener.stats()).toMatchObject({
+        refusedListeningStreams: 1,
+        listeningRefusalAnswers: CONNECTS - 1,
+      });
+    },
+  );
 
   it('a local 405 carries the server’s own status, headers and body', async () => {
     const srv = await server('stateless');
