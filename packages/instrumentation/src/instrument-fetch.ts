@@ -92,11 +92,14 @@ export function createInstrumentedFetch(
  * The guard's fetch side around the observed fetch, as guardedFetch applies it: the task guard outside the
  * observer (a poll it delays is observed, and timed, when it leaves; a re-issue of a live task's call it
  * answers with the task's handle never reaches the observer, so no span claims a call the server never saw),
- * and the idempotency keys outside both (they must be in the body before the guard and the observer read it).
+ * the idempotency keys outside both (they must be in the body before the guard and the observer read it),
+ * and outermost the session refusals (a request on a session the server refused, or a GET after its 405,
+ * answered with the server's own earlier answer: seen by nothing else, no span claims it reached the server).
  */
 function withGuardFetchSide(observed: FetchLike, guard: GuardListener, options: GuardOptions): FetchLike {
   const tasked = guard.withTaskGuard(observed);
-  return options.idempotencyKey ? guard.withIdempotencyKeys(tasked) : tasked;
+  const keyed = options.idempotencyKey ? guard.withIdempotencyKeys(tasked) : tasked;
+  return guard.withSessionRefusals(keyed);
 }
 
 function guardListener(options: GuardOptions, requestTimeoutMs: number): GuardListener {

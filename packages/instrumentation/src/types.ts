@@ -36,7 +36,8 @@ export interface InstrumentFetchOptions extends IdPolicyOptions {
    * resumptions; each recorded on the spans as the guard action. Its `requestDeadlineMs` defaults to
    * `requestTimeoutMs`. Its fetch side wraps the returned fetch as guardedFetch's does: MCP tasks' polls
    * spaced to the announced interval and a re-issue of a live task's call answered with its handle
-   * (`withTaskGuard`), and with `idempotencyKey`, the keys (`withIdempotencyKeys`).
+   * (`withTaskGuard`), with `idempotencyKey`, the keys (`withIdempotencyKeys`), and a request on a session the
+   * server refused (or a GET after its 405) answered with the server's own answer (`withSessionRefusals`).
    */
   guard?: boolean | GuardOptions;
   /** Caps and retention of the wire observer's session, request and stream state. */
