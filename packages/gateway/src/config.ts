@@ -44,6 +44,7 @@ interface GatewayCliOptions {
   sessionRetentionMs: number;
   upstreamTimeoutMs: number;
   streamIdleTimeoutMs: number;
+  sseHeartbeatMs: number;
   requestTimeoutMs: number;
   upstreamCa: string | undefined;
   idPolicy: string | undefined;
@@ -204,6 +205,14 @@ export const GATEWAY_OPTION_SPECS: readonly GatewayOptionSpec[] = [
     kind: 'duration',
     help: 'an exchange silent both ways this long is closed; 0: never',
     default: '10m',
+  },
+  {
+    key: 'sseHeartbeatMs',
+    flag: 'sse-heartbeat',
+    env: 'RESUMEWATCH_GATEWAY_SSE_HEARTBEAT',
+    kind: 'duration',
+    help: "an SSE stream nothing was written to for this long gets a comment line between its events, so that an idle timeout on the way (a load balancer's) does not cut it; 0: off",
+    default: 'off',
   },
   {
     key: 'requestTimeoutMs',
@@ -375,6 +384,7 @@ export function resolveGatewayConfig(
     bodyTimeoutMs: (values.bodyTimeoutMs as number | undefined) ?? GATEWAY_DEFAULTS.bodyTimeoutMs,
     upstreamTimeoutMs: (values.upstreamTimeoutMs as number | undefined) ?? GATEWAY_DEFAULTS.upstreamTimeoutMs,
     streamIdleTimeoutMs: (values.streamIdleTimeoutMs as number | undefined) ?? GATEWAY_DEFAULTS.streamIdleTimeoutMs,
+    sseHeartbeatMs: (values.sseHeartbeatMs as number | undefined) ?? GATEWAY_DEFAULTS.sseHeartbeatMs,
     requestTimeoutMs: (values.requestTimeoutMs as number | undefined) ?? GATEWAY_DEFAULTS.requestTimeoutMs,
     ...(values.maxSessions !== undefined ? { maxSessions: values.maxSessions as number } : {}),
     ...(values.sessionRetentionMs !== undefined ? { sessionRetentionMs: values.sessionRetentionMs as number } : {}),

@@ -11,6 +11,7 @@ import {
   METRIC_GATEWAY_GUARD_ACTIONS_TOTAL,
   METRIC_GATEWAY_HELD_BYTES,
   METRIC_GATEWAY_LATE_UPSTREAM_ERRORS_TOTAL,
+  METRIC_GATEWAY_SSE_HEARTBEATS_TOTAL,
   METRIC_GATEWAY_OBSERVATION_FAILURES_TOTAL,
   METRIC_GATEWAY_UNACCEPTED_SESSIONS,
   METRIC_GATEWAY_UNACCEPTED_SESSION_EVICTIONS_TOTAL,
@@ -57,6 +58,8 @@ export class GatewayCounts {
   private unobservedBatches = 0;
   /** Upstream errors after their exchange's response was over or had already failed. */
   private lateUpstreamErrors = 0;
+  /** SSE comments written to keep a quiet stream alive (--sse-heartbeat). */
+  private heartbeats = 0;
   /** Bodies whose observation threw, each stood aside (`observationFailed`). */
   observationFailures = 0;
   /** At most five lines a minute, then one with how many more (every failure counted). */
@@ -96,6 +99,10 @@ export class GatewayCounts {
     this.unobservedBatches++;
   }
 
+  readonly heartbeat = (): void => {
+    this.heartbeats++;
+  };
+
   lateUpstreamError(): void {
     this.lateUpstreamErrors++;
   }
@@ -129,6 +136,7 @@ export class GatewayCounts {
     open: number;
     unobservedBatches: number;
     lateUpstreamErrors: number;
+    heartbeats: number;
     observationFailures: number;
     taskHandlesRepeated: number;
     /** Task handles kept now (--enforce). */
@@ -148,6 +156,7 @@ export class GatewayCounts {
       open: this.open,
       unobservedBatches: this.unobservedBatches,
       lateUpstreamErrors: this.lateUpstreamErrors,
+      heartbeats: this.heartbeats,
       observationFailures: this.observationFailures,
       taskHandlesRepeated: this.taskHandles?.repeated ?? 0,
       taskHandles: this.taskHandles?.size ?? 0,
@@ -173,6 +182,7 @@ export class GatewayCounts {
           return [{ [LABEL_ACTION]: action, [LABEL_PROOF]: proof }, n] as const;
         }),
       [METRIC_GATEWAY_LATE_UPSTREAM_ERRORS_TOTAL]: () => [[{}, this.lateUpstreamErrors]],
+      [METRIC_GATEWAY_SSE_HEARTBEATS_TOTAL]: () => [[{}, this.heartbeats]],
       [METRIC_GATEWAY_OBSERVATION_FAILURES_TOTAL]: () => [[{}, this.observationFailures]],
       [METRIC_GATEWAY_HELD_BYTES]: () => [[{}, this.observation?.stats().heldBytes ?? 0]],
       [METRIC_GATEWAY_UNACCEPTED_SESSIONS]: () => [[{}, this.observation?.stats().unacceptedSessions ?? 0]],

@@ -17,6 +17,7 @@ import { ReceiptProofs, viaIntermediary, type ConnectionReceipts } from './recei
 import { pushForwardingHeaders } from './forwarded.js';
 import { endToEndRequestHeaders, endToEndResponseHeaders } from './hop-by-hop.js';
 import { endAfterRefusal, readBody, refusedBodyMessage, type BodyLimits } from './request-body.js';
+import { SseHeartbeat } from './sse-heartbeat.js';
 import { createdTaskId, readTaskCall, type TaskCall } from './task-messages.js';
 import type { TaskHandles } from './task-handles.js';
 import { beginInClientContext, traceContextFields } from './trace-context.js';
@@ -31,6 +32,8 @@ export interface ForwarderLimits extends BodyLimits {
   streamIdleTimeoutMs: number;
   /** A request body of more JSON-RPC messages is forwarded unobserved, its response too; 0: no cap. */
   maxBatchMessages: number;
+  /** An SSE response quiet this long gets a comment line between its events (--sse-heartbeat); 0: never. */
+  sseHeartbeatMs: number;
 }
 
 /** Why the gateway aborted an upstream exchange. */
@@ -126,6 +129,11 @@ export class Forwarder {
 
   exchangeClosed(): void {
     this.counts.closed();
+  }
+
+  /** --sse-heartbeat: 0 when off. */
+  get sseHeartbeatMs(): number {
+    return this.limits.sseHeartbeatMs;
   }
 
   /** An upstream error after its exchange's response was over (pump). */
@@ -439,14 +447,28 @@ function pump(
 ): void {
   const controller = exchange.abort;
   const counts = exchange.forwarder.counts;
-  const sink = {
-    enqueue(bytes: Uint8Array): void {
-      // Gone: a keyed task call's answer read on without its client (Exchange.keepReading).
-      if (res.destroyed) return;
-      if (!res.write(bytes)) upstream.pause();
-    },
-  };
+  // --sse-heartbeat: only for an event stream, and no timer at all when the option is off.
+  const heartbeatMs = exchange.forwarder.sseHeartbeatMs;
+  const heartbeat =
+    heartbeatMs > 0 && isEventStream(upstream) ? new SseHeartbeat(res, heartbeatMs, counts.heartbeat) : undefined;
+  const sink = heartbeat
+    ? {
+        enqueue(bytes: Uint8Array): void {
+          if (res.destroyed) return;
+          bytes = heartbeat.upstreamBytes(bytes);
+          heartbeat.wrote(bytes);
+          if (!res.write(bytes)) upstream.pause();
+        },
+      }
+    : {
+        enqueue(bytes: Uint8Array): void {
+          // Gone: a keyed task call's answer read on without its client (Exchange.keepReading).
+          if (res.destroyed) return;
+          if (!res.write(bytes)) upstream.pause();
+        },
+      };
   res.on('drain', () => upstream.resume());
+  if (heartbeat) res.on('close', heartbeat.stop);
   const active = exchange.active;
   // The observed body stands aside by itself when observing it throws (PushedBody). Should that fail as
   // well, the exception still never reaches these emitter handlers (it would end the process): counted,
@@ -479,6 +501,7 @@ function pump(
   let ended = false;
   const onEnd = (): void => {
     ended = true;
+    heartbeat?.stop();
     // Read on without its client (Exchange.keepReading): its time bound ends with the body.
     if (res.destroyed) exchange.stopIdle();
     // The client's response ends before the body's end is observed: a chunked JSON body's last chunk
@@ -498,6 +521,7 @@ function pump(
   const broken = (error: unknown): void => {
     if (ended) return;
     ended = true;
+    heartbeat?.stop();
     try {
       observed?.fail(controller.aborted ? controller.reason : error);
     } catch (failure) {
@@ -714,6 +738,12 @@ function drainForHandle(
     if (!upstream.complete)
       stop(Object.assign(new Error('upstream closed the response early'), { code: 'ECONNRESET' }));
   });
+}
+
+/** An SSE stream: the upstream's Content-Type says so. */
+function isEventStream(upstream: IncomingMessage): boolean {
+  const type = upstream.headers['content-type'];
+  return typeof type === 'string' && type.trimStart().toLowerCase().startsWith('text/event-stream');
 }
 
 /** A JSON-RPC answer: the upstream's Content-Type says so. */

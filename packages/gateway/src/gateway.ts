@@ -125,6 +125,8 @@ export const GATEWAY_DEFAULTS = {
   bodyTimeoutMs: 60_000,
   upstreamTimeoutMs: 300_000,
   streamIdleTimeoutMs: 600_000,
+  // --sse-heartbeat: off.
+  sseHeartbeatMs: 0,
   requestTimeoutMs: 300_000,
   sessionRetentionMs: 3_600_000,
 } as const;
@@ -205,6 +207,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
         upstreamTimeoutMs: options.upstreamTimeoutMs ?? GATEWAY_DEFAULTS.upstreamTimeoutMs,
         streamIdleTimeoutMs: options.streamIdleTimeoutMs ?? GATEWAY_DEFAULTS.streamIdleTimeoutMs,
         maxBatchMessages: options.maxBatchMessages ?? GATEWAY_DEFAULTS.maxBatchMessages,
+        sseHeartbeatMs: options.sseHeartbeatMs ?? GATEWAY_DEFAULTS.sseHeartbeatMs,
       },
       counts,
       enforce,

@@ -76,6 +76,7 @@ describe('resumewatch gateway (built CLI)', () => {
     ])
       expect(r.stdout).toContain(flag);
     expect(r.stdout).toMatch(/RESUMEWATCH_UPSTREAM/);
+    expect(r.stdout).toMatch(/--sse-heartbeat V +RESUMEWATCH_GATEWAY_SSE_HEARTBEAT .*\(default: off\)/);
     expect(run(['help', 'gateway']).stdout).toBe(r.stdout);
     expect(run(['--help']).stdout).toMatch(/resumewatch gateway --upstream URL/);
   });

@@ -55,6 +55,20 @@ describe("the gateway's configuration", () => {
     );
   });
 
+  it('--sse-heartbeat is off unless set; the flag over RESUMEWATCH_GATEWAY_SSE_HEARTBEAT; 0 is off', () => {
+    expect(resolveGatewayConfig(UPSTREAM, {}).gateway.sseHeartbeatMs).toBe(0);
+    expect(GATEWAY_DEFAULTS.sseHeartbeatMs).toBe(0);
+    expect(resolveGatewayConfig(UPSTREAM, { RESUMEWATCH_GATEWAY_SSE_HEARTBEAT: '20s' }).gateway.sseHeartbeatMs).toBe(
+      20_000,
+    );
+    expect(
+      resolveGatewayConfig({ ...UPSTREAM, 'sse-heartbeat': '250ms' }, { RESUMEWATCH_GATEWAY_SSE_HEARTBEAT: '20s' })
+        .gateway.sseHeartbeatMs,
+    ).toBe(250);
+    expect(resolveGatewayConfig({ ...UPSTREAM, 'sse-heartbeat': '0' }, {}).gateway.sseHeartbeatMs).toBe(0);
+    expect(() => resolveGatewayConfig({ ...UPSTREAM, 'sse-heartbeat': 'often' }, {})).toThrow(/--sse-heartbeat/);
+  });
+
   it('--max-connections, --header-timeout and --body-timeout: flags over environment over defaults', () => {
     expect(resolveGatewayConfig(UPSTREAM, {}).gateway).toMatchObject({
       maxConnections: GATEWAY_DEFAULTS.maxConnections,

@@ -92,6 +92,7 @@ export const METRIC_GATEWAY_HELD_BYTES = 'resumewatch_gateway_held_bytes';
 export const METRIC_GATEWAY_UNPARSED_TOTAL = 'resumewatch_gateway_unparsed_total';
 export const METRIC_GATEWAY_LATE_UPSTREAM_ERRORS_TOTAL = 'resumewatch_gateway_late_upstream_errors_total';
 export const METRIC_GATEWAY_OBSERVATION_FAILURES_TOTAL = 'resumewatch_gateway_observation_failures_total';
+export const METRIC_GATEWAY_SSE_HEARTBEATS_TOTAL = 'resumewatch_gateway_sse_heartbeats_total';
 export const METRIC_GATEWAY_UNACCEPTED_SESSIONS = 'resumewatch_gateway_unaccepted_sessions';
 export const METRIC_GATEWAY_UNACCEPTED_SESSION_EVICTIONS_TOTAL =
   'resumewatch_gateway_unaccepted_session_evictions_total';
@@ -338,6 +339,12 @@ export const GATEWAY_METRICS: readonly MetricDescriptor[] = [
     name: METRIC_GATEWAY_LATE_UPSTREAM_ERRORS_TOTAL,
     type: 'counter',
     help: "Errors of an upstream exchange after its response was over or had already failed (the connection reset while the request's body was still being sent after the upstream answered, a second error of a broken body): nothing is left to answer, so they are only counted.",
+    labelNames: [],
+  },
+  {
+    name: METRIC_GATEWAY_SSE_HEARTBEATS_TOTAL,
+    type: 'counter',
+    help: 'SSE comment lines the gateway wrote (--sse-heartbeat) between events of a stream quiet that long, so that an idle timeout on the way does not cut it; a comment dispatches no event.',
     labelNames: [],
   },
   {
