@@ -42,6 +42,7 @@ import { UNKNOWN_SERVICE } from './services.js';
 import { NO_SLOT } from './slots.js';
 import { OperationReader } from './operations.js';
 import { Storms } from './storms.js';
+import { LoopFamily } from './loops.js';
 import { TaskFamily, type TaskTimeline } from './tasks.js';
 import { RequestTable } from './table.js';
 import { readState, writeState, type DetectorState } from './state-codec.js';
@@ -96,6 +97,8 @@ export class Detector {
   private readonly requestFamilies: readonly RuleFamily[];
   /** The tasks family (tasks.ts): fed the spans that carry a task id, the status spans and the client's re-issues. */
   private readonly tasks: TaskFamily;
+  /** The loops family (loops.ts): refused sessions and listening streams, and the sessions started. */
+  private readonly loops: LoopFamily;
   /** Reads each request span as the operation the metrics time (events.operation). */
   private readonly operations = new OperationReader();
 
@@ -119,7 +122,8 @@ export class Detector {
     // The families with hooks (RuleFamily), which run in this order: storms end before idle requests leave,
     // then re-issues settle. A new family is constructed over the same ctx and added here, one line
     // (`new Tasks(ctx),` for core/tasks.ts); its `request` hook then sees every request span.
-    this.families = [this.storms, this.reissue];
+    this.loops = new LoopFamily(ctx);
+    this.families = [this.storms, this.reissue, this.loops];
     // The tasks family keeps its own records (by service and task id, not in the request table) and its
     // own clock of due verdicts: it is called by name below (its spans, advance, stats, state).
     this.tasks = new TaskFamily({ options, services: ctx.services, events: init.events, onFinding: init.onFinding });
@@ -172,10 +176,12 @@ export class Detector {
       const status = statusOf(attrs);
       const accepted = attrs[ATTR_MCP_REATTACH_ACCEPTED];
       this.ctx.events?.reattach(service, typeof accepted === 'boolean' ? accepted : status >= 200 && status < 300);
+      this.loops.reattach(span, session, listening);
       if (!hasReq || listening) return this.count(SpanReceivedResult.ACCEPTED);
       // The same status rule as a resume's (semconv): the server no longer holds the cursor or the session.
       reattachEvicts = isCursorGoneStatus(status);
     } else if (listening) {
+      this.loops.listeningResume(span, session);
       this.ctx.events?.listeningResume(
         service,
         refusedByGuard(attrs) ? ResumeOutcome.ERROR : resumeOutcome(attrs, statusOf(attrs)),
@@ -244,6 +250,7 @@ export class Detector {
       reissues: 0,
       tasks: this.tasks.size,
       taskEvictions: this.tasks.evictions,
+      loops: this.loops.size,
       spans: { ...counts.spans },
     };
     for (const family of this.families) family.stats?.(stats);
