@@ -1,6 +1,8 @@
 // Issue 39: a client that keeps a session id the server refused. Through `resumewatch gateway`, in front
 // of a real SDK 1.x server with sessions: the session is deleted, then the client keeps sending its id.
 // Ten requests answered 404 are a dead_session_loop; a client that initializes anew after one 404 is not.
+// The same server offering no listening stream (GET answered 405): GETs re-opened again and again are a
+// listening_stream_loop; a client that stops after one 405 is not.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
@@ -21,6 +23,11 @@ async function startSessionServer(): Promise<{ url: string; close: () => Promise
   const transports = new Map<string, StreamableHTTPServerTransport>();
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const id = req.headers[HEADER_MCP_SESSION_ID];
+    // As many servers that offer no listening stream (stateless ones among them): GET is not allowed.
+    if (req.method === 'GET') {
+      res.writeHead(405, { allow: 'POST, DELETE' }).end();
+      return;
+    }
     if (typeof id === 'string') {
       const transport = transports.get(id);
       if (!transport) {
@@ -143,5 +150,41 @@ it('healthy twin: a client that initializes anew after one 404 makes no finding'
   await settleGateway(gateway);
   // The gateway saw the whole run (the sessions started), and found nothing.
   await waitFor(() => gateway.detector!.detector.stats().spans.accepted >= 14, 'the spans of the run');
+  expect(kindsOf(gateway.detector!.findings())).toEqual([]);
+}, 30_000);
+
+/** A GET for the session's listening stream, as a client opens it after initialize. */
+async function listen(url: string, session: string): Promise<number> {
+  const res = await fetch(url, {
+    headers: {
+      accept: 'text/event-stream',
+      [HEADER_MCP_SESSION_ID]: session,
+      [HEADER_MCP_PROTOCOL_VERSION]: LATEST_PROTOCOL_VERSION,
+    },
+  });
+  await res.text();
+  return res.status;
+}
+
+it('48 GETs answered 405 are one listening_stream_loop', async () => {
+  const session = await initialize(url);
+  const statuses: number[] = [];
+  for (let i = 0; i < 48; i++) statuses.push(await listen(url, session));
+  expect(statuses).toEqual(Array(48).fill(405));
+  await settleGateway(gateway);
+  const loops = (): Finding[] =>
+    gateway.detector!.findings().filter((f) => f.kind === FindingKind.LISTENING_STREAM_LOOP);
+  await waitFor(() => loops().length > 0, 'the listening_stream_loop');
+  expect(loops()).toHaveLength(1);
+  expect(loops()[0]).toMatchObject({ session_id: session, status_code: 405, attempts: 6 });
+  expect(kindsOf(gateway.detector!.findings())).toEqual([FindingKind.LISTENING_STREAM_LOOP]);
+}, 30_000);
+
+it('healthy twin: a client that stops after one 405 makes no finding', async () => {
+  const session = await initialize(url);
+  expect(await listen(url, session)).toBe(405);
+  for (let i = 0; i < 10; i++) expect(await listTools(url, session)).toBe(200);
+  await settleGateway(gateway);
+  await waitFor(() => gateway.detector!.detector.stats().spans.accepted >= 12, 'the spans of the run');
   expect(kindsOf(gateway.detector!.findings())).toEqual([]);
 }, 30_000);

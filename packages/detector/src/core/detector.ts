@@ -18,6 +18,7 @@ import {
   ResumeOutcome,
   SPAN_REQUEST_TERMINAL,
   SPAN_SESSION_REATTACH,
+  SPAN_LISTENING_REFUSED,
   ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION,
   ATTR_MCP_REQUEST_INPUT_ROUND,
   ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID,
@@ -139,6 +140,7 @@ export class Detector {
     else if (name === SPAN_SESSION_REATTACH) type = REATTACH;
     else {
       if (typeof span.attributes[ATTR_MCP_METHOD_NAME] !== 'string') {
+        if (name === SPAN_LISTENING_REFUSED) return this.listeningRefused(span);
         // A task status notification's span (no method of its own) is the tasks family's if it names a task.
         if (name !== SPAN_TASK_STATUS) return this.count(SpanReceivedResult.IGNORED);
         if (!this.firstDelivery(span)) return this.count(SpanReceivedResult.DUPLICATE);
@@ -198,6 +200,16 @@ export class Detector {
     if (type === TERMINAL) this.resumption.terminal(slot, span, hi, lo, time, service);
     else if (type === RESUME) this.resumption.resume(slot, span, hi, lo, time, service);
     else this.storms.attempt(slot, span, hi, lo, time, reattachEvicts);
+    return this.count(SpanReceivedResult.ACCEPTED);
+  }
+
+  /** A refused GET of the listening stream (SPAN_LISTENING_REFUSED): the loops family's, once per span id. */
+  private listeningRefused(span: SpanRecord): SpanReceivedResult {
+    const session = span.attributes[ATTR_MCP_SESSION_ID];
+    if (typeof session !== 'string' || session.length === 0 || !(span.startTimeUnixMs >= 0))
+      return this.count(SpanReceivedResult.IGNORED);
+    if (!this.firstDelivery(span)) return this.count(SpanReceivedResult.DUPLICATE);
+    this.loops.listeningResume(span, session);
     return this.count(SpanReceivedResult.ACCEPTED);
   }
 

@@ -11,6 +11,7 @@ import {
   ATTR_MCP_STREAM_KIND,
   FindingKind,
   METHOD_INITIALIZE,
+  SPAN_LISTENING_REFUSED,
   SPAN_SESSION_REATTACH,
   SPAN_STREAM_RESUME,
   StreamKind,
@@ -168,6 +169,20 @@ describe('listening_stream_loop', () => {
       attempts: 6,
       status_code: 405,
     });
+  });
+
+  it('counts the refused-GET spans the instrumentation makes for a GET that is no reattach, each span once', () => {
+    const refused = (t: number): SpanRecord =>
+      span(SPAN_LISTENING_REFUSED, t, {
+        [ATTR_HTTP_REQUEST_METHOD]: 'GET',
+        [ATTR_MCP_SESSION_ID]: 's1',
+        [ATTR_MCP_STREAM_KIND]: StreamKind.LISTENING,
+        [ATTR_HTTP_RESPONSE_STATUS_CODE]: 405,
+      });
+    const spans = Array.from({ length: 5 }, (_, i) => refused(T0 + i * 10));
+    // Delivered twice (an exporter's retry): still five, at the threshold, no loop.
+    expect(run([...spans, ...spans]).findings).toEqual([]);
+    expect(run([...spans, refused(T0 + 60)]).findings.map((f) => f.kind)).toEqual([FindingKind.LISTENING_STREAM_LOOP]);
   });
 
   it('is reported when listening streams close at once with no event and are re-opened', () => {
