@@ -10,6 +10,7 @@ import {
   ATTR_MCP_SESSION_ID,
   ATTR_MCP_STREAM_KIND,
   FindingKind,
+  MCP_METHOD_TOOLS_CALL,
   METHOD_INITIALIZE,
   SPAN_LISTENING_REFUSED,
   SPAN_SESSION_REATTACH,
@@ -17,7 +18,7 @@ import {
   StreamKind,
 } from '@resumewatch/semconv';
 import { describe, expect, it } from 'vitest';
-import { Detector, type DetectorInit, type Finding, type SpanRecord } from '../../src/index.js';
+import { Detector, type AttributeValue, type DetectorInit, type Finding, type SpanRecord } from '../../src/index.js';
 import { T0, span } from '../helpers/spans.js';
 
 const LOOPS: readonly string[] = [FindingKind.DEAD_SESSION_LOOP, FindingKind.LISTENING_STREAM_LOOP];
@@ -46,8 +47,14 @@ function run(spans: SpanRecord[], init: DetectorInit = {}): { findings: Finding[
 }
 
 /** A client's request span on `session`, answered `status`. */
-function call(t: number, session: string | undefined, status: number, id: number, method = 'tools/call'): SpanRecord {
-  const attrs: SpanRecord['attributes'] = {
+function call(
+  t: number,
+  session: string | undefined,
+  status: number,
+  id: number,
+  method: string = MCP_METHOD_TOOLS_CALL,
+): SpanRecord {
+  const attrs: Record<string, AttributeValue> = {
     [ATTR_MCP_METHOD_NAME]: method,
     [ATTR_JSONRPC_REQUEST_ID]: id,
     [ATTR_HTTP_RESPONSE_STATUS_CODE]: status,
@@ -60,8 +67,7 @@ function call(t: number, session: string | undefined, status: number, id: number
 /** An initialize answered with `session`. */
 function initialize(t: number, session: string, id: number): SpanRecord {
   const s = call(t, undefined, 200, id, METHOD_INITIALIZE);
-  s.attributes[ATTR_MCP_SESSION_ID] = session;
-  return s;
+  return { ...s, attributes: { ...s.attributes, [ATTR_MCP_SESSION_ID]: session } };
 }
 
 /** A GET listening stream's reattach span, answered `status`. */
