@@ -25,7 +25,7 @@ const AT_ONCE_MS = 1_000;
  * The answers that refuse a session: 404 (the spec's "session not found"), and 400, which some servers
  * (server-everything among them) give for a session id they do not know.
  */
-export function refusesSession(status: number): boolean {
+function refusesSession(status: number): boolean {
   return status === 404 || status === 400;
 }
 
