@@ -18,7 +18,15 @@ import {
   StreamKind,
 } from '@resumewatch/semconv';
 import { describe, expect, it } from 'vitest';
-import { Detector, type AttributeValue, type DetectorInit, type Finding, type SpanRecord } from '../../src/index.js';
+import {
+  Detector,
+  StateMismatchError,
+  type AttributeValue,
+  type DetectorInit,
+  type DetectorState,
+  type Finding,
+  type SpanRecord,
+} from '../../src/index.js';
 import { T0, span } from '../helpers/spans.js';
 
 const LOOPS: readonly string[] = [FindingKind.DEAD_SESSION_LOOP, FindingKind.LISTENING_STREAM_LOOP];
@@ -227,5 +235,33 @@ describe('sessions started', () => {
     ]);
     expect(started).toEqual(['client', 'client', 'client']);
     expect(findings).toEqual([]);
+  });
+});
+
+describe('state', () => {
+  const LOOP_OPTIONS = [
+    'sessionLoopThreshold',
+    'sessionLoopWindowMs',
+    'listeningLoopThreshold',
+    'listeningLoopWindowMs',
+  ];
+
+  it('a state written before the loops family (none of its options) still loads, and the rules run after it', () => {
+    const before = new Detector();
+    before.ingest(call(T0, 's0', 200, 1));
+    const state = before.exportState() as unknown as Record<string, unknown>;
+    const options = state.options as Record<string, unknown>;
+    for (const name of LOOP_OPTIONS) delete options[name];
+    const findings: Finding[] = [];
+    const after = new Detector({ onFinding: (f) => void (LOOPS.includes(f.kind) && findings.push(f)) });
+    after.importState(state as unknown as DetectorState);
+    for (let i = 0; i < 5; i++) after.ingest(call(T0 + 10 + i, 's1', 404, 10 + i));
+    expect(findings.map((f) => f.kind)).toEqual([FindingKind.DEAD_SESSION_LOOP]);
+  });
+
+  it('refuses a state kept with another loop option', () => {
+    const state = new Detector().exportState();
+    state.options.sessionLoopThreshold = 7;
+    expect(() => new Detector().importState(state)).toThrow(StateMismatchError);
   });
 });
