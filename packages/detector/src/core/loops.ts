@@ -90,8 +90,10 @@ export class LoopFamily implements RuleFamily {
     const session = attrs[ATTR_MCP_SESSION_ID];
     if (attrs[ATTR_MCP_METHOD_NAME] === METHOD_INITIALIZE) return this.initialized(span, status, session);
     if (typeof session !== 'string' || session.length === 0 || session.length > MAX_SESSION_ID) return;
-    if (!refusesSession(status)) return;
-    this.refused(span, session, status);
+    if (refusesSession(status)) return this.refused(span, session, status);
+    // A request on the session answered 2xx: the session lives, and a 400 before it was about the request
+    // (a malformed one), not the session. Looked up only while some session has refusals counted.
+    if (status >= 200 && status < 300 && this.dead.size > 0) this.alive(span, session);
   }
 
   /** A session reattach span (SPAN_SESSION_REATTACH): refused on a request stream, it is a refusal of its session. */
@@ -146,6 +148,17 @@ export class LoopFamily implements RuleFamily {
     this.count(record, span, status);
     if (record.count >= this.ctx.options.sessionLoopThreshold)
       this.report(record, FindingKind.DEAD_SESSION_LOOP, service, session);
+  }
+
+  private alive(span: SpanRecord, session: string): void {
+    const record = this.dead.get(`${this.ctx.services.idOf(span.service || UNKNOWN_SERVICE)}\u0000${session}`);
+    if (
+      record !== undefined &&
+      !record.reported &&
+      record.windowStart >= 0 &&
+      span.startTimeUnixMs >= record.windowStart
+    )
+      this.restart(record, span);
   }
 
   private listeningOpened(span: SpanRecord, session: string, status: number): void {

@@ -153,6 +153,15 @@ describe('dead_session_loop', () => {
     expect(run(spans).findings).toEqual([]);
   });
 
+  it('a 2xx on the session between 400s says it lives: those 400s were about the requests', () => {
+    const spans = [
+      ...[1, 2, 3].map((i) => call(T0 + i * 100, 's1', 400, i)),
+      call(T0 + 350, 's1', 200, 4),
+      ...[5, 6, 7, 8].map((i) => call(T0 + i * 100, 's1', 400, i)),
+    ];
+    expect(run(spans).findings).toEqual([]);
+  });
+
   it('refusals spread beyond the window make no finding; the threshold is an option', () => {
     const slow = Array.from({ length: 10 }, (_, i) => call(T0 + i * 20_000, 's1', 404, i));
     expect(run(slow).findings).toEqual([]);
