@@ -16,7 +16,8 @@
 // completed the first attempt; McpPossibleDuplicateExecution: no span says), and the spans of an
 // instrumented MCP server with a failing and a slow tool (McpServerErrorRatioHigh, McpServerLatencyHigh,
 // and the MCP server dashboard's panels); and the spans of MCP tasks of both shapes (test/helpers/task-traffic.ts:
-// healthy tasks, a duplicate task and a possible one, a lost task result, a poll storm).
+// healthy tasks, a duplicate task and a possible one, a lost task result, a poll storm); and the client loops
+// (test/helpers/loop-traffic.ts: a dead session kept, GETs re-opened after 405s).
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -30,6 +31,7 @@ import { overviewQueries } from '../dashboards/src/queries.js';
 import { requireTools } from './helpers/required-tools.js';
 import { MCP_SERVER_SERVICE, mcpServerSpansBody } from './helpers/mcp-server-traffic.js';
 import { TASK_CLIENT, TASK_SERVER, taskSpansBody } from './helpers/task-traffic.js';
+import { LOOP_CLIENT, loopSpansBody } from './helpers/loop-traffic.js';
 import { freePort, waitFor as waitUntil } from './helpers/wait.js';
 
 // The job the generated rules select (dashboards/src/config.ts); this test's Prometheus scrapes under it.
@@ -211,6 +213,11 @@ beforeAll(async () => {
     void fetch(`http://${HOST}:${ports.main.otlp}/v1/traces`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
+      body: loopSpansBody(round),
+    }).catch(() => undefined);
+    void fetch(`http://${HOST}:${ports.main.otlp}/v1/traces`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
       body: mcpServerSpansBody(round++),
     }).catch(() => undefined);
   };
@@ -271,6 +278,14 @@ describe('alerts and dashboards against a real Prometheus and real detectors', (
       ],
       ['McpTaskResultLost', { service: TASK_CLIENT, kind: semconv.FindingKind.LOST_TASK_RESULT, severity: 'warning' }],
       ['McpTaskPollStorm', { service: TASK_CLIENT, kind: semconv.FindingKind.TASK_POLL_STORM, severity: 'warning' }],
+      [
+        'McpDeadSessionLoop',
+        { service: LOOP_CLIENT, kind: semconv.FindingKind.DEAD_SESSION_LOOP, severity: 'warning' },
+      ],
+      [
+        'McpListeningStreamLoop',
+        { service: LOOP_CLIENT, kind: semconv.FindingKind.LISTENING_STREAM_LOOP, severity: 'warning' },
+      ],
       // The re-issued task calls are the tasks family's alone: no (possible) duplicate execution for them.
       ['McpServerErrorRatioHigh', { service: MCP_SERVER_SERVICE, severity: 'critical' }],
       [

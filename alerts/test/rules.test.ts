@@ -74,6 +74,8 @@ describe('alert conventions', () => {
       'McpPossibleDuplicateTask',
       'McpTaskResultLost',
       'McpTaskPollStorm',
+      'McpDeadSessionLoop',
+      'McpListeningStreamLoop',
       'ResumewatchDetectorDown',
       'ResumewatchDetectorNoSpans',
       'ResumewatchDetectorRejectingSpans',

@@ -89,6 +89,10 @@ export interface MonitoringConfig {
     McpTaskResultLost: ThresholdAlert;
     /** Threshold: task-poll-storm findings per service over `findingsWindow`. */
     McpTaskPollStorm: ThresholdAlert;
+    /** Threshold: dead-session-loop findings per service over `findingsWindow`. */
+    McpDeadSessionLoop: ThresholdAlert;
+    /** Threshold: listening-stream-loop findings per service over `findingsWindow`. */
+    McpListeningStreamLoop: ThresholdAlert;
     /** Threshold: conflicting terminals per MCP server over `findingsWindow`. */
     McpServerConflictingTerminal: ThresholdAlert;
     /** Threshold: foreign replays per MCP server over `findingsWindow`. */
@@ -225,6 +229,17 @@ const DEFAULT_CONFIG: MonitoringConfig = {
       // Any: the detector already requires --task-poll-storm-threshold early polls (or --task-polls-after-gone) of one task.
       threshold: 0,
       // Reported once per task: a ticket after 2m, as a reconnect storm.
+      for: '2m',
+    },
+    McpDeadSessionLoop: {
+      // Any: the detector already requires --session-loop-threshold refused requests on one session id.
+      threshold: 0,
+      // Reported once per session and episode: a ticket after 2m, as a poll storm.
+      for: '2m',
+    },
+    McpListeningStreamLoop: {
+      // Any: the detector already requires --listening-loop-threshold re-opens after a 405 or an empty stream.
+      threshold: 0,
       for: '2m',
     },
     McpServerConflictingTerminal: {

@@ -380,6 +380,34 @@ export function overviewDashboard(config: MonitoringConfig): dashboard.Dashboard
         at: { w: 6, h: 8 },
       }),
     )
+    .withRow(row(105, 'Client loops and sessions'))
+    .withPanel(
+      series({
+        id: 30,
+        title: 'Client loops by service and kind',
+        description:
+          'Clients that keep doing what the server refused: requests on a session id the server answered 404 (or 400) ' +
+          'with no new initialize (dead_session_loop), GET listening streams re-opened after a 405 or after streams ' +
+          'closed at once with no event (listening_stream_loop). Exemplar dots link to the trace of the first refusal. ' +
+          'Alerts: McpDeadSessionLoop, McpListeningStreamLoop.',
+        unit: 'cps',
+        queries: [{ expr: q.loopFindings, legend: '{{service}} {{kind}}', exemplar: true }],
+        at: { w: 12, h: 8 },
+        stacked: true,
+      }),
+    )
+    .withPanel(
+      series({
+        id: 31,
+        title: 'Sessions started by service',
+        description:
+          'Sessions started (an initialize answered with a session id), by service. A client that starts a new session ' +
+          'for every call is no finding, but its rate shows here next to its requests.',
+        unit: 'ops',
+        queries: [{ expr: q.sessionsStarted, legend: '{{service}}' }],
+        at: { w: 12, h: 8 },
+      }),
+    )
     .withRow(row(102, 'Detection'))
     .withPanel(
       series({

@@ -34,6 +34,7 @@ import {
   METRIC_LIVE_TASKS,
   METRIC_TASK_EVICTIONS_TOTAL,
   METRIC_TASK_POLLS_TOTAL,
+  METRIC_SESSIONS_STARTED_TOTAL,
   METRIC_TASKS_CREATED_TOTAL,
   ProtocolEra,
   SpanReceivedResult,
@@ -64,6 +65,8 @@ const RATE = '$__rate_interval';
 /** The finding kinds of MCP tasks, as one label matcher. */
 const taskKinds = `${LABEL_KIND}=~"${TASK_FINDING_KINDS.join('|')}"`;
 const service = `${LABEL_SERVICE}=~"$${VAR_SERVICE}"`;
+/** The loops of clients that ignore the server's refusal (issue 39). */
+const loopKinds = `${LABEL_KIND}=~"${FindingKind.DEAD_SESSION_LOOP}|${FindingKind.LISTENING_STREAM_LOOP}"`;
 
 /** The detectors as the alerts select them (`detectorSelector`), narrowed to the replica variable. */
 function instanceOf(config: MonitoringConfig): string {
@@ -125,6 +128,10 @@ export function overviewQueries(config: MonitoringConfig) {
     // outcome was delivered after all), as the alerts count them.
     taskFindingsInWindow: `sum(${recorded.findingsStanding}{${service}, ${taskKinds}}) or vector(0)`,
     taskFindings: `sum by (${LABEL_SERVICE}, ${LABEL_KIND}) (${rate(METRIC_FINDINGS_TOTAL, `${service}, ${taskKinds}`)})`,
+    // Clients that keep doing what the server refused: a dead session id, a listening stream it does not offer.
+    loopFindings: `sum by (${LABEL_SERVICE}, ${LABEL_KIND}) (${rate(METRIC_FINDINGS_TOTAL, `${service}, ${loopKinds}`)})`,
+    // Session churn: a client that starts a session for every call is no finding, but shows here.
+    sessionsStarted: `sum by (${LABEL_SERVICE}) (${rate(METRIC_SESSIONS_STARTED_TOTAL, service)})`,
     tasksCreatedByShape: `sum by (${LABEL_SERVICE}, ${LABEL_SHAPE}) (${rate(METRIC_TASKS_CREATED_TOTAL, service)})`,
     taskPolls: `sum by (${LABEL_SERVICE}) (${rate(METRIC_TASK_POLLS_TOTAL, service)})`,
     // Polls per task created, by service: far above a task's duration / its poll interval is a client

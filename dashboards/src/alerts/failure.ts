@@ -169,6 +169,26 @@ fetch, and no later delivery retracted it.`,
 the server said the task is gone.`,
           },
           {
+            alert: 'McpDeadSessionLoop',
+            expr: `${names.findings}{${LABEL_KIND}="${FindingKind.DEAD_SESSION_LOOP}"} > ${alerts.McpDeadSessionLoop.threshold}`,
+            for: alerts.McpDeadSessionLoop.for,
+            severity: 'warning',
+            summary: `MCP clients of {{ $labels.service }} keep a session the server refused`,
+            description: `{{ $value | printf "%.0f" }} session(s) in the last ${window} on service {{ $labels.service }} were
+refused by the server (404, or 400 for an unknown session) and their client kept sending the dead
+Mcp-Session-Id without initializing a new session: every call fails until the client restarts.`,
+          },
+          {
+            alert: 'McpListeningStreamLoop',
+            expr: `${names.findings}{${LABEL_KIND}="${FindingKind.LISTENING_STREAM_LOOP}"} > ${alerts.McpListeningStreamLoop.threshold}`,
+            for: alerts.McpListeningStreamLoop.for,
+            severity: 'warning',
+            summary: `MCP clients of {{ $labels.service }} re-open listening streams the server does not offer`,
+            description: `{{ $value | printf "%.0f" }} session(s) in the last ${window} on service {{ $labels.service }} re-opened
+their GET listening stream again and again after the server answered 405, or after streams it closed
+at once with no event.`,
+          },
+          {
             comment: `Results lost after their stream ended without them (resumed, or not), as a share of the
 service's requests, net of retractions (a late result, a re-issue).`,
             alert: 'McpResultsLost',

@@ -36,6 +36,7 @@ import {
   METRIC_LIVE_TASKS,
   METRIC_TASK_EVICTIONS_TOTAL,
   METRIC_TASK_POLLS_TOTAL,
+  METRIC_SESSIONS_STARTED_TOTAL,
   METRIC_TASKS_CREATED_TOTAL,
   FindingRecord,
   ProtocolEra,
@@ -158,6 +159,7 @@ export class DetectorMetrics implements DetectorEvents {
       [METRIC_EVIDENCE_WINDOW_BYTES]: (m) => this.collectEvidence(gauge(m), (e) => e.windowBytes),
       [METRIC_TASKS_CREATED_TOTAL]: (m) => this.collectTasksCreated(counter(m)),
       [METRIC_TASK_POLLS_TOTAL]: (m) => this.collectTaskPolls(counter(m)),
+      [METRIC_SESSIONS_STARTED_TOTAL]: (m) => this.collectSessionsStarted(counter(m)),
       [METRIC_LIVE_TASKS]: (m) => this.collectLiveTasks(gauge(m)),
       [METRIC_TASK_EVICTIONS_TOTAL]: (m) => this.collectTaskEvictions(counter(m)),
     };
@@ -322,6 +324,10 @@ export class DetectorMetrics implements DetectorEvents {
     this.countsFor(service).taskPolls++;
   }
 
+  sessionStarted(service: string): void {
+    this.countsFor(service).sessionsStarted++;
+  }
+
   listeningResume(service: string, outcome: ResumeOutcome): void {
     const r = this.countsFor(service).listeningResumes;
     r.set(outcome, (r.get(outcome) ?? 0) + 1);
@@ -443,6 +449,11 @@ export class DetectorMetrics implements DetectorEvents {
     }
   }
 
+  private collectSessionsStarted(started: Counter<string>): void {
+    started.reset();
+    for (const c of this.counts) if (c.sessionsStarted) started.inc({ [LABEL_SERVICE]: c.label }, c.sessionsStarted);
+  }
+
   private collectTaskPolls(polls: Counter<string>): void {
     polls.reset();
     for (const c of this.counts) if (c.taskPolls) polls.inc({ [LABEL_SERVICE]: c.label }, c.taskPolls);
@@ -489,6 +500,7 @@ class ServiceCounts {
   tasksCreatedAugmented = 0;
   tasksCreatedExtension = 0;
   taskPolls = 0;
+  sessionsStarted = 0;
   /** Live task records, as the detector counted them at the last scrape. */
   liveTasks = 0;
   /** Refused negotiations, indexed by the `version` label's number (sparse: forEach skips the holes). */

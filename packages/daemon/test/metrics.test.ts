@@ -2,6 +2,8 @@ import {
   ATTR_ERROR_TYPE,
   ATTR_HTTP_RESPONSE_STATUS_CODE,
   ATTR_MCP_METHOD_NAME,
+  ATTR_MCP_SESSION_ID,
+  METHOD_INITIALIZE,
   ATTR_MCP_PROTOCOL_VERSION,
   LABEL_ERA,
   LABEL_VERSION,
@@ -36,6 +38,7 @@ import {
   METRIC_LIVE_TASKS,
   METRIC_TASK_EVICTIONS_TOTAL,
   METRIC_TASK_POLLS_TOTAL,
+  METRIC_SESSIONS_STARTED_TOTAL,
   METRIC_TASKS_CREATED_TOTAL,
   TASK_FINDING_KINDS,
   TaskShape,
@@ -349,6 +352,30 @@ describe('detector metrics: MCP tasks', () => {
     // Counted once: a second scrape does not add the counts again.
     metrics.taskPolled('a');
     expect(await sample(metrics, METRIC_TASK_POLLS_TOTAL)).toEqual([polls('a', 6), polls('other', 1)]);
+  });
+
+  it('counts the sessions a real detector saw started, by service, each session id once (issue 39)', async () => {
+    const metrics = new DetectorMetrics();
+    const detector = new Detector({ events: metrics });
+    const initialize = (service: string, session: string, spanId: string, kind: 2 | 3) =>
+      detector.ingest({
+        traceId: 'a'.repeat(32),
+        spanId,
+        name: METHOD_INITIALIZE,
+        kind,
+        startTimeUnixMs: 1_000,
+        endTimeUnixMs: 1_001,
+        service,
+        attributes: { [ATTR_MCP_METHOD_NAME]: METHOD_INITIALIZE, [ATTR_MCP_SESSION_ID]: session },
+      });
+    initialize('a', 's1', '1'.repeat(16), 3);
+    initialize('a', 's1', '2'.repeat(16), 2); // the server's span of the same session: once
+    initialize('a', 's2', '3'.repeat(16), 3);
+    initialize('b', 's3', '4'.repeat(16), 3);
+    expect(await sample(metrics, METRIC_SESSIONS_STARTED_TOTAL)).toEqual([
+      `${METRIC_SESSIONS_STARTED_TOTAL}{${LABEL_SERVICE}="a"} 2`,
+      `${METRIC_SESSIONS_STARTED_TOTAL}{${LABEL_SERVICE}="b"} 1`,
+    ]);
   });
 
   it('reads live tasks by service and task evictions from the detector at each scrape', async () => {

@@ -279,6 +279,11 @@ const SHARED_KEYS = new Set<keyof ResumewatchConfig>([
   'taskPollStormThreshold',
   'taskPollStormWindowMs',
   'taskPollsAfterGone',
+  // The loops family's thresholds: a gateway sees every refused session and every GET.
+  'sessionLoopThreshold',
+  'sessionLoopWindowMs',
+  'listeningLoopThreshold',
+  'listeningLoopWindowMs',
   'host',
   'metricsPort',
   // One list for both listeners: the names the machine is reached under.

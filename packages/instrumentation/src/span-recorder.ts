@@ -72,6 +72,7 @@ import {
   verdictAtRequestEnd,
   SPAN_REQUEST_TERMINAL,
   SPAN_SESSION_REATTACH,
+  SPAN_LISTENING_REFUSED,
   SPAN_STREAM_RESUME,
   SPAN_TASK_STATUS,
   ErrorType,
@@ -430,13 +431,15 @@ export class SpanRecorder implements WireListener {
     try {
       if (req.cancels.length > 0) this.cancelled(req.cancels);
       if (req.httpMethod === 'DELETE' && req.sessionId !== undefined) this.sessionEnded(req.sessionId);
-      if (req.requests.length === 0 && !req.reattach && !req.resume) return;
+      // A plain GET of a session's listening stream is followed too: only its refusal makes a span (SPAN_LISTENING_REFUSED).
+      const listen = req.httpMethod === 'GET' && req.sessionId !== undefined;
+      if (req.requests.length === 0 && !req.reattach && !req.resume && !listen) return;
       const active = otelContext.active();
       if (req.requests.length > 0) {
         const tracer = this.tracer();
         for (const record of req.requests) this.startRequest(tracer, req, record, active);
       }
-      if (req.reattach || req.resume) this.startAttempt(req, active);
+      if (req.reattach || req.resume || listen) this.startAttempt(req, active);
     } catch (error) {
       diag.error('resumewatch: recording a request failed', error);
     }
@@ -968,6 +971,21 @@ export class SpanRecorder implements WireListener {
         parent,
       );
       if (!accepted) setError(span, attempt.status === undefined ? (error ?? ErrorType.OTHER) : String(attempt.status));
+      span.end(attempt.responseTime ?? endTime);
+    } else if (
+      !req.resume &&
+      attempt.kind === StreamKind.LISTENING &&
+      attempt.status !== undefined &&
+      !(attempt.status >= 200 && attempt.status < 300)
+    ) {
+      // A refused GET (a 405 from a server that offers no listening stream) is no reattach and no resume:
+      // its own span, so that a client re-opening it again and again shows (listening_stream_loop).
+      const span = tracer.startSpan(
+        SPAN_LISTENING_REFUSED,
+        { kind: SpanKind.CLIENT, attributes: base, startTime: attempt.startTime },
+        parent,
+      );
+      setError(span, String(attempt.status));
       span.end(attempt.responseTime ?? endTime);
     }
     if (req.resume && verdict !== undefined) {

@@ -76,6 +76,7 @@ export const METRIC_TASKS_CREATED_TOTAL = 'resumewatch_tasks_created_total';
 export const METRIC_TASK_POLLS_TOTAL = 'resumewatch_task_polls_total';
 export const METRIC_LIVE_TASKS = 'resumewatch_live_tasks';
 export const METRIC_TASK_EVICTIONS_TOTAL = 'resumewatch_task_evictions_total';
+export const METRIC_SESSIONS_STARTED_TOTAL = 'resumewatch_sessions_started_total';
 /**
  * The OpenTelemetry MCP conventions' `mcp.server.operation.duration` (semantic-conventions-genai,
  * model/mcp/metrics.yaml: a histogram in seconds), by its Prometheus name.
@@ -265,6 +266,12 @@ export const METRICS: readonly MetricDescriptor[] = [
     name: METRIC_TASK_POLLS_TOTAL,
     type: 'counter',
     help: 'Polls of MCP tasks (tasks/get request spans), by service.',
+    labelNames: [LABEL_SERVICE],
+  },
+  {
+    name: METRIC_SESSIONS_STARTED_TOTAL,
+    type: 'counter',
+    help: 'MCP sessions started (an initialize request span answered with a session id, each id once; or a success, of a server without sessions), by service. A client that starts a session for every call shows here, and is no finding.',
     labelNames: [LABEL_SERVICE],
   },
   {

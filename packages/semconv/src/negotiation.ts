@@ -21,7 +21,8 @@ export const EraAnswer = {
 export type EraAnswer = ValuesOf<typeof EraAnswer>;
 
 /** The session era's handshake. */
-const METHOD_INITIALIZE = 'initialize';
+/** The MCP method that starts a session (the detector counts the sessions started by it). */
+export const METHOD_INITIALIZE = 'initialize';
 /** The 2026-07-28 era's probe: a client asks which versions the server speaks (SDK v2 `versionNegotiation: auto`). */
 const METHOD_SERVER_DISCOVER = 'server/discover';
 /** JSON-RPC error `UnsupportedProtocolVersion` (2026-07-28), as `rpc.response.status_code` records it. */

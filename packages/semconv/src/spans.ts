@@ -5,6 +5,11 @@ export const TRACER_SCOPE = '@resumewatch/instrumentation';
 export const SPAN_SESSION_REATTACH = 'mcp.session.reattach';
 /** A request carrying Last-Event-ID (client side) or a replay served for one (server side). */
 export const SPAN_STREAM_RESUME = 'mcp.stream.resume';
+/**
+ * A GET for the session's listening stream that the server refused (answered other than 2xx, a 405 when
+ * it offers none) and that no reattach or resume span tells: without it a refused GET leaves no span.
+ */
+export const SPAN_LISTENING_REFUSED = 'mcp.stream.listening_refused';
 /** One terminal event (JSON-RPC result or error) seen for a request, duplicates included. */
 export const SPAN_REQUEST_TERMINAL = 'mcp.request.terminal';
 

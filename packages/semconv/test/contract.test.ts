@@ -68,6 +68,7 @@ const EXTENSIONS = [
   'mcp.session.reattach',
   'mcp.stream.resume',
   'mcp.request.terminal',
+  'mcp.stream.listening_refused',
   // Attributes.
   'mcp.reattach.trigger',
   'mcp.reattach.accepted',
@@ -165,6 +166,7 @@ describe('telemetry contract', () => {
     expect(semconv.SPAN_SESSION_REATTACH).toBe('mcp.session.reattach');
     expect(semconv.SPAN_STREAM_RESUME).toBe('mcp.stream.resume');
     expect(semconv.SPAN_REQUEST_TERMINAL).toBe('mcp.request.terminal');
+    expect(semconv.SPAN_LISTENING_REFUSED).toBe('mcp.stream.listening_refused');
     expect(semconv.TRACER_SCOPE).toBe('@resumewatch/instrumentation');
     expect(Object.values(semconv.ResumeOutcome).sort()).toEqual([
       'continuation',
@@ -180,10 +182,12 @@ describe('telemetry contract', () => {
       'completed_after_cancellation',
       'conflicting_terminal',
       'cursor_lost',
+      'dead_session_loop',
       'duplicate_execution',
       'duplicate_task',
       'duplicate_terminal',
       'foreign_replay',
+      'listening_stream_loop',
       'lost_result',
       'lost_task_result',
       'possible_duplicate_execution',

@@ -18,6 +18,7 @@ import {
   ResumeOutcome,
   SPAN_REQUEST_TERMINAL,
   SPAN_SESSION_REATTACH,
+  SPAN_LISTENING_REFUSED,
   ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION,
   ATTR_MCP_REQUEST_INPUT_ROUND,
   ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID,
@@ -42,6 +43,7 @@ import { UNKNOWN_SERVICE } from './services.js';
 import { NO_SLOT } from './slots.js';
 import { OperationReader } from './operations.js';
 import { Storms } from './storms.js';
+import { LoopFamily } from './loops.js';
 import { TaskFamily, type TaskTimeline } from './tasks.js';
 import { RequestTable } from './table.js';
 import { readState, writeState, type DetectorState } from './state-codec.js';
@@ -96,6 +98,8 @@ export class Detector {
   private readonly requestFamilies: readonly RuleFamily[];
   /** The tasks family (tasks.ts): fed the spans that carry a task id, the status spans and the client's re-issues. */
   private readonly tasks: TaskFamily;
+  /** The loops family (loops.ts): refused sessions and listening streams, and the sessions started. */
+  private readonly loops: LoopFamily;
   /** Reads each request span as the operation the metrics time (events.operation). */
   private readonly operations = new OperationReader();
 
@@ -119,7 +123,8 @@ export class Detector {
     // The families with hooks (RuleFamily), which run in this order: storms end before idle requests leave,
     // then re-issues settle. A new family is constructed over the same ctx and added here, one line
     // (`new Tasks(ctx),` for core/tasks.ts); its `request` hook then sees every request span.
-    this.families = [this.storms, this.reissue];
+    this.loops = new LoopFamily(ctx);
+    this.families = [this.storms, this.reissue, this.loops];
     // The tasks family keeps its own records (by service and task id, not in the request table) and its
     // own clock of due verdicts: it is called by name below (its spans, advance, stats, state).
     this.tasks = new TaskFamily({ options, services: ctx.services, events: init.events, onFinding: init.onFinding });
@@ -135,6 +140,7 @@ export class Detector {
     else if (name === SPAN_SESSION_REATTACH) type = REATTACH;
     else {
       if (typeof span.attributes[ATTR_MCP_METHOD_NAME] !== 'string') {
+        if (name === SPAN_LISTENING_REFUSED) return this.listeningRefused(span);
         // A task status notification's span (no method of its own) is the tasks family's if it names a task.
         if (name !== SPAN_TASK_STATUS) return this.count(SpanReceivedResult.IGNORED);
         if (!this.firstDelivery(span)) return this.count(SpanReceivedResult.DUPLICATE);
@@ -172,10 +178,12 @@ export class Detector {
       const status = statusOf(attrs);
       const accepted = attrs[ATTR_MCP_REATTACH_ACCEPTED];
       this.ctx.events?.reattach(service, typeof accepted === 'boolean' ? accepted : status >= 200 && status < 300);
+      this.loops.reattach(span, session, listening);
       if (!hasReq || listening) return this.count(SpanReceivedResult.ACCEPTED);
       // The same status rule as a resume's (semconv): the server no longer holds the cursor or the session.
       reattachEvicts = isCursorGoneStatus(status);
     } else if (listening) {
+      this.loops.listeningResume(span, session);
       this.ctx.events?.listeningResume(
         service,
         refusedByGuard(attrs) ? ResumeOutcome.ERROR : resumeOutcome(attrs, statusOf(attrs)),
@@ -192,6 +200,16 @@ export class Detector {
     if (type === TERMINAL) this.resumption.terminal(slot, span, hi, lo, time, service);
     else if (type === RESUME) this.resumption.resume(slot, span, hi, lo, time, service);
     else this.storms.attempt(slot, span, hi, lo, time, reattachEvicts);
+    return this.count(SpanReceivedResult.ACCEPTED);
+  }
+
+  /** A refused GET of the listening stream (SPAN_LISTENING_REFUSED): the loops family's, once per span id. */
+  private listeningRefused(span: SpanRecord): SpanReceivedResult {
+    const session = span.attributes[ATTR_MCP_SESSION_ID];
+    if (typeof session !== 'string' || session.length === 0 || !(span.startTimeUnixMs >= 0))
+      return this.count(SpanReceivedResult.IGNORED);
+    if (!this.firstDelivery(span)) return this.count(SpanReceivedResult.DUPLICATE);
+    this.loops.listeningResume(span, session);
     return this.count(SpanReceivedResult.ACCEPTED);
   }
 
@@ -244,6 +262,7 @@ export class Detector {
       reissues: 0,
       tasks: this.tasks.size,
       taskEvictions: this.tasks.evictions,
+      loops: this.loops.size,
       spans: { ...counts.spans },
     };
     for (const family of this.families) family.stats?.(stats);

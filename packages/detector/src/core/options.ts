@@ -36,6 +36,14 @@ export interface DetectorOptions {
   taskPollStormWindowMs: number;
   /** Polls of one task after the server said it is gone (-32602) that make a poll storm. */
   taskPollsAfterGone: number;
+  /** dead_session_loop: requests on one session id the server refused (404, or 400), with no initialize between. */
+  sessionLoopThreshold: number;
+  /** W, ms: the window of sessionLoopThreshold refused requests. */
+  sessionLoopWindowMs: number;
+  /** listening_stream_loop: GET listening streams re-opened after a 405, or after one closed at once with no event. */
+  listeningLoopThreshold: number;
+  /** W, ms: the window of the first fruitless listening stream and its listeningLoopThreshold re-opens. */
+  listeningLoopWindowMs: number;
 }
 
 export const DEFAULT_DETECTOR_OPTIONS: DetectorOptions = {
@@ -50,6 +58,10 @@ export const DEFAULT_DETECTOR_OPTIONS: DetectorOptions = {
   taskPollStormThreshold: 10,
   taskPollStormWindowMs: 10_000,
   taskPollsAfterGone: 3,
+  sessionLoopThreshold: 5,
+  sessionLoopWindowMs: 60_000,
+  listeningLoopThreshold: 5,
+  listeningLoopWindowMs: 60_000,
 };
 
 export interface DetectorInit extends Partial<DetectorOptions> {

@@ -241,6 +241,13 @@ const TASK_OPTIONS: readonly (keyof DetectorOptions)[] = [
   'taskPollStormWindowMs',
   'taskPollsAfterGone',
 ];
+/** The options of the loops family (its records are not kept: lost on restart): a state written before it has none of them. */
+const LOOP_OPTIONS: readonly (keyof DetectorOptions)[] = [
+  'sessionLoopThreshold',
+  'sessionLoopWindowMs',
+  'listeningLoopThreshold',
+  'listeningLoopWindowMs',
+];
 
 /** A state that does not fit the detector it is loaded into (other format, other options, a missing, unknown or mistyped field). */
 export class StateMismatchError extends Error {
@@ -587,9 +594,9 @@ function checked(state: unknown, into: Omit<DetectorParts, 'now' | 'counts' | 'o
   // A state written before the tasks family has no `tasks` and none of its options: it loads, with no task.
   exactly(s, 'tasks' in s ? STATE_FIELDS : STATE_FIELDS.filter((f) => f !== 'tasks'), '');
   const before = fieldsOf(s.options, 'options');
-  const optionNames = TASK_OPTIONS.some((k) => k in before)
-    ? Object.keys(into.options)
-    : Object.keys(into.options).filter((k) => !TASK_OPTIONS.includes(k as keyof DetectorOptions));
+  // A family's options are in a state written since it came, all of them, or none.
+  const absent = [TASK_OPTIONS, LOOP_OPTIONS].filter((group) => !group.some((k) => k in before)).flat();
+  const optionNames = Object.keys(into.options).filter((k) => !absent.includes(k as keyof DetectorOptions));
   const options = exactly(s.options, optionNames, 'options');
   for (const k of optionNames) {
     const v = into.options[k as keyof DetectorOptions];

@@ -129,6 +129,8 @@ export interface DetectorEvents {
   taskCreated?(service: string, shape: TaskShape): void;
   /** A `tasks/get` of a task: one poll. */
   taskPolled?(service: string): void;
+  /** An `initialize` answered with a session id (or a success, of a server without sessions): one session started. */
+  sessionStarted?(service: string): void;
 }
 
 export interface DetectorStats {
@@ -145,5 +147,7 @@ export interface DetectorStats {
   tasks: number;
   /** Task records dropped by the per-service cap before their task ended (oldest first). */
   taskEvictions: number;
+  /** Loop records held (core/loops.ts): sessions refused, listening streams refused or closed at once. */
+  loops: number;
   spans: Record<SpanReceivedResult, number>;
 }
