@@ -172,6 +172,10 @@ export const FindingKind = {
   LOST_TASK_RESULT: 'lost_task_result',
   /** One task polled faster than its announced interval, or after the server said it is gone. */
   TASK_POLL_STORM: 'task_poll_storm',
+  /** A client keeps sending a session id the server refused (404, or 400), with no new session initialized between. */
+  DEAD_SESSION_LOOP: 'dead_session_loop',
+  /** A client keeps re-opening its GET listening stream after a 405, or after streams closed at once with no event. */
+  LISTENING_STREAM_LOOP: 'listening_stream_loop',
 } as const;
 export type FindingKind = ValuesOf<typeof FindingKind>;
 export const FINDING_KINDS: readonly FindingKind[] = Object.values(FindingKind);
