@@ -24,8 +24,8 @@ export const LOOP_TOOL = 'echo';
 export type LoopGetMode = 'sdk' | '405' | 'close' | 'retry';
 
 export interface LoopServerOptions {
-  /** `stateful` (a session per initialize, unknown ids answered 404) or `stateless` (no session id). */
-  sessions: 'stateful' | 'stateless';
+  /** A session per initialize, unknown ids answered 404 (true); or none, the SDK's stateless mode (false). */
+  sessions: boolean;
   get: LoopGetMode;
   /** The `retry:` the `retry` mode announces, ms. Default 200. */
   retryMs?: number;
@@ -101,7 +101,7 @@ export async function startLoopServer(options: LoopServerOptions): Promise<LoopS
       entry.rpc = typeof first?.method === 'string' ? first.method : undefined;
     }
     if (req.method === 'GET' && answerGet(res)) return;
-    if (options.sessions === 'stateless') {
+    if (!options.sessions) {
       // A fresh transport per request: the SDK's stateless mode.
       const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
       const server = buildServer();

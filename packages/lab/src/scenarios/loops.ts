@@ -143,9 +143,7 @@ async function withRig(
 }
 
 /** Requests per `METHOD status`, e.g. `{ "POST 404": 10, "GET 405": 1 }`. */
-export function statusCounts(
-  requests: ReadonlyArray<{ method: string; status: number | undefined }>,
-): Record<string, number> {
+function statusCounts(requests: ReadonlyArray<{ method: string; status: number | undefined }>): Record<string, number> {
   const counts: Record<string, number> = {};
   for (const { method, status } of requests) {
     const key = `${method} ${status ?? '-'}`;
@@ -166,7 +164,7 @@ async function call(session: LoopClient, text: string): Promise<{ ok: boolean; t
   }
 }
 
-const STATEFUL: LoopServerOptions = { sessions: 'stateful', get: '405' };
+const STATEFUL: LoopServerOptions = { sessions: true, get: '405' };
 
 /**
  * dead-session-loop: the SDK 1.x client calls once; the server forgets its sessions (a restart); the
@@ -269,7 +267,7 @@ const SERVER_GETS = (server: LoopServer): LoopServerRequest[] =>
  * client opens the GET again and again, at once, as the field's clients do (a raw loop).
  */
 export function runListeningStreamLoop(input: ScenarioOptions): Promise<ScenarioSummary> {
-  return withRig('listening-stream-loop', input, { sessions: 'stateless', get: '405' }, async (rig) => {
+  return withRig('listening-stream-loop', input, { sessions: false, get: '405' }, async (rig) => {
     const session = await rig.connect();
     await waitUntil(() => GETS(rig.log).some((request) => request.status !== undefined), 5_000);
     const statuses: number[] = [];
@@ -317,7 +315,7 @@ async function reconnectingClient(rig: Rig, count: number, reconnection?: Reconn
  * close). Its reconnection delay is set short (20 ms), as a client that re-opens at once.
  */
 export async function runListeningStreamLoopClosed(input: ScenarioOptions): Promise<ScenarioSummary> {
-  return withRig('listening-stream-loop-closed', input, { sessions: 'stateless', get: 'close' }, async (rig) => {
+  return withRig('listening-stream-loop-closed', input, { sessions: false, get: 'close' }, async (rig) => {
     const outcome = await reconnectingClient(rig, LOOP_REQUESTS, {
       initialReconnectionDelay: 20,
       maxReconnectionDelay: 20,
@@ -336,7 +334,7 @@ export async function runListeningStreamLoopClosed(input: ScenarioOptions): Prom
  * and closes; the SDK 1.x client (default reconnection options) waits that long before each re-open.
  */
 export function runListeningStreamRetryPace(input: ScenarioOptions): Promise<ScenarioSummary> {
-  return withRig('listening-stream-retry-pace', input, { sessions: 'stateless', get: 'retry' }, async (rig) => {
+  return withRig('listening-stream-retry-pace', input, { sessions: false, get: 'retry' }, async (rig) => {
     const outcome = await reconnectingClient(rig, 4);
     return {
       ...outcome,
@@ -348,7 +346,7 @@ export function runListeningStreamRetryPace(input: ScenarioOptions): Promise<Sce
 
 /** listening-stream-stops: the SDK 1.x client takes one 405 to its GET and opens none again; its call succeeds. */
 export function runListeningStreamStops(input: ScenarioOptions): Promise<ScenarioSummary> {
-  return withRig('listening-stream-stops', input, { sessions: 'stateless', get: '405' }, async (rig) => {
+  return withRig('listening-stream-stops', input, { sessions: false, get: '405' }, async (rig) => {
     const session = await rig.connect();
     await waitUntil(() => SERVER_GETS(rig.server!).length >= 1, 5_000);
     const answer = await call(session, 'still here');
