@@ -12,6 +12,7 @@ import { SCENARIO_CLIENTS, isScenarioClient } from './scenarios/sdk-clients.js';
 import {
   SCENARIO_NAMES,
   TASK_SCENARIO_NAMES,
+  LOOP_SCENARIO_NAMES,
   V2_SERVER_SCENARIO_NAMES,
   formatSummary,
   isScenarioName,
@@ -104,7 +105,9 @@ async function run(args: string[]): Promise<void> {
   const progress = integer(values, 'progress') ?? 5;
   // The 2026-07-28 scenarios start their own v2 server in process, the task scenarios their own task
   // server (or v2 server): no lab server to start or name.
-  const ownServer = [...V2_SERVER_SCENARIO_NAMES, ...TASK_SCENARIO_NAMES].includes(name as never);
+  const ownServer = [...V2_SERVER_SCENARIO_NAMES, ...TASK_SCENARIO_NAMES, ...LOOP_SCENARIO_NAMES].includes(
+    name as never,
+  );
   const modernServer = ownServer ? await modernServerFromEnv() : undefined;
   const local = server === undefined && !ownServer ? await startLabServer() : undefined;
   const serverUrl = server ?? local?.url ?? UNUSED_SERVER_URL;

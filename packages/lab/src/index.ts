@@ -44,12 +44,23 @@ export {
   V2_SERVER_SCENARIO_NAMES,
   TASK_SCENARIO_NAMES,
   TASK_SCENARIO_EXPECTED_FINDINGS,
+  LOOP_SCENARIO_NAMES,
+  LOOP_SCENARIO_EXPECTED_FINDINGS,
   expectedTaskFindings,
   isScenarioName,
   formatSummary,
 } from './scenarios/summary.js';
-export type { LabServerScenarioName, ScenarioName, ScenarioSummary, TaskScenarioName } from './scenarios/summary.js';
-export type { ScenarioOptions, TaskScenarioOptions } from './scenarios/options.js';
+export type {
+  LabServerScenarioName,
+  LoopScenarioName,
+  ScenarioName,
+  ScenarioSummary,
+  TaskScenarioName,
+} from './scenarios/summary.js';
+export type { LoopScenarioOptions, ScenarioOptions, TaskScenarioOptions } from './scenarios/options.js';
+export type { LoopClientRequest } from './scenarios/loops.js';
+export { LOOP_TOOL, startLoopServer } from './loops/loop-server.js';
+export type { LoopGetMode, LoopServer, LoopServerOptions, LoopServerRequest } from './loops/loop-server.js';
 export { TASK_TOOL, startTaskLabServer } from './tasks/task-server.js';
 export { EXTENSION_TASK_TOOL, ExtensionTasks } from './modern/tasks-extension.js';
 export type { ExtensionTaskRequest, ExtensionTasksOptions } from './modern/tasks-extension.js';

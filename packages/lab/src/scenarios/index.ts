@@ -6,6 +6,15 @@ import { runCursorEvicted } from './cursor-evicted.js';
 import { runDualEra } from './dual-era.js';
 import { runEndlessLoop } from './endless-loop.js';
 import { runHealthy } from './healthy.js';
+import {
+  runDeadSessionLoop,
+  runDeadSessionLoop400,
+  runDeadSessionReinit,
+  runListeningStreamLoop,
+  runListeningStreamLoopClosed,
+  runListeningStreamRetryPace,
+  runListeningStreamStops,
+} from './loops.js';
 import { runListeningReplay } from './listening-replay.js';
 import { runListeningReplaySdk } from './listening-replay-sdk.js';
 import { runModernHealthy } from './modern-healthy.js';
@@ -78,6 +87,17 @@ const TASKS: Partial<
   'task-legacy-client-extension-server': { client: 'sdk', run: runTaskLegacyClientExtensionServer },
 };
 
+/** The loop scenarios (issue 39): each starts its own server and runs the SDK 1.x client. */
+const LOOPS: Partial<Record<ScenarioName, (options: ScenarioOptions) => Promise<ScenarioSummary>>> = {
+  'dead-session-loop': runDeadSessionLoop,
+  'dead-session-reinit': runDeadSessionReinit,
+  'dead-session-loop-400': runDeadSessionLoop400,
+  'listening-stream-loop': runListeningStreamLoop,
+  'listening-stream-loop-closed': runListeningStreamLoopClosed,
+  'listening-stream-stops': runListeningStreamStops,
+  'listening-stream-retry-pace': runListeningStreamRetryPace,
+};
+
 /** The scenario registry: every scenario of the session era with its raw-client run. */
 const SCENARIOS: Partial<Record<ScenarioName, (options: ScenarioOptions) => Promise<ScenarioSummary>>> = {
   'seed-loop': runSeedLoop,
@@ -113,6 +133,7 @@ export function scenarioClients(name: ScenarioName): ScenarioClient[] {
   if (MODERN[name]) return ['sdk-v2'];
   const task = TASKS[name];
   if (task) return [task.client];
+  if (LOOPS[name]) return ['sdk'];
   return SDK_RUNS[name] ? ['raw', 'sdk', 'sdk-v2'] : ['raw'];
 }
 
@@ -129,6 +150,12 @@ export async function runScenario(name: ScenarioName, options: ScenarioOptions):
     if (options.client !== undefined && options.client !== task.client)
       throw new Error(`scenario ${name} runs with one client only (clients: ${task.client})`);
     return task.run(options);
+  }
+  const loop = LOOPS[name];
+  if (loop) {
+    if (options.client !== undefined && options.client !== 'sdk')
+      throw new Error(`scenario ${name} runs with one client only (clients: sdk)`);
+    return loop(options);
   }
   const client = options.client ?? 'raw';
   if (client === 'raw') return SCENARIOS[name]!(options);

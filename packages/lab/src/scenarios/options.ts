@@ -33,6 +33,17 @@ export interface ScenarioOptions {
   modernServer?: ModernServerOptions;
   /** The task scenarios (`task-*`, `modern-task-*`): their server's ttl, poll interval and work, and the re-issue's key. */
   tasks?: TaskScenarioOptions;
+  /** The loop scenarios (`dead-session-*`, `listening-stream-*`). */
+  loops?: LoopScenarioOptions;
+}
+
+export interface LoopScenarioOptions {
+  /**
+   * Puts something in front of the scenario's own server (or server-everything), e.g. `resumewatch
+   * gateway`: called with the server's MCP URL, it returns the URL the client talks to instead, and how
+   * to close it. Default: nothing in front.
+   */
+  front?: (serverUrl: string) => Promise<{ url: string; close(): Promise<void> }>;
 }
 
 export interface TaskScenarioOptions {
@@ -70,6 +81,7 @@ export interface ResolvedScenarioOptions {
   resultWaitMs: number;
   modernServer: ModernServerOptions;
   tasks: TaskScenarioOptions;
+  loops: LoopScenarioOptions;
 }
 
 type ModernServerOptions = Pick<ModernLabServerOptions, 'decorateServer' | 'idempotencyMetaKey'>;
@@ -84,5 +96,6 @@ export function resolveOptions(options: ScenarioOptions): ResolvedScenarioOption
     resultWaitMs: options.resultWaitMs ?? 3_000,
     modernServer: options.modernServer ?? {},
     tasks: options.tasks ?? {},
+    loops: options.loops ?? {},
   };
 }

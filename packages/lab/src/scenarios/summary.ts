@@ -50,15 +50,32 @@ export const TASK_SCENARIO_NAMES = [
   'task-legacy-client-extension-server',
 ] as const;
 
+/**
+ * The loop scenarios of the field (issue 39), each with its healthy twin. Each starts its own server
+ * (the SDK 1.x server, in process, loopback; `dead-session-loop-400` server-everything, in a child
+ * process) and runs the SDK 1.x client; `serverUrl` and the control endpoint are not used.
+ */
+export const LOOP_SCENARIO_NAMES = [
+  'dead-session-loop',
+  'dead-session-reinit',
+  'dead-session-loop-400',
+  'listening-stream-loop',
+  'listening-stream-loop-closed',
+  'listening-stream-stops',
+  'listening-stream-retry-pace',
+] as const;
+
 export const SCENARIO_NAMES = [
   ...LAB_SERVER_SCENARIO_NAMES,
   ...V2_SERVER_SCENARIO_NAMES,
   ...TASK_SCENARIO_NAMES,
+  ...LOOP_SCENARIO_NAMES,
 ] as const;
 
 export type ScenarioName = (typeof SCENARIO_NAMES)[number];
 export type LabServerScenarioName = (typeof LAB_SERVER_SCENARIO_NAMES)[number];
 export type TaskScenarioName = (typeof TASK_SCENARIO_NAMES)[number];
+export type LoopScenarioName = (typeof LOOP_SCENARIO_NAMES)[number];
 
 /**
  * The finding kinds each task scenario should give, as the instrumented client and server see its
@@ -82,6 +99,22 @@ export const TASK_SCENARIO_EXPECTED_FINDINGS: Readonly<Record<TaskScenarioName, 
   'modern-task-lost': [FindingKind.LOST_TASK_RESULT],
   'modern-task-poll-storm': [FindingKind.TASK_POLL_STORM],
   'task-legacy-client-extension-server': [],
+};
+
+/**
+ * The finding kinds each loop scenario should give, from every vantage point (the instrumented client,
+ * `serve`, the gateway in front): the lab's promise, for the integration tests to hold the detector to.
+ * The twins give none: a client that initializes anew after one refusal, one that stops after a 405, one
+ * that re-opens at the server's `retry:` pace.
+ */
+export const LOOP_SCENARIO_EXPECTED_FINDINGS: Readonly<Record<LoopScenarioName, readonly FindingKind[]>> = {
+  'dead-session-loop': [FindingKind.DEAD_SESSION_LOOP],
+  'dead-session-reinit': [],
+  'dead-session-loop-400': [FindingKind.DEAD_SESSION_LOOP],
+  'listening-stream-loop': [FindingKind.LISTENING_STREAM_LOOP],
+  'listening-stream-loop-closed': [FindingKind.LISTENING_STREAM_LOOP],
+  'listening-stream-stops': [],
+  'listening-stream-retry-pace': [],
 };
 
 /** The finding kinds a task scenario's run should give, given whether its re-issue carried an idempotency key. */
@@ -117,7 +150,10 @@ export interface ScenarioSummary {
   sideEffectCount?: number;
   /** One line: what the run showed. */
   finding: string;
-  /** The task scenarios: the finding kinds this run should give (`TASK_SCENARIO_EXPECTED_FINDINGS`). */
+  /**
+   * The task and loop scenarios: the finding kinds this run should give (`TASK_SCENARIO_EXPECTED_FINDINGS`,
+   * `LOOP_SCENARIO_EXPECTED_FINDINGS`).
+   */
   expectedFindings?: FindingKind[];
   durationMs: number;
   /** Scenario-specific facts. */
