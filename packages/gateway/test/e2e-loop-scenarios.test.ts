@@ -57,6 +57,12 @@ const UNSEEN: Partial<Record<LoopScenarioName, string>> = {
   'listening-stream-loop': 'stateless server: sessionless GETs answered 405 make no span',
   'listening-stream-loop-closed': 'stateless server: sessionless GETs closed at once with no event make no span',
 };
+/**
+ * The listening twins (`listening-stream-stops`, `listening-stream-retry-pace`) run against the same
+ * stateless server: their "nothing" holds, but it cannot tell a healthy client from a looping one here,
+ * since the loops themselves are unseen. A loop against a server with sessions, and its twin that stops,
+ * are told apart in packages/gateway/test/e2e-dead-session-loop.test.ts.
+ */
 
 /** What the gateway's detector reports for a scenario: the lab's promise, less what it cannot see. */
 const atGateway = (name: LoopScenarioName): string[] =>
