@@ -5,6 +5,7 @@ import type { Evidence, EvidenceStats } from './evidence.js';
 import { drawReissueTimeline, drawTimeline, type DrawnTimeline } from './timeline-view.js';
 import { findingKey, isReissueFinding, isTaskFinding } from './timeline-event.js';
 import { drawTaskTimeline } from './timeline-task.js';
+import { findingStory } from './finding-story.js';
 
 /** Where the data comes from: a running detector, or recorded traces (`analyze --html`). */
 type PageSource = 'serve' | 'report';
@@ -87,8 +88,13 @@ export function findingTimeline(f: Finding, evidence: Evidence): DrawnTimeline |
     return task.task?.events.length || task.second?.events.length ? drawTaskTimeline(f, task) : undefined;
   }
   // A 2026-07-28 re-issue: both attempts, each its own trace, on one time axis.
-  if (isReissueFinding(f)) return drawReissueTimeline(f, evidence.attempts(f));
-  const held = evidence.timeline(f);
+  const drawn = isReissueFinding(f) ? drawReissueTimeline(f, evidence.attempts(f)) : drawHeld(evidence.timeline(f));
+  // Every finding's story in one sentence, from its fields and the times its spans carry.
+  if (drawn) drawn.story = findingStory(f, drawn.events);
+  return drawn;
+}
+
+function drawHeld(held: ReturnType<Evidence['timeline']>): DrawnTimeline | undefined {
   return held ? drawTimeline(held) : undefined;
 }
 
