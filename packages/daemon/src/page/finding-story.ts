@@ -27,6 +27,8 @@ function between(f: Finding): string {
     : `at ${clock(f.first_time_unix_ms)}`;
 }
 
+const taskName = (f: Finding): string => (f.task_id ? `task ${f.task_id}` : 'its task');
+
 const times = (n: number | undefined): string => (n === 1 ? 'once' : `${n ?? 'several'} times`);
 
 /** The request span the timeline drew (a client's, with its end marked), the latest ending one. */
@@ -88,9 +90,9 @@ const STORIES: Record<FindingKind, (s: StoryInput) => string> = {
   [FindingKind.CURSOR_LOST]: ({ f }) =>
     `A resume of ${request(f)} ${between(f)} was refused${f.status_code ? ` with ${f.status_code}` : ''} (${f.outcome ?? 'cursor lost'}): the server no longer knows where its stream was, and the result cannot come that way.`,
   [FindingKind.FOREIGN_REPLAY]: ({ f }) =>
-    `Server ${f.server ?? 'unknown'} delivered ${request(f)}'s result on stream ${f.stream_id ?? '(unknown)'}, which never carried that request, ${between(f)}: its event store replays across streams.`,
+    `${f.server ? `Server ${f.server}` : 'The server'} delivered ${request(f)}'s result on stream ${f.stream_id ?? 'another'}, which never carried that request, ${between(f)}: its event store replays across streams.`,
   [FindingKind.CONFLICTING_TERMINAL]: ({ f }) =>
-    `Server ${f.server ?? 'unknown'} sent a second, different result for ${request(f)} on stream ${f.stream_id ?? '(unknown)'} after the first on ${f.first_stream_id ? `stream ${f.first_stream_id}` : 'another stream'}, ${between(f)}: the application may hold the wrong one.`,
+    `${f.server ? `Server ${f.server}` : 'The server'} sent a second, different result for ${request(f)} on stream ${f.stream_id ?? 'another'} after the first on ${f.first_stream_id ? `stream ${f.first_stream_id}` : 'another stream'}, ${between(f)}: the application may hold the wrong one.`,
   [FindingKind.COMPLETED_AFTER_CANCELLATION]: ({ f }) =>
     `The client cancelled ${request(f)}, and its result arrived all the same ${between(f)}: the application was told the call failed while it ran to its end, so a retry runs it twice.`,
   [FindingKind.DUPLICATE_EXECUTION]: ({ f }) =>
@@ -99,13 +101,13 @@ const STORIES: Record<FindingKind, (s: StoryInput) => string> = {
     `The first attempt of ${request(f)} lost its stream and was re-issued ${between(f)}; no span says whether the server stopped the first: the work may have run twice.`,
   [FindingKind.LOST_RESULT]: lostResult,
   [FindingKind.DUPLICATE_TASK]: ({ f }) =>
-    `The call that created task ${f.task_id ?? '(unknown)'} was re-issued with the same idempotency key, and a second task${f.duplicate_task_id ? ` (${f.duplicate_task_id})` : ''} was created ${between(f)}: the work runs twice.`,
+    `The call that created ${taskName(f)} was re-issued with the same idempotency key, and a second task${f.duplicate_task_id ? ` (${f.duplicate_task_id})` : ''} was created ${between(f)}: the work runs twice.`,
   [FindingKind.POSSIBLE_DUPLICATE_TASK]: ({ f }) =>
-    `The call that created task ${f.task_id ?? '(unknown)'} was re-issued with no idempotency key to tie the attempts, and a second task${f.duplicate_task_id ? ` (${f.duplicate_task_id})` : ''} was created ${between(f)}: the work may run twice.`,
+    `The call that created ${taskName(f)} was re-issued with no idempotency key to tie the attempts, and a second task${f.duplicate_task_id ? ` (${f.duplicate_task_id})` : ''} was created ${between(f)}: the work may run twice.`,
   [FindingKind.LOST_TASK_RESULT]: ({ f }) =>
-    `Task ${f.task_id ?? '(unknown)'} reached its outcome and its client never got it (${f.reason ?? 'lost'}), ${between(f)}.`,
+    `${f.task_id ? `Task ${f.task_id}` : 'A task'} reached its outcome and its client never got it (${f.reason ?? 'lost'}), ${between(f)}.`,
   [FindingKind.TASK_POLL_STORM]: ({ f }) =>
-    `The client polled task ${f.task_id ?? '(unknown)'} ${times(f.polls)} ${between(f)} (${f.reason ?? 'too often'}): a poll storm.`,
+    `The client polled ${taskName(f)} ${times(f.polls)} ${between(f)} (${f.reason ?? 'too often'}): a poll storm.`,
   [FindingKind.DEAD_SESSION_LOOP]: ({ f }) =>
     `The client sent ${f.attempts ?? 'several'} requests on session ${f.session_id || '(none)'} ${between(f)}, each refused${f.status_code ? ` with ${f.status_code}` : ''}, and initialized no new session: a dead-session loop.`,
   [FindingKind.LISTENING_STREAM_LOOP]: ({ f }) =>
