@@ -61,12 +61,12 @@ describe("a request's life", () => {
   const r = { session: 's-1', request: 7 };
 
   it.each([
-    [ErrorType.ABORTED, RequestEnd.ABORTED, 'aborted'],
+    [ErrorType.ABORTED, RequestEnd.ABORTED, 'abort'],
     [ErrorType.TIMEOUT, RequestEnd.TIMEOUT, 'deadline (timeout)'],
     [ErrorType.STREAM_BROKEN, RequestEnd.STREAM_BROKEN, 'broken stream'],
-    [ErrorType.CANCELLED, RequestEnd.CANCELLED, 'cancelled'],
-    [undefined, RequestEnd.RESULT, 'result'],
-    [ErrorType.TOOL_ERROR, RequestEnd.RESULT, 'result'],
+    [ErrorType.CANCELLED, RequestEnd.CANCELLED, 'cancel'],
+    [undefined, RequestEnd.RESULT, 'its result'],
+    [ErrorType.TOOL_ERROR, RequestEnd.RESULT, 'its result'],
   ])('a request span ended with error.type %s is a bar marked %s', (error, ended, said) => {
     const call = requestEnded(r, T0 + 5000, error, { start: T0 });
     const tl = drawTimeline({

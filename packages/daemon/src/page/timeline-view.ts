@@ -60,7 +60,7 @@ type Moment = (typeof Moment)[keyof typeof Moment];
 
 /**
  * What ended a client's request span, marked at the end of its bar: its result (a terminal, or a span
- * that ended without an error), or its `error.type`: the deadline, an abort, a broken stream, a cancel.
+ * that ended without an error), or its error type (ATTR_ERROR_TYPE): the deadline, an abort, a broken stream, a cancel.
  */
 export const RequestEnd = {
   RESULT: TerminalOutcome.RESULT,
@@ -74,15 +74,15 @@ export type RequestEnd = (typeof RequestEnd)[keyof typeof RequestEnd];
 
 /** The end mark's words, as the page shows them at the end of the bar. */
 const END_SAID: Record<RequestEnd, string> = {
-  [RequestEnd.RESULT]: 'result',
+  [RequestEnd.RESULT]: 'its result',
   [RequestEnd.TIMEOUT]: 'deadline (timeout)',
-  [RequestEnd.ABORTED]: 'aborted',
+  [RequestEnd.ABORTED]: 'abort',
   [RequestEnd.STREAM_BROKEN]: 'broken stream',
-  [RequestEnd.CANCELLED]: 'cancelled',
-  [RequestEnd.OTHER]: 'error',
+  [RequestEnd.CANCELLED]: 'cancel',
+  [RequestEnd.OTHER]: 'another error',
 };
 
-/** What ended a client's request span, from its `error.type` (a tool error is a result all the same). */
+/** What ended a client's request span, from its error type (a tool error is a result all the same). */
 export function requestEnd(a: TimelineEvent['attributes']): RequestEnd {
   const error = a[ATTR_ERROR_TYPE];
   if (typeof error !== 'string' || error === '' || error === ErrorType.TOOL_ERROR) return RequestEnd.RESULT;
