@@ -1,4 +1,13 @@
-import { ErrorType, FINDING_KINDS, FindingKind, RequestRecovery, ResumeOutcome } from '@resumewatch/semconv';
+import {
+  ATTR_HTTP_RESPONSE_STATUS_CODE,
+  ATTR_MCP_SESSION_ID,
+  ErrorType,
+  FINDING_KINDS,
+  SPAN_LISTENING_REFUSED,
+  FindingKind,
+  RequestRecovery,
+  ResumeOutcome,
+} from '@resumewatch/semconv';
 import type { Finding, SpanRecord } from '@resumewatch/detector';
 import { describe, expect, it } from 'vitest';
 import { configWith } from '../src/doors/writing-pipeline.js';
@@ -7,7 +16,7 @@ import { findingStory } from '../src/page/finding-story.js';
 import { findingTimeline } from '../src/page/page-data.js';
 import { RequestEnd, drawTimeline } from '../src/page/timeline-view.js';
 import { EventType } from '../src/page/timeline-event.js';
-import { T0, requestEnded, resume } from '../../detector/test/helpers/spans.js';
+import { T0, requestEnded, resume, span } from '../../detector/test/helpers/spans.js';
 
 // Every finding's story in one sentence, and each request's life drawn as a bar with its end marked.
 
@@ -107,5 +116,35 @@ describe("a request's life", () => {
         'without its result; its stream had ended without the result and the client resumed it (empty_replay): ' +
         'the result never reached the application.',
     );
+  });
+});
+
+describe("a loop's timeline: its refused attempts", () => {
+  /** Request `n` on the dead session s-1, answered 404. */
+  const refusedRequest = (n: number): SpanRecord => {
+    const s = requestEnded({ session: 's-1', request: n }, T0 + n * 100 + 20, '404', { start: T0 + n * 100 });
+    return { ...s, attributes: { ...s.attributes, [ATTR_HTTP_RESPONSE_STATUS_CODE]: 404 } };
+  };
+  const refusedGet = (n: number): SpanRecord =>
+    span(SPAN_LISTENING_REFUSED, T0 + n * 50, { [ATTR_MCP_SESSION_ID]: 's-1', [ATTR_HTTP_RESPONSE_STATUS_CODE]: 405 });
+
+  it('dead_session_loop: each refused request a bar on one lane, its end marked by the refusal', () => {
+    const spans = [1, 2, 3, 4, 5].map(refusedRequest).concat([refusedGet(1)]);
+    const finding = findingOf(FindingKind.DEAD_SESSION_LOOP, { attempts: 5, request_id: '5' });
+    const tl = findingTimeline(finding, evidenceOf(spans, finding))!;
+    expect(tl.lanes.map((l) => l.label)).toEqual(['refused requests']);
+    expect(tl.events.map((e) => e.type)).toEqual(Array(5).fill(EventType.CALL));
+    expect(tl.events.map((e) => e.ended_said)).toEqual(Array(5).fill('refused 404'));
+    expect(tl.story).toMatch(/^The client sent 5 requests on session s-1/);
+  });
+
+  it('listening_stream_loop: each refused GET where it happened, none of the requests', () => {
+    const spans = [1, 2, 3, 4, 5, 6].map(refusedGet).concat([refusedRequest(1)]);
+    const finding = findingOf(FindingKind.LISTENING_STREAM_LOOP, { attempts: 6, status_code: 405, request_id: '' });
+    const tl = findingTimeline(finding, evidenceOf(spans, finding))!;
+    expect(tl.lanes.map((l) => l.label)).toEqual(['listening stream opens']);
+    expect(tl.events.map((e) => e.start - T0)).toEqual([50, 100, 150, 200, 250, 300]);
+    expect(new Set(tl.events.map((e) => e.type))).toEqual(new Set([EventType.LISTENING_REFUSED]));
+    expect(tl.story).toMatch(/6 times .* each answered 405: a listening-stream loop/);
   });
 });

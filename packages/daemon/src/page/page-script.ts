@@ -196,7 +196,7 @@ export const PAGE_SCRIPT = `
   function subject(f) { return f.task_id ? 'task ' + f.task_id : 'request ' + f.request_id; }
 
   // X, F, S: a 2026-07-28 re-issue's moments (its first attempt's stream broke; the server finished it, or stopped).
-  var SHORT = { terminal: 'T', resume: 'R', reattach: 'A', call: 'C', broken: 'X', ran_on: 'F', stopped: 'S' };
+  var SHORT = { terminal: 'T', resume: 'R', reattach: 'A', call: 'C', broken: 'X', ran_on: 'F', stopped: 'S', listening_refused: 'N' };
   function label(ev) { return ev.what || ev.type + (ev.mark ? ' ' + ev.mark : '') + (ev.outcome ? ' ' + ev.outcome : '') + (ev.guard ? ', guard ' + ev.guard : ''); }
   function laneName(lane) { return lane.label || (lane.stream ? lane.stream + (lane.resumed ? ' (resumed)' : '') : 'the request'); }
   function timeline(tl) {

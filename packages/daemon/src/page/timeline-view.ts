@@ -181,7 +181,9 @@ export function drawEvent(e: TimelineEvent, lane: number, resumedStreams: Readon
     if (outcome) out.outcome = outcome;
   } else if (e.type === EventType.CALL && !e.server) {
     out.ended = requestEnd(a);
-    out.ended_said = END_SAID[out.ended];
+    const status = a[ATTR_HTTP_RESPONSE_STATUS_CODE];
+    // A request the server refused (a dead session's): its status says what ended it.
+    out.ended_said = typeof status === 'number' && status >= 400 ? `refused ${status}` : END_SAID[out.ended];
   } else if (e.type === EventType.REATTACH && typeof a[ATTR_MCP_REATTACH_ACCEPTED] === 'boolean') {
     out.outcome = a[ATTR_MCP_REATTACH_ACCEPTED] ? 'session accepted' : 'session refused';
   }
