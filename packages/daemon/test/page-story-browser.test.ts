@@ -1,0 +1,106 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { ATTR_HTTP_RESPONSE_STATUS_CODE, ErrorType, FindingKind, RequestRecovery } from '@resumewatch/semconv';
+import type { SpanRecord } from '@resumewatch/detector';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_CONFIG } from '../src/index.js';
+import { htmlReportOfSpans } from '../src/page/report.js';
+import { launchChromium, watchPolicy, type Browser, type Page } from './helpers/browser.js';
+import { T0, requestEnded } from '../../detector/test/helpers/spans.js';
+
+// Every finding's story and each request's life, in a real browser (Debian's chromium): the HTML report of
+// spans the real detector read, opened offline. A lost_result: its request's 5 s as a bar, its end marked
+// (aborted), its sentence; a dead-session loop: its refused requests on one lane.
+
+const TIMEOUT = 60_000;
+const dir = mkdtempSync(join(tmpdir(), 'resumewatch-story-'));
+
+/** Request `n` on the dead session `dead`, answered 404 (the server no longer knows the session). */
+function refused(n: number): SpanRecord {
+  const s = requestEnded({ session: 'dead', request: 100 + n }, T0 + 20_000 + n * 200 + 30, '404', {
+    start: T0 + 20_000 + n * 200,
+  });
+  return {
+    ...s,
+    spanId: (0x100 + n).toString(16).padStart(16, '0'),
+    attributes: { ...s.attributes, [ATTR_HTTP_RESPONSE_STATUS_CODE]: 404 },
+  };
+}
+
+const SPANS: SpanRecord[] = [
+  // A tools/call of 5 s, aborted by its client after its stream ended without the result.
+  {
+    ...requestEnded({ session: 'sess-1', request: 7 }, T0 + 5000, ErrorType.ABORTED, {
+      start: T0,
+      recovery: RequestRecovery.NOT_RESUMED,
+    }),
+    spanId: '00000000000000aa',
+  },
+  ...[1, 2, 3, 4, 5, 6].map(refused),
+];
+
+let browser: Browser;
+let page: Page;
+let policy: () => Promise<string[]>;
+beforeAll(async () => {
+  browser = await launchChromium();
+  const report = join(dir, 'stories.html');
+  writeFileSync(report, htmlReportOfSpans(SPANS, DEFAULT_CONFIG, 'resumewatch: stories'));
+  page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  policy = await watchPolicy(page);
+  await page.goto(pathToFileURL(report).href);
+}, TIMEOUT);
+afterAll(async () => {
+  await browser?.close();
+});
+
+/** Opens the first finding of `kind` by the keyboard; its timeline's story, lanes, bars and end marks. */
+async function open(kind: string) {
+  await page.selectOption('#filter-kind', kind);
+  await page.focus('.finding');
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('.lane');
+  return {
+    story: await page.textContent('.story'),
+    heading: await page.textContent('section[aria-label="request timeline"] h2'),
+    lanes: await page.$$eval('.lane', (ls) => ls.map((l) => l.getAttribute('aria-label'))),
+    bars: await page.$$eval('.bar.life', (bs) =>
+      bs.map((b) => ({ ended: b.getAttribute('data-ended'), label: b.getAttribute('aria-label') })),
+    ),
+    marks: await page.$$eval('.end-mark', (ms) => ms.map((m) => m.textContent)),
+    rows: await page.$$eval('table.events tbody tr', (rs) => rs.map((r) => r.textContent)),
+  };
+}
+
+describe("a finding's story in chromium", () => {
+  it(
+    "lost_result: the request's life as a bar, its end marked aborted, and the sentence saying what happened",
+    async () => {
+      const tl = await open(FindingKind.LOST_RESULT);
+      expect(tl.story).toMatch(
+        /^The tools\/call request 7 lived 5 s, from \S+ UTC to \S+ UTC, and ended aborted by the client without its result; .*never resumed it/,
+      );
+      expect(tl.bars).toEqual([{ ended: ErrorType.ABORTED, label: 'request lived 5.00 s, ended: abort' }]);
+      expect(tl.marks).toEqual(['\u25c6 abort']);
+      expect(tl.rows.join(' ')).toMatch(/lived 5\.00 s, ended: abort/);
+      expect(await policy()).toEqual([]);
+    },
+    TIMEOUT,
+  );
+
+  it(
+    'dead_session_loop: its refused requests on one lane, each ended by the refusal, and its sentence',
+    async () => {
+      const tl = await open(FindingKind.DEAD_SESSION_LOOP);
+      expect(tl.lanes).toEqual(['refused requests']);
+      expect(tl.bars.length).toBeGreaterThanOrEqual(DEFAULT_CONFIG.sessionLoopThreshold);
+      expect(new Set(tl.marks)).toEqual(new Set(['\u25c6 refused 404']));
+      expect(tl.story).toMatch(
+        /^The client sent \d+ requests on session dead .* each refused with 404, and initialized no new session/,
+      );
+    },
+    TIMEOUT,
+  );
+});
