@@ -15,7 +15,7 @@ import { Evidence } from '../src/page/evidence.js';
 import { findingStory } from '../src/page/finding-story.js';
 import { findingTimeline } from '../src/page/page-data.js';
 import { RequestEnd, drawTimeline } from '../src/page/timeline-view.js';
-import { EventType } from '../src/page/timeline-event.js';
+import { EventType, timelineEvent } from '../src/page/timeline-event.js';
 import { T0, requestEnded, resume, span } from '../../detector/test/helpers/spans.js';
 
 // Every finding's story in one sentence, and each request's life drawn as a bar with its end marked.
@@ -78,18 +78,7 @@ describe("a request's life", () => {
     [ErrorType.TOOL_ERROR, RequestEnd.RESULT, 'its result'],
   ])('a request span ended with error.type %s is a bar marked %s', (error, ended, said) => {
     const call = requestEnded(r, T0 + 5000, error, { start: T0 });
-    const tl = drawTimeline({
-      events: [
-        {
-          type: EventType.CALL,
-          start: call.startTimeUnixMs,
-          end: call.endTimeUnixMs,
-          span_id: call.spanId,
-          attributes: call.attributes,
-        },
-      ],
-      dropped: 0,
-    });
+    const tl = drawTimeline({ events: [timelineEvent(call)], dropped: 0 });
     const bar = tl.events.find((e) => e.type === EventType.CALL)!;
     expect([bar.start, bar.end]).toEqual([T0, T0 + 5000]);
     expect(bar.ended).toBe(ended);
