@@ -133,7 +133,7 @@ export function taskKey(service: string, taskId: string): string {
  * A session's refused attempts (a refused request, a listening stream) by (service, session): what a loop
  * finding's timeline draws. `!` starts no other key.
  */
-export function sessionKey(service: string, session: string): string {
+function sessionKey(service: string, session: string): string {
   return `!${service.length}:${service}${session}`;
 }
 

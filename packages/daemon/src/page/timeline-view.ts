@@ -83,7 +83,7 @@ const END_SAID: Record<RequestEnd, string> = {
 };
 
 /** What ended a client's request span, from its error type (a tool error is a result all the same). */
-export function requestEnd(a: TimelineEvent['attributes']): RequestEnd {
+function requestEnd(a: TimelineEvent['attributes']): RequestEnd {
   const error = a[ATTR_ERROR_TYPE];
   if (typeof error !== 'string' || error === '' || error === ErrorType.TOOL_ERROR) return RequestEnd.RESULT;
   const known = (Object.values(RequestEnd) as string[]).includes(error);
