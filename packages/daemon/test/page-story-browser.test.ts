@@ -2,13 +2,20 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ATTR_HTTP_RESPONSE_STATUS_CODE, ErrorType, FindingKind, RequestRecovery } from '@resumewatch/semconv';
+import {
+  ATTR_HTTP_RESPONSE_STATUS_CODE,
+  ATTR_MCP_SESSION_ID,
+  ErrorType,
+  FindingKind,
+  RequestRecovery,
+  SPAN_LISTENING_REFUSED,
+} from '@resumewatch/semconv';
 import type { SpanRecord } from '@resumewatch/detector';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_CONFIG } from '../src/index.js';
 import { htmlReportOfSpans } from '../src/page/report.js';
 import { launchChromium, watchPolicy, type Browser, type Page } from './helpers/browser.js';
-import { T0, requestEnded } from '../../detector/test/helpers/spans.js';
+import { T0, requestEnded, span } from '../../detector/test/helpers/spans.js';
 
 // Every finding's story and each request's life, in a real browser (Debian's chromium): the HTML report of
 // spans the real detector read, opened offline. A lost_result: its request's 5 s as a bar, its end marked
@@ -29,6 +36,15 @@ function refused(n: number): SpanRecord {
   };
 }
 
+/** A GET for session `quiet`'s listening stream, refused 405 (the server offers none). */
+function refusedGet(n: number): SpanRecord {
+  const s = span(SPAN_LISTENING_REFUSED, T0 + 40_000 + n * 100, {
+    [ATTR_MCP_SESSION_ID]: 'quiet',
+    [ATTR_HTTP_RESPONSE_STATUS_CODE]: 405,
+  });
+  return { ...s, spanId: (0x200 + n).toString(16).padStart(16, '0') };
+}
+
 const SPANS: SpanRecord[] = [
   // A tools/call of 5 s, aborted by its client after its stream ended without the result.
   {
@@ -39,6 +55,7 @@ const SPANS: SpanRecord[] = [
     spanId: '00000000000000aa',
   },
   ...[1, 2, 3, 4, 5, 6].map(refused),
+  ...[1, 2, 3, 4, 5, 6, 7, 8].map(refusedGet),
 ];
 
 let browser: Browser;
@@ -99,6 +116,26 @@ describe("a finding's story in chromium", () => {
       expect(new Set(tl.marks)).toEqual(new Set(['\u25c6 refused 404']));
       expect(tl.story).toMatch(
         /^The client sent \d+ requests on session dead .* each refused with 404, and initialized no new session/,
+      );
+    },
+    TIMEOUT,
+  );
+
+  it(
+    'listening_stream_loop: its refused GETs on one lane, where each happened, and its sentence',
+    async () => {
+      const tl = await open(FindingKind.LISTENING_STREAM_LOOP);
+      expect(tl.lanes).toEqual(['listening stream opens']);
+      const lefts = await page.$$eval('.ev.listening_refused', (es) =>
+        es.map((e) => parseFloat((e as unknown as { style: { left: string } }).style.left)),
+      );
+      expect(lefts.length).toBeGreaterThan(DEFAULT_CONFIG.listeningLoopThreshold);
+      // One after another along the axis, as they happened.
+      expect([...lefts].sort((a, b) => a - b)).toEqual(lefts);
+      expect(lefts[0]).toBe(0);
+      expect(tl.rows.join(' ')).toContain(`${ATTR_HTTP_RESPONSE_STATUS_CODE} 405`);
+      expect(tl.story).toMatch(
+        /^The client opened its listening stream on session quiet \d+ times .* each answered 405: a listening-stream loop\.$/,
       );
     },
     TIMEOUT,
