@@ -81,6 +81,7 @@ async function open(kind: string) {
   await page.waitForSelector('.lane');
   return {
     story: await page.textContent('.story'),
+    legend: await page.textContent('.legend'),
     heading: await page.textContent('section[aria-label="request timeline"] h2'),
     lanes: await page.$$eval('.lane', (ls) => ls.map((l) => l.getAttribute('aria-label'))),
     bars: await page.$$eval('.bar.life', (bs) =>
@@ -101,6 +102,7 @@ describe("a finding's story in chromium", () => {
       );
       expect(tl.bars).toEqual([{ ended: ErrorType.ABORTED, label: 'request lived 5.00 s, ended: abort' }]);
       expect(tl.marks).toEqual(['\u25c6 abort']);
+      expect(tl.legend).toMatch(/A bar: a request’s life; ◆ what ended it/);
       expect(tl.rows.join(' ')).toMatch(/lived 5\.00 s, ended: abort/);
       expect(await policy()).toEqual([]);
     },
@@ -126,6 +128,7 @@ describe("a finding's story in chromium", () => {
     async () => {
       const tl = await open(FindingKind.LISTENING_STREAM_LOOP);
       expect(tl.lanes).toEqual(['listening stream opens']);
+      expect(tl.legend).toMatch(/N: a GET of the listening stream the server refused/);
       const lefts = await page.$$eval('.ev.listening_refused', (es) =>
         es.map((e) => parseFloat((e as unknown as { style: { left: string } }).style.left)),
       );

@@ -224,7 +224,8 @@ export const PAGE_SCRIPT = `
     var task = tl.task === true;
     var moments = task ? 'On a task\u2019s lanes: created, each change of status, outcome (the result or the error reached the client), gone (the server said so), ttl (its announced ttl ran out); a tick: a poll (tasks/get).'
       : tl.events.some(function (ev) { return ev.what; }) ? ' X: the first attempt\u2019s stream broke; F: the server finished it after the cancellation; S: the server stopped.' : '';
-    var legend = h('p', { cls: 'legend' }, [h('span', { text: (task ? (tl.events.some(function (ev) { return ev.type === 'call'; }) ? 'C a request. ' : '') : 'T terminal, R resume, A reattach, C the request; G: the guard or gateway acted.') + moments })].concat(
+    var legend = h('p', { cls: 'legend' }, [h('span', { text: (task ? (tl.events.some(function (ev) { return ev.type === 'call'; }) ? 'C a request. ' : '') : 'T terminal, R resume, A reattach, C the request; G: the guard or gateway acted.' + (tl.events.some(function (ev) { return ev.type === 'listening_refused'; }) ? ' N: a GET of the listening stream the server refused.' : '')) + moments +
+      (tl.events.some(function (ev) { return ev.ended; }) ? ' A bar: a request\u2019s life; \u25c6 what ended it (its result, the deadline, an abort, a broken stream, a cancel, a refusal).' : '') })].concat(
       task ? [] : conf.marks.map(function (m) { return h('span', { cls: 'mark-' + m, text: '\u25a0 ' + m }); })));
     return h('section', { 'aria-label': 'request timeline' }, [h('h2', { text: 'Timeline: ' + tl.lanes.length + ' lanes, ' + tl.events.length + ' events' + (tl.dropped ? ' (' + tl.dropped + ' more left out)' : '') }),
       h('p', { cls: 'note', text: 'From ' + time(tl.start) + ' to ' + time(tl.end) + '; times below are from its start.' })].concat(
