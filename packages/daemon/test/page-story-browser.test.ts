@@ -10,7 +10,11 @@ import {
   RequestRecovery,
   SPAN_LISTENING_REFUSED,
 } from '@resumewatch/semconv';
-import type { SpanRecord } from '@resumewatch/detector';
+import { toSpanRecord, type SpanRecord } from '@resumewatch/detector';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { runScenario } from '@resumewatch/lab';
+import { startRig } from './helpers/lab-rig.js';
+import { waitFor } from '../../detector/test/helpers/wait.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_CONFIG } from '../src/index.js';
 import { htmlReportOfSpans } from '../src/page/report.js';
@@ -139,6 +143,49 @@ describe("a finding's story in chromium", () => {
       expect(tl.rows.join(' ')).toContain(`${ATTR_HTTP_RESPONSE_STATUS_CODE} 405`);
       expect(tl.story).toMatch(
         /^The client opened its listening stream on session quiet \d+ times .* each answered 405: a listening-stream loop\.$/,
+      );
+    },
+    TIMEOUT,
+  );
+});
+
+describe("the lab's resume-loses-result, its lost_result in chromium", () => {
+  it(
+    "the request's life ends at its deadline, marked, and the sentence tells the resume and the end",
+    async () => {
+      const spans: SpanRecord[] = [];
+      const tee = (batch: readonly ReadableSpan[]): void => void spans.push(...batch.map((x) => toSpanRecord(x)));
+      const rig = await startRig('client', 'json', { tee, requestTimeoutMs: 3_000 });
+      try {
+        const summary = await runScenario('resume-loses-result', {
+          serverUrl: rig.lab.url,
+          controlUrl: rig.lab.controlUrl,
+          fetch: rig.fetch,
+          maxReconnects: 10,
+        });
+        await rig.settle();
+        await waitFor(
+          () => rig.findings(summary.sessionId).some((f) => f.kind === FindingKind.LOST_RESULT),
+          'the lost_result',
+        );
+        await rig.settle();
+      } finally {
+        await rig.close();
+      }
+      const report = join(dir, 'lost.html');
+      writeFileSync(report, htmlReportOfSpans(spans, DEFAULT_CONFIG, 'resumewatch: resume-loses-result'));
+      await page.goto(pathToFileURL(report).href);
+      const tl = await open(FindingKind.LOST_RESULT);
+      // Before: "2 lanes, 3 events", a call and a resume, no bar for the request's life and no end.
+      expect(tl.bars).toEqual([
+        {
+          ended: ErrorType.TIMEOUT,
+          label: expect.stringMatching(/^request lived \S+ s, ended: deadline \(timeout\)$/),
+        },
+      ]);
+      expect(tl.marks).toEqual(['\u25c6 deadline (timeout)']);
+      expect(tl.story).toMatch(
+        /^The tools\/call request \S+ lived \S+ s, from \S+ UTC to \S+ UTC, and ended at its deadline \(timeout\) without its result; its stream had ended without the result and the client resumed it \(partial_replay\): the result never reached the application\.$/,
       );
     },
     TIMEOUT,
