@@ -48,6 +48,7 @@ export default mergeConfig(
         'packages/instrumentation/test/listener-order.test.ts',
         'packages/daemon/test/page-browser.test.ts',
         'packages/daemon/test/page-task-browser.test.ts',
+        'packages/daemon/test/page-story-browser.test.ts',
       ],
     },
   }),

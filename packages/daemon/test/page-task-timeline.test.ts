@@ -201,7 +201,9 @@ describe('task-keyed evidence', () => {
     const { spans, finding } = lostResult('s-none');
     const unnamed: Finding = { ...finding, task_id: undefined };
     const tl = findingTimeline(unnamed, evidenceOf(spans, unnamed))!;
-    expect(tl.story).toBeUndefined();
+    // Not a task's timeline: the finding's own sentence, from its fields (finding-story.ts).
+    expect(tl.task).toBeUndefined();
+    expect(tl.story).toMatch(/^A task reached its outcome and its client never got it/);
     expect(tl.events).toHaveLength(1);
   });
 

@@ -96,6 +96,9 @@ export class Evidence {
     // every span of its task, its polls and its status notifications, each of them its own request.
     const task = this.keys.taskOf(span);
     if (task !== undefined) this.add(task, span);
+    // A refused attempt or a listening stream goes under its session's key too: a loop's timeline.
+    const loop = this.keys.loopOf(span);
+    if (loop !== undefined) this.add(loop, span);
   }
 
   private add(key: string, span: SpanRecord): void {

@@ -1,10 +1,11 @@
-import { ProtocolEra } from '@resumewatch/semconv';
+import { ATTR_MCP_STREAM_KIND, FindingKind, ProtocolEra, StreamKind } from '@resumewatch/semconv';
 import type { DetectorStats, Finding } from '@resumewatch/detector';
 import type { ResumewatchConfig } from '../config.js';
 import type { Evidence, EvidenceStats } from './evidence.js';
 import { drawReissueTimeline, drawTimeline, type DrawnTimeline } from './timeline-view.js';
-import { findingKey, isReissueFinding, isTaskFinding } from './timeline-event.js';
+import { EventType, findingKey, isLoopFinding, isReissueFinding, isTaskFinding } from './timeline-event.js';
 import { drawTaskTimeline } from './timeline-task.js';
+import { findingStory } from './finding-story.js';
 
 /** Where the data comes from: a running detector, or recorded traces (`analyze --html`). */
 type PageSource = 'serve' | 'report';
@@ -87,8 +88,37 @@ export function findingTimeline(f: Finding, evidence: Evidence): DrawnTimeline |
     return task.task?.events.length || task.second?.events.length ? drawTaskTimeline(f, task) : undefined;
   }
   // A 2026-07-28 re-issue: both attempts, each its own trace, on one time axis.
-  if (isReissueFinding(f)) return drawReissueTimeline(f, evidence.attempts(f));
-  const held = evidence.timeline(f);
+  const drawn = isReissueFinding(f)
+    ? drawReissueTimeline(f, evidence.attempts(f))
+    : isLoopFinding(f)
+      ? drawLoopTimeline(f, evidence.timeline(f))
+      : drawHeld(evidence.timeline(f));
+  // Every finding's story in one sentence, from its fields and the times its spans carry.
+  if (drawn) drawn.story = findingStory(f, drawn.events);
+  return drawn;
+}
+
+/**
+ * A loop: its session's refused attempts on one lane, each where it happened. A dead session's: its
+ * requests (each a bar, its end marked by the refusal); a listening stream's: its GETs (refused, or
+ * streams closed at once), none of the other kind.
+ */
+function drawLoopTimeline(f: Finding, held: ReturnType<Evidence['timeline']>): DrawnTimeline | undefined {
+  if (!held) return undefined;
+  const listening = f.kind === FindingKind.LISTENING_STREAM_LOOP;
+  const events = held.events.filter(
+    (e) =>
+      (e.type === EventType.LISTENING_REFUSED || e.attributes[ATTR_MCP_STREAM_KIND] === StreamKind.LISTENING) ===
+      listening,
+  );
+  if (events.length === 0) return undefined;
+  const drawn = drawTimeline({ events, dropped: held.dropped });
+  drawn.lanes = [{ stream: '', resumed: false, label: listening ? 'listening stream opens' : 'refused requests' }];
+  for (const e of drawn.events) e.lane = 0;
+  return drawn;
+}
+
+function drawHeld(held: ReturnType<Evidence['timeline']>): DrawnTimeline | undefined {
   return held ? drawTimeline(held) : undefined;
 }
 

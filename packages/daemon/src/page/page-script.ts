@@ -29,6 +29,7 @@ export const PAGE_SCRIPT = `
   function h(tag, props, children) {
     var el = document.createElement(tag);
     if (props) for (var k in props) {
+      if (props[k] === null || props[k] === undefined) continue;
       if (k === 'text') el.textContent = props[k];
       else if (k === 'cls') el.className = props[k];
       // Through the CSSOM, which the page's policy allows: a style attribute is inline style it refuses.
@@ -195,7 +196,7 @@ export const PAGE_SCRIPT = `
   function subject(f) { return f.task_id ? 'task ' + f.task_id : 'request ' + f.request_id; }
 
   // X, F, S: a 2026-07-28 re-issue's moments (its first attempt's stream broke; the server finished it, or stopped).
-  var SHORT = { terminal: 'T', resume: 'R', reattach: 'A', call: 'C', broken: 'X', ran_on: 'F', stopped: 'S' };
+  var SHORT = { terminal: 'T', resume: 'R', reattach: 'A', call: 'C', broken: 'X', ran_on: 'F', stopped: 'S', listening_refused: 'N' };
   function label(ev) { return ev.what || ev.type + (ev.mark ? ' ' + ev.mark : '') + (ev.outcome ? ' ' + ev.outcome : '') + (ev.guard ? ', guard ' + ev.guard : ''); }
   function laneName(lane) { return lane.label || (lane.stream ? lane.stream + (lane.resumed ? ' (resumed)' : '') : 'the request'); }
   function timeline(tl) {
@@ -206,9 +207,13 @@ export const PAGE_SCRIPT = `
     var table = h('tbody');
     tl.events.forEach(function (ev, i) {
       var track = rows[ev.lane].lastChild, cls = ev.mark ? 'mark-' + ev.mark : 'other';
-      if (ev.type === 'call') track.appendChild(h('div', { cls: 'bar', style: { left: at(ev.start) + '%', width: Math.max(0.5, at(ev.end) - at(ev.start)) + '%' } }));
+      // A request's life: a bar from its start to its end, its end marked by what ended it (result, deadline, abort, broken stream, cancel).
+      if (ev.type === 'call') track.appendChild(h('div', { cls: 'bar' + (ev.ended ? ' life end-' + ev.ended : ''), role: ev.ended ? 'img' : null,
+        'aria-label': ev.ended ? 'request lived ' + span(ev.end - ev.start) + ', ended: ' + ev.ended_said : null, 'data-ended': ev.ended || null,
+        style: { left: at(ev.start) + '%', width: Math.max(0.5, at(ev.end) - at(ev.start)) + '%' } }));
+      if (ev.ended) track.appendChild(h('span', { cls: 'end-mark end-' + ev.ended, 'data-ended': ev.ended, style: { left: at(ev.end) + '%' }, title: 'ended: ' + ev.ended_said, text: '\u25c6 ' + ev.ended_said }));
       var row = h('tr', { id: 'ev-' + i }, [h('td', { text: '+' + span(ev.start - tl.start) }), h('td', { text: tl.lanes[ev.lane].label || tl.lanes[ev.lane].stream || 'the request' }),
-        h('td', { text: label(ev) }), h('td', { text: ev.facts.join('; ') }), h('td', { cls: 'span', text: ev.span_id })]);
+        h('td', { text: label(ev) + (ev.ended ? ' (lived ' + span(ev.end - ev.start) + ', ended: ' + ev.ended_said + ')' : '') }), h('td', { text: ev.facts.join('; ') }), h('td', { cls: 'span', text: ev.span_id })]);
       table.appendChild(row);
       track.appendChild(h('button', { type: 'button', cls: 'ev ' + ev.type + ' ' + cls + (ev.guard ? ' guard' : ''), style: { left: at(ev.start) + '%' },
         title: label(ev), 'aria-label': label(ev) + ' at +' + span(ev.start - tl.start), 'data-mark': ev.mark || '',
@@ -216,14 +221,15 @@ export const PAGE_SCRIPT = `
         [ev.short !== undefined ? ev.short : (SHORT[ev.type] || '?') + (ev.mark ? ' ' + ev.mark : '')]));
     });
     var ticks = h('div', { cls: 'ticks', 'aria-hidden': 'true' }, [0, 25, 50, 75, 100].map(function (p) { return h('span', { style: { left: p + '%' }, text: '+' + span((width * p) / 100) }); }));
-    var task = tl.story !== undefined;
+    var task = tl.task === true;
     var moments = task ? 'On a task\u2019s lanes: created, each change of status, outcome (the result or the error reached the client), gone (the server said so), ttl (its announced ttl ran out); a tick: a poll (tasks/get).'
       : tl.events.some(function (ev) { return ev.what; }) ? ' X: the first attempt\u2019s stream broke; F: the server finished it after the cancellation; S: the server stopped.' : '';
-    var legend = h('p', { cls: 'legend' }, [h('span', { text: (task ? (tl.events.some(function (ev) { return ev.type === 'call'; }) ? 'C a request. ' : '') : 'T terminal, R resume, A reattach, C the request; G: the guard or gateway acted.') + moments })].concat(
+    var legend = h('p', { cls: 'legend' }, [h('span', { text: (task ? (tl.events.some(function (ev) { return ev.type === 'call'; }) ? 'C a request. ' : '') : 'T terminal, R resume, A reattach, C the request; G: the guard or gateway acted.' + (tl.events.some(function (ev) { return ev.type === 'listening_refused'; }) ? ' N: a GET of the listening stream the server refused.' : '')) + moments +
+      (tl.events.some(function (ev) { return ev.ended; }) ? ' A bar: a request\u2019s life; \u25c6 what ended it (its result, the deadline, an abort, a broken stream, a cancel, a refusal).' : '') })].concat(
       task ? [] : conf.marks.map(function (m) { return h('span', { cls: 'mark-' + m, text: '\u25a0 ' + m }); })));
     return h('section', { 'aria-label': 'request timeline' }, [h('h2', { text: 'Timeline: ' + tl.lanes.length + ' lanes, ' + tl.events.length + ' events' + (tl.dropped ? ' (' + tl.dropped + ' more left out)' : '') }),
       h('p', { cls: 'note', text: 'From ' + time(tl.start) + ' to ' + time(tl.end) + '; times below are from its start.' })].concat(
-      task ? [h('p', { cls: 'story', text: tl.story })] : [],
+      tl.story ? [h('p', { cls: 'story', text: tl.story })] : [],
       (tl.notes || []).map(function (n) { return h('p', { cls: task ? 'task-note' : 'reissue-note', text: n }); }), [
       legend, h('div', { cls: 'chart' }, rows.concat([h('div', { cls: 'axis' }, [h('span', { text: 'time' }), ticks])])),
       h('table', { cls: 'events' }, [h('thead', null, [h('tr', null, ['when', task ? 'lane' : tl.notes ? 'attempt, side' : 'stream', 'event', 'attributes', 'span'].map(function (t) { return h('th', { scope: 'col', text: t, cls: t === 'span' ? 'span' : '' }); }))]), table])]));

@@ -41,6 +41,9 @@ ol.findings li { margin: 0 0 6px; }
 /* The right margin keeps an event at the very end (the last result) inside the chart. */
 .track { position: relative; height: 46px; margin-right: 2.5rem; }
 .bar { position: absolute; top: 20px; height: 6px; background: var(--line); border-radius: 3px; }
+.end-mark { position: absolute; top: 28px; transform: translateX(-50%); font-size: 11px; white-space: nowrap; }
+.bar.end-timeout, .bar.end-aborted, .bar.end-stream_broken, .bar.end-cancelled, .bar.end-_OTHER { background: #c0392b; }
+.end-mark.end-timeout, .end-mark.end-aborted, .end-mark.end-stream_broken, .end-mark.end-cancelled { color: #c0392b; }
 .ev { position: absolute; top: 0; transform: translateX(-50%); min-width: 22px; height: 24px; padding: 0 4px; border-radius: 12px;
   border: 2px solid currentColor; background: var(--bg); font-size: .7rem; font-weight: 700; line-height: 20px; text-align: center; white-space: nowrap; cursor: pointer; }
 /* Terminals below, resumes and reattaches above: events at one moment stay apart. */

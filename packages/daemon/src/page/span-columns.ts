@@ -16,6 +16,7 @@ const TYPES: readonly EventType[] = [
   EventType.RESUME,
   EventType.REATTACH,
   EventType.TASK_STATUS,
+  EventType.LISTENING_REFUSED,
 ];
 /** An event type's number: its index in TYPES. */
 const TYPE_NUMBER = new Map(TYPES.map((type, n) => [type, n]));

@@ -26,6 +26,7 @@ import {
   ATTR_MCP_TASK_TTL_MS,
   ATTR_SERVER_ADDRESS,
   FindingKind,
+  SPAN_LISTENING_REFUSED,
   SPAN_REQUEST_TERMINAL,
   SPAN_SESSION_REATTACH,
   SPAN_STREAM_RESUME,
@@ -50,6 +51,8 @@ export const EventType = {
   REATTACH: 'reattach',
   /** A task's status notification (SPAN_TASK_STATUS). */
   TASK_STATUS: 'task_status',
+  /** A GET for the listening stream the server refused (SPAN_LISTENING_REFUSED). */
+  LISTENING_REFUSED: 'listening_refused',
 } as const;
 export type EventType = (typeof EventType)[keyof typeof EventType];
 
@@ -126,6 +129,19 @@ export function taskKey(service: string, taskId: string): string {
   return `^${service.length}:${service}${taskId}`;
 }
 
+/**
+ * A session's refused attempts (a refused request, a listening stream) by (service, session): what a loop
+ * finding's timeline draws. `!` starts no other key.
+ */
+function sessionKey(service: string, session: string): string {
+  return `!${service.length}:${service}${session}`;
+}
+
+/** A loop finding (dead_session_loop, listening_stream_loop): drawn from its session's refused attempts. */
+export function isLoopFinding(f: Finding): boolean {
+  return f.kind === FindingKind.DEAD_SESSION_LOOP || f.kind === FindingKind.LISTENING_STREAM_LOOP;
+}
+
 /** A finding about a task (TASK_FINDING_KINDS) that names it: drawn from its task's spans. */
 export function isTaskFinding(f: Finding): f is Finding & { task_id: string } {
   return typeof f.task_id === 'string' && f.task_id !== '' && TASK_FINDING_KINDS.includes(f.kind);
@@ -155,6 +171,7 @@ export function findingKey(f: Finding): string {
     const second = f.duplicate_task_id ? taskKey(service, f.duplicate_task_id) : '';
     return taskKey(service, f.task_id) + second;
   }
+  if (isLoopFinding(f)) return sessionKey(f.service || UNKNOWN_SERVICE, f.session_id);
   if (isReissueFinding(f)) return traceKey(f.first_trace_id!) + traceKey(f.trace_id);
   if (f.first_trace_id !== undefined) return traceKey(f.first_trace_id);
   return f.session_id === '' ? traceKey(f.trace_id) : requestKey(f.service, f.session_id, f.request_id);
@@ -216,6 +233,22 @@ export class RequestKeys {
     return this.taskKey;
   }
 
+  /**
+   * The session key of a span a loop finding may rest on (sessionKey): one the server refused (a status of
+   * 400 or more: a dead session's request), a listening stream's, or a refused GET; else undefined. Few
+   * spans of healthy traffic are either: one listening stream per session.
+   */
+  loopOf(span: SpanRecord): string | undefined {
+    const attrs = span.attributes;
+    const session = attrs[ATTR_MCP_SESSION_ID];
+    if (typeof session !== 'string' || session === '') return undefined;
+    const status = attrs[ATTR_HTTP_RESPONSE_STATUS_CODE];
+    const refused = typeof status === 'number' && status >= 400;
+    if (!refused && attrs[ATTR_MCP_STREAM_KIND] !== StreamKind.LISTENING && span.name !== SPAN_LISTENING_REFUSED)
+      return undefined;
+    return sessionKey(span.service || UNKNOWN_SERVICE, session);
+  }
+
   private ofTrace(traceId: string): string | undefined {
     if (traceId === this.trace && traceId !== '') return this.traceKey;
     if (traceId.length !== 32 || traceId === INVALID_TRACE_ID) return undefined;
@@ -262,5 +295,6 @@ export function eventType(name: string): EventType {
   if (name === SPAN_STREAM_RESUME) return EventType.RESUME;
   if (name === SPAN_SESSION_REATTACH) return EventType.REATTACH;
   if (name === SPAN_TASK_STATUS) return EventType.TASK_STATUS;
+  if (name === SPAN_LISTENING_REFUSED) return EventType.LISTENING_REFUSED;
   return EventType.CALL;
 }

@@ -236,7 +236,7 @@ export function drawTaskTimeline(f: Finding, evidence: TaskEvidence): DrawnTimel
   );
   if (dropped > 0)
     notes.push(`${dropped} spans of the task left out between its first and its latest (the evidence's bound).`);
-  return { lanes, events: drawn, start, end, dropped, notes, story: story(f, first, second) };
+  return { lanes, events: drawn, start, end, dropped, notes, story: story(f, first, second), task: true };
 }
 
 /** What the finding means, in one sentence, from what the spans say. */

@@ -23,6 +23,7 @@ import {
   ATTR_SERVER_ADDRESS,
   ErrorType,
   FindingKind,
+  TerminalOutcome,
   TimelineMark,
 } from '@resumewatch/semconv';
 import type { Finding } from '@resumewatch/detector';
@@ -57,6 +58,38 @@ const Moment = {
 } as const;
 type Moment = (typeof Moment)[keyof typeof Moment];
 
+/**
+ * What ended a client's request span, marked at the end of its bar: its result (a terminal, or a span
+ * that ended without an error), or its error type (ATTR_ERROR_TYPE): the deadline, an abort, a broken stream, a cancel.
+ */
+export const RequestEnd = {
+  RESULT: TerminalOutcome.RESULT,
+  TIMEOUT: ErrorType.TIMEOUT,
+  ABORTED: ErrorType.ABORTED,
+  STREAM_BROKEN: ErrorType.STREAM_BROKEN,
+  CANCELLED: ErrorType.CANCELLED,
+  OTHER: ErrorType.OTHER,
+} as const;
+export type RequestEnd = (typeof RequestEnd)[keyof typeof RequestEnd];
+
+/** The end mark's words, as the page shows them at the end of the bar. */
+const END_SAID: Record<RequestEnd, string> = {
+  [RequestEnd.RESULT]: 'its result',
+  [RequestEnd.TIMEOUT]: 'deadline (timeout)',
+  [RequestEnd.ABORTED]: 'abort',
+  [RequestEnd.STREAM_BROKEN]: 'broken stream',
+  [RequestEnd.CANCELLED]: 'cancel',
+  [RequestEnd.OTHER]: 'another error',
+};
+
+/** What ended a client's request span, from its error type (a tool error is a result all the same). */
+function requestEnd(a: TimelineEvent['attributes']): RequestEnd {
+  const error = a[ATTR_ERROR_TYPE];
+  if (typeof error !== 'string' || error === '' || error === ErrorType.TOOL_ERROR) return RequestEnd.RESULT;
+  const known = (Object.values(RequestEnd) as string[]).includes(error);
+  return known ? (error as RequestEnd) : RequestEnd.OTHER;
+}
+
 /** One event as the page draws it: where, when, what, and the attributes that say so. */
 export interface DrawnEvent {
   lane: number;
@@ -73,6 +106,9 @@ export interface DrawnEvent {
   outcome?: string;
   /** What the guard or the gateway did here. */
   guard?: string;
+  /** A client's request span: what ended it, marked at the end of its bar, and that in words. */
+  ended?: RequestEnd;
+  ended_said?: string;
   /** The span's attributes in words, `name value` pairs, for the event's details. */
   facts: string[];
   span_id: string;
@@ -88,8 +124,10 @@ export interface DrawnTimeline {
   dropped: number;
   /** What the drawing rests on and what is not known, in words (a re-issue's timeline). */
   notes?: string[];
-  /** A task finding's story in one sentence (timeline-task.ts). */
+  /** The finding's story in one sentence (finding-story.ts; a task's: timeline-task.ts). */
   story?: string;
+  /** A task's timeline (its lanes are a task's life and its polls). */
+  task?: true;
 }
 
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
@@ -141,6 +179,11 @@ export function drawEvent(e: TimelineEvent, lane: number, resumedStreams: Readon
   else if (e.type === EventType.RESUME) {
     const outcome = str(a[ATTR_MCP_RESUME_OUTCOME]);
     if (outcome) out.outcome = outcome;
+  } else if (e.type === EventType.CALL && !e.server) {
+    out.ended = requestEnd(a);
+    const status = a[ATTR_HTTP_RESPONSE_STATUS_CODE];
+    // A request the server refused (a dead session's): its status says what ended it.
+    out.ended_said = typeof status === 'number' && status >= 400 ? `refused ${status}` : END_SAID[out.ended];
   } else if (e.type === EventType.REATTACH && typeof a[ATTR_MCP_REATTACH_ACCEPTED] === 'boolean') {
     out.outcome = a[ATTR_MCP_REATTACH_ACCEPTED] ? 'session accepted' : 'session refused';
   }
