@@ -4,7 +4,7 @@
 // whose detector must report the lab's LOOP_SCENARIO_EXPECTED_FINDINGS, no other kind, except what this
 // vantage point cannot see (UNSEEN, with the reason).
 import { OTLPTraceExporter as JsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import type { Finding } from '@resumewatch/detector';
 import { instrumentFetch } from '@resumewatch/instrumentation';
 import { LOOP_SCENARIO_EXPECTED_FINDINGS, LOOP_SCENARIO_NAMES, runScenario } from '@resumewatch/lab';
@@ -14,26 +14,11 @@ import { describe, expect, it } from 'vitest';
 import { startServer, type RunningServer } from '../src/index.js';
 import { providerWith } from '../../detector/test/helpers/otlp.js';
 import { waitFor } from '../../detector/test/helpers/wait.js';
+import { KeepingExporter } from './helpers/keeping-exporter.js';
 
 const TIMEOUT = 60_000;
 /** The loop scenarios start their own servers: this URL is never called. */
 const UNUSED_LAB_URL = 'http://127.0.0.1:9/mcp';
-
-/** Forwards to the real exporter and keeps what it exported (a scenario's few dozen spans). */
-class KeepingExporter implements SpanExporter {
-  readonly spans: ReadableSpan[] = [];
-  constructor(private readonly inner: SpanExporter) {}
-  export(spans: ReadableSpan[], done: Parameters<SpanExporter['export']>[1]): void {
-    if (this.spans.length < 10_000) this.spans.push(...spans);
-    this.inner.export(spans, done);
-  }
-  shutdown(): Promise<void> {
-    return this.inner.shutdown();
-  }
-  forceFlush(): Promise<void> {
-    return this.inner.forceFlush?.() ?? Promise.resolve();
-  }
-}
 
 interface LoopRun {
   summary: ScenarioSummary;

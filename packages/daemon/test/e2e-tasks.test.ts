@@ -1,7 +1,7 @@
 import { propagation } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter as JsonExporter } from '@opentelemetry/exporter-trace-otlp-http';
-import type { ReadableSpan, SpanExporter } from '@opentelemetry/sdk-trace-base';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { instrumentFetch, instrumentMcpServer } from '@resumewatch/instrumentation';
 import { TASK_SCENARIO_NAMES, runScenario, type ScenarioSummary, type TaskScenarioName } from '@resumewatch/lab';
 import { ATTR_MCP_TASK_ID, FindingKind, FindingRecord } from '@resumewatch/semconv';
@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer } from '../src/index.js';
 import { providerWith } from '../../detector/test/helpers/otlp.js';
 import { waitFor } from '../../detector/test/helpers/wait.js';
+import { KeepingExporter } from './helpers/keeping-exporter.js';
 
 // Every task scenario of the lab, both shapes, end to end: the lab's own servers over loopback HTTP,
 // the client's fetch instrumented (instrumentFetch: the SDK 1.x client's task API and the 2026-07-28
@@ -29,22 +30,6 @@ beforeAll(() => {
 afterAll(() => {
   propagation.disable();
 });
-
-/** Forwards to the real exporter and keeps what it exported (a scenario's few hundred spans). */
-class KeepingExporter implements SpanExporter {
-  readonly spans: ReadableSpan[] = [];
-  constructor(private readonly inner: SpanExporter) {}
-  export(spans: ReadableSpan[], done: Parameters<SpanExporter['export']>[1]): void {
-    if (this.spans.length < 10_000) this.spans.push(...spans);
-    this.inner.export(spans, done);
-  }
-  shutdown(): Promise<void> {
-    return this.inner.shutdown();
-  }
-  forceFlush(): Promise<void> {
-    return this.inner.forceFlush?.() ?? Promise.resolve();
-  }
-}
 
 interface TaskRun {
   summary: ScenarioSummary;

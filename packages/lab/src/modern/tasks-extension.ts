@@ -21,7 +21,8 @@
 //   Routing Headers": the client MUST set it); a request without it is refused with HTTP 400 and -32020,
 //   as the v2 SDK's own check of the header answers (`validateStandardRequestHeaders`, server/dist/src-*.mjs).
 // The v2 SDK 2.4 knows the extension's method names (for that header check) but creates and serves no task.
-// `notifications/tasks` on `subscriptions/listen` are not implemented.
+// Status reaches the client by polling, the extension's default ("Polling is the default"; servers are
+// not required to send `notifications/tasks`): the lab's server sends none, and offers no `subscriptions/listen`.
 import { randomUUID } from 'node:crypto';
 import { BoundedMap, RecentList } from '@resumewatch/bounded';
 import {
