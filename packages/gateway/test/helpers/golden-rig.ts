@@ -21,8 +21,15 @@ import {
   scenarioClients,
   startLabServer,
 } from '@resumewatch/lab';
-import type { FetchLike, LabServer, ScenarioClient, ScenarioName, ScenarioOptions } from '@resumewatch/lab';
-import { ATTR_SERVICE_NAME } from '@resumewatch/semconv';
+import type {
+  FetchLike,
+  LabServer,
+  ScenarioClient,
+  ScenarioName,
+  ScenarioOptions,
+  ScenarioSummary,
+} from '@resumewatch/lab';
+import { ATTR_SERVICE_NAME, TaskStatus } from '@resumewatch/semconv';
 import type { RunningGateway } from '../../src/index.js';
 import { startGateway } from '../../src/index.js';
 import { gatewayMcpUrl, settleGateway, waitFor } from './e2e-rig.js';
@@ -250,8 +257,53 @@ const TIMED = 'timed';
 const requestTimeoutOf = (name: ScenarioName): number =>
   name === 'server-restart' ? 2_000 : name === 'resume-loses-result' ? 3_000 : 10_000;
 
+/**
+ * Whether the lab's run was the scenario, by what its client and server saw (the scenario's summary,
+ * never the findings): a reason if not. A few task scenarios wait on time, and on a machine loaded past
+ * its cores they can run out of it before the thing they stage happens. Such a run is not the scenario,
+ * and its findings say nothing of the detector: it is run again (GOLDEN_ATTEMPTS).
+ */
+function notTheScenario(name: ScenarioName, summary: ScenarioSummary): string | undefined {
+  const details = summary.details;
+  if (POLL_STORMS.includes(name)) {
+    // The storm: at least 11 polls in a row, each within a quarter of the announced interval of the last,
+    // as the server received them (the detector's rule: 10 polls in a row within half of it).
+    let run = 0;
+    let longest = 0;
+    for (const gap of details.serverPollGaps as number[]) {
+      run = gap < POLL_STORM_INTERVAL_MS / 4 ? run + 1 : 0;
+      longest = Math.max(longest, run);
+    }
+    return longest >= 11 ? undefined : `its longest run of fast polls was ${longest}`;
+  }
+  // The loss: the client's one poll found the task working (the 2026-07-28 extension's answer to a poll
+  // of a completed task carries its result: a slow first poll is a delivery), then the task completed,
+  // its ttl passed and the server purged it, before the client's late read.
+  if (name === 'modern-task-lost') {
+    if (details.statusSeen !== TaskStatus.WORKING) return `its poll found the task ${String(details.statusSeen)}`;
+    if (details.completedOnServer !== true || details.purged !== true)
+      return 'the task did not complete and expire within its waits';
+  }
+  if (name === 'task-result-after-expiry' && details.purged !== true) return 'the task was not purged within its wait';
+  return undefined;
+}
+
+/** Runs of a case, at most, until the lab's run is its scenario (notTheScenario). */
+const GOLDEN_ATTEMPTS = 3;
+
 /** Runs one case seen by the gateway and by both serves; what each reported, as the golden record holds it. */
 export async function runGoldenCase(c: GoldenCase): Promise<GoldenRun> {
+  const reasons: string[] = [];
+  for (let attempt = 1; attempt <= GOLDEN_ATTEMPTS; attempt++) {
+    const { run, summary } = await runOnce(c);
+    const reason = notTheScenario(c.name, summary);
+    if (reason === undefined) return run;
+    reasons.push(reason);
+  }
+  throw new Error(`${c.id}: the lab's run was not the scenario in ${GOLDEN_ATTEMPTS} attempts (${reasons.join('; ')})`);
+}
+
+async function runOnce(c: GoldenCase): Promise<{ run: GoldenRun; summary: ScenarioSummary }> {
   const closers: (() => Promise<unknown>)[] = [];
   const gateways: RunningGateway[] = [];
   try {
@@ -338,7 +390,7 @@ export async function runGoldenCase(c: GoldenCase): Promise<GoldenRun> {
       options = { serverUrl: 'http://127.0.0.1:9/mcp', fetch: instrumented, loops: { front } };
     }
 
-    await runScenario(c.name, options);
+    const summary = await runScenario(c.name, options);
 
     await waitFor(() => {
       const s = instrumented.stats();
@@ -372,7 +424,7 @@ export async function runGoldenCase(c: GoldenCase): Promise<GoldenRun> {
         server: goldenFindings(all.filter((f) => f.service === 'server')),
       };
     };
-    return {
+    const run: GoldenRun = {
       gateway: {
         findings: goldenFindings(gateways.flatMap((g) => g.detector!.findings())),
         metrics: Object.fromEntries(
@@ -386,6 +438,7 @@ export async function runGoldenCase(c: GoldenCase): Promise<GoldenRun> {
       },
       serve: { json: serveFindings(sinks.json), protobuf: serveFindings(sinks.protobuf) },
     };
+    return { run, summary };
   } finally {
     for (const close of closers.reverse()) await close().catch(() => undefined);
   }

@@ -41,7 +41,7 @@ export function goldenSuite(group: keyof typeof GOLDEN_GROUPS): void {
       expect(Object.keys(golden)).toEqual(GOLDEN_CASES.map((c) => c.id));
     });
 
-    it.each(cases)('$id', { timeout: 60_000 }, async (c) => {
+    it.each(cases)('$id', { timeout: 90_000 }, async (c) => {
       const run = await runGoldenCase(c);
       if (UPDATE) recorded[c.id] = run;
       else
