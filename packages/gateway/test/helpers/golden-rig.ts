@@ -53,7 +53,7 @@ import { gatewayMcpUrl, settleGateway, waitFor } from './e2e-rig.js';
 // its upstream, as in e2e-modern).
 
 /** One run: a scenario with one of its clients (and, for the task re-issues, with an idempotency key). */
-export interface GoldenCase {
+interface GoldenCase {
   /** The golden record's key: `scenario`, `scenario [client]` for the SDK runs, `scenario (keyed)`. */
   id: string;
   name: ScenarioName;
@@ -62,9 +62,9 @@ export interface GoldenCase {
 }
 
 /** A finding as the golden record holds it: what must stay identical and is the same in every run. */
-export type GoldenFinding = Record<string, string | number | boolean>;
+type GoldenFinding = Record<string, string | number | boolean>;
 
-export interface GoldenVantage {
+interface GoldenVantage {
   findings: GoldenFinding[];
 }
 
@@ -129,7 +129,7 @@ const KEPT = [
 /** Ids replaced by whether they are there (their value is random per run; their presence is behaviour). */
 const PRESENT = ['session_id', 'task_id', 'duplicate_task_id', 'first_trace_id', 'stream_id', 'first_stream_id'];
 
-export function goldenFinding(f: Finding): GoldenFinding {
+function goldenFinding(f: Finding): GoldenFinding {
   const out: GoldenFinding = {};
   const fields = f as unknown as Record<string, unknown>;
   for (const key of KEPT) {
@@ -150,7 +150,7 @@ const goldenFindings = (findings: readonly Finding[]): GoldenFinding[] =>
     .map((s) => JSON.parse(s) as GoldenFinding);
 
 /** A Prometheus text exposition's counter samples (`_total`), non-zero, `name{labels}` → value. */
-export function counters(text: string): Record<string, number> {
+function counters(text: string): Record<string, number> {
   const out: Record<string, number> = {};
   for (const line of text.split('\n')) {
     if (line.startsWith('#') || line === '') continue;

@@ -43,9 +43,21 @@ export function goldenSuite(group: keyof typeof GOLDEN_GROUPS): void {
 
     it.each(cases)('$id', { timeout: 90_000 }, async (c) => {
       const run = await runGoldenCase(c);
-      if (UPDATE) recorded[c.id] = run;
-      else
-        expect(run, `${c.id}: what the gateway and serve report, against golden/findings.json`).toEqual(golden[c.id]);
+      if (UPDATE) {
+        recorded[c.id] = run;
+        return;
+      }
+      const want = golden[c.id];
+      expect(want, `${c.id}: no record in golden/findings.json (pnpm golden:update)`).toBeDefined();
+      // One comparison per vantage point, each named, all made: a diff says who changed what.
+      const at = (where: string) => `${c.id}, ${where}, against golden/findings.json`;
+      expect.soft(run.gateway.findings, at("the gateway's findings")).toEqual(want!.gateway.findings);
+      expect.soft(run.gateway.metrics, at("the gateway's /metrics counters")).toEqual(want!.gateway.metrics);
+      for (const encoding of ['json', 'protobuf'] as const)
+        for (const side of ['client', 'server'] as const)
+          expect
+            .soft(run.serve[encoding][side], at(`serve's findings over OTLP/${encoding}, ${side} spans`))
+            .toEqual(want!.serve[encoding][side]);
     });
   });
 }
