@@ -48,9 +48,17 @@ import { gatewayMcpUrl, settleGateway, waitFor } from './e2e-rig.js';
 // Where the gateway sits is each family's own (as the existing parity tests put it): the session-era lab
 // server behind it (e2e-lab-parity); the task and loop scenarios' `front` (between the fault cut and the
 // server: e2e-task-scenarios, e2e-loop-scenarios); the 2026-07-28 scenarios start their server inside the
-// scenario with no `front`, so the client's fetch is pointed at a gateway started in front of the first
-// origin it calls (the fault proxy of the re-issue scenarios: the cut is then between the gateway and
-// its upstream, as in e2e-modern).
+// scenario with no `front`, so the client's fetch is pointed at a gateway started in front of each origin
+// it calls (the fault proxy of the re-issue scenarios: the cut is then between the gateway and its
+// upstream, as in e2e-modern; session-client-modern-server calls three origins, two proxies and its
+// server: three gateways, their findings and counters taken together). `healthy` is one run, not the
+// parity test's three-client load (whose count of runs is the clock's). The loop scenarios' servers take
+// no decoration: their serve has client spans alone.
+//
+// What is timing-dependent, and how it is kept out of the comparison, each said where it is done:
+// the detectors' clocks stand still during a run (runOnce); the poll storms announce a longer interval
+// (POLL_STORM_INTERVAL_MS); the task scenarios' poll-counted series are `timed` (POLL_COUNTED); a run
+// that was not its scenario is run again (notTheScenario).
 
 /** One run: a scenario with one of its clients (and, for the task re-issues, with an idempotency key). */
 interface GoldenCase {
