@@ -12,6 +12,7 @@ import type { LoopScenarioName, ScenarioSummary } from '@resumewatch/lab';
 import {
   ATTR_MCP_CLIENT_INSTANCE_ID,
   ATTR_MCP_SESSION_ID,
+  ATTR_MCP_STREAM_RETRY_MS,
   FindingKind,
   SPAN_LISTENING_REFUSED,
 } from '@resumewatch/semconv';
@@ -90,6 +91,13 @@ describe('the lab loop scenarios through the instrumentation to resumewatch serv
       if (name.startsWith('dead-session')) {
         for (const f of findings.filter((f) => f.kind === FindingKind.DEAD_SESSION_LOOP))
           expect(f.session_id).toBe(summary.details.deadSessionId);
+      }
+      if (name === 'listening-stream-retry-pace') {
+        // More re-opens of streams closed with no message than the threshold (5) allows, each span saying the
+        // pace the server asked for: only that pace, kept, makes them no loop.
+        const listening = spans.filter((s) => s.attributes[ATTR_MCP_STREAM_RETRY_MS] !== undefined);
+        expect(listening.length).toBeGreaterThanOrEqual(7);
+        for (const s of listening) expect(s.attributes[ATTR_MCP_STREAM_RETRY_MS]).toBe(summary.details.retryMs);
       }
       if (name === 'listening-stream-loop' || name === 'listening-stream-loop-closed') {
         // No session: the loop is the instrumented client's, named by its instance id on every refused span.

@@ -71,8 +71,10 @@ describe('the lab loop scenarios through the gateway (observe)', { timeout: TIME
     if (name === 'dead-session-reinit') expect(statuses['POST 404']).toBe(1);
     if (name === 'listening-stream-loop') expect(statuses['GET 405']).toBeGreaterThanOrEqual(11);
     if (name === 'listening-stream-stops') expect(statuses['GET 405']).toBe(1);
-    if (name === 'listening-stream-loop-closed' || name === 'listening-stream-retry-pace')
-      expect(statuses['GET 200']).toBeGreaterThanOrEqual(4);
+    if (name === 'listening-stream-loop-closed') expect(statuses['GET 200']).toBeGreaterThanOrEqual(4);
+    // More re-opens of streams closed with no message than the threshold (5) allows: only the pace they keep
+    // (the `retry:` the server announced) makes them no loop.
+    if (name === 'listening-stream-retry-pace') expect(statuses['GET 200']).toBeGreaterThanOrEqual(7);
     if (name === 'listening-stream-loop' || name === 'listening-stream-loop-closed') {
       // No session: the loop is the client's, by its address (loopback here).
       const [loop] = findings.filter((f) => f.kind === LOOP_SCENARIO_EXPECTED_FINDINGS[name][0]);

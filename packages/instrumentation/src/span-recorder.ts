@@ -99,6 +99,10 @@ import { traceContextHeaders } from './trace-propagation.js';
 import { fetchInstrumentedBelow } from './fetch-instrumented-below.js';
 import { createIdRecorder } from './id-policy.js';
 
+/** Sessionless listening streams' last event ids kept (listeningCursors), and for how long. */
+const MAX_LISTENING_CURSORS = 1_000;
+const LISTENING_CURSOR_RETENTION_MS = 10 * 60_000;
+
 export interface SpanRecorderOptions {
   tracer: TracerSource;
   observer: WireObserver;
@@ -256,6 +260,15 @@ export class SpanRecorder implements WireListener {
    * no message is a refusal in all but status (listeningEnded). Weak: a stream the observer let go leaves.
    */
   private readonly openListens = new WeakMap<StreamRecord, Attempt>();
+  /**
+   * The last event ids of listening streams that named no session (a stateless server's priming events):
+   * the observer places a cursor only within a session, so a GET resuming from one of these is known to
+   * re-open the listening stream by this alone. Bounded; an id pushed out leaves its resume's kind unknown.
+   */
+  private readonly listeningCursors = new BoundedMap<string, true>(
+    MAX_LISTENING_CURSORS,
+    LISTENING_CURSOR_RETENTION_MS,
+  );
   private readonly server = new ServerAttributes();
   /**
    * The latest `poll` of each unfinished request, emitted once the request's fate decides it: a poll when
@@ -540,6 +553,10 @@ export class SpanRecorder implements WireListener {
 
   onStreamEnd(req: WireRequest, stream: StreamRecord, end: StreamEnd, error: unknown): void {
     try {
+      const listening =
+        stream.kind === StreamKind.LISTENING || this.openResumes.get(stream)?.kind === StreamKind.LISTENING;
+      if (listening && req.sessionId === undefined && stream.lastEventId !== undefined)
+        this.listeningCursors.set(stream.lastEventId, true);
       if (stream.kind === StreamKind.LISTENING && !stream.isResume) {
         const attempt = this.openListens.get(stream);
         if (attempt) {
@@ -779,7 +796,10 @@ export class SpanRecorder implements WireListener {
   private startAttempt(req: WireRequest, active: Context): void {
     const resume = req.resume;
     const kind = resume
-      ? resume.from?.kind
+      ? (resume.from?.kind ??
+        (req.sessionId === undefined && this.listeningCursors.has(resume.lastEventId)
+          ? StreamKind.LISTENING
+          : undefined))
       : req.httpMethod === 'GET'
         ? StreamKind.LISTENING
         : req.httpMethod === 'POST'
@@ -821,7 +841,7 @@ export class SpanRecorder implements WireListener {
     attempt.status = res.status;
     attempt.streamId = res.stream ? this.streamId(res.stream) : this.responseId(attempt.req);
     attempt.stream = res.stream;
-    if (res.stream && attempt.req.resume) attempt.kind = res.stream.kind;
+    if (res.stream && attempt.req.resume) attempt.kind = res.stream.kind ?? attempt.kind;
     const ok = res.status >= 200 && res.status < 300;
     const resume = attempt.req.resume;
     if (!resume) {

@@ -23,6 +23,12 @@ import type { SpanRecord } from './types.js';
 const MAX_SESSION_ID = 256;
 /** Spans kept as a loop's evidence: its first ones, enough to draw it, never the whole loop. */
 const MAX_EVIDENCE = 16;
+/**
+ * What a re-open may come before the announced `retry:` and still keep its pace: a client's timer fires on
+ * its event loop's millisecond clock, up to a millisecond before the fractional time a span records, and
+ * the stream's end is stamped where it was observed. Far below any pace a loop keeps.
+ */
+const PACE_SLACK_MS = 5;
 /** Client keys longer than this are not keyed (an address is short; an instance id is 12 hex digits). */
 const MAX_CLIENT_KEY = 256;
 
@@ -206,7 +212,10 @@ export class LoopFamily implements RuleFamily {
     const record = this.recordOf(this.listening, service, key, span, this.ctx.options.listeningLoopWindowMs);
     if (record === undefined) return;
     // The server's pace: the last fruitless stream announced `retry: N` and this GET came N or more after its end.
-    const paced = record.retryMs > 0 && record.lastEnd >= 0 && span.startTimeUnixMs - record.lastEnd >= record.retryMs;
+    const paced =
+      record.retryMs > 0 &&
+      record.lastEnd >= 0 &&
+      span.startTimeUnixMs - record.lastEnd >= record.retryMs - PACE_SLACK_MS;
     const retry = attrs[ATTR_MCP_STREAM_RETRY_MS];
     record.retryMs = typeof retry === 'number' && retry > 0 ? retry : 0;
     if (span.endTimeUnixMs > record.lastEnd) record.lastEnd = span.endTimeUnixMs;
