@@ -226,6 +226,14 @@ export class Detector {
       return this.count(SpanReceivedResult.IGNORED);
     if (!this.firstDelivery(span)) return this.count(SpanReceivedResult.DUPLICATE);
     this.loops.listeningResume(span, '', client);
+    // Counted as a session's listening resume is (resumewatch_listening_resumes_total).
+    if (span.name === SPAN_STREAM_RESUME) {
+      const attrs = span.attributes;
+      this.ctx.events?.listeningResume(
+        span.service || UNKNOWN_SERVICE,
+        refusedByGuard(attrs) ? ResumeOutcome.ERROR : resumeOutcome(attrs, statusOf(attrs)),
+      );
+    }
     return this.count(SpanReceivedResult.ACCEPTED);
   }
 

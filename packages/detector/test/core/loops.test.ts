@@ -34,6 +34,18 @@ import { T0, span } from '../helpers/spans.js';
 
 const LOOPS: readonly string[] = [FindingKind.DEAD_SESSION_LOOP, FindingKind.LISTENING_STREAM_LOOP];
 
+const NO_EVENTS = {
+  span() {},
+  terminal() {},
+  resume() {},
+  reattach() {},
+  stormFinalized() {},
+  serverDefect() {},
+  listeningResume() {},
+  request() {},
+  negotiationRefused() {},
+};
+
 function run(spans: SpanRecord[], init: DetectorInit = {}): { findings: Finding[]; started: string[] } {
   const findings: Finding[] = [];
   const started: string[] = [];
@@ -287,6 +299,13 @@ describe('listening_stream_loop of a stateless server (no session): keyed by cli
     };
     const spans = Array.from({ length: 6 }, (_, i) => resume(T0 + i * 50));
     expect(run(spans).findings).toMatchObject([{ kind: FindingKind.LISTENING_STREAM_LOOP, client: 'feedfacecafe' }]);
+    // And in the listening resumes metric, as a session's are.
+    const resumes: string[] = [];
+    const detector = new Detector({
+      events: { ...NO_EVENTS, listeningResume: (service) => void resumes.push(service) },
+    });
+    for (const s of spans) detector.ingest(s);
+    expect(resumes).toHaveLength(6);
   });
 });
 
