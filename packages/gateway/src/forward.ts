@@ -10,7 +10,7 @@ import { askIdentity } from './accept-encoding.js';
 import { answer } from './answers.js';
 import { batchOver } from './batch-size.js';
 import { RateLimitedLog } from './error-log.js';
-import type { ClientIdentities } from './client-identity.js';
+import type { ClientIdentities, ClientIdentity } from './client-identity.js';
 import type { GatewayCounts } from './counts.js';
 import type { Observation } from './observation.js';
 import { ReceiptProofs, viaIntermediary, type ConnectionReceipts } from './receipt-proof.js';
@@ -161,11 +161,14 @@ export class Forwarder {
     method: string,
     headers: [string, string][],
     body: Uint8Array,
-    /** Who sent it (`ClientIdentities`): a 2026-07-28 re-issue is matched among that client's requests. */
-    scope: string,
+    /**
+     * Who sent it (`ClientIdentities`): a 2026-07-28 re-issue is matched among that client's requests
+     * (its scope); a sessionless listening stream's re-opens are counted per client (its address).
+     */
+    client: ClientIdentity,
   ): { request: WireRequest; joined: boolean } {
     const { result, joined } = beginInClientContext(req.headers, () =>
-      this.observation.begin(href, { method, headers, ...(body.byteLength > 0 ? { body } : {}) }, scope),
+      this.observation.begin(href, { method, headers, ...(body.byteLength > 0 ? { body } : {}) }, client),
     );
     return { request: result, joined };
   }
@@ -295,7 +298,7 @@ export class Forwarder {
     if (unobserved) this.counts.unobservedBatch();
     else
       try {
-        ({ request, joined } = this.begin(req, url.href, method, headers, body, client.scope));
+        ({ request, joined } = this.begin(req, url.href, method, headers, body, client));
       } catch (e) {
         if (!(e instanceof InvalidResumptionError)) this.counts.observationFailed(e);
         else {

@@ -1,6 +1,7 @@
 import { instrumentFetch } from '@resumewatch/instrumentation';
 import type { InstrumentFetchOptions, InstrumentedFetch, RecorderStats } from '@resumewatch/instrumentation';
 import type { WireObserver, WireRequest } from '@resumewatch/wire';
+import type { ClientIdentity } from './client-identity.js';
 
 /** What the gateway's observation holds now: sessions and requests of the wire, open spans of the recorder. */
 export interface ObservationStats extends RecorderStats {
@@ -40,9 +41,10 @@ export interface Observation {
   readonly requestSpans: InstrumentedFetch['requestSpans'];
   /**
    * A client's request, before it goes upstream (the observer's `proxyRequest`, counted). `client`: who
-   * sent it (clientScope), so that a 2026-07-28 re-issue is matched among that client's requests only.
+   * sent it: its scope, so that a 2026-07-28 re-issue is matched among that client's requests only; its
+   * address, on the spans of a listening stream that names no session (client.address).
    */
-  begin(url: string, init: RequestInit, client: string): WireRequest;
+  begin(url: string, init: RequestInit, client: ClientIdentity): WireRequest;
   stats(): ObservationStats;
   /** Forgets sessions and requests past their retention now. */
   prune(): void;
@@ -97,7 +99,7 @@ export function observeExchanges(
     requestSpans: instrumented.requestSpans,
     begin(url, init, client) {
       exchanges++;
-      return observer.proxyRequest(url, init, client);
+      return observer.proxyRequest(url, init, client.scope, client.address);
     },
     stats() {
       const wire = observer.stats();

@@ -9,6 +9,7 @@ import {
   ROUTE_PAGE,
 } from '@resumewatch/semconv';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_CONFIG } from '@resumewatch/daemon';
 import { startGateway, type RunningGateway } from '../src/index.js';
 import {
   expectDuplicatesOnDistinctLanes,
@@ -156,6 +157,59 @@ describe("the page on the gateway's metrics port, in chromium", () => {
       expect(sent.slice(1)).toContain('Bearer s3cret');
       expect(await good.textContent('#updates')).toBe('');
       expect([...(await bare.refused()), ...(await wrong.refused())]).toEqual([]);
+    },
+  );
+});
+
+describe("a stateless server's listening-stream loop through the gateway, on its page in chromium", () => {
+  // The lab's loops against a server without sessions (cline/cline#12119): no Mcp-Session-Id on any GET,
+  // so the loop is the client's (its address). Its refused GETs draw on one lane, one after another.
+  it.each([
+    ['listening-stream-loop', /each answered 405/],
+    ['listening-stream-loop-closed', /each closed at once with no event/],
+  ] as const)(
+    '%s: the refused GETs on one lane, and the sentence naming the client',
+    { timeout: TIMEOUT },
+    async (name, said) => {
+      let gateway: RunningGateway | undefined;
+      await runScenario(name, {
+        serverUrl: 'http://127.0.0.1:9/mcp',
+        loops: {
+          front: async (serverUrl) => {
+            gateway = await startGateway({
+              upstream: serverUrl,
+              port: 0,
+              requestTimeoutMs: 10_000,
+              detector: { config: { metricsPort: 0 }, output: null },
+            });
+            closers.push(() => gateway!.close());
+            return { url: gatewayMcpUrl(gateway, serverUrl), close: () => Promise.resolve() };
+          },
+        },
+      });
+      await settleGateway(gateway!);
+      await waitFor(
+        () => gateway!.detector!.findings().some((f) => f.kind === FindingKind.LISTENING_STREAM_LOOP),
+        'the listening_stream_loop',
+      );
+      const { page, refused } = await openPage(`http://127.0.0.1:${gateway!.detector!.metricsPort}${ROUTE_PAGE}`);
+      await page.selectOption('#filter-kind', FindingKind.LISTENING_STREAM_LOOP);
+      await page.focus('.finding');
+      await page.keyboard.press('Enter');
+      await page.waitForSelector('.lane');
+      expect(await page.$$eval('.lane', (ls) => ls.map((l) => l.getAttribute('aria-label')))).toEqual([
+        'listening stream opens',
+      ]);
+      const lefts = await page.$$eval('.ev.listening_refused', (es) =>
+        es.map((e) => parseFloat((e as unknown as { style: { left: string } }).style.left)),
+      );
+      expect(lefts.length).toBeGreaterThan(DEFAULT_CONFIG.listeningLoopThreshold);
+      // One after another along the axis, as they happened.
+      expect([...lefts].sort((a, b) => a - b)).toEqual(lefts);
+      const story = await page.textContent('.story');
+      expect(story).toMatch(/^Client 127\.0\.0\.1 opened the listening stream of a server without sessions \d+ times /);
+      expect(story).toMatch(said);
+      expect(await refused()).toEqual([]);
     },
   );
 });

@@ -6,11 +6,14 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import {
+  ATTR_CLIENT_ADDRESS,
   ATTR_ERROR_TYPE,
   ATTR_GEN_AI_TOOL_NAME,
   ATTR_JSONRPC_REQUEST_ID,
   ATTR_MCP_REQUEST_REISSUE_OF_SPAN_ID,
   ErrorType,
+  FindingKind,
+  SPAN_LISTENING_REFUSED,
   STATELESS_PROTOCOL_VERSION,
 } from '@resumewatch/semconv';
 import { describe, expect, it } from 'vitest';
@@ -116,6 +119,40 @@ describe('--trusted-proxies', () => {
     // Without it, both are the balancer's address: Bob's call is taken for Alice's re-issue.
     const untrusted = await linkOf([]);
     expect(untrusted.bob).toBe(untrusted.first);
+  });
+
+  it("keys a stateless server's listening re-opens by that address: one looping client behind the balancer, one loop", async () => {
+    // A server without sessions and without a listening stream: every GET answered 405.
+    const refuse = (_req: IncomingMessage, res: ServerResponse): void => {
+      res.writeHead(405, { allow: 'POST', 'content-type': 'application/json' });
+      res.end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32000, message: 'Method not allowed.' } }));
+    };
+    const listen = async (endpoint: string, forwardedFor: string): Promise<void> => {
+      const res = await fetch(endpoint, {
+        headers: { accept: 'text/event-stream', 'mcp-protocol-version': '2025-11-25', 'x-forwarded-for': forwardedFor },
+      });
+      await res.arrayBuffer().catch(() => undefined);
+    };
+    const exporter = new InMemorySpanExporter();
+    const { gateway, endpoint } = await rig(refuse, {
+      trustedProxies: ['127.0.0.1'],
+      spanProcessors: [new SimpleSpanProcessor(exporter)],
+    });
+    // Alice re-opens hers again and again; Bob and Carol, behind the same balancer, stop after one 405 each.
+    for (let i = 0; i < 8; i++) await listen(endpoint, '198.51.100.1');
+    await listen(endpoint, '198.51.100.2');
+    await listen(endpoint, '198.51.100.3');
+    const refused = await waitFor(() => {
+      const spans = exporter.getFinishedSpans().filter((s) => s.name === SPAN_LISTENING_REFUSED);
+      return spans.length === 10 && spans;
+    }, 'ten refused GETs');
+    const by = (address: string) => refused.filter((s) => s.attributes[ATTR_CLIENT_ADDRESS] === address).length;
+    expect([by('198.51.100.1'), by('198.51.100.2'), by('198.51.100.3')]).toEqual([8, 1, 1]);
+    const loops = await waitFor(() => {
+      const found = gateway.detector!.findings().filter((f) => f.kind === FindingKind.LISTENING_STREAM_LOOP);
+      return found.length > 0 && found;
+    }, 'the listening_stream_loop');
+    expect(loops).toMatchObject([{ session_id: '', client: '198.51.100.1', status_code: 405 }]);
   });
 
   it('refuses an entry that is not an address or address/prefix, in one line', async () => {

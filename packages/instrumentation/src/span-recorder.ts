@@ -76,6 +76,10 @@ import {
   SPAN_STREAM_RESUME,
   SPAN_TASK_STATUS,
   ErrorType,
+  ATTR_MCP_STREAM_RETRY_MS,
+  ATTR_MCP_CLIENT_INSTANCE_ID,
+  ATTR_CLIENT_ADDRESS,
+  LISTENING_CLOSED_AT_ONCE_MS,
 } from './semconv.js';
 import { addTaskFacts, requestSpanName } from './task-attributes.js';
 import {
@@ -94,6 +98,10 @@ import { HeldPolls } from './held-polls.js';
 import { traceContextHeaders } from './trace-propagation.js';
 import { fetchInstrumentedBelow } from './fetch-instrumented-below.js';
 import { createIdRecorder } from './id-policy.js';
+
+/** Sessionless listening streams' last event ids kept (listeningCursors), and for how long. */
+const MAX_LISTENING_CURSORS = 1_000;
+const LISTENING_CURSOR_RETENTION_MS = 10 * 60_000;
 
 export interface SpanRecorderOptions {
   tracer: TracerSource;
@@ -198,6 +206,8 @@ interface Attempt {
   /** A terminal of a request the stream carries had arrived on it when the span was emitted. */
   replayedTerminal: boolean;
   timer: ReturnType<typeof setTimeout> | undefined;
+  /** The stream the server answered with (its `retry:`, for a listening stream's spans). */
+  stream: StreamRecord | undefined;
 }
 
 /** The verdicts the recorder takes without looking at a stream. */
@@ -245,6 +255,20 @@ export class SpanRecorder implements WireListener {
    * for its terminal on the stream (or the stream's end) so the span says what the resume delivered.
    */
   private readonly openResumes = new Map<StreamRecord, Attempt>();
+  /**
+   * Plain GETs of the listening stream answered with an event stream, until it ends: one ended at once with
+   * no message is a refusal in all but status (listeningEnded). Weak: a stream the observer let go leaves.
+   */
+  private readonly openListens = new WeakMap<StreamRecord, Attempt>();
+  /**
+   * The last event ids of listening streams that named no session (a stateless server's priming events):
+   * the observer places a cursor only within a session, so a GET resuming from one of these is known to
+   * re-open the listening stream by this alone. Bounded; an id pushed out leaves its resume's kind unknown.
+   */
+  private readonly listeningCursors = new BoundedMap<string, true>(
+    MAX_LISTENING_CURSORS,
+    LISTENING_CURSOR_RETENTION_MS,
+  );
   private readonly server = new ServerAttributes();
   /**
    * The latest `poll` of each unfinished request, emitted once the request's fate decides it: a poll when
@@ -431,8 +455,9 @@ export class SpanRecorder implements WireListener {
     try {
       if (req.cancels.length > 0) this.cancelled(req.cancels);
       if (req.httpMethod === 'DELETE' && req.sessionId !== undefined) this.sessionEnded(req.sessionId);
-      // A plain GET of a session's listening stream is followed too: only its refusal makes a span (SPAN_LISTENING_REFUSED).
-      const listen = req.httpMethod === 'GET' && req.sessionId !== undefined;
+      // A plain GET of the listening stream (a session's, or a stateless server's) is followed too: only its
+      // refusal makes a span (SPAN_LISTENING_REFUSED): a status other than 2xx, or a stream ended at once empty.
+      const listen = req.httpMethod === 'GET';
       if (req.requests.length === 0 && !req.reattach && !req.resume && !listen) return;
       const active = otelContext.active();
       if (req.requests.length > 0) {
@@ -528,6 +553,17 @@ export class SpanRecorder implements WireListener {
 
   onStreamEnd(req: WireRequest, stream: StreamRecord, end: StreamEnd, error: unknown): void {
     try {
+      const listening =
+        stream.kind === StreamKind.LISTENING || this.openResumes.get(stream)?.kind === StreamKind.LISTENING;
+      if (listening && req.sessionId === undefined && stream.lastEventId !== undefined)
+        this.listeningCursors.set(stream.lastEventId, true);
+      if (stream.kind === StreamKind.LISTENING && !stream.isResume) {
+        const attempt = this.openListens.get(stream);
+        if (attempt) {
+          this.openListens.delete(stream);
+          this.listeningEnded(attempt, stream, end);
+        }
+      }
       if (this.openResumes.size > 0) {
         const attempt = this.openResumes.get(stream);
         // The client closing a resumed stream gives its request up (below): what it replayed is decided now.
@@ -760,7 +796,10 @@ export class SpanRecorder implements WireListener {
   private startAttempt(req: WireRequest, active: Context): void {
     const resume = req.resume;
     const kind = resume
-      ? resume.from?.kind
+      ? (resume.from?.kind ??
+        (req.sessionId === undefined && this.listeningCursors.has(resume.lastEventId)
+          ? StreamKind.LISTENING
+          : undefined))
       : req.httpMethod === 'GET'
         ? StreamKind.LISTENING
         : req.httpMethod === 'POST'
@@ -783,6 +822,7 @@ export class SpanRecorder implements WireListener {
       events: 0,
       replayedTerminal: false,
       timer: undefined,
+      stream: undefined,
     };
     attempt.timer = setTimeout(() => this.failed(req, ErrorType.TIMEOUT), this.requestTimeoutMs);
     attempt.timer.unref();
@@ -800,11 +840,15 @@ export class SpanRecorder implements WireListener {
     attempt.responseTime = nowMs();
     attempt.status = res.status;
     attempt.streamId = res.stream ? this.streamId(res.stream) : this.responseId(attempt.req);
-    if (res.stream && attempt.req.resume) attempt.kind = res.stream.kind;
+    attempt.stream = res.stream;
+    if (res.stream && attempt.req.resume) attempt.kind = res.stream.kind ?? attempt.kind;
     const ok = res.status >= 200 && res.status < 300;
     const resume = attempt.req.resume;
     if (!resume) {
       this.emit(attempt, { error: ok ? undefined : String(res.status) });
+      // Its stream is followed to its end: one the server ends at once with no message refused it.
+      if (ok && res.stream && attempt.kind === StreamKind.LISTENING && res.stream.format === 'sse')
+        this.openListens.set(res.stream, attempt);
     } else if (ok && res.stream) {
       const stream = res.stream;
       this.openResumes.set(stream, attempt);
@@ -938,12 +982,9 @@ export class SpanRecorder implements WireListener {
     this.emit(attempt, { verdict: attempt.verdict, error });
   }
 
-  /** Creates the reattach and resume spans of a finished attempt, with their recorded times. */
-  private emit(attempt: Attempt, emitted: Emitted): void {
-    const { verdict, error, endTime = nowMs() } = emitted;
+  /** The attributes every span of an attempt carries. */
+  private attemptAttributes(attempt: Attempt): Attributes {
     const { req, concerned } = attempt;
-    const tracer = this.tracer();
-    const parent = this.parentOf(concerned, attempt.active);
     const base: Attributes = {
       [ATTR_HTTP_REQUEST_METHOD]: req.httpMethod,
       [ATTR_MCP_STREAM_ID]: attempt.streamId ?? this.responseId(req),
@@ -953,10 +994,47 @@ export class SpanRecorder implements WireListener {
     if (concerned) base[ATTR_JSONRPC_REQUEST_ID] = concerned.id;
     if (attempt.kind !== undefined) base[ATTR_MCP_STREAM_KIND] = attempt.kind;
     if (attempt.status !== undefined) base[ATTR_HTTP_RESPONSE_STATUS_CODE] = attempt.status;
+    if (attempt.kind === StreamKind.LISTENING) {
+      // Without a session, who re-opened the stream: the proxy's client, or this recorder's (its client process).
+      if (req.sessionId === undefined) {
+        if (req.clientAddress !== undefined) base[ATTR_CLIENT_ADDRESS] = req.clientAddress;
+        else base[ATTR_MCP_CLIENT_INSTANCE_ID] = this.prefix;
+      }
+      // The pace the server asked for: a re-open at least that long after the stream's end keeps it.
+      const retry = attempt.stream?.retryMs;
+      if (retry !== undefined) base[ATTR_MCP_STREAM_RETRY_MS] = retry;
+    }
     // What the guard did about the request (refused it, reported its resume failed), decided before this recorder saw it.
     if (req.guardAction !== undefined) base[ATTR_MCP_GUARD_ACTION] = req.guardAction;
     if (req.guardProof !== undefined) base[ATTR_MCP_GUARD_PROOF] = req.guardProof;
+    return base;
+  }
 
+  /**
+   * A plain GET of the listening stream answered 2xx, its stream ended: ended by the server (not the
+   * client's abort) within LISTENING_CLOSED_AT_ONCE_MS with no JSON-RPC message, the server offered the
+   * stream in name only (cline/cline#12119): a refusal, told as one (SPAN_LISTENING_REFUSED), from the GET
+   * to the stream's end.
+   */
+  private listeningEnded(attempt: Attempt, stream: StreamRecord, end: StreamEnd): void {
+    const endTime = nowMs();
+    if (end === 'abort' || stream.unread || stream.messageEvents > 0) return;
+    if (endTime - attempt.startTime > LISTENING_CLOSED_AT_ONCE_MS) return;
+    const span = this.tracer().startSpan(
+      SPAN_LISTENING_REFUSED,
+      { kind: SpanKind.CLIENT, attributes: this.attemptAttributes(attempt), startTime: attempt.startTime },
+      this.parentOf(undefined, attempt.active),
+    );
+    span.end(endTime);
+  }
+
+  /** Creates the reattach and resume spans of a finished attempt, with their recorded times. */
+  private emit(attempt: Attempt, emitted: Emitted): void {
+    const { verdict, error, endTime = nowMs() } = emitted;
+    const { req, concerned } = attempt;
+    const tracer = this.tracer();
+    const parent = this.parentOf(concerned, attempt.active);
+    const base = this.attemptAttributes(attempt);
     if (req.reattach) {
       const accepted = attempt.status !== undefined && attempt.status >= 200 && attempt.status < 300;
       const attributes: Attributes = {

@@ -14,6 +14,12 @@ export const ATTR_ERROR_TYPE = 'error.type';
 export const ATTR_HTTP_REQUEST_METHOD = 'http.request.method';
 export const ATTR_HTTP_RESPONSE_STATUS_CODE = 'http.response.status_code';
 export const ATTR_SERVER_ADDRESS = 'server.address';
+/**
+ * The address of the client a request came from (OpenTelemetry's general convention): the gateway's
+ * client identity (the peer's address, or behind a trusted proxy the forwarded one). Set on the spans of
+ * a listening stream that names no session, where it is what keeps one client's re-opens apart.
+ */
+export const ATTR_CLIENT_ADDRESS = 'client.address';
 export const ATTR_SERVER_PORT = 'server.port';
 export const ATTR_NETWORK_TRANSPORT = 'network.transport';
 export const ATTR_NETWORK_PROTOCOL_NAME = 'network.protocol.name';
@@ -60,6 +66,19 @@ export const ATTR_MCP_TERMINAL_DELIVERY = 'mcp.terminal.delivery';
  * session's listening stream (the standalone GET and its resumptions): see StreamKind.
  */
 export const ATTR_MCP_STREAM_KIND = 'mcp.stream.kind';
+/**
+ * The reconnection delay (ms) the stream announced with an SSE `retry:` field, the last one it carried:
+ * set on the spans of a listening stream (its resume, or mcp.stream.listening_refused). A client that
+ * waits at least that long before it re-opens the stream keeps the server's pace (not a loop).
+ */
+export const ATTR_MCP_STREAM_RETRY_MS = 'mcp.stream.retry_ms';
+/**
+ * Which instrumented client (one span recorder: one process's instrumented fetch) made a span of a
+ * listening stream that names no session and no client.address: with neither, it is what keeps one
+ * client's re-opens apart from another's (random per recorder; the resource's service.instance.id is
+ * optional, and most resources lack it).
+ */
+export const ATTR_MCP_CLIENT_INSTANCE_ID = 'mcp.client.instance_id';
 /** What the wire showed that decided `mcp.resume.outcome`: see ResumeEvidence. */
 export const ATTR_MCP_RESUME_EVIDENCE = 'mcp.resume.evidence';
 /**

@@ -310,8 +310,13 @@ export class WireObserver {
   }
 
   /** A request before it leaves: the listeners are told, and may refuse it (their error is thrown). */
-  private begin(input: string | URL | Request, init: RequestInit | undefined, clientScope?: string): WireRequest {
-    const request = this.describeRequest(input, init, clientScope);
+  private begin(
+    input: string | URL | Request,
+    init: RequestInit | undefined,
+    clientScope?: string,
+    clientAddress?: string,
+  ): WireRequest {
+    const request = this.describeRequest(input, init, clientScope, clientAddress);
     try {
       for (const listener of this.listeners) listener.onRequest?.(request);
     } catch (error) {
@@ -427,6 +432,7 @@ export class WireObserver {
     input: string | URL | Request,
     init: RequestInit | undefined,
     clientScope: string | undefined,
+    clientAddress: string | undefined,
   ): WireRequest {
     // fetch(request, init): init's headers replace the request's. Read in place, not copied.
     const headers = init?.headers ?? (input instanceof Request ? input.headers : undefined);
@@ -520,6 +526,7 @@ export class WireObserver {
       reattach,
       startedAt,
       clientScope,
+      clientAddress,
       taskNotices,
     );
   }
@@ -607,8 +614,8 @@ export class WireObserver {
    * told; it throws what a listener refusing it threw (the guard's InvalidResumptionError). Then
    * `proxyFailed`, or `proxyResponse` and the body's chunks.
    */
-  proxyRequest(url: string, init: RequestInit, clientScope?: string): WireRequest {
-    const request = this.begin(url, init, clientScope);
+  proxyRequest(url: string, init: RequestInit, clientScope?: string, clientAddress?: string): WireRequest {
+    const request = this.begin(url, init, clientScope, clientAddress);
     // A proxy's exchange stays open as long as its stream, for hours maybe: the request's messages (its
     // parsed body) are the listeners' to read in onRequest, and not held past it.
     (request as Writable<WireRequest>).messages = NO_MESSAGES;
@@ -886,7 +893,10 @@ export class WireObserver {
       // A priming event (SEP-1699): an id and no data, the client's cursor for a later poll.
       if (scan.dataLength === 0) stream.pollingAnnounced = true;
     }
-    if (scan.retry !== undefined) stream.pollingAnnounced = true;
+    if (scan.retry !== undefined) {
+      stream.pollingAnnounced = true;
+      stream.retryMs = scan.retry;
+    }
     let kept: boolean;
     let terminals = NO_TERMINALS;
     /** The id was set on the stream as it came (the event was told, or parsed), not deferred. */
@@ -1120,6 +1130,7 @@ export function newStreamRecord(
     terminalEvents: 0,
     foreignTerminalEvents: 0,
     pollingAnnounced,
+    retryMs: undefined,
     unread: false,
     unwritten: false,
     ended: undefined,
@@ -1175,6 +1186,7 @@ function newWireRequest(
   reattach: ReattachInfo | undefined,
   startedAt: number,
   clientScope: string | undefined,
+  clientAddress: string | undefined,
   taskNotices: boolean,
 ): WireRequest {
   return {
@@ -1191,6 +1203,7 @@ function newWireRequest(
     reattach,
     startedAt,
     clientScope,
+    clientAddress,
     taskNotices,
     guardAction: undefined,
     guardProof: undefined,
@@ -1234,6 +1247,7 @@ holdShape(new WireObserver());
       undefined,
       undefined,
       Date.now() + 0.5,
+      'held',
       'held',
       false,
     ),

@@ -181,6 +181,8 @@ export interface StreamRecord {
    * resume chain): a priming event (an `id` with empty data) or a `retry:` field.
    */
   pollingAnnounced: boolean;
+  /** The reconnection delay (ms) the stream's last SSE `retry:` field announced; undefined when it carried none. */
+  retryMs: number | undefined;
   /**
    * The body could not be read (a proxy's body in a `Content-Encoding` the observer cannot decode, corrupt,
    * or a decompression bomb; with a filtering listener, an encoded SSE body): it passed unobserved from
@@ -244,6 +246,12 @@ export interface WireRequest {
    * requests. Undefined for a fetch, whose observer serves one client.
    */
   readonly clientScope: string | undefined;
+  /**
+   * The address of the client a proxy received this request from (set by a proxy door, `proxyRequest`:
+   * the peer's, or behind a trusted proxy the forwarded one), for the spans to say who re-opened a
+   * listening stream that names no session. Undefined for a fetch.
+   */
+  readonly clientAddress: string | undefined;
   /**
    * Task status notifications may come on this request's streams: the request asks for a task, names
    * one, or is a 2026-07-28 `subscriptions/listen`. On such a stream, or one of a session that used tasks

@@ -111,7 +111,7 @@ const STORIES: Record<FindingKind, (s: StoryInput) => string> = {
   [FindingKind.DEAD_SESSION_LOOP]: ({ f }) =>
     `The client sent ${f.attempts ?? 'several'} requests on session ${f.session_id || '(none)'} ${between(f)}, each refused${f.status_code ? ` with ${f.status_code}` : ''}, and initialized no new session: a dead-session loop.`,
   [FindingKind.LISTENING_STREAM_LOOP]: ({ f }) =>
-    `The client opened its listening stream on session ${f.session_id || '(none)'} ${times(f.attempts)} ${between(f)}, ${
+    `${f.session_id || f.client === undefined ? `The client opened its listening stream on session ${f.session_id || '(none)'}` : `Client ${f.client} opened the listening stream of a server without sessions`} ${times(f.attempts)} ${between(f)}, ${
       f.status_code !== undefined && f.status_code >= 400
         ? `each answered ${f.status_code}`
         : 'each closed at once with no event'

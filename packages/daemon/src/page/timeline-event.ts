@@ -37,6 +37,7 @@ import {
 import {
   SPAN_KIND_SERVER,
   UNKNOWN_SERVICE,
+  listeningClientOf,
   type AttributeValue,
   type Finding,
   type SpanRecord,
@@ -137,6 +138,15 @@ function sessionKey(service: string, session: string): string {
   return `!${service.length}:${service}${session}`;
 }
 
+/**
+ * A listening stream's re-opens without a session (a stateless server's) by (service, client), as the
+ * detector keys them (listeningClientOf): a session key whose "session" starts with \u0001, which no
+ * session id holds.
+ */
+function clientKey(service: string, client: string): string {
+  return sessionKey(service, `\u0001${client}`);
+}
+
 /** A loop finding (dead_session_loop, listening_stream_loop): drawn from its session's refused attempts. */
 export function isLoopFinding(f: Finding): boolean {
   return f.kind === FindingKind.DEAD_SESSION_LOOP || f.kind === FindingKind.LISTENING_STREAM_LOOP;
@@ -171,7 +181,10 @@ export function findingKey(f: Finding): string {
     const second = f.duplicate_task_id ? taskKey(service, f.duplicate_task_id) : '';
     return taskKey(service, f.task_id) + second;
   }
-  if (isLoopFinding(f)) return sessionKey(f.service || UNKNOWN_SERVICE, f.session_id);
+  if (isLoopFinding(f))
+    return f.session_id === '' && f.client !== undefined
+      ? clientKey(f.service || UNKNOWN_SERVICE, f.client)
+      : sessionKey(f.service || UNKNOWN_SERVICE, f.session_id);
   if (isReissueFinding(f)) return traceKey(f.first_trace_id!) + traceKey(f.trace_id);
   if (f.first_trace_id !== undefined) return traceKey(f.first_trace_id);
   return f.session_id === '' ? traceKey(f.trace_id) : requestKey(f.service, f.session_id, f.request_id);
@@ -241,7 +254,13 @@ export class RequestKeys {
   loopOf(span: SpanRecord): string | undefined {
     const attrs = span.attributes;
     const session = attrs[ATTR_MCP_SESSION_ID];
-    if (typeof session !== 'string' || session === '') return undefined;
+    if (typeof session !== 'string' || session === '') {
+      // A stateless server's listening stream: its client's re-opens.
+      if (attrs[ATTR_MCP_STREAM_KIND] !== StreamKind.LISTENING && span.name !== SPAN_LISTENING_REFUSED)
+        return undefined;
+      const client = listeningClientOf(attrs);
+      return client === undefined ? undefined : clientKey(span.service || UNKNOWN_SERVICE, client);
+    }
     const status = attrs[ATTR_HTTP_RESPONSE_STATUS_CODE];
     const refused = typeof status === 'number' && status >= 400;
     if (!refused && attrs[ATTR_MCP_STREAM_KIND] !== StreamKind.LISTENING && span.name !== SPAN_LISTENING_REFUSED)

@@ -43,7 +43,7 @@ import { UNKNOWN_SERVICE } from './services.js';
 import { NO_SLOT } from './slots.js';
 import { OperationReader } from './operations.js';
 import { Storms } from './storms.js';
-import { LoopFamily } from './loops.js';
+import { LoopFamily, listeningClientOf } from './loops.js';
 import { TaskFamily, type TaskTimeline } from './tasks.js';
 import { RequestTable } from './table.js';
 import { readState, writeState, type DetectorState } from './state-codec.js';
@@ -160,6 +160,9 @@ export class Detector {
     const hasReq = typeof req === 'string' ? req.length > 0 : typeof req === 'number';
     // A resume of the listening stream is no request's resume, even if a replayed terminal named one.
     const listening = type !== TERMINAL && attrs[ATTR_MCP_STREAM_KIND] === StreamKind.LISTENING;
+    // A stateless server's listening stream names no session: the loops family keys it by its client.
+    if (listening && type !== TERMINAL && (typeof session !== 'string' || session.length === 0))
+      return this.sessionlessListening(span);
     if (
       typeof session !== 'string' ||
       session.length === 0 ||
@@ -206,10 +209,31 @@ export class Detector {
   /** A refused GET of the listening stream (SPAN_LISTENING_REFUSED): the loops family's, once per span id. */
   private listeningRefused(span: SpanRecord): SpanReceivedResult {
     const session = span.attributes[ATTR_MCP_SESSION_ID];
-    if (typeof session !== 'string' || session.length === 0 || !(span.startTimeUnixMs >= 0))
-      return this.count(SpanReceivedResult.IGNORED);
+    if (typeof session !== 'string' || session.length === 0) return this.sessionlessListening(span);
+    if (!(span.startTimeUnixMs >= 0)) return this.count(SpanReceivedResult.IGNORED);
     if (!this.firstDelivery(span)) return this.count(SpanReceivedResult.DUPLICATE);
     this.loops.listeningResume(span, session);
+    return this.count(SpanReceivedResult.ACCEPTED);
+  }
+
+  /**
+   * A span of a listening stream that names no session (a stateless server's: its refused GET, its
+   * resume, its reattach): the loops family's, keyed by its client (listeningClientOf), once per span id.
+   */
+  private sessionlessListening(span: SpanRecord): SpanReceivedResult {
+    const client = listeningClientOf(span.attributes);
+    if (client === undefined || !(span.startTimeUnixMs >= 0) || !(span.endTimeUnixMs >= 0))
+      return this.count(SpanReceivedResult.IGNORED);
+    if (!this.firstDelivery(span)) return this.count(SpanReceivedResult.DUPLICATE);
+    this.loops.listeningResume(span, '', client);
+    // Counted as a session's listening resume is (resumewatch_listening_resumes_total).
+    if (span.name === SPAN_STREAM_RESUME) {
+      const attrs = span.attributes;
+      this.ctx.events?.listeningResume(
+        span.service || UNKNOWN_SERVICE,
+        refusedByGuard(attrs) ? ResumeOutcome.ERROR : resumeOutcome(attrs, statusOf(attrs)),
+      );
+    }
     return this.count(SpanReceivedResult.ACCEPTED);
   }
 

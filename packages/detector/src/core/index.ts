@@ -15,3 +15,4 @@ export {
   type RequestRows,
 } from './state-codec.js';
 export { OTHER_SERVICE } from './services.js';
+export { listeningClientOf } from './loops.js';

@@ -1,6 +1,11 @@
 import { BoundedMap } from '@resumewatch/bounded';
 import {
+  ATTR_CLIENT_ADDRESS,
   ATTR_ERROR_TYPE,
+  ATTR_MCP_CLIENT_INSTANCE_ID,
+  ATTR_MCP_STREAM_RETRY_MS,
+  LISTENING_CLOSED_AT_ONCE_MS,
+  SPAN_LISTENING_REFUSED,
   ATTR_JSONRPC_REQUEST_ID,
   ATTR_MCP_METHOD_NAME,
   ATTR_MCP_REATTACH_ACCEPTED,
@@ -18,8 +23,14 @@ import type { SpanRecord } from './types.js';
 const MAX_SESSION_ID = 256;
 /** Spans kept as a loop's evidence: its first ones, enough to draw it, never the whole loop. */
 const MAX_EVIDENCE = 16;
-/** A listening stream that ends within this long of its opening, with no event, "closed at once". */
-const AT_ONCE_MS = 1_000;
+/**
+ * What a re-open may come before the announced `retry:` and still keep its pace: a client's timer fires on
+ * its event loop's millisecond clock, up to a millisecond before the fractional time a span records, and
+ * the stream's end is stamped where it was observed. Far below any pace a loop keeps.
+ */
+const PACE_SLACK_MS = 5;
+/** Client keys longer than this are not keyed (an address is short; an instance id is 12 hex digits). */
+const MAX_CLIENT_KEY = 256;
 
 /**
  * The answers that refuse a session: 404 (the spec's "session not found"), and 400, which some servers
@@ -43,6 +54,25 @@ class LoopRecord {
   /** The span kind counted: a loop seen from the client and from the server is counted once, from one side. */
   kind = -1;
   reported = false;
+  /** The end of the latest fruitless stream, and the `retry:` (ms) it announced (0: none): the pace asked for. */
+  lastEnd = -1;
+  retryMs = 0;
+}
+
+/**
+ * Who re-opened a listening stream that names no session (a stateless server's, cline/cline#12119): the
+ * gateway's client (client.address, the peer or the trusted forwarded address; a server's span may carry
+ * it too), else the instrumented client that made the span (mcp.client.instance_id: one span recorder,
+ * whose spans come from one process; the resource's service.instance.id is optional and most resources
+ * lack it, and service.name alone would count a fleet of replicas that each took one 405 as one client).
+ * Clients behind one address are one client here. Undefined: nothing tells clients apart, not keyed.
+ */
+export function listeningClientOf(attrs: SpanRecord['attributes']): string | undefined {
+  const address = attrs[ATTR_CLIENT_ADDRESS];
+  if (typeof address === 'string' && address.length > 0 && address.length <= MAX_CLIENT_KEY) return address;
+  const instance = attrs[ATTR_MCP_CLIENT_INSTANCE_ID];
+  if (typeof instance === 'string' && instance.length > 0 && instance.length <= MAX_CLIENT_KEY) return instance;
+  return undefined;
 }
 
 /**
@@ -52,9 +82,12 @@ class LoopRecord {
  *   between (a client that re-initializes after one refusal starts a new count). A refused
  *   session reattach span (SPAN_SESSION_REATTACH, not accepted, on a request stream) counts as a refusal too.
  * - listening_stream_loop: listening streams (spans with mcp.stream.kind=listening: the GET's reattach,
- *   the resumes of the listening stream) answered 405, or closed at once with no event, more than
- *   listeningLoopThreshold times within listeningLoopWindowMs: the first one, then the re-opens.
- * Each is reported once per session and episode: a record whose window passes with no span starts over.
+ *   the resumes of the listening stream, mcp.stream.listening_refused) answered 405 (any status other
+ *   than 2xx), or closed at once with no event, more than listeningLoopThreshold times within
+ *   listeningLoopWindowMs: the first one, then the re-opens. Keyed by session, or without one by client
+ *   (listeningClientOf). A re-open at least the `retry:` the last fruitless stream announced after its
+ *   end keeps the server's pace: not counted (what the wire shows: the stream's end, the next GET's start).
+ * Each is reported once per session (or client) and episode: a record whose window passes with no span starts over.
  * Records are bounded (maxRequests per rule, least recently touched dropped) and leave after retentionMs
  * without a span. What a client said about its own identity is not on the spans: the `initialize` that
  * ends an episode is any of the service's, which can hide a loop in a busy service, never make one.
@@ -105,10 +138,13 @@ export class LoopFamily implements RuleFamily {
       this.refused(span, session, status);
   }
 
-  /** A resume of the listening stream (a GET with Last-Event-ID). */
-  listeningResume(span: SpanRecord, session: string): void {
+  /**
+   * A resume of the listening stream (a GET with Last-Event-ID), or a refused GET of it
+   * (SPAN_LISTENING_REFUSED). `session` empty: a stateless server's stream, keyed by `client`.
+   */
+  listeningResume(span: SpanRecord, session: string, client?: string): void {
     this.seen(span);
-    this.listeningOpened(span, session, statusOf(span.attributes));
+    this.listeningOpened(span, session, statusOf(span.attributes), client);
   }
 
   private seen(span: SpanRecord): void {
@@ -161,18 +197,33 @@ export class LoopFamily implements RuleFamily {
       this.restart(record, span);
   }
 
-  private listeningOpened(span: SpanRecord, session: string, status: number): void {
-    const replayed = span.attributes[ATTR_MCP_RESUME_REPLAYED_EVENTS];
-    const closedAtOnce =
-      status >= 200 && status < 300 && replayed === 0 && span.endTimeUnixMs - span.startTimeUnixMs <= AT_ONCE_MS;
-    if (status !== 405 && !closedAtOnce) return;
+  private listeningOpened(span: SpanRecord, session: string, status: number, client?: string): void {
+    const attrs = span.attributes;
+    const ok = status >= 200 && status < 300;
+    // Closed at once with no event: a resume that replayed nothing, or a refused-span of a plain GET whose
+    // stream the server ended at once (the instrumentation emits it only then; its span runs to that end).
+    const fruitless =
+      !ok ||
+      ((attrs[ATTR_MCP_RESUME_REPLAYED_EVENTS] === 0 || span.name === SPAN_LISTENING_REFUSED) &&
+        span.endTimeUnixMs - span.startTimeUnixMs <= LISTENING_CLOSED_AT_ONCE_MS);
+    if (!fruitless || (session.length === 0 && client === undefined)) return;
     const service = this.ctx.services.idOf(span.service || UNKNOWN_SERVICE);
-    const record = this.recordOf(this.listening, service, session, span, this.ctx.options.listeningLoopWindowMs);
+    const key = session.length > 0 ? session : `\u0001${client}`;
+    const record = this.recordOf(this.listening, service, key, span, this.ctx.options.listeningLoopWindowMs);
     if (record === undefined) return;
+    // The server's pace: the last fruitless stream announced `retry: N` and this GET came N or more after its end.
+    const paced =
+      record.retryMs > 0 &&
+      record.lastEnd >= 0 &&
+      span.startTimeUnixMs - record.lastEnd >= record.retryMs - PACE_SLACK_MS;
+    const retry = attrs[ATTR_MCP_STREAM_RETRY_MS];
+    record.retryMs = typeof retry === 'number' && retry > 0 ? retry : 0;
+    if (span.endTimeUnixMs > record.lastEnd) record.lastEnd = span.endTimeUnixMs;
+    if (paced) return;
     this.count(record, span, status);
     // The first fruitless stream, then more than the threshold's re-opens.
     if (record.count > this.ctx.options.listeningLoopThreshold)
-      this.report(record, FindingKind.LISTENING_STREAM_LOOP, service, session);
+      this.report(record, FindingKind.LISTENING_STREAM_LOOP, service, session, client);
   }
 
   /** The session's record, its window started over when the last one passed; undefined: a span of the other side. */
@@ -220,7 +271,7 @@ export class LoopFamily implements RuleFamily {
     if (record.spanIds.length < MAX_EVIDENCE) record.spanIds.push(span.spanId);
   }
 
-  private report(record: LoopRecord, kind: FindingKind, service: number, session: string): void {
+  private report(record: LoopRecord, kind: FindingKind, service: number, session: string, client?: string): void {
     if (record.reported) return;
     record.reported = true;
     this.ctx.onFinding?.({
@@ -234,6 +285,7 @@ export class LoopFamily implements RuleFamily {
       span_ids: [...record.spanIds],
       attempts: record.count,
       status_code: record.status,
+      ...(session.length === 0 && client !== undefined ? { client } : {}),
     });
   }
 }

@@ -81,6 +81,11 @@ export interface Finding {
    */
   outcome?: ResumeOutcome;
   status_code?: number;
+  /**
+   * listening_stream_loop of a stream that names no session (a stateless server's; `session_id` empty):
+   * the client whose re-opens they were, its client.address (gateway) or mcp.client.instance_id.
+   */
+  client?: string;
   /** lost_result: what the client did about the stream that ended without the result. */
   recovery?: RequestRecovery;
   /** lost_result: how the request ended without its result (its error type: timeout, aborted, stream_broken). */

@@ -1,5 +1,8 @@
 import {
+  ATTR_CLIENT_ADDRESS,
   ATTR_ERROR_TYPE,
+  ATTR_MCP_CLIENT_INSTANCE_ID,
+  ATTR_MCP_STREAM_RETRY_MS,
   ATTR_GEN_AI_TOOL_NAME,
   ATTR_MCP_PROTOCOL_VERSION,
   ATTR_HTTP_RESPONSE_STATUS_CODE,
@@ -34,6 +37,7 @@ import {
   ATTR_MCP_TASK_TTL_MS,
   ATTR_RPC_RESPONSE_STATUS_CODE,
   ATTR_SERVER_ADDRESS,
+  SPAN_LISTENING_REFUSED,
   SPAN_REQUEST_TERMINAL,
   SPAN_SESSION_REATTACH,
   SPAN_STREAM_RESUME,
@@ -82,6 +86,11 @@ export const DETECTOR_ATTRIBUTE_KEYS: readonly string[] = [
   ATTR_MCP_TASK_POLL_INTERVAL_MS,
   ATTR_MCP_TASK_OUTCOME_DELIVERED,
   ATTR_MCP_TASK_GONE,
+  // The loops family (core/loops.ts): who re-opened a listening stream that names no session, and the
+  // pace its server asked for.
+  ATTR_CLIENT_ADDRESS,
+  ATTR_MCP_CLIENT_INSTANCE_ID,
+  ATTR_MCP_STREAM_RETRY_MS,
 ];
 
 /**
@@ -139,11 +148,24 @@ export function mattersOffContract(key: string): boolean {
   return key === ATTR_MCP_METHOD_NAME || key === ATTR_MCP_SESSION_ID || key === ATTR_MCP_TASK_ID;
 }
 
-/** The span names the core decides on; any other span only counts by its ATTR_MCP_METHOD_NAME. */
-const CONTRACT_SPAN_NAMES: readonly string[] = [SPAN_REQUEST_TERMINAL, SPAN_STREAM_RESUME, SPAN_SESSION_REATTACH];
+/**
+ * The span names the core decides on; any other span only counts by its ATTR_MCP_METHOD_NAME. The
+ * refused GET of a listening stream is one: a stateless server's names no session, only its client.
+ */
+const CONTRACT_SPAN_NAMES: readonly string[] = [
+  SPAN_REQUEST_TERMINAL,
+  SPAN_STREAM_RESUME,
+  SPAN_SESSION_REATTACH,
+  SPAN_LISTENING_REFUSED,
+];
 
 export function isContractSpan(name: string): boolean {
-  return name === SPAN_REQUEST_TERMINAL || name === SPAN_STREAM_RESUME || name === SPAN_SESSION_REATTACH;
+  return (
+    name === SPAN_REQUEST_TERMINAL ||
+    name === SPAN_STREAM_RESUME ||
+    name === SPAN_SESSION_REATTACH ||
+    name === SPAN_LISTENING_REFUSED
+  );
 }
 
 /**

@@ -1,5 +1,8 @@
 import {
+  ATTR_CLIENT_ADDRESS,
   ATTR_ERROR_TYPE,
+  ATTR_MCP_CLIENT_INSTANCE_ID,
+  ATTR_MCP_STREAM_RETRY_MS,
   ATTR_HTTP_REQUEST_METHOD,
   ATTR_HTTP_RESPONSE_STATUS_CODE,
   ATTR_JSONRPC_REQUEST_ID,
@@ -30,6 +33,18 @@ import {
 import { T0, span } from '../helpers/spans.js';
 
 const LOOPS: readonly string[] = [FindingKind.DEAD_SESSION_LOOP, FindingKind.LISTENING_STREAM_LOOP];
+
+const NO_EVENTS = {
+  span() {},
+  terminal() {},
+  resume() {},
+  reattach() {},
+  stormFinalized() {},
+  serverDefect() {},
+  listeningResume() {},
+  request() {},
+  negotiationRefused() {},
+};
 
 function run(spans: SpanRecord[], init: DetectorInit = {}): { findings: Finding[]; started: string[] } {
   const findings: Finding[] = [];
@@ -227,6 +242,102 @@ describe('listening_stream_loop', () => {
     const six = Array.from({ length: 6 }, (_, i) => listeningGet(T0 + i * 100, 's1', 405));
     expect(run(six.slice(0, 5)).findings).toEqual([]);
     expect(run(six).findings).toHaveLength(1);
+  });
+
+  it('counts a plain GET whose stream the server ended at once with no event (its refused span, 200)', () => {
+    const closed = (t: number): SpanRecord => ({
+      ...refusedGet(t, 200, { [ATTR_MCP_SESSION_ID]: 's1' }),
+      endTimeUnixMs: t + 5,
+    });
+    const spans = Array.from({ length: 6 }, (_, i) => closed(T0 + i * 50));
+    expect(run(spans).findings).toMatchObject([
+      { kind: FindingKind.LISTENING_STREAM_LOOP, session_id: 's1', status_code: 200 },
+    ]);
+    // A stream that lived past "at once" was offered: no loop.
+    const lived = spans.map((s) => ({ ...s, endTimeUnixMs: s.startTimeUnixMs + 5_000 }));
+    expect(run(lived).findings).toEqual([]);
+  });
+});
+
+/** The instrumentation's span of a refused plain GET of the listening stream (405, or 200 closed at once). */
+function refusedGet(t: number, status: number, who: Record<string, AttributeValue>): SpanRecord {
+  return span(SPAN_LISTENING_REFUSED, t, {
+    [ATTR_HTTP_REQUEST_METHOD]: 'GET',
+    [ATTR_MCP_STREAM_KIND]: StreamKind.LISTENING,
+    [ATTR_HTTP_RESPONSE_STATUS_CODE]: status,
+    ...who,
+  });
+}
+
+describe('listening_stream_loop of a stateless server (no session): keyed by client', () => {
+  const byAddress = (address: string) => ({ [ATTR_CLIENT_ADDRESS]: address });
+  const byInstance = (id: string) => ({ [ATTR_MCP_CLIENT_INSTANCE_ID]: id });
+
+  it('is reported per client.address (the gateway), the client said on the finding', () => {
+    const spans = Array.from({ length: 6 }, (_, i) => refusedGet(T0 + i * 50, 405, byAddress('10.0.0.7')));
+    expect(run(spans).findings).toMatchObject([
+      { kind: FindingKind.LISTENING_STREAM_LOOP, session_id: '', client: '10.0.0.7', attempts: 6, status_code: 405 },
+    ]);
+  });
+
+  it('is reported per instrumented client (mcp.client.instance_id)', () => {
+    const spans = Array.from({ length: 6 }, (_, i) => refusedGet(T0 + i * 50, 405, byInstance('a1b2c3d4e5f6')));
+    expect(run(spans).findings).toMatchObject([{ client: 'a1b2c3d4e5f6', session_id: '' }]);
+  });
+
+  it('healthy twins: many clients that each stop after one 405 are no loop, nor a span that names no client', () => {
+    const many = Array.from({ length: 20 }, (_, i) => refusedGet(T0 + i * 10, 405, byAddress(`10.0.0.${i}`)));
+    const nobody = Array.from({ length: 20 }, (_, i) => refusedGet(T0 + i * 10, 405, {}));
+    expect(run([...many, ...nobody]).findings).toEqual([]);
+  });
+
+  it("counts a stateless server's listening resumes that replayed nothing, keyed by client", () => {
+    const resume = (t: number): SpanRecord => {
+      const s = listeningResume(t, '', 10, 0);
+      const { [ATTR_MCP_SESSION_ID]: _, ...attributes } = s.attributes;
+      return { ...s, attributes: { ...attributes, ...byInstance('feedfacecafe') } };
+    };
+    const spans = Array.from({ length: 6 }, (_, i) => resume(T0 + i * 50));
+    expect(run(spans).findings).toMatchObject([{ kind: FindingKind.LISTENING_STREAM_LOOP, client: 'feedfacecafe' }]);
+    // And in the listening resumes metric, as a session's are.
+    const resumes: string[] = [];
+    const detector = new Detector({
+      events: { ...NO_EVENTS, listeningResume: (service) => void resumes.push(service) },
+    });
+    for (const s of spans) detector.ingest(s);
+    expect(resumes).toHaveLength(6);
+  });
+});
+
+describe("listening_stream_loop and the server's retry: pace", () => {
+  /** A stream closed at once that announced `retry` ms, re-opened `gap` ms after each end. */
+  function paced(retry: number, gap: number, count = 10): SpanRecord[] {
+    const spans: SpanRecord[] = [];
+    let t = T0;
+    for (let i = 0; i < count; i++) {
+      const s = refusedGet(t, 200, { [ATTR_MCP_SESSION_ID]: 's1', [ATTR_MCP_STREAM_RETRY_MS]: retry });
+      s.endTimeUnixMs = t + 5;
+      spans.push(s);
+      t = s.endTimeUnixMs + gap;
+    }
+    return spans;
+  }
+
+  it('a client that re-opens at or after the announced retry is healthy', () => {
+    expect(run(paced(200, 200)).findings).toEqual([]);
+    expect(run(paced(200, 350)).findings).toEqual([]);
+  });
+
+  it('a client that re-opens sooner than the announced retry loops', () => {
+    expect(run(paced(200, 150)).findings).toMatchObject([{ kind: FindingKind.LISTENING_STREAM_LOOP, attempts: 6 }]);
+  });
+
+  it('a stream that announced no retry gives no pace to keep', () => {
+    const spans = paced(200, 300).map((s) => {
+      const { [ATTR_MCP_STREAM_RETRY_MS]: _, ...attributes } = s.attributes;
+      return { ...s, attributes };
+    });
+    expect(run(spans).findings).toHaveLength(1);
   });
 });
 

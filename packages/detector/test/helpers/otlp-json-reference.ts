@@ -9,6 +9,7 @@ import {
   ATTR_MCP_PROTOCOL_VERSION,
   ATTR_MCP_SESSION_ID,
   ATTR_SERVICE_NAME,
+  SPAN_LISTENING_REFUSED,
   SPAN_REQUEST_TERMINAL,
   SPAN_SESSION_REATTACH,
   SPAN_STREAM_RESUME,
@@ -117,7 +118,13 @@ function toRecord(s: unknown, service: string, slim: boolean): SpanRecord | stri
   const attrs = s.attributes;
   const attributes: Record<string, AttributeValue> = {};
   if (Array.isArray(attrs)) {
-    if (slim && name !== SPAN_REQUEST_TERMINAL && name !== SPAN_STREAM_RESUME && name !== SPAN_SESSION_REATTACH) {
+    if (
+      slim &&
+      name !== SPAN_REQUEST_TERMINAL &&
+      name !== SPAN_STREAM_RESUME &&
+      name !== SPAN_SESSION_REATTACH &&
+      name !== SPAN_LISTENING_REFUSED
+    ) {
       for (let i = 0; i < attrs.length; i++) {
         const kv = attrs[i];
         if (isObject(kv) && typeof kv.key === 'string' && REQUEST_SPAN_KEYS.includes(kv.key)) {

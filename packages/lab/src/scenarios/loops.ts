@@ -335,7 +335,8 @@ export async function runListeningStreamLoopClosed(input: ScenarioOptions): Prom
  */
 export function runListeningStreamRetryPace(input: ScenarioOptions): Promise<ScenarioSummary> {
   return withRig('listening-stream-retry-pace', input, { sessions: false, get: 'retry' }, async (rig) => {
-    const outcome = await reconnectingClient(rig, 4);
+    // As many re-opens as the loop makes: more than the detector's threshold, so only the pace tells them apart.
+    const outcome = await reconnectingClient(rig, LOOP_REQUESTS);
     return {
       ...outcome,
       finding: `The server announced retry: ${rig.server!.retryMs} ms and closed each listening stream; the client re-opened it at that pace: ${String(outcome.details.getsReceived)} GETs.`,
