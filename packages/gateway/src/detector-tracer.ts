@@ -36,6 +36,12 @@ import type { InstrumentationScope } from '@opentelemetry/core';
 import type { Resource } from '@opentelemetry/resources';
 import { RandomIdGenerator } from '@opentelemetry/sdk-trace-base';
 import type { IdGenerator, ReadableSpan, SpanProcessor, TimedEvent } from '@opentelemetry/sdk-trace-base';
+import { UNKNOWN_SERVICE } from '@resumewatch/detector';
+import type { SpanKindCode, SpanRecord } from '@resumewatch/detector';
+import { ATTR_SERVICE_NAME } from '@resumewatch/semconv';
+
+/** Where a span's record goes at its end: the built-in detector's record feed (EmbeddedDetector.ingest). */
+export type SpanRecordSink = (record: SpanRecord) => void;
 
 /**
  * The SDK's span limits with no OTEL_*_LIMIT variable set: the only limits under which the gateway
@@ -47,9 +53,11 @@ const EVENT_COUNT_LIMIT = 128;
 
 /**
  * The gateway's spans when nothing but its built-in detector reads them: no OpenTelemetry SDK span,
- * no span processor chain, no exporter queue. Each span is a `ReadableSpan` of its own that, at its
- * end, goes to the detector's SpanProcessor door, whose `toSpanRecord` turns it into the record the
- * detector ingests, the one conversion of a span for both paths. What the door reads (name, kind, ids,
+ * no span processor chain, no exporter queue. Given the detector's record feed (a SpanRecordSink), each
+ * span makes at its end the record the detector's SpanProcessor door would make of it (`toSpanRecord`:
+ * the same fields, the same times, the attributes of a primitive value in their order) and hands it to
+ * the feed: no span object is read after its end. Given a SpanProcessor, each span is a `ReadableSpan`
+ * of its own handed to it at its end (the door's `toSpanRecord`). What the door reads (name, kind, ids,
  * parent, times, attributes, service.name) is made exactly as the SDK's BasicTracerProvider makes it
  * with its defaults: parent-based always-on sampling, tracing suppression, 128 attributes at most,
  * values kept whole, times from the same clocks with the same conversions. What it does not read
@@ -58,11 +66,17 @@ const EVENT_COUNT_LIMIT = 128;
 export class DetectorTracerProvider implements TracerProvider {
   private readonly tracers = new Map<string, DetectorTracer>();
 
+  private readonly processor: SpanProcessor | undefined;
+  private readonly sink: SpanRecordSink | undefined;
+
   constructor(
-    private readonly processor: SpanProcessor,
+    target: SpanProcessor | SpanRecordSink,
     private readonly resource: Resource,
     private readonly idGenerator: IdGenerator = new RandomIdGenerator(),
-  ) {}
+  ) {
+    if (typeof target === 'function') this.sink = target;
+    else this.processor = target;
+  }
 
   getTracer(name: string, version?: string, options?: { schemaUrl?: string }): Tracer {
     const key = `${name}@${version ?? ''}:${options?.schemaUrl ?? ''}`;
@@ -71,6 +85,7 @@ export class DetectorTracerProvider implements TracerProvider {
       tracer = new DetectorTracer(
         { name, version, schemaUrl: options?.schemaUrl },
         this.processor,
+        this.sink,
         this.resource,
         this.idGenerator,
       );
@@ -80,21 +95,29 @@ export class DetectorTracerProvider implements TracerProvider {
   }
 
   forceFlush(): Promise<void> {
-    return this.processor.forceFlush();
+    // A record goes into the feed as its span ends: nothing waits.
+    return this.processor?.forceFlush() ?? Promise.resolve();
   }
 
   shutdown(): Promise<void> {
-    return this.processor.shutdown();
+    return this.processor?.shutdown() ?? Promise.resolve();
   }
 }
 
 class DetectorTracer implements Tracer {
+  /** The records' service: the resource's service.name, as `toSpanRecord` reads it. */
+  readonly service: string;
+
   constructor(
     readonly scope: InstrumentationScope,
-    readonly processor: SpanProcessor,
+    readonly processor: SpanProcessor | undefined,
+    readonly sink: SpanRecordSink | undefined,
     readonly resource: Resource,
     private readonly ids: IdGenerator,
-  ) {}
+  ) {
+    const service = resource.attributes[ATTR_SERVICE_NAME];
+    this.service = typeof service === 'string' ? service : UNKNOWN_SERVICE;
+  }
 
   startSpan(name: string, options: SpanOptions = {}, context: Context = otelContext.active()): Span {
     if (options.root) context = trace.deleteSpan(context);
@@ -118,7 +141,7 @@ class DetectorTracer implements Tracer {
       name,
       options.kind ?? SpanKind.INTERNAL,
       valid ? parent : undefined,
-      sanitizeAttributes(options.attributes),
+      options.attributes,
       options.links,
       options.startTime,
     );
@@ -147,6 +170,8 @@ class DetectorSpan implements Span, ReadableSpan {
   droppedEventsCount = 0;
   droppedLinksCount = 0;
   private attributeCount = 0;
+  /** An attribute holds (or held) an array: the record copies the primitive ones. */
+  private arrays = false;
   private readonly performanceStartTime: number;
   private readonly performanceOffset: number;
   private readonly startTimeProvided: boolean;
@@ -157,7 +182,7 @@ class DetectorSpan implements Span, ReadableSpan {
     public name: string,
     readonly kind: SpanKind,
     readonly parentSpanContext: SpanContext | undefined,
-    attributes: Attributes,
+    attributes: Attributes | undefined,
     links: Link[] | undefined,
     startTime: TimeInput | undefined,
   ) {
@@ -167,7 +192,13 @@ class DetectorSpan implements Span, ReadableSpan {
     this.startTimeProvided = startTime != null;
     if (links) for (const link of links) this.addLink(link);
     this.startTime = this.time(startTime ?? now);
-    this.setAttributes(attributes);
+    // The SDK's `sanitizeAttributes` and then its setAttributes, in one pass: what either drops is
+    // dropped (a bad key, a bad value, a null), and an array is copied.
+    for (const key in attributes) {
+      if (!Object.prototype.hasOwnProperty.call(attributes, key)) continue;
+      const value = attributes[key];
+      this.setAttribute(key, Array.isArray(value) && isAttributeValue(value) ? value.slice() : value);
+    }
   }
 
   get resource(): Resource {
@@ -190,6 +221,7 @@ class DetectorSpan implements Span, ReadableSpan {
       return this;
     }
     this.attributes[key] = value;
+    if (typeof value === 'object') this.arrays = true;
     if (added) this.attributeCount++;
     return this;
   }
@@ -254,7 +286,37 @@ class DetectorSpan implements Span, ReadableSpan {
       this.duration = [0, 0];
     }
     this.ended = true;
-    this.tracer.processor.onEnd(this);
+    if (this.tracer.sink) this.tracer.sink(this.record());
+    else this.tracer.processor!.onEnd(this);
+  }
+
+  /**
+   * The record `toSpanRecord` makes of this span, made here: the attributes of a primitive value (all
+   * of them, most often: then the span's own object, which nothing changes after its end), its times
+   * from the same HrTimes by the same sums.
+   */
+  private record(): SpanRecord {
+    let attributes = this.attributes as Record<string, string | number | boolean>;
+    if (this.arrays) {
+      attributes = {};
+      for (const key in this.attributes) {
+        const value = this.attributes[key];
+        if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean')
+          attributes[key] = value;
+      }
+    }
+    return {
+      traceId: this.context.traceId,
+      spanId: this.context.spanId,
+      parentSpanId: this.parentSpanContext?.spanId,
+      name: this.name,
+      // @opentelemetry/api numbers kinds from INTERNAL = 0; OTLP from UNSPECIFIED = 0.
+      kind: (this.kind + 1) as SpanKindCode,
+      startTimeUnixMs: this.startTime[0] * 1000 + this.startTime[1] / 1e6,
+      endTimeUnixMs: this.endTime[0] * 1000 + this.endTime[1] / 1e6,
+      attributes,
+      service: this.tracer.service,
+    };
   }
 
   isRecording(): boolean {

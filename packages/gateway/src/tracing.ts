@@ -37,8 +37,9 @@ export interface GatewayTracing {
  * the standard OTLP endpoint variables are set, to a central `resumewatch serve` or a Collector too.
  * When the built-in detector is the spans' only reader (no exporter, no other span processor, the
  * SDK's default sampler and limits), they are not the SDK's spans: the detector-only tracer
- * (detector-tracer.ts) hands each ended span to the detector's processor, which makes of it the same
- * record, without the SDK's span objects, processor chain and metrics on the data path.
+ * (detector-tracer.ts) makes of each ended span the record the detector's processor would make, and
+ * feeds it to the detector (`EmbeddedDetector.ingest`), without the SDK's span objects, processor chain
+ * and metrics on the data path, nor a span read back into a record.
  */
 export function gatewayTracing(options: {
   detector: EmbeddedDetector | undefined;
@@ -62,7 +63,7 @@ export function gatewayTracing(options: {
   const detectorOnly =
     options.detector !== undefined && processors.length === 1 && !SDK_SPAN_VARIABLES.some((name) => env[name]);
   const provider = detectorOnly
-    ? new DetectorTracerProvider(options.detector!.processor, resource)
+    ? new DetectorTracerProvider(options.detector!.ingest, resource)
     : new BasicTracerProvider({ resource, spanProcessors: processors });
   let shutdown: Promise<void> | undefined;
   return {

@@ -161,6 +161,16 @@ class Recording implements SpanProcessor {
   }
 }
 
+/** The record feed's side: keeps a copy of each record it is fed (the pipeline bounds strings in place), then feeds it on. */
+class RecordingFeed {
+  readonly records: SpanRecord[] = [];
+  constructor(private readonly detector: EmbeddedDetector) {}
+  readonly feed = (record: SpanRecord): void => {
+    this.records.push({ ...record, attributes: { ...record.attributes } });
+    this.detector.ingest(record);
+  };
+}
+
 const closers: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
   await Promise.allSettled(closers.splice(0).map((c) => c()));
@@ -168,7 +178,10 @@ afterEach(async () => {
 
 const detectorOptions = { config: { metricsPort: 0 }, output: null } as const;
 
-async function pairedRun(name: LabServerScenarioName): Promise<{
+async function pairedRun(
+  name: LabServerScenarioName,
+  feed: 'processor' | 'records' = 'processor',
+): Promise<{
   records: [SpanRecord[], SpanRecord[]];
   findings: [Finding[], Finding[]];
 }> {
@@ -180,7 +193,8 @@ async function pairedRun(name: LabServerScenarioName): Promise<{
   const recordings = detectors.map((d) => new Recording(d)) as [Recording, Recording];
   const resource = resourceFromAttributes({ [ATTR_SERVICE_NAME]: 'paired' });
   const ids = new PairedIds();
-  const light = new DetectorTracerProvider(recordings[0], resource, ids);
+  const fed = new RecordingFeed(detectors[0]!);
+  const light = new DetectorTracerProvider(feed === 'records' ? fed.feed : recordings[0], resource, ids);
   const sdk = new BasicTracerProvider({ resource, spanProcessors: [recordings[1]], idGenerator: ids });
   const paired: TracerProvider = {
     getTracer: (tracer, version) =>
@@ -198,7 +212,7 @@ async function pairedRun(name: LabServerScenarioName): Promise<{
   const end = Date.now() + detectors[0]!.config.stormWindowMs + 1;
   for (const d of detectors) d.detector.advance(end);
   return {
-    records: [recordings[0].records, recordings[1].records],
+    records: [feed === 'records' ? fed.records : recordings[0].records, recordings[1].records],
     findings: [detectors[0]!.findings(), detectors[1]!.findings()],
   };
 }
@@ -209,6 +223,36 @@ describe('the detector-only tracer makes the records and findings of the SDK', (
     expect(records[0].length).toBeGreaterThan(0);
     expect(records[0]).toEqual(records[1]);
     expect(findings[0]).toEqual(findings[1]);
+  });
+});
+
+describe("the detector-only tracer's records, fed to the detector, are the SDK's spans' records", () => {
+  it.each(LAB_SERVER_SCENARIO_NAMES)('%s', { timeout: 40_000 }, async (name) => {
+    const { records, findings } = await pairedRun(name, 'records');
+    expect(records[0].length).toBeGreaterThan(0);
+    expect(records[0]).toEqual(records[1]);
+    expect(findings[0]).toEqual(findings[1]);
+  });
+
+  it('copies the primitive attributes when an array was set, and drops what the SDK drops', async () => {
+    const d = await startEmbeddedDetector(detectorOptions);
+    closers.push(() => d.close());
+    const fed = new RecordingFeed(d);
+    const resource = resourceFromAttributes({ [ATTR_SERVICE_NAME]: 'paired' });
+    const ids = new PairedIds();
+    const sdkRecords = new Recording(d);
+    const light = new DetectorTracerProvider(fed.feed, resource, ids).getTracer('t');
+    const sdk = new BasicTracerProvider({ resource, spanProcessors: [sdkRecords], idGenerator: ids }).getTracer('t');
+    const tracer = new PairedTracer(ids, light, sdk);
+    const list = ['a', 'b'];
+    const attributes = { one: 'x', '': 'no key', list, none: null, bad: { object: true } } as unknown as Attributes;
+    const span = tracer.startSpan('s', { attributes });
+    list.push('changed after');
+    span.setAttribute('two', 2);
+    span.setAttribute('one', 'again');
+    span.end();
+    expect(fed.records).toEqual(sdkRecords.records);
+    expect(fed.records[0]!.attributes).toEqual({ one: 'again', two: 2 });
   });
 });
 

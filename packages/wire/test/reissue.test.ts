@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { BrokenRequests, canonicalJson, isInputRound, requestArgumentsDigest } from '../src/index.js';
+import {
+  BrokenRequests,
+  canonicalJson,
+  isInputRound,
+  requestArgumentsDigest,
+  requestWorkDigest,
+} from '../src/index.js';
 import type { JsonRpcRequest } from '../src/index.js';
 
 const KEY = 'a key of sixteen bytes or more';
@@ -72,6 +78,20 @@ describe('requestArgumentsDigest', () => {
     // The name and the arguments are not spliced into one text that two calls could share.
     expect(digest(call(0, 'a', undefined))).not.toBe(digest(call(0, '', undefined)));
     expect(first).not.toContain('secret');
+  });
+
+  it('is one value per key, whichever keys were used between (text or bytes), and not the unkeyed digest', () => {
+    const request = call(0, 'charge', { key: 'k' });
+    const bytes = new Uint8Array(32).fill(7);
+    const first = digest(request);
+    const byBytes = digest(request, bytes as unknown as string);
+    expect(byBytes).not.toBe(first);
+    expect(digest(request, 'another key of sixteen bytes')).not.toBe(first);
+    expect(digest(request)).toBe(first);
+    expect(digest(request, new Uint8Array(32).fill(7) as unknown as string)).toBe(byBytes);
+    // The same bytes as text or as bytes are one key.
+    expect(digest(request, Buffer.from(KEY, 'utf8') as unknown as string)).toBe(first);
+    expect(first).not.toBe(requestWorkDigest(request).slice(0, 32));
   });
 
   it('names a resource by its uri', () => {

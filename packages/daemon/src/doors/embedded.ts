@@ -29,6 +29,11 @@ export interface EmbeddedDetectorOptions {
 export interface EmbeddedDetector {
   /** Add it to the tracer provider whose spans the detector reads. */
   readonly processor: SpanProcessor;
+  /**
+   * The record feed beneath `processor`: a span's record (as `toSpanRecord` makes it) into the pipeline,
+   * for a tracer that makes the records itself (the gateway's detector-only tracer): no span object read.
+   */
+  readonly ingest: (record: SpanRecord) => void;
   readonly host: string;
   readonly metricsPort: number;
   readonly config: ResumewatchConfig;
@@ -54,16 +59,21 @@ export interface EmbeddedDetector {
 
 const ONE_SPAN: DecodeResult = { spans: 1, invalid: 0 };
 
-/** Hands each ended span to the pipeline: the same path as a span decoded from OTLP, without the network. */
-class PipelineSpanProcessor implements SpanProcessor {
-  constructor(private readonly pipeline: Pipeline) {}
-  onStart(_span: Span, _parentContext: Context): void {}
-  onEnd(span: ReadableSpan): void {
-    const record: SpanRecord = toSpanRecord(span);
-    this.pipeline.ingest((sink) => {
+/** Hands one span's record to the pipeline: the same path as a span decoded from OTLP, without the network. */
+function recordFeed(pipeline: Pipeline): (record: SpanRecord) => void {
+  return (record) =>
+    pipeline.ingest((sink) => {
       sink(record);
       return ONE_SPAN;
     });
+}
+
+/** Hands each ended span's record to the pipeline (recordFeed). */
+class PipelineSpanProcessor implements SpanProcessor {
+  constructor(private readonly ingest: (record: SpanRecord) => void) {}
+  onStart(_span: Span, _parentContext: Context): void {}
+  onEnd(span: ReadableSpan): void {
+    this.ingest(toSpanRecord(span));
   }
   forceFlush(): Promise<void> {
     return Promise.resolve();
@@ -89,8 +99,10 @@ export async function startEmbeddedDetector(options: EmbeddedDetectorOptions = {
   timer.unref();
   state.startSnapshots();
   let closing: Promise<void> | undefined;
+  const ingest = recordFeed(pipeline);
   return {
-    processor: new PipelineSpanProcessor(pipeline),
+    processor: new PipelineSpanProcessor(ingest),
+    ingest,
     host: config.host,
     metricsPort,
     config,
