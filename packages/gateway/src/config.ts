@@ -203,7 +203,7 @@ export const GATEWAY_OPTION_SPECS: readonly GatewayOptionSpec[] = [
     flag: 'stream-idle-timeout',
     env: 'RESUMEWATCH_STREAM_IDLE_TIMEOUT',
     kind: 'duration',
-    help: 'an exchange silent both ways this long is closed; 0: never',
+    help: 'an exchange silent both ways this long (up to a quarter longer) is closed; 0: never',
     default: '10m',
   },
   {
