@@ -1,5 +1,5 @@
 import { SPAN_KIND_SERVER, type AttributeValue, type SpanRecord } from '@resumewatch/detector';
-import { EventType, SHOWN, SHOWN_INDEX, eventType, type TimelineEvent } from './timeline-event.js';
+import { EventType, SHOWN, eventType, type TimelineEvent } from './timeline-event.js';
 
 /** The items held for one request: the first `head` it had, then the latest; `dropped` left out between. */
 export interface Held<T> {
@@ -8,6 +8,9 @@ export interface Held<T> {
   dropped: number;
 }
 export type HeldTimeline = Held<TimelineEvent>;
+
+/** Each shown attribute's index in SHOWN: its bit in a slot's mask, its place among the slot's values. */
+const SHOWN_INDEX = new Map(SHOWN.map((name, index) => [name, index]));
 
 /** A span's event type by its number in the window (the order of EventType). */
 const TYPES: readonly EventType[] = [

@@ -101,7 +101,7 @@ export const SHOWN: readonly string[] = [
   ATTR_MCP_TASK_GONE,
 ];
 /** Each shown name's bit in timelineEvent's 32-bit mask. */
-export const SHOWN_INDEX: ReadonlyMap<string, number> = new Map(SHOWN.map((name, index) => [name, index]));
+const SHOWN_INDEX = new Map(SHOWN.map((name, index) => [name, index]));
 if (SHOWN.length > 31) throw new Error('timelineEvent marks the shown attributes in a 32-bit mask: at most 31');
 
 /**
@@ -281,7 +281,7 @@ export function timelineEvent(span: SpanRecord): TimelineEvent {
  * Which SHOWN attributes the span has (bit i: SHOWN[i]). The span's few keys are walked once: a lookup of
  * each shown name instead would mostly miss, and a missing key is the slowest lookup on these records.
  */
-function shownMask(attrs: SpanRecord['attributes']): number {
+export function shownMask(attrs: SpanRecord['attributes']): number {
   let present = 0;
   for (const key in attrs) {
     const index = SHOWN_INDEX.get(key);
