@@ -1,6 +1,6 @@
 import type { Finding, SpanRecord } from '@resumewatch/detector';
 import { SpanReceivedResult } from '@resumewatch/semconv';
-import { RequestIndex, SpanColumns, type HeldTimeline } from './span-columns.js';
+import { SpanColumns, type HeldTimeline } from './span-columns.js';
 import { UNKNOWN_SERVICE } from '@resumewatch/detector';
 import { RequestKeys, findingKey, isReissueFinding, isTaskFinding, taskKey, traceKey } from './timeline-event.js';
 
@@ -78,13 +78,8 @@ export class Evidence {
   private readonly keys = new RequestKeys();
 
   constructor(limits: EvidenceLimits) {
-    // One index for both stores: a span's key is looked up once, whichever store holds its request.
-    const index = new RequestIndex();
-    this.held = new SpanColumns(limits.evidenceBytes, EVIDENCE_EVENTS, EVIDENCE_HEAD, undefined, { index, tag: 1 });
-    this.window = new SpanColumns(limits.evidenceWindowBytes, WINDOW_EVENTS, WINDOW_HEAD, WINDOW_SPAN_BYTES, {
-      index,
-      tag: 0,
-    });
+    this.held = new SpanColumns(limits.evidenceBytes, EVIDENCE_EVENTS, EVIDENCE_HEAD, undefined);
+    this.window = new SpanColumns(limits.evidenceWindowBytes, WINDOW_EVENTS, WINDOW_HEAD, WINDOW_SPAN_BYTES);
   }
 
   /**

@@ -1,5 +1,5 @@
 import { SPAN_KIND_SERVER, type AttributeValue, type SpanRecord } from '@resumewatch/detector';
-import { EventType, SHOWN, eventType, type TimelineEvent } from './timeline-event.js';
+import { EventType, SHOWN, eventType, shownMask, type TimelineEvent } from './timeline-event.js';
 
 /** The items held for one request: the first `head` it had, then the latest; `dropped` left out between. */
 export interface Held<T> {
@@ -8,9 +8,6 @@ export interface Held<T> {
   dropped: number;
 }
 export type HeldTimeline = Held<TimelineEvent>;
-
-/** Each shown attribute's index in SHOWN: its bit in a slot's mask, its place among the slot's values. */
-const SHOWN_INDEX = new Map(SHOWN.map((name, index) => [name, index]));
 
 /** A span's event type by its number in the window (the order of EventType). */
 const TYPES: readonly EventType[] = [
@@ -41,33 +38,6 @@ const CHUNK_SHIFT = 10;
 const CHUNK_SLOTS = 1 << CHUNK_SHIFT;
 const CHUNK_MASK = CHUNK_SLOTS - 1;
 const CHUNK_VALUES = CHUNK_SLOTS * SHOWN.length;
-/**
- * Characters of a slot's string values kept in its bytes rather than as the strings (Latin-1 only; a
- * value that does not fit what is left, or has a character past U+00FF, is kept as the string). The
- * strings of a span are the decoder's, made for it and dropped young unless something holds them: held
- * by the window, which every span of healthy traffic passes through and nearly all leave unread, they
- * were copied by the young generation's collections, promoted, and dropped in the old generation, which
- * brought its full collections. Bytes hold nothing a collection reads. 64 takes a UUID stream id and a
- * method name; the chunks cost 64 KB a 1,024 slots.
- */
-const SLOT_CHARS = 64;
-/** A kept string's place among its slot's characters: offset * LENGTH_LIMIT + length (both below it). */
-const LENGTH_LIMIT = 128;
-if (SLOT_CHARS >= LENGTH_LIMIT) throw new Error("a slot's characters must be addressable below LENGTH_LIMIT");
-
-/** Writes `s` as Latin-1 bytes at `at`; false (some bytes written) when a character is past U+00FF. */
-function latin1Into(s: string, to: Uint8Array, at: number): boolean {
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c > 0xff) return false;
-    to[at + i] = c;
-  }
-  return true;
-}
-
-function latin1From(from: Uint8Array, at: number, length: number): string {
-  return String.fromCharCode.apply(null, from.subarray(at, at + length) as unknown as number[]);
-}
 
 /** Lowercase hex digits by value, and a character code's value (-1: not a lowercase hex digit). */
 const HEX = '0123456789abcdef';
@@ -109,11 +79,10 @@ function wordHex(v: number): string {
  * alone beyond the cap, its oldest spans after the head go.
  */
 export class SpanColumns {
-  private readonly index: RequestIndex;
-  /** This store's mark in the index's values (a request r is r * 2 + tag). */
-  private readonly tag: number;
-  /** Requests held. */
-  private live = 0;
+  private readonly byKey = new Map<string, number>();
+  /** The last key looked up and its request (NONE: none); a request's spans come one after another. */
+  private lastKey: string | undefined = undefined;
+  private lastRequest = NONE;
   private total = 0;
 
   // Per span slot: its times, kind byte, id words, shown attributes' mask, bytes counted, next span of its request.
@@ -132,12 +101,6 @@ export class SpanColumns {
    * in chunk s >> CHUNK_SHIFT from (s & CHUNK_MASK) * SHOWN.length.
    */
   private readonly values: (AttributeValue | undefined)[][] = [];
-  /**
-   * Slot s's string values kept as bytes (SLOT_CHARS a slot, in chunk s >> CHUNK_SHIFT), and which: bit i
-   * of `inBytes[s]` set, value i is there, its place in `values` (offset * LENGTH_LIMIT + length).
-   */
-  private readonly chars: Uint8Array[] = [];
-  private inBytes = new Uint32Array(0);
   private slots = 0;
   private freeSlot = NONE;
 
@@ -161,19 +124,14 @@ export class SpanColumns {
     private readonly head: number,
     /** What every span is counted for; undefined: eventBytes of its event. */
     private readonly spanBytes: number | undefined,
-    /** An index shared with another store (a key in at most one of them), and this store's tag in it. */
-    shared?: { index: RequestIndex; tag: 0 | 1 },
-  ) {
-    this.index = shared?.index ?? new RequestIndex();
-    this.tag = shared?.tag ?? 0;
-  }
+  ) {}
 
   get bytes(): number {
     return this.total;
   }
 
   get size(): number {
-    return this.live;
+    return this.byKey.size;
   }
 
   has(key: string): boolean {
@@ -181,13 +139,11 @@ export class SpanColumns {
   }
 
   private find(key: string): number {
-    const found = this.index.get(key);
-    return found !== NONE && (found & 1) === this.tag ? found >> 1 : NONE;
-  }
-
-  private indexAs(key: string, r: number): void {
-    this.index.set(key, r * 2 + this.tag);
-    this.live++;
+    if (key !== this.lastKey) {
+      this.lastKey = key;
+      this.lastRequest = this.byKey.get(key) ?? NONE;
+    }
+    return this.lastRequest;
   }
 
   /** Adds the span to the request's spans (a new request if it had none), keeping the bounds. */
@@ -200,7 +156,8 @@ export class SpanColumns {
     if (r !== NONE) this.makeNewest(r);
     else {
       r = this.newRequest(key);
-      this.indexAs(key, r);
+      this.byKey.set(key, r);
+      this.lastRequest = r;
       this.link(r);
     }
     this.push(r, slot);
@@ -220,7 +177,7 @@ export class SpanColumns {
   /** Takes the request's spans out, as their timeline events. */
   take(key: string): Held<TimelineEvent> | undefined {
     const held = this.get(key);
-    if (held) this.remove(this.find(key));
+    if (held) this.remove(this.lastRequest);
     return held;
   }
 
@@ -245,7 +202,9 @@ export class SpanColumns {
       from.remove(source);
     }
     while (this.count[r]! > this.maxEvents) this.dropAt(r, this.head);
-    this.indexAs(key, r);
+    this.byKey.set(key, r);
+    this.lastKey = key;
+    this.lastRequest = r;
     this.link(r);
     this.evictBeyondCap(r);
   }
@@ -276,40 +235,15 @@ export class SpanColumns {
       if (this.oddIds[slot] !== undefined) this.oddIds[slot] = undefined;
     }
     const attrs = span.attributes;
+    let present = shownMask(attrs);
+    this.mask[slot] = present;
     const values = this.values[slot >> CHUNK_SHIFT]!;
     const at = (slot & CHUNK_MASK) * SHOWN.length;
-    const chars = this.chars[slot >> CHUNK_SHIFT]!;
-    const charsAt = (slot & CHUNK_MASK) * SLOT_CHARS;
-    let present = 0;
-    let inBytes = 0;
-    let used = 0;
-    // One walk of the span's few keys, as shownMask's (a lookup of each shown name would mostly miss, the
-    // slowest lookup on these records), taking each shown value as it passes.
-    for (const key in attrs) {
-      const index = SHOWN_INDEX.get(key);
-      if (index === undefined) continue;
-      const value = attrs[key];
-      if (value === undefined) continue;
-      present |= 1 << index;
-      if (typeof value === 'string' && value.length <= SLOT_CHARS - used && latin1Into(value, chars, charsAt + used)) {
-        values[at + index] = used * LENGTH_LIMIT + value.length;
-        inBytes |= 1 << index;
-        used += value.length;
-      } else values[at + index] = value;
+    for (let index = 0; present !== 0; index++, present >>>= 1) {
+      if ((present & 1) !== 0) values[at + index] = attrs[SHOWN[index]!]!;
     }
-    this.mask[slot] = present;
-    this.inBytes[slot] = inBytes;
     this.spanSize[slot] = this.spanBytes ?? this.eventBytes(slot);
     return slot;
-  }
-
-  /** The slot's value of SHOWN[index] (its mask has it). */
-  private valueAt(slot: number, index: number): AttributeValue {
-    const value = this.values[slot >> CHUNK_SHIFT]![(slot & CHUNK_MASK) * SHOWN.length + index]!;
-    if ((this.inBytes[slot]! & (1 << index)) === 0) return value;
-    const place = value as number;
-    const chars = this.chars[slot >> CHUNK_SHIFT]!;
-    return latin1From(chars, (slot & CHUNK_MASK) * SLOT_CHARS + Math.floor(place / LENGTH_LIMIT), place % LENGTH_LIMIT);
   }
 
   /** A slot filled with `from`'s span in `at`. */
@@ -330,16 +264,6 @@ export class SpanColumns {
     for (let index = 0; present !== 0; index++, present >>>= 1) {
       if ((present & 1) !== 0) values[to + index] = fromValues[source + index];
     }
-    const inBytes = from.inBytes[at]!;
-    this.inBytes[slot] = inBytes;
-    if (inBytes !== 0) {
-      const fromChars = from.chars[at >> CHUNK_SHIFT]!;
-      const charsAt = (at & CHUNK_MASK) * SLOT_CHARS;
-      this.chars[slot >> CHUNK_SHIFT]!.set(
-        fromChars.subarray(charsAt, charsAt + SLOT_CHARS),
-        (slot & CHUNK_MASK) * SLOT_CHARS,
-      );
-    }
     this.spanSize[slot] = this.spanBytes ?? this.eventBytes(slot);
     return slot;
   }
@@ -350,17 +274,10 @@ export class SpanColumns {
     let bytes = 72 + (id === undefined ? 16 : id.length) + TYPES[this.kind[slot]! & ~SERVER]!.length;
     const values = this.values[slot >> CHUNK_SHIFT]!;
     const at = (slot & CHUNK_MASK) * SHOWN.length;
-    const inBytes = this.inBytes[slot]!;
     for (let index = 0, present = this.mask[slot]!; present !== 0; index++, present >>>= 1) {
       if ((present & 1) === 0) continue;
       const value = values[at + index];
-      const length =
-        (inBytes & (1 << index)) !== 0
-          ? (value as number) % LENGTH_LIMIT
-          : typeof value === 'string'
-            ? value.length
-            : -1;
-      bytes += SHOWN[index]!.length + 6 + (length >= 0 ? length * 3 : 8);
+      bytes += SHOWN[index]!.length + 6 + (typeof value === 'string' ? value.length * 3 : 8);
     }
     return bytes;
   }
@@ -374,7 +291,6 @@ export class SpanColumns {
       // Filled, not left with holes: every chunk has the same elements kind, so the reads stay monomorphic.
       if ((slot & CHUNK_MASK) === 0) {
         this.values.push(new Array<AttributeValue | undefined>(CHUNK_VALUES).fill(undefined));
-        this.chars.push(new Uint8Array(CHUNK_SLOTS * SLOT_CHARS));
       }
     }
     this.next[slot] = NONE;
@@ -384,8 +300,10 @@ export class SpanColumns {
   /** The timeline event of the span in `slot`, as timelineEvent makes it of the span. */
   private event(slot: number): TimelineEvent {
     const attributes: Record<string, AttributeValue> = {};
+    const values = this.values[slot >> CHUNK_SHIFT]!;
+    const at = (slot & CHUNK_MASK) * SHOWN.length;
     for (let index = 0, present = this.mask[slot]!; present !== 0; index++, present >>>= 1) {
-      if ((present & 1) !== 0) attributes[SHOWN[index]!] = this.valueAt(slot, index);
+      if ((present & 1) !== 0) attributes[SHOWN[index]!] = values[at + index]!;
     }
     const kind = this.kind[slot]!;
     const event: TimelineEvent = {
@@ -436,8 +354,8 @@ export class SpanColumns {
   }
 
   private remove(r: number): void {
-    this.index.delete(this.keys[r]!);
-    this.live--;
+    this.byKey.delete(this.keys[r]!);
+    if (this.lastRequest === r) this.lastRequest = NONE;
     this.unlink(r);
     this.total -= this.held[r]!;
     for (let slot = this.first[r]!; slot !== NONE;) {
@@ -495,7 +413,6 @@ export class SpanColumns {
     this.idHigh = grown(this.idHigh, new Uint32Array(n));
     this.idLow = grown(this.idLow, new Uint32Array(n));
     this.mask = grown(this.mask, new Uint32Array(n));
-    this.inBytes = grown(this.inBytes, new Uint32Array(n));
     this.spanSize = grown(this.spanSize, new Float64Array(n));
     this.next = grown(this.next, new Int32Array(n));
   }
@@ -509,38 +426,6 @@ export class SpanColumns {
     this.held = grown(this.held, new Float64Array(n));
     this.older = grown(this.older, new Int32Array(n));
     this.newer = grown(this.newer, new Int32Array(n));
-  }
-}
-
-/**
- * Requests by key, of one store or of two that share it (the evidence's window and timelines: a request is
- * in at most one), so that a span's key is looked up once for both: each value is a request's number
- * and its store's tag. The last lookup is remembered: a request's spans come one after another, and a
- * span is looked up in one store, then in the other.
- */
-export class RequestIndex {
-  private readonly byKey = new Map<string, number>();
-  private lastKey: string | undefined = undefined;
-  private lastValue = NONE;
-
-  /** The key's value, NONE when it has none. */
-  get(key: string): number {
-    if (key !== this.lastKey) {
-      this.lastKey = key;
-      this.lastValue = this.byKey.get(key) ?? NONE;
-    }
-    return this.lastValue;
-  }
-
-  set(key: string, value: number): void {
-    this.byKey.set(key, value);
-    this.lastKey = key;
-    this.lastValue = value;
-  }
-
-  delete(key: string): void {
-    this.byKey.delete(key);
-    if (key === this.lastKey) this.lastValue = NONE;
   }
 }
 
