@@ -1,5 +1,7 @@
+import { request } from 'node:http';
+import { gzipSync } from 'node:zlib';
 import { SpanReceivedResult } from '@resumewatch/semconv';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { BodyBuffers } from '../src/doors/body-buffers.js';
 import { startServer, type RunningServer } from '../src/index.js';
 import { otlpJson } from '../../detector/test/helpers/otlp.js';
@@ -86,5 +88,75 @@ describe('serve: bodies read into reused buffers', () => {
       ]);
     }
     expect(accepted() - before).toBe(151);
+  });
+
+  /** POSTs `body` without a declared length, in `pieces` writes (chunked transfer encoding). */
+  const postChunked = (body: Buffer, pieces: number, headers: Record<string, string>) =>
+    new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const req = request(url, { method: 'POST', headers: { ...headers, 'transfer-encoding': 'chunked' } }, (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode!, text }));
+      });
+      req.on('error', reject);
+      const step = Math.ceil(body.length / pieces);
+      for (let at = 0; at < body.length; at += step) req.write(body.subarray(at, at + step));
+      req.end();
+    });
+
+  it('decodes undeclared (chunked) bodies of decreasing sizes, each grown past its first buffer whole and alone', async () => {
+    const before = accepted();
+    // 400 terminals are about 150 KB of JSON: the body's buffer (64 KiB at first) doubles twice.
+    for (const [tag, n, pieces] of [
+      ['chunked-long', 400, 37],
+      ['chunked-short', 1, 1],
+      ['chunked-mid', 20, 3],
+    ] as const) {
+      const body = Buffer.from(JSON.stringify(otlpJson(terminals(tag, n), 'svc-pool')));
+      expect(await postChunked(body, pieces, { 'content-type': 'application/json' })).toEqual({
+        status: 200,
+        text: '{}',
+      });
+    }
+    expect(accepted() - before).toBe(421);
+    expect(server.detector.stats().spans[SpanReceivedResult.INVALID]).toBe(0);
+  });
+
+  it('decodes gzip bodies, chunked and declared, whole', async () => {
+    const before = accepted();
+    const body = gzipSync(JSON.stringify(otlpJson(terminals('gz-chunked', 300), 'svc-pool')));
+    const headers = { 'content-type': 'application/json', 'content-encoding': 'gzip' };
+    expect(await postChunked(body, 5, headers)).toEqual({ status: 200, text: '{}' });
+    const declared = gzipSync(JSON.stringify(otlpJson(terminals('gz-declared', 30), 'svc-pool')));
+    const res = await fetch(url, { method: 'POST', headers, body: declared });
+    expect([res.status, await res.text()]).toEqual([200, '{}']);
+    expect(accepted() - before).toBe(330);
+  });
+});
+
+describe('serve: an undeclared body past --max-body', () => {
+  it('is refused with 413 once it passes the limit, its buffer never grown beyond it', async () => {
+    const server = await startServer({ port: 0, grpcPort: false, metricsPort: 0, output: null, maxBodyBytes: 100_000 });
+    try {
+      const url = `http://127.0.0.1:${server.httpPort}/v1/traces`;
+      const res = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+        const req = request(url, { method: 'POST', headers: { 'content-type': 'application/json' } }, (r) => {
+          let text = '';
+          r.setEncoding('utf8');
+          r.on('data', (c: string) => (text += c));
+          r.on('end', () => resolve({ status: r.statusCode!, text }));
+        });
+        req.on('error', reject);
+        // 30 KB a write: the third passes the first buffer (64 KiB), the fourth the limit.
+        for (let i = 0; i < 4; i++) req.write(Buffer.alloc(30_000, ' '));
+        req.end();
+      });
+      expect(res.status).toBe(413);
+      expect(JSON.parse(res.text)).toEqual({ code: 8, message: 'body exceeds 100000 bytes (--max-body)' });
+      await vi.waitFor(() => expect(server.inflight.used).toBe(0));
+    } finally {
+      await server.close();
+    }
   });
 });

@@ -7,11 +7,16 @@ import {
   type DecodeResult,
   IdBounder,
   boundSpanStrings,
+  decodeJsonRequest,
+  decodeProtobufRequest,
 } from '@resumewatch/detector';
 import { DetectorMetrics } from '../metrics.js';
 import { Evidence, drawable } from '../page/evidence.js';
 import { SpanRate } from '../page/span-rate.js';
 import { FindingLog } from './finding-log.js';
+
+type JsonDecodeOptions = Parameters<typeof decodeJsonRequest>[2];
+type ProtobufDecodeOptions = Parameters<typeof decodeProtobufRequest>[2];
 
 export interface PipelineInit {
   config: ResumewatchConfig;
@@ -83,7 +88,20 @@ export class Pipeline {
 
   /** Runs a decoder over one request body, feeding every span to the detector. */
   ingest(decode: (sink: (s: SpanRecord) => void) => DecodeResult): DecodeResult {
-    const result = decode(this.sink);
+    return this.counted(decode(this.sink));
+  }
+
+  /** An OTLP/JSON body's spans fed to the detector (as `ingest`, without a function made per body). */
+  ingestJson(body: Uint8Array, options: JsonDecodeOptions): DecodeResult {
+    return this.counted(decodeJsonRequest(body, this.sink, options));
+  }
+
+  /** An OTLP/protobuf body's spans fed to the detector (as `ingest`, without a function made per body). */
+  ingestProtobuf(body: Uint8Array, options: ProtobufDecodeOptions): DecodeResult {
+    return this.counted(decodeProtobufRequest(body, this.sink, options));
+  }
+
+  private counted(result: DecodeResult): DecodeResult {
     if (result.invalid > 0) this.metrics.spans(SpanReceivedResult.INVALID, result.invalid);
     return result;
   }
