@@ -50,9 +50,10 @@ describe('pnpm bench smoke', () => {
       expect(figures.length).toBe(EXPECTED_FIGURES[b.id]);
       for (const f of figures) {
         expect(f.bench.length).toBeGreaterThan(0);
-        expect(f.name.length).toBeGreaterThan(0);
-        expect(Number.isFinite(f.value), f.name).toBe(true);
-        if (f.reference) expect(Number.isFinite(f.reference.value), f.name).toBe(true);
+        expect(f.id.length).toBeGreaterThan(0);
+        expect(Number.isFinite(f.ours.value), f.id).toBe(true);
+        if (f.reference) expect(Number.isFinite(f.reference.value), f.id).toBe(true);
+        if (f.target) expect(typeof f.met, f.id).toBe('boolean');
       }
     });
   }
