@@ -83,6 +83,7 @@ export function serve(ops: Record<string, Op>, ready: object = {}, onStop?: () =
 
 /** In the parent: a part of the benchmark in a process of its own. */
 export class Child {
+  private static readonly started = new Set<Child>();
   private seq = 0;
   private readonly pending = new Map<number, (m: Record<string, unknown>) => void>();
   private constructor(
@@ -119,7 +120,9 @@ export class Child {
         throw new Error(`${name} exited with ${code} before it was ready`);
       }),
     ])) as [Record<string, unknown>];
-    return Object.assign(new Child(proc, name), { first });
+    const child = Object.assign(new Child(proc, name), { first });
+    Child.started.add(child);
+    return child;
   }
 
   ask<T = Record<string, unknown>>(op: string, args: object = {}): Promise<T & { cpuUs: number }> {
@@ -139,7 +142,13 @@ export class Child {
     return (await this.ask<{ total: number }>('cpu')).total - before;
   }
 
+  /** Stops every child still running (a benchmark's last line). */
+  static async stopAll(): Promise<void> {
+    for (const c of Child.started) await c.stop();
+  }
+
   async stop(): Promise<void> {
+    Child.started.delete(this);
     if (this.proc.exitCode !== null || !this.proc.connected) return;
     const exited = once(this.proc, 'exit');
     this.proc.disconnect();

@@ -1,13 +1,7 @@
 /**
- * What mcp_server_operation_duration_seconds costs the gateway per request, side by side in one process:
- * the built-in detector's path for a request span (Detector.ingest, DetectorMetrics) with the histogram
- * on, as the gateway runs it, against the same path without it (no operation handed to the metrics at
- * all). Both get the same request spans, shaped as the gateway records them (kind CLIENT, its
- * attributes), in alternating rounds; each round's CPU per request is timed with process.cpuUsage.
- *
- * Nothing per SSE event is measured here: no SSE event reaches the detector, only a request's span at
- * its end. proxy.bench.ts counts the histogram's observations over a phase of streams through the real
- * gateway for that.
+ * What mcp_server_operation_duration_seconds costs the gateway per request, in this process: the
+ * built-in detector's path for a request span (Detector.ingest, DetectorMetrics) with the histogram, as
+ * the gateway runs it, against the same path without it, on the same spans, alternating rounds.
  */
 import {
   ATTR_ERROR_TYPE,
