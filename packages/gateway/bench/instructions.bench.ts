@@ -10,7 +10,7 @@
  * proxy.bench.ts would be if every instruction cost the same (a syscall's kernel time is not counted).
  */
 import { arg, countInstructions, figure, hasValgrind, measured } from '../../../bench/harness.js';
-import { jsonCalls, open, startProxy, startUpstream, streams, type ProxyKind } from './parts.js';
+import { freshConnections, jsonCalls, open, startProxy, startUpstream, streams, type ProxyKind } from './parts.js';
 
 const STREAM_COUNT = 10;
 const at = process.argv.indexOf('--count');
@@ -26,6 +26,8 @@ if (at !== -1) {
   await (phase === 'json'
     ? jsonCalls(base, sessions, arg('warm', 300, 20))
     : streams(base, sessions, arg('warm', 30, 3), 100));
+  // Connections idle while callgrind is switched on; a proxy may close them meanwhile.
+  freshConnections();
   await measured(() => work(n));
   process.exit(0);
 }

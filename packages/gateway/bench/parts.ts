@@ -231,6 +231,11 @@ async function metricSum(g: RunningGateway, series: string): Promise<number> {
 // --- Client ---
 
 let agent = new Agent({ keepAlive: true, maxSockets: Infinity });
+/** Drops every idle connection: the next requests open new ones. */
+export function freshConnections(): void {
+  agent.destroy();
+  agent = new Agent({ keepAlive: true, maxSockets: Infinity });
+}
 let nextId = 1;
 const versions = new Map<string, string>();
 const headers = (s?: string) => (s ? { [SID]: s, 'mcp-protocol-version': versions.get(s) ?? '2025-06-18' } : {});
@@ -407,8 +412,7 @@ const clientOps = {
         for (let h; (h = all.pop());) await Promise.all([del(m.base as string, h.session), h.ended]);
       }),
     );
-    agent.destroy();
-    agent = new Agent({ keepAlive: true, maxSockets: Infinity });
+    freshConnections();
   },
 };
 
