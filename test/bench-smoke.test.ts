@@ -38,7 +38,7 @@ describe('pnpm bench smoke', () => {
 
   for (const b of BENCHES) {
     it(`${b.id} starts and prints its figures`, { timeout: 300_000 }, () => {
-      const run = spawnSync(process.execPath, [...NODE_FLAGS, b.script, ...b.smokeArgs], {
+      const run = spawnSync(process.execPath, [...NODE_FLAGS, b.script, ...(b.smokeArgs ?? ['--smoke'])], {
         cwd: join(ROOT, b.dir),
         encoding: 'utf8',
         timeout: 280_000,

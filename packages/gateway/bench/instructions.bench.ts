@@ -24,7 +24,7 @@ if (at !== -1) {
   const work = (size: number) =>
     phase === 'json' ? jsonCalls(base, sessions, size) : streams(base, sessions, STREAM_COUNT, size);
   await (phase === 'json'
-    ? jsonCalls(base, sessions, arg('warm', 300, 20))
+    ? jsonCalls(base, sessions, arg('warm', 200, 20))
     : streams(base, sessions, arg('warm', 30, 3), 100));
   // Connections idle while callgrind is switched on; a proxy may close them meanwhile.
   freshConnections();

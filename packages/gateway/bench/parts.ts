@@ -161,16 +161,7 @@ export async function startUpstream(): Promise<string> {
 
 // --- Proxies ---
 
-const HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-  'host',
-]);
+const HOP = new Set('connection keep-alive proxy-connection te trailer transfer-encoding upgrade host'.split(' '));
 const endToEnd = (h: IncomingHttpHeaders) => Object.fromEntries(Object.entries(h).filter(([k]) => !HOP.has(k)));
 
 export type ProxyKind = 'gateway' | 'gateway-nodetector' | 'bare';
