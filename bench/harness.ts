@@ -21,7 +21,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { getHeapSpaceStatistics } from 'node:v8';
 
-export { figure, type Figure, type Target } from './figure.js';
+export { figure } from './figure.js';
 
 export const SMOKE = process.argv.includes('--smoke');
 

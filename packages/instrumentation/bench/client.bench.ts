@@ -157,7 +157,9 @@ if (role === 'lean-server') {
       arg('warmup', 2, 0),
     );
     await Child.stopAll();
-    console.log(`timed rounds done; counting instructions (${VARIANTS.length} variants, two sizes each, under callgrind)`);
+    console.log(
+      `timed rounds done; counting instructions (${VARIANTS.length} variants, two sizes each, under callgrind)`,
+    );
     if (!hasValgrind()) throw new Error('valgrind is not installed (Debian: apt-get install valgrind)');
     const sizes: [number, number] = [arg('counted', 15, 1), arg('counted', 15, 1) * 3];
     const counts = {} as Record<Variant, { total: number; collector: number; compiler: number }>;
