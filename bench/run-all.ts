@@ -76,7 +76,7 @@ function table(runs: Run[]): string {
       const met = loaded ? 'under load: not a result' : f.met === undefined ? '' : f.met ? 'yes' : '**no**';
       const note = [f.heldBy && `held by: ${f.heldBy}`, f.note].filter(Boolean).join('; ');
       const cells = [
-        `${f.what} \`${f.id}\``,
+        f.id === f.what ? f.what : `${f.what} \`${f.id}\``,
         f.target?.text ?? '',
         f.reference ? `${f.reference.what}: ${value(f.reference)}` : '',
         value(f.ours),

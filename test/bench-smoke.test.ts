@@ -37,11 +37,11 @@ describe('pnpm bench smoke', () => {
   });
 
   for (const b of BENCHES) {
-    it(`${b.id} starts and prints its figures`, { timeout: 300_000 }, () => {
+    it(`${b.id} starts and prints its figures`, { timeout: 900_000 }, () => {
       const run = spawnSync(process.execPath, [...NODE_FLAGS, b.script, ...(b.smokeArgs ?? ['--smoke'])], {
         cwd: join(ROOT, b.dir),
         encoding: 'utf8',
-        timeout: 280_000,
+        timeout: 880_000,
       });
       expect(run.error, run.stderr).toBeUndefined();
       expect(run.status, `${run.stdout}\n${run.stderr}`).toBe(0);
