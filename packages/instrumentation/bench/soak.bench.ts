@@ -45,50 +45,39 @@ async function readText(body: ReadableStream<Uint8Array>): Promise<string> {
 /** One session of the churn as the SDK 1.x client makes it on the wire, ended by DELETE or by close. */
 async function oneSession(url: string, fetch: FetchLike, terminate: boolean): Promise<void> {
   const controller = new AbortController();
-  const signal = controller.signal;
   const post = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
-  const body = (m: object) => JSON.stringify({ jsonrpc: '2.0', ...m });
-  const init = await fetch(url, {
-    method: 'POST',
-    headers: post,
-    signal,
-    body: body({
-      id: 0,
-      method: 'initialize',
-      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'soak', version: '1' } },
-    }),
+  let session: Record<string, string> = {};
+  const send = (method: string, headers: Record<string, string>, message?: object) =>
+    fetch(url, {
+      method,
+      headers: { ...headers, ...session },
+      signal: controller.signal,
+      body: message && JSON.stringify({ jsonrpc: '2.0', ...message }),
+    });
+  const clientInfo = { name: 'soak', version: '1' };
+  const init = await send('POST', post, {
+    id: 0,
+    method: 'initialize',
+    params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo },
   });
-  const session = { 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-06-18' };
+  session = { 'mcp-session-id': init.headers.get('mcp-session-id')!, 'mcp-protocol-version': '2025-06-18' };
   await init.text();
-  await (
-    await fetch(url, {
-      method: 'POST',
-      headers: { ...post, ...session },
-      signal,
-      body: body({ method: 'notifications/initialized' }),
-    })
-  ).text();
-  const get = await fetch(url, { method: 'GET', headers: { accept: 'text/event-stream', ...session }, signal });
-  const listening = readText(get.body!).catch(() => undefined);
+  await (await send('POST', post, { method: 'notifications/initialized' })).text();
+  const listening = readText((await send('GET', { accept: 'text/event-stream' })).body!).catch(() => undefined);
   const params = { name: 'stream_progress', arguments: { count: 3, delay: 0 }, _meta: { progressToken: 1 } };
-  const called = await fetch(url, {
-    method: 'POST',
-    headers: { ...post, ...session },
-    signal,
-    body: body({ id: 1, method: 'tools/call', params }),
-  });
+  const called = await send('POST', post, { id: 1, method: 'tools/call', params });
   if (!(await readText(called.body!)).includes('"result"')) throw new Error('churn: no result');
-  if (terminate) await (await fetch(url, { method: 'DELETE', headers: session, signal })).text();
+  if (terminate) await (await send('DELETE', {})).text();
   controller.abort();
   await listening;
 }
 
 async function variant(name: string, url: string, churnUrl: string): Promise<Result> {
-  const provider = new BasicTracerProvider({
-    spanProcessors: [
-      new BatchSpanProcessor({ export: (_s, done) => done({ code: 0 }), shutdown: async () => undefined }),
-    ],
-  });
+  const dropAll = {
+    export: (_s: unknown, done: (r: { code: 0 }) => void) => done({ code: 0 }),
+    shutdown: async () => undefined,
+  };
+  const provider = new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(dropAll)] });
   const fetch =
     name === 'guard'
       ? guardedFetch()
