@@ -188,7 +188,7 @@ if (role === 'lean-server') {
         reference: { what: 'bare SDK client', value: counts.bare.total, unit },
         ours: { value: counts[v].total, unit },
         ratio: counts[v].total / counts.bare.total,
-        heldBy: `${label}'s own work per event (the wire observer's scan and, for spans, the recorder): ${added.toFixed(0)} instructions added`,
+        heldBy: `${v === 'guard' ? "the wire observer's scan and the guard's decisions" : "the wire observer's scan and the span recorder"}: ${added.toFixed(0)} instructions added per event`,
         note: `time ratio beside it ${t.ratio.toFixed(3)} (${t.ratioRange.map((x) => x.toFixed(2)).join('–')}); own instructions (no collector, compilers) ratio ${(own(v) / own('bare')).toFixed(3)}; ≈ ${(added * usPerInstruction).toFixed(2)} µs added at bare's µs per instruction`,
       });
       figure({
