@@ -1,7 +1,8 @@
 /**
  * Every benchmark of the workspace, as `pnpm bench` runs it (full) and as the CI smoke runs it (tiny:
  * it must start and print figures, never within a time limit). Each runs as its own Node process in
- * its package directory; the full arguments are what docs/benchmarks.md says to rerun.
+ * its package directory, one after the other. Sizes are each benchmark's own defaults (bench/README.md
+ * says how long each takes).
  */
 import { join } from 'node:path';
 
@@ -10,15 +11,21 @@ export interface Bench {
   /** Package directory, relative to the repository root. */
   dir: string;
   script: string;
-  args: string[];
-  smokeArgs: string[];
-  what: string;
+  /** The full run's arguments (default none: the benchmark's own sizes) and the smoke's (default `--smoke`). */
+  args?: string[];
+  smokeArgs?: string[];
+  what?: string;
 }
 
 export const ROOT = join(import.meta.dirname, '..');
 export const NODE_FLAGS = ['--expose-gc', '--import', 'tsx'];
 
 export const BENCHES: Bench[] = [
+  // Each says at its top what it measures and against what; bench/README.md has the list. The
+  // counted ones (callgrind) last: the slowest.
+  { id: 'gateway', dir: 'packages/gateway', script: 'bench/proxy.bench.ts' },
+  { id: 'gateway-tasks', dir: 'packages/gateway', script: 'bench/tasks.bench.ts' },
+  { id: 'client-soak', dir: 'packages/instrumentation', script: 'bench/soak.bench.ts' },
   {
     id: 'detector-core',
     dir: 'packages/daemon',
@@ -67,74 +74,7 @@ export const BENCHES: Bench[] = [
     smokeArgs: ['--smoke'],
     what: 'detection lag under load: completing span sent → finding emitted, and → visible in /metrics',
   },
-  {
-    id: 'guard',
-    dir: 'packages/guard',
-    script: 'bench/guard.bench.ts',
-    args: ['--events', '20000', '--calls', '20', '--progress', '100', '--rounds', '10'],
-    smokeArgs: ['--events', '200', '--calls', '1', '--progress', '3', '--rounds', '1', '--warmup', '0'],
-    what: 'client CPU per SSE event with guardedFetch against the same client without it, each in its own process (lean client, unmodified SDK 1.x client)',
-  },
-  {
-    id: 'instrumentation',
-    dir: 'packages/instrumentation',
-    script: 'bench/fetch.bench.ts',
-    // 20 calls a round: with 5 the variants' few thousand events let the ratio scatter from run to run.
-    args: ['--rounds', '10', '--calls', '20', '--progress', '100'],
-    smokeArgs: ['--rounds', '1', '--warmup', '0', '--calls', '1', '--progress', '3', '--pings', '3'],
-    what: 'client CPU per SSE event and per request of instrumentFetch against the bare SDK 1.x client and @opentelemetry/instrumentation-undici, each in its own process',
-  },
-  {
-    id: 'client-instructions',
-    dir: 'packages/instrumentation',
-    script: 'bench/instructions.bench.ts',
-    // About 3.5 minutes on two loaded cores (the three clients under callgrind at once); needs valgrind.
-    args: ['--calls', '80', '--warm', '300', '--progress', '100', '--timed', '3'],
-    smokeArgs: ['--calls', '1', '--warm', '0', '--progress', '3', '--timed', '1'],
-    what: "client instructions per SSE event (valgrind's callgrind, the measured calls only) of the unmodified SDK 1.x client bare, with guardedFetch and with instrumentFetch, each in its own process, and the µs they add at the bare client's timed µs per instruction",
-  },
-  {
-    id: 'client-soak',
-    dir: 'packages/instrumentation',
-    script: 'bench/soak.bench.ts',
-    args: ['--sessions', '600', '--ended', '1000,10000'],
-    smokeArgs: ['--sessions', '12', '--ended', '40,80'],
-    what: 'client heap per live session, per request and kept per ended session (at 1,000 and 10,000 ended): bare SDK, guardedFetch, instrumentFetch',
-  },
-  {
-    id: 'gateway',
-    dir: 'packages/gateway',
-    script: 'bench/proxy.bench.ts',
-    args: ['--rounds', '6', '--open', '10000'],
-    smokeArgs: ['--smoke'],
-    what: 'the gateway against a bare Node reverse proxy and nginx on the same loopback MCP traffic: proxy CPU per JSON request and per SSE event, latency added at 1,000 events/s, heap per open stream with 10,000 open, heap kept after DELETE; mcp_server_operation_duration_seconds: its observations per SSE event, and its CPU per request with and without it',
-  },
-  {
-    id: 'gateway-tasks',
-    dir: 'packages/gateway',
-    script: 'bench/tasks-poll.bench.ts',
-    args: ['--rounds', '6', '--requests', '3000'],
-    smokeArgs: ['--smoke'],
-    what: "the gateway's CPU per task poll (tasks/get of a live 2025-11-25 task, observing) against its CPU per tools/call answered with JSON (a request before tasks), in alternating rounds, the bare Node proxy's beside them",
-  },
-  {
-    id: 'gateway-json-parts',
-    dir: 'packages/gateway',
-    script: 'bench/cpu-parts.ts',
-    args: ['--phase', 'json', '--rounds', '4', '--json', '4000'],
-    smokeArgs: ['--phase', 'json', '--rounds', '1', '--json', '50', '--concurrency', '2'],
-    what: "where the gateway's CPU per JSON request goes, part by part (wire observer, digests, span recorder, detector, forwarding, Node's HTTP, sockets, GC...), against the same parts of the bare Node proxy: V8's sampling profile of each proxy over the JSON phase alone, each part's share of busy samples times the process's CPU per request",
-  },
-  {
-    id: 'gateway-sse-parts',
-    dir: 'packages/gateway',
-    script: 'bench/cpu-parts.ts',
-    args: ['--phase', 'sse', '--rounds', '4', '--streams', '300', '--events', '100'],
-    smokeArgs: ['--phase', 'sse', '--rounds', '1', '--streams', '4', '--events', '5', '--concurrency', '2'],
-    what: "where the gateway's CPU per SSE event goes, part by part, against the bare Node proxy's (as gateway-json-parts, over the SSE phase: streams of 100 progress events and a result, a stream's own work spread over its events)",
-  },
+  { id: 'wire', dir: 'packages/wire', script: 'bench/observer.bench.ts' },
+  { id: 'client', dir: 'packages/instrumentation', script: 'bench/client.bench.ts' },
+  { id: 'gateway-instructions', dir: 'packages/gateway', script: 'bench/instructions.bench.ts' },
 ];
-
-export function rerunCommand(b: Bench): string {
-  return `cd ${b.dir} && node ${NODE_FLAGS.join(' ')} ${b.script}${b.args.length ? ' ' + b.args.join(' ') : ''}`;
-}

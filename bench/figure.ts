@@ -6,7 +6,7 @@
  * A result is only ever printed from a measurement of the run that prints it; its reference is measured
  * in the same run (alternating rounds, or the same callgrind runs).
  */
-export interface Target {
+interface Target {
   /** As a reader says it: "≤ 1.3x a bare node:http proxy". */
   text: string;
   /** The bound and its direction, on the ratio (default) or on ours' value. */

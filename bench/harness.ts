@@ -21,7 +21,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { getHeapSpaceStatistics } from 'node:v8';
 
-export { figure, type Figure, type Target } from './figure.js';
+export { figure } from './figure.js';
 
 export const SMOKE = process.argv.includes('--smoke');
 
@@ -56,7 +56,8 @@ export async function heapNow(): Promise<{ heap: number; rss: number }> {
 type Op = (args: Record<string, unknown>) => unknown;
 
 /**
- * In a child: answers `{ seq, op, ...args }` with `{ seq, cpuUs, ...reply }`; `ready` is sent first.
+ * In a child: answers `{ seq, op, ...args }` with `{ seq, cpuUs, ...reply }` (a number replied is
+ * `{ units }`: the units of work the op did); `ready` is sent first.
  * `onStop` runs when the parent disconnects, then the process exits.
  */
 export function serve(ops: Record<string, Op>, ready: object = {}, onStop?: () => unknown): void {
@@ -67,7 +68,8 @@ export function serve(ops: Record<string, Op>, ready: object = {}, onStop?: () =
       const start = cpuNow();
       try {
         if (!fn) throw new Error(`unknown op ${m.op}`);
-        const reply = ((await fn(m)) ?? {}) as object;
+        const r = await fn(m);
+        const reply = typeof r === 'number' ? { units: r } : ((r ?? {}) as object);
         process.send!({ ...reply, seq: m.seq, cpuUs: cpuNow() - start });
       } catch (error) {
         process.send!({ seq: m.seq, error: String((error as Error)?.stack ?? error) });
@@ -83,6 +85,7 @@ export function serve(ops: Record<string, Op>, ready: object = {}, onStop?: () =
 
 /** In the parent: a part of the benchmark in a process of its own. */
 export class Child {
+  private static readonly started = new Set<Child>();
   private seq = 0;
   private readonly pending = new Map<number, (m: Record<string, unknown>) => void>();
   private constructor(
@@ -119,7 +122,9 @@ export class Child {
         throw new Error(`${name} exited with ${code} before it was ready`);
       }),
     ])) as [Record<string, unknown>];
-    return Object.assign(new Child(proc, name), { first });
+    const child = Object.assign(new Child(proc, name), { first });
+    Child.started.add(child);
+    return child;
   }
 
   ask<T = Record<string, unknown>>(op: string, args: object = {}): Promise<T & { cpuUs: number }> {
@@ -139,7 +144,13 @@ export class Child {
     return (await this.ask<{ total: number }>('cpu')).total - before;
   }
 
+  /** Stops every child still running (a benchmark's last line). */
+  static async stopAll(): Promise<void> {
+    for (const c of Child.started) await c.stop();
+  }
+
   async stop(): Promise<void> {
+    Child.started.delete(this);
     if (this.proc.exitCode !== null || !this.proc.connected) return;
     const exited = once(this.proc, 'exit');
     this.proc.disconnect();
@@ -204,8 +215,11 @@ export async function measured(work: () => Promise<unknown>): Promise<number> {
   const counted = process.env[COUNTED] === '1';
   const handshake = (say: string) =>
     new Promise<void>((resolve) => {
+      // A timer ticks meanwhile: valgrind takes callgrind_control's command while the program runs.
+      const tick = setInterval(() => undefined, 5);
       const go = (chunk: Buffer) => {
         if (!String(chunk).includes('go')) return;
+        clearInterval(tick);
         process.stdin.off('data', go).pause();
         resolve();
       };
@@ -306,12 +320,14 @@ export async function countInstructions(
 ): Promise<Instructions> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-callgrind-'));
   try {
-    const counts: Instructions[] = [];
-    for (const n of sizes) {
-      const out = join(dir, `${n}.out`);
-      await runCounted(['--expose-gc', '--import', 'tsx', script, ...args(n)], out);
-      counts.push(readCallgrind(out));
-    }
+    // Both sizes at once: a count does not mind sharing the machine.
+    const counts = await Promise.all(
+      sizes.map(async (n) => {
+        const out = join(dir, `${n}.out`);
+        await runCounted(['--expose-gc', '--import', 'tsx', script, ...args(n)], out);
+        return readCallgrind(out);
+      }),
+    );
     const du = units(sizes[1]) - units(sizes[0]);
     const per = (k: keyof Instructions) => (counts[1]![k] - counts[0]![k]) / du;
     return { total: per('total'), collector: per('collector'), compiler: per('compiler') };

@@ -34,7 +34,7 @@ function run(b: Bench): Promise<Run> {
   const load = loadavg();
   const start = Date.now();
   return new Promise((resolve) => {
-    const args = [...NODE_FLAGS, b.script, ...(smoke ? b.smokeArgs : b.args)];
+    const args = [...NODE_FLAGS, b.script, ...(smoke ? (b.smokeArgs ?? ['--smoke']) : (b.args ?? []))];
     const child = spawn(process.execPath, args, { cwd: join(ROOT, b.dir), stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     const take = (d: Buffer) => {
@@ -76,7 +76,7 @@ function table(runs: Run[]): string {
       const met = loaded ? 'under load: not a result' : f.met === undefined ? '' : f.met ? 'yes' : '**no**';
       const note = [f.heldBy && `held by: ${f.heldBy}`, f.note].filter(Boolean).join('; ');
       const cells = [
-        `${f.what} \`${f.id}\``,
+        f.id === f.what ? f.what : `${f.what} \`${f.id}\``,
         f.target?.text ?? '',
         f.reference ? `${f.reference.what}: ${value(f.reference)}` : '',
         value(f.ours),
@@ -92,52 +92,55 @@ function table(runs: Run[]): string {
 
 const startedAt = new Date();
 const runs: Run[] = [];
+const cpu = cpus();
+const machine = `${cpu[0]?.model ?? 'unknown CPU'}, ${cpu.length} logical cores, ${(totalmem() / 2 ** 30).toFixed(1)} GiB; Node ${process.version} (${process.platform} ${process.arch})`;
 for (const b of selected) {
   console.log(`\n== ${b.id} (load average ${loadavg()[0]!.toFixed(2)})`);
   runs.push(await run(b));
+  // Written after each benchmark: a run cut short leaves what it measured, said to be incomplete.
+  if (only.size === 0) writeFileSync(join(ROOT, 'docs/benchmarks.md'), markdown());
 }
-const cpu = cpus();
-const machine = `${cpu[0]?.model ?? 'unknown CPU'}, ${cpu.length} logical cores, ${(totalmem() / 2 ** 30).toFixed(1)} GiB; Node ${process.version} (${process.platform} ${process.arch})`;
-const minutes = ((Date.now() - startedAt.getTime()) / 60_000).toFixed(1);
 const result = table(runs);
-console.log(`\n${result}\n\nmachine: ${machine}; ${minutes} min`);
-
-const md = [
-  '# Benchmarks',
-  '',
-  'Written by `pnpm bench` (bench/run-all.ts); do not edit by hand. The history of runs is in git.',
-  '',
-  smoke
-    ? '**A smoke run (`pnpm bench --smoke`): every benchmark in its tiny mode. Its figures only show that each benchmark runs and what it prints; none is a result.**'
-    : '',
-  '',
-  `Machine: ${machine}. Run started ${startedAt.toISOString()}, ${minutes} minutes.`,
-  '',
-  '## How to read the table',
-  '',
-  '- One row per result. **ours** and **reference** are measured in the same run, side by side: a time ratio is the',
-  '  median of per-round ratios of alternating rounds (its range in brackets), each variant in a process of its own;',
-  '  an instruction ratio is of callgrind counts (two work sizes, their difference per unit), stable on a busy machine.',
-  '- **met** compares the ratio (or ours, when the target is on ours) with the target. A target not met names the',
-  '  part that holds it (**held by**). Rows without a target are there to read the others (a part, a reference).',
-  `- A benchmark that started with the 1-minute load average above ${LOAD_LIMIT} is marked "under load: not a result".`,
-  '- bench/README.md says what each benchmark measures, how to rerun one (`pnpm bench <id>`), and how to add one.',
-  '',
-  '## Results',
-  '',
-  result,
-  '',
-  '## Runs',
-  '',
-  '| benchmark | load average at start (1, 5, 15 min) | seconds | exit |',
-  '| --- | --- | --- | --- |',
-  ...runs.map(
-    (r) => `| ${r.bench.id} | ${r.load.map((x) => x.toFixed(2)).join(', ')} | ${r.seconds.toFixed(0)} | ${r.code} |`,
-  ),
-  '',
-];
-if (only.size === 0) {
-  writeFileSync(join(ROOT, 'docs/benchmarks.md'), md.join('\n'));
-  console.log('wrote docs/benchmarks.md');
-} else console.log('a subset ran: docs/benchmarks.md left as it is');
+console.log(`\n${result}\n\nmachine: ${machine}`);
+console.log(only.size === 0 ? 'wrote docs/benchmarks.md' : 'a subset ran: docs/benchmarks.md left as it is');
 if (runs.some((r) => r.code !== 0)) process.exitCode = 1;
+
+function markdown(): string {
+  const minutes = ((Date.now() - startedAt.getTime()) / 60_000).toFixed(1);
+  const incomplete =
+    runs.length < selected.length ? ` **Incomplete: ${runs.length} of ${selected.length} benchmarks ran.**` : '';
+  return [
+    '# Benchmarks',
+    '',
+    'Written by `pnpm bench` (bench/run-all.ts); do not edit by hand. The history of runs is in git.',
+    '',
+    smoke
+      ? '**A smoke run (`pnpm bench --smoke`): every benchmark in its tiny mode. Its figures only show that each benchmark runs and what it prints; none is a result.**'
+      : '',
+    '',
+    `Machine: ${machine}. Run started ${startedAt.toISOString()}, ${minutes} minutes.${incomplete}`,
+    '',
+    '## How to read the table',
+    '',
+    '- One row per result. **ours** and **reference** are measured in the same run, side by side: a time ratio is the',
+    '  median of per-round ratios of alternating rounds (its range in brackets), each variant in a process of its own;',
+    '  an instruction ratio is of callgrind counts (two work sizes, their difference per unit), stable on a busy machine.',
+    '- **met** compares the ratio (or ours, when the target is on ours) with the target. A target not met names the',
+    '  part that holds it (**held by**). Rows without a target are there to read the others (a part, a reference).',
+    `- A benchmark that started with the 1-minute load average above ${LOAD_LIMIT} is marked "under load: not a result".`,
+    '- bench/README.md says what each benchmark measures, how to rerun one (`pnpm bench <id>`), and how to add one.',
+    '',
+    '## Results',
+    '',
+    table(runs),
+    '',
+    '## Runs',
+    '',
+    '| benchmark | load average at start (1, 5, 15 min) | seconds | exit |',
+    '| --- | --- | --- | --- |',
+    ...runs.map(
+      (r) => `| ${r.bench.id} | ${r.load.map((x) => x.toFixed(2)).join(', ')} | ${r.seconds.toFixed(0)} | ${r.code} |`,
+    ),
+    '',
+  ].join('\n');
+}
