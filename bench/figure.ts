@@ -34,24 +34,10 @@ export interface Figure {
   note?: string;
 }
 
-/** The older shape, still printed by packages/daemon/bench until it is on the harness; parseFigures converts it. */
-interface LegacyFigure {
-  bench: string;
-  name: string;
-  value: number;
-  unit: string;
-  range?: [number, number];
-  reference?: { name: string; value: number; unit: string; range?: [number, number] };
-  ratio?: number;
-  target?: string;
-  note?: string;
-}
-
 const FIGURE_PREFIX = 'FIGURE ';
 
 /** Prints a result (its `met` computed from its target) and returns it. */
-export function figure(f: Omit<Figure, 'met'> | LegacyFigure): void {
-  if ('name' in f) return void console.log(FIGURE_PREFIX + JSON.stringify(f));
+export function figure(f: Omit<Figure, 'met'>): void {
   const t = f.target;
   let met: boolean | undefined;
   if (t) {
@@ -65,22 +51,6 @@ export function figure(f: Omit<Figure, 'met'> | LegacyFigure): void {
 export function parseFigures(output: string): Figure[] {
   const out: Figure[] = [];
   for (const line of output.split('\n'))
-    if (line.startsWith(FIGURE_PREFIX)) {
-      const f = JSON.parse(line.slice(FIGURE_PREFIX.length)) as Figure & { name?: string; value?: number };
-      // A benchmark not yet on the harness prints the older shape: { name, value, unit, reference.name }.
-      if (f.ours === undefined && f.value !== undefined) {
-        const old = f as unknown as LegacyFigure;
-        const ref = f.reference as unknown as { name?: string; what?: string } | undefined;
-        if (ref && ref.what === undefined) ref.what = ref.name ?? '';
-        Object.assign(f, {
-          id: old.name,
-          what: old.name,
-          ours: { value: old.value, unit: old.unit, range: old.range },
-          target: undefined,
-        });
-        if (old.target) f.note = `target: ${old.target}${f.note ? `; ${f.note}` : ''}`;
-      }
-      out.push(f);
-    }
+    if (line.startsWith(FIGURE_PREFIX)) out.push(JSON.parse(line.slice(FIGURE_PREFIX.length)) as Figure);
   return out;
 }

@@ -40,7 +40,7 @@ message Status { string message = 2; int32 code = 3; }
 message ExportTraceServiceRequest { repeated ResourceSpans resource_spans = 1; }
 `;
 
-export const ExportTraceServiceRequest = protobuf
+const ExportTraceServiceRequest = protobuf
   .parse(PROTO, { keepCase: false })
   .root.lookupType('opentelemetry.proto.ExportTraceServiceRequest');
 
@@ -56,7 +56,7 @@ function withByteIds(s: Record<string, unknown>): Record<string, unknown> {
 }
 
 /** An OTLP export request in the OTLP/JSON mapping, as OTLP/protobuf bytes. */
-function protobufOf(request: Record<string, unknown>): Buffer {
+export function protobufOfJsonRequest(request: Record<string, unknown>): Buffer {
   const rs = (request.resourceSpans as Record<string, unknown>[]).map((r) => ({
     ...r,
     scopeSpans: (r.scopeSpans as Record<string, unknown>[]).map((ss) => ({
@@ -64,7 +64,9 @@ function protobufOf(request: Record<string, unknown>): Buffer {
       spans: (ss.spans as Record<string, unknown>[]).map(withByteIds),
     })),
   }));
-  return Buffer.from(ExportTraceServiceRequest.encode(ExportTraceServiceRequest.fromObject({ resourceSpans: rs })).finish());
+  return Buffer.from(
+    ExportTraceServiceRequest.encode(ExportTraceServiceRequest.fromObject({ resourceSpans: rs })).finish(),
+  );
 }
 
 /** MCP spans as OTLP/protobuf bodies of `perBody` spans, under the service `bench`. */
@@ -72,7 +74,7 @@ function mcpProtobuf(spans: SpanRecord[], perBody: number): Buffer[] {
   const out: Buffer[] = [];
   for (let i = 0; i < spans.length; i += perBody)
     out.push(
-      protobufOf({
+      protobufOfJsonRequest({
         resourceSpans: [
           {
             resource: { attributes: [{ key: ATTR_SERVICE_NAME, value: { stringValue: 'bench' } }] },
@@ -109,7 +111,7 @@ export function bodies(encoding: Encoding, stream: Stream, requests: number, tag
   const mcp = workload(Math.max(1, Math.round(requests / 5)), tag);
   return encoding === 'json'
     ? mixedJsonBodies(mcp, { service: 'bench', seed }).map((b) => Buffer.from(b))
-    : mixedRequests(mcp, { service: 'bench', seed, intValue: Number }).map(protobufOf);
+    : mixedRequests(mcp, { service: 'bench', seed, intValue: Number }).map(protobufOfJsonRequest);
 }
 
 /** The reference decoder of an encoding: JSON.parse of the text, or protobufjs. */
@@ -129,6 +131,11 @@ export function decoder(encoding: Encoding) {
 export function spansIn(encoding: Encoding, round: Buffer[]): number {
   let n = 0;
   const decode = decoder(encoding);
-  for (const b of round) decode(b, () => n++, () => n++);
+  for (const b of round)
+    decode(
+      b,
+      () => n++,
+      () => n++,
+    );
   return n;
 }

@@ -9,7 +9,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Detector, type SpanRecord } from '@resumewatch/detector';
-import { ATTR_JSONRPC_REQUEST_ID, ATTR_MCP_SESSION_ID, ATTR_MCP_STREAM_ID, SPAN_REQUEST_TERMINAL } from '@resumewatch/semconv';
+import {
+  ATTR_JSONRPC_REQUEST_ID,
+  ATTR_MCP_SESSION_ID,
+  ATTR_MCP_STREAM_ID,
+  SPAN_REQUEST_TERMINAL,
+} from '@resumewatch/semconv';
 import { arg, figure, heapNow, median, range, SMOKE } from '../../../bench/harness.js';
 import { workload } from '../../detector/test/helpers/workload.js';
 
@@ -22,7 +27,10 @@ const TRACKED = arg('tracked', 1_000_000, 2_000);
  * probe a lookup, against megamorphic lookups in the `{}` records the doors build today).
  */
 const dictionaryOf = (spans: SpanRecord[]): SpanRecord[] =>
-  spans.map((x) => ({ ...x, attributes: Object.assign(Object.create(null) as SpanRecord['attributes'], x.attributes) }));
+  spans.map((x) => ({
+    ...x,
+    attributes: Object.assign(Object.create(null) as SpanRecord['attributes'], x.attributes),
+  }));
 for (const [failEvery, dictionary] of [
   [100, false],
   [10, false],
@@ -32,7 +40,11 @@ for (const [failEvery, dictionary] of [
   if (dictionary) w = w.map(dictionaryOf);
   let findings = 0;
   // In smoke mode the rounds are small enough for the dedupe set to remember every span: shrink it.
-  const d = new Detector({ maxRequests: REQUESTS, onFinding: () => findings++, ...(SMOKE ? { dedupeCapacity: 64 } : {}) });
+  const d = new Detector({
+    maxRequests: REQUESTS,
+    onFinding: () => findings++,
+    ...(SMOKE ? { dedupeCapacity: 64 } : {}),
+  });
   const rates: number[] = [];
   for (let round = -4; round < ROUNDS; round++) {
     const spans = w[round & 1]!;
@@ -44,7 +56,9 @@ for (const [failEvery, dictionary] of [
     bench: 'detector-core',
     id: `core-1-in-${failEvery}${dictionary ? '-dictionary' : ''}`,
     what: `the detector core, 1 request in ${failEvery} failing${dictionary ? ', null-prototype attribute records' : ''}: spans per second (median of rounds)`,
-    ...(failEvery === 100 && !dictionary ? { target: { text: '≥ 2 M spans/s', bound: 2e6, dir: '>=' as const, on: 'ours' as const } } : {}),
+    ...(failEvery === 100 && !dictionary
+      ? { target: { text: '≥ 2 M spans/s', bound: 2e6, dir: '>=' as const, on: 'ours' as const } }
+      : {}),
     ours: { value: median(rates), unit: 'spans/s', range: range(rates) },
     heldBy: 'the rule families per span (bench/README.md: count with callgrind to place them)',
     note: `${w[0]!.length} spans a round, ${findings} findings in all, every round evicts the previous one's ${REQUESTS} states`,

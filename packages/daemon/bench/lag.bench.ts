@@ -38,7 +38,7 @@ const { proc: child, port, metricsPort } = await startServe(false);
 // Findings on stdout: resolve the waiter of the probe whose session the line names.
 const waiting = new Map<string, (at: bigint) => void>();
 let out = '';
-child.stdout.on('data', (d: Buffer) => {
+child.stdout!.on('data', (d: Buffer) => {
   const at = process.hrtime.bigint();
   out += d.toString();
   let nl: number;

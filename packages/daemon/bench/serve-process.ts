@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { join } from 'node:path';
 
-export const SERVE_CLI = join(import.meta.dirname, '../dist/cli.js');
+const SERVE_CLI = join(import.meta.dirname, '../dist/cli.js');
 
 /** Spawns `node ...args` and waits for `ready` in what it prints; `out` is what it printed by then. */
 export async function listening(args: string[], ready: RegExp): Promise<{ proc: ChildProcess; out: string }> {
@@ -22,11 +22,27 @@ export async function listening(args: string[], ready: RegExp): Promise<{ proc: 
 /** serve on loopback ports; its ports read from what it prints. */
 export async function startServe(grpc: boolean) {
   const s = await listening(
-    [SERVE_CLI, 'serve', '--port', '0', '--grpc-port', grpc ? '0' : 'off', '--metrics-port', '0', '--max-requests', '1000000'],
+    [
+      SERVE_CLI,
+      'serve',
+      '--port',
+      '0',
+      '--grpc-port',
+      grpc ? '0' : 'off',
+      '--metrics-port',
+      '0',
+      '--max-requests',
+      '1000000',
+    ],
     /metrics on/,
   );
   const port = (re: RegExp) => Number(re.exec(s.out)?.[1] ?? 0);
-  return { ...s, port: port(/:(\d+)\/v1\/traces/), grpcPort: port(/gRPC on [\d.]+:(\d+)/), metricsPort: port(/:(\d+)\/metrics/) };
+  return {
+    ...s,
+    port: port(/:(\d+)\/v1\/traces/),
+    grpcPort: port(/gRPC on [\d.]+:(\d+)/),
+    metricsPort: port(/:(\d+)\/metrics/),
+  };
 }
 
 /** CPU µs a process has used so far, from /proc (10 ms ticks). */
@@ -41,8 +57,12 @@ const agent = new Agent({ keepAlive: true, maxSockets: 4, timeout: 2_000 });
 /** POSTs a body to /v1/traces on a keep-alive connection; rejects on any status but 200. */
 export const post = (port: number, type: string, body: Buffer | string) =>
   new Promise<void>((resolve, reject) =>
-    request({ host: '127.0.0.1', port, path: '/v1/traces', method: 'POST', agent, headers: { 'content-type': type } }, (res) =>
-      res.resume().on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`status ${res.statusCode}`)))),
+    request(
+      { host: '127.0.0.1', port, path: '/v1/traces', method: 'POST', agent, headers: { 'content-type': type } },
+      (res) =>
+        res
+          .resume()
+          .on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`status ${res.statusCode}`)))),
     )
       .on('error', reject)
       .end(body),

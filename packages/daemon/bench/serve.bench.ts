@@ -32,16 +32,27 @@ async function sendAll(list: Buffer[], send: (b: Buffer) => Promise<void>): Prom
 async function door(encoding: Encoding, stream: Stream): Promise<void> {
   const grpcOn = encoding === 'protobuf';
   const serve = await startServe(grpcOn);
-  const bare = await listening(['--import', 'tsx', join(import.meta.dirname, 'bare-receiver.ts'), encoding], /port \d+/);
+  const bare = await listening(
+    ['--import', 'tsx', join(import.meta.dirname, 'bare-receiver.ts'), encoding],
+    /port \d+/,
+  );
   const servePort = serve.port;
   const barePort = Number(/port (\d+)/.exec(bare.out)![1]);
   const type = grpcOn ? 'application/x-protobuf' : 'application/json';
   const client = grpcOn ? new grpc.Client(`127.0.0.1:${serve.grpcPort}`, grpc.credentials.createInsecure()) : undefined;
   const viaGrpc = (b: Buffer) =>
     new Promise<void>((resolve, reject) =>
-      client!.makeUnaryRequest(EXPORT, (x: Buffer) => x, (x: Buffer) => x, b, (e) => (e ? reject(e) : resolve())),
+      client!.makeUnaryRequest(
+        EXPORT,
+        (x: Buffer) => x,
+        (x: Buffer) => x,
+        b,
+        (e) => (e ? reject(e) : resolve()),
+      ),
     );
-  const rounds = Array.from({ length: ROUNDS + 1 }, (_, i) => bodies(encoding, stream, REQUESTS, `${stream}${i}`, i + 1));
+  const rounds = Array.from({ length: ROUNDS + 1 }, (_, i) =>
+    bodies(encoding, stream, REQUESTS, `${stream}${i}`, i + 1),
+  );
   const spans = rounds.map((r) => spansIn(encoding, r));
   const parse = reference(encoding);
   /** Spans per CPU second of `pid` while `send` posts round r. */
@@ -70,7 +81,10 @@ async function door(encoding: Encoding, stream: Stream): Promise<void> {
   const bound = stream === 'mcp' ? 0.6 : 1.5;
   const ref = { what: `${refName} of the same bodies, this process`, unit: 'spans/CPU s' };
   const doorRatio = compare(per.bare, per.parse);
-  const rows = [['serve', `OTLP/${encoding === 'json' ? 'JSON' : 'protobuf'} over HTTP`], ...(grpcOn ? [['grpc', 'OTLP/gRPC']] : [])] as const;
+  const rows = [
+    ['serve', `OTLP/${encoding === 'json' ? 'JSON' : 'protobuf'} over HTTP`],
+    ...(grpcOn ? [['grpc', 'OTLP/gRPC']] : []),
+  ] as const;
   for (const [v, door] of rows) {
     const c = compare(per[v as 'serve'], per.parse);
     figure({

@@ -18,7 +18,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { Detector, type SpanRecord } from '@resumewatch/detector';
-import { alternate, arg, compare, countInstructions, figure, hasValgrind, measured, SMOKE } from '../../../bench/harness.js';
+import {
+  alternate,
+  arg,
+  compare,
+  countInstructions,
+  figure,
+  hasValgrind,
+  measured,
+  SMOKE,
+} from '../../../bench/harness.js';
 import { configWith, writingPipeline } from '../src/doors/writing-pipeline.js';
 import { DetectorMetrics } from '../src/metrics.js';
 import { bodies, decoder, reference, spansIn } from './bodies.js';
@@ -32,7 +41,9 @@ const REQUESTS = arg('requests', argv.includes('--instructions') ? 2_000 : 6_000
 // A counted child reads the bodies its parent made (making them under callgrind would take minutes).
 const kept = argv.includes('--bodies') ? argv[argv.indexOf('--bodies') + 1]! : undefined;
 const rounds = kept
-  ? (JSON.parse(readFileSync(kept, 'utf8')) as string[][]).slice(0, ROUNDS).map((r) => r.map((b) => Buffer.from(b, 'base64')))
+  ? (JSON.parse(readFileSync(kept, 'utf8')) as string[][])
+      .slice(0, ROUNDS)
+      .map((r) => r.map((b) => Buffer.from(b, 'base64')))
   : Array.from({ length: ROUNDS }, (_, i) => bodies(encoding, stream, REQUESTS, `s${i}`, i + 1));
 const SPANS = spansIn(encoding, rounds[0]!);
 const decode = decoder(encoding);
@@ -77,7 +88,15 @@ if (only) {
   const per: Record<string, number> = {};
   // The smoke counts two stages only: it proves the counting runs, in minutes less.
   for (const stage of SMOKE ? ['parse', 'decode'] : Object.keys(STAGES)) {
-    const args = (n: number) => ['--only', stage, '--count', String(n), '--bodies', file, ...argv.slice(2).filter((a) => a !== '--instructions')];
+    const args = (n: number) => [
+      '--only',
+      stage,
+      '--count',
+      String(n),
+      '--bodies',
+      file,
+      ...argv.slice(2).filter((a) => a !== '--instructions'),
+    ];
     per[stage] = (await countInstructions(import.meta.filename, args, [1, 2], (n) => n * SPANS)).total;
   }
   rmSync(dir, { recursive: true });
@@ -110,10 +129,13 @@ if (only) {
       ours: { value: c.ref, unit: 'µs/span', range: c.refRange },
       ratio: c.ratio,
       ratioRange: c.ratioRange,
-      note: 'ratio is the rate\'s: reference µs / ours',
+      note: "ratio is the rate's: reference µs / ours",
     });
   }
-  const share = compare(cpu.pipeline!.map((p, i) => p - cpu['no-evidence']![i]!), cpu.pipeline!);
+  const share = compare(
+    cpu.pipeline!.map((p, i) => p - cpu['no-evidence']![i]!),
+    cpu.pipeline!,
+  );
   figure({
     bench: 'serve-stages',
     id: `evidence-${encoding}-${stream}`,

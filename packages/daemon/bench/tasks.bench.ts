@@ -77,7 +77,12 @@ let findings = 0;
 const detector = new Detector({ events: metrics, onFinding: (f) => void (findings++, metrics.finding(f, 0)) });
 for (let k = 0; k < TASKS; k++)
   detector.ingest(
-    createTask(T0 - INTERVAL_MS, `task-${k}`, { service: 'bench', session: SESSION, ttl: TTL_MS, interval: INTERVAL_MS }),
+    createTask(T0 - INTERVAL_MS, `task-${k}`, {
+      service: 'bench',
+      session: SESSION,
+      ttl: TTL_MS,
+      interval: INTERVAL_MS,
+    }),
   );
 const cpu = await alternate(['poll', 'request'] as const, ROUNDS, async (kind, r) => {
   const from = (r + 1) * SPANS; // both kinds advance in time together: round r's spans start at the same time
@@ -108,7 +113,9 @@ async function recordBytes(): Promise<{ never: number; polled: number }> {
   const d = new Detector({ maxTasksPerService: RECORDS });
   const before = (await heapNow()).heap;
   for (let k = 0; k < RECORDS; k++)
-    d.ingest(createTask(T0, taskId(k), { service: 'bench', session: randomUUID(), ttl: TTL_MS, interval: INTERVAL_MS }));
+    d.ingest(
+      createTask(T0, taskId(k), { service: 'bench', session: randomUUID(), ttl: TTL_MS, interval: INTERVAL_MS }),
+    );
   const created = (await heapNow()).heap;
   for (let p = 1; p <= POLLED; p++)
     for (let k = 0; k < RECORDS; k++)
