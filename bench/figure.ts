@@ -1,32 +1,51 @@
 /**
- * One line per measured figure, for `pnpm bench` (bench/run-all.ts) to collect into docs/benchmarks.md.
- * A benchmark prints its own readable lines too; this line is the machine-readable copy:
+ * One result of a benchmark, as a line for `pnpm bench` (bench/run-all.ts) to collect into its table:
  *
- *   FIGURE {"bench":"detector","name":"core, 1 in 100 failing","value":1.2e6,"unit":"spans/s",...}
+ *   FIGURE {"bench":"gateway","id":"gateway-json","what":"...","target":{...},"ours":{...},"ratio":1.9,"met":false}
  *
- * `reference` is what the figure is measured against in the same run (a bare SDK client, a bare
- * JSON.parse, protobufjs decoding), `target` what issue 14 asks for; both optional. A figure is only
- * ever printed from a measurement of the run that prints it.
+ * A result is only ever printed from a measurement of the run that prints it; its reference is measured
+ * in the same run (alternating rounds, or the same callgrind runs).
  */
+interface Target {
+  /** As a reader says it: "≤ 1.3x a bare node:http proxy". */
+  text: string;
+  /** The bound and its direction, on the ratio (default) or on ours' value. */
+  bound: number;
+  dir: '<=' | '>=';
+  on?: 'ratio' | 'ours';
+}
+
 export interface Figure {
-  /** The benchmark that measured it: detector, guard, instrumentation, soak. */
+  /** The benchmark that printed it (bench/benches.ts's id). */
   bench: string;
-  name: string;
-  value: number;
-  unit: string;
-  /** Spread over rounds or runs of this process, when measured: [min, max]. */
-  range?: [number, number];
-  reference?: { name: string; value: number; unit: string; range?: [number, number] };
-  /** value / reference.value (or the ratio the benchmark defines), when it is the figure that matters. */
+  /** The row's id, stable from run to run. */
+  id: string;
+  what: string;
+  target?: Target;
+  reference?: { what: string; value: number; unit: string; range?: [number, number] };
+  ours: { value: number; unit: string; range?: [number, number] };
+  /** Median of per-round ratios (time), or the ratio of counts (instructions). */
   ratio?: number;
-  target?: string;
+  ratioRange?: [number, number];
+  /** Whether the target is met; undefined without a target. */
+  met?: boolean;
+  /** For a target not met: the part that holds it (the benchmark's own words). */
+  heldBy?: string;
   note?: string;
 }
 
 const FIGURE_PREFIX = 'FIGURE ';
 
-export function figure(f: Figure): void {
-  console.log(FIGURE_PREFIX + JSON.stringify(f));
+/** Prints a result (its `met` computed from its target) and returns it. */
+export function figure(f: Omit<Figure, 'met'>): void {
+  const t = f.target;
+  let met: boolean | undefined;
+  if (t) {
+    const v = t.on === 'ours' ? f.ours.value : f.ratio;
+    met = v !== undefined && Number.isFinite(v) && (t.dir === '<=' ? v <= t.bound : v >= t.bound);
+  }
+  const out: Figure = { ...f, met, heldBy: met === false ? f.heldBy : undefined };
+  console.log(FIGURE_PREFIX + JSON.stringify(out));
 }
 
 export function parseFigures(output: string): Figure[] {

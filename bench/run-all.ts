@@ -1,36 +1,41 @@
 /**
- * `pnpm bench`: runs every benchmark one after the other (never two at once: they would measure each
- * other) and writes docs/benchmarks.md with each figure, its reference measured in the same run, the
- * machine, and how to rerun one. `pnpm bench guard detector-core` runs a subset and only prints: the
- * file holds the figures of one whole run, never a mix of runs.
+ * `pnpm bench`: every benchmark of bench/benches.ts, one after the other (never two at once: they
+ * would measure each other), then ONE table of their results, printed and written to
+ * docs/benchmarks.md with the machine and the load average at each benchmark's start. A benchmark
+ * started with the 1-minute load average above LOAD_LIMIT has its rows marked "under load: not a
+ * result" (the machine was busy with something else).
  *
- * Only figures printed by this run reach the file: a benchmark that fails shows as failed, with its
- * last output lines, not with older numbers.
+ *   pnpm bench                 everything, full size; rewrites docs/benchmarks.md
+ *   pnpm bench --smoke         everything in its tiny mode; rewrites docs/benchmarks.md, marked as a smoke run
+ *   pnpm bench gateway guard   a subset; prints only (the file holds one whole run)
  */
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { BENCHES, NODE_FLAGS, ROOT, rerunCommand, type Bench } from './benches.js';
+import { BENCHES, NODE_FLAGS, ROOT, type Bench } from './benches.js';
 import { parseFigures, type Figure } from './figure.js';
 
-interface Result {
+const LOAD_LIMIT = 1.5;
+const smoke = process.argv.includes('--smoke');
+const only = new Set(process.argv.slice(2).filter((a) => !a.startsWith('--')));
+const selected = BENCHES.filter((b) => only.size === 0 || only.has(b.id));
+
+interface Run {
   bench: Bench;
   code: number | null;
   output: string;
   figures: Figure[];
   seconds: number;
-  loadBefore: number[];
+  load: number[];
 }
 
-function run(b: Bench): Promise<Result> {
-  const loadBefore = loadavg();
+function run(b: Bench): Promise<Run> {
+  const load = loadavg();
   const start = Date.now();
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [...NODE_FLAGS, b.script, ...b.args], {
-      cwd: join(ROOT, b.dir),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const args = [...NODE_FLAGS, b.script, ...(smoke ? (b.smokeArgs ?? ['--smoke']) : (b.args ?? []))];
+    const child = spawn(process.execPath, args, { cwd: join(ROOT, b.dir), stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     const take = (d: Buffer) => {
       output += d.toString();
@@ -39,14 +44,7 @@ function run(b: Bench): Promise<Result> {
     child.stdout.on('data', take);
     child.stderr.on('data', take);
     child.on('close', (code) =>
-      resolve({
-        bench: b,
-        code,
-        output,
-        figures: parseFigures(output),
-        seconds: (Date.now() - start) / 1000,
-        loadBefore,
-      }),
+      resolve({ bench: b, code, output, figures: parseFigures(output), load, seconds: (Date.now() - start) / 1000 }),
     );
   });
 }
@@ -59,102 +57,90 @@ const fmt = (n: number): string => {
   if (a >= 10) return n.toFixed(1);
   return n.toFixed(3);
 };
-const withRange = (v: number, unit: string, r?: [number, number]) =>
-  `${fmt(v)} ${unit}${r ? ` (${fmt(r[0])}–${fmt(r[1])})` : ''}`;
+const value = (v: { value: number; unit: string; range?: [number, number] }) =>
+  `${fmt(v.value)} ${v.unit}${v.range ? ` (${fmt(v.range[0])}–${fmt(v.range[1])})` : ''}`;
 
-/** `rerun`: with it, each row says the command that reruns its figure (the table that gathers every benchmark's). */
-function table(figures: Figure[], rerun?: (f: Figure) => string): string {
+function table(runs: Run[]): string {
   const rows = [
-    `| figure | measured | reference, same run | ratio | target | note |${rerun ? ' rerun |' : ''}`,
-    `| --- | --- | --- | --- | --- | --- |${rerun ? ' --- |' : ''}`,
+    '| result | target | reference | ours | ratio | met | note |',
+    '| --- | --- | --- | --- | --- | --- | --- |',
   ];
-  for (const f of figures) {
-    const ref = f.reference
-      ? `${f.reference.name}: ${withRange(f.reference.value, f.reference.unit, f.reference.range)}`
-      : '';
-    const cells = [
-      f.name,
-      withRange(f.value, f.unit, f.range),
-      ref,
-      f.ratio === undefined ? '' : f.ratio.toFixed(3),
-      f.target ?? '',
-      f.note ?? '',
-      ...(rerun ? [rerun(f)] : []),
-    ];
-    rows.push(`| ${cells.map((c) => c.replace(/\|/g, '\\|')).join(' | ')} |`);
+  for (const r of runs) {
+    const loaded = r.load[0]! > LOAD_LIMIT;
+    if (r.code !== 0) rows.push(`| **${r.bench.id}: failed** (exit ${r.code}) | | | | | | see its output |`);
+    for (const f of r.figures) {
+      const ratio =
+        f.ratio === undefined
+          ? ''
+          : `${f.ratio.toFixed(3)}${f.ratioRange ? ` (${f.ratioRange.map((x) => x.toFixed(2)).join('–')})` : ''}`;
+      const met = loaded ? 'under load: not a result' : f.met === undefined ? '' : f.met ? 'yes' : '**no**';
+      const note = [f.heldBy && `held by: ${f.heldBy}`, f.note].filter(Boolean).join('; ');
+      const cells = [
+        f.id === f.what ? f.what : `${f.what} \`${f.id}\``,
+        f.target?.text ?? '',
+        f.reference ? `${f.reference.what}: ${value(f.reference)}` : '',
+        value(f.ours),
+        ratio,
+        met,
+        note,
+      ];
+      rows.push(`| ${cells.map((c) => c.replace(/\|/g, '\\|').replace(/\n/g, ' ')).join(' | ')} |`);
+    }
   }
   return rows.join('\n');
 }
 
-const only = new Set(process.argv.slice(2));
-const selected = BENCHES.filter((b) => only.size === 0 || only.has(b.id));
-const cpu = cpus();
 const startedAt = new Date();
-const results: Result[] = [];
+const runs: Run[] = [];
+const cpu = cpus();
+const machine = `${cpu[0]?.model ?? 'unknown CPU'}, ${cpu.length} logical cores, ${(totalmem() / 2 ** 30).toFixed(1)} GiB; Node ${process.version} (${process.platform} ${process.arch})`;
 for (const b of selected) {
-  console.log(`\n== ${b.id}: ${rerunCommand(b)}`);
-  results.push(await run(b));
+  console.log(`\n== ${b.id} (load average ${loadavg()[0]!.toFixed(2)})`);
+  runs.push(await run(b));
+  // Written after each benchmark: a run cut short leaves what it measured, said to be incomplete.
+  if (only.size === 0) writeFileSync(join(ROOT, 'docs/benchmarks.md'), markdown());
 }
+const result = table(runs);
+console.log(`\n${result}\n\nmachine: ${machine}`);
+console.log(only.size === 0 ? 'wrote docs/benchmarks.md' : 'a subset ran: docs/benchmarks.md left as it is');
+if (runs.some((r) => r.code !== 0)) process.exitCode = 1;
 
-const md: string[] = [
-  '# Benchmarks',
-  '',
-  'Written by `pnpm bench` (bench/run-all.ts); do not edit by hand. Every figure below was measured in the run',
-  'this file records, each next to its reference measured in the same process or the same run (a ratio is only',
-  'taken between two measurements of one run). The machine is shared and noisy: ranges are over the rounds of',
-  'one run, and a ratio of side-by-side rounds is the figure to trust, not an absolute rate.',
-  '',
-  '## Machine',
-  '',
-  `- CPU: ${cpu[0]?.model ?? 'unknown'}, ${cpu.length} logical cores; ${(totalmem() / 2 ** 30).toFixed(1)} GiB memory`,
-  `- Node ${process.version} (${process.platform} ${process.arch})`,
-  `- run started ${startedAt.toISOString()}; load average (1, 5, 15 min) at the start of each benchmark is in its section`,
-  '',
-  '## How to rerun',
-  '',
-  '- everything: `pnpm bench` (builds, then runs each benchmark in turn and rewrites this file)',
-  '- a subset, printing only (this file always holds one whole run): `pnpm bench <id> ...` with the ids below',
-  '- one benchmark alone, printing only: the command under its section',
-  '- the CI smoke (each benchmark in a tiny mode, checks that it starts and prints figures): `npx vitest run test/bench-smoke.test.ts`',
-  '',
-];
-// Every figure that has a target, in one table: the issue's "each target met or the distance to it".
-const targeted = results.flatMap((r) => r.figures.filter((f) => f.target !== undefined));
-const benchOf = new Map(results.flatMap((r) => r.figures.map((f) => [f, r.bench] as const)));
-const rerunOf = (f: Figure): string => {
-  const b = benchOf.get(f);
-  return b ? `\`pnpm bench ${b.id}\`` : '';
-};
-if (targeted.length > 0) md.push('## Figures with a target', '', table(targeted, rerunOf), '');
-// What was tried about each target, by hand (bench/notes.md): words only, the figures are the tables'.
-const notes = join(ROOT, 'bench/notes.md');
-if (existsSync(notes)) md.push(readFileSync(notes, 'utf8').trim(), '');
-for (const r of results) {
-  md.push(`## ${r.bench.id}`, '', `${r.bench.what}.`, '', `Rerun: \`${rerunCommand(r.bench)}\``, '');
-  md.push(
-    `Load average at start: ${r.loadBefore.map((x) => x.toFixed(2)).join(', ')}; ran ${r.seconds.toFixed(0)} s.`,
+function markdown(): string {
+  const minutes = ((Date.now() - startedAt.getTime()) / 60_000).toFixed(1);
+  const incomplete =
+    runs.length < selected.length ? ` **Incomplete: ${runs.length} of ${selected.length} benchmarks ran.**` : '';
+  return [
+    '# Benchmarks',
     '',
-  );
-  if (r.code !== 0 || r.figures.length === 0) {
-    md.push(
-      `**Failed** (exit ${r.code}, ${r.figures.length} figures). Last lines:`,
-      '',
-      '```',
-      ...r.output.trim().split('\n').slice(-15),
-      '```',
-      '',
-    );
-    continue;
-  }
-  md.push(table(r.figures), '');
-  const notes = r.output.split('\n').filter((l) => l.trim() && !l.startsWith('FIGURE '));
-  md.push('<details><summary>Output</summary>', '', '```', ...notes, '```', '', '</details>', '');
+    'Written by `pnpm bench` (bench/run-all.ts); do not edit by hand. The history of runs is in git.',
+    '',
+    smoke
+      ? '**A smoke run (`pnpm bench --smoke`): every benchmark in its tiny mode. Its figures only show that each benchmark runs and what it prints; none is a result.**'
+      : '',
+    '',
+    `Machine: ${machine}. Run started ${startedAt.toISOString()}, ${minutes} minutes.${incomplete}`,
+    '',
+    '## How to read the table',
+    '',
+    '- One row per result. **ours** and **reference** are measured in the same run, side by side: a time ratio is the',
+    '  median of per-round ratios of alternating rounds (its range in brackets), each variant in a process of its own;',
+    '  an instruction ratio is of callgrind counts (two work sizes, their difference per unit), stable on a busy machine.',
+    '- **met** compares the ratio (or ours, when the target is on ours) with the target. A target not met names the',
+    '  part that holds it (**held by**). Rows without a target are there to read the others (a part, a reference).',
+    `- A benchmark that started with the 1-minute load average above ${LOAD_LIMIT} is marked "under load: not a result".`,
+    '- bench/README.md says what each benchmark measures, how to rerun one (`pnpm bench <id>`), and how to add one.',
+    '',
+    '## Results',
+    '',
+    table(runs),
+    '',
+    '## Runs',
+    '',
+    '| benchmark | load average at start (1, 5, 15 min) | seconds | exit |',
+    '| --- | --- | --- | --- |',
+    ...runs.map(
+      (r) => `| ${r.bench.id} | ${r.load.map((x) => x.toFixed(2)).join(', ')} | ${r.seconds.toFixed(0)} | ${r.code} |`,
+    ),
+    '',
+  ].join('\n');
 }
-const count = results.reduce((n, r) => n + r.figures.length, 0);
-if (only.size === 0) {
-  writeFileSync(join(ROOT, 'docs/benchmarks.md'), md.join('\n'));
-  console.log(`\nwrote docs/benchmarks.md (${count} figures)`);
-} else {
-  console.log(`\n${count} figures; docs/benchmarks.md left as it is (a subset ran)`);
-}
-if (results.some((r) => r.code !== 0)) process.exitCode = 1;

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configWith } from '../src/doors/writing-pipeline.js';
 import { Pipeline } from '../src/doors/pipeline.js';
 import { mixedRequests } from '../../detector/test/helpers/app-spans.js';
-import { protobufOfJsonRequest } from '../bench/otlp-proto.js';
+import { protobufOfJsonRequest } from '../bench/bodies.js';
 import { recordLabScenario, recordModernScenario, type OtlpBatch } from './helpers/otlp-recording.js';
 
 const TIMEOUT = 90_000;

@@ -1,111 +1,66 @@
 /**
- * What mcp_server_operation_duration_seconds costs the gateway per request, side by side in one process:
- * the built-in detector's path for a request span (Detector.ingest, DetectorMetrics) with the histogram
- * on, as the gateway runs it, against the same path without it (no operation handed to the metrics at
- * all). Both get the same request spans, shaped as the gateway records them (kind CLIENT, its
- * attributes), in alternating rounds; each round's CPU per request is timed with process.cpuUsage.
- *
- * Nothing per SSE event is measured here: no SSE event reaches the detector, only a request's span at
- * its end. proxy.bench.ts counts the histogram's observations over a phase of streams through the real
- * gateway for that.
+ * What mcp_server_operation_duration_seconds costs the gateway per request, in this process: the
+ * built-in detector's path for a request span (Detector.ingest, DetectorMetrics) with the histogram, as
+ * the gateway runs it, against the same path without it, on the same spans, alternating rounds.
  */
-import {
-  ATTR_ERROR_TYPE,
-  ATTR_GEN_AI_OPERATION_NAME,
-  ATTR_GEN_AI_TOOL_NAME,
-  ATTR_JSONRPC_REQUEST_ID,
-  ATTR_MCP_METHOD_NAME,
-  ATTR_MCP_PROTOCOL_VERSION,
-  ATTR_MCP_SESSION_ID,
-  ATTR_NETWORK_PROTOCOL_NAME,
-  ATTR_NETWORK_TRANSPORT,
-  ATTR_RPC_RESPONSE_STATUS_CODE,
-  ATTR_SERVER_ADDRESS,
-  ATTR_SERVER_PORT,
-  ErrorType,
-  MCP_METHOD_TOOLS_CALL,
-  METRIC_MCP_SERVER_OPERATION_DURATION_SECONDS,
-} from '@resumewatch/semconv';
+import * as S from '@resumewatch/semconv';
 import { DetectorMetrics } from '@resumewatch/daemon';
 import { Detector, type AttributeValue, type SpanRecord } from '@resumewatch/detector';
+import { alternate } from '../../../bench/harness.js';
 
-export interface OperationCost {
-  /** µs CPU per request span through the detector and its metrics, per round: with the histogram, without. */
-  withHistogram: number[];
-  without: number[];
-  requests: number;
-  /** Series the histogram held at the end (label sets of the spans below). */
-  series: number;
-}
-
-const TOOLS = 20;
-
-/** `n` request spans of a gateway: tools/call of TOOLS tools, 1 in 50 a JSON-RPC error, 1 in 50 a tool error. */
+/** `n` request spans as the gateway records them: tools/call of 20 tools, 1 in 50 a JSON-RPC error, 1 in 50 a tool error. */
 function gatewaySpans(n: number, now: number): SpanRecord[] {
-  const spans: SpanRecord[] = [];
-  for (let i = 0; i < n; i++) {
+  return Array.from({ length: n }, (_, i) => {
     const attributes: Record<string, AttributeValue> = {
-      [ATTR_MCP_METHOD_NAME]: MCP_METHOD_TOOLS_CALL,
-      [ATTR_JSONRPC_REQUEST_ID]: String(i),
-      [ATTR_NETWORK_TRANSPORT]: 'tcp',
-      [ATTR_NETWORK_PROTOCOL_NAME]: 'http',
-      [ATTR_SERVER_ADDRESS]: '127.0.0.1',
-      [ATTR_SERVER_PORT]: 8080,
-      [ATTR_MCP_SESSION_ID]: `session-${i % 64}`,
-      [ATTR_MCP_PROTOCOL_VERSION]: '2025-11-25',
-      [ATTR_GEN_AI_TOOL_NAME]: `tool_${i % TOOLS}`,
-      [ATTR_GEN_AI_OPERATION_NAME]: 'execute_tool',
+      [S.ATTR_MCP_METHOD_NAME]: S.MCP_METHOD_TOOLS_CALL,
+      [S.ATTR_JSONRPC_REQUEST_ID]: String(i),
+      [S.ATTR_NETWORK_TRANSPORT]: 'tcp',
+      [S.ATTR_NETWORK_PROTOCOL_NAME]: 'http',
+      [S.ATTR_SERVER_ADDRESS]: '127.0.0.1',
+      [S.ATTR_SERVER_PORT]: 8080,
+      [S.ATTR_MCP_SESSION_ID]: `session-${i % 64}`,
+      [S.ATTR_MCP_PROTOCOL_VERSION]: '2025-11-25',
+      [S.ATTR_GEN_AI_TOOL_NAME]: `tool_${i % 20}`,
+      [S.ATTR_GEN_AI_OPERATION_NAME]: 'execute_tool',
     };
     if (i % 50 === 7)
-      Object.assign(attributes, { [ATTR_ERROR_TYPE]: '-32603', [ATTR_RPC_RESPONSE_STATUS_CODE]: '-32603' });
-    else if (i % 50 === 23) attributes[ATTR_ERROR_TYPE] = ErrorType.TOOL_ERROR;
-    spans.push({
-      traceId: (i + 1).toString(16).padStart(32, '0'),
-      spanId: (i + 1).toString(16).padStart(16, '0'),
-      name: `${MCP_METHOD_TOOLS_CALL} tool_${i % TOOLS}`,
+      Object.assign(attributes, { [S.ATTR_ERROR_TYPE]: '-32603', [S.ATTR_RPC_RESPONSE_STATUS_CODE]: '-32603' });
+    else if (i % 50 === 23) attributes[S.ATTR_ERROR_TYPE] = S.ErrorType.TOOL_ERROR;
+    const id = (i + 1).toString(16);
+    return {
+      traceId: id.padStart(32, '0'),
+      spanId: id.padStart(16, '0'),
+      name: `${S.MCP_METHOD_TOOLS_CALL} tool_${i % 20}`,
       kind: 3,
       startTimeUnixMs: now + i,
       endTimeUnixMs: now + i + 0.5 + (i % 300),
       attributes,
       service: 'resumewatch-gateway',
-    });
-  }
-  return spans;
+    };
+  });
 }
 
-/** The detector of a gateway: with the histogram (its metrics time its client spans) or without any. */
-function gatewayDetector(histogram: boolean): { detector: Detector; metrics: DetectorMetrics } {
-  const metrics = new DetectorMetrics();
-  if (histogram) metrics.timeServerOperationsAtProxy();
-  // Without: the metrics take no operation at all, so the detector does not read one (an own property
-  // hiding the method is what a door without operation metrics looks like to the core).
-  else Object.defineProperty(metrics, 'operation', { value: undefined });
-  return { detector: new Detector({ events: metrics }), metrics };
-}
-
-function cpuUs(): number {
-  const u = process.cpuUsage();
-  return u.user + u.system;
-}
-
-export async function measureOperationCost(rounds: number, requests: number): Promise<OperationCost> {
+/** µs CPU per request span, per round, with the histogram and without; the label sets it held. */
+export async function measureOperationCost(rounds: number, requests: number) {
   const spans = gatewaySpans(requests, Date.now());
-  const variants = { withHistogram: gatewayDetector(true), without: gatewayDetector(false) };
-  const out: OperationCost = { withHistogram: [], without: [], requests, series: 0 };
-  // Warm-up, not measured: both paths compiled before the first round.
-  for (const v of Object.values(variants)) for (const s of spans) v.detector.ingest(s);
-  for (let round = 0; round < rounds; round++) {
-    const order = round % 2 === 0 ? (['withHistogram', 'without'] as const) : (['without', 'withHistogram'] as const);
-    for (const name of order) {
-      const { detector } = variants[name];
-      const start = cpuUs();
-      for (const s of spans) detector.ingest(s);
-      out[name].push((cpuUs() - start) / requests);
-    }
-  }
-  const text = (await variants.withHistogram.metrics.render(undefined)).body;
-  out.series = text
+  const detectors = Object.fromEntries(
+    (['with', 'without'] as const).map((v) => {
+      const metrics = new DetectorMetrics();
+      if (v === 'with') metrics.timeServerOperationsAtProxy();
+      // Without: the metrics take no operation at all, as a door without operation metrics looks to the core.
+      else Object.defineProperty(metrics, 'operation', { value: undefined });
+      return [v, { detector: new Detector({ events: metrics }), metrics }];
+    }),
+  );
+  const out = await alternate(['with', 'without'] as const, rounds, async (v) => {
+    const start = process.cpuUsage();
+    for (const s of spans) detectors[v]!.detector.ingest(s);
+    const used = process.cpuUsage(start);
+    return (used.user + used.system) / requests;
+  });
+  const text = (await detectors.with!.metrics.render(undefined)).body;
+  const series = text
     .split('\n')
-    .filter((l) => l.startsWith(`${METRIC_MCP_SERVER_OPERATION_DURATION_SECONDS}_count{`)).length;
-  return out;
+    .filter((l) => l.startsWith(`${S.METRIC_MCP_SERVER_OPERATION_DURATION_SECONDS}_count{`)).length;
+  return { withHistogram: out.with, without: out.without, series };
 }

@@ -15,11 +15,6 @@ export function startLabChild(options: { slowClients?: boolean } = {}): Promise<
   return startServerChild([...preload, cli, 'server', '--capacity', '100000']);
 }
 
-/** The soak's lean churn server (churn-server.ts) in a child process. */
-export function startChurnChild(): Promise<{ url: string; stop(): void }> {
-  return startServerChild(['--import', 'tsx', fileURLToPath(new URL('churn-server.ts', import.meta.url))]);
-}
-
 /** A server child that prints `MCP <url>` once it listens. */
 async function startServerChild(args: string[]): Promise<{ url: string; stop(): void }> {
   const child = spawn(process.execPath, args, {

@@ -7,12 +7,9 @@
  * and, as the reference measured alongside, the POST's own round trip (start to HTTP 200).
  * The load is healthy traffic only, so every finding is a probe's.
  *
- *   node --expose-gc --import tsx bench/lag.ts [--probes 200] [--smoke]
+ *   node --expose-gc --import tsx bench/lag.bench.ts [--probes 200] [--smoke]
  */
-import { spawn } from 'node:child_process';
 import { Agent, request } from 'node:http';
-import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import {
   ATTR_JSONRPC_REQUEST_ID,
   ATTR_MCP_SESSION_ID,
@@ -24,42 +21,24 @@ import {
   METRIC_FINDINGS_TOTAL,
   SPAN_REQUEST_TERMINAL,
 } from '@resumewatch/semconv';
-import { figure } from '../../../bench/figure.js';
+import { arg, figure, SMOKE } from '../../../bench/harness.js';
 import type { SpanRecord } from '@resumewatch/detector';
 import { otlpJson } from '../../detector/test/helpers/otlp.js';
 import { otlpBodies, workload } from '../../detector/test/helpers/workload.js';
+import { closePosts, post, startServe } from './serve-process.js';
 
-const { values } = parseArgs({
-  options: { probes: { type: 'string', default: '200' }, smoke: { type: 'boolean', default: false } },
-});
-const SMOKE = values.smoke;
-const PROBES = SMOKE ? 3 : Number(values.probes);
+const PROBES = arg('probes', 200, 3);
 const PROBE_SERVICE = 'lag-probe';
 
 // Healthy load: more distinct spans than the dedupe set remembers, so cycling the pool keeps them new.
 const load = otlpBodies(workload(SMOKE ? 600 : 60_000, 'lag', Number.MAX_SAFE_INTEGER), 512);
 
-const cli = join(import.meta.dirname, '../src/cli.ts');
-const child = spawn(
-  process.execPath,
-  ['--import', 'tsx', cli, 'serve', '--port', '0', '--grpc-port', 'off', '--metrics-port', '0'],
-  { stdio: ['ignore', 'pipe', 'pipe'] },
-);
-let stderr = '';
-child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-const deadline = Date.now() + 60_000;
-while (!/metrics on/.test(stderr)) {
-  if (child.exitCode !== null || Date.now() > deadline)
-    throw new Error(`resumewatch serve did not start: ${stderr.trim()}`);
-  await new Promise((r) => setTimeout(r, 20));
-}
-const port = Number(/:(\d+)\/v1\/traces/.exec(stderr)![1]);
-const metricsPort = Number(/:(\d+)\/metrics/.exec(stderr)![1]);
+const { proc: child, port, metricsPort } = await startServe(false);
 
 // Findings on stdout: resolve the waiter of the probe whose session the line names.
 const waiting = new Map<string, (at: bigint) => void>();
 let out = '';
-child.stdout.on('data', (d: Buffer) => {
+child.stdout!.on('data', (d: Buffer) => {
   const at = process.hrtime.bigint();
   out += d.toString();
   let nl: number;
@@ -71,27 +50,6 @@ child.stdout.on('data', (d: Buffer) => {
   }
 });
 
-const agent = new Agent({ keepAlive: true, maxSockets: 3 });
-function post(body: string): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
-    const req = request(
-      {
-        host: '127.0.0.1',
-        port,
-        path: '/v1/traces',
-        method: 'POST',
-        agent,
-        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
-      },
-      (res) => {
-        res.resume();
-        res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`status ${res.statusCode}`))));
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
-}
 const metricsAgent = new Agent({ keepAlive: true, maxSockets: 1 });
 const counted = new RegExp(
   `^${METRIC_FINDINGS_TOTAL}\\{[^}]*${LABEL_KIND}="${FindingKind.DUPLICATE_TERMINAL}",${LABEL_SERVICE}="${PROBE_SERVICE}"[^}]*\\} (\\d+)`,
@@ -114,7 +72,7 @@ let loading = true;
 let loadSpans = 0;
 const loaders = [0, 1].map(async (k) => {
   for (let i = k; loading; i = (i + 2) % load.length) {
-    await post(load[i]!);
+    await post(port, 'application/json', load[i]!);
     loadSpans += 512;
   }
 });
@@ -168,7 +126,7 @@ for (let n = 0; n < PROBES; n++) {
     ),
   ]);
   const start = process.hrtime.bigint();
-  await post(body);
+  await post(port, 'application/json', body);
   roundTrip.push(ms(start, process.hrtime.bigint()));
   emitted.push(ms(start, await finding));
   clearTimeout(timer);
@@ -184,7 +142,7 @@ for (let n = 0; n < PROBES; n++) {
 const loadRate = (loadSpans - loadAtStart) / (Number(process.hrtime.bigint() - loadStart) / 1e9);
 loading = false;
 await Promise.all(loaders);
-agent.destroy();
+closePosts();
 metricsAgent.destroy();
 child.kill('SIGTERM');
 
@@ -192,30 +150,19 @@ const pct = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]!;
 };
-const f2 = (x: number) => x.toFixed(2);
-console.log(
-  `detection lag, ${PROBES} probes under a load of ${Math.round(loadRate).toLocaleString('en-US')} spans/s (OTLP/JSON, 512 spans a body, 2 connections):`,
-);
-console.log(`  POST round trip (reference): p50 ${f2(pct(roundTrip, 50))} ms, p99 ${f2(pct(roundTrip, 99))} ms`);
-console.log(`  → finding emitted:          p50 ${f2(pct(emitted, 50))} ms, p99 ${f2(pct(emitted, 99))} ms`);
-console.log(`  → counted in /metrics:      p50 ${f2(pct(scraped, 50))} ms, p99 ${f2(pct(scraped, 99))} ms`);
-const note = `${PROBES} probes; load ${Math.round(loadRate).toLocaleString('en-US')} spans/s of healthy OTLP/JSON on 2 connections`;
+const note = `${PROBES} probes; load ${Math.round(loadRate)} spans/s of healthy OTLP/JSON on 2 connections`;
 for (const p of [50, 99]) {
-  const reference = { name: `probe POST round trip p${p}`, value: pct(roundTrip, p), unit: 'ms' };
-  figure({
-    bench: 'detector',
-    name: `detection lag p${p}: completing span posted → finding emitted`,
-    value: pct(emitted, p),
-    unit: 'ms',
-    reference,
-    note,
-  });
-  figure({
-    bench: 'detector',
-    name: `detection lag p${p}: completing span posted → counted in /metrics`,
-    value: pct(scraped, p),
-    unit: 'ms',
-    reference,
-    note: `${note}; /metrics scraped back to back`,
-  });
+  const reference = { what: `the probe's POST round trip, p${p}`, value: pct(roundTrip, p), unit: 'ms' };
+  for (const [to, xs] of [
+    ['emitted', emitted],
+    ['counted in /metrics', scraped],
+  ] as const)
+    figure({
+      bench: 'detector-lag',
+      id: `lag-p${p}-${to === 'emitted' ? 'emitted' : 'metrics'}`,
+      what: `detection lag p${p}: completing span posted → finding ${to}`,
+      reference,
+      ours: { value: pct(xs, p), unit: 'ms' },
+      note,
+    });
 }

@@ -1,0 +1,337 @@
+/**
+ * The one harness every benchmark uses (bench/README.md says how):
+ *
+ * - children over IPC: `Child.start(script)` forks a part (a variant of a client, a proxy, an upstream)
+ *   as a Node process of its own; in it, `serve(ops)` answers `ask(op, args)`. Every reply carries the
+ *   op's own process CPU (`cpuUs`, every thread, user + system); the op `cpu` answers the process's CPU
+ *   so far, `heap` the heap probe. A part in its own process shares no optimised code, inline caches,
+ *   heap or collector with the part it is compared with.
+ * - alternating rounds: `alternate` runs each variant once a round, the order flipped every round;
+ *   `compare` takes the median of the per-round ratios and their range.
+ * - instruction counts: `countInstructions` runs a child under callgrind at two work sizes, counting
+ *   only the measured work (`measured` in the child), and gives instructions per unit of work.
+ * - heap probes: `heapNow` (after full GCs: heap used without code space, plus array buffers).
+ * - results: `figure` (bench/figure.ts) prints one row of `pnpm bench`'s table.
+ */
+import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { getHeapSpaceStatistics } from 'node:v8';
+
+export { figure } from './figure.js';
+
+export const SMOKE = process.argv.includes('--smoke');
+
+/** `--name value` from argv, else the full-size default, else (with --smoke) the smoke size. */
+export function arg(name: string, full: number, smoke = full): number {
+  const at = process.argv.indexOf(`--${name}`);
+  return at !== -1 ? Number(process.argv[at + 1]) : SMOKE ? smoke : full;
+}
+
+const cpuNow = (): number => {
+  const u = process.cpuUsage();
+  return u.user + u.system;
+};
+
+// --- Heap ---
+
+/** After full GCs (node --expose-gc): heap used without code space, plus array buffers; and RSS. */
+export async function heapNow(): Promise<{ heap: number; rss: number }> {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (!gc) throw new Error('run with node --expose-gc');
+  for (let i = 0; i < 4; i++) {
+    await sleep(25);
+    gc();
+  }
+  const m = process.memoryUsage();
+  const code = getHeapSpaceStatistics().find((s) => s.space_name === 'code_space')?.space_used_size ?? 0;
+  return { heap: m.heapUsed - code + m.arrayBuffers, rss: m.rss };
+}
+
+// --- Children over IPC ---
+
+type Op = (args: Record<string, unknown>) => unknown;
+
+/**
+ * In a child: answers `{ seq, op, ...args }` with `{ seq, cpuUs, ...reply }` (a number replied is
+ * `{ units }`: the units of work the op did); `ready` is sent first.
+ * `onStop` runs when the parent disconnects, then the process exits.
+ */
+export function serve(ops: Record<string, Op>, ready: object = {}, onStop?: () => unknown): void {
+  const builtIn: Record<string, Op> = { cpu: () => ({ total: cpuNow() }), heap: () => heapNow() };
+  process.on('message', (m: { seq: number; op: string } & Record<string, unknown>) => {
+    void (async () => {
+      const fn = ops[m.op] ?? builtIn[m.op];
+      const start = cpuNow();
+      try {
+        if (!fn) throw new Error(`unknown op ${m.op}`);
+        const r = await fn(m);
+        const reply = typeof r === 'number' ? { units: r } : ((r ?? {}) as object);
+        process.send!({ ...reply, seq: m.seq, cpuUs: cpuNow() - start });
+      } catch (error) {
+        process.send!({ seq: m.seq, error: String((error as Error)?.stack ?? error) });
+      }
+    })();
+  });
+  process.on('disconnect', () => {
+    void Promise.resolve(onStop?.()).finally(() => process.exit(0));
+    setTimeout(() => process.exit(0), 2000).unref();
+  });
+  process.send!({ ready: true, ...ready });
+}
+
+/** In the parent: a part of the benchmark in a process of its own. */
+export class Child {
+  private static readonly started = new Set<Child>();
+  private seq = 0;
+  private readonly pending = new Map<number, (m: Record<string, unknown>) => void>();
+  private constructor(
+    readonly proc: ChildProcess,
+    readonly name: string,
+  ) {
+    proc.on('message', (m: Record<string, unknown>) => {
+      const done = this.pending.get(m.seq as number);
+      this.pending.delete(m.seq as number);
+      done?.(m);
+    });
+    proc.on('exit', (code) => {
+      for (const done of this.pending.values()) done({ error: `${name} exited with ${code}` });
+      this.pending.clear();
+    });
+  }
+
+  /** Forks `script` (TypeScript through tsx, --expose-gc) and waits for its `ready`: `first` is it. */
+  static async start(
+    script: string,
+    args: readonly string[] = [],
+    opts: { env?: NodeJS.ProcessEnv; name?: string } = {},
+  ): Promise<Child & { first: Record<string, unknown> }> {
+    const proc = fork(script, args, {
+      execArgv: ['--expose-gc', '--import', 'tsx'],
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      env: opts.env ?? process.env,
+    });
+    process.on('exit', () => proc.kill());
+    const name = opts.name ?? `${script} ${args.join(' ')}`;
+    const [first] = (await Promise.race([
+      once(proc, 'message'),
+      once(proc, 'exit').then(([code]) => {
+        throw new Error(`${name} exited with ${code} before it was ready`);
+      }),
+    ])) as [Record<string, unknown>];
+    const child = Object.assign(new Child(proc, name), { first });
+    Child.started.add(child);
+    return child;
+  }
+
+  ask<T = Record<string, unknown>>(op: string, args: object = {}): Promise<T & { cpuUs: number }> {
+    const seq = ++this.seq;
+    return new Promise((resolve, reject) => {
+      this.pending.set(seq, (m) =>
+        m.error ? reject(new Error(`${this.name} ${op}: ${String(m.error)}`)) : resolve(m as T & { cpuUs: number }),
+      );
+      this.proc.send({ ...args, seq, op });
+    });
+  }
+
+  /** The child's process CPU (µs) while `during` runs, whatever does the work. */
+  async cpuDuring(during: () => Promise<unknown>): Promise<number> {
+    const before = (await this.ask<{ total: number }>('cpu')).total;
+    await during();
+    return (await this.ask<{ total: number }>('cpu')).total - before;
+  }
+
+  /** Stops every child still running (a benchmark's last line). */
+  static async stopAll(): Promise<void> {
+    for (const c of Child.started) await c.stop();
+  }
+
+  async stop(): Promise<void> {
+    Child.started.delete(this);
+    if (this.proc.exitCode !== null || !this.proc.connected) return;
+    const exited = once(this.proc, 'exit');
+    this.proc.disconnect();
+    await exited;
+  }
+}
+
+// --- Alternating rounds ---
+
+/**
+ * `warmup` unmeasured rounds, then `rounds` measured: each variant once a round, the order reversed
+ * every other round. `round` returns the variant's figure for that round (µs per unit, say).
+ */
+export async function alternate<V extends string>(
+  variants: readonly V[],
+  rounds: number,
+  round: (variant: V, r: number) => Promise<number>,
+  warmup = 1,
+): Promise<Record<V, number[]>> {
+  const out = Object.fromEntries(variants.map((v) => [v, [] as number[]])) as Record<V, number[]>;
+  for (let r = -warmup; r < rounds; r++)
+    for (const v of r % 2 === 0 ? variants : [...variants].reverse()) {
+      const x = await round(v, r);
+      if (r >= 0) out[v].push(x);
+    }
+  return out;
+}
+
+export const median = (xs: readonly number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+export const range = (xs: readonly number[]): [number, number] => [Math.min(...xs), Math.max(...xs)];
+
+/** Ours against the reference, round by round: the medians, and the median of per-round ratios with its range. */
+export function compare(ours: readonly number[], ref: readonly number[]) {
+  const ratios = ours.map((x, i) => x / ref[i]!);
+  return {
+    ours: median(ours),
+    oursRange: range(ours),
+    ref: median(ref),
+    refRange: range(ref),
+    ratio: median(ratios),
+    ratioRange: range(ratios),
+    added: median(ours.map((x, i) => x - ref[i]!)),
+  };
+}
+
+// --- Instruction counts (callgrind) ---
+
+export const hasValgrind = (): boolean => !spawnSync('valgrind', ['--version']).error;
+
+const COUNTED = 'BENCH_COUNTED';
+
+/**
+ * In a child: runs `work` as the measured part. Under `countInstructions`, callgrind counts nothing
+ * before (start-up, warm-up) or after it: the child says `warm`, waits while the parent switches the
+ * counting on, works, says `done`, waits while it is switched off. Returns the work's process CPU (µs).
+ */
+export async function measured(work: () => Promise<unknown>): Promise<number> {
+  const counted = process.env[COUNTED] === '1';
+  const handshake = (say: string) =>
+    new Promise<void>((resolve) => {
+      // A timer ticks meanwhile: valgrind takes callgrind_control's command while the program runs.
+      const tick = setInterval(() => undefined, 5);
+      const go = (chunk: Buffer) => {
+        if (!String(chunk).includes('go')) return;
+        clearInterval(tick);
+        process.stdin.off('data', go).pause();
+        resolve();
+      };
+      process.stdin.on('data', go).resume();
+      process.stdout.write(`${say}\n`);
+    });
+  if (counted) await handshake('warm');
+  const start = cpuNow();
+  await work();
+  const cpu = cpuNow() - start;
+  if (counted) await handshake('done');
+  return cpu;
+}
+
+/** Instructions of one callgrind out file: all, V8's collector's and its compilers' (self cost by function name). */
+export interface Instructions {
+  total: number;
+  collector: number;
+  compiler: number;
+}
+const COLLECTOR =
+  /(Heap|MarkCompact|Scaveng|Sweep|Marking|Evacuat|Remembered|SlotSet|MemoryChunk|Compaction|WeakObjects|GCTracer|PagedSpace|LargeObjectSpace|NewSpace|SemiSpace|Collector|FreeList|MinorMS|heap::base|cppgc|Worklist)/;
+const COMPILER =
+  /(compiler::|maglev::|baseline::|interpreter::|turboshaft|Parser|Scanner|Compil|Zone|Bytecode|Deoptimiz|Ast)/;
+
+function readCallgrind(path: string): Instructions {
+  const names = new Map<string, string>();
+  const out: Instructions = { total: 0, collector: 0, compiler: 0 };
+  let kind: 'collector' | 'compiler' | undefined;
+  let skipNext = false;
+  for (const line of readFileSync(path, 'latin1').split('\n')) {
+    if (line.startsWith('fn=') || line.startsWith('cfn=')) {
+      const m = /^c?fn=\((\d+)\)(?: (.*))?$/.exec(line);
+      if (m?.[2] !== undefined) names.set(m[1]!, m[2]);
+      const name = m ? (names.get(m[1]!) ?? '') : line;
+      if (line.startsWith('fn='))
+        kind = COLLECTOR.test(name) ? 'collector' : COMPILER.test(name) ? 'compiler' : undefined;
+    } else if (line.startsWith('calls='))
+      skipNext = true; // the next cost line is a callee's inclusive cost
+    else if (/^[0-9+*-]/.test(line)) {
+      if (skipNext) skipNext = false;
+      else {
+        const cost = Number(line.split(' ')[1] ?? 0);
+        out.total += cost;
+        if (kind) out[kind] += cost;
+      }
+    }
+  }
+  return out;
+}
+
+function runCounted(nodeArgs: string[], out: string): Promise<void> {
+  const control = (on: boolean, pid: number) =>
+    new Promise<void>((resolve, reject) =>
+      spawn('callgrind_control', [`--instr=${on ? 'on' : 'off'}`, String(pid)], { stdio: 'ignore' }).on('close', (c) =>
+        c === 0 ? resolve() : reject(new Error(`callgrind_control exited ${c}`)),
+      ),
+    );
+  return new Promise((resolve, reject) => {
+    const proc = spawn(
+      'valgrind',
+      ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}`, process.execPath, ...nodeArgs],
+      { env: { ...process.env, [COUNTED]: '1' }, stdio: ['pipe', 'pipe', 'pipe'] },
+    );
+    let err = '';
+    let said = '';
+    proc.stderr.on('data', (d: Buffer) => void (err = (err + d.toString()).slice(-4000)));
+    proc.stdout.on('data', (d: Buffer) => {
+      said += d.toString();
+      for (const [word, on] of [
+        ['warm\n', true],
+        ['done\n', false],
+      ] as const)
+        if (said.includes(word)) {
+          said = said.replace(word, '');
+          control(on, proc.pid!).then(
+            () => (on ? proc.stdin.write('go\n') : proc.stdin.end('go\n')),
+            (e: unknown) => reject(e as Error),
+          );
+        }
+    });
+    proc.on('close', (code) =>
+      code === 0 ? resolve() : reject(new Error(`valgrind ${nodeArgs.join(' ')}: exit ${code}\n${err}`)),
+    );
+  });
+}
+
+/**
+ * Instructions per unit of work of `script` (run as `node --import tsx script ...args(n)`), counted at
+ * two sizes: (count(n2) − count(n1)) / (units(n2) − units(n1)), so that what does not grow with the
+ * work (the first calls, the handshake) falls out. `units(n)` is the units done at size n (default n).
+ */
+export async function countInstructions(
+  script: string,
+  args: (n: number) => string[],
+  sizes: [number, number],
+  units: (n: number) => number = (n) => n,
+): Promise<Instructions> {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-callgrind-'));
+  try {
+    // Both sizes at once: a count does not mind sharing the machine.
+    const counts = await Promise.all(
+      sizes.map(async (n) => {
+        const out = join(dir, `${n}.out`);
+        await runCounted(['--expose-gc', '--import', 'tsx', script, ...args(n)], out);
+        return readCallgrind(out);
+      }),
+    );
+    const du = units(sizes[1]) - units(sizes[0]);
+    const per = (k: keyof Instructions) => (counts[1]![k] - counts[0]![k]) / du;
+    return { total: per('total'), collector: per('collector'), compiler: per('compiler') };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

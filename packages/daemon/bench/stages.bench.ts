@@ -1,0 +1,151 @@
+/**
+ * Where serve's CPU per span goes, without HTTP: one round's bodies fed in this process to each stage of
+ * serve's path, in alternating rounds (new span ids every round), by this process's CPU:
+ *   parse        the reference decoder (JSON.parse of the text, or protobufjs): the serve figures' reference
+ *   decode       serve's decoder alone (spans that cannot matter skipped, as serve does)
+ *   detector     decode + the detector, with its metrics (DetectorMetrics), findings counted
+ *   no-evidence  serve's writing pipeline without the page's evidence window
+ *   pipeline     serve's writing pipeline whole
+ * Rows: each stage against the reference; the evidence window's share of the pipeline (target: a tenth
+ * of the rate at most). With --instructions the same stages are counted by callgrind instead
+ * (instructions per span, warm, the work at 1 and 3 rounds): the attribution that the load cannot move.
+ *
+ *   node --expose-gc --import tsx bench/stages.bench.ts [--protobuf] [--mixed] [--instructions] [--smoke]
+ *   node --import tsx bench/stages.bench.ts --only <stage> --count <rounds>   (one counted child)
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { Detector, type SpanRecord } from '@resumewatch/detector';
+import {
+  alternate,
+  arg,
+  compare,
+  countInstructions,
+  figure,
+  hasValgrind,
+  measured,
+  SMOKE,
+} from '../../../bench/harness.js';
+import { configWith, writingPipeline } from '../src/doors/writing-pipeline.js';
+import { DetectorMetrics } from '../src/metrics.js';
+import { bodies, decoder, reference, spansIn } from './bodies.js';
+
+const argv = process.argv;
+const encoding = argv.includes('--protobuf') ? 'protobuf' : 'json';
+const stream = argv.includes('--mixed') ? 'mixed' : 'mcp';
+const only = argv.includes('--only') ? argv[argv.indexOf('--only') + 1]! : undefined;
+const ROUNDS = only ? arg('count', 1) + 1 : argv.includes('--instructions') ? 3 : arg('rounds', 10, 2);
+const REQUESTS = arg('requests', argv.includes('--instructions') ? 2_000 : 6_000, 300);
+// A counted child reads the bodies its parent made (making them under callgrind would take minutes).
+const kept = argv.includes('--bodies') ? argv[argv.indexOf('--bodies') + 1]! : undefined;
+const rounds = kept
+  ? (JSON.parse(readFileSync(kept, 'utf8')) as string[][])
+      .slice(0, ROUNDS)
+      .map((r) => r.map((b) => Buffer.from(b, 'base64')))
+  : Array.from({ length: ROUNDS }, (_, i) => bodies(encoding, stream, REQUESTS, `s${i}`, i + 1));
+const SPANS = spansIn(encoding, rounds[0]!);
+const decode = decoder(encoding);
+const noop = (): void => {};
+const config = configWith({ maxRequests: 1_000_000 });
+const pipeline = (evidence: boolean) => {
+  const p = writingPipeline(config, { output: new Writable({ write: (_c, _e, done) => done() }) }).pipeline;
+  if (!evidence) p.evidence.observe = p.evidence.reported = noop;
+  return (b: Buffer) => p.ingest((sink) => decode(b, sink, p.skipped));
+};
+const STAGES: Record<string, () => (b: Buffer) => unknown> = {
+  parse: () => reference(encoding),
+  decode: () => (b) => decode(b, noop, noop),
+  detector: () => {
+    const metrics = new DetectorMetrics();
+    const d = new Detector({ ...config, events: metrics, onFinding: (f) => metrics.finding(f, 0) });
+    const sink = (s: SpanRecord): void => void d.ingest(s);
+    return (b) => decode(b, sink, () => d.ignored());
+  },
+  'no-evidence': () => pipeline(false),
+  pipeline: () => pipeline(true),
+};
+const feedRound = async (feed: (b: Buffer) => unknown, r: number) => {
+  for (const b of rounds[r]!) feed(b);
+  await new Promise((resolve) => setImmediate(resolve)); // findings are written in a microtask
+};
+const label = `OTLP/${encoding === 'json' ? 'JSON' : 'protobuf'}, ${stream === 'mcp' ? 'MCP spans' : 'mixed stream'}`;
+const refName = encoding === 'json' ? 'JSON.parse' : 'protobufjs';
+
+if (only) {
+  // A counted child: round 0 warms the stage up, the rest are the measured work.
+  const feed = STAGES[only]!();
+  await feedRound(feed, 0);
+  await measured(async () => {
+    for (let r = 1; r < ROUNDS; r++) await feedRound(feed, r);
+  });
+} else if (argv.includes('--instructions')) {
+  if (!hasValgrind()) throw new Error('--instructions needs valgrind');
+  const dir = mkdtempSync(join(tmpdir(), 'bench-stages-'));
+  const file = join(dir, 'bodies.json');
+  writeFileSync(file, JSON.stringify(rounds.slice(0, 3).map((r) => r.map((b) => b.toString('base64')))));
+  const per: Record<string, number> = {};
+  // The smoke counts two stages only: it proves the counting runs, in minutes less.
+  for (const stage of SMOKE ? ['parse', 'decode'] : Object.keys(STAGES)) {
+    const args = (n: number) => [
+      '--only',
+      stage,
+      '--count',
+      String(n),
+      '--bodies',
+      file,
+      ...argv.slice(2).filter((a) => a !== '--instructions'),
+    ];
+    per[stage] = (await countInstructions(import.meta.filename, args, [1, 2], (n) => n * SPANS)).total;
+  }
+  rmSync(dir, { recursive: true });
+  for (const stage of SMOKE ? ['decode'] : ['decode', 'pipeline'])
+    figure({
+      bench: 'serve-instructions',
+      id: `instructions-${encoding}-${stream}-${stage}`,
+      what: `serve's ${stage === 'decode' ? 'decoder alone' : 'pipeline (no HTTP)'}, ${label}: instructions per span, warm`,
+      reference: { what: `${refName} of the same bodies`, value: per.parse!, unit: 'instructions/span' },
+      ours: { value: per[stage]!, unit: 'instructions/span' },
+      ratio: per.parse! / per[stage]!,
+      note: `per span: detector +${Math.round(per.detector! - per.decode!)}, pipeline without the evidence +${Math.round(per['no-evidence']! - per.detector!)}, the evidence +${Math.round(per.pipeline! - per['no-evidence']!)}; ratio is the rate's (reference / ours); callgrind, the work at 1 and 2 rounds of ${SPANS} spans after one warm-up round`,
+    });
+} else {
+  const feeds = Object.fromEntries(Object.entries(STAGES).map(([k, make]) => [k, make()]));
+  const cpu = await alternate(Object.keys(STAGES), ROUNDS - 1, async (stage, r) => {
+    const c0 = process.cpuUsage();
+    await feedRound(feeds[stage]!, r + 1);
+    const u = process.cpuUsage(c0);
+    return (u.user + u.system) / SPANS;
+  });
+  for (const stage of ['decode', 'detector', 'pipeline']) {
+    // As serve's figures: the stage's rate over the reference's (spans per CPU second).
+    const c = compare(cpu.parse!, cpu[stage]!);
+    figure({
+      bench: 'serve-stages',
+      id: `stage-${encoding}-${stream}-${stage}`,
+      what: `serve's ${stage === 'decode' ? 'decoder' : stage === 'detector' ? 'decoder and detector' : 'pipeline'}, ${label}, in process (no HTTP): µs CPU per span`,
+      reference: { what: refName, value: c.ours, unit: 'µs/span', range: c.oursRange },
+      ours: { value: c.ref, unit: 'µs/span', range: c.refRange },
+      ratio: c.ratio,
+      ratioRange: c.ratioRange,
+      note: "ratio is the rate's: reference µs / ours",
+    });
+  }
+  const share = compare(
+    cpu.pipeline!.map((p, i) => p - cpu['no-evidence']![i]!),
+    cpu.pipeline!,
+  );
+  figure({
+    bench: 'serve-stages',
+    id: `evidence-${encoding}-${stream}`,
+    what: `the page's evidence window, ${label}: µs CPU per span it adds to serve's pipeline`,
+    target: { text: '≤ a tenth of the pipeline', bound: 0.1, dir: '<=' },
+    reference: { what: "serve's pipeline whole", value: share.ref, unit: 'µs/span', range: share.refRange },
+    ours: { value: share.ours, unit: 'µs/span', range: share.oursRange },
+    ratio: share.ratio,
+    ratioRange: share.ratioRange,
+    heldBy: "the window's records and attribute values, kept for the page: allocation and collections",
+    note: `${ROUNDS - 1} alternating rounds of ${SPANS} spans; this process's CPU (collector threads included)`,
+  });
+}

@@ -1,0 +1,149 @@
+/**
+ * The wire observer's own cost per SSE event, in instructions (callgrind, the measured work only, two
+ * sizes), with no network, no SDK and no HTTP: what is left is the observer's work.
+ *
+ * - client path: a fetch wrapped by a WireObserver with one deciding listener (as instrumentFetch and
+ *   guardedFetch have) against the same fetch unwrapped, over an in-process upstream answering each
+ *   tools/call with `--progress` progress events and the result in 15.7 KB chunks (as the SDK's server
+ *   writes them over loopback).
+ * - proxy path: the gateway's (`proxyRequest`, `proxyResponse`, each event a chunk pushed into a sink),
+ *   configured as the gateway's observation configures it, against making the same chunks alone.
+ */
+import { arg, countInstructions, figure, hasValgrind, measured } from '../../../bench/harness.js';
+import { WireObserver } from '../dist/index.js';
+
+const PROGRESS = arg('progress', 1000, 20);
+const at = process.argv.indexOf('--count');
+
+/** In-process upstream: a tools/call's SSE stream of PROGRESS events and the result, in 15,708-byte chunks. */
+const upstream = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+  const id = (/"id":(\d+)/.exec(String(init?.body)) ?? [])[1];
+  let text = '';
+  for (let n = 1; n <= PROGRESS; n++)
+    text += `event: message\nid: b8d4ae80.${n}.254b2bb7\ndata: {"method":"notifications/progress","params":{"progressToken":${id},"progress":${n},"total":${PROGRESS}},"jsonrpc":"2.0"}\n\n`;
+  const all = Buffer.from(
+    `${text}event: message\nid: b8d4ae80.0.254b2bb7\ndata: {"result":{"content":[]},"jsonrpc":"2.0","id":${id}}\n\n`,
+    'latin1',
+  );
+  let off = 0;
+  const body = new ReadableStream<Uint8Array>({
+    pull: (c) => (off < all.length ? c.enqueue(all.subarray(off, (off += 15_708))) : c.close()),
+  });
+  return new Response(body, { headers: { 'content-type': 'text/event-stream', 'mcp-session-id': 's1' } });
+};
+let nextId = 1;
+const headers = {
+  'content-type': 'application/json',
+  accept: 'application/json, text/event-stream',
+  'mcp-session-id': 's1',
+  'mcp-protocol-version': '2025-06-18',
+};
+const callBody = () =>
+  `{"jsonrpc":"2.0","id":${nextId++},"method":"tools/call","params":{"name":"stream","arguments":{}}}`;
+
+async function clientCall(fetch: typeof upstream): Promise<void> {
+  const reader = (
+    await fetch('http://127.0.0.1:1/mcp', { method: 'POST', headers, body: callBody() })
+  ).body!.getReader();
+  while (!(await reader.read()).done);
+}
+
+const proxyObserver = new WireObserver({
+  releaseOnTransportClose: false,
+  sessionlessApart: true,
+  confirmDelivery: true,
+});
+const sink = { enqueue: () => undefined };
+function proxyCall(observe: boolean): void {
+  const id = nextId;
+  const request = observe
+    ? proxyObserver.proxyRequest(
+        'http://127.0.0.1:1/mcp',
+        { method: 'POST', headers: Object.entries(headers), body: new TextEncoder().encode(callBody()) },
+        'c',
+      )
+    : undefined;
+  const body = request
+    ? proxyObserver.proxyResponse(request, 200, { 'content-type': 'text/event-stream', 'mcp-session-id': 's1' }, true)
+    : undefined;
+  for (let n = 0; n <= PROGRESS; n++) {
+    const chunk = Buffer.from(
+      n < PROGRESS
+        ? `id: ${id}_${n}\nevent: message\ndata: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":${id},"progress":${n},"total":${PROGRESS}}}\n\n`
+        : `id: ${id}_${n}\nevent: message\ndata: {"jsonrpc":"2.0","id":${id},"result":{"content":[]}}\n\n`,
+      'latin1',
+    );
+    body?.chunk(chunk, sink);
+  }
+  body?.end(sink);
+}
+
+if (at !== -1) {
+  // One counted run: `--count client|client-bare|proxy|proxy-bare <calls>`.
+  const [variant, calls] = [process.argv[at + 1]!, Number(process.argv[at + 2])];
+  const wrapped = new WireObserver()
+    .addListener({ onEvent: () => undefined, eventsWanted: 'deciding' })
+    .wrap(upstream) as typeof upstream;
+  const call = variant.startsWith('client')
+    ? () => clientCall(variant === 'client' ? wrapped : upstream)
+    : async () => proxyCall(variant === 'proxy');
+  if (variant.startsWith('proxy')) {
+    const init = proxyObserver.proxyRequest(
+      'http://127.0.0.1:1/mcp',
+      {
+        method: 'POST',
+        headers: Object.entries(headers).slice(0, 2),
+        body: new TextEncoder().encode(
+          '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"b","version":"1"}}}',
+        ),
+      },
+      'c',
+    );
+    const b = proxyObserver.proxyResponse(
+      init,
+      200,
+      { 'content-type': 'application/json', 'mcp-session-id': 's1' },
+      true,
+    );
+    b?.chunk(
+      Buffer.from(
+        '{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"u","version":"1"}}}',
+      ),
+      sink,
+    );
+    b?.end(sink);
+  }
+  for (let i = 0; i < arg('warm', 20, 2); i++) await call();
+  await measured(async () => {
+    for (let i = 0; i < calls; i++) await call();
+  });
+  process.exit(0);
+}
+
+if (!hasValgrind()) throw new Error('valgrind is not installed (Debian: apt-get install valgrind)');
+const smoke = process.argv.includes('--smoke') ? ['--smoke'] : [];
+const per = async (variant: string) =>
+  (
+    await countInstructions(
+      import.meta.filename,
+      (n) => [...smoke, '--count', variant, String(n)],
+      [arg('calls', 5, 1), arg('calls', 5, 1) * 3],
+      (n) => n * (PROGRESS + 1),
+    )
+  ).total;
+for (const path of ['client', 'proxy'] as const) {
+  const [ours, bare] = [await per(path), await per(`${path}-bare`)];
+  figure({
+    bench: 'wire',
+    id: `wire-observer-${path}`,
+    what: `the wire observer on the ${path === 'client' ? "client's fetch" : "gateway's proxy"} path: instructions added per SSE event`,
+    reference: {
+      what: path === 'client' ? 'the bare fetch, per SSE event' : 'making the chunks alone, per SSE event',
+      value: bare,
+      unit: 'instructions',
+    },
+    ours: { value: ours - bare, unit: 'instructions added per SSE event' },
+    ratio: ours / bare,
+    note: `${PROGRESS} events a stream`,
+  });
+}
