@@ -309,8 +309,9 @@ export class Walk {
       const type = cur.peek();
       if (id === F_ATTRIBUTES) {
         this.attrCount = 0;
-        if (type === ARRAY) this.attributes();
-        else cur.skip(8);
+        this.attrPassed = -1;
+        if (type !== ARRAY) cur.skip(8);
+        else if (!this.skip || !this.passAttributes()) this.attributes();
         continue;
       }
       const t = id * 4;
@@ -326,13 +327,22 @@ export class Walk {
         tok[t + 2] = cur.pos;
       } else cur.skip(8);
     }
-    if (this.skip && this.skippable()) {
-      // The checks below, in their order, without making the strings.
-      if (!this.validId(F_TRACE, 16)) return 'traceId is not 16 bytes of hex';
-      if (!this.validId(F_SPAN, 8)) return 'spanId is not 8 bytes of hex';
-      if (nanosToMs(cur, tok, F_START) === undefined || nanosToMs(cur, tok, F_END) === undefined)
-        return 'startTimeUnixNano/endTimeUnixNano is not an unsigned integer';
-      return SKIPPED;
+    if (this.skip) {
+      if (this.skippable()) {
+        // The checks below, in their order, without making the strings.
+        if (!this.validId(F_TRACE, 16)) return 'traceId is not 16 bytes of hex';
+        if (!this.validId(F_SPAN, 8)) return 'spanId is not 8 bytes of hex';
+        if (nanosToMs(cur, tok, F_START) === undefined || nanosToMs(cur, tok, F_END) === undefined)
+          return 'startTimeUnixNano/endTimeUnixNano is not an unsigned integer';
+        return SKIPPED;
+      }
+      if (this.attrPassed >= 0) {
+        // A contract span whose attributes were passed over (its name came after them): read them now.
+        const after = cur.pos;
+        cur.pos = this.attrPassed;
+        this.attributes();
+        cur.pos = after;
+      }
     }
     const traceId = this.traceHex() ?? id(this.scalar(F_TRACE), 16);
     if (traceId === undefined) return 'traceId is not 16 bytes of hex';
@@ -417,6 +427,32 @@ export class Walk {
     }
     const keys = this.attrKeys;
     for (let a = 0; a < this.attrCount; a++) if (mattersOffContract(keys[a]!)) return false;
+    return true;
+  }
+
+  /**
+   * Where the attributes array that passAttributes passed over starts (the span's last attributes field),
+   * else -1: their KeyValues are read only if the span turns out to be kept.
+   */
+  private attrPassed = -1;
+
+  /**
+   * With skip, the span's attributes array at `pos` passed over as bytes (cur.skipFast, validated as
+   * attributes() would, nothing read) when none of its strings can be an attribute key that makes a span
+   * of another name matter (mattersOffContract): none starts with `mcp.` or has a \u escape. Then the
+   * span has no attribute read (attrCount 0) unless it is a contract span, whose attributes span() reads
+   * from attrPassed. False with `pos` unchanged otherwise (an MCP span stops at its first such key): read
+   * them as always.
+   */
+  private passAttributes(): boolean {
+    const cur = this.cur;
+    const start = cur.pos;
+    const t = F_NAME * 4;
+    // A contract span by the name already read (a later name field would count instead, and is checked then).
+    if (this.tok[t] === STRING && CONTRACT_NAMES.indexOf(cur.buf, this.tok[t + 1]!, this.tok[t + 2]!) >= 0)
+      return false;
+    if (!cur.skipFast(8, true)) return false;
+    this.attrPassed = start;
     return true;
   }
 
