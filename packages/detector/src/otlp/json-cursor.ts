@@ -228,9 +228,16 @@ export class JsonCursor {
     const b = this.buf;
     const start = this.pos + 1;
     let p = start;
+    const n = b.length;
     let flags = 0;
     for (;;) {
-      // Plain ASCII runs in a tight loop (past the end, STRING_CLASS[undefined] is no class and stops it).
+      // Plain ASCII runs in a tight loop, four bytes a step while they last (past the end,
+      // STRING_CLASS[undefined] is no class and stops the loop byte by byte).
+      while (
+        p + 4 <= n &&
+        (STRING_CLASS[b[p]!]! | STRING_CLASS[b[p + 1]!]! | STRING_CLASS[b[p + 2]!]! | STRING_CLASS[b[p + 3]!]!) === 0
+      )
+        p += 4;
       while (STRING_CLASS[b[p]!] === C_PLAIN) p++;
       const c = b[p];
       if (c === undefined) this.fail('unterminated string', p);
@@ -490,6 +497,12 @@ export class JsonCursor {
     const n = b.length;
     if (watch && p + 3 < n && b[p] === 0x6d && b[p + 1] === 0x63 && b[p + 2] === 0x70 && b[p + 3] === 0x2e) return -1;
     for (;;) {
+      // Four bytes a step while none is special, then byte by byte to the one that is.
+      while (
+        p + 4 <= n &&
+        (SKIP_CLASS[b[p]!]! | SKIP_CLASS[b[p + 1]!]! | SKIP_CLASS[b[p + 2]!]! | SKIP_CLASS[b[p + 3]!]!) === 0
+      )
+        p += 4;
       while (p < n && SKIP_CLASS[b[p]!] === 0) p++;
       if (p >= n) return -1;
       const cls = SKIP_CLASS[b[p]!];
