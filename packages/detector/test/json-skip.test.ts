@@ -231,9 +231,38 @@ describe("the walk's passing over the attributes of spans that cannot matter", (
     expect(out[2]).toBe('skipped');
   });
 
+  it('passes over attributes as exporters write them, values of every kind and escapes in them, and reads an MCP key among them', () => {
+    const written = [
+      kv('user_agent.original', 'Mozilla/5.0 \u00e9 "quoted" \\ \n'),
+      { key: 'server.port', value: { intValue: '8080' } },
+      kv('control', 'a\u0001b'),
+      { key: 'sampled', value: { boolValue: false } },
+      { key: 'ratio', value: { doubleValue: -1.5e-3 } },
+      { key: 'nothing', value: { stringValue: null } },
+      kv('caf\u00e9', 'mcp.looks-like-a-key'),
+    ];
+    const app = spanText([...head, ['name', 'GET /x'], ['attributes', written]]);
+    const mcpLast = spanText([
+      ...head,
+      ['name', 'GET /x'],
+      ['attributes', [...written, kv(ATTR_MCP_METHOD_NAME, 'tools/call')]],
+    ]);
+    const out = decodeSkipping(body([app, mcpLast, spanText([...head, ['name', 'GET'], ['attributes', []]])]));
+    expect(out[0]).toBe('skipped');
+    expect((out[1] as SpanRecord).attributes[ATTR_MCP_METHOD_NAME]).toBe('tools/call');
+    expect(out[2]).toBe('skipped');
+  });
+
   it('refuses a malformed attributes array of a span that cannot matter, as before', () => {
     const app = spanText([...head, ['name', 'GET /x'], ['attributes', appAttributes]]);
-    for (const bad of [app.replace('"GET"}', '"GET"'), app.replace('"200"', '"2\u00010"'), app.replace('},{', '},,{')])
+    for (const bad of [
+      app.replace('"GET"}', '"GET"'),
+      app.replace('"200"', '"2\u00010"'),
+      app.replace('},{', '},,{'),
+      app.replace('"200"', '"2\\x0"'),
+      app.replace('"200"}', '01}'),
+      app.replace('}}]', '}},]'),
+    ])
       expect(() => decodeSkipping(body([bad]))).toThrow(/^malformed JSON/);
   });
 });
