@@ -253,6 +253,46 @@ describe("the walk's passing over the attributes of spans that cannot matter", (
     expect(out[2]).toBe('skipped');
   });
 
+  it('skips a whole application span as exporters write it, and decides any other span as before', () => {
+    const exported = (name: string, attributes: unknown[], extra: Record<string, unknown> = {}) =>
+      JSON.stringify({
+        traceId: TRACE,
+        spanId: 'b7ad6b7169203331',
+        parentSpanId: 'a7ad6b7169203331',
+        name,
+        kind: 2,
+        startTimeUnixNano: '1700000000000000000',
+        endTimeUnixNano: '1700000000002000000',
+        attributes,
+        droppedAttributesCount: 0,
+        events: [{ timeUnixNano: '1700000000001000000', name: 'e', attributes: [kv(ATTR_MCP_SESSION_ID, 's')] }],
+        droppedEventsCount: 0,
+        status: { code: 2, message: 'm' },
+        links: [],
+        droppedLinksCount: 0,
+        flags: 1,
+        ...extra,
+      });
+    const out = decodeSkipping(
+      body([
+        exported('GET /x', appAttributes),
+        exported(SPAN_REQUEST_TERMINAL, [kv(ATTR_MCP_SESSION_ID, 's')]),
+        exported(SPAN_REQUEST_TERMINAL, []),
+        exported('GET /x', [kv(ATTR_MCP_METHOD_NAME, 'tools/call')]),
+        exported('GET /x', appAttributes, { traceId: TRACE.toUpperCase() }),
+        exported('GET /x', appAttributes, { spanId: 'b7ad' }),
+        exported('GET /x', appAttributes, { startTimeUnixNano: '-1' }),
+      ]),
+    );
+    expect(out[0]).toBe('skipped');
+    expect(out[1]).toMatchObject({ name: SPAN_REQUEST_TERMINAL, attributes: { [ATTR_MCP_SESSION_ID]: 's' } });
+    expect(out[2]).toMatchObject({ name: SPAN_REQUEST_TERMINAL });
+    expect((out[3] as SpanRecord).attributes[ATTR_MCP_METHOD_NAME]).toBe('tools/call');
+    // Uppercase hex is an id all the same (span() reads it): skipped; a short id and a negative time are invalid.
+    expect(out[4]).toBe('skipped');
+    expect(out).toHaveLength(5);
+  });
+
   it('refuses a malformed attributes array of a span that cannot matter, as before', () => {
     const app = spanText([...head, ['name', 'GET /x'], ['attributes', appAttributes]]);
     for (const bad of [

@@ -44,6 +44,7 @@ import { readString } from './strings.js';
  */
 
 const CLOSE_OBJECT_BYTE = 0x7d;
+const OPEN_OBJECT_BYTE = 0x7b;
 
 /** The bytes every OTLP/JSON exporter writes around a KeyValue: `{"key":"` and `","value":{"` (from the closing quote of the key). */
 const KV_HEAD = Buffer.from('{"key":"', 'latin1');
@@ -91,6 +92,33 @@ const J_KV = String.raw`\{"key":${J_KEY},"value":\{"(?:stringValue|boolValue|int
 const ATTRIBUTES_AS_WRITTEN = new RegExp(String.raw`\[(?:${J_KV}(?:,${J_KV})*)?\]`, 'y');
 /** The depth of an AnyValue in a span's attributes, which the expression reaches. */
 const ANY_VALUE_DEPTH = 10;
+
+/*
+ * A whole span as exporters write it that cannot matter (what span() would find skippable, valid and
+ * SKIPPED): lowercase hex ids of their lengths, times as strings of digits, a name that starts with no
+ * `mcp.` (every contract span's name does: CONTRACT_BY_PREFIX) and holds no \u escape, attributes as
+ * above, then the fields the record does not read in the order exporters write them (events with their
+ * attributes, an empty links array, a status of code and message). One match and the span is SKIPPED
+ * without a token read; anything else (another order, a duplicate, whitespace, uppercase hex, an MCP
+ * string) goes to span(), which decides as before.
+ */
+const J_ANY_KV = String.raw`\{"key":${J_STRING},"value":\{"(?:stringValue|boolValue|intValue|doubleValue)":(?:${J_STRING}|${J_NUMBER}|true|false|null)\}\}`;
+const J_ANY_ATTRIBUTES = String.raw`\[(?:${J_ANY_KV}(?:,${J_ANY_KV})*)?\]`;
+const J_EVENT = String.raw`\{"timeUnixNano":"[0-9]+","name":${J_STRING}(?:,"attributes":${J_ANY_ATTRIBUTES})?(?:,"droppedAttributesCount":${J_NUMBER})?\}`;
+const J_STATUS_FIELD = String.raw`"(?:code|message)":(?:${J_NUMBER}|${J_STRING})`;
+const SPAN_SKIPPED_AS_WRITTEN = new RegExp(
+  String.raw`\{"traceId":"[0-9a-f]{32}","spanId":"[0-9a-f]{16}"(?:,"traceState":${J_STRING})?(?:,"parentSpanId":${J_STRING})?` +
+    String.raw`,"name":${J_KEY},"kind":${J_NUMBER},"startTimeUnixNano":"[0-9]+","endTimeUnixNano":"[0-9]+"` +
+    String.raw`,"attributes":\[(?:${J_KV}(?:,${J_KV})*)?\](?:,"droppedAttributesCount":${J_NUMBER})?` +
+    String.raw`(?:,"events":\[(?:${J_EVENT}(?:,${J_EVENT})*)?\])?(?:,"droppedEventsCount":${J_NUMBER})?` +
+    String.raw`(?:,"status":\{(?:${J_STATUS_FIELD}(?:,${J_STATUS_FIELD})?)?\})?(?:,"links":\[\])?` +
+    String.raw`(?:,"droppedLinksCount":${J_NUMBER})?(?:,"flags":${J_NUMBER})?\}`,
+  'y',
+);
+/** The depth of an AnyValue in a span's events, the deepest the expression reaches. */
+const EVENT_ANY_VALUE_DEPTH = 12;
+/** Whether every contract span's name starts with `mcp.`, which SPAN_SKIPPED_AS_WRITTEN relies on. */
+const CONTRACT_BY_PREFIX = CONTRACT_NAMES.values.every((name) => name.startsWith('mcp.'));
 
 /** A valid span skipped as of no use (Walk's `skip`): it stands in the entries where its record would have. */
 export const SKIPPED: object = Object.freeze({});
@@ -294,9 +322,11 @@ export class Walk {
     const cur = this.cur;
     cur.open(6);
     let k = 0;
+    const asWritten = this.skip && CONTRACT_BY_PREFIX && cur.maxDepth >= EVENT_ANY_VALUE_DEPTH;
     for (let first = true; cur.nextElement(first); first = false, k++) {
       let span: SpanRecord | string | typeof SKIPPED;
-      if (cur.peek() === OBJECT) span = this.span();
+      if (asWritten && this.skippedAsWritten()) span = SKIPPED;
+      else if (cur.peek() === OBJECT) span = this.span();
       else {
         cur.skip(7);
         span = 'not an object';
@@ -490,8 +520,24 @@ export class Walk {
     return true;
   }
 
-  /** The body as latin1 text, made the first time passAttributes needs it (a transient copy of its bytes). */
+  /** The body as latin1 text, made the first time it is matched against (a transient copy of its bytes). */
   private text: string | undefined = undefined;
+
+  /** With skip: the span at `pos` matched whole by SPAN_SKIPPED_AS_WRITTEN, and passed (true); else `pos` unchanged. */
+  private skippedAsWritten(): boolean {
+    const cur = this.cur;
+    if (cur.buf[cur.pos] !== OPEN_OBJECT_BYTE) return false;
+    const text = (this.text ??= Buffer.prototype.latin1Slice.call(cur.buf, 0, cur.buf.length));
+    SPAN_SKIPPED_AS_WRITTEN.lastIndex = cur.pos;
+    let matched = false;
+    try {
+      matched = SPAN_SKIPPED_AS_WRITTEN.test(text);
+    } catch {
+      // RangeError: the expression's backtracking stack overflowed; span() reads it.
+    }
+    if (matched) cur.pos = SPAN_SKIPPED_AS_WRITTEN.lastIndex;
+    return matched;
+  }
 
   /** Whether a span's id field is one the record would take (hexId, else id()), without making it. */
   private validId(field: number, bytes: number): boolean {
