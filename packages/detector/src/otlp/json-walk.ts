@@ -323,14 +323,17 @@ export class Walk {
     cur.open(6);
     let k = 0;
     const asWritten = this.skip && CONTRACT_BY_PREFIX && cur.maxDepth >= EVENT_ANY_VALUE_DEPTH;
+    // Tried after a skipped span only (and first): in a run of MCP spans the expression would fail on each.
+    let tryWhole = true;
     for (let first = true; cur.nextElement(first); first = false, k++) {
       let span: SpanRecord | string | typeof SKIPPED;
-      if (asWritten && this.skippedAsWritten()) span = SKIPPED;
+      if (asWritten && tryWhole && this.skippedAsWritten()) span = SKIPPED;
       else if (cur.peek() === OBJECT) span = this.span();
       else {
         cur.skip(7);
         span = 'not an object';
       }
+      tryWhole = span === SKIPPED;
       this.entries.push(
         typeof span === 'string'
           ? new Problem(false, `resourceSpans[${i}].scopeSpans[${j}].spans[${k}]: ${span}`)
