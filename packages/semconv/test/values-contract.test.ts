@@ -33,6 +33,10 @@ const OTHER_VOCABULARY_CONTEXTS: RegExp[] = [
  * Each entry says what the word means there.
  */
 const OTHER_VOCABULARY: Record<string, { values: string[]; why: string }> = {
+  'packages/detector/src/otlp/json-walk.ts': {
+    values: ['status'],
+    why: 'the OTLP/JSON Span field status, in the expression of a span as exporters write it',
+  },
   'packages/lab/src/event-store.ts': {
     values: ['evicted', 'invalid'],
     why: "the lab store's CursorState ('present' | 'evicted' | 'unknown' | 'invalid')",

@@ -54,8 +54,48 @@ for (const c of '0123456789abcdefABCDEF') HEX[c.charCodeAt(0)] = 1;
 const SIMPLE_ESCAPE = new Uint8Array(256);
 for (const c of '"\\/bfnrt') SIMPLE_ESCAPE[c.charCodeAt(0)] = 1;
 
+/** Bytes inside a string that the fast skip stops at: the closing quote, an escape, a control character. */
+const S_QUOTE = 1;
+const S_BACKSLASH = 2;
+const S_CONTROL = 3;
+const SKIP_CLASS = new Uint8Array(256);
+for (let c = 0; c < 0x20; c++) SKIP_CLASS[c] = S_CONTROL;
+SKIP_CLASS[QUOTE] = S_QUOTE;
+SKIP_CLASS[BACKSLASH] = S_BACKSLASH;
+/** Containers nested below a skipped value deeper than this go to the slow skip (the fast one keeps their kinds in bits). */
+const FAST_NEST = 30;
+
 /** A value whose fields are not read (an object or an array where a scalar was expected). */
 export const CONTAINER: object = Object.freeze({});
+
+const TRUE_BYTES = Buffer.from('true', 'latin1');
+const FALSE_BYTES = Buffer.from('false', 'latin1');
+const NULL_BYTES = Buffer.from('null', 'latin1');
+
+/** skipFast: the number at `p` (number()'s grammar); past it, or -1 where number() would throw. */
+function skipNumber(b: Uint8Array, p: number, n: number): number {
+  if (b[p] === 0x2d) p++;
+  let c = p < n ? b[p]! : -1;
+  if (c === 0x30) c = ++p < n ? b[p]! : -1;
+  else if (c >= 0x31 && c <= 0x39) {
+    do c = ++p < n ? b[p]! : -1;
+    while (c >= 0x30 && c <= 0x39);
+  } else return -1;
+  if (c === 0x2e) {
+    c = ++p < n ? b[p]! : -1;
+    if (c < 0x30 || c > 0x39) return -1;
+    do c = ++p < n ? b[p]! : -1;
+    while (c >= 0x30 && c <= 0x39);
+  }
+  if (c === 0x65 || c === 0x45) {
+    c = ++p < n ? b[p]! : -1;
+    if (c === 0x2b || c === 0x2d) c = ++p < n ? b[p]! : -1;
+    if (c < 0x30 || c > 0x39) return -1;
+    do c = ++p < n ? b[p]! : -1;
+    while (c >= 0x30 && c <= 0x39);
+  }
+  return p;
+}
 
 export class JsonCursor {
   pos = 0;
@@ -188,9 +228,16 @@ export class JsonCursor {
     const b = this.buf;
     const start = this.pos + 1;
     let p = start;
+    const n = b.length;
     let flags = 0;
     for (;;) {
-      // Plain ASCII runs in a tight loop (past the end, STRING_CLASS[undefined] is no class and stops it).
+      // Plain ASCII runs in a tight loop, four bytes a step while they last (past the end,
+      // STRING_CLASS[undefined] is no class and stops the loop byte by byte).
+      while (
+        p + 4 <= n &&
+        (STRING_CLASS[b[p]!]! | STRING_CLASS[b[p + 1]!]! | STRING_CLASS[b[p + 2]!]! | STRING_CLASS[b[p + 3]!]!) === 0
+      )
+        p += 4;
       while (STRING_CLASS[b[p]!] === C_PLAIN) p++;
       const c = b[p];
       if (c === undefined) this.fail('unterminated string', p);
@@ -295,6 +342,7 @@ export class JsonCursor {
       this.scalar(type);
       return type;
     }
+    if (this.skipFast(depth, false)) return type;
     const stack = this.stack;
     const base = stack.length;
     // One loop over nested containers: at a value, or just after one (`after`), with the open
@@ -342,6 +390,131 @@ export class JsonCursor {
         this.fail(
           isObject ? "expected ',' or '}' after an object member" : "expected ',' or ']' after an array element",
         );
+    }
+  }
+
+  /**
+   * skip()'s fast path for the object or array at `pos` (after whitespace), `depth` levels deep: one loop
+   * over its bytes with local state, no token kept, its containers' kinds in the bits of one integer.
+   * True and past its end when it is valid JSON (what skip() accepts, byte for byte) nested no deeper than
+   * maxDepth and FAST_NEST levels; false with `pos` unchanged otherwise, and skip() then reads it again
+   * token by token, throwing what it throws where it throws it. With `watch`, false too at the first
+   * string that starts with the bytes `mcp.` or has a \u escape: a value without either is no string
+   * that spells an MCP name (those are ASCII letters and dots, which no simple escape makes).
+   */
+  skipFast(depth: number, watch: boolean): boolean {
+    const b = this.buf;
+    const n = b.length;
+    const room = Math.min(FAST_NEST, this.maxDepth - depth + 1);
+    let p = this.pos;
+    let kinds = 0;
+    let level = 0;
+    let after = false;
+    for (;;) {
+      if (!after) {
+        let c = p < n ? b[p]! : -1;
+        while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = ++p < n ? b[p]! : -1;
+        if (c === QUOTE) {
+          p = this.skipString(p + 1, watch);
+          if (p < 0) return false;
+          after = true;
+        } else if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
+          if (level >= room) return false;
+          let d = ++p < n ? b[p]! : -1;
+          while (d === 0x20 || d === 0x0a || d === 0x0d || d === 0x09) d = ++p < n ? b[p]! : -1;
+          if (c === OPEN_OBJECT) {
+            if (d === CLOSE_OBJECT) {
+              p++;
+              after = true;
+            } else {
+              if (d !== QUOTE) return false;
+              kinds |= 1 << level;
+              level++;
+              p = this.skipKey(p, watch);
+              if (p < 0) return false;
+            }
+          } else if (d === CLOSE_ARRAY) {
+            p++;
+            after = true;
+          } else {
+            kinds &= ~(1 << level);
+            level++;
+          }
+        } else if (c === 0x2d || (c >= 0x30 && c <= 0x39)) {
+          p = skipNumber(b, p, n);
+          if (p < 0) return false;
+          after = true;
+        } else {
+          const word = c === 0x74 ? TRUE_BYTES : c === 0x66 ? FALSE_BYTES : c === 0x6e ? NULL_BYTES : undefined;
+          if (word === undefined || p + word.length > n) return false;
+          for (let i = 1; i < word.length; i++) if (b[p + i] !== word[i]) return false;
+          p += word.length;
+          after = true;
+        }
+        if (!after) continue;
+      }
+      if (level === 0) {
+        this.pos = p;
+        return true;
+      }
+      let c = p < n ? b[p]! : -1;
+      while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = ++p < n ? b[p]! : -1;
+      const isObject = (kinds >>> (level - 1)) & 1;
+      if (c === COMMA) {
+        p++;
+        after = false;
+        if (isObject) {
+          let d = p < n ? b[p]! : -1;
+          while (d === 0x20 || d === 0x0a || d === 0x0d || d === 0x09) d = ++p < n ? b[p]! : -1;
+          if (d !== QUOTE) return false;
+          p = this.skipKey(p, watch);
+          if (p < 0) return false;
+        }
+      } else if (c === (isObject ? CLOSE_OBJECT : CLOSE_ARRAY)) {
+        p++;
+        level--;
+      } else return false;
+    }
+  }
+
+  /** skipFast: the key whose opening quote is at `p`, and the colon after it; past the colon, or -1. */
+  private skipKey(p: number, watch: boolean): number {
+    const b = this.buf;
+    const n = b.length;
+    p = this.skipString(p + 1, watch);
+    if (p < 0) return -1;
+    let c = p < n ? b[p]! : -1;
+    while (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) c = ++p < n ? b[p]! : -1;
+    return c === COLON ? p + 1 : -1;
+  }
+
+  /**
+   * skipFast: the string whose content starts at `p`; past its closing quote, or -1 where string() would
+   * throw (and, with `watch`, at a string that starts with `mcp.` or has a \u escape).
+   */
+  private skipString(p: number, watch: boolean): number {
+    const b = this.buf;
+    const n = b.length;
+    if (watch && p + 3 < n && b[p] === 0x6d && b[p + 1] === 0x63 && b[p + 2] === 0x70 && b[p + 3] === 0x2e) return -1;
+    for (;;) {
+      // Four bytes a step while none is special, then byte by byte to the one that is.
+      while (
+        p + 4 <= n &&
+        (SKIP_CLASS[b[p]!]! | SKIP_CLASS[b[p + 1]!]! | SKIP_CLASS[b[p + 2]!]! | SKIP_CLASS[b[p + 3]!]!) === 0
+      )
+        p += 4;
+      while (p < n && SKIP_CLASS[b[p]!] === 0) p++;
+      if (p >= n) return -1;
+      const cls = SKIP_CLASS[b[p]!];
+      if (cls === S_QUOTE) return p + 1;
+      if (cls === S_CONTROL || p + 1 >= n) return -1;
+      const e = b[p + 1]!;
+      if (e === 0x75) {
+        if (p + 5 >= n || !(HEX[b[p + 2]!] && HEX[b[p + 3]!] && HEX[b[p + 4]!] && HEX[b[p + 5]!])) return -1;
+        if (watch) return -1;
+        p += 6;
+      } else if (SIMPLE_ESCAPE[e]) p += 2;
+      else return -1;
     }
   }
 

@@ -44,6 +44,7 @@ import { readString } from './strings.js';
  */
 
 const CLOSE_OBJECT_BYTE = 0x7d;
+const OPEN_OBJECT_BYTE = 0x7b;
 
 /** The bytes every OTLP/JSON exporter writes around a KeyValue: `{"key":"` and `","value":{"` (from the closing quote of the key). */
 const KV_HEAD = Buffer.from('{"key":"', 'latin1');
@@ -72,6 +73,52 @@ const SPAN_AS_WRITTEN = [
 const NO_FIELD = 255;
 const SPAN_FIRST_BYTE = new Uint8Array(256).fill(NO_FIELD);
 for (const [i, f] of SPAN_AS_WRITTEN.entries()) if (i !== F_START) SPAN_FIRST_BYTE[f[1]!] = i;
+
+/*
+ * A span's attributes array exactly as exporters write it, [{"key":"…","value":{"<field>":<scalar>}},…],
+ * every string, number and literal in it valid JSON, no key starting with `mcp.` or holding a \u escape:
+ * matched by one sticky regular expression over the body's bytes as latin1 text (one character a byte,
+ * so its positions are the bytes'), which runs as compiled native code several times faster a byte than
+ * a JavaScript loop. Whatever it does not match goes to the cursor's fast skip, then to the walk. Its
+ * strings are written "plain run, then (escape, plain run) repeated", so that a long string is one
+ * greedy loop over a character class (a loop of alternatives would keep a backtracking entry per
+ * character and overflow the expression's stack on a string of megabytes); an overflow of that stack
+ * all the same (an array of millions of attributes) is caught and read by the other paths.
+ */
+const J_STRING = String.raw`"[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*"`;
+const J_KEY = String.raw`"(?!mcp\.)[^"\\\x00-\x1f]*(?:\\["\\/bfnrt][^"\\\x00-\x1f]*)*"`;
+const J_NUMBER = String.raw`-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?`;
+const J_KV = String.raw`\{"key":${J_KEY},"value":\{"(?:stringValue|boolValue|intValue|doubleValue)":(?:${J_STRING}|${J_NUMBER}|true|false|null)\}\}`;
+const ATTRIBUTES_AS_WRITTEN = new RegExp(String.raw`\[(?:${J_KV}(?:,${J_KV})*)?\]`, 'y');
+/** The depth of an AnyValue in a span's attributes, which the expression reaches. */
+const ANY_VALUE_DEPTH = 10;
+
+/*
+ * A whole span as exporters write it that cannot matter (what span() would find skippable, valid and
+ * SKIPPED): lowercase hex ids of their lengths, times as strings of digits, a name that starts with no
+ * `mcp.` (every contract span's name does: CONTRACT_BY_PREFIX) and holds no \u escape, attributes as
+ * above, then the fields the record does not read in the order exporters write them (events with their
+ * attributes, an empty links array, a status of code and message). One match and the span is SKIPPED
+ * without a token read; anything else (another order, a duplicate, whitespace, uppercase hex, an MCP
+ * string) goes to span(), which decides as before.
+ */
+const J_ANY_KV = String.raw`\{"key":${J_STRING},"value":\{"(?:stringValue|boolValue|intValue|doubleValue)":(?:${J_STRING}|${J_NUMBER}|true|false|null)\}\}`;
+const J_ANY_ATTRIBUTES = String.raw`\[(?:${J_ANY_KV}(?:,${J_ANY_KV})*)?\]`;
+const J_EVENT = String.raw`\{"timeUnixNano":"[0-9]+","name":${J_STRING}(?:,"attributes":${J_ANY_ATTRIBUTES})?(?:,"droppedAttributesCount":${J_NUMBER})?\}`;
+const J_STATUS_FIELD = String.raw`"(?:code|message)":(?:${J_NUMBER}|${J_STRING})`;
+const SPAN_SKIPPED_AS_WRITTEN = new RegExp(
+  String.raw`\{"traceId":"[0-9a-f]{32}","spanId":"[0-9a-f]{16}"(?:,"traceState":${J_STRING})?(?:,"parentSpanId":${J_STRING})?` +
+    String.raw`,"name":${J_KEY},"kind":${J_NUMBER},"startTimeUnixNano":"[0-9]+","endTimeUnixNano":"[0-9]+"` +
+    String.raw`,"attributes":\[(?:${J_KV}(?:,${J_KV})*)?\](?:,"droppedAttributesCount":${J_NUMBER})?` +
+    String.raw`(?:,"events":\[(?:${J_EVENT}(?:,${J_EVENT})*)?\])?(?:,"droppedEventsCount":${J_NUMBER})?` +
+    String.raw`(?:,"status":\{(?:${J_STATUS_FIELD}(?:,${J_STATUS_FIELD})?)?\})?(?:,"links":\[\])?` +
+    String.raw`(?:,"droppedLinksCount":${J_NUMBER})?(?:,"flags":${J_NUMBER})?\}`,
+  'y',
+);
+/** The depth of an AnyValue in a span's events, the deepest the expression reaches. */
+const EVENT_ANY_VALUE_DEPTH = 12;
+/** Whether every contract span's name starts with `mcp.`, which SPAN_SKIPPED_AS_WRITTEN relies on. */
+const CONTRACT_BY_PREFIX = CONTRACT_NAMES.values.every((name) => name.startsWith('mcp.'));
 
 /** A valid span skipped as of no use (Walk's `skip`): it stands in the entries where its record would have. */
 export const SKIPPED: object = Object.freeze({});
@@ -275,13 +322,18 @@ export class Walk {
     const cur = this.cur;
     cur.open(6);
     let k = 0;
+    const asWritten = this.skip && CONTRACT_BY_PREFIX && cur.maxDepth >= EVENT_ANY_VALUE_DEPTH;
+    // Tried after a skipped span only (and first): in a run of MCP spans the expression would fail on each.
+    let tryWhole = true;
     for (let first = true; cur.nextElement(first); first = false, k++) {
       let span: SpanRecord | string | typeof SKIPPED;
-      if (cur.peek() === OBJECT) span = this.span();
+      if (asWritten && tryWhole && this.skippedAsWritten()) span = SKIPPED;
+      else if (cur.peek() === OBJECT) span = this.span();
       else {
         cur.skip(7);
         span = 'not an object';
       }
+      tryWhole = span === SKIPPED;
       this.entries.push(
         typeof span === 'string'
           ? new Problem(false, `resourceSpans[${i}].scopeSpans[${j}].spans[${k}]: ${span}`)
@@ -309,8 +361,9 @@ export class Walk {
       const type = cur.peek();
       if (id === F_ATTRIBUTES) {
         this.attrCount = 0;
-        if (type === ARRAY) this.attributes();
-        else cur.skip(8);
+        this.attrPassed = -1;
+        if (type !== ARRAY) cur.skip(8);
+        else if (!this.skip || !this.passAttributes()) this.attributes();
         continue;
       }
       const t = id * 4;
@@ -326,13 +379,22 @@ export class Walk {
         tok[t + 2] = cur.pos;
       } else cur.skip(8);
     }
-    if (this.skip && this.skippable()) {
-      // The checks below, in their order, without making the strings.
-      if (!this.validId(F_TRACE, 16)) return 'traceId is not 16 bytes of hex';
-      if (!this.validId(F_SPAN, 8)) return 'spanId is not 8 bytes of hex';
-      if (nanosToMs(cur, tok, F_START) === undefined || nanosToMs(cur, tok, F_END) === undefined)
-        return 'startTimeUnixNano/endTimeUnixNano is not an unsigned integer';
-      return SKIPPED;
+    if (this.skip) {
+      if (this.skippable()) {
+        // The checks below, in their order, without making the strings.
+        if (!this.validId(F_TRACE, 16)) return 'traceId is not 16 bytes of hex';
+        if (!this.validId(F_SPAN, 8)) return 'spanId is not 8 bytes of hex';
+        if (nanosToMs(cur, tok, F_START) === undefined || nanosToMs(cur, tok, F_END) === undefined)
+          return 'startTimeUnixNano/endTimeUnixNano is not an unsigned integer';
+        return SKIPPED;
+      }
+      if (this.attrPassed >= 0) {
+        // A contract span whose attributes were passed over (its name came after them): read them now.
+        const after = cur.pos;
+        cur.pos = this.attrPassed;
+        this.attributes();
+        cur.pos = after;
+      }
     }
     const traceId = this.traceHex() ?? id(this.scalar(F_TRACE), 16);
     if (traceId === undefined) return 'traceId is not 16 bytes of hex';
@@ -418,6 +480,66 @@ export class Walk {
     const keys = this.attrKeys;
     for (let a = 0; a < this.attrCount; a++) if (mattersOffContract(keys[a]!)) return false;
     return true;
+  }
+
+  /**
+   * Where the attributes array that passAttributes passed over starts (the span's last attributes field),
+   * else -1: their KeyValues are read only if the span turns out to be kept.
+   */
+  private attrPassed = -1;
+
+  /**
+   * With skip, the span's attributes array at `pos` passed over as bytes (cur.skipFast, validated as
+   * attributes() would, nothing read) when none of its strings can be an attribute key that makes a span
+   * of another name matter (mattersOffContract): none starts with `mcp.` or has a \u escape. Then the
+   * span has no attribute read (attrCount 0) unless it is a contract span, whose attributes span() reads
+   * from attrPassed. False with `pos` unchanged otherwise (an MCP span stops at its first such key): read
+   * them as always.
+   */
+  private passAttributes(): boolean {
+    const cur = this.cur;
+    const start = cur.pos;
+    const t = F_NAME * 4;
+    // A contract span by the name already read (a later name field would count instead, and is checked then).
+    if (this.tok[t] === STRING && CONTRACT_NAMES.indexOf(cur.buf, this.tok[t + 1]!, this.tok[t + 2]!) >= 0)
+      return false;
+    if (cur.maxDepth >= ANY_VALUE_DEPTH) {
+      const text = (this.text ??= Buffer.prototype.latin1Slice.call(cur.buf, 0, cur.buf.length));
+      ATTRIBUTES_AS_WRITTEN.lastIndex = start;
+      let matched = false;
+      try {
+        matched = ATTRIBUTES_AS_WRITTEN.test(text);
+      } catch {
+        // RangeError: the expression's backtracking stack overflowed; nothing was consumed.
+      }
+      if (matched) {
+        cur.pos = ATTRIBUTES_AS_WRITTEN.lastIndex;
+        this.attrPassed = start;
+        return true;
+      }
+    }
+    if (!cur.skipFast(8, true)) return false;
+    this.attrPassed = start;
+    return true;
+  }
+
+  /** The body as latin1 text, made the first time it is matched against (a transient copy of its bytes). */
+  private text: string | undefined = undefined;
+
+  /** With skip: the span at `pos` matched whole by SPAN_SKIPPED_AS_WRITTEN, and passed (true); else `pos` unchanged. */
+  private skippedAsWritten(): boolean {
+    const cur = this.cur;
+    if (cur.buf[cur.pos] !== OPEN_OBJECT_BYTE) return false;
+    const text = (this.text ??= Buffer.prototype.latin1Slice.call(cur.buf, 0, cur.buf.length));
+    SPAN_SKIPPED_AS_WRITTEN.lastIndex = cur.pos;
+    let matched = false;
+    try {
+      matched = SPAN_SKIPPED_AS_WRITTEN.test(text);
+    } catch {
+      // RangeError: the expression's backtracking stack overflowed; span() reads it.
+    }
+    if (matched) cur.pos = SPAN_SKIPPED_AS_WRITTEN.lastIndex;
+    return matched;
   }
 
   /** Whether a span's id field is one the record would take (hexId, else id()), without making it. */

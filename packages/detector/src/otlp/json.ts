@@ -31,7 +31,8 @@ export interface JsonDecodeOptions {
   /**
    * Called for each valid span that cannot matter to the detector or to the page's evidence
    * (mattersOffContract in src/otlp/detector-keys.ts), in its place among the spans handed to the sink;
-   * no record is made of it (its ids, name and attributes are checked, not built). The detector would
+   * no record is made of it (its ids, name and attributes are checked, not built; its attributes are
+   * passed over as validated bytes when no string in them can spell such a key). The detector would
    * have counted it IGNORED and done nothing else with it. Without it, every valid span reaches the sink.
    */
   onSkipped?: () => void;

@@ -99,6 +99,14 @@ class Reader {
   /** A field tag: a uint32 whose field number is at least 1. */
   tag(end: number): number {
     const at = this.pos;
+    // One byte, as every tag of these messages is written: read here, the rest (and every error) below.
+    if (at < end) {
+      const b = this.buf[at]!;
+      if (b >= 8 && b < 0x80) {
+        this.pos = at + 1;
+        return b;
+      }
+    }
     const t = this.varint(end);
     if (t < 8 || t > 0xffffffff) {
       throw new OtlpDecodeError(
@@ -113,6 +121,14 @@ class Reader {
   /** Reads a length prefix and returns the end of the field, checked against `end`. */
   len(end: number): number {
     const at = this.pos;
+    // A one-byte length that fits (most fields' within a span): read here, the rest (and every error) below.
+    if (at < end) {
+      const n = this.buf[at]!;
+      if (n < 0x80 && n <= end - at - 1) {
+        this.pos = at + 1;
+        return at + 1 + n;
+      }
+    }
     const n = this.varint(end);
     if (n < 0) throw new OtlpDecodeError(`malformed protobuf: negative length ${n} at byte ${at}`);
     if (n > end - this.pos) {
