@@ -18,9 +18,13 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { guardedFetch } from '@resumewatch/guard';
 import type { FetchLike } from '@resumewatch/wire';
-import { instrumentFetch } from '../dist/index.js';
 import { Child, SMOKE, arg, figure, heapNow, serve } from '../../../bench/harness.js';
 import { startLabChild } from './lab-child.js';
+
+// The build, as users run it (`pnpm bench` builds first): a path the type-check, run before any build,
+// does not follow.
+const BUILT = '../dist/index.js';
+const { instrumentFetch } = (await import(BUILT)) as typeof import('../src/index.js');
 
 const SESSIONS = arg('sessions', 600, 12);
 const ENDED = SMOKE ? [40, 80] : [1000, 10_000];

@@ -10,7 +10,11 @@
  *   configured as the gateway's observation configures it, against making the same chunks alone.
  */
 import { arg, countInstructions, figure, hasValgrind, measured } from '../../../bench/harness.js';
-import { WireObserver } from '../dist/index.js';
+
+// The build, as users run it (`pnpm bench` builds first): a path the type-check, run before any build,
+// does not follow.
+const BUILT = '../dist/index.js';
+const { WireObserver } = (await import(BUILT)) as typeof import('../src/index.js');
 
 const PROGRESS = arg('progress', 1000, 20);
 const at = process.argv.indexOf('--count');
