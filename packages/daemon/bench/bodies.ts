@@ -6,8 +6,7 @@
  */
 import protobuf from 'protobufjs';
 import { decodeJsonRequest, decodeProtobufRequest, type SpanRecord } from '@resumewatch/detector';
-import { ATTR_SERVICE_NAME } from '@resumewatch/semconv';
-import { otlpAttributes } from '../../detector/test/helpers/otlp.js';
+import { otlpJson } from '../../detector/test/helpers/otlp.js';
 import { otlpBodies, workload } from '../../detector/test/helpers/workload.js';
 import { mixedJsonBodies, mixedRequests } from '../../detector/test/helpers/app-spans.js';
 
@@ -73,29 +72,7 @@ export function protobufOfJsonRequest(request: Record<string, unknown>): Buffer 
 function mcpProtobuf(spans: SpanRecord[], perBody: number): Buffer[] {
   const out: Buffer[] = [];
   for (let i = 0; i < spans.length; i += perBody)
-    out.push(
-      protobufOfJsonRequest({
-        resourceSpans: [
-          {
-            resource: { attributes: [{ key: ATTR_SERVICE_NAME, value: { stringValue: 'bench' } }] },
-            scopeSpans: [
-              {
-                scope: { name: 'bench' },
-                spans: spans.slice(i, i + perBody).map((s) => ({
-                  traceId: s.traceId,
-                  spanId: s.spanId,
-                  name: s.name,
-                  kind: s.kind,
-                  startTimeUnixNano: String(Math.round(s.startTimeUnixMs * 1e6)),
-                  endTimeUnixNano: String(Math.round(s.endTimeUnixMs * 1e6)),
-                  attributes: otlpAttributes(s.attributes, Number),
-                })),
-              },
-            ],
-          },
-        ],
-      }),
-    );
+    out.push(protobufOfJsonRequest(otlpJson(spans.slice(i, i + perBody), 'bench')));
   return out;
 }
 

@@ -1,7 +1,13 @@
 export * from './core/index.js';
 // The service a span without service.name is counted under (findings name it).
 export { UNKNOWN_SERVICE } from './core/services.js';
-export { ResumewatchSpanProcessor, toSpanRecord, type ResumewatchSpanProcessorOptions } from './doors/processor.js';
+export {
+  ResumewatchSpanProcessor,
+  primitiveAttributes,
+  spanRecordOf,
+  toSpanRecord,
+  type ResumewatchSpanProcessorOptions,
+} from './doors/processor.js';
 export {
   groupFindings,
   formatFindingGroups,

@@ -36,8 +36,8 @@ import type { InstrumentationScope } from '@opentelemetry/core';
 import type { Resource } from '@opentelemetry/resources';
 import { RandomIdGenerator } from '@opentelemetry/sdk-trace-base';
 import type { IdGenerator, ReadableSpan, SpanProcessor, TimedEvent } from '@opentelemetry/sdk-trace-base';
-import { UNKNOWN_SERVICE } from '@resumewatch/detector';
-import type { SpanKindCode, SpanRecord } from '@resumewatch/detector';
+import { UNKNOWN_SERVICE, primitiveAttributes, spanRecordOf } from '@resumewatch/detector';
+import type { SpanRecord } from '@resumewatch/detector';
 import { ATTR_SERVICE_NAME } from '@resumewatch/semconv';
 
 /** Where a span's record goes at its end: the built-in detector's record feed (EmbeddedDetector.ingest). */
@@ -291,32 +291,15 @@ class DetectorSpan implements Span, ReadableSpan {
   }
 
   /**
-   * The record `toSpanRecord` makes of this span, made here: the attributes of a primitive value (all
-   * of them, most often: then the span's own object, which nothing changes after its end), its times
-   * from the same HrTimes by the same sums.
+   * The record `toSpanRecord` makes of this span (spanRecordOf: one owner of the mapping), with the
+   * span's own attribute object when all its values are primitive (most often: nothing changes it
+   * after its end), and the tracer's service read once.
    */
   private record(): SpanRecord {
-    let attributes = this.attributes as Record<string, string | number | boolean>;
-    if (this.arrays) {
-      attributes = {};
-      for (const key in this.attributes) {
-        const value = this.attributes[key];
-        if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean')
-          attributes[key] = value;
-      }
-    }
-    return {
-      traceId: this.context.traceId,
-      spanId: this.context.spanId,
-      parentSpanId: this.parentSpanContext?.spanId,
-      name: this.name,
-      // @opentelemetry/api numbers kinds from INTERNAL = 0; OTLP from UNSPECIFIED = 0.
-      kind: (this.kind + 1) as SpanKindCode,
-      startTimeUnixMs: this.startTime[0] * 1000 + this.startTime[1] / 1e6,
-      endTimeUnixMs: this.endTime[0] * 1000 + this.endTime[1] / 1e6,
-      attributes,
-      service: this.tracer.service,
-    };
+    const attributes = this.arrays
+      ? primitiveAttributes(this.attributes)
+      : (this.attributes as Record<string, string | number | boolean>);
+    return spanRecordOf(this, attributes, this.tracer.service);
   }
 
   isRecording(): boolean {

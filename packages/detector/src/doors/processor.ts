@@ -54,14 +54,36 @@ export class ResumewatchSpanProcessor implements SpanProcessor {
   }
 }
 
+/** The record of an ended span: what the detector reads of it (one owner of this mapping). */
 export function toSpanRecord(span: ReadableSpan): SpanRecord {
-  const ctx = span.spanContext();
+  const service = span.resource.attributes[ATTR_SERVICE_NAME];
+  return spanRecordOf(
+    span,
+    primitiveAttributes(span.attributes),
+    typeof service === 'string' ? service : UNKNOWN_SERVICE,
+  );
+}
+
+/** A span's attributes of a primitive value: a record keeps no arrays. */
+export function primitiveAttributes(from: ReadableSpan['attributes']): Record<string, AttributeValue> {
   const attributes: Record<string, AttributeValue> = {};
-  for (const key in span.attributes) {
-    const v = span.attributes[key];
+  for (const key in from) {
+    const v = from[key];
     if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') attributes[key] = v;
   }
-  const service = span.resource.attributes[ATTR_SERVICE_NAME];
+  return attributes;
+}
+
+/**
+ * The record of an ended span whose attributes (of a primitive value) and service the caller already
+ * has: the detector-only tracer of the gateway hands its span's own attribute object, uncopied.
+ */
+export function spanRecordOf(
+  span: ReadableSpan,
+  attributes: Record<string, AttributeValue>,
+  service: string,
+): SpanRecord {
+  const ctx = span.spanContext();
   return {
     traceId: ctx.traceId,
     spanId: ctx.spanId,
@@ -72,6 +94,6 @@ export function toSpanRecord(span: ReadableSpan): SpanRecord {
     startTimeUnixMs: span.startTime[0] * 1000 + span.startTime[1] / 1e6,
     endTimeUnixMs: span.endTime[0] * 1000 + span.endTime[1] / 1e6,
     attributes,
-    service: typeof service === 'string' ? service : UNKNOWN_SERVICE,
+    service,
   };
 }
