@@ -208,6 +208,11 @@ interface Attempt {
   timer: ReturnType<typeof setTimeout> | undefined;
   /** The stream the server answered with (its `retry:`, for a listening stream's spans). */
   stream: StreamRecord | undefined;
+  /**
+   * A listening stream's client sent its session's DELETE while the stream was open: a server that ends
+   * the stream then ends it because the client gave the session up, not because it offers none.
+   */
+  sessionDeleted?: boolean;
 }
 
 /** The verdicts the recorder takes without looking at a stream. */
@@ -454,7 +459,10 @@ export class SpanRecorder implements WireListener {
   onRequest(req: WireRequest): void {
     try {
       if (req.cancels.length > 0) this.cancelled(req.cancels);
-      if (req.httpMethod === 'DELETE' && req.sessionId !== undefined) this.sessionEnded(req.sessionId);
+      if (req.httpMethod === 'DELETE' && req.sessionId !== undefined) {
+        this.listeningDeleted(req);
+        this.sessionEnded(req.sessionId);
+      }
       // A plain GET of the listening stream (a session's, or a stateless server's) is followed too: only its
       // refusal makes a span (SPAN_LISTENING_REFUSED): a status other than 2xx, or a stream ended at once empty.
       const listen = req.httpMethod === 'GET';
@@ -758,6 +766,19 @@ export class SpanRecorder implements WireListener {
   }
 
   /** The client deleted the session: its open requests end, and the silent resumes of them. */
+  /**
+   * The client deleted the session: its listening streams still open end because of it (the server closes
+   * a deleted session's streams, whenever that comes), so their end is no refusal (listeningEnded). The
+   * DELETE leaves before the server can close anything for it: the mark always precedes that end.
+   */
+  private listeningDeleted(req: WireRequest): void {
+    // The session's recent streams (capped by the observer): its listening GETs among them.
+    for (const stream of req.session?.streams ?? []) {
+      const attempt = this.openListens.get(stream);
+      if (attempt) attempt.sessionDeleted = true;
+    }
+  }
+
   private sessionEnded(sessionId: string): void {
     const open = this.openBySession.get(sessionId);
     if (open) for (const state of [...open]) this.endRequest(state, ErrorType.ABORTED);
@@ -1012,13 +1033,13 @@ export class SpanRecorder implements WireListener {
 
   /**
    * A plain GET of the listening stream answered 2xx, its stream ended: ended by the server (not the
-   * client's abort) within LISTENING_CLOSED_AT_ONCE_MS with no JSON-RPC message, the server offered the
-   * stream in name only (cline/cline#12119): a refusal, told as one (SPAN_LISTENING_REFUSED), from the GET
-   * to the stream's end.
+   * client's abort, nor after the client's DELETE of its session) within LISTENING_CLOSED_AT_ONCE_MS with
+   * no JSON-RPC message, the server offered the stream in name only (cline/cline#12119): a refusal, told
+   * as one (SPAN_LISTENING_REFUSED), from the GET to the stream's end.
    */
   private listeningEnded(attempt: Attempt, stream: StreamRecord, end: StreamEnd): void {
     const endTime = nowMs();
-    if (end === 'abort' || stream.unread || stream.messageEvents > 0) return;
+    if (end === 'abort' || attempt.sessionDeleted || stream.unread || stream.messageEvents > 0) return;
     if (endTime - attempt.startTime > LISTENING_CLOSED_AT_ONCE_MS) return;
     const span = this.tracer().startSpan(
       SPAN_LISTENING_REFUSED,

@@ -9,10 +9,12 @@ import {
   SPAN_STREAM_RESUME,
   StreamKind,
 } from '@resumewatch/semconv';
+import { startLabServer } from '@resumewatch/lab';
 import { WireObserver } from '@resumewatch/wire';
 import { describe, expect, it } from 'vitest';
 import { tracerSource } from '../src/instrument-fetch.js';
 import { SpanRecorder } from '../src/span-recorder.js';
+import { PROTOCOL_VERSION, RawClient } from './helpers/raw-client.js';
 import { captureSpans, ms, type SpanCapture } from './helpers/spans.js';
 import { SCRIPTED_SESSION, progress, scriptedServerPerFile, sse } from '../../wire/test/helpers/scripted-server.js';
 
@@ -89,5 +91,27 @@ describe('mcp.stream.listening_refused', () => {
       [ATTR_MCP_STREAM_RETRY_MS]: 300,
       [ATTR_MCP_CLIENT_INSTANCE_ID]: refused!.attributes[ATTR_MCP_CLIENT_INSTANCE_ID],
     });
+  });
+
+  it("a stream the server ended because the client deleted its session (the real SDK's server): no span", async () => {
+    const lab = await startLabServer();
+    try {
+      const { fetch, capture } = setup();
+      const client = new RawClient(lab.url, fetch);
+      await client.initialize();
+      const headers = {
+        accept: 'text/event-stream',
+        'mcp-protocol-version': PROTOCOL_VERSION,
+        'mcp-session-id': client.sessionId!,
+      };
+      const listening = await fetch(lab.url, { headers });
+      expect(listening.status).toBe(200);
+      // At once, with no message on it: the server ends the stream because of the DELETE, and only then.
+      await fetch(lab.url, { method: 'DELETE', headers });
+      expect(await listening.text()).not.toContain('data:');
+      expect(capture.spans(SPAN_LISTENING_REFUSED)).toEqual([]);
+    } finally {
+      await lab.close();
+    }
   });
 });
