@@ -8,7 +8,8 @@ export const SPAN_STREAM_RESUME = 'mcp.stream.resume';
 /**
  * A GET for the listening stream (no Last-Event-ID; with a session or without) that the server refused:
  * answered other than 2xx (a 405 when it offers none), or answered with an event stream it ended within
- * LISTENING_CLOSED_AT_ONCE_MS with no JSON-RPC message (the span then runs from the GET to that end).
+ * LISTENING_CLOSED_AT_ONCE_MS with no JSON-RPC message (the span then runs from the GET to that end), unless
+ * the client had sent its session's DELETE before that end (the server closes a deleted session's streams).
  * No reattach or resume span tells either: without it a refused GET leaves no span.
  */
 export const SPAN_LISTENING_REFUSED = 'mcp.stream.listening_refused';
