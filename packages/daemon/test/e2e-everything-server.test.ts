@@ -125,6 +125,9 @@ const resumeSpans = (spans: readonly ReadableSpan[]): string[] =>
       (s) =>
         `${String(s.attributes[ATTR_JSONRPC_REQUEST_ID])}:${String(s.attributes[ATTR_MCP_RESUME_OUTCOME])}/${String(s.attributes[ATTR_MCP_RESUME_EVIDENCE])}`,
     );
+/** The terminal spans the client's observer marked foreign (replayed to a stream that never carried the request). */
+const foreignTerminals = (spans: readonly ReadableSpan[]): ReadableSpan[] =>
+  spans.filter((s) => s.name === SPAN_REQUEST_TERMINAL && s.attributes[ATTR_MCP_TERMINAL_FOREIGN] === true);
 
 describe.each([false, true])('the everything server, SDK 1.x client, guard=%s', (guarded) => {
   it(
@@ -224,6 +227,10 @@ describe.each([false, true])('the everything server, SDK 1.x client, guard=%s', 
       meanwhileDone();
       const resumed = text(await cut);
       const after = text(await c.session.callTool('echo', { message: 'after' }));
+      // The replayed copy of request 3 comes in the replay's burst, before request 2's result or, when the
+      // meanwhile call was stored after it (a loaded machine), after it. The DELETE (finish), after which
+      // the client's observer forgets the session, waits until the wire showed it: its terminal span.
+      await waitFor(() => foreignTerminals(c.spans).length > 0, "request 3's result replayed on the resumed stream");
       await finish(c);
       // The application got every result once (a promise resolves once; the SDK reports the replayed
       // copy of request 3's result as a response to an unknown id).
@@ -239,9 +246,7 @@ describe.each([false, true])('the everything server, SDK 1.x client, guard=%s', 
       expect(c.rig.findings()).toMatchObject([
         { kind: FindingKind.FOREIGN_REPLAY, request_id: '3', server: '127.0.0.1' },
       ]);
-      const foreign = c.spans.filter(
-        (s) => s.name === SPAN_REQUEST_TERMINAL && s.attributes[ATTR_MCP_TERMINAL_FOREIGN] === true,
-      );
+      const foreign = foreignTerminals(c.spans);
       expect(foreign.map((s) => [s.attributes[ATTR_JSONRPC_REQUEST_ID], s.attributes[ATTR_MCP_GUARD_ACTION]])).toEqual([
         ['3', guarded ? GuardAction.DUPLICATE_TERMINAL_DROPPED : undefined],
       ]);

@@ -26,7 +26,7 @@ export interface Rig {
   service: string;
   /** Client side: an instrumented fetch; server side: a plain fetch (the server's store and transports are instrumented). */
   fetch: InstrumentedFetch | typeof globalThis.fetch;
-  /** Waits for the client's open resume spans, exports everything, lets the storm window pass. */
+  /** Waits for the client's open resume spans, exports everything (serve has it), lets the storm window pass. */
   settle(): Promise<void>;
   findings(sessionId?: string): Finding[];
   /** The resume spans exported to the detector, as sent (to check their attributes). */
@@ -34,14 +34,25 @@ export interface Rig {
   close(): Promise<void>;
 }
 
-/** Forwards to the real exporter and keeps the resume spans it exported (a test's few). */
+/**
+ * Forwards to the real exporter and keeps the resume spans it exported (a test's few), counting the
+ * exports not yet answered: the provider's forceFlush exports what is still queued, but does not wait
+ * for a batch its timer already handed to the exporter (BatchSpanProcessor), which may reach `serve`
+ * after it on a loaded machine.
+ */
 class ResumeRecordingExporter implements SpanExporter {
   readonly resumes: ReadableSpan[] = [];
+  /** Exports handed to the real exporter and not yet answered by it. */
+  inFlight = 0;
   constructor(private readonly inner: SpanExporter) {}
   export(spans: ReadableSpan[], done: Parameters<SpanExporter['export']>[1]): void {
     for (const span of spans)
       if (span.name === SPAN_STREAM_RESUME && this.resumes.length < 1_000) this.resumes.push(span);
-    this.inner.export(spans, done);
+    this.inFlight++;
+    this.inner.export(spans, (result) => {
+      this.inFlight--;
+      done(result);
+    });
   }
   shutdown(): Promise<void> {
     return this.inner.shutdown();
@@ -120,6 +131,8 @@ export async function startRig(side: Side, protocol: Protocol, options: RigOptio
         }, 'the client resume spans to end');
       }
       await tracerProvider.forceFlush();
+      // Every batch answered by serve, the timer's too: its spans are in the detector.
+      await waitFor(() => recording.inFlight === 0, 'the span exports to be answered');
       // A storm seen only by server spans ends when the window passes quietly (the eviction is the lab's 404,
       // answered before any store replay); the detector's clock is moved past it instead of waiting a minute.
       detector.detector.advance(Date.now() + detector.config.stormWindowMs + 1);
