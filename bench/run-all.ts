@@ -14,38 +14,38 @@ import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { BENCHES, NODE_FLAGS, ROOT, type Bench } from './benches.js';
+import { BENCHES, NODE_FLAGS, ROOT, argsOf, type Bench } from './benches.js';
 import { parseFigures, type Figure } from './figure.js';
 
 /** Cores, on average over a benchmark, busy with something other than it: above this, not a result. */
 const OTHER_LIMIT = 0.25;
 
-/**
- * CPU seconds the machine's processes have spent (user, nice, system: every core), from /proc/stat; NaN
- * elsewhere than Linux. Interrupts are left out: loopback traffic's softirq time is the benchmark's own
- * but accounted to no process.
- */
-function machineBusy(): number {
+/** Fields of a /proc stat line as numbers; NaN elsewhere than Linux. */
+const procStat = (file: string, after: string): number[] => {
   try {
-    const f = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1, 4).map(Number);
-    return (f[0]! + f[1]! + f[2]!) / 100;
-  } catch {
-    return NaN;
-  }
-}
-/** CPU seconds of this process and its reaped children: the benchmarks and all they spawned and waited for. */
-function ownTreeCpu(): number {
-  try {
-    const stat = readFileSync('/proc/self/stat', 'utf8');
-    const f = stat
-      .slice(stat.lastIndexOf(')') + 2)
-      .split(' ')
+    const stat = readFileSync(file, 'utf8');
+    return stat
+      .slice(stat.lastIndexOf(after) + after.length)
+      .trim()
+      .split(/\s+/)
       .map(Number);
-    return (f[11]! + f[12]! + f[13]! + f[14]!) / 100;
   } catch {
-    return NaN;
+    return [NaN];
   }
-}
+};
+/**
+ * CPU seconds of every process of the machine (user, nice, system). Interrupts are left out: loopback
+ * traffic's softirq time is the benchmark's own but accounted to no process.
+ */
+const machineBusy = (): number =>
+  procStat('/proc/stat', 'cpu ')
+    .slice(0, 3)
+    .reduce((a, b) => a + b) / 100;
+/** CPU seconds of this process and its reaped children: the benchmarks and all they spawned and waited for. */
+const ownTreeCpu = (): number =>
+  procStat('/proc/self/stat', ') ')
+    .slice(11, 15)
+    .reduce((a, b) => a + b) / 100;
 const smoke = process.argv.includes('--smoke');
 const only = new Set(process.argv.slice(2).filter((a) => !a.startsWith('--')));
 const selected = BENCHES.filter((b) => only.size === 0 || only.has(b.id));
@@ -66,8 +66,10 @@ function run(b: Bench): Promise<Run> {
   const start = Date.now();
   const [busy0, own0] = [machineBusy(), ownTreeCpu()];
   return new Promise((resolve) => {
-    const args = [...NODE_FLAGS, b.script, ...(smoke ? (b.smokeArgs ?? ['--smoke']) : (b.args ?? []))];
-    const child = spawn(process.execPath, args, { cwd: join(ROOT, b.dir), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...NODE_FLAGS, ...argsOf(b, smoke)], {
+      cwd: join(ROOT, b.dir),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     const take = (d: Buffer) => {
       output += d.toString();

@@ -6,7 +6,7 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { BENCHES, NODE_FLAGS, ROOT } from '../bench/benches.js';
+import { BENCHES, NODE_FLAGS, ROOT, argsOf } from '../bench/benches.js';
 import { parseFigures } from '../bench/figure.js';
 
 /** How many figures each benchmark prints: a lost figure fails the smoke. */
@@ -42,7 +42,7 @@ describe('pnpm bench smoke', () => {
 
   for (const b of BENCHES) {
     it(`${b.id} starts and prints its figures`, { timeout: 900_000 }, () => {
-      const run = spawnSync(process.execPath, [...NODE_FLAGS, b.script, ...(b.smokeArgs ?? ['--smoke'])], {
+      const run = spawnSync(process.execPath, [...NODE_FLAGS, ...argsOf(b, true)], {
         cwd: join(ROOT, b.dir),
         encoding: 'utf8',
         timeout: 880_000,

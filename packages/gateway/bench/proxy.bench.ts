@@ -16,7 +16,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Child, alternate, arg, compare, figure, median, range } from '../../../bench/harness.js';
+import { Child, alternate, arg, compare, compared, figure, median, percentile, range } from '../../../bench/harness.js';
 import { measureOperationCost } from './operation-metrics.js';
 
 const ROUNDS = arg('rounds', 6, 2);
@@ -126,7 +126,6 @@ await Child.stopAll();
 
 // --- Results ---
 const fmt = (n: number, d = 2) => n.toFixed(d);
-const pct = (a: number[], p: number) => [...a].sort((x, y) => x - y)[Math.max(0, Math.ceil(p * a.length) - 1)]!;
 const held = 'the observation (wire observer, digests, detector, recorder): gateway-instructions gives each part';
 for (const [kind, unit, bound] of [
   ['json', 'µs CPU per JSON request', 1.3],
@@ -141,15 +140,13 @@ for (const [kind, unit, bound] of [
         ? 'gateway, proxy CPU per request answered with JSON'
         : `gateway, proxy CPU per SSE event (streams of ${EVENTS})`,
     target: { text: `≤ ${bound}x a bare node:http proxy`, bound, dir: '<=' },
-    reference: { what: 'bare node:http proxy', value: c.ref, unit, range: c.refRange },
-    ours: { value: c.ours, unit, range: c.oursRange },
-    ratio: c.ratio,
-    ratioRange: c.ratioRange,
+    ...compared(c, 'bare node:http proxy', unit),
     heldBy: held,
     note: `${ROUNDS} alternating rounds, ${CONCURRENCY} sessions`,
   });
 }
-const added = (data: Record<string, number[]>, p: string) => (pct(data[p]!, 0.99) - pct(data.direct!, 0.99)) / 1000;
+const added = (data: Record<string, number[]>, p: string) =>
+  (percentile(data[p]!, 0.99) - percentile(data.direct!, 0.99)) / 1000;
 figure({
   bench,
   id: 'gateway-sse-latency',
@@ -158,7 +155,7 @@ figure({
   reference: { what: 'bare proxy, added', value: added(delays, 'bare'), unit: 'ms' },
   ours: { value: added(delays, 'gateway'), unit: 'ms' },
   heldBy: 'event-loop stalls of the gateway under the paced load (its GC and the observation)',
-  note: `direct p99 ${fmt(pct(delays.direct!, 0.99) / 1000)} ms; ${delays.gateway!.length} events`,
+  note: `direct p99 ${fmt(percentile(delays.direct!, 0.99) / 1000)} ms; ${delays.gateway!.length} events`,
 });
 figure({
   bench,
@@ -168,7 +165,7 @@ figure({
   reference: { what: 'bare proxy, added', value: added(times, 'bare'), unit: 'ms' },
   ours: { value: added(times, 'gateway') - added(times, 'bare'), unit: 'ms' },
   heldBy: "the observation's CPU per request (gateway-json) queues paced requests behind each other",
-  note: `gateway added ${fmt(added(times, 'gateway'))} ms; direct p99 ${fmt(pct(times.direct!, 0.99) / 1000)} ms`,
+  note: `gateway added ${fmt(added(times, 'gateway'))} ms; direct p99 ${fmt(percentile(times.direct!, 0.99) / 1000)} ms`,
 });
 figure({
   bench,
