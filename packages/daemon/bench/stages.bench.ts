@@ -28,7 +28,6 @@ import {
   figure,
   measured,
   option,
-  SMOKE,
 } from '../../../bench/harness.js';
 import { configWith, writingPipeline } from '../src/doors/writing-pipeline.js';
 import { DetectorMetrics } from '../src/metrics.js';
@@ -37,7 +36,9 @@ import { bodies, decoder, reference, spansIn } from './bodies.js';
 const argv = process.argv;
 const encoding = argv.includes('--protobuf') ? 'protobuf' : 'json';
 const only = option('only');
-const ROUNDS = only ? arg('count', 1) + 1 : argv.includes('--instructions') ? 3 : arg('rounds', 10, 2);
+// Counted: WARM rounds warm a stage up (the JIT done with it), then `--count` rounds are the measured work.
+const WARM = 2;
+const ROUNDS = only ? WARM + arg('count', 1) : argv.includes('--instructions') ? WARM + 2 : arg('rounds', 10, 2);
 const REQUESTS = arg('requests', argv.includes('--instructions') ? 2_000 : 6_000, 300);
 // A counted child reads the bodies its parent made (making them under callgrind would take minutes).
 const kept = option('bodies');
@@ -77,17 +78,16 @@ const refName = encoding === 'json' ? 'JSON.parse' : 'protobufjs';
 if (only) {
   // A counted child: round 0 warms the stage up, the rest are the measured work.
   const feed = STAGES[only]!();
-  await feedRound(feed, 0);
+  for (let r = 0; r < WARM; r++) await feedRound(feed, r);
   await measured(async () => {
-    for (let r = 1; r < ROUNDS; r++) await feedRound(feed, r);
+    for (let r = WARM; r < ROUNDS; r++) await feedRound(feed, r);
   });
 } else if (argv.includes('--instructions')) {
   const dir = mkdtempSync(join(tmpdir(), 'bench-stages-'));
   const file = join(dir, 'bodies.json');
-  writeFileSync(file, JSON.stringify(rounds.slice(0, 3).map((r) => r.map((b) => b.toString('base64')))));
+  writeFileSync(file, JSON.stringify(rounds.map((r) => r.map((b) => b.toString('base64')))));
   const per: Record<string, number> = {};
-  // The smoke counts two stages only: it proves the counting runs, in minutes less.
-  for (const stage of SMOKE ? ['parse', 'decode'] : Object.keys(STAGES)) {
+  for (const stage of Object.keys(STAGES)) {
     const args = (n: number) => [
       '--only',
       stage,
@@ -100,7 +100,7 @@ if (only) {
     per[stage] = (await countInstructions(import.meta.filename, args, [1, 2], (n) => n * SPANS)).total;
   }
   rmSync(dir, { recursive: true });
-  for (const stage of SMOKE ? ['decode'] : ['decode', 'pipeline'])
+  for (const stage of ['decode', 'pipeline'])
     figure({
       bench: 'serve-instructions',
       id: `instructions-${encoding}-mcp-${stage}`,
@@ -108,7 +108,7 @@ if (only) {
       reference: { what: `${refName} of the same bodies`, value: per.parse!, unit: 'instructions/span' },
       ours: { value: per[stage]!, unit: 'instructions/span' },
       ratio: per.parse! / per[stage]!,
-      note: `per span: detector +${Math.round(per.detector! - per.decode!)}, pipeline without the evidence +${Math.round(per['no-evidence']! - per.detector!)}, the evidence +${Math.round(per.pipeline! - per['no-evidence']!)}; ratio is the rate's (reference / ours); callgrind, the work at 1 and 2 rounds of ${SPANS} spans after one warm-up round`,
+      note: `per span: detector +${Math.round(per.detector! - per.decode!)}, pipeline without the evidence +${Math.round(per['no-evidence']! - per.detector!)}, the evidence +${Math.round(per.pipeline! - per['no-evidence']!)}; ratio is the rate's (reference / ours); callgrind, the work at 1 and 2 rounds of ${SPANS} spans after ${WARM} warm-up rounds`,
     });
 } else {
   const feeds = Object.fromEntries(Object.entries(STAGES).map(([k, make]) => [k, make()]));

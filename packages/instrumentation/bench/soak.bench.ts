@@ -20,6 +20,7 @@ import { VARIANTS, startLabChild, variantFetch, type Variant } from './lab-child
 
 const SESSIONS = arg('sessions', 600, 12);
 const ENDED = SMOKE ? [40, 80] : [1000, 10_000];
+const WARM = arg('warm', 30, 4);
 
 interface Result {
   perLive: number;
@@ -81,8 +82,8 @@ async function variant(name: Variant, url: string, churnUrl: string): Promise<Re
     return { client, transport };
   };
   // Warm-up of every path measured (code compiled on a path's first use is not the sessions').
-  for (let i = 0; i < 30; i++) await oneSession(churnUrl, fetch ?? globalThis.fetch, i % 2 === 0);
-  for (let i = 0; i < Math.min(30, SESSIONS); i++) {
+  for (let i = 0; i < WARM; i++) await oneSession(churnUrl, fetch ?? globalThis.fetch, i % 2 === 0);
+  for (let i = 0; i < Math.min(WARM, SESSIONS); i++) {
     const s = await connect();
     if (i % 2 === 0) await s.transport.terminateSession();
     await s.client.close();
