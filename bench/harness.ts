@@ -364,8 +364,8 @@ let counts = 0;
  * Instructions per unit of work of `script` (run as `node --import tsx script ...args(n)`, with --smoke
  * when this is a smoke run), counted at two sizes: (count(n2) − count(n1)) / (units(n2) − units(n1)), so
  * that what does not grow with the work (the first calls, the handshake) falls out. `units(n)` is the
- * units done at size n (default n). A smoke run counts its first with callgrind (the counting works) and
- * runs the others without valgrind, taking CPU µs for instructions: in minutes less, and never a result.
+ * units done at size n (default n). A smoke run counts without valgrind, CPU µs standing in for
+ * instructions (never a result), but for its first count with `--callgrind` (bench/benches.ts).
  */
 export async function countInstructions(
   script: string,
@@ -375,7 +375,7 @@ export async function countInstructions(
 ): Promise<Instructions> {
   if (spawnSync('valgrind', ['--version']).error) throw new Error('no valgrind (Debian: apt-get install valgrind)');
   const dir = mkdtempSync(join(tmpdir(), 'bench-callgrind-'));
-  const callgrind = !SMOKE || counts++ === 0;
+  const callgrind = !SMOKE || (process.argv.includes('--callgrind') && counts++ === 0);
   try {
     // Both sizes at once: a count does not mind sharing the machine.
     const counted = await Promise.all(

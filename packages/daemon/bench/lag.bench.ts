@@ -21,7 +21,7 @@ import {
   METRIC_FINDINGS_TOTAL,
   SPAN_REQUEST_TERMINAL,
 } from '@resumewatch/semconv';
-import { arg, figure, SMOKE } from '../../../bench/harness.js';
+import { arg, figure, percentile, SMOKE } from '../../../bench/harness.js';
 import type { SpanRecord } from '@resumewatch/detector';
 import { otlpJson } from '../../detector/test/helpers/otlp.js';
 import { otlpBodies, workload } from '../../detector/test/helpers/workload.js';
@@ -77,32 +77,22 @@ const loaders = [0, 1].map(async (k) => {
   }
 });
 
+/** Probe n: a request's terminal, then a second one marked duplicate (span ids no load span has). */
 function probeBody(n: number): string {
-  const now = Date.now();
-  const session = `lag-probe-${n}`;
-  const base = { [ATTR_MCP_SESSION_ID]: session, [ATTR_JSONRPC_REQUEST_ID]: 1 };
-  const id = (k: number) => (0xf0000000 + n * 2 + k).toString(16).padStart(16, '0');
-  const spans: SpanRecord[] = [
-    {
-      traceId: 'f'.repeat(32),
-      spanId: id(0),
-      name: SPAN_REQUEST_TERMINAL,
-      kind: 1,
-      startTimeUnixMs: now,
-      endTimeUnixMs: now + 1,
-      attributes: { ...base, [ATTR_MCP_STREAM_ID]: `${session}-a` },
-      service: PROBE_SERVICE,
-    },
-    {
-      traceId: 'f'.repeat(32),
-      spanId: id(1),
-      name: SPAN_REQUEST_TERMINAL,
-      kind: 1,
-      startTimeUnixMs: now + 2,
-      endTimeUnixMs: now + 3,
-      attributes: { ...base, [ATTR_MCP_STREAM_ID]: `${session}-b`, [ATTR_MCP_TERMINAL_DUPLICATE]: true },
-      service: PROBE_SERVICE,
-    },
+  const [now, session] = [Date.now(), `lag-probe-${n}`];
+  const terminal = (k: number, extra: object): SpanRecord => ({
+    traceId: 'f'.repeat(32),
+    spanId: (0xf0000000 + n * 2 + k).toString(16).padStart(16, '0'),
+    name: SPAN_REQUEST_TERMINAL,
+    kind: 1,
+    startTimeUnixMs: now + 2 * k,
+    endTimeUnixMs: now + 2 * k + 1,
+    attributes: { [ATTR_MCP_SESSION_ID]: session, [ATTR_JSONRPC_REQUEST_ID]: 1, ...extra },
+    service: PROBE_SERVICE,
+  });
+  const spans = [
+    terminal(0, { [ATTR_MCP_STREAM_ID]: `${session}-a` }),
+    terminal(1, { [ATTR_MCP_STREAM_ID]: `${session}-b`, [ATTR_MCP_TERMINAL_DUPLICATE]: true }),
   ];
   return JSON.stringify(otlpJson(spans, PROBE_SERVICE));
 }
@@ -146,13 +136,9 @@ closePosts();
 metricsAgent.destroy();
 child.kill('SIGTERM');
 
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]!;
-};
 const note = `${PROBES} probes; load ${Math.round(loadRate)} spans/s of healthy OTLP/JSON on 2 connections`;
 for (const p of [50, 99]) {
-  const reference = { what: `the probe's POST round trip, p${p}`, value: pct(roundTrip, p), unit: 'ms' };
+  const reference = { what: `the probe's POST round trip, p${p}`, value: percentile(roundTrip, p / 100), unit: 'ms' };
   for (const [to, xs] of [
     ['emitted', emitted],
     ['counted in /metrics', scraped],
@@ -162,7 +148,7 @@ for (const p of [50, 99]) {
       id: `lag-p${p}-${to === 'emitted' ? 'emitted' : 'metrics'}`,
       what: `detection lag p${p}: completing span posted → finding ${to}`,
       reference,
-      ours: { value: pct(xs, p), unit: 'ms' },
+      ours: { value: percentile(xs, p / 100), unit: 'ms' },
       note,
     });
 }

@@ -70,10 +70,7 @@ export async function startUpstream(): Promise<string> {
   // One pacer for every paced stream: `rate` events a second in all, round-robin.
   const paced: (() => boolean)[] = [];
   let pacer: NodeJS.Timeout | undefined;
-  let rate = 1000;
-  let owed = 0;
-  let last = 0n;
-  let turn = 0;
+  let [rate, owed, last, turn] = [1000, 0, 0n, 0];
   const pace = () => {
     const now = process.hrtime.bigint();
     owed = Math.min(owed + (Number(now - last) * rate) / 1e9, 100);
@@ -159,18 +156,17 @@ const HOP = new Set('connection keep-alive proxy-connection te trailer transfer-
 const endToEnd = (h: IncomingHttpHeaders) => Object.fromEntries(Object.entries(h).filter(([k]) => !HOP.has(k)));
 
 export type ProxyKind = 'gateway' | 'gateway-nodetector' | 'bare';
-export interface Proxy {
-  url: string;
-  gateway?: RunningGateway;
-  close(): Promise<void>;
-}
 
-/** The build (`pnpm bench` builds first); a path the type-check does not follow, since it runs before any build. */
+// The build, as it runs (tsx would add a property to each named closure: time and heap per stream); a
+// path the type-check, run before any build, does not follow.
 const BUILT_GATEWAY = '../dist/gateway.js';
 
-export async function startProxy(kind: ProxyKind, upstream: string, maxStreams = 100_000): Promise<Proxy> {
+export async function startProxy(
+  kind: ProxyKind,
+  upstream: string,
+  maxStreams = 100_000,
+): Promise<{ url: string; gateway?: RunningGateway; close(): Promise<void> }> {
   if (kind !== 'bare') {
-    // The build, as it runs (tsx would add a property to each named closure: time and heap per stream).
     const { startGateway } = (await import(BUILT_GATEWAY)) as typeof import('../src/gateway.js');
     const gateway = await startGateway({
       upstream,
@@ -200,12 +196,9 @@ export async function startProxy(kind: ProxyKind, upstream: string, maxStreams =
     res.once('close', () => void (res.writableFinished || up.destroy()));
     req.pipe(up);
   });
-  const url = await listen(server);
-  return {
-    url,
-    close: () =>
-      new Promise<void>((resolve) => (server.close(() => resolve()), server.closeAllConnections(), agent.destroy())),
-  };
+  const close = () =>
+    new Promise<void>((resolve) => (server.close(() => resolve()), server.closeAllConnections(), agent.destroy()));
+  return { url: await listen(server), close };
 }
 
 /** The sum of a gateway's metric series so far (`series`: name and `{`). */
@@ -275,12 +268,9 @@ const del = async (base: string, s: string) => void (await read(await send(base,
 
 export async function open(base: string, n: number, version = '2025-06-18'): Promise<string[]> {
   const out: string[] = [];
+  const init = { protocolVersion: version, capabilities: {}, clientInfo: { name: 'bench', version: '1' } };
   for (let i = 0; i < n; i++) {
-    const res = await send(
-      base,
-      'POST',
-      rpc('initialize', { protocolVersion: version, capabilities: {}, clientInfo: { name: 'bench', version: '1' } }),
-    );
+    const res = await send(base, 'POST', rpc('initialize', init));
     await read(res);
     const s = String(res.headers[SID]);
     versions.set(s, version);
