@@ -2,8 +2,8 @@
  * CI smoke of `pnpm bench`: every benchmark runs in its tiny mode and must start, finish and print its
  * rows (FIGURE lines for docs/benchmarks.md), the same ids as a full run. No figure is compared with
  * anything: speed is never a test's verdict on this shared machine, and a smoke figure is never a
- * result, so the benchmarks run side by side here (none needs the machine to itself to run right). The
- * timeout only stops a hang.
+ * result. One after the other: side by side they only slow each other down on two cores, and widen
+ * keep-alive races that a benchmark's client does not retry. The timeout only stops a hang.
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -39,7 +39,7 @@ const EXPECTED_ROWS: Record<string, string[]> = {
   'gateway-instructions': ['gateway-json-instructions', 'gateway-sse-instructions'],
 };
 
-describe.concurrent('pnpm bench smoke', () => {
+describe('pnpm bench smoke', () => {
   it('lists every benchmark of the workspace once', () => {
     expect(BENCHES.map((b) => b.id).sort()).toEqual(Object.keys(EXPECTED_ROWS).sort());
   });
