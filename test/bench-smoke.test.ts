@@ -57,7 +57,6 @@ describe('pnpm bench smoke', () => {
       const figures = parseFigures(stdout);
       expect(figures.map((f) => f.id).sort()).toEqual([...EXPECTED_ROWS[b.id]!].sort());
       for (const f of figures) {
-        expect(f.bench.length).toBeGreaterThan(0);
         expect(Number.isFinite(f.ours.value), f.id).toBe(true);
         if (f.reference) expect(Number.isFinite(f.reference.value), f.id).toBe(true);
         if (f.target) expect(typeof f.met, f.id).toBe('boolean');

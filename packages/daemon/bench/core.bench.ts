@@ -53,7 +53,6 @@ for (const [failEvery, dictionary] of [
     if (round >= 0) rates.push(spans.length / (Number(process.hrtime.bigint() - start) / 1e9));
   }
   figure({
-    bench: 'detector-core',
     id: `core-1-in-${failEvery}${dictionary ? '-dictionary' : ''}`,
     what: `the detector core, 1 request in ${failEvery} failing${dictionary ? ', null-prototype attribute records' : ''}: spans per second (median of rounds)`,
     ...(failEvery === 100 && !dictionary
@@ -88,7 +87,6 @@ for (let i = 0; i < TRACKED; i++) {
 }
 const perRequest = ((await heapNow()).heap - before) / d.stats().tracked;
 figure({
-  bench: 'detector-core',
   id: 'core-heap-per-request',
   what: `heap per tracked request at ${d.stats().tracked} tracked`,
   target: { text: '≤ 200 bytes', bound: 200, dir: '<=', on: 'ours' },

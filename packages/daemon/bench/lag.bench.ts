@@ -144,7 +144,6 @@ for (const p of [50, 99]) {
     ['counted in /metrics', scraped],
   ] as const)
     figure({
-      bench: 'detector-lag',
       id: `lag-p${p}-${to === 'emitted' ? 'emitted' : 'metrics'}`,
       what: `detection lag p${p}: completing span posted → finding ${to}`,
       reference,

@@ -78,7 +78,6 @@ async function door(encoding: Encoding, stream: Stream): Promise<void> {
   for (const [v, door] of rows) {
     const c = compare(per[v as 'serve'], per.parse);
     figure({
-      bench: 'detector-serve',
       id: `serve-${v === 'grpc' ? 'grpc' : encoding}-${stream}`,
       what: `serve, ${door}, ${what}: spans per CPU second of serve's process`,
       target: { text: `≥ ${bound}x ${refName}`, bound, dir: '>=' },
@@ -88,7 +87,6 @@ async function door(encoding: Encoding, stream: Stream): Promise<void> {
     });
   }
   figure({
-    bench: 'detector-serve',
     id: `door-${encoding}-${stream}`,
     what: `a bare node:http receiver that only runs ${refName}, ${what}: the door's bound, beside serve`,
     ...compared(doorRatio, ref, 'spans/CPU s'),

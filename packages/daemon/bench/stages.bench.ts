@@ -102,7 +102,6 @@ if (only) {
   rmSync(dir, { recursive: true });
   for (const stage of ['decode', 'pipeline'])
     figure({
-      bench: 'serve-instructions',
       id: `instructions-${encoding}-mcp-${stage}`,
       what: `serve's ${stage === 'decode' ? 'decoder alone' : 'pipeline (no HTTP)'}, ${label}: instructions per span, warm`,
       reference: { what: `${refName} of the same bodies`, value: per.parse!, unit: 'instructions/span' },
@@ -121,7 +120,6 @@ if (only) {
     // As serve's figures: the stage's rate over the reference's (spans per CPU second).
     const c = compare(cpu.parse!, cpu[stage]!);
     figure({
-      bench: 'serve-stages',
       id: `stage-${encoding}-mcp-${stage}`,
       what: `serve's ${stage === 'decode' ? 'decoder' : stage === 'detector' ? 'decoder and detector' : 'pipeline'}, ${label}, in process (no HTTP): µs CPU per span`,
       reference: { what: refName, value: c.ours, unit: 'µs/span', range: c.oursRange },
@@ -136,7 +134,6 @@ if (only) {
     cpu.pipeline!,
   );
   figure({
-    bench: 'serve-stages',
     id: `evidence-${encoding}-mcp`,
     what: `the page's evidence window, ${label}: µs CPU per span it adds to serve's pipeline`,
     target: { text: '≤ a tenth of the pipeline', bound: 0.1, dir: '<=' },

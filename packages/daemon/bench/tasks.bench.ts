@@ -97,7 +97,6 @@ if (detector.stats().tasks !== TASKS || findings !== 0)
   throw new Error(`${detector.stats().tasks} live tasks of ${TASKS}, ${findings} findings: the polls were not steady`);
 const c = compare(cpu.poll, cpu.request);
 figure({
-  bench: 'detector-tasks',
   id: 'detector-task-poll',
   what: 'detector, CPU per tasks/get span of a live task (Detector.ingest with its metrics)',
   reference: { what: 'per tools/call span without a task id', value: c.ref, unit: 'µs/span', range: c.refRange },
@@ -132,7 +131,6 @@ for (const [key, what, stated] of [
   ['polled', `polled ${POLLED} times (its poll-time ring full)`, 2.4 * 1024],
 ] as const)
   figure({
-    bench: 'detector-tasks',
     id: `task-record-${key}`,
     what: `bytes per live task record, ${what}, ${RECORDS} live`,
     target: { text: `≤ the ${(stated / 1024).toFixed(1)} KB task-record.ts states`, bound: 1, dir: '<=' },

@@ -57,7 +57,6 @@ for (const phase of ['json', 'sse'] as const) {
     'built-in detector': per.gateway!.total - per['gateway-nodetector']!.total,
   };
   figure({
-    bench: 'gateway-instructions',
     id: `gateway-${phase}-instructions`,
     what: `gateway, its own instructions per ${phase === 'json' ? 'JSON request' : 'SSE event'} (gateway − direct), by part`,
     reference: { what: 'bare proxy (bare − direct)', value: own('bare'), unit },

@@ -28,7 +28,6 @@ const PACED_SECONDS = arg('paced-seconds', 3, 0.2);
 let OPEN = arg('open', 10_000, 100);
 const OPERATIONS = arg('operations', 200_000, 20_000);
 const [RATE, JSON_RATE] = [1000, 500];
-const bench = 'gateway';
 
 // A proxy holds two sockets per open stream: raise the open-file limit (children inherit it), else open fewer.
 const softLimit = () =>
@@ -133,7 +132,6 @@ for (const [kind, unit, bound] of [
 ] as const) {
   const c = compare(cpu[kind].gateway, cpu[kind].bare);
   figure({
-    bench,
     id: `gateway-${kind}`,
     what:
       kind === 'json'
@@ -148,7 +146,6 @@ for (const [kind, unit, bound] of [
 const added = (data: Record<string, number[]>, p: string) =>
   (percentile(data[p]!, 0.99) - percentile(data.direct!, 0.99)) / 1000;
 figure({
-  bench,
   id: 'gateway-sse-latency',
   what: `gateway, latency added per SSE event at ${RATE} events/s, p99`,
   target: { text: '< 1 ms', bound: 1, dir: '<=', on: 'ours' },
@@ -158,7 +155,6 @@ figure({
   note: `direct p99 ${fmt(percentile(delays.direct!, 0.99) / 1000)} ms; ${delays.gateway!.length} events`,
 });
 figure({
-  bench,
   id: 'gateway-json-latency',
   what: `gateway, latency added per JSON request at ${JSON_RATE}/s, p99, beyond the bare proxy's`,
   target: { text: '≤ bare + 0.5 ms', bound: 0.5, dir: '<=', on: 'ours' },
@@ -168,7 +164,6 @@ figure({
   note: `gateway added ${fmt(added(times, 'gateway'))} ms; direct p99 ${fmt(percentile(times.direct!, 0.99) / 1000)} ms`,
 });
 figure({
-  bench,
   id: 'gateway-stream-heap',
   what: `gateway, heap per open SSE stream beyond the bare proxy's, ${OPEN} open`,
   target: { text: '≤ bare + 4 KB', bound: 4096, dir: '<=', on: 'ours' },
@@ -178,7 +173,6 @@ figure({
   note: 'heap after full GCs, code space left out, array buffers in',
 });
 figure({
-  bench,
   id: 'gateway-kept',
   what: `gateway, heap kept per DELETEd session (${OPEN} sessions with a stream)`,
   target: { text: 'nothing kept (≤ 64 B, the probe’s noise)', bound: 64, dir: '<=', on: 'ours' },
@@ -188,7 +182,6 @@ figure({
   note: `sessions still observed after the DELETEs: ${memory.gateway!.sessionsAfter}`,
 });
 figure({
-  bench,
   id: 'gateway-operation-observations',
   what: `gateway, mcp_server_operation_duration_seconds observations per SSE event beyond one per request`,
   target: { text: 'none per SSE event', bound: 0, dir: '<=', on: 'ours' },
@@ -199,7 +192,6 @@ figure({
 const op = await measureOperationCost(ROUNDS, OPERATIONS);
 const opAdded = op.withHistogram.map((w, i) => w - op.without[i]!);
 figure({
-  bench,
   id: 'gateway-operation-cpu',
   what: "gateway, CPU per request of mcp_server_operation_duration_seconds (the detector's request span path, with it minus without)",
   target: { text: '< 2 µs per request', bound: 2, dir: '<=', on: 'ours' },

@@ -64,7 +64,6 @@ await Child.stopAll();
 const g = compare(gateway.poll, gateway.json);
 const b = compare(bare.poll, bare.json);
 figure({
-  bench: 'gateway-tasks',
   id: 'gateway-task-poll',
   what: 'gateway, CPU per tasks/get of a live task (observing) against per tools/call answered with JSON',
   target: { text: '≤ 1.0x a request', bound: 1, dir: '<=' },

@@ -154,7 +154,6 @@ if (role === 'lean-server') {
       const t = compare(sdk[v], sdk.bare);
       const added = counts[v].total - counts.bare.total;
       figure({
-        bench: 'client',
         id: `client-${v}-instructions`,
         what: `${label}, SDK 1.x client, ${PROGRESS} progress events a call: instructions per SSE event`,
         target: { text: `≤ ${bound}x bare, by instructions`, bound, dir: '<=' },
@@ -165,7 +164,6 @@ if (role === 'lean-server') {
         note: `time ratio beside it ${t.ratio.toFixed(3)} (${t.ratioRange.map((x) => x.toFixed(2)).join('–')}); own instructions (no collector, compilers) ratio ${(own(v) / own('bare')).toFixed(3)}; ≈ ${(added * usPerInstruction).toFixed(2)} µs added at bare's µs per instruction`,
       });
       figure({
-        bench: 'client',
         id: `client-${v}-time`,
         what: `${label}, SDK 1.x client: its process CPU per SSE event, median of round ratios`,
         target: { text: `≤ ${bound}x bare`, bound, dir: '<=' },
@@ -176,7 +174,6 @@ if (role === 'lean-server') {
     }
     const l = compare(leanTimes.guard, leanTimes.bare);
     figure({
-      bench: 'client',
       id: 'client-guard-lean',
       what: 'guardedFetch, lean client (bytes straight through): µs CPU added per SSE event',
       target: { text: '≤ 0.3 µs added', bound: 0.3, dir: '<=', on: 'ours' },

@@ -181,7 +181,6 @@ if (option('role') === 'churn-server') {
     const r = results[v]!;
     const row = (id: string, what: string, ours: number, ref: number, live: boolean) =>
       figure({
-        bench: 'client-soak',
         id: `soak-${v}-${id}`,
         what: `${label}: ${what} beyond the bare client's`,
         target: live

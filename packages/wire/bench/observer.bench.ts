@@ -133,7 +133,6 @@ const per = async (variant: string) =>
 for (const path of ['client', 'proxy'] as const) {
   const [ours, bare] = [await per(path), await per(`${path}-bare`)];
   figure({
-    bench: 'wire',
     id: `wire-observer-${path}`,
     what: `the wire observer on the ${path === 'client' ? "client's fetch" : "gateway's proxy"} path: instructions added per SSE event`,
     reference: {
