@@ -9,12 +9,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Detector, type SpanRecord } from '@resumewatch/detector';
-import {
-  ATTR_JSONRPC_REQUEST_ID,
-  ATTR_MCP_SESSION_ID,
-  ATTR_MCP_STREAM_ID,
-  SPAN_REQUEST_TERMINAL,
-} from '@resumewatch/semconv';
+import * as S from '@resumewatch/semconv';
 import { arg, figure, heapNow, median, range, SMOKE } from '../../../bench/harness.js';
 import { workload } from '../../detector/test/helpers/workload.js';
 
@@ -70,7 +65,7 @@ const attributes: Record<string, string | number> = {};
 const s: SpanRecord = {
   traceId: '0af7651916cd43dd8448eb211c80319c',
   spanId: '',
-  name: SPAN_REQUEST_TERMINAL,
+  name: S.SPAN_REQUEST_TERMINAL,
   kind: 1,
   startTimeUnixMs: 0,
   endTimeUnixMs: 0,
@@ -78,9 +73,9 @@ const s: SpanRecord = {
   service: 'bench',
 };
 for (let i = 0; i < TRACKED; i++) {
-  attributes[ATTR_MCP_SESSION_ID] = randomUUID();
-  attributes[ATTR_JSONRPC_REQUEST_ID] = i & 7;
-  attributes[ATTR_MCP_STREAM_ID] = `stream-${i}`;
+  attributes[S.ATTR_MCP_SESSION_ID] = randomUUID();
+  attributes[S.ATTR_JSONRPC_REQUEST_ID] = i & 7;
+  attributes[S.ATTR_MCP_STREAM_ID] = `stream-${i}`;
   s.spanId = i.toString(16).padStart(16, '0');
   s.startTimeUnixMs = s.endTimeUnixMs = 1_700_000_000_000 + i;
   d.ingest(s);

@@ -10,17 +10,7 @@
  *   node --expose-gc --import tsx bench/lag.bench.ts [--probes 200] [--smoke]
  */
 import { Agent, request } from 'node:http';
-import {
-  ATTR_JSONRPC_REQUEST_ID,
-  ATTR_MCP_SESSION_ID,
-  ATTR_MCP_STREAM_ID,
-  ATTR_MCP_TERMINAL_DUPLICATE,
-  FindingKind,
-  LABEL_KIND,
-  LABEL_SERVICE,
-  METRIC_FINDINGS_TOTAL,
-  SPAN_REQUEST_TERMINAL,
-} from '@resumewatch/semconv';
+import * as S from '@resumewatch/semconv';
 import { arg, figure, percentile, SMOKE } from '../../../bench/harness.js';
 import type { SpanRecord } from '@resumewatch/detector';
 import { otlpJson } from '../../detector/test/helpers/otlp.js';
@@ -46,13 +36,13 @@ child.stdout!.on('data', (d: Buffer) => {
     const line = out.slice(0, nl);
     out = out.slice(nl + 1);
     const f = JSON.parse(line) as { kind: string; session_id: string };
-    if (f.kind === FindingKind.DUPLICATE_TERMINAL) waiting.get(f.session_id)?.(at);
+    if (f.kind === S.FindingKind.DUPLICATE_TERMINAL) waiting.get(f.session_id)?.(at);
   }
 });
 
 const metricsAgent = new Agent({ keepAlive: true, maxSockets: 1 });
 const counted = new RegExp(
-  `^${METRIC_FINDINGS_TOTAL}\\{[^}]*${LABEL_KIND}="${FindingKind.DUPLICATE_TERMINAL}",${LABEL_SERVICE}="${PROBE_SERVICE}"[^}]*\\} (\\d+)`,
+  `^${S.METRIC_FINDINGS_TOTAL}\\{[^}]*${S.LABEL_KIND}="${S.FindingKind.DUPLICATE_TERMINAL}",${S.LABEL_SERVICE}="${PROBE_SERVICE}"[^}]*\\} (\\d+)`,
   'm',
 );
 function probeCount(): Promise<number> {
@@ -83,16 +73,16 @@ function probeBody(n: number): string {
   const terminal = (k: number, extra: object): SpanRecord => ({
     traceId: 'f'.repeat(32),
     spanId: (0xf0000000 + n * 2 + k).toString(16).padStart(16, '0'),
-    name: SPAN_REQUEST_TERMINAL,
+    name: S.SPAN_REQUEST_TERMINAL,
     kind: 1,
     startTimeUnixMs: now + 2 * k,
     endTimeUnixMs: now + 2 * k + 1,
-    attributes: { [ATTR_MCP_SESSION_ID]: session, [ATTR_JSONRPC_REQUEST_ID]: 1, ...extra },
+    attributes: { [S.ATTR_MCP_SESSION_ID]: session, [S.ATTR_JSONRPC_REQUEST_ID]: 1, ...extra },
     service: PROBE_SERVICE,
   });
   const spans = [
-    terminal(0, { [ATTR_MCP_STREAM_ID]: `${session}-a` }),
-    terminal(1, { [ATTR_MCP_STREAM_ID]: `${session}-b`, [ATTR_MCP_TERMINAL_DUPLICATE]: true }),
+    terminal(0, { [S.ATTR_MCP_STREAM_ID]: `${session}-a` }),
+    terminal(1, { [S.ATTR_MCP_STREAM_ID]: `${session}-b`, [S.ATTR_MCP_TERMINAL_DUPLICATE]: true }),
   ];
   return JSON.stringify(otlpJson(spans, PROBE_SERVICE));
 }

@@ -12,20 +12,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Detector, type AttributeValue, type SpanRecord } from '@resumewatch/detector';
-import {
-  ATTR_GEN_AI_TOOL_NAME,
-  ATTR_JSONRPC_REQUEST_ID,
-  ATTR_MCP_METHOD_NAME,
-  ATTR_MCP_PROTOCOL_VERSION,
-  ATTR_MCP_SESSION_ID,
-  ATTR_MCP_TASK_ID,
-  ATTR_MCP_TASK_POLL_INTERVAL_MS,
-  ATTR_MCP_TASK_STATUS,
-  ATTR_MCP_TASK_TTL_MS,
-  MCP_METHOD_TOOLS_CALL,
-  TaskMethod,
-  TaskStatus,
-} from '@resumewatch/semconv';
+import * as S from '@resumewatch/semconv';
 import { alternate, arg, compare, figure, heapNow } from '../../../bench/harness.js';
 import { DetectorMetrics } from '../src/metrics.js';
 import { createTask, getTask } from '../../detector/test/helpers/task-spans.js';
@@ -51,10 +38,10 @@ function requestSpan(method: string, t: number, extra: Record<string, AttributeV
     startTimeUnixMs: t,
     endTimeUnixMs: t + 5,
     attributes: {
-      [ATTR_MCP_METHOD_NAME]: method,
-      [ATTR_JSONRPC_REQUEST_ID]: count,
-      [ATTR_MCP_SESSION_ID]: SESSION,
-      [ATTR_MCP_PROTOCOL_VERSION]: '2025-11-25',
+      [S.ATTR_MCP_METHOD_NAME]: method,
+      [S.ATTR_JSONRPC_REQUEST_ID]: count,
+      [S.ATTR_MCP_SESSION_ID]: SESSION,
+      [S.ATTR_MCP_PROTOCOL_VERSION]: '2025-11-25',
       ...extra,
     },
     service: 'bench',
@@ -64,13 +51,13 @@ function requestSpan(method: string, t: number, extra: Record<string, AttributeV
 const step = INTERVAL_MS / TASKS;
 const make = {
   poll: (i: number) =>
-    requestSpan(TaskMethod.GET, T0 + i * step, {
-      [ATTR_MCP_TASK_ID]: `task-${i % TASKS}`,
-      [ATTR_MCP_TASK_STATUS]: TaskStatus.WORKING,
-      [ATTR_MCP_TASK_TTL_MS]: TTL_MS,
-      [ATTR_MCP_TASK_POLL_INTERVAL_MS]: INTERVAL_MS,
+    requestSpan(S.TaskMethod.GET, T0 + i * step, {
+      [S.ATTR_MCP_TASK_ID]: `task-${i % TASKS}`,
+      [S.ATTR_MCP_TASK_STATUS]: S.TaskStatus.WORKING,
+      [S.ATTR_MCP_TASK_TTL_MS]: TTL_MS,
+      [S.ATTR_MCP_TASK_POLL_INTERVAL_MS]: INTERVAL_MS,
     }),
-  request: (i: number) => requestSpan(MCP_METHOD_TOOLS_CALL, T0 + i * step, { [ATTR_GEN_AI_TOOL_NAME]: 'weather' }),
+  request: (i: number) => requestSpan(S.MCP_METHOD_TOOLS_CALL, T0 + i * step, { [S.ATTR_GEN_AI_TOOL_NAME]: 'weather' }),
 };
 const metrics = new DetectorMetrics();
 let findings = 0;
@@ -118,7 +105,7 @@ async function recordBytes(): Promise<{ never: number; polled: number }> {
   const created = (await heapNow()).heap;
   for (let p = 1; p <= POLLED; p++)
     for (let k = 0; k < RECORDS; k++)
-      d.ingest(getTask(T0 + p * INTERVAL_MS, taskId(k), { service: 'bench', status: TaskStatus.WORKING }));
+      d.ingest(getTask(T0 + p * INTERVAL_MS, taskId(k), { service: 'bench', status: S.TaskStatus.WORKING }));
   const polled = (await heapNow()).heap;
   if (d.stats().tasks !== RECORDS) throw new Error(`${d.stats().tasks} live task records of ${RECORDS}`);
   return { never: (created - before) / RECORDS, polled: (polled - before) / RECORDS };

@@ -21,13 +21,7 @@ import {
   type ServerResponse,
 } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  METRIC_MCP_SERVER_OPERATION_DURATION_SECONDS,
-  METRIC_TASK_POLLS_TOTAL,
-  TaskField,
-  TaskMethod,
-  TaskStatus,
-} from '@resumewatch/semconv';
+import * as S from '@resumewatch/semconv';
 import type { RunningGateway } from '../src/gateway.js';
 import { listen, pool, serve } from '../../../bench/harness.js';
 
@@ -56,12 +50,12 @@ const progress = (s: string, n: number, id: unknown, total: number) =>
 const done = (s: string, n: number, id: unknown) =>
   `id: ${s}_${n}\nevent: message\ndata: {"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"content":[{"type":"text","text":"done"}]}}\n\n`;
 const task = (taskId: string) => ({
-  [TaskField.TASK_ID]: taskId,
-  [TaskField.STATUS]: TaskStatus.WORKING,
-  [TaskField.TTL]: 3_600_000,
+  [S.TaskField.TASK_ID]: taskId,
+  [S.TaskField.STATUS]: S.TaskStatus.WORKING,
+  [S.TaskField.TTL]: 3_600_000,
   createdAt: '2026-01-01T00:00:00Z',
   lastUpdatedAt: '2026-01-01T00:00:00Z',
-  [TaskField.POLL_INTERVAL]: 20,
+  [S.TaskField.POLL_INTERVAL]: 20,
 });
 
 export async function startUpstream(): Promise<string> {
@@ -129,8 +123,8 @@ export async function startUpstream(): Promise<string> {
           `s${process.pid}-${next++}`,
         );
       if (rpc.id === undefined) return void res.writeHead(202, { 'content-length': '0' }).end();
-      if (rpc.method === TaskMethod.GET) return json(task(rpc.params?.taskId ?? ''));
-      if (rpc.params?.task) return json({ [TaskField.TASK]: task(`task-${next++}`) });
+      if (rpc.method === S.TaskMethod.GET) return json(task(rpc.params?.taskId ?? ''));
+      if (rpc.params?.task) return json({ [S.TaskField.TASK]: task(`task-${next++}`) });
       const tool = rpc.params?.name;
       if (tool !== 'stream' && tool !== 'hold')
         return void res
@@ -351,7 +345,7 @@ const clientOps = {
   async tasks(m: Work) {
     const tasks: Record<string, string[]> = {};
     const call = () =>
-      rpc('tools/call', { name: 'research', arguments: {}, [TaskField.TASK]: { [TaskField.TTL]: 3_600_000 } });
+      rpc('tools/call', { name: 'research', arguments: {}, [S.TaskField.TASK]: { [S.TaskField.TTL]: 3_600_000 } });
     for (const s of m.sessions)
       for (let i = 0; i < m.n; i++) {
         const text = await ask(m.base, call(), s);
@@ -363,7 +357,7 @@ const clientOps = {
   poll: (m: Work) =>
     workers(m.sessions, m.n, async (s, i) => {
       const ids = m.tasks[s]!;
-      await ask(m.base, rpc(TaskMethod.GET, { [TaskField.TASK_ID]: ids[i % ids.length] }), s);
+      await ask(m.base, rpc(S.TaskMethod.GET, { [S.TaskField.TASK_ID]: ids[i % ids.length] }), s);
     }),
   close: async (m: Work) => {
     for (const s of m.sessions) await del(m.base, s);
@@ -400,7 +394,7 @@ else if (process.send && (role === 'gateway' || role === 'gateway-nodetector' ||
   const sum = (series: string) => (g?.detector ? metricSum(g, series) : Promise.resolve(0));
   const ops = {
     stats: () => ({ sessions: g?.stats().sessions ?? 0 }),
-    operations: async () => ({ observed: await sum(`${METRIC_MCP_SERVER_OPERATION_DURATION_SECONDS}_count{`) }),
+    operations: async () => ({ observed: await sum(`${S.METRIC_MCP_SERVER_OPERATION_DURATION_SECONDS}_count{`) }),
     /** The detector's live tasks, the polls it counted and recorded on the tasks of `ids`, its findings. */
     async tasks(m: { ids: string[] }) {
       const d = g!.detector!.detector;
@@ -408,7 +402,7 @@ else if (process.send && (role === 'gateway' || role === 'gateway-nodetector' ||
       for (const service of d.liveTasksByService().keys())
         for (const id of m.ids) recorded += d.taskTimeline(service, id)?.polls.total ?? 0;
       const findings = g!.detector!.findings().length;
-      return { live: d.stats().tasks, polls: await sum(`${METRIC_TASK_POLLS_TOTAL}{`), recorded, findings };
+      return { live: d.stats().tasks, polls: await sum(`${S.METRIC_TASK_POLLS_TOTAL}{`), recorded, findings };
     },
   };
   serve(ops, { url: p.url }, () => p.close());
