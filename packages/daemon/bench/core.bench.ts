@@ -4,8 +4,6 @@
  * detector sized for one, so that every round evicts the other's states as a long-running receiver
  * does; and heap per tracked request at 1,000,000 tracked (after GC, a 36-character session id each,
  * the span-id dedupe set included).
- *
- *   node --expose-gc --import tsx bench/core.bench.ts [--requests 100000] [--rounds 10] [--tracked 1000000] [--smoke]
  */
 import { randomUUID } from 'node:crypto';
 import { Detector, type SpanRecord } from '@resumewatch/detector';

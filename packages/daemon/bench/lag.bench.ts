@@ -6,8 +6,6 @@
  *   metrics  from the start of the probe's POST to the first /metrics scrape that counts it
  * and, as the reference measured alongside, the POST's own round trip (start to HTTP 200).
  * The load is healthy traffic only, so every finding is a probe's.
- *
- *   node --expose-gc --import tsx bench/lag.bench.ts [--probes 200] [--smoke]
  */
 import { Agent, request } from 'node:http';
 import * as S from '@resumewatch/semconv';

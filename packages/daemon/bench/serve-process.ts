@@ -4,8 +4,6 @@
  * plain node:http server that reads each POSTed body whole, decodes it with the reference decoder
  * (JSON.parse, or protobufjs) and answers 200, measured as serve is: what any receiver behind node:http
  * pays before detecting anything.
- *
- *   node --import tsx bench/serve-process.ts json|protobuf     (the bare receiver; prints "port N")
  */
 import { readFileSync } from 'node:fs';
 import { Agent, createServer, request } from 'node:http';

@@ -6,8 +6,6 @@
  * receiver that only decodes with the reference (serve-process.ts): the door's own cost, the bound of
  * any receiver behind node:http. Two streams: MCP spans (target 0.6 of the reference) and a mixed stream,
  * 1 span in 10 MCP (target 1.5: spans that cannot matter are skipped before they are decoded).
- *
- *   node --expose-gc --import tsx bench/serve.bench.ts [--rounds 5] [--requests 30000] [--smoke]
  */
 import * as grpc from '@grpc/grpc-js';
 import { alternate, arg, compare, compared, cpuOf, figure, pool } from '../../../bench/harness.js';

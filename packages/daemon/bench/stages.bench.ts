@@ -8,10 +8,8 @@
  *   pipeline     serve's writing pipeline whole
  * Rows: each stage against the reference; the evidence window's share of the pipeline (target: a tenth
  * of the rate at most). With --instructions the same stages are counted by callgrind instead
- * (instructions per span, warm, the work at 1 and 3 rounds): the attribution that the load cannot move.
- *
- *   node --expose-gc --import tsx bench/stages.bench.ts [--protobuf] [--instructions] [--smoke]
- *   node --import tsx bench/stages.bench.ts --only <stage> --count <rounds>   (one counted child)
+ * (instructions per span, warm, the work at 1 and 2 rounds): the attribution that the load cannot move;
+ * each counted child is this file with `--only <stage> --count <rounds>`.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -7,8 +7,6 @@
  * - Bytes per live task record (heap without code space, plus array buffers, after full GCs), over
  *   `--records` tasks with 36-character ids: never polled, and polled 64 times (its poll-time ring at its
  *   largest). Target: the bytes task-record.ts and the detector README state.
- *
- *   node --expose-gc --import tsx bench/tasks.bench.ts [--rounds 12] [--spans 20000] [--records 20000] [--smoke]
  */
 import { randomUUID } from 'node:crypto';
 import { Detector, type AttributeValue, type SpanRecord } from '@resumewatch/detector';

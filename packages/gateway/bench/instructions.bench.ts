@@ -1,13 +1,11 @@
 /**
- * Where the gateway's cost per JSON request and per SSE event goes, in instructions (callgrind counts
- * the measured calls only, at two sizes: stable on a busy machine, unlike time). Client, proxy and
- * upstream (parts.ts) in one process, one session, calls one after another; four ways through:
- * `direct` to the upstream, the `bare` node:http proxy, the gateway without its built-in detector
- * (`gateway-nodetector`) and the gateway as it runs (`gateway`). The differences are the parts:
- * forwarding (bare − direct), the observation without the detector: wire observer, digests, recorder
- * (nodetector − bare), the built-in detector (gateway − nodetector). The ratio is the gateway's own
- * instructions (gateway − direct) over the bare proxy's (bare − direct): what the time ratio of
- * proxy.bench.ts would be if every instruction cost the same (a syscall's kernel time is not counted).
+ * Where the gateway's cost per JSON request and per SSE event goes, in instructions (callgrind, the
+ * measured calls only, at two sizes). Client, proxy and upstream (parts.ts) in one process, one session;
+ * four ways through: `direct`, the `bare` proxy, the gateway without its built-in detector
+ * (`gateway-nodetector`) and as it runs (`gateway`). The parts: forwarding (bare − direct), the
+ * observation without the detector (nodetector − bare), the built-in detector (gateway − nodetector).
+ * The ratio, (gateway − direct) / (bare − direct), is proxy.bench.ts's time ratio if every instruction
+ * cost the same (a syscall's kernel time is not counted).
  */
 import { arg, countInstructions, figure, measured, option } from '../../../bench/harness.js';
 import { freshConnections, jsonCalls, open, startProxy, startUpstream, streams, type ProxyKind } from './parts.js';

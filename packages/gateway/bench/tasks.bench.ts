@@ -1,11 +1,9 @@
 /**
- * What a task poll costs the gateway against what a request cost it before tasks ("each poll costs no
- * more than a request does today"): the gateway's process CPU per `tasks/get` of a live 2025-11-25
- * task against its CPU per tools/call answered with JSON, the two phases in alternating order every
- * round, through the same gateway (observing); the bare proxy's beside them. Each session creates
- * `--tasks` tasks first, then polls them in turn (a task every `--tasks` polls, slower than its 20 ms
- * interval: a poll's steady cost, not a poll storm's findings). The run fails unless every measured
- * poll reached the gateway's detector and was recorded on its live task.
+ * A task poll against a request before tasks ("each poll costs no more than a request does today"): the
+ * gateway's (observing) process CPU per `tasks/get` of a live 2025-11-25 task against per tools/call
+ * answered with JSON, alternating phases; the bare proxy's beside them. Each session creates `--tasks`
+ * tasks, then polls them in turn (each slower than its 20 ms interval: a steady cost, not a poll storm).
+ * The run fails unless every measured poll reached the gateway's detector and was recorded on its task.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Child, alternate, arg, compare, compared, figure } from '../../../bench/harness.js';
