@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { BENCHES, NODE_FLAGS, ROOT, argsOf } from '../bench/benches.js';
 import { parseFigures } from '../bench/figure.js';
 
-const soak = (w: string) => ['closed', 'deleted', 'ended-40', 'ended-80', 'live'].map((k) => `soak-${w}-${k}`);
+const soak = (w: string) => ['closed', 'deleted', 'ended-10', 'ended-20', 'live'].map((k) => `soak-${w}-${k}`);
 /** The rows each benchmark prints: a lost row fails the smoke. */
 const EXPECTED_ROWS: Record<string, string[]> = {
   'detector-core': ['core-1-in-100', 'core-1-in-10', 'core-1-in-100-dictionary', 'core-heap-per-request'],
@@ -29,7 +29,7 @@ const EXPECTED_ROWS: Record<string, string[]> = {
   client: ['guard', 'instrumented']
     .flatMap((v) => [`client-${v}-instructions`, `client-${v}-time`])
     .concat('client-guard-lean'),
-  // The smoke ends 40 and 80 sessions where a full run ends 1000 and 10000.
+  // The smoke ends 10 and 20 sessions where a full run ends 1000 and 10000.
   'client-soak': [...soak('guard'), ...soak('instrumented')],
   wire: ['wire-observer-client', 'wire-observer-proxy'],
   gateway: ['json', 'sse', 'sse-latency', 'json-latency', 'stream-heap', 'kept', 'operation-observations']

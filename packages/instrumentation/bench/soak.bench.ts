@@ -18,8 +18,8 @@ import type { FetchLike } from '@resumewatch/wire';
 import { Child, SMOKE, arg, figure, heapNow, listen, option, serve } from '../../../bench/harness.js';
 import { VARIANTS, startLabChild, variantFetch, type Variant } from './lab-child.js';
 
-const SESSIONS = arg('sessions', 600, 12);
-const ENDED = SMOKE ? [40, 80] : [1000, 10_000];
+const SESSIONS = arg('sessions', 600, 6);
+const ENDED = SMOKE ? [10, 20] : [1000, 10_000];
 const WARM = arg('warm', 30, 4);
 
 interface Result {
