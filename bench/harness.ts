@@ -27,21 +27,19 @@ export { figure } from './figure.js';
 
 export const SMOKE = process.argv.includes('--smoke');
 
-/** `--name value` from argv, else the full-size default, else (with --smoke) the smoke size. */
-export function arg(name: string, full: number, smoke = full): number {
-  const at = process.argv.indexOf(`--${name}`);
-  return at !== -1 ? Number(process.argv[at + 1]) : SMOKE ? smoke : full;
-}
 /** `--name value` from argv, as text (undefined without it). */
 export function option(name: string): string | undefined {
   const at = process.argv.indexOf(`--${name}`);
   return at === -1 ? undefined : process.argv[at + 1];
 }
+/** `--name value` from argv, else the full-size default, else (with --smoke) the smoke size. */
+export const arg = (name: string, full: number, smoke = full): number =>
+  option(name) !== undefined ? Number(option(name)) : SMOKE ? smoke : full;
 
-export const cpuNow = (): number => {
+function cpuNow(): number {
   const u = process.cpuUsage();
   return u.user + u.system;
-};
+}
 /** This process's CPU (µs, every thread) while `work` runs. */
 export async function cpuOf(work: () => unknown): Promise<number> {
   const start = cpuNow();
