@@ -1,8 +1,6 @@
 /**
- * One result of a benchmark, as a line for `pnpm bench` (bench/run-all.ts) to collect into its table:
- *
- *   FIGURE {"bench":"gateway","id":"gateway-json","what":"...","target":{...},"ours":{...},"ratio":1.9,"met":false}
- *
+ * One result of a benchmark, as a line for `pnpm bench` (bench/run-all.ts, which knows the benchmark)
+ * to collect into its table: `FIGURE {"id":"gateway-json","what":"...","target":{...},"ours":{...},...}`.
  * A result is only ever printed from a measurement of the run that prints it; its reference is measured
  * in the same run (alternating rounds, or the same callgrind runs).
  */
@@ -16,8 +14,6 @@ interface Target {
 }
 
 export interface Figure {
-  /** The benchmark that printed it (bench/benches.ts's id). */
-  bench: string;
   /** The row's id, stable from run to run. */
   id: string;
   what: string;

@@ -1,40 +1,74 @@
 /**
  * The one harness every benchmark uses (bench/README.md says how):
  *
- * - children over IPC: `Child.start(script)` forks a part (a variant of a client, a proxy, an upstream)
- *   as a Node process of its own; in it, `serve(ops)` answers `ask(op, args)`. Every reply carries the
- *   op's own process CPU (`cpuUs`, every thread, user + system); the op `cpu` answers the process's CPU
- *   so far, `heap` the heap probe. A part in its own process shares no optimised code, inline caches,
- *   heap or collector with the part it is compared with.
+ * - children over IPC: `Child.start(script)` forks a part as a Node process of its own, where `serve(ops)`
+ *   answers `ask(op, args)` with the op's own process CPU (`cpuUs`); built-in ops `cpu` and `heap`. A
+ *   part in its own process shares no optimised code, inline caches, heap or collector with its rival.
  * - alternating rounds: `alternate` runs each variant once a round, the order flipped every round;
- *   `compare` takes the median of the per-round ratios and their range.
+ *   `compare` takes the median of the per-round ratios and their range, `compared` makes its row cells.
  * - instruction counts: `countInstructions` runs a child under callgrind at two work sizes, counting
- *   only the measured work (`measured` in the child), and gives instructions per unit of work.
+ *   only the measured work (`measured` in the child): instructions per unit of work.
  * - heap probes: `heapNow` (after full GCs: heap used without code space, plus array buffers).
  * - results: `figure` (bench/figure.ts) prints one row of `pnpm bench`'s table.
  */
 import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { getHeapSpaceStatistics } from 'node:v8';
+import { NODE_FLAGS } from './benches.js';
+import type { Figure } from './figure.js';
 
 export { figure } from './figure.js';
 
 export const SMOKE = process.argv.includes('--smoke');
 
-/** `--name value` from argv, else the full-size default, else (with --smoke) the smoke size. */
-export function arg(name: string, full: number, smoke = full): number {
+/** `--name value` from argv, as text (undefined without it). */
+export function option(name: string): string | undefined {
   const at = process.argv.indexOf(`--${name}`);
-  return at !== -1 ? Number(process.argv[at + 1]) : SMOKE ? smoke : full;
+  return at === -1 ? undefined : process.argv[at + 1];
 }
+/** `--name value` from argv, else the full-size default, else (with --smoke) the smoke size. */
+export const arg = (name: string, full: number, smoke = full): number =>
+  option(name) !== undefined ? Number(option(name)) : SMOKE ? smoke : full;
 
-const cpuNow = (): number => {
+function cpuNow(): number {
   const u = process.cpuUsage();
   return u.user + u.system;
-};
+}
+/** This process's CPU (µs, every thread) while `work` runs. */
+export async function cpuOf(work: () => unknown): Promise<number> {
+  const start = cpuNow();
+  await work();
+  return cpuNow() - start;
+}
+
+/** `n` workers at once, each given its number. */
+export const pool = (n: number, worker: (k: number) => Promise<unknown>) =>
+  Promise.all(Array.from({ length: n }, (_, k) => worker(k)));
+
+/** Listens on a loopback port: the server's `http://127.0.0.1:port`. */
+export const listen = (server: Server): Promise<string> =>
+  new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)),
+  );
+
+/** Spawns `node ...args` (not over IPC: a server as users run it) and waits for `ready` in what it prints. */
+export async function spawnReady(args: string[], ready: RegExp): Promise<{ proc: ChildProcess; out: string }> {
+  const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  process.on('exit', () => proc.kill());
+  let out = '';
+  const take = (d: Buffer) => void (out.length < 65_536 && (out += d.toString()));
+  proc.stdout!.on('data', take);
+  proc.stderr!.on('data', take);
+  for (const until = Date.now() + 60_000; !ready.test(out); await sleep(20))
+    if (proc.exitCode !== null || Date.now() > until) throw new Error(`${args.join(' ')} did not start: ${out}`);
+  return { proc, out };
+}
 
 // --- Heap ---
 
@@ -53,22 +87,20 @@ export async function heapNow(): Promise<{ heap: number; rss: number }> {
 
 // --- Children over IPC ---
 
-type Op = (args: Record<string, unknown>) => unknown;
-
 /**
  * In a child: answers `{ seq, op, ...args }` with `{ seq, cpuUs, ...reply }` (a number replied is
- * `{ units }`: the units of work the op did); `ready` is sent first.
- * `onStop` runs when the parent disconnects, then the process exits.
+ * `{ units }`: the units of work the op did); `ready` is sent first. `onStop` runs when the parent
+ * disconnects, then the process exits.
  */
-export function serve(ops: Record<string, Op>, ready: object = {}, onStop?: () => unknown): void {
-  const builtIn: Record<string, Op> = { cpu: () => ({ total: cpuNow() }), heap: () => heapNow() };
-  process.on('message', (m: { seq: number; op: string } & Record<string, unknown>) => {
+export function serve(ops: Record<string, (args: never) => unknown>, ready: object = {}, onStop?: () => unknown): void {
+  const builtIn = { cpu: () => ({ total: cpuNow() }), heap: () => heapNow() };
+  process.on('message', (m: { seq: number; op: string }) => {
     void (async () => {
-      const fn = ops[m.op] ?? builtIn[m.op];
       const start = cpuNow();
       try {
+        const fn = ops[m.op] ?? builtIn[m.op as keyof typeof builtIn];
         if (!fn) throw new Error(`unknown op ${m.op}`);
-        const r = await fn(m);
+        const r = await fn(m as never); // each op types the arguments its parent sends
         const reply = typeof r === 'number' ? { units: r } : ((r ?? {}) as object);
         process.send!({ ...reply, seq: m.seq, cpuUs: cpuNow() - start });
       } catch (error) {
@@ -107,15 +139,10 @@ export class Child {
   static async start(
     script: string,
     args: readonly string[] = [],
-    opts: { env?: NodeJS.ProcessEnv; name?: string } = {},
   ): Promise<Child & { first: Record<string, unknown> }> {
-    const proc = fork(script, args, {
-      execArgv: ['--expose-gc', '--import', 'tsx'],
-      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-      env: opts.env ?? process.env,
-    });
+    const proc = fork(script, args, { execArgv: NODE_FLAGS, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
     process.on('exit', () => proc.kill());
-    const name = opts.name ?? `${script} ${args.join(' ')}`;
+    const name = `${script} ${args.join(' ')}`;
     const [first] = (await Promise.race([
       once(proc, 'message'),
       once(proc, 'exit').then(([code]) => {
@@ -185,6 +212,9 @@ export const median = (xs: readonly number[]): number => {
   return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 };
 export const range = (xs: readonly number[]): [number, number] => [Math.min(...xs), Math.max(...xs)];
+/** The `p` quantile (0 < p ≤ 1): the smallest value with at least p of them at or below it. */
+export const percentile = (xs: readonly number[], p: number): number =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.max(0, Math.ceil(p * xs.length) - 1))]!;
 
 /** Ours against the reference, round by round: the medians, and the median of per-round ratios with its range. */
 export function compare(ours: readonly number[], ref: readonly number[]) {
@@ -200,9 +230,16 @@ export function compare(ours: readonly number[], ref: readonly number[]) {
   };
 }
 
-// --- Instruction counts (callgrind) ---
+/** A row's reference, ours and ratio cells from a `compare`. */
+export const compared = (c: ReturnType<typeof compare>, refWhat: string, unit: string, oursUnit = unit) =>
+  ({
+    reference: { what: refWhat, value: c.ref, unit, range: c.refRange },
+    ours: { value: c.ours, unit: oursUnit, range: c.oursRange },
+    ratio: c.ratio,
+    ratioRange: c.ratioRange,
+  }) satisfies Partial<Figure>;
 
-export const hasValgrind = (): boolean => !spawnSync('valgrind', ['--version']).error;
+// --- Instruction counts (callgrind) ---
 
 const COUNTED = 'BENCH_COUNTED';
 
@@ -227,10 +264,9 @@ export async function measured(work: () => Promise<unknown>): Promise<number> {
       process.stdout.write(`${say}\n`);
     });
   if (counted) await handshake('warm');
-  const start = cpuNow();
-  await work();
-  const cpu = cpuNow() - start;
+  const cpu = await cpuOf(work);
   if (counted) await handshake('done');
+  if (process.env[COUNTED] === 'cpu') process.stdout.write(`cpu ${cpu}\n`);
   return cpu;
 }
 
@@ -307,10 +343,27 @@ function runCounted(nodeArgs: string[], out: string): Promise<void> {
   });
 }
 
+/** A counted child run without valgrind (a smoke's): its measured work's CPU µs as its "instructions". */
+async function runPlain(nodeArgs: string[]): Promise<Instructions> {
+  const proc = spawn(process.execPath, nodeArgs, {
+    env: { ...process.env, [COUNTED]: 'cpu' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let said = '';
+  proc.stdout.on('data', (d: Buffer) => void (said += d.toString()));
+  const [code] = (await once(proc, 'close')) as [number];
+  const cpu = /^cpu (\d+)$/m.exec(said);
+  if (code !== 0 || !cpu) throw new Error(`${nodeArgs.join(' ')}: exit ${code}`);
+  return { total: Number(cpu[1]), collector: 0, compiler: 0 };
+}
+let counts = 0;
+
 /**
- * Instructions per unit of work of `script` (run as `node --import tsx script ...args(n)`), counted at
- * two sizes: (count(n2) − count(n1)) / (units(n2) − units(n1)), so that what does not grow with the
- * work (the first calls, the handshake) falls out. `units(n)` is the units done at size n (default n).
+ * Instructions per unit of work of `script` (run as `node --import tsx script ...args(n)`, with --smoke
+ * when this is a smoke run), counted at two sizes: (count(n2) − count(n1)) / (units(n2) − units(n1)), so
+ * that what does not grow with the work (the first calls, the handshake) falls out. `units(n)` is the
+ * units done at size n (default n). A smoke run counts without valgrind, CPU µs standing in for
+ * instructions (never a result), but for its first count with `--callgrind` (bench/benches.ts).
  */
 export async function countInstructions(
   script: string,
@@ -318,18 +371,21 @@ export async function countInstructions(
   sizes: [number, number],
   units: (n: number) => number = (n) => n,
 ): Promise<Instructions> {
+  if (spawnSync('valgrind', ['--version']).error) throw new Error('no valgrind (Debian: apt-get install valgrind)');
   const dir = mkdtempSync(join(tmpdir(), 'bench-callgrind-'));
+  const callgrind = !SMOKE || (process.argv.includes('--callgrind') && counts++ === 0);
   try {
     // Both sizes at once: a count does not mind sharing the machine.
-    const counts = await Promise.all(
+    const counted = await Promise.all(
       sizes.map(async (n) => {
-        const out = join(dir, `${n}.out`);
-        await runCounted(['--expose-gc', '--import', 'tsx', script, ...args(n)], out);
-        return readCallgrind(out);
+        const nodeArgs = [...NODE_FLAGS, script, ...args(n), ...(SMOKE ? ['--smoke'] : [])];
+        if (!callgrind) return runPlain(nodeArgs);
+        await runCounted(nodeArgs, join(dir, `${n}.out`));
+        return readCallgrind(join(dir, `${n}.out`));
       }),
     );
     const du = units(sizes[1]) - units(sizes[0]);
-    const per = (k: keyof Instructions) => (counts[1]![k] - counts[0]![k]) / du;
+    const per = (k: keyof Instructions) => (counted[1]![k] - counted[0]![k]) / du;
     return { total: per('total'), collector: per('collector'), compiler: per('compiler') };
   } finally {
     rmSync(dir, { recursive: true, force: true });

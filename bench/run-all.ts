@@ -1,51 +1,40 @@
 /**
- * `pnpm bench`: every benchmark of bench/benches.ts, one after the other (never two at once: they
- * would measure each other), then ONE table of their results, printed and written to
- * docs/benchmarks.md with the machine and the load at each benchmark. A benchmark during which the
- * machine spent more than OTHER_LIMIT of a core on anything but the benchmark itself has its rows marked
- * "under load: not a result". The load average cannot say it: it counts the benchmark's own processes
- * (a two-process benchmark holds it near 2), and for a minute after, the previous benchmark's.
- *
- *   pnpm bench                 everything, full size; rewrites docs/benchmarks.md
- *   pnpm bench --smoke         everything in its tiny mode; rewrites docs/benchmarks.md, marked as a smoke run
- *   pnpm bench gateway guard   a subset; prints only (the file holds one whole run)
+ * `pnpm bench`: every benchmark of bench/benches.ts, one after the other (two at once would measure each
+ * other), then ONE table of their results, printed and written to docs/benchmarks.md with the machine
+ * and the load during each. `pnpm bench --smoke`: each in its tiny mode, the file marked as a smoke run;
+ * `pnpm bench gateway wire`: a subset, printed only (the file holds one whole run).
  */
 import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { BENCHES, NODE_FLAGS, ROOT, type Bench } from './benches.js';
+import { BENCHES, NODE_FLAGS, ROOT, argsOf, type Bench } from './benches.js';
 import { parseFigures, type Figure } from './figure.js';
 
-/** Cores, on average over a benchmark, busy with something other than it: above this, not a result. */
+/**
+ * Cores, on average over a benchmark, busy with something other than it: above this, not a result. The
+ * load average cannot say it: it counts the benchmark's own processes, and for a minute the previous one's.
+ */
 const OTHER_LIMIT = 0.25;
 
-/**
- * CPU seconds the machine's processes have spent (user, nice, system: every core), from /proc/stat; NaN
- * elsewhere than Linux. Interrupts are left out: loopback traffic's softirq time is the benchmark's own
- * but accounted to no process.
- */
-function machineBusy(): number {
+/** Seconds of the clock ticks in fields [from, to) of a /proc stat line, after `after`; NaN elsewhere than Linux. */
+function ticks(file: string, after: string, from: number, to: number): number {
   try {
-    const f = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1, 4).map(Number);
-    return (f[0]! + f[1]! + f[2]!) / 100;
+    const stat = readFileSync(file, 'utf8');
+    const fields = stat
+      .slice(stat.lastIndexOf(after) + after.length)
+      .trim()
+      .split(/\s+/);
+    return fields.slice(from, to).reduce((sum, f) => sum + Number(f), 0) / 100;
   } catch {
     return NaN;
   }
 }
-/** CPU seconds of this process and its reaped children: the benchmarks and all they spawned and waited for. */
-function ownTreeCpu(): number {
-  try {
-    const stat = readFileSync('/proc/self/stat', 'utf8');
-    const f = stat
-      .slice(stat.lastIndexOf(')') + 2)
-      .split(' ')
-      .map(Number);
-    return (f[11]! + f[12]! + f[13]! + f[14]!) / 100;
-  } catch {
-    return NaN;
-  }
-}
+// Every process of the machine (user, nice, system): interrupts are left out, since loopback traffic's
+// softirq time is the benchmark's own but accounted to no process.
+const machineBusy = () => ticks('/proc/stat', 'cpu ', 0, 3);
+// This process and its reaped children: the benchmarks and all they spawned and waited for.
+const ownTreeCpu = () => ticks('/proc/self/stat', ') ', 11, 15);
 const smoke = process.argv.includes('--smoke');
 const only = new Set(process.argv.slice(2).filter((a) => !a.startsWith('--')));
 const selected = BENCHES.filter((b) => only.size === 0 || only.has(b.id));
@@ -53,7 +42,6 @@ const selected = BENCHES.filter((b) => only.size === 0 || only.has(b.id));
 interface Run {
   bench: Bench;
   code: number | null;
-  output: string;
   figures: Figure[];
   seconds: number;
   load: number[];
@@ -66,8 +54,10 @@ function run(b: Bench): Promise<Run> {
   const start = Date.now();
   const [busy0, own0] = [machineBusy(), ownTreeCpu()];
   return new Promise((resolve) => {
-    const args = [...NODE_FLAGS, b.script, ...(smoke ? (b.smokeArgs ?? ['--smoke']) : (b.args ?? []))];
-    const child = spawn(process.execPath, args, { cwd: join(ROOT, b.dir), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...NODE_FLAGS, ...argsOf(b, smoke)], {
+      cwd: join(ROOT, b.dir),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     const take = (d: Buffer) => {
       output += d.toString();
@@ -78,7 +68,7 @@ function run(b: Bench): Promise<Run> {
     child.on('close', (code) => {
       const seconds = (Date.now() - start) / 1000;
       const other = (machineBusy() - busy0 - (ownTreeCpu() - own0)) / seconds;
-      resolve({ bench: b, code, output, figures: parseFigures(output), load, seconds, other });
+      resolve({ bench: b, code, figures: parseFigures(output), load, seconds, other });
     });
   });
 }

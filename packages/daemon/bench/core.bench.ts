@@ -4,17 +4,10 @@
  * detector sized for one, so that every round evicts the other's states as a long-running receiver
  * does; and heap per tracked request at 1,000,000 tracked (after GC, a 36-character session id each,
  * the span-id dedupe set included).
- *
- *   node --expose-gc --import tsx bench/core.bench.ts [--requests 100000] [--rounds 10] [--tracked 1000000] [--smoke]
  */
 import { randomUUID } from 'node:crypto';
 import { Detector, type SpanRecord } from '@resumewatch/detector';
-import {
-  ATTR_JSONRPC_REQUEST_ID,
-  ATTR_MCP_SESSION_ID,
-  ATTR_MCP_STREAM_ID,
-  SPAN_REQUEST_TERMINAL,
-} from '@resumewatch/semconv';
+import * as S from '@resumewatch/semconv';
 import { arg, figure, heapNow, median, range, SMOKE } from '../../../bench/harness.js';
 import { workload } from '../../detector/test/helpers/workload.js';
 
@@ -53,7 +46,6 @@ for (const [failEvery, dictionary] of [
     if (round >= 0) rates.push(spans.length / (Number(process.hrtime.bigint() - start) / 1e9));
   }
   figure({
-    bench: 'detector-core',
     id: `core-1-in-${failEvery}${dictionary ? '-dictionary' : ''}`,
     what: `the detector core, 1 request in ${failEvery} failing${dictionary ? ', null-prototype attribute records' : ''}: spans per second (median of rounds)`,
     ...(failEvery === 100 && !dictionary
@@ -71,7 +63,7 @@ const attributes: Record<string, string | number> = {};
 const s: SpanRecord = {
   traceId: '0af7651916cd43dd8448eb211c80319c',
   spanId: '',
-  name: SPAN_REQUEST_TERMINAL,
+  name: S.SPAN_REQUEST_TERMINAL,
   kind: 1,
   startTimeUnixMs: 0,
   endTimeUnixMs: 0,
@@ -79,16 +71,15 @@ const s: SpanRecord = {
   service: 'bench',
 };
 for (let i = 0; i < TRACKED; i++) {
-  attributes[ATTR_MCP_SESSION_ID] = randomUUID();
-  attributes[ATTR_JSONRPC_REQUEST_ID] = i & 7;
-  attributes[ATTR_MCP_STREAM_ID] = `stream-${i}`;
+  attributes[S.ATTR_MCP_SESSION_ID] = randomUUID();
+  attributes[S.ATTR_JSONRPC_REQUEST_ID] = i & 7;
+  attributes[S.ATTR_MCP_STREAM_ID] = `stream-${i}`;
   s.spanId = i.toString(16).padStart(16, '0');
   s.startTimeUnixMs = s.endTimeUnixMs = 1_700_000_000_000 + i;
   d.ingest(s);
 }
 const perRequest = ((await heapNow()).heap - before) / d.stats().tracked;
 figure({
-  bench: 'detector-core',
   id: 'core-heap-per-request',
   what: `heap per tracked request at ${d.stats().tracked} tracked`,
   target: { text: '≤ 200 bytes', bound: 200, dir: '<=', on: 'ours' },

@@ -6,22 +6,10 @@
  *   metrics  from the start of the probe's POST to the first /metrics scrape that counts it
  * and, as the reference measured alongside, the POST's own round trip (start to HTTP 200).
  * The load is healthy traffic only, so every finding is a probe's.
- *
- *   node --expose-gc --import tsx bench/lag.bench.ts [--probes 200] [--smoke]
  */
 import { Agent, request } from 'node:http';
-import {
-  ATTR_JSONRPC_REQUEST_ID,
-  ATTR_MCP_SESSION_ID,
-  ATTR_MCP_STREAM_ID,
-  ATTR_MCP_TERMINAL_DUPLICATE,
-  FindingKind,
-  LABEL_KIND,
-  LABEL_SERVICE,
-  METRIC_FINDINGS_TOTAL,
-  SPAN_REQUEST_TERMINAL,
-} from '@resumewatch/semconv';
-import { arg, figure, SMOKE } from '../../../bench/harness.js';
+import * as S from '@resumewatch/semconv';
+import { arg, figure, percentile, SMOKE } from '../../../bench/harness.js';
 import type { SpanRecord } from '@resumewatch/detector';
 import { otlpJson } from '../../detector/test/helpers/otlp.js';
 import { otlpBodies, workload } from '../../detector/test/helpers/workload.js';
@@ -46,13 +34,13 @@ child.stdout!.on('data', (d: Buffer) => {
     const line = out.slice(0, nl);
     out = out.slice(nl + 1);
     const f = JSON.parse(line) as { kind: string; session_id: string };
-    if (f.kind === FindingKind.DUPLICATE_TERMINAL) waiting.get(f.session_id)?.(at);
+    if (f.kind === S.FindingKind.DUPLICATE_TERMINAL) waiting.get(f.session_id)?.(at);
   }
 });
 
 const metricsAgent = new Agent({ keepAlive: true, maxSockets: 1 });
 const counted = new RegExp(
-  `^${METRIC_FINDINGS_TOTAL}\\{[^}]*${LABEL_KIND}="${FindingKind.DUPLICATE_TERMINAL}",${LABEL_SERVICE}="${PROBE_SERVICE}"[^}]*\\} (\\d+)`,
+  `^${S.METRIC_FINDINGS_TOTAL}\\{[^}]*${S.LABEL_KIND}="${S.FindingKind.DUPLICATE_TERMINAL}",${S.LABEL_SERVICE}="${PROBE_SERVICE}"[^}]*\\} (\\d+)`,
   'm',
 );
 function probeCount(): Promise<number> {
@@ -77,32 +65,22 @@ const loaders = [0, 1].map(async (k) => {
   }
 });
 
+/** Probe n: a request's terminal, then a second one marked duplicate (span ids no load span has). */
 function probeBody(n: number): string {
-  const now = Date.now();
-  const session = `lag-probe-${n}`;
-  const base = { [ATTR_MCP_SESSION_ID]: session, [ATTR_JSONRPC_REQUEST_ID]: 1 };
-  const id = (k: number) => (0xf0000000 + n * 2 + k).toString(16).padStart(16, '0');
-  const spans: SpanRecord[] = [
-    {
-      traceId: 'f'.repeat(32),
-      spanId: id(0),
-      name: SPAN_REQUEST_TERMINAL,
-      kind: 1,
-      startTimeUnixMs: now,
-      endTimeUnixMs: now + 1,
-      attributes: { ...base, [ATTR_MCP_STREAM_ID]: `${session}-a` },
-      service: PROBE_SERVICE,
-    },
-    {
-      traceId: 'f'.repeat(32),
-      spanId: id(1),
-      name: SPAN_REQUEST_TERMINAL,
-      kind: 1,
-      startTimeUnixMs: now + 2,
-      endTimeUnixMs: now + 3,
-      attributes: { ...base, [ATTR_MCP_STREAM_ID]: `${session}-b`, [ATTR_MCP_TERMINAL_DUPLICATE]: true },
-      service: PROBE_SERVICE,
-    },
+  const [now, session] = [Date.now(), `lag-probe-${n}`];
+  const terminal = (k: number, extra: object): SpanRecord => ({
+    traceId: 'f'.repeat(32),
+    spanId: (0xf0000000 + n * 2 + k).toString(16).padStart(16, '0'),
+    name: S.SPAN_REQUEST_TERMINAL,
+    kind: 1,
+    startTimeUnixMs: now + 2 * k,
+    endTimeUnixMs: now + 2 * k + 1,
+    attributes: { [S.ATTR_MCP_SESSION_ID]: session, [S.ATTR_JSONRPC_REQUEST_ID]: 1, ...extra },
+    service: PROBE_SERVICE,
+  });
+  const spans = [
+    terminal(0, { [S.ATTR_MCP_STREAM_ID]: `${session}-a` }),
+    terminal(1, { [S.ATTR_MCP_STREAM_ID]: `${session}-b`, [S.ATTR_MCP_TERMINAL_DUPLICATE]: true }),
   ];
   return JSON.stringify(otlpJson(spans, PROBE_SERVICE));
 }
@@ -146,23 +124,18 @@ closePosts();
 metricsAgent.destroy();
 child.kill('SIGTERM');
 
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]!;
-};
 const note = `${PROBES} probes; load ${Math.round(loadRate)} spans/s of healthy OTLP/JSON on 2 connections`;
 for (const p of [50, 99]) {
-  const reference = { what: `the probe's POST round trip, p${p}`, value: pct(roundTrip, p), unit: 'ms' };
+  const reference = { what: `the probe's POST round trip, p${p}`, value: percentile(roundTrip, p / 100), unit: 'ms' };
   for (const [to, xs] of [
     ['emitted', emitted],
     ['counted in /metrics', scraped],
   ] as const)
     figure({
-      bench: 'detector-lag',
       id: `lag-p${p}-${to === 'emitted' ? 'emitted' : 'metrics'}`,
       what: `detection lag p${p}: completing span posted → finding ${to}`,
       reference,
-      ours: { value: pct(xs, p), unit: 'ms' },
+      ours: { value: percentile(xs, p / 100), unit: 'ms' },
       note,
     });
 }

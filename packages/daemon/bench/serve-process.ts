@@ -1,39 +1,25 @@
-/** `resumewatch serve` (its build, as users run it) or another server as a process of its own, and a keep-alive poster. */
-import { spawn, type ChildProcess } from 'node:child_process';
+/**
+ * `resumewatch serve` (its build, as users run it) as a process of its own, a keep-alive poster, and the
+ * bare receiver: the door's own cost, for serve's benchmark to show beside serve. The bare receiver is a
+ * plain node:http server that reads each POSTed body whole, decodes it with the reference decoder
+ * (JSON.parse, or protobufjs) and answers 200, measured as serve is: what any receiver behind node:http
+ * pays before detecting anything.
+ */
 import { readFileSync } from 'node:fs';
-import { Agent, request } from 'node:http';
+import { Agent, createServer, request } from 'node:http';
 import { join } from 'node:path';
-
-const SERVE_CLI = join(import.meta.dirname, '../dist/cli.js');
-
-/** Spawns `node ...args` and waits for `ready` in what it prints; `out` is what it printed by then. */
-export async function listening(args: string[], ready: RegExp): Promise<{ proc: ChildProcess; out: string }> {
-  const proc = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  process.on('exit', () => proc.kill());
-  let out = '';
-  const take = (d: Buffer) => void (out.length < 65_536 && (out += d.toString()));
-  proc.stdout!.on('data', take);
-  proc.stderr!.on('data', take);
-  for (const until = Date.now() + 60_000; !ready.test(out); await new Promise((r) => setTimeout(r, 20)))
-    if (proc.exitCode !== null || Date.now() > until) throw new Error(`${args.join(' ')} did not start: ${out}`);
-  return { proc, out };
-}
+import { listen, spawnReady } from '../../../bench/harness.js';
+import { reference } from './bodies.js';
 
 /** serve on loopback ports; its ports read from what it prints. */
 export async function startServe(grpc: boolean) {
-  const s = await listening(
-    [
-      SERVE_CLI,
-      'serve',
-      '--port',
-      '0',
-      '--grpc-port',
-      grpc ? '0' : 'off',
+  const s = await spawnReady(
+    [join(import.meta.dirname, '../dist/cli.js'), 'serve', '--port', '0', '--grpc-port', grpc ? '0' : 'off'].concat([
       '--metrics-port',
       '0',
       '--max-requests',
       '1000000',
-    ],
+    ]),
     /metrics on/,
   );
   const port = (re: RegExp) => Number(re.exec(s.out)?.[1] ?? 0);
@@ -43,6 +29,25 @@ export async function startServe(grpc: boolean) {
     grpcPort: port(/gRPC on [\d.]+:(\d+)/),
     metricsPort: port(/:(\d+)\/metrics/),
   };
+}
+
+/** The bare receiver (see above) in a process of its own: its process and port. */
+export async function startBare(encoding: 'json' | 'protobuf') {
+  const s = await spawnReady(['--import', 'tsx', import.meta.filename, encoding], /port \d+\n/);
+  return { ...s, port: Number(/port (\d+)/.exec(s.out)![1]) };
+}
+if (process.argv[1] === import.meta.filename) {
+  const decode = reference(process.argv[2] === 'protobuf' ? 'protobuf' : 'json');
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      decode(Buffer.concat(chunks));
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  server.keepAliveTimeout = 5_000; // serve's, so that the client treats both alike
+  process.stdout.write(`port ${new URL(await listen(server)).port}\n`);
 }
 
 /** CPU µs a process has used so far, from /proc (10 ms ticks). */

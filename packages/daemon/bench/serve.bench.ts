@@ -3,17 +3,14 @@
  * second of its process (HTTP, decoding, detection, metrics, the page's evidence) over loopback, against
  * the reference decoder's spans per CPU second of the same bodies in this process (JSON.parse for
  * OTLP/JSON, protobufjs for OTLP/protobuf and gRPC), in alternating rounds; beside them, a bare node:http
- * receiver that only decodes with the reference (bare-receiver.ts): the door's own cost, the bound of
+ * receiver that only decodes with the reference (serve-process.ts): the door's own cost, the bound of
  * any receiver behind node:http. Two streams: MCP spans (target 0.6 of the reference) and a mixed stream,
  * 1 span in 10 MCP (target 1.5: spans that cannot matter are skipped before they are decoded).
- *
- *   node --expose-gc --import tsx bench/serve.bench.ts [--rounds 5] [--requests 30000] [--smoke]
  */
-import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { alternate, arg, compare, figure } from '../../../bench/harness.js';
+import { alternate, arg, compare, compared, cpuOf, figure, pool } from '../../../bench/harness.js';
 import { bodies, reference, spansIn, type Encoding, type Stream } from './bodies.js';
-import { closePosts, listening, post, procCpuUs, startServe } from './serve-process.js';
+import { closePosts, post, procCpuUs, startBare, startServe } from './serve-process.js';
 
 const ROUNDS = arg('rounds', 5, 1);
 const REQUESTS = arg('requests', 30_000, 300);
@@ -23,21 +20,15 @@ const EXPORT = '/opentelemetry.proto.collector.trace.v1.TraceService/Export';
 /** Every body of a round, on CONNECTIONS connections at once. */
 async function sendAll(list: Buffer[], send: (b: Buffer) => Promise<void>): Promise<void> {
   let next = 0;
-  const worker = async () => {
+  await pool(CONNECTIONS, async () => {
     while (next < list.length) await send(list[next++]!);
-  };
-  await Promise.all(Array.from({ length: CONNECTIONS }, worker));
+  });
 }
 
 async function door(encoding: Encoding, stream: Stream): Promise<void> {
   const grpcOn = encoding === 'protobuf';
   const serve = await startServe(grpcOn);
-  const bare = await listening(
-    ['--import', 'tsx', join(import.meta.dirname, 'bare-receiver.ts'), encoding],
-    /port \d+/,
-  );
-  const servePort = serve.port;
-  const barePort = Number(/port (\d+)/.exec(bare.out)![1]);
+  const bare = await startBare(encoding);
   const type = grpcOn ? 'application/x-protobuf' : 'application/json';
   const client = grpcOn ? new grpc.Client(`127.0.0.1:${serve.grpcPort}`, grpc.credentials.createInsecure()) : undefined;
   const viaGrpc = (b: Buffer) =>
@@ -64,14 +55,11 @@ async function door(encoding: Encoding, stream: Stream): Promise<void> {
   const variants = grpcOn ? (['serve', 'grpc', 'bare', 'parse'] as const) : (['serve', 'bare', 'parse'] as const);
   // Round -1 (the harness's warm-up) sends round 0's bodies: serve compiles its paths once, as a long-running serve has.
   const per = await alternate(variants, ROUNDS, async (v, r) => {
-    const i = r;
-    if (v === 'serve') return through(serve.proc.pid!, i, (b) => post(servePort, type, b));
-    if (v === 'grpc') return through(serve.proc.pid!, i, viaGrpc);
-    if (v === 'bare') return through(bare.proc.pid!, i, (b) => post(barePort, type, b));
-    const c0 = process.cpuUsage();
-    for (const b of rounds[i + 1]!) parse(b);
-    const u = process.cpuUsage(c0);
-    return spans[i + 1]! / ((u.user + u.system) / 1e6);
+    if (v === 'serve') return through(serve.proc.pid!, r, (b) => post(serve.port, type, b));
+    if (v === 'grpc') return through(serve.proc.pid!, r, viaGrpc);
+    if (v === 'bare') return through(bare.proc.pid!, r, (b) => post(bare.port, type, b));
+    const cpu = await cpuOf(() => rounds[r + 1]!.forEach(parse));
+    return spans[r + 1]! / (cpu / 1e6);
   });
   client?.close();
   serve.proc.kill('SIGTERM');
@@ -79,7 +67,7 @@ async function door(encoding: Encoding, stream: Stream): Promise<void> {
   const refName = encoding === 'json' ? 'JSON.parse' : 'protobufjs';
   const what = stream === 'mcp' ? 'MCP spans' : 'a mixed stream (1 span in 10 MCP)';
   const bound = stream === 'mcp' ? 0.6 : 1.5;
-  const ref = { what: `${refName} of the same bodies, this process`, unit: 'spans/CPU s' };
+  const ref = `${refName} of the same bodies, this process`;
   const doorRatio = compare(per.bare, per.parse);
   const rows = [
     ['serve', `OTLP/${encoding === 'json' ? 'JSON' : 'protobuf'} over HTTP`],
@@ -88,26 +76,18 @@ async function door(encoding: Encoding, stream: Stream): Promise<void> {
   for (const [v, door] of rows) {
     const c = compare(per[v as 'serve'], per.parse);
     figure({
-      bench: 'detector-serve',
       id: `serve-${v === 'grpc' ? 'grpc' : encoding}-${stream}`,
       what: `serve, ${door}, ${what}: spans per CPU second of serve's process`,
       target: { text: `≥ ${bound}x ${refName}`, bound, dir: '>=' },
-      reference: { ...ref, value: c.ref, range: c.refRange },
-      ours: { value: c.ours, unit: 'spans/CPU s', range: c.oursRange },
-      ratio: c.ratio,
-      ratioRange: c.ratioRange,
+      ...compared(c, ref, 'spans/CPU s'),
       heldBy: `the door: a bare node:http receiver that only runs ${refName} is at ${doorRatio.ratio.toFixed(2)} of ${refName} in the same rounds; serve is at ${compare(per[v as 'serve'], per.bare).ratio.toFixed(2)} of it`,
       note: `${ROUNDS} alternating rounds of ${spans[1]} spans, 512 a body, ${CONNECTIONS} keep-alive connections; serve's CPU from /proc`,
     });
   }
   figure({
-    bench: 'detector-serve',
     id: `door-${encoding}-${stream}`,
     what: `a bare node:http receiver that only runs ${refName}, ${what}: the door's bound, beside serve`,
-    reference: { ...ref, value: doorRatio.ref, range: doorRatio.refRange },
-    ours: { value: doorRatio.ours, unit: 'spans/CPU s', range: doorRatio.oursRange },
-    ratio: doorRatio.ratio,
-    ratioRange: doorRatio.ratioRange,
+    ...compared(doorRatio, ref, 'spans/CPU s'),
   });
 }
 

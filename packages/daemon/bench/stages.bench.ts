@@ -8,10 +8,8 @@
  *   pipeline     serve's writing pipeline whole
  * Rows: each stage against the reference; the evidence window's share of the pipeline (target: a tenth
  * of the rate at most). With --instructions the same stages are counted by callgrind instead
- * (instructions per span, warm, the work at 1 and 3 rounds): the attribution that the load cannot move.
- *
- *   node --expose-gc --import tsx bench/stages.bench.ts [--protobuf] [--mixed] [--instructions] [--smoke]
- *   node --import tsx bench/stages.bench.ts --only <stage> --count <rounds>   (one counted child)
+ * (instructions per span, warm, the work at 1 and 2 rounds): the attribution that the load cannot move;
+ * each counted child is this file with `--only <stage> --count <rounds>`.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,11 +20,12 @@ import {
   alternate,
   arg,
   compare,
+  compared,
   countInstructions,
+  cpuOf,
   figure,
-  hasValgrind,
   measured,
-  SMOKE,
+  option,
 } from '../../../bench/harness.js';
 import { configWith, writingPipeline } from '../src/doors/writing-pipeline.js';
 import { DetectorMetrics } from '../src/metrics.js';
@@ -34,17 +33,18 @@ import { bodies, decoder, reference, spansIn } from './bodies.js';
 
 const argv = process.argv;
 const encoding = argv.includes('--protobuf') ? 'protobuf' : 'json';
-const stream = argv.includes('--mixed') ? 'mixed' : 'mcp';
-const only = argv.includes('--only') ? argv[argv.indexOf('--only') + 1]! : undefined;
-const ROUNDS = only ? arg('count', 1) + 1 : argv.includes('--instructions') ? 3 : arg('rounds', 10, 2);
+const only = option('only');
+// Counted: WARM rounds warm a stage up (the JIT done with it), then `--count` rounds are the measured work.
+const WARM = 2;
+const ROUNDS = only ? WARM + arg('count', 1) : argv.includes('--instructions') ? WARM + 2 : arg('rounds', 10, 2);
 const REQUESTS = arg('requests', argv.includes('--instructions') ? 2_000 : 6_000, 300);
 // A counted child reads the bodies its parent made (making them under callgrind would take minutes).
-const kept = argv.includes('--bodies') ? argv[argv.indexOf('--bodies') + 1]! : undefined;
+const kept = option('bodies');
 const rounds = kept
   ? (JSON.parse(readFileSync(kept, 'utf8')) as string[][])
       .slice(0, ROUNDS)
       .map((r) => r.map((b) => Buffer.from(b, 'base64')))
-  : Array.from({ length: ROUNDS }, (_, i) => bodies(encoding, stream, REQUESTS, `s${i}`, i + 1));
+  : Array.from({ length: ROUNDS }, (_, i) => bodies(encoding, 'mcp', REQUESTS, `s${i}`, i + 1));
 const SPANS = spansIn(encoding, rounds[0]!);
 const decode = decoder(encoding);
 const noop = (): void => {};
@@ -70,24 +70,22 @@ const feedRound = async (feed: (b: Buffer) => unknown, r: number) => {
   for (const b of rounds[r]!) feed(b);
   await new Promise((resolve) => setImmediate(resolve)); // findings are written in a microtask
 };
-const label = `OTLP/${encoding === 'json' ? 'JSON' : 'protobuf'}, ${stream === 'mcp' ? 'MCP spans' : 'mixed stream'}`;
+const label = `OTLP/${encoding === 'json' ? 'JSON' : 'protobuf'}, MCP spans`;
 const refName = encoding === 'json' ? 'JSON.parse' : 'protobufjs';
 
 if (only) {
   // A counted child: round 0 warms the stage up, the rest are the measured work.
   const feed = STAGES[only]!();
-  await feedRound(feed, 0);
+  for (let r = 0; r < WARM; r++) await feedRound(feed, r);
   await measured(async () => {
-    for (let r = 1; r < ROUNDS; r++) await feedRound(feed, r);
+    for (let r = WARM; r < ROUNDS; r++) await feedRound(feed, r);
   });
 } else if (argv.includes('--instructions')) {
-  if (!hasValgrind()) throw new Error('--instructions needs valgrind');
   const dir = mkdtempSync(join(tmpdir(), 'bench-stages-'));
   const file = join(dir, 'bodies.json');
-  writeFileSync(file, JSON.stringify(rounds.slice(0, 3).map((r) => r.map((b) => b.toString('base64')))));
+  writeFileSync(file, JSON.stringify(rounds.map((r) => r.map((b) => b.toString('base64')))));
   const per: Record<string, number> = {};
-  // The smoke counts two stages only: it proves the counting runs, in minutes less.
-  for (const stage of SMOKE ? ['parse', 'decode'] : Object.keys(STAGES)) {
+  for (const stage of Object.keys(STAGES)) {
     const args = (n: number) => [
       '--only',
       stage,
@@ -95,35 +93,32 @@ if (only) {
       String(n),
       '--bodies',
       file,
-      ...argv.slice(2).filter((a) => a !== '--instructions'),
+      ...(encoding === 'protobuf' ? ['--protobuf'] : []),
     ];
     per[stage] = (await countInstructions(import.meta.filename, args, [1, 2], (n) => n * SPANS)).total;
   }
   rmSync(dir, { recursive: true });
-  for (const stage of SMOKE ? ['decode'] : ['decode', 'pipeline'])
+  for (const stage of ['decode', 'pipeline'])
     figure({
-      bench: 'serve-instructions',
-      id: `instructions-${encoding}-${stream}-${stage}`,
+      id: `instructions-${encoding}-mcp-${stage}`,
       what: `serve's ${stage === 'decode' ? 'decoder alone' : 'pipeline (no HTTP)'}, ${label}: instructions per span, warm`,
       reference: { what: `${refName} of the same bodies`, value: per.parse!, unit: 'instructions/span' },
       ours: { value: per[stage]!, unit: 'instructions/span' },
       ratio: per.parse! / per[stage]!,
-      note: `per span: detector +${Math.round(per.detector! - per.decode!)}, pipeline without the evidence +${Math.round(per['no-evidence']! - per.detector!)}, the evidence +${Math.round(per.pipeline! - per['no-evidence']!)}; ratio is the rate's (reference / ours); callgrind, the work at 1 and 2 rounds of ${SPANS} spans after one warm-up round`,
+      note: `per span: detector +${Math.round(per.detector! - per.decode!)}, pipeline without the evidence +${Math.round(per['no-evidence']! - per.detector!)}, the evidence +${Math.round(per.pipeline! - per['no-evidence']!)}; ratio is the rate's (reference / ours); callgrind, the work at 1 and 2 rounds of ${SPANS} spans after ${WARM} warm-up rounds`,
     });
 } else {
   const feeds = Object.fromEntries(Object.entries(STAGES).map(([k, make]) => [k, make()]));
-  const cpu = await alternate(Object.keys(STAGES), ROUNDS - 1, async (stage, r) => {
-    const c0 = process.cpuUsage();
-    await feedRound(feeds[stage]!, r + 1);
-    const u = process.cpuUsage(c0);
-    return (u.user + u.system) / SPANS;
-  });
+  const cpu = await alternate(
+    Object.keys(STAGES),
+    ROUNDS - 1,
+    async (stage, r) => (await cpuOf(() => feedRound(feeds[stage]!, r + 1))) / SPANS,
+  );
   for (const stage of ['decode', 'detector', 'pipeline']) {
     // As serve's figures: the stage's rate over the reference's (spans per CPU second).
     const c = compare(cpu.parse!, cpu[stage]!);
     figure({
-      bench: 'serve-stages',
-      id: `stage-${encoding}-${stream}-${stage}`,
+      id: `stage-${encoding}-mcp-${stage}`,
       what: `serve's ${stage === 'decode' ? 'decoder' : stage === 'detector' ? 'decoder and detector' : 'pipeline'}, ${label}, in process (no HTTP): µs CPU per span`,
       reference: { what: refName, value: c.ours, unit: 'µs/span', range: c.oursRange },
       ours: { value: c.ref, unit: 'µs/span', range: c.refRange },
@@ -137,14 +132,10 @@ if (only) {
     cpu.pipeline!,
   );
   figure({
-    bench: 'serve-stages',
-    id: `evidence-${encoding}-${stream}`,
+    id: `evidence-${encoding}-mcp`,
     what: `the page's evidence window, ${label}: µs CPU per span it adds to serve's pipeline`,
     target: { text: '≤ a tenth of the pipeline', bound: 0.1, dir: '<=' },
-    reference: { what: "serve's pipeline whole", value: share.ref, unit: 'µs/span', range: share.refRange },
-    ours: { value: share.ours, unit: 'µs/span', range: share.oursRange },
-    ratio: share.ratio,
-    ratioRange: share.ratioRange,
+    ...compared(share, "serve's pipeline whole", 'µs/span'),
     heldBy: "the window's records and attribute values, kept for the page: allocation and collections",
     note: `${ROUNDS - 1} alternating rounds of ${SPANS} spans; this process's CPU (collector threads included)`,
   });

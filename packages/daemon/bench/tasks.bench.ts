@@ -7,25 +7,10 @@
  * - Bytes per live task record (heap without code space, plus array buffers, after full GCs), over
  *   `--records` tasks with 36-character ids: never polled, and polled 64 times (its poll-time ring at its
  *   largest). Target: the bytes task-record.ts and the detector README state.
- *
- *   node --expose-gc --import tsx bench/tasks.bench.ts [--rounds 12] [--spans 20000] [--records 20000] [--smoke]
  */
 import { randomUUID } from 'node:crypto';
 import { Detector, type AttributeValue, type SpanRecord } from '@resumewatch/detector';
-import {
-  ATTR_GEN_AI_TOOL_NAME,
-  ATTR_JSONRPC_REQUEST_ID,
-  ATTR_MCP_METHOD_NAME,
-  ATTR_MCP_PROTOCOL_VERSION,
-  ATTR_MCP_SESSION_ID,
-  ATTR_MCP_TASK_ID,
-  ATTR_MCP_TASK_POLL_INTERVAL_MS,
-  ATTR_MCP_TASK_STATUS,
-  ATTR_MCP_TASK_TTL_MS,
-  MCP_METHOD_TOOLS_CALL,
-  TaskMethod,
-  TaskStatus,
-} from '@resumewatch/semconv';
+import * as S from '@resumewatch/semconv';
 import { alternate, arg, compare, figure, heapNow } from '../../../bench/harness.js';
 import { DetectorMetrics } from '../src/metrics.js';
 import { createTask, getTask } from '../../detector/test/helpers/task-spans.js';
@@ -51,10 +36,10 @@ function requestSpan(method: string, t: number, extra: Record<string, AttributeV
     startTimeUnixMs: t,
     endTimeUnixMs: t + 5,
     attributes: {
-      [ATTR_MCP_METHOD_NAME]: method,
-      [ATTR_JSONRPC_REQUEST_ID]: count,
-      [ATTR_MCP_SESSION_ID]: SESSION,
-      [ATTR_MCP_PROTOCOL_VERSION]: '2025-11-25',
+      [S.ATTR_MCP_METHOD_NAME]: method,
+      [S.ATTR_JSONRPC_REQUEST_ID]: count,
+      [S.ATTR_MCP_SESSION_ID]: SESSION,
+      [S.ATTR_MCP_PROTOCOL_VERSION]: '2025-11-25',
       ...extra,
     },
     service: 'bench',
@@ -64,13 +49,13 @@ function requestSpan(method: string, t: number, extra: Record<string, AttributeV
 const step = INTERVAL_MS / TASKS;
 const make = {
   poll: (i: number) =>
-    requestSpan(TaskMethod.GET, T0 + i * step, {
-      [ATTR_MCP_TASK_ID]: `task-${i % TASKS}`,
-      [ATTR_MCP_TASK_STATUS]: TaskStatus.WORKING,
-      [ATTR_MCP_TASK_TTL_MS]: TTL_MS,
-      [ATTR_MCP_TASK_POLL_INTERVAL_MS]: INTERVAL_MS,
+    requestSpan(S.TaskMethod.GET, T0 + i * step, {
+      [S.ATTR_MCP_TASK_ID]: `task-${i % TASKS}`,
+      [S.ATTR_MCP_TASK_STATUS]: S.TaskStatus.WORKING,
+      [S.ATTR_MCP_TASK_TTL_MS]: TTL_MS,
+      [S.ATTR_MCP_TASK_POLL_INTERVAL_MS]: INTERVAL_MS,
     }),
-  request: (i: number) => requestSpan(MCP_METHOD_TOOLS_CALL, T0 + i * step, { [ATTR_GEN_AI_TOOL_NAME]: 'weather' }),
+  request: (i: number) => requestSpan(S.MCP_METHOD_TOOLS_CALL, T0 + i * step, { [S.ATTR_GEN_AI_TOOL_NAME]: 'weather' }),
 };
 const metrics = new DetectorMetrics();
 let findings = 0;
@@ -97,7 +82,6 @@ if (detector.stats().tasks !== TASKS || findings !== 0)
   throw new Error(`${detector.stats().tasks} live tasks of ${TASKS}, ${findings} findings: the polls were not steady`);
 const c = compare(cpu.poll, cpu.request);
 figure({
-  bench: 'detector-tasks',
   id: 'detector-task-poll',
   what: 'detector, CPU per tasks/get span of a live task (Detector.ingest with its metrics)',
   reference: { what: 'per tools/call span without a task id', value: c.ref, unit: 'µs/span', range: c.refRange },
@@ -119,7 +103,7 @@ async function recordBytes(): Promise<{ never: number; polled: number }> {
   const created = (await heapNow()).heap;
   for (let p = 1; p <= POLLED; p++)
     for (let k = 0; k < RECORDS; k++)
-      d.ingest(getTask(T0 + p * INTERVAL_MS, taskId(k), { service: 'bench', status: TaskStatus.WORKING }));
+      d.ingest(getTask(T0 + p * INTERVAL_MS, taskId(k), { service: 'bench', status: S.TaskStatus.WORKING }));
   const polled = (await heapNow()).heap;
   if (d.stats().tasks !== RECORDS) throw new Error(`${d.stats().tasks} live task records of ${RECORDS}`);
   return { never: (created - before) / RECORDS, polled: (polled - before) / RECORDS };
@@ -132,7 +116,6 @@ for (const [key, what, stated] of [
   ['polled', `polled ${POLLED} times (its poll-time ring full)`, 2.4 * 1024],
 ] as const)
   figure({
-    bench: 'detector-tasks',
     id: `task-record-${key}`,
     what: `bytes per live task record, ${what}, ${RECORDS} live`,
     target: { text: `≤ the ${(stated / 1024).toFixed(1)} KB task-record.ts states`, bound: 1, dir: '<=' },

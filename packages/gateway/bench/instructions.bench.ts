@@ -1,55 +1,53 @@
 /**
- * Where the gateway's cost per JSON request and per SSE event goes, in instructions (callgrind counts
- * the measured calls only, at two sizes: stable on a busy machine, unlike time). Client, proxy and
- * upstream (parts.ts) in one process, one session, calls one after another; four ways through:
- * `direct` to the upstream, the `bare` node:http proxy, the gateway without its built-in detector
- * (`gateway-nodetector`) and the gateway as it runs (`gateway`). The differences are the parts:
- * forwarding (bare − direct), the observation without the detector: wire observer, digests, recorder
- * (nodetector − bare), the built-in detector (gateway − nodetector). The ratio is the gateway's own
- * instructions (gateway − direct) over the bare proxy's (bare − direct): what the time ratio of
- * proxy.bench.ts would be if every instruction cost the same (a syscall's kernel time is not counted).
+ * Where the gateway's cost per JSON request and per SSE event goes, in instructions (callgrind, the
+ * measured calls only, at two sizes). Client, proxy and upstream (parts.ts) in one process, one session;
+ * four ways through: `direct`, the `bare` proxy, the gateway without its built-in detector
+ * (`gateway-nodetector`) and as it runs (`gateway`). The parts: forwarding (bare − direct), the
+ * observation without the detector (nodetector − bare), the built-in detector (gateway − nodetector).
+ * The ratio, (gateway − direct) / (bare − direct), is proxy.bench.ts's time ratio if every instruction
+ * cost the same (a syscall's kernel time is not counted).
  */
-import { arg, countInstructions, figure, hasValgrind, measured } from '../../../bench/harness.js';
+import { arg, countInstructions, figure, measured, option } from '../../../bench/harness.js';
 import { freshConnections, jsonCalls, open, startProxy, startUpstream, streams, type ProxyKind } from './parts.js';
 
 const STREAM_COUNT = 10;
-const at = process.argv.indexOf('--count');
-if (at !== -1) {
-  // One counted run: `--count <variant> json|sse <n>` (n requests, or n events a stream).
-  const [variant, phase, n] = [process.argv[at + 1]!, process.argv[at + 2]!, Number(process.argv[at + 3])];
+const VARIANTS = ['direct', 'bare', 'gateway-nodetector', 'gateway'] as const;
+// Warm-up enough for the JIT to finish tiering up every function of the path before the counted part,
+// so that compilation falls out of the two sizes' difference.
+const WARM_JSON = arg('warm', 1000, 20);
+const WARM_STREAMS = arg('warm-streams', 100, 3);
+
+const variant = option('count');
+if (variant) {
+  // One counted run: `--count <variant> --phase json|sse --n <n>` (n requests, or n events a stream).
+  const [phase, n] = [option('phase'), Number(option('n'))];
   const upstream = await startUpstream();
   const proxy = variant === 'direct' ? undefined : await startProxy(variant as ProxyKind, upstream);
   const base = proxy?.url ?? upstream;
   const sessions = await open(base, 1);
-  const work = (size: number) =>
-    phase === 'json' ? jsonCalls(base, sessions, size) : streams(base, sessions, STREAM_COUNT, size);
-  await (phase === 'json'
-    ? jsonCalls(base, sessions, arg('warm', 200, 20))
-    : streams(base, sessions, arg('warm', 30, 3), 100));
+  await (phase === 'json' ? jsonCalls(base, sessions, WARM_JSON) : streams(base, sessions, WARM_STREAMS, 100));
   // Connections idle while callgrind is switched on; a proxy may close them meanwhile.
   freshConnections();
-  await measured(() => work(n));
+  await measured(() => (phase === 'json' ? jsonCalls(base, sessions, n) : streams(base, sessions, STREAM_COUNT, n)));
   process.exit(0);
 }
 
-if (!hasValgrind()) throw new Error('valgrind is not installed (Debian: apt-get install valgrind)');
-const VARIANTS = ['direct', 'bare', 'gateway-nodetector', 'gateway'] as const;
-const smoke = process.argv.includes('--smoke') ? ['--smoke'] : [];
 for (const phase of ['json', 'sse'] as const) {
   const sizes: [number, number] =
     phase === 'json'
-      ? [arg('json', 100, 2), arg('json', 100, 2) * 3]
+      ? [arg('json', 200, 2), arg('json', 200, 2) * 3]
       : [arg('events', 50, 2), arg('events', 50, 2) * 4];
   const units = (n: number) => (phase === 'json' ? n : STREAM_COUNT * (n + 1));
   const per: Record<string, { total: number; collector: number; compiler: number }> = {};
   for (const v of VARIANTS)
     per[v] = await countInstructions(
       import.meta.filename,
-      (n) => [...smoke, '--count', v, phase, String(n)],
+      (n) => ['--count', v, '--phase', phase, '--n', String(n)],
       sizes,
       units,
     );
   const own = (v: string) => per[v]!.total - per.direct!.total;
+  const of = (k: 'collector' | 'compiler') => (per.gateway![k] - per.direct![k]).toFixed(0);
   const unit = phase === 'json' ? 'instructions per JSON request' : 'instructions per SSE event';
   const parts = {
     forwarding: own('bare'),
@@ -57,16 +55,13 @@ for (const phase of ['json', 'sse'] as const) {
     'built-in detector': per.gateway!.total - per['gateway-nodetector']!.total,
   };
   figure({
-    bench: 'gateway-instructions',
     id: `gateway-${phase}-instructions`,
     what: `gateway, its own instructions per ${phase === 'json' ? 'JSON request' : 'SSE event'} (gateway − direct), by part`,
     reference: { what: 'bare proxy (bare − direct)', value: own('bare'), unit },
     ours: { value: own('gateway'), unit },
     ratio: own('gateway') / own('bare'),
-    note:
-      Object.entries(parts)
-        .map(([k, x]) => `${k} ${x.toFixed(0)}`)
-        .join(', ') +
-      `; of the gateway's, collector ${(per.gateway!.collector - per.direct!.collector).toFixed(0)}, compilers ${(per.gateway!.compiler - per.direct!.compiler).toFixed(0)}`,
+    note: `${Object.entries(parts)
+      .map(([k, x]) => `${k} ${x.toFixed(0)}`)
+      .join(', ')}; of the gateway's, collector ${of('collector')}, compilers ${of('compiler')}`,
   });
 }

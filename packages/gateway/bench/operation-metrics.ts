@@ -6,7 +6,7 @@
 import * as S from '@resumewatch/semconv';
 import { DetectorMetrics } from '@resumewatch/daemon';
 import { Detector, type AttributeValue, type SpanRecord } from '@resumewatch/detector';
-import { alternate } from '../../../bench/harness.js';
+import { alternate, cpuOf } from '../../../bench/harness.js';
 
 /** `n` request spans as the gateway records them: tools/call of 20 tools, 1 in 50 a JSON-RPC error, 1 in 50 a tool error. */
 function gatewaySpans(n: number, now: number): SpanRecord[] {
@@ -53,10 +53,11 @@ export async function measureOperationCost(rounds: number, requests: number) {
     }),
   );
   const out = await alternate(['with', 'without'] as const, rounds, async (v) => {
-    const start = process.cpuUsage();
-    for (const s of spans) detectors[v]!.detector.ingest(s);
-    const used = process.cpuUsage(start);
-    return (used.user + used.system) / requests;
+    const d = detectors[v]!.detector;
+    const cpu = await cpuOf(() => {
+      for (const s of spans) d.ingest(s);
+    });
+    return cpu / requests;
   });
   const text = (await detectors.with!.metrics.render(undefined)).body;
   const series = text

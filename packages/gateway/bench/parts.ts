@@ -1,17 +1,16 @@
 /**
- * The parts of the gateway's benchmarks, usable in one process (instructions.bench.ts) or each in its
- * own (`node parts.ts upstream|gateway|gateway-nodetector|bare|client`, over bench/harness.ts's IPC):
+ * The parts of the gateway's benchmarks, in one process (instructions.bench.ts) or each in its own
+ * (`node parts.ts upstream|gateway|gateway-nodetector|bare|client`, over bench/harness.ts's IPC):
  *
- * - upstream: Streamable HTTP as an MCP server speaks it, with only what the benchmarks need.
- *   `initialize` (a session id), notifications (202), tools/call `json` (a JSON result of a few hundred
- *   bytes), `stream` (`events` progress notifications and the result, each event one write with an
- *   `id:`, unpaced, or paced at `rate` events/s in all by one pacer; each progress `message` is the
- *   upstream's monotonic clock in ns when written), `hold` (one event, then open until its session is
- *   DELETEd), task-augmented tools/call and `tasks/get` (2025-11-25, every task working).
- * - proxies: the gateway's build (observing, built-in detector on, or off: `gateway-nodetector`) and the
- *   bare Node reverse proxy (node:http piped to node:http, keep-alive agent, hop-by-hop headers dropped).
- * - client: sessions, JSON calls, streams (with each event's delay from the upstream's write), paced
- *   JSON calls (their round trips), tasks and polls, held streams, DELETEs; over node:http, one agent.
+ * - upstream: Streamable HTTP as an MCP server speaks it, no more than the benchmarks need: `initialize`,
+ *   notifications (202), tools/call `json` (a JSON result of a few hundred bytes), `stream` (`events`
+ *   progress notifications and the result, one write with an `id:` each, unpaced or paced at `rate`
+ *   events/s in all; each progress `message` is the upstream's clock in ns when written), `hold` (one
+ *   event, then open until its session is DELETEd), task-augmented tools/call and `tasks/get`.
+ * - proxies: the gateway's build (built-in detector on, or off: `gateway-nodetector`) and the bare Node
+ *   reverse proxy (node:http piped to node:http, keep-alive agent, hop-by-hop headers dropped).
+ * - client: sessions, JSON calls, streams (each event's delay from the upstream's write), paced JSON
+ *   calls (their round trips), tasks and polls, held streams, DELETEs; over node:http, one agent.
  */
 import {
   Agent,
@@ -21,23 +20,12 @@ import {
   type IncomingMessage,
   type ServerResponse,
 } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  METRIC_MCP_SERVER_OPERATION_DURATION_SECONDS,
-  METRIC_TASK_POLLS_TOTAL,
-  TaskField,
-  TaskMethod,
-  TaskStatus,
-} from '@resumewatch/semconv';
+import * as S from '@resumewatch/semconv';
 import type { RunningGateway } from '../src/gateway.js';
-import { serve } from '../../../bench/harness.js';
+import { listen, pool, serve } from '../../../bench/harness.js';
 
 const SID = 'mcp-session-id';
-const listen = (server: ReturnType<typeof createServer>) =>
-  new Promise<string>((resolve) =>
-    server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)),
-  );
 
 // --- Upstream ---
 
@@ -62,12 +50,12 @@ const progress = (s: string, n: number, id: unknown, total: number) =>
 const done = (s: string, n: number, id: unknown) =>
   `id: ${s}_${n}\nevent: message\ndata: {"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"content":[{"type":"text","text":"done"}]}}\n\n`;
 const task = (taskId: string) => ({
-  [TaskField.TASK_ID]: taskId,
-  [TaskField.STATUS]: TaskStatus.WORKING,
-  [TaskField.TTL]: 3_600_000,
+  [S.TaskField.TASK_ID]: taskId,
+  [S.TaskField.STATUS]: S.TaskStatus.WORKING,
+  [S.TaskField.TTL]: 3_600_000,
   createdAt: '2026-01-01T00:00:00Z',
   lastUpdatedAt: '2026-01-01T00:00:00Z',
-  [TaskField.POLL_INTERVAL]: 20,
+  [S.TaskField.POLL_INTERVAL]: 20,
 });
 
 export async function startUpstream(): Promise<string> {
@@ -76,10 +64,7 @@ export async function startUpstream(): Promise<string> {
   // One pacer for every paced stream: `rate` events a second in all, round-robin.
   const paced: (() => boolean)[] = [];
   let pacer: NodeJS.Timeout | undefined;
-  let rate = 1000;
-  let owed = 0;
-  let last = 0n;
-  let turn = 0;
+  let [rate, owed, last, turn] = [1000, 0, 0n, 0];
   const pace = () => {
     const now = process.hrtime.bigint();
     owed = Math.min(owed + (Number(now - last) * rate) / 1e9, 100);
@@ -138,8 +123,8 @@ export async function startUpstream(): Promise<string> {
           `s${process.pid}-${next++}`,
         );
       if (rpc.id === undefined) return void res.writeHead(202, { 'content-length': '0' }).end();
-      if (rpc.method === TaskMethod.GET) return json(task(rpc.params?.taskId ?? ''));
-      if (rpc.params?.task) return json({ [TaskField.TASK]: task(`task-${next++}`) });
+      if (rpc.method === S.TaskMethod.GET) return json(task(rpc.params?.taskId ?? ''));
+      if (rpc.params?.task) return json({ [S.TaskField.TASK]: task(`task-${next++}`) });
       const tool = rpc.params?.name;
       if (tool !== 'stream' && tool !== 'hold')
         return void res
@@ -165,18 +150,17 @@ const HOP = new Set('connection keep-alive proxy-connection te trailer transfer-
 const endToEnd = (h: IncomingHttpHeaders) => Object.fromEntries(Object.entries(h).filter(([k]) => !HOP.has(k)));
 
 export type ProxyKind = 'gateway' | 'gateway-nodetector' | 'bare';
-export interface Proxy {
-  url: string;
-  gateway?: RunningGateway;
-  close(): Promise<void>;
-}
 
-/** The build (`pnpm bench` builds first); a path the type-check does not follow, since it runs before any build. */
+// The build, as it runs (tsx would add a property to each named closure: time and heap per stream); a
+// path the type-check, run before any build, does not follow.
 const BUILT_GATEWAY = '../dist/gateway.js';
 
-export async function startProxy(kind: ProxyKind, upstream: string, maxStreams = 100_000): Promise<Proxy> {
+export async function startProxy(
+  kind: ProxyKind,
+  upstream: string,
+  maxStreams = 100_000,
+): Promise<{ url: string; gateway?: RunningGateway; close(): Promise<void> }> {
   if (kind !== 'bare') {
-    // The build, as it runs (tsx would add a property to each named closure: time and heap per stream).
     const { startGateway } = (await import(BUILT_GATEWAY)) as typeof import('../src/gateway.js');
     const gateway = await startGateway({
       upstream,
@@ -206,12 +190,9 @@ export async function startProxy(kind: ProxyKind, upstream: string, maxStreams =
     res.once('close', () => void (res.writableFinished || up.destroy()));
     req.pipe(up);
   });
-  const url = await listen(server);
-  return {
-    url,
-    close: () =>
-      new Promise<void>((resolve) => (server.close(() => resolve()), server.closeAllConnections(), agent.destroy())),
-  };
+  const close = () =>
+    new Promise<void>((resolve) => (server.close(() => resolve()), server.closeAllConnections(), agent.destroy()));
+  return { url: await listen(server), close };
 }
 
 /** The sum of a gateway's metric series so far (`series`: name and `{`). */
@@ -281,12 +262,9 @@ const del = async (base: string, s: string) => void (await read(await send(base,
 
 export async function open(base: string, n: number, version = '2025-06-18'): Promise<string[]> {
   const out: string[] = [];
+  const init = { protocolVersion: version, capabilities: {}, clientInfo: { name: 'bench', version: '1' } };
   for (let i = 0; i < n; i++) {
-    const res = await send(
-      base,
-      'POST',
-      rpc('initialize', { protocolVersion: version, capabilities: {}, clientInfo: { name: 'bench', version: '1' } }),
-    );
+    const res = await send(base, 'POST', rpc('initialize', init));
     await read(res);
     const s = String(res.headers[SID]);
     versions.set(s, version);
@@ -298,11 +276,9 @@ export async function open(base: string, n: number, version = '2025-06-18'): Pro
 /** `total` pieces of work, one worker per session. */
 const workers = async (sessions: string[], total: number, work: (s: string, i: number) => Promise<void>) => {
   let left = total;
-  await Promise.all(
-    sessions.map(async (s) => {
-      while (left > 0) await work(s, --left);
-    }),
-  );
+  await pool(sessions.length, async (k) => {
+    while (left > 0) await work(sessions[k]!, --left);
+  });
 };
 export const jsonCalls = (base: string, sessions: string[], n: number) =>
   workers(sessions, n, (s) => ask(base, rpc('tools/call', { name: 'json', arguments: {} }), s).then(() => undefined));
@@ -330,31 +306,34 @@ export async function streams(
 
 const holding: { session: string; ended: Promise<unknown> }[] = [];
 
+/** What the parent asks the client with. */
+interface Work {
+  base: string;
+  sessions: string[];
+  n: number;
+  events: number;
+  rate: number;
+  latency: boolean;
+  version?: string;
+  /** Each session's task ids. */
+  tasks: Record<string, string[]>;
+}
 const clientOps = {
-  open: (m: Record<string, unknown>) =>
-    open(m.base as string, m.n as number, m.version as string | undefined).then((sessions) => ({ sessions })),
-  json: (m: Record<string, unknown>) => jsonCalls(m.base as string, m.sessions as string[], m.n as number),
-  sse: (m: Record<string, unknown>) =>
-    streams(
-      m.base as string,
-      m.sessions as string[],
-      m.n as number,
-      m.events as number,
-      m.rate as number,
-      m.latency as boolean,
-    ).then((delays) => ({ delays })),
+  open: (m: Work) => open(m.base, m.n, m.version).then((sessions) => ({ sessions })),
+  json: (m: Work) => jsonCalls(m.base, m.sessions, m.n),
+  sse: (m: Work) => streams(m.base, m.sessions, m.n, m.events, m.rate, m.latency).then((delays) => ({ delays })),
   /** `n` JSON calls sent at `rate`/s whatever the answers do: each round trip (µs). */
-  async jsonPaced(m: Record<string, unknown>) {
-    const [base, sessions, n] = [m.base as string, m.sessions as string[], m.n as number];
+  async jsonPaced(m: Work) {
     const times: number[] = [];
     const start = process.hrtime.bigint();
     const pending: Promise<void>[] = [];
-    for (let i = 0; i < n; i++) {
-      const wait = Number(start + BigInt(Math.round((i * 1e9) / (m.rate as number))) - process.hrtime.bigint()) / 1e6;
+    for (let i = 0; i < m.n; i++) {
+      const wait = Number(start + BigInt(Math.round((i * 1e9) / m.rate)) - process.hrtime.bigint()) / 1e6;
       if (wait >= 1) await sleep(wait);
       const sent = process.hrtime.bigint();
+      const call = rpc('tools/call', { name: 'json', arguments: {} });
       pending.push(
-        ask(base, rpc('tools/call', { name: 'json', arguments: {} }), sessions[i % sessions.length]).then(
+        ask(m.base, call, m.sessions[i % m.sessions.length]).then(
           () => void times.push(Number(process.hrtime.bigint() - sent) / 1000),
         ),
       );
@@ -363,49 +342,43 @@ const clientOps = {
     return { times };
   },
   /** `n` task-augmented tools/call per session: each session's task ids. */
-  async tasks(m: Record<string, unknown>) {
+  async tasks(m: Work) {
     const tasks: Record<string, string[]> = {};
-    for (const s of m.sessions as string[])
-      for (let i = 0; i < (m.n as number); i++) {
-        const text = await ask(
-          m.base as string,
-          rpc('tools/call', { name: 'research', arguments: {}, [TaskField.TASK]: { [TaskField.TTL]: 3_600_000 } }),
-          s,
-        );
+    const call = () =>
+      rpc('tools/call', { name: 'research', arguments: {}, [S.TaskField.TASK]: { [S.TaskField.TTL]: 3_600_000 } });
+    for (const s of m.sessions)
+      for (let i = 0; i < m.n; i++) {
+        const text = await ask(m.base, call(), s);
         (tasks[s] ??= []).push((JSON.parse(text) as { result: { task: { taskId: string } } }).result.task.taskId);
       }
     return { tasks };
   },
   /** `n` tasks/get, one worker per session, each polling its session's tasks in turn. */
-  poll: (m: Record<string, unknown>) =>
-    workers(m.sessions as string[], m.n as number, async (s, i) => {
-      const ids = (m.tasks as Record<string, string[]>)[s]!;
-      await ask(m.base as string, rpc(TaskMethod.GET, { [TaskField.TASK_ID]: ids[i % ids.length] }), s);
+  poll: (m: Work) =>
+    workers(m.sessions, m.n, async (s, i) => {
+      const ids = m.tasks[s]!;
+      await ask(m.base, rpc(S.TaskMethod.GET, { [S.TaskField.TASK_ID]: ids[i % ids.length] }), s);
     }),
-  close: async (m: Record<string, unknown>) => {
-    for (const s of m.sessions as string[]) await del(m.base as string, s);
+  close: async (m: Work) => {
+    for (const s of m.sessions) await del(m.base, s);
   },
   /** `n` sessions each holding one SSE stream open (once its first event arrived). */
-  async hold(m: Record<string, unknown>) {
-    let left = m.n as number;
-    await Promise.all(
-      Array.from({ length: Math.min(64, left) }, async () => {
-        while (left-- > 0) {
-          const [session] = await open(m.base as string, 1);
-          const res = await send(m.base as string, 'POST', rpc('tools/call', { name: 'hold', arguments: {} }), session);
-          await new Promise<void>((first) => holding.push({ session: session!, ended: read(res, () => first()) }));
-        }
-      }),
-    );
+  async hold(m: Work) {
+    let left = m.n;
+    await pool(Math.min(64, left), async () => {
+      while (left-- > 0) {
+        const [session] = await open(m.base, 1);
+        const res = await send(m.base, 'POST', rpc('tools/call', { name: 'hold', arguments: {} }), session);
+        await new Promise<void>((first) => holding.push({ session: session!, ended: read(res, () => first()) }));
+      }
+    });
   },
   /** DELETE every held session, wait for each stream's end, drop every idle connection. */
-  async release(m: Record<string, unknown>) {
+  async release(m: Work) {
     const all = holding.splice(0);
-    await Promise.all(
-      Array.from({ length: Math.min(64, all.length) }, async () => {
-        for (let h; (h = all.pop());) await Promise.all([del(m.base as string, h.session), h.ended]);
-      }),
-    );
+    await pool(Math.min(64, all.length), async () => {
+      for (let h; (h = all.pop());) await Promise.all([del(m.base, h.session), h.ended]);
+    });
     freshConnections();
   },
 };
@@ -418,27 +391,19 @@ else if (process.send && role === 'client') serve(clientOps);
 else if (process.send && (role === 'gateway' || role === 'gateway-nodetector' || role === 'bare')) {
   const p = await startProxy(role, process.argv[3]!, Number(process.argv[4] ?? 100_000));
   const g = p.gateway;
-  serve(
-    {
-      stats: () => ({ sessions: g?.stats().sessions ?? 0 }),
-      operations: async () => ({
-        observed: g?.detector ? await metricSum(g, `${METRIC_MCP_SERVER_OPERATION_DURATION_SECONDS}_count{`) : 0,
-      }),
-      /** The detector's live tasks, the polls it counted and recorded on the tasks of `ids`, its findings. */
-      async tasks(m) {
-        const d = g!.detector!.detector;
-        let recorded = 0;
-        for (const service of d.liveTasksByService().keys())
-          for (const id of m.ids as string[]) recorded += d.taskTimeline(service, id)?.polls.total ?? 0;
-        return {
-          live: d.stats().tasks,
-          polls: await metricSum(g!, `${METRIC_TASK_POLLS_TOTAL}{`),
-          recorded,
-          findings: g!.detector!.findings().length,
-        };
-      },
+  const sum = (series: string) => (g?.detector ? metricSum(g, series) : Promise.resolve(0));
+  const ops = {
+    stats: () => ({ sessions: g?.stats().sessions ?? 0 }),
+    operations: async () => ({ observed: await sum(`${S.METRIC_MCP_SERVER_OPERATION_DURATION_SECONDS}_count{`) }),
+    /** The detector's live tasks, the polls it counted and recorded on the tasks of `ids`, its findings. */
+    async tasks(m: { ids: string[] }) {
+      const d = g!.detector!.detector;
+      let recorded = 0;
+      for (const service of d.liveTasksByService().keys())
+        for (const id of m.ids) recorded += d.taskTimeline(service, id)?.polls.total ?? 0;
+      const findings = g!.detector!.findings().length;
+      return { live: d.stats().tasks, polls: await sum(`${S.METRIC_TASK_POLLS_TOTAL}{`), recorded, findings };
     },
-    { url: p.url },
-    () => p.close(),
-  );
+  };
+  serve(ops, { url: p.url }, () => p.close());
 }

@@ -16,7 +16,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Child, alternate, arg, compare, figure, median, range } from '../../../bench/harness.js';
+import { Child, alternate, arg, compare, compared, figure, median, percentile, range } from '../../../bench/harness.js';
 import { measureOperationCost } from './operation-metrics.js';
 
 const ROUNDS = arg('rounds', 6, 2);
@@ -28,7 +28,6 @@ const PACED_SECONDS = arg('paced-seconds', 3, 0.2);
 let OPEN = arg('open', 10_000, 100);
 const OPERATIONS = arg('operations', 200_000, 20_000);
 const [RATE, JSON_RATE] = [1000, 500];
-const bench = 'gateway';
 
 // A proxy holds two sockets per open stream: raise the open-file limit (children inherit it), else open fewer.
 const softLimit = () =>
@@ -126,7 +125,6 @@ await Child.stopAll();
 
 // --- Results ---
 const fmt = (n: number, d = 2) => n.toFixed(d);
-const pct = (a: number[], p: number) => [...a].sort((x, y) => x - y)[Math.max(0, Math.ceil(p * a.length) - 1)]!;
 const held = 'the observation (wire observer, digests, detector, recorder): gateway-instructions gives each part';
 for (const [kind, unit, bound] of [
   ['json', 'µs CPU per JSON request', 1.3],
@@ -134,44 +132,38 @@ for (const [kind, unit, bound] of [
 ] as const) {
   const c = compare(cpu[kind].gateway, cpu[kind].bare);
   figure({
-    bench,
     id: `gateway-${kind}`,
     what:
       kind === 'json'
         ? 'gateway, proxy CPU per request answered with JSON'
         : `gateway, proxy CPU per SSE event (streams of ${EVENTS})`,
     target: { text: `≤ ${bound}x a bare node:http proxy`, bound, dir: '<=' },
-    reference: { what: 'bare node:http proxy', value: c.ref, unit, range: c.refRange },
-    ours: { value: c.ours, unit, range: c.oursRange },
-    ratio: c.ratio,
-    ratioRange: c.ratioRange,
+    ...compared(c, 'bare node:http proxy', unit),
     heldBy: held,
     note: `${ROUNDS} alternating rounds, ${CONCURRENCY} sessions`,
   });
 }
-const added = (data: Record<string, number[]>, p: string) => (pct(data[p]!, 0.99) - pct(data.direct!, 0.99)) / 1000;
+const added = (data: Record<string, number[]>, p: string) =>
+  (percentile(data[p]!, 0.99) - percentile(data.direct!, 0.99)) / 1000;
 figure({
-  bench,
   id: 'gateway-sse-latency',
   what: `gateway, latency added per SSE event at ${RATE} events/s, p99`,
   target: { text: '< 1 ms', bound: 1, dir: '<=', on: 'ours' },
   reference: { what: 'bare proxy, added', value: added(delays, 'bare'), unit: 'ms' },
   ours: { value: added(delays, 'gateway'), unit: 'ms' },
   heldBy: 'event-loop stalls of the gateway under the paced load (its GC and the observation)',
-  note: `direct p99 ${fmt(pct(delays.direct!, 0.99) / 1000)} ms; ${delays.gateway!.length} events`,
+  note: `direct p99 ${fmt(percentile(delays.direct!, 0.99) / 1000)} ms; ${delays.gateway!.length} events`,
 });
 figure({
-  bench,
   id: 'gateway-json-latency',
   what: `gateway, latency added per JSON request at ${JSON_RATE}/s, p99, beyond the bare proxy's`,
   target: { text: '≤ bare + 0.5 ms', bound: 0.5, dir: '<=', on: 'ours' },
   reference: { what: 'bare proxy, added', value: added(times, 'bare'), unit: 'ms' },
   ours: { value: added(times, 'gateway') - added(times, 'bare'), unit: 'ms' },
   heldBy: "the observation's CPU per request (gateway-json) queues paced requests behind each other",
-  note: `gateway added ${fmt(added(times, 'gateway'))} ms; direct p99 ${fmt(pct(times.direct!, 0.99) / 1000)} ms`,
+  note: `gateway added ${fmt(added(times, 'gateway'))} ms; direct p99 ${fmt(percentile(times.direct!, 0.99) / 1000)} ms`,
 });
 figure({
-  bench,
   id: 'gateway-stream-heap',
   what: `gateway, heap per open SSE stream beyond the bare proxy's, ${OPEN} open`,
   target: { text: '≤ bare + 4 KB', bound: 4096, dir: '<=', on: 'ours' },
@@ -181,7 +173,6 @@ figure({
   note: 'heap after full GCs, code space left out, array buffers in',
 });
 figure({
-  bench,
   id: 'gateway-kept',
   what: `gateway, heap kept per DELETEd session (${OPEN} sessions with a stream)`,
   target: { text: 'nothing kept (≤ 64 B, the probe’s noise)', bound: 64, dir: '<=', on: 'ours' },
@@ -191,7 +182,6 @@ figure({
   note: `sessions still observed after the DELETEs: ${memory.gateway!.sessionsAfter}`,
 });
 figure({
-  bench,
   id: 'gateway-operation-observations',
   what: `gateway, mcp_server_operation_duration_seconds observations per SSE event beyond one per request`,
   target: { text: 'none per SSE event', bound: 0, dir: '<=', on: 'ours' },
@@ -202,7 +192,6 @@ figure({
 const op = await measureOperationCost(ROUNDS, OPERATIONS);
 const opAdded = op.withHistogram.map((w, i) => w - op.without[i]!);
 figure({
-  bench,
   id: 'gateway-operation-cpu',
   what: "gateway, CPU per request of mcp_server_operation_duration_seconds (the detector's request span path, with it minus without)",
   target: { text: '< 2 µs per request', bound: 2, dir: '<=', on: 'ours' },

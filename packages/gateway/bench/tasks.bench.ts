@@ -1,14 +1,12 @@
 /**
- * What a task poll costs the gateway against what a request cost it before tasks ("each poll costs no
- * more than a request does today"): the gateway's process CPU per `tasks/get` of a live 2025-11-25
- * task against its CPU per tools/call answered with JSON, the two phases in alternating order every
- * round, through the same gateway (observing); the bare proxy's beside them. Each session creates
- * `--tasks` tasks first, then polls them in turn (a task every `--tasks` polls, slower than its 20 ms
- * interval: a poll's steady cost, not a poll storm's findings). The run fails unless every measured
- * poll reached the gateway's detector and was recorded on its live task.
+ * A task poll against a request before tasks ("each poll costs no more than a request does today"): the
+ * gateway's (observing) process CPU per `tasks/get` of a live 2025-11-25 task against per tools/call
+ * answered with JSON, alternating phases; the bare proxy's beside them. Each session creates `--tasks`
+ * tasks, then polls them in turn (each slower than its 20 ms interval: a steady cost, not a poll storm).
+ * The run fails unless every measured poll reached the gateway's detector and was recorded on its task.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Child, alternate, arg, compare, figure } from '../../../bench/harness.js';
+import { Child, alternate, arg, compare, compared, figure } from '../../../bench/harness.js';
 
 const ROUNDS = arg('rounds', 6, 2);
 const REQUESTS = arg('requests', 3000, 40);
@@ -32,14 +30,9 @@ const targets = await Promise.all(
   }),
 );
 const [gateway, bare] = targets as [(typeof targets)[0], (typeof targets)[0]];
-interface Counted {
-  live: number;
-  polls: number;
-  recorded: number;
-  findings: number;
-}
 const ids = Object.values(gateway.tasks).flat();
-const counted = () => gateway.proxy.ask<Counted>('tasks', { ids });
+const counted = () =>
+  gateway.proxy.ask<{ live: number; polls: number; recorded: number; findings: number }>('tasks', { ids });
 
 const round = async (t: typeof gateway, kind: 'json' | 'poll', n: number) =>
   (await t.proxy.cpuDuring(() => client.ask(kind, { base: t.base, sessions: t.sessions, tasks: t.tasks, n }))) / n;
@@ -69,14 +62,10 @@ await Child.stopAll();
 const g = compare(gateway.poll, gateway.json);
 const b = compare(bare.poll, bare.json);
 figure({
-  bench: 'gateway-tasks',
   id: 'gateway-task-poll',
   what: 'gateway, CPU per tasks/get of a live task (observing) against per tools/call answered with JSON',
   target: { text: '≤ 1.0x a request', bound: 1, dir: '<=' },
-  reference: { what: 'the same gateway, per JSON tools/call', value: g.ref, unit: 'µs CPU', range: g.refRange },
-  ours: { value: g.ours, unit: 'µs CPU per poll', range: g.oursRange },
-  ratio: g.ratio,
-  ratioRange: g.ratioRange,
+  ...compared(g, 'the same gateway, per JSON tools/call', 'µs CPU', 'µs CPU per poll'),
   heldBy: "the poll's record on its task in the detector",
   note: `bare proxy: ${b.ours.toFixed(0)} µs per poll, ${b.ref.toFixed(0)} per request; ${seen.live} live tasks, ${seen.findings} findings`,
 });

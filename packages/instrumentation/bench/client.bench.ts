@@ -2,8 +2,8 @@
  * What guardedFetch and instrumentFetch cost the client per SSE event, against the bare client: the
  * unmodified SDK 1.x client (Client + StreamableHTTPClientTransport) calling the lab server's
  * `stream_progress` tool (`--progress` events a call, a request's cost spread over its events), bare,
- * with guardedFetch(), with instrumentFetch() (spans through the OpenTelemetry SDK, a BatchSpanProcessor
- * and an exporter that drops them, flushed inside the measured work); the lab server in a child.
+ * with guardedFetch(), with instrumentFetch() (spans exported inside the measured work); the lab server
+ * in a child.
  *
  * - Instructions (the verdict: stable on a busy machine): each variant counted by callgrind, the
  *   measured calls only, at two call counts; the ratio of counts to bare's.
@@ -13,64 +13,44 @@
  *   does) with and without the guard, against a lean server streaming `--events` events: µs added.
  */
 import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { guardedFetch } from '@resumewatch/guard';
 import type { FetchLike } from '@resumewatch/wire';
 import {
   Child,
   alternate,
   arg,
   compare,
+  compared,
   countInstructions,
   figure,
-  hasValgrind,
+  listen,
   measured,
+  option,
   serve,
 } from '../../../bench/harness.js';
-import { startLabChild } from './lab-child.js';
-
-// The build, as users run it (`pnpm bench` builds first): a path the type-check, run before any build,
-// does not follow.
-const BUILT = '../dist/index.js';
-const { instrumentFetch } = (await import(BUILT)) as typeof import('../src/index.js');
+import { VARIANTS, startLabChild, variantFetch, type Variant } from './lab-child.js';
 
 const PROGRESS = arg('progress', 100, 3);
 const CALLS = arg('calls', 20, 1);
 const LEAN_EVENTS = arg('events', 20_000, 200);
-const option = (name: string) => process.argv[process.argv.indexOf(`--${name}`) + 1]!;
-const VARIANTS = ['bare', 'guard', 'instrumented'] as const;
-type Variant = (typeof VARIANTS)[number];
 
 /** A variant's SDK client: `calls(n)` makes n calls and returns the SSE events read. */
 async function sdkClient(variant: Variant, url: string) {
-  let exported = 0;
-  const exporter = {
-    export: (s: unknown[], done: (r: { code: 0 }) => void) => void ((exported += s.length), done({ code: 0 })),
-    shutdown: async () => undefined,
-  };
-  const provider = new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(exporter)] });
-  const fetch =
-    variant === 'guard'
-      ? guardedFetch()
-      : variant === 'instrumented'
-        ? instrumentFetch({ tracerProvider: provider })
-        : undefined;
+  const v = variantFetch(variant);
   const client = new Client({ name: 'bench', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(url), fetch ? { fetch } : {}));
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), v.fetch ? { fetch: v.fetch } : {}));
   return {
-    fetch: (fetch ?? globalThis.fetch) as FetchLike,
+    fetch: v.fetch ?? (globalThis.fetch as FetchLike),
     async calls(n: number) {
       let progress = 0;
       for (let i = 0; i < n; i++)
         await client.callTool({ name: 'stream_progress', arguments: { count: PROGRESS, delay: 0 } }, undefined, {
           onprogress: () => void progress++,
         });
-      if (variant === 'instrumented') await provider.forceFlush();
-      if (progress !== n * PROGRESS || (variant === 'instrumented' && exported === 0))
-        throw new Error(`${variant}: ${progress} progress events, ${exported} spans`);
+      if (variant === 'instrumented') await v.provider.forceFlush();
+      if (progress !== n * PROGRESS || (variant === 'instrumented' && v.exported === 0))
+        throw new Error(`${variant}: ${progress} progress events, ${v.exported} spans`);
       return n * (PROGRESS + 1);
     },
   };
@@ -93,7 +73,7 @@ async function lean(fetch: FetchLike, url: string): Promise<number> {
   return messages;
 }
 
-const role = process.argv.includes('--role') ? option('role') : undefined;
+const role = option('role');
 if (role === 'lean-server') {
   // Every POST: LEAN_EVENTS progress notifications in batches of 64, then the result.
   const event = (n: number) =>
@@ -113,40 +93,31 @@ if (role === 'lean-server') {
       write();
     });
   });
-  server.listen(0, '127.0.0.1', () =>
-    serve({}, { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp` }),
-  );
+  serve({}, { url: `${await listen(server)}/mcp` });
 } else if (role === 'client') {
-  const c = await sdkClient(option('variant') as Variant, option('url'));
-  serve({ sdk: () => c.calls(CALLS), lean: () => lean(c.fetch, option('lean')) });
+  const c = await sdkClient(option('variant') as Variant, option('url')!);
+  serve({ sdk: () => c.calls(CALLS), lean: () => lean(c.fetch, option('lean')!) });
 } else if (role === 'count') {
-  const c = await sdkClient(option('variant') as Variant, option('url'));
+  const c = await sdkClient(option('variant') as Variant, option('url')!);
   await c.calls(arg('warm', 200, 2));
   await measured(() => c.calls(Number(option('n'))));
   process.exit(0);
 } else {
-  const smoke = process.argv.includes('--smoke')
-    ? ['--smoke', '--progress', String(PROGRESS)]
-    : ['--progress', String(PROGRESS)];
+  const sizes = ['--progress', String(PROGRESS), ...(process.argv.includes('--smoke') ? ['--smoke'] : [])];
   const lab = await startLabChild({ slowClients: true });
   try {
-    const leanUrl = (
-      await Child.start(import.meta.filename, ['--role', 'lean-server', '--events', String(LEAN_EVENTS)])
-    ).first.url as string;
+    const leanServer = await Child.start(import.meta.filename, [
+      '--role',
+      'lean-server',
+      '--events',
+      String(LEAN_EVENTS),
+    ]);
     const clients = {} as Record<Variant, Child>;
     for (const v of VARIANTS)
       clients[v] = await Child.start(import.meta.filename, [
-        ...smoke,
-        '--role',
-        'client',
-        '--variant',
-        v,
-        '--url',
-        lab.url,
-        '--lean',
-        leanUrl,
-        '--calls',
-        String(CALLS),
+        ...sizes,
+        ...['--role', 'client', '--variant', v, '--url', lab.url, '--lean', String(leanServer.first.url)],
+        ...['--calls', String(CALLS)],
       ]);
     const perEvent = async (v: Variant, kind: 'sdk' | 'lean') => {
       const r = await clients[v].ask<{ units: number }>(kind);
@@ -164,14 +135,12 @@ if (role === 'lean-server') {
     console.log(
       `timed rounds done; counting instructions (${VARIANTS.length} variants, two sizes each, under callgrind)`,
     );
-    if (!hasValgrind()) throw new Error('valgrind is not installed (Debian: apt-get install valgrind)');
-    const sizes: [number, number] = [arg('counted', 15, 1), arg('counted', 15, 1) * 3];
     const counts = {} as Record<Variant, { total: number; collector: number; compiler: number }>;
     for (const v of VARIANTS)
       counts[v] = await countInstructions(
         import.meta.filename,
-        (n) => [...smoke, '--role', 'count', '--variant', v, '--url', lab.url, '--n', String(n)],
-        sizes,
+        (n) => ['--progress', String(PROGRESS), '--role', 'count', '--variant', v, '--url', lab.url, '--n', String(n)],
+        [arg('counted', 15, 1), arg('counted', 15, 1) * 3],
         (n) => n * (PROGRESS + 1),
       );
 
@@ -185,7 +154,6 @@ if (role === 'lean-server') {
       const t = compare(sdk[v], sdk.bare);
       const added = counts[v].total - counts.bare.total;
       figure({
-        bench: 'client',
         id: `client-${v}-instructions`,
         what: `${label}, SDK 1.x client, ${PROGRESS} progress events a call: instructions per SSE event`,
         target: { text: `≤ ${bound}x bare, by instructions`, bound, dir: '<=' },
@@ -196,38 +164,21 @@ if (role === 'lean-server') {
         note: `time ratio beside it ${t.ratio.toFixed(3)} (${t.ratioRange.map((x) => x.toFixed(2)).join('–')}); own instructions (no collector, compilers) ratio ${(own(v) / own('bare')).toFixed(3)}; ≈ ${(added * usPerInstruction).toFixed(2)} µs added at bare's µs per instruction`,
       });
       figure({
-        bench: 'client',
         id: `client-${v}-time`,
         what: `${label}, SDK 1.x client: its process CPU per SSE event, median of round ratios`,
         target: { text: `≤ ${bound}x bare`, bound, dir: '<=' },
-        reference: {
-          what: 'bare SDK client, its own process',
-          value: t.ref,
-          unit: 'µs CPU per SSE event',
-          range: t.refRange,
-        },
-        ours: { value: t.ours, unit: 'µs CPU per SSE event', range: t.oursRange },
-        ratio: t.ratio,
-        ratioRange: t.ratioRange,
+        ...compared(t, 'bare SDK client, its own process', 'µs CPU per SSE event'),
         heldBy: 'time on a shared machine: judge by client-*-instructions',
         note: `${t.added.toFixed(2)} µs added; ${rounds} alternating rounds of ${CALLS} calls`,
       });
     }
     const l = compare(leanTimes.guard, leanTimes.bare);
     figure({
-      bench: 'client',
       id: 'client-guard-lean',
       what: 'guardedFetch, lean client (bytes straight through): µs CPU added per SSE event',
       target: { text: '≤ 0.3 µs added', bound: 0.3, dir: '<=', on: 'ours' },
-      reference: {
-        what: 'the lean client without the guard',
-        value: l.ref,
-        unit: 'µs CPU per SSE event',
-        range: l.refRange,
-      },
+      ...compared(l, 'the lean client without the guard', 'µs CPU per SSE event'),
       ours: { value: l.added, unit: 'µs added per SSE event' },
-      ratio: l.ratio,
-      ratioRange: l.ratioRange,
       heldBy: "the wire observer's scan of each event",
       note: `${LEAN_EVENTS + 1} events a round`,
     });

@@ -12,24 +12,15 @@
  *   count: what stays the same per session from count to count is kept per session.
  */
 import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { guardedFetch } from '@resumewatch/guard';
 import type { FetchLike } from '@resumewatch/wire';
-import { Child, SMOKE, arg, figure, heapNow, serve } from '../../../bench/harness.js';
-import { startLabChild } from './lab-child.js';
+import { Child, SMOKE, arg, figure, heapNow, listen, option, serve } from '../../../bench/harness.js';
+import { VARIANTS, startLabChild, variantFetch, type Variant } from './lab-child.js';
 
-// The build, as users run it (`pnpm bench` builds first): a path the type-check, run before any build,
-// does not follow.
-const BUILT = '../dist/index.js';
-const { instrumentFetch } = (await import(BUILT)) as typeof import('../src/index.js');
-
-const SESSIONS = arg('sessions', 600, 12);
-const ENDED = SMOKE ? [40, 80] : [1000, 10_000];
-const option = (name: string) => process.argv[process.argv.indexOf(`--${name}`) + 1]!;
-const role = process.argv.includes('--role') ? option('role') : undefined;
+const SESSIONS = arg('sessions', 600, 6);
+const ENDED = SMOKE ? [10, 20] : [1000, 10_000];
+const WARM = arg('warm', 30, 4);
 
 interface Result {
   perLive: number;
@@ -76,18 +67,8 @@ async function oneSession(url: string, fetch: FetchLike, terminate: boolean): Pr
   await listening;
 }
 
-async function variant(name: string, url: string, churnUrl: string): Promise<Result> {
-  const dropAll = {
-    export: (_s: unknown, done: (r: { code: 0 }) => void) => done({ code: 0 }),
-    shutdown: async () => undefined,
-  };
-  const provider = new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(dropAll)] });
-  const fetch =
-    name === 'guard'
-      ? guardedFetch()
-      : name === 'instrumented'
-        ? instrumentFetch({ tracerProvider: provider })
-        : undefined;
+async function variant(name: Variant, url: string, churnUrl: string): Promise<Result> {
+  const { fetch, provider } = variantFetch(name);
   // Spans queued for export are the OpenTelemetry SDK's buffer, not what the sessions keep.
   const heap = async () => {
     await provider.forceFlush();
@@ -101,8 +82,8 @@ async function variant(name: string, url: string, churnUrl: string): Promise<Res
     return { client, transport };
   };
   // Warm-up of every path measured (code compiled on a path's first use is not the sessions').
-  for (let i = 0; i < 30; i++) await oneSession(churnUrl, fetch ?? globalThis.fetch, i % 2 === 0);
-  for (let i = 0; i < Math.min(30, SESSIONS); i++) {
+  for (let i = 0; i < WARM; i++) await oneSession(churnUrl, fetch ?? globalThis.fetch, i % 2 === 0);
+  for (let i = 0; i < Math.min(WARM, SESSIONS); i++) {
     const s = await connect();
     if (i % 2 === 0) await s.transport.terminateSession();
     await s.client.close();
@@ -140,7 +121,7 @@ async function variant(name: string, url: string, churnUrl: string): Promise<Res
   };
 }
 
-if (role === 'churn-server') {
+if (option('role') === 'churn-server') {
   // Just the exchanges of a churn session, answered at once: a held GET, initialize, 202, a stream of 3 events and the result, DELETE.
   let n = 0;
   const server = createServer((req, res) => {
@@ -172,30 +153,19 @@ if (role === 'churn-server') {
     });
   });
   server.keepAliveTimeout = 60_000;
-  server.listen(0, '127.0.0.1', () =>
-    serve({}, { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp` }),
-  );
-} else if (role === 'variant') {
+  serve({}, { url: `${await listen(server)}/mcp` });
+} else if (option('role') === 'variant') {
   // Abandoned streams stay open by design: the process ends when the parent goes.
-  serve({ soak: () => variant(option('variant'), option('url'), option('churn')) });
+  serve({ soak: () => variant(option('variant') as Variant, option('url')!, option('churn')!) });
 } else {
   const results: Record<string, Result> = {};
-  for (const v of ['bare', 'guard', 'instrumented']) {
+  for (const v of VARIANTS) {
     const lab = await startLabChild();
     try {
       const churn = (await Child.start(import.meta.filename, ['--role', 'churn-server'])).first.url as string;
       const child = await Child.start(import.meta.filename, [
         ...(SMOKE ? ['--smoke'] : []),
-        '--role',
-        'variant',
-        '--variant',
-        v,
-        '--url',
-        lab.url,
-        '--churn',
-        churn,
-        '--sessions',
-        String(SESSIONS),
+        ...['--role', 'variant', '--variant', v, '--url', lab.url, '--churn', churn, '--sessions', String(SESSIONS)],
       ]);
       results[v] = await child.ask<Result>('soak');
     } finally {
@@ -211,7 +181,6 @@ if (role === 'churn-server') {
     const r = results[v]!;
     const row = (id: string, what: string, ours: number, ref: number, live: boolean) =>
       figure({
-        bench: 'client-soak',
         id: `soak-${v}-${id}`,
         what: `${label}: ${what} beyond the bare client's`,
         target: live

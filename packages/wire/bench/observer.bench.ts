@@ -9,15 +9,14 @@
  * - proxy path: the gateway's (`proxyRequest`, `proxyResponse`, each event a chunk pushed into a sink),
  *   configured as the gateway's observation configures it, against making the same chunks alone.
  */
-import { arg, countInstructions, figure, hasValgrind, measured } from '../../../bench/harness.js';
+import { arg, countInstructions, figure, measured, option } from '../../../bench/harness.js';
 
-// The build, as users run it (`pnpm bench` builds first): a path the type-check, run before any build,
-// does not follow.
+// The build, as users run it (`pnpm bench` builds first); a path the type-check, run before any build, does not follow.
 const BUILT = '../dist/index.js';
 const { WireObserver } = (await import(BUILT)) as typeof import('../src/index.js');
 
 const PROGRESS = arg('progress', 1000, 20);
-const at = process.argv.indexOf('--count');
+const variant = option('count');
 
 /** In-process upstream: a tools/call's SSE stream of PROGRESS events and the result, in 15,708-byte chunks. */
 const upstream = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
@@ -82,9 +81,8 @@ function proxyCall(observe: boolean): void {
   body?.end(sink);
 }
 
-if (at !== -1) {
-  // One counted run: `--count client|client-bare|proxy|proxy-bare <calls>`.
-  const [variant, calls] = [process.argv[at + 1]!, Number(process.argv[at + 2])];
+if (variant) {
+  // One counted run: `--count client|client-bare|proxy|proxy-bare --calls <calls>`.
   const wrapped = new WireObserver()
     .addListener({ onEvent: () => undefined, eventsWanted: 'deciding' })
     .wrap(upstream) as typeof upstream;
@@ -92,15 +90,13 @@ if (at !== -1) {
     ? () => clientCall(variant === 'client' ? wrapped : upstream)
     : async () => proxyCall(variant === 'proxy');
   if (variant.startsWith('proxy')) {
+    // The session's initialize first, as the gateway sees it.
+    const body = new TextEncoder().encode(
+      '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"b","version":"1"}}}',
+    );
     const init = proxyObserver.proxyRequest(
       'http://127.0.0.1:1/mcp',
-      {
-        method: 'POST',
-        headers: Object.entries(headers).slice(0, 2),
-        body: new TextEncoder().encode(
-          '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"b","version":"1"}}}',
-        ),
-      },
+      { method: 'POST', headers: Object.entries(headers).slice(0, 2), body },
       'c',
     );
     const b = proxyObserver.proxyResponse(
@@ -118,19 +114,18 @@ if (at !== -1) {
     b?.end(sink);
   }
   for (let i = 0; i < arg('warm', 20, 2); i++) await call();
+  const calls = arg('calls', 0);
   await measured(async () => {
     for (let i = 0; i < calls; i++) await call();
   });
   process.exit(0);
 }
 
-if (!hasValgrind()) throw new Error('valgrind is not installed (Debian: apt-get install valgrind)');
-const smoke = process.argv.includes('--smoke') ? ['--smoke'] : [];
 const per = async (variant: string) =>
   (
     await countInstructions(
       import.meta.filename,
-      (n) => [...smoke, '--count', variant, String(n)],
+      (n) => ['--count', variant, '--calls', String(n)],
       [arg('calls', 5, 1), arg('calls', 5, 1) * 3],
       (n) => n * (PROGRESS + 1),
     )
@@ -138,7 +133,6 @@ const per = async (variant: string) =>
 for (const path of ['client', 'proxy'] as const) {
   const [ours, bare] = [await per(path), await per(`${path}-bare`)];
   figure({
-    bench: 'wire',
     id: `wire-observer-${path}`,
     what: `the wire observer on the ${path === 'client' ? "client's fetch" : "gateway's proxy"} path: instructions added per SSE event`,
     reference: {
