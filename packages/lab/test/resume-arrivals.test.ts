@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ResumeArrivals } from '../src/resume-arrivals.js';
 
 describe('ResumeArrivals', () => {
@@ -17,9 +17,18 @@ describe('ResumeArrivals', () => {
 
   it('gives up after its timeout (a client that never resumes), and rejects when the tool is cancelled', async () => {
     const resumes = new ResumeArrivals();
-    const started = Date.now();
-    await resumes.next(0, 50, new AbortController().signal);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(45);
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      let gaveUp = false;
+      const waiting = resumes.next(0, 50, new AbortController().signal).then(() => (gaveUp = true));
+      await vi.advanceTimersByTimeAsync(49);
+      expect(gaveUp).toBe(false);
+      await vi.advanceTimersByTimeAsync(1);
+      await waiting;
+      expect(gaveUp).toBe(true);
+    } finally {
+      vi.useRealTimers();
+    }
     const cancel = new AbortController();
     const waiting = resumes.next(0, 60_000, cancel.signal);
     cancel.abort(new Error('cancelled'));
