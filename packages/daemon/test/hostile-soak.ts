@@ -3,7 +3,7 @@
  * and how long /healthz takes to answer (docs/reliability.md). Not part of any test suite; run it on a
  * quiet machine:
  *
- *   node --import tsx bench/soak.ts [seconds=60] [rounds=1000]
+ *   node --import tsx test/hostile-soak.ts [seconds=60] [rounds=1000]
  *
  * Every round sends, next to healthy seed-failure traffic: the 11-byte negative-length protobuf body
  * (HTTP and gRPC), 30 spans with unique 1 MiB session ids (gzip), findings with 600 KiB ids, services
