@@ -74,6 +74,12 @@ export class CursorRing implements CursorMemory {
     return this.count;
   }
 
+  /** Each stream a remembered delivery stands on (a run of deliveries of one stream once): at a session's release. */
+  forEachStream(visit: (stream: StreamRecord) => void): void {
+    let last: StreamRecord | undefined;
+    for (const stream of this.streams) if (stream !== last) visit((last = stream));
+  }
+
   /**
    * For a snapshot (observer-state.ts), never on the per-event path: each remembered delivery, oldest
    * first, with its id's text while the arena still holds it whole (undefined when it is gone: such a
