@@ -179,6 +179,7 @@ export async function startGateway(options: GatewayOptions): Promise<RunningGate
       ...(options.idKey ? { idKey: options.idKey } : {}),
       ...(options.maxSessions ? { maxSessions: options.maxSessions } : {}),
       sessionRetentionMs,
+      connectionProof: options.connectionProof ?? false,
       maxJsonBodyBytes: options.maxJsonBodyBytes ?? GATEWAY_DEFAULTS.maxJsonBodyBytes,
       maxHeldEventBytes: options.maxHeldEventBytes ?? GATEWAY_DEFAULTS.maxHeldEventBytes,
       maxHeldBytes: options.maxHeldBytes ?? GATEWAY_DEFAULTS.maxHeldBytes,

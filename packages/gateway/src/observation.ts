@@ -62,6 +62,8 @@ export function observeExchanges(
     HeldBodyLimits & {
       maxSessions?: number;
       sessionRetentionMs: number;
+      /** The proxy proves receipt by a connection's next request too (--trust-connection-reuse), not by cursors alone. */
+      connectionProof: boolean;
       /** A body's observation threw: it stood aside, passed through unobserved (the observer's option). */
       onObservationFailure?: (error: unknown) => void;
     },
@@ -69,6 +71,7 @@ export function observeExchanges(
   const {
     maxSessions,
     sessionRetentionMs,
+    connectionProof,
     maxJsonBodyBytes,
     maxHeldEventBytes,
     maxHeldBytes,
@@ -83,6 +86,8 @@ export function observeExchanges(
       // A proxy knows what it wrote, not what its client read: a terminal finishes its request only once
       // the client proves it holds it (its cursor, or its next request on the connection: receipt-proof.ts).
       confirmDelivery: true,
+      // Without the connection's proof, terminals no cursor can name are not kept waiting for one.
+      connectionProof,
       sessionRetentionMs,
       ...(maxSessions ? { maxSessions } : {}),
       // What a client's exchange makes the gateway hold is bounded by bytes: beyond, it passes unparsed.

@@ -17,6 +17,14 @@ const ARENA_BYTES_PER_SLOT = 64;
 
 const EMPTY = new Uint8Array(0);
 
+/** A delivery's fields in CursorRing's `slots`: SLOT of them, at these offsets. */
+const SLOT = 5;
+const HASH = 0;
+const STREAM = 1;
+const POSITION = 2;
+const TEXT_START = 3;
+const TEXT_LENGTH = 4;
+
 /** Where a cursor's id was last delivered, by the ring's memory. */
 export interface CursorPlace {
   /** The stream that last delivered the id (its text compared), undefined when none is remembered. */
@@ -39,16 +47,16 @@ export interface CursorPlace {
  * 27 KiB a session at the default 256 (measured; the hashes alone took about 6 KiB).
  *
  * Not a RecentList of @resumewatch/bounded: that would cost an object per delivery (hash and stream
- * together) on the per-event path; parallel arrays cost none.
+ * together) on the per-event path; one flat array of their fields costs none.
  */
 export class CursorRing implements CursorMemory {
-  private hashes: number[] = [];
-  private streams: StreamRecord[] = [];
-  /** The position of each delivery on its stream (StreamRecord.deliveredEvents when it was delivered). */
-  private positions: number[] = [];
-  /** Where each delivery's id bytes start in `arena`, and how many there are (-1: not kept, too long). */
-  private textStarts: number[] = [];
-  private textLengths: number[] = [];
+  /**
+   * The deliveries, SLOT fields each, one after the other in one array: the id's hash, its stream, its
+   * position on the stream (StreamRecord.deliveredEvents when it was delivered), where its id bytes start
+   * in `arena` and how many there are (-1: not kept, too long). One array, not one per field: each array
+   * costs its two headers (48 bytes) whatever it holds, which was a fifth of a small session's ring.
+   */
+  private slots: (number | StreamRecord)[] = [];
   /**
    * The kept ids' bytes, written one after the other around the arena: the latest ones that fit. A
    * typed array of its own, not a Buffer: a small Buffer is a slice of a shared 8 KiB pool, which a
@@ -74,6 +82,15 @@ export class CursorRing implements CursorMemory {
     return this.count;
   }
 
+  /** Each stream a remembered delivery stands on (a run of deliveries of one stream once): at a session's release. */
+  forEachStream(visit: (stream: StreamRecord) => void): void {
+    let last: StreamRecord | undefined;
+    for (let i = 0; i < this.count; i++) {
+      const stream = this.slots[i * SLOT + STREAM] as StreamRecord;
+      if (stream !== last) visit((last = stream));
+    }
+  }
+
   /**
    * For a snapshot (observer-state.ts), never on the per-event path: each remembered delivery, oldest
    * first, with its id's text while the arena still holds it whole (undefined when it is gone: such a
@@ -87,18 +104,28 @@ export class CursorRing implements CursorMemory {
     let used = 0;
     for (let k = 1; k <= n; k++) {
       const i = (this.next - k + n) % n;
-      const length = this.textLengths[i]!;
+      const length = this.slots[i * SLOT + TEXT_LENGTH] as number;
       if (length > 0) used += length;
       if (length < 0 || used > this.arena.length) continue;
       const bytes = new Uint8Array(length);
-      for (let b = 0, at = this.textStarts[i]!; b < length; b++, at = at + 1 === this.arena.length ? 0 : at + 1)
+      for (
+        let b = 0, at = this.slots[i * SLOT + TEXT_START] as number;
+        b < length;
+        b++, at = at + 1 === this.arena.length ? 0 : at + 1
+      )
         bytes[b] = this.arena[at]!;
       texts[n - k] = Buffer.from(bytes).toString('utf8');
     }
     for (let k = n; k >= 1; k--) {
       const i = (this.next - k + n) % n;
-      const stream = this.streams[i]!;
-      visit(this.hashes[i]!, texts[n - k], stream, this.positions[i]!, this.repeating?.has(stream) === true);
+      const stream = this.slots[i * SLOT + STREAM] as StreamRecord;
+      visit(
+        this.slots[i * SLOT + HASH] as number,
+        texts[n - k],
+        stream,
+        this.slots[i * SLOT + POSITION] as number,
+        this.repeating?.has(stream) === true,
+      );
     }
   }
 
@@ -159,7 +186,7 @@ export class CursorRing implements CursorMemory {
     let stream: StreamRecord | undefined;
     let ambiguous = false;
     this.scan(hash, id, (i, verified) => {
-      const other = this.streams[i]!;
+      const other = this.slots[i * SLOT + STREAM] as StreamRecord;
       if (!verified) {
         // A delivery of the same hash whose text was overwritten: maybe this id, maybe on another stream.
         if (stream === undefined || other !== stream) ambiguous = true;
@@ -177,7 +204,7 @@ export class CursorRing implements CursorMemory {
     if (id === undefined) return undefined;
     let stream: StreamRecord | undefined;
     this.scan(hashOfId(eventId), id, (i, verified) => {
-      if (verified) stream ??= this.streams[i];
+      if (verified) stream ??= this.slots[i * SLOT + STREAM] as StreamRecord;
     });
     return stream;
   }
@@ -195,10 +222,10 @@ export class CursorRing implements CursorMemory {
     let matches = 0;
     let unsure = false;
     this.scan(hashOfId(eventId), id, (i, verified) => {
-      if (this.streams[i] !== stream) return;
+      if ((this.slots[i * SLOT + STREAM] as StreamRecord) !== stream) return;
       if (!verified) unsure = true;
       else {
-        earliest = this.positions[i]!;
+        earliest = this.slots[i * SLOT + POSITION] as number;
         matches++;
       }
     });
@@ -220,15 +247,15 @@ export class CursorRing implements CursorMemory {
     let used = 0;
     for (let k = 1; k <= n; k++) {
       const i = (this.next - k + n) % n;
-      const length = this.textLengths[i]!;
+      const length = this.slots[i * SLOT + TEXT_LENGTH] as number;
       if (length > 0) used += length;
-      if (this.hashes[i] !== hash) continue;
+      if ((this.slots[i * SLOT + HASH] as number) !== hash) continue;
       if (length < 0 || used > capacity) {
         visit(i, false);
         continue;
       }
       if (length !== id.length) continue;
-      let at = this.textStarts[i]!;
+      let at = this.slots[i * SLOT + TEXT_START] as number;
       let equal = true;
       for (let b = 0; b < length; b++) {
         if (arena[at] !== id[b]) {
@@ -252,12 +279,12 @@ export class CursorRing implements CursorMemory {
   private slot(hash: number, stream: StreamRecord, position: number): number {
     let i: number;
     if (this.count < this.cap) {
-      if (this.count === this.hashes.length) this.grow();
+      if (this.count * SLOT === this.slots.length) this.grow();
       i = this.count++;
     } else {
       i = this.next;
       this.next = i + 1 === this.cap ? 0 : i + 1;
-      const old = this.streams[i]!;
+      const old = this.slots[i * SLOT + STREAM] as StreamRecord;
       if (old !== this.lastForgotten) {
         (this.forgetful ??= new WeakSet()).add(old);
         this.lastForgotten = old;
@@ -265,11 +292,16 @@ export class CursorRing implements CursorMemory {
     }
     // The delivery before this one, on the same stream with the same hash: the stream repeats ids.
     const previous = (i === 0 ? this.count : i) - 1;
-    if (previous >= 0 && previous !== i && this.hashes[previous] === hash && this.streams[previous] === stream)
+    if (
+      previous >= 0 &&
+      previous !== i &&
+      (this.slots[previous * SLOT + HASH] as number) === hash &&
+      (this.slots[previous * SLOT + STREAM] as StreamRecord) === stream
+    )
       (this.repeating ??= new WeakSet()).add(stream);
-    this.hashes[i] = hash;
-    this.streams[i] = stream;
-    this.positions[i] = position;
+    this.slots[i * SLOT + HASH] = hash;
+    this.slots[i * SLOT + STREAM] = stream;
+    this.slots[i * SLOT + POSITION] = position;
     return i;
   }
 
@@ -288,14 +320,14 @@ export class CursorRing implements CursorMemory {
 
   /** Slot `i`'s text is the `length` bytes at the arena's write position, just written. */
   private kept(i: number, length: number): void {
-    this.textStarts[i] = this.arenaNext;
-    this.textLengths[i] = length;
+    this.slots[i * SLOT + TEXT_START] = this.arenaNext;
+    this.slots[i * SLOT + TEXT_LENGTH] = length;
     this.arenaNext = (this.arenaNext + length) % this.arena.length;
   }
 
   private unkept(i: number): void {
-    this.textStarts[i] = 0;
-    this.textLengths[i] = -1;
+    this.slots[i * SLOT + TEXT_START] = 0;
+    this.slots[i * SLOT + TEXT_LENGTH] = -1;
   }
 
   /**
@@ -306,46 +338,39 @@ export class CursorRing implements CursorMemory {
    */
   private grow(): void {
     const size = Math.min(this.cap, Math.max(4, this.count * 2));
-    const hashes = new Array<number>(size);
-    const streams = new Array<StreamRecord>(size);
-    const positions = new Array<number>(size);
-    const textStarts = new Array<number>(size);
-    const textLengths = new Array<number>(size);
+    const slots = new Array<number | StreamRecord>(size * SLOT);
     const arena = new Uint8Array(size * ARENA_BYTES_PER_SLOT);
     const old = this.arena;
     // The ids still whole in the old arena: the latest ones whose bytes add up to its size at most.
     let used = 0;
     let first = this.count;
     while (first > 0) {
-      const length = this.textLengths[first - 1]!;
+      const length = this.slots[(first - 1) * SLOT + TEXT_LENGTH] as number;
       if (length > 0 && used + length > old.length) break;
       if (length > 0) used += length;
       first--;
     }
     let next = 0;
     for (let i = 0; i < this.count; i++) {
-      hashes[i] = this.hashes[i]!;
-      streams[i] = this.streams[i]!;
-      positions[i] = this.positions[i]!;
-      const length = this.textLengths[i]!;
+      const o = i * SLOT;
+      slots[o + HASH] = this.slots[o + HASH]!;
+      slots[o + STREAM] = this.slots[o + STREAM]!;
+      slots[o + POSITION] = this.slots[o + POSITION]!;
+      const length = this.slots[i * SLOT + TEXT_LENGTH] as number;
       if (i < first || length < 0) {
-        textStarts[i] = 0;
-        textLengths[i] = -1;
+        slots[o + TEXT_START] = 0;
+        slots[o + TEXT_LENGTH] = -1;
         continue;
       }
-      textStarts[i] = next;
-      textLengths[i] = length;
-      let at = this.textStarts[i]!;
+      slots[o + TEXT_START] = next;
+      slots[o + TEXT_LENGTH] = length;
+      let at = this.slots[i * SLOT + TEXT_START] as number;
       for (let b = 0; b < length; b++) {
         arena[next++] = old[at]!;
         if (++at === old.length) at = 0;
       }
     }
-    this.hashes = hashes;
-    this.streams = streams;
-    this.positions = positions;
-    this.textStarts = textStarts;
-    this.textLengths = textLengths;
+    this.slots = slots;
     this.arena = arena;
     this.arenaNext = next % arena.length;
   }

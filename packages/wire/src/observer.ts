@@ -98,6 +98,8 @@ export class WireObserver {
    * client has not proven yet, with the position of the event that carried each (0 in a JSON body).
    */
   private readonly awaitingDelivery: BoundedMap<StreamRecord, AwaitingProof> | undefined;
+  /** With confirmDelivery: the proxy may prove receipt by a connection's next request (`proveReceived`). */
+  private readonly connectionProof: boolean;
   /** Bytes that take the place of the SSE event just removed by sseEvent (a batch less its removed messages). */
   private replacementBytes: Uint8Array | undefined = undefined;
   private readonly streamsPerSession: number;
@@ -142,6 +144,7 @@ export class WireObserver {
     this.awaitingDelivery = options.confirmDelivery
       ? new BoundedMap(options.maxRequests ?? 100_000, options.requestRetentionMs ?? 600_000, this.now)
       : undefined;
+    this.connectionProof = options.connectionProof ?? true;
     this.streamsPerSession = options.streamsPerSession ?? 32;
     this.cursorsPerSession = options.cursorsPerSession ?? 256;
     this.maxJsonBodyBytes = options.maxJsonBodyBytes ?? 8 * 1024 * 1024;
@@ -400,12 +403,27 @@ export class WireObserver {
       this.sessions.delete(sessionId);
       this.unaccepted.delete(sessionId);
       this.releasedSessions++;
+      if (!this.connectionProof) this.unprovable(session);
     }
     const prefix = `${sessionId}\n`;
     const ofSession = (key: string) => key.startsWith(prefix);
     this.releasedRequests += this.requests.deleteWhere(ofSession);
     this.released.deleteWhere(ofSession);
     for (const listener of this.listeners) listener.onSessionReleased?.(sessionId);
+  }
+
+  /**
+   * A session left the observer: no cursor can prove anything of its streams any more (a resume of it
+   * names a session the observer no longer holds, whose ring is empty). Without the connection's proof
+   * no other can come, so the terminals its streams await (those a cursor could still reach: its recent
+   * streams and those of its ring) are forgotten now, rather than at the requests' cap or retention:
+   * they stay unfinished, as they would have.
+   */
+  private unprovable(session: SessionRecord): void {
+    const awaiting = this.awaitingDelivery;
+    if (awaiting === undefined || awaiting.size === 0) return;
+    for (const stream of session.streams) awaiting.delete(stream);
+    (session.cursors as CursorRing).forEachStream((stream) => void awaiting.delete(stream));
   }
 
   /**
@@ -792,6 +810,7 @@ export class WireObserver {
    * confirmDelivery, await the client's proof.
    */
   private delivered(
+    session: SessionRecord | undefined,
     stream: StreamRecord,
     terminals: readonly TerminalObservation[],
     position: number,
@@ -805,12 +824,25 @@ export class WireObserver {
         this.finish(record, GuardProof.READ);
         continue;
       }
+      // No proof can ever come: it stays unfinished, and nothing is kept to wait for one.
+      if (!this.provable(session, position)) continue;
       const awaiting = this.awaitingDelivery.get(stream);
       if (awaiting) {
         awaiting.records.push(record);
         awaiting.positions.push(position);
       } else this.awaitingDelivery.set(stream, { records: [record], positions: [position] });
     }
+  }
+
+  /**
+   * Whether a proof may still come for a terminal delivered at `position` of a stream of `session`:
+   * always with the connection's proof; else only a cursor's, which names an SSE event (position > 0)
+   * of a stream of a session the observer holds (a session-less stream, or one of a session released
+   * or pushed out, is never placed).
+   */
+  private provable(session: SessionRecord | undefined, position: number): boolean {
+    if (this.connectionProof) return true;
+    return position > 0 && session !== undefined && this.getSession(session.id) === session;
   }
 
   private finish(record: RequestRecord, proof: GuardProof): void {
@@ -859,6 +891,8 @@ export class WireObserver {
   streamEnded(request: WireRequest, stream: StreamRecord, how: StreamEnd, error: unknown): void {
     if (stream.ended) return;
     stream.ended = how;
+    // The initialize result, if any, was read: the session it assigned is no longer looked up by it.
+    this.initializeStreams.delete(stream);
     for (const listener of this.listeners) listener.onStreamEnd?.(request, stream, how, error);
     this.releaseFinished(request.session, stream);
     if (request.session) this.exchangeEnded(request.session, how === 'abort');
@@ -953,7 +987,7 @@ export class WireObserver {
     kept ||= !this.filtering;
     if (kept) {
       const position = ++stream.deliveredEvents;
-      if (terminals.length > 0) this.delivered(stream, terminals, position, undefined);
+      if (terminals.length > 0) this.delivered(request.session, stream, terminals, position, undefined);
       if (hasId) {
         if (idSet) stream.deliveredEventId = scan.id;
         else scan.deferId();
@@ -989,7 +1023,7 @@ export class WireObserver {
     if (kept.length === 0) return false;
     this.replacementBytes = rewrittenEvent(event, removed);
     const position = ++stream.deliveredEvents;
-    this.delivered(stream, event.terminals, position, removed);
+    this.delivered(request.session, stream, event.terminals, position, removed);
     const id = event.id;
     if (id !== undefined) {
       stream.deliveredEventId = id;
@@ -1023,7 +1057,7 @@ export class WireObserver {
     if (this.eventListeners.length > 0)
       this.notify(new JsonWireEvent(request, stream, messages, terminals, this.now()), true);
     // A JSON body is passed whole, whatever a listener decided.
-    if (terminals.length > 0) this.delivered(stream, terminals, 0, undefined);
+    if (terminals.length > 0) this.delivered(request.session, stream, terminals, 0, undefined);
   }
 
   /** Tells the event to the listeners that want it (`deciding`: it can decide something); false when one removed it. */

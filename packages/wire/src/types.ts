@@ -436,6 +436,13 @@ export interface WireObserverOptions {
    */
   confirmDelivery?: boolean;
   /**
+   * With `confirmDelivery`: the proxy may call `proveReceived` (it trusts a connection's next request as
+   * proof). Default true. False: a cursor is the only proof, so a terminal no cursor can ever name (in a
+   * JSON body, on a session-less stream, or on a stream of a session no longer held) is not kept waiting
+   * for one, and a session's awaited terminals are forgotten when it is released.
+   */
+  connectionProof?: boolean;
+  /**
    * Called when observing a body threw (a defect of the observer or of a listener, never of the
    * traffic): the body stood aside, its bytes passed on as they came, unobserved from there (counted
    * in `observationFailures`). For a log line; called on the data path, so keep it cheap.
