@@ -156,6 +156,8 @@ function markdown(): string {
     '  benchmark is marked "under load: not a result" (the Runs table gives that figure: /proc/stat less the CPU of',
     '  the benchmark and all it spawned). The load average is given too; it counts the benchmark itself.',
     '- bench/README.md says what each benchmark measures, how to rerun one (`pnpm bench <id>`), and how to add one.',
+    '- docs/performance.md says, for each target not met, what holds it part by part (instruction counts, heap',
+    '  snapshots) and why it does not go lower on Node.',
     '',
     '## Results',
     '',

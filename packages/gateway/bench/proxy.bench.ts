@@ -169,7 +169,8 @@ figure({
   target: { text: '≤ bare + 4 KB', bound: 4096, dir: '<=', on: 'ours' },
   reference: { what: 'bare proxy, per open stream', value: memory.bare!.perStream, unit: 'B' },
   ours: { value: memory.gateway!.perStream - memory.bare!.perStream, unit: 'B' },
-  heldBy: "the exchange's observation state per stream",
+  heldBy:
+    "what an open stream needs while it is open: the recorder's open request span, the session's cursor ring, the exchange's closures, the SSE scanner, the session, stream and request records (docs/performance.md)",
   note: 'heap after full GCs, code space left out, array buffers in',
 });
 figure({
@@ -178,7 +179,8 @@ figure({
   target: { text: 'nothing kept (≤ 64 B, the probe’s noise)', bound: 64, dir: '<=', on: 'ours' },
   reference: { what: 'bare proxy, kept per session', value: memory.bare!.kept, unit: 'B' },
   ours: { value: memory.gateway!.kept, unit: 'B' },
-  heldBy: 'what the gateway keeps of an ended session (its bounded recent lists)',
+  heldBy:
+    "the built-in detector's started-sessions list and request table, kept to their retention so a terminal after the DELETE is still judged; bounded (docs/performance.md)",
   note: `sessions still observed after the DELETEs: ${memory.gateway!.sessionsAfter}`,
 });
 figure({
