@@ -60,15 +60,19 @@ export function endToEndRequestHeaders(
  * `content-length` when the body may be filtered (`filtered`): the length is then no longer the upstream's.
  */
 export function endToEndResponseHeaders(rawHeaders: readonly string[], filtered = false): string[] {
+  // One pass, each name lower-cased once (a builtin call per name, on every response); the fields a
+  // Connection header lists (other than keep-alive: rare) are taken out of what it kept afterwards.
   let connection: string[] | undefined;
-  for (let i = 0; i + 1 < rawHeaders.length; i += 2)
-    if (rawHeaders[i]!.toLowerCase() === 'connection') (connection ??= []).push(rawHeaders[i + 1]!);
-  const listed = connectionListed(connection?.length === 1 ? connection[0] : connection);
   const out: string[] = [];
   for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
     const lower = rawHeaders[i]!.toLowerCase();
-    if (HOP_BY_HOP.has(lower) || listed?.has(lower) || (filtered && lower === 'content-length')) continue;
+    if (lower === 'connection') (connection ??= []).push(rawHeaders[i + 1]!);
+    if (HOP_BY_HOP.has(lower) || (filtered && lower === 'content-length')) continue;
     out.push(rawHeaders[i]!, rawHeaders[i + 1]!);
   }
-  return out;
+  const listed = connectionListed(connection?.length === 1 ? connection[0] : connection);
+  if (listed === undefined) return out;
+  const left: string[] = [];
+  for (let i = 0; i + 1 < out.length; i += 2) if (!listed.has(out[i]!.toLowerCase())) left.push(out[i]!, out[i + 1]!);
+  return left;
 }

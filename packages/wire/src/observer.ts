@@ -457,11 +457,11 @@ export class WireObserver {
     const httpMethod = (init?.method ?? (input instanceof Request ? input.method : 'GET')).toUpperCase();
     const url = this.urlText(input instanceof Request ? input.url : String(input));
     const namedSession = headerValue(headers, HEADER_SESSION_ID);
-    const sessionId = this.keptSessionId(namedSession);
+    let sessionId = this.keptSessionId(namedSession);
     const lastEventId = headerValue(headers, HEADER_LAST_EVENT_ID);
     const messages = messagesOfBody(init?.body);
     // The header, else the version the request claims in its `_meta` (2026-07-28): the exchange's own era.
-    const protocolVersion = headerValue(headers, HEADER_PROTOCOL_VERSION) ?? metaProtocolVersion(messages);
+    let protocolVersion = headerValue(headers, HEADER_PROTOCOL_VERSION) ?? metaProtocolVersion(messages);
     const startedAt = this.now();
 
     let session: SessionRecord | undefined;
@@ -477,7 +477,11 @@ export class WireObserver {
           this.unaccepted.set(sessionId, session);
         }
       }
-      if (protocolVersion) session.protocolVersion = protocolVersion;
+      // The session's own strings in place of this request's equal copies (new strings of each request's
+      // headers): the request's records and spans keep them for as long as they live, minutes maybe.
+      sessionId = session.id;
+      if (protocolVersion === session.protocolVersion) protocolVersion = session.protocolVersion;
+      else if (protocolVersion) session.protocolVersion = protocolVersion;
     }
 
     let requests: RequestRecord[] | undefined;
