@@ -304,7 +304,7 @@ export function timelineEvent(span: SpanRecord): TimelineEvent {
  * Which SHOWN attributes the span has (bit i: SHOWN[i]). The span's few keys are walked once: a lookup of
  * each shown name instead would mostly miss, and a missing key is the slowest lookup on these records.
  */
-export function shownMask(attrs: SpanRecord['attributes']): number {
+function shownMask(attrs: SpanRecord['attributes']): number {
   let present = 0;
   for (const key in attrs) {
     const index = SHOWN_INDEX.get(key);
