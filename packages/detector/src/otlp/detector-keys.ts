@@ -172,29 +172,12 @@ export function isContractSpan(name: string): boolean {
  * Finds which of a fixed set of ASCII strings a byte range spells, without making a string of it: the
  * decoders match attribute keys and span names against it and hand out the set's own (interned) string.
  */
-/** Slots of ByteKeys' hash (a power of two). */
-const HASH_SLOTS = 1024;
-
-/** The hash slot of the bytes buf[start, end): their length and last two bytes. */
-function slotOf(buf: Uint8Array, start: number, end: number): number {
-  const len = end - start;
-  const last = len > 0 ? buf[end - 1]! : 0;
-  const before = len > 1 ? buf[end - 2]! : 0;
-  return (Math.imul(len, 0x9e3779b1) ^ (last << 5) ^ (before << 1) ^ before) & (HASH_SLOTS - 1);
-}
-
 export class ByteKeys {
   /** Every value's bytes, one after the other; by length, which values have it (indices into `values`). */
   private readonly flat: Uint8Array;
   private readonly offsets: Int32Array;
-  /**
-   * A chained hash of the values by (length, last two bytes): `head[h]` the first value of chain h (-1:
-   * none), `chain[i]` the value after value i (-1: the end), each chain in the order of the values. A
-   * lookup compares the few values of its chain, not every value of its length: most keys looked up on
-   * a span (an application's attributes) are in no set, and a miss then usually costs no comparison.
-   */
-  private readonly head = new Int32Array(HASH_SLOTS).fill(-1);
-  private readonly chain: Int32Array;
+  private readonly bucketStart: Int32Array;
+  private readonly bucket: Int32Array;
   private readonly byValue = new Map<string, number>();
   private readonly maxLength: number;
 
@@ -204,14 +187,14 @@ export class ByteKeys {
     this.flat = new Uint8Array(Buffer.concat(bytes));
     this.offsets = new Int32Array(values.length);
     for (let i = 1; i < values.length; i++) this.offsets[i] = this.offsets[i - 1]! + bytes[i - 1]!.length;
-    this.chain = new Int32Array(values.length).fill(-1);
-    // From the last value to the first, each put at the head of its chain: chains list values in order.
-    for (let i = values.length - 1; i >= 0; i--) {
-      const b = bytes[i]!;
-      const h = slotOf(b, 0, b.length);
-      this.chain[i] = this.head[h]!;
-      this.head[h] = i;
+    this.bucketStart = new Int32Array(this.maxLength + 2);
+    this.bucket = new Int32Array(values.length);
+    let k = 0;
+    for (let len = 0; len <= this.maxLength; len++) {
+      this.bucketStart[len] = k;
+      for (let i = 0; i < values.length; i++) if (bytes[i]!.length === len) this.bucket[k++] = i;
     }
+    this.bucketStart[this.maxLength + 1] = k;
     values.forEach((value, index) => this.byValue.set(value, index));
   }
 
@@ -220,12 +203,11 @@ export class ByteKeys {
     const len = end - start;
     if (len > this.maxLength) return -1;
     const flat = this.flat;
-    const offsets = this.offsets;
-    const chain = this.chain;
+    const last = this.bucketStart[len + 1]!;
     // Keys share prefixes ("mcp.stream."): compare from the end, where they differ.
-    for (let index = this.head[slotOf(buf, start, end)]!; index >= 0; index = chain[index]!) {
-      const off = offsets[index]!;
-      if (offsets.length > index + 1 ? offsets[index + 1]! - off !== len : flat.length - off !== len) continue;
+    for (let b = this.bucketStart[len]!; b < last; b++) {
+      const index = this.bucket[b]!;
+      const off = this.offsets[index]!;
       let i = len - 1;
       while (i >= 0 && buf[start + i] === flat[off + i]) i--;
       if (i < 0) return index;
