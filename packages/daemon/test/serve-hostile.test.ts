@@ -2,7 +2,7 @@ import { connect as h2connect, constants as h2 } from 'node:http2';
 import { PassThrough } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import { Client, Metadata, credentials, status } from '@grpc/grpc-js';
-import { METRIC_FINDINGS_DROPPED_TOTAL, METRIC_REQUESTS_SHED_TOTAL } from '@resumewatch/semconv';
+import { METRIC_FINDINGS_DROPPED_TOTAL, METRIC_REQUESTS_SHED_TOTAL, SpanReceivedResult } from '@resumewatch/semconv';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startServer, type RunningServer } from '../src/index.js';
 import { type SpanRecord } from '@resumewatch/detector';
@@ -326,6 +326,39 @@ describe('serve: total memory bounded in bytes', () => {
     for (const t of await Promise.all(stalled)) expect(t['grpc-status']).toBe(String(status.DEADLINE_EXCEEDED));
     expect(server.inflight.used).toBe(0);
     session.close();
+  });
+
+  it('5. a gzip body whose client leaves while it is gunzipped: its spans are read, and every byte it reserved is released', async () => {
+    server = await startServer({
+      port: 0,
+      grpcPort: false,
+      metricsPort: 0,
+      output: null,
+      token: TOKEN,
+      log: () => undefined,
+    });
+    // One terminal span, then 30 MiB of blanks (valid JSON, 30 KiB of gzip): gunzip takes about two thousand
+    // chunks, each reserved as it comes, and is still at work when the connection's close is read.
+    const json = JSON.stringify(
+      otlpJson([terminal({ session: 'gz-gone', request: 1, service: 'svc-gz' }, Date.now(), 'A')], 'svc-gz'),
+    );
+    const body = gzipSync(Buffer.concat([Buffer.from(json), Buffer.alloc(30 * MIB, ' ')]));
+    const c = await rawConnect(server.httpPort);
+    c.socket.write(
+      postHead({
+        ...AUTH,
+        'content-type': 'application/json',
+        'content-encoding': 'gzip',
+        'content-length': body.length,
+      }),
+    );
+    c.socket.end(body);
+    c.socket.destroy();
+    await vi.waitFor(() => expect(server.detector.stats().spans[SpanReceivedResult.ACCEPTED]).toBe(1), {
+      timeout: 10_000,
+    });
+    expect(server.inflight.peak).toBeGreaterThan(MIB);
+    await vi.waitFor(() => expect(server.inflight.used).toBe(0), { timeout: 5000 });
   });
 
   it('6. findings for a stdout nobody reads are dropped and counted past --stdout-buffer, not buffered', async () => {

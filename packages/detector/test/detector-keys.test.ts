@@ -4,7 +4,7 @@ import * as semconv from '@resumewatch/semconv';
 import { describe, expect, it } from 'vitest';
 import { ErrorType, RequestRecovery, ResumeOutcome } from '@resumewatch/semconv';
 import { decodeJsonRequest, decodeProtobufRequest, type SpanRecord } from '../src/index.js';
-import { DETECTOR_ATTRIBUTE_KEYS, DETECTOR_KEYS } from '../src/otlp/detector-keys.js';
+import { ByteKeys, DETECTOR_ATTRIBUTE_KEYS, DETECTOR_KEYS } from '../src/otlp/detector-keys.js';
 import { otlpJson } from './helpers/otlp.js';
 import { encodeRequest as encodeProtobufRequest } from './helpers/protobuf-encode.js';
 import { requestEnded } from './helpers/spans.js';
@@ -58,5 +58,33 @@ describe('the attributes the decoders keep for the detector', () => {
         [semconv.ATTR_MCP_RESUME_OUTCOME]: ResumeOutcome.PARTIAL_REPLAY,
         [semconv.ATTR_ERROR_TYPE]: ErrorType.TIMEOUT,
       });
+  });
+});
+
+describe('ByteKeys, the byte-spelled lookup of a set of names', () => {
+  const bytes = (s: string) => Buffer.from(s, 'latin1');
+  const lookup = (keys: ByteKeys, s: string) => keys.indexOf(bytes(`xx${s}yy`), 2, 2 + s.length);
+
+  it('finds every value by its bytes, and nothing else, whatever values share a hash slot', () => {
+    // Two thousand values over 1,024 slots: every chain holds several, of equal and of other lengths.
+    const values = Array.from({ length: 2000 }, (_, i) => `k.${i.toString(36)}.${'ab'.repeat(i % 7)}`);
+    const keys = new ByteKeys(values);
+    values.forEach((v, i) => expect(lookup(keys, v)).toBe(i));
+    for (const miss of ['', 'k', 'k.', 'k.0.', 'k.0.abX', 'K.0.', 'k.zz.ab', 'x'.repeat(100)])
+      expect(lookup(keys, miss)).toBe(values.indexOf(miss));
+    // Each value with one byte changed (its first, a middle one, its last) is another value or none.
+    for (const v of values.slice(0, 300))
+      for (const at of [0, v.length >> 1, v.length - 1]) {
+        const changed = v.slice(0, at) + String.fromCharCode(v.charCodeAt(at) ^ 1) + v.slice(at + 1);
+        expect(lookup(keys, changed)).toBe(values.indexOf(changed));
+      }
+  });
+
+  it('gives the first of equal values, the empty one, and the detector keys as DETECTOR_ATTRIBUTE_KEYS orders them', () => {
+    const keys = new ByteKeys(['a', '', 'b', 'a']);
+    expect(lookup(keys, 'a')).toBe(0);
+    expect(lookup(keys, '')).toBe(1);
+    expect(keys.find(bytes('b'), 0, 1)).toBe('b');
+    DETECTOR_ATTRIBUTE_KEYS.forEach((k, i) => expect(lookup(DETECTOR_KEYS, k)).toBe(i));
   });
 });

@@ -240,6 +240,11 @@ class BodyRead {
   private held = 0;
   private stopped = false;
   private done = false;
+  /**
+   * While gunzip runs: it reserves each decompressed chunk as it comes, so what is held is released when
+   * it ends, not when the answer closes (a client gone meanwhile closes it first).
+   */
+  private gunzipping = false;
 
   constructor(
     private readonly door: Door,
@@ -311,11 +316,15 @@ class BodyRead {
       return this.giveBack();
     }
     this.buf = undefined;
+    this.gunzipping = true;
     gunzipBounded(body, this.door.config.maxDecompressedBytes, this);
   }
 
   /** After gunzip: its failure, or the plain body. */
   gunzipped(failure: 'too-large' | 'busy' | Error | undefined, plain?: Buffer): void {
+    this.gunzipping = false;
+    // The answer closed while gunzip ran (the client went away): nothing will release its bytes but this.
+    if (this.done) this.release();
     if (failure === 'too-large')
       return this.refuse(
         413,
@@ -380,9 +389,13 @@ class BodyRead {
   leave(): void {
     if (this.done) return;
     this.done = true;
+    if (!this.gunzipping) this.release();
+    this.door.inflight.leave();
+  }
+
+  private release(): void {
     this.door.budget.release(this.held);
     this.held = 0;
-    this.door.inflight.leave();
   }
 
   shedding(): void {

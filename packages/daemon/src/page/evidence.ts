@@ -2,7 +2,15 @@ import type { Finding, SpanRecord } from '@resumewatch/detector';
 import { SpanReceivedResult } from '@resumewatch/semconv';
 import { SpanColumns, type HeldTimeline } from './span-columns.js';
 import { UNKNOWN_SERVICE } from '@resumewatch/detector';
-import { RequestKeys, findingKey, isReissueFinding, isTaskFinding, taskKey, traceKey } from './timeline-event.js';
+import {
+  RequestKeys,
+  SpanScan,
+  findingKey,
+  isReissueFinding,
+  isTaskFinding,
+  taskKey,
+  traceKey,
+} from './timeline-event.js';
 
 export interface EvidenceLimits {
   /** Bytes of timelines held for reported requests. */
@@ -76,6 +84,8 @@ export class Evidence {
   private readonly held: SpanColumns;
   private readonly window: SpanColumns;
   private readonly keys = new RequestKeys();
+  /** The span being observed, its attributes read once for its keys and its columns. */
+  private readonly scan = new SpanScan();
 
   constructor(limits: EvidenceLimits) {
     this.held = new SpanColumns(limits.evidenceBytes, EVIDENCE_EVENTS, EVIDENCE_HEAD, undefined);
@@ -90,20 +100,22 @@ export class Evidence {
    * makes of the spans: a record is not changed after the detector has it.
    */
   observe(span: SpanRecord): void {
-    const key = this.keys.of(span);
+    const scan = this.scan;
+    scan.read(span.attributes);
+    const key = this.keys.of(span, scan);
     if (key !== undefined) this.add(key, span);
     // A task's span goes under its task's key too (each counted in both): a task finding's timeline is
     // every span of its task, its polls and its status notifications, each of them its own request.
-    const task = this.keys.taskOf(span);
+    const task = this.keys.taskOf(span, scan);
     if (task !== undefined) this.add(task, span);
     // A refused attempt or a listening stream goes under its session's key too: a loop's timeline.
-    const loop = this.keys.loopOf(span);
+    const loop = this.keys.loopOf(span, scan);
     if (loop !== undefined) this.add(loop, span);
   }
 
   private add(key: string, span: SpanRecord): void {
-    if (this.held.has(key)) this.held.append(key, span);
-    else this.window.append(key, span);
+    if (this.held.has(key)) this.held.appendScanned(key, span, this.scan);
+    else this.window.appendScanned(key, span, this.scan);
   }
 
   /** A line of the findings stream: its request's spans (a re-issue's: both attempts') are evidence from now on. */

@@ -1,5 +1,5 @@
 import { SPAN_KIND_SERVER, type AttributeValue, type SpanRecord } from '@resumewatch/detector';
-import { EventType, SHOWN, eventType, shownMask, type TimelineEvent } from './timeline-event.js';
+import { EventType, SHOWN, SpanScan, eventType, type TimelineEvent } from './timeline-event.js';
 
 /** The items held for one request: the first `head` it had, then the latest; `dropped` left out between. */
 export interface Held<T> {
@@ -18,8 +18,12 @@ const TYPES: readonly EventType[] = [
   EventType.TASK_STATUS,
   EventType.LISTENING_REFUSED,
 ];
-/** An event type's number: its index in TYPES. */
-const TYPE_NUMBER = new Map(TYPES.map((type, n) => [type, n]));
+/** A span's event type's number: its index in TYPES (by comparisons of constants, no lookup). */
+function typeNumber(name: string): number {
+  const type = eventType(name);
+  for (let n = 0; n < TYPES.length; n++) if (TYPES[n] === type) return n;
+  throw new Error(`no number for the event type ${type}`);
+}
 /** Set in a span's kind byte for a server's span; the event type's number is below it. */
 const SERVER = 8;
 if (TYPES.length > SERVER) throw new Error("the event types must fit below the kind byte's SERVER bit");
@@ -146,10 +150,19 @@ export class SpanColumns {
     return this.lastRequest;
   }
 
+  /** The scan of append's span (the evidence scans each span once and calls appendScanned). */
+  private readonly scan = new SpanScan();
+
   /** Adds the span to the request's spans (a new request if it had none), keeping the bounds. */
   append(key: string, span: SpanRecord): void {
+    this.scan.read(span.attributes);
+    this.appendScanned(key, span, this.scan);
+  }
+
+  /** As append, with the span's attributes already read into `scan` (SpanScan.read of them). */
+  appendScanned(key: string, span: SpanRecord, scan: SpanScan): void {
     if (this.spanBytes !== undefined && this.spanBytes > this.maxBytes) return;
-    const slot = this.store(span);
+    const slot = this.store(span, scan);
     const size = this.spanSize[slot]!;
     if (size > this.maxBytes) return this.freeSlotOf(slot);
     let r = this.find(key);
@@ -220,11 +233,11 @@ export class SpanColumns {
   }
 
   /** The span's slot, filled with what its event needs. */
-  private store(span: SpanRecord): number {
+  private store(span: SpanRecord, scan: SpanScan): number {
     const slot = this.newSlot();
     this.start[slot] = span.startTimeUnixMs;
     this.end[slot] = span.endTimeUnixMs;
-    this.kind[slot] = TYPE_NUMBER.get(eventType(span.name))! | (span.kind === SPAN_KIND_SERVER ? SERVER : 0);
+    this.kind[slot] = typeNumber(span.name) | (span.kind === SPAN_KIND_SERVER ? SERVER : 0);
     const id = span.spanId;
     const high = id.length === 16 ? hexWord(id, 0) : -1;
     const low = high < 0 ? -1 : hexWord(id, 8);
@@ -234,13 +247,13 @@ export class SpanColumns {
       this.idLow[slot] = low;
       if (this.oddIds[slot] !== undefined) this.oddIds[slot] = undefined;
     }
-    const attrs = span.attributes;
-    let present = shownMask(attrs);
+    let present = scan.mask;
     this.mask[slot] = present;
     const values = this.values[slot >> CHUNK_SHIFT]!;
     const at = (slot & CHUNK_MASK) * SHOWN.length;
+    const scanned = scan.values;
     for (let index = 0; present !== 0; index++, present >>>= 1) {
-      if ((present & 1) !== 0) values[at + index] = attrs[SHOWN[index]!]!;
+      if ((present & 1) !== 0) values[at + index] = scanned[index];
     }
     this.spanSize[slot] = this.spanBytes ?? this.eventBytes(slot);
     return slot;

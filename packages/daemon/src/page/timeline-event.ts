@@ -209,18 +209,17 @@ export class RequestKeys {
   private task = '';
   private taskKey = '';
 
-  of(span: SpanRecord): string | undefined {
-    const attrs = span.attributes;
-    const session = attrs[ATTR_MCP_SESSION_ID];
+  of(span: SpanRecord, scan: SpanScan = this.scanned(span)): string | undefined {
+    const session = scan.session;
     if (typeof session !== 'string' || session === '') {
       // Only an MCP span of a request (its request span, client's or server's, or its terminal): the
       // detector hands the evidence the spans it had no use for too (a 2026-07-28 terminal among them).
-      return typeof attrs[ATTR_MCP_METHOD_NAME] === 'string' ? this.ofTrace(span.traceId) : undefined;
+      return typeof scan.shown(I_METHOD) === 'string' ? this.ofTrace(span.traceId) : undefined;
     }
-    const request = attrs[ATTR_JSONRPC_REQUEST_ID];
+    const request = scan.request;
     if (typeof request !== 'string' && typeof request !== 'number') return undefined;
     if (request === '') return undefined;
-    if (span.name !== SPAN_REQUEST_TERMINAL && attrs[ATTR_MCP_STREAM_KIND] === StreamKind.LISTENING) return undefined;
+    if (span.name !== SPAN_REQUEST_TERMINAL && scan.shown(I_STREAM_KIND) === StreamKind.LISTENING) return undefined;
     const service = span.service || UNKNOWN_SERVICE;
     if (session === this.session && request === this.request && service === this.service) return this.key;
     this.service = service;
@@ -235,8 +234,8 @@ export class RequestKeys {
    * task's key as well as its request's. The last key is remembered, as of() does: a task's polls come
    * one after another.
    */
-  taskOf(span: SpanRecord): string | undefined {
-    const task = span.attributes[ATTR_MCP_TASK_ID];
+  taskOf(span: SpanRecord, scan: SpanScan = this.scanned(span)): string | undefined {
+    const task = scan.shown(I_TASK);
     if (typeof task !== 'string' || task === '') return undefined;
     const service = span.service || UNKNOWN_SERVICE;
     if (task === this.task && service === this.taskService) return this.taskKey;
@@ -251,21 +250,26 @@ export class RequestKeys {
    * 400 or more: a dead session's request), a listening stream's, or a refused GET; else undefined. Few
    * spans of healthy traffic are either: one listening stream per session.
    */
-  loopOf(span: SpanRecord): string | undefined {
-    const attrs = span.attributes;
-    const session = attrs[ATTR_MCP_SESSION_ID];
+  loopOf(span: SpanRecord, scan: SpanScan = this.scanned(span)): string | undefined {
+    const session = scan.session;
+    const listening = scan.shown(I_STREAM_KIND) === StreamKind.LISTENING;
     if (typeof session !== 'string' || session === '') {
       // A stateless server's listening stream: its client's re-opens.
-      if (attrs[ATTR_MCP_STREAM_KIND] !== StreamKind.LISTENING && span.name !== SPAN_LISTENING_REFUSED)
-        return undefined;
-      const client = listeningClientOf(attrs);
+      if (!listening && span.name !== SPAN_LISTENING_REFUSED) return undefined;
+      const client = listeningClientOf(span.attributes);
       return client === undefined ? undefined : clientKey(span.service || UNKNOWN_SERVICE, client);
     }
-    const status = attrs[ATTR_HTTP_RESPONSE_STATUS_CODE];
+    const status = scan.shown(I_STATUS);
     const refused = typeof status === 'number' && status >= 400;
-    if (!refused && attrs[ATTR_MCP_STREAM_KIND] !== StreamKind.LISTENING && span.name !== SPAN_LISTENING_REFUSED)
-      return undefined;
+    if (!refused && !listening && span.name !== SPAN_LISTENING_REFUSED) return undefined;
     return sessionKey(span.service || UNKNOWN_SERVICE, session);
+  }
+
+  /** The scan of a span given without one (the evidence passes its own, read once for the three keys). */
+  private readonly scan = new SpanScan();
+  private scanned(span: SpanRecord): SpanScan {
+    this.scan.read(span.attributes);
+    return this.scan;
   }
 
   private ofTrace(traceId: string): string | undefined {
@@ -300,13 +304,70 @@ export function timelineEvent(span: SpanRecord): TimelineEvent {
  * Which SHOWN attributes the span has (bit i: SHOWN[i]). The span's few keys are walked once: a lookup of
  * each shown name instead would mostly miss, and a missing key is the slowest lookup on these records.
  */
-export function shownMask(attrs: SpanRecord['attributes']): number {
+function shownMask(attrs: SpanRecord['attributes']): number {
   let present = 0;
   for (const key in attrs) {
     const index = SHOWN_INDEX.get(key);
     if (index !== undefined && attrs[key] !== undefined) present |= 1 << index;
   }
   return present;
+}
+
+/** SHOWN's indices of the attributes the evidence's keys read (RequestKeys). */
+const I_STREAM_KIND = SHOWN.indexOf(ATTR_MCP_STREAM_KIND);
+const I_METHOD = SHOWN.indexOf(ATTR_MCP_METHOD_NAME);
+const I_STATUS = SHOWN.indexOf(ATTR_HTTP_RESPONSE_STATUS_CODE);
+const I_TASK = SHOWN.indexOf(ATTR_MCP_TASK_ID);
+/** The two attributes the keys read that the timeline does not show, numbered after SHOWN's. */
+const ROLE_SESSION = SHOWN.length;
+const ROLE_REQUEST = SHOWN.length + 1;
+/** Every attribute the evidence reads, by its number: SHOWN's index, ROLE_SESSION or ROLE_REQUEST. */
+const ROLES = new Map<string, number>([
+  ...SHOWN_INDEX,
+  [ATTR_MCP_SESSION_ID, ROLE_SESSION],
+  [ATTR_JSONRPC_REQUEST_ID, ROLE_REQUEST],
+]);
+if (ROLES.size !== SHOWN.length + 2) throw new Error('the session and request id attributes must not be SHOWN');
+
+/**
+ * What the evidence reads of one span's attributes, in one walk over its keys (read): the shown ones'
+ * mask and values (as shownMask and the attributes themselves give them) and the session and request id.
+ * Reused span after span. Each attribute read by its name instead would be a lookup on records of many
+ * shapes (the generic, megamorphic path, and the slowest when the key is missing), several per span.
+ */
+export class SpanScan {
+  /** shownMask of the span's attributes. */
+  mask = 0;
+  /** The shown attributes' values by SHOWN's index; only those in mask are the span's. */
+  readonly values: (AttributeValue | undefined)[] = new Array<AttributeValue | undefined>(SHOWN.length).fill(undefined);
+  session: AttributeValue | undefined = undefined;
+  request: AttributeValue | undefined = undefined;
+
+  read(attrs: SpanRecord['attributes']): void {
+    const values = this.values;
+    let mask = 0;
+    let session: AttributeValue | undefined;
+    let request: AttributeValue | undefined;
+    for (const key in attrs) {
+      const role = ROLES.get(key);
+      if (role === undefined) continue;
+      const v = attrs[key];
+      if (v === undefined) continue;
+      if (role < ROLE_SESSION) {
+        mask |= 1 << role;
+        values[role] = v;
+      } else if (role === ROLE_SESSION) session = v;
+      else request = v;
+    }
+    this.mask = mask;
+    this.session = session;
+    this.request = request;
+  }
+
+  /** The span's value of SHOWN[index], undefined when it has none. */
+  shown(index: number): AttributeValue | undefined {
+    return (this.mask & (1 << index)) !== 0 ? this.values[index] : undefined;
+  }
 }
 
 export function eventType(name: string): EventType {
