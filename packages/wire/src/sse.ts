@@ -169,8 +169,6 @@ export class SseScanner {
   private nextIdMember = -1;
   private nextBackslash = -1;
   private nextMethodKey = -1;
-  /** Per push: the next NUL at or after the last id read (NONE_AHEAD: none left), for `idValue`. */
-  private nextNul = -1;
   private view: Buffer | undefined;
   /** The last event type: reused while it repeats, as it usually does. */
   private lastEventType = '';
@@ -302,7 +300,6 @@ export class SseScanner {
     this.nextIdMember = -1;
     this.nextBackslash = -1;
     this.nextMethodKey = -1;
-    this.nextNul = -1;
     // A CR ending the previous push may be the first half of a CRLF.
     if (this.skipLeadingLf) {
       this.skipLeadingLf = false;
@@ -628,20 +625,17 @@ export class SseScanner {
 
   /**
    * Reads an id field's value into `id` and its hash into `idHash`; an id holding NUL is ignored, as
-   * the spec says. An ASCII id is hashed from its bytes (the same hash as `hashOfId` of the string);
-   * any other is decoded, then hashed.
+   * the spec says. An ASCII id is hashed from its bytes in the loop that checks them (the same hash as
+   * `hashOfId` of the string); any other is decoded, then hashed.
    *
-   * The loop does nothing per byte but hash it and gather its bits: four bytes a turn, whether one is
-   * not ASCII told by the gathered bits after it, whether one is NUL by a native search of the push's
-   * text (once a push, usually none: `nextNul`). An id is read for every event, and a per-byte check in
-   * the loop cost as much again as the hash (ids are often 20 to 60 bytes).
+   * Four bytes a turn while they are ASCII and not NUL: an id is read for every event, ids are often 20
+   * to 60 bytes, and a typed array read and the loop's own test cost more than the hash of a byte.
    */
   private idValue(work: Uint8Array, text: string, base: number, start: number, end: number): void {
     // `| 0`: the offset basis as an int32 (the same bits), so that the hash stays a small integer
     // and the loop takes no heap number; the prime a local for the same reason.
     let hash = FNV_OFFSET | 0;
     const prime = FNV_PRIME;
-    let bits = 0;
     let i = base + start;
     const stop = base + end;
     for (; i + 4 <= stop; i += 4) {
@@ -649,27 +643,23 @@ export class SseScanner {
       const c1 = work[i + 1]!;
       const c2 = work[i + 2]!;
       const c3 = work[i + 3]!;
-      bits |= c0 | c1 | c2 | c3;
+      // One of them not ASCII or NUL: the loop below reads them one by one.
+      if ((c0 | c1 | c2 | c3) >= 0x80 || c0 === 0 || c1 === 0 || c2 === 0 || c3 === 0) break;
       hash = Math.imul(Math.imul(Math.imul(Math.imul(hash ^ c0, prime) ^ c1, prime) ^ c2, prime) ^ c3, prime);
     }
     for (; i < stop; i++) {
       const c = work[i]!;
-      bits |= c;
+      if (c >= 0x80) {
+        const value = this.fieldValue(work, text, base, start, end, true);
+        if (value === undefined) return;
+        this.hasId = true;
+        this.idText = value;
+        this.idHash = hashOfId(value);
+        return;
+      }
+      if (c === 0) return;
       hash = Math.imul(hash ^ c, prime);
     }
-    if (bits >= 0x80) {
-      const value = this.fieldValue(work, text, base, start, end, true);
-      if (value === undefined) return;
-      this.hasId = true;
-      this.idText = value;
-      this.idHash = hashOfId(value);
-      return;
-    }
-    if (this.nextNul < start) {
-      const at = text.indexOf('\0', start);
-      this.nextNul = at === -1 ? NONE_AHEAD : at;
-    }
-    if (this.nextNul < end) return;
     this.hasId = true;
     // Made text when read (`id`); a short one now, as a substring is cheap below V8's copy bound.
     this.idText = end - start < COPIED_SUBSTRING ? text.slice(start, end) : undefined;
