@@ -68,6 +68,22 @@ describe('CursorRing: where a cursor is placed (issue 37)', () => {
     expect(ring.get('evt-678010')).toBeUndefined();
   });
 
+  it("keeps handed-over bytes of every length, long ones copied whole or around the arena's end, and compares them", () => {
+    const ring = new CursorRing(6);
+    const a = stream('a');
+    const id = (n: number) => `${n}.`.padEnd(n, 'k');
+    // Lengths 2 to 70 (either side of the native copy's 16), written into an arena of 6 × 64 bytes
+    // many times over: some land across its end, byte by byte, the others in one copy.
+    for (let n = 2; n <= 70; n++) {
+      const bytes = Buffer.from(`data: ${id(n)}\n`);
+      ring.addBytes(hashOfId(id(n)), bytes, 6, 6 + n, a, n);
+    }
+    for (let n = 67; n <= 70; n++) expect(ring.positionOn(id(n), a)).toBe(n);
+    expect(ring.get(id(20))).toBeUndefined();
+    // A long id whose bytes differ from a placed one's in its last byte only is another id.
+    expect(ring.get(`${id(70).slice(0, -1)}j`)).toBeUndefined();
+  });
+
   it('places a cursor a server gave several events at the earliest of them on that stream', () => {
     const ring = new CursorRing(8);
     const a = stream('a');

@@ -25,4 +25,43 @@ describe('SseScanner id hash', () => {
       [undefined, 0],
     ]);
   });
+
+  it('reads ids of every length, and ignores one with NUL or hashes one not ASCII at any place in it', () => {
+    for (let length = 0; length <= 21; length++) {
+      const id = 'abcdefghijklmnopqrstuvwxyz'.slice(0, length);
+      expect(scanIds(`id: ${id}\ndata: x\n\n`)).toEqual([length === 0 ? ['', hashOfId('')] : [id, hashOfId(id)]]);
+      for (let at = 0; at < length; at++) {
+        const nul = `${id.slice(0, at)}\0${id.slice(at + 1)}`;
+        // The NUL line is ignored: the event keeps the id set before it in the same event.
+        expect(scanIds(`id: before\nid: ${nul}\ndata: x\n\n`)).toEqual([['before', hashOfId('before')]]);
+        const wide = `${id.slice(0, at)}é${id.slice(at + 1)}`;
+        expect(scanIds(`id: ${wide}\ndata: x\n\n`)).toEqual([[wide, hashOfId(wide)]]);
+      }
+    }
+  });
+
+  it('tells a NUL in an id from one elsewhere in the chunk (data, an earlier or a later event)', () => {
+    expect(
+      scanIds('data: a\0b\nid: one-long-id-0001\n\nid: two\0x\ndata: y\n\nid: three-long-id\ndata: \0\n\n'),
+    ).toEqual([
+      ['one-long-id-0001', hashOfId('one-long-id-0001')],
+      [undefined, 0],
+      ['three-long-id', hashOfId('three-long-id')],
+    ]);
+  });
+
+  it('reads the same ids and hashes whatever byte the chunks are split at', () => {
+    const text =
+      'id: b8d4ae80.1.0f6c3e2a-5b1d-4c8e-9a7f-3d2e1b0c9a8f\r\ndata: x\r\n\r\nid: n\0ul\rdata: y\r\rid: é-2\ndata: z\n\n';
+    const whole = scanIds(text);
+    expect(whole.map(([id]) => id)).toEqual(['b8d4ae80.1.0f6c3e2a-5b1d-4c8e-9a7f-3d2e1b0c9a8f', undefined, 'é-2']);
+    const bytes = new TextEncoder().encode(text);
+    for (let cut = 1; cut < bytes.length; cut++) {
+      const seen: Array<[string | undefined, number]> = [];
+      const scanner = new SseScanner({ event: (scan) => seen.push([scan.id, scan.idHash]) });
+      scanner.push(bytes.subarray(0, cut));
+      scanner.push(bytes.subarray(cut));
+      expect(seen).toEqual(whole);
+    }
+  });
 });

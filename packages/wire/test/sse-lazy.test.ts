@@ -72,6 +72,54 @@ describe("SseScanner's JSON-RPC pre-filter (internal to the wire observer)", () 
     }
   });
 
+  it('tells a "method" key followed by a colon, wherever the chunks split the data', () => {
+    const datas = [
+      '{"method":"notifications/progress","params":{}}',
+      '{"method" \t :"m"}',
+      '{"jsonrpc":"2.0","method":"notifications/progress"}',
+      '{"jsonrpc":"2.0", "method":"m"}',
+      '{"jsonrpc":"1.0","method":"m"}',
+      '{"jsonrpc":"2.0","methods":"m"}',
+      '{"method":1}',
+      '{"method"}',
+      '{"method" x:1,"y":2}',
+      '{"methodx":1}',
+      '{"jsonrpc":"2.0","params":{},"method":"m"}',
+      '{"method"',
+      '{"method',
+      '{ "method":"m"}',
+      '{"\\u006dethod":"m"}',
+      '{"params":{"a":"method"},"x":1}',
+    ];
+    // The reference: a `"method"` key followed by optional spaces or tabs and a colon, anywhere.
+    const expected = datas.map((data) => /"method"[ \t]*:/.test(data));
+    expect(expected).toEqual([
+      true,
+      true,
+      true,
+      true,
+      true,
+      false,
+      true,
+      false,
+      false,
+      false,
+      true,
+      false,
+      false,
+      true,
+      false,
+      false,
+    ]);
+    const text = datas.map((data) => `event: message\r\ndata: ${data}\r\n\r\n`).join('');
+    expect(scan([text]).map((e) => e.mayHoldMethod)).toEqual(expected);
+    for (let cut = 1; cut < text.length; cut++)
+      expect(
+        scan([text.slice(0, cut), text.slice(cut)]).map((e) => e.mayHoldMethod),
+        `cut at ${cut}`,
+      ).toEqual(expected);
+  });
+
   it('stays off the public event: SseParser reports plain event-stream fields', () => {
     const [event] = parse(['id: 1\ndata: {"jsonrpc":"2.0","id":1,"result":{}}\n\n']);
     expect(Object.keys(event!).filter((key) => key.startsWith('mayHold'))).toEqual([]);
