@@ -74,7 +74,9 @@ const BITS = new Map<string, number>([
 
 /** The marks of a record's attributes (see above); M_ALL for a null-prototype record. */
 export function attributeMarks(attrs: SpanRecord['attributes']): number {
-  if (Object.getPrototypeOf(attrs) === null) return M_ALL;
+  // `instanceof Object`: a null-prototype record is not one. Cheaper than Object.getPrototypeOf, which
+  // takes a runtime call on a record whose map the optimizing compiler has not seen (about 120 instructions).
+  if (!(attrs instanceof Object)) return M_ALL;
   let marks = 0;
   for (const key in attrs) {
     const bit = BITS.get(key);
