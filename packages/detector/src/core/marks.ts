@@ -53,7 +53,7 @@ export const M_DUPLICATE = 512;
 /** ATTR_MCP_GUARD_ACTION */
 export const M_GUARD = 1024;
 /** ATTR_MCP_RESUME_EVIDENCE */
-export const M_EVIDENCE = 2048;
+const M_EVIDENCE = 2048;
 /** Every bit: a record read directly (a dictionary), or a caller that has not looked. */
 export const M_ALL = 4095;
 
