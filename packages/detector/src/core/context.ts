@@ -91,8 +91,11 @@ export class RuleContext {
  * importState, and a new STATE_FORMAT. A family whose state may be lost on restart needs none of that.
  */
 export interface RuleFamily {
-  /** A request span (a client's or a server's, any MCP method), once: after it is counted and timed, before the client's given-up rules. */
-  request?(span: SpanRecord): void;
+  /**
+   * A request span (a client's or a server's, any MCP method), once: after it is counted and timed, before
+   * the client's given-up rules. `marks`: which rarely present attributes its record has (marks.ts).
+   */
+  request?(span: SpanRecord, marks: number): void;
   /** The detector's time moved to ctx.now: end what timed out; state last touched before `horizon` leaves. */
   advance?(horizon: number): void;
   /** End of input: what waits for a window is decided now. */

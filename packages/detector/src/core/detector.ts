@@ -32,6 +32,7 @@ import {
 } from '@resumewatch/semconv';
 import { RuleContext, type RuleFamily } from './context.js';
 import { IdSet } from './id-set.js';
+import { attributeMarks, M_ERROR, M_FATE, M_REISSUE_OF, M_STREAM_KIND, M_TASK, M_VERSION } from './marks.js';
 import { hexWord } from './ids.js';
 import { LostResults } from './lost.js';
 import { DEFAULT_DETECTOR_OPTIONS, type DetectorInit, type DetectorOptions } from './options.js';
@@ -155,11 +156,14 @@ export class Detector {
       return this.count(SpanReceivedResult.INVALID);
     }
     const attrs = span.attributes;
+    // Which of the rarely present attributes the record has, found once (marks.ts): the rules below read only those.
+    const marks = attributeMarks(attrs);
     const session = attrs[ATTR_MCP_SESSION_ID];
     const req = attrs[ATTR_JSONRPC_REQUEST_ID];
     const hasReq = typeof req === 'string' ? req.length > 0 : typeof req === 'number';
     // A resume of the listening stream is no request's resume, even if a replayed terminal named one.
-    const listening = type !== TERMINAL && attrs[ATTR_MCP_STREAM_KIND] === StreamKind.LISTENING;
+    const listening =
+      type !== TERMINAL && (marks & M_STREAM_KIND) !== 0 && attrs[ATTR_MCP_STREAM_KIND] === StreamKind.LISTENING;
     // A stateless server's listening stream names no session: the loops family keys it by its client.
     if (listening && type !== TERMINAL && (typeof session !== 'string' || session.length === 0))
       return this.sessionlessListening(span);
@@ -178,7 +182,7 @@ export class Detector {
     const service = span.service || UNKNOWN_SERVICE;
     let reattachEvicts = false;
     if (type === REATTACH) {
-      const status = statusOf(attrs);
+      const status = statusOf(attrs, marks);
       const accepted = attrs[ATTR_MCP_REATTACH_ACCEPTED];
       this.ctx.events?.reattach(service, typeof accepted === 'boolean' ? accepted : status >= 200 && status < 300);
       this.loops.reattach(span, session, listening);
@@ -189,7 +193,7 @@ export class Detector {
       this.loops.listeningResume(span, session);
       this.ctx.events?.listeningResume(
         service,
-        refusedByGuard(attrs) ? ResumeOutcome.ERROR : resumeOutcome(attrs, statusOf(attrs)),
+        refusedByGuard(attrs, marks) ? ResumeOutcome.ERROR : resumeOutcome(attrs, statusOf(attrs, marks)),
       );
       return this.count(SpanReceivedResult.ACCEPTED);
     }
@@ -200,9 +204,9 @@ export class Detector {
     );
     const now = this.ctx.now;
     this.table.seenAt(slot, span.endTimeUnixMs > now ? span.endTimeUnixMs : now);
-    if (type === TERMINAL) this.resumption.terminal(slot, span, hi, lo, time, service);
-    else if (type === RESUME) this.resumption.resume(slot, span, hi, lo, time, service);
-    else this.storms.attempt(slot, span, hi, lo, time, reattachEvicts);
+    if (type === TERMINAL) this.resumption.terminal(slot, span, hi, lo, time, service, marks);
+    else if (type === RESUME) this.resumption.resume(slot, span, hi, lo, time, service, marks);
+    else this.storms.attempt(slot, span, hi, lo, time, reattachEvicts, marks);
     return this.count(SpanReceivedResult.ACCEPTED);
   }
 
@@ -382,29 +386,33 @@ export class Detector {
    */
   private request(span: SpanRecord): void {
     const attrs = span.attributes;
+    // Which of the rarely present attributes the record has (marks.ts): most request spans have none of them.
+    const marks = attributeMarks(attrs);
     const events = this.ctx.events;
-    const version = attrs[ATTR_MCP_PROTOCOL_VERSION];
+    const version = (marks & M_VERSION) !== 0 ? attrs[ATTR_MCP_PROTOCOL_VERSION] : undefined;
     const era = protocolEra(version);
     if (era !== undefined && events) this.countEra(span, era, version as string);
-    const fate = attrs[ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION];
+    const fate = (marks & M_FATE) !== 0 ? attrs[ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION] : undefined;
     if (typeof fate === 'boolean') this.reissue.firstAttemptFate(span, fate);
     // The one check a span that concerns no task pays for the tasks family.
-    if (attrs[ATTR_MCP_TASK_ID] !== undefined && this.firstDelivery(span)) this.tasks.span(span);
+    if ((marks & M_TASK) !== 0 && attrs[ATTR_MCP_TASK_ID] !== undefined && this.firstDelivery(span))
+      this.tasks.span(span);
     // Once per request, at its end: nothing per SSE event, whatever the metrics make of it.
     if (events?.operation) {
       const op = this.operations.read(span, span.service || UNKNOWN_SERVICE);
       if (op) events.operation(op);
     }
-    // A family added beside the built-in ones sees every request span here (none of these has the hook).
+    // The families with a `request` hook (the loops family's) see every request span here.
     const others = this.requestFamilies;
-    for (let i = 0; i < others.length; i++) others[i]!.request!(span);
+    for (let i = 0; i < others.length; i++) others[i]!.request!(span, marks);
     if (span.kind !== SPAN_KIND_CLIENT) return;
-    const reissueOf = attrs[ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID];
+    const reissueOf = (marks & M_REISSUE_OF) !== 0 ? attrs[ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID] : undefined;
     // A Multi Round-Trip round carries the answer the server asked for: the same call going on, not a re-issue.
     if (typeof reissueOf === 'string' && attrs[ATTR_MCP_REQUEST_INPUT_ROUND] !== true) {
       this.reissue.reissued(span, reissueOf);
       this.tasks.reissue(span, reissueOf);
     }
+    if ((marks & M_ERROR) === 0) return;
     const error = attrs[ATTR_ERROR_TYPE];
     if (typeof error !== 'string') return;
     const recovery = attrs[ATTR_MCP_REQUEST_RECOVERY];

@@ -116,10 +116,10 @@ export class LoopFamily implements RuleFamily {
   }
 
   /** A request span: an answered `initialize` (a session started), or a refusal of its session. */
-  request(span: SpanRecord): void {
+  request(span: SpanRecord, marks: number): void {
     this.seen(span);
     const attrs = span.attributes;
-    const status = statusOf(attrs);
+    const status = statusOf(attrs, marks);
     const session = attrs[ATTR_MCP_SESSION_ID];
     if (attrs[ATTR_MCP_METHOD_NAME] === METHOD_INITIALIZE) return this.initialized(span, status, session);
     if (typeof session !== 'string' || session.length === 0 || session.length > MAX_SESSION_ID) return;

@@ -9,12 +9,15 @@ import {
   ResumeOutcome,
   resumeVerdict,
 } from '@resumewatch/semconv';
+import { M_ALL, M_GUARD, M_STATUS } from './marks.js';
 import { SPAN_KIND_SERVER, type SpanKindCode, type SpanRecord } from './types.js';
 
 const OUTCOMES = new Set<string>(Object.values(ResumeOutcome));
 /** OTLP span kind SERVER. */
 
-export function statusOf(attrs: SpanRecord['attributes']): number {
+/** The HTTP status, 0 when none; `marks` (marks.ts): the record's, when the caller has them. */
+export function statusOf(attrs: SpanRecord['attributes'], marks = M_ALL): number {
+  if ((marks & M_STATUS) === 0) return 0;
   const v = attrs[ATTR_HTTP_RESPONSE_STATUS_CODE];
   return typeof v === 'number' ? v : typeof v === 'string' ? Number(v) || 0 : 0;
 }
@@ -57,11 +60,11 @@ export function isEvidencedEmptyReplay(attrs: SpanRecord['attributes'], kind: Sp
 // application saw it) shows in the metrics, not in findings, so a protected client pages no one.
 
 /** The guard dropped this terminal: a duplicate of one the application already had. */
-export function droppedByGuard(attrs: SpanRecord['attributes']): boolean {
-  return attrs[ATTR_MCP_GUARD_ACTION] === GuardAction.DUPLICATE_TERMINAL_DROPPED;
+export function droppedByGuard(attrs: SpanRecord['attributes'], marks = M_ALL): boolean {
+  return (marks & M_GUARD) !== 0 && attrs[ATTR_MCP_GUARD_ACTION] === GuardAction.DUPLICATE_TERMINAL_DROPPED;
 }
 
 /** The guard refused this resume in the client: it never left the process, so it is no attempt. */
-export function refusedByGuard(attrs: SpanRecord['attributes']): boolean {
-  return attrs[ATTR_MCP_GUARD_ACTION] === GuardAction.RESUME_REFUSED;
+export function refusedByGuard(attrs: SpanRecord['attributes'], marks = M_ALL): boolean {
+  return (marks & M_GUARD) !== 0 && attrs[ATTR_MCP_GUARD_ACTION] === GuardAction.RESUME_REFUSED;
 }

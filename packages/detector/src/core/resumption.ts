@@ -12,6 +12,7 @@ import {
 } from '@resumewatch/semconv';
 import type { RuleContext } from './context.js';
 import { hash32 } from './ids.js';
+import { M_CONFLICT, M_DUPLICATE, M_FOREIGN } from './marks.js';
 import type { LostResults } from './lost.js';
 import { droppedByGuard, isEvidencedEmptyReplay, refusedByGuard, resumeOutcome, statusOf } from './outcome.js';
 import type { ReissueRules } from './reissue.js';
@@ -37,19 +38,19 @@ export class Resumption {
   ) {}
 
   /** A terminal (result or error) delivered to the application for the request. */
-  terminal(slot: number, span: SpanRecord, hi: number, lo: number, time: number, service: string): void {
+  terminal(slot: number, span: SpanRecord, hi: number, lo: number, time: number, service: string, marks: number): void {
     const table = this.ctx.table;
     const attrs = span.attributes;
-    const marks = terminalMarks(attrs);
-    const foreign = (marks & HAS_FOREIGN) !== 0 && attrs[ATTR_MCP_TERMINAL_FOREIGN] === true;
-    const conflict = (marks & HAS_CONFLICT) !== 0 && attrs[ATTR_MCP_TERMINAL_CONFLICT] === true;
+    // marks (marks.ts): a terminal's foreign, conflict and duplicate marks are missing on almost every terminal.
+    const foreign = (marks & M_FOREIGN) !== 0 && attrs[ATTR_MCP_TERMINAL_FOREIGN] === true;
+    const conflict = (marks & M_CONFLICT) !== 0 && attrs[ATTR_MCP_TERMINAL_CONFLICT] === true;
     // A server defect, guard or not: it never counts as the client's duplicate or resume after terminal.
     if (foreign || conflict) return this.defects.terminal(slot, span, time, foreign, conflict);
     const stream = attrs[ATTR_MCP_STREAM_ID];
     const streamHash = hash32(typeof stream === 'string' && stream.length > 0 ? stream : span.spanId);
     const hadTerminal = table.hasTerminal(slot);
-    if (hadTerminal && droppedByGuard(attrs)) return;
-    let markedDuplicate = (marks & HAS_DUPLICATE) !== 0 && attrs[ATTR_MCP_TERMINAL_DUPLICATE] === true;
+    if (hadTerminal && droppedByGuard(attrs, marks)) return;
+    let markedDuplicate = (marks & M_DUPLICATE) !== 0 && attrs[ATTR_MCP_TERMINAL_DUPLICATE] === true;
     if (markedDuplicate && table.foreignStream(slot) !== 0) {
       // The "first" terminal it duplicates was a foreign one: the server's defect, already reported.
       const first = attrs[ATTR_MCP_TERMINAL_FIRST_STREAM_ID];
@@ -85,16 +86,16 @@ export class Resumption {
   }
 
   /** A resume (GET with Last-Event-ID) of the request's stream. */
-  resume(slot: number, span: SpanRecord, hi: number, lo: number, time: number, service: string): void {
+  resume(slot: number, span: SpanRecord, hi: number, lo: number, time: number, service: string, marks: number): void {
     const ctx = this.ctx;
     const table = ctx.table;
     table.ensureCold(slot);
     const attrs = span.attributes;
-    if (refusedByGuard(attrs)) {
+    if (refusedByGuard(attrs, marks)) {
       ctx.events?.resume(service, ResumeOutcome.ERROR);
       return;
     }
-    const status = statusOf(attrs);
+    const status = statusOf(attrs, marks);
     const outcome = resumeOutcome(attrs, status);
     ctx.events?.resume(service, outcome);
     const observed = attrs[ATTR_MCP_REQUEST_TERMINAL_OBSERVED] === true;
@@ -133,7 +134,7 @@ export class Resumption {
       if (outcome === ResumeOutcome.EMPTY_REPLAY) this.emptyReplay(slot, span, time, status);
       else this.cursorLost(slot, span, hi, lo, time, outcome, status);
     }
-    this.storms.attempt(slot, span, hi, lo, time, isFailedResumptionOutcome(outcome));
+    this.storms.attempt(slot, span, hi, lo, time, isFailedResumptionOutcome(outcome), marks);
   }
 
   /**
@@ -257,30 +258,4 @@ export class Resumption {
       },
     );
   }
-}
-
-const HAS_FOREIGN = 1;
-const HAS_CONFLICT = 2;
-const HAS_DUPLICATE = 4;
-
-const HAS_ALL = HAS_FOREIGN | HAS_CONFLICT | HAS_DUPLICATE;
-
-/**
- * Which of a terminal's rarely present attributes its record may have (a clear bit: certainly absent),
- * in one pass over its keys. On the `{}` records the doors build, a lookup of a missing key is V8's
- * slowest property access (megamorphic, and it walks on to Object.prototype), and these three are
- * missing on almost every terminal: one enumeration of the record's few keys, compared by pointer,
- * costs far less than three missed lookups. A null-prototype record is a dictionary, where a missed
- * lookup is cheap and enumeration is not: it is read directly. Records are plain data (every key
- * enumerable); the caller still reads each value whose bit is set.
- */
-function terminalMarks(attrs: SpanRecord['attributes']): number {
-  if (Object.getPrototypeOf(attrs) === null) return HAS_ALL;
-  let marks = 0;
-  for (const key in attrs) {
-    if (key === ATTR_MCP_TERMINAL_FOREIGN) marks |= HAS_FOREIGN;
-    else if (key === ATTR_MCP_TERMINAL_CONFLICT) marks |= HAS_CONFLICT;
-    else if (key === ATTR_MCP_TERMINAL_DUPLICATE) marks |= HAS_DUPLICATE;
-  }
-  return marks;
 }

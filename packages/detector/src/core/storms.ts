@@ -2,6 +2,7 @@ import { ATTR_MCP_STREAM_ID, FindingKind, FindingRecord, StormEnd } from '@resum
 import { uniq, type RuleContext, type RuleFamily } from './context.js';
 import { IdSet } from './id-set.js';
 import { hash32 } from './ids.js';
+import { M_ALL } from './marks.js';
 import { refusedByGuard } from './outcome.js';
 import { NO_SLOT } from './slots.js';
 import type { ForcedStormEnd } from './table.js';
@@ -32,8 +33,8 @@ export class Storms implements RuleFamily {
    * new streams, so the two spans of one GET count once. `evicts`: the server answered 400/404/409, so
    * the session (and the storm, if this episode is one) ends with this attempt.
    */
-  attempt(slot: number, span: SpanRecord, hi: number, lo: number, time: number, evicts: boolean): void {
-    if (refusedByGuard(span.attributes)) return;
+  attempt(slot: number, span: SpanRecord, hi: number, lo: number, time: number, evicts: boolean, marks = M_ALL): void {
+    if (refusedByGuard(span.attributes, marks)) return;
     const table = this.ctx.table;
     table.ensureCold(slot);
     const stream = span.attributes[ATTR_MCP_STREAM_ID];

@@ -30,8 +30,8 @@ export interface SpanRecord {
   /**
    * The span's attributes by key, as plain data (every key enumerable). Their shape matters to the
    * core's speed: on `{}` records built key by key V8's lookups are megamorphic and slowest for a
-   * missing key, so the core finds a terminal's rarely present attributes in one pass over its keys
-   * (terminalMarks); a null-prototype record (Object.create(null), a dictionary in V8) answers any
+   * missing key, so the core finds a span's rarely present attributes in one pass over its keys
+   * (marks.ts) and reads only those; a null-prototype record (Object.create(null), a dictionary in V8) answers any
    * lookup in one probe and is read directly. docs/benchmarks.md measures both shapes.
    */
   attributes: Readonly<Record<string, AttributeValue | undefined>>;

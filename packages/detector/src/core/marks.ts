@@ -1,0 +1,86 @@
+import {
+  ATTR_ERROR_TYPE,
+  ATTR_HTTP_RESPONSE_STATUS_CODE,
+  ATTR_MCP_GUARD_ACTION,
+  ATTR_MCP_PROTOCOL_VERSION,
+  ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION,
+  ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID,
+  ATTR_MCP_RESUME_EVIDENCE,
+  ATTR_MCP_STREAM_KIND,
+  ATTR_MCP_TASK_ID,
+  ATTR_MCP_TERMINAL_CONFLICT,
+  ATTR_MCP_TERMINAL_DUPLICATE,
+  ATTR_MCP_TERMINAL_FOREIGN,
+} from '@resumewatch/semconv';
+import type { SpanRecord } from './types.js';
+
+/*
+ * Which of the attributes the core reads but most spans lack a record may have: one bit each (a clear
+ * bit: certainly absent), found in one pass over the record's keys, so that the rules read only the keys
+ * that are there.
+ *
+ * Why: on the `{}` records the doors build, a lookup of a missing key is V8's slowest property access.
+ * The load is megamorphic (records of many shapes), a present key is found in the record's own
+ * descriptors, but a missing one is looked for in the stub cache (keyed by the record's map) and then
+ * along the prototype chain; a record whose map is new to the cache (a record built by a spread, or of a
+ * shape not seen lately) takes a runtime call that builds a handler for each missing key (measured: about
+ * 1,400 instructions a miss, six misses on each request span of the core benchmark). Enumerating the few
+ * keys a record has and looking each up in one Map costs far less. A null-prototype record is a
+ * dictionary, where a missed lookup is one hash probe and enumeration is not cheap: it is read directly
+ * (every bit set). Records are plain data (every key enumerable, nothing on the prototype by these names).
+ */
+
+/** ATTR_HTTP_RESPONSE_STATUS_CODE */
+export const M_STATUS = 1;
+/** ATTR_MCP_PROTOCOL_VERSION */
+export const M_VERSION = 2;
+/** ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION */
+export const M_FATE = 4;
+/** ATTR_MCP_TASK_ID */
+export const M_TASK = 8;
+/** ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID */
+export const M_REISSUE_OF = 16;
+/** ATTR_ERROR_TYPE */
+export const M_ERROR = 32;
+/** ATTR_MCP_STREAM_KIND */
+export const M_STREAM_KIND = 64;
+/** ATTR_MCP_TERMINAL_FOREIGN */
+export const M_FOREIGN = 128;
+/** ATTR_MCP_TERMINAL_CONFLICT */
+export const M_CONFLICT = 256;
+/** ATTR_MCP_TERMINAL_DUPLICATE */
+export const M_DUPLICATE = 512;
+/** ATTR_MCP_GUARD_ACTION */
+export const M_GUARD = 1024;
+/** ATTR_MCP_RESUME_EVIDENCE */
+const M_EVIDENCE = 2048;
+/** Every bit: a record read directly (a dictionary), or a caller that has not looked. */
+export const M_ALL = 4095;
+
+const BITS = new Map<string, number>([
+  [ATTR_HTTP_RESPONSE_STATUS_CODE, M_STATUS],
+  [ATTR_MCP_PROTOCOL_VERSION, M_VERSION],
+  [ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION, M_FATE],
+  [ATTR_MCP_TASK_ID, M_TASK],
+  [ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID, M_REISSUE_OF],
+  [ATTR_ERROR_TYPE, M_ERROR],
+  [ATTR_MCP_STREAM_KIND, M_STREAM_KIND],
+  [ATTR_MCP_TERMINAL_FOREIGN, M_FOREIGN],
+  [ATTR_MCP_TERMINAL_CONFLICT, M_CONFLICT],
+  [ATTR_MCP_TERMINAL_DUPLICATE, M_DUPLICATE],
+  [ATTR_MCP_GUARD_ACTION, M_GUARD],
+  [ATTR_MCP_RESUME_EVIDENCE, M_EVIDENCE],
+]);
+
+/** The marks of a record's attributes (see above); M_ALL for a null-prototype record. */
+export function attributeMarks(attrs: SpanRecord['attributes']): number {
+  // `instanceof Object`: a null-prototype record is not one. Cheaper than Object.getPrototypeOf, which
+  // takes a runtime call on a record whose map the optimizing compiler has not seen (about 120 instructions).
+  if (!(attrs instanceof Object)) return M_ALL;
+  let marks = 0;
+  for (const key in attrs) {
+    const bit = BITS.get(key);
+    if (bit !== undefined) marks |= bit;
+  }
+  return marks;
+}
