@@ -24,7 +24,7 @@ import type { SpanRecord } from './types.js';
  * descriptors, but a missing one is looked for in the stub cache (keyed by the record's map) and then
  * along the prototype chain; a record whose map is new to the cache (a record built by a spread, or of a
  * shape not seen lately) takes a runtime call that builds a handler for each missing key (measured: about
- * 1,400 instructions a miss, six misses on each request span of the core benchmark). Enumerating the few
+ * 2,000 instructions a miss, six misses on each request span of the core benchmark). Enumerating the few
  * keys a record has and looking each up in one Map costs far less. A null-prototype record is a
  * dictionary, where a missed lookup is one hash probe and enumeration is not cheap: it is read directly
  * (every bit set). Records are plain data (every key enumerable, nothing on the prototype by these names).
