@@ -31,11 +31,28 @@ export function pushForwardingHeaders(
   peer: string | undefined,
 ): void {
   const host = req.headers.host;
-  // RFC 7239: an IPv6 node in brackets (then quoted); `unknown` when the peer is not known.
-  const node = peer === undefined ? 'unknown' : isIP(peer) === 6 ? `[${peer}]` : peer;
-  const forwarded = `${host !== undefined ? `host=${value(host)};` : ''}proto=${PROTO};for=${value(node)}`;
-  headers.push(['forwarded', forwarded]);
+  headers.push(['forwarded', forwardedValue(host, peer)]);
   if (host !== undefined) headers.push(['x-forwarded-host', host]);
   headers.push(['x-forwarded-proto', PROTO]);
   if (peer !== undefined) headers.push(['x-forwarded-for', peer]);
+}
+
+/** The last `Forwarded` value made, by the Host and address it was made of: a client's requests repeat both. */
+let last: { host: string | undefined; peer: string | undefined; value: string } = {
+  host: undefined,
+  peer: undefined,
+  value: 'proto=http;for=unknown',
+};
+
+/**
+ * The `Forwarded` value for a request to `host` from `peer`: the last one again when both are the same
+ * (two comparisons, where making it takes two regular expressions, an address parse and four strings).
+ */
+function forwardedValue(host: string | undefined, peer: string | undefined): string {
+  if (host === last.host && peer === last.peer) return last.value;
+  // RFC 7239: an IPv6 node in brackets (then quoted); `unknown` when the peer is not known.
+  const node = peer === undefined ? 'unknown' : isIP(peer) === 6 ? `[${peer}]` : peer;
+  const made = `${host !== undefined ? `host=${value(host)};` : ''}proto=${PROTO};for=${value(node)}`;
+  last = { host, peer, value: made };
+  return made;
 }

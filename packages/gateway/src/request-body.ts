@@ -65,10 +65,12 @@ export function readBody(
     const onClose = (): void => {
       if (!req.complete) settle({ gone: true });
     };
+    // `on`, not `once`: `settle` runs once and takes every listener off; a `once` would make a wrapper,
+    // its state and a bound function for each, on every request.
     req.on('data', onData);
-    req.once('end', onEnd);
-    req.once('error', onError);
-    req.once('close', onClose);
+    req.on('end', onEnd);
+    req.on('error', onError);
+    req.on('close', onClose);
   });
 }
 

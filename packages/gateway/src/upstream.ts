@@ -108,7 +108,7 @@ export class UpstreamTargets {
 interface Retry {
   target: UpstreamTarget;
   request: UpstreamRequest;
-  headers: OutgoingHttpHeaders;
+  headers: OutgoingHttpHeaders | string[];
 }
 
 /**
@@ -137,13 +137,13 @@ export class UpstreamClient {
   send(url: URL | UpstreamTarget, request: UpstreamRequest): Promise<IncomingMessage> {
     const target =
       url instanceof URL ? { href: url.href, https: url.protocol === 'https:', options: urlToHttpOptions(url) } : url;
-    return this.exchange(target, request, joinRepeated(request.headers), false);
+    return this.exchange(target, request, headerLines(request.headers, target.options.auth === undefined), false);
   }
 
   private exchange(
     target: UpstreamTarget,
     request: UpstreamRequest,
-    headers: OutgoingHttpHeaders,
+    headers: OutgoingHttpHeaders | string[],
     again: boolean,
   ): Promise<IncomingMessage> {
     const https = target.https;
@@ -278,17 +278,39 @@ function dropHeaderLines(req: ClientRequest): void {
  * matched in any case and spelled as on its first line. `Cookie` lines are joined with "; ", the one
  * separator its grammar allows (RFC 6265 5.4, as RFC 9113 8.2.3 joins HTTP/2's split cookies), every
  * other field with ", " (RFC 9110 5.3).
+ *
+ * As a flat list (`rawHeaders`' shape) when `asList` and the lines carry a Content-Length: Node's client
+ * then writes them as they are, in order, without a `setHeader` (a validation, a lower-casing and a
+ * by-name entry) for each. The same head either way: with a length Node adds no framing of its own, and
+ * the caller has no credentials for Node to add (`auth`, which Node reads only from an object's lines). A
+ * request without a length (a GET) takes the object, where Node frames an empty body as it always did.
  */
-function joinRepeated(lines: readonly [string, string][]): OutgoingHttpHeaders {
-  const headers: OutgoingHttpHeaders = {};
-  const spelled = new Map<string, string>();
+/** Header lines up to which a repeated name is looked for along the list (`headerLines`). */
+const MAX_SCANNED_LINES = 32;
+
+function headerLines(lines: readonly [string, string][], asList: boolean): OutgoingHttpHeaders | string[] {
+  const lower: string[] = [];
+  // A repeated name found by a look along the few names so far; among many (Node takes up to 2,000
+  // lines), by a map, so that a hostile request's cost stays linear in its lines.
+  const many = lines.length > MAX_SCANNED_LINES ? new Map<string, number>() : undefined;
+  const joined: [string, string][] = [];
+  let length = false;
   for (const [name, value] of lines) {
-    const lower = name.toLowerCase();
-    const first = spelled.get(lower);
-    if (first === undefined) {
-      spelled.set(lower, name);
-      headers[name] = value;
-    } else headers[first] = `${String(headers[first])}${lower === 'cookie' ? '; ' : ', '}${value}`;
+    const key = name.toLowerCase();
+    const at = many === undefined ? lower.indexOf(key) : (many.get(key) ?? -1);
+    if (at === -1) {
+      many?.set(key, lower.length);
+      lower.push(key);
+      joined.push([name, value]);
+      if (key === 'content-length') length = true;
+    } else joined[at]![1] = `${joined[at]![1]}${key === 'cookie' ? '; ' : ', '}${value}`;
   }
+  if (asList && length) {
+    const list: string[] = [];
+    for (const [name, value] of joined) list.push(name, value);
+    return list;
+  }
+  const headers: OutgoingHttpHeaders = {};
+  for (const [name, value] of joined) headers[name] = value;
   return headers;
 }

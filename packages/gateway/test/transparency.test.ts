@@ -60,6 +60,41 @@ describe('gateway transparency', () => {
     expect(h['connection'] ?? 'keep-alive').toBe('keep-alive'); // the gateway's own connection, if any
   });
 
+  it('joins a repeated request field into one line, Cookie with "; ", spelled as first sent, in the order sent', async () => {
+    const { upstream, endpoint } = await rig((_req, res) => res.writeHead(200).end());
+    // Each header line as the client wrote it: the same fields as Node's client sends them, and names
+    // that differ only in case (a repeat all the same).
+    const exchange = await rawExchange(
+      endpoint,
+      [
+        'POST /mcp HTTP/1.1',
+        'Host: 127.0.0.1',
+        'X-First: 1',
+        'Cookie: a=1',
+        'x-multi: one',
+        'X-Multi: two',
+        'cookie: b=2',
+        'X-Last: z',
+        'Content-Length: 2',
+        'Connection: close',
+        '',
+        '{}',
+      ].join('\r\n'),
+    );
+    expect(exchange).toMatch(/^HTTP\/1\.1 200/);
+    const raw = upstream.seen[0]!.rawHeaders;
+    const names = raw.filter((_, i) => i % 2 === 0);
+    expect(names.filter((n) => /^(x-first|cookie|x-multi|x-last)$/i.test(n))).toEqual([
+      'X-First',
+      'Cookie',
+      'x-multi',
+      'X-Last',
+    ]);
+    expect(headerLines(raw, 'cookie')).toEqual(['a=1; b=2']);
+    expect(headerLines(raw, 'x-multi')).toEqual(['one, two']);
+    expect(headerLines(raw, 'content-length')).toEqual(['2']);
+  });
+
   it('passes status, reason, end-to-end response headers (each Set-Cookie line) and odd body bytes unchanged', async () => {
     const { endpoint } = await rig((_req, res) => {
       res.statusMessage = 'Custom Reason';
