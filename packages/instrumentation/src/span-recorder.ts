@@ -765,7 +765,6 @@ export class SpanRecorder implements WireListener {
     }
   }
 
-  /** The client deleted the session: its open requests end, and the silent resumes of them. */
   /**
    * The client deleted the session: its listening streams still open end because of it (the server closes
    * a deleted session's streams, whenever that comes), so their end is no refusal (listeningEnded). The
@@ -779,6 +778,7 @@ export class SpanRecorder implements WireListener {
     }
   }
 
+  /** The client deleted the session: its open requests end, and the silent resumes of them. */
   private sessionEnded(sessionId: string): void {
     const open = this.openBySession.get(sessionId);
     if (open) for (const state of [...open]) this.endRequest(state, ErrorType.ABORTED);

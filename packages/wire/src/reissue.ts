@@ -75,27 +75,16 @@ function inCanonicalOrder(value: unknown, depth: number): boolean {
   return true;
 }
 
+type OneShotHash = (algorithm: string, data: string, encoding: 'hex' | 'buffer') => string | Buffer;
+const oneShot = (crypto as { hash?: OneShotHash }).hash;
+
 /** SHA-256 of a text, hex: the one-shot `crypto.hash` where Node has it (20.12 and later), else a Hash. */
-const sha256Hex: (text: string) => string =
-  typeof (crypto as { hash?: unknown }).hash === 'function'
-    ? (text) =>
-        (crypto as unknown as { hash(algorithm: string, data: string, encoding: 'hex'): string }).hash(
-          'sha256',
-          text,
-          'hex',
-        )
-    : (text) => createHash('sha256').update(text).digest('hex');
+const sha256Hex = (text: string): string =>
+  oneShot ? (oneShot('sha256', text, 'hex') as string) : createHash('sha256').update(text).digest('hex');
 
 /** SHA-256 of a text, its bytes: the one-shot `crypto.hash` where Node has it, else a Hash. */
-const sha256Bytes: (text: string) => Buffer =
-  typeof (crypto as { hash?: unknown }).hash === 'function'
-    ? (text) =>
-        (crypto as unknown as { hash(algorithm: string, data: string, encoding: 'buffer'): Buffer }).hash(
-          'sha256',
-          text,
-          'buffer',
-        )
-    : (text) => createHash('sha256').update(text).digest();
+const sha256Bytes = (text: string): Buffer =>
+  oneShot ? (oneShot('sha256', text, 'buffer') as Buffer) : createHash('sha256').update(text).digest();
 
 /** Characters of canonical text gathered before they are fed to the hash (the slow path's memory bound). */
 const HASH_PART_CHARS = 16_384;
