@@ -110,7 +110,12 @@ if (SHOWN.length > 31) throw new Error('timelineEvent marks the shown attributes
  * parts length-prefixed, so that no two triples give one key; made for every span the daemon accepts.
  */
 function requestKey(service: string, session: string, request: string): string {
-  return `${service.length}:${service}${session.length}:${session}${request}`;
+  return requestKeyPrefix(service, session) + request;
+}
+
+/** requestKey's (service, session) part, which RequestKeys keeps while a session's requests follow. */
+function requestKeyPrefix(service: string, session: string): string {
+  return `${service.length}:${service}${session.length}:${session}`;
 }
 
 /**
@@ -203,6 +208,8 @@ export class RequestKeys {
   private session = '';
   private request: string | number = '';
   private key = '';
+  /** requestKeyPrefix(service, session): a session's next request's key is this and its id. */
+  private prefix = '';
   private trace = '';
   private traceKey = '';
   private taskService = '';
@@ -221,11 +228,13 @@ export class RequestKeys {
     if (request === '') return undefined;
     if (span.name !== SPAN_REQUEST_TERMINAL && scan.shown(I_STREAM_KIND) === StreamKind.LISTENING) return undefined;
     const service = span.service || UNKNOWN_SERVICE;
-    if (session === this.session && request === this.request && service === this.service) return this.key;
-    this.service = service;
-    this.session = session;
+    if (session !== this.session || service !== this.service) {
+      this.service = service;
+      this.session = session;
+      this.prefix = requestKeyPrefix(service, session);
+    } else if (request === this.request) return this.key;
     this.request = request;
-    this.key = requestKey(service, session, typeof request === 'string' ? request : String(request));
+    this.key = this.prefix + (typeof request === 'string' ? request : String(request));
     return this.key;
   }
 
