@@ -1,3 +1,5 @@
+import { Buffer } from 'node:buffer';
+
 import { FNV_OFFSET, FNV_PRIME, ID_HASH_MASK, hashOfId } from './id-hash.js';
 import { holdShape } from './shapes.js';
 
@@ -709,9 +711,13 @@ export class SseScanner {
 }
 
 interface Latin1Sliced {
-  latin1Slice?(start: number, end: number): string;
+  latin1Slice?(this: Buffer, start: number, end: number): string;
 }
-const LATIN1_SLICE = typeof (Buffer.prototype as Latin1Sliced).latin1Slice === 'function';
+/**
+ * Node's latin1 decoder, looked up once: a look-up on each chunk's view went up its prototype chain
+ * by the generic inline cache.
+ */
+const LATIN1_SLICE = (Buffer.prototype as Latin1Sliced).latin1Slice;
 
 /**
  * `view.toString('latin1', start, end)` (`start <= end <= view.length`), by the decoder that toString
@@ -721,7 +727,7 @@ const LATIN1_SLICE = typeof (Buffer.prototype as Latin1Sliced).latin1Slice === '
  * used where it is missing.
  */
 function latin1(view: Buffer, start: number, end: number): string {
-  return LATIN1_SLICE ? (view as Latin1Sliced).latin1Slice!(start, end) : view.toString('latin1', start, end);
+  return LATIN1_SLICE !== undefined ? LATIN1_SLICE.call(view, start, end) : view.toString('latin1', start, end);
 }
 
 /**
