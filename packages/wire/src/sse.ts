@@ -310,7 +310,9 @@ export class SseScanner {
     if (nextCr === -1) {
       // No CR in the text, the usual case: lines end at LF only.
       while (pos < textLength) {
-        const end = text.indexOf('\n', searchFrom > pos ? searchFrom : pos);
+        const from = searchFrom > pos ? searchFrom : pos;
+        // The blank line that ends an event is told by its byte: a native search costs about five times as much.
+        const end = work[base + from] === LF ? from : text.indexOf('\n', from);
         if (end === -1) {
           searchFrom = textLength;
           break;
