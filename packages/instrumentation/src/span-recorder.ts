@@ -196,7 +196,6 @@ interface Attempt {
   terminalObserved: boolean;
   responseTime: number | undefined;
   status: number | undefined;
-  streamId: string | undefined;
   /** The request's stream or the session's listening stream; undefined when the cursor could not be placed. */
   kind: StreamKind | undefined;
   /** The verdict, once taken: a continuation waits here for the terminal or the stream's end. */
@@ -206,7 +205,10 @@ interface Attempt {
   /** A terminal of a request the stream carries had arrived on it when the span was emitted. */
   replayedTerminal: boolean;
   timer: ReturnType<typeof setTimeout> | undefined;
-  /** The stream the server answered with (its `retry:`, for a listening stream's spans). */
+  /**
+   * The stream the server answered with (its `retry:`, for a listening stream's spans; its id is the
+   * spans' ATTR_MCP_STREAM_ID, made when a span is: an open listening stream's attempt keeps no string).
+   */
   stream: StreamRecord | undefined;
   /**
    * A listening stream's client sent its session's DELETE while the stream was open: a server that ends
@@ -837,7 +839,6 @@ export class SpanRecorder implements WireListener {
       terminalObserved: !listening && (resume?.terminalObserved ?? false),
       responseTime: undefined,
       status: undefined,
-      streamId: undefined,
       kind,
       verdict: undefined,
       events: 0,
@@ -860,7 +861,6 @@ export class SpanRecorder implements WireListener {
     attempt.timer = undefined;
     attempt.responseTime = nowMs();
     attempt.status = res.status;
-    attempt.streamId = res.stream ? this.streamId(res.stream) : this.responseId(attempt.req);
     attempt.stream = res.stream;
     if (res.stream && attempt.req.resume) attempt.kind = res.stream.kind ?? attempt.kind;
     const ok = res.status >= 200 && res.status < 300;
@@ -1008,7 +1008,7 @@ export class SpanRecorder implements WireListener {
     const { req, concerned } = attempt;
     const base: Attributes = {
       [ATTR_HTTP_REQUEST_METHOD]: req.httpMethod,
-      [ATTR_MCP_STREAM_ID]: attempt.streamId ?? this.responseId(req),
+      [ATTR_MCP_STREAM_ID]: attempt.stream ? this.streamId(attempt.stream) : this.responseId(req),
     };
     if (req.sessionId !== undefined) base[ATTR_MCP_SESSION_ID] = req.sessionId;
     if (req.protocolVersion !== undefined) base[ATTR_MCP_PROTOCOL_VERSION] = req.protocolVersion;

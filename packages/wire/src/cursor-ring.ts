@@ -65,6 +65,12 @@ export class CursorRing implements CursorMemory {
    * session kept for an hour would keep alive whole.
    */
   private arena: Uint8Array = EMPTY;
+  /**
+   * The arena's size as the ring counts it (`slots × 64` bytes): where writes wrap and which ids are
+   * overwritten. `arena` itself may be shorter while the ids written so far fit (it grows to this size
+   * as they come), so that a session of a few short ids does not hold the bytes of 64 each.
+   */
+  private arenaSize = 0;
   private arenaNext = 0;
   /** Deliveries held: they fill slots 0..count-1 in order until the cap, then the ring wraps at `next`. */
   private count = 0;
@@ -108,12 +114,12 @@ export class CursorRing implements CursorMemory {
       const i = (this.next - k + n) % n;
       const length = this.slots[i * SLOT + TEXT_LENGTH] as number;
       if (length > 0) used += length;
-      if (length < 0 || used > this.arena.length) continue;
+      if (length < 0 || used > this.arenaSize) continue;
       const bytes = new Uint8Array(length);
       for (
         let b = 0, at = this.slots[i * SLOT + TEXT_START] as number;
         b < length;
-        b++, at = at + 1 === this.arena.length ? 0 : at + 1
+        b++, at = at + 1 === this.arenaSize ? 0 : at + 1
       )
         bytes[b] = this.arena[at]!;
       texts[n - k] = Buffer.from(bytes).toString('utf8');
@@ -159,12 +165,12 @@ export class CursorRing implements CursorMemory {
       const bytes = Buffer.from(id, 'utf8');
       return this.keep(i, bytes, 0, bytes.length);
     }
-    if (length > this.arena.length) return this.unkept(i);
+    if (length > this.arenaSize) return this.unkept(i);
     let at = this.arenaNext;
-    const arena = this.arena;
+    const arena = this.room(at + length);
     for (let k = 0; k < length; k++) {
       arena[at] = id.charCodeAt(k);
-      if (++at === arena.length) at = 0;
+      if (++at === this.arenaSize) at = 0;
     }
     this.kept(i, length);
   }
@@ -244,7 +250,7 @@ export class CursorRing implements CursorMemory {
   private scan(hash: number, id: Uint8Array, visit: (slot: number, verified: boolean) => void): void {
     const n = this.count;
     const arena = this.arena;
-    const capacity = arena.length;
+    const capacity = this.arenaSize;
     /** Bytes kept by the deliveries newer than this one and this one: past the arena's size, overwritten. */
     let used = 0;
     for (let k = 1; k <= n; k++) {
@@ -310,9 +316,9 @@ export class CursorRing implements CursorMemory {
   /** Keeps `bytes[start, end)` as slot `i`'s text (not when longer than MAX_KEPT_ID_BYTES or the arena). */
   private keep(i: number, bytes: Uint8Array, start: number, end: number): void {
     const length = end - start;
-    const arena = this.arena;
-    if (length > MAX_KEPT_ID_BYTES || length > arena.length) return this.unkept(i);
+    if (length > MAX_KEPT_ID_BYTES || length > this.arenaSize) return this.unkept(i);
     let at = this.arenaNext;
+    const arena = this.room(at + length);
     if (length >= NATIVE_COPY_BYTES && at + length <= arena.length) {
       // Every event's id is kept: a long one is copied natively (a view and a memmove cost about as
       // much as 12 bytes copied one by one here, and ids are often 20 to 60 bytes).
@@ -320,7 +326,7 @@ export class CursorRing implements CursorMemory {
     } else
       for (let b = start; b < end; b++) {
         arena[at] = bytes[b]!;
-        if (++at === arena.length) at = 0;
+        if (++at === this.arenaSize) at = 0;
       }
     this.kept(i, length);
   }
@@ -329,7 +335,21 @@ export class CursorRing implements CursorMemory {
   private kept(i: number, length: number): void {
     this.slots[i * SLOT + TEXT_START] = this.arenaNext;
     this.slots[i * SLOT + TEXT_LENGTH] = length;
-    this.arenaNext = (this.arenaNext + length) % this.arena.length;
+    this.arenaNext = (this.arenaNext + length) % this.arenaSize;
+  }
+
+  /**
+   * The arena, long enough for a write that ends at `end` (past `arenaSize`: it wraps, so the whole
+   * arena). It grows by half again, in 64-byte steps: a few copies while a session's first ids come,
+   * none once it has reached `arenaSize`.
+   */
+  private room(end: number): Uint8Array {
+    const old = this.arena;
+    if (end <= old.length || old.length === this.arenaSize) return old;
+    const size = Math.max(end, old.length + (old.length >> 1));
+    const arena = new Uint8Array(Math.min(this.arenaSize, roundUp(size)));
+    arena.set(old);
+    return (this.arena = arena);
   }
 
   private unkept(i: number): void {
@@ -338,7 +358,8 @@ export class CursorRing implements CursorMemory {
   }
 
   /**
-   * Room for more deliveries: 4 slots, then doubling up to the cap, and 64 arena bytes a slot. An
+   * Room for more deliveries: 4 slots, then doubling up to the cap, and 64 arena bytes a slot (counted:
+   * the arena allocated holds the ids copied and one more of that size, and grows as they come). An
    * array's own growth (half again plus 16 slots) would give a session that saw a handful of events 17
    * slots in each array. The ring has not wrapped yet (it grows only below the cap): slots 0..count-1
    * are in order, and the ids still in the arena (the latest that fit) are copied to the new one.
@@ -346,17 +367,20 @@ export class CursorRing implements CursorMemory {
   private grow(): void {
     const size = Math.min(this.cap, Math.max(4, this.count * 2));
     const slots = new Array<number | StreamRecord>(size * SLOT);
-    const arena = new Uint8Array(size * ARENA_BYTES_PER_SLOT);
     const old = this.arena;
+    const oldSize = this.arenaSize;
     // The ids still whole in the old arena: the latest ones whose bytes add up to its size at most.
     let used = 0;
     let first = this.count;
     while (first > 0) {
       const length = this.slots[(first - 1) * SLOT + TEXT_LENGTH] as number;
-      if (length > 0 && used + length > old.length) break;
+      if (length > 0 && used + length > oldSize) break;
       if (length > 0) used += length;
       first--;
     }
+    this.arenaSize = size * ARENA_BYTES_PER_SLOT;
+    // The ids copied, and room for one more of the average size.
+    const arena = new Uint8Array(Math.min(this.arenaSize, roundUp(used + ARENA_BYTES_PER_SLOT)));
     let next = 0;
     for (let i = 0; i < this.count; i++) {
       const o = i * SLOT;
@@ -374,14 +398,17 @@ export class CursorRing implements CursorMemory {
       let at = this.slots[i * SLOT + TEXT_START] as number;
       for (let b = 0; b < length; b++) {
         arena[next++] = old[at]!;
-        if (++at === old.length) at = 0;
+        if (++at === oldSize) at = 0;
       }
     }
     this.slots = slots;
     this.arena = arena;
-    this.arenaNext = next % arena.length;
+    this.arenaNext = next % this.arenaSize;
   }
 }
+
+/** `bytes` rounded up to a multiple of 64. */
+const roundUp = (bytes: number): number => (bytes + 63) & ~63;
 
 /** Two streams carrying the same requests, of one kind (a resume carries those of the stream it resumes): one logical stream. */
 export function sameLogicalStream(a: StreamRecord, b: StreamRecord): boolean {

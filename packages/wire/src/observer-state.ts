@@ -435,9 +435,9 @@ export function restoreObserver(
     session.accepted = true;
     session.used = true;
     session.initializedHere = bool(row.init, 'session initialized here');
-    // The latest streamsPerSession, as in memory.
+    // The latest streamsPerSession, as in memory (an array of exact size, as the observer keeps it).
     const own = (row.st as number[]).map((i) => streams[i]!);
-    session.streams.push(...own.slice(-maps.streamsPerSession));
+    session.streams = own.slice(-maps.streamsPerSession);
     session.lastStandalone =
       row.ls === -1
         ? undefined

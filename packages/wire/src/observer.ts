@@ -770,23 +770,25 @@ export class WireObserver {
   private openStream(request: WireRequest, format: 'sse' | 'json'): StreamRecord {
     const session = request.session;
     const resume = request.resume;
+    const kind = resume ? resume.from?.kind : request.httpMethod === 'GET' ? StreamKind.LISTENING : StreamKind.REQUEST;
     const stream = newStreamRecord(
       `${++this.streamSeq}`,
       request.sessionId ?? '',
       request.httpMethod,
       format,
-      resume ? resume.from?.kind : request.httpMethod === 'GET' ? StreamKind.LISTENING : StreamKind.REQUEST,
-      // A copy of exact size (the request's array may have spare slots), kept as long as the stream.
-      resume ? [...resume.requests] : [...request.requests],
+      kind,
+      streamRequests(resume ? resume.requests : request.requests, kind),
       resume !== undefined,
       resume?.lastEventId,
       resume?.from?.pollingAnnounced ?? false,
     );
     if (session) {
       // A plain array, not a RecentList of @resumewatch/bounded: SessionRecord.streams is a public array,
-      // and at most streamsPerSession (32) long, so shift() is cheap; it happens once per stream.
-      session.streams.push(stream);
-      if (session.streams.length > this.streamsPerSession) this.streamLeft(session.streams.shift()!);
+      // at most streamsPerSession (32) long. A new one of exact size each stream (concat), not push(): push
+      // gives an array of a few streams room for 17 (136 bytes more a session, held as long as it lives);
+      // a spread gives more still.
+      const streams = (session.streams = session.streams.concat(stream));
+      if (streams.length > this.streamsPerSession) this.streamLeft(streams.shift()!);
       if (request.httpMethod === 'GET' && !request.resume) session.lastStandalone = stream;
     }
     return stream;
@@ -1141,6 +1143,19 @@ export class WireObserver {
  * with the last of them. The held ones are made with values of the kinds real ones hold (a double
  * start time, strings and arrays), so that they keep the very hidden class real records have.
  */
+/**
+ * The requests array of a new stream. One of a known kind that carries no request never gains one (a
+ * terminal it carries is foreign: see `observeTerminal`), so all such streams share one empty array (a
+ * listening stream's own would be 32 bytes more a session). Any other gets a copy of exact size (the
+ * request's array may have spare slots), kept as long as the stream.
+ */
+function streamRequests(requests: readonly RequestRecord[], kind: StreamKind | undefined): RequestRecord[] {
+  return requests.length === 0 && kind !== undefined ? NO_STREAM_REQUESTS : [...requests];
+}
+
+/** The requests of every stream of a known kind that carries none: never written (see streamRequests). */
+const NO_STREAM_REQUESTS: RequestRecord[] = [];
+
 export function newStreamRecord(
   id: string,
   sessionId: string,

@@ -25,8 +25,11 @@ export interface SessionRecord {
    */
   accepted: boolean;
   protocolVersion: string | undefined;
-  /** Recent streams of the session, oldest first, capped. */
-  readonly streams: StreamRecord[];
+  /**
+   * Recent streams of the session, oldest first, capped. The observer puts a new array here when a
+   * stream opens (one of exact size): read it afresh, do not hold it.
+   */
+  streams: StreamRecord[];
   /** The most recent stream opened by a GET without Last-Event-ID (the standalone stream). */
   lastStandalone: StreamRecord | undefined;
   /**
