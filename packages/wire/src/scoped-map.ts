@@ -44,11 +44,6 @@ export class ScopedMap<V> extends BoundedMap<string, V> {
     for (const key of keys) if (this.delete(key)) deleted++;
     return deleted;
   }
-
-  /** Scopes indexed (those holding at least one key): for tests. */
-  get scopeCount(): number {
-    return this.scopes.size;
-  }
 }
 
 /** The scope of a request key: what comes before its first line break. */

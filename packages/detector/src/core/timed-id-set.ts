@@ -8,7 +8,7 @@ const MIN_RING = 64;
  * code units, then a finaliser): with hash32 it makes a 64-bit identity whose two words do not collide
  * together for the same strings.
  */
-export function hash32b(s: string, h: number): number {
+function hash32b(s: string, h: number): number {
   for (let i = 0; i < s.length; i++) {
     h = Math.imul(h ^ s.charCodeAt(i), 0x5bd1e995);
     h ^= h >>> 13;
