@@ -140,7 +140,13 @@ export class WireObserver {
       options.sessionRetentionMs ?? 3_600_000,
       this.now,
     );
-    this.requests = new ScopedMap(options.maxRequests ?? 100_000, options.requestRetentionMs ?? 600_000, this.now);
+    // A record's key is `${sessionId}\n...` (requestKey; session-less ones '' and `\n<exchange>`, both scope '').
+    this.requests = new ScopedMap(
+      options.maxRequests ?? 100_000,
+      options.requestRetentionMs ?? 600_000,
+      this.now,
+      (record) => record.sessionId,
+    );
     this.released = new ScopedMap(options.maxRequests ?? 100_000, options.requestRetentionMs ?? 600_000, this.now);
     // Cap and retention of the requests: a terminal its client never proves it holds is forgotten with them.
     this.awaitingDelivery = options.confirmDelivery
@@ -802,7 +808,7 @@ export class WireObserver {
     // A session-less request kept apart was its exchange's alone: no later stream can carry it.
     if (this.sessionlessApart && record.sessionId === '') return;
     if (record.firstTerminalDigest !== undefined)
-      this.released.set(record.key, {
+      this.released.setIn(record.sessionId, record.key, {
         digest: record.firstTerminalDigest,
         finished: record.finished,
         proof: record.proof,

@@ -10,10 +10,19 @@ import { BoundedMap } from '@resumewatch/bounded';
 export class ScopedMap<V> extends BoundedMap<string, V> {
   private readonly scopes: Map<string, Set<string>>;
 
-  constructor(cap: number, retentionMs: number, now: () => number) {
+  /**
+   * `scopeOfValue`: the scope as the value holds it (a request record's session id, the session's own
+   * string, whose hash V8 keeps), so that no scope is cut out of the key and hashed anew at each write.
+   */
+  constructor(
+    cap: number,
+    retentionMs: number,
+    now: () => number,
+    private readonly scopeOfValue?: (value: V) => string,
+  ) {
     const scopes = new Map<string, Set<string>>();
-    super(cap, retentionMs, now, (key) => {
-      const scope = scopeOf(key);
+    super(cap, retentionMs, now, (key, value) => {
+      const scope = scopeOfValue ? scopeOfValue(value) : scopeOf(key);
       const keys = scopes.get(scope);
       if (keys === undefined) return;
       keys.delete(key);
@@ -23,8 +32,12 @@ export class ScopedMap<V> extends BoundedMap<string, V> {
   }
 
   override set(key: string, value: V): void {
+    this.setIn(this.scopeOfValue ? this.scopeOfValue(value) : scopeOf(key), key, value);
+  }
+
+  /** set(), the key's scope given by the caller (the session's own string: no slice, its hash kept). */
+  setIn(scope: string, key: string, value: V): void {
     super.set(key, value);
-    const scope = scopeOf(key);
     const keys = this.scopes.get(scope);
     if (keys === undefined) this.scopes.set(scope, new Set([key]));
     else keys.add(key);
