@@ -21,6 +21,7 @@ import { bodyCoding, type BodyCoding } from './content-coding.js';
 import { DecodedTap } from './decoded-tap.js';
 import { HeldBytes } from './held-bytes.js';
 import { watchResponse } from './watched-body.js';
+import { ScopedMap } from './scoped-map.js';
 import type { BodyTap, ChunkArrival } from './body-taps.js';
 import { CursorRing, MAX_KEPT_ID_BYTES, sameLogicalStream } from './cursor-ring.js';
 import { holdShape } from './shapes.js';
@@ -86,13 +87,14 @@ export class WireObserver {
    * accepted (which would quietly end enforcement for them). One moves to `sessions` on its first 2xx.
    */
   private readonly unaccepted: BoundedMap<string, SessionRecord>;
-  private readonly requests: BoundedMap<string, RequestRecord>;
+  /** Live request records by key (requestKey), indexed by session: a DELETE visits only its session's. */
+  private readonly requests: ScopedMap<RequestRecord>;
   /**
    * Released requests whose terminal was seen: the digest of their first terminal and whether it
    * finished them, by request key, so that a late terminal of one (a replay on another stream) is
    * still a duplicate or a conflict, and a finished one stays finished.
    */
-  private readonly released: BoundedMap<string, ReleasedTerminal>;
+  private readonly released: ScopedMap<ReleasedTerminal>;
   /**
    * With confirmDelivery: the requests whose first terminal a stream carried and whose receipt the
    * client has not proven yet, with the position of the event that carried each (0 in a JSON body).
@@ -138,8 +140,14 @@ export class WireObserver {
       options.sessionRetentionMs ?? 3_600_000,
       this.now,
     );
-    this.requests = new BoundedMap(options.maxRequests ?? 100_000, options.requestRetentionMs ?? 600_000, this.now);
-    this.released = new BoundedMap(options.maxRequests ?? 100_000, options.requestRetentionMs ?? 600_000, this.now);
+    // A record's key is `${sessionId}\n...` (requestKey; session-less ones '' and `\n<exchange>`, both scope '').
+    this.requests = new ScopedMap(
+      options.maxRequests ?? 100_000,
+      options.requestRetentionMs ?? 600_000,
+      this.now,
+      (record) => record.sessionId,
+    );
+    this.released = new ScopedMap(options.maxRequests ?? 100_000, options.requestRetentionMs ?? 600_000, this.now);
     // Cap and retention of the requests: a terminal its client never proves it holds is forgotten with them.
     this.awaitingDelivery = options.confirmDelivery
       ? new BoundedMap(options.maxRequests ?? 100_000, options.requestRetentionMs ?? 600_000, this.now)
@@ -405,10 +413,9 @@ export class WireObserver {
       this.releasedSessions++;
       if (!this.connectionProof) this.unprovable(session);
     }
-    const prefix = `${sessionId}\n`;
-    const ofSession = (key: string) => key.startsWith(prefix);
-    this.releasedRequests += this.requests.deleteWhere(ofSession);
-    this.released.deleteWhere(ofSession);
+    // The keys of the session (`${sessionId}\n...`), found by the maps' index: what the session holds, not the maps' size.
+    this.releasedRequests += this.requests.deleteScope(sessionId);
+    this.released.deleteScope(sessionId);
     for (const listener of this.listeners) listener.onSessionReleased?.(sessionId);
   }
 
@@ -803,7 +810,7 @@ export class WireObserver {
     // A session-less request kept apart was its exchange's alone: no later stream can carry it.
     if (this.sessionlessApart && record.sessionId === '') return;
     if (record.firstTerminalDigest !== undefined)
-      this.released.set(record.key, {
+      this.released.setIn(record.sessionId, record.key, {
         digest: record.firstTerminalDigest,
         finished: record.finished,
         proof: record.proof,

@@ -18,6 +18,7 @@ import type { RuleContext, RuleFamily } from './context.js';
 import { statusOf } from './outcome.js';
 import { UNKNOWN_SERVICE } from './services.js';
 import type { SpanRecord } from './types.js';
+import { TimedIdSet, identityOf } from './timed-id-set.js';
 
 /** Session ids longer than this are not keyed (the wire keeps longer ones as a bounded stand-in anyway). */
 const MAX_SESSION_ID = 256;
@@ -97,8 +98,12 @@ export class LoopFamily implements RuleFamily {
   private readonly listening: BoundedMap<string, LoopRecord>;
   /** The latest answered `initialize` (span end) by interned service: refusals before it do not count. */
   private readonly initializedAt = new Map<number, number>();
-  /** Sessions whose start was counted, by service and id: a session seen from both sides counts once. */
-  private readonly started: BoundedMap<string, true>;
+  /**
+   * Sessions whose start was counted, by service and id: a session seen from both sides counts once.
+   * Held by a 64-bit hash of the two (about 24 bytes a session, not a key string and a Map entry): it
+   * only keeps a count from counting twice, no finding reads it, and it outlives the session's DELETE.
+   */
+  private readonly started: TimedIdSet;
   /** The detector's time, or the latest span end seen if later: the records' clock (as tasks.ts's pending). */
   private latest = 0;
 
@@ -107,7 +112,7 @@ export class LoopFamily implements RuleFamily {
     const now = (): number => (ctx.now > this.latest ? ctx.now : this.latest);
     this.dead = new BoundedMap(cap, ctx.options.retentionMs, now);
     this.listening = new BoundedMap(cap, ctx.options.retentionMs, now);
-    this.started = new BoundedMap(Math.max(1, ctx.options.dedupeCapacity), ctx.options.retentionMs, now);
+    this.started = new TimedIdSet(Math.max(1, ctx.options.dedupeCapacity), ctx.options.retentionMs, now);
   }
 
   /** Loop records held, across both rules. */
@@ -166,9 +171,9 @@ export class LoopFamily implements RuleFamily {
     const end = span.endTimeUnixMs;
     if (end >= (this.initializedAt.get(service) ?? -Infinity)) this.initializedAt.set(service, end);
     if (withId) {
-      const key = `${service}\u0000${session}`;
-      if (this.started.has(key)) return;
-      this.started.set(key, true);
+      const [hi, lo] = identityOf(service, session);
+      if (this.started.has(hi, lo)) return;
+      this.started.add(hi, lo);
     }
     this.ctx.events?.sessionStarted?.(this.ctx.services.keyOf(service)!);
   }
