@@ -4,6 +4,8 @@ import { hash32 } from './ids.js';
 const ENTRIES = 1024;
 /** Sessions shorter than this are hashed whole each time: there is little to save. */
 const MIN_CACHED = 8;
+/** Nor longer than this: the cache must not keep more than ENTRIES * MAX_CACHED characters alive. */
+const MAX_CACHED = 256;
 
 /**
  * The request table's key hash (RequestSlots.hash: FNV-1a of the session, seeded by the service, then of
@@ -18,8 +20,8 @@ const MIN_CACHED = 8;
  * A direct-mapped cache of ENTRIES (service, session) pairs, its entry chosen by the length and four
  * characters spread over the session id (no full pass), and checked by comparing the session strings
  * (a native comparison, pointer-equal for the same string). A pair that misses is hashed whole and
- * replaces the entry's. Bounded: it holds at most ENTRIES session strings (which the table holds anyway
- * while their requests are tracked).
+ * replaces the entry's. Bounded: it holds at most ENTRIES session strings of at most MAX_CACHED characters
+ * (which the table holds anyway while their requests are tracked).
  */
 export class KeyHasher {
   private readonly sessions: (string | undefined)[] = new Array<string | undefined>(ENTRIES).fill(undefined);
@@ -35,7 +37,7 @@ export class KeyHasher {
   private sessionHalf(service: number, session: string): number {
     const n = session.length;
     const seed = Math.imul(service + 1, 0x9e3779b1);
-    if (n < MIN_CACHED) return hash32(session, seed);
+    if (n < MIN_CACHED || n > MAX_CACHED) return hash32(session, seed);
     const mix =
       session.charCodeAt(n - 1) ^
       (session.charCodeAt(n - 2) << 7) ^
