@@ -34,6 +34,7 @@ import { RuleContext, type RuleFamily } from './context.js';
 import { IdSet } from './id-set.js';
 import { attributeMarks, M_ERROR, M_FATE, M_REISSUE_OF, M_STREAM_KIND, M_TASK, M_VERSION } from './marks.js';
 import { hexWord } from './ids.js';
+import { KeyHasher } from './key-hash.js';
 import { LostResults } from './lost.js';
 import { DEFAULT_DETECTOR_OPTIONS, type DetectorInit, type DetectorOptions } from './options.js';
 import { refusedByGuard, resumeOutcome, statusOf } from './outcome.js';
@@ -103,6 +104,11 @@ export class Detector {
   private readonly loops: LoopFamily;
   /** Reads each request span as the operation the metrics time (events.operation). */
   private readonly operations = new OperationReader();
+  /** The request table's key hash, with the session's half remembered (key-hash.ts). */
+  private readonly keys = new KeyHasher();
+  /** The last service name interned and its number: the spans of one export request share their service. */
+  private lastService = '';
+  private lastServiceId = -1;
 
   constructor(init: DetectorInit = {}) {
     const options: DetectorOptions = { ...DEFAULT_DETECTOR_OPTIONS };
@@ -197,11 +203,7 @@ export class Detector {
       );
       return this.count(SpanReceivedResult.ACCEPTED);
     }
-    const slot = this.slotFor(
-      this.ctx.services.idOf(service),
-      session,
-      typeof req === 'string' ? req : String(req as number),
-    );
+    const slot = this.slotFor(this.serviceId(service), session, typeof req === 'string' ? req : String(req as number));
     const now = this.ctx.now;
     this.table.seenAt(slot, span.endTimeUnixMs > now ? span.endTimeUnixMs : now);
     if (type === TERMINAL) this.resumption.terminal(slot, span, hi, lo, time, service, marks);
@@ -338,6 +340,9 @@ export class Detector {
     });
     ctx.now = loaded.now;
     ctx.counts = loaded.counts;
+    // The services were numbered again from the file.
+    this.lastService = '';
+    this.lastServiceId = -1;
     for (const slot of loaded.openStorms) this.storms.openStorms.add(slot);
   }
 
@@ -365,9 +370,24 @@ export class Detector {
     return r;
   }
 
+  /**
+   * The service's interned number (ctx.services.idOf), the last one remembered. Only a name the services
+   * know is remembered: one past their cap goes to idOf every time, which counts it refused.
+   */
+  private serviceId(service: string): number {
+    if (service === this.lastService) return this.lastServiceId;
+    const services = this.ctx.services;
+    const id = services.idOf(service);
+    if (services.keyOf(id) === service) {
+      this.lastService = service;
+      this.lastServiceId = id;
+    }
+    return id;
+  }
+
   private slotFor(service: number, session: string, request: string): number {
     const table = this.table;
-    const streamHash = RequestTable.hash(service, session, request);
+    const streamHash = this.keys.hash(service, session, request);
     const found = table.find(streamHash, service, session, request);
     if (found !== NO_SLOT) return found;
     if (table.size >= table.maxRequests) {
@@ -433,7 +453,7 @@ export class Detector {
         this.lost.withoutSession(span, recovery as RequestRecovery, error, req);
       return;
     }
-    const service = this.ctx.services.idOf(span.service || UNKNOWN_SERVICE);
+    const service = this.serviceId(span.service || UNKNOWN_SERVICE);
     const request = typeof req === 'string' ? req : String(req);
     const valid = session.length > 0 && request.length > 0 && span.spanId.length === 16 && span.endTimeUnixMs >= 0;
     // Only `cancelled` says the server was told (notifications/cancelled). `timeout` is the instrumentation's
@@ -446,7 +466,7 @@ export class Detector {
     const slot =
       cancelled || lost
         ? this.slotFor(service, session, request)
-        : this.table.find(RequestTable.hash(service, session, request), service, session, request);
+        : this.table.find(this.keys.hash(service, session, request), service, session, request);
     if (slot === NO_SLOT) return;
     this.resumption.cursorLostOnGiveUp(slot, span);
     if (cancelled) this.reissue.cancelled(slot, span);

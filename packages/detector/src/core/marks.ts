@@ -72,6 +72,14 @@ const BITS = new Map<string, number>([
   [ATTR_MCP_RESUME_EVIDENCE, M_EVIDENCE],
 ]);
 
+/**
+ * The lengths of the names above, one entry per length: a key of another length is none of them and is
+ * not looked up (the keys every span has, the session and request ids, the stream id, have none of these
+ * lengths; a Map lookup costs about 60 instructions, reading a length two).
+ */
+const LENGTHS = new Uint8Array(64);
+for (const key of BITS.keys()) if (key.length < 64) LENGTHS[key.length] = 1;
+
 /** The marks of a record's attributes (see above); M_ALL for a null-prototype record. */
 export function attributeMarks(attrs: SpanRecord['attributes']): number {
   // `instanceof Object`: a null-prototype record is not one. Cheaper than Object.getPrototypeOf, which
@@ -79,6 +87,8 @@ export function attributeMarks(attrs: SpanRecord['attributes']): number {
   if (!(attrs instanceof Object)) return M_ALL;
   let marks = 0;
   for (const key in attrs) {
+    const n = key.length;
+    if (n < 64 && LENGTHS[n] === 0) continue;
     const bit = BITS.get(key);
     if (bit !== undefined) marks |= bit;
   }
