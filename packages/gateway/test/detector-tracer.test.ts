@@ -12,12 +12,13 @@ import type {
   Tracer,
   TracerProvider,
 } from '@opentelemetry/api';
+import { trace } from '@opentelemetry/api';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, RandomIdGenerator } from '@opentelemetry/sdk-trace-base';
 import type { IdGenerator, ReadableSpan, SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { startEmbeddedDetector, type EmbeddedDetector } from '@resumewatch/daemon';
 import { toSpanRecord, type Finding, type SpanRecord } from '@resumewatch/detector';
-import { instrumentFetch } from '@resumewatch/instrumentation';
+import { instrumentFetch, type RecordTracer } from '@resumewatch/instrumentation';
 import { LAB_SERVER_SCENARIO_NAMES, runScenario, startLabServer } from '@resumewatch/lab';
 import type { LabServerScenarioName } from '@resumewatch/lab';
 import { ATTR_SERVICE_NAME } from '@resumewatch/semconv';
@@ -144,6 +145,31 @@ class PairedTracer implements Tracer {
   }
 }
 
+/**
+ * The pair through the span recorder's record door: the detector-only tracer's `startRecordSpan` (the
+ * parent as a span context, the recorder's attribute object kept as the span's) against the SDK's
+ * `startSpan` with the Context the recorder would otherwise have made.
+ */
+class PairedRecordTracer extends PairedTracer implements RecordTracer {
+  constructor(
+    private readonly pairedIds: PairedIds,
+    private readonly light: RecordTracer,
+    private readonly sdk: Tracer,
+  ) {
+    super(pairedIds, light, sdk);
+  }
+  startRecordSpan(name: string, options: SpanOptions, parent: SpanContext | undefined, active: Context): Span {
+    this.pairedIds.traceId = new RandomIdGenerator().generateTraceId();
+    this.pairedIds.spanId = new RandomIdGenerator().generateSpanId();
+    const [a, b] = atOneInstant(() => [
+      this.light.startRecordSpan(name, options, parent, active),
+      this.sdk.startSpan(name, options, parent ? trace.setSpanContext(active, parent) : active),
+    ]);
+    expect(b.spanContext()).toEqual(a.spanContext());
+    return new PairedSpan(a, b);
+  }
+}
+
 /** Keeps the record of each span it is handed, and hands the span on to a detector. */
 class Recording implements SpanProcessor {
   readonly records: SpanRecord[] = [];
@@ -180,7 +206,7 @@ const detectorOptions = { config: { metricsPort: 0 }, output: null } as const;
 
 async function pairedRun(
   name: LabServerScenarioName,
-  feed: 'processor' | 'records' = 'processor',
+  feed: 'processor' | 'records' | 'record-door' = 'processor',
 ): Promise<{
   records: [SpanRecord[], SpanRecord[]];
   findings: [Finding[], Finding[]];
@@ -194,11 +220,13 @@ async function pairedRun(
   const resource = resourceFromAttributes({ [ATTR_SERVICE_NAME]: 'paired' });
   const ids = new PairedIds();
   const fed = new RecordingFeed(detectors[0]!);
-  const light = new DetectorTracerProvider(feed === 'records' ? fed.feed : recordings[0], resource, ids);
+  const light = new DetectorTracerProvider(feed === 'processor' ? recordings[0] : fed.feed, resource, ids);
   const sdk = new BasicTracerProvider({ resource, spanProcessors: [recordings[1]], idGenerator: ids });
   const paired: TracerProvider = {
     getTracer: (tracer, version) =>
-      new PairedTracer(ids, light.getTracer(tracer, version), sdk.getTracer(tracer, version)),
+      feed === 'record-door'
+        ? new PairedRecordTracer(ids, light.getTracer(tracer, version) as RecordTracer, sdk.getTracer(tracer, version))
+        : new PairedTracer(ids, light.getTracer(tracer, version), sdk.getTracer(tracer, version)),
   };
   const fetch = instrumentFetch({ tracerProvider: paired, requestTimeoutMs });
   await runScenario(name, {
@@ -212,7 +240,7 @@ async function pairedRun(
   const end = Date.now() + detectors[0]!.config.stormWindowMs + 1;
   for (const d of detectors) d.detector.advance(end);
   return {
-    records: [feed === 'records' ? fed.records : recordings[0].records, recordings[1].records],
+    records: [feed === 'processor' ? recordings[0].records : fed.records, recordings[1].records],
     findings: [detectors[0]!.findings(), detectors[1]!.findings()],
   };
 }
@@ -253,6 +281,15 @@ describe("the detector-only tracer's records, fed to the detector, are the SDK's
     span.end();
     expect(fed.records).toEqual(sdkRecords.records);
     expect(fed.records[0]!.attributes).toEqual({ one: 'again', two: 2 });
+  });
+});
+
+describe("the span recorder's record door (startRecordSpan) makes the SDK's spans' records", () => {
+  it.each(LAB_SERVER_SCENARIO_NAMES)('%s', { timeout: 40_000 }, async (name) => {
+    const { records, findings } = await pairedRun(name, 'record-door');
+    expect(records[0].length).toBeGreaterThan(0);
+    expect(records[0]).toEqual(records[1]);
+    expect(findings[0]).toEqual(findings[1]);
   });
 });
 
