@@ -181,6 +181,8 @@ class DetectorTracer implements RecordTracer {
   }
 }
 
+const NOT_ENDED: HrTime = Object.freeze([0, 0]) as unknown as HrTime;
+
 /**
  * A span whose end makes its record: what the detector reads of it (name, kind, ids, parent, times,
  * attributes), made as the SDK's span makes it. Status, events and links are not kept: no record
@@ -189,7 +191,8 @@ class DetectorTracer implements RecordTracer {
 class RecordSpan implements Span {
   attributes: Attributes;
   readonly startTime: HrTime;
-  endTime: HrTime = [0, 0];
+  /** Until its end, one time for every span: an open span (a stream's request, for hours) holds no array of its own. */
+  endTime: HrTime = NOT_ENDED;
   ended = false;
   droppedAttributesCount = 0;
   private attributeCount = 0;

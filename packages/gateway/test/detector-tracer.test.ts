@@ -21,8 +21,8 @@ import { toSpanRecord, type Finding, type SpanRecord } from '@resumewatch/detect
 import { instrumentFetch, type RecordTracer } from '@resumewatch/instrumentation';
 import { LAB_SERVER_SCENARIO_NAMES, runScenario, startLabServer } from '@resumewatch/lab';
 import type { LabServerScenarioName } from '@resumewatch/lab';
-import { ATTR_SERVICE_NAME } from '@resumewatch/semconv';
-import { afterEach, describe, expect, it } from 'vitest';
+import { ATTR_MCP_SESSION_ID, ATTR_SERVICE_NAME } from '@resumewatch/semconv';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { DetectorTracerProvider } from '../src/detector-tracer.js';
 import { gatewayTracing } from '../src/tracing.js';
 
@@ -293,6 +293,33 @@ describe("the span recorder's record door (startRecordSpan) makes the SDK's span
   });
 });
 
+describe('the record door under an id policy', () => {
+  it('is kept, and the records it makes carry the ids as the policy records them', async () => {
+    const lab = await startLabServer({ retryIntervalMs: 50 });
+    closers.push(() => lab.close());
+    const d = await startEmbeddedDetector(detectorOptions);
+    closers.push(() => d.close());
+    const fed = new RecordingFeed(d);
+    const light = new DetectorTracerProvider(fed.feed, resourceFromAttributes({ [ATTR_SERVICE_NAME]: 'hmac' }));
+    const doors: ReturnType<typeof vi.spyOn>[] = [];
+    const provider: TracerProvider = {
+      getTracer: (name, version) => {
+        const tracer = light.getTracer(name, version) as RecordTracer;
+        doors.push(vi.spyOn(tracer, 'startRecordSpan'));
+        return tracer;
+      },
+    };
+    const key = 'a key of the test, 32 bytes long';
+    const fetch = instrumentFetch({ tracerProvider: provider, idPolicy: 'hmac', idKey: key });
+    await runScenario('healthy', { serverUrl: lab.url, controlUrl: lab.controlUrl, fetch, maxReconnects: 10 });
+    const sessions = fed.records.map((r) => r.attributes[ATTR_MCP_SESSION_ID]).filter((v) => v !== undefined);
+    expect(fed.records.length).toBeGreaterThan(0);
+    expect(doors.reduce((calls, door) => calls + door.mock.calls.length, 0)).toBe(fed.records.length);
+    expect(sessions.length).toBeGreaterThan(0);
+    for (const session of sessions) expect(session).toMatch(/^[0-9a-f]{32}$/);
+  });
+});
+
 describe('gatewayTracing', () => {
   const detector = async () => {
     const d = await startEmbeddedDetector(detectorOptions);
@@ -302,7 +329,10 @@ describe('gatewayTracing', () => {
 
   it("the detector-only tracer when the built-in detector is the spans' only reader", async () => {
     const d = await detector();
-    expect(gatewayTracing({ detector: d, env: {} }).provider).toBeInstanceOf(DetectorTracerProvider);
+    const { provider } = gatewayTracing({ detector: d, env: {} });
+    expect(provider).toBeInstanceOf(DetectorTracerProvider);
+    // Its tracer is the span recorder's record door (record-tracer.ts).
+    expect(typeof (provider.getTracer('t') as Partial<RecordTracer>).startRecordSpan).toBe('function');
   });
 
   it("the SDK's when anything else reads them or the SDK's span variables are set", async () => {
