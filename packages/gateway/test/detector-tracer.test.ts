@@ -150,6 +150,8 @@ class PairedTracer implements Tracer {
  * parent as a span context, the recorder's attribute object kept as the span's) against the SDK's
  * `startSpan` with the Context the recorder would otherwise have made.
  */
+const doorMismatches: unknown[] = [];
+
 class PairedRecordTracer extends PairedTracer implements RecordTracer {
   constructor(
     private readonly pairedIds: PairedIds,
@@ -165,7 +167,9 @@ class PairedRecordTracer extends PairedTracer implements RecordTracer {
       this.light.startRecordSpan(name, options, parent, active),
       this.sdk.startSpan(name, options, parent ? trace.setSpanContext(active, parent) : active),
     ]);
-    expect(b.spanContext()).toEqual(a.spanContext());
+    // The recorder catches what its tracer throws (and the span is then lost on both sides): kept for the test to see.
+    if (JSON.stringify(b.spanContext()) !== JSON.stringify(a.spanContext()))
+      doorMismatches.push({ name, light: a.spanContext(), sdk: b.spanContext() });
     return new PairedSpan(a, b);
   }
 }
@@ -286,7 +290,9 @@ describe("the detector-only tracer's records, fed to the detector, are the SDK's
 
 describe("the span recorder's record door (startRecordSpan) makes the SDK's spans' records", () => {
   it.each(LAB_SERVER_SCENARIO_NAMES)('%s', { timeout: 40_000 }, async (name) => {
+    doorMismatches.length = 0;
     const { records, findings } = await pairedRun(name, 'record-door');
+    expect(doorMismatches).toEqual([]);
     expect(records[0].length).toBeGreaterThan(0);
     expect(records[0]).toEqual(records[1]);
     expect(findings[0]).toEqual(findings[1]);
