@@ -38,6 +38,7 @@ import { RandomIdGenerator } from '@opentelemetry/sdk-trace-base';
 import type { IdGenerator, ReadableSpan, SpanProcessor, TimedEvent } from '@opentelemetry/sdk-trace-base';
 import { UNKNOWN_SERVICE, primitiveAttributes, spanRecordOf } from '@resumewatch/detector';
 import type { SpanRecord } from '@resumewatch/detector';
+import type { RecordTracer } from '@resumewatch/instrumentation';
 import { ATTR_SERVICE_NAME } from '@resumewatch/semconv';
 
 /** Where a span's record goes at its end: the built-in detector's record feed (EmbeddedDetector.ingest). */
@@ -104,7 +105,7 @@ export class DetectorTracerProvider implements TracerProvider {
   }
 }
 
-class DetectorTracer implements Tracer {
+class DetectorTracer implements RecordTracer {
   /** The records' service: the resource's service.name, as `toSpanRecord` reads it. */
   readonly service: string;
 
@@ -120,9 +121,27 @@ class DetectorTracer implements Tracer {
   }
 
   startSpan(name: string, options: SpanOptions = {}, context: Context = otelContext.active()): Span {
+    return this.start(name, options, context, false);
+  }
+
+  /**
+   * The span recorder's door (record-tracer.ts): `startSpan` under `parent`'s span context within
+   * `active`, with no Context made for it, and the recorder's attribute object kept as the span's own
+   * when every value in it is one the SDK keeps as it is (no copy key by key).
+   */
+  startRecordSpan(name: string, options: SpanOptions, parent: SpanContext | undefined, active: Context): Span {
+    if (parent === undefined || options.root) return this.start(name, options, active, true);
+    if (isTracingSuppressed(active)) return trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
+    return this.begin(name, options, parent, true);
+  }
+
+  private start(name: string, options: SpanOptions, context: Context, adopt: boolean): Span {
     if (options.root) context = trace.deleteSpan(context);
     if (isTracingSuppressed(context)) return trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
-    const parent = trace.getSpan(context)?.spanContext();
+    return this.begin(name, options, trace.getSpan(context)?.spanContext(), adopt);
+  }
+
+  private begin(name: string, options: SpanOptions, parent: SpanContext | undefined, adopt: boolean): Span {
     const spanId = this.ids.generateSpanId();
     const valid = parent !== undefined && trace.isSpanContextValid(parent);
     const traceId = valid ? parent.traceId : this.ids.generateTraceId();
@@ -135,12 +154,17 @@ class DetectorTracer implements Tracer {
       traceState: valid ? parent.traceState : undefined,
     };
     if (!sampled) return trace.wrapSpanContext(spanContext);
+    const kind = options.kind ?? SpanKind.INTERNAL;
+    const parentContext = valid ? parent : undefined;
+    // Fed to the detector, a span keeps no status, events or links: its record carries none.
+    if (this.sink)
+      return new RecordSpan(this, spanContext, name, kind, parentContext, options.attributes, options.startTime, adopt);
     return new DetectorSpan(
       this,
       spanContext,
       name,
-      options.kind ?? SpanKind.INTERNAL,
-      valid ? parent : undefined,
+      kind,
+      parentContext,
       options.attributes,
       options.links,
       options.startTime,
@@ -157,18 +181,20 @@ class DetectorTracer implements Tracer {
   }
 }
 
-class DetectorSpan implements Span, ReadableSpan {
-  readonly attributes: Attributes = {};
-  readonly links: Link[] = [];
-  readonly events: TimedEvent[] = [];
+const NOT_ENDED: HrTime = Object.freeze([0, 0]) as unknown as HrTime;
+
+/**
+ * A span whose end makes its record: what the detector reads of it (name, kind, ids, parent, times,
+ * attributes), made as the SDK's span makes it. Status, events and links are not kept: no record
+ * carries them (DetectorSpan keeps them for a span processor).
+ */
+class RecordSpan implements Span {
+  attributes: Attributes;
   readonly startTime: HrTime;
-  endTime: HrTime = [0, 0];
-  status: SpanStatus = { code: SpanStatusCode.UNSET };
-  duration: HrTime = [-1, -1];
+  /** Until its end, one time for every span: an open span (a stream's request, for hours) holds no array of its own. */
+  endTime: HrTime = NOT_ENDED;
   ended = false;
   droppedAttributesCount = 0;
-  droppedEventsCount = 0;
-  droppedLinksCount = 0;
   private attributeCount = 0;
   /** An attribute holds (or held) an array: the record copies the primitive ones. */
   private arrays = false;
@@ -177,21 +203,28 @@ class DetectorSpan implements Span, ReadableSpan {
   private readonly startTimeProvided: boolean;
 
   constructor(
-    private readonly tracer: DetectorTracer,
+    protected readonly tracer: DetectorTracer,
     private readonly context: SpanContext,
     public name: string,
     readonly kind: SpanKind,
     readonly parentSpanContext: SpanContext | undefined,
     attributes: Attributes | undefined,
-    links: Link[] | undefined,
     startTime: TimeInput | undefined,
+    /** `attributes` is the caller's to give away (startRecordSpan): kept as it is when the SDK would keep each value. */
+    adopt = false,
   ) {
     const now = Date.now();
     this.performanceStartTime = otperformance.now();
     this.performanceOffset = now - (this.performanceStartTime + otperformance.timeOrigin);
     this.startTimeProvided = startTime != null;
-    if (links) for (const link of links) this.addLink(link);
     this.startTime = this.time(startTime ?? now);
+    const kept = adopt && attributes !== undefined ? keptAsGiven(attributes) : -1;
+    if (kept >= 0) {
+      this.attributes = attributes!;
+      this.attributeCount = kept;
+      return;
+    }
+    this.attributes = {};
     // The SDK's `sanitizeAttributes` and then its setAttributes, in one pass: what either drops is
     // dropped (a bad key, a bad value, a null), and an array is copied.
     for (const key in attributes) {
@@ -199,14 +232,6 @@ class DetectorSpan implements Span, ReadableSpan {
       const value = attributes[key];
       this.setAttribute(key, Array.isArray(value) && isAttributeValue(value) ? value.slice() : value);
     }
-  }
-
-  get resource(): Resource {
-    return this.tracer.resource;
-  }
-
-  get instrumentationScope(): InstrumentationScope {
-    return this.tracer.scope;
   }
 
   spanContext(): SpanContext {
@@ -232,7 +257,119 @@ class DetectorSpan implements Span, ReadableSpan {
     return this;
   }
 
-  addEvent(name: string, attributesOrTime?: Attributes | TimeInput, time?: TimeInput): this {
+  addEvent(_name: string, _attributesOrTime?: Attributes | TimeInput, _time?: TimeInput): this {
+    return this;
+  }
+
+  addLink(_link: Link): this {
+    return this;
+  }
+
+  addLinks(_links: Link[]): this {
+    return this;
+  }
+
+  setStatus(_status: SpanStatus): this {
+    return this;
+  }
+
+  recordException(_exception: Exception, _time?: TimeInput): void {}
+
+  updateName(name: string): this {
+    if (!this.ended) this.name = name;
+    return this;
+  }
+
+  end(endTime?: TimeInput): void {
+    if (this.ended) return;
+    this.endTime = this.time(endTime);
+    // An end before the start is the start (the SDK's span: a negative duration is none).
+    const [s, n] = this.startTime;
+    if (this.endTime[0] < s || (this.endTime[0] === s && this.endTime[1] < n)) this.endTime = [s, n];
+    this.ended = true;
+    this.ending();
+  }
+
+  /** At its end: the record into the detector's feed. */
+  protected ending(): void {
+    this.tracer.sink!(this.record());
+  }
+
+  /**
+   * The record `toSpanRecord` makes of this span (spanRecordOf: one owner of the mapping), with the
+   * span's own attribute object when all its values are primitive (most often: nothing changes it
+   * after its end), and the tracer's service read once.
+   */
+  private record(): SpanRecord {
+    const attributes = this.arrays
+      ? primitiveAttributes(this.attributes)
+      : (this.attributes as Record<string, string | number | boolean>);
+    return spanRecordOf(this as unknown as ReadableSpan, attributes, this.tracer.service);
+  }
+
+  isRecording(): boolean {
+    return !this.ended;
+  }
+
+  /** The SDK span's `_getTime`: a time given (performance or epoch milliseconds, Date, HrTime), or now. */
+  protected time(input: TimeInput | undefined): HrTime {
+    if (typeof input === 'number')
+      return input <= otperformance.now() ? hrTime(input + this.performanceOffset) : millisToHrTime(input);
+    if (input instanceof Date) return millisToHrTime(input.getTime());
+    if (isTimeInputHrTime(input)) return input;
+    if (this.startTimeProvided) return millisToHrTime(Date.now());
+    return addHrTimes(this.startTime, millisToHrTime(otperformance.now() - this.performanceStartTime));
+  }
+}
+
+/**
+ * How many attributes `attributes` holds when the SDK would keep every one as it is (a key, a string,
+ * number or boolean value, no more than its limit), so the object can be the span's own; else -1.
+ */
+function keptAsGiven(attributes: Attributes): number {
+  let count = 0;
+  for (const key in attributes) {
+    if (!Object.prototype.hasOwnProperty.call(attributes, key)) return -1;
+    const value = attributes[key];
+    if (key.length === 0 || (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean'))
+      return -1;
+    count++;
+  }
+  return count <= ATTRIBUTE_COUNT_LIMIT ? count : -1;
+}
+
+/** A span handed at its end to a span processor: a `ReadableSpan`, with its status, events and links. */
+class DetectorSpan extends RecordSpan implements ReadableSpan {
+  readonly links: Link[] = [];
+  readonly events: TimedEvent[] = [];
+  status: SpanStatus = { code: SpanStatusCode.UNSET };
+  duration: HrTime = [-1, -1];
+  droppedEventsCount = 0;
+  droppedLinksCount = 0;
+
+  constructor(
+    tracer: DetectorTracer,
+    context: SpanContext,
+    name: string,
+    kind: SpanKind,
+    parentSpanContext: SpanContext | undefined,
+    attributes: Attributes | undefined,
+    links: Link[] | undefined,
+    startTime: TimeInput | undefined,
+  ) {
+    super(tracer, context, name, kind, parentSpanContext, attributes, startTime);
+    if (links) for (const link of links) this.addLink(link);
+  }
+
+  get resource(): Resource {
+    return this.tracer.resource;
+  }
+
+  get instrumentationScope(): InstrumentationScope {
+    return this.tracer.scope;
+  }
+
+  override addEvent(name: string, attributesOrTime?: Attributes | TimeInput, time?: TimeInput): this {
     if (this.ended) return this;
     if (this.events.length >= EVENT_COUNT_LIMIT) {
       this.events.shift();
@@ -245,7 +382,7 @@ class DetectorSpan implements Span, ReadableSpan {
     return this;
   }
 
-  addLink(link: Link): this {
+  override addLink(link: Link): this {
     if (this.ended) return this;
     if (this.links.length >= LINK_COUNT_LIMIT) {
       this.links.shift();
@@ -258,12 +395,12 @@ class DetectorSpan implements Span, ReadableSpan {
     return this;
   }
 
-  addLinks(links: Link[]): this {
+  override addLinks(links: Link[]): this {
     for (const link of links) this.addLink(link);
     return this;
   }
 
-  setStatus(status: SpanStatus): this {
+  override setStatus(status: SpanStatus): this {
     if (this.ended || status.code === SpanStatusCode.UNSET || this.status.code === SpanStatusCode.OK) return this;
     this.status =
       status.code === SpanStatusCode.ERROR && typeof status.message === 'string'
@@ -272,41 +409,7 @@ class DetectorSpan implements Span, ReadableSpan {
     return this;
   }
 
-  updateName(name: string): this {
-    if (!this.ended) this.name = name;
-    return this;
-  }
-
-  end(endTime?: TimeInput): void {
-    if (this.ended) return;
-    this.endTime = this.time(endTime);
-    this.duration = hrTimeDuration(this.startTime, this.endTime);
-    if (this.duration[0] < 0) {
-      this.endTime = [this.startTime[0], this.startTime[1]];
-      this.duration = [0, 0];
-    }
-    this.ended = true;
-    if (this.tracer.sink) this.tracer.sink(this.record());
-    else this.tracer.processor!.onEnd(this);
-  }
-
-  /**
-   * The record `toSpanRecord` makes of this span (spanRecordOf: one owner of the mapping), with the
-   * span's own attribute object when all its values are primitive (most often: nothing changes it
-   * after its end), and the tracer's service read once.
-   */
-  private record(): SpanRecord {
-    const attributes = this.arrays
-      ? primitiveAttributes(this.attributes)
-      : (this.attributes as Record<string, string | number | boolean>);
-    return spanRecordOf(this, attributes, this.tracer.service);
-  }
-
-  isRecording(): boolean {
-    return !this.ended;
-  }
-
-  recordException(exception: Exception, time?: TimeInput): void {
+  override recordException(exception: Exception, time?: TimeInput): void {
     const attributes: Attributes = {};
     if (typeof exception === 'string') attributes['exception.message'] = exception;
     else if (exception) {
@@ -319,14 +422,9 @@ class DetectorSpan implements Span, ReadableSpan {
     if (attributes['exception.type'] || attributes['exception.message']) this.addEvent('exception', attributes, time);
   }
 
-  /** The SDK span's `_getTime`: a time given (performance or epoch milliseconds, Date, HrTime), or now. */
-  private time(input: TimeInput | undefined): HrTime {
-    if (typeof input === 'number')
-      return input <= otperformance.now() ? hrTime(input + this.performanceOffset) : millisToHrTime(input);
-    if (input instanceof Date) return millisToHrTime(input.getTime());
-    if (isTimeInputHrTime(input)) return input;
-    if (this.startTimeProvided) return millisToHrTime(Date.now());
-    return addHrTimes(this.startTime, millisToHrTime(otperformance.now() - this.performanceStartTime));
+  protected override ending(): void {
+    this.duration = hrTimeDuration(this.startTime, this.endTime);
+    this.tracer.processor!.onEnd(this);
   }
 }
 

@@ -12,16 +12,17 @@ import type {
   Tracer,
   TracerProvider,
 } from '@opentelemetry/api';
+import { trace } from '@opentelemetry/api';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, RandomIdGenerator } from '@opentelemetry/sdk-trace-base';
 import type { IdGenerator, ReadableSpan, SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { startEmbeddedDetector, type EmbeddedDetector } from '@resumewatch/daemon';
 import { toSpanRecord, type Finding, type SpanRecord } from '@resumewatch/detector';
-import { instrumentFetch } from '@resumewatch/instrumentation';
+import { instrumentFetch, type RecordTracer } from '@resumewatch/instrumentation';
 import { LAB_SERVER_SCENARIO_NAMES, runScenario, startLabServer } from '@resumewatch/lab';
 import type { LabServerScenarioName } from '@resumewatch/lab';
-import { ATTR_SERVICE_NAME } from '@resumewatch/semconv';
-import { afterEach, describe, expect, it } from 'vitest';
+import { ATTR_MCP_SESSION_ID, ATTR_SERVICE_NAME } from '@resumewatch/semconv';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { DetectorTracerProvider } from '../src/detector-tracer.js';
 import { gatewayTracing } from '../src/tracing.js';
 
@@ -144,6 +145,35 @@ class PairedTracer implements Tracer {
   }
 }
 
+/**
+ * The pair through the span recorder's record door: the detector-only tracer's `startRecordSpan` (the
+ * parent as a span context, the recorder's attribute object kept as the span's) against the SDK's
+ * `startSpan` with the Context the recorder would otherwise have made.
+ */
+const doorMismatches: unknown[] = [];
+
+class PairedRecordTracer extends PairedTracer implements RecordTracer {
+  constructor(
+    private readonly pairedIds: PairedIds,
+    private readonly light: RecordTracer,
+    private readonly sdk: Tracer,
+  ) {
+    super(pairedIds, light, sdk);
+  }
+  startRecordSpan(name: string, options: SpanOptions, parent: SpanContext | undefined, active: Context): Span {
+    this.pairedIds.traceId = new RandomIdGenerator().generateTraceId();
+    this.pairedIds.spanId = new RandomIdGenerator().generateSpanId();
+    const [a, b] = atOneInstant(() => [
+      this.light.startRecordSpan(name, options, parent, active),
+      this.sdk.startSpan(name, options, parent ? trace.setSpanContext(active, parent) : active),
+    ]);
+    // The recorder catches what its tracer throws (and the span is then lost on both sides): kept for the test to see.
+    if (JSON.stringify(b.spanContext()) !== JSON.stringify(a.spanContext()))
+      doorMismatches.push({ name, light: a.spanContext(), sdk: b.spanContext() });
+    return new PairedSpan(a, b);
+  }
+}
+
 /** Keeps the record of each span it is handed, and hands the span on to a detector. */
 class Recording implements SpanProcessor {
   readonly records: SpanRecord[] = [];
@@ -180,7 +210,7 @@ const detectorOptions = { config: { metricsPort: 0 }, output: null } as const;
 
 async function pairedRun(
   name: LabServerScenarioName,
-  feed: 'processor' | 'records' = 'processor',
+  feed: 'processor' | 'records' | 'record-door' = 'processor',
 ): Promise<{
   records: [SpanRecord[], SpanRecord[]];
   findings: [Finding[], Finding[]];
@@ -194,11 +224,13 @@ async function pairedRun(
   const resource = resourceFromAttributes({ [ATTR_SERVICE_NAME]: 'paired' });
   const ids = new PairedIds();
   const fed = new RecordingFeed(detectors[0]!);
-  const light = new DetectorTracerProvider(feed === 'records' ? fed.feed : recordings[0], resource, ids);
+  const light = new DetectorTracerProvider(feed === 'processor' ? recordings[0] : fed.feed, resource, ids);
   const sdk = new BasicTracerProvider({ resource, spanProcessors: [recordings[1]], idGenerator: ids });
   const paired: TracerProvider = {
     getTracer: (tracer, version) =>
-      new PairedTracer(ids, light.getTracer(tracer, version), sdk.getTracer(tracer, version)),
+      feed === 'record-door'
+        ? new PairedRecordTracer(ids, light.getTracer(tracer, version) as RecordTracer, sdk.getTracer(tracer, version))
+        : new PairedTracer(ids, light.getTracer(tracer, version), sdk.getTracer(tracer, version)),
   };
   const fetch = instrumentFetch({ tracerProvider: paired, requestTimeoutMs });
   await runScenario(name, {
@@ -212,7 +244,7 @@ async function pairedRun(
   const end = Date.now() + detectors[0]!.config.stormWindowMs + 1;
   for (const d of detectors) d.detector.advance(end);
   return {
-    records: [feed === 'records' ? fed.records : recordings[0].records, recordings[1].records],
+    records: [feed === 'processor' ? recordings[0].records : fed.records, recordings[1].records],
     findings: [detectors[0]!.findings(), detectors[1]!.findings()],
   };
 }
@@ -256,6 +288,44 @@ describe("the detector-only tracer's records, fed to the detector, are the SDK's
   });
 });
 
+describe("the span recorder's record door (startRecordSpan) makes the SDK's spans' records", () => {
+  it.each(LAB_SERVER_SCENARIO_NAMES)('%s', { timeout: 40_000 }, async (name) => {
+    doorMismatches.length = 0;
+    const { records, findings } = await pairedRun(name, 'record-door');
+    expect(doorMismatches).toEqual([]);
+    expect(records[0].length).toBeGreaterThan(0);
+    expect(records[0]).toEqual(records[1]);
+    expect(findings[0]).toEqual(findings[1]);
+  });
+});
+
+describe('the record door under an id policy', () => {
+  it('is kept, and the records it makes carry the ids as the policy records them', async () => {
+    const lab = await startLabServer({ retryIntervalMs: 50 });
+    closers.push(() => lab.close());
+    const d = await startEmbeddedDetector(detectorOptions);
+    closers.push(() => d.close());
+    const fed = new RecordingFeed(d);
+    const light = new DetectorTracerProvider(fed.feed, resourceFromAttributes({ [ATTR_SERVICE_NAME]: 'hmac' }));
+    const doors: ReturnType<typeof vi.spyOn>[] = [];
+    const provider: TracerProvider = {
+      getTracer: (name, version) => {
+        const tracer = light.getTracer(name, version) as RecordTracer;
+        doors.push(vi.spyOn(tracer, 'startRecordSpan'));
+        return tracer;
+      },
+    };
+    const key = 'a key of the test, 32 bytes long';
+    const fetch = instrumentFetch({ tracerProvider: provider, idPolicy: 'hmac', idKey: key });
+    await runScenario('healthy', { serverUrl: lab.url, controlUrl: lab.controlUrl, fetch, maxReconnects: 10 });
+    const sessions = fed.records.map((r) => r.attributes[ATTR_MCP_SESSION_ID]).filter((v) => v !== undefined);
+    expect(fed.records.length).toBeGreaterThan(0);
+    expect(doors.reduce((calls, door) => calls + door.mock.calls.length, 0)).toBe(fed.records.length);
+    expect(sessions.length).toBeGreaterThan(0);
+    for (const session of sessions) expect(session).toMatch(/^[0-9a-f]{32}$/);
+  });
+});
+
 describe('gatewayTracing', () => {
   const detector = async () => {
     const d = await startEmbeddedDetector(detectorOptions);
@@ -265,7 +335,10 @@ describe('gatewayTracing', () => {
 
   it("the detector-only tracer when the built-in detector is the spans' only reader", async () => {
     const d = await detector();
-    expect(gatewayTracing({ detector: d, env: {} }).provider).toBeInstanceOf(DetectorTracerProvider);
+    const { provider } = gatewayTracing({ detector: d, env: {} });
+    expect(provider).toBeInstanceOf(DetectorTracerProvider);
+    // Its tracer is the span recorder's record door (record-tracer.ts).
+    expect(typeof (provider.getTracer('t') as Partial<RecordTracer>).startRecordSpan).toBe('function');
   });
 
   it("the SDK's when anything else reads them or the SDK's span variables are set", async () => {

@@ -18,6 +18,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import type { Attributes, AttributeValue, Context, Span, SpanOptions, Tracer } from '@opentelemetry/api';
 import { ATTR_MCP_EVENT_ID, ATTR_MCP_RESUME_LAST_EVENT_ID, ATTR_MCP_SESSION_ID, ATTR_MCP_TASK_ID } from './semconv.js';
 import type { TracerSource } from './tracer-source.js';
+import { isRecordTracer, type RecordTracer } from './record-tracer.js';
 import type { IdPolicy, IdPolicyOptions } from './types.js';
 
 const ID_POLICIES: readonly IdPolicy[] = ['raw', 'hmac', 'omit'];
@@ -158,7 +159,17 @@ function policyTracer(tracer: Tracer, ids: IdRecorder): Tracer {
     if (options?.attributes) ids.recordIds(options.attributes);
     return guardSpan(tracer.startSpan(name, options, context), ids);
   };
+  // A record tracer stays one (record-tracer.ts), its spans under the policy as any other's.
+  const record: Partial<RecordTracer> = isRecordTracer(tracer)
+    ? {
+        startRecordSpan: (name, options, parent, active) => {
+          if (options.attributes) ids.recordIds(options.attributes);
+          return guardSpan(tracer.startRecordSpan(name, options, parent, active), ids);
+        },
+      }
+    : {};
   return {
+    ...record,
     startSpan,
     // Not used by this package; kept correct for anyone handed the tracer.
     startActiveSpan: ((name: string, ...rest: unknown[]) => {

@@ -9,6 +9,7 @@ export { instrumentMcpServer } from './mcp-server.js';
 export { idOptionsFromEnv, IdPolicyError, ENV_ID_POLICY, ENV_ID_KEY } from './id-policy.js';
 export type { GuardOptions } from '@resumewatch/guard';
 export type { OpenRequestSpan } from './span-recorder.js';
+export type { RecordTracer } from './record-tracer.js';
 export type {
   InstrumentFetchOptions,
   InstrumentedFetch,

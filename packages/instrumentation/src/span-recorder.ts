@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { SpanKind, context as otelContext, diag, trace } from '@opentelemetry/api';
-import type { Attributes, Context, Link, Span, SpanContext, Tracer } from '@opentelemetry/api';
+import type { Attributes, Context, Link, Span, SpanContext, SpanOptions, Tracer } from '@opentelemetry/api';
 import { ProtocolEra, TaskStatus, TerminalOutcome, protocolEra, type ResumeVerdict } from '@resumewatch/semconv';
 import type {
   JsonRpcMessage,
@@ -93,6 +93,7 @@ import {
   setError,
 } from './span-util.js';
 import type { TracerSource } from './tracer-source.js';
+import { isRecordTracer } from './record-tracer.js';
 import type { RecorderStats } from './types.js';
 import { HeldPolls } from './held-polls.js';
 import { traceContextHeaders } from './trace-propagation.js';
@@ -646,9 +647,11 @@ export class SpanRecorder implements WireListener {
     if (record.taskRequested) attributes[ATTR_MCP_TASK_REQUESTED] = true;
     const stateless = protocolEra(req.protocolVersion) === ProtocolEra.STATELESS;
     const links = this.reissueAttributes(attributes, req, record, stateless);
-    const span = tracer.startSpan(
+    const span = this.startUnder(
+      tracer,
       requestSpanName(record.method, target),
       { kind: SpanKind.CLIENT, attributes, ...(links ? { links } : {}) },
+      undefined,
       parent,
     );
     const state: RequestState = {
@@ -1041,10 +1044,12 @@ export class SpanRecorder implements WireListener {
     const endTime = nowMs();
     if (end === 'abort' || attempt.sessionDeleted || stream.unread || stream.messageEvents > 0) return;
     if (endTime - attempt.startTime > LISTENING_CLOSED_AT_ONCE_MS) return;
-    const span = this.tracer().startSpan(
+    const span = this.startUnder(
+      this.tracer(),
       SPAN_LISTENING_REFUSED,
       { kind: SpanKind.CLIENT, attributes: this.attemptAttributes(attempt), startTime: attempt.startTime },
-      this.parentOf(undefined, attempt.active),
+      undefined,
+      attempt.active,
     );
     span.end(endTime);
   }
@@ -1054,7 +1059,7 @@ export class SpanRecorder implements WireListener {
     const { verdict, error, endTime = nowMs() } = emitted;
     const { req, concerned } = attempt;
     const tracer = this.tracer();
-    const parent = this.parentOf(concerned, attempt.active);
+    const { active } = attempt;
     const base = this.attemptAttributes(attempt);
     if (req.reattach) {
       const accepted = attempt.status !== undefined && attempt.status >= 200 && attempt.status < 300;
@@ -1064,10 +1069,12 @@ export class SpanRecorder implements WireListener {
         [ATTR_MCP_REATTACH_ACCEPTED]: accepted,
       };
       if (req.reattach.previous) attributes[ATTR_MCP_STREAM_PREVIOUS_ID] = this.streamId(req.reattach.previous);
-      const span = tracer.startSpan(
+      const span = this.startUnder(
+        tracer,
         SPAN_SESSION_REATTACH,
         { kind: SpanKind.CLIENT, attributes, startTime: attempt.startTime },
-        parent,
+        concerned,
+        active,
       );
       if (!accepted) setError(span, attempt.status === undefined ? (error ?? ErrorType.OTHER) : String(attempt.status));
       span.end(attempt.responseTime ?? endTime);
@@ -1079,10 +1086,12 @@ export class SpanRecorder implements WireListener {
     ) {
       // A refused GET (a 405 from a server that offers no listening stream) is no reattach and no resume:
       // its own span, so that a client re-opening it again and again shows (listening_stream_loop).
-      const span = tracer.startSpan(
+      const span = this.startUnder(
+        tracer,
         SPAN_LISTENING_REFUSED,
-        { kind: SpanKind.CLIENT, attributes: base, startTime: attempt.startTime },
-        parent,
+        { kind: SpanKind.CLIENT, attributes: { ...base }, startTime: attempt.startTime },
+        concerned,
+        active,
       );
       setError(span, String(attempt.status));
       span.end(attempt.responseTime ?? endTime);
@@ -1102,10 +1111,12 @@ export class SpanRecorder implements WireListener {
         [ATTR_MCP_RESUME_REPLAYED_TERMINAL]: attempt.replayedTerminal,
       };
       if (attempt.from) attributes[ATTR_MCP_STREAM_RESUMED_FROM_ID] = this.streamId(attempt.from);
-      const span = tracer.startSpan(
+      const span = this.startUnder(
+        tracer,
         SPAN_STREAM_RESUME,
         { kind: SpanKind.CLIENT, attributes, startTime: attempt.startTime },
-        parent,
+        concerned,
+        active,
       );
       if (verdict.outcome === ResumeOutcome.ERROR) setError(span, error ?? ErrorType.OTHER);
       else if (error !== undefined) setError(span, error);
@@ -1142,13 +1153,13 @@ export class SpanRecorder implements WireListener {
     this.server.addTo(attributes, event.request.url);
     if (event.guardAction !== undefined) attributes[ATTR_MCP_GUARD_ACTION] = event.guardAction;
     if (event.guardProof !== undefined) attributes[ATTR_MCP_GUARD_PROOF] = event.guardProof;
-    this.tracer()
-      .startSpan(
-        SPAN_REQUEST_TERMINAL,
-        { kind: SpanKind.INTERNAL, attributes },
-        this.parentOf(record, otelContext.active()),
-      )
-      .end();
+    this.startUnder(
+      this.tracer(),
+      SPAN_REQUEST_TERMINAL,
+      { kind: SpanKind.INTERNAL, attributes },
+      record,
+      otelContext.active(),
+    ).end();
 
     // Only the first terminal (delivered, even when foreign) ends the request span.
     if (terminal.duplicate || terminal.conflict || !state?.span) return;
@@ -1236,13 +1247,13 @@ export class SpanRecorder implements WireListener {
       if (event.request.protocolVersion !== undefined)
         attributes[ATTR_MCP_PROTOCOL_VERSION] = event.request.protocolVersion;
       const carrier = event.stream.kind === StreamKind.LISTENING ? undefined : event.stream.requests[0];
-      this.tracer()
-        .startSpan(
-          SPAN_TASK_STATUS,
-          { kind: SpanKind.INTERNAL, attributes },
-          this.parentOf(carrier, otelContext.active()),
-        )
-        .end();
+      this.startUnder(
+        this.tracer(),
+        SPAN_TASK_STATUS,
+        { kind: SpanKind.INTERNAL, attributes },
+        carrier,
+        otelContext.active(),
+      ).end();
     }
   }
 
@@ -1356,9 +1367,22 @@ export class SpanRecorder implements WireListener {
     }
   }
 
-  private parentOf(record: RequestRecord | undefined, active: Context): Context {
+  /**
+   * Starts a span within `active`, a child of `record`'s request span when this recorder holds it. A record
+   * tracer (record-tracer.ts: the gateway's when only its detector reads the spans) takes the parent's
+   * span context and `options.attributes` as they are; any other tracer gets the parent in a Context.
+   * `options.attributes` is the caller's own object, built for this span and never touched after.
+   */
+  private startUnder(
+    tracer: Tracer,
+    name: string,
+    options: SpanOptions,
+    record: RequestRecord | undefined,
+    active: Context,
+  ): Span {
     const state = record && this.requests.get(record);
-    return state ? trace.setSpanContext(active, state.spanContext) : active;
+    if (isRecordTracer(tracer)) return tracer.startRecordSpan(name, options, state?.spanContext, active);
+    return tracer.startSpan(name, options, state ? trace.setSpanContext(active, state.spanContext) : active);
   }
 
   /** Stands in for a stream id when a response has no body (or there was no response). */
