@@ -101,19 +101,21 @@ async function waitFor<T>(
   }
 }
 
+/** The ports a `serve` banner names ("OTLP/HTTP on http://host:P/v1/traces, metrics on http://host:M/metrics"). */
+const BANNER = /OTLP\/HTTP on http:\/\/[^:]+:(\d+)\/v1\/traces, metrics on http:\/\/[^:]+:(\d+)\/metrics/;
+
 async function startDetector(name: keyof typeof ports, extra: string[] = []): Promise<void> {
-  const otlp = await freePort();
-  const metrics = await freePort();
-  ports[name] = { otlp, metrics };
+  // Port 0 and the banner's ports: a port probed free and then passed on can be taken meanwhile by another
+  // test file's listener (the race that once failed this suite with "port … is in use").
   const flags = [
     '--host',
     HOST,
     '--port',
-    String(otlp),
+    '0',
     '--grpc-port',
     'off',
     '--metrics-port',
-    String(metrics),
+    '0',
     '--storm-window',
     '3s',
     '--settle',
@@ -124,7 +126,16 @@ async function startDetector(name: keyof typeof ports, extra: string[] = []): Pr
     ...extra,
   ];
   if (!existsSync(cliPath)) throw new Error(`${cliPath} is missing: build the workspace first (pnpm build)`);
-  start(`detector-${name}`, process.execPath, [cliPath, 'serve', ...flags]);
+  const proc = start(`detector-${name}`, process.execPath, [cliPath, 'serve', ...flags]);
+  const [otlp, metrics] = await waitFor(
+    `detector ${name}'s banner`,
+    async () => {
+      const m = BANNER.exec(proc.log.join(''));
+      return m ? [Number(m[1]), Number(m[2])] : undefined;
+    },
+    20_000,
+  );
+  ports[name] = { otlp: otlp!, metrics: metrics! };
   await waitFor(
     `detector ${name} /metrics`,
     async () => ((await fetch(`http://${HOST}:${metrics}/metrics`)).ok ? true : undefined),
