@@ -359,17 +359,21 @@ async function runPlain(nodeArgs: string[]): Promise<Instructions> {
 let counts = 0;
 
 /**
- * Instructions per unit of work of `script` (run as `node --import tsx script ...args(n)`, with --smoke
- * when this is a smoke run), counted at two sizes: (count(n2) − count(n1)) / (units(n2) − units(n1)), so
- * that what does not grow with the work (the first calls, the handshake) falls out. `units(n)` is the
- * units done at size n (default n). A smoke run counts without valgrind, CPU µs standing in for
- * instructions (never a result), but for its first count with `--callgrind` (bench/benches.ts).
+ * Instructions per unit of work of `script` (run as `node [flags] --import tsx script ...args(n)`, with
+ * --smoke when this is a smoke run), counted at two sizes: (count(n2) − count(n1)) / (units(n2) −
+ * units(n1)), so that what does not grow with the work (the first calls, the handshake) falls out.
+ * `units(n)` is the units done at size n (default n); `flags`, the benchmark's Node flags for the counted
+ * children: `--single-threaded` runs V8's compilers on the main thread as functions tier up, in the
+ * warm-up, where background jobs land in the counted part (240–340 k a gateway JSON request). A smoke
+ * run counts without valgrind, CPU µs standing in (never a result), but for its first count with
+ * `--callgrind` (bench/benches.ts).
  */
 export async function countInstructions(
   script: string,
   args: (n: number) => string[],
   sizes: [number, number],
   units: (n: number) => number = (n) => n,
+  flags: readonly string[] = [],
 ): Promise<Instructions> {
   if (spawnSync('valgrind', ['--version']).error) throw new Error('no valgrind (Debian: apt-get install valgrind)');
   const dir = mkdtempSync(join(tmpdir(), 'bench-callgrind-'));
@@ -378,7 +382,7 @@ export async function countInstructions(
     // Both sizes at once: a count does not mind sharing the machine.
     const counted = await Promise.all(
       sizes.map(async (n) => {
-        const nodeArgs = [...NODE_FLAGS, script, ...args(n), ...(SMOKE ? ['--smoke'] : [])];
+        const nodeArgs = [...flags, ...NODE_FLAGS, script, ...args(n), ...(SMOKE ? ['--smoke'] : [])];
         if (!callgrind) return runPlain(nodeArgs);
         await runCounted(nodeArgs, join(dir, `${n}.out`));
         return readCallgrind(join(dir, `${n}.out`));

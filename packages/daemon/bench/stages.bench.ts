@@ -9,7 +9,8 @@
  * Rows: each stage against the reference; the evidence window's share of the pipeline (target: a tenth
  * of the rate at most). With --instructions the same stages are counted by callgrind instead
  * (instructions per span, warm, the work at 1 and 2 rounds): the attribution that the load cannot move;
- * each counted child is this file with `--only <stage> --count <rounds>`.
+ * each counted child is this file with `--only <stage> --count <rounds>`, V8 single threaded (its
+ * compilers done in the warm-up).
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -26,6 +27,7 @@ import {
   figure,
   measured,
   option,
+  type Instructions,
 } from '../../../bench/harness.js';
 import { configWith, writingPipeline } from '../src/doors/writing-pipeline.js';
 import { DetectorMetrics } from '../src/metrics.js';
@@ -84,20 +86,16 @@ if (only) {
   const dir = mkdtempSync(join(tmpdir(), 'bench-stages-'));
   const file = join(dir, 'bodies.json');
   writeFileSync(file, JSON.stringify(rounds.map((r) => r.map((b) => b.toString('base64')))));
-  const per: Record<string, number> = {};
+  const all: Record<string, Instructions> = {};
   for (const stage of Object.keys(STAGES)) {
-    const args = (n: number) => [
-      '--only',
-      stage,
-      '--count',
-      String(n),
-      '--bodies',
-      file,
-      ...(encoding === 'protobuf' ? ['--protobuf'] : []),
-    ];
-    per[stage] = (await countInstructions(import.meta.filename, args, [1, 2], (n) => n * SPANS)).total;
+    const args = (n: number) => ['--only', stage, '--count', `${n}`, '--bodies', file, `--${encoding}`];
+    all[stage] = await countInstructions(import.meta.filename, args, [1, 2], (n) => n * SPANS, ['--single-threaded']);
   }
   rmSync(dir, { recursive: true });
+  const per = Object.fromEntries(Object.entries(all).map(([k, c]) => [k, c.total]));
+  // Each stage's own: without V8's collector and compilers (given apart, stage by stage, in the note).
+  const own = (s: string) => all[s]!.total - all[s]!.collector - all[s]!.compiler;
+  const each = (k: keyof Instructions) => Object.values(all).map((c) => ` ${c[k].toFixed(0)}`);
   for (const stage of ['decode', 'pipeline'])
     figure({
       id: `instructions-${encoding}-mcp-${stage}`,
@@ -105,7 +103,7 @@ if (only) {
       reference: { what: `${refName} of the same bodies`, value: per.parse!, unit: 'instructions/span' },
       ours: { value: per[stage]!, unit: 'instructions/span' },
       ratio: per.parse! / per[stage]!,
-      note: `per span: detector +${Math.round(per.detector! - per.decode!)}, pipeline without the evidence +${Math.round(per['no-evidence']! - per.detector!)}, the evidence +${Math.round(per.pipeline! - per['no-evidence']!)}; ratio is the rate's (reference / ours); callgrind, the work at 1 and 2 rounds of ${SPANS} spans after ${WARM} warm-up rounds`,
+      note: `per span without collector and compilers: parse ${own('parse').toFixed(0)}, decode ${own('decode').toFixed(0)}, detector +${(own('detector') - own('decode')).toFixed(0)}, pipeline without the evidence +${(own('no-evidence') - own('detector')).toFixed(0)}, the evidence +${(own('pipeline') - own('no-evidence')).toFixed(0)}; ${Object.keys(all).join(', ')}: collector${each('collector')}, compilers${each('compiler')}; ratio is the rate's (reference / ours); callgrind, the work at 1 and 2 rounds of ${SPANS} spans after ${WARM} warm-up rounds`,
     });
 } else {
   const feeds = Object.fromEntries(Object.entries(STAGES).map(([k, make]) => [k, make()]));

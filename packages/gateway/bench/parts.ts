@@ -149,11 +149,11 @@ export async function startUpstream(): Promise<string> {
 const HOP = new Set('connection keep-alive proxy-connection te trailer transfer-encoding upgrade host'.split(' '));
 const endToEnd = (h: IncomingHttpHeaders) => Object.fromEntries(Object.entries(h).filter(([k]) => !HOP.has(k)));
 
-export type ProxyKind = 'gateway' | 'gateway-nodetector' | 'bare';
+export type ProxyKind = 'gateway' | 'gateway-nodetector' | 'gateway-forwarding' | 'bare';
 
 // The build, as it runs (tsx would add a property to each named closure: time and heap per stream); a
 // path the type-check, run before any build, does not follow.
-const BUILT_GATEWAY = '../dist/gateway.js';
+const [BUILT_GATEWAY, BUILT_FORWARD] = ['../dist/gateway.js', '../dist/forward.js'];
 
 export async function startProxy(
   kind: ProxyKind,
@@ -162,6 +162,11 @@ export async function startProxy(
 ): Promise<{ url: string; gateway?: RunningGateway; close(): Promise<void> }> {
   if (kind !== 'bare') {
     const { startGateway } = (await import(BUILT_GATEWAY)) as typeof import('../src/gateway.js');
+    // `gateway-forwarding`: its forwarding alone, no request described to the observer (as for a batch
+    // over --max-batch-messages), so no exchange is observed.
+    const { Forwarder } = (await import(BUILT_FORWARD)) as typeof import('../src/forward.js');
+    const proto = Forwarder.prototype as unknown as { begin?: () => object };
+    if (kind === 'gateway-forwarding') proto.begin = proto.begin && (() => ({ request: undefined, joined: false }));
     const gateway = await startGateway({
       upstream,
       port: 0,
