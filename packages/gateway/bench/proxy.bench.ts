@@ -180,7 +180,7 @@ figure({
   reference: { what: 'bare proxy, kept per session', value: memory.bare!.kept, unit: 'B' },
   ours: { value: memory.gateway!.kept, unit: 'B' },
   heldBy:
-    "the built-in detector's started-sessions list and request table, kept to their retention so a terminal after the DELETE is still judged; bounded (docs/performance.md)",
+    "a fixed amount spread over the sessions, the page's evidence window (bounded at 4 MiB counted, about 3 MB real: 490 B a session at 6,325), and per session the built-in detector's request table, two tracked requests kept to their retention so a terminal after the DELETE is still judged (about 100 B each with its growth slack), and its started sessions, 24 B (docs/performance.md)",
   note: `sessions still observed after the DELETEs: ${memory.gateway!.sessionsAfter}`,
 });
 figure({
