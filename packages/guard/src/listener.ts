@@ -248,7 +248,9 @@ class GuardWireListener implements GuardListener {
 
   constructor(options: GuardOptions) {
     this.options = options;
-    this.now = options.now ?? Date.now;
+    // Read at each call, not taken once: a clock swapped after the guard is made (a test's fake Date) is the
+    // one its waits and its spacing both use, so a loaded machine's real time cannot leak into either.
+    this.now = options.now ?? (() => Date.now());
     this.deadlineMs = options.requestDeadlineMs ?? DEFAULT_REQUEST_DEADLINE_MS;
     if (!(this.deadlineMs > 0)) throw new RangeError(`requestDeadlineMs must be positive, got ${this.deadlineMs}`);
     const cap = options.maxRequests ?? 10_000;
