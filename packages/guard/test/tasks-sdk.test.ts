@@ -21,6 +21,7 @@ import { guardedFetch } from '../src/index.js';
 import type { DuplicateTask, GuardOptions, LostTaskResult, RepeatedTaskHandle } from '../src/index.js';
 import { startTaskServer } from './helpers/task-server.js';
 import type { TaskServer } from './helpers/task-server.js';
+import { onTickingClock } from './helpers/ticking-clock.js';
 import { WAIT } from './helpers/wait.js';
 
 type Fetch = typeof globalThis.fetch;
@@ -121,21 +122,7 @@ describe('poll spacing', () => {
     // time, so a loaded machine stretches nothing; the one slack is a tick the clock may move between the
     // guard's look and this one.
     const TICK = INTERVAL / 30;
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
-    let ticking = true;
-    const ticker = (async () => {
-      while (ticking) {
-        await vi.advanceTimersByTimeAsync(TICK);
-        await delay(1);
-      }
-    })();
-    try {
-      await pollFast(client, task.taskId);
-    } finally {
-      ticking = false;
-      await ticker;
-      vi.useRealTimers();
-    }
+    await onTickingClock(TICK, () => pollFast(client, task.taskId));
     // As they left the process: no two polls closer than the interval.
     expect(beneath.times).toHaveLength(POLLS);
     for (const gap of gapsOf(beneath.times)) expect(gap).toBeGreaterThanOrEqual(INTERVAL - TICK);

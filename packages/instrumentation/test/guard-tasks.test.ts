@@ -17,6 +17,7 @@ import type { SpanCapture } from './helpers/spans.js';
 import { instrumentFetch } from '../src/index.js';
 import { startTaskServer } from './helpers/task-server.js';
 import type { TaskServer } from './helpers/task-server.js';
+import { onTickingClock } from '../../guard/test/helpers/ticking-clock.js';
 
 const opened: { close(): Promise<void> }[] = [];
 afterEach(async () => {
@@ -89,15 +90,7 @@ describe('instrumentFetch({ guard }) and MCP tasks', () => {
     // clock and waits run on a clock the test moves, a tick at a time, so a loaded machine stretches
     // nothing; the one slack is a tick the clock may move between the guard's look and this one.
     const TICK = INTERVAL / 30;
-    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
-    let ticking = true;
-    const ticker = (async () => {
-      while (ticking) {
-        await vi.advanceTimersByTimeAsync(TICK);
-        await delay(1);
-      }
-    })();
-    try {
+    await onTickingClock(TICK, async () => {
       for (let i = 0; i < POLLS; i++) {
         await client.experimental.tasks.getTask(taskId!);
         await delay(10);
@@ -106,11 +99,7 @@ describe('instrumentFetch({ guard }) and MCP tasks', () => {
         const until = performance.now() + INTERVAL + 20;
         while (performance.now() < until);
       }
-    } finally {
-      ticking = false;
-      await ticker;
-      vi.useRealTimers();
-    }
+    });
     // Every poll sent (held back, never dropped), none closer to the one before than the interval.
     expect(leaving).toHaveLength(POLLS);
     for (const [i, at] of leaving.slice(1).entries()) expect(at - leaving[i]!).toBeGreaterThanOrEqual(INTERVAL - TICK);

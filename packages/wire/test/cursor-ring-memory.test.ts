@@ -1,20 +1,9 @@
 // A session's cursor ring is most of what the observer holds per live session (the gateway's open
 // streams, a client's sessions): a small one must stay small. Measured on the heap, after full GCs.
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
+import { heldBytes as held } from '../../detector/test/helpers/heap.js';
 import { CursorRing } from '../src/cursor-ring.js';
 import { newStreamRecord } from '../src/observer.js';
-
-setFlagsFromString('--expose-gc');
-const gc = runInNewContext('gc') as () => void;
-
-const held = (): number => {
-  gc();
-  gc();
-  const memory = process.memoryUsage();
-  return memory.heapUsed + memory.arrayBuffers;
-};
 
 describe('CursorRing memory', () => {
   it('a ring of 4 deliveries holds its fields in one array: under 960 bytes (1,080 with an array per field)', () => {

@@ -1,21 +1,10 @@
 // What the observer holds per live session of a client (guardedFetch's, instrumentFetch's): its records,
 // its cursor ring and its open listening stream's watch, measured on the heap after full GCs. The server
 // is a fetch answering in process (real Response bodies), so thousands of sessions take a moment.
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
+import { heldBytes as held } from '../../detector/test/helpers/heap.js';
 import { WireObserver } from '../src/index.js';
 import type { FetchLike } from '../src/index.js';
-
-setFlagsFromString('--expose-gc');
-const gc = runInNewContext('gc') as () => void;
-
-const held = (): number => {
-  gc();
-  gc();
-  const memory = process.memoryUsage();
-  return memory.heapUsed + memory.arrayBuffers;
-};
 
 const encoder = new TextEncoder();
 

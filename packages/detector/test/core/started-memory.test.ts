@@ -1,8 +1,6 @@
 // The sessions whose start was counted outlive each session's DELETE (a session seen from both sides
 // counts once, for as long as retention): what each costs is what the gateway keeps per ended session.
 // Measured on the heap, after full GCs.
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import {
   ATTR_HTTP_RESPONSE_STATUS_CODE,
   ATTR_JSONRPC_REQUEST_ID,
@@ -11,17 +9,9 @@ import {
   METHOD_INITIALIZE,
 } from '@resumewatch/semconv';
 import { describe, expect, it } from 'vitest';
+import { heldBytes as held } from '../helpers/heap.js';
 import { Detector, type SpanRecord } from '../../src/index.js';
 import { T0 } from '../helpers/spans.js';
-
-setFlagsFromString('--expose-gc');
-const gc = runInNewContext('gc') as () => void;
-
-const held = (): number => {
-  for (let i = 0; i < 4; i++) gc();
-  const memory = process.memoryUsage();
-  return memory.heapUsed + memory.arrayBuffers;
-};
 
 /**
  * The text as one flat string: a string built by concatenation is flattened when it is first read (the
