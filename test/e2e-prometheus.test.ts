@@ -49,6 +49,8 @@ interface Proc {
   name: string;
   child: ChildProcess;
   log: string[];
+  /** Settles once the process has exited and its output is all in `log`. */
+  closed: Promise<void>;
 }
 const procs: Proc[] = [];
 let tmp = '';
@@ -65,7 +67,8 @@ process.once('exit', killAll);
 
 function start(name: string, cmd: string, args: string[]): Proc {
   const child = spawn(cmd, args, { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env } });
-  const p: Proc = { name, child, log: [] };
+  const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
+  const p: Proc = { name, child, log: [], closed };
   const keep = (b: Buffer): void => {
     p.log.push(b.toString());
     if (p.log.length > 200) p.log.shift();
@@ -98,6 +101,38 @@ async function waitFor<T>(
     const logs = procs.map((p) => `--- ${p.name}\n${p.log.join('').slice(-2000)}`).join('\n');
     const runs = traffic ? `\n--- traffic\n${JSON.stringify(traffic.stats())}` : '';
     throw new Error(`${(error as Error).message}${runs}\n${logs}`, { cause: error });
+  }
+}
+
+/**
+ * Prometheus cannot listen on port 0 and name its port, so it gets a port probed free; another test file's
+ * listener can take that port before Prometheus binds it. Prometheus then exits ("address already in use"),
+ * and it is started again on another port, at most three times.
+ */
+async function startPrometheus(): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    const promPort = await freePort();
+    promUrl = `http://${HOST}:${promPort}`;
+    const prom = start('prometheus', 'prometheus', [
+      `--config.file=${join(tmp, 'prometheus.yml')}`,
+      `--storage.tsdb.path=${join(tmp, 'data')}`,
+      `--web.listen-address=${HOST}:${promPort}`,
+      '--enable-feature=exemplar-storage',
+      '--log.level=warn',
+    ]);
+    const state = await waitFor(
+      'Prometheus ready',
+      async () => {
+        if (prom.child.exitCode !== null || prom.child.signalCode !== null) return 'exited';
+        return (await fetch(`${promUrl}/-/ready`, { signal: AbortSignal.timeout(2000) })).ok ? 'ready' : undefined;
+      },
+      30_000,
+    );
+    if (state === 'ready') return;
+    await prom.closed;
+    const lost = /address already in use/.test(prom.log.join(''));
+    if (!lost || attempt === 3) throw new Error(`Prometheus exited:\n${prom.log.join('').slice(-2000)}`);
+    procs.splice(procs.indexOf(prom), 1);
   }
 }
 
@@ -188,16 +223,7 @@ beforeAll(async () => {
       ],
     }),
   );
-  const promPort = await freePort();
-  promUrl = `http://${HOST}:${promPort}`;
-  start('prometheus', 'prometheus', [
-    `--config.file=${join(tmp, 'prometheus.yml')}`,
-    `--storage.tsdb.path=${join(tmp, 'data')}`,
-    `--web.listen-address=${HOST}:${promPort}`,
-    '--enable-feature=exemplar-storage',
-    '--log.level=warn',
-  ]);
-  await waitFor('Prometheus ready', async () => ((await fetch(`${promUrl}/-/ready`)).ok ? true : undefined), 30_000);
+  await startPrometheus();
 
   // Traffic: the lab's scenarios back to back for the whole test, so that the counters keep moving;
   // malformed spans to the capped detector every second alongside.
