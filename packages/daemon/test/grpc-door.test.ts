@@ -80,7 +80,14 @@ describe('serve’s OTLP/gRPC door', () => {
   let server: RunningServer | undefined;
   const sessions: ClientHttp2Session[] = [];
   const start = async (options: Parameters<typeof startServer>[0] = {}) => {
-    server = await startServer({ port: 0, grpcPort: 0, metricsPort: 0, output: null, log: () => undefined, ...options });
+    server = await startServer({
+      port: 0,
+      grpcPort: 0,
+      metricsPort: 0,
+      output: null,
+      log: () => undefined,
+      ...options,
+    });
     return server;
   };
   const connect = (s: RunningServer): ClientHttp2Session => {
