@@ -16,6 +16,10 @@ import type { Pipeline } from './pipeline.js';
 
 /** Concurrent calls on one connection: with --max-connections, what bounds the calls being received at once. */
 const MAX_STREAMS_PER_CONNECTION = 16;
+/** HTTP/2 flow-control window of a call, and the largest DATA frame a client may send. */
+const CALL_WINDOW_BYTES = 1024 * 1024;
+/** HTTP/2 flow-control window of a connection: its 16 calls at once. */
+const CONNECTION_WINDOW_BYTES = MAX_STREAMS_PER_CONNECTION * CALL_WINDOW_BYTES;
 
 export interface GrpcReceiverInit {
   pipeline: Pipeline;
@@ -70,7 +74,14 @@ export async function startGrpcReceiver(init: GrpcReceiverInit, port: number): P
     },
   };
   const server = createH2Server({
-    settings: { maxConcurrentStreams: MAX_STREAMS_PER_CONNECTION },
+    // A message comes in few large DATA frames rather than many of 16 KiB, each with its own trip through
+    // nghttp2, node:http2 and the stream's 'data': the window and the frame size let a client send up to
+    // 1 MiB of a call at once. It is read as it comes (never paused), into the call's own buffer.
+    settings: {
+      maxConcurrentStreams: MAX_STREAMS_PER_CONNECTION,
+      initialWindowSize: CALL_WINDOW_BYTES,
+      maxFrameSize: CALL_WINDOW_BYTES,
+    },
     // As grpc-js set it: Node's session memory check degrades badly when reached; what a session holds
     // is bounded by its 16 streams, their flow-control windows and --max-decompressed per call.
     maxSessionMemory: Number.MAX_SAFE_INTEGER,
@@ -81,6 +92,7 @@ export async function startGrpcReceiver(init: GrpcReceiverInit, port: number): P
   server.on('session', (session) => {
     sessions.add(session);
     session.on('error', () => undefined);
+    session.setLocalWindowSize(CONNECTION_WINDOW_BYTES);
     closeWhenIdle(session, config.idleTimeoutMs);
     session.once('close', () => {
       sessions.delete(session);
