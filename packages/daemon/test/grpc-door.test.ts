@@ -1,4 +1,4 @@
-import { connect as h2connect, constants as h2, type ClientHttp2Session, type ClientHttp2Stream } from 'node:http2';
+import { connect as h2connect, constants as h2, type ClientHttp2Session } from 'node:http2';
 import { connect as netConnect } from 'node:net';
 import { setTimeout as pause } from 'node:timers/promises';
 import { deflateSync, gzipSync } from 'node:zlib';
@@ -136,7 +136,7 @@ describe('serve’s OTLP/gRPC door', () => {
     await vi.waitFor(() =>
       expect(['gz', 'df', 'plain'].every((id) => s.findings().some((f) => f.session_id === id))).toBe(true),
     );
-    for (const headers of [{}, { 'grpc-encoding': 'identity' }]) {
+    for (const headers of [{}, { 'grpc-encoding': 'identity' }] as Record<string, string>[]) {
       const flagged = await call(session, [framed(request('x'), 1)], headers);
       expect(statusOf(flagged)).toBe(status.INTERNAL);
       expect(flagged.h['grpc-message']).toBe('compressed flag set on a message without grpc-encoding');

@@ -8,7 +8,7 @@ import { GrpcCode, sendStatus } from './grpc-reply.js';
 import type { InflightBudget } from './inflight.js';
 import { encodeStatus, retryInfo } from './status.js';
 
-export const EXPORT_PATH = '/opentelemetry.proto.collector.trace.v1.TraceService/Export';
+const EXPORT_PATH = '/opentelemetry.proto.collector.trace.v1.TraceService/Export';
 /** Where gRPC carries a google.rpc.Status with details (here RetryInfo), as OTLP exporters read it. */
 const STATUS_DETAILS_KEY = 'grpc-status-details-bin';
 /** grpc-timeout: at most 8 digits and a unit (PROTOCOL-HTTP2.md, Timeout). */
