@@ -39,7 +39,7 @@ export function startCall(door: CallDoor, stream: ServerHttp2Stream, headers: In
   const { config, budget } = door;
   const type = headers[h2.HTTP2_HEADER_CONTENT_TYPE];
   if (typeof type !== 'string' || !type.startsWith('application/grpc')) {
-    if (!stream.headersSent) stream.respond({ ':status': 415 }, { endStream: true });
+    if (!stream.headersSent && !stream.closed) stream.respond({ ':status': 415 }, { endStream: true });
     return cancel(stream);
   }
   const path = headers[h2.HTTP2_HEADER_PATH];

@@ -44,7 +44,7 @@ export function sendStatus(
   details: string,
   trailers?: OutgoingHttpHeaders,
 ): void {
-  if (stream.headersSent || stream.destroyed) return;
+  if (stream.headersSent || stream.closed || stream.destroyed) return;
   stream.respond(
     {
       ':status': 200,
@@ -59,7 +59,7 @@ export function sendStatus(
 
 /** Answers a call with its response message and OK, in trailers after it. */
 export function sendMessage(stream: ServerHttp2Stream, message: Buffer): void {
-  if (stream.headersSent || stream.destroyed) return;
+  if (stream.headersSent || stream.closed || stream.destroyed) return;
   const frame = Buffer.allocUnsafe(PREFIX_BYTES + message.length);
   frame[0] = 0;
   frame.writeUInt32BE(message.length, 1);
