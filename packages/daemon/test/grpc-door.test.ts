@@ -221,6 +221,19 @@ describe('serve’s OTLP/gRPC door', () => {
     expect(s.inflight.used).toBe(0);
   });
 
+  it('a grpc-timeout shorter than --idle-timeout bounds the call instead; one that does not parse is INTERNAL', async () => {
+    const s = await start();
+    const session = connect(s);
+    const { answer } = open(session, { 'grpc-timeout': '200m' });
+    const a = await answer;
+    expect(statusOf(a)).toBe(status.DEADLINE_EXCEEDED);
+    expect(a.h['grpc-message']).toBe('Deadline exceeded');
+    const bad = await call(session, [framed(request('bad-timeout'))], { 'grpc-timeout': '5 seconds' });
+    expect(statusOf(bad)).toBe(status.INTERNAL);
+    expect(bad.h['grpc-message']).toBe('Invalid grpc-timeout value "5 seconds"');
+    expect(s.inflight.used).toBe(0);
+  });
+
   it('content type other than application/grpc is 415; another method is UNIMPLEMENTED; application/grpc+proto is read', async () => {
     const s = await start();
     const session = connect(s);
