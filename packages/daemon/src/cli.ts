@@ -1,6 +1,5 @@
 #!/usr/bin/env node
 import { parseArgs } from 'node:util';
-import { logVerbosity, setLogVerbosity } from '@grpc/grpc-js';
 import { COMMANDS, USAGE, commandHelp, isAnalyzeOption, parseErrorText, type CommandName } from './cli-help.js';
 import { ConfigError, OPTION_SPECS, configArgs, resolveConfig, type ResumewatchConfig } from './config.js';
 import { AnalyzeInputError, analyzeFiles, formatSummary } from './doors/analyze.js';
@@ -125,8 +124,7 @@ function listenError(e: unknown, config: ResumewatchConfig): UsageError | undefi
       ? err.code
       : /\b(EADDRINUSE|EACCES|EADDRNOTAVAIL|ENOTFOUND)\b/.exec(text)?.[1];
   if (code === undefined) return undefined;
-  // A gRPC bind error does not carry the port: it is the one listener whose error is not a Node listen error.
-  const port = err.port ?? (config.grpcPort === false ? undefined : config.grpcPort);
+  const port = err.port;
   const flag = port === config.port ? '--port' : port === config.metricsPort ? '--metrics-port' : '--grpc-port';
   switch (code) {
     case 'EADDRINUSE':
@@ -148,15 +146,10 @@ function listenError(e: unknown, config: ResumewatchConfig): UsageError | undefi
 async function serve(config: ResumewatchConfig): Promise<number> {
   checkPorts(config);
   let server;
-  // grpc-js logs a failed bind itself; the one-line error below says it better. Its logging stays as configured otherwise.
-  const quiet = process.env.GRPC_VERBOSITY === undefined;
-  if (quiet) setLogVerbosity(logVerbosity.NONE);
   try {
     server = await startServer(config);
   } catch (e) {
     throw listenError(e, config) ?? e;
-  } finally {
-    if (quiet) setLogVerbosity(logVerbosity.ERROR);
   }
   process.stderr.write(
     `resumewatch: OTLP/HTTP on http://${server.host}:${server.httpPort}/v1/traces` +

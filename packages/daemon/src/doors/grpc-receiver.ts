@@ -1,5 +1,5 @@
 import { createServer as createNetServer, type Server as NetServer } from 'node:net';
-import * as grpc from '@grpc/grpc-js';
+import { createServer as createH2Server, type Http2Server, type ServerHttp2Session } from 'node:http2';
 import type { ResumewatchConfig } from '../config.js';
 import {
   OtlpDecodeError,
@@ -8,30 +8,18 @@ import {
   rejectionMessage,
 } from '@resumewatch/detector';
 import { hostCheck } from '../host-policy.js';
-import { authorized } from './auth.js';
 import type { InflightRequests } from './drain.js';
+import { startCall, type CallDoor } from './grpc-call.js';
+import { GrpcCode, sendMessage, sendStatus } from './grpc-reply.js';
 import type { InflightBudget } from './inflight.js';
 import type { Pipeline } from './pipeline.js';
-import { RpcCode, encodeStatus, retryInfo } from './status.js';
 
-const EXPORT_PATH = '/opentelemetry.proto.collector.trace.v1.TraceService/Export';
-/** Where gRPC carries a google.rpc.Status with details (here RetryInfo), as OTLP exporters read it. */
-const STATUS_DETAILS_KEY = 'grpc-status-details-bin';
 /** Concurrent calls on one connection: with --max-connections, what bounds the calls being received at once. */
 const MAX_STREAMS_PER_CONNECTION = 16;
-
-/** The request stays raw bytes until the handler decodes it, so that a malformed message is an INVALID_ARGUMENT with a reason. */
-const traceService: grpc.ServiceDefinition = {
-  Export: {
-    path: EXPORT_PATH,
-    requestStream: false,
-    responseStream: false,
-    requestSerialize: (b: Buffer) => b,
-    requestDeserialize: (b: Buffer) => b,
-    responseSerialize: (b: Buffer) => b,
-    responseDeserialize: (b: Buffer) => b,
-  },
-};
+/** HTTP/2 flow-control window of a call, and the largest DATA frame a client may send. */
+const CALL_WINDOW_BYTES = 1024 * 1024;
+/** HTTP/2 flow-control window of a connection: its 16 calls at once. */
+const CONNECTION_WINDOW_BYTES = MAX_STREAMS_PER_CONNECTION * CALL_WINDOW_BYTES;
 
 export interface GrpcReceiverInit {
   pipeline: Pipeline;
@@ -43,127 +31,80 @@ export interface GrpcReceiverInit {
 
 export interface GrpcReceiver {
   port: number;
-  server: grpc.Server;
+  server: Http2Server;
   /** Stops accepting connections and closes the open ones once their calls are answered (forced after graceMs). */
   close(graceMs: number): Promise<void>;
 }
 
 /**
- * Every call, from its start: refused without the token from its metadata, before its message is read;
- * given --idle-timeout to deliver its message (an unfinished stream is cancelled, not kept); and holding
- * --max-decompressed bytes of the in-flight budget until it is answered, because grpc-js buffers a
- * message out of our sight until it is complete: so calls being received are bounded in bytes too.
- * A call that finds the budget full is refused at once with RESOURCE_EXHAUSTED and RetryInfo.
- */
-function guard({ config, budget, shed }: GrpcReceiverInit): grpc.ServerInterceptor {
-  const reserve = config.maxDecompressedBytes;
-  // The listeners' Host check (host-policy.ts) on the call's :authority (grpc-js: `:authority`, else
-  // `host`). No browser speaks cleartext HTTP/2 to this port, so DNS rebinding cannot reach it; the
-  // check costs one comparison a call and keeps one policy for every listener of the --host.
-  const hosts = hostCheck({
-    bindHost: config.host,
-    allowedHosts: config.allowedHosts,
-    allowedOrigins: config.allowedOrigins,
-  });
-  return (_method, call) => {
-    let held = false;
-    let timer: NodeJS.Timeout | undefined;
-    const release = (): void => {
-      clearTimeout(timer);
-      if (held) budget.release(reserve);
-      held = false;
-    };
-    const refuse = (code: grpc.status, details: string, metadata = new grpc.Metadata()): void => {
-      release();
-      call.sendStatus({ code, details, metadata });
-    };
-    return new grpc.ServerInterceptingCall(call, {
-      start: (next) => {
-        next(
-          new grpc.ServerListenerBuilder()
-            .withOnReceiveMetadata((metadata, mdNext) => {
-              const foreign = hosts(call.getHost(), undefined);
-              if (foreign) return refuse(grpc.status.PERMISSION_DENIED, foreign.message);
-              const auth = metadata.get('authorization')[0];
-              if (!authorized(config.token, typeof auth === 'string' ? auth : undefined)) {
-                return refuse(grpc.status.UNAUTHENTICATED, 'missing or wrong bearer token');
-              }
-              if (!budget.reserve(reserve)) {
-                shed();
-                const details = `server busy: request bodies in flight reach ${config.maxInflightBytes} bytes (--max-inflight); retry later`;
-                const trailers = new grpc.Metadata();
-                trailers.set(
-                  STATUS_DETAILS_KEY,
-                  encodeStatus(RpcCode.RESOURCE_EXHAUSTED, details, retryInfo(config.retryAfterMs)),
-                );
-                return refuse(grpc.status.RESOURCE_EXHAUSTED, details, trailers);
-              }
-              held = true;
-              timer = setTimeout(
-                () =>
-                  refuse(
-                    grpc.status.DEADLINE_EXCEEDED,
-                    `no complete message within ${config.idleTimeoutMs} ms (--idle-timeout)`,
-                  ),
-                config.idleTimeoutMs,
-              );
-              timer.unref();
-              mdNext(metadata);
-            })
-            .withOnReceiveMessage((message, msgNext) => {
-              clearTimeout(timer);
-              msgNext(message);
-            })
-            .withOnCancel(release)
-            .build(),
-        );
-      },
-      sendStatus: (status, next) => {
-        release();
-        next(status);
-      },
-    });
-  };
-}
-
-/**
- * Starts the OTLP/gRPC receiver (TraceService/Export); gzip-compressed messages are decompressed by grpc-js.
- * Connections are accepted by our own listener and handed to grpc-js, so that their number is capped
- * (--max-connections) and one that never starts HTTP/2 is closed (--header-timeout).
+ * Starts the OTLP/gRPC receiver: one unary method, TraceService/Export, on node:http2 in cleartext (h2c
+ * with prior knowledge, as OTLP exporters connect to an http:// endpoint). grpc-call.ts reads and
+ * refuses each call; here connections are accepted by our own listener, so that their number is capped
+ * (--max-connections) and one that never starts HTTP/2 is closed (--header-timeout), and a connection
+ * without calls is closed after --idle-timeout.
  */
 export async function startGrpcReceiver(init: GrpcReceiverInit, port: number): Promise<GrpcReceiver> {
   const { pipeline, config, inflight } = init;
   // The gRPC door feeds nothing but the detector and the evidence: only the attributes they read are
   // converted, and a span that cannot matter to them is counted and skipped.
   const detectorOnly = { detectorAttributesOnly: true, onSkipped: pipeline.skipped } as const;
-  const server = new grpc.Server({
-    'grpc.max_receive_message_length': config.maxDecompressedBytes,
-    'grpc.max_concurrent_streams': MAX_STREAMS_PER_CONNECTION,
-    'grpc.max_connection_idle_ms': config.idleTimeoutMs,
-    interceptors: [guard(init)],
-  });
-  server.addService(traceService, {
-    Export: (call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) => {
-      // The call's bytes are held in the budget by guard() until it is answered.
+  const door: CallDoor = {
+    config,
+    budget: init.budget,
+    shed: init.shed,
+    // The listeners' Host check (host-policy.ts) on the call's :authority (else `host`). No browser speaks
+    // cleartext HTTP/2 to this port, so DNS rebinding cannot reach it; the check keeps one policy for
+    // every listener of the --host.
+    hosts: hostCheck({
+      bindHost: config.host,
+      allowedHosts: config.allowedHosts,
+      allowedOrigins: config.allowedOrigins,
+    }),
+    handle: (stream, message) => {
       inflight.enter();
       try {
-        const result = pipeline.ingest((sink) => decodeProtobufRequest(call.request, sink, detectorOnly));
-        callback(null, encodeProtobufResponse(result.invalid, rejectionMessage(result)));
+        const result = pipeline.ingest((sink) => decodeProtobufRequest(message, sink, detectorOnly));
+        sendMessage(stream, encodeProtobufResponse(result.invalid, rejectionMessage(result)));
       } catch (e) {
-        if (e instanceof OtlpDecodeError) callback({ code: grpc.status.INVALID_ARGUMENT, details: e.message });
-        else callback({ code: grpc.status.INTERNAL, details: `internal error: ${(e as Error).message}` });
+        if (e instanceof OtlpDecodeError) sendStatus(stream, GrpcCode.INVALID_ARGUMENT, e.message);
+        else sendStatus(stream, GrpcCode.INTERNAL, `internal error: ${(e as Error).message}`);
       } finally {
         inflight.leave();
       }
     },
+  };
+  const server = createH2Server({
+    // A message comes in few large DATA frames rather than many of 16 KiB, each with its own trip through
+    // nghttp2, node:http2 and the stream's 'data': the window and the frame size let a client send up to
+    // 1 MiB of a call at once. It is read as it comes (never paused), into the call's own buffer.
+    settings: {
+      maxConcurrentStreams: MAX_STREAMS_PER_CONNECTION,
+      initialWindowSize: CALL_WINDOW_BYTES,
+      maxFrameSize: CALL_WINDOW_BYTES,
+    },
+    // As grpc-js set it: Node's session memory check degrades badly when reached; what a session holds
+    // is bounded by its 16 streams, their flow-control windows and --max-decompressed per call.
+    maxSessionMemory: Number.MAX_SAFE_INTEGER,
   });
-  const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
+  server.on('stream', (stream, headers) => startCall(door, stream, headers));
+  const sessions = new Set<ServerHttp2Session>();
+  let closing: (() => void) | undefined;
+  server.on('session', (session) => {
+    sessions.add(session);
+    session.on('error', () => undefined);
+    session.setLocalWindowSize(CONNECTION_WINDOW_BYTES);
+    closeWhenIdle(session, config.idleTimeoutMs);
+    session.once('close', () => {
+      sessions.delete(session);
+      closing?.();
+    });
+    if (closing) session.close();
+  });
   const listener: NetServer = createNetServer((socket) => {
-    // A connection that has not started HTTP/2 within --header-timeout is closed; once it has, grpc-js
-    // owns it: its calls have --idle-timeout to deliver their message, and a connection without calls
-    // closes after --idle-timeout (max_connection_idle_ms).
+    // A connection that has not started HTTP/2 within --header-timeout is closed; once it has, its calls
+    // have --idle-timeout to deliver their message, and it closes after --idle-timeout without calls.
     socket.setTimeout(config.headerTimeoutMs, () => (socket.bytesRead === 0 ? socket.destroy() : socket.setTimeout(0)));
-    injector.injectConnection(socket);
+    server.emit('connection', socket);
   });
   listener.maxConnections = config.maxConnections;
   const bound = await new Promise<number>((resolve, reject) => {
@@ -179,18 +120,43 @@ export async function startGrpcReceiver(init: GrpcReceiverInit, port: number): P
     close: (graceMs) =>
       new Promise<void>((resolve) => {
         listener.close();
-        injector.drain(graceMs);
+        // GOAWAY to every connection: its open calls are answered, then it closes; forced after graceMs.
         const force = setTimeout(() => {
-          injector.destroy();
-          server.forceShutdown();
+          for (const session of sessions) session.destroy();
           resolve();
         }, graceMs);
         force.unref();
-        server.tryShutdown(() => {
+        closing = () => {
+          if (sessions.size > 0) return;
           clearTimeout(force);
-          injector.destroy();
           resolve();
-        });
+        };
+        for (const session of sessions) session.close();
+        closing();
       }),
   };
+}
+
+/**
+ * Closes a connection once it has had no call for `idleMs` (grpc-js's max_connection_idle_ms). One
+ * timer a connection, re-armed when it fires, rather than one set and cleared per call.
+ */
+function closeWhenIdle(session: ServerHttp2Session, idleMs: number): void {
+  let open = 0;
+  let idleSince = performance.now();
+  session.on('stream', (stream) => {
+    open++;
+    stream.once('close', () => {
+      if (--open === 0) idleSince = performance.now();
+    });
+  });
+  const check = (): void => {
+    if (session.closed || session.destroyed) return;
+    const idle = open === 0 ? performance.now() - idleSince : 0;
+    if (idle >= idleMs) return void session.close();
+    timer.refresh();
+  };
+  const timer = setTimeout(check, idleMs);
+  timer.unref();
+  session.once('close', () => clearTimeout(timer));
 }

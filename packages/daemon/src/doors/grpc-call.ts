@@ -1,0 +1,155 @@
+import { constants as h2, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
+import type { ResumewatchConfig } from '../config.js';
+import type { HostCheck } from '../host-policy.js';
+import { authorized } from './auth.js';
+import { decompress, type DecompressError } from './grpc-decompress.js';
+import { UnaryMessageReader, type FramingError } from './grpc-framing.js';
+import { GrpcCode, sendStatus } from './grpc-reply.js';
+import type { InflightBudget } from './inflight.js';
+import { encodeStatus, retryInfo } from './status.js';
+
+const EXPORT_PATH = '/opentelemetry.proto.collector.trace.v1.TraceService/Export';
+/** Where gRPC carries a google.rpc.Status with details (here RetryInfo), as OTLP exporters read it. */
+const STATUS_DETAILS_KEY = 'grpc-status-details-bin';
+/** grpc-timeout: at most 8 digits and a unit (PROTOCOL-HTTP2.md, Timeout). */
+const TIMEOUT = /^(\d{1,8})([HMSmun])$/;
+const TIMEOUT_UNIT_MS: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 0.001, n: 0.000001 };
+
+export interface CallDoor {
+  config: ResumewatchConfig;
+  budget: InflightBudget;
+  shed: () => void;
+  hosts: HostCheck;
+  /** Answers the call with its complete, decompressed message. */
+  handle(stream: ServerHttp2Stream, message: Buffer): void;
+}
+
+const ignore = (): void => undefined;
+
+/**
+ * One call on the gRPC port. Refused from its headers alone, before any message byte is read: another
+ * content type (415, as grpc-js), another method (UNIMPLEMENTED), a foreign :authority (the listeners'
+ * Host check), no token (UNAUTHENTICATED), a full in-flight budget (RESOURCE_EXHAUSTED with RetryInfo).
+ * Otherwise it holds --max-decompressed bytes of the budget from its start until it is answered, and has
+ * --idle-timeout (or its grpc-timeout, when shorter) to deliver its message.
+ */
+export function startCall(door: CallDoor, stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void {
+  // Errors (a reset from the client, a session destroyed) end in 'close', which releases the call.
+  stream.on('error', ignore);
+  const { config, budget } = door;
+  const type = headers[h2.HTTP2_HEADER_CONTENT_TYPE];
+  if (typeof type !== 'string' || !type.startsWith('application/grpc')) {
+    if (!stream.headersSent && !stream.closed) stream.respond({ ':status': 415 }, { endStream: true });
+    return cancel(stream);
+  }
+  const path = headers[h2.HTTP2_HEADER_PATH];
+  if (path !== EXPORT_PATH)
+    return refuse(stream, GrpcCode.UNIMPLEMENTED, `The server does not implement the method ${path}`);
+  const authority = headers[h2.HTTP2_HEADER_AUTHORITY] ?? headers.host;
+  const foreign = door.hosts(typeof authority === 'string' ? authority : undefined, undefined);
+  if (foreign) return refuse(stream, GrpcCode.PERMISSION_DENIED, foreign.message);
+  const auth = headers.authorization;
+  if (!authorized(config.token, typeof auth === 'string' ? auth : undefined))
+    return refuse(stream, GrpcCode.UNAUTHENTICATED, 'missing or wrong bearer token');
+  let limitMs = config.idleTimeoutMs;
+  let limitText = `no complete message within ${config.idleTimeoutMs} ms (--idle-timeout)`;
+  const timeout = headers['grpc-timeout'];
+  if (timeout !== undefined) {
+    const m = TIMEOUT.exec(String(timeout));
+    if (m === null) return refuse(stream, GrpcCode.INTERNAL, `Invalid grpc-timeout value "${String(timeout)}"`);
+    const ms = Math.trunc(Number(m[1]) * TIMEOUT_UNIT_MS[m[2]!]!);
+    if (ms < limitMs) [limitMs, limitText] = [ms, 'Deadline exceeded'];
+  }
+  if (!budget.reserve(config.maxDecompressedBytes)) {
+    door.shed();
+    const details = `server busy: request bodies in flight reach ${config.maxInflightBytes} bytes (--max-inflight); retry later`;
+    const status = encodeStatus(GrpcCode.RESOURCE_EXHAUSTED, details, retryInfo(config.retryAfterMs));
+    return refuse(stream, GrpcCode.RESOURCE_EXHAUSTED, details, { [STATUS_DETAILS_KEY]: status.toString('base64') });
+  }
+  const encoding = headers['grpc-encoding'];
+  new ExportCall(door, stream, typeof encoding === 'string' ? encoding : undefined, limitMs, limitText);
+}
+
+/** A call admitted: its message read, then answered; its bytes held in the budget until then. */
+class ExportCall {
+  private readonly reader: UnaryMessageReader;
+  private readonly timer: NodeJS.Timeout;
+  private held = true;
+  /** The request stream has ended (the client sent END_STREAM). */
+  private ended = false;
+  /** gunzip still runs (it holds its input and output): the bytes are released when it returns. */
+  private decompressing = false;
+
+  constructor(
+    private readonly door: CallDoor,
+    private readonly stream: ServerHttp2Stream,
+    private readonly encoding: string | undefined,
+    limitMs: number,
+    limitText: string,
+  ) {
+    this.reader = new UnaryMessageReader(door.config.maxDecompressedBytes);
+    // Not delivered in time: refused and the stream cancelled, not kept.
+    this.timer = setTimeout(() => this.refuse({ code: GrpcCode.DEADLINE_EXCEEDED, details: limitText }), limitMs);
+    this.timer.unref();
+    stream.on('data', (chunk: Buffer) => {
+      if (!this.held) return;
+      const failure = this.reader.push(chunk);
+      if (failure) this.refuse(failure);
+    });
+    stream.once('end', () => this.end());
+    stream.once('close', () => {
+      clearTimeout(this.timer);
+      if (!this.decompressing) this.release();
+    });
+  }
+
+  private end(): void {
+    this.ended = true;
+    clearTimeout(this.timer);
+    if (!this.held) return;
+    const message = this.reader.finish();
+    if ('code' in message) return this.refuse(message);
+    if (!this.reader.compressed) return this.answer(message);
+    this.decompressing = true;
+    decompress(this.encoding, message, this.door.config.maxDecompressedBytes, (failure, plain) => {
+      this.decompressing = false;
+      if (this.stream.destroyed) return this.release();
+      if (failure) return this.refuse(failure);
+      this.answer(plain!);
+    });
+  }
+
+  private answer(message: Buffer): void {
+    try {
+      this.door.handle(this.stream, message);
+    } finally {
+      this.release();
+    }
+  }
+
+  private refuse(failure: FramingError | DecompressError): void {
+    clearTimeout(this.timer);
+    this.release();
+    sendStatus(this.stream, failure.code, failure.details, (failure as DecompressError).trailers);
+    if (!this.ended) cancel(this.stream);
+  }
+
+  private release(): void {
+    if (this.held) this.door.budget.release(this.door.config.maxDecompressedBytes);
+    this.held = false;
+  }
+}
+
+/** A refusal from the headers: Trailers-Only, and the rest of the request cancelled. */
+function refuse(stream: ServerHttp2Stream, code: number, details: string, trailers?: Record<string, string>): void {
+  sendStatus(stream, code, details, trailers);
+  cancel(stream);
+}
+
+/**
+ * The request's remaining DATA is not wanted once the call is answered: RST_STREAM(NO_ERROR) after the
+ * complete response asks the client to stop sending it (RFC 9113 §8.1), and frees the stream's slot.
+ */
+function cancel(stream: ServerHttp2Stream): void {
+  if (!stream.closed && !stream.destroyed) stream.close(h2.NGHTTP2_NO_ERROR);
+}
