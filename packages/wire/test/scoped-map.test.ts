@@ -14,7 +14,7 @@ function random(seed: number): () => number {
 }
 
 /** The index's lists, as the map holds them (private): each scope's keys written and its live count. */
-function lists(map: ScopedMap<unknown>): Map<string, { keys: string[]; head: number; live: number }> {
+function lists<V>(map: ScopedMap<V>): Map<string, { keys: string[]; head: number; live: number }> {
   return (map as unknown as { scopes: Map<string, { keys: string[]; head: number; live: number }> }).scopes;
 }
 
