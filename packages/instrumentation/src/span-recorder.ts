@@ -99,7 +99,6 @@ import { HeldPolls } from './held-polls.js';
 import { traceContextHeaders } from './trace-propagation.js';
 import { fetchInstrumentedBelow } from './fetch-instrumented-below.js';
 import { createIdRecorder } from './id-policy.js';
-import { DeadlineQueue, type DeadlineEntry } from './deadline-queue.js';
 
 /** Sessionless listening streams' last event ids kept (listeningCursors), and for how long. */
 const MAX_LISTENING_CURSORS = 1_000;
@@ -134,12 +133,11 @@ export interface OpenRequestSpan {
   readonly lastResume: ResumeOutcome | undefined;
 }
 
-interface RequestState extends DeadlineEntry {
+interface RequestState {
   readonly record: RequestRecord;
   /** Undefined once the span ended; the span context stays to parent late terminal and resume spans. */
   span: Span | undefined;
   readonly spanContext: SpanContext;
-  /** A reopened request's own deadline (reopenRequest); the others' are `requestDeadlines`'. */
   timer: ReturnType<typeof setTimeout> | undefined;
   /** Known from the request headers, or from the initialize response. */
   sessionId: string | undefined;
@@ -288,8 +286,6 @@ export class SpanRecorder implements WireListener {
    */
   private readonly heldPolls = new HeldPolls<HeldPoll>((held, asPoll) => this.expirePoll(held, asPoll));
   private openRequests = 0;
-  /** The open requests' deadlines (requestTimeoutMs after each began): one timer for all of them. */
-  private readonly requestDeadlines: DeadlineQueue<RequestState>;
   /** The deadlines of reopened requests (reopenRequest): the ones they had before the restart. */
   private readonly deadlines = new WeakMap<RequestState, number>();
   private readonly digestKey: string | Uint8Array;
@@ -326,9 +322,6 @@ export class SpanRecorder implements WireListener {
     this.tracer = options.tracer;
     this.observer = options.observer;
     this.requestTimeoutMs = options.requestTimeoutMs;
-    this.requestDeadlines = new DeadlineQueue(this.requestTimeoutMs, (state) =>
-      this.endRequest(state, ErrorType.TIMEOUT),
-    );
     this.digestKey = options.digestKey ?? createIdRecorder({ idPolicy: 'raw' }).digestKey;
     this.broken = new BrokenRequests({ windowMs: options.reissueWindowMs ?? DEFAULT_REISSUE_WINDOW_MS });
     this.droppedWork = new BrokenRequests({ windowMs: options.reissueWindowMs ?? DEFAULT_REISSUE_WINDOW_MS });
@@ -400,7 +393,6 @@ export class SpanRecorder implements WireListener {
         if (!state.span || state.stateless) continue;
         clearTimeout(state.timer);
         state.timer = undefined;
-        this.requestDeadlines.remove(state);
         state.span = undefined;
         this.openRequests--;
         states.delete(state);
@@ -445,8 +437,6 @@ export class SpanRecorder implements WireListener {
       span,
       spanContext: span.spanContext(),
       timer: undefined,
-      deadlineSlot: -1,
-      deadlineAt: 0,
       sessionId: record.sessionId,
       protocolVersion: open.protocolVersion,
       stateless: false,
@@ -669,8 +659,6 @@ export class SpanRecorder implements WireListener {
       span,
       spanContext: span.spanContext(),
       timer: undefined,
-      deadlineSlot: -1,
-      deadlineAt: 0,
       sessionId: req.sessionId,
       protocolVersion: version,
       stateless,
@@ -680,7 +668,8 @@ export class SpanRecorder implements WireListener {
       resumed: false,
       lastResume: undefined,
     };
-    this.requestDeadlines.add(state);
+    state.timer = setTimeout(() => this.endRequest(state, ErrorType.TIMEOUT), this.requestTimeoutMs);
+    state.timer.unref();
     this.requests.set(record, state);
     this.openRequests++;
     if (state.sessionId !== undefined) this.trackSession(state);
@@ -1272,11 +1261,8 @@ export class SpanRecorder implements WireListener {
     const span = state.span;
     if (!span) return;
     state.span = undefined;
-    if (state.timer !== undefined) {
-      clearTimeout(state.timer);
-      state.timer = undefined;
-    }
-    this.requestDeadlines.remove(state);
+    clearTimeout(state.timer);
+    state.timer = undefined;
     this.openRequests--;
     if (this.clientDropped.size > 0) this.clientDropped.delete(state);
     if (state.sessionId !== undefined) {
