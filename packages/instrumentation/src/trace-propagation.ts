@@ -40,9 +40,7 @@ function w3cTraceContext(span: SpanContext): Record<string, string> {
 }
 
 function traceparentOf(span: SpanContext): string {
-  const flags = Number(span.traceFlags || TraceFlags.NONE);
-  // As the propagator writes them: a 0 and the flags in hex ('01' sampled, '00' not), without a hex conversion for those two.
-  return `00-${span.traceId}-${span.spanId}-${flags === 1 ? '01' : flags === 0 ? '00' : `0${flags.toString(16)}`}`;
+  return `00-${span.traceId}-${span.spanId}-0${Number(span.traceFlags || TraceFlags.NONE).toString(16)}`;
 }
 
 /** The API's global propagator: it keeps it behind an accessor TypeScript calls private (there since API 1.0). */
