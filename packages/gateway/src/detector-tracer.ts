@@ -34,12 +34,12 @@ import {
 } from '@opentelemetry/core';
 import type { InstrumentationScope } from '@opentelemetry/core';
 import type { Resource } from '@opentelemetry/resources';
-import { RandomIdGenerator } from '@opentelemetry/sdk-trace-base';
 import type { IdGenerator, ReadableSpan, SpanProcessor, TimedEvent } from '@opentelemetry/sdk-trace-base';
 import { UNKNOWN_SERVICE, primitiveAttributes, spanRecordOf } from '@resumewatch/detector';
 import type { SpanRecord } from '@resumewatch/detector';
 import type { RecordTracer } from '@resumewatch/instrumentation';
 import { ATTR_SERVICE_NAME } from '@resumewatch/semconv';
+import { PooledIdGenerator } from './pooled-ids.js';
 
 /** Where a span's record goes at its end: the built-in detector's record feed (EmbeddedDetector.ingest). */
 export type SpanRecordSink = (record: SpanRecord) => void;
@@ -73,7 +73,7 @@ export class DetectorTracerProvider implements TracerProvider {
   constructor(
     target: SpanProcessor | SpanRecordSink,
     private readonly resource: Resource,
-    private readonly idGenerator: IdGenerator = new RandomIdGenerator(),
+    private readonly idGenerator: IdGenerator = new PooledIdGenerator(),
   ) {
     if (typeof target === 'function') this.sink = target;
     else this.processor = target;

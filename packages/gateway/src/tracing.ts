@@ -5,6 +5,7 @@ import { BasicTracerProvider, BatchSpanProcessor, type SpanProcessor } from '@op
 import type { EmbeddedDetector } from '@resumewatch/daemon';
 import { ATTR_SERVICE_NAME } from '@resumewatch/semconv';
 import { DetectorTracerProvider } from './detector-tracer.js';
+import { PooledIdGenerator } from './pooled-ids.js';
 
 const DEFAULT_SERVICE_NAME = 'resumewatch-gateway';
 
@@ -62,9 +63,11 @@ export function gatewayTracing(options: {
   });
   const detectorOnly =
     options.detector !== undefined && processors.length === 1 && !SDK_SPAN_VARIABLES.some((name) => env[name]);
+  // Ids from a pool of crypto random bytes on both paths: the SDK's generator draws four Math.random()s an id.
+  const idGenerator = new PooledIdGenerator();
   const provider = detectorOnly
-    ? new DetectorTracerProvider(options.detector!.ingest, resource)
-    : new BasicTracerProvider({ resource, spanProcessors: processors });
+    ? new DetectorTracerProvider(options.detector!.ingest, resource, idGenerator)
+    : new BasicTracerProvider({ resource, spanProcessors: processors, idGenerator });
   let shutdown: Promise<void> | undefined;
   return {
     provider,
