@@ -79,6 +79,17 @@ export class BoundedMap<K, V> {
     this.sweep();
   }
 
+  /**
+   * Changes a live entry's value in place: it keeps its place among the oldest and its retention (set
+   * would move it to the young end and restart it). False, and nothing written, without a live entry.
+   */
+  replace(key: K, value: V): boolean {
+    const slot = this.map.get(key);
+    if (slot === undefined || !this.live(slot, this.expires ? this.now() : 0)) return false;
+    this.vals[slot] = value;
+    return true;
+  }
+
   /** Restarts an entry's retention without changing it. */
   touch(key: K): void {
     const slot = this.map.get(key);
@@ -189,7 +200,8 @@ export class BoundedMap<K, V> {
   /** Frees the slot of an entry already out of the map, then tells onDrop (which may write the map again). */
   private drop(key: K, slot: number): void {
     const value = this.vals[slot] as V;
-    this.vals[slot] = undefined;
+    // A number left in a free slot holds nothing, and keeps an array of numbers one of unboxed doubles.
+    if (typeof value !== 'number') this.vals[slot] = undefined;
     this.free.push(slot);
     if (this.used > MIN_CAPACITY && this.map.size * 4 < this.used) this.compact();
     this.onDrop?.(key, value);

@@ -227,3 +227,22 @@ describe('BoundedMap slots', () => {
     expect([...map.entries()].map(([k]) => k)).not.toContain('a');
   });
 });
+
+describe('BoundedMap.replace', () => {
+  it('changes a live value in place: its place among the oldest and its retention stay', () => {
+    const { map, dropped, advance } = fixture(3, 100);
+    map.set('a', 1);
+    advance(60);
+    map.set('b', 2);
+    expect(map.replace('a', 10)).toBe(true);
+    expect(map.get('a')).toBe(10);
+    expect([...map.entries()].map(([k]) => k)).toEqual(['a', 'b']);
+    // Written at 1000, expired at 1100 still: the replace restarted nothing.
+    advance(40);
+    expect(map.get('a')).toBeUndefined();
+    expect(dropped).toEqual([['a', 10]]);
+    expect(map.replace('a', 11)).toBe(false);
+    expect(map.replace('z', 1)).toBe(false);
+    expect(map.has('z')).toBe(false);
+  });
+});
