@@ -6,9 +6,24 @@
  *
  * `onDrop` is told of every entry that leaves: deleted, expired or evicted by the cap. Only evictions
  * by the cap are counted (`evictions`): an entry that expired or was deleted was not lost to the cap.
+ *
+ * Storage: the Map holds each key's slot, a small integer (no object per entry); the value and the
+ * expiry are at that slot of an array and of a Float64Array. An entry object `{ value, expiresAt }` with
+ * its boxed number cost about 56 bytes more per entry, kept as long as the entry, and one more object
+ * for the collector to trace. Freed slots are reused; the arrays shrink when a quarter is in use.
  */
 export class BoundedMap<K, V> {
-  private readonly map = new Map<K, { value: V; expiresAt: number }>();
+  /** Key → slot, in the order entries leave (oldest first). */
+  private readonly map = new Map<K, number>();
+  /** Values by slot (`undefined` in a free slot, so that what it held can be collected). */
+  private vals: (V | undefined)[] = [];
+  /** Expiry (Unix ms) by slot; stays empty with Infinity retention. */
+  private expiries = NO_EXPIRIES;
+  /** Free slots below `used`, reused last freed first. */
+  private free: number[] = [];
+  /** Slots handed out so far (the high-water mark of `vals`). */
+  private used = 0;
+  private readonly expires: boolean;
   /** Entries dropped because the cap was reached. */
   evictions = 0;
 
@@ -20,6 +35,7 @@ export class BoundedMap<K, V> {
   ) {
     if (!(cap > 0)) throw new RangeError(`cap must be positive, got ${cap}`);
     if (!(retentionMs >= 0)) throw new RangeError(`retentionMs must not be negative, got ${retentionMs}`);
+    this.expires = retentionMs !== Infinity;
   }
 
   get size(): number {
@@ -27,20 +43,20 @@ export class BoundedMap<K, V> {
   }
 
   get(key: K): V | undefined {
-    const entry = this.map.get(key);
-    if (entry === undefined) return undefined;
-    if (entry.expiresAt !== Infinity && entry.expiresAt <= this.now()) {
+    const slot = this.map.get(key);
+    if (slot === undefined) return undefined;
+    if (this.expires && this.expiries[slot]! <= this.now()) {
       this.delete(key);
       return undefined;
     }
-    return entry.value;
+    return this.vals[slot];
   }
 
   /** Whether the key holds a live entry (true for a stored `undefined` too). */
   has(key: K): boolean {
-    const entry = this.map.get(key);
-    if (entry === undefined) return false;
-    if (entry.expiresAt !== Infinity && entry.expiresAt <= this.now()) {
+    const slot = this.map.get(key);
+    if (slot === undefined) return false;
+    if (this.expires && this.expiries[slot]! <= this.now()) {
       this.delete(key);
       return false;
     }
@@ -49,34 +65,45 @@ export class BoundedMap<K, V> {
 
   /** Writes and moves the entry to the young end; resets its retention. */
   set(key: K, value: V): void {
-    const expiresAt = this.now() + this.retentionMs;
-    const entry = this.map.get(key);
-    if (entry === undefined) {
-      this.map.set(key, { value, expiresAt });
+    let slot = this.map.get(key);
+    if (slot === undefined) {
+      slot = this.take();
+      this.map.set(key, slot);
     } else {
-      // The entry object is reused: a rewrite allocates nothing.
+      // Moved to the young end; the slot is kept: a rewrite allocates nothing.
       this.map.delete(key);
-      entry.value = value;
-      entry.expiresAt = expiresAt;
-      this.map.set(key, entry);
+      this.map.set(key, slot);
     }
+    this.vals[slot] = value;
+    if (this.expires) this.expiries[slot] = this.now() + this.retentionMs;
     this.sweep();
+  }
+
+  /**
+   * Changes a live entry's value in place: it keeps its place among the oldest and its retention (set
+   * would move it to the young end and restart it). False, and nothing written, without a live entry.
+   */
+  replace(key: K, value: V): boolean {
+    const slot = this.map.get(key);
+    if (slot === undefined || !this.live(slot, this.expires ? this.now() : 0)) return false;
+    this.vals[slot] = value;
+    return true;
   }
 
   /** Restarts an entry's retention without changing it. */
   touch(key: K): void {
-    const entry = this.map.get(key);
-    if (!entry) return;
+    const slot = this.map.get(key);
+    if (slot === undefined) return;
     this.map.delete(key);
-    entry.expiresAt = this.now() + this.retentionMs;
-    this.map.set(key, entry);
+    if (this.expires) this.expiries[slot] = this.now() + this.retentionMs;
+    this.map.set(key, slot);
   }
 
   delete(key: K): boolean {
-    const entry = this.map.get(key);
-    if (!entry) return false;
+    const slot = this.map.get(key);
+    if (slot === undefined) return false;
     this.map.delete(key);
-    this.onDrop?.(key, entry.value);
+    this.drop(key, slot);
     return true;
   }
 
@@ -94,26 +121,26 @@ export class BoundedMap<K, V> {
   evictOldest(): boolean {
     const oldest = this.map.entries().next();
     if (oldest.done) return false;
-    const [key, entry] = oldest.value;
+    const [key, slot] = oldest.value;
     this.map.delete(key);
     this.evictions++;
-    this.onDrop?.(key, entry.value);
+    this.drop(key, slot);
     return true;
   }
 
   /** The live values, oldest first (a copy, like entries()). */
   values(): IterableIterator<V> {
-    const now = this.now();
+    const now = this.expires ? this.now() : 0;
     const live: V[] = [];
-    for (const entry of this.map.values()) if (entry.expiresAt > now) live.push(entry.value);
+    for (const slot of this.map.values()) if (this.live(slot, now)) live.push(this.vals[slot] as V);
     return live.values();
   }
 
   /** The live entries, oldest first (a copy: the map may be changed while they are read). */
   entries(): IterableIterator<[K, V]> {
-    const now = this.now();
+    const now = this.expires ? this.now() : 0;
     const live: [K, V][] = [];
-    for (const [key, entry] of this.map) if (entry.expiresAt > now) live.push([key, entry.value]);
+    for (const [key, slot] of this.map) if (this.live(slot, now)) live.push([key, this.vals[slot] as V]);
     return live.values();
   }
 
@@ -138,18 +165,73 @@ export class BoundedMap<K, V> {
 
   /** From the oldest end: over the cap, evict; expired, drop; stops at the first live entry within the cap. */
   private sweep(): void {
-    const now = this.now();
-    for (const [key, entry] of this.map) {
+    const now = this.expires ? this.now() : 0;
+    for (const [key, slot] of this.map) {
       if (this.map.size > this.cap) {
         this.map.delete(key);
         this.evictions++;
-        this.onDrop?.(key, entry.value);
-      } else if (entry.expiresAt <= now) {
+        this.drop(key, slot);
+      } else if (!this.live(slot, now)) {
         this.map.delete(key);
-        this.onDrop?.(key, entry.value);
+        this.drop(key, slot);
       } else {
         break;
       }
     }
   }
+
+  private live(slot: number, now: number): boolean {
+    return !this.expires || this.expiries[slot]! > now;
+  }
+
+  /** A slot for a new entry: a freed one, else the next, the expiries grown (doubled) when full. */
+  private take(): number {
+    if (this.free.length > 0) return this.free.pop()!;
+    const slot = this.used++;
+    const expiries = this.expiries;
+    if (this.expires && slot === expiries.length) {
+      const grown = new Float64Array(Math.max(MIN_CAPACITY, expiries.length * 2));
+      grown.set(expiries);
+      this.expiries = grown;
+    }
+    return slot;
+  }
+
+  /** Frees the slot of an entry already out of the map, then tells onDrop (which may write the map again). */
+  private drop(key: K, slot: number): void {
+    const value = this.vals[slot] as V;
+    // A number left in a free slot holds nothing, and keeps an array of numbers one of unboxed doubles.
+    if (typeof value !== 'number') this.vals[slot] = undefined;
+    this.free.push(slot);
+    if (this.used > MIN_CAPACITY && this.map.size * 4 < this.used) this.compact();
+    this.onDrop?.(key, value);
+  }
+
+  /**
+   * Moves the live entries to slots 0 .. size-1 in their order, in new arrays of twice that room: what
+   * a map held at its peak is given back once it is under a quarter of it. Amortized: the entries
+   * moved are fewer than the drops since the last growth or compaction. The Map's order is kept (a
+   * set of a key it holds changes the value in place).
+   */
+  private compact(): void {
+    const size = this.map.size;
+    const room = Math.max(MIN_CAPACITY, size * 2);
+    const vals: (V | undefined)[] = [];
+    const expiries = this.expires ? new Float64Array(room) : NO_EXPIRIES;
+    let next = 0;
+    for (const [key, slot] of this.map) {
+      vals.push(this.vals[slot]);
+      if (this.expires) expiries[next] = this.expiries[slot]!;
+      this.map.set(key, next++);
+    }
+    this.vals = vals;
+    this.expiries = expiries;
+    this.free = [];
+    this.used = next;
+  }
 }
+
+/** The expiries' first length, and the slots below which a map is never compacted. */
+const MIN_CAPACITY = 16;
+/** The expiries of a map that holds none yet, or never will (Infinity retention); never written. */
+const NO_EXPIRIES = new Float64Array(0);

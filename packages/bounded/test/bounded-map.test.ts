@@ -172,3 +172,77 @@ describe('BoundedMap', () => {
     expect([...walk]).toEqual(['c', 'd', 'a']);
   });
 });
+
+describe('BoundedMap slots', () => {
+  it('under churn (writes, rewrites, deletes, expiries, evictions) reads as a plain Map with the same rules would', () => {
+    let t = 0;
+    const cap = 50;
+    const map = new BoundedMap<number, number>(cap, 40, () => t);
+    // The model: key → [value, expiresAt], insertion-ordered like the map.
+    const model = new Map<number, [number, number]>();
+    let seed = 7;
+    const random = (n: number) => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
+    for (let step = 0; step < 20_000; step++) {
+      // Now and then everything expires: the next write sweeps the map nearly empty (its slots compacted).
+      t += step % 2_000 === 1_999 ? 100 : random(3);
+      const key = random(120);
+      const op = random(10);
+      if (op < 6) {
+        map.set(key, step);
+        model.delete(key);
+        model.set(key, [step, t + 40]);
+        for (const [k, [, expiresAt]] of model) {
+          if (model.size > cap) model.delete(k);
+          else if (expiresAt <= t) model.delete(k);
+          else break;
+        }
+      } else if (op < 8) {
+        expect(map.delete(key)).toBe(model.delete(key));
+      } else {
+        const entry = model.get(key);
+        const live = entry !== undefined && entry[1] > t;
+        if (entry !== undefined && !live) model.delete(key);
+        expect(map.get(key)).toBe(live ? entry[0] : undefined);
+      }
+      if (step % 97 === 0) {
+        expect([...map.entries()]).toEqual(
+          [...model].filter(([, [, expiresAt]]) => expiresAt > t).map(([k, [v]]) => [k, v]),
+        );
+      }
+    }
+  });
+
+  it('an onDrop that writes the map again finds the dropped value handed over and its slot free', () => {
+    const seen: [string, number][] = [];
+    const map: BoundedMap<string, number> = new BoundedMap<string, number>(2, Infinity, Date.now, (key, value) => {
+      seen.push([key, value]);
+      if (key === 'a') map.set('a2', value * 10);
+    });
+    map.set('a', 1);
+    map.set('b', 2);
+    map.set('c', 3);
+    expect(seen[0]).toEqual(['a', 1]);
+    expect(map.get('a2')).toBe(10);
+    expect(map.size).toBe(2);
+    expect([...map.entries()].map(([k]) => k)).not.toContain('a');
+  });
+});
+
+describe('BoundedMap.replace', () => {
+  it('changes a live value in place: its place among the oldest and its retention stay', () => {
+    const { map, dropped, advance } = fixture(3, 100);
+    map.set('a', 1);
+    advance(60);
+    map.set('b', 2);
+    expect(map.replace('a', 10)).toBe(true);
+    expect(map.get('a')).toBe(10);
+    expect([...map.entries()].map(([k]) => k)).toEqual(['a', 'b']);
+    // Written at 1000, expired at 1100 still: the replace restarted nothing.
+    advance(40);
+    expect(map.get('a')).toBeUndefined();
+    expect(dropped).toEqual([['a', 10]]);
+    expect(map.replace('a', 11)).toBe(false);
+    expect(map.replace('z', 1)).toBe(false);
+    expect(map.has('z')).toBe(false);
+  });
+});

@@ -11,6 +11,11 @@ export class Hold {
  * it is passed on unparsed instead, as one over its own bound is. A body gives its bytes back when it
  * ends, fails or is cancelled, and, should nobody end it (a fetch's body dropped half read), when it
  * is collected.
+ *
+ * A body's owner is registered with a FinalizationRegistry until it gives its bytes back, and no longer:
+ * V8's young-generation collections keep a registered object alive, so an owner left registered after
+ * its body ended (every JSON body, each with its request and stream) was copied, promoted to the old
+ * generation, and its cell kept until a full collection, every request.
  */
 export class HeldBytes {
   /** Bytes held now. */
@@ -19,10 +24,13 @@ export class HeldBytes {
 
   constructor(readonly limit: number) {}
 
-  /** A hold for `owner`, given back if the owner is collected still holding bytes. */
+  /**
+   * A hold for `owner`, given back if the owner is collected still holding bytes. Once released the hold
+   * is done: its owner is no longer watched (every caller releases it last, when its body is over).
+   */
   holdFor(owner: object): Hold {
     const hold = new Hold();
-    this.collected.register(owner, hold);
+    this.collected.register(owner, hold, hold);
     return hold;
   }
 
@@ -41,6 +49,7 @@ export class HeldBytes {
   release(hold: Hold): void {
     this.total -= hold.bytes;
     hold.bytes = 0;
+    this.collected.unregister(hold);
   }
 }
 

@@ -2,6 +2,7 @@ import { GuardProof, StreamKind } from '@resumewatch/semconv';
 import { CursorRing, MAX_KEPT_ID_BYTES } from './cursor-ring.js';
 import { hashOfId } from './id-hash.js';
 import { MAX_KEPT_CHARS } from './kept-text.js';
+import { keptTerminal, releasedTerminal } from './kept-terminal.js';
 import { newRequestRecord, newSession, newStreamRecord, requestKey } from './observer.js';
 import type { AwaitingProof, WireObserver } from './observer.js';
 import type { RequestRecord, SessionRecord, StreamEnd, StreamRecord } from './types.js';
@@ -317,8 +318,9 @@ export function* snapshotObserverSteps(observer: WireObserver, options: Snapshot
   // Walked as it stands at each step, as the request list: a key met twice is written twice, the later
   // state last (the restore keeps the last).
   for (const key of maps.released.keysAsWalked()) {
-    const terminal = key.startsWith('\n') ? undefined : maps.released.get(key);
-    if (terminal === undefined) continue;
+    const kept = key.startsWith('\n') ? undefined : maps.released.get(key);
+    if (kept === undefined) continue;
+    const terminal = releasedTerminal(kept);
     if (put(JSON.stringify([key, terminal.digest, terminal.finished, terminal.proof ?? null]))) yield take();
   }
   text += ']}';
@@ -468,11 +470,11 @@ export function restoreObserver(
     if (k.startsWith('\n')) throw new Error('a session-less released terminal');
     return [
       k,
-      {
-        digest: num(digest, 'released digest'),
-        finished: bool(finished, 'released finished'),
-        proof: optOneOf(proof, PROOFS, 'released proof') as GuardProof | undefined,
-      },
+      keptTerminal(
+        num(digest, 'released digest'),
+        bool(finished, 'released finished'),
+        optOneOf(proof, PROOFS, 'released proof') as GuardProof | undefined,
+      ),
     ] as const;
   });
   const awaiting = array(state.awaiting, 'awaiting').map((raw) => {

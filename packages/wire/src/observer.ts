@@ -3,6 +3,13 @@ import { HEADER_LAST_EVENT_ID, HEADER_PROTOCOL_VERSION, HEADER_SESSION_ID, heade
 import { GuardProof, ReattachTrigger, StreamKind, TerminalDelivery, TerminalOutcome } from '@resumewatch/semconv';
 import { batchTextWithout } from './batch-text.js';
 import { digestOfTerminal } from './digest.js';
+import {
+  finishedTerminal,
+  keptTerminal,
+  releasedTerminal,
+  type KeptTerminal,
+  type ReleasedTerminal,
+} from './kept-terminal.js';
 import { MAX_KEPT_CHARS, keptText } from './kept-text.js';
 import { isInputRound, reissuableTarget, requestIdempotencyKey, requestWorkDigest } from './reissue.js';
 import {
@@ -94,7 +101,7 @@ export class WireObserver {
    * finished them, by request key, so that a late terminal of one (a replay on another stream) is
    * still a duplicate or a conflict, and a finished one stays finished.
    */
-  private readonly released: ScopedMap<ReleasedTerminal>;
+  private readonly released: ScopedMap<KeptTerminal>;
   /**
    * With confirmDelivery: the requests whose first terminal a stream carried and whose receipt the
    * client has not proven yet, with the position of the event that carried each (0 in a JSON body).
@@ -264,7 +271,7 @@ export class WireObserver {
       }
     }
     const released = this.released.get(key);
-    return released === undefined ? undefined : compactRecord(key, sessionId, id, released);
+    return released === undefined ? undefined : compactRecord(key, sessionId, id, releasedTerminal(released));
   }
 
   /**
@@ -810,11 +817,11 @@ export class WireObserver {
     // A session-less request kept apart was its exchange's alone: no later stream can carry it.
     if (this.sessionlessApart && record.sessionId === '') return;
     if (record.firstTerminalDigest !== undefined)
-      this.released.setIn(record.sessionId, record.key, {
-        digest: record.firstTerminalDigest,
-        finished: record.finished,
-        proof: record.proof,
-      });
+      this.released.setIn(
+        record.sessionId,
+        record.key,
+        keptTerminal(record.firstTerminalDigest, record.finished, record.proof),
+      );
   }
 
   /**
@@ -865,10 +872,8 @@ export class WireObserver {
     // A released record (a compact one is a copy): what is kept of it must say so too.
     if (record.released) {
       const released = this.released.get(record.key);
-      if (released) {
-        released.finished = true;
-        released.proof = proof;
-      }
+      // In place: the entry keeps its age and its place among the oldest.
+      if (released !== undefined) this.released.replace(record.key, finishedTerminal(released, proof));
     }
   }
 
@@ -1340,13 +1345,6 @@ export function newSession(id: string, protocolVersion: string | undefined, curs
   };
 }
 
-/** What is kept of a released request whose terminal was seen. */
-export interface ReleasedTerminal {
-  readonly digest: number;
-  finished: boolean;
-  proof: GuardProof | undefined;
-}
-
 /** Requests of a stream whose first terminal it carried, awaiting the client's proof, and the position of each terminal's event. */
 export interface AwaitingProof {
   readonly records: RequestRecord[];
@@ -1357,7 +1355,7 @@ export interface AwaitingProof {
 export interface ObserverMaps {
   readonly sessions: BoundedMap<string, SessionRecord>;
   readonly requests: BoundedMap<string, RequestRecord>;
-  readonly released: BoundedMap<string, ReleasedTerminal>;
+  readonly released: BoundedMap<string, KeptTerminal>;
   readonly awaitingDelivery: BoundedMap<StreamRecord, AwaitingProof> | undefined;
   readonly streamsPerSession: number;
   readonly cursorsPerSession: number;
