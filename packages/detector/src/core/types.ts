@@ -40,6 +40,14 @@ export interface SpanRecord {
 }
 
 /**
+ * What an OTLP decoder hands each span to: its record, and its span id's 8 bytes as two big-endian
+ * 32-bit words at [0] and [1] (the protobuf decoder has the bytes; the JSON decoder reads them off the
+ * 16 hex digits it checked), for Detector.ingest's `spanIdWords`. The array is the decoder's, filled
+ * again for the next span: read it during the call. A sink of one parameter ignores it.
+ */
+export type SpanSink = (span: SpanRecord, spanIdWords: Uint32Array) => void;
+
+/**
  * One line of the findings stream. A finding has no `record`; a line with `record` is about an earlier
  * finding of its `kind` for the same (service, session, request): `storm_ended` (how a reported storm
  * ended) or `retraction` (a failed-resumption finding contradicted by a later span).
