@@ -33,7 +33,7 @@ import {
 import { RuleContext, type RuleFamily } from './context.js';
 import { IdSet } from './id-set.js';
 import { attributeMarks, M_ERROR, M_FATE, M_REISSUE_OF, M_STREAM_KIND, M_TASK, M_VERSION } from './marks.js';
-import { hexWord } from './ids.js';
+import { hexWord, numberText } from './ids.js';
 import { KeyHasher } from './key-hash.js';
 import { LostResults } from './lost.js';
 import { DEFAULT_DETECTOR_OPTIONS, type DetectorInit, type DetectorOptions } from './options.js';
@@ -217,7 +217,11 @@ export class Detector {
       );
       return this.count(SpanReceivedResult.ACCEPTED);
     }
-    const slot = this.slotFor(this.serviceId(service), session, typeof req === 'string' ? req : String(req as number));
+    const slot = this.slotFor(
+      this.serviceId(service),
+      session,
+      typeof req === 'string' ? req : numberText(req as number),
+    );
     const now = this.ctx.now;
     this.table.seenAt(slot, span.endTimeUnixMs > now ? span.endTimeUnixMs : now);
     if (type === TERMINAL) this.resumption.terminal(slot, span, hi, lo, time, service, marks);
@@ -469,7 +473,7 @@ export class Detector {
       return;
     }
     const service = this.serviceId(span.service || UNKNOWN_SERVICE);
-    const request = typeof req === 'string' ? req : String(req);
+    const request = typeof req === 'string' ? req : numberText(req);
     const valid = session.length > 0 && request.length > 0 && span.spanId.length === 16 && span.endTimeUnixMs >= 0;
     // Only `cancelled` says the server was told (notifications/cancelled). `timeout` is the instrumentation's
     // own deadline, and `aborted` a closed stream or session: neither asks the server to stop.
