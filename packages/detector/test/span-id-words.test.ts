@@ -1,17 +1,17 @@
-import { SPAN_REQUEST_TERMINAL } from '@resumewatch/semconv';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Detector, decodeJsonRequest, decodeProtobufRequest, type Finding, type SpanRecord } from '../src/index.js';
+import { Detector, decodeProtobufRequest, type Finding, type SpanRecord } from '../src/index.js';
 import { hexWord } from '../src/core/ids.js';
-import { otlpJson } from './helpers/otlp.js';
+import { readHex } from '../src/otlp/strings.js';
 import { encodeRequest } from './helpers/protobuf-encode.js';
 import { seedScenario, terminal } from './helpers/spans.js';
 import { workload } from './helpers/workload.js';
 
 /*
- * The OTLP decoders hand their sink each span id's two words (SpanSink), and Detector.ingest takes them in
- * place of parsing the id's hex digits: they must be the words of the record's spanId whatever the id's
- * spelling on the wire, and a detector fed them must decide exactly as one that parses the text.
+ * The OTLP/protobuf decoder hands its sink each span id's two words (SpanSink), and Detector.ingest takes them in
+ * place of parsing the id's hex digits: they must be the words of the record's spanId, and a detector fed
+ * them must decide exactly as one that parses the text. The id's text itself is made in JavaScript
+ * (strings.ts, hex8): it must be what Buffer's hexSlice gives.
  */
 
 interface Decoded {
@@ -59,7 +59,7 @@ function spans(): SpanRecord[] {
   return out;
 }
 
-describe('span id words from the OTLP decoders', () => {
+describe('span id words from the OTLP/protobuf decoder', () => {
   it('are the words of each record`s spanId, and the detector fed them decides as one that parses the ids', () => {
     const list = spans();
     // Bodies of 40 spans (the test encoder spreads arrays into arguments).
@@ -75,52 +75,10 @@ describe('span id words from the OTLP decoders', () => {
       expect(withWords).toEqual(detect(pb, false));
       expect(withWords.results).toContain('duplicate');
       expect(withWords.findings.length).toBeGreaterThan(10);
-      const json = decoded((sink) =>
-        decodeJsonRequest(Buffer.from(JSON.stringify(otlpJson(list))), sink, { detectorAttributesOnly: slim }),
-      );
-      expectWordsOfIds(json);
-      expect(detect(json, true)).toEqual(detect(json, false));
     }
   });
 
-  it('are right for every spelling of a JSON span id: upper case, base64, escaped digits, with skipped and invalid spans between', () => {
-    const id = 'b7ad6b7169203331';
-    const span = (spanId: string, name = SPAN_REQUEST_TERMINAL) =>
-      `{"traceId":"af7651916cd43dd8448eb211c80319ca","spanId":"${spanId}","name":"${name}","startTimeUnixNano":"1700000000000000000","endTimeUnixNano":"1700000000000000001"}`;
-    const spelled = [
-      id,
-      id.toUpperCase(),
-      Buffer.from(id, 'hex').toString('base64'),
-      '\\u0062' + id.slice(1),
-      'ffffffff00000000',
-      '0000000080000000',
-    ];
-    const body = `{"resourceSpans":[{"scopeSpans":[{"spans":[${[
-      ...spelled.map((s) => span(s)),
-      span('not hex at all!!'),
-      span('0123', 'GET'),
-      span('0123456789abcdef', 'GET'),
-      span('fedcba9876543210'),
-    ].join(',')}]}]}]}`;
-    for (const onSkipped of [undefined, () => {}]) {
-      const d = decoded((sink) =>
-        decodeJsonRequest(Buffer.from(body), sink, { detectorAttributesOnly: true, onSkipped }),
-      );
-      expect(d.records.map((s) => s.spanId)).toEqual([
-        id,
-        id,
-        id,
-        id,
-        'ffffffff00000000',
-        '0000000080000000',
-        ...(onSkipped ? [] : ['0123456789abcdef']),
-        'fedcba9876543210',
-      ]);
-      expectWordsOfIds(d);
-    }
-  });
-
-  it('are the words of generated span ids, in protobuf and JSON (fast-check)', () => {
+  it('are the words of generated span ids, in protobuf (fast-check)', () => {
     const hexId = fc.uint8Array({ minLength: 8, maxLength: 8 }).map((b) => Buffer.from(b).toString('hex'));
     fc.assert(
       fc.property(fc.array(hexId, { minLength: 1, maxLength: 20 }), (ids) => {
@@ -133,11 +91,24 @@ describe('span id words from the OTLP decoders', () => {
         );
         expect(pb.records.map((s) => s.spanId)).toEqual(ids);
         expectWordsOfIds(pb);
-        const json = decoded((sink) => decodeJsonRequest(Buffer.from(JSON.stringify(otlpJson(list))), sink));
-        expectWordsOfIds(json);
         expect(detect(pb, true)).toEqual(detect(pb, false));
       }),
       { numRuns: 200, seed: 46 },
+    );
+  });
+});
+
+describe('span id text from the OTLP/protobuf decoder', () => {
+  it('is what hexSlice gives, for every byte at every place of an 8-byte id, and for ids of other lengths', () => {
+    const buf = Buffer.alloc(256 + 16);
+    for (let i = 0; i < buf.length; i++) buf[i] = i & 255;
+    for (let at = 0; at + 8 <= buf.length; at++) expect(readHex(buf, at, at + 8)).toBe(buf.hexSlice(at, at + 8));
+    fc.assert(
+      fc.property(fc.uint8Array({ minLength: 0, maxLength: 40 }), (bytes) => {
+        const b = Buffer.from(bytes);
+        for (const n of [8, 16, bytes.length]) if (n <= b.length) expect(readHex(b, 0, n)).toBe(b.hexSlice(0, n));
+      }),
+      { numRuns: 500, seed: 46 },
     );
   });
 });

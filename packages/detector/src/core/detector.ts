@@ -141,7 +141,7 @@ export class Detector {
   /**
    * Feeds one span; any finding it completes is delivered to onFinding before this returns.
    * `spanIdWords`: the span id's 8 bytes as two big-endian 32-bit words at [0] and [1], when the door has
-   * them (the OTLP decoders hand them to their sink, SpanSink): the core then does not parse
+   * them (the OTLP/protobuf decoder hands them to its sink, SpanSink): the core then does not parse
    * `span.spanId`'s 16 hex digits again. Given, they must be that id's; without them the core parses the
    * text. (An array rather than two numbers: a word of 2^30 or more passed as a number is a heap number,
    * allocated at each call that is not inlined.)

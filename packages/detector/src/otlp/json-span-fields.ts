@@ -27,19 +27,6 @@ export function hexId(cur: JsonCursor, tok: Int32Array, field: number, bytes: nu
   return Buffer.prototype.latin1Slice.call(buf, s, e);
 }
 
-/**
- * The 8 lowercase hex digits at buf[at, at + 8) (hexId checked them) as their 32-bit word, unsigned: what
- * the core's hexWord reads off the same digits in the string, from the body's bytes.
- */
-export function hexWordAt(buf: Uint8Array, at: number): number {
-  let v = 0;
-  for (let i = at; i < at + 8; i++) {
-    const c = buf[i]!;
-    v = (v << 4) | (c <= 57 ? c - 48 : c - 87);
-  }
-  return v >>> 0;
-}
-
 /** The span's name: the contract names as their constants, short ASCII names interned. */
 export function spanName(cur: JsonCursor, tok: Int32Array): string {
   const t = F_NAME * 4;

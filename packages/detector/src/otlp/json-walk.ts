@@ -1,4 +1,3 @@
-import { hexWord } from '../core/ids.js';
 import { UNKNOWN_SERVICE } from '../core/services.js';
 import type { AttributeValue, SpanRecord } from '../core/types.js';
 import {
@@ -30,7 +29,7 @@ import {
   TOP,
 } from './json-fields.js';
 import { Problem } from './json-problem.js';
-import { hexId, hexWordAt, id, nanosToMs, spanName } from './json-span-fields.js';
+import { hexId, id, nanosToMs, spanName } from './json-span-fields.js';
 import { kvDecode, V_FALSE, V_INT, V_DOUBLE, V_NONE, V_STRING, V_TRUE, value } from './json-values.js';
 import { spanKind } from './kind.js';
 import { readString } from './strings.js';
@@ -136,14 +135,6 @@ export class Walk {
   /** Span records and problems of the counted resourceSpans, in document order. */
   readonly entries: (SpanRecord | Problem | typeof SKIPPED)[] = [];
   resourceSpans = 0;
-  /**
-   * The span id of the record at entries[k] as two words, at [2k, 2k + 1] (json.ts hands them to the
-   * sink); grown as entries grow. Its other places are stale.
-   */
-  spanWords = new Uint32Array(2 * 64);
-  /** The words of the span id of the record span() made last. */
-  private spanHi = 0;
-  private spanLo = 0;
   /** Tokens of the span's scalar fields: type, start, end, flags for each of F_TRACE..F_END. */
   private readonly tok = new Int32Array(7 * 4);
   /** Tokens of an AnyValue's four fields, as tok. */
@@ -343,7 +334,6 @@ export class Walk {
         span = 'not an object';
       }
       tryWhole = span === SKIPPED;
-      if (typeof span !== 'string' && span !== SKIPPED) this.keepWords(this.entries.length);
       this.entries.push(
         typeof span === 'string'
           ? new Problem(false, `resourceSpans[${i}].scopeSpans[${j}].spans[${k}]: ${span}`)
@@ -408,18 +398,8 @@ export class Walk {
     }
     const traceId = this.traceHex() ?? id(this.scalar(F_TRACE), 16);
     if (traceId === undefined) return 'traceId is not 16 bytes of hex';
-    const plainSpanId = hexId(cur, tok, F_SPAN, 8);
-    const spanId = plainSpanId ?? id(this.scalar(F_SPAN), 8);
+    const spanId = hexId(cur, tok, F_SPAN, 8) ?? id(this.scalar(F_SPAN), 8);
     if (spanId === undefined) return 'spanId is not 8 bytes of hex';
-    // Its words from the 16 digits just checked in the body; from the string when it was escaped, upper case or base64.
-    if (plainSpanId !== undefined) {
-      const at = tok[F_SPAN * 4 + 1]!;
-      this.spanHi = hexWordAt(cur.buf, at);
-      this.spanLo = hexWordAt(cur.buf, at + 8);
-    } else {
-      this.spanHi = hexWord(spanId, 0);
-      this.spanLo = hexWord(spanId, 8);
-    }
     let parent: string | undefined;
     if (tok[F_PARENT * 4] !== NONE) {
       const p = this.scalar(F_PARENT);
@@ -819,18 +799,6 @@ export class Walk {
       this.lastTrace = id;
     }
     return id;
-  }
-
-  /** Keeps the words of the span id span() read last for entries[index]. */
-  private keepWords(index: number): void {
-    let words = this.spanWords;
-    if (index * 2 + 2 > words.length) {
-      const grown = new Uint32Array(words.length * 2);
-      grown.set(words);
-      this.spanWords = words = grown;
-    }
-    words[index * 2] = this.spanHi;
-    words[index * 2 + 1] = this.spanLo;
   }
 
   private scalar(field: number): unknown {

@@ -1,4 +1,4 @@
-import type { SpanRecord, SpanSink } from '../core/types.js';
+import type { SpanRecord } from '../core/types.js';
 import { OtlpDecodeError, type DecodeResult } from './errors.js';
 import { Problem } from './json-problem.js';
 import { SKIPPED, Walk } from './json-walk.js';
@@ -46,7 +46,7 @@ export interface JsonDecodeOptions {
  */
 export function decodeJsonRequest(
   body: Uint8Array | string | unknown,
-  sink: SpanSink,
+  sink: (s: SpanRecord) => void,
   options?: JsonDecodeOptions,
 ): DecodeResult {
   const onSkipped = options?.onSkipped;
@@ -59,8 +59,6 @@ export function decodeJsonRequest(
   if (!walk.request()) throw new OtlpDecodeError('malformed OTLP/JSON: the body is not a JSON object');
   const result: DecodeResult = { spans: 0, invalid: 0, resourceSpans: walk.resourceSpans };
   const entries = walk.entries;
-  const words = walk.spanWords;
-  const spanWords = new Uint32Array(2);
   for (let i = 0; i < entries.length; i++) {
     const e = entries[i]!;
     if (e === SKIPPED) {
@@ -68,9 +66,7 @@ export function decodeJsonRequest(
       onSkipped!();
     } else if (!(e instanceof Problem)) {
       result.spans++;
-      spanWords[0] = words[i * 2]!;
-      spanWords[1] = words[i * 2 + 1]!;
-      sink(e as SpanRecord, spanWords);
+      sink(e as SpanRecord);
     } else if (e.fatal) throw new OtlpDecodeError(e.message);
     else {
       result.invalid++;
