@@ -53,7 +53,7 @@ const HEX = Uint8Array.from('0123456789abcdef', (c) => c.charCodeAt(0));
  * 16 codes (a builtin that fills one flat string), not a call into Node's C++ (about 900 instructions
  * for hexSlice through the API call, against a few hundred). Span ids and parent ids are 8 bytes.
  */
-export function hex8(buf: Uint8Array, at: number): string {
+function hex8(buf: Uint8Array, at: number): string {
   const a = buf[at]!;
   const b = buf[at + 1]!;
   const c = buf[at + 2]!;
