@@ -39,12 +39,13 @@ export class Pipeline {
   private current: SpanRecord | undefined;
   /** Unix ms; drives storm windows and retention (and how long the page's render is reused). */
   readonly clock: () => number;
-  private readonly sink = (s: SpanRecord): void => {
+  /** The decoders' sink (SpanSink): the span id's words, when a decoder gives them, spare the core its hex parse. */
+  private readonly sink = (s: SpanRecord, spanIdWords?: Uint32Array): void => {
     boundSpanStrings(s, this.ids);
     this.current = s;
     // After the detector: a span that completes a finding joins its request's evidence (reported() moved
     // the request's earlier spans there first), and a redelivered span is not drawn twice.
-    if (drawable(this.detector.ingest(s))) this.evidence.observe(s);
+    if (drawable(this.detector.ingest(s, spanIdWords))) this.evidence.observe(s);
     this.current = undefined;
   };
 

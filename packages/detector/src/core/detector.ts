@@ -33,7 +33,7 @@ import {
 import { RuleContext, type RuleFamily } from './context.js';
 import { IdSet } from './id-set.js';
 import { attributeMarks, M_ERROR, M_FATE, M_REISSUE_OF, M_STREAM_KIND, M_TASK, M_VERSION } from './marks.js';
-import { hexWord } from './ids.js';
+import { hexWord, numberText } from './ids.js';
 import { KeyHasher } from './key-hash.js';
 import { LostResults } from './lost.js';
 import { DEFAULT_DETECTOR_OPTIONS, type DetectorInit, type DetectorOptions } from './options.js';
@@ -138,8 +138,15 @@ export class Detector {
     this.requestFamilies = this.families.filter((family) => family.request !== undefined);
   }
 
-  /** Feeds one span; any finding it completes is delivered to onFinding before this returns. */
-  ingest(span: SpanRecord): SpanReceivedResult {
+  /**
+   * Feeds one span; any finding it completes is delivered to onFinding before this returns.
+   * `spanIdWords`: the span id's 8 bytes as two big-endian 32-bit words at [0] and [1], when the door has
+   * them (the OTLP/protobuf decoder hands them to its sink, SpanSink): the core then does not parse
+   * `span.spanId`'s 16 hex digits again. Given, they must be that id's; without them the core parses the
+   * text. (An array rather than two numbers: a word of 2^30 or more passed as a number is a heap number,
+   * allocated at each call that is not inlined.)
+   */
+  ingest(span: SpanRecord, spanIdWords?: Uint32Array): SpanReceivedResult {
     const name = span.name;
     let type: number;
     if (name === SPAN_REQUEST_TERMINAL) type = TERMINAL;
@@ -150,11 +157,11 @@ export class Detector {
         if (name === SPAN_LISTENING_REFUSED) return this.listeningRefused(span);
         // A task status notification's span (no method of its own) is the tasks family's if it names a task.
         if (name !== SPAN_TASK_STATUS) return this.count(SpanReceivedResult.IGNORED);
-        if (!this.firstDelivery(span)) return this.count(SpanReceivedResult.DUPLICATE);
+        if (!this.firstDelivery(span, spanIdWords)) return this.count(SpanReceivedResult.DUPLICATE);
         if (!this.tasks.span(span)) return this.count(SpanReceivedResult.IGNORED);
         return this.count(SpanReceivedResult.ACCEPTED);
       }
-      this.request(span);
+      this.request(span, spanIdWords);
       return this.count(SpanReceivedResult.ACCEPTED);
     }
     const time = span.startTimeUnixMs;
@@ -181,9 +188,16 @@ export class Detector {
     ) {
       return this.count(SpanReceivedResult.IGNORED);
     }
-    // The span id's two words are parsed once here and reused by whatever stores the id below.
-    const hi = hexWord(span.spanId, 0);
-    const lo = hexWord(span.spanId, 8);
+    // The span id's two words, the door's or parsed once here, reused by whatever stores the id below.
+    let hi: number;
+    let lo: number;
+    if (spanIdWords === undefined) {
+      hi = hexWord(span.spanId, 0);
+      lo = hexWord(span.spanId, 8);
+    } else {
+      hi = spanIdWords[0]!;
+      lo = spanIdWords[1]!;
+    }
     if (!this.spanIds.add(hi, lo)) return this.count(SpanReceivedResult.DUPLICATE);
     const service = span.service || UNKNOWN_SERVICE;
     let reattachEvicts = false;
@@ -203,7 +217,11 @@ export class Detector {
       );
       return this.count(SpanReceivedResult.ACCEPTED);
     }
-    const slot = this.slotFor(this.serviceId(service), session, typeof req === 'string' ? req : String(req as number));
+    const slot = this.slotFor(
+      this.serviceId(service),
+      session,
+      typeof req === 'string' ? req : numberText(req as number),
+    );
     const now = this.ctx.now;
     this.table.seenAt(slot, span.endTimeUnixMs > now ? span.endTimeUnixMs : now);
     if (type === TERMINAL) this.resumption.terminal(slot, span, hi, lo, time, service, marks);
@@ -248,8 +266,9 @@ export class Detector {
    * kept across restarts). The tasks family counts polls: a span delivered again (an exporter's retry,
    * the export requests sent again after a restart) must not count twice, wherever it comes in the order.
    */
-  private firstDelivery(span: SpanRecord): boolean {
+  private firstDelivery(span: SpanRecord, spanIdWords?: Uint32Array): boolean {
     if (span.spanId.length !== 16) return true;
+    if (spanIdWords !== undefined) return this.spanIds.add(spanIdWords[0]!, spanIdWords[1]!);
     return this.spanIds.add(hexWord(span.spanId, 0), hexWord(span.spanId, 8));
   }
 
@@ -404,7 +423,7 @@ export class Detector {
    * they should: a given-up request is looked at only if it is already tracked, except a cancelled one,
    * whose terminal may still come.
    */
-  private request(span: SpanRecord): void {
+  private request(span: SpanRecord, spanIdWords: Uint32Array | undefined): void {
     const attrs = span.attributes;
     // Which of the rarely present attributes the record has (marks.ts): most request spans have none of them.
     const marks = attributeMarks(attrs);
@@ -415,7 +434,7 @@ export class Detector {
     const fate = (marks & M_FATE) !== 0 ? attrs[ATTR_MCP_REQUEST_COMPLETED_AFTER_CANCELLATION] : undefined;
     if (typeof fate === 'boolean') this.reissue.firstAttemptFate(span, fate);
     // The one check a span that concerns no task pays for the tasks family.
-    if ((marks & M_TASK) !== 0 && attrs[ATTR_MCP_TASK_ID] !== undefined && this.firstDelivery(span))
+    if ((marks & M_TASK) !== 0 && attrs[ATTR_MCP_TASK_ID] !== undefined && this.firstDelivery(span, spanIdWords))
       this.tasks.span(span);
     // Once per request, at its end: nothing per SSE event, whatever the metrics make of it.
     if (events?.operation) {
@@ -454,7 +473,7 @@ export class Detector {
       return;
     }
     const service = this.serviceId(span.service || UNKNOWN_SERVICE);
-    const request = typeof req === 'string' ? req : String(req);
+    const request = typeof req === 'string' ? req : numberText(req);
     const valid = session.length > 0 && request.length > 0 && span.spanId.length === 16 && span.endTimeUnixMs >= 0;
     // Only `cancelled` says the server was told (notifications/cancelled). `timeout` is the instrumentation's
     // own deadline, and `aborted` a closed stream or session: neither asks the server to stop.

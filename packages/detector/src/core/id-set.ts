@@ -26,9 +26,11 @@ export class IdSet {
   add(hi: number, lo: number): boolean {
     hi >>>= 0;
     lo >>>= 0;
-    if (this.has(this.old, hi, lo)) return false;
+    // Both generations have the same size: the identity's home slot is the same in each, hashed once.
+    const home = this.slot(hi, lo);
+    if (this.has(this.old, home, hi, lo)) return false;
     const table = this.cur;
-    let i = this.slot(hi, lo);
+    let i = home;
     for (;;) {
       const at = i * 3;
       if (table[at + 2] === 0) break;
@@ -55,7 +57,8 @@ export class IdSet {
   contains(hi: number, lo: number): boolean {
     hi >>>= 0;
     lo >>>= 0;
-    return this.has(this.cur, hi, lo) || this.has(this.old, hi, lo);
+    const home = this.slot(hi, lo);
+    return this.has(this.cur, home, hi, lo) || this.has(this.old, home, hi, lo);
   }
 
   /**
@@ -95,13 +98,12 @@ export class IdSet {
     return true;
   }
 
-  private has(table: Uint32Array, hi: number, lo: number): boolean {
-    let i = this.slot(hi, lo);
-    for (;;) {
+  /** Whether the identity is in `table`, probed from its home slot. */
+  private has(table: Uint32Array, home: number, hi: number, lo: number): boolean {
+    for (let i = home; ; i = (i + 1) & this.mask) {
       const at = i * 3;
       if (table[at + 2] === 0) return false;
       if (table[at] === hi && table[at + 1] === lo) return true;
-      i = (i + 1) & this.mask;
     }
   }
 

@@ -18,3 +18,11 @@ export function hexWord(s: string, at: number): number {
 export function wordHex(v: number): string {
   return (v >>> 0).toString(16).padStart(8, '0');
 }
+
+/** The texts of the integers below 1,024, made once: most JSON-RPC request ids are such numbers. */
+const SMALL_INTEGERS = Array.from({ length: 1024 }, (_, i) => String(i));
+
+/** String(n), for a numeric request id: a small non-negative integer's text from the table, not made again. */
+export function numberText(n: number): string {
+  return n >= 0 && n < 1024 && (n | 0) === n ? SMALL_INTEGERS[n]! : String(n);
+}

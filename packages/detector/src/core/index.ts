@@ -1,6 +1,14 @@
 export { Detector } from './detector.js';
 export { DEFAULT_DETECTOR_OPTIONS, type DetectorInit, type DetectorOptions } from './options.js';
-export type { AttributeValue, DetectorEvents, DetectorStats, Finding, SpanKindCode, SpanRecord } from './types.js';
+export type {
+  AttributeValue,
+  DetectorEvents,
+  DetectorStats,
+  Finding,
+  SpanKindCode,
+  SpanRecord,
+  SpanSink,
+} from './types.js';
 export { SPAN_KIND_CLIENT, SPAN_KIND_SERVER } from './types.js';
 export type { Operation } from './operations.js';
 export type { TaskTimeline } from './tasks.js';

@@ -176,7 +176,8 @@ export class Storms implements RuleFamily {
 
   /** Drops the request's state; an open storm of it ends now, `forcedBy` saying why (undefined: its window had passed). */
   release(slot: number, forcedBy: ForcedStormEnd | undefined): void {
-    if (this.openStorms.has(slot)) this.forceFinalize(slot, forcedBy);
+    // Most requests leave with no storm open anywhere: the size is read before the Set is probed.
+    if (this.openStorms.size !== 0 && this.openStorms.has(slot)) this.forceFinalize(slot, forcedBy);
     this.ctx.table.release(slot);
   }
 

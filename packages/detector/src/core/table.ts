@@ -59,6 +59,9 @@ export class RequestTable extends RequestSlots {
   private readonly cold = makeColumns(COLD_FIELDS);
   private readonly hotLayout: readonly Layout<HotField>[];
   private readonly coldLayout: readonly Layout<ColdField>[];
+  /** The same layouts by column type, for the reset of a new row (RowReset). */
+  private readonly hotReset: RowReset;
+  private readonly coldReset: RowReset;
   private coldCapacity = 0;
   private coldUsed = 1;
   private coldFree: number[] = [];
@@ -70,6 +73,8 @@ export class RequestTable extends RequestSlots {
     super(maxRequests);
     this.hotLayout = HOT_FIELDS.map((field) => layout(field, ringSize, this.hot[field]));
     this.coldLayout = COLD_FIELDS.map((field) => layout(field, ringSize, this.cold[field]));
+    this.hotReset = rowReset(this.hotLayout);
+    this.coldReset = rowReset(this.coldLayout);
     this.growCold();
     this.resetCold(0);
   }
@@ -545,7 +550,7 @@ export class RequestTable extends RequestSlots {
   }
 
   protected resetRow(slot: number): void {
-    resetRow(this.hotLayout, slot);
+    resetRow(this.hotReset, slot);
   }
 
   protected releaseRow(slot: number): void {
@@ -561,7 +566,7 @@ export class RequestTable extends RequestSlots {
   }
 
   private resetCold(row: number): void {
-    resetRow(this.coldLayout, row);
+    resetRow(this.coldReset, row);
   }
 
   /** Cold rows grow on their own, by doubling, up to one per slot plus row 0. */
@@ -577,12 +582,43 @@ function layout<F extends RequestField>(field: F, ringSize: number, column: Floa
   return { field, words: wordsOf(field, ringSize), reset: resetOf(field), column };
 }
 
+/**
+ * Layouts split by the type of their column, so that each loop of resetRow stores into one kind of typed
+ * array only (a store site that sees both is polymorphic, and slower), and those of one word apart.
+ */
+interface RowReset {
+  readonly floats: readonly Layout<RequestField>[];
+  readonly words: readonly Layout<RequestField>[];
+  /** Fields of more than one word (span ids, trace ids, the attempt ring), of either type. */
+  readonly wide: readonly Layout<RequestField>[];
+}
+
+function rowReset(layouts: readonly Layout<RequestField>[]): RowReset {
+  const narrow = layouts.filter((l) => l.words === 1);
+  return {
+    floats: narrow.filter((l) => l.column instanceof Float64Array),
+    words: narrow.filter((l) => !(l.column instanceof Float64Array)),
+    wide: layouts.filter((l) => l.words !== 1),
+  };
+}
+
 /** Writes each field's reset value into row `row` of its column: run for every new request, so no call per field. */
-function resetRow(layouts: readonly Layout<RequestField>[], row: number): void {
-  for (let f = 0; f < layouts.length; f++) {
-    const { column, words, reset } = layouts[f]!;
-    const at = row * words;
-    for (let i = 0; i < words; i++) column[at + i] = reset;
+function resetRow(reset: RowReset, row: number): void {
+  const floats = reset.floats;
+  for (let f = 0; f < floats.length; f++) {
+    const l = floats[f]!;
+    (l.column as Float64Array)[row] = l.reset;
+  }
+  const words = reset.words;
+  for (let f = 0; f < words.length; f++) {
+    const l = words[f]!;
+    (l.column as Uint32Array)[row] = l.reset;
+  }
+  const wide = reset.wide;
+  for (let f = 0; f < wide.length; f++) {
+    const { column, words: n, reset: value } = wide[f]!;
+    const at = row * n;
+    for (let i = 0; i < n; i++) column[at + i] = value;
   }
 }
 

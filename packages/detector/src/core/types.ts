@@ -40,6 +40,15 @@ export interface SpanRecord {
 }
 
 /**
+ * What the OTLP/protobuf decoder hands each span to: its record, and its span id's 8 bytes as two
+ * big-endian 32-bit words at [0] and [1], for Detector.ingest's `spanIdWords`. The array is the
+ * decoder's, filled again for the next span: read it during the call. A sink of one parameter ignores
+ * it. (The JSON decoder hands the record alone: reading the words off the body's 16 hex digits cost it
+ * as much as the core's parse of the text, about 240 instructions a word either way.)
+ */
+export type SpanSink = (span: SpanRecord, spanIdWords: Uint32Array) => void;
+
+/**
  * One line of the findings stream. A finding has no `record`; a line with `record` is about an earlier
  * finding of its `kind` for the same (service, session, request): `storm_ended` (how a reported storm
  * ended) or `retraction` (a failed-resumption finding contradicted by a later span).

@@ -1,6 +1,6 @@
 import { ATTR_SERVICE_NAME } from '@resumewatch/semconv';
 import { UNKNOWN_SERVICE } from '../core/services.js';
-import type { AttributeValue, SpanRecord } from '../core/types.js';
+import type { AttributeValue, SpanRecord, SpanSink } from '../core/types.js';
 import {
   CONTRACT_NAMES,
   DETECTOR_KEYS,
@@ -44,6 +44,10 @@ class Reader {
   /** slim: the span's detector attributes read so far, as (key index, value start, value end), decoded at its end. */
   attrs = new Int32Array(16 * 3);
   attrCount = 0;
+  /** Where the span id of the span read last starts (its 8 bytes): the sink is handed them as two words. */
+  spanAt = 0;
+  /** The words handed to the sink with each record (SpanSink), filled before each call. */
+  readonly spanWords = new Uint32Array(2);
   /** Where the last trace id read starts, and its hex: the spans of one trace usually come together. */
   private lastTraceAt = -1;
   private lastTrace = '';
@@ -195,11 +199,7 @@ export interface ProtobufDecodeOptions {
 }
 
 /** Decodes a binary ExportTraceServiceRequest; throws OtlpDecodeError on a malformed message. */
-export function decodeProtobufRequest(
-  buf: Uint8Array,
-  sink: (s: SpanRecord) => void,
-  options?: ProtobufDecodeOptions,
-): DecodeResult {
+export function decodeProtobufRequest(buf: Uint8Array, sink: SpanSink, options?: ProtobufDecodeOptions): DecodeResult {
   const r = new Reader(buf);
   r.slim = options?.detectorAttributesOnly === true;
   if (r.slim) r.onSkipped = options?.onSkipped;
@@ -216,7 +216,7 @@ export function decodeProtobufRequest(
   return result;
 }
 
-function resourceSpans(r: Reader, end: number, sink: (s: SpanRecord) => void, result: DecodeResult): void {
+function resourceSpans(r: Reader, end: number, sink: SpanSink, result: DecodeResult): void {
   const start = r.pos;
   let service = UNKNOWN_SERVICE;
   // The resource may follow its spans on the wire; read it first.
@@ -254,13 +254,7 @@ function resourceService(r: Reader, end: number): string | undefined {
   return service;
 }
 
-function scopeSpans(
-  r: Reader,
-  end: number,
-  service: string,
-  sink: (s: SpanRecord) => void,
-  result: DecodeResult,
-): void {
+function scopeSpans(r: Reader, end: number, service: string, sink: SpanSink, result: DecodeResult): void {
   while (r.pos < end) {
     const tag = r.tag(end);
     if (tag === ((2 << 3) | 2)) {
@@ -274,7 +268,11 @@ function scopeSpans(
         result.firstError ??= s;
       } else {
         result.spans++;
-        sink(s);
+        const at = r.spanAt;
+        const words = r.spanWords;
+        words[0] = word(r.buf, at);
+        words[1] = word(r.buf, at + 4);
+        sink(s, words);
       }
       r.pos = stop;
     } else r.skip(tag & 7, end);
@@ -306,6 +304,7 @@ function span(r: Reader, end: number, service: string): SpanRecord | string {
         const e = r.len(end);
         if (e - r.pos !== 8) return `span span_id is ${e - r.pos} bytes, not 8`;
         spanId = readHex(buf, r.pos, e);
+        r.spanAt = r.pos;
         r.pos = e;
         break;
       }
@@ -430,6 +429,7 @@ function slimSpan(r: Reader, end: number, service: string): SpanRecord | string 
   }
   if (traceAt < 0) return 'span without trace_id';
   if (spanAt < 0) return 'span without span_id';
+  r.spanAt = spanAt;
   if (start < 0 || stop < 0) return 'span without start or end time';
   const contract = nameStart >= 0 ? CONTRACT_NAMES.find(buf, nameStart, nameEnd) : undefined;
   const a = r.attrs;
@@ -574,4 +574,9 @@ function anyValue(r: Reader, end: number): AttributeValue | undefined {
     }
   }
   return value;
+}
+
+/** The big-endian 32-bit word of buf[at, at + 4): what hexWord reads off its 8 hex digits. */
+function word(buf: Uint8Array, at: number): number {
+  return (buf[at]! << 24) | (buf[at + 1]! << 16) | (buf[at + 2]! << 8) | buf[at + 3]!;
 }
