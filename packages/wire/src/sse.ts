@@ -172,6 +172,8 @@ export class SseScanner {
   private nextBackslash = -1;
   private nextMethodKey = -1;
   private view: Buffer | undefined;
+  /** `bytes` as a DataView (`idWords`), made when first asked for in a push. */
+  private words: DataView | undefined = undefined;
   /** The last event type: reused while it repeats, as it usually does. */
   private lastEventType = '';
   /**
@@ -228,6 +230,16 @@ export class SseScanner {
     return this.idText;
   }
 
+  /**
+   * @internal `bytes` as a DataView, made at the first call of a push (once per chunk, not per
+   * event), for the cursor ring to read an id's bytes four at a time (`CursorRing.addWords`). Valid,
+   * like `bytes`, during the push only.
+   */
+  get idWords(): DataView {
+    const bytes = this.bytes;
+    return (this.words ??= new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+  }
+
   /** @internal See `madeId`. */
   get idByteStart(): number {
     return this.idStart;
@@ -248,6 +260,7 @@ export class SseScanner {
 
   push(chunk: Uint8Array): void {
     this.settledEnd = 0;
+    this.words = undefined;
     if (chunk.length === 0) return;
     let work: Uint8Array;
     if (this.skipLine) {
@@ -367,6 +380,7 @@ export class SseScanner {
     }
     this.carry(work, blockStart, base + pos, pos < textLength ? base + searchFrom : base + pos, work !== chunk);
     this.view = undefined;
+    this.words = undefined;
   }
 
   /**
@@ -508,6 +522,7 @@ export class SseScanner {
    */
   releaseBytes(): void {
     this.bytes = EMPTY;
+    this.words = undefined;
   }
 
   /** The event's data, decoded. */
