@@ -17,7 +17,10 @@ function ringFed(ring: CursorRing, on: StreamRecord): SseScanner {
       if (!scan.hasId) return;
       position++;
       const made = scan.madeId;
-      if (made === undefined) ring.addWords(scan.idHash, scan.idWords, scan.idByteStart, scan.idByteEnd, on, position);
+      const words = made === undefined ? scan.idWords() : undefined;
+      if (words !== undefined) ring.addWords(scan.idHash, words, scan.idByteStart, scan.idByteEnd, on, position);
+      else if (made === undefined)
+        ring.addBytes(scan.idHash, scan.bytes, scan.idByteStart, scan.idByteEnd, on, position);
       else ring.addText(scan.idHash, made, on, position);
     },
   });
