@@ -1012,9 +1012,14 @@ export class WireObserver {
         stream.deliveredEventAt = position;
         const ring = request.session?.cursors as CursorRing | undefined;
         if (ring !== undefined) {
-          // The id's bytes while the chunk is at hand (no string made), or its text when it was made.
+          // The id's bytes while the chunk is at hand (no string made): read through the chunk's
+          // DataView from a push's second id on (`idWords`), copied natively at its first; or its
+          // text when it was made.
           const made = scan.madeId;
-          if (made === undefined)
+          const words = made === undefined ? scan.idWords() : undefined;
+          if (words !== undefined)
+            ring.addWords(scan.idHash, words, scan.idByteStart, scan.idByteEnd, stream, position);
+          else if (made === undefined)
             ring.addBytes(scan.idHash, scan.bytes, scan.idByteStart, scan.idByteEnd, stream, position);
           else ring.addText(scan.idHash, made, stream, position);
         }

@@ -172,6 +172,9 @@ export class SseScanner {
   private nextBackslash = -1;
   private nextMethodKey = -1;
   private view: Buffer | undefined;
+  /** `bytes` as a DataView (`idWords`), made at the second ask of a push; `idsInPush`: asked once. */
+  private words: DataView | undefined = undefined;
+  private idsInPush = false;
   /** The last event type: reused while it repeats, as it usually does. */
   private lastEventType = '';
   /**
@@ -228,6 +231,23 @@ export class SseScanner {
     return this.idText;
   }
 
+  /**
+   * @internal `bytes` as a DataView for the cursor ring to read an id's bytes four at a time
+   * (`CursorRing.addWords`), made once a push and only from its second id on: undefined at the first
+   * (then the ring copies `bytes[idByteStart, idByteEnd)` natively). The view costs about as much as
+   * the copy of one id, so a chunk of one event (a proxy's) does not make it. Valid, like `bytes`,
+   * during the push only.
+   */
+  idWords(): DataView | undefined {
+    if (this.words !== undefined) return this.words;
+    if (!this.idsInPush) {
+      this.idsInPush = true;
+      return undefined;
+    }
+    const bytes = this.bytes;
+    return (this.words = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+  }
+
   /** @internal See `madeId`. */
   get idByteStart(): number {
     return this.idStart;
@@ -248,6 +268,8 @@ export class SseScanner {
 
   push(chunk: Uint8Array): void {
     this.settledEnd = 0;
+    this.words = undefined;
+    this.idsInPush = false;
     if (chunk.length === 0) return;
     let work: Uint8Array;
     if (this.skipLine) {
@@ -367,6 +389,8 @@ export class SseScanner {
     }
     this.carry(work, blockStart, base + pos, pos < textLength ? base + searchFrom : base + pos, work !== chunk);
     this.view = undefined;
+    this.words = undefined;
+    this.idsInPush = false;
   }
 
   /**
@@ -508,6 +532,8 @@ export class SseScanner {
    */
   releaseBytes(): void {
     this.bytes = EMPTY;
+    this.words = undefined;
+    this.idsInPush = false;
   }
 
   /** The event's data, decoded. */
