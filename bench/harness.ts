@@ -252,16 +252,18 @@ const COUNTED = 'BENCH_COUNTED';
  */
 export async function measured(work: (n: number) => Promise<unknown>): Promise<void> {
   const { mode, sizes } = JSON.parse(process.env[COUNTED] ?? '{"sizes":[]}') as { mode: string; sizes: number[] };
+  const [gc, cpu] = [(globalThis as { gc?: () => void }).gc, [] as number[]];
   let answered = () => {};
   process.on('SIGUSR2', () => answered());
   const handshake = () =>
     new Promise<void>((resolve) => {
-      // A timer ticks meanwhile: valgrind takes callgrind_control's command while the program runs.
+      // A full GC first: each size collects what it made, in its own count. A timer ticks meanwhile:
+      // valgrind takes callgrind_control's command while the program runs.
+      gc?.();
       const tick = setInterval(() => undefined, 5);
       answered = () => resolve(clearInterval(tick));
       process.kill(process.ppid, 'SIGUSR2');
     });
-  const cpu: number[] = [];
   if (mode === 'callgrind') await handshake();
   for (const n of sizes) {
     cpu.push(await cpuOf(() => work(n)));
