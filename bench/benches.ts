@@ -24,7 +24,7 @@ export const NODE_FLAGS = ['--expose-gc', '--import', 'tsx'];
 export const argsOf = (b: Bench, smoke: boolean): string[] => [
   b.script,
   ...(b.args ?? []),
-  ...(smoke ? ['--smoke'] : []),
+  ...(smoke ? ['--smoke', ...(b.smokeCallgrind ? ['--callgrind'] : [])] : []),
 ];
 
 // Each says at its top what it measures and against what. The counted ones (callgrind) last: the slowest.

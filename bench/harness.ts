@@ -6,8 +6,8 @@
  *   part in its own process shares no optimised code, inline caches, heap or collector with its rival.
  * - alternating rounds: `alternate` runs each variant once a round, the order flipped every round;
  *   `compare` takes the median of the per-round ratios and their range, `compared` makes its row cells.
- * - instruction counts: `countInstructions` runs a child under callgrind at two work sizes, counting
- *   only the measured work (`measured` in the child): instructions per unit of work.
+ * - instruction counts: `countInstructions` runs a child under callgrind, its measured work (`measured`)
+ *   counted at two sizes in turn after a warm-up: instructions per unit of work.
  * - heap probes: `heapNow` (after full GCs: heap used without code space, plus array buffers).
  * - results: `figure` (bench/figure.ts) prints one row of `pnpm bench`'s table.
  */
@@ -244,38 +244,35 @@ export const compared = (c: ReturnType<typeof compare>, refWhat: string, unit: s
 const COUNTED = 'BENCH_COUNTED';
 
 /**
- * In a child: runs `work` as the measured part. Under `countInstructions`, callgrind counts nothing
- * before (start-up, warm-up) or after it: the child says `warm`, waits while the parent switches the
- * counting on, works, says `done`, waits while it is switched off. Returns the work's process CPU (µs).
+ * In a child: runs `work(n)` as the measured part at each size of `countInstructions` in turn, in this one
+ * process after its warm-up. Under callgrind the child signals its parent (SIGUSR2) before the first
+ * size and after each, and waits for the parent's SIGUSR2 back: the parent switches the counting on
+ * first, then dumps the count (which zeroes it) after each size. No stdio meanwhile: a pipe's stream
+ * would make the sockets' stream code polymorphic, and its recompilation would land in the count.
  */
-export async function measured(work: () => Promise<unknown>): Promise<number> {
-  const counted = process.env[COUNTED] === '1';
-  const handshake = (say: string) =>
+export async function measured(work: (n: number) => Promise<unknown>): Promise<void> {
+  const { mode, sizes } = JSON.parse(process.env[COUNTED] ?? '{"sizes":[]}') as { mode: string; sizes: number[] };
+  const cpu: number[] = [];
+  let answered = () => {};
+  process.on('SIGUSR2', () => answered());
+  const handshake = () =>
     new Promise<void>((resolve) => {
-      // A timer ticks meanwhile: valgrind takes callgrind_control's command while the program runs.
+      // A timer ticks meanwhile: valgrind takes callgrind_control's command while the program runs. (No
+      // gc() between sizes: a forced full GC makes V8 recompile, 1.2 M a gateway request in the count.)
       const tick = setInterval(() => undefined, 5);
-      const go = (chunk: Buffer) => {
-        if (!String(chunk).includes('go')) return;
-        clearInterval(tick);
-        process.stdin.off('data', go).pause();
-        resolve();
-      };
-      process.stdin.on('data', go).resume();
-      process.stdout.write(`${say}\n`);
+      answered = () => resolve(clearInterval(tick));
+      process.kill(process.ppid, 'SIGUSR2');
     });
-  if (counted) await handshake('warm');
-  const cpu = await cpuOf(work);
-  if (counted) await handshake('done');
-  if (process.env[COUNTED] === 'cpu') process.stdout.write(`cpu ${cpu}\n`);
-  return cpu;
+  if (mode === 'callgrind') await handshake();
+  for (const n of sizes) {
+    cpu.push(await cpuOf(() => work(n)));
+    if (mode === 'callgrind') await handshake();
+  }
+  if (mode === 'cpu') process.stdout.write(cpu.map((c) => `cpu ${c}\n`).join(''));
 }
 
 /** Instructions of one callgrind out file: all, V8's collector's and its compilers' (self cost by function name). */
-export interface Instructions {
-  total: number;
-  collector: number;
-  compiler: number;
-}
+export type Instructions = Record<'total' | 'collector' | 'compiler', number>;
 const COLLECTOR =
   /(Heap|MarkCompact|Scaveng|Sweep|Marking|Evacuat|Remembered|SlotSet|MemoryChunk|Compaction|WeakObjects|GCTracer|PagedSpace|LargeObjectSpace|NewSpace|SemiSpace|Collector|FreeList|MinorMS|heap::base|cppgc|Worklist)/;
 const COMPILER =
@@ -307,70 +304,70 @@ function readCallgrind(path: string): Instructions {
   return out;
 }
 
-function runCounted(nodeArgs: string[], out: string): Promise<void> {
-  const control = (on: boolean, pid: number) =>
-    new Promise<void>((resolve, reject) =>
-      spawn('callgrind_control', [`--instr=${on ? 'on' : 'off'}`, String(pid)], { stdio: 'ignore' }).on('close', (c) =>
-        c === 0 ? resolve() : reject(new Error(`callgrind_control exited ${c}`)),
-      ),
-    );
+const control = (arg: string, pid: string) =>
+  new Promise<void>((resolve, reject) =>
+    spawn('callgrind_control', [arg, pid], { stdio: 'ignore' }).on('close', (c) =>
+      c === 0 ? resolve() : reject(new Error(`callgrind_control ${arg} exited ${c}`)),
+    ),
+  );
+
+/** Runs a counted child under callgrind: each size's count dumped to `out`.1, `out`.2 (`measured`). */
+function runCounted(nodeArgs: string[], sizes: number[], out: string): Promise<Instructions[]> {
   return new Promise((resolve, reject) => {
     const proc = spawn(
       'valgrind',
       ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}`, process.execPath, ...nodeArgs],
-      { env: { ...process.env, [COUNTED]: '1' }, stdio: ['pipe', 'pipe', 'pipe'] },
+      {
+        env: { ...process.env, [COUNTED]: JSON.stringify({ mode: 'callgrind', sizes }) },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
     );
-    let err = '';
-    let said = '';
+    let [err, said] = ['', 0];
     proc.stderr.on('data', (d: Buffer) => void (err = (err + d.toString()).slice(-4000)));
-    proc.stdout.on('data', (d: Buffer) => {
-      said += d.toString();
-      for (const [word, on] of [
-        ['warm\n', true],
-        ['done\n', false],
-      ] as const)
-        if (said.includes(word)) {
-          said = said.replace(word, '');
-          control(on, proc.pid!).then(
-            () => (on ? proc.stdin.write('go\n') : proc.stdin.end('go\n')),
-            (e: unknown) => reject(e as Error),
-          );
-        }
+    // Counting stays on from the first signal: switched off and on again, the next dump's functions would
+    // carry the costs of the one before.
+    const signalled = () =>
+      control(said++ === 0 ? '--instr=on' : '--dump', String(proc.pid)).then(
+        () => proc.kill('SIGUSR2'),
+        (e: unknown) => reject(e as Error),
+      );
+    process.on('SIGUSR2', signalled);
+    proc.on('close', (code) => {
+      process.off('SIGUSR2', signalled);
+      if (code === 0 && said === sizes.length + 1) resolve(sizes.map((_, i) => readCallgrind(`${out}.${i + 1}`)));
+      else reject(new Error(`valgrind ${nodeArgs.join(' ')}: exit ${code}\n${err}`));
     });
-    proc.on('close', (code) =>
-      code === 0 ? resolve() : reject(new Error(`valgrind ${nodeArgs.join(' ')}: exit ${code}\n${err}`)),
-    );
   });
 }
 
-/** A counted child run without valgrind (a smoke's): its measured work's CPU µs as its "instructions". */
-async function runPlain(nodeArgs: string[]): Promise<Instructions> {
+/** A counted child run without valgrind (a smoke's): each size's measured CPU µs as its "instructions". */
+async function runPlain(nodeArgs: string[], sizes: number[]): Promise<Instructions[]> {
   const proc = spawn(process.execPath, nodeArgs, {
-    env: { ...process.env, [COUNTED]: 'cpu' },
+    env: { ...process.env, [COUNTED]: JSON.stringify({ mode: 'cpu', sizes }) },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let said = '';
   proc.stdout.on('data', (d: Buffer) => void (said += d.toString()));
   const [code] = (await once(proc, 'close')) as [number];
-  const cpu = /^cpu (\d+)$/m.exec(said);
-  if (code !== 0 || !cpu) throw new Error(`${nodeArgs.join(' ')}: exit ${code}`);
-  return { total: Number(cpu[1]), collector: 0, compiler: 0 };
+  const cpu = [...said.matchAll(/^cpu (\d+)$/gm)].map((m) => ({ total: Number(m[1]), collector: 0, compiler: 0 }));
+  if (code !== 0 || cpu.length !== sizes.length) throw new Error(`${nodeArgs.join(' ')}: exit ${code}`);
+  return cpu;
 }
 let counts = 0;
 
 /**
- * Instructions per unit of work of `script` (run as `node [flags] --import tsx script ...args(n)`, with
- * --smoke when this is a smoke run), counted at two sizes: (count(n2) − count(n1)) / (units(n2) −
- * units(n1)), so that what does not grow with the work (the first calls, the handshake) falls out.
- * `units(n)` is the units done at size n (default n); `flags`, the benchmark's Node flags for the counted
- * children: `--single-threaded` runs V8's compilers on the main thread as functions tier up, in the
- * warm-up, where background jobs land in the counted part (240–340 k a gateway JSON request). A smoke
- * run counts without valgrind, CPU µs standing in (never a result), but for its first count with
- * `--callgrind` (bench/benches.ts).
+ * Instructions per unit of work of `script` (run as `node [flags] --import tsx script ...args`, with
+ * --smoke when this is a smoke run), counted twice in one process after its warm-up, the work at n1 then
+ * at n2 (`measured` in the child): (count(n2) − count(n1)) / (units(n2) − units(n1)), so that what does
+ * not grow with the work falls out, and what the JIT compiles late lands in neither count as long as
+ * the warm-up is long. `units(n)` is the units done at size n (default n); `flags`, the counted child's
+ * Node flags: `--single-threaded` runs V8's compilers on the main thread as functions tier up, in the
+ * warm-up, where background jobs would land in the counted part. A smoke run counts without valgrind,
+ * CPU µs standing in (never a result), but for its first count with `--callgrind` (bench/benches.ts).
  */
 export async function countInstructions(
   script: string,
-  args: (n: number) => string[],
+  args: readonly string[],
   sizes: [number, number],
   units: (n: number) => number = (n) => n,
   flags: readonly string[] = [],
@@ -379,15 +376,8 @@ export async function countInstructions(
   const dir = mkdtempSync(join(tmpdir(), 'bench-callgrind-'));
   const callgrind = !SMOKE || (process.argv.includes('--callgrind') && counts++ === 0);
   try {
-    // Both sizes at once: a count does not mind sharing the machine.
-    const counted = await Promise.all(
-      sizes.map(async (n) => {
-        const nodeArgs = [...flags, ...NODE_FLAGS, script, ...args(n), ...(SMOKE ? ['--smoke'] : [])];
-        if (!callgrind) return runPlain(nodeArgs);
-        await runCounted(nodeArgs, join(dir, `${n}.out`));
-        return readCallgrind(join(dir, `${n}.out`));
-      }),
-    );
+    const nodeArgs = [...flags, ...NODE_FLAGS, script, ...args, ...(SMOKE ? ['--smoke'] : [])];
+    const counted = callgrind ? await runCounted(nodeArgs, sizes, join(dir, 'count')) : await runPlain(nodeArgs, sizes);
     const du = units(sizes[1]) - units(sizes[0]);
     const per = (k: keyof Instructions) => (counted[1]![k] - counted[0]![k]) / du;
     return { total: per('total'), collector: per('collector'), compiler: per('compiler') };

@@ -9,7 +9,7 @@
  * Rows: each stage against the reference; the evidence window's share of the pipeline (target: a tenth
  * of the rate at most). With --instructions the same stages are counted by callgrind instead
  * (instructions per span, warm, the work at 1 and 2 rounds): the attribution that the load cannot move;
- * each counted child is this file with `--only <stage> --count <rounds>`, V8 single threaded (its
+ * each counted child is this file with `--only <stage>`, both sizes in one process, V8 single threaded (its
  * compilers done in the warm-up).
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -36,9 +36,9 @@ import { bodies, decoder, reference, spansIn } from './bodies.js';
 const argv = process.argv;
 const encoding = argv.includes('--protobuf') ? 'protobuf' : 'json';
 const only = option('only');
-// Counted: WARM rounds warm a stage up (the JIT done with it), then `--count` rounds are the measured work.
+// Counted: WARM rounds warm a stage up (the JIT done with it), then 1 and 2 rounds are the measured work.
 const WARM = 2;
-const ROUNDS = only ? WARM + arg('count', 1) : argv.includes('--instructions') ? WARM + 2 : arg('rounds', 10, 2);
+const ROUNDS = only || argv.includes('--instructions') ? WARM + 3 : arg('rounds', 10, 2);
 const REQUESTS = arg('requests', argv.includes('--instructions') ? 2_000 : 6_000, 300);
 // A counted child reads the bodies its parent made (making them under callgrind would take minutes).
 const kept = option('bodies');
@@ -78,9 +78,10 @@ const refName = encoding === 'json' ? 'JSON.parse' : 'protobufjs';
 if (only) {
   // A counted child: round 0 warms the stage up, the rest are the measured work.
   const feed = STAGES[only]!();
-  for (let r = 0; r < WARM; r++) await feedRound(feed, r);
-  await measured(async () => {
-    for (let r = WARM; r < ROUNDS; r++) await feedRound(feed, r);
+  let r = 0;
+  for (; r < WARM; r++) await feedRound(feed, r);
+  await measured(async (n) => {
+    for (const end = r + n; r < end; r++) await feedRound(feed, r);
   });
 } else if (argv.includes('--instructions')) {
   const dir = mkdtempSync(join(tmpdir(), 'bench-stages-'));
@@ -88,7 +89,7 @@ if (only) {
   writeFileSync(file, JSON.stringify(rounds.map((r) => r.map((b) => b.toString('base64')))));
   const all: Record<string, Instructions> = {};
   for (const stage of Object.keys(STAGES)) {
-    const args = (n: number) => ['--only', stage, '--count', `${n}`, '--bodies', file, `--${encoding}`];
+    const args = ['--only', stage, '--bodies', file, `--${encoding}`];
     all[stage] = await countInstructions(import.meta.filename, args, [1, 2], (n) => n * SPANS, ['--single-threaded']);
   }
   rmSync(dir, { recursive: true });

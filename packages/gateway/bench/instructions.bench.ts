@@ -34,14 +34,14 @@ if (drive) {
     { upstream: await startUpstream() },
   );
 } else if (variant) {
-  // The counted proxy: `--count <variant> --phase json|sse --n <n>` (n requests, or n events a stream).
+  // The counted proxy: `--count <variant> --phase json|sse` (n requests, or n events a stream).
   // Under valgrind the pause between warm-up and work can outlast node:http's 5 s keep-alive: a new
   // connection in the counted part would cost recompilations (both proxies' servers alike).
   Object.defineProperty(Server.prototype, 'keepAliveTimeout', { get: () => 600_000, set: () => undefined });
   const driver = await Child.start(import.meta.filename, ['--drive', '1', ...process.argv.slice(2)]);
   const proxy = await startProxy(variant as ProxyKind, driver.first.upstream as string);
   await driver.ask('warm', { url: proxy.url });
-  await measured(() => driver.ask('run', { n: Number(option('n')) }));
+  await measured((n) => driver.ask('run', { n }));
   process.exit(0);
 } else
   for (const phase of ['json', 'sse'] as const) {
@@ -52,13 +52,9 @@ if (drive) {
     const units = (n: number) => (phase === 'json' ? n : STREAM_COUNT * (n + 1));
     const per: Record<string, { total: number; collector: number; compiler: number }> = {};
     for (const v of VARIANTS)
-      per[v] = await countInstructions(
-        import.meta.filename,
-        (n) => ['--count', v, '--phase', phase, '--n', String(n)],
-        sizes,
-        units,
-        ['--single-threaded'],
-      );
+      per[v] = await countInstructions(import.meta.filename, ['--count', v, '--phase', phase], sizes, units, [
+        '--single-threaded',
+      ]);
     const own = (v: string) => per[v]!.total - per[v]!.collector - per[v]!.compiler;
     const ours = (v: string) => per[v]!.total - per[v]!.compiler;
     const unit = phase === 'json' ? 'instructions per JSON request' : 'instructions per SSE event';

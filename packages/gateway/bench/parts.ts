@@ -166,7 +166,9 @@ export async function startProxy(
     // over --max-batch-messages), so no exchange is observed.
     const { Forwarder } = (await import(BUILT_FORWARD)) as typeof import('../src/forward.js');
     const proto = Forwarder.prototype as unknown as { begin?: () => object };
-    if (kind === 'gateway-forwarding') proto.begin = proto.begin && (() => ({ request: undefined, joined: false }));
+    if (kind === 'gateway-forwarding' && typeof proto.begin !== 'function')
+      throw new Error('no Forwarder#begin to stub');
+    if (kind === 'gateway-forwarding') proto.begin = () => ({ request: undefined, joined: false });
     const gateway = await startGateway({
       upstream,
       port: 0,

@@ -6,8 +6,8 @@
  * in a child.
  *
  * - Instructions (the verdict: stable on a busy machine): each variant counted by callgrind, the
- *   measured calls only, at two call counts, V8 single threaded; the ratio to bare's of the process's
- *   own instructions: without V8's compilers and collector, whose counts swing more than a wrapper costs.
+ *   measured calls only, at two call counts, V8 single threaded, against lab-child.ts' paced leanServer
+ *   (one event a read); the ratio to bare's of the process's own instructions: without V8's compilers and collector.
  * - Time, beside them: each variant in a process of its own, alternating rounds, its process CPU per
  *   SSE event; the median of per-round ratios to bare's.
  * - The lean client (reads the body, splits events, JSON.parses each data line: the least any client
@@ -30,14 +30,14 @@ import {
   option,
   serve,
 } from '../../../bench/harness.js';
-import { VARIANTS, startLabChild, variantFetch, type Variant } from './lab-child.js';
+import { VARIANTS, leanServer, startLabChild, variantFetch, type Variant } from './lab-child.js';
 
 const PROGRESS = arg('progress', 100, 3);
 const CALLS = arg('calls', 20, 1);
 const LEAN_EVENTS = arg('events', 20_000, 200);
 
-/** A variant's SDK client: `calls(n)` makes n calls and returns the SSE events read. */
-async function sdkClient(variant: Variant, url: string) {
+/** A variant's SDK client: `calls(n)` makes n calls and returns the SSE events read; `read` runs at each progress event. */
+async function sdkClient(variant: Variant, url: string, read = () => {}) {
   const v = variantFetch(variant);
   const client = new Client({ name: 'bench', version: '1.0.0' });
   await client.connect(new StreamableHTTPClientTransport(new URL(url), v.fetch ? { fetch: v.fetch } : {}));
@@ -47,7 +47,7 @@ async function sdkClient(variant: Variant, url: string) {
       let progress = 0;
       for (let i = 0; i < n; i++)
         await client.callTool({ name: 'stream_progress', arguments: { count: PROGRESS, delay: 0 } }, undefined, {
-          onprogress: () => void progress++,
+          onprogress: () => void (progress++, read()),
         });
       if (variant === 'instrumented') await v.provider.forceFlush();
       if (progress !== n * PROGRESS || (variant === 'instrumented' && v.exported === 0))
@@ -95,13 +95,16 @@ if (role === 'lean-server') {
     });
   });
   serve({}, { url: `${await listen(server)}/mcp` });
+} else if (role === 'paced-server') {
+  serve({}, { url: `${await listen(leanServer(PROGRESS, true))}/mcp` }); // the counted clients' server
 } else if (role === 'client') {
   const c = await sdkClient(option('variant') as Variant, option('url')!);
   serve({ sdk: () => c.calls(CALLS), lean: () => lean(c.fetch, option('lean')!) });
 } else if (role === 'count') {
-  const c = await sdkClient(option('variant') as Variant, option('url')!);
+  const server = Number(option('server'));
+  const c = await sdkClient(option('variant') as Variant, option('url')!, () => process.kill(server, 'SIGUSR2'));
   await c.calls(arg('warm', 200, 2));
-  await measured(() => c.calls(Number(option('n'))));
+  await measured((n) => c.calls(n));
   process.exit(0);
 } else {
   const sizes = ['--progress', String(PROGRESS), ...(process.argv.includes('--smoke') ? ['--smoke'] : [])];
@@ -137,10 +140,12 @@ if (role === 'lean-server') {
       `timed rounds done; counting instructions (${VARIANTS.length} variants, two sizes each, under callgrind)`,
     );
     const counts = {} as Record<Variant, { total: number; collector: number; compiler: number }>;
+    const paced = await Child.start(import.meta.filename, ['--role', 'paced-server', '--progress', String(PROGRESS)]);
+    const served = ['--url', String(paced.first.url), '--server', String(paced.proc.pid)];
     for (const v of VARIANTS)
       counts[v] = await countInstructions(
         import.meta.filename,
-        (n) => ['--progress', String(PROGRESS), '--role', 'count', '--variant', v, '--url', lab.url, '--n', String(n)],
+        ['--progress', String(PROGRESS), '--role', 'count', '--variant', v, ...served],
         [arg('counted', 15, 1), arg('counted', 15, 1) * 3],
         (n) => n * (PROGRESS + 1),
         ['--single-threaded'],
@@ -159,7 +164,7 @@ if (role === 'lean-server') {
       const k = (x: number) => `${(x / 1000).toFixed(1)} k`;
       figure({
         id: `client-${v}-instructions`,
-        what: `${label}, SDK 1.x client, ${PROGRESS} progress events a call: instructions per SSE event`,
+        what: `${label}, SDK 1.x client, ${PROGRESS} progress events a call, one a read: instructions per SSE event`,
         target: { text: `≤ ${bound}x bare, by instructions`, bound, dir: '<=' },
         reference: { what: 'bare SDK client', value: own('bare'), unit },
         ours: { value: own(v), unit },

@@ -11,12 +11,11 @@
  *   lean server (the SDK and lab server would take many minutes) → kept per ended session at each
  *   count: what stays the same per session from count to count is kept per session.
  */
-import { createServer } from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { FetchLike } from '@resumewatch/wire';
 import { Child, SMOKE, arg, figure, heapNow, listen, option, serve } from '../../../bench/harness.js';
-import { VARIANTS, startLabChild, variantFetch, type Variant } from './lab-child.js';
+import { VARIANTS, leanServer, startLabChild, variantFetch, type Variant } from './lab-child.js';
 
 const SESSIONS = arg('sessions', 600, 6);
 const ENDED = SMOKE ? [10, 20] : [1000, 10_000];
@@ -122,38 +121,7 @@ async function variant(name: Variant, url: string, churnUrl: string): Promise<Re
 }
 
 if (option('role') === 'churn-server') {
-  // Just the exchanges of a churn session, answered at once: a held GET, initialize, 202, a stream of 3 events and the result, DELETE.
-  let n = 0;
-  const server = createServer((req, res) => {
-    if (req.method === 'GET') return void res.writeHead(200, { 'content-type': 'text/event-stream' }).flushHeaders();
-    if (req.method === 'DELETE') return void res.writeHead(200).end();
-    let body = '';
-    req.setEncoding('utf8').on('data', (c: string) => (body += c));
-    req.on('end', () => {
-      const m = JSON.parse(body) as { id?: number; method: string };
-      if (m.id === undefined) return void res.writeHead(202).end();
-      if (m.method === 'initialize')
-        return void res.writeHead(200, { 'content-type': 'application/json', 'mcp-session-id': `churn-${++n}` }).end(
-          JSON.stringify({
-            jsonrpc: '2.0',
-            id: m.id,
-            result: {
-              protocolVersion: '2025-06-18',
-              capabilities: { tools: {} },
-              serverInfo: { name: 'churn', version: '1' },
-            },
-          }),
-        );
-      let text = '';
-      for (let i = 1; i <= 3; i++)
-        text += `id: ${n}_${i}\ndata: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":${i}}}\n\n`;
-      res
-        .writeHead(200, { 'content-type': 'text/event-stream' })
-        .end(`${text}id: ${n}_4\ndata: {"jsonrpc":"2.0","id":${m.id},"result":{"content":[]}}\n\n`);
-    });
-  });
-  server.keepAliveTimeout = 60_000;
-  serve({}, { url: `${await listen(server)}/mcp` });
+  serve({}, { url: `${await listen(leanServer(3))}/mcp` });
 } else if (option('role') === 'variant') {
   // Abandoned streams stay open by design: the process ends when the parent goes.
   serve({ soak: () => variant(option('variant') as Variant, option('url')!, option('churn')!) });

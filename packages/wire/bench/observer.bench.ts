@@ -82,7 +82,7 @@ function proxyCall(observe: boolean): void {
 }
 
 if (variant) {
-  // One counted run: `--count client|client-bare|proxy|proxy-bare --calls <calls>`.
+  // One counted run: `--count client|client-bare|proxy|proxy-bare`.
   const wrapped = new WireObserver()
     .addListener({ onEvent: () => undefined, eventsWanted: 'deciding' })
     .wrap(upstream) as typeof upstream;
@@ -114,9 +114,8 @@ if (variant) {
     b?.end(sink);
   }
   for (let i = 0; i < arg('warm', 20, 2); i++) await call();
-  const calls = arg('calls', 0);
-  await measured(async () => {
-    for (let i = 0; i < calls; i++) await call();
+  await measured(async (n) => {
+    for (let i = 0; i < n; i++) await call();
   });
   process.exit(0);
 }
@@ -125,7 +124,7 @@ const per = async (variant: string) =>
   (
     await countInstructions(
       import.meta.filename,
-      (n) => ['--count', variant, '--calls', String(n)],
+      ['--count', variant],
       [arg('calls', 5, 1), arg('calls', 5, 1) * 3],
       (n) => n * (PROGRESS + 1),
     )
