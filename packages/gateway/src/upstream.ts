@@ -5,7 +5,7 @@ import {
   type OutgoingHttpHeaders,
   type RequestOptions,
 } from 'node:http';
-import { request as httpsRequest } from 'node:https';
+import { type RequestOptions as HttpsRequestOptions, request as httpsRequest } from 'node:https';
 import { urlToHttpOptions } from 'node:url';
 import { HttpUpstreamAgent, HttpsUpstreamAgent, noteKeepAlive } from './upstream-agent.js';
 
@@ -74,6 +74,18 @@ const PLAIN_TARGET = /^\/[A-Za-z0-9\-_~!$&'()*+,;=:@./]*(?:\?[A-Za-z0-9\-_~!$&()
 const DOT_SEGMENT = /\/\.\.?(?:[/?]|$)/;
 
 /**
+ * A plain target's options: the origin's with its path, made by a literal of fixed keys. Not
+ * `{ ...base, path }`: V8 gives a spread's copy a hidden class outside the transition tree, so adding
+ * `path` to it made a new hidden class at every request, and every function that read the options
+ * (Node's request and agent code) saw a new one each time, with its optimised code thrown away and
+ * compiled again long after start.
+ */
+function plainOptions(base: RequestOptions, path: string): RequestOptions {
+  const { protocol, hostname, port } = base;
+  return port !== undefined ? { protocol, hostname, port, path } : { protocol, hostname, path };
+}
+
+/**
  * The upstream request targets of one upstream: a client's origin-form target appended to the
  * upstream's origin, never resolved against it (`//host/x` or `/\\host/x` resolved as a URL reference
  * names another host, and the gateway would be an open proxy). A plain target's URL is the text itself,
@@ -98,7 +110,7 @@ export class UpstreamTargets {
 
   of(target: string): UpstreamTarget {
     if (this.base !== undefined && PLAIN_TARGET.test(target) && !DOT_SEGMENT.test(target))
-      return { href: this.origin + target, https: this.https, options: { ...this.base, path: target } };
+      return { href: this.origin + target, https: this.https, options: plainOptions(this.base, target) };
     const url = new URL(this.origin + target);
     return { href: url.href, https: url.protocol === 'https:', options: urlToHttpOptions(url) };
   }
@@ -154,14 +166,16 @@ export class UpstreamClient {
     let retry: Retry | undefined = again ? undefined : { target, request, headers };
     let body: Uint8Array | undefined = request.body.byteLength > 0 ? request.body : undefined;
     return new Promise<IncomingMessage>((resolve, reject) => {
-      const req = (https ? httpsRequest : httpRequest)({
-        ...target.options,
-        method,
-        headers,
-        // The retry never takes another pooled connection, which may be as stale as the first.
-        agent: again ? false : https ? this.httpsAgent : this.httpAgent,
-        ...(again && https && this.ca ? { ca: this.ca } : {}),
-      });
+      // Copied by Object.assign and written field by field, not `{ ...target.options, method, ... }`:
+      // the spread's copy has a hidden class outside the transition tree, and each field added to it
+      // made a new one at every request (see plainOptions).
+      const options: HttpsRequestOptions = Object.assign({}, target.options);
+      options.method = method;
+      options.headers = headers;
+      // The retry never takes another pooled connection, which may be as stale as the first.
+      options.agent = again ? false : https ? this.httpsAgent : this.httpAgent;
+      if (again && https && this.ca) options.ca = this.ca;
+      const req = (https ? httpsRequest : httpRequest)(options);
       abortWith(req, signal);
       // Whether the request may be sent again: only if its connection was a pooled one, and the socket
       // took no byte of the request (`bytesWritten` counts what was handed to it, sent or queued) and
