@@ -276,7 +276,7 @@ export type Instructions = Record<'total' | 'collector' | 'compiler', number>;
 const COLLECTOR =
   /(Heap|MarkCompact|Scaveng|Sweep|Marking|Evacuat|Remembered|SlotSet|MemoryChunk|Compaction|WeakObjects|GCTracer|PagedSpace|LargeObjectSpace|NewSpace|SemiSpace|Collector|FreeList|MinorMS|heap::base|cppgc|Worklist)/;
 const COMPILER =
-  /(compiler::|maglev::|baseline::|interpreter::|turboshaft|Parser|Scanner|Compil|Zone|Bytecode|Deoptimiz|Ast)/;
+  /(compiler::|maglev::|baseline::|interpreter::|turboshaft|(?<!Json)Parser|Scanner|Compil|Zone|Bytecode|Deoptimiz|Ast)/;
 
 function readCallgrind(path: string): Instructions {
   const names = new Map<string, string>();

@@ -6,8 +6,9 @@
  * in a child.
  *
  * - Instructions (the verdict: stable on a busy machine): each variant counted by callgrind, the
- *   measured calls only, at two call counts, V8 single threaded, against lab-child.ts' paced leanServer
- *   (one event a read); the ratio to bare's of the process's own instructions: without V8's compilers and collector.
+ *   measured calls only, at two call counts, V8 single threaded, no memory reducer (its timer starts full GCs
+ *   by wall time, and a paced client idles), against lab-child.ts' paced leanServer (one event a read); the
+ *   ratio to bare's of the process's own instructions: without V8's compilers and collector.
  * - Time, beside them: each variant in a process of its own, alternating rounds, its process CPU per
  *   SSE event; the median of per-round ratios to bare's.
  * - The lean client (reads the body, splits events, JSON.parses each data line: the least any client
@@ -136,9 +137,7 @@ if (role === 'lean-server') {
       arg('warmup', 2, 0),
     );
     await Child.stopAll();
-    console.log(
-      `timed rounds done; counting instructions (${VARIANTS.length} variants, two sizes each, under callgrind)`,
-    );
+    console.log(`timed rounds done; counting instructions (${VARIANTS.length} variants, under callgrind)`);
     const counts = {} as Record<Variant, { total: number; collector: number; compiler: number }>;
     const paced = await Child.start(import.meta.filename, ['--role', 'paced-server', '--progress', String(PROGRESS)]);
     const served = ['--url', String(paced.first.url), '--server', String(paced.proc.pid)];
@@ -148,7 +147,7 @@ if (role === 'lean-server') {
         ['--progress', String(PROGRESS), '--role', 'count', '--variant', v, ...served],
         [arg('counted', 15, 1), arg('counted', 15, 1) * 3],
         (n) => n * (PROGRESS + 1),
-        ['--single-threaded'],
+        ['--single-threaded', '--no-memory-reducer'],
       );
     // The verdict's count (`own`): the process's instructions without the compilers and the collector.
     const ours = (v: Variant) => counts[v].total - counts[v].compiler;
