@@ -40,23 +40,26 @@ export function startCall(door: CallDoor, stream: ServerHttp2Stream, headers: In
   const type = headers[h2.HTTP2_HEADER_CONTENT_TYPE];
   if (typeof type !== 'string' || !type.startsWith('application/grpc')) {
     if (!stream.headersSent && !stream.closed) stream.respond({ ':status': 415 }, { endStream: true });
-    return cancel(stream);
+    return dropRest(stream, config.idleTimeoutMs);
   }
   const path = headers[h2.HTTP2_HEADER_PATH];
-  if (path !== EXPORT_PATH)
-    return refuse(stream, GrpcCode.UNIMPLEMENTED, `The server does not implement the method ${path}`);
+  const refuse = (code: number, details: string, trailers?: Record<string, string>): void => {
+    sendStatus(stream, code, details, trailers);
+    dropRest(stream, config.idleTimeoutMs);
+  };
+  if (path !== EXPORT_PATH) return refuse(GrpcCode.UNIMPLEMENTED, `The server does not implement the method ${path}`);
   const authority = headers[h2.HTTP2_HEADER_AUTHORITY] ?? headers.host;
   const foreign = door.hosts(typeof authority === 'string' ? authority : undefined, undefined);
-  if (foreign) return refuse(stream, GrpcCode.PERMISSION_DENIED, foreign.message);
+  if (foreign) return refuse(GrpcCode.PERMISSION_DENIED, foreign.message);
   const auth = headers.authorization;
   if (!authorized(config.token, typeof auth === 'string' ? auth : undefined))
-    return refuse(stream, GrpcCode.UNAUTHENTICATED, 'missing or wrong bearer token');
+    return refuse(GrpcCode.UNAUTHENTICATED, 'missing or wrong bearer token');
   let limitMs = config.idleTimeoutMs;
   let limitText = `no complete message within ${config.idleTimeoutMs} ms (--idle-timeout)`;
   const timeout = headers['grpc-timeout'];
   if (timeout !== undefined) {
     const m = TIMEOUT.exec(String(timeout));
-    if (m === null) return refuse(stream, GrpcCode.INTERNAL, `Invalid grpc-timeout value "${String(timeout)}"`);
+    if (m === null) return refuse(GrpcCode.INTERNAL, `Invalid grpc-timeout value "${String(timeout)}"`);
     const ms = Math.trunc(Number(m[1]) * TIMEOUT_UNIT_MS[m[2]!]!);
     if (ms < limitMs) [limitMs, limitText] = [ms, 'Deadline exceeded'];
   }
@@ -64,7 +67,7 @@ export function startCall(door: CallDoor, stream: ServerHttp2Stream, headers: In
     door.shed();
     const details = `server busy: request bodies in flight reach ${config.maxInflightBytes} bytes (--max-inflight); retry later`;
     const status = encodeStatus(GrpcCode.RESOURCE_EXHAUSTED, details, retryInfo(config.retryAfterMs));
-    return refuse(stream, GrpcCode.RESOURCE_EXHAUSTED, details, { [STATUS_DETAILS_KEY]: status.toString('base64') });
+    return refuse(GrpcCode.RESOURCE_EXHAUSTED, details, { [STATUS_DETAILS_KEY]: status.toString('base64') });
   }
   const encoding = headers['grpc-encoding'];
   new ExportCall(door, stream, typeof encoding === 'string' ? encoding : undefined, limitMs, limitText);
@@ -131,7 +134,10 @@ class ExportCall {
     clearTimeout(this.timer);
     this.release();
     sendStatus(this.stream, failure.code, failure.details, (failure as DecompressError).trailers);
-    if (!this.ended) cancel(this.stream);
+    if (this.ended) return;
+    // At its deadline the client has had its whole time: reset at once. Otherwise it may still be sending.
+    if (failure.code === GrpcCode.DEADLINE_EXCEEDED) cancel(this.stream);
+    else dropRest(this.stream, this.door.config.idleTimeoutMs);
   }
 
   private release(): void {
@@ -140,10 +146,20 @@ class ExportCall {
   }
 }
 
-/** A refusal from the headers: Trailers-Only, and the rest of the request cancelled. */
-function refuse(stream: ServerHttp2Stream, code: number, details: string, trailers?: Record<string, string>): void {
-  sendStatus(stream, code, details, trailers);
-  cancel(stream);
+/**
+ * What the client still sends once its call is answered is read and dropped, and the stream reset
+ * (RST_STREAM NO_ERROR) only if the client has not ended it within `waitMs`. A reset right after the
+ * response, while the client is still sending, loses the response on Node 22's http2 client: grpc-js then
+ * reports "Received RST_STREAM with code 0", not the status. A client that ends its request in time gets
+ * no reset; one that keeps sending is cut off at `waitMs`.
+ */
+function dropRest(stream: ServerHttp2Stream, waitMs: number): void {
+  if (stream.closed || stream.destroyed || stream.readableEnded) return;
+  stream.on('data', ignore);
+  const timer = setTimeout(() => cancel(stream), waitMs);
+  timer.unref();
+  stream.once('end', () => clearTimeout(timer));
+  stream.once('close', () => clearTimeout(timer));
 }
 
 /**
