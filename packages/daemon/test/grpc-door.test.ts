@@ -1,4 +1,4 @@
-import { connect as h2connect, constants as h2, type ClientHttp2Session } from 'node:http2';
+import { connect as h2connect, constants as h2, type ClientHttp2Session, type ClientHttp2Stream } from 'node:http2';
 import { connect as netConnect } from 'node:net';
 import { setTimeout as pause } from 'node:timers/promises';
 import { deflateSync, gzipSync } from 'node:zlib';
@@ -75,6 +75,13 @@ async function call(session: ClientHttp2Session, chunks: Buffer[], headers: Reco
 }
 
 const statusOf = (a: Answer): number => Number(a.h['grpc-status']);
+
+/** The stream was open when the answer came, the client never ended its side, and the server's RST_STREAM(NO_ERROR) closed it. */
+function expectCancelledAfterAnswer(a: Answer, stream: ClientHttp2Stream): void {
+  expect(a.stateAtResponse).toBe(h2.NGHTTP2_STREAM_STATE_OPEN);
+  expect(stream.closed).toBe(true);
+  expect(a.rstCode).toBe(h2.NGHTTP2_NO_ERROR);
+}
 
 describe('serve’s OTLP/gRPC door', () => {
   let server: RunningServer | undefined;
@@ -174,9 +181,7 @@ describe('serve’s OTLP/gRPC door', () => {
     // The stream was open when the answer came and the client never ended its side: the server reset it
     // once --idle-timeout passed (not with the answer: a reset while the client still sends loses the
     // answer on Node 22's client).
-    expect(a.stateAtResponse).toBe(h2.NGHTTP2_STREAM_STATE_OPEN);
-    expect(stream.closed).toBe(true);
-    expect(a.rstCode).toBe(h2.NGHTTP2_NO_ERROR);
+    expectCancelledAfterAnswer(a, stream);
     expect(s.inflight.used).toBe(0);
   });
 
@@ -217,9 +222,7 @@ describe('serve’s OTLP/gRPC door', () => {
     expect(a.h['grpc-message']).toBe('no complete message within 300 ms (--idle-timeout)');
     // The stream was open when the answer came, the client never ended its side, and it was closed by the
     // server's RST_STREAM(NO_ERROR): cancelled, not kept.
-    expect(a.stateAtResponse).toBe(h2.NGHTTP2_STREAM_STATE_OPEN);
-    expect(stream.closed).toBe(true);
-    expect(a.rstCode).toBe(h2.NGHTTP2_NO_ERROR);
+    expectCancelledAfterAnswer(a, stream);
     expect(s.inflight.used).toBe(0);
   });
 

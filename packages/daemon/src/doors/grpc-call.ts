@@ -4,13 +4,11 @@ import type { HostCheck } from '../host-policy.js';
 import { authorized } from './auth.js';
 import { decompress, type DecompressError } from './grpc-decompress.js';
 import { UnaryMessageReader, type FramingError } from './grpc-framing.js';
-import { GrpcCode, sendStatus } from './grpc-reply.js';
+import { GrpcCode, GrpcHeader, sendStatus } from './grpc-reply.js';
 import type { InflightBudget } from './inflight.js';
 import { encodeStatus, retryInfo } from './status.js';
 
 const EXPORT_PATH = '/opentelemetry.proto.collector.trace.v1.TraceService/Export';
-/** Where gRPC carries a google.rpc.Status with details (here RetryInfo), as OTLP exporters read it. */
-const STATUS_DETAILS_KEY = 'grpc-status-details-bin';
 /** grpc-timeout: at most 8 digits and a unit (PROTOCOL-HTTP2.md, Timeout). */
 const TIMEOUT = /^(\d{1,8})([HMSmun])$/;
 const TIMEOUT_UNIT_MS: Record<string, number> = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 0.001, n: 0.000001 };
@@ -56,7 +54,7 @@ export function startCall(door: CallDoor, stream: ServerHttp2Stream, headers: In
     return refuse(GrpcCode.UNAUTHENTICATED, 'missing or wrong bearer token');
   let limitMs = config.idleTimeoutMs;
   let limitText = `no complete message within ${config.idleTimeoutMs} ms (--idle-timeout)`;
-  const timeout = headers['grpc-timeout'];
+  const timeout = headers[GrpcHeader.TIMEOUT];
   if (timeout !== undefined) {
     const m = TIMEOUT.exec(String(timeout));
     if (m === null) return refuse(GrpcCode.INTERNAL, `Invalid grpc-timeout value "${String(timeout)}"`);
@@ -67,9 +65,9 @@ export function startCall(door: CallDoor, stream: ServerHttp2Stream, headers: In
     door.shed();
     const details = `server busy: request bodies in flight reach ${config.maxInflightBytes} bytes (--max-inflight); retry later`;
     const status = encodeStatus(GrpcCode.RESOURCE_EXHAUSTED, details, retryInfo(config.retryAfterMs));
-    return refuse(GrpcCode.RESOURCE_EXHAUSTED, details, { [STATUS_DETAILS_KEY]: status.toString('base64') });
+    return refuse(GrpcCode.RESOURCE_EXHAUSTED, details, { [GrpcHeader.STATUS_DETAILS]: status.toString('base64') });
   }
-  const encoding = headers['grpc-encoding'];
+  const encoding = headers[GrpcHeader.ENCODING];
   new ExportCall(door, stream, typeof encoding === 'string' ? encoding : undefined, limitMs, limitText);
 }
 

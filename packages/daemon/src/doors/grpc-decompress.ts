@@ -1,6 +1,6 @@
 import { gunzip, inflate } from 'node:zlib';
 import type { FramingError } from './grpc-framing.js';
-import { ACCEPT_ENCODING, GrpcCode } from './grpc-reply.js';
+import { ACCEPT_ENCODING, GrpcCode, GrpcHeader } from './grpc-reply.js';
 
 /** A refusal, with the trailers that go with it. */
 export interface DecompressError extends FramingError {
@@ -29,7 +29,7 @@ export function decompress(
     done({
       code: GrpcCode.UNIMPLEMENTED,
       details: `Received message compressed with unsupported encoding "${encoding}"`,
-      trailers: { 'grpc-accept-encoding': ACCEPT_ENCODING },
+      trailers: { [GrpcHeader.ACCEPT_ENCODING]: ACCEPT_ENCODING },
     });
     return;
   }

@@ -1,4 +1,4 @@
-import { GrpcCode } from './grpc-reply.js';
+import { GrpcCode, PREFIX_BYTES } from './grpc-reply.js';
 
 /**
  * The request of a unary gRPC call: one length-prefixed message (gRPC over HTTP/2, "Length-Prefixed-Message":
@@ -14,8 +14,6 @@ export interface FramingError {
 }
 
 const { INTERNAL, RESOURCE_EXHAUSTED, UNIMPLEMENTED } = GrpcCode;
-
-const PREFIX_BYTES = 5;
 
 export class UnaryMessageReader {
   /** The prefix as it arrives (it may be split over frames); then the message itself. */

@@ -15,7 +15,19 @@ export const GrpcCode = {
 /** What the door answers with, as grpc-js did: protobuf messages, and the encodings it reads. */
 const CONTENT_TYPE = 'application/grpc+proto';
 export const ACCEPT_ENCODING = 'identity,deflate,gzip';
-const PREFIX_BYTES = 5;
+/** A message's prefix: its compressed flag (1 byte) and its length (4, big-endian). */
+export const PREFIX_BYTES = 5;
+
+/** The gRPC metadata the door reads and writes (PROTOCOL-HTTP2.md). */
+export const GrpcHeader = {
+  STATUS: 'grpc-status',
+  MESSAGE: 'grpc-message',
+  ENCODING: 'grpc-encoding',
+  ACCEPT_ENCODING: 'grpc-accept-encoding',
+  TIMEOUT: 'grpc-timeout',
+  /** A google.rpc.Status with details (here RetryInfo), as OTLP exporters read it. */
+  STATUS_DETAILS: 'grpc-status-details-bin',
+} as const;
 
 /** Bytes that go into grpc-message as they are: printable ASCII but '%' (PROTOCOL-HTTP2.md, Status-Message). */
 const PLAIN = /^[\x20-\x24\x26-\x7e]*$/;
@@ -49,8 +61,8 @@ export function sendStatus(
     {
       ':status': 200,
       'content-type': CONTENT_TYPE,
-      'grpc-status': String(code),
-      'grpc-message': percentEncode(details),
+      [GrpcHeader.STATUS]: String(code),
+      [GrpcHeader.MESSAGE]: percentEncode(details),
       ...trailers,
     },
     { endStream: true },
@@ -68,11 +80,11 @@ export function sendMessage(stream: ServerHttp2Stream, message: Buffer): void {
     {
       ':status': 200,
       'content-type': CONTENT_TYPE,
-      'grpc-accept-encoding': ACCEPT_ENCODING,
-      'grpc-encoding': 'identity',
+      [GrpcHeader.ACCEPT_ENCODING]: ACCEPT_ENCODING,
+      [GrpcHeader.ENCODING]: 'identity',
     },
     { waitForTrailers: true },
   );
-  stream.once('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0', 'grpc-message': 'OK' }));
+  stream.once('wantTrailers', () => stream.sendTrailers({ [GrpcHeader.STATUS]: '0', [GrpcHeader.MESSAGE]: 'OK' }));
   stream.end(frame);
 }
