@@ -126,6 +126,9 @@ describe('pnpm pack of every publishable package', () => {
     expect(tarballs.get('@resumewatch/lab')!.manifest.bin).toEqual({ 'resumewatch-lab': './dist/cli.js' });
     expect(tarballs.get('@resumewatch/gateway')!.manifest.bin).toEqual({ 'resumewatch-gateway': './dist/bin.js' });
     expect(Object.keys(tarballs.get('@resumewatch/instrumentation')!.manifest.exports!)).toEqual(['.', './register']);
+    // serve's gRPC door is its own (node:http2): grpc-js is only the tests' client, never installed for users.
+    for (const [name, { manifest }] of tarballs)
+      expect(Object.keys(manifest.dependencies ?? {}), name).not.toContain('@grpc/grpc-js');
   });
 
   it('publishes types of the public API only: no @internal member in a declaration file', () => {
@@ -234,7 +237,7 @@ describe('installed with npm outside the workspace', () => {
         150_000,
       );
       const tree = run('npm', ['ls', '--all', '--parseable'], lib);
-      for (const daemonDependency of ['prom-client', '@grpc/grpc-js', '@opentelemetry/sdk-trace-base'])
+      for (const daemonDependency of ['prom-client', '@opentelemetry/sdk-trace-base'])
         expect(tree, daemonDependency).not.toContain(`node_modules/${daemonDependency}`);
       const loaded = run(
         process.execPath,

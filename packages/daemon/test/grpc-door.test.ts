@@ -165,8 +165,25 @@ describe('serve’s OTLP/gRPC door', () => {
     expect(statusOf(a)).toBe(status.RESOURCE_EXHAUSTED);
     expect(a.h['grpc-message']).toBe(`Received message that decompresses to a size larger than ${64 * KIB}`);
     expect(s.inflight.used).toBe(0);
-    expect(s.inflight.peak).toBe(64 * KIB);
+    // The bound, and the compressed message itself, held beside gunzip's output while it ran.
+    expect(s.inflight.peak).toBe(64 * KIB + bomb.length);
     expect(statusOf(await call(session, [framed(request('after-bomb'))]))).toBe(status.OK);
+  });
+
+  it('a compressed message whose own bytes do not fit beside the bound in the budget is shed (RESOURCE_EXHAUSTED with RetryInfo), not decompressed', async () => {
+    const s = await start({ maxDecompressedBytes: 64 * KIB, maxInflightBytes: 64 * KIB + 16 });
+    const session = connect(s);
+    const gz = gzipSync(request('too-big-to-hold-twice'));
+    expect(gz.length).toBeGreaterThan(16);
+    const a = await call(session, [framed(gz, 1)], { 'grpc-encoding': 'gzip' });
+    expect(statusOf(a)).toBe(status.RESOURCE_EXHAUSTED);
+    expect(a.h['grpc-message']).toMatch(/^server busy: request bodies in flight reach/);
+    expect(a.h['grpc-status-details-bin']).toBeDefined();
+    expect(s.inflight.used).toBe(0);
+    expect(s.inflight.peak).toBe(64 * KIB);
+    expect(s.findings().some((f) => f.session_id === 'too-big-to-hold-twice')).toBe(false);
+    // The same spans uncompressed fit, and are read.
+    expect(statusOf(await call(session, [framed(request('plain-fits'))]))).toBe(status.OK);
   });
 
   it('refuses a length prefix above --max-decompressed from the prefix, before the message is sent', async () => {

@@ -28,7 +28,8 @@ const ignore = (): void => undefined;
  * One call on the gRPC port. Refused from its headers alone, before any message byte is read: another
  * content type (415, as grpc-js), another method (UNIMPLEMENTED), a foreign :authority (the listeners'
  * Host check), no token (UNAUTHENTICATED), a full in-flight budget (RESOURCE_EXHAUSTED with RetryInfo).
- * Otherwise it holds --max-decompressed bytes of the budget from its start until it is answered, and has
+ * Otherwise it holds --max-decompressed bytes of the budget from its start until it is answered (and a
+ * compressed message's own bytes too while it is decompressed), and has
  * --idle-timeout (or its grpc-timeout, when shorter) to deliver its message.
  */
 export function startCall(door: CallDoor, stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void {
@@ -62,13 +63,24 @@ export function startCall(door: CallDoor, stream: ServerHttp2Stream, headers: In
     if (ms < limitMs) [limitMs, limitText] = [ms, 'Deadline exceeded'];
   }
   if (!budget.reserve(config.maxDecompressedBytes)) {
-    door.shed();
-    const details = `server busy: request bodies in flight reach ${config.maxInflightBytes} bytes (--max-inflight); retry later`;
-    const status = encodeStatus(GrpcCode.RESOURCE_EXHAUSTED, details, retryInfo(config.retryAfterMs));
-    return refuse(GrpcCode.RESOURCE_EXHAUSTED, details, { [GrpcHeader.STATUS_DETAILS]: status.toString('base64') });
+    const failure = busy(door);
+    return refuse(failure.code, failure.details, failure.trailers);
   }
   const encoding = headers[GrpcHeader.ENCODING];
   new ExportCall(door, stream, typeof encoding === 'string' ? encoding : undefined, limitMs, limitText);
+}
+
+/** A full in-flight budget: RESOURCE_EXHAUSTED with RetryInfo, counted as shed. */
+function busy(door: CallDoor): DecompressError {
+  door.shed();
+  const { config } = door;
+  const details = `server busy: request bodies in flight reach ${config.maxInflightBytes} bytes (--max-inflight); retry later`;
+  const status = encodeStatus(GrpcCode.RESOURCE_EXHAUSTED, details, retryInfo(config.retryAfterMs));
+  return {
+    code: GrpcCode.RESOURCE_EXHAUSTED,
+    details,
+    trailers: { [GrpcHeader.STATUS_DETAILS]: status.toString('base64') },
+  };
 }
 
 /** A call admitted: its message read, then answered; its bytes held in the budget until then. */
@@ -80,6 +92,11 @@ class ExportCall {
   private ended = false;
   /** gunzip still runs (it holds its input and output): the bytes are released when it returns. */
   private decompressing = false;
+  /**
+   * The compressed message's bytes, reserved beside --max-decompressed while it is decompressed: input
+   * and output are held at once then, so the call holds up to its message and the bound, not the bound.
+   */
+  private compressedHeld = 0;
 
   constructor(
     private readonly door: CallDoor,
@@ -111,6 +128,8 @@ class ExportCall {
     const message = this.reader.finish();
     if ('code' in message) return this.refuse(message);
     if (!this.reader.compressed) return this.answer(message);
+    if (!this.door.budget.reserve(message.length)) return this.refuse(busy(this.door));
+    this.compressedHeld = message.length;
     this.decompressing = true;
     decompress(this.encoding, message, this.door.config.maxDecompressedBytes, (failure, plain) => {
       this.decompressing = false;
@@ -139,7 +158,7 @@ class ExportCall {
   }
 
   private release(): void {
-    if (this.held) this.door.budget.release(this.door.config.maxDecompressedBytes);
+    if (this.held) this.door.budget.release(this.door.config.maxDecompressedBytes + this.compressedHeld);
     this.held = false;
   }
 }
