@@ -68,7 +68,7 @@ async function holdBody(bytes: number, holdMs: number): Promise<void> {
   socket.on('data', (d: Buffer) => (answered ||= d.toString('latin1', 0, 12)));
   const closed = new Promise<void>((r) => socket.once('close', () => r()));
   socket.write(
-    `POST /v1/traces HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\nauthorization: Bearer ${TOKEN}\r\ncontent-length: ${bytes}\r\n\r\n`,
+    `POST /v1/traces HTTP/1.1\r\nhost: 127.0.0.1:${httpPort}\r\ncontent-type: application/json\r\nauthorization: Bearer ${TOKEN}\r\ncontent-length: ${bytes}\r\n\r\n`,
   );
   const chunk = Buffer.alloc(64 * 1024, ' ');
   for (let sent = 0; sent < bytes - 1 && !socket.destroyed && !answered; sent += chunk.length)
