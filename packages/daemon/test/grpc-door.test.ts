@@ -284,6 +284,31 @@ describe('serve’s OTLP/gRPC door', () => {
     expect(session.destroyed).toBe(true);
   });
 
+  it('closes a connection --idle-timeout after its last call ended, not at the next whole interval', async () => {
+    const s = await start({ idleTimeoutMs: 1000 });
+    // The connection's idle clock is faked from its start; sockets and streams stay real.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'performance'] });
+    try {
+      const session = connect(s);
+      let closed = false;
+      const gone = new Promise<void>((resolve) => session.once('close', () => resolve(void (closed = true))));
+      // The server's SETTINGS have come: its side of the connection, and its idle timer, exist.
+      await new Promise((resolve) => session.once('remoteSettings', resolve));
+      vi.advanceTimersByTime(500);
+      expect(statusOf(await call(session, [framed(request('idle-late'))]))).toBe(status.OK);
+      // The call ended 500 ms into the connection's life: idle from then on.
+      vi.advanceTimersByTime(999);
+      await pause(50);
+      expect(closed).toBe(false);
+      // At 1,501 ms the server closes it (GOAWAY). Not vi.waitFor: it would advance the fake clock, and
+      // the old check, a whole interval later at 2,000 ms, would pass too; here it never comes.
+      vi.advanceTimersByTime(2);
+      await gone;
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it('on close: answers the call being received, refuses new connections, then resolves', async () => {
     const s = await start({ graceMs: 10_000 });
     const session = connect(s);

@@ -139,7 +139,8 @@ export async function startGrpcReceiver(init: GrpcReceiverInit, port: number): P
 
 /**
  * Closes a connection once it has had no call for `idleMs` (grpc-js's max_connection_idle_ms). One
- * timer a connection, re-armed when it fires, rather than one set and cleared per call.
+ * timer a connection, armed for what is left of the idle time when it fires, rather than one set and
+ * cleared per call: the connection closes `idleMs` after its last call ended, not up to twice that.
  */
 function closeWhenIdle(session: ServerHttp2Session, idleMs: number): void {
   let open = 0;
@@ -150,13 +151,17 @@ function closeWhenIdle(session: ServerHttp2Session, idleMs: number): void {
       if (--open === 0) idleSince = performance.now();
     });
   });
+  let timer: NodeJS.Timeout;
+  const arm = (ms: number): void => {
+    timer = setTimeout(check, ms);
+    timer.unref();
+  };
   const check = (): void => {
     if (session.closed || session.destroyed) return;
     const idle = open === 0 ? performance.now() - idleSince : 0;
     if (idle >= idleMs) return void session.close();
-    timer.refresh();
+    arm(idleMs - idle);
   };
-  const timer = setTimeout(check, idleMs);
-  timer.unref();
+  arm(idleMs);
   session.once('close', () => clearTimeout(timer));
 }
