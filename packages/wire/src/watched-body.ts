@@ -183,9 +183,11 @@ class WatchedReader {
       const rest = body.take();
       return rest === undefined ? result : { done: false, value: rest };
     }
-    body.chunk(result.value);
+    const value = result.value;
+    body.chunk(value);
     const piece = body.take();
-    return piece === undefined ? undefined : { done: false, value: piece };
+    // The chunk forwarded whole (the usual case): the read's own result, no object made a chunk.
+    return piece === undefined ? undefined : piece === value ? result : { done: false, value: piece };
   }
 
   failed(error: unknown): never {
