@@ -170,17 +170,26 @@ export class CursorRing implements CursorMemory {
     const i = this.slot(hash, stream, position);
     const length = id.length;
     if (length > MAX_KEPT_ID_BYTES) return this.unkept(i);
-    for (let k = 0; k < length; k++) {
-      if (id.charCodeAt(k) < 0x80) continue;
-      // Not ASCII (rare): its UTF-8 bytes.
-      const bytes = Buffer.from(id, 'utf8');
-      return this.keep(i, bytes, 0, bytes.length);
-    }
+    // An id whose UTF-8 bytes (three a character at most) surely fit is copied as it is checked, one
+    // pass over its text: a character that is not ASCII (rare) stops the copy, and its UTF-8 bytes are
+    // written over the same place, which they cover. A longer one is checked first: its UTF-8 bytes
+    // may not be kept, and bytes copied before the check stopped would overwrite older ids' text.
+    if (3 * length > MAX_KEPT_ID_BYTES || 3 * length > this.arenaSize)
+      for (let k = 0; k < length; k++) {
+        if (id.charCodeAt(k) < 0x80) continue;
+        const bytes = Buffer.from(id, 'utf8');
+        return this.keep(i, bytes, 0, bytes.length);
+      }
     if (length > this.arenaSize) return this.unkept(i);
     let at = this.arenaNext;
     const arena = this.room(at + length);
     for (let k = 0; k < length; k++) {
-      arena[at] = id.charCodeAt(k);
+      const c = id.charCodeAt(k);
+      if (c >= 0x80) {
+        const bytes = Buffer.from(id, 'utf8');
+        return this.keep(i, bytes, 0, bytes.length);
+      }
+      arena[at] = c;
       if (++at === this.arenaSize) at = 0;
     }
     this.kept(i, length);

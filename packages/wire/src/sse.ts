@@ -171,7 +171,6 @@ export class SseScanner {
   private nextIdMember = -1;
   private nextBackslash = -1;
   private nextMethodKey = -1;
-  private view: Buffer | undefined;
   /** `bytes` as a DataView (`idWords`), made at the second ask of a push; `idsInPush`: asked once. */
   private words: DataView | undefined = undefined;
   private idsInPush = false;
@@ -260,10 +259,7 @@ export class SseScanner {
 
   /** The ASCII text of `bytes[start, end)`: a copy, never a slice of a chunk's text (see `fieldValue`). */
   private asciiText(start: number, end: number): string {
-    const bytes = this.bytes;
-    const view =
-      this.view ?? (bytes instanceof Buffer ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
-    return latin1(view, start, end);
+    return latin1(this.bytes, start, end);
   }
 
   push(chunk: Uint8Array): void {
@@ -311,11 +307,8 @@ export class SseScanner {
       this.atStreamStart = false;
     }
     const length = work.length;
-    // A Node Buffer (a proxy's chunk from Node's HTTP client) is read in place; any other view gets one.
-    const view = work instanceof Buffer ? work : Buffer.from(work.buffer, work.byteOffset, work.byteLength);
-    this.view = view;
     // Positions below are in `text`, which starts at byte `base` of `work`.
-    const text = latin1(view, base, length);
+    const text = latin1(work, base, length);
     const textLength = text.length;
     let nextCr = text.indexOf('\r');
     let searchFrom = Math.max(0, this.searchFrom - base);
@@ -388,7 +381,6 @@ export class SseScanner {
       pos = next;
     }
     this.carry(work, blockStart, base + pos, pos < textLength ? base + searchFrom : base + pos, work !== chunk);
-    this.view = undefined;
     this.words = undefined;
     this.idsInPush = false;
   }
@@ -719,7 +711,7 @@ export class SseScanner {
       }
       if (c === 0 && noNul) return undefined;
     }
-    return end - start < COPIED_SUBSTRING ? text.slice(start, end) : latin1(this.view!, base + start, base + end);
+    return end - start < COPIED_SUBSTRING ? text.slice(start, end) : latin1(work, base + start, base + end);
   }
 
   private resetEvent(): void {
@@ -748,14 +740,18 @@ interface Latin1Sliced {
 const LATIN1_SLICE = (Buffer.prototype as Latin1Sliced).latin1Slice;
 
 /**
- * `view.toString('latin1', start, end)` (`start <= end <= view.length`), by the decoder that toString
- * calls once it has checked its arguments and looked the encoding up by name: the scanner decodes
- * every chunk, and that look-up cost a third as much as the decoding of a chunk of one event. The
- * decoder is Node's own, undocumented (Buffer.prototype.latin1Slice, as old as Buffer): toString is
- * used where it is missing.
+ * The latin1 text of `bytes[start, end)` (`start <= end <= bytes.length`), by the decoder that
+ * Buffer's toString calls once it has checked its arguments and looked the encoding up by name: the
+ * scanner decodes every chunk, and that look-up cost a third as much as the decoding of a chunk of one
+ * event. The decoder is Node's own, undocumented (Buffer.prototype.latin1Slice, as old as Buffer), and
+ * takes any Uint8Array as its receiver (Node checks for an ArrayBufferView, not a Buffer): a fetch's
+ * chunks, plain Uint8Arrays, are decoded without a Buffer made over each (a typed array made and
+ * Buffer.from's checks: about 400 instructions a chunk). Where it is missing, a Buffer view's toString.
  */
-function latin1(view: Buffer, start: number, end: number): string {
-  return LATIN1_SLICE !== undefined ? LATIN1_SLICE.call(view, start, end) : view.toString('latin1', start, end);
+function latin1(bytes: Uint8Array, start: number, end: number): string {
+  if (LATIN1_SLICE !== undefined) return LATIN1_SLICE.call(bytes as Buffer, start, end);
+  const view = bytes instanceof Buffer ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return view.toString('latin1', start, end);
 }
 
 /**

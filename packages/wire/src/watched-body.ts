@@ -183,9 +183,11 @@ class WatchedReader {
       const rest = body.take();
       return rest === undefined ? result : { done: false, value: rest };
     }
-    body.chunk(result.value);
+    const value = result.value;
+    body.chunk(value);
     const piece = body.take();
-    return piece === undefined ? undefined : { done: false, value: piece };
+    // The chunk forwarded whole (the usual case): the read's own result, no object made a chunk.
+    return piece === undefined ? undefined : piece === value ? result : { done: false, value: piece };
   }
 
   failed(error: unknown): never {
@@ -334,6 +336,13 @@ class Pipe {
   /** The destination's error; also a refused write (a destination closed early refuses the next one). */
   private readonly onDestError = (error: unknown): void => this.destinationFailed(error);
   private onAbort: (() => void) | undefined = undefined;
+  /**
+   * Whether `step` asks the destination for room before it waits for `ready`: until once it had none.
+   * A TransformStream's writable (a decoder's, the SDKs') keeps each chunk queued until its transform
+   * has run, so it never has room right after a write, and asking (its public getter: a brand check and
+   * megamorphic loads, about 450 instructions) would only add to the `ready` promise every chunk waits on.
+   */
+  private askRoom = true;
 
   constructor(
     private readonly source: WatchedReader,
@@ -365,9 +374,12 @@ class Pipe {
   private step(): void {
     if (this.shuttingDown) return;
     // Room in the destination's queue: read on at once, without a promise a chunk.
-    if ((this.writer.desiredSize ?? 0) > 0) this.pull();
+    if (this.askRoom) {
+      if ((this.writer.desiredSize ?? 0) > 0) return this.pull();
+      this.askRoom = false;
+    }
     // A rejected ready means the destination errored: `closed` reports it.
-    else this.writer.ready.then(this.onReady, ignore);
+    this.writer.ready.then(this.onReady, ignore);
   }
 
   private pull(): void {

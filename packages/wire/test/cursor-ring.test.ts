@@ -155,4 +155,22 @@ describe('CursorRing: where a cursor is placed (issue 37)', () => {
     expect(ring.positionOn(`id-40-${'y'.repeat(40)}`, a)).toBe(40);
     expect(ring.positionOn(`id-39-${'y'.repeat(39)}`, a)).toBe(39);
   });
+  it('keeps older ids whole when an id that is not ASCII is too long to keep, however its text begins', () => {
+    // Two slots: a 128-byte arena. The first id fills it to byte 100; the next, 70 characters, is 130
+    // bytes of UTF-8 (unkept): nothing of it may be written where the first id's bytes are (wrapping).
+    const ring = new CursorRing(2);
+    const [a, b] = [stream('a'), stream('b')];
+    const first = 'f'.repeat(100);
+    ring.add(first, a, 1);
+    const long = 'x'.repeat(40) + '漢'.repeat(30);
+    ring.add(long, b, 2);
+    expect(ring.get(first)).toBe(a);
+    expect(ring.place(first)).toEqual({ stream: a, ambiguous: false });
+    expect(ring.get(long)).toBeUndefined();
+    // One that fits is kept whole, after an ASCII start copied as it was checked.
+    const short = 'y'.repeat(5) + 'é漢';
+    ring.add(short, b, 3);
+    expect(ring.get(short)).toBe(b);
+    expect(ring.get('y'.repeat(5))).toBeUndefined();
+  });
 });
