@@ -303,28 +303,41 @@ function dropHeaderLines(req: ClientRequest): void {
 const MAX_SCANNED_LINES = 32;
 
 function headerLines(lines: readonly [string, string][], asList: boolean): OutgoingHttpHeaders | string[] {
-  const lower: string[] = [];
-  // A repeated name found by a look along the few names so far; among many (Node takes up to 2,000
-  // lines), by a map, so that a hostile request's cost stays linear in its lines.
-  const many = lines.length > MAX_SCANNED_LINES ? new Map<string, number>() : undefined;
-  const joined: [string, string][] = [];
+  const count = lines.length;
+  // `list` holds each distinct name's first spelling and its value at twice its index (rawHeaders'
+  // shape), made straight from the lines at its full size and cut to what it holds: no pair per line,
+  // no iterator, no growing. A repeated name is found by a look along the few lower-cased names so far;
+  // among many (Node takes up to 2,000 lines), by a map, so that a hostile request's cost stays linear.
+  const many = count > MAX_SCANNED_LINES ? new Map<string, number>() : undefined;
+  const lower = many === undefined ? new Array<string>(count) : undefined;
+  const list = new Array<string>(2 * count);
+  let names = 0;
   let length = false;
-  for (const [name, value] of lines) {
+  for (let i = 0; i < count; i++) {
+    const line = lines[i]!;
+    const name = line[0];
+    const value = line[1];
     const key = name.toLowerCase();
-    const at = many === undefined ? lower.indexOf(key) : (many.get(key) ?? -1);
+    let at = -1;
+    if (lower === undefined) at = many!.get(key) ?? -1;
+    else
+      for (let j = 0; j < names; j++)
+        if (lower[j] === key) {
+          at = j;
+          break;
+        }
     if (at === -1) {
-      many?.set(key, lower.length);
-      lower.push(key);
-      joined.push([name, value]);
+      if (lower === undefined) many!.set(key, names);
+      else lower[names] = key;
+      list[2 * names] = name;
+      list[2 * names + 1] = value;
+      names++;
       if (key === 'content-length') length = true;
-    } else joined[at]![1] = `${joined[at]![1]}${key === 'cookie' ? '; ' : ', '}${value}`;
+    } else list[2 * at + 1] = `${list[2 * at + 1]!}${key === 'cookie' ? '; ' : ', '}${value}`;
   }
-  if (asList && length) {
-    const list: string[] = [];
-    for (const [name, value] of joined) list.push(name, value);
-    return list;
-  }
+  list.length = 2 * names;
+  if (asList && length) return list;
   const headers: OutgoingHttpHeaders = {};
-  for (const [name, value] of joined) headers[name] = value;
+  for (let i = 0; i < list.length; i += 2) headers[list[i]!] = list[i + 1]!;
   return headers;
 }

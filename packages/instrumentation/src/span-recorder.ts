@@ -805,8 +805,9 @@ export class SpanRecorder implements WireListener {
 
   private requestsAnswered(req: WireRequest, res: WireResponse): void {
     const ok = res.status >= 200 && res.status < 300;
-    for (const record of req.requests) {
-      const state = this.requests.get(record);
+    // Indexed: no array iterator and result object per request where the loop runs unoptimized.
+    for (let i = 0; i < req.requests.length; i++) {
+      const state = this.requests.get(req.requests[i]!);
       if (!state?.span) continue;
       if (state.sessionId === undefined && res.sessionId !== undefined) {
         state.sessionId = res.sessionId;

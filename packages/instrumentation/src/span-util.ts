@@ -54,7 +54,9 @@ export function errorType(error: unknown): string {
 
 /** A tools/call result with `isError: true` in this event. */
 export function isToolError(event: WireEvent, id: string): boolean {
-  for (const message of event.messages) {
+  // Indexed: an array iterator and a result object per message, where the loop runs unoptimized.
+  for (let i = 0; i < event.messages.length; i++) {
+    const message = event.messages[i]!;
     if (!('result' in message) || String(message.id) !== id) continue;
     return (message.result as { isError?: unknown } | null)?.isError === true;
   }

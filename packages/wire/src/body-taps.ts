@@ -2,6 +2,7 @@ import { SseScanner } from './sse.js';
 import type { SseSink } from './sse.js';
 import type { JsonRpcMessage } from './jsonrpc.js';
 import { parseJsonBody } from './jsonrpc.js';
+import { utf8Text } from './utf8-text.js';
 import { holdShape } from './shapes.js';
 import type { Hold, HeldBytes } from './held-bytes.js';
 import type { StreamEnd, StreamRecord, WireRequest } from './types.js';
@@ -391,7 +392,7 @@ export class JsonTap implements BodyTap {
 
   end(): void {
     if (!this.unparsed) {
-      const messages = parseJsonBody(Buffer.concat(this.chunks).toString('utf8'));
+      const messages = parseJsonBody(utf8Text(this.chunks));
       this.chunks.length = 0;
       this.release();
       if (messages.length > 0) this.observer.jsonBody(this.request, this.stream, messages);

@@ -52,19 +52,42 @@ export function digestOfTerminal(message: JsonRpcResponse): number {
   return 'error' in message ? digestOfValue(message.error, TAG_ERROR) : digestOfValue(message.result, TAG_RESULT);
 }
 
+/** The open containers of a walk, one frame each in these parallel arrays (no object per frame). */
+interface WalkStack {
+  readonly containers: unknown[];
+  /** An object's own keys; undefined for an array. */
+  readonly keyLists: (string[] | undefined)[];
+  /** The next member's index. */
+  readonly nexts: number[];
+  /** An object's: the hash before it, and the sum of its members' hashes so far. */
+  readonly outer: number[];
+  readonly sums: number[];
+}
+
+/** Frames up to which a walk's stack is kept for the next walk; a deeper one's is dropped with its walk. */
+const MAX_KEPT_FRAMES = 64;
+
+/**
+ * The stack the next walk takes: five arrays a terminal would otherwise allocate and drop (about 750
+ * bytes of garbage a JSON answer). Every frame is cleared as it closes, so it holds no value between
+ * walks. A walk that throws (a getter of an object handed in by a caller) drops it, and a walk begun
+ * inside another (the same getter digesting) takes a new one: no walk ever shares its frames.
+ */
+let idleStack: WalkStack | undefined;
+
 function digestOfValue(root: unknown, tag: number): number {
+  const stack = idleStack ?? { containers: [], keyLists: [], nexts: [], outer: [], sums: [] };
+  idleStack = undefined;
+  const hash = walk(stack, root, tag);
+  if (stack.containers.length <= MAX_KEPT_FRAMES) idleStack = stack;
+  return hash;
+}
+
+function walk(stack: WalkStack, root: unknown, tag: number): number {
   let hash = step(FNV_OFFSET, tag);
   let chars = MAX_HASHED_CHARS;
   let values = MAX_VALUES;
-  // The open containers, one frame each in these parallel arrays (no object per frame).
-  const containers: unknown[] = [];
-  /** An object's own keys; undefined for an array. */
-  const keyLists: (string[] | undefined)[] = [];
-  /** The next member's index. */
-  const nexts: number[] = [];
-  /** An object's: the hash before it, and the sum of its members' hashes so far. */
-  const outer: number[] = [];
-  const sums: number[] = [];
+  const { containers, keyLists, nexts, outer, sums } = stack;
   let top = -1;
   let cut = false;
   let value = root;
@@ -136,6 +159,7 @@ function digestOfValue(root: unknown, tag: number): number {
         hash = step(step(step(step(outer[top]!, TAG_OBJECT), sums[top]!), keys.length), keys.length - next);
       }
       containers[top] = undefined;
+      keyLists[top] = undefined;
       top--;
     }
   }

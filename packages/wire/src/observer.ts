@@ -336,7 +336,7 @@ export class WireObserver {
   ): WireRequest {
     const request = this.describeRequest(input, init, clientScope, clientAddress);
     try {
-      for (const listener of this.listeners) listener.onRequest?.(request);
+      for (let i = 0; i < this.listeners.length; i++) this.listeners[i]!.onRequest?.(request);
     } catch (error) {
       for (const listener of this.listeners) listener.onRefused?.(request, error);
       throw error;
@@ -369,12 +369,12 @@ export class WireObserver {
     sender: RequestSender = 'proxy',
   ): [string, string][] | undefined {
     let added: [string, string][] | undefined;
-    for (const listener of this.listeners) {
-      const own = listener.requestHeaders?.(request, sender);
+    for (let i = 0; i < this.listeners.length; i++) {
+      const own = this.listeners[i]!.requestHeaders?.(request, sender);
       if (own === undefined) continue;
       const names = Object.keys(own);
       if (names.length === 0 || names.some((name) => headerValue(headers, name) !== undefined)) continue;
-      for (const name of names) (added ??= []).push([name, own[name]!]);
+      for (let n = 0; n < names.length; n++) (added ??= []).push([names[n]!, own[names[n]!]!]);
     }
     return added;
   }
@@ -447,8 +447,10 @@ export class WireObserver {
    */
   private releaseFinished(session: SessionRecord | undefined, stream: StreamRecord): void {
     if (stream.requests.length === 0) return;
-    for (const record of stream.requests) if (record.terminalCount === 0) return;
-    for (const record of stream.requests) {
+    const records = stream.requests;
+    for (let i = 0; i < records.length; i++) if (records[i]!.terminalCount === 0) return;
+    for (let i = 0; i < records.length; i++) {
+      const record = records[i]!;
       if (this.requests.get(record.key) !== record) continue;
       this.requests.delete(record.key);
       // Only the count, digest and finished flag are needed to judge a late resume or terminal.
@@ -504,7 +506,8 @@ export class WireObserver {
     // Session-less requests of one exchange, apart from every other exchange's (sessionlessApart): a
     // scope no session id can spell (a header value holds no line break).
     const keyScope = sessionId ?? (this.sessionlessApart ? `\n${this.requestSeq + 1}` : undefined);
-    for (const message of messages) {
+    for (let i = 0; i < messages.length; i++) {
+      const message = messages[i]!;
       if (!isRequest(message)) continue;
       // What later decisions need of the request, computed now: the record never keeps the body. A
       // string id is kept as it is up to a bound (keptText); a number's text is short whatever was sent.
@@ -534,8 +537,10 @@ export class WireObserver {
       (requests ??= []).push(record);
     }
     let cancels: RequestRecord[] | undefined;
-    for (const message of messages) {
-      for (const id of cancelledRequestIds(message)) {
+    for (let i = 0; i < messages.length; i++) {
+      const ids = cancelledRequestIds(messages[i]!);
+      for (let j = 0; j < ids.length; j++) {
+        const id = ids[j]!;
         const record = this.lookup(sessionId ?? '', typeof id === 'string' ? keptText(id) : id);
         if (record) (cancels ??= []).push(record);
       }
@@ -740,7 +745,7 @@ export class WireObserver {
     const stream = format && hasBody ? this.openStream(request, format) : undefined;
     if (stream && initialized) this.initializeStreams.set(stream, initialized);
     const wireResponse: WireResponse = { status, contentType, sessionId, stream };
-    for (const listener of this.listeners) listener.onResponse?.(request, wireResponse);
+    for (let i = 0; i < this.listeners.length; i++) this.listeners[i]!.onResponse?.(request, wireResponse);
     if ((status < 200 || status >= 300) && request.requests.length > 0) this.releaseRefused(request.requests);
     if (!stream && request.session) this.exchangeEnded(request.session, false);
     return stream;
@@ -798,11 +803,18 @@ export class WireObserver {
     );
     if (session) {
       // A plain array, not a RecentList of @resumewatch/bounded: SessionRecord.streams is a public array,
-      // at most streamsPerSession (32) long. A new one of exact size each stream (concat), not push(): push
-      // gives an array of a few streams room for 17 (136 bytes more a session, held as long as it lives);
-      // a spread gives more still.
-      const streams = (session.streams = session.streams.concat(stream));
-      if (streams.length > this.streamsPerSession) this.streamLeft(streams.shift()!);
+      // at most streamsPerSession (32) long. Until full, a new one of exact size each stream (concat), not
+      // push(): push gives an array of a few streams room for 17 (136 bytes more a session, held as long as
+      // it lives); a spread gives more still. Once full, the oldest leaves and the others move down one in
+      // place: a new array of 32 every stream was about 290 bytes of garbage a request.
+      const streams = session.streams;
+      if (streams.length > 0 && streams.length >= this.streamsPerSession) {
+        const left = streams[0]!;
+        const last = streams.length - 1;
+        for (let i = 0; i < last; i++) streams[i] = streams[i + 1]!;
+        streams[last] = stream;
+        this.streamLeft(left);
+      } else session.streams = streams.concat(stream);
       if (request.httpMethod === 'GET' && !request.resume) session.lastStandalone = stream;
     }
     return stream;
@@ -911,7 +923,7 @@ export class WireObserver {
     stream.ended = how;
     // The initialize result, if any, was read: the session it assigned is no longer looked up by it.
     this.initializeStreams.delete(stream);
-    for (const listener of this.listeners) listener.onStreamEnd?.(request, stream, how, error);
+    for (let i = 0; i < this.listeners.length; i++) this.listeners[i]!.onStreamEnd?.(request, stream, how, error);
     this.releaseFinished(request.session, stream);
     if (request.session) this.exchangeEnded(request.session, how === 'abort');
   }
