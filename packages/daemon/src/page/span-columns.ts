@@ -159,10 +159,14 @@ export class SpanColumns {
     this.appendScanned(key, span, this.scan);
   }
 
-  /** As append, with the span's attributes already read into `scan` (SpanScan.read of them). */
-  appendScanned(key: string, span: SpanRecord, scan: SpanScan): void {
+  /**
+   * As append, with the span's attributes already read into `scan` (SpanScan.read of them). `spanIdWords`:
+   * the span id's 8 bytes as two big-endian words, when the door has them (the OTLP/protobuf decoder's
+   * SpanSink): they must be `span.spanId`'s, and its 16 hex digits are then not parsed again.
+   */
+  appendScanned(key: string, span: SpanRecord, scan: SpanScan, spanIdWords?: Uint32Array): void {
     if (this.spanBytes !== undefined && this.spanBytes > this.maxBytes) return;
-    const slot = this.store(span, scan);
+    const slot = this.store(span, scan, spanIdWords);
     const size = this.spanSize[slot]!;
     if (size > this.maxBytes) return this.freeSlotOf(slot);
     let r = this.find(key);
@@ -233,14 +237,21 @@ export class SpanColumns {
   }
 
   /** The span's slot, filled with what its event needs. */
-  private store(span: SpanRecord, scan: SpanScan): number {
+  private store(span: SpanRecord, scan: SpanScan, spanIdWords: Uint32Array | undefined): number {
     const slot = this.newSlot();
     this.start[slot] = span.startTimeUnixMs;
     this.end[slot] = span.endTimeUnixMs;
     this.kind[slot] = typeNumber(span.name) | (span.kind === SPAN_KIND_SERVER ? SERVER : 0);
     const id = span.spanId;
-    const high = id.length === 16 ? hexWord(id, 0) : -1;
-    const low = high < 0 ? -1 : hexWord(id, 8);
+    let high: number;
+    let low: number;
+    if (spanIdWords !== undefined) {
+      high = spanIdWords[0]!;
+      low = spanIdWords[1]!;
+    } else {
+      high = id.length === 16 ? hexWord(id, 0) : -1;
+      low = high < 0 ? -1 : hexWord(id, 8);
+    }
     if (low < 0) this.oddIds[slot] = id;
     else {
       this.idHigh[slot] = high;
