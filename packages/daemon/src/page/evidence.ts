@@ -132,7 +132,7 @@ export class Evidence {
       }
       return;
     }
-    if (!isReissueFinding(f)) return this.hold(findingKey(f));
+    if (!isReissueFinding(f)) return this.hold(this.keys.findingKey(f));
     this.hold(traceKey(f.first_trace_id!));
     this.hold(traceKey(f.trace_id));
   }

@@ -207,6 +207,8 @@ export class RequestKeys {
   private service = '';
   private session = '';
   private request: string | number = '';
+  /** The request id as the key spells it (a number's decimal text). */
+  private requestText = '';
   private key = '';
   /** requestKeyPrefix(service, session): a session's next request's key is this and its id. */
   private prefix = '';
@@ -234,8 +236,28 @@ export class RequestKeys {
       this.prefix = requestKeyPrefix(service, session);
     } else if (request === this.request) return this.key;
     this.request = request;
-    this.key = this.prefix + (typeof request === 'string' ? request : String(request));
+    this.requestText = typeof request === 'string' ? request : String(request);
+    this.key = this.prefix + this.requestText;
     return this.key;
+  }
+
+  /**
+   * findingKey of the finding. A finding fires on the span that completes it, so one about a request of a
+   * session is mostly about the last span's request: its key is then the one `of` made, already hashed by
+   * the maps, rather than a new string to build and hash (the same text: requestKey of the same parts).
+   */
+  findingKey(f: Finding): string {
+    if (
+      f.request_id === this.requestText &&
+      f.session_id === this.session &&
+      f.service === this.service &&
+      f.session_id !== '' &&
+      f.first_trace_id === undefined &&
+      !isTaskFinding(f) &&
+      !isLoopFinding(f)
+    )
+      return this.key;
+    return findingKey(f);
   }
 
   /**
