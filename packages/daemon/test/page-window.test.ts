@@ -151,6 +151,7 @@ describe('the request key of a span', () => {
         ['sv', 'cs1', '1'],
         ['', 's1', '1'],
         ['svc', '', '1'],
+        ['svc', 'x'.repeat(300), '1'],
       ] as const) {
         findings.push(finding(kind, service, session, request));
         findings.push(finding(kind, service, session, request, { first_trace_id: '3'.repeat(32) }));
@@ -162,6 +163,7 @@ describe('the request key of a span', () => {
       span('svc', 's2', 1),
       span('', 's1', 1),
       span('svc', '', 1),
+      span('svc', 'x'.repeat(300), 1),
     ];
     const keys = new RequestKeys();
     // Before any span, and after each: the last span's key is reused only when it is the finding's.
@@ -171,6 +173,11 @@ describe('the request key of a span', () => {
       for (const f of findings) expect(keys.findingKey(f)).toBe(findingKey(f));
     }
     expect(keys.findingKey(finding(FindingKind.LOST_RESULT, 'svc', 's1', '1'))).toBe(keys.of(span('svc', 's1', 1)));
+    // Each key made by a fresh RequestKeys (its prefix made anew) is findingKey's too.
+    for (const s of last) {
+      const f = finding(FindingKind.LOST_RESULT, s.service, String(s.attributes[ATTR_MCP_SESSION_ID]), '1');
+      if (f.session_id !== '' && f.service !== '') expect(new RequestKeys().of(s)).toBe(findingKey(f));
+    }
   });
 });
 
