@@ -8,13 +8,14 @@ import {
   ATTR_MCP_STREAM_ID,
   ATTR_MCP_STREAM_KIND,
   ATTR_MCP_TERMINAL_DUPLICATE,
+  FindingKind,
   SPAN_REQUEST_TERMINAL,
   SPAN_STREAM_RESUME,
   StreamKind,
 } from '@resumewatch/semconv';
-import type { SpanRecord } from '@resumewatch/detector';
+import type { Finding, SpanRecord } from '@resumewatch/detector';
 import { HeldRequests } from './helpers/held-requests.js';
-import { EventType, RequestKeys, timelineEvent } from '../src/page/timeline-event.js';
+import { EventType, RequestKeys, findingKey, timelineEvent } from '../src/page/timeline-event.js';
 
 /** Items counted for 10 bytes each; a request keeps its first 2 and then its latest ones, 4 at most. */
 const held = (maxBytes: number) => new HeldRequests<string>(maxBytes, 4, 2, () => 10);
@@ -135,6 +136,48 @@ describe('the request key of a span', () => {
     expect(keys.of(span('svc', 's1', 1, StreamKind.LISTENING))).toBeUndefined();
     expect(keys.of(span('svc', '', 1))).toBeUndefined();
     expect(keys.of(span('svc', 's1', ''))).toBeUndefined();
+  });
+
+  it("of a finding is findingKey's, whichever span came last (the last span's key when it is about its request)", () => {
+    const finding = (kind: string, service: string, session: string, request: string, more: Partial<Finding> = {}) =>
+      ({ kind, service, session_id: session, request_id: request, trace_id: '2'.repeat(32), ...more }) as Finding;
+    const kinds = [FindingKind.DUPLICATE_TERMINAL, FindingKind.LOST_RESULT, FindingKind.DEAD_SESSION_LOOP];
+    const findings: Finding[] = [];
+    for (const kind of kinds)
+      for (const [service, session, request] of [
+        ['svc', 's1', '1'],
+        ['svc', 's1', '2'],
+        ['svc', 's2', '1'],
+        ['sv', 'cs1', '1'],
+        ['', 's1', '1'],
+        ['svc', '', '1'],
+        ['svc', 'x'.repeat(300), '1'],
+      ] as const) {
+        findings.push(finding(kind, service, session, request));
+        findings.push(finding(kind, service, session, request, { first_trace_id: '3'.repeat(32) }));
+        findings.push(finding(kind, service, session, request, { task_id: 't1' }));
+      }
+    const last = [
+      span('svc', 's1', 1),
+      span('svc', 's1', '1'),
+      span('svc', 's2', 1),
+      span('', 's1', 1),
+      span('svc', '', 1),
+      span('svc', 'x'.repeat(300), 1),
+    ];
+    const keys = new RequestKeys();
+    // Before any span, and after each: the last span's key is reused only when it is the finding's.
+    for (const f of findings) expect(keys.findingKey(f)).toBe(findingKey(f));
+    for (const s of last) {
+      keys.of(s);
+      for (const f of findings) expect(keys.findingKey(f)).toBe(findingKey(f));
+    }
+    expect(keys.findingKey(finding(FindingKind.LOST_RESULT, 'svc', 's1', '1'))).toBe(keys.of(span('svc', 's1', 1)));
+    // Each key made by a fresh RequestKeys (its prefix made anew) is findingKey's too.
+    for (const s of last) {
+      const f = finding(FindingKind.LOST_RESULT, s.service, String(s.attributes[ATTR_MCP_SESSION_ID]), '1');
+      if (f.session_id !== '' && f.service !== '') expect(new RequestKeys().of(s)).toBe(findingKey(f));
+    }
   });
 });
 

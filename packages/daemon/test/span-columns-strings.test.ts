@@ -13,7 +13,7 @@ import {
 import type { AttributeValue, SpanRecord } from '@resumewatch/detector';
 import { eventBytes } from './helpers/held-requests.js';
 import { SpanColumns } from '../src/page/span-columns.js';
-import { timelineEvent } from '../src/page/timeline-event.js';
+import { SHOWN, timelineEvent } from '../src/page/timeline-event.js';
 
 /**
  * Every kind of string value a span carries (empty, long, Latin-1, beyond the BMP, a lone surrogate,
@@ -88,6 +88,41 @@ describe('span columns: string values', () => {
         expect(held.get(`d${round}-${k}`)!.bytes).toBe(inHeld.bytes);
       }
       // The window's slots were all freed by the moves: the next round fills them again with other values.
+      expect(window.size).toBe(0);
+      spans.reverse();
+    }
+  });
+
+  it('read back as they came with any number of the shown attributes, beyond the ones a slot keeps inline', () => {
+    // Spans of 0 to all of SHOWN's attributes, each set of them a slice of SHOWN from a varying start.
+    const spans: SpanRecord[] = [];
+    for (let count = 0; count <= SHOWN.length; count++)
+      for (let from = 0; from < SHOWN.length; from += 5) {
+        const n = spans.length;
+        const span = spanWith(n, []);
+        for (let i = 0; i < count; i++) {
+          const name = SHOWN[(from + i) % SHOWN.length]!;
+          (span.attributes as Record<string, AttributeValue>)[name] =
+            i % 3 === 0 ? `v${n}.${i}` : i % 3 === 1 ? n + i : i % 2 === 0;
+        }
+        spans.push(span);
+      }
+    const window = new SpanColumns(1 << 30, 1 << 20, 8, 512);
+    const held = new SpanColumns(1 << 30, 1 << 20, 8, undefined);
+    for (let round = 0; round < 3; round++) {
+      // Each round the slots freed by the last are filled again, by spans of other counts.
+      spans.forEach((s, i) => window.append(`k${round}-${i % 5}`, s));
+      for (let k = 0; k < 5; k++) {
+        const expected = spans.filter((_, i) => i % 5 === k).map(timelineEvent);
+        expect(window.get(`k${round}-${k}`)!.events).toEqual(expected);
+        held.moveIn(`k${round}-${k}`, window);
+        const inHeld = held.get(`k${round}-${k}`)!;
+        expect(inHeld.events).toEqual(expected);
+        expect(inHeld.bytes).toBe(expected.reduce((sum, e) => sum + eventBytes(e), 0));
+        for (const s of spans.filter((_, i) => i % 5 === k)) held.append(`d${round}-${k}`, s);
+        expect(held.get(`d${round}-${k}`)!.events).toEqual(expected);
+        held.take(`k${round}-${k}`);
+      }
       expect(window.size).toBe(0);
       spans.reverse();
     }

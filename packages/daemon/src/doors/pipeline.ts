@@ -45,7 +45,7 @@ export class Pipeline {
     this.current = s;
     // After the detector: a span that completes a finding joins its request's evidence (reported() moved
     // the request's earlier spans there first), and a redelivered span is not drawn twice.
-    if (drawable(this.detector.ingest(s, spanIdWords))) this.evidence.observe(s);
+    if (drawable(this.detector.ingest(s, spanIdWords))) this.evidence.observe(s, spanIdWords);
     this.current = undefined;
   };
 

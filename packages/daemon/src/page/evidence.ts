@@ -97,25 +97,26 @@ export class Evidence {
    * (SpanColumns), not the record nor the event: the window outlives the young generation's collections
    * (its latest 8,192 spans) and the evidence stays, so whatever objects they kept would be copied by the
    * scavenges, promoted and marked. The events made when the page reads them are the ones timelineEvent
-   * makes of the spans: a record is not changed after the detector has it.
+   * makes of the spans: a record is not changed after the detector has it. `spanIdWords`: the span id's
+   * two words when the door has them (SpanSink, as Detector.ingest takes them): its hex is not parsed again.
    */
-  observe(span: SpanRecord): void {
+  observe(span: SpanRecord, spanIdWords?: Uint32Array): void {
     const scan = this.scan;
     scan.read(span.attributes);
     const key = this.keys.of(span, scan);
-    if (key !== undefined) this.add(key, span);
+    if (key !== undefined) this.add(key, span, spanIdWords);
     // A task's span goes under its task's key too (each counted in both): a task finding's timeline is
     // every span of its task, its polls and its status notifications, each of them its own request.
     const task = this.keys.taskOf(span, scan);
-    if (task !== undefined) this.add(task, span);
+    if (task !== undefined) this.add(task, span, spanIdWords);
     // A refused attempt or a listening stream goes under its session's key too: a loop's timeline.
     const loop = this.keys.loopOf(span, scan);
-    if (loop !== undefined) this.add(loop, span);
+    if (loop !== undefined) this.add(loop, span, spanIdWords);
   }
 
-  private add(key: string, span: SpanRecord): void {
-    if (this.held.has(key)) this.held.appendScanned(key, span, this.scan);
-    else this.window.appendScanned(key, span, this.scan);
+  private add(key: string, span: SpanRecord, spanIdWords: Uint32Array | undefined): void {
+    if (this.held.has(key)) this.held.appendScanned(key, span, this.scan, spanIdWords);
+    else this.window.appendScanned(key, span, this.scan, spanIdWords);
   }
 
   /** A line of the findings stream: its request's spans (a re-issue's: both attempts') are evidence from now on. */
@@ -131,7 +132,7 @@ export class Evidence {
       }
       return;
     }
-    if (!isReissueFinding(f)) return this.hold(findingKey(f));
+    if (!isReissueFinding(f)) return this.hold(this.keys.findingKey(f));
     this.hold(traceKey(f.first_trace_id!));
     this.hold(traceKey(f.trace_id));
   }

@@ -32,16 +32,24 @@ const NONE = -1;
 /** Slots and requests the columns are first made for; they double as needed, up to the cap's count. */
 const FIRST_CAPACITY = 256;
 /**
- * Slots whose values one chunk holds (a power of two; 1,024 slots of 24 values, 197 KB: a large object,
- * which the young generation's collection promotes by page rather than copying). The values are kept in
- * chunks, each made with the first of its slots and never copied: one array grown to its size by pushes
- * was copied at every growth, about twice its final size of garbage promoted to the old generation while
- * the evidence fills, which brought serve's first full collection (marking the whole heap) earlier.
+ * Values a slot keeps in its chunk: its span's first INLINE shown attributes' values, in SHOWN's order; a
+ * span with more keeps the rest in an array of its own (`extra`). A span has a few of the 24 (a request
+ * span its method, a terminal its stream id, a resume six): a place for each of the 24, most of them
+ * empty, was 192 bytes a slot, three quarters of what the window kept per span.
  */
-const CHUNK_SHIFT = 10;
+const INLINE = 8;
+/**
+ * Slots whose values one chunk holds (a power of two; 2,048 slots of INLINE values, 128 KiB and its
+ * header: a large object, which the young generation's collection promotes by page rather than copying).
+ * The values are kept in chunks, each made with the first of its slots and never copied: one array grown
+ * to its size by pushes was copied at every growth, about twice its final size of garbage promoted to the
+ * old generation while the evidence fills, which brought serve's first full collection (marking the
+ * whole heap) earlier.
+ */
+const CHUNK_SHIFT = 11;
 const CHUNK_SLOTS = 1 << CHUNK_SHIFT;
 const CHUNK_MASK = CHUNK_SLOTS - 1;
-const CHUNK_VALUES = CHUNK_SLOTS * SHOWN.length;
+const CHUNK_VALUES = CHUNK_SLOTS * INLINE;
 
 /** Lowercase hex digits by value, and a character code's value (-1: not a lowercase hex digit). */
 const HEX = '0123456789abcdef';
@@ -58,6 +66,13 @@ function hexWord(s: string, at: number): number {
     v = v * 16 + d;
   }
   return v;
+}
+
+/** The bits set in a 32-bit word. */
+function bitCount(v: number): number {
+  v = v - ((v >>> 1) & 0x55555555);
+  v = (v & 0x33333333) + ((v >>> 2) & 0x33333333);
+  return (Math.imul((v + (v >>> 4)) & 0x0f0f0f0f, 0x01010101) >>> 24) & 0xff;
 }
 
 function wordHex(v: number): string {
@@ -101,12 +116,20 @@ export class SpanColumns {
   /** A span id that is not 16 lowercase hex digits, as it came (undefined: the words hold it). */
   private oddIds: (string | undefined)[] = [];
   /**
-   * The shown attributes' values, SHOWN.length a slot, in SHOWN's order, read where the mask says: slot s's
-   * in chunk s >> CHUNK_SHIFT from (s & CHUNK_MASK) * SHOWN.length.
+   * The values of the shown attributes the mask has, in SHOWN's order, INLINE places a slot: slot s's in
+   * chunk s >> CHUNK_SHIFT from (s & CHUNK_MASK) * INLINE; those beyond INLINE in extra[s].
    */
   private readonly values: (AttributeValue | undefined)[][] = [];
+  /** A slot's values beyond its INLINE first (undefined: it has no more). */
+  private extra: ((AttributeValue | undefined)[] | undefined)[] = [];
   private slots = 0;
   private freeSlot = NONE;
+  /**
+   * The most slots ever in use when every span counts the same (the window): the spans the cap holds and
+   * the one being added before the eviction it brings. The columns grow to it rather than to the next
+   * power of two, which for the default window (8,192 spans, and that one) was twice its size.
+   */
+  private readonly slotCap: number;
 
   // Per request: its first and last span, span count, dropped count, bytes, neighbours in the order of last touch.
   private first = new Int32Array(0);
@@ -128,7 +151,9 @@ export class SpanColumns {
     private readonly head: number,
     /** What every span is counted for; undefined: eventBytes of its event. */
     private readonly spanBytes: number | undefined,
-  ) {}
+  ) {
+    this.slotCap = spanBytes !== undefined && spanBytes > 0 ? Math.floor(maxBytes / spanBytes) + 1 : Infinity;
+  }
 
   get bytes(): number {
     return this.total;
@@ -159,10 +184,14 @@ export class SpanColumns {
     this.appendScanned(key, span, this.scan);
   }
 
-  /** As append, with the span's attributes already read into `scan` (SpanScan.read of them). */
-  appendScanned(key: string, span: SpanRecord, scan: SpanScan): void {
+  /**
+   * As append, with the span's attributes already read into `scan` (SpanScan.read of them). `spanIdWords`:
+   * the span id's 8 bytes as two big-endian words, when the door has them (the OTLP/protobuf decoder's
+   * SpanSink): they must be `span.spanId`'s, and its 16 hex digits are then not parsed again.
+   */
+  appendScanned(key: string, span: SpanRecord, scan: SpanScan, spanIdWords?: Uint32Array): void {
     if (this.spanBytes !== undefined && this.spanBytes > this.maxBytes) return;
-    const slot = this.store(span, scan);
+    const slot = this.store(span, scan, spanIdWords);
     const size = this.spanSize[slot]!;
     if (size > this.maxBytes) return this.freeSlotOf(slot);
     let r = this.find(key);
@@ -233,14 +262,21 @@ export class SpanColumns {
   }
 
   /** The span's slot, filled with what its event needs. */
-  private store(span: SpanRecord, scan: SpanScan): number {
+  private store(span: SpanRecord, scan: SpanScan, spanIdWords: Uint32Array | undefined): number {
     const slot = this.newSlot();
     this.start[slot] = span.startTimeUnixMs;
     this.end[slot] = span.endTimeUnixMs;
     this.kind[slot] = typeNumber(span.name) | (span.kind === SPAN_KIND_SERVER ? SERVER : 0);
     const id = span.spanId;
-    const high = id.length === 16 ? hexWord(id, 0) : -1;
-    const low = high < 0 ? -1 : hexWord(id, 8);
+    let high: number;
+    let low: number;
+    if (spanIdWords !== undefined) {
+      high = spanIdWords[0]!;
+      low = spanIdWords[1]!;
+    } else {
+      high = id.length === 16 ? hexWord(id, 0) : -1;
+      low = high < 0 ? -1 : hexWord(id, 8);
+    }
     if (low < 0) this.oddIds[slot] = id;
     else {
       this.idHigh[slot] = high;
@@ -250,11 +286,15 @@ export class SpanColumns {
     let present = scan.mask;
     this.mask[slot] = present;
     const values = this.values[slot >> CHUNK_SHIFT]!;
-    const at = (slot & CHUNK_MASK) * SHOWN.length;
+    const at = (slot & CHUNK_MASK) * INLINE;
     const scanned = scan.values;
-    for (let index = 0; present !== 0; index++, present >>>= 1) {
-      if ((present & 1) !== 0) values[at + index] = scanned[index];
+    let extra: (AttributeValue | undefined)[] | undefined;
+    for (let index = 0, k = 0; present !== 0; index++, present >>>= 1) {
+      if ((present & 1) === 0) continue;
+      if (k < INLINE) values[at + k++] = scanned[index];
+      else (extra ??= []).push(scanned[index]);
     }
+    if (extra !== undefined || this.extra[slot] !== undefined) this.extra[slot] = extra;
     this.spanSize[slot] = this.spanBytes ?? this.eventBytes(slot);
     return slot;
   }
@@ -268,15 +308,14 @@ export class SpanColumns {
     this.idHigh[slot] = from.idHigh[at]!;
     this.idLow[slot] = from.idLow[at]!;
     if (from.oddIds[at] !== undefined || this.oddIds[slot] !== undefined) this.oddIds[slot] = from.oddIds[at];
-    let present = from.mask[at]!;
-    this.mask[slot] = present;
+    this.mask[slot] = from.mask[at]!;
     const values = this.values[slot >> CHUNK_SHIFT]!;
-    const to = (slot & CHUNK_MASK) * SHOWN.length;
+    const to = (slot & CHUNK_MASK) * INLINE;
     const fromValues = from.values[at >> CHUNK_SHIFT]!;
-    const source = (at & CHUNK_MASK) * SHOWN.length;
-    for (let index = 0; present !== 0; index++, present >>>= 1) {
-      if ((present & 1) !== 0) values[to + index] = fromValues[source + index];
-    }
+    const source = (at & CHUNK_MASK) * INLINE;
+    for (let k = 0, n = Math.min(INLINE, bitCount(from.mask[at]!)); k < n; k++) values[to + k] = fromValues[source + k];
+    const extra = from.extra[at];
+    if (extra !== undefined || this.extra[slot] !== undefined) this.extra[slot] = extra && [...extra];
     this.spanSize[slot] = this.spanBytes ?? this.eventBytes(slot);
     return slot;
   }
@@ -286,10 +325,12 @@ export class SpanColumns {
     const id = this.oddIds[slot];
     let bytes = 72 + (id === undefined ? 16 : id.length) + TYPES[this.kind[slot]! & ~SERVER]!.length;
     const values = this.values[slot >> CHUNK_SHIFT]!;
-    const at = (slot & CHUNK_MASK) * SHOWN.length;
-    for (let index = 0, present = this.mask[slot]!; present !== 0; index++, present >>>= 1) {
+    const at = (slot & CHUNK_MASK) * INLINE;
+    const extra = this.extra[slot];
+    for (let index = 0, k = 0, present = this.mask[slot]!; present !== 0; index++, present >>>= 1) {
       if ((present & 1) === 0) continue;
-      const value = values[at + index];
+      const value = k < INLINE ? values[at + k] : extra![k - INLINE];
+      k++;
       bytes += SHOWN[index]!.length + 6 + (typeof value === 'string' ? value.length * 3 : 8);
     }
     return bytes;
@@ -302,8 +343,10 @@ export class SpanColumns {
       if (this.slots === this.next.length) this.growSlots();
       slot = this.slots++;
       // Filled, not left with holes: every chunk has the same elements kind, so the reads stay monomorphic.
+      // The last chunk under the window's slot cap is made only as long as the slots it can have.
       if ((slot & CHUNK_MASK) === 0) {
-        this.values.push(new Array<AttributeValue | undefined>(CHUNK_VALUES).fill(undefined));
+        const length = Math.min(CHUNK_VALUES, (this.slotCap - slot) * INLINE);
+        this.values.push(new Array<AttributeValue | undefined>(length).fill(undefined));
       }
     }
     this.next[slot] = NONE;
@@ -314,9 +357,12 @@ export class SpanColumns {
   private event(slot: number): TimelineEvent {
     const attributes: Record<string, AttributeValue> = {};
     const values = this.values[slot >> CHUNK_SHIFT]!;
-    const at = (slot & CHUNK_MASK) * SHOWN.length;
-    for (let index = 0, present = this.mask[slot]!; present !== 0; index++, present >>>= 1) {
-      if ((present & 1) !== 0) attributes[SHOWN[index]!] = values[at + index]!;
+    const at = (slot & CHUNK_MASK) * INLINE;
+    const extra = this.extra[slot];
+    for (let index = 0, k = 0, present = this.mask[slot]!; present !== 0; index++, present >>>= 1) {
+      if ((present & 1) === 0) continue;
+      attributes[SHOWN[index]!] = (k < INLINE ? values[at + k] : extra![k - INLINE])!;
+      k++;
     }
     const kind = this.kind[slot]!;
     const event: TimelineEvent = {
@@ -419,7 +465,8 @@ export class SpanColumns {
   }
 
   private growSlots(): void {
-    const n = Math.max(FIRST_CAPACITY, this.next.length * 2);
+    let n = Math.max(FIRST_CAPACITY, this.next.length * 2);
+    if (n > this.slotCap && this.slotCap > this.next.length) n = this.slotCap;
     this.start = grown(this.start, new Float64Array(n));
     this.end = grown(this.end, new Float64Array(n));
     this.kind = grown(this.kind, new Uint8Array(n));

@@ -113,6 +113,9 @@ function requestKey(service: string, session: string, request: string): string {
   return requestKeyPrefix(service, session) + request;
 }
 
+/** A session id's length and ':' as requestKeyPrefix spells them, made once for the usual lengths. */
+const LENGTH_COLON: readonly string[] = Array.from({ length: 256 }, (_, n) => `${n}:`);
+
 /** requestKey's (service, session) part, which RequestKeys keeps while a session's requests follow. */
 function requestKeyPrefix(service: string, session: string): string {
   return `${service.length}:${service}${session.length}:${session}`;
@@ -207,7 +210,11 @@ export class RequestKeys {
   private service = '';
   private session = '';
   private request: string | number = '';
+  /** The request id as the key spells it (a number's decimal text). */
+  private requestText = '';
   private key = '';
+  /** The service's part of requestKeyPrefix: its length, ':' and itself. */
+  private servicePart = '0:';
   /** requestKeyPrefix(service, session): a session's next request's key is this and its id. */
   private prefix = '';
   private trace = '';
@@ -229,13 +236,36 @@ export class RequestKeys {
     if (span.name !== SPAN_REQUEST_TERMINAL && scan.shown(I_STREAM_KIND) === StreamKind.LISTENING) return undefined;
     const service = span.service || UNKNOWN_SERVICE;
     if (session !== this.session || service !== this.service) {
+      if (service !== this.service) this.servicePart = `${service.length}:${service}`;
       this.service = service;
       this.session = session;
-      this.prefix = requestKeyPrefix(service, session);
+      // requestKeyPrefix(service, session), in two new strings rather than five (the service's part kept).
+      const length = session.length;
+      this.prefix = this.servicePart + (length < LENGTH_COLON.length ? LENGTH_COLON[length]! : `${length}:`) + session;
     } else if (request === this.request) return this.key;
     this.request = request;
-    this.key = this.prefix + (typeof request === 'string' ? request : String(request));
+    this.requestText = typeof request === 'string' ? request : String(request);
+    this.key = this.prefix + this.requestText;
     return this.key;
+  }
+
+  /**
+   * findingKey of the finding. A finding fires on the span that completes it, so one about a request of a
+   * session is mostly about the last span's request: its key is then the one `of` made, already hashed by
+   * the maps, rather than a new string to build and hash (the same text: requestKey of the same parts).
+   */
+  findingKey(f: Finding): string {
+    if (
+      f.request_id === this.requestText &&
+      f.session_id === this.session &&
+      f.service === this.service &&
+      f.session_id !== '' &&
+      f.first_trace_id === undefined &&
+      !isTaskFinding(f) &&
+      !isLoopFinding(f)
+    )
+      return this.key;
+    return findingKey(f);
   }
 
   /**
