@@ -1,6 +1,5 @@
 import {
   ATTR_ERROR_TYPE,
-  ATTR_JSONRPC_REQUEST_ID,
   ErrorType,
   ATTR_MCP_PROTOCOL_VERSION,
   REQUEST_GIVEN_UP_ERRORS,
@@ -32,7 +31,16 @@ import {
 } from '@resumewatch/semconv';
 import { RuleContext, type RuleFamily } from './context.js';
 import { IdSet } from './id-set.js';
-import { attributeMarks, M_ERROR, M_FATE, M_REISSUE_OF, M_STREAM_KIND, M_TASK, M_VERSION } from './marks.js';
+import {
+  attributeMarks,
+  CommonAttributes,
+  M_ERROR,
+  M_FATE,
+  M_REISSUE_OF,
+  M_STREAM_KIND,
+  M_TASK,
+  M_VERSION,
+} from './marks.js';
 import { hexWord, numberText } from './ids.js';
 import { KeyHasher } from './key-hash.js';
 import { LostResults } from './lost.js';
@@ -109,6 +117,8 @@ export class Detector {
   /** The last service name interned and its number: the spans of one export request share their service. */
   private lastService = '';
   private lastServiceId = -1;
+  /** The common attributes' values that attributeMarks read off a record, copied out by its caller at once. */
+  private readonly common = new CommonAttributes();
 
   constructor(init: DetectorInit = {}) {
     const options: DetectorOptions = { ...DEFAULT_DETECTOR_OPTIONS };
@@ -170,9 +180,11 @@ export class Detector {
     }
     const attrs = span.attributes;
     // Which of the rarely present attributes the record has, found once (marks.ts): the rules below read only those.
-    const marks = attributeMarks(attrs);
-    const session = attrs[ATTR_MCP_SESSION_ID];
-    const req = attrs[ATTR_JSONRPC_REQUEST_ID];
+    const common = this.common;
+    const marks = attributeMarks(attrs, common);
+    const session = common.session;
+    const req = common.request;
+    const stream = common.stream;
     const hasReq = typeof req === 'string' ? req.length > 0 : typeof req === 'number';
     // A resume of the listening stream is no request's resume, even if a replayed terminal named one.
     const listening =
@@ -224,7 +236,7 @@ export class Detector {
     );
     const now = this.ctx.now;
     this.table.seenAt(slot, span.endTimeUnixMs > now ? span.endTimeUnixMs : now);
-    if (type === TERMINAL) this.resumption.terminal(slot, span, hi, lo, time, service, marks);
+    if (type === TERMINAL) this.resumption.terminal(slot, span, hi, lo, time, service, marks, stream);
     else if (type === RESUME) this.resumption.resume(slot, span, hi, lo, time, service, marks);
     else this.storms.attempt(slot, span, hi, lo, time, reattachEvicts, marks);
     return this.count(SpanReceivedResult.ACCEPTED);
@@ -426,7 +438,11 @@ export class Detector {
   private request(span: SpanRecord, spanIdWords: Uint32Array | undefined): void {
     const attrs = span.attributes;
     // Which of the rarely present attributes the record has (marks.ts): most request spans have none of them.
-    const marks = attributeMarks(attrs);
+    const common = this.common;
+    const marks = attributeMarks(attrs, common);
+    const session = common.session;
+    const req = common.request;
+    const method = common.method;
     const events = this.ctx.events;
     const version = (marks & M_VERSION) !== 0 ? attrs[ATTR_MCP_PROTOCOL_VERSION] : undefined;
     const era = protocolEra(version);
@@ -443,7 +459,7 @@ export class Detector {
     }
     // The families with a `request` hook (the loops family's) see every request span here.
     const others = this.requestFamilies;
-    for (let i = 0; i < others.length; i++) others[i]!.request!(span, marks);
+    for (let i = 0; i < others.length; i++) others[i]!.request!(span, marks, session, method);
     if (span.kind !== SPAN_KIND_CLIENT) return;
     const reissueOf = (marks & M_REISSUE_OF) !== 0 ? attrs[ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID] : undefined;
     // A Multi Round-Trip round carries the answer the server asked for: the same call going on, not a re-issue.
@@ -463,8 +479,6 @@ export class Detector {
     // stream that broke with no event id is the same (recovery `no_event_id`): no cursor, nothing resumes it.
     if (error === ErrorType.STREAM_BROKEN && !sessionRecovery) return this.lost.ofBrokenStream(span);
     if (error !== ErrorType.STREAM_BROKEN && !REQUEST_GIVEN_UP_ERRORS.includes(error)) return;
-    const session = attrs[ATTR_MCP_SESSION_ID];
-    const req = attrs[ATTR_JSONRPC_REQUEST_ID];
     if (typeof req !== 'string' && typeof req !== 'number') return;
     // A session-less server (2025-11-25 and before: no Mcp-Session-Id): no session keys its request.
     if (typeof session !== 'string') {
