@@ -1,5 +1,6 @@
 import {
   ATTR_ERROR_TYPE,
+  ATTR_JSONRPC_REQUEST_ID,
   ErrorType,
   ATTR_MCP_PROTOCOL_VERSION,
   REQUEST_GIVEN_UP_ERRORS,
@@ -179,7 +180,7 @@ export class Detector {
     const attrs = span.attributes;
     // Which of the rarely present attributes the record has, found once (marks.ts): the rules below read only those.
     const common = this.common;
-    const marks = attributeMarks(attrs, common);
+    const marks = attributeMarks(attrs, common, true);
     const session = common.session;
     const req = common.request;
     const stream = common.stream;
@@ -443,7 +444,6 @@ export class Detector {
     const method = common.method;
     if (typeof method !== 'string') return false;
     const session = common.session;
-    const req = common.request;
     const events = this.ctx.events;
     const version = (marks & M_VERSION) !== 0 ? attrs[ATTR_MCP_PROTOCOL_VERSION] : undefined;
     const era = protocolEra(version);
@@ -483,6 +483,8 @@ export class Detector {
       return true;
     }
     if (error !== ErrorType.STREAM_BROKEN && !REQUEST_GIVEN_UP_ERRORS.includes(error)) return true;
+    // Looked up by name: few request spans come this far (attributeMarks reads no request id of a dictionary's).
+    const req = attrs[ATTR_JSONRPC_REQUEST_ID];
     if (typeof req !== 'string' && typeof req !== 'number') return true;
     // A session-less server (2025-11-25 and before: no Mcp-Session-Id): no session keys its request.
     if (typeof session !== 'string') {

@@ -122,16 +122,28 @@ const UNREAD = new CommonAttributes();
 
 /**
  * The marks of a record's attributes (see above); M_ALL for a null-prototype record. The common
- * attributes' values are written to `common` (undefined for one the record lacks).
+ * attributes' values are written to `common` (undefined for one the record lacks). A null-prototype
+ * record's are looked up, one hash probe each, so only those its caller reads: `stream`, a stream span's
+ * session id, request id and stream id; else a request span's session id and method (the others read
+ * undefined).
  */
-export function attributeMarks(attrs: SpanRecord['attributes'], common: CommonAttributes = UNREAD): number {
+export function attributeMarks(
+  attrs: SpanRecord['attributes'],
+  common: CommonAttributes = UNREAD,
+  stream = false,
+): number {
   // `instanceof Object`: a null-prototype record is not one. Cheaper than Object.getPrototypeOf, which
   // takes a runtime call on a record whose map the optimizing compiler has not seen (about 120 instructions).
   if (!(attrs instanceof Object)) {
     common.session = attrs[ATTR_MCP_SESSION_ID];
-    common.request = attrs[ATTR_JSONRPC_REQUEST_ID];
-    common.method = attrs[ATTR_MCP_METHOD_NAME];
-    common.stream = attrs[ATTR_MCP_STREAM_ID];
+    if (stream) {
+      common.request = attrs[ATTR_JSONRPC_REQUEST_ID];
+      common.stream = attrs[ATTR_MCP_STREAM_ID];
+      common.method = undefined;
+    } else {
+      common.method = attrs[ATTR_MCP_METHOD_NAME];
+      common.request = common.stream = undefined;
+    }
     return M_ALL;
   }
   common.session = common.request = common.method = common.stream = undefined;
