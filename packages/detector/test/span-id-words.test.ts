@@ -112,3 +112,41 @@ describe('span id text from the OTLP/protobuf decoder', () => {
     );
   });
 });
+
+describe('span ids given as text', () => {
+  /** The results of a terminal of one request at each given span id, fed in order to one detector. */
+  const results = (ids: string[]) => {
+    const detector = new Detector({ clock: () => 0 });
+    return ids.map((spanId, i) =>
+      detector.ingest({
+        ...terminal({ session: 's', request: 1, service: 'svc' }, 1_700_000_000_000 + i, 'X'),
+        spanId,
+      }),
+    );
+  };
+
+  it('are read as they always were: 16 code units, upper case as lower, a non-hex code unit as 0', () => {
+    // Wrong lengths are invalid.
+    expect(results(['', '0123456789abcde', '0123456789abcdef0', '0123456789abcdef'.repeat(4)])).toEqual(
+      Array(4).fill('invalid'),
+    );
+    // Upper case is the same id as lower case.
+    expect(results(['0123456789abcdef', '0123456789ABCDEF', '0123456789AbCdEf'])).toEqual([
+      'accepted',
+      'duplicate',
+      'duplicate',
+    ]);
+    // All zeros, and ids of no hex digit at all, are one id; a non-hex code unit reads as the digit 0.
+    expect(results(['0000000000000000', 'zzzzzzzzzzzzzzzz', '----------------', '\u0660'.repeat(16)])).toEqual([
+      'accepted',
+      'duplicate',
+      'duplicate',
+      'duplicate',
+    ]);
+    expect(results(['1000000000000001', '1g00000000000001', '1000000000000011'])).toEqual([
+      'accepted',
+      'duplicate',
+      'accepted',
+    ]);
+  });
+});

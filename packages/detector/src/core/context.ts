@@ -5,7 +5,7 @@ import { Reissues } from './reissues.js';
 import { MAX_CORE_SERVICES, OTHER_SERVICE } from './services.js';
 import { RequestTable } from './table.js';
 import type { DetectorCounts } from './state-codec.js';
-import type { DetectorEvents, DetectorStats, Finding, SpanRecord } from './types.js';
+import type { AttributeValue, DetectorEvents, DetectorStats, Finding, SpanRecord } from './types.js';
 
 /**
  * What every family of rules shares, one object for all of them: the request table and the re-issues'
@@ -93,9 +93,15 @@ export class RuleContext {
 export interface RuleFamily {
   /**
    * A request span (a client's or a server's, any MCP method), once: after it is counted and timed, before
-   * the client's given-up rules. `marks`: which rarely present attributes its record has (marks.ts).
+   * the client's given-up rules. `marks`: which rarely present attributes its record has (marks.ts);
+   * `session` and `method`: its session id and method name attributes, as read with the marks.
    */
-  request?(span: SpanRecord, marks: number): void;
+  request?(
+    span: SpanRecord,
+    marks: number,
+    session: AttributeValue | undefined,
+    method: AttributeValue | undefined,
+  ): void;
   /** The detector's time moved to ctx.now: end what timed out; state last touched before `horizon` leaves. */
   advance?(horizon: number): void;
   /** End of input: what waits for a window is decided now. */

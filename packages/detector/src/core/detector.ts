@@ -32,7 +32,16 @@ import {
 } from '@resumewatch/semconv';
 import { RuleContext, type RuleFamily } from './context.js';
 import { IdSet } from './id-set.js';
-import { attributeMarks, M_ERROR, M_FATE, M_REISSUE_OF, M_STREAM_KIND, M_TASK, M_VERSION } from './marks.js';
+import {
+  attributeMarks,
+  CommonAttributes,
+  M_ERROR,
+  M_FATE,
+  M_REISSUE_OF,
+  M_STREAM_KIND,
+  M_TASK,
+  M_VERSION,
+} from './marks.js';
 import { hexWord, numberText } from './ids.js';
 import { KeyHasher } from './key-hash.js';
 import { LostResults } from './lost.js';
@@ -109,6 +118,8 @@ export class Detector {
   /** The last service name interned and its number: the spans of one export request share their service. */
   private lastService = '';
   private lastServiceId = -1;
+  /** The common attributes' values that attributeMarks read off a record, copied out by its caller at once. */
+  private readonly common = new CommonAttributes();
 
   constructor(init: DetectorInit = {}) {
     const options: DetectorOptions = { ...DEFAULT_DETECTOR_OPTIONS };
@@ -153,15 +164,13 @@ export class Detector {
     else if (name === SPAN_STREAM_RESUME) type = RESUME;
     else if (name === SPAN_SESSION_REATTACH) type = REATTACH;
     else {
-      if (typeof span.attributes[ATTR_MCP_METHOD_NAME] !== 'string') {
-        if (name === SPAN_LISTENING_REFUSED) return this.listeningRefused(span);
-        // A task status notification's span (no method of its own) is the tasks family's if it names a task.
-        if (name !== SPAN_TASK_STATUS) return this.count(SpanReceivedResult.IGNORED);
-        if (!this.firstDelivery(span, spanIdWords)) return this.count(SpanReceivedResult.DUPLICATE);
-        if (!this.tasks.span(span)) return this.count(SpanReceivedResult.IGNORED);
-        return this.count(SpanReceivedResult.ACCEPTED);
-      }
-      this.request(span, spanIdWords);
+      // A span with a method name (a string) is a request span: `request` reads the name with the marks.
+      if (this.request(span, spanIdWords)) return this.count(SpanReceivedResult.ACCEPTED);
+      if (name === SPAN_LISTENING_REFUSED) return this.listeningRefused(span);
+      // A task status notification's span (no method of its own) is the tasks family's if it names a task.
+      if (name !== SPAN_TASK_STATUS) return this.count(SpanReceivedResult.IGNORED);
+      if (!this.firstDelivery(span, spanIdWords)) return this.count(SpanReceivedResult.DUPLICATE);
+      if (!this.tasks.span(span)) return this.count(SpanReceivedResult.IGNORED);
       return this.count(SpanReceivedResult.ACCEPTED);
     }
     const time = span.startTimeUnixMs;
@@ -170,9 +179,11 @@ export class Detector {
     }
     const attrs = span.attributes;
     // Which of the rarely present attributes the record has, found once (marks.ts): the rules below read only those.
-    const marks = attributeMarks(attrs);
-    const session = attrs[ATTR_MCP_SESSION_ID];
-    const req = attrs[ATTR_JSONRPC_REQUEST_ID];
+    const common = this.common;
+    const marks = attributeMarks(attrs, common, true);
+    const session = common.session;
+    const req = common.request;
+    const stream = common.stream;
     const hasReq = typeof req === 'string' ? req.length > 0 : typeof req === 'number';
     // A resume of the listening stream is no request's resume, even if a replayed terminal named one.
     const listening =
@@ -224,7 +235,7 @@ export class Detector {
     );
     const now = this.ctx.now;
     this.table.seenAt(slot, span.endTimeUnixMs > now ? span.endTimeUnixMs : now);
-    if (type === TERMINAL) this.resumption.terminal(slot, span, hi, lo, time, service, marks);
+    if (type === TERMINAL) this.resumption.terminal(slot, span, hi, lo, time, service, marks, stream);
     else if (type === RESUME) this.resumption.resume(slot, span, hi, lo, time, service, marks);
     else this.storms.attempt(slot, span, hi, lo, time, reattachEvicts, marks);
     return this.count(SpanReceivedResult.ACCEPTED);
@@ -421,12 +432,18 @@ export class Detector {
    * families' rules. For the findings, only one that the client gave up (its deadline passed, it was aborted or
    * cancelled before its terminal event) tells anything. No state is made for the requests that end as
    * they should: a given-up request is looked at only if it is already tracked, except a cancelled one,
-   * whose terminal may still come.
+   * whose terminal may still come. False, and nothing done, for a span with no method name (a string):
+   * no request span.
    */
-  private request(span: SpanRecord, spanIdWords: Uint32Array | undefined): void {
+  private request(span: SpanRecord, spanIdWords: Uint32Array | undefined): boolean {
     const attrs = span.attributes;
     // Which of the rarely present attributes the record has (marks.ts): most request spans have none of them.
-    const marks = attributeMarks(attrs);
+    // The method, session and request id are read in the same pass.
+    const common = this.common;
+    const marks = attributeMarks(attrs, common);
+    const method = common.method;
+    if (typeof method !== 'string') return false;
+    const session = common.session;
     const events = this.ctx.events;
     const version = (marks & M_VERSION) !== 0 ? attrs[ATTR_MCP_PROTOCOL_VERSION] : undefined;
     const era = protocolEra(version);
@@ -443,17 +460,17 @@ export class Detector {
     }
     // The families with a `request` hook (the loops family's) see every request span here.
     const others = this.requestFamilies;
-    for (let i = 0; i < others.length; i++) others[i]!.request!(span, marks);
-    if (span.kind !== SPAN_KIND_CLIENT) return;
+    for (let i = 0; i < others.length; i++) others[i]!.request!(span, marks, session, method);
+    if (span.kind !== SPAN_KIND_CLIENT) return true;
     const reissueOf = (marks & M_REISSUE_OF) !== 0 ? attrs[ATTR_MCP_REQUEST_REISSUE_OF_TRACE_ID] : undefined;
     // A Multi Round-Trip round carries the answer the server asked for: the same call going on, not a re-issue.
     if (typeof reissueOf === 'string' && attrs[ATTR_MCP_REQUEST_INPUT_ROUND] !== true) {
       this.reissue.reissued(span, reissueOf);
       this.tasks.reissue(span, reissueOf);
     }
-    if ((marks & M_ERROR) === 0) return;
+    if ((marks & M_ERROR) === 0) return true;
     const error = attrs[ATTR_ERROR_TYPE];
-    if (typeof error !== 'string') return;
+    if (typeof error !== 'string') return true;
     const recovery = attrs[ATTR_MCP_REQUEST_RECOVERY];
     // What the client did about a stream that ended without the result, in the session era (the
     // instrumentation names none for a 2026-07-28 request, whose recovery is its re-issue).
@@ -461,16 +478,19 @@ export class Detector {
       typeof recovery === 'string' && RECOVERIES.has(recovery) && recovery !== RequestRecovery.NOT_REISSUED;
     // 2026-07-28 era: nothing resumes a broken stream; its end is the request's end. In the session era a
     // stream that broke with no event id is the same (recovery `no_event_id`): no cursor, nothing resumes it.
-    if (error === ErrorType.STREAM_BROKEN && !sessionRecovery) return this.lost.ofBrokenStream(span);
-    if (error !== ErrorType.STREAM_BROKEN && !REQUEST_GIVEN_UP_ERRORS.includes(error)) return;
-    const session = attrs[ATTR_MCP_SESSION_ID];
+    if (error === ErrorType.STREAM_BROKEN && !sessionRecovery) {
+      this.lost.ofBrokenStream(span);
+      return true;
+    }
+    if (error !== ErrorType.STREAM_BROKEN && !REQUEST_GIVEN_UP_ERRORS.includes(error)) return true;
+    // Looked up by name: few request spans come this far (attributeMarks reads no request id of a dictionary's).
     const req = attrs[ATTR_JSONRPC_REQUEST_ID];
-    if (typeof req !== 'string' && typeof req !== 'number') return;
+    if (typeof req !== 'string' && typeof req !== 'number') return true;
     // A session-less server (2025-11-25 and before: no Mcp-Session-Id): no session keys its request.
     if (typeof session !== 'string') {
       if (sessionRecovery && error !== ErrorType.CANCELLED)
         this.lost.withoutSession(span, recovery as RequestRecovery, error, req);
-      return;
+      return true;
     }
     const service = this.serviceId(span.service || UNKNOWN_SERVICE);
     const request = typeof req === 'string' ? req : numberText(req);
@@ -486,10 +506,11 @@ export class Detector {
       cancelled || lost
         ? this.slotFor(service, session, request)
         : this.table.find(this.keys.hash(service, session, request), service, session, request);
-    if (slot === NO_SLOT) return;
+    if (slot === NO_SLOT) return true;
     this.resumption.cursorLostOnGiveUp(slot, span);
     if (cancelled) this.reissue.cancelled(slot, span);
     if (lost) this.lost.onRequestEnd(slot, span, recovery as RequestRecovery, error);
+    return true;
   }
 
   /**

@@ -7,17 +7,15 @@ import {
   LISTENING_CLOSED_AT_ONCE_MS,
   SPAN_LISTENING_REFUSED,
   ATTR_JSONRPC_REQUEST_ID,
-  ATTR_MCP_METHOD_NAME,
   ATTR_MCP_REATTACH_ACCEPTED,
   ATTR_MCP_RESUME_REPLAYED_EVENTS,
-  ATTR_MCP_SESSION_ID,
   FindingKind,
   METHOD_INITIALIZE,
 } from '@resumewatch/semconv';
 import type { RuleContext, RuleFamily } from './context.js';
 import { statusOf } from './outcome.js';
 import { UNKNOWN_SERVICE } from './services.js';
-import type { SpanRecord } from './types.js';
+import type { AttributeValue, SpanRecord } from './types.js';
 import { TimedIdSet, identityOf } from './timed-id-set.js';
 
 /** Session ids longer than this are not keyed (the wire keeps longer ones as a bounded stand-in anyway). */
@@ -121,12 +119,15 @@ export class LoopFamily implements RuleFamily {
   }
 
   /** A request span: an answered `initialize` (a session started), or a refusal of its session. */
-  request(span: SpanRecord, marks: number): void {
+  request(
+    span: SpanRecord,
+    marks: number,
+    session: AttributeValue | undefined,
+    method: AttributeValue | undefined,
+  ): void {
     this.seen(span);
-    const attrs = span.attributes;
-    const status = statusOf(attrs, marks);
-    const session = attrs[ATTR_MCP_SESSION_ID];
-    if (attrs[ATTR_MCP_METHOD_NAME] === METHOD_INITIALIZE) return this.initialized(span, status, session);
+    const status = statusOf(span.attributes, marks);
+    if (method === METHOD_INITIALIZE) return this.initialized(span, status, session);
     if (typeof session !== 'string' || session.length === 0 || session.length > MAX_SESSION_ID) return;
     if (refusesSession(status)) return this.refused(span, session, status);
     // A request on the session answered 2xx: the session lives, and a 400 before it was about the request

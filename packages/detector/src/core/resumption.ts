@@ -1,7 +1,6 @@
 import {
   ATTR_MCP_REQUEST_TERMINAL_OBSERVED,
   ATTR_MCP_RESUME_REPLAYED_TERMINAL,
-  ATTR_MCP_STREAM_ID,
   ATTR_MCP_TERMINAL_CONFLICT,
   ATTR_MCP_TERMINAL_DUPLICATE,
   ATTR_MCP_TERMINAL_FIRST_STREAM_ID,
@@ -18,7 +17,7 @@ import { droppedByGuard, isEvidencedEmptyReplay, refusedByGuard, resumeOutcome, 
 import type { ReissueRules } from './reissue.js';
 import type { ServerDefects } from './server-defects.js';
 import type { Storms } from './storms.js';
-import type { SpanRecord } from './types.js';
+import type { AttributeValue, SpanRecord } from './types.js';
 
 /**
  * The resumption family: what a request's terminal and resume spans change in its state, and the rules
@@ -38,7 +37,16 @@ export class Resumption {
   ) {}
 
   /** A terminal (result or error) delivered to the application for the request. */
-  terminal(slot: number, span: SpanRecord, hi: number, lo: number, time: number, service: string, marks: number): void {
+  terminal(
+    slot: number,
+    span: SpanRecord,
+    hi: number,
+    lo: number,
+    time: number,
+    service: string,
+    marks: number,
+    stream: AttributeValue | undefined,
+  ): void {
     const table = this.ctx.table;
     const attrs = span.attributes;
     // marks (marks.ts): a terminal's foreign, conflict and duplicate marks are missing on almost every terminal.
@@ -46,7 +54,6 @@ export class Resumption {
     const conflict = (marks & M_CONFLICT) !== 0 && attrs[ATTR_MCP_TERMINAL_CONFLICT] === true;
     // A server defect, guard or not: it never counts as the client's duplicate or resume after terminal.
     if (foreign || conflict) return this.defects.terminal(slot, span, time, foreign, conflict);
-    const stream = attrs[ATTR_MCP_STREAM_ID];
     const streamHash = hash32(typeof stream === 'string' && stream.length > 0 ? stream : span.spanId);
     const hadTerminal = table.hasTerminal(slot);
     if (hadTerminal && droppedByGuard(attrs, marks)) return;
