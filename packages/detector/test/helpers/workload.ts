@@ -23,8 +23,13 @@ import { otlpJson } from './otlp.js';
 const T0 = 1_700_000_000_000;
 let seq = 0;
 
+/**
+ * `n` in `width` hex digits, as one flat string: `padStart` alone makes a two-part (cons) string, whose
+ * every `charCodeAt` costs the core about twice what it costs on the flat ids the doors hand it (the
+ * SDK's generator, the decoders), so the benchmarks' records would pay for a shape no door makes.
+ */
 function hex(n: number, width: number): string {
-  return n.toString(16).padStart(width, '0');
+  return Buffer.from(n.toString(16).padStart(width, '0'), 'latin1').toString('latin1');
 }
 
 function span(
