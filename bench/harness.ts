@@ -242,6 +242,9 @@ export const compared = (c: ReturnType<typeof compare>, refWhat: string, unit: s
 // --- Instruction counts (callgrind) ---
 
 const COUNTED = 'BENCH_COUNTED';
+// Every counted child's young space, fixed at the size plain runs grow it to (MB a semi-space).
+const MB = process.env.BENCH_SEMI ?? '16';
+const SEMI_SPACE = MB === '0' ? [] : [`--min-semi-space-size=${MB}`, `--max-semi-space-size=${MB}`];
 
 /**
  * In a child: runs `work(n)` as the measured part at each size of `countInstructions` in turn, in this one
@@ -273,10 +276,22 @@ export async function measured(work: (n: number) => Promise<unknown>): Promise<v
 
 /** Instructions of one callgrind out file: all, V8's collector's and its compilers' (self cost by function name). */
 export type Instructions = Record<'total' | 'collector' | 'compiler', number>;
-const COLLECTOR =
-  /(Heap|MarkCompact|Scaveng|Sweep|Marking|Evacuat|Remembered|SlotSet|MemoryChunk|Compaction|WeakObjects|GCTracer|PagedSpace|LargeObjectSpace|NewSpace|SemiSpace|Collector|FreeList|MinorMS|heap::base|cppgc|Worklist)/;
-const COMPILER =
-  /(compiler::|maglev::|baseline::|interpreter::|turboshaft|(?<!Json)Parser|Scanner|Compil|Zone|Bytecode|Deoptimiz|Ast)/;
+// Names completed from callgrind runs of full and young collections (collect toggled on
+// Heap::CollectGarbage and IncrementalMarking: 99% of their instructions named) and of tier-ups and
+// lazy compiles (88%, the rest malloc and the string table). The RecordWrite builtins are the write
+// barrier's slow path: remembered-set inserts and marking.
+const COLLECTOR = new RegExp(
+  '(Heap|MarkCompact|Scaveng|Sweep|Marking|MarkBit|Evacuat|Remembered|SlotSet|MemoryChunk|MemoryAllocator|' +
+    'VirtualMemory|Compaction|WeakObjects|GCTracer|PagedSpace|LargeObjectSpace|NewSpace|SemiSpace|SpaceIterator|' +
+    'Collector|FreeList|MinorMS|heap::base|cppgc|Worklist|LiveObjectRange|UsedInstanceSize|IterateObjectCache|' +
+    'PointersUpdating|ShouldFlushCode|LocalAllocationBuffer|StubCache::Clear|GlobalHandles::Iterate|RootVisitor|' +
+    'ObjectVisitor|VisitSpillSlots|ClearStale|IteratePc|Builtins_RecordWrite|Builtins_EphemeronKeyBarrier)',
+);
+const COMPILER = new RegExp(
+  '(compiler::|maglev::|baseline::|interpreter::|turboshaft|(?<!Json)Parser|Preparse|Scanner|Compil|Zone|' +
+    'Bytecode|Deoptimiz|Ast|internal::Scope::|DeclarationScope|ScopeInfo|VariableProxy|FuncNameInferrer|KeywordHash|SourcePosition|FeedbackMetadata|' +
+    'FeedbackVectorSpec|Assembler|internal::Serializer|internal::Deserializer|SnapshotByteSink|IdentityMap|Boilerplate)',
+);
 
 function readCallgrind(path: string): Instructions {
   const names = new Map<string, string>();
@@ -357,13 +372,17 @@ let counts = 0;
 
 /**
  * Instructions per unit of work of `script` (run as `node [flags] --import tsx script ...args`, with
- * --smoke when this is a smoke run), counted twice in one process after its warm-up, the work at n1 then
- * at n2 (`measured` in the child): (count(n2) − count(n1)) / (units(n2) − units(n1)), so that what does
- * not grow with the work falls out, and what the JIT compiles late lands in neither count as long as
- * the warm-up is long. `units(n)` is the units done at size n (default n); `flags`, the counted child's
- * Node flags: `--single-threaded` runs V8's compilers on the main thread as functions tier up, in the
- * warm-up, where background jobs would land in the counted part. A smoke run counts without valgrind,
- * CPU µs standing in (never a result), but for its first count with `--callgrind` (bench/benches.ts).
+ * --smoke when this is a smoke run), counted in one process after its warm-up: the work at n1, n2, n1,
+ * n2, n1, n2 in turn (`measured` in the child), a dump after each; each two neighbours' difference per
+ * unit, (count(n2) − count(n1)) / (units(n2) − units(n1)), so that what does not grow with the work falls
+ * out; the figure, each kind's median of the five. A collection or a late compilation lands whole in one
+ * dump, so in at most two neighbouring differences, both on one side: the median is one of the others.
+ * `own`, the median of the differences without the collector and compilers; `spread`, their range. `flags`, the
+ * counted child's Node flags: `--single-threaded` runs V8's compilers on the main thread as functions
+ * tier up, in the warm-up, where background jobs would land in the counted part. Every counted child
+ * has one fixed young space (SEMI_SPACE): under callgrind V8 did not grow it as in plain runs, and
+ * collected young objects several times as often. A smoke run counts without valgrind, CPU µs standing in (never a result), but for its first count with
+ * `--callgrind` (bench/benches.ts).
  */
 export async function countInstructions(
   script: string,
@@ -371,16 +390,27 @@ export async function countInstructions(
   sizes: [number, number],
   units: (n: number) => number = (n) => n,
   flags: readonly string[] = [],
-): Promise<Instructions> {
+): Promise<Instructions & { own: number; spread: [number, number] }> {
   if (spawnSync('valgrind', ['--version']).error) throw new Error('no valgrind (Debian: apt-get install valgrind)');
   const dir = mkdtempSync(join(tmpdir(), 'bench-callgrind-'));
   const callgrind = !SMOKE || (process.argv.includes('--callgrind') && counts++ === 0);
   try {
-    const nodeArgs = [...flags, ...NODE_FLAGS, script, ...args, ...(SMOKE ? ['--smoke'] : [])];
-    const counted = callgrind ? await runCounted(nodeArgs, sizes, join(dir, 'count')) : await runPlain(nodeArgs, sizes);
+    const nodeArgs = [...flags, ...SEMI_SPACE, ...NODE_FLAGS, script, ...args, ...(SMOKE ? ['--smoke'] : [])];
+    const seq = [0, 1, 0, 1, 0, 1].map((i) => sizes[i]!);
+    const c = callgrind ? await runCounted(nodeArgs, seq, join(dir, 'count')) : await runPlain(nodeArgs, seq);
     const du = units(sizes[1]) - units(sizes[0]);
-    const per = (k: keyof Instructions) => (counted[1]![k] - counted[0]![k]) / du;
-    return { total: per('total'), collector: per('collector'), compiler: per('compiler') };
+    // Dump i+1 less dump i, turned to n2's less n1's, per unit.
+    const per = (f: (x: Instructions) => number) =>
+      c.slice(1).map((x, i) => ((i % 2 ? -1 : 1) * (f(x) - f(c[i]!))) / du);
+    const own = per((x) => x.total - x.collector - x.compiler);
+    const med = (k: keyof Instructions) => median(per((x) => x[k]));
+    return {
+      total: med('total'),
+      collector: med('collector'),
+      compiler: med('compiler'),
+      own: median(own),
+      spread: range(own),
+    };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
