@@ -7,7 +7,7 @@
  * - alternating rounds: `alternate` runs each variant once a round, the order flipped every round;
  *   `compare` takes the median of the per-round ratios and their range, `compared` makes its row cells.
  * - instruction counts: `countInstructions` runs a child under callgrind, its measured work (`measured`)
- *   counted at two sizes in turn after a warm-up: instructions per unit of work.
+ *   counted after a warm-up at two sizes, three times each in turn: the median instructions per unit.
  * - heap probes: `heapNow` (after full GCs: heap used without code space, plus array buffers).
  * - results: `figure` (bench/figure.ts) prints one row of `pnpm bench`'s table.
  */
@@ -243,8 +243,7 @@ export const compared = (c: ReturnType<typeof compare>, refWhat: string, unit: s
 
 const COUNTED = 'BENCH_COUNTED';
 // Every counted child's young space, fixed at the size plain runs grow it to (MB a semi-space).
-const MB = process.env.BENCH_SEMI ?? '16';
-const SEMI_SPACE = MB === '0' ? [] : [`--min-semi-space-size=${MB}`, `--max-semi-space-size=${MB}`];
+const SEMI_SPACE = process.env.BENCH_SEMI === '0' ? [] : ['--min-semi-space-size=16', '--max-semi-space-size=16'];
 
 /**
  * In a child: runs `work(n)` as the measured part at each size of `countInstructions` in turn, in this one
@@ -276,21 +275,20 @@ export async function measured(work: (n: number) => Promise<unknown>): Promise<v
 
 /** Instructions of one callgrind out file: all, V8's collector's and its compilers' (self cost by function name). */
 export type Instructions = Record<'total' | 'collector' | 'compiler', number>;
-// Names completed from callgrind runs of full and young collections (collect toggled on
-// Heap::CollectGarbage and IncrementalMarking: 99% of their instructions named) and of tier-ups and
-// lazy compiles (88%, the rest malloc and the string table). The RecordWrite builtins are the write
-// barrier's slow path: remembered-set inserts and marking.
+// Names completed from callgrind runs collecting only in Heap::CollectGarbage and IncrementalMarking (99%
+// named) and only in tier-ups and lazy compiles (88%; the rest malloc and the string table). RecordWrite: the
+// write barrier's slow path (remembered set, marking).
 const COLLECTOR = new RegExp(
-  '(Heap|MarkCompact|Scaveng|Sweep|Marking|MarkBit|Evacuat|Remembered|SlotSet|MemoryChunk|MemoryAllocator|' +
-    'VirtualMemory|Compaction|WeakObjects|GCTracer|PagedSpace|LargeObjectSpace|NewSpace|SemiSpace|SpaceIterator|' +
-    'Collector|FreeList|MinorMS|heap::base|cppgc|Worklist|LiveObjectRange|UsedInstanceSize|IterateObjectCache|' +
-    'PointersUpdating|ShouldFlushCode|LocalAllocationBuffer|StubCache::Clear|GlobalHandles::Iterate|RootVisitor|' +
-    'ObjectVisitor|VisitSpillSlots|ClearStale|IteratePc|Builtins_RecordWrite|Builtins_EphemeronKeyBarrier)',
+  '(Heap|MarkCompact|Scaveng|Sweep|Marking|MarkBit|Evacuat|Remembered|SlotSet|MemoryChunk|MemoryAllocator|VirtualMemory|' +
+    'Compaction|WeakObjects|GCTracer|PagedSpace|LargeObjectSpace|NewSpace|SemiSpace|SpaceIterator|Collector|FreeList|MinorMS|' +
+    'heap::base|cppgc|Worklist|LiveObjectRange|UsedInstanceSize|IterateObjectCache|PointersUpdating|ShouldFlushCode|' +
+    'LocalAllocationBuffer|StubCache::Clear|GlobalHandles::Iterate|RootVisitor|ObjectVisitor|VisitSpillSlots|ClearStale|' +
+    'IteratePc|Builtins_RecordWrite|Builtins_EphemeronKeyBarrier)',
 );
 const COMPILER = new RegExp(
-  '(compiler::|maglev::|baseline::|interpreter::|turboshaft|(?<!Json)Parser|Preparse|Scanner|Compil|Zone|' +
-    'Bytecode|Deoptimiz|Ast|internal::Scope::|DeclarationScope|ScopeInfo|VariableProxy|FuncNameInferrer|KeywordHash|SourcePosition|FeedbackMetadata|' +
-    'FeedbackVectorSpec|Assembler|internal::Serializer|internal::Deserializer|SnapshotByteSink|IdentityMap|Boilerplate)',
+  '(compiler::|maglev::|baseline::|interpreter::|turboshaft|(?<!Json)Parser|Preparse|Scanner|Compil|Zone|Bytecode|Deoptimiz|' +
+    'Ast|internal::Scope::|DeclarationScope|ScopeInfo|VariableProxy|FuncNameInferrer|KeywordHash|SourcePosition|IdentityMap|' +
+    'FeedbackMetadata|FeedbackVectorSpec|Assembler|internal::Serializer|internal::Deserializer|SnapshotByteSink|Boilerplate)',
 );
 
 function readCallgrind(path: string): Instructions {
@@ -308,12 +306,9 @@ function readCallgrind(path: string): Instructions {
     } else if (line.startsWith('calls='))
       skipNext = true; // the next cost line is a callee's inclusive cost
     else if (/^[0-9+*-]/.test(line)) {
-      if (skipNext) skipNext = false;
-      else {
-        const cost = Number(line.split(' ')[1] ?? 0);
-        out.total += cost;
-        if (kind) out[kind] += cost;
-      }
+      const cost: number = skipNext ? 0 : Number(line.split(' ')[1] ?? 0);
+      [out.total, skipNext] = [out.total + cost, false];
+      if (kind) out[kind] += cost;
     }
   }
   return out;
@@ -326,17 +321,12 @@ const control = (arg: string, pid: string) =>
     ),
   );
 
-/** Runs a counted child under callgrind: each size's count dumped to `out`.1, `out`.2 (`measured`). */
+/** Runs a counted child under callgrind: the count after each size dumped to `out`.1, `out`.2, ... (`measured`). */
 function runCounted(nodeArgs: string[], sizes: number[], out: string): Promise<Instructions[]> {
   return new Promise((resolve, reject) => {
-    const proc = spawn(
-      'valgrind',
-      ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}`, process.execPath, ...nodeArgs],
-      {
-        env: { ...process.env, [COUNTED]: JSON.stringify({ mode: 'callgrind', sizes }) },
-        stdio: ['ignore', 'ignore', 'pipe'],
-      },
-    );
+    const valgrind = ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}`, process.execPath];
+    const env = { ...process.env, [COUNTED]: JSON.stringify({ mode: 'callgrind', sizes }) };
+    const proc = spawn('valgrind', [...valgrind, ...nodeArgs], { env, stdio: ['ignore', 'ignore', 'pipe'] });
     let [err, said] = ['', 0];
     proc.stderr.on('data', (d: Buffer) => void (err = (err + d.toString()).slice(-4000)));
     // Counting stays on from the first signal: switched off and on again, the next dump's functions would
@@ -371,18 +361,16 @@ async function runPlain(nodeArgs: string[], sizes: number[]): Promise<Instructio
 let counts = 0;
 
 /**
- * Instructions per unit of work of `script` (run as `node [flags] --import tsx script ...args`, with
- * --smoke when this is a smoke run), counted in one process after its warm-up: the work at n1, n2, n1,
- * n2, n1, n2 in turn (`measured` in the child), a dump after each; each two neighbours' difference per
- * unit, (count(n2) − count(n1)) / (units(n2) − units(n1)), so that what does not grow with the work falls
- * out; the figure, each kind's median of the five. A collection or a late compilation lands whole in one
- * dump, so in at most two neighbouring differences, both on one side: the median is one of the others.
- * `own`, the median of the differences without the collector and compilers; `spread`, their range. `flags`, the
- * counted child's Node flags: `--single-threaded` runs V8's compilers on the main thread as functions
- * tier up, in the warm-up, where background jobs would land in the counted part. Every counted child
- * has one fixed young space (SEMI_SPACE): under callgrind V8 did not grow it as in plain runs, and
- * collected young objects several times as often. A smoke run counts without valgrind, CPU µs standing in (never a result), but for its first count with
- * `--callgrind` (bench/benches.ts).
+ * Instructions per unit of work of `script` (`node [flags] --import tsx script ...args`, with --smoke in a
+ * smoke run), counted in one process after its warm-up: the work at n1, n2, n1, n2, n1, n2 (`measured` in
+ * the child), a dump after each; each two neighbours' (count(n2) − count(n1)) / (units(n2) − units(n1)),
+ * so what does not grow with the work falls out; each kind's median of the five, and `own`, the median
+ * without collector and compilers (`spread`, their range). A collection or a late compilation lands whole
+ * in one dump, so in at most two neighbouring differences, both on one side: the median is another. `flags`:
+ * `--single-threaded` runs V8's compilers on the main thread as functions tier up, in the warm-up, not in
+ * background jobs in the counted part. SEMI_SPACE: one fixed young space (callgrind's slowness kept V8 from
+ * growing it as plain runs do, and young collections came several times as often). A smoke run counts
+ * without valgrind, CPU µs standing in (never a result), but for its first count with `--callgrind`.
  */
 export async function countInstructions(
   script: string,
@@ -403,14 +391,8 @@ export async function countInstructions(
     const per = (f: (x: Instructions) => number) =>
       c.slice(1).map((x, i) => ((i % 2 ? -1 : 1) * (f(x) - f(c[i]!))) / du);
     const own = per((x) => x.total - x.collector - x.compiler);
-    const med = (k: keyof Instructions) => median(per((x) => x[k]));
-    return {
-      total: med('total'),
-      collector: med('collector'),
-      compiler: med('compiler'),
-      own: median(own),
-      spread: range(own),
-    };
+    const [t, g, k] = (['total', 'collector', 'compiler'] as const).map((kind) => median(per((x) => x[kind])));
+    return { total: t!, collector: g!, compiler: k!, own: median(own), spread: range(own) };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

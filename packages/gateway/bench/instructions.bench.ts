@@ -1,16 +1,17 @@
 /**
  * Where the gateway's cost per JSON request and per SSE event goes, in instructions of the proxy's
- * process alone: only the proxy runs under callgrind (the measured calls only, at two sizes, V8 single
- * threaded: its compilers finish in the warm-up); the client and the upstream (parts.ts) run in a process
- * it forks, which callgrind does not follow. Four proxies: `bare` node:http, the gateway's forwarding alone
- * (`gateway-forwarding`), the gateway without its detector (`gateway-nodetector`) and whole: their
- * differences are the parts, without collector and compilers. The ratio, gateway / bare without the
- * compilers, is proxy.bench.ts's time ratio if every instruction cost the same (kernel time not counted). */
+ * process alone: only the proxy runs under callgrind (the measured calls only, the median of five
+ * differences of two sizes, V8 single threaded: its compilers finish in the warm-up); the client and the
+ * upstream (parts.ts) run in a process it forks, which callgrind does not follow. Four proxies: `bare`
+ * node:http, the gateway's forwarding alone (`gateway-forwarding`), the gateway without its detector
+ * (`gateway-nodetector`) and whole: their differences are the parts, without collector and compilers.
+ * The ratio, gateway / bare without the compilers, is proxy.bench.ts's time ratio if every instruction
+ * cost the same (kernel time not counted). */
 import { Server } from 'node:http';
 import { arg, Child, countInstructions, figure, measured, option, serve } from '../../../bench/harness.js';
 import { jsonCalls, open, startProxy, startUpstream, streams, type ProxyKind } from './parts.js';
 
-const STREAM_COUNT = 10;
+const [STREAM_COUNT, ST] = [10, ['--single-threaded']];
 const VARIANTS = ['bare', 'gateway-forwarding', 'gateway-nodetector', 'gateway'] as const;
 // Warm-up on the one kept-alive connection the counted part uses, enough for the JIT to finish tiering
 // up every function of the path first, so that compilation falls out of the two sizes' difference.
@@ -45,16 +46,11 @@ if (drive) {
   process.exit(0);
 } else
   for (const phase of ['json', 'sse'] as const) {
-    const sizes: [number, number] =
-      phase === 'json'
-        ? [arg('json', 300, 2), arg('json', 300, 2) * 2]
-        : [arg('events', 50, 2), arg('events', 50, 2) * 2];
+    const n1 = phase === 'json' ? arg('json', 300, 2) : arg('events', 50, 2);
     const units = (n: number) => (phase === 'json' ? n : STREAM_COUNT * (n + 1));
     const per: Record<string, Awaited<ReturnType<typeof countInstructions>>> = {};
     for (const v of VARIANTS)
-      per[v] = await countInstructions(import.meta.filename, ['--count', v, '--phase', phase], sizes, units, [
-        '--single-threaded',
-      ]);
+      per[v] = await countInstructions(import.meta.filename, ['--count', v, '--phase', phase], [n1, n1 * 2], units, ST);
     const own = (v: string) => per[v]!.own;
     const ours = (v: string) => per[v]!.own + per[v]!.collector;
     const unit = phase === 'json' ? 'instructions per JSON request' : 'instructions per SSE event';

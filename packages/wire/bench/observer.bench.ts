@@ -1,6 +1,7 @@
 /**
- * The wire observer's own cost per SSE event, in instructions (callgrind, the measured work only, two
- * sizes), with no network, no SDK and no HTTP: what is left is the observer's work.
+ * The wire observer's own cost per SSE event, in instructions without V8's collector and compilers
+ * (countInstructions: the measured work only, the median of five differences of two sizes), with no
+ * network, no SDK and no HTTP: what is left is the observer's work.
  *
  * - client path: a fetch wrapped by a WireObserver with one deciding listener (as instrumentFetch and
  *   guardedFetch have) against the same fetch unwrapped, over an in-process upstream answering each
@@ -91,26 +92,21 @@ if (variant) {
     : async () => proxyCall(variant === 'proxy');
   if (variant.startsWith('proxy')) {
     // The session's initialize first, as the gateway sees it.
-    const body = new TextEncoder().encode(
-      '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"b","version":"1"}}}',
-    );
-    const init = proxyObserver.proxyRequest(
-      'http://127.0.0.1:1/mcp',
-      { method: 'POST', headers: Object.entries(headers).slice(0, 2), body },
-      'c',
-    );
-    const b = proxyObserver.proxyResponse(
-      init,
-      200,
+    const [rpc, caps, v] = [
+      '{"jsonrpc":"2.0","id":0,',
+      '"protocolVersion":"2025-06-18","capabilities":{}',
+      '"version":"1"}}}',
+    ];
+    const [h, json] = [
+      Object.entries(headers).slice(0, 2),
       { 'content-type': 'application/json', 'mcp-session-id': 's1' },
-      true,
+    ];
+    const body = new TextEncoder().encode(
+      `${rpc}"method":"initialize","params":{${caps},"clientInfo":{"name":"b",${v}`,
     );
-    b?.chunk(
-      Buffer.from(
-        '{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"u","version":"1"}}}',
-      ),
-      sink,
-    );
+    const init = proxyObserver.proxyRequest('http://127.0.0.1:1/mcp', { method: 'POST', headers: h, body }, 'c');
+    const b = proxyObserver.proxyResponse(init, 200, json, true);
+    b?.chunk(Buffer.from(`${rpc}"result":{${caps},"serverInfo":{"name":"u",${v}`), sink);
     b?.end(sink);
   }
   for (let i = 0; i < arg('warm', 20, 2); i++) await call();
@@ -120,14 +116,9 @@ if (variant) {
   process.exit(0);
 }
 
-const per = (variant: string) =>
-  countInstructions(
-    import.meta.filename,
-    ['--count', variant],
-    [arg('calls', 5, 1), arg('calls', 5, 1) * 2],
-    (n) => n * (PROGRESS + 1),
-    ['--single-threaded'],
-  );
+const SIZES: [number, number] = [arg('calls', 5, 1), arg('calls', 5, 1) * 2];
+const per = (v: string) =>
+  countInstructions(import.meta.filename, ['--count', v], SIZES, (n) => n * (PROGRESS + 1), ['--single-threaded']);
 const k = (x: number) => `${(x / 1000).toFixed(1)} k`;
 for (const path of ['client', 'proxy'] as const) {
   const [ours, bare] = [await per(path), await per(`${path}-bare`)];
