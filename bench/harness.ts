@@ -272,10 +272,9 @@ export async function measured(work: (n: number) => Promise<unknown>): Promise<v
 }
 
 /** Instructions of one callgrind out file: all, V8's collector's and its compilers' (self cost by function name). */
-export type Instructions = Record<'total' | 'collector' | 'compiler', number>;
-// Names completed from callgrind runs collecting only in Heap::CollectGarbage and IncrementalMarking (99%
-// named) and only in tier-ups and lazy compiles (88%; the rest malloc and the string table). RecordWrite: the
-// write barrier's slow path (remembered set, marking).
+export type Instructions = Record<'total' | 'collector' | 'compiler' | 'major', number>;
+// Named from callgrind runs collecting only in Heap::CollectGarbage and IncrementalMarking (99% named), only in
+// tier-ups and lazy compiles (88%: the rest malloc, string table). RecordWrite: the write barrier's slow path.
 const COLLECTOR = new RegExp(
   '(Heap|MarkCompact|Scaveng|Sweep|Marking|MarkBit|Evacuat|Remembered|SlotSet|MemoryChunk|MemoryAllocator|VirtualMemory|' +
     'Compaction|WeakObjects|GCTracer|PagedSpace|LargeObjectSpace|NewSpace|SemiSpace|SpaceIterator|Collector|FreeList|MinorMS|' +
@@ -291,8 +290,8 @@ const COMPILER = new RegExp(
 
 function readCallgrind(path: string): Instructions {
   const names = new Map<string, string>();
-  const out: Instructions = { total: 0, collector: 0, compiler: 0 };
-  let kind: 'collector' | 'compiler' | undefined;
+  const out: Instructions = { total: 0, collector: 0, compiler: 0, major: 0 };
+  let [kind, major] = [undefined as 'collector' | 'compiler' | undefined, false];
   let skipNext = false;
   for (const line of readFileSync(path, 'latin1').split('\n')) {
     if (line.startsWith('fn=') || line.startsWith('cfn=')) {
@@ -301,12 +300,14 @@ function readCallgrind(path: string): Instructions {
       const name = m ? (names.get(m[1]!) ?? '') : line;
       if (line.startsWith('fn='))
         kind = COLLECTOR.test(name) ? 'collector' : COMPILER.test(name) ? 'compiler' : undefined;
+      if (line.startsWith('fn=')) major = kind === 'collector' && /MarkCompact|Marking/.test(name); // a full collection's
     } else if (line.startsWith('calls='))
       skipNext = true; // the next cost line is a callee's inclusive cost
     else if (/^[0-9+*-]/.test(line)) {
       const cost: number = skipNext ? 0 : Number(line.split(' ')[1] ?? 0);
       [out.total, skipNext] = [out.total + cost, false];
       if (kind) out[kind] += cost;
+      if (major) out.major += cost;
     }
   }
   return out;
@@ -352,9 +353,9 @@ async function runPlain(nodeArgs: string[], sizes: number[]): Promise<Instructio
   let said = '';
   proc.stdout.on('data', (d: Buffer) => void (said += d.toString()));
   const [code] = (await once(proc, 'close')) as [number];
-  const cpu = [...said.matchAll(/^cpu (\d+)$/gm)].map((m) => ({ total: Number(m[1]), collector: 0, compiler: 0 }));
+  const cpu = [...said.matchAll(/^cpu (\d+)$/gm)].map((m) => Number(m[1]));
   if (code !== 0 || cpu.length !== sizes.length) throw new Error(`${nodeArgs.join(' ')}: exit ${code}`);
-  return cpu;
+  return cpu.map((total) => ({ total, collector: 0, compiler: 0, major: 0 }));
 }
 let counts = 0;
 
@@ -362,13 +363,12 @@ let counts = 0;
  * Instructions per unit of work of `script` (`node [flags] --import tsx script ...args`, with --smoke in a
  * smoke run), counted in one process after its warm-up: the work at n1, n2, n1, n2, n1, n2 (`measured` in
  * the child), a dump after each; each two neighbours' (count(n2) − count(n1)) / (units(n2) − units(n1)),
- * so what does not grow with the work falls out; each kind's median of the five, and `own`, the median
- * without collector and compilers (`spread`, their range). A collection or a late compilation lands whole
- * in one dump, so in at most two neighbouring differences, both on one side: the median is another. `flags`:
+ * so what does not grow with the work falls out; each kind's median of the five (a collection or a late
+ * compilation lands whole in one dump: in two neighbouring differences at most, on one side), and `own`,
+ * without collector and compilers (below; `spread`, the range of its differences). `flags`:
  * `--single-threaded` runs V8's compilers on the main thread as functions tier up, in the warm-up, not in
- * background jobs in the counted part. (A fixed young space of 16 MB, tried for every counted child, made
- * a gateway JSON request's collector 259 k and less steady, against 46 k with V8's own.) A smoke run counts
- * without valgrind, CPU µs standing in (never a result), but for its first count with `--callgrind`.
+ * background jobs in the counted part. A smoke run counts without valgrind, CPU µs standing in (never a
+ * result), but for its first count with `--callgrind`.
  */
 export async function countInstructions(
   script: string,
@@ -385,12 +385,15 @@ export async function countInstructions(
     const seq = [0, 1, 0, 1, 0, 1].map((i) => sizes[i]!);
     const c = callgrind ? await runCounted(nodeArgs, seq, join(dir, 'count')) : await runPlain(nodeArgs, seq);
     const du = units(sizes[1]) - units(sizes[0]);
-    // Dump i+1 less dump i, turned to n2's less n1's, per unit.
     const per = (f: (x: Instructions) => number) =>
       c.slice(1).map((x, i) => ((i % 2 ? -1 : 1) * (f(x) - f(c[i]!))) / du);
-    const own = per((x) => x.total - x.collector - x.compiler);
+    const own = (x: Instructions) => x.total - x.collector - x.compiler;
     const [t, g, k] = (['total', 'collector', 'compiler'] as const).map((kind) => median(per((x) => x[kind])));
-    return { total: t!, collector: g!, compiler: k!, own: median(own), spread: range(own) };
+    const o = per(own);
+    // Own from dumps without a full collection (its unnamed side: frees, weak callbacks; it can recur at n1 + n2).
+    const clean = (j: number) => c.filter((x, i) => i % 2 === j && x.major < 0.02 * x.total).map(own);
+    const mine = clean(0).length && clean(1).length ? (median(clean(1)) - median(clean(0))) / du : median(o);
+    return { total: t!, collector: g!, compiler: k!, major: 0, own: mine, spread: range(o) };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
