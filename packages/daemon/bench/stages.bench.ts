@@ -8,7 +8,7 @@
  *   pipeline     serve's writing pipeline whole
  * Rows: each stage against the reference; the evidence window's share of the pipeline (target: a tenth
  * of the rate at most). With --instructions the same stages are counted by callgrind instead
- * (instructions per span, warm, the median of five differences of 1 and 2 rounds): what load cannot move;
+ * (instructions per span, warm, 1 and 2 rounds three times each, countInstructions): what load cannot move;
  * each counted child is this file with `--only <stage>`, both sizes in one process, V8 single threaded (its
  * compilers done in the warm-up).
  */
@@ -104,7 +104,7 @@ if (only) {
       reference: { what: `${refName} of the same bodies`, value: per.parse!, unit: 'instructions/span' },
       ours: { value: per[stage]!, unit: 'instructions/span' },
       ratio: per.parse! / per[stage]!,
-      note: `per span without collector and compilers: parse ${own('parse').toFixed(0)}, decode ${own('decode').toFixed(0)}, detector +${(own('detector') - own('decode')).toFixed(0)}, pipeline without the evidence +${(own('no-evidence') - own('detector')).toFixed(0)}, the evidence +${(own('pipeline') - own('no-evidence')).toFixed(0)}; ${Object.keys(all).join(', ')}: collector${each('collector')}, compilers${each('compiler')}; ratio is the rate's (reference / ours); callgrind, the median of five differences of 1 and 2 rounds of ${SPANS} spans after ${WARM} warm-up rounds`,
+      note: `per span without collector and compilers: parse ${own('parse').toFixed(0)}, decode ${own('decode').toFixed(0)}, detector +${(own('detector') - own('decode')).toFixed(0)}, pipeline without the evidence +${(own('no-evidence') - own('detector')).toFixed(0)}, the evidence +${(own('pipeline') - own('no-evidence')).toFixed(0)}; ${Object.keys(all).join(', ')}: collector${each('collector')}, compilers${each('compiler')}; ratio is the rate's (reference / ours); callgrind, 1 and 2 rounds three times each of ${SPANS} spans after ${WARM} warm-up rounds`,
     });
 } else {
   const feeds = Object.fromEntries(Object.entries(STAGES).map(([k, make]) => [k, make()]));

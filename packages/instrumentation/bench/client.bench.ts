@@ -6,7 +6,7 @@
  * in a child.
  *
  * - Instructions (the verdict: stable on a busy machine): each variant counted by callgrind, the measured
- *   calls only, the median of five differences of two call counts, V8 single threaded, no memory reducer
+ *   calls only, two call counts three times each (countInstructions), V8 single threaded, no memory reducer
  *   (its timer starts full GCs by wall time, and a paced client idles), against lab-child.ts' paced
  *   leanServer (one event a read); the ratio to bare's of the process's own: without compilers and collector.
  * - Time, beside them: each variant in a process of its own, alternating rounds, its process CPU per
@@ -169,7 +169,7 @@ if (role === 'lean-server') {
         ours: { value: own(v), unit },
         ratio: own(v) / own('bare'),
         heldBy: `${v === 'guard' ? "the wire observer's scan and the guard's decisions" : "the wire observer's scan and the span recorder"}: ${added.toFixed(0)} instructions added per event`,
-        note: `own from the median of five differences, ${counts[v].spread.map(k).join('–')} (bare's ${counts.bare.spread.map(k).join('–')}); with the collector ${(ours(v) / ours('bare')).toFixed(3)} (collector ${k(counts[v].collector)}, bare's ${k(counts.bare.collector)}); whole process ${(counts[v].total / counts.bare.total).toFixed(3)} (compilers ${k(counts[v].compiler)}, bare's ${k(counts.bare.compiler)}); time ratio beside it ${t.ratio.toFixed(3)} (${t.ratioRange.map((x) => x.toFixed(2)).join('–')}); ≈ ${(added * usPerInstruction).toFixed(2)} µs added at bare's µs per instruction`,
+        note: `own's five differences ${counts[v].spread.map(k).join('–')} (bare's ${counts.bare.spread.map(k).join('–')}); with the collector ${(ours(v) / ours('bare')).toFixed(3)} (collector ${k(counts[v].collector)}, bare's ${k(counts.bare.collector)}); whole process ${(counts[v].total / counts.bare.total).toFixed(3)} (compilers ${k(counts[v].compiler)}, bare's ${k(counts.bare.compiler)}); time ratio beside it ${t.ratio.toFixed(3)} (${t.ratioRange.map((x) => x.toFixed(2)).join('–')}); ≈ ${(added * usPerInstruction).toFixed(2)} µs added at bare's µs per instruction`,
       });
       figure({
         id: `client-${v}-time`,

@@ -1,6 +1,6 @@
 /**
  * The wire observer's own cost per SSE event, in instructions without V8's collector and compilers
- * (countInstructions: the measured work only, the median of five differences of two sizes), with no
+ * (countInstructions' own: the measured work only, two sizes three times each), with no
  * network, no SDK and no HTTP: what is left is the observer's work.
  *
  * - client path: a fetch wrapped by a WireObserver with one deciding listener (as instrumentFetch and
@@ -132,6 +132,6 @@ for (const path of ['client', 'proxy'] as const) {
     },
     ours: { value: ours.own - bare.own, unit: 'instructions added per SSE event' },
     ratio: ours.own / bare.own,
-    note: `${PROGRESS} events a stream; without collector and compilers, each the median of five differences: ours ${ours.spread.map(k).join('–')}, the reference ${bare.spread.map(k).join('–')}; collector ${k(ours.collector)}, the reference's ${k(bare.collector)}; compilers ${k(ours.compiler)}, ${k(bare.compiler)}`,
+    note: `${PROGRESS} events a stream; without collector and compilers (countInstructions' own); its five differences: ours ${ours.spread.map(k).join('–')}, the reference ${bare.spread.map(k).join('–')}; collector ${k(ours.collector)}, the reference's ${k(bare.collector)}; compilers ${k(ours.compiler)}, ${k(bare.compiler)}`,
   });
 }
