@@ -363,9 +363,9 @@ let counts = 0;
  * Instructions per unit of work of `script` (`node [flags] --import tsx script ...args`, with --smoke in a
  * smoke run), counted in one process after its warm-up: the work at n1, n2, n1, n2, n1, n2 (`measured` in
  * the child), a dump after each; each two neighbours' (count(n2) − count(n1)) / (units(n2) − units(n1)),
- * so what does not grow with the work falls out; each kind's median of the five (a collection or a late
- * compilation lands whole in one dump: in two neighbouring differences at most, on one side), and `own`,
- * without collector and compilers (below; `spread`, the range of its differences). `flags`:
+ * so what does not grow with the work falls out; total's and compilers' median of the five (a late
+ * compilation lands whole in one dump), the collector's all dumps' per unit (full collections recur at
+ * n1 + n2), and `own`, without collector and compilers (below; `spread`: its differences' range). `flags`:
  * `--single-threaded` runs V8's compilers on the main thread as functions tier up, in the warm-up, not in
  * background jobs in the counted part. A smoke run counts without valgrind, CPU µs standing in (never a
  * result), but for its first count with `--callgrind`.
@@ -388,12 +388,12 @@ export async function countInstructions(
     const per = (f: (x: Instructions) => number) =>
       c.slice(1).map((x, i) => ((i % 2 ? -1 : 1) * (f(x) - f(c[i]!))) / du);
     const own = (x: Instructions) => x.total - x.collector - x.compiler;
-    const [t, g, k] = (['total', 'collector', 'compiler'] as const).map((kind) => median(per((x) => x[kind])));
-    const o = per(own);
+    const [t, k] = (['total', 'compiler'] as const).map((kind) => median(per((x) => x[kind])));
+    const g = c.reduce((a, x) => a + x.collector, 0) / seq.reduce((a, n) => a + units(n), 0); // amortized
     // Own from dumps without a full collection (its unnamed side: frees, weak callbacks; it can recur at n1 + n2).
     const clean = (j: number) => c.filter((x, i) => i % 2 === j && x.major < 0.02 * x.total).map(own);
-    const mine = clean(0).length && clean(1).length ? (median(clean(1)) - median(clean(0))) / du : median(o);
-    return { total: t!, collector: g!, compiler: k!, major: 0, own: mine, spread: range(o) };
+    const mine = clean(0).length && clean(1).length ? (median(clean(1)) - median(clean(0))) / du : median(per(own));
+    return { total: t!, collector: g, compiler: k!, major: 0, own: mine, spread: range(per(own)) };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
