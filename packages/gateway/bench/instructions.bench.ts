@@ -1,7 +1,7 @@
 /**
  * Where the gateway's cost per JSON request and per SSE event goes, in instructions of the proxy's
- * process alone: only the proxy runs under callgrind (the measured calls only, the median of five
- * differences of two sizes, V8 single threaded: its compilers finish in the warm-up); the client and the
+ * process alone: only the proxy runs under callgrind (the measured calls only, two sizes three times
+ * each, V8 single threaded: its compilers finish in the warm-up); the client and the
  * upstream (parts.ts) run in a process it forks, which callgrind does not follow. Four proxies: `bare`
  * node:http, the gateway's forwarding alone (`gateway-forwarding`), the gateway without its detector
  * (`gateway-nodetector`) and whole: their differences are the parts, without collector and compilers.
@@ -68,6 +68,6 @@ if (drive) {
       reference: { what: 'bare node:http proxy, its process', value: ours('bare'), unit },
       ours: { value: ours('gateway'), unit },
       ratio: ours('gateway') / ours('bare'),
-      note: `without collector and compilers:${Object.entries(parts).map(([k, x]) => ` ${k} ${x.toFixed(0)}`)}; ${VARIANTS.join('/')}: collector ${each('collector')}, compilers ${each('compiler')} (left out of ours); whole-process ratio ${(per.gateway!.total / per.bare!.total).toFixed(3)}; each count the median of five differences, without collector and compilers from ${spread} k`,
+      note: `without collector and compilers:${Object.entries(parts).map(([k, x]) => ` ${k} ${x.toFixed(0)}`)}; ${VARIANTS.join('/')}: collector ${each('collector')}, compilers ${each('compiler')} (left out of ours); whole-process ratio ${(per.gateway!.total / per.bare!.total).toFixed(3)}; own's five differences (countInstructions) from ${spread} k`,
     });
   }
