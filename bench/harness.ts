@@ -7,7 +7,7 @@
  * - alternating rounds: `alternate` runs each variant once a round, the order flipped every round;
  *   `compare` takes the median of the per-round ratios and their range, `compared` makes its row cells.
  * - instruction counts: `countInstructions` runs a child under callgrind, its measured work (`measured`)
- *   counted at two sizes in turn after a warm-up: instructions per unit of work.
+ *   counted after a warm-up at two sizes, three times each in turn: the median instructions per unit.
  * - heap probes: `heapNow` (after full GCs: heap used without code space, plus array buffers).
  * - results: `figure` (bench/figure.ts) prints one row of `pnpm bench`'s table.
  */
@@ -272,16 +272,26 @@ export async function measured(work: (n: number) => Promise<unknown>): Promise<v
 }
 
 /** Instructions of one callgrind out file: all, V8's collector's and its compilers' (self cost by function name). */
-export type Instructions = Record<'total' | 'collector' | 'compiler', number>;
-const COLLECTOR =
-  /(Heap|MarkCompact|Scaveng|Sweep|Marking|Evacuat|Remembered|SlotSet|MemoryChunk|Compaction|WeakObjects|GCTracer|PagedSpace|LargeObjectSpace|NewSpace|SemiSpace|Collector|FreeList|MinorMS|heap::base|cppgc|Worklist)/;
-const COMPILER =
-  /(compiler::|maglev::|baseline::|interpreter::|turboshaft|(?<!Json)Parser|Scanner|Compil|Zone|Bytecode|Deoptimiz|Ast)/;
+export type Instructions = Record<'total' | 'collector' | 'compiler' | 'major', number>;
+// Named from callgrind runs collecting only in Heap::CollectGarbage and IncrementalMarking (99% named), only in
+// tier-ups and lazy compiles (88%: the rest malloc, string table). RecordWrite: the write barrier's slow path.
+const COLLECTOR = new RegExp(
+  '(Heap|MarkCompact|Scaveng|Sweep|Marking|MarkBit|Evacuat|Remembered|SlotSet|MemoryChunk|MemoryAllocator|VirtualMemory|' +
+    'Compaction|WeakObjects|GCTracer|PagedSpace|LargeObjectSpace|NewSpace|SemiSpace|SpaceIterator|Collector|FreeList|MinorMS|' +
+    'heap::base|cppgc|Worklist|LiveObjectRange|UsedInstanceSize|IterateObjectCache|PointersUpdating|ShouldFlushCode|' +
+    'LocalAllocationBuffer|StubCache::Clear|GlobalHandles::Iterate|RootVisitor|ObjectVisitor|VisitSpillSlots|ClearStale|' +
+    'IteratePc|Builtins_RecordWrite|Builtins_EphemeronKeyBarrier)',
+);
+const COMPILER = new RegExp(
+  '(compiler::|maglev::|baseline::|interpreter::|turboshaft|(?<!Json)Parser|Preparse|Scanner|Compil|Zone|Bytecode|Deoptimiz|' +
+    'Ast|internal::Scope::|DeclarationScope|ScopeInfo|VariableProxy|FuncNameInferrer|KeywordHash|SourcePosition|IdentityMap|' +
+    'FeedbackMetadata|FeedbackVectorSpec|Assembler|internal::Serializer|internal::Deserializer|SnapshotByteSink|Boilerplate)',
+);
 
 function readCallgrind(path: string): Instructions {
   const names = new Map<string, string>();
-  const out: Instructions = { total: 0, collector: 0, compiler: 0 };
-  let kind: 'collector' | 'compiler' | undefined;
+  const out: Instructions = { total: 0, collector: 0, compiler: 0, major: 0 };
+  let [kind, major] = [undefined as 'collector' | 'compiler' | undefined, false];
   let skipNext = false;
   for (const line of readFileSync(path, 'latin1').split('\n')) {
     if (line.startsWith('fn=') || line.startsWith('cfn=')) {
@@ -290,15 +300,14 @@ function readCallgrind(path: string): Instructions {
       const name = m ? (names.get(m[1]!) ?? '') : line;
       if (line.startsWith('fn='))
         kind = COLLECTOR.test(name) ? 'collector' : COMPILER.test(name) ? 'compiler' : undefined;
+      if (line.startsWith('fn=')) major = kind === 'collector' && /MarkCompact|Marking/.test(name); // a full collection's
     } else if (line.startsWith('calls='))
       skipNext = true; // the next cost line is a callee's inclusive cost
     else if (/^[0-9+*-]/.test(line)) {
-      if (skipNext) skipNext = false;
-      else {
-        const cost = Number(line.split(' ')[1] ?? 0);
-        out.total += cost;
-        if (kind) out[kind] += cost;
-      }
+      const cost: number = skipNext ? 0 : Number(line.split(' ')[1] ?? 0);
+      [out.total, skipNext] = [out.total + cost, false];
+      if (kind) out[kind] += cost;
+      if (major) out.major += cost;
     }
   }
   return out;
@@ -311,17 +320,12 @@ const control = (arg: string, pid: string) =>
     ),
   );
 
-/** Runs a counted child under callgrind: each size's count dumped to `out`.1, `out`.2 (`measured`). */
+/** Runs a counted child under callgrind: the count after each size dumped to `out`.1, `out`.2, ... (`measured`). */
 function runCounted(nodeArgs: string[], sizes: number[], out: string): Promise<Instructions[]> {
   return new Promise((resolve, reject) => {
-    const proc = spawn(
-      'valgrind',
-      ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}`, process.execPath, ...nodeArgs],
-      {
-        env: { ...process.env, [COUNTED]: JSON.stringify({ mode: 'callgrind', sizes }) },
-        stdio: ['ignore', 'ignore', 'pipe'],
-      },
-    );
+    const valgrind = ['--tool=callgrind', '--instr-atstart=no', `--callgrind-out-file=${out}`, process.execPath];
+    const env = { ...process.env, [COUNTED]: JSON.stringify({ mode: 'callgrind', sizes }) };
+    const proc = spawn('valgrind', [...valgrind, ...nodeArgs], { env, stdio: ['ignore', 'ignore', 'pipe'] });
     let [err, said] = ['', 0];
     proc.stderr.on('data', (d: Buffer) => void (err = (err + d.toString()).slice(-4000)));
     // Counting stays on from the first signal: switched off and on again, the next dump's functions would
@@ -349,21 +353,22 @@ async function runPlain(nodeArgs: string[], sizes: number[]): Promise<Instructio
   let said = '';
   proc.stdout.on('data', (d: Buffer) => void (said += d.toString()));
   const [code] = (await once(proc, 'close')) as [number];
-  const cpu = [...said.matchAll(/^cpu (\d+)$/gm)].map((m) => ({ total: Number(m[1]), collector: 0, compiler: 0 }));
+  const cpu = [...said.matchAll(/^cpu (\d+)$/gm)].map((m) => Number(m[1]));
   if (code !== 0 || cpu.length !== sizes.length) throw new Error(`${nodeArgs.join(' ')}: exit ${code}`);
-  return cpu;
+  return cpu.map((total) => ({ total, collector: 0, compiler: 0, major: 0 }));
 }
 let counts = 0;
 
 /**
- * Instructions per unit of work of `script` (run as `node [flags] --import tsx script ...args`, with
- * --smoke when this is a smoke run), counted twice in one process after its warm-up, the work at n1 then
- * at n2 (`measured` in the child): (count(n2) − count(n1)) / (units(n2) − units(n1)), so that what does
- * not grow with the work falls out, and what the JIT compiles late lands in neither count as long as
- * the warm-up is long. `units(n)` is the units done at size n (default n); `flags`, the counted child's
- * Node flags: `--single-threaded` runs V8's compilers on the main thread as functions tier up, in the
- * warm-up, where background jobs would land in the counted part. A smoke run counts without valgrind,
- * CPU µs standing in (never a result), but for its first count with `--callgrind` (bench/benches.ts).
+ * Instructions per unit of work of `script` (`node [flags] --import tsx script ...args`, with --smoke in a
+ * smoke run), counted in one process after its warm-up: the work at n1, n2, n1, n2, n1, n2 (`measured` in
+ * the child), a dump after each; each two neighbours' (count(n2) − count(n1)) / (units(n2) − units(n1)),
+ * so what does not grow with the work falls out; total's and compilers' median of the five (a late
+ * compilation lands whole in one dump), the collector's all dumps' per unit (full collections recur at
+ * n1 + n2), and `own`, without collector and compilers (below; `spread`: its differences' range). `flags`:
+ * `--single-threaded` runs V8's compilers on the main thread as functions tier up, in the warm-up, not in
+ * background jobs in the counted part. A smoke run counts without valgrind, CPU µs standing in (never a
+ * result), but for its first count with `--callgrind`.
  */
 export async function countInstructions(
   script: string,
@@ -371,16 +376,24 @@ export async function countInstructions(
   sizes: [number, number],
   units: (n: number) => number = (n) => n,
   flags: readonly string[] = [],
-): Promise<Instructions> {
+): Promise<Instructions & { own: number; spread: [number, number] }> {
   if (spawnSync('valgrind', ['--version']).error) throw new Error('no valgrind (Debian: apt-get install valgrind)');
   const dir = mkdtempSync(join(tmpdir(), 'bench-callgrind-'));
   const callgrind = !SMOKE || (process.argv.includes('--callgrind') && counts++ === 0);
   try {
     const nodeArgs = [...flags, ...NODE_FLAGS, script, ...args, ...(SMOKE ? ['--smoke'] : [])];
-    const counted = callgrind ? await runCounted(nodeArgs, sizes, join(dir, 'count')) : await runPlain(nodeArgs, sizes);
+    const seq = [0, 1, 0, 1, 0, 1].map((i) => sizes[i]!);
+    const c = callgrind ? await runCounted(nodeArgs, seq, join(dir, 'count')) : await runPlain(nodeArgs, seq);
     const du = units(sizes[1]) - units(sizes[0]);
-    const per = (k: keyof Instructions) => (counted[1]![k] - counted[0]![k]) / du;
-    return { total: per('total'), collector: per('collector'), compiler: per('compiler') };
+    const per = (f: (x: Instructions) => number) =>
+      c.slice(1).map((x, i) => ((i % 2 ? -1 : 1) * (f(x) - f(c[i]!))) / du);
+    const own = (x: Instructions) => x.total - x.collector - x.compiler;
+    const [t, k] = (['total', 'compiler'] as const).map((kind) => median(per((x) => x[kind])));
+    const g = c.reduce((a, x) => a + x.collector, 0) / seq.reduce((a, n) => a + units(n), 0); // amortized
+    // Own from dumps without a full collection (its unnamed side: frees, weak callbacks; it can recur at n1 + n2).
+    const clean = (j: number) => c.filter((x, i) => i % 2 === j && x.major < 0.02 * x.total).map(own);
+    const mine = clean(0).length && clean(1).length ? (median(clean(1)) - median(clean(0))) / du : median(per(own));
+    return { total: t!, collector: g, compiler: k!, major: 0, own: mine, spread: range(per(own)) };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

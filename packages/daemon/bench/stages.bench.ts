@@ -8,7 +8,7 @@
  *   pipeline     serve's writing pipeline whole
  * Rows: each stage against the reference; the evidence window's share of the pipeline (target: a tenth
  * of the rate at most). With --instructions the same stages are counted by callgrind instead
- * (instructions per span, warm, the work at 1 and 2 rounds): the attribution that the load cannot move;
+ * (instructions per span, warm, 1 and 2 rounds three times each, countInstructions): what load cannot move;
  * each counted child is this file with `--only <stage>`, both sizes in one process, V8 single threaded (its
  * compilers done in the warm-up).
  */
@@ -36,10 +36,10 @@ import { bodies, decoder, reference, spansIn } from './bodies.js';
 const argv = process.argv;
 const encoding = argv.includes('--protobuf') ? 'protobuf' : 'json';
 const only = option('only');
-// Counted: WARM rounds warm a stage up (the JIT done with it), then 1 and 2 rounds are the measured work.
-const WARM = 2;
-const ROUNDS = only || argv.includes('--instructions') ? WARM + 3 : arg('rounds', 10, 2);
-const REQUESTS = arg('requests', argv.includes('--instructions') ? 2_000 : 6_000, 300);
+// Counted: WARM rounds warm a stage up (the JIT done with it), then 1, 2, 1, 2, 1, 2 rounds are the measured work.
+const WARM = 4;
+const ROUNDS = only || argv.includes('--instructions') ? WARM + 9 : arg('rounds', 10, 2);
+const REQUESTS = arg('requests', argv.includes('--instructions') ? 1_000 : 6_000, 300);
 // A counted child reads the bodies its parent made (making them under callgrind would take minutes).
 const kept = option('bodies');
 const rounds = kept
@@ -87,7 +87,7 @@ if (only) {
   const dir = mkdtempSync(join(tmpdir(), 'bench-stages-'));
   const file = join(dir, 'bodies.json');
   writeFileSync(file, JSON.stringify(rounds.map((r) => r.map((b) => b.toString('base64')))));
-  const all: Record<string, Instructions> = {};
+  const all: Record<string, Awaited<ReturnType<typeof countInstructions>>> = {};
   for (const stage of Object.keys(STAGES)) {
     const args = ['--only', stage, '--bodies', file, `--${encoding}`];
     all[stage] = await countInstructions(import.meta.filename, args, [1, 2], (n) => n * SPANS, ['--single-threaded']);
@@ -95,7 +95,7 @@ if (only) {
   rmSync(dir, { recursive: true });
   const per = Object.fromEntries(Object.entries(all).map(([k, c]) => [k, c.total]));
   // Each stage's own: without V8's collector and compilers (given apart, stage by stage, in the note).
-  const own = (s: string) => all[s]!.total - all[s]!.collector - all[s]!.compiler;
+  const own = (s: string) => all[s]!.own;
   const each = (k: keyof Instructions) => Object.values(all).map((c) => ` ${c[k].toFixed(0)}`);
   for (const stage of ['decode', 'pipeline'])
     figure({
@@ -104,7 +104,7 @@ if (only) {
       reference: { what: `${refName} of the same bodies`, value: per.parse!, unit: 'instructions/span' },
       ours: { value: per[stage]!, unit: 'instructions/span' },
       ratio: per.parse! / per[stage]!,
-      note: `per span without collector and compilers: parse ${own('parse').toFixed(0)}, decode ${own('decode').toFixed(0)}, detector +${(own('detector') - own('decode')).toFixed(0)}, pipeline without the evidence +${(own('no-evidence') - own('detector')).toFixed(0)}, the evidence +${(own('pipeline') - own('no-evidence')).toFixed(0)}; ${Object.keys(all).join(', ')}: collector${each('collector')}, compilers${each('compiler')}; ratio is the rate's (reference / ours); callgrind, the work at 1 and 2 rounds of ${SPANS} spans after ${WARM} warm-up rounds`,
+      note: `per span without collector and compilers: parse ${own('parse').toFixed(0)}, decode ${own('decode').toFixed(0)}, detector +${(own('detector') - own('decode')).toFixed(0)}, pipeline without the evidence +${(own('no-evidence') - own('detector')).toFixed(0)}, the evidence +${(own('pipeline') - own('no-evidence')).toFixed(0)}; ${Object.keys(all).join(', ')}: collector${each('collector')}, compilers${each('compiler')}; ratio is the rate's (reference / ours); callgrind, 1 and 2 rounds three times each of ${SPANS} spans after ${WARM} warm-up rounds`,
     });
 } else {
   const feeds = Object.fromEntries(Object.entries(STAGES).map(([k, make]) => [k, make()]));

@@ -5,10 +5,10 @@
  * with guardedFetch(), with instrumentFetch() (spans exported inside the measured work); the lab server
  * in a child.
  *
- * - Instructions (the verdict: stable on a busy machine): each variant counted by callgrind, the
- *   measured calls only, at two call counts, V8 single threaded, no memory reducer (its timer starts full GCs
- *   by wall time, and a paced client idles), against lab-child.ts' paced leanServer (one event a read); the
- *   ratio to bare's of the process's own instructions: without V8's compilers and collector.
+ * - Instructions (the verdict: stable on a busy machine): each variant counted by callgrind, the measured
+ *   calls only, two call counts three times each (countInstructions), V8 single threaded, no memory reducer
+ *   (its timer starts full GCs by wall time, and a paced client idles), against lab-child.ts' paced
+ *   leanServer (one event a read); the ratio to bare's of the process's own: without compilers and collector.
  * - Time, beside them: each variant in a process of its own, alternating rounds, its process CPU per
  *   SSE event; the median of per-round ratios to bare's.
  * - The lean client (reads the body, splits events, JSON.parses each data line: the least any client
@@ -138,20 +138,20 @@ if (role === 'lean-server') {
     );
     await Child.stopAll();
     console.log(`timed rounds done; counting instructions (${VARIANTS.length} variants, under callgrind)`);
-    const counts = {} as Record<Variant, { total: number; collector: number; compiler: number }>;
+    const counts = {} as Record<Variant, Awaited<ReturnType<typeof countInstructions>>>;
     const paced = await Child.start(import.meta.filename, ['--role', 'paced-server', '--progress', String(PROGRESS)]);
     const served = ['--url', String(paced.first.url), '--server', String(paced.proc.pid)];
     for (const v of VARIANTS)
       counts[v] = await countInstructions(
         import.meta.filename,
         ['--progress', String(PROGRESS), '--role', 'count', '--variant', v, ...served],
-        [arg('counted', 15, 1), arg('counted', 15, 1) * 3],
+        [arg('counted', 15, 1), arg('counted', 15, 1) * 2],
         (n) => n * (PROGRESS + 1),
         ['--single-threaded', '--no-memory-reducer'],
       );
     // The verdict's count (`own`): the process's instructions without the compilers and the collector.
-    const ours = (v: Variant) => counts[v].total - counts[v].compiler;
-    const own = (v: Variant) => ours(v) - counts[v].collector;
+    const own = (v: Variant) => counts[v].own;
+    const ours = (v: Variant) => own(v) + counts[v].collector;
     const unit = 'instructions per SSE event, without compilers and collector';
     const usPerInstruction = compare(sdk.bare, sdk.bare).ours / counts.bare.total;
     for (const [v, label, bound] of [
@@ -169,7 +169,7 @@ if (role === 'lean-server') {
         ours: { value: own(v), unit },
         ratio: own(v) / own('bare'),
         heldBy: `${v === 'guard' ? "the wire observer's scan and the guard's decisions" : "the wire observer's scan and the span recorder"}: ${added.toFixed(0)} instructions added per event`,
-        note: `with the collector ${(ours(v) / ours('bare')).toFixed(3)} (collector ${k(counts[v].collector)}, bare's ${k(counts.bare.collector)}); whole process ${(counts[v].total / counts.bare.total).toFixed(3)} (compilers ${k(counts[v].compiler)}, bare's ${k(counts.bare.compiler)}); time ratio beside it ${t.ratio.toFixed(3)} (${t.ratioRange.map((x) => x.toFixed(2)).join('–')}); ≈ ${(added * usPerInstruction).toFixed(2)} µs added at bare's µs per instruction`,
+        note: `own's five differences ${counts[v].spread.map(k).join('–')} (bare's ${counts.bare.spread.map(k).join('–')}); with the collector ${(ours(v) / ours('bare')).toFixed(3)} (collector ${k(counts[v].collector)}, bare's ${k(counts.bare.collector)}); whole process ${(counts[v].total / counts.bare.total).toFixed(3)} (compilers ${k(counts[v].compiler)}, bare's ${k(counts.bare.compiler)}); time ratio beside it ${t.ratio.toFixed(3)} (${t.ratioRange.map((x) => x.toFixed(2)).join('–')}); ≈ ${(added * usPerInstruction).toFixed(2)} µs added at bare's µs per instruction`,
       });
       figure({
         id: `client-${v}-time`,

@@ -1,6 +1,7 @@
 /**
- * The wire observer's own cost per SSE event, in instructions (callgrind, the measured work only, two
- * sizes), with no network, no SDK and no HTTP: what is left is the observer's work.
+ * The wire observer's own cost per SSE event, in instructions without V8's collector and compilers
+ * (countInstructions' own: the measured work only, two sizes three times each), with no
+ * network, no SDK and no HTTP: what is left is the observer's work.
  *
  * - client path: a fetch wrapped by a WireObserver with one deciding listener (as instrumentFetch and
  *   guardedFetch have) against the same fetch unwrapped, over an in-process upstream answering each
@@ -91,26 +92,21 @@ if (variant) {
     : async () => proxyCall(variant === 'proxy');
   if (variant.startsWith('proxy')) {
     // The session's initialize first, as the gateway sees it.
-    const body = new TextEncoder().encode(
-      '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"b","version":"1"}}}',
-    );
-    const init = proxyObserver.proxyRequest(
-      'http://127.0.0.1:1/mcp',
-      { method: 'POST', headers: Object.entries(headers).slice(0, 2), body },
-      'c',
-    );
-    const b = proxyObserver.proxyResponse(
-      init,
-      200,
+    const [rpc, caps, v] = [
+      '{"jsonrpc":"2.0","id":0,',
+      '"protocolVersion":"2025-06-18","capabilities":{}',
+      '"version":"1"}}}',
+    ];
+    const [h, json] = [
+      Object.entries(headers).slice(0, 2),
       { 'content-type': 'application/json', 'mcp-session-id': 's1' },
-      true,
+    ];
+    const body = new TextEncoder().encode(
+      `${rpc}"method":"initialize","params":{${caps},"clientInfo":{"name":"b",${v}`,
     );
-    b?.chunk(
-      Buffer.from(
-        '{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-06-18","capabilities":{},"serverInfo":{"name":"u","version":"1"}}}',
-      ),
-      sink,
-    );
+    const init = proxyObserver.proxyRequest('http://127.0.0.1:1/mcp', { method: 'POST', headers: h, body }, 'c');
+    const b = proxyObserver.proxyResponse(init, 200, json, true);
+    b?.chunk(Buffer.from(`${rpc}"result":{${caps},"serverInfo":{"name":"u",${v}`), sink);
     b?.end(sink);
   }
   for (let i = 0; i < arg('warm', 20, 2); i++) await call();
@@ -120,27 +116,22 @@ if (variant) {
   process.exit(0);
 }
 
-const per = async (variant: string) =>
-  (
-    await countInstructions(
-      import.meta.filename,
-      ['--count', variant],
-      [arg('calls', 5, 1), arg('calls', 5, 1) * 3],
-      (n) => n * (PROGRESS + 1),
-    )
-  ).total;
+const SIZES: [number, number] = [arg('calls', 5, 1), arg('calls', 5, 1) * 2];
+const per = (v: string) =>
+  countInstructions(import.meta.filename, ['--count', v], SIZES, (n) => n * (PROGRESS + 1), ['--single-threaded']);
+const k = (x: number) => `${(x / 1000).toFixed(1)} k`;
 for (const path of ['client', 'proxy'] as const) {
   const [ours, bare] = [await per(path), await per(`${path}-bare`)];
   figure({
     id: `wire-observer-${path}`,
     what: `the wire observer on the ${path === 'client' ? "client's fetch" : "gateway's proxy"} path: instructions added per SSE event`,
     reference: {
-      what: path === 'client' ? 'the bare fetch, per SSE event' : 'making the chunks alone, per SSE event',
-      value: bare,
-      unit: 'instructions',
+      what: path === 'client' ? 'the bare fetch' : 'making the chunks alone',
+      value: bare.own,
+      unit: 'instructions per SSE event',
     },
-    ours: { value: ours - bare, unit: 'instructions added per SSE event' },
-    ratio: ours / bare,
-    note: `${PROGRESS} events a stream`,
+    ours: { value: ours.own - bare.own, unit: 'instructions added per SSE event' },
+    ratio: ours.own / bare.own,
+    note: `${PROGRESS} events a stream; without collector and compilers (countInstructions' own); its five differences: ours ${ours.spread.map(k).join('–')}, the reference ${bare.spread.map(k).join('–')}; collector ${k(ours.collector)}, the reference's ${k(bare.collector)}; compilers ${k(ours.compiler)}, ${k(bare.compiler)}`,
   });
 }
