@@ -808,13 +808,16 @@ export class WireObserver {
       // it lives); a spread gives more still. Once full, the oldest leaves and the others move down one in
       // place: a new array of 32 every stream was about 290 bytes of garbage a request.
       const streams = session.streams;
-      if (streams.length > 0 && streams.length >= this.streamsPerSession) {
+      if (streams.length < this.streamsPerSession) session.streams = streams.concat(stream);
+      else if (streams.length === 0)
+        this.streamLeft(stream); // streamsPerSession 0: none kept
+      else {
         const left = streams[0]!;
         const last = streams.length - 1;
         for (let i = 0; i < last; i++) streams[i] = streams[i + 1]!;
         streams[last] = stream;
         this.streamLeft(left);
-      } else session.streams = streams.concat(stream);
+      }
       if (request.httpMethod === 'GET' && !request.resume) session.lastStandalone = stream;
     }
     return stream;

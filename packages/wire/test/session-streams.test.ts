@@ -39,4 +39,13 @@ describe('a session’s recent streams', () => {
       [false, true],
     ]);
   });
+
+  it('with streamsPerSession 0 keep none: each stream leaves as it opens', async () => {
+    const observer = new WireObserver({ streamsPerSession: 0 });
+    const fetch = observer.wrap();
+    for (let id = 1; id <= 3; id++) {
+      await call(fetch, id, [sse({ id: `e${id}`, data: result(id, `answer ${id}`) })]);
+      expect(observer.getSession(SCRIPTED_SESSION)!.streams).toEqual([]);
+    }
+  });
 });

@@ -113,13 +113,19 @@ function requestKey(service: string, session: string, request: string): string {
   return requestKeyPrefix(service, session) + request;
 }
 
-/** A session id's length and ':' as requestKeyPrefix spells them, made once for the usual lengths. */
-const LENGTH_COLON: readonly string[] = Array.from({ length: 256 }, (_, n) => `${n}:`);
-
 /** requestKey's (service, session) part, which RequestKeys keeps while a session's requests follow. */
 function requestKeyPrefix(service: string, session: string): string {
-  return `${service.length}:${service}${session.length}:${session}`;
+  return serviceKeyPart(service) + lengthColon(session.length) + session;
 }
+
+/** The service's part of requestKeyPrefix: its length, ':' and itself (RequestKeys keeps it while the service stays). */
+function serviceKeyPart(service: string): string {
+  return lengthColon(service.length) + service;
+}
+
+/** A length and ':' as requestKeyPrefix spells them, from a table for the usual lengths: no string made. */
+const LENGTH_COLON: readonly string[] = Array.from({ length: 256 }, (_, n) => `${n}:`);
+const lengthColon = (n: number): string => (n < LENGTH_COLON.length ? LENGTH_COLON[n]! : `${n}:`);
 
 /**
  * A span without a session (2026-07-28: a request, its terminal, the server's span of it) by its trace:
@@ -184,6 +190,7 @@ export function isReissueFinding(f: Finding): boolean {
  * trace, so that the finding and its retraction are one entry with one timeline, held once.
  */
 export function findingKey(f: Finding): string {
+  if (keyedByRequest(f)) return requestKey(f.service, f.session_id, f.request_id);
   if (isTaskFinding(f)) {
     const service = f.service || UNKNOWN_SERVICE;
     const second = f.duplicate_task_id ? taskKey(service, f.duplicate_task_id) : '';
@@ -195,7 +202,15 @@ export function findingKey(f: Finding): string {
       : sessionKey(f.service || UNKNOWN_SERVICE, f.session_id);
   if (isReissueFinding(f)) return traceKey(f.first_trace_id!) + traceKey(f.trace_id);
   if (f.first_trace_id !== undefined) return traceKey(f.first_trace_id);
-  return f.session_id === '' ? traceKey(f.trace_id) : requestKey(f.service, f.session_id, f.request_id);
+  return traceKey(f.trace_id);
+}
+
+/**
+ * Whether findingKey keys the finding by its request (requestKey): a session's finding about one request,
+ * neither a task's, a loop's, nor one naming a first attempt's trace (a re-issue's, a retraction's).
+ */
+function keyedByRequest(f: Finding): boolean {
+  return f.first_trace_id === undefined && f.session_id !== '' && !isTaskFinding(f) && !isLoopFinding(f);
 }
 
 /**
@@ -236,12 +251,11 @@ export class RequestKeys {
     if (span.name !== SPAN_REQUEST_TERMINAL && scan.shown(I_STREAM_KIND) === StreamKind.LISTENING) return undefined;
     const service = span.service || UNKNOWN_SERVICE;
     if (session !== this.session || service !== this.service) {
-      if (service !== this.service) this.servicePart = `${service.length}:${service}`;
+      if (service !== this.service) this.servicePart = serviceKeyPart(service);
       this.service = service;
       this.session = session;
-      // requestKeyPrefix(service, session), in two new strings rather than five (the service's part kept).
-      const length = session.length;
-      this.prefix = this.servicePart + (length < LENGTH_COLON.length ? LENGTH_COLON[length]! : `${length}:`) + session;
+      // requestKeyPrefix(service, session), in two new strings (the service's part kept).
+      this.prefix = this.servicePart + lengthColon(session.length) + session;
     } else if (request === this.request) return this.key;
     this.request = request;
     this.requestText = typeof request === 'string' ? request : String(request);
@@ -255,17 +269,8 @@ export class RequestKeys {
    * the maps, rather than a new string to build and hash (the same text: requestKey of the same parts).
    */
   findingKey(f: Finding): string {
-    if (
-      f.request_id === this.requestText &&
-      f.session_id === this.session &&
-      f.service === this.service &&
-      f.session_id !== '' &&
-      f.first_trace_id === undefined &&
-      !isTaskFinding(f) &&
-      !isLoopFinding(f)
-    )
-      return this.key;
-    return findingKey(f);
+    const last = f.request_id === this.requestText && f.session_id === this.session && f.service === this.service;
+    return last && keyedByRequest(f) ? this.key : findingKey(f);
   }
 
   /**
