@@ -171,7 +171,11 @@ export class PushedBody {
  * which die with each body, and be thrown away at the next GC.
  */
 export class SseTap implements BodyTap, SseSink, ChunkArrival {
-  private readonly scanner = new SseScanner(this);
+  /**
+   * Made at the body's first chunk: a listening GET stream may carry no event for as long as its
+   * session lives, and an idle session should not hold a scanner (about 350 bytes) it never used.
+   */
+  private scanner: SseScanner | undefined = undefined;
   /**
    * When the chunk being scanned arrived: the clock read at most once per chunk, and only when one of
    * its events is told to a listener (most chunks' events are told to none: the read would cost as much
@@ -200,28 +204,33 @@ export class SseTap implements BodyTap, SseSink, ChunkArrival {
     private readonly budget: HeldBytes,
     /** Most bytes of one event held (`maxHeldEventBytes`). */
     private readonly maxEventBytes: number,
-  ) {
-    // Filtering holds an event until it is complete, never the bytes that carry none (a `: ping`).
-    this.scanner.settles = filtering;
-  }
+  ) {}
 
   chunk(chunk: Uint8Array, sink: ChunkSink): boolean {
     this.at = NaN;
+    const scanner = (this.scanner ??= this.newScanner());
     if (!this.filtering) {
-      this.scanner.push(chunk);
-      this.observer.sseScanned(this.stream, this.scanner);
-      this.scanner.releaseBytes();
+      scanner.push(chunk);
+      this.observer.sseScanned(this.stream, scanner);
+      scanner.releaseBytes();
       sink.enqueue(chunk);
       return true;
     }
     // An oversized event in progress passes as it comes: what the scanner carries of it was given out.
-    const passing = (this.passing = this.scanner.oversized);
+    const passing = (this.passing = scanner.oversized);
     this.eventsEnd = 0;
-    this.scanner.push(chunk);
-    this.observer.sseScanned(this.stream, this.scanner);
+    scanner.push(chunk);
+    this.observer.sseScanned(this.stream, scanner);
     const enqueued = this.forward(chunk, sink, passing);
-    this.scanner.releaseBytes();
+    scanner.releaseBytes();
     return enqueued;
+  }
+
+  private newScanner(): SseScanner {
+    const scanner = new SseScanner(this);
+    // Filtering holds an event until it is complete, never the bytes that carry none (a `: ping`).
+    scanner.settles = this.filtering;
+    return scanner;
   }
 
   /**
@@ -236,7 +245,7 @@ export class SseTap implements BodyTap, SseSink, ChunkArrival {
       hold = this.hold = this.budget.holdFor(this);
     }
     if (bytes === hold.bytes) return true;
-    const oversized = this.scanner.oversized;
+    const oversized = this.scanner!.oversized;
     if (!oversized && (bytes > this.maxEventBytes || !this.budget.set(hold, bytes))) {
       this.observer.passedUnparsed('sse');
       return false;
@@ -264,6 +273,8 @@ export class SseTap implements BodyTap, SseSink, ChunkArrival {
   }
 
   rest(sink: ChunkSink): void {
+    // No chunk came: nothing was held.
+    if (this.scanner === undefined) return;
     // The rest of an oversized event was given out as it came.
     const passed = this.scanner.oversized;
     const rest = this.scanner.end();
@@ -285,13 +296,14 @@ export class SseTap implements BodyTap, SseSink, ChunkArrival {
    * removed) goes as it came. The scanner's bytes are let go.
    */
   standAside(sink: ChunkSink, chunk: Uint8Array | undefined): void {
+    const scanner = this.scanner;
     if (chunk !== undefined) {
-      const bytes = this.scanner.bytes;
-      if (!this.filtering || bytes.length < chunk.length) sink.enqueue(chunk);
+      const bytes = scanner?.bytes;
+      if (!this.filtering || bytes === undefined || bytes.length < chunk.length) sink.enqueue(chunk);
       else sink.enqueue(bytes.subarray(this.passing ? bytes.length - chunk.length : 0));
     }
-    this.scanner.releaseBytes();
-    this.scanner.end();
+    scanner?.releaseBytes();
+    scanner?.end();
     this.release();
   }
 
@@ -301,9 +313,9 @@ export class SseTap implements BodyTap, SseSink, ChunkArrival {
    * of it was given out already); returns whether anything was enqueued.
    */
   private forward(chunk: Uint8Array, sink: ChunkSink, passing: boolean): boolean {
-    const bytes = this.scanner.bytes;
+    const scanner = this.scanner!;
+    const bytes = scanner.bytes;
     const start = passing ? bytes.length - chunk.length : 0;
-    const scanner = this.scanner;
     // The complete events, and the lines after them that carry no event (`SseScanner.settles`).
     const end = scanner.oversized ? bytes.length : Math.max(this.eventsEnd, scanner.settledEnd);
     if (end <= start) return false;

@@ -46,4 +46,27 @@ describe('the ids of events told to no listener', () => {
     const cursors = observer.getSession('s1')!.cursors;
     for (const n of [1, 2, 3, 4, 5, 6, 7]) expect(cursors.get(id(n)), id(n)).toBe(stream);
   });
+
+  it('keep the id of an event carried into a read whose later events have none', () => {
+    const observer = new WireObserver();
+    const request = observer.proxyRequest(URL_, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'mcp-session-id': 's2' },
+      body: Buffer.from(JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'tools/call', params: { name: 'slow' } })),
+    });
+    const body = observer.proxyResponse(request, 200, { 'content-type': 'text/event-stream' }, true)!;
+    const stream = body.stream;
+    const sink = { enqueue: () => undefined };
+    // Its id line comes after its first field, and the read is cut between them: the id is in the next read.
+    const second = `event: message\n${progress(2)}`;
+    const cut = second.indexOf('id:');
+    // Plain Uint8Arrays, as a fetch's reads: the carried event is gathered apart from the read's rest.
+    body.chunk(new Uint8Array(Buffer.from(progress(1) + second.slice(0, cut))), sink);
+    expect([stream.lastEventId, stream.deliveredEvents]).toEqual([id(1), 1]);
+    // The carried event ends early in the read; after it, a keep-alive and an event without an id.
+    const rest = ': keep-alive\n\ndata: {"jsonrpc":"2.0","method":"notifications/message","params":{}}\n\n';
+    body.chunk(new Uint8Array(Buffer.from(second.slice(cut) + rest)), sink);
+    expect([stream.lastEventId, stream.deliveredEventId, stream.deliveredEvents]).toEqual([id(2), id(2), 3]);
+    expect(observer.getSession('s2')!.cursors.get(id(2))).toBe(stream);
+  });
 });

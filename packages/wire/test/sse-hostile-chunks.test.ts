@@ -132,3 +132,42 @@ describe('SseScanner on hostile chunkings', () => {
       for (let cut = 1; cut < input.length; cut++) expect(scan(input, [cut], kind)).toEqual(whole);
   });
 });
+
+/**
+ * Servers write several events in one chunk, and reads coalesce under load: most reads then end inside
+ * an event, carried into the next read with that read's other events.
+ */
+describe('SseScanner on reads of several events, the last cut', () => {
+  const progress = (n: number) =>
+    `id: ${n % 3 === 0 ? `a-long-event-id-${n}` : n}\nevent: message\ndata: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":${n}}}\n\n`;
+  // LF-only events, then the line ends and blank lines a split point must not be mistaken at: an LF
+  // after a CRLF (a blank line), a CRLF after an LF, lone CRs, a comment-only block, a field-less event.
+  const tail =
+    'id: x1\r\ndata: a\r\n\ndata: b\n\r\n: only a comment\n\nfoo: bar\n\nid: x2\rdata: c\r\rdata: d\n\n' +
+    'data: e\ndata: f\n\n: ping\n: ping\nid: x3\ndata: g\n\n';
+  const input = encoder.encode(Array.from({ length: 20 }, (_, n) => progress(n)).join('') + tail + progress(20));
+  const reference = scan(input, [], 'buffer');
+
+  it('reads the reference input', () => {
+    expect(reference.events).toHaveLength(27);
+    expect(reference.events.slice(20).map((e) => [e.id, e.data])).toEqual([
+      ['x1', 'a'],
+      [undefined, 'b'],
+      ['x2', 'c'],
+      [undefined, 'd'],
+      [undefined, 'e\nf'],
+      ['x3', 'g'],
+      ['20', '{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":20}}'],
+    ]);
+  });
+
+  for (const kind of KINDS)
+    it(`gives the same events in reads of any size at any offset, chunks of ${kind}`, () => {
+      for (const size of [7, 64, 150, 151, 333, 1000, 2049])
+        for (let offset = 1; offset <= Math.min(size, 160); offset++) {
+          const cuts: number[] = [];
+          for (let at = offset; at < input.length; at += size) cuts.push(at);
+          expect(scan(input, cuts, kind), `${size} from ${offset}`).toEqual(reference);
+        }
+    });
+});
