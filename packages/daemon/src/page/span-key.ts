@@ -58,7 +58,7 @@ const SEED = 0x811c9dc5 | 0;
 const PRIME = 16777619;
 
 /** The hash of `s` continued from `h`; O(length), run once per new part (a session's while its requests follow). */
-export function hashText(h: number, s: string): number {
+function hashText(h: number, s: string): number {
   const n = s.length;
   for (let i = 0; i < n; i++) h = Math.imul(h ^ s.charCodeAt(i), PRIME);
   return Math.imul(h ^ n ^ 0x5bd1e995, PRIME);

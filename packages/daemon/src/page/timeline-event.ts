@@ -142,7 +142,7 @@ const lengthColon = (n: number): string => (n < LENGTH_COLON.length ? LENGTH_COL
  * A span without a session (2026-07-28: a request, its terminal, the server's span of it) by its trace:
  * one attempt of a call. A request key starts with a digit, so the two never meet.
  */
-export function traceKey(traceId: string): string {
+function traceKey(traceId: string): string {
   return `~${traceId}`;
 }
 
