@@ -1,3 +1,5 @@
+import { getRandomValues } from 'node:crypto';
+
 /**
  * A key of the page's evidence as its parts, not as a string: what SpanColumns' own table is keyed by.
  * Every span serve accepts passes through the evidence's window, and a key string built per span (a
@@ -53,8 +55,12 @@ export function requestId(id: string | number): string | number {
 /** Request ids below this are kept as numbers (nine decimal digits at most, a small integer in V8). */
 const SMALL_ID = 1e9;
 
-/** FNV-1a's offset basis and prime, over UTF-16 code units, each part's length mixed in after it. */
-const SEED = 0x811c9dc5 | 0;
+/**
+ * FNV-1a's prime over UTF-16 code units, each part's length mixed in after it, from a seed drawn at start
+ * (FNV's offset basis xored with random bits): ids come from the wire, and a fixed hash would let a sender
+ * choose ids that all fall in one run of the table, as V8 seeds its own string hashes against.
+ */
+const SEED = (0x811c9dc5 ^ getRandomValues(new Int32Array(1))[0]!) | 0;
 const PRIME = 16777619;
 
 /** The hash of `s` continued from `h`; O(length), run once per new part (a session's while its requests follow). */
