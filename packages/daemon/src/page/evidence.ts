@@ -2,15 +2,8 @@ import type { Finding, SpanRecord } from '@resumewatch/detector';
 import { SpanReceivedResult } from '@resumewatch/semconv';
 import { SpanColumns, type HeldTimeline } from './span-columns.js';
 import { UNKNOWN_SERVICE } from '@resumewatch/detector';
-import {
-  RequestKeys,
-  SpanScan,
-  findingKey,
-  isReissueFinding,
-  isTaskFinding,
-  taskKey,
-  traceKey,
-} from './timeline-event.js';
+import { RequestKeys, SpanScan, findingParts, isReissueFinding, isTaskFinding } from './timeline-event.js';
+import { KEY_TASK, KEY_TRACE, SpanKey, keyOf, setKey } from './span-key.js';
 
 export interface EvidenceLimits {
   /** Bytes of timelines held for reported requests. */
@@ -86,6 +79,8 @@ export class Evidence {
   private readonly keys = new RequestKeys();
   /** The span being observed, its attributes read once for its keys and its columns. */
   private readonly scan = new SpanScan();
+  /** A key a finding's request is held by (hold: used at once). */
+  private readonly holding = new SpanKey();
 
   constructor(limits: EvidenceLimits) {
     this.held = new SpanColumns(limits.evidenceBytes, EVIDENCE_EVENTS, EVIDENCE_HEAD, undefined);
@@ -103,18 +98,18 @@ export class Evidence {
   observe(span: SpanRecord, spanIdWords?: Uint32Array): void {
     const scan = this.scan;
     scan.read(span.attributes);
-    const key = this.keys.of(span, scan);
+    const key = this.keys.requestParts(span, scan);
     if (key !== undefined) this.add(key, span, spanIdWords);
     // A task's span goes under its task's key too (each counted in both): a task finding's timeline is
     // every span of its task, its polls and its status notifications, each of them its own request.
-    const task = this.keys.taskOf(span, scan);
+    const task = this.keys.taskParts(span, scan);
     if (task !== undefined) this.add(task, span, spanIdWords);
     // A refused attempt or a listening stream goes under its session's key too: a loop's timeline.
-    const loop = this.keys.loopOf(span, scan);
+    const loop = this.keys.loopParts(span, scan);
     if (loop !== undefined) this.add(loop, span, spanIdWords);
   }
 
-  private add(key: string, span: SpanRecord, spanIdWords: Uint32Array | undefined): void {
+  private add(key: SpanKey, span: SpanRecord, spanIdWords: Uint32Array | undefined): void {
     if (this.held.has(key)) this.held.appendScanned(key, span, this.scan, spanIdWords);
     else this.window.appendScanned(key, span, this.scan, spanIdWords);
   }
@@ -123,21 +118,22 @@ export class Evidence {
   reported(f: Finding): void {
     if (isTaskFinding(f)) {
       const service = f.service || UNKNOWN_SERVICE;
-      this.hold(taskKey(service, f.task_id));
-      if (f.duplicate_task_id) this.hold(taskKey(service, f.duplicate_task_id));
+      const key = this.holding;
+      this.hold(setKey(key, KEY_TASK, service, f.task_id, ''));
+      if (f.duplicate_task_id) this.hold(setKey(key, KEY_TASK, service, f.duplicate_task_id, ''));
       // A duplicate's two attempts: the first's client span (no task id: its reply was never read).
       if (f.first_trace_id !== undefined) {
-        this.hold(traceKey(f.first_trace_id));
-        this.hold(traceKey(f.trace_id));
+        this.hold(setKey(key, KEY_TRACE, f.first_trace_id, '', ''));
+        this.hold(setKey(key, KEY_TRACE, f.trace_id, '', ''));
       }
       return;
     }
-    if (!isReissueFinding(f)) return this.hold(this.keys.findingKey(f));
-    this.hold(traceKey(f.first_trace_id!));
-    this.hold(traceKey(f.trace_id));
+    if (!isReissueFinding(f)) return this.hold(this.keys.findingParts(f));
+    this.hold(setKey(this.holding, KEY_TRACE, f.first_trace_id!, '', ''));
+    this.hold(setKey(this.holding, KEY_TRACE, f.trace_id, '', ''));
   }
 
-  private hold(key: string): void {
+  private hold(key: SpanKey): void {
     if (this.held.has(key)) return this.held.touch(key);
     this.held.moveIn(key, this.window);
   }
@@ -155,7 +151,7 @@ export class Evidence {
         dropped: parts.reduce((n, h) => n + h.dropped, 0),
       };
     }
-    if (!isReissueFinding(f)) return this.held.get(findingKey(f));
+    if (!isReissueFinding(f)) return this.held.get(findingParts(f, new SpanKey()));
     const { first, reissue } = this.attempts(f);
     if (!first && !reissue) return undefined;
     const events = [...(first?.events ?? []), ...(reissue?.events ?? [])];
@@ -171,18 +167,18 @@ export class Evidence {
     const service = f.service || UNKNOWN_SERVICE;
     const reissue = f.first_trace_id !== undefined;
     return {
-      task: this.held.get(taskKey(service, f.task_id)),
-      second: f.duplicate_task_id ? this.held.get(taskKey(service, f.duplicate_task_id)) : undefined,
-      first: reissue ? this.held.get(traceKey(f.first_trace_id!)) : undefined,
-      reissue: reissue ? this.held.get(traceKey(f.trace_id)) : undefined,
+      task: this.held.get(keyOf(KEY_TASK, service, f.task_id)),
+      second: f.duplicate_task_id ? this.held.get(keyOf(KEY_TASK, service, f.duplicate_task_id)) : undefined,
+      first: reissue ? this.held.get(keyOf(KEY_TRACE, f.first_trace_id!)) : undefined,
+      reissue: reissue ? this.held.get(keyOf(KEY_TRACE, f.trace_id)) : undefined,
     };
   }
 
   /** A re-issue finding's two attempts, apart. */
   attempts(f: Finding): Attempts {
     return {
-      first: isReissueFinding(f) ? this.held.get(traceKey(f.first_trace_id!)) : undefined,
-      reissue: this.held.get(traceKey(f.trace_id)),
+      first: isReissueFinding(f) ? this.held.get(keyOf(KEY_TRACE, f.first_trace_id!)) : undefined,
+      reissue: this.held.get(keyOf(KEY_TRACE, f.trace_id)),
     };
   }
 

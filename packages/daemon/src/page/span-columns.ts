@@ -1,5 +1,6 @@
 import { SPAN_KIND_SERVER, type AttributeValue, type SpanRecord } from '@resumewatch/detector';
 import { EventType, SHOWN, SpanScan, eventType, type TimelineEvent } from './timeline-event.js';
+import { KEY_TEXT, SpanKey, setKey } from './span-key.js';
 
 /** The items held for one request: the first `head` it had, then the latest; `dropped` left out between. */
 export interface Held<T> {
@@ -27,8 +28,10 @@ function typeNumber(name: string): number {
 /** Set in a span's kind byte for a server's span; the event type's number is below it. */
 const SERVER = 8;
 if (TYPES.length > SERVER) throw new Error("the event types must fit below the kind byte's SERVER bit");
-/** No span or no request (the end of a list, an empty free list). */
+/** No span or no request (the end of a list, an empty free list, an empty place of the key table). */
 const NONE = -1;
+/** A request's tag once it is free (no KEY_ value). */
+const FREE = 255;
 /** Slots and requests the columns are first made for; they double as needed, up to the cap's count. */
 const FIRST_CAPACITY = 256;
 /**
@@ -98,10 +101,25 @@ function wordHex(v: number): string {
  * alone beyond the cap, its oldest spans after the head go.
  */
 export class SpanColumns {
-  private readonly byKey = new Map<string, number>();
-  /** The last key looked up and its request (NONE: none); a request's spans come one after another. */
-  private lastKey: string | undefined = undefined;
+  /**
+   * The requests by key: an open-addressed table of request numbers (NONE: empty), at most half full (it
+   * doubles with the requests' columns), a key's place found from its hash by linear probing and a
+   * request's parts compared part by part, so that two keys of one hash are told apart. A request's key
+   * is kept as its parts (keyTag, keyA, keyB, keyC: references to strings the spans or findings already
+   * had) and its hash: neither a key string nor a Map's entry is made per span (SpanKey).
+   */
+  private table = new Int32Array(0);
+  private keyTag = new Uint8Array(0);
+  private keyHash = new Int32Array(0);
+  private keyA: string[] = [];
+  private keyB: string[] = [];
+  private keyC: (string | number)[] = [];
+  /** Requests held (the table's entries). */
+  private live = 0;
+  /** The last request found (NONE: none); a request's spans come one after another. */
   private lastRequest = NONE;
+  /** A string key's parts (the string methods' key, made again for each call). */
+  private readonly text = new SpanKey();
   private total = 0;
 
   // Per span slot: its times, kind byte, id words, shown attributes' mask, bytes counted, next span of its request.
@@ -139,7 +157,6 @@ export class SpanColumns {
   private held = new Float64Array(0);
   private older = new Int32Array(0);
   private newer = new Int32Array(0);
-  private keys: string[] = [];
   private requests = 0;
   private freeRequest = NONE;
   private oldest = NONE;
@@ -151,6 +168,8 @@ export class SpanColumns {
     private readonly head: number,
     /** What every span is counted for; undefined: eventBytes of its event. */
     private readonly spanBytes: number | undefined,
+    /** The bits of a key's hash the table uses (tests: fewer, to make keys collide); all by default. */
+    private readonly hashMask = -1,
   ) {
     this.slotCap = spanBytes !== undefined && spanBytes > 0 ? Math.floor(maxBytes / spanBytes) + 1 : Infinity;
   }
@@ -160,26 +179,81 @@ export class SpanColumns {
   }
 
   get size(): number {
-    return this.byKey.size;
+    return this.live;
   }
 
-  has(key: string): boolean {
-    return this.find(key) !== NONE;
+  /**
+   * Whether the key's request has spans held. A key is a SpanKey (the evidence's, filled again span after
+   * span) or any string (its text is its only part: never equal to a SpanKey of other parts).
+   */
+  has(key: string | SpanKey): boolean {
+    return this.find(this.keyFor(key)) !== NONE;
   }
 
-  private find(key: string): number {
-    if (key !== this.lastKey) {
-      this.lastKey = key;
-      this.lastRequest = this.byKey.get(key) ?? NONE;
+  private keyFor(key: string | SpanKey): SpanKey {
+    return typeof key === 'string' ? setKey(this.text, KEY_TEXT, key, '', '') : key;
+  }
+
+  private find(key: SpanKey): number {
+    const hash = key.hash & this.hashMask;
+    let r = this.lastRequest;
+    if (r !== NONE && this.keyHash[r] === hash && this.same(r, key)) return r;
+    const table = this.table;
+    const mask = table.length - 1;
+    r = NONE;
+    for (let at = hash & mask; mask > 0; at = (at + 1) & mask) {
+      const found = table[at]!;
+      if (found === NONE) break;
+      if (this.keyHash[found] === hash && this.same(found, key)) {
+        r = found;
+        break;
+      }
     }
-    return this.lastRequest;
+    this.lastRequest = r;
+    return r;
+  }
+
+  /** Whether the request's key has the key's parts (the request id first: the part that differs most). */
+  private same(r: number, key: SpanKey): boolean {
+    return this.keyC[r] === key.c && this.keyB[r] === key.b && this.keyA[r] === key.a && this.keyTag[r] === key.tag;
+  }
+
+  /** Puts the request (its key's parts set) in the table. */
+  private place(r: number): void {
+    const table = this.table;
+    const mask = table.length - 1;
+    let at = this.keyHash[r]! & mask;
+    while (table[at] !== NONE) at = (at + 1) & mask;
+    table[at] = r;
+  }
+
+  /**
+   * Takes the request out of the table: the entries after it in its run move back into the place they
+   * may have (a deletion that leaves no tombstone, so that the table never fills with them).
+   */
+  private displace(r: number): void {
+    const table = this.table;
+    const mask = table.length - 1;
+    let hole = this.keyHash[r]! & mask;
+    while (table[hole] !== r) hole = (hole + 1) & mask;
+    for (let at = (hole + 1) & mask; ; at = (at + 1) & mask) {
+      const moved = table[at]!;
+      if (moved === NONE) break;
+      const home = this.keyHash[moved]! & mask;
+      // `moved` may fill the hole unless its home is cyclically in (hole, at].
+      const stays = hole <= at ? home > hole && home <= at : home > hole || home <= at;
+      if (stays) continue;
+      table[hole] = moved;
+      hole = at;
+    }
+    table[hole] = NONE;
   }
 
   /** The scan of append's span (the evidence scans each span once and calls appendScanned). */
   private readonly scan = new SpanScan();
 
   /** Adds the span to the request's spans (a new request if it had none), keeping the bounds. */
-  append(key: string, span: SpanRecord): void {
+  append(key: string | SpanKey, span: SpanRecord): void {
     this.scan.read(span.attributes);
     this.appendScanned(key, span, this.scan);
   }
@@ -189,16 +263,16 @@ export class SpanColumns {
    * the span id's 8 bytes as two big-endian words, when the door has them (the OTLP/protobuf decoder's
    * SpanSink): they must be `span.spanId`'s, and its 16 hex digits are then not parsed again.
    */
-  appendScanned(key: string, span: SpanRecord, scan: SpanScan, spanIdWords?: Uint32Array): void {
+  appendScanned(key: string | SpanKey, span: SpanRecord, scan: SpanScan, spanIdWords?: Uint32Array): void {
     if (this.spanBytes !== undefined && this.spanBytes > this.maxBytes) return;
     const slot = this.store(span, scan, spanIdWords);
     const size = this.spanSize[slot]!;
     if (size > this.maxBytes) return this.freeSlotOf(slot);
-    let r = this.find(key);
+    const k = this.keyFor(key);
+    let r = this.find(k);
     if (r !== NONE) this.makeNewest(r);
     else {
-      r = this.newRequest(key);
-      this.byKey.set(key, r);
+      r = this.newRequest(k);
       this.lastRequest = r;
       this.link(r);
     }
@@ -208,8 +282,8 @@ export class SpanColumns {
   }
 
   /** The request's spans as their timeline events (a copy), or undefined when none is held. */
-  get(key: string): Held<TimelineEvent> | undefined {
-    const r = this.find(key);
+  get(key: string | SpanKey): Held<TimelineEvent> | undefined {
+    const r = this.find(this.keyFor(key));
     if (r === NONE) return undefined;
     const events: TimelineEvent[] = [];
     for (let slot = this.first[r]!; slot !== NONE; slot = this.next[slot]!) events.push(this.event(slot));
@@ -217,15 +291,15 @@ export class SpanColumns {
   }
 
   /** Takes the request's spans out, as their timeline events. */
-  take(key: string): Held<TimelineEvent> | undefined {
+  take(key: string | SpanKey): Held<TimelineEvent> | undefined {
     const held = this.get(key);
     if (held) this.remove(this.lastRequest);
     return held;
   }
 
   /** Marks the request as the most recently touched. */
-  touch(key: string): void {
-    const r = this.find(key);
+  touch(key: string | SpanKey): void {
+    const r = this.find(this.keyFor(key));
     if (r !== NONE) this.makeNewest(r);
   }
 
@@ -233,19 +307,18 @@ export class SpanColumns {
    * Moves the request's spans from `from` (the window) in, as the most recent request (an empty one if
    * `from` holds none), trimmed to the bounds: as HeldRequests.put of the events `from.take` gives.
    */
-  moveIn(key: string, from: SpanColumns): void {
-    let r = this.find(key);
+  moveIn(key: string | SpanKey, from: SpanColumns): void {
+    const k = this.keyFor(key);
+    let r = this.find(k);
     if (r !== NONE) this.remove(r);
-    r = this.newRequest(key);
-    const source = from.find(key);
+    r = this.newRequest(k);
+    const source = from.find(from.keyFor(key));
     if (source !== NONE) {
       for (let slot = from.first[source]!; slot !== NONE; slot = from.next[slot]!) this.push(r, this.copy(from, slot));
       this.dropped[r] = from.dropped[source]!;
       from.remove(source);
     }
     while (this.count[r]! > this.maxEvents) this.dropAt(r, this.head);
-    this.byKey.set(key, r);
-    this.lastKey = key;
     this.lastRequest = r;
     this.link(r);
     this.evictBeyondCap(r);
@@ -397,14 +470,21 @@ export class SpanColumns {
     this.freeSlot = slot;
   }
 
-  private newRequest(key: string): number {
+  /** A request of the key (not held: find gave NONE), in the table. */
+  private newRequest(key: SpanKey): number {
     let r = this.freeRequest;
     if (r !== NONE) this.freeRequest = this.newer[r]!;
     else {
       if (this.requests === this.first.length) this.growRequests();
       r = this.requests++;
     }
-    this.keys[r] = key;
+    this.keyTag[r] = key.tag;
+    this.keyHash[r] = key.hash & this.hashMask;
+    this.keyA[r] = key.a;
+    this.keyB[r] = key.b;
+    this.keyC[r] = key.c;
+    this.place(r);
+    this.live++;
     this.count[r] = 0;
     this.dropped[r] = 0;
     this.held[r] = 0;
@@ -413,7 +493,11 @@ export class SpanColumns {
   }
 
   private remove(r: number): void {
-    this.byKey.delete(this.keys[r]!);
+    this.displace(r);
+    this.live--;
+    // The parts let go of (they may be a long id's strings); FREE: not put back when the table grows.
+    this.keyTag[r] = FREE;
+    this.keyA[r] = this.keyB[r] = this.keyC[r] = '';
     if (this.lastRequest === r) this.lastRequest = NONE;
     this.unlink(r);
     this.total -= this.held[r]!;
@@ -422,7 +506,6 @@ export class SpanColumns {
       this.freeSlotOf(slot);
       slot = following;
     }
-    this.keys[r] = '';
     this.newer[r] = this.freeRequest;
     this.freeRequest = r;
   }
@@ -486,6 +569,11 @@ export class SpanColumns {
     this.held = grown(this.held, new Float64Array(n));
     this.older = grown(this.older, new Int32Array(n));
     this.newer = grown(this.newer, new Int32Array(n));
+    this.keyTag = grown(this.keyTag, new Uint8Array(n));
+    this.keyHash = grown(this.keyHash, new Int32Array(n));
+    // The table at twice the requests it may hold (at most half full), its requests put in again.
+    this.table = new Int32Array(2 * n).fill(NONE);
+    for (let r = 0; r < this.requests; r++) if (this.keyTag[r] !== FREE) this.place(r);
   }
 }
 

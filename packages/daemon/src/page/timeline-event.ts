@@ -42,6 +42,17 @@ import {
   type Finding,
   type SpanRecord,
 } from '@resumewatch/detector';
+import {
+  KEY_REQUEST,
+  KEY_SESSION,
+  KEY_TASK,
+  KEY_TRACE,
+  SpanKey,
+  hashHead,
+  hashTail,
+  requestId,
+  setKey,
+} from './span-key.js';
 
 /** What a timeline draws of one span. */
 export const EventType = {
@@ -131,7 +142,7 @@ const lengthColon = (n: number): string => (n < LENGTH_COLON.length ? LENGTH_COL
  * A span without a session (2026-07-28: a request, its terminal, the server's span of it) by its trace:
  * one attempt of a call. A request key starts with a digit, so the two never meet.
  */
-export function traceKey(traceId: string): string {
+function traceKey(traceId: string): string {
   return `~${traceId}`;
 }
 
@@ -214,31 +225,58 @@ function keyedByRequest(f: Finding): boolean {
 }
 
 /**
- * The request keys of the spans the detector accepted (undefined for a span that concerns no single
- * request: the listening stream, a span of a session without a request id); a span without a session
- * goes by its trace (traceKey). The last key is remembered. It runs for every span, and making a key is
- * most of the window's cost per span: a new string that each map then hashes. Consecutive spans of one
- * request or trace (an exporter's batch keeps a trace's spans together) reuse the last key, whose hash
- * the maps already computed, after comparing its parts.
+ * The keys of the spans the detector accepted, as their parts (SpanKey): what the evidence keeps a span
+ * under. The request's (undefined for a span that concerns no single request: the listening stream, a
+ * span of a session without a request id; a span without a session goes by its trace), its task's and
+ * its session's loop's. It runs for every span: each key is one object filled again span after span
+ * (SpanColumns copies its parts), and the hash of a session's part is computed once while its requests
+ * follow, so that a span's key costs its request id's hash and no allocation. `of`, `taskOf`, `loopOf`
+ * and `findingKey` give the same keys as strings (keyText), as timeline-event.ts spells them.
  */
 export class RequestKeys {
+  /** The last request key's service and session (the session as the span that started them had it). */
   private service = '';
   private session = '';
+  /** hashHead(KEY_REQUEST, service, session). */
+  private head = 0;
+  /** The last request id, as the span had it. */
   private request: string | number = '';
-  /** The request id as the key spells it (a number's decimal text). */
-  private requestText = '';
-  private key = '';
-  /** The service's part of requestKeyPrefix: its length, ':' and itself. */
-  private servicePart = '0:';
-  /** requestKeyPrefix(service, session): a session's next request's key is this and its id. */
-  private prefix = '';
-  private trace = '';
-  private traceKey = '';
-  private taskService = '';
-  private task = '';
-  private taskKey = '';
+  private readonly requestKey = new SpanKey();
+  private readonly traceKey = new SpanKey();
+  private readonly taskKey = new SpanKey();
+  private readonly loopKey = new SpanKey();
+  /** A finding's key (findingParts). */
+  private readonly found = new SpanKey();
 
+  /** The span's request key (requestParts) as a string. */
   of(span: SpanRecord, scan: SpanScan = this.scanned(span)): string | undefined {
+    const key = this.requestParts(span, scan);
+    return key && keyText(key);
+  }
+
+  /** findingKey of the finding (the string of findingParts, for a finding not about a task or a re-issue). */
+  findingKey(f: Finding): string {
+    return findingKey(f);
+  }
+
+  /** The span's task key (taskParts) as a string. */
+  taskOf(span: SpanRecord, scan: SpanScan = this.scanned(span)): string | undefined {
+    const key = this.taskParts(span, scan);
+    return key && keyText(key);
+  }
+
+  /** The span's loop key (loopParts) as a string. */
+  loopOf(span: SpanRecord, scan: SpanScan = this.scanned(span)): string | undefined {
+    const key = this.loopParts(span, scan);
+    return key && keyText(key);
+  }
+
+  /**
+   * The key of the span's request: (service, session, request id) (requestKey), or for a span without a
+   * session its trace's (traceKey); undefined when it has none. Consecutive spans of one request give the
+   * key unchanged; a new request of the same session, its id's hash continued from the session's.
+   */
+  requestParts(span: SpanRecord, scan: SpanScan): SpanKey | undefined {
     const session = scan.session;
     if (typeof session !== 'string' || session === '') {
       // Only an MCP span of a request (its request span, client's or server's, or its terminal): the
@@ -250,63 +288,63 @@ export class RequestKeys {
     if (request === '') return undefined;
     if (span.name !== SPAN_REQUEST_TERMINAL && scan.shown(I_STREAM_KIND) === StreamKind.LISTENING) return undefined;
     const service = span.service || UNKNOWN_SERVICE;
+    const key = this.requestKey;
     if (session !== this.session || service !== this.service) {
-      if (service !== this.service) this.servicePart = serviceKeyPart(service);
       this.service = service;
       this.session = session;
-      // requestKeyPrefix(service, session), in two new strings (the service's part kept).
-      this.prefix = this.servicePart + lengthColon(session.length) + session;
-    } else if (request === this.request) return this.key;
+      this.head = hashHead(KEY_REQUEST, service, session);
+      key.tag = KEY_REQUEST;
+      key.a = service;
+      key.b = session;
+    } else if (request === this.request) return key;
     this.request = request;
-    this.requestText = typeof request === 'string' ? request : String(request);
-    this.key = this.prefix + this.requestText;
-    return this.key;
+    key.c = requestId(request);
+    key.hash = hashTail(this.head, key.c);
+    return key;
   }
 
   /**
-   * findingKey of the finding. A finding fires on the span that completes it, so one about a request of a
-   * session is mostly about the last span's request: its key is then the one `of` made, already hashed by
-   * the maps, rather than a new string to build and hash (the same text: requestKey of the same parts).
+   * The key of a finding that is neither a task's nor a re-issue's (findingKey's parts; a filled-again
+   * object). One about a request of the last span's session reuses that session's hash.
    */
-  findingKey(f: Finding): string {
-    const last = f.request_id === this.requestText && f.session_id === this.session && f.service === this.service;
-    return last && keyedByRequest(f) ? this.key : findingKey(f);
+  findingParts(f: Finding): SpanKey {
+    const last = f.session_id === this.session && f.service === this.service;
+    return findingParts(f, this.found, last ? this.head : undefined);
   }
 
   /**
-   * The task key of a span that carries a task id (taskKey), else undefined: such a span is kept under its
-   * task's key as well as its request's. The last key is remembered, as of() does: a task's polls come
-   * one after another.
+   * The task key of a span that carries a task id (taskKey's parts), else undefined: such a span is kept
+   * under its task's key as well as its request's. A task's polls come one after another: the key is kept
+   * while its parts stay.
    */
-  taskOf(span: SpanRecord, scan: SpanScan = this.scanned(span)): string | undefined {
+  taskParts(span: SpanRecord, scan: SpanScan): SpanKey | undefined {
     const task = scan.shown(I_TASK);
     if (typeof task !== 'string' || task === '') return undefined;
     const service = span.service || UNKNOWN_SERVICE;
-    if (task === this.task && service === this.taskService) return this.taskKey;
-    this.task = task;
-    this.taskService = service;
-    this.taskKey = taskKey(service, task);
-    return this.taskKey;
+    const key = this.taskKey;
+    if (task === key.b && service === key.a && key.tag === KEY_TASK) return key;
+    return setKey(key, KEY_TASK, service, task, '');
   }
 
   /**
-   * The session key of a span a loop finding may rest on (sessionKey): one the server refused (a status of
-   * 400 or more: a dead session's request), a listening stream's, or a refused GET; else undefined. Few
-   * spans of healthy traffic are either: one listening stream per session.
+   * The session key of a span a loop finding may rest on (sessionKey's parts): one the server refused (a
+   * status of 400 or more: a dead session's request), a listening stream's, or a refused GET; else
+   * undefined. Few spans of healthy traffic are either: one listening stream per session.
    */
-  loopOf(span: SpanRecord, scan: SpanScan = this.scanned(span)): string | undefined {
+  loopParts(span: SpanRecord, scan: SpanScan): SpanKey | undefined {
     const session = scan.session;
     const listening = scan.shown(I_STREAM_KIND) === StreamKind.LISTENING;
     if (typeof session !== 'string' || session === '') {
-      // A stateless server's listening stream: its client's re-opens.
+      // A stateless server's listening stream: its client's re-opens (clientKey).
       if (!listening && span.name !== SPAN_LISTENING_REFUSED) return undefined;
       const client = listeningClientOf(span.attributes);
-      return client === undefined ? undefined : clientKey(span.service || UNKNOWN_SERVICE, client);
+      if (client === undefined) return undefined;
+      return setKey(this.loopKey, KEY_SESSION, span.service || UNKNOWN_SERVICE, `\u0001${client}`, '');
     }
     const status = scan.shown(I_STATUS);
     const refused = typeof status === 'number' && status >= 400;
     if (!refused && !listening && span.name !== SPAN_LISTENING_REFUSED) return undefined;
-    return sessionKey(span.service || UNKNOWN_SERVICE, session);
+    return setKey(this.loopKey, KEY_SESSION, span.service || UNKNOWN_SERVICE, session, '');
   }
 
   /** The scan of a span given without one (the evidence passes its own, read once for the three keys). */
@@ -316,12 +354,49 @@ export class RequestKeys {
     return this.scan;
   }
 
-  private ofTrace(traceId: string): string | undefined {
-    if (traceId === this.trace && traceId !== '') return this.traceKey;
+  private ofTrace(traceId: string): SpanKey | undefined {
+    const key = this.traceKey;
+    if (traceId === key.a && key.tag === KEY_TRACE) return key;
     if (traceId.length !== 32 || traceId === INVALID_TRACE_ID) return undefined;
-    this.trace = traceId;
-    this.traceKey = traceKey(traceId);
-    return this.traceKey;
+    return setKey(key, KEY_TRACE, traceId, '', '');
+  }
+}
+
+/**
+ * Fills `key` with findingKey's parts of a finding that is neither a task's nor a re-issue's; `head`:
+ * hashHead of its service and session when the caller has it.
+ */
+export function findingParts(f: Finding, key: SpanKey, head?: number): SpanKey {
+  if (keyedByRequest(f)) {
+    const c = requestId(f.request_id);
+    key.tag = KEY_REQUEST;
+    key.a = f.service;
+    key.b = f.session_id;
+    key.c = c;
+    key.hash = hashTail(head ?? hashHead(KEY_REQUEST, f.service, f.session_id), c);
+    return key;
+  }
+  if (isLoopFinding(f)) {
+    const service = f.service || UNKNOWN_SERVICE;
+    const session = f.session_id === '' && f.client !== undefined ? `\u0001${f.client}` : f.session_id;
+    return setKey(key, KEY_SESSION, service, session, '');
+  }
+  return setKey(key, KEY_TRACE, f.first_trace_id ?? f.trace_id, '', '');
+}
+
+/** The string key of the parts (requestKey, traceKey, taskKey, sessionKey; a KEY_TEXT's, its text). */
+export function keyText(key: SpanKey): string {
+  switch (key.tag) {
+    case KEY_REQUEST:
+      return requestKey(key.a, key.b, String(key.c));
+    case KEY_TRACE:
+      return traceKey(key.a);
+    case KEY_TASK:
+      return taskKey(key.a, key.b);
+    case KEY_SESSION:
+      return sessionKey(key.a, key.b);
+    default:
+      return key.a;
   }
 }
 
