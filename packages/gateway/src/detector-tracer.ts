@@ -22,7 +22,6 @@ import type {
   TracerProvider,
 } from '@opentelemetry/api';
 import {
-  addHrTimes,
   hrTime,
   hrTimeDuration,
   isAttributeValue,
@@ -181,6 +180,10 @@ class DetectorTracer implements RecordTracer {
   }
 }
 
+/** @opentelemetry/core's time.ts constants: Math.pow(10, 6) and Math.pow(10, 9), both exact. */
+const MILLISECONDS_TO_NANOSECONDS = 1e6;
+const SECOND_TO_NANOSECONDS = 1e9;
+
 const NOT_ENDED: HrTime = Object.freeze([0, 0]) as unknown as HrTime;
 
 /**
@@ -199,7 +202,12 @@ class RecordSpan implements Span {
   /** An attribute holds (or held) an array: the record copies the primitive ones. */
   private arrays = false;
   private readonly performanceStartTime: number;
-  private readonly performanceOffset: number;
+  /**
+   * Date.now() at the start (a small integer: no boxed number), from which `time` works out the SDK's
+   * performance offset when a time is given as a performance reading (rare), rather than reading
+   * `performance.timeOrigin` (a new heap number each read) and keeping a double for every span.
+   */
+  private readonly startNow: number;
   private readonly startTimeProvided: boolean;
 
   constructor(
@@ -215,7 +223,7 @@ class RecordSpan implements Span {
   ) {
     const now = Date.now();
     this.performanceStartTime = otperformance.now();
-    this.performanceOffset = now - (this.performanceStartTime + otperformance.timeOrigin);
+    this.startNow = now;
     this.startTimeProvided = startTime != null;
     this.startTime = this.time(startTime ?? now);
     const kept = adopt && attributes !== undefined ? keptAsGiven(attributes) : -1;
@@ -283,8 +291,10 @@ class RecordSpan implements Span {
   end(endTime?: TimeInput): void {
     if (this.ended) return;
     this.endTime = this.time(endTime);
-    // An end before the start is the start (the SDK's span: a negative duration is none).
-    const [s, n] = this.startTime;
+    // An end before the start is the start (the SDK's span: a negative duration is none). By index: a
+    // destructuring `[s, n]` makes an iterator and its results wherever V8 runs this unoptimized.
+    const s = this.startTime[0];
+    const n = this.startTime[1];
     if (this.endTime[0] < s || (this.endTime[0] === s && this.endTime[1] < n)) this.endTime = [s, n];
     this.ended = true;
     this.ending();
@@ -314,12 +324,28 @@ class RecordSpan implements Span {
   /** The SDK span's `_getTime`: a time given (performance or epoch milliseconds, Date, HrTime), or now. */
   protected time(input: TimeInput | undefined): HrTime {
     if (typeof input === 'number')
-      return input <= otperformance.now() ? hrTime(input + this.performanceOffset) : millisToHrTime(input);
+      return input <= otperformance.now()
+        ? hrTime(input + (this.startNow - (this.performanceStartTime + otperformance.timeOrigin)))
+        : millisToHrTime(input);
     if (input instanceof Date) return millisToHrTime(input.getTime());
     if (isTimeInputHrTime(input)) return input;
     if (this.startTimeProvided) return millisToHrTime(Date.now());
-    return addHrTimes(this.startTime, millisToHrTime(otperformance.now() - this.performanceStartTime));
+    return sinceStart(this.startTime, otperformance.now() - this.performanceStartTime);
   }
+}
+
+/**
+ * `addHrTimes(start, millisToHrTime(elapsed))` of @opentelemetry/core (the SDK span's end time), the same
+ * arithmetic in one array instead of two.
+ */
+function sinceStart(start: HrTime, elapsed: number): HrTime {
+  let seconds = start[0] + Math.trunc(elapsed / 1000);
+  let nanos = start[1] + Math.round((elapsed % 1000) * MILLISECONDS_TO_NANOSECONDS);
+  if (nanos >= SECOND_TO_NANOSECONDS) {
+    nanos -= SECOND_TO_NANOSECONDS;
+    seconds += 1;
+  }
+  return [seconds, nanos];
 }
 
 /**

@@ -168,7 +168,8 @@ export class Forwarder {
     client: ClientIdentity,
   ): { request: WireRequest; joined: boolean } {
     const { result, joined } = beginInClientContext(req.headers, () =>
-      this.observation.begin(href, { method, headers, ...(body.byteLength > 0 ? { body } : {}) }, client),
+      // Two literals, not a spread of `{ body }` or `{}`: a spread copies through the runtime and makes an object more.
+      this.observation.begin(href, body.byteLength > 0 ? { method, headers, body } : { method, headers }, client),
     );
     return { request: result, joined };
   }

@@ -650,7 +650,8 @@ export class SpanRecorder implements WireListener {
     const span = this.startUnder(
       tracer,
       requestSpanName(record.method, target),
-      { kind: SpanKind.CLIENT, attributes, ...(links ? { links } : {}) },
+      // Two literals, not a spread of `{ links }` or `{}`: a spread copies through the runtime and makes an object more.
+      links ? { kind: SpanKind.CLIENT, attributes, links } : { kind: SpanKind.CLIENT, attributes },
       undefined,
       parent,
     );

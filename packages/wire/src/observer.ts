@@ -373,7 +373,7 @@ export class WireObserver {
       const own = this.listeners[i]!.requestHeaders?.(request, sender);
       if (own === undefined) continue;
       const names = Object.keys(own);
-      if (names.length === 0 || names.some((name) => headerValue(headers, name) !== undefined)) continue;
+      if (names.length === 0 || carriesAny(headers, names)) continue;
       for (let n = 0; n < names.length; n++) (added ??= []).push([names[n]!, own[names[n]!]!]);
     }
     return added;
@@ -1167,6 +1167,12 @@ export class WireObserver {
     const version = (result as { protocolVersion?: unknown } | null)?.protocolVersion;
     if (session && typeof version === 'string') session.protocolVersion ??= version;
   }
+}
+
+/** `headers` carry one of `names` already. A loop, not `names.some(...)`: no closure per request. */
+function carriesAny(headers: RequestInit['headers'], names: readonly string[]): boolean {
+  for (let i = 0; i < names.length; i++) if (headerValue(headers, names[i]!) !== undefined) return true;
+  return false;
 }
 
 /*
