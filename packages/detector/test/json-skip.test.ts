@@ -305,4 +305,48 @@ describe("the walk's passing over the attributes of spans that cannot matter", (
     ])
       expect(() => decodeSkipping(body([bad]))).toThrow(/^malformed JSON/);
   });
+
+  it('reports runs of skipped spans in their places and counts, the last of a repeated field counting', () => {
+    const app = spanText([...head, ['name', 'GET /x'], ['attributes', appAttributes]]);
+    const kept = (n: string) => spanText([...head, ['name', n], ['attributes', [kv(ATTR_MCP_METHOD_NAME, n)]]]);
+    const order = (buf: Buffer) => {
+      const out = decodeSkipping(buf).map((e) => (e === 'skipped' ? '.' : e.name));
+      const result = decodeJsonRequest(buf, () => undefined, { onSkipped: () => undefined });
+      return { out: out.join(' '), skipped: result.skipped ?? 0, spans: result.spans };
+    };
+    expect(order(body([app, app, kept('a'), app, kept('b'), kept('c'), app, app, app]))).toEqual({
+      out: '. . a . b c . . .',
+      skipped: 6,
+      spans: 3,
+    });
+    // Runs on either side of a span that is no object, and of an invalid one, stay apart.
+    const invalid = spanText([
+      ['traceId', 'x'],
+      ['name', 'GET'],
+    ]);
+    expect(order(body([app, '7', app, app, invalid, app]))).toEqual({ out: '. . . .', skipped: 4, spans: 0 });
+    // A repeated spans, scopeSpans or resourceSpans field: the last counts, the runs of the ones before it dropped.
+    const spans = (list: string[]) => `{"spans":[${list.join(',')}]}`;
+    const repeated = [
+      `{"resourceSpans":[{"scopeSpans":[{"spans":[${app},${app}],"spans":[${kept('a')},${app}]}]}]}`,
+      `{"resourceSpans":[{"scopeSpans":[${spans([app, app])}],"scopeSpans":[${spans([app])},${spans([kept('a')])}]}]}`,
+      `{"resourceSpans":[{"scopeSpans":[${spans([app, app, app])}]}],"resourceSpans":[{"scopeSpans":[${spans([app])}]}]}`,
+      // The second ResourceSpans is cut back to where it began: a run before it is not counted up from within it.
+      `{"resourceSpans":[{"scopeSpans":[${spans([app])}]},{"scopeSpans":[${spans([app])}],"scopeSpans":[${spans([kept('a')])}]}]}`,
+    ];
+    const expected = [
+      { out: 'a .', skipped: 1, spans: 1 },
+      { out: '. a', skipped: 1, spans: 1 },
+      { out: '.', skipped: 1, spans: 0 },
+      { out: '. a', skipped: 1, spans: 1 },
+    ];
+    for (const [i, text] of repeated.entries()) {
+      const buf = Buffer.from(text, 'utf8');
+      expect(order(buf)).toEqual(expected[i]);
+      // As JSON.parse reads it: the last of each repeated field.
+      const parsed = JSON.parse(text) as { resourceSpans: { scopeSpans: { spans: unknown[] }[] }[] };
+      const total = parsed.resourceSpans.flatMap((r) => r.scopeSpans.flatMap((s) => s.spans)).length;
+      expect(expected[i]!.skipped + expected[i]!.spans).toBe(total);
+    }
+  });
 });

@@ -120,8 +120,8 @@ const EVENT_ANY_VALUE_DEPTH = 12;
 /** Whether every contract span's name starts with `mcp.`, which SPAN_SKIPPED_AS_WRITTEN relies on. */
 const CONTRACT_BY_PREFIX = CONTRACT_NAMES.values.every((name) => name.startsWith('mcp.'));
 
-/** A valid span skipped as of no use (Walk's `skip`): it stands in the entries where its record would have. */
-export const SKIPPED: object = Object.freeze({});
+/** A valid span skipped as of no use (Walk's `skip`), as span() returns it. */
+const SKIPPED: object = Object.freeze({});
 
 function at(buf: Uint8Array, pos: number, bytes: Uint8Array): boolean {
   if (pos + bytes.length > buf.length) return false;
@@ -132,8 +132,12 @@ function at(buf: Uint8Array, pos: number, bytes: Uint8Array): boolean {
 /** One body's walk: the cursor, and scratch reused span after span. */
 export class Walk {
   readonly cur: JsonCursor;
-  /** Span records and problems of the counted resourceSpans, in document order. */
-  readonly entries: (SpanRecord | Problem | typeof SKIPPED)[] = [];
+  /**
+   * Span records and problems of the counted resourceSpans, in document order; a number stands for that
+   * many valid spans skipped one after another (Walk's `skip`) where their records would have been: a
+   * run of them is one Smi entry counted up in place, not an entry each (no push, no write barrier).
+   */
+  readonly entries: (SpanRecord | Problem | number)[] = [];
   resourceSpans = 0;
   /** Tokens of the span's scalar fields: type, start, end, flags for each of F_TRACE..F_END. */
   private readonly tok = new Int32Array(7 * 4);
@@ -245,7 +249,7 @@ export class Walk {
     const name = service ?? UNKNOWN_SERVICE;
     for (let k = mark; k < entries.length; k++) {
       const e = entries[k]!;
-      if (e !== SKIPPED && !(e instanceof Problem)) (e as SpanRecord).service = name;
+      if (typeof e !== 'number' && !(e instanceof Problem)) e.service = name;
     }
   }
 
@@ -323,6 +327,10 @@ export class Walk {
     cur.open(6);
     let k = 0;
     const asWritten = this.skip && CONTRACT_BY_PREFIX && cur.maxDepth >= EVENT_ANY_VALUE_DEPTH;
+    const entries = this.entries;
+    // A run of skipped spans is counted in the entry at `run` (-1: none open). Only entries of this array
+    // are counted up: the enclosing objects cut the entries back to marks made before it began.
+    let run = -1;
     // Tried after a skipped span only (and first): in a run of MCP spans the expression would fail on each.
     let tryWhole = true;
     for (let first = true; cur.nextElement(first); first = false, k++) {
@@ -334,10 +342,18 @@ export class Walk {
         span = 'not an object';
       }
       tryWhole = span === SKIPPED;
-      this.entries.push(
+      if (span === SKIPPED) {
+        if (run < 0) {
+          run = entries.length;
+          entries.push(1);
+        } else entries[run] = (entries[run] as number) + 1;
+        continue;
+      }
+      run = -1;
+      entries.push(
         typeof span === 'string'
           ? new Problem(false, `resourceSpans[${i}].scopeSpans[${j}].spans[${k}]: ${span}`)
-          : span,
+          : (span as SpanRecord),
       );
     }
   }

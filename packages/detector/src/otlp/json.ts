@@ -1,7 +1,7 @@
 import type { SpanRecord } from '../core/types.js';
 import { OtlpDecodeError, type DecodeResult } from './errors.js';
 import { Problem } from './json-problem.js';
-import { SKIPPED, Walk } from './json-walk.js';
+import { Walk } from './json-walk.js';
 
 /*
  * OTLP/JSON decoding by scanning: one pass over the body's bytes that validates it as JSON.parse would
@@ -61,12 +61,13 @@ export function decodeJsonRequest(
   const entries = walk.entries;
   for (let i = 0; i < entries.length; i++) {
     const e = entries[i]!;
-    if (e === SKIPPED) {
-      result.skipped = (result.skipped ?? 0) + 1;
-      onSkipped!();
+    if (typeof e === 'number') {
+      // A run of e skipped spans, each reported in its place.
+      result.skipped = (result.skipped ?? 0) + e;
+      for (let k = 0; k < e; k++) onSkipped!();
     } else if (!(e instanceof Problem)) {
       result.spans++;
-      sink(e as SpanRecord);
+      sink(e);
     } else if (e.fatal) throw new OtlpDecodeError(e.message);
     else {
       result.invalid++;

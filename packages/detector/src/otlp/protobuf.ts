@@ -476,6 +476,14 @@ function detectorKeyValueAt(r: Reader, end: number): void {
   let key = -1;
   let valueStart = -1;
   let valueEnd = -1;
+  const asWritten = keyValueAsWritten(buf, r.pos, end);
+  if (asWritten >= 0) {
+    // The key's bytes end where the value's tag is, two bytes before its start.
+    key = DETECTOR_KEYS.indexOf(buf, r.pos + 2, asWritten - 2);
+    valueStart = asWritten;
+    valueEnd = end;
+    r.pos = end;
+  }
   while (r.pos < end) {
     const tag = r.tag(end);
     if (tag === ((1 << 3) | 2)) {
@@ -500,6 +508,33 @@ function detectorKeyValueAt(r: Reader, end: number): void {
   r.attrs[n * 3] = key;
   r.attrs[n * 3 + 1] = valueStart;
   r.attrs[n * 3 + 2] = valueEnd;
+}
+
+/*
+ * A KeyValue as exporters write it, the key then the value filling the rest, each with a one-byte tag and
+ * length, the value one scalar field (string, bool, int or double) ending at the KeyValue's end:
+ * 0a <n> key 12 <m> (0a <l> bytes | 10 varint | 18 varint | 21 8 bytes). Where the value starts, or -1 for
+ * any other layout, which detectorKeyValueAt's walk reads field by field. Every check the walk would make
+ * on these bytes is made here (lengths within their message, a varint of at most 10 bytes ending at the
+ * value's end), so both take the same bytes and refuse the same: this path only declines, never throws.
+ */
+function keyValueAsWritten(buf: Uint8Array, p: number, end: number): number {
+  if (p + 2 > end || buf[p] !== 0x0a) return -1;
+  const n = buf[p + 1]!;
+  const q = p + 2 + n;
+  if (n >= 0x80 || q + 2 > end || buf[q] !== 0x12) return -1;
+  const m = buf[q + 1]!;
+  const v = q + 2;
+  if (m >= 0x80 || v + m !== end) return -1;
+  if (m === 0) return v;
+  const t = buf[v]!;
+  if (t === 0x0a) return m >= 2 && buf[v + 1]! < 0x80 && v + 2 + buf[v + 1]! === end ? v : -1;
+  if (t === 0x21) return m === 9 ? v : -1;
+  if (t !== 0x10 && t !== 0x18) return -1;
+  // A varint of 1 to 10 bytes: every byte but the last with its high bit set.
+  if (m < 2 || m > 11 || buf[end - 1]! >= 0x80) return -1;
+  for (let i = v + 1; i < end - 1; i++) if (buf[i]! < 0x80) return -1;
+  return v;
 }
 
 const kvOut: [string, AttributeValue] = ['', ''];
