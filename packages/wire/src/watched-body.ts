@@ -37,7 +37,12 @@ interface PipeOptions {
 }
 type WatchedReaderInstance = Reader & { [READER]: WatchedReader };
 
-/** The state of each watched stream. */
+/**
+ * The state of each watched stream, deleted once the body is over and nothing forwarded waits (see
+ * `forget`). V8 shrinks a WeakMap's table on `delete` but never when the collector clears a dead key:
+ * left to the collector, the table stays at the capacity it grew to at the peak (16 B a slot, grown
+ * counting dead keys not yet collected; 4,096 slots after 1,000 ended sessions).
+ */
 const bodies = new WeakMap<ReadableStream<Chunk>, WatchedBody>();
 
 const proto = ReadableStream.prototype;
@@ -60,6 +65,8 @@ class WatchedBody implements ChunkSink {
   private next: Chunk | undefined = undefined;
 
   constructor(
+    /** The watched stream: its key in `bodies`. */
+    private readonly body: ReadableStream<Chunk>,
     private readonly observer: TapHost,
     private readonly request: WireRequest,
     private readonly stream: StreamRecord,
@@ -78,7 +85,17 @@ class WatchedBody implements ChunkSink {
     if (next === undefined) return undefined;
     const pending = this.pending;
     this.next = pending !== undefined && pending.length > 0 ? pending.shift() : undefined;
+    if (this.over && this.next === undefined) bodies.delete(this.body);
     return next;
+  }
+
+  /**
+   * The body is over: its entry in `bodies` goes once nothing forwarded waits for a read (else when
+   * `take` returns the last piece). A stream without one is read as the over body was: `stateOf` gives
+   * ENDED, over with nothing waiting, to a reader, pipe or cancel that comes after.
+   */
+  private forget(): void {
+    if (this.next === undefined) bodies.delete(this.body);
   }
 
   chunk(value: Chunk): void {
@@ -102,6 +119,7 @@ class WatchedBody implements ChunkSink {
       if (!this.aside) this.standAside(error, undefined);
       else this.observer.observationFailed(error);
     }
+    this.forget();
   }
 
   /**
@@ -121,6 +139,7 @@ class WatchedBody implements ChunkSink {
     if (this.over) return;
     this.over = true;
     this.tap.release();
+    this.forget();
     this.observer.streamEnded(this.request, this.stream, isAbort(error) ? 'abort' : 'error', error);
   }
 
@@ -134,8 +153,24 @@ class WatchedBody implements ChunkSink {
     if (this.over) return;
     this.over = true;
     this.tap.release();
+    this.forget();
     this.observer.streamEnded(this.request, this.stream, 'abort', reason);
   }
+}
+
+/** The state of a watched stream whose body is over and whose entry is gone: over, nothing waiting. */
+const ENDED = new WatchedBody(
+  undefined as never,
+  undefined as never,
+  undefined as never,
+  undefined as never,
+  undefined as never,
+);
+ENDED.over = true;
+
+/** The state of a watched stream (one with `watchedStreamProto`). */
+function stateOf(stream: ReadableStream<Chunk>): WatchedBody {
+  return bodies.get(stream) ?? ENDED;
 }
 
 /** One reader of a watched body (a body may be read by several in turn: each releases its lock). */
@@ -225,7 +260,7 @@ const watchedReaderProto = Object.create(readerProto, {
 /** A reader of the body whose reads pass the tap. */
 function watchedReader(stream: ReadableStream<Chunk>): WatchedReaderInstance {
   const reader = realGetReader.call(stream) as WatchedReaderInstance;
-  reader[READER] = new WatchedReader(bodies.get(stream)!, reader);
+  reader[READER] = new WatchedReader(stateOf(stream), reader);
   Object.setPrototypeOf(reader, watchedReaderProto);
   return reader;
 }
@@ -240,7 +275,7 @@ const watchedStreamProto = Object.create(proto, {
   cancel: {
     value: function cancel(this: ReadableStream<Chunk>, reason?: unknown): Promise<void> {
       // A locked stream refuses (and nothing ended); a free one is cancelled.
-      if (!this.locked) bodies.get(this)!.cancelled(reason);
+      if (!this.locked) stateOf(this).cancelled(reason);
       return realCancel.call(this, reason);
     },
   },
@@ -520,9 +555,10 @@ export function watchResponse(
   observed: Response,
   tap: BodyTap,
 ): Response {
-  const response = bodies.has(observed.body!) ? copyOf(observed) : observed;
+  // Watched already: its prototype says so (its entry in `bodies` may be gone, the body over).
+  const response = Object.getPrototypeOf(observed.body) === watchedStreamProto ? copyOf(observed) : observed;
   const body = response.body!;
-  bodies.set(body, new WatchedBody(observer, request, stream, tap));
+  bodies.set(body, new WatchedBody(body, observer, request, stream, tap));
   Object.setPrototypeOf(body, watchedStreamProto);
   Object.setPrototypeOf(response, watchedResponseProto);
   return response;

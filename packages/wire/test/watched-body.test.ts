@@ -332,3 +332,80 @@ describe('a body observed in place', () => {
     expect([events, ends]).toEqual([['a', 'drop', 'b'], ['clean']]);
   });
 });
+
+/*
+ * A body over drops its entry in the watched bodies' WeakMap (so the table shrinks): whatever the
+ * application does with the stream or its Response afterwards behaves as on an unwatched body read to
+ * its end, throws nothing new, and tells no second end.
+ */
+describe('a watched body read to its end, its state dropped', () => {
+  /** What `act` gives, or the name of what it throws or rejects with. */
+  async function outcome(act: () => unknown): Promise<unknown> {
+    try {
+      const value: unknown = await act();
+      return { value: value === undefined ? 'undefined' : value };
+    } catch (error) {
+      return { error: (error as Error).name };
+    }
+  }
+
+  /** A response of `path` read to its end by a reader that then released its lock. */
+  async function readToEnd(fetch: (path: string) => Promise<Response>, path: string) {
+    const response = await fetch(path);
+    const reader = response.body!.getReader();
+    const got = text(await readAll(reader));
+    reader.releaseLock();
+    return { response, got };
+  }
+
+  const afterTheEnd: Record<string, (response: Response) => unknown> = {
+    'getReader().read()': (r) => r.body!.getReader().read(),
+    'a BYOB read': (r) => r.body!.getReader({ mode: 'byob' }).read(new Uint8Array(4)),
+    'cancel()': (r) => r.body!.cancel(new Error('late')),
+    'reader.cancel()': (r) => r.body!.getReader().cancel(new Error('late')),
+    'pipeTo()': (r) => r.body!.pipeTo(new WritableStream()),
+    'pipeThrough()': async (r) => text(await readAll(r.body!.pipeThrough(new TransformStream()).getReader())),
+    'tee()': async (r) => (await Promise.all(r.body!.tee().map((s) => readAll(s.getReader())))).map(text),
+    'async iteration': async (r) => {
+      const chunks: Uint8Array[] = [];
+      for await (const chunk of r.body! as unknown as AsyncIterable<Uint8Array>) chunks.push(chunk);
+      return text(chunks);
+    },
+    'text()': (r) => r.text(),
+    'arrayBuffer()': (r) => r.arrayBuffer(),
+    'clone()': (r) => r.clone().bodyUsed,
+  };
+
+  for (const [name, act] of Object.entries(afterTheEnd))
+    it(`${name} after the end does what it does on an unwatched body`, async () => {
+      const { events, ends, fetch } = observed();
+      const watched = await readToEnd(fetch, '/tail');
+      const plain = await readToEnd((path) => globalThis.fetch(server.server.url + path), '/tail');
+      expect([watched.got, plain.got]).toEqual(['data: a\n\ndata: tail', wholeBody('/tail')]);
+      expect(await outcome(() => act(watched.response))).toEqual(await outcome(() => act(plain.response)));
+      expect(events).toEqual(['a', 'drop']);
+      expect(ends).toEqual(['clean']);
+    });
+
+  it('a body read to its end by text(), then cancelled and cloned: the same refusals as unwatched', async () => {
+    const { ends, fetch } = observed();
+    const watched = await fetch('/sse');
+    const plain = await globalThis.fetch(server.server.url + '/sse');
+    expect([await watched.text(), await plain.text()]).toEqual([wholeBody('/sse'), wholeBody('/sse')]);
+    for (const act of [afterTheEnd['cancel()']!, afterTheEnd['clone()']!, afterTheEnd['text()']!])
+      expect(await outcome(() => act(watched))).toEqual(await outcome(() => act(plain)));
+    expect(ends).toEqual(['clean']);
+  });
+
+  it('a wrapped fetch around one whose body had ended: the outer reads it empty, each ends once', async () => {
+    const inner = observed();
+    const outer = new WireObserver();
+    const outerEnds: StreamEnd[] = [];
+    outer.addListener({ onStreamEnd: (_r, _s, how) => void outerEnds.push(how) });
+    const fetch = outer.wrap(async (url) => (await readToEnd(() => inner.fetch('/sse'), String(url))).response);
+    const response = await fetch(server.server.url + '/sse');
+    expect(await response.text()).toBe('');
+    expect(inner.ends).toEqual(['clean']);
+    expect(outerEnds).toEqual(['clean']);
+  });
+});
