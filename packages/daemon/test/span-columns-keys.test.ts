@@ -11,7 +11,7 @@ import {
   SPAN_STREAM_RESUME,
 } from '@resumewatch/semconv';
 import type { Finding, SpanRecord } from '@resumewatch/detector';
-import { HeldRequests, eventBytes } from './helpers/held-requests.js';
+import { StoresAndModel, rng } from './helpers/columns-model.js';
 import { SpanColumns } from '../src/page/span-columns.js';
 import {
   KEY_REQUEST,
@@ -23,27 +23,7 @@ import {
   requestId,
   setKey,
 } from '../src/page/span-key.js';
-import {
-  RequestKeys,
-  SpanScan,
-  findingKey,
-  findingParts,
-  keyText,
-  timelineEvent,
-  type TimelineEvent,
-} from '../src/page/timeline-event.js';
-
-/** A small deterministic generator (mulberry32). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { RequestKeys, SpanScan, findingKey, findingParts, keyText } from '../src/page/timeline-event.js';
 
 const LONG = 'x'.repeat(100_000);
 /**
@@ -97,9 +77,6 @@ function span(n: number, session: string, request: string | number): SpanRecord 
   };
 }
 
-const view = (h: { events: TimelineEvent[]; bytes: number; dropped: number } | undefined) =>
-  h === undefined ? undefined : { events: h.events, bytes: h.bytes, dropped: h.dropped };
-
 describe("the evidence's key table", () => {
   it('gives back what HeldRequests keyed by strings does, with every hash the same, a few, or all bits', () => {
     for (const [seed, hashMask] of [
@@ -111,10 +88,7 @@ describe("the evidence's key table", () => {
       // More requests than the table's first size (256), so that it grows with keys in it.
       const windowBytes = 2_000 * 512;
       const heldBytes = 60_000;
-      const window = new SpanColumns(windowBytes, 8, 3, 512, hashMask);
-      const held = new SpanColumns(heldBytes, 12, 5, undefined, hashMask);
-      const windowObjects = new HeldRequests<TimelineEvent>(windowBytes, 8, 3, () => 512);
-      const heldObjects = new HeldRequests<TimelineEvent>(heldBytes, 12, 5, eventBytes);
+      const stores = new StoresAndModel(windowBytes, heldBytes, hashMask);
       const keys: SpanKey[] = [];
       while (keys.length < 1_500) keys.push(randomKey(next));
       // Each key's string made once (a long id's is hashed once by the model's map, not at every step).
@@ -122,50 +96,11 @@ describe("the evidence's key table", () => {
       for (let n = 0; n < 4_000; n++) {
         const k = Math.floor(next() * keys.length);
         const key = keys[k]!;
-        const text = texts[k]!;
-        const what = next();
-        if (what < 0.03) {
-          expect(view(window.take(key))).toEqual(view(windowObjects.take(text)));
-        } else if (what < 0.08) {
-          // A finding: the request's window moves to the evidence (Evidence.hold).
-          if (heldObjects.has(text)) {
-            heldObjects.touch(text);
-            held.touch(key);
-          } else {
-            const spans = windowObjects.take(text);
-            const events = spans ? spans.events : [];
-            let bytes = 0;
-            for (const event of events) bytes += eventBytes(event);
-            heldObjects.put(text, { events, bytes, dropped: spans?.dropped ?? 0 });
-            held.moveIn(key, window);
-          }
-        } else if (what < 0.1) {
-          expect(view(held.get(key))).toEqual(view(heldObjects.get(text)));
-        } else {
-          const s = span(n, key.b, key.c);
-          if (heldObjects.has(text)) {
-            heldObjects.append(text, timelineEvent(s));
-            held.append(key, s);
-          } else {
-            windowObjects.append(text, timelineEvent(s));
-            window.append(key, s);
-          }
-        }
-        expect([window.bytes, window.size, window.has(key), held.bytes, held.size, held.has(key)]).toEqual([
-          windowObjects.bytes,
-          windowObjects.size,
-          windowObjects.has(text),
-          heldObjects.bytes,
-          heldObjects.size,
-          heldObjects.has(text),
-        ]);
+        stores.step(key, texts[k]!, next(), { take: 0.03, hold: 0.08, get: 0.1 }, () => span(n, key.b, key.c));
       }
-      expect(window.size).toBeGreaterThan(256);
-      keys.forEach((key, k) => {
-        expect(view(held.get(key))).toEqual(view(heldObjects.get(texts[k]!)));
-        expect(view(window.take(key))).toEqual(view(windowObjects.take(texts[k]!)));
-      });
-      expect(window.size).toBe(0);
+      expect(stores.window.size).toBeGreaterThan(256);
+      keys.forEach((key, k) => stores.drain(key, texts[k]!));
+      expect(stores.window.size).toBe(0);
     }
   });
 

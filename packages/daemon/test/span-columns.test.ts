@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, it } from 'vitest';
 import {
   ATTR_HTTP_RESPONSE_STATUS_CODE,
   ATTR_JSONRPC_REQUEST_ID,
@@ -13,21 +13,7 @@ import {
   SPAN_STREAM_RESUME,
 } from '@resumewatch/semconv';
 import type { AttributeValue, SpanRecord } from '@resumewatch/detector';
-import { HeldRequests, eventBytes } from './helpers/held-requests.js';
-import { SpanColumns } from '../src/page/span-columns.js';
-import { timelineEvent, type TimelineEvent } from '../src/page/timeline-event.js';
-
-/** A small deterministic generator (mulberry32). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { StoresAndModel, rng } from './helpers/columns-model.js';
 
 const NAMES = ['tools/call work', SPAN_REQUEST_TERMINAL, SPAN_STREAM_RESUME, SPAN_SESSION_REATTACH];
 const IDS = [
@@ -66,9 +52,6 @@ function randomSpan(next: () => number, n: number): SpanRecord {
   };
 }
 
-const view = (h: { events: TimelineEvent[]; bytes: number; dropped: number } | undefined) =>
-  h === undefined ? undefined : { events: h.events, bytes: h.bytes, dropped: h.dropped };
-
 describe('spans of requests held in columns', () => {
   it('hold, drop, evict and give back what HeldRequests of timeline events does, at every step', () => {
     for (const [seed, windowBytes, heldBytes, keys] of [
@@ -80,56 +63,12 @@ describe('spans of requests held in columns', () => {
     ] as const) {
       const next = rng(seed);
       // The evidence's two stores, as it had them (objects) and as it has them (columns).
-      const window = new SpanColumns(windowBytes, 8, 3, 512);
-      const held = new SpanColumns(heldBytes, 12, 5, undefined);
-      const windowObjects = new HeldRequests<TimelineEvent>(windowBytes, 8, 3, () => 512);
-      const heldObjects = new HeldRequests<TimelineEvent>(heldBytes, 12, 5, eventBytes);
+      const stores = new StoresAndModel(windowBytes, heldBytes);
       for (let n = 0; n < 3_000; n++) {
         const key = `k${Math.floor(next() * keys)}`;
-        const what = next();
-        if (what < 0.04) {
-          expect(view(window.take(key))).toEqual(view(windowObjects.take(key)));
-        } else if (what < 0.1) {
-          // A finding: the request's window moves to the evidence (Evidence.hold as it was).
-          if (heldObjects.has(key)) {
-            heldObjects.touch(key);
-            held.touch(key);
-          } else {
-            const spans = windowObjects.take(key);
-            const events = spans ? spans.events : [];
-            let bytes = 0;
-            for (const event of events) bytes += eventBytes(event);
-            heldObjects.put(key, { events, bytes, dropped: spans?.dropped ?? 0 });
-            held.moveIn(key, window);
-          }
-        } else if (what < 0.13) {
-          const a = held.get(key);
-          const b = heldObjects.get(key);
-          expect(view(a)).toEqual(view(b));
-          if (a) expect(JSON.stringify(a.events)).toBe(JSON.stringify(b!.events));
-        } else {
-          const span = randomSpan(next, n);
-          if (heldObjects.has(key)) {
-            heldObjects.append(key, timelineEvent(span));
-            held.append(key, span);
-          } else {
-            windowObjects.append(key, timelineEvent(span));
-            window.append(key, span);
-          }
-        }
-        expect([window.bytes, window.size, window.has(key), held.bytes, held.size, held.has(key)]).toEqual([
-          windowObjects.bytes,
-          windowObjects.size,
-          windowObjects.has(key),
-          heldObjects.bytes,
-          heldObjects.size,
-          heldObjects.has(key),
-        ]);
+        stores.step(key, key, next(), { take: 0.04, hold: 0.1, get: 0.13 }, () => randomSpan(next, n));
       }
-      for (let k = 0; k < keys; k++) {
-        expect(view(held.get(`k${k}`))).toEqual(view(heldObjects.get(`k${k}`)));
-        expect(view(window.take(`k${k}`))).toEqual(view(windowObjects.take(`k${k}`)));
-      }
+      for (let k = 0; k < keys; k++) stores.drain(`k${k}`, `k${k}`);
     }
   });
 });

@@ -175,24 +175,23 @@ export class CursorRing implements CursorMemory {
     // written over the same place, which they cover. A longer one is checked first: its UTF-8 bytes
     // may not be kept, and bytes copied before the check stopped would overwrite older ids' text.
     if (3 * length > MAX_KEPT_ID_BYTES || 3 * length > this.arenaSize)
-      for (let k = 0; k < length; k++) {
-        if (id.charCodeAt(k) < 0x80) continue;
-        const bytes = Buffer.from(id, 'utf8');
-        return this.keep(i, bytes, 0, bytes.length);
-      }
+      for (let k = 0; k < length; k++) if (id.charCodeAt(k) >= 0x80) return this.keepUtf8(i, id);
     if (length > this.arenaSize) return this.unkept(i);
     let at = this.arenaNext;
     const arena = this.room(at + length);
     for (let k = 0; k < length; k++) {
       const c = id.charCodeAt(k);
-      if (c >= 0x80) {
-        const bytes = Buffer.from(id, 'utf8');
-        return this.keep(i, bytes, 0, bytes.length);
-      }
+      if (c >= 0x80) return this.keepUtf8(i, id);
       arena[at] = c;
       if (++at === this.arenaSize) at = 0;
     }
     this.kept(i, length);
+  }
+
+  /** Slot i's id, one that is not ASCII (rare): its UTF-8 bytes. */
+  private keepUtf8(i: number, id: string): void {
+    const bytes = Buffer.from(id, 'utf8');
+    this.keep(i, bytes, 0, bytes.length);
   }
 
   /**

@@ -118,25 +118,12 @@ if (SHOWN.length > 31) throw new Error('timelineEvent marks the shown attributes
 
 /**
  * The request a span or a finding is about: (service, session, request), as the detector keys it. The
- * parts length-prefixed, so that no two triples give one key; made for every span the daemon accepts.
+ * parts length-prefixed, so that no two triples give one key. A finding's page entry is keyed by it; the
+ * evidence keys spans by the same parts without making the string (SpanKey, keyText).
  */
 function requestKey(service: string, session: string, request: string): string {
-  return requestKeyPrefix(service, session) + request;
+  return `${service.length}:${service}${session.length}:${session}${request}`;
 }
-
-/** requestKey's (service, session) part, which RequestKeys keeps while a session's requests follow. */
-function requestKeyPrefix(service: string, session: string): string {
-  return serviceKeyPart(service) + lengthColon(session.length) + session;
-}
-
-/** The service's part of requestKeyPrefix: its length, ':' and itself (RequestKeys keeps it while the service stays). */
-function serviceKeyPart(service: string): string {
-  return lengthColon(service.length) + service;
-}
-
-/** A length and ':' as requestKeyPrefix spells them, from a table for the usual lengths: no string made. */
-const LENGTH_COLON: readonly string[] = Array.from({ length: 256 }, (_, n) => `${n}:`);
-const lengthColon = (n: number): string => (n < LENGTH_COLON.length ? LENGTH_COLON[n]! : `${n}:`);
 
 /**
  * A span without a session (2026-07-28: a request, its terminal, the server's span of it) by its trace:
@@ -165,11 +152,15 @@ function sessionKey(service: string, session: string): string {
 
 /**
  * A listening stream's re-opens without a session (a stateless server's) by (service, client), as the
- * detector keys them (listeningClientOf): a session key whose "session" starts with \u0001, which no
- * session id holds.
+ * detector keys them (listeningClientOf): a session key whose "session" is clientSession's.
  */
 function clientKey(service: string, client: string): string {
-  return sessionKey(service, `\u0001${client}`);
+  return sessionKey(service, clientSession(client));
+}
+
+/** The "session" part of a client's key: the client after \u0001, which no session id holds. */
+function clientSession(client: string): string {
+  return `\u0001${client}`;
 }
 
 /** A loop finding (dead_session_loop, listening_stream_loop): drawn from its session's refused attempts. */
@@ -230,8 +221,8 @@ function keyedByRequest(f: Finding): boolean {
  * span of a session without a request id; a span without a session goes by its trace), its task's and
  * its session's loop's. It runs for every span: each key is one object filled again span after span
  * (SpanColumns copies its parts), and the hash of a session's part is computed once while its requests
- * follow, so that a span's key costs its request id's hash and no allocation. `of`, `taskOf`, `loopOf`
- * and `findingKey` give the same keys as strings (keyText), as timeline-event.ts spells them.
+ * follow, so that a span's key costs its request id's hash and no allocation. keyText spells a key's
+ * parts as the string keys above do.
  */
 export class RequestKeys {
   /** The last request key's service and session (the session as the span that started them had it). */
@@ -247,29 +238,6 @@ export class RequestKeys {
   private readonly loopKey = new SpanKey();
   /** A finding's key (findingParts). */
   private readonly found = new SpanKey();
-
-  /** The span's request key (requestParts) as a string. */
-  of(span: SpanRecord, scan: SpanScan = this.scanned(span)): string | undefined {
-    const key = this.requestParts(span, scan);
-    return key && keyText(key);
-  }
-
-  /** findingKey of the finding (the string of findingParts, for a finding not about a task or a re-issue). */
-  findingKey(f: Finding): string {
-    return findingKey(f);
-  }
-
-  /** The span's task key (taskParts) as a string. */
-  taskOf(span: SpanRecord, scan: SpanScan = this.scanned(span)): string | undefined {
-    const key = this.taskParts(span, scan);
-    return key && keyText(key);
-  }
-
-  /** The span's loop key (loopParts) as a string. */
-  loopOf(span: SpanRecord, scan: SpanScan = this.scanned(span)): string | undefined {
-    const key = this.loopParts(span, scan);
-    return key && keyText(key);
-  }
 
   /**
    * The key of the span's request: (service, session, request id) (requestKey), or for a span without a
@@ -339,19 +307,12 @@ export class RequestKeys {
       if (!listening && span.name !== SPAN_LISTENING_REFUSED) return undefined;
       const client = listeningClientOf(span.attributes);
       if (client === undefined) return undefined;
-      return setKey(this.loopKey, KEY_SESSION, span.service || UNKNOWN_SERVICE, `\u0001${client}`, '');
+      return setKey(this.loopKey, KEY_SESSION, span.service || UNKNOWN_SERVICE, clientSession(client), '');
     }
     const status = scan.shown(I_STATUS);
     const refused = typeof status === 'number' && status >= 400;
     if (!refused && !listening && span.name !== SPAN_LISTENING_REFUSED) return undefined;
     return setKey(this.loopKey, KEY_SESSION, span.service || UNKNOWN_SERVICE, session, '');
-  }
-
-  /** The scan of a span given without one (the evidence passes its own, read once for the three keys). */
-  private readonly scan = new SpanScan();
-  private scanned(span: SpanRecord): SpanScan {
-    this.scan.read(span.attributes);
-    return this.scan;
   }
 
   private ofTrace(traceId: string): SpanKey | undefined {
@@ -378,7 +339,7 @@ export function findingParts(f: Finding, key: SpanKey, head?: number): SpanKey {
   }
   if (isLoopFinding(f)) {
     const service = f.service || UNKNOWN_SERVICE;
-    const session = f.session_id === '' && f.client !== undefined ? `\u0001${f.client}` : f.session_id;
+    const session = f.session_id === '' && f.client !== undefined ? clientSession(f.client) : f.session_id;
     return setKey(key, KEY_SESSION, service, session, '');
   }
   return setKey(key, KEY_TRACE, f.first_trace_id ?? f.trace_id, '', '');

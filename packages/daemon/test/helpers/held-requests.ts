@@ -4,7 +4,8 @@ import type { TimelineEvent } from '../../src/page/timeline-event.js';
 /*
  * The reference model of the page's evidence stores: requests' items held in objects, with the bounds and
  * the order SpanColumns (src/page/span-columns.ts) keeps over columns. page-window.test.ts fixes its
- * order; span-columns.test.ts compares the two step by step. The page kept its spans so before the columns.
+ * order; columns-model.ts steps the two side by side (span-columns.test.ts, span-columns-keys.test.ts).
+ * The page kept its spans so before the columns.
  */
 
 /** Bytes an event is counted for: about its JSON text, without making it (SpanColumns counts the same from its columns). */
