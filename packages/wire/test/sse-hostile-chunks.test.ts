@@ -147,6 +147,9 @@ describe('SseScanner on reads of several events, the last cut', () => {
     'data: e\ndata: f\n\n: ping\n: ping\nid: x3\ndata: g\n\n';
   const input = encoder.encode(Array.from({ length: 20 }, (_, n) => progress(n)).join('') + tail + progress(20));
   const reference = scan(input, [], 'buffer');
+  // About 3,000 chunkings: each compared by its JSON text first (a deep toEqual of each took most of the
+  // suite's time), and by toEqual, which names the difference, only when the texts differ.
+  const referenceText = JSON.stringify(reference);
 
   it('reads the reference input', () => {
     expect(reference.events).toHaveLength(27);
@@ -167,7 +170,8 @@ describe('SseScanner on reads of several events, the last cut', () => {
         for (let offset = 1; offset <= Math.min(size, 160); offset++) {
           const cuts: number[] = [];
           for (let at = offset; at < input.length; at += size) cuts.push(at);
-          expect(scan(input, cuts, kind), `${size} from ${offset}`).toEqual(reference);
+          const got = scan(input, cuts, kind);
+          if (JSON.stringify(got) !== referenceText) expect(got, `${size} from ${offset}`).toEqual(reference);
         }
     });
 });
